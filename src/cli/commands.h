@@ -1,0 +1,17 @@
+#pragma once
+// Each `ltx <command>` lives in its own src/cli/cmd_<name>.cpp: add_<name>() creates the
+// subcommand on `app` with its options and returns it with the function that runs it after
+// parsing (its return value is the exit code). main.cpp lists them.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ltx::cli {
+
+struct Command {
+  CLI::App* sub = nullptr;
+  std::function<int()> run;
+};
+
+Command add_inspect(CLI::App& app);
+
+}  // namespace ltx::cli

@@ -1,0 +1,39 @@
+// `ltx`: one binary for every entry point. Errors print on one line to stderr, exit code 1.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ltx: native inference for the LTX-2.x audio-video diffusion models"};
+  app.set_version_flag("--version", std::string("ltx ") + LTX_VERSION_STRING);
+  app.require_subcommand(1);
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "Only print warnings and errors");
+
+  const std::vector<ltx::cli::Command> commands = {
+      ltx::cli::add_inspect(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (quiet) ltx::set_log_level(ltx::LogLevel::Warn);
+  try {
+    for (const auto& c : commands)
+      if (c.sub->parsed()) return c.run();
+  } catch (const ltx::Error& e) {
+    std::fprintf(stderr, "ltx: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ltx: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,25 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ltx {
+
+enum class DeviceType : uint8_t { CPU, CUDA };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+
+  static Device cpu() { return {DeviceType::CPU, 0}; }
+  static Device cuda(int index = 0) { return {DeviceType::CUDA, index}; }
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool operator==(const Device& o) const { return type == o.type && (is_cpu() || index == o.index); }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+};
+
+// Parses "cpu", "cuda", "cuda:N"; throws ltx::Error naming `what` (e.g. "--device") otherwise.
+Device parse_device(const std::string& text, const char* what = "device");
+
+}  // namespace ltx

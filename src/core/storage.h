@@ -1,0 +1,30 @@
+#pragma once
+// A byte buffer on one device. The owner keeps the memory alive: an aligned heap block, an mmap'd
+// file region (zero-copy weights) or a block from a device allocator.
+#include <cstddef>
+#include <memory>
+
+#include "core/device.h"
+
+namespace ltx {
+
+class Storage {
+ public:
+  Storage(void* data, size_t bytes, Device device, std::shared_ptr<void> owner)
+      : data_(data), bytes_(bytes), device_(device), owner_(std::move(owner)) {}
+
+  // Fresh, uninitialised memory on `device` (64-byte aligned on the CPU).
+  static std::shared_ptr<Storage> allocate(size_t bytes, Device device);
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+  Device device_;
+  std::shared_ptr<void> owner_;
+};
+
+}  // namespace ltx

@@ -1,0 +1,34 @@
+#pragma once
+// The one dispatch point pattern for ops (see docs/CONTRIBUTING.md "Adding an op"):
+//   Tensor ops::foo(const Tensor& x, ...) {
+//     check_defined("foo", {&x, ...}); ...dtype/shape checks...
+//     switch (common_device("foo", {&x, ...}).type) {
+//       case DeviceType::CPU: return cpu::foo(x, ...);
+//       case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::foo(x, ...), "foo");
+//     }
+//     unreachable_device("foo");
+//   }
+#include <initializer_list>
+
+#include "core/tensor.h"
+
+namespace ltx::ops {
+
+// All given (non-null, defined) tensors must share one device; returns it. Throws naming `op`.
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors);
+// Every non-null tensor must be defined.
+void check_defined(const char* op, std::initializer_list<const Tensor*> tensors);
+// Throws "op: expected f32 ..." unless t has dtype `dt`.
+void check_dtype(const char* op, const char* arg, const Tensor& t, DType dt);
+// Throws unless t.dim() == n.
+void check_dim(const char* op, const char* arg, const Tensor& t, int n);
+[[noreturn]] void unsupported_on(const char* op, Device d);
+[[noreturn]] void unreachable_device(const char* op);
+
+}  // namespace ltx::ops
+
+#if LTX_WITH_CUDA
+#define LTX_CUDA_DISPATCH(stmt, op) stmt
+#else
+#define LTX_CUDA_DISPATCH(stmt, op) ::ltx::ops::unsupported_on(op, ::ltx::Device::cuda())
+#endif

@@ -1,0 +1,65 @@
+#include "support/test_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/device_hooks.h"
+
+namespace ltx::test {
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(shape.numel()));
+  for (float& x : v) x = dist(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+Tensor non_contiguous_copy(const Tensor& t) {
+  if (t.dim() == 0) return t.clone();
+  // Reverse the dims, pad the new innermost dim by 3, copy, then view back in the original order.
+  std::vector<int64_t> rev(t.dim());
+  for (int i = 0; i < t.dim(); ++i) rev[i] = t.dim() - 1 - i;
+  Shape padded;
+  for (int i = 0; i < t.dim(); ++i) padded.push_back(t.size(rev[i]) + (i == t.dim() - 1 ? 3 : 0));
+  Tensor buf = Tensor::zeros(padded, t.dtype(), t.device());
+  Tensor inner = buf.narrow(t.dim() - 1, 0, t.size(rev[t.dim() - 1]));
+  Tensor view = inner.permute(rev);  // logical shape == t.shape()
+  view.copy_from(t);
+  return view;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const auto va = a.to_double_vector(), vb = b.to_double_vector();
+  double m = 0;
+  for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
+    const double d = std::fabs(va[i] - vb[i]);
+    if (std::isnan(d)) return INFINITY;
+    m = std::max(m, d);
+  }
+  return m;
+}
+
+double max_rel_err(const Tensor& a, const Tensor& b) {
+  const auto vb = b.to_double_vector();
+  double ref = 0;
+  for (double x : vb) ref = std::max(ref, std::fabs(x));
+  const double d = max_abs_diff(a, b);
+  if (ref == 0) return d;
+  return d / ref;
+}
+
+std::string fixture(const std::string& name) { return std::string(LTX_FIXTURES_DIR) + "/" + name; }
+
+bool cuda_available() {
+  if (!detail::cuda_compiled()) return false;
+  try {
+    Tensor t = Tensor::zeros({1}, DType::F32, Device::cuda(0));
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace ltx::test
