@@ -1,0 +1,50 @@
+#include "ops/attention.h"
+
+#include <cmath>
+
+#include "backend/cpu/attention.h"
+#include "ops/dispatch.h"
+
+namespace ltx::ops {
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& mask, std::optional<double> scale) {
+  const char* op = "scaled_dot_product_attention";
+  check_defined(op, {&q, &k, &v});
+  check_dim(op, "q [B, H, Tq, D]", q, 4);
+  check_dim(op, "k [B, H, Tk, D]", k, 4);
+  check_dim(op, "v [B, H, Tk, Dv]", v, 4);
+  LTX_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && k.size(1) == q.size(1) &&
+                v.size(1) == q.size(1),
+            op, ": q, k and v need the same batch and head dims [B, H, ...], got q ",
+            q.describe(), ", k ", k.describe(), ", v ", v.describe());
+  LTX_CHECK(k.size(3) == q.size(3), op, ": q ", q.describe(), " and k ", k.describe(),
+            " need the same head dim D (last dim)");
+  LTX_CHECK(v.size(2) == k.size(2), op, ": k ", k.describe(), " and v ", v.describe(),
+            " need the same number of keys Tk (dim 2)");
+  const Shape scores{q.size(0), q.size(1), q.size(2), k.size(2)};
+  Tensor m;
+  if (mask.defined()) {
+    LTX_CHECK(mask.dtype() == DType::Bool || mask.dtype() == DType::U8 ||
+                  mask.dtype() == DType::F32,
+              op, ": mask ", mask.describe(),
+              " must be bool/u8 (nonzero = attend) or f32 (added to the logits)");
+    LTX_CHECK(mask.dim() <= 4 && broadcast_shapes(mask.shape(), scores, op) == scores, op,
+              ": mask ", mask.describe(), " does not broadcast to the score shape [B, H, Tq, Tk] = ",
+              scores.str());
+    m = mask.expand(scores);
+  }
+  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  switch (common_device(op, {&q, &k, &v, &mask}).type) {
+    case DeviceType::CPU:
+      check_dtype(op, "q", q, DType::F32);
+      check_dtype(op, "k", k, DType::F32);
+      check_dtype(op, "v", v, DType::F32);
+      return cpu::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc));
+    case DeviceType::CUDA:
+      unsupported_on(op, q.device());
+  }
+  unreachable_device(op);
+}
+
+}  // namespace ltx::ops

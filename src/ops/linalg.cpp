@@ -1,0 +1,60 @@
+#include "ops/linalg.h"
+
+#include "backend/cpu/linalg.h"
+#include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/linalg.h"
+#endif
+
+namespace ltx::ops {
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_defined("matmul", {&a, &b});
+  LTX_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least 1 dim, got ",
+            a.describe(), " and ", b.describe());
+  const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
+  LTX_CHECK(ka == kb, "matmul: inner sizes differ, ", a.describe(), " @ ", b.describe(), " (", ka,
+            " vs ", kb, "); the last dim of a must equal the ",
+            b.dim() == 1 ? "size of b" : "second-to-last dim of b");
+  if (a.dim() > 2 || b.dim() > 2) {
+    Shape ab, bb;
+    for (int d = 0; d + 2 < a.dim(); ++d) ab.push_back(a.size(d));
+    for (int d = 0; d + 2 < b.dim(); ++d) bb.push_back(b.size(d));
+    broadcast_shapes(ab, bb, "matmul (batch dims)");
+  }
+  switch (common_device("matmul", {&a, &b}).type) {
+    case DeviceType::CPU:
+      check_dtype("matmul", "a", a, DType::F32);
+      check_dtype("matmul", "b", b, DType::F32);
+      return cpu::matmul(a, b);
+    case DeviceType::CUDA:
+      unsupported_on("matmul", a.device());
+  }
+  unreachable_device("matmul");
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined("linear", {&x, &weight});
+  LTX_CHECK(x.dim() >= 1, "linear: x must have at least 1 dim, got ", x.describe());
+  check_dim("linear", "weight", weight, 2);
+  LTX_CHECK(weight.size(1) == x.size(-1), "linear: weight ", weight.describe(),
+            " expects ", weight.size(1), " input features but x ", x.describe(), " has ",
+            x.size(-1), " (weight is [out, in], torch layout)");
+  if (bias.defined()) {
+    LTX_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear: bias ",
+              bias.describe(), " must be [", weight.size(0), "] to match weight ",
+              weight.describe());
+  }
+  switch (common_device("linear", {&x, &weight, &bias}).type) {
+    case DeviceType::CPU:
+      check_dtype("linear", "x", x, DType::F32);
+      check_dtype("linear", "weight", weight, DType::F32);
+      if (bias.defined()) check_dtype("linear", "bias", bias, DType::F32);
+      return cpu::linear(x, weight, bias);
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::linear(x, weight, bias), "linear");
+  }
+  unreachable_device("linear");
+}
+
+}  // namespace ltx::ops

@@ -1,0 +1,18 @@
+#pragma once
+// Matrix products.
+#include "core/tensor.h"
+
+namespace ltx::ops {
+
+// torch.matmul: a [..., M, K] @ b [..., K, N] -> [broadcast(...), M, N], batch dims broadcast.
+// A 1-D a is a row vector [K] and a 1-D b a column vector [K]; their added dim is dropped.
+// CPU: f32 only; transposed views (unit stride on either of the last two dims) are passed to
+// BLAS as they are, other layouts are copied first.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// y = x @ weight^T + bias (torch.nn.functional.linear): x [..., in], weight [out, in] (torch
+// layout), bias [out] or an undefined Tensor for none -> y [..., out]. CPU: f32 only, one GEMM
+// over all leading rows.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+}  // namespace ltx::ops
