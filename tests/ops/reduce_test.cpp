@@ -161,6 +161,19 @@ TEST(Reduce, VarAndStdMatchDoubleReferenceForEachCorrection) {
   expect_close(ops::var(base), ref_reduce(base, {}, false, var_with(1)), 1e-7, 1e-6, "var default");
 }
 
+TEST(Reduce, EightDimsWithScatteredReducedDims) {
+  const Tensor base = test::random_tensor({2, 3, 1, 2, 3, 2, 1, 3}, 12);
+  const Tensor x = test::non_contiguous_copy(base);
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{1, 3, 5, 7}, {0, 6}, {-8, -1}}) {
+    for (bool keepdim : {false, true}) {
+      expect_close(ops::sum(x, dims, keepdim), ref_reduce(base, dims, keepdim, sum_of), 1e-6, 1e-6,
+                   "sum 8-d " + dims_str(dims, keepdim));
+      expect_close(ops::amax(x, dims, keepdim), ref_reduce(base, dims, keepdim, max_of), 0, 0,
+                   "amax 8-d " + dims_str(dims, keepdim));
+    }
+  }
+}
+
 TEST(Reduce, VarStaysAccurateWithLargeMean) {
   // A two-pass variance; E[x^2] - E[x]^2 in float would lose every digit here.
   std::vector<float> v(4000);
