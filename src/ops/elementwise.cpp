@@ -1,0 +1,218 @@
+#include "ops/elementwise.h"
+
+#include <string>
+
+#include "backend/cpu/elementwise.h"
+#include "ops/dispatch.h"
+
+namespace ltx::ops {
+
+const char* binary_op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Pow: return "pow";
+  }
+  return "binary";
+}
+
+const char* unary_op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Sin: return "sin";
+    case UnaryOp::Cos: return "cos";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Silu: return "silu";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Square: return "square";
+    case UnaryOp::Softplus: return "softplus";
+    case UnaryOp::Gelu: return "gelu";
+    case UnaryOp::GeluTanh: return "gelu_tanh";
+  }
+  return "unary";
+}
+
+namespace {
+
+void check_f32(const char* op, const char* arg, const Tensor& t) {
+  check_dtype(op, arg, t, DType::F32);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- generic entry points
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* name = binary_op_name(op);
+  check_defined(name, {&a, &b});
+  check_f32(name, "a", a);
+  check_f32(name, "b", b);
+  broadcast_shapes(a.shape(), b.shape(), name);  // throws when they do not broadcast
+  switch (common_device(name, {&a, &b}).type) {
+    case DeviceType::CPU: return cpu::binary(op, a, b);
+    case DeviceType::CUDA: unsupported_on(name, a.device());
+  }
+  unreachable_device(name);
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, double b) {
+  const char* name = binary_op_name(op);
+  check_defined(name, {&a});
+  check_f32(name, "a", a);
+  switch (a.device().type) {
+    case DeviceType::CPU: return cpu::binary_scalar(op, a, b);
+    case DeviceType::CUDA: unsupported_on(name, a.device());
+  }
+  unreachable_device(name);
+}
+
+void binary_(BinaryOp op, const Tensor& dst, const Tensor& src) {
+  const std::string name_s = std::string(binary_op_name(op)) + "_";
+  const char* name = name_s.c_str();
+  check_defined(name, {&dst, &src});
+  check_f32(name, "dst", dst);
+  check_f32(name, "src", src);
+  LTX_CHECK(broadcast_shapes(dst.shape(), src.shape(), name) == dst.shape(), name, ": src ",
+            src.describe(), " cannot be broadcast to the shape of dst ", dst.describe());
+  for (int d = 0; d < dst.dim(); ++d) {
+    LTX_CHECK(dst.size(d) <= 1 || dst.stride(d) != 0, name, ": dst ", dst.describe(),
+              " is an expanded view (stride 0 in dim ", d,
+              "), so several elements share memory; write into a contiguous tensor instead");
+  }
+  switch (common_device(name, {&dst, &src}).type) {
+    case DeviceType::CPU: return cpu::binary_inplace(op, dst, src);
+    case DeviceType::CUDA: unsupported_on(name, dst.device());
+  }
+  unreachable_device(name);
+}
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  const char* name = unary_op_name(op);
+  check_defined(name, {&x});
+  check_f32(name, "x", x);
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::unary(op, x);
+    case DeviceType::CUDA: unsupported_on(name, x.device());
+  }
+  unreachable_device(name);
+}
+
+// ---------------------------------------------------------------- named wrappers
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
+Tensor add(const Tensor& a, double b) { return binary(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, double b) { return binary(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, double b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, double b) { return binary(BinaryOp::Div, a, b); }
+Tensor maximum(const Tensor& a, double b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, double b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor pow(const Tensor& a, double b) { return binary(BinaryOp::Pow, a, b); }
+
+void add_(const Tensor& dst, const Tensor& src) { binary_(BinaryOp::Add, dst, src); }
+void mul_(const Tensor& dst, const Tensor& src) { binary_(BinaryOp::Mul, dst, src); }
+
+Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor square(const Tensor& x) { return unary(UnaryOp::Square, x); }
+Tensor softplus(const Tensor& x) { return unary(UnaryOp::Softplus, x); }
+Tensor gelu(const Tensor& x) { return unary(UnaryOp::Gelu, x); }
+Tensor gelu_tanh(const Tensor& x) { return unary(UnaryOp::GeluTanh, x); }
+
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  check_defined("clamp", {&x});
+  check_f32("clamp", "x", x);
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::clamp(x, lo, hi);
+    case DeviceType::CUDA: unsupported_on("clamp", x.device());
+  }
+  unreachable_device("clamp");
+}
+
+// ---------------------------------------------------------------- ternary
+
+namespace {
+
+// Checks that b and c are f32 (the caller checks a's dtype) and that all three broadcast
+// together; returns their common device.
+Device check_ternary(const char* op, const Tensor& a, const char* nb, const Tensor& b,
+                     const char* nc, const Tensor& c) {
+  check_defined(op, {&a, &b, &c});
+  check_f32(op, nb, b);
+  check_f32(op, nc, c);
+  broadcast_shapes(broadcast_shapes(a.shape(), b.shape(), op), c.shape(), op);
+  return common_device(op, {&a, &b, &c});
+}
+
+}  // namespace
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined("where", {&cond});
+  const DType cd = cond.dtype();
+  LTX_CHECK(cd == DType::Bool || cd == DType::U8 || cd == DType::F32,
+            "where: cond must be bool, u8 or f32 (nonzero = true), got ", cond.describe());
+  switch (check_ternary("where", cond, "a", a, "b", b).type) {
+    case DeviceType::CPU: return cpu::where(cond, a, b);
+    case DeviceType::CUDA: unsupported_on("where", a.device());
+  }
+  unreachable_device("where");
+}
+
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
+  check_defined("lerp", {&a});
+  check_f32("lerp", "a", a);
+  switch (check_ternary("lerp", a, "b", b, "w", w).type) {
+    case DeviceType::CPU: return cpu::lerp(a, b, w);
+    case DeviceType::CUDA: unsupported_on("lerp", a.device());
+  }
+  unreachable_device("lerp");
+}
+
+Tensor lerp(const Tensor& a, const Tensor& b, double w) {
+  check_defined("lerp", {&a, &b});
+  check_f32("lerp", "a", a);
+  check_f32("lerp", "b", b);
+  broadcast_shapes(a.shape(), b.shape(), "lerp");
+  switch (common_device("lerp", {&a, &b}).type) {
+    case DeviceType::CPU: return cpu::lerp_scalar(a, b, w);
+    case DeviceType::CUDA: unsupported_on("lerp", a.device());
+  }
+  unreachable_device("lerp");
+}
+
+Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  check_defined("modulate", {&x});
+  check_f32("modulate", "x", x);
+  switch (check_ternary("modulate", x, "scale", scale, "shift", shift).type) {
+    case DeviceType::CPU: return cpu::modulate(x, scale, shift);
+    case DeviceType::CUDA: unsupported_on("modulate", x.device());
+  }
+  unreachable_device("modulate");
+}
+
+}  // namespace ltx::ops

@@ -1,0 +1,93 @@
+#pragma once
+// Elementwise ops on f32 tensors: binary ops with NumPy broadcasting, scalar variants, in-place
+// accumulation for residual streams, unary activations, where/lerp and the AdaLN modulation.
+// Inputs may be non-contiguous or expanded (stride 0); results are new contiguous f32 tensors.
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace ltx::ops {
+
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
+
+enum class UnaryOp : uint8_t {
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Tanh,
+  Sigmoid,
+  Silu,
+  Relu,
+  Square,
+  Softplus,  // log(1 + exp(x)), linear above x > 20 (torch's beta=1, threshold=20)
+  Gelu,      // exact: 0.5 x (1 + erf(x / sqrt 2))
+  GeluTanh,  // torch approximate="tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+};
+
+const char* binary_op_name(BinaryOp op);
+const char* unary_op_name(UnaryOp op);
+
+// ---- generic entry points (the named ops below are thin wrappers) ----
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+// Scalar on the right, converted to f32 as torch does for a Python float.
+Tensor binary(BinaryOp op, const Tensor& a, double b);
+// dst = dst (op) src in place; src is broadcast to dst's shape; dst may be a strided view but
+// must not have expanded (stride-0) dims.
+void binary_(BinaryOp op, const Tensor& dst, const Tensor& src);
+Tensor unary(UnaryOp op, const Tensor& x);
+
+// ---- binary ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);  // NaN-propagating, like torch.maximum
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+Tensor maximum(const Tensor& a, double b);
+Tensor minimum(const Tensor& a, double b);
+Tensor pow(const Tensor& a, double b);
+
+// ---- in place ----
+void add_(const Tensor& dst, const Tensor& src);
+void mul_(const Tensor& dst, const Tensor& src);
+
+// ---- unary ----
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor softplus(const Tensor& x);
+Tensor gelu(const Tensor& x);
+Tensor gelu_tanh(const Tensor& x);
+// min(max(x, lo), hi) like torch.clamp (NaN stays NaN; lo > hi gives hi). Use +-inf for one side.
+Tensor clamp(const Tensor& x, double lo, double hi);
+
+// ---- ternary (all operands broadcast together) ----
+// cond: Bool, U8 or F32 (nonzero = true); a, b: F32.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// a + w * (b - a), evaluated as torch.lerp does (exact at w = 0 and w = 1).
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
+Tensor lerp(const Tensor& a, const Tensor& b, double w);
+// AdaLN modulation x * (1 + scale) + shift (one fused kernel on CUDA; plain math on CPU).
+Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+
+}  // namespace ltx::ops

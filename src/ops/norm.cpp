@@ -1,0 +1,73 @@
+#include "ops/norm.h"
+
+#include "backend/cpu/norm.h"
+#include "ops/dispatch.h"
+
+namespace ltx::ops {
+
+namespace {
+
+// An optional affine tensor must be absent or an f32 vector of `n` elements.
+void check_affine(const char* op, const char* arg, const Tensor& t, int64_t n, const Tensor& x) {
+  if (!t.defined()) return;
+  check_dtype(op, arg, t, DType::F32);
+  LTX_CHECK(t.dim() == 1 && t.size(0) == n, op, ": ", arg, " must have shape [", n,
+            "] to match input ", x.describe(), ", got ", t.describe());
+}
+
+void check_input(const char* op, const Tensor& x, int min_dims) {
+  check_defined(op, {&x});
+  check_dtype(op, "x", x, DType::F32);
+  LTX_CHECK(x.dim() >= min_dims, op, ": x must have at least ", min_dims, " dims, got ",
+            x.describe());
+}
+
+}  // namespace
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  check_input("rms_norm", x, 1);
+  check_affine("rms_norm", "weight", weight, x.size(-1), x);
+  switch (common_device("rms_norm", {&x, &weight}).type) {
+    case DeviceType::CPU: return cpu::rms_norm(x, weight, eps);
+    case DeviceType::CUDA: unsupported_on("rms_norm", x.device());
+  }
+  unreachable_device("rms_norm");
+}
+
+Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
+  check_input("rms_norm_dim", x, 0);
+  const int d = wrap_dim(dim, x.dim(), "rms_norm_dim");
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::rms_norm_dim(x, d, eps);
+    case DeviceType::CUDA: unsupported_on("rms_norm_dim", x.device());
+  }
+  unreachable_device("rms_norm_dim");
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  check_input("layer_norm", x, 1);
+  check_affine("layer_norm", "weight", weight, x.size(-1), x);
+  check_affine("layer_norm", "bias", bias, x.size(-1), x);
+  switch (common_device("layer_norm", {&x, &weight, &bias}).type) {
+    case DeviceType::CPU: return cpu::layer_norm(x, weight, bias, eps);
+    case DeviceType::CUDA: unsupported_on("layer_norm", x.device());
+  }
+  unreachable_device("layer_norm");
+}
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  check_input("group_norm", x, 2);
+  const int64_t C = x.size(1);
+  LTX_CHECK(num_groups > 0 && C % num_groups == 0, "group_norm: num_groups (", num_groups,
+            ") must be positive and divide the channel count C = ", C, " of x ", x.describe());
+  check_affine("group_norm", "weight", weight, C, x);
+  check_affine("group_norm", "bias", bias, C, x);
+  switch (common_device("group_norm", {&x, &weight, &bias}).type) {
+    case DeviceType::CPU: return cpu::group_norm(x, num_groups, weight, bias, eps);
+    case DeviceType::CUDA: unsupported_on("group_norm", x.device());
+  }
+  unreachable_device("group_norm");
+}
+
+}  // namespace ltx::ops

@@ -1,0 +1,29 @@
+#pragma once
+// Normalisations over f32 tensors with fp32 outputs; statistics are computed in double and eps is
+// added inside the square root, as torch does. `weight` / `bias` may be undefined Tensors (no
+// affine part).
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace ltx::ops {
+
+// Over the last dim D: y = x * rsqrt(mean(x^2) + eps) * weight  (torch.nn.functional.rms_norm).
+// weight: [D] or undefined.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
+
+// Over an arbitrary dim, no affine: y = x / sqrt(mean(x^2, dim) + eps)  (the video VAE's
+// PixelNorm, which normalises over channels, dim 1).
+Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);
+
+// Over the last dim D with the biased variance: y = (x - mean) / sqrt(var + eps) * weight + bias.
+// weight, bias: [D] or undefined.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+
+// x: [N, C, *spatial]. Mean and biased variance per (n, group) over C / num_groups channels and
+// all spatial positions; then per-channel affine. weight, bias: [C] or undefined
+// (torch.nn.functional.group_norm).
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps);
+
+}  // namespace ltx::ops

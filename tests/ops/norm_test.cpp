@@ -1,0 +1,237 @@
+#include "ops/norm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using Values = std::vector<double>;
+
+void expect_close(const Tensor& got, const Shape& shape, const Values& want, double atol,
+                  const std::string& what) {
+  ASSERT_EQ(got.shape(), shape) << what;
+  ASSERT_EQ(got.dtype(), DType::F32) << what;
+  ASSERT_TRUE(got.is_contiguous()) << what;
+  const Values g = got.to_double_vector();
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_LE(std::fabs(g[i] - want[i]), atol * std::max(1.0, std::fabs(want[i])))
+        << what << " at " << i << ": got " << g[i] << ", want " << want[i];
+  }
+}
+
+void expect_error_mentions(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ltx::Error mentioning \"" << needle << "\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// A non-contiguous 1-D vector with the same values (every other element of a bigger buffer).
+Tensor strided_vector(const Tensor& v) {
+  Tensor buf = Tensor::zeros({2 * v.size(0)});
+  Tensor view = buf.slice(0, 0, 2 * v.size(0), 2);
+  view.copy_from(v);
+  return view;
+}
+
+// Normalises x over `dim` in double: (x - center) / sqrt(stat + eps) * w + b along that dim,
+// where center is the mean (layer) or 0 (rms) and stat the biased variance or mean square.
+Values ref_norm_dim(const Tensor& x, int dim, bool center, double eps, const Tensor& w, const Tensor& b) {
+  const Values v = x.to_double_vector();
+  const Values wv = w.defined() ? w.to_double_vector() : Values{};
+  const Values bv = b.defined() ? b.to_double_vector() : Values{};
+  int64_t inner = 1;
+  for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+  const int64_t D = x.size(dim), outer = x.numel() / (D * inner);
+  Values out(v.size());
+  for (int64_t a = 0; a < outer; ++a) {
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t d) { return (a * D + d) * inner + i; };
+      double m = 0;
+      if (center) {
+        for (int64_t d = 0; d < D; ++d) m += v[at(d)];
+        m /= static_cast<double>(D);
+      }
+      double s = 0;
+      for (int64_t d = 0; d < D; ++d) s += (v[at(d)] - m) * (v[at(d)] - m);
+      const double r = 1.0 / std::sqrt(s / static_cast<double>(D) + eps);
+      for (int64_t d = 0; d < D; ++d) {
+        double y = (v[at(d)] - m) * r;
+        if (!wv.empty()) y *= wv[d];
+        if (!bv.empty()) y += bv[d];
+        out[at(d)] = y;
+      }
+    }
+  }
+  return out;
+}
+
+TEST(RmsNorm, MatchesDoubleReferenceWithAndWithoutWeight) {
+  uint64_t seed = 1;
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 5, 33}, Shape{129}, Shape{1, 1}, Shape{4, 1, 2, 3, 17}}) {
+    const int64_t D = s.back();
+    const Tensor x = test::random_tensor(s, ++seed, -3.f, 3.f);
+    const Tensor w = test::random_tensor({D}, ++seed, 0.5f, 1.5f);
+    for (double eps : {1e-6, 0.5}) {
+      const std::string what = s.str() + " eps " + std::to_string(eps);
+      const Values plain = ref_norm_dim(x, x.dim() - 1, false, eps, Tensor(), Tensor());
+      const Values affine = ref_norm_dim(x, x.dim() - 1, false, eps, w, Tensor());
+      expect_close(ops::rms_norm(x, Tensor(), eps), s, plain, 2e-6, what);
+      expect_close(ops::rms_norm(test::non_contiguous_copy(x), w, eps), s, affine, 2e-6, what + " weight");
+      expect_close(ops::rms_norm(x, strided_vector(w), eps), s, affine, 2e-6, what + " strided weight");
+    }
+  }
+}
+
+TEST(RmsNorm, EpsIsInsideTheSquareRoot) {
+  // All-zero rows give zeros (not NaN); tiny rows are scaled by 1 / sqrt(eps), not 1 / eps.
+  const Tensor z = ops::rms_norm(Tensor::zeros({2, 8}), Tensor(), 1e-6);
+  EXPECT_EQ(test::max_abs_diff(z, Tensor::zeros({2, 8})), 0.0);
+  const Tensor y = ops::rms_norm(Tensor::full({1, 4}, 1e-4), Tensor(), 1e-2);
+  EXPECT_NEAR(y.to_double_vector()[0], 1e-4 / std::sqrt(1e-8 + 1e-2), 1e-9);
+}
+
+TEST(RmsNormDim, MatchesPixelNormOnEveryDim) {
+  const Tensor base = test::random_tensor({2, 4, 3, 5}, 20, -2.f, 2.f);
+  for (const Tensor& x : {base, test::non_contiguous_copy(base)}) {
+    for (int dim : {0, 1, 2, 3}) {
+      const Values want = ref_norm_dim(base, dim, false, 1e-8, Tensor(), Tensor());
+      expect_close(ops::rms_norm_dim(x, dim, 1e-8), base.shape(), want, 2e-6, "dim " + std::to_string(dim));
+    }
+  }
+  // Negative dims wrap; dim -1 equals rms_norm without weight.
+  EXPECT_EQ(test::max_abs_diff(ops::rms_norm_dim(base, -3, 1e-6), ops::rms_norm_dim(base, 1, 1e-6)), 0.0);
+  EXPECT_LE(test::max_abs_diff(ops::rms_norm_dim(base, -1, 1e-6), ops::rms_norm(base, Tensor(), 1e-6)), 1e-6);
+  // Many columns (channels of a 300-pixel image).
+  const Tensor img = test::random_tensor({1, 7, 300}, 21);
+  expect_close(ops::rms_norm_dim(img, 1, 1e-8), img.shape(), ref_norm_dim(img, 1, false, 1e-8, Tensor(), Tensor()),
+               2e-6, "pixel norm 300 columns");
+}
+
+TEST(LayerNorm, MatchesDoubleReferenceForEachAffineCombination) {
+  uint64_t seed = 30;
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 5, 33}, Shape{4, 129}, Shape{1}}) {
+    const int64_t D = s.back();
+    const Tensor x = test::random_tensor(s, ++seed, -3.f, 3.f);
+    const Tensor w = test::random_tensor({D}, ++seed, 0.5f, 1.5f);
+    const Tensor b = test::random_tensor({D}, ++seed, -1.f, 1.f);
+    for (int combo = 0; combo < 4; ++combo) {
+      const Tensor wc = combo & 1 ? w : Tensor();
+      const Tensor bc = combo & 2 ? b : Tensor();
+      const Values want = ref_norm_dim(x, x.dim() - 1, true, 1e-5, wc, bc);
+      const std::string what = s.str() + " combo " + std::to_string(combo);
+      expect_close(ops::layer_norm(x, wc, bc, 1e-5), s, want, 2e-6, what);
+      expect_close(ops::layer_norm(test::non_contiguous_copy(x), wc.defined() ? strided_vector(wc) : wc, bc, 1e-5),
+                   s, want, 2e-6, what + " non-contiguous");
+    }
+  }
+}
+
+TEST(LayerNorm, StableWithLargeMeanSmallSpread) {
+  const Values r = test::random_tensor({4 * 257}, 40, -1.f, 1.f).to_double_vector();
+  std::vector<float> v(r.size());
+  for (size_t i = 0; i < r.size(); ++i) v[i] = static_cast<float>(1000.0 + r[i]);
+  const Tensor x = Tensor::from_vector(v, {4, 257});
+  // The f32 mean is off by up to half an ulp of 1000 (3e-5), which the output carries / std.
+  expect_close(ops::layer_norm(x, Tensor(), Tensor(), 1e-6), x.shape(),
+               ref_norm_dim(x, 1, true, 1e-6, Tensor(), Tensor()), 1e-4, "offset 1000");
+}
+
+Values ref_group_norm(const Tensor& x, int64_t G, double eps, const Tensor& w, const Tensor& b) {
+  const Values v = x.to_double_vector();
+  const Values wv = w.defined() ? w.to_double_vector() : Values{};
+  const Values bv = b.defined() ? b.to_double_vector() : Values{};
+  const int64_t N = x.size(0), C = x.size(1), hw = x.numel() / (N * C), cg = C / G;
+  Values out(v.size());
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t g = 0; g < G; ++g) {
+      double m = 0, s = 0;
+      for (int64_t c = g * cg; c < (g + 1) * cg; ++c)
+        for (int64_t i = 0; i < hw; ++i) m += v[(n * C + c) * hw + i];
+      m /= static_cast<double>(cg * hw);
+      for (int64_t c = g * cg; c < (g + 1) * cg; ++c)
+        for (int64_t i = 0; i < hw; ++i) s += std::pow(v[(n * C + c) * hw + i] - m, 2);
+      const double r = 1.0 / std::sqrt(s / static_cast<double>(cg * hw) + eps);
+      for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
+        for (int64_t i = 0; i < hw; ++i) {
+          double y = (v[(n * C + c) * hw + i] - m) * r;
+          if (!wv.empty()) y *= wv[c];
+          if (!bv.empty()) y += bv[c];
+          out[(n * C + c) * hw + i] = y;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(GroupNorm, MatchesDoubleReference) {
+  struct Case {
+    Shape shape;
+    int64_t groups;
+  };
+  const std::vector<Case> cases = {{{2, 6, 5, 3}, 1}, {{2, 6, 5, 3}, 2}, {{2, 6, 5, 3}, 3},
+                                   {{2, 6, 5, 3}, 6}, {{4, 6}, 3},       {{2, 4, 7}, 2},
+                                   {{1, 4, 2, 3, 3}, 2}, {{1, 64, 33}, 32}};
+  uint64_t seed = 50;
+  for (const Case& c : cases) {
+    const int64_t C = c.shape[1];
+    const Tensor x = test::random_tensor(c.shape, ++seed, -2.f, 3.f);
+    const Tensor w = test::random_tensor({C}, ++seed, 0.5f, 1.5f);
+    const Tensor b = test::random_tensor({C}, ++seed, -1.f, 1.f);
+    for (int combo = 0; combo < 4; ++combo) {
+      const Tensor wc = combo & 1 ? w : Tensor();
+      const Tensor bc = combo & 2 ? b : Tensor();
+      const std::string what = c.shape.str() + " G=" + std::to_string(c.groups) + " combo " + std::to_string(combo);
+      const Values want = ref_group_norm(x, c.groups, 1e-6, wc, bc);
+      expect_close(ops::group_norm(x, c.groups, wc, bc, 1e-6), c.shape, want, 2e-6, what);
+      expect_close(ops::group_norm(test::non_contiguous_copy(x), c.groups, wc, bc.defined() ? strided_vector(bc) : bc,
+                                   1e-6),
+                   c.shape, want, 2e-6, what + " non-contiguous");
+    }
+  }
+}
+
+TEST(GroupNorm, GroupsOfOneChannelDifferFromOneGroup) {
+  // Guards against the statistics ignoring the group split.
+  const Tensor x = test::random_tensor({1, 4, 9}, 60);
+  EXPECT_GT(test::max_abs_diff(ops::group_norm(x, 4, Tensor(), Tensor(), 1e-6),
+                               ops::group_norm(x, 1, Tensor(), Tensor(), 1e-6)),
+            1e-3);
+}
+
+TEST(Norms, RejectBadArguments) {
+  const Tensor x = test::random_tensor({2, 6, 4}, 70);
+  expect_error_mentions([&] { ops::group_norm(x, 4, Tensor(), Tensor(), 1e-6); }, "divide");
+  expect_error_mentions([&] { ops::group_norm(x, 0, Tensor(), Tensor(), 1e-6); }, "num_groups");
+  expect_error_mentions([&] { ops::group_norm(Tensor::zeros({6}), 2, Tensor(), Tensor(), 1e-6); }, "at least 2");
+  expect_error_mentions([&] { ops::group_norm(x, 3, Tensor::zeros({5}), Tensor(), 1e-6); }, "weight");
+  expect_error_mentions([&] { ops::group_norm(x, 3, Tensor(), Tensor::zeros({6}, DType::BF16), 1e-6); }, "f32");
+  expect_error_mentions([&] { ops::rms_norm(x, Tensor::zeros({6}), 1e-6); }, "[4]");
+  expect_error_mentions([&] { ops::rms_norm(x.to(DType::F64), Tensor(), 1e-6); }, "f32");
+  expect_error_mentions([&] { ops::rms_norm(Tensor::full({}, 1.0), Tensor(), 1e-6); }, "rms_norm");
+  expect_error_mentions([&] { ops::layer_norm(x, Tensor(), Tensor::zeros({4, 1}), 1e-6); }, "bias");
+  expect_error_mentions([&] { ops::layer_norm(x.to(DType::BF16), Tensor(), Tensor(), 1e-6); }, "f32");
+  expect_error_mentions([&] { ops::rms_norm_dim(x, 3, 1e-6); }, "rms_norm_dim");
+  expect_error_mentions([&] { ops::rms_norm_dim(x.to(DType::F16), 1, 1e-6); }, "f32");
+  EXPECT_THROW(ops::layer_norm(Tensor(), Tensor(), Tensor(), 1e-6), Error);
+}
+
+TEST(Norms, EmptyInputsGiveEmptyOutputs) {
+  EXPECT_EQ(ops::rms_norm(Tensor::zeros({0, 4}), Tensor::zeros({4}), 1e-6).shape(), Shape({0, 4}));
+  EXPECT_EQ(ops::layer_norm(Tensor::zeros({3, 0}), Tensor(), Tensor(), 1e-6).shape(), Shape({3, 0}));
+  EXPECT_EQ(ops::group_norm(Tensor::zeros({0, 4, 3}), 2, Tensor(), Tensor(), 1e-6).shape(), Shape({0, 4, 3}));
+  EXPECT_EQ(ops::rms_norm_dim(Tensor::zeros({2, 0, 3}), 1, 1e-6).shape(), Shape({2, 0, 3}));
+}
+
+}  // namespace
+}  // namespace ltx
