@@ -1,0 +1,43 @@
+#pragma once
+// Convolutions with torch.nn.functional semantics (f32; zero padding only, as in F.convNd).
+// Other padding modes and asymmetric/causal padding are pad() (ops/shape.h) followed by a conv
+// that zero-pads only the remaining dims, e.g. the video VAE's causal CausalConv3d with kernel k:
+//   conv3d(pad(x, {0, 0, 0, 0, k - 1, 0}, PadMode::Replicate), w, b, {1, 1, 1}, {0, k/2, k/2})
+// and the audio VAE's CausalConv2d: conv2d(pad(x, {wl, wr, h, 0}), w, b, stride, {0, 0}, dilation).
+// Per-dim arguments are std::array<int64_t, R> for R = 1, 2, 3 spatial dims (call with braces,
+// e.g. {2, 2}); a 1-D call reads conv1d(x, w, b, {stride}, {padding}, {dilation}, groups).
+#include <array>
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace ltx::ops {
+
+template <size_t R>
+using ConvArg = std::array<int64_t, R>;
+
+// x [N, C, *spatial], weight [O, C / groups, *kernel], bias [O] or undefined.
+//   out[n, o, p] = bias[o] + sum_{c in group(o), k} w[o, c, k] * xp[n, c, p * stride + k * dilation]
+// where xp is x zero-padded by `padding` on both sides of each spatial dim; output size per dim
+// (in + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+              const ConvArg<1>& stride = {1}, const ConvArg<1>& padding = {0},
+              const ConvArg<1>& dilation = {1}, int64_t groups = 1);
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+              const ConvArg<2>& stride = {1, 1}, const ConvArg<2>& padding = {0, 0},
+              const ConvArg<2>& dilation = {1, 1}, int64_t groups = 1);
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+              const ConvArg<3>& stride = {1, 1, 1}, const ConvArg<3>& padding = {0, 0, 0},
+              const ConvArg<3>& dilation = {1, 1, 1}, int64_t groups = 1);
+
+// torch.nn.functional.conv_transpose1d (argument order as in torch): x [N, C, L],
+// weight [C, O / groups, K], bias [O] or undefined. Output length
+//   (L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1,
+// out[n, o, i * stride - padding + k * dilation] += w[c, o, k] * x[n, c, i] (+ bias[o]).
+// output_padding must be smaller than stride or dilation.
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        const ConvArg<1>& stride = {1}, const ConvArg<1>& padding = {0},
+                        const ConvArg<1>& output_padding = {0}, int64_t groups = 1,
+                        const ConvArg<1>& dilation = {1});
+
+}  // namespace ltx::ops

@@ -1,0 +1,215 @@
+#include "ops/shape.h"
+
+#include <string>
+
+#include "backend/cpu/shape.h"
+#include "ops/dispatch.h"
+
+namespace ltx::ops {
+
+namespace {
+
+const char* pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::Constant: return "constant";
+    case PadMode::Reflect: return "reflect";
+    case PadMode::Replicate: return "replicate";
+    case PadMode::Circular: return "circular";
+  }
+  return "?";
+}
+
+void check_index_dtype(const char* op, const Tensor& index) {
+  LTX_CHECK(index.dtype() == DType::I64 || index.dtype() == DType::I32, op,
+            ": index must be i64 or i32, got ", index.describe());
+}
+
+std::string list_str(const std::vector<int64_t>& v) { return Dims(v).str(); }
+
+}  // namespace
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
+  check_defined("pad", {&x});
+  LTX_CHECK(pads.size() % 2 == 0, "pad: pads must hold (before, after) pairs, got ", pads.size(),
+            " values ", list_str(pads));
+  LTX_CHECK(static_cast<int>(pads.size() / 2) <= x.dim(), "pad: ", pads.size() / 2,
+            " (before, after) pairs for ", x.describe(), " with only ", x.dim(), " dims");
+  LTX_CHECK(mode == PadMode::Constant || value == 0.0,
+            "pad: a fill value only applies to "
+            "constant mode, got ",
+            pad_mode_name(mode), " with value ", value);
+  for (size_t j = 0; j < pads.size() / 2; ++j) {
+    const int d = x.dim() - 1 - static_cast<int>(j);
+    const int64_t n = x.size(d), before = pads[2 * j], after = pads[2 * j + 1];
+    LTX_CHECK(n + before + after >= 0, "pad: pads (", before, ", ", after, ") give a negative ",
+              "size for dim ", d, " of ", x.describe());
+    const char* mname = pad_mode_name(mode);
+    switch (mode) {
+      case PadMode::Constant: break;
+      case PadMode::Reflect:
+        LTX_CHECK(before < n && after < n, "pad: reflect pads (", before, ", ", after,
+                  ") must be smaller than dim ", d, " of size ", n, " of ", x.describe());
+        break;
+      case PadMode::Circular:
+        LTX_CHECK(before <= n && after <= n, "pad: circular pads (", before, ", ", after,
+                  ") must not exceed dim ", d, " of size ", n, " of ", x.describe());
+        [[fallthrough]];
+      case PadMode::Replicate:
+        LTX_CHECK(n > 0 || n + before + after == 0, "pad: ", mname, " padding of empty dim ", d,
+                  " of ", x.describe());
+        break;
+    }
+  }
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::pad(x, pads, mode, value);
+    case DeviceType::CUDA: unsupported_on("pad", x.device());
+  }
+  unreachable_device("pad");
+}
+
+Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
+  LTX_CHECK(!tensors.empty(), "concat: no tensors given");
+  const Tensor& first = tensors[0];
+  for (size_t i = 0; i < tensors.size(); ++i)
+    LTX_CHECK(tensors[i].defined(), "concat: tensor ", i, " is undefined");
+  LTX_CHECK(first.dim() > 0, "concat: zero-dim tensor ", first.describe(),
+            " cannot be concatenated (use stack)");
+  const int d = wrap_dim(dim, first.dim(), "concat");
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    LTX_CHECK(t.dtype() == first.dtype(), "concat: tensor ", i, " is ", t.describe(),
+              " but tensor 0 is ", first.describe(), "; convert with .to(dtype)");
+    LTX_CHECK(t.device() == first.device(), "concat: tensor ", i, " is ", t.describe(),
+              " but tensor 0 is ", first.describe(), "; move it with .to(device)");
+    LTX_CHECK(t.dim() == first.dim(), "concat: tensor ", i, " is ", t.describe(),
+              " but tensor 0 is ", first.describe(), " (ranks differ)");
+    for (int k = 0; k < t.dim(); ++k)
+      LTX_CHECK(k == d || t.size(k) == first.size(k), "concat: tensor ", i, " is ", t.describe(),
+                " but tensor 0 is ", first.describe(),
+                "; sizes must match "
+                "except in dim ",
+                d);
+    total += t.size(d);
+  }
+  Shape shape = first.shape();
+  shape[d] = total;
+  Tensor out = Tensor::empty(shape, first.dtype(), first.device());
+  int64_t at = 0;
+  for (const Tensor& t : tensors) {
+    if (t.size(d) > 0) out.narrow(d, at, t.size(d)).copy_from(t);
+    at += t.size(d);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  LTX_CHECK(!tensors.empty(), "stack: no tensors given");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    LTX_CHECK(tensors[i].defined(), "stack: tensor ", i, " is undefined");
+    LTX_CHECK(tensors[i].shape() == tensors[0].shape(), "stack: tensor ", i, " is ",
+              tensors[i].describe(), " but tensor 0 is ", tensors[0].describe(),
+              "; all shapes must be equal");
+  }
+  const int d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  parts.reserve(tensors.size());
+  for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
+  return concat(parts, d);
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_defined("index_select", {&x, &index});
+  check_index_dtype("index_select", index);
+  LTX_CHECK(index.dim() <= 1, "index_select: index must be 0-D or 1-D, got ", index.describe());
+  LTX_CHECK(x.dim() > 0, "index_select: input ", x.describe(), " has no dims");
+  const int d = wrap_dim(dim, x.dim(), "index_select");
+  switch (common_device("index_select", {&x, &index}).type) {
+    case DeviceType::CPU: return cpu::index_select(x, d, index.reshape({-1}));
+    case DeviceType::CUDA: unsupported_on("index_select", x.device());
+  }
+  unreachable_device("index_select");
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_defined("gather", {&x, &index});
+  check_index_dtype("gather", index);
+  LTX_CHECK(index.dim() == x.dim(), "gather: index ", index.describe(), " must have the rank of ",
+            "the input ", x.describe());
+  LTX_CHECK(x.dim() > 0, "gather: input ", x.describe(), " has no dims");
+  const int d = wrap_dim(dim, x.dim(), "gather");
+  for (int k = 0; k < x.dim(); ++k)
+    LTX_CHECK(k == d || index.size(k) <= x.size(k), "gather: index ", index.describe(),
+              " is larger than the input ", x.describe(), " in dim ", k);
+  switch (common_device("gather", {&x, &index}).type) {
+    case DeviceType::CPU: return cpu::gather(x, d, index);
+    case DeviceType::CUDA: unsupported_on("gather", x.device());
+  }
+  unreachable_device("gather");
+}
+
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
+  check_defined("repeat", {&x});
+  LTX_CHECK(static_cast<int>(repeats.size()) >= x.dim(), "repeat: ", repeats.size(), " repeats ",
+            list_str(repeats), " for ", x.describe(), "; give at least one per dim");
+  for (int64_t r : repeats)
+    LTX_CHECK(r >= 0, "repeat: negative repeat count in ", list_str(repeats));
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::repeat(x, repeats);
+    case DeviceType::CUDA: unsupported_on("repeat", x.device());
+  }
+  unreachable_device("repeat");
+}
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim) {
+  check_defined("repeat_interleave", {&x});
+  LTX_CHECK(repeats >= 0, "repeat_interleave: negative repeat count ", repeats);
+  LTX_CHECK(x.dim() > 0, "repeat_interleave: input ", x.describe(), " has no dims");
+  const int d = wrap_dim(dim, x.dim(), "repeat_interleave");
+  return repeat_interleave(x, std::vector<int64_t>(static_cast<size_t>(x.size(d)), repeats), d);
+}
+
+Tensor repeat_interleave(const Tensor& x, const std::vector<int64_t>& repeats, int64_t dim) {
+  check_defined("repeat_interleave", {&x});
+  LTX_CHECK(x.dim() > 0, "repeat_interleave: input ", x.describe(), " has no dims");
+  const int d = wrap_dim(dim, x.dim(), "repeat_interleave");
+  LTX_CHECK(static_cast<int64_t>(repeats.size()) == x.size(d),
+            "repeat_interleave: ", repeats.size(), " repeat counts for dim ", d, " of size ",
+            x.size(d), " of ", x.describe());
+  for (int64_t r : repeats)
+    LTX_CHECK(r >= 0, "repeat_interleave: negative repeat count in ", list_str(repeats));
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::repeat_interleave(x, repeats, d);
+    case DeviceType::CUDA: unsupported_on("repeat_interleave", x.device());
+  }
+  unreachable_device("repeat_interleave");
+}
+
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
+  check_defined("flip", {&x});
+  std::vector<int> ds;
+  bool seen[kMaxDims] = {};
+  for (int64_t d : dims) {
+    const int w = wrap_dim(d, x.dim(), "flip");
+    LTX_CHECK(!seen[w], "flip: dim ", w, " appears more than once in ", list_str(dims));
+    seen[w] = true;
+    ds.push_back(w);
+  }
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::flip(x, ds);
+    case DeviceType::CUDA: unsupported_on("flip", x.device());
+  }
+  unreachable_device("flip");
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& ids) {
+  check_defined("embedding", {&weight, &ids});
+  check_dim("embedding", "weight", weight, 2);
+  check_index_dtype("embedding", ids);
+  LTX_CHECK(ids.dim() < kMaxDims, "embedding: ids ", ids.describe(), " has too many dims");
+  Shape out_shape = ids.shape();
+  out_shape.push_back(weight.size(1));
+  return index_select(weight, 0, ids.reshape({-1})).view(out_shape);
+}
+
+}  // namespace ltx::ops
