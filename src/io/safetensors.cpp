@@ -1,0 +1,431 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <set>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace ltx::io {
+
+namespace {
+
+struct DTypeName {
+  const char* name;
+  DType dtype;
+};
+constexpr DTypeName kDTypeNames[] = {
+    {"F64", DType::F64},         {"F32", DType::F32},         {"F16", DType::F16},
+    {"BF16", DType::BF16},       {"F8_E4M3", DType::F8E4M3FN}, {"F8_E5M2", DType::F8E5M2},
+    {"I64", DType::I64},         {"I32", DType::I32},         {"I8", DType::I8},
+    {"U8", DType::U8},           {"BOOL", DType::Bool},
+};
+// Names the format defines but ltx has no element type for.
+constexpr const char* kUnsupportedDTypes[] = {"I16",     "U16", "U32",     "U64",     "F8_E8M0",
+                                              "F4",      "F6_E2M3", "F6_E3M2", "C64"};
+
+std::string supported_dtype_list() {
+  std::string s;
+  for (const auto& d : kDTypeNames) {
+    if (!s.empty()) s += ", ";
+    s += d.name;
+  }
+  return s;
+}
+
+std::string shape_text(const nlohmann::json& j) {
+  std::string s = j.dump();
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
+// Every problem with a file is reported through here, so all messages name the file the same way.
+template <typename... Args>
+[[noreturn]] void bad_file(const std::string& path, Args&&... args) {
+  fail("invalid safetensors file '", path, "': ", std::forward<Args>(args)...);
+}
+
+// Keys of every JSON object seen while parsing, to reject duplicates (nlohmann keeps the last).
+struct DuplicateFinder {
+  struct Frame {
+    std::set<std::string> keys;
+    std::string last_key;
+  };
+  std::vector<Frame> stack;
+  bool found = false;
+  std::string key;     // the duplicated key
+  std::string parent;  // key of the object that holds it ("" at the top level)
+
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) {
+      stack.emplace_back();
+    } else if (event == E::object_end) {
+      if (!stack.empty()) stack.pop_back();
+    } else if (event == E::key && !stack.empty()) {
+      const std::string k = parsed.get<std::string>();
+      Frame& top = stack.back();
+      if (!found && !top.keys.insert(k).second) {
+        found = true;
+        key = k;
+        parent = stack.size() >= 2 ? stack[stack.size() - 2].last_key : "";
+      }
+      top.last_key = k;
+    }
+    return true;
+  }
+};
+
+uint64_t read_u64_le(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace
+
+const char* safetensors_dtype_name(DType dtype) {
+  for (const auto& d : kDTypeNames)
+    if (d.dtype == dtype) return d.name;
+  fail("safetensors: no safetensors name for dtype ", dtype_name(dtype));
+}
+
+struct SafetensorsFile::Mapping {
+  void* addr = nullptr;
+  size_t size = 0;
+  Mapping(void* a, size_t s) : addr(a), size(s) {}
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (addr != nullptr) munmap(addr, size);
+  }
+};
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open safetensors file '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail("cannot stat safetensors file '", path, "': ", std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("cannot read safetensors file '", path, "': not a regular file");
+  }
+  file_size_ = static_cast<uint64_t>(st.st_size);
+  if (file_size_ < 8) {
+    ::close(fd);
+    bad_file(path, "the file is ", file_size_,
+             " bytes long, shorter than the 8-byte header length field (empty or truncated file)");
+  }
+  void* addr = mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_err = errno;
+  ::close(fd);  // the mapping stays valid without the descriptor
+  if (addr == MAP_FAILED) fail("cannot map safetensors file '", path, "': ", std::strerror(map_err));
+  map_ = std::make_shared<Mapping>(addr, file_size_);
+
+  const auto* bytes = static_cast<const uint8_t*>(addr);
+  const uint64_t n = read_u64_le(bytes);
+  if (n > kMaxSafetensorsHeader)
+    bad_file(path, "header length ", n, " exceeds the ", kMaxSafetensorsHeader,
+             "-byte limit (corrupt length field or not a safetensors file)");
+  if (n < 2) bad_file(path, "header length ", n, " is too small (the shortest header is '{}')");
+  if (n > file_size_ - 8)
+    bad_file(path, "header length ", n, " runs past the end of the file (", file_size_,
+             " bytes): the file is truncated or not a safetensors file");
+  header_size_ = n;
+  parse_header(reinterpret_cast<const char*>(bytes + 8), n);
+}
+
+void SafetensorsFile::parse_header(const char* header, uint64_t n) {
+  using nlohmann::json;
+  if (header[0] != '{')
+    bad_file(path_, "the header is not a JSON object (it must start with '{', found '",
+             std::isprint(static_cast<unsigned char>(header[0])) ? std::string(1, header[0])
+                                                                : std::string("\\x?"),
+             "')");
+  DuplicateFinder dups;
+  json root;
+  try {
+    root = json::parse(header, header + n, std::ref(dups), /*allow_exceptions=*/true);
+  } catch (const json::exception& e) {
+    bad_file(path_, "the header is not valid JSON (", e.what(), ")");
+  }
+  if (dups.found) {
+    if (dups.parent.empty())
+      bad_file(path_, "tensor '", dups.key, "' appears twice in the header");
+    bad_file(path_, "key '", dups.key, "' appears twice in the header entry '", dups.parent, "'");
+  }
+  if (!root.is_object()) bad_file(path_, "the header is not a JSON object");
+
+  const uint64_t data_size = file_size_ - 8 - n;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& name = it.key();
+    const json& v = it.value();
+    if (name == "__metadata__") {
+      if (v.is_null()) continue;
+      if (!v.is_object())
+        bad_file(path_, "__metadata__ must be a map of strings to strings, found a ", v.type_name());
+      for (auto m = v.begin(); m != v.end(); ++m) {
+        if (!m.value().is_string())
+          bad_file(path_, "__metadata__ must be a map of strings to strings, but key '", m.key(),
+                   "' holds a ", m.value().type_name());
+        metadata_[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    if (!v.is_object())
+      bad_file(path_, "tensor '", name, "': the entry must be an object, found a ", v.type_name());
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+      if (!v.contains(field)) bad_file(path_, "tensor '", name, "': missing field '", field, "'");
+    for (auto f = v.begin(); f != v.end(); ++f)
+      if (f.key() != "dtype" && f.key() != "shape" && f.key() != "data_offsets")
+        bad_file(path_, "tensor '", name, "': unexpected field '", f.key(),
+                 "' (entries hold exactly dtype, shape and data_offsets)");
+
+    TensorInfo ti;
+    ti.name = name;
+    // dtype
+    const json& jd = v["dtype"];
+    if (!jd.is_string())
+      bad_file(path_, "tensor '", name, "': dtype must be a string, found ", shape_text(jd));
+    const std::string dname = jd.get<std::string>();
+    bool known = false;
+    for (const auto& d : kDTypeNames) {
+      if (dname == d.name) {
+        ti.dtype = d.dtype;
+        known = true;
+      }
+    }
+    if (!known) {
+      for (const char* u : kUnsupportedDTypes)
+        if (dname == u)
+          bad_file(path_, "tensor '", name, "': unsupported dtype ", dname,
+                   " (ltx reads ", supported_dtype_list(), ")");
+      bad_file(path_, "tensor '", name, "': unknown dtype '", dname, "' (known: ",
+               supported_dtype_list(), ")");
+    }
+    // shape
+    const json& js = v["shape"];
+    if (!js.is_array())
+      bad_file(path_, "tensor '", name, "': shape must be an array of non-negative integers, found ",
+               shape_text(js));
+    if (js.size() > static_cast<size_t>(kMaxDims))
+      bad_file(path_, "tensor '", name, "': shape ", shape_text(js), " has ", js.size(),
+               " dimensions; ltx supports at most ", kMaxDims);
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (const json& d : js) {
+      if (!d.is_number_unsigned())  // JSON parsing stores non-negative integers as unsigned
+        bad_file(path_, "tensor '", name, "': shape ", shape_text(js),
+                 " must hold non-negative integers");
+      const uint64_t dim = d.get<uint64_t>();
+      if (dim > static_cast<uint64_t>(INT64_MAX)) overflow = true;
+      if (__builtin_mul_overflow(numel, dim, &numel)) overflow = true;
+      ti.shape.push_back(static_cast<int64_t>(dim));
+    }
+    uint64_t nbytes = 0;
+    if (overflow || numel > static_cast<uint64_t>(INT64_MAX) ||
+        __builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(ti.dtype)), &nbytes))
+      bad_file(path_, "tensor '", name, "': shape ", shape_text(js), " overflows 64 bits");
+    // data_offsets
+    const json& jo = v["data_offsets"];
+    if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() ||
+        !jo[1].is_number_unsigned())
+      bad_file(path_, "tensor '", name,
+               "': data_offsets must be two non-negative integers [begin, end], found ",
+               shape_text(jo));
+    ti.begin = jo[0].get<uint64_t>();
+    ti.end = jo[1].get<uint64_t>();
+    if (ti.begin > ti.end)
+      bad_file(path_, "tensor '", name, "': data_offsets [", ti.begin, ", ", ti.end,
+               "] end before they begin");
+    if (ti.end - ti.begin != nbytes)
+      bad_file(path_, "tensor '", name, "': data_offsets [", ti.begin, ", ", ti.end, "] hold ",
+               ti.end - ti.begin, " bytes but shape ", ti.shape.str(), " of ", dname, " needs ",
+               nbytes, " bytes");
+    if (ti.end > data_size)
+      bad_file(path_, "tensor '", name, "': data_offsets [", ti.begin, ", ", ti.end,
+               "] lie outside the data section (", data_size,
+               " bytes): the file is truncated or the header is wrong");
+    infos_.push_back(std::move(ti));
+  }
+
+  std::sort(infos_.begin(), infos_.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    if (a.begin != b.begin) return a.begin < b.begin;
+    if (a.end != b.end) return a.end < b.end;
+    return a.name < b.name;
+  });
+  // The ranges must tile the data section: each tensor starts where the previous one ended.
+  uint64_t expected = 0;
+  const TensorInfo* prev = nullptr;
+  for (const TensorInfo& ti : infos_) {
+    if (ti.begin < expected)
+      bad_file(path_, "tensors '", prev->name, "' [", prev->begin, ", ", prev->end, ") and '",
+               ti.name, "' [", ti.begin, ", ", ti.end, ") overlap in the data section");
+    if (ti.begin > expected)
+      bad_file(path_, "bytes [", expected, ", ", ti.begin,
+               ") of the data section belong to no tensor (a hole ",
+               prev ? "after tensor '" + prev->name + "'" : std::string("at the start"),
+               ", before tensor '", ti.name, "')");
+    expected = ti.end;
+    prev = &ti;
+  }
+  if (expected != data_size)
+    bad_file(path_, "the data section is ", data_size, " bytes but the tensors cover only ",
+             expected, " (", data_size - expected, " unclaimed bytes at the end",
+             prev ? " after tensor '" + prev->name + "'" : std::string(), ")");
+
+  names_.reserve(infos_.size());
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    names_.push_back(infos_[i].name);
+    index_.emplace(infos_[i].name, i);
+  }
+}
+
+const TensorInfo& SafetensorsFile::info(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end())
+    fail("safetensors file '", path_, "' has no tensor '", name, "' (", infos_.size(),
+         " tensors in the file)");
+  return infos_[it->second];
+}
+
+const uint8_t* SafetensorsFile::tensor_bytes(const std::string& name) const {
+  const TensorInfo& ti = info(name);
+  return static_cast<const uint8_t*>(map_->addr) + data_offset() + ti.begin;
+}
+
+Tensor SafetensorsFile::tensor(const std::string& name) const {
+  const TensorInfo& ti = info(name);
+  auto* p = const_cast<uint8_t*>(tensor_bytes(name));
+  if (reinterpret_cast<uintptr_t>(p) % dtype_size(ti.dtype) != 0) {
+    Tensor t = Tensor::empty(ti.shape, ti.dtype);
+    if (ti.nbytes() > 0) std::memcpy(t.raw_data(), p, ti.nbytes());
+    return t;
+  }
+  // The aliasing constructor shares ownership of the mapping while pointing at its base.
+  std::shared_ptr<void> owner(map_, map_->addr);
+  return Tensor::from_blob(p, ti.shape, ti.dtype, Device::cpu(), std::move(owner));
+}
+
+nlohmann::json SafetensorsFile::metadata_json(const std::string& key) const {
+  auto it = metadata_.find(key);
+  if (it == metadata_.end()) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return it->second;
+  return j;
+}
+
+nlohmann::json SafetensorsFile::metadata_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : metadata_) out[k] = metadata_json(k);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------ writer
+
+namespace {
+
+// Removes the temporary file unless the write completed.
+struct TempFile {
+  std::string path;
+  std::FILE* f = nullptr;
+  bool created = false;
+  bool done = false;
+  ~TempFile() {
+    if (f != nullptr) std::fclose(f);
+    if (created && !done) std::remove(path.c_str());
+  }
+};
+
+}  // namespace
+
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::set<std::string> seen;
+  for (const auto& [name, t] : tensors) {
+    LTX_CHECK(!name.empty(), "write_safetensors '", path, "': empty tensor name");
+    LTX_CHECK(name != "__metadata__", "write_safetensors '", path,
+              "': '__metadata__' is reserved and cannot name a tensor");
+    LTX_CHECK(seen.insert(name).second, "write_safetensors '", path, "': tensor '", name,
+              "' given twice");
+    LTX_CHECK(t.defined(), "write_safetensors '", path, "': tensor '", name, "' is undefined");
+  }
+  // Largest elements first keeps every tensor aligned to its element size (the header is padded to
+  // a multiple of 8); stable, so the caller's order survives within one element size.
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return tensors[a].second.element_size() > tensors[b].second.element_size();
+  });
+
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    nlohmann::ordered_json md = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : metadata) md[k] = v;
+    header["__metadata__"] = std::move(md);
+  }
+  uint64_t offset = 0;
+  for (size_t i : order) {
+    const auto& [name, t] = tensors[i];
+    const uint64_t nb = t.nbytes();
+    header[name] = {{"dtype", safetensors_dtype_name(t.dtype())},
+                    {"shape", t.shape().vec()},
+                    {"data_offsets", {offset, offset + nb}}};
+    offset += nb;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    fail("write_safetensors '", path, "': cannot encode the header (", e.what(),
+         "); tensor names and metadata must be valid UTF-8");
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');
+  LTX_CHECK(text.size() <= kMaxSafetensorsHeader, "write_safetensors '", path, "': header of ",
+            text.size(), " bytes exceeds the ", kMaxSafetensorsHeader, "-byte limit");
+
+  TempFile tmp{path + ".tmp"};
+  tmp.f = std::fopen(tmp.path.c_str(), "wb");
+  if (tmp.f == nullptr)
+    fail("write_safetensors: cannot create '", tmp.path, "': ", std::strerror(errno));
+  tmp.created = true;
+  auto put = [&](const void* data, size_t n) {
+    if (n > 0 && std::fwrite(data, 1, n, tmp.f) != n)
+      fail("write_safetensors: writing '", tmp.path, "' failed: ", std::strerror(errno));
+  };
+  uint8_t len[8];
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  put(len, 8);
+  put(text.data(), text.size());
+  for (size_t i : order) {
+    const Tensor host = tensors[i].second.to(Device::cpu()).contiguous();
+    put(host.raw_data(), host.nbytes());
+  }
+  if (std::fflush(tmp.f) != 0 || fsync(fileno(tmp.f)) != 0)
+    fail("write_safetensors: flushing '", tmp.path, "' failed: ", std::strerror(errno));
+  const int rc = std::fclose(tmp.f);
+  tmp.f = nullptr;
+  if (rc != 0) fail("write_safetensors: closing '", tmp.path, "' failed: ", std::strerror(errno));
+  if (std::rename(tmp.path.c_str(), path.c_str()) != 0)
+    fail("write_safetensors: cannot rename '", tmp.path, "' to '", path,
+         "': ", std::strerror(errno));
+  tmp.done = true;
+}
+
+}  // namespace ltx::io

@@ -1,0 +1,109 @@
+#pragma once
+// Reading and writing the safetensors format.
+//
+// A file is: 8 bytes little-endian header length N, N bytes of JSON header, then the data section.
+// The header maps tensor names to {"dtype", "shape", "data_offsets": [begin, end)} (offsets relative
+// to the data section) plus an optional "__metadata__" map of strings to strings.
+//
+// SafetensorsFile maps the whole file read-only and validates the header at least as strictly as
+// the official Rust `safetensors` crate: header length in [2, 100 MB] and inside the file, a JSON
+// object starting with '{', no duplicate keys, string-to-string metadata, exactly the three fields per
+// tensor, known dtypes, non-negative shapes whose byte size equals end - begin, and ranges that tile
+// the data section exactly (no overlap, no hole, nothing after the last tensor). Any violation
+// throws ltx::Error naming the file, the tensor when there is one, and the problem.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+
+namespace ltx::io {
+
+// The largest header the reader accepts (the crate's limit).
+inline constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  uint64_t begin = 0;  // byte range [begin, end) inside the data section
+  uint64_t end = 0;
+
+  int64_t numel() const { return shape.numel(); }
+  uint64_t nbytes() const { return end - begin; }
+};
+
+// Name of a dtype in safetensors headers ("F32", "BF16", "F8_E4M3", ...).
+const char* safetensors_dtype_name(DType dtype);
+
+class SafetensorsFile {
+ public:
+  // Opens, maps and validates `path`; throws ltx::Error on any problem.
+  explicit SafetensorsFile(const std::string& path);
+  static std::shared_ptr<const SafetensorsFile> open(const std::string& path) {
+    return std::make_shared<const SafetensorsFile>(path);
+  }
+
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const { return file_size_; }
+  // Length of the JSON header (without the 8-byte length field); data starts at 8 + header_size().
+  uint64_t header_size() const { return header_size_; }
+  uint64_t data_offset() const { return 8 + header_size_; }
+
+  size_t size() const { return infos_.size(); }
+  // Tensor names in file order: sorted by data offset (ties, i.e. empty tensors, by name).
+  const std::vector<std::string>& names() const { return names_; }
+  // All tensor infos, in the same order as names().
+  const std::vector<TensorInfo>& infos() const { return infos_; }
+  bool contains(const std::string& name) const { return index_.count(name) != 0; }
+  // Throws naming the file when `name` is absent.
+  const TensorInfo& info(const std::string& name) const;
+  // A CPU tensor viewing the mapped bytes (no copy). The tensor keeps the mapping alive, so it may
+  // outlive this object. The memory is mapped read-only: never write into these tensors (copy with
+  // clone() first). Data whose address is not a multiple of the element size (possible only in
+  // files whose header length is not a multiple of 8) is copied instead.
+  Tensor tensor(const std::string& name) const;
+  // Raw bytes of a tensor inside the mapping (read-only).
+  const uint8_t* tensor_bytes(const std::string& name) const;
+
+  // "__metadata__" as stored (empty when absent).
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  bool has_metadata(const std::string& key) const { return metadata_.count(key) != 0; }
+  // A metadata value decoded like the reference's SafetensorsModelStateDictLoader.metadata(): a value
+  // that parses as JSON is returned decoded (objects, numbers, ...), any other value as a JSON string
+  // ("2.3.0" stays the string "2.3.0", "2.5" becomes the number 2.5). Null when the key is absent.
+  nlohmann::json metadata_json(const std::string& key) const;
+  // Every metadata value decoded as above, as one object.
+  nlohmann::json metadata_json() const;
+
+ private:
+  struct Mapping;
+  std::string path_;
+  std::shared_ptr<Mapping> map_;
+  uint64_t file_size_ = 0;
+  uint64_t header_size_ = 0;
+  std::vector<TensorInfo> infos_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+
+  void parse_header(const char* header, uint64_t n);
+};
+
+// Writes `tensors` (any device, dtype and strides; copied to contiguous CPU memory one at a time)
+// and `metadata` to `path` in the crate's layout: header padded with spaces to a multiple of 8,
+// tensors ordered by element size, largest first (so every tensor is aligned), and otherwise in the
+// given order. Writes `path + ".tmp"` and renames it over `path` at the end, so a failure never
+// leaves a partial file at `path`. Throws on duplicate or empty names, undefined tensors and I/O
+// errors.
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace ltx::io

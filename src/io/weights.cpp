@@ -1,0 +1,277 @@
+#include "io/weights.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ltx::io {
+
+// ------------------------------------------------------------------------------------ KeyMap
+
+KeyMap KeyMap::all(std::string name) {
+  KeyMap k(std::move(name));
+  k.keep("");
+  return k;
+}
+
+KeyMap KeyMap::strip_prefix(const std::string& prefix) {
+  KeyMap k("strip '" + prefix + "'");
+  k.keep(prefix);
+  k.replace_prefix(prefix, "");
+  return k;
+}
+
+KeyMap& KeyMap::keep(std::string prefix, std::string suffix, std::string contains) {
+  keep_.push_back({std::move(prefix), std::move(suffix), std::move(contains)});
+  return *this;
+}
+
+KeyMap& KeyMap::drop(std::string prefix, std::string suffix, std::string contains) {
+  drop_.push_back({std::move(prefix), std::move(suffix), std::move(contains)});
+  return *this;
+}
+
+KeyMap& KeyMap::replace(std::string from, std::string to) {
+  LTX_CHECK(!from.empty(), "KeyMap '", name_, "': replace() needs a non-empty pattern");
+  renames_.push_back({std::move(from), std::move(to), false});
+  return *this;
+}
+
+KeyMap& KeyMap::replace_prefix(std::string from, std::string to) {
+  renames_.push_back({std::move(from), std::move(to), true});
+  return *this;
+}
+
+bool KeyMap::Matcher::matches(const std::string& key) const {
+  return key.size() >= prefix.size() && key.compare(0, prefix.size(), prefix) == 0 &&
+         key.size() >= suffix.size() &&
+         key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+         (contains.empty() || key.find(contains) != std::string::npos);
+}
+
+std::optional<std::string> KeyMap::apply(const std::string& key) const {
+  bool kept = false;
+  for (const Matcher& m : keep_) kept = kept || m.matches(key);
+  if (!kept) return std::nullopt;
+  for (const Matcher& m : drop_)
+    if (m.matches(key)) return std::nullopt;
+  std::string out = key;
+  for (const Rename& r : renames_) {
+    if (r.anchored) {
+      if (out.compare(0, r.from.size(), r.from) == 0) out = r.to + out.substr(r.from.size());
+      continue;
+    }
+    // Non-overlapping, left to right, like Python's str.replace.
+    std::string next;
+    size_t pos = 0;
+    for (size_t hit; (hit = out.find(r.from, pos)) != std::string::npos; pos = hit + r.from.size())
+      next.append(out, pos, hit - pos).append(r.to);
+    next.append(out, pos, std::string::npos);
+    out = std::move(next);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------ WeightMap
+
+namespace {
+
+struct Entry {
+  std::shared_ptr<const SafetensorsFile> file;  // null for tensors added with add()
+  std::string file_key;
+  Tensor tensor;
+  bool used = false;
+};
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool shape_matches(const Shape& actual, const Shape& expected) {
+  if (actual.size() != expected.size()) return false;
+  for (int i = 0; i < actual.size(); ++i)
+    if (expected[i] != -1 && expected[i] != actual[i]) return false;
+  return true;
+}
+
+// "a, b, c and 7 more"
+std::string list_names(const std::vector<std::string>& items) {
+  std::string s;
+  const size_t n = std::min(items.size(), WeightMap::kMaxListed);
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += ", ";
+    s += items[i];
+  }
+  if (items.size() > n) s += str(" and ", items.size() - n, " more");
+  return s;
+}
+
+}  // namespace
+
+struct WeightMap::State {
+  std::vector<std::shared_ptr<const SafetensorsFile>> files;
+  std::string key_map;
+  std::map<std::string, Entry> entries;
+  std::set<std::string> missing;
+  std::map<std::string, std::string> misshaped;    // name -> "expected [..], file has [..]"
+  std::map<std::string, std::string> wrong_dtype;  // name -> "file has u8, model wants f32"
+};
+
+WeightMap::WeightMap() : state_(std::make_shared<State>()) {}
+
+WeightMap::WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files, const KeyMap& keys)
+    : state_(std::make_shared<State>()) {
+  state_->key_map = keys.name();
+  for (const auto& f : files) {
+    LTX_CHECK(f != nullptr, "WeightMap: null file");
+    for (const std::string& key : f->names()) {
+      std::optional<std::string> name = keys.apply(key);
+      if (!name) continue;
+      Entry& e = state_->entries[*name];  // a later file replaces an earlier one
+      e = Entry{f, key, Tensor(), false};
+    }
+  }
+  state_->files = std::move(files);
+}
+
+WeightMap WeightMap::open(const std::vector<std::string>& paths, const KeyMap& keys) {
+  std::vector<std::shared_ptr<const SafetensorsFile>> files;
+  files.reserve(paths.size());
+  for (const auto& p : paths) files.push_back(SafetensorsFile::open(p));
+  return WeightMap(std::move(files), keys);
+}
+
+WeightMap WeightMap::scoped(const std::string& prefix) const {
+  return WeightMap(state_, prefix_ + prefix);
+}
+
+bool WeightMap::contains(const std::string& name) const {
+  return state_->entries.count(prefix_ + name) != 0;
+}
+
+std::vector<std::string> WeightMap::names() const {
+  std::vector<std::string> out;
+  for (auto it = state_->entries.lower_bound(prefix_);
+       it != state_->entries.end() && starts_with(it->first, prefix_); ++it)
+    out.push_back(it->first.substr(prefix_.size()));
+  return out;
+}
+
+Shape WeightMap::shape(const std::string& name) const {
+  auto it = state_->entries.find(prefix_ + name);
+  LTX_CHECK(it != state_->entries.end(), "weights: no tensor '", prefix_ + name, "'");
+  const Entry& e = it->second;
+  return e.file ? e.file->info(e.file_key).shape : e.tensor.shape();
+}
+
+DType WeightMap::dtype(const std::string& name) const {
+  auto it = state_->entries.find(prefix_ + name);
+  LTX_CHECK(it != state_->entries.end(), "weights: no tensor '", prefix_ + name, "'");
+  const Entry& e = it->second;
+  return e.file ? e.file->info(e.file_key).dtype : e.tensor.dtype();
+}
+
+void WeightMap::add(const std::string& name, Tensor tensor) {
+  LTX_CHECK(tensor.defined(), "WeightMap::add: tensor '", prefix_ + name, "' is undefined");
+  state_->entries[prefix_ + name] = Entry{nullptr, "", std::move(tensor), false};
+}
+
+std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape* expected,
+                                           DType target, Device device, bool required) {
+  const std::string full = prefix_ + name;
+  auto it = state_->entries.find(full);
+  if (it == state_->entries.end()) {
+    if (required) state_->missing.insert(full);
+    return std::nullopt;
+  }
+  Entry& e = it->second;
+  e.used = true;
+  const Shape actual = e.file ? e.file->info(e.file_key).shape : e.tensor.shape();
+  const DType stored = e.file ? e.file->info(e.file_key).dtype : e.tensor.dtype();
+  if (expected != nullptr && !shape_matches(actual, *expected)) {
+    state_->misshaped[full] = str("expected ", expected->str(), ", file has ", actual.str());
+    return std::nullopt;
+  }
+  if (stored != target && !(dtype_is_floating(stored) && dtype_is_floating(target))) {
+    state_->wrong_dtype[full] =
+        str("file has ", dtype_name(stored), ", model wants ", dtype_name(target));
+    return std::nullopt;
+  }
+  Tensor raw = e.file ? e.file->tensor(e.file_key) : e.tensor;
+  return raw.to(device, target);  // no copy for a CPU tensor that already has the target dtype
+}
+
+Tensor WeightMap::take(const std::string& name, const Shape& expected, DType target,
+                       Device device) {
+  std::optional<Tensor> t = take_impl(name, &expected, target, device, true);
+  return t ? *t : Tensor();
+}
+
+std::optional<Tensor> WeightMap::take_optional(const std::string& name, const Shape& expected,
+                                               DType target, Device device) {
+  return take_impl(name, &expected, target, device, false);
+}
+
+Tensor WeightMap::take_any_shape(const std::string& name, DType target, Device device) {
+  std::optional<Tensor> t = take_impl(name, nullptr, target, device, true);
+  return t ? *t : Tensor();
+}
+
+void WeightMap::ignore(const std::string& name_or_prefix) {
+  const std::string full = prefix_ + name_or_prefix;
+  if (!full.empty() && full.back() == '.') {
+    for (auto it = state_->entries.lower_bound(full);
+         it != state_->entries.end() && starts_with(it->first, full); ++it)
+      it->second.used = true;
+  } else if (auto it = state_->entries.find(full); it != state_->entries.end()) {
+    it->second.used = true;
+  }
+}
+
+std::vector<std::string> WeightMap::unused() const {
+  std::vector<std::string> out;
+  for (auto it = state_->entries.lower_bound(prefix_);
+       it != state_->entries.end() && starts_with(it->first, prefix_); ++it)
+    if (!it->second.used) out.push_back(it->first);
+  return out;
+}
+
+void WeightMap::finish(const std::string& what) const {
+  std::vector<std::string> missing, misshaped, wrong, unexpected = unused();
+  for (const auto& n : state_->missing)
+    if (starts_with(n, prefix_)) missing.push_back(n);
+  for (const auto& [n, why] : state_->misshaped)
+    if (starts_with(n, prefix_)) misshaped.push_back(n + " (" + why + ")");
+  for (const auto& [n, why] : state_->wrong_dtype)
+    if (starts_with(n, prefix_)) wrong.push_back(n + " (" + why + ")");
+  if (missing.empty() && misshaped.empty() && wrong.empty() && unexpected.empty()) return;
+
+  std::ostringstream os;
+  os << what << ": the weights do not match the model (";
+  if (state_->files.empty()) {
+    os << "no files";
+  } else {
+    os << "from ";
+    for (size_t i = 0; i < state_->files.size(); ++i)
+      os << (i ? ", '" : "'") << state_->files[i]->path() << "'";
+  }
+  if (!state_->key_map.empty()) os << ", keys " << state_->key_map;
+  if (!prefix_.empty()) os << ", under '" << prefix_ << "'";
+  os << "):";
+  const char* sep = " ";
+  auto section = [&](const std::vector<std::string>& items, const char* label) {
+    if (items.empty()) return;
+    os << sep << items.size() << " " << label << ": " << list_names(items);
+    sep = "; ";
+  };
+  section(missing, "missing");
+  section(misshaped, "with the wrong shape");
+  section(wrong, "with an unusable dtype");
+  section(unexpected, "unexpected");
+  os << ". Check that the checkpoint is the right component and version for this model.";
+  throw Error(os.str());
+}
+
+}  // namespace ltx::io

@@ -1,0 +1,132 @@
+#pragma once
+// Binding checkpoint tensors to model parameters.
+//
+// A KeyMap says which file keys a model reads and under which names (the reference's SDOps:
+// matchers, then replacements). A WeightMap holds the renamed tensors of one or more safetensors
+// files; model code walks it with scoped("transformer_blocks.0.") views and take()s every parameter
+// with its expected shape and dtype. take() never throws for a missing or misshaped tensor: it
+// records the problem and returns an undefined Tensor, so that finish() can report every missing,
+// misshaped and unexpected name of a component in ONE error. Call finish() before using the
+// weights.
+//
+//   auto file = SafetensorsFile::open(path);
+//   WeightMap w({file}, KeyMap::strip_prefix("model.diffusion_model."));
+//   WeightMap blk = w.scoped("transformer_blocks.0.");
+//   Tensor wq = blk.take("attn1.to_q.weight", {4096, 4096}, DType::BF16);  // zero-copy view
+//   ...
+//   w.finish("transformer");  // throws listing all problems, if any
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/safetensors.h"
+
+namespace ltx::io {
+
+// Key selection and renaming. A key is kept when ANY matcher accepts it (a matcher accepts a key
+// that starts with its prefix, ends with its suffix and contains its `contains` text; empty parts
+// always hold) and no drop rule matches it. Then every rename applies in order: replace() swaps
+// every occurrence of a substring (Python's str.replace, as the reference does), replace_prefix()
+// only a leading one. A KeyMap without matchers keeps nothing.
+class KeyMap {
+ public:
+  explicit KeyMap(std::string name = "keys") : name_(std::move(name)) {}
+  // Keeps every key unchanged.
+  static KeyMap all(std::string name = "all keys");
+  // Keeps the keys that start with `prefix` and removes that prefix ("model.diffusion_model.").
+  static KeyMap strip_prefix(const std::string& prefix);
+
+  KeyMap& keep(std::string prefix, std::string suffix = "", std::string contains = "");
+  // Rejects kept keys that match (same rules as keep), e.g. connectors under the DiT prefix.
+  KeyMap& drop(std::string prefix, std::string suffix = "", std::string contains = "");
+  KeyMap& replace(std::string from, std::string to);
+  KeyMap& replace_prefix(std::string from, std::string to);
+
+  // The model name for a file key, or nullopt when the key is not kept.
+  std::optional<std::string> apply(const std::string& key) const;
+  const std::string& name() const { return name_; }
+
+ private:
+  struct Matcher {
+    std::string prefix, suffix, contains;
+    bool matches(const std::string& key) const;
+  };
+  struct Rename {
+    std::string from, to;
+    bool anchored;
+  };
+  std::string name_;
+  std::vector<Matcher> keep_;
+  std::vector<Matcher> drop_;
+  std::vector<Rename> renames_;
+};
+
+class WeightMap {
+ public:
+  // An empty map (tensors can be add()ed).
+  WeightMap();
+  // The tensors of `files` that `keys` keeps, under their new names. When two files yield the same
+  // name the later file wins, as when the reference merges state dicts. The files stay alive as long
+  // as the map or any tensor taken from it.
+  explicit WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files,
+                     const KeyMap& keys = KeyMap::all());
+  static WeightMap open(const std::vector<std::string>& paths, const KeyMap& keys = KeyMap::all());
+
+  // A view of the names under `prefix` (relative to this view), sharing the record of which names
+  // were used: scoped("transformer_blocks.0.").take("attn1.to_q.weight", ...).
+  WeightMap scoped(const std::string& prefix) const;
+  // The full-name prefix of this view ("" for the root).
+  const std::string& prefix() const { return prefix_; }
+
+  // Names relative to this view.
+  bool contains(const std::string& name) const;
+  std::vector<std::string> names() const;  // sorted
+  size_t size() const { return names().size(); }
+  // Stored shape / dtype; throw when the name is absent.
+  Shape shape(const std::string& name) const;
+  DType dtype(const std::string& name) const;
+
+  // Adds (or replaces) a tensor, e.g. one derived at load time from a fused file tensor.
+  void add(const std::string& name, Tensor tensor);
+
+  // The tensor `name` converted to `target` on `device`, and marks the name used. A CPU tensor
+  // that already has the target dtype is returned as a zero-copy view of the file mapping; other
+  // float dtypes are converted (a copy). `expected` may use -1 for "any size" in a dimension.
+  // When the name is missing, the shape differs, or the conversion is not float <-> float, the
+  // problem is recorded for finish() and an undefined Tensor is returned.
+  Tensor take(const std::string& name, const Shape& expected, DType target,
+              Device device = Device::cpu());
+  // As take(), but an absent name is not a problem: returns nullopt. A present but misshaped
+  // tensor is still recorded (and nullopt returned).
+  std::optional<Tensor> take_optional(const std::string& name, const Shape& expected, DType target,
+                                      Device device = Device::cpu());
+  // As take() without a shape check (scalars, buffers whose shape the caller inspects itself).
+  Tensor take_any_shape(const std::string& name, DType target, Device device = Device::cpu());
+  // Marks names as deliberately unused so finish() does not report them: the exact name, or every
+  // name under it when it ends with '.'. Absent names are fine.
+  void ignore(const std::string& name_or_prefix);
+
+  // Names under this view that were neither taken nor ignored (full names, sorted).
+  std::vector<std::string> unused() const;
+  // Throws ONE ltx::Error, headed by `what`, listing every missing, misshaped and wrongly typed name
+  // recorded under this view and every unused one (at most kMaxListed of each, plus a count).
+  void finish(const std::string& what) const;
+
+  static constexpr size_t kMaxListed = 10;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  std::string prefix_;
+
+  WeightMap(std::shared_ptr<State> state, std::string prefix)
+      : state_(std::move(state)), prefix_(std::move(prefix)) {}
+  std::optional<Tensor> take_impl(const std::string& name, const Shape* expected, DType target,
+                                  Device device, bool required);
+};
+
+}  // namespace ltx::io
