@@ -1,7 +1,8 @@
 #pragma once
-// Bit-exact scalar float conversions, usable from host code and from CUDA kernels (LTX_HOST_DEVICE),
-// so that the CPU conversion (core/dtype.cpp) and the CUDA copy kernels (backend/cuda/copy.cu) run
-// the very same code. The rounding rules are PyTorch's (c10): see core/dtype.h.
+// Bit-exact scalar float conversions, usable from host code and from CUDA kernels
+// (LTX_HOST_DEVICE), so that the CPU conversion (core/dtype.cpp) and the CUDA copy kernels
+// (backend/cuda/copy.cu) run the very same code. The rounding rules are PyTorch's (c10): see
+// core/dtype.h.
 //
 // The tricks below let the FPU do the rounding (adding a power-of-two bias, scaling by powers of
 // two); each of those float operations must round on its own. add_rn/mul_rn make that explicit on

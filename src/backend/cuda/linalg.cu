@@ -160,6 +160,11 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
     const uint64_t ws = kMaxWorkspace;
     LTX_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    // Split-K partial sums must stay fp32: no reduction in the (bf16) output type.
+    const uint32_t reduction = static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK) &
+                               ~static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
+    LTX_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref.p, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof reduction));
     const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b},

@@ -12,9 +12,10 @@ namespace ltx::cuda {
 //   weight [out, in]  bf16 (non-contiguous weights are copied);
 //   bias   [out]      bf16 or f32, or an undefined Tensor for none;
 //   y      [..., out] bf16, contiguous, on x's device.
-// Products accumulate in fp32 (CUBLAS_COMPUTE_32F); the bias is added to the fp32 accumulator in
-// the cuBLASLt epilogue and the sum is rounded to bf16 once. (An f32 bias is applied by an f32
-// epilogue into an f32 buffer, then rounded to bf16: cuBLASLt wants the bias in D's type.)
+// Products accumulate in fp32 (CUBLAS_COMPUTE_32F; split-K partial sums are never reduced in
+// bf16); the bias is added to the fp32 accumulator in the cuBLASLt epilogue and the sum is rounded
+// to bf16 once. (An f32 bias is applied by an f32 epilogue into an f32 buffer, then rounded to
+// bf16: cuBLASLt wants the bias in D's type.)
 // All tensors must be on one CUDA device; dtype, shape and device mismatches throw ltx::Error.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 

@@ -29,7 +29,8 @@ class Stream {
   int device_ = 0;
 };
 
-// The process-wide default stream of `device` (non-blocking, created on first use, never destroyed).
+// The process-wide default stream of `device` (non-blocking, created on first use, never
+// destroyed).
 Stream default_stream(int device);
 // The calling thread's current stream on `device` (-1: the current device).
 Stream current_stream(int device = -1);
