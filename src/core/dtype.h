@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/dtype_bits.h"
+
 namespace ltx {
 
 enum class DType : uint8_t { F32, F16, BF16, F8E4M3FN, F8E5M2, F64, I8, U8, I32, I64, Bool };
@@ -23,35 +25,8 @@ bool dtype_is_floating(DType t);
 // Parses the short names above; returns false when unknown.
 bool dtype_from_name(std::string_view name, DType* out);
 
-namespace dtype_bits {
-
-inline uint32_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float f32_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline uint16_t f32_to_bf16(float f) {
-  uint32_t u = f32_bits(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;  // NaN -> canonical quiet NaN
-  u += 0x7FFFu + ((u >> 16) & 1u);                       // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
-}
-inline float bf16_to_f32(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
-
-uint16_t f32_to_f16(float f);
-float f16_to_f32(uint16_t h);
-uint8_t f32_to_f8e4m3fn(float f);
-float f8e4m3fn_to_f32(uint8_t v);
-uint8_t f32_to_f8e5m2(float f);
-inline float f8e5m2_to_f32(uint8_t v) { return f16_to_f32(static_cast<uint16_t>(v) << 8); }
-
-}  // namespace dtype_bits
+// The scalar bit conversions (f32 <-> bf16/f16/f8) live in ltx::dtype_bits (core/dtype_bits.h),
+// shared with the CUDA kernels; core/dtype_element.h converts one element between any two dtypes.
 
 // Storage types for the 16- and 8-bit floats: plain bit containers, converted explicitly.
 struct bf16 {

@@ -1,0 +1,255 @@
+#include "backend/cuda/copy.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/device.h"
+#include "core/dtype_element.h"
+#include "core/error.h"
+
+namespace ltx::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Shape and element strides of dst and src after dropping size-1 dims and merging dims that are
+// contiguous with their inner neighbour on both sides.
+struct Layout {
+  int nd = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t ss[kMaxDims] = {};  // src strides (elements)
+  int64_t ds[kMaxDims] = {};  // dst strides (elements)
+};
+
+Layout collapse(const Tensor& dst, const Tensor& src) {
+  Layout l;
+  for (int d = 0; d < dst.dim(); ++d) {
+    const int64_t n = dst.size(d);
+    if (n == 1) continue;
+    if (l.nd > 0 && l.ss[l.nd - 1] == src.stride(d) * n && l.ds[l.nd - 1] == dst.stride(d) * n) {
+      l.size[l.nd - 1] *= n;
+      l.ss[l.nd - 1] = src.stride(d);
+      l.ds[l.nd - 1] = dst.stride(d);
+      continue;
+    }
+    l.size[l.nd] = n;
+    l.ss[l.nd] = src.stride(d);
+    l.ds[l.nd] = dst.stride(d);
+    ++l.nd;
+  }
+  if (l.nd == 0) {  // one element
+    l.nd = 1;
+    l.size[0] = 1;
+    l.ss[0] = 1;
+    l.ds[0] = 1;
+  }
+  return l;
+}
+
+// Offsets (in elements) of logical element i on both sides.
+template <typename IndexT>
+__device__ __forceinline__ void offsets(const Layout& l, IndexT i, int64_t* so, int64_t* dof) {
+  int64_t s = 0, d = 0;
+  IndexT rem = i;
+  for (int k = l.nd - 1; k >= 0; --k) {
+    const IndexT n = static_cast<IndexT>(l.size[k]);
+    const IndexT idx = rem % n;
+    rem /= n;
+    s += static_cast<int64_t>(idx) * l.ss[k];
+    d += static_cast<int64_t>(idx) * l.ds[k];
+  }
+  *so = s;
+  *dof = d;
+}
+
+// Same dtype: moves T-sized elements (T is an unsigned integer of the element's width).
+template <typename T, typename IndexT>
+__global__ void strided_copy_kernel(const T* __restrict__ src, T* __restrict__ dst, Layout l,
+                                    IndexT n) {
+  for (IndexT i = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<IndexT>(gridDim.x) * blockDim.x) {
+    int64_t so, dof;
+    offsets(l, i, &so, &dof);
+    dst[dof] = src[so];
+  }
+}
+
+// Any dtype pair, through the shared element conversion.
+template <typename IndexT>
+__global__ void strided_convert_kernel(const char* __restrict__ src, DType st, int ssize,
+                                       char* __restrict__ dst, DType dt, int dsize, Layout l,
+                                       IndexT n) {
+  for (IndexT i = static_cast<IndexT>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<IndexT>(gridDim.x) * blockDim.x) {
+    int64_t so, dof;
+    offsets(l, i, &so, &dof);
+    dtype_bits::convert_element(src + so * ssize, st, dst + dof * dsize, dt);
+  }
+}
+
+// Both sides dense: no index arithmetic.
+__global__ void dense_convert_kernel(const char* __restrict__ src, DType st, int ssize,
+                                     char* __restrict__ dst, DType dt, int dsize, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dtype_bits::convert_element(src + i * ssize, st, dst + i * dsize, dt);
+  }
+}
+
+unsigned grid_for(int64_t n, int device) {
+  const int64_t want = (n + kThreads - 1) / kThreads;
+  const int64_t cap = static_cast<int64_t>(multiprocessor_count(device)) * 32;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, cap)));
+}
+
+// Largest offset reachable on either side, to decide whether 32-bit index math is enough.
+bool fits_32bit(const Layout& l, int64_t n) {
+  if (n >= (int64_t{1} << 31)) return false;
+  int64_t smax = 0, dmax = 0;
+  for (int k = 0; k < l.nd; ++k) {
+    smax += (l.size[k] - 1) * l.ss[k];
+    dmax += (l.size[k] - 1) * l.ds[k];
+  }
+  return smax < (int64_t{1} << 31) && dmax < (int64_t{1} << 31);
+}
+
+template <typename T, typename IndexT>
+void launch_copy(const Tensor& dst, const Tensor& src, const Layout& l, int64_t n, Stream s) {
+  strided_copy_kernel<T, IndexT><<<grid_for(n, s.device()), kThreads, 0, s.handle()>>>(
+      static_cast<const T*>(src.raw_data()), static_cast<T*>(dst.raw_data()), l,
+      static_cast<IndexT>(n));
+}
+
+template <typename IndexT>
+void launch_strided(const Tensor& dst, const Tensor& src, const Layout& l, int64_t n, Stream s) {
+  if (dst.dtype() == src.dtype()) {
+    switch (dst.element_size()) {
+      case 1: return launch_copy<uint8_t, IndexT>(dst, src, l, n, s);
+      case 2: return launch_copy<uint16_t, IndexT>(dst, src, l, n, s);
+      case 4: return launch_copy<uint32_t, IndexT>(dst, src, l, n, s);
+      default: return launch_copy<uint64_t, IndexT>(dst, src, l, n, s);
+    }
+  }
+  strided_convert_kernel<IndexT><<<grid_for(n, s.device()), kThreads, 0, s.handle()>>>(
+      static_cast<const char*>(src.raw_data()), src.dtype(), static_cast<int>(src.element_size()),
+      static_cast<char*>(dst.raw_data()), dst.dtype(), static_cast<int>(dst.element_size()), l,
+      static_cast<IndexT>(n));
+}
+
+void memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, Stream s) {
+  if (bytes == 0) return;
+  LTX_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s.handle()));
+}
+
+void host_to_device(const Tensor& dst, const Tensor& src) {
+  const int dev = dst.device().index;
+  DeviceGuard guard(dev);
+  const Stream s = current_stream(dev);
+  // Pageable host memory: cudaMemcpyAsync returns once the bytes are staged, so a temporary
+  // contiguous host copy may be released right after the call.
+  const Tensor hsrc = src.contiguous();
+  if (dst.is_contiguous() && dst.dtype() == src.dtype()) {
+    memcpy_async(dst.raw_data(), hsrc.raw_data(), dst.nbytes(), cudaMemcpyHostToDevice, s);
+    return;
+  }
+  const Tensor staged = Tensor::empty(src.shape(), src.dtype(), dst.device());
+  memcpy_async(staged.raw_data(), hsrc.raw_data(), staged.nbytes(), cudaMemcpyHostToDevice, s);
+  convert_on_device(dst, staged, s);
+}
+
+void device_to_host(const Tensor& dst, const Tensor& src) {
+  const int dev = src.device().index;
+  DeviceGuard guard(dev);
+  const Stream s = current_stream(dev);
+  Tensor dsrc = src;
+  if (!(src.is_contiguous() && src.dtype() == dst.dtype())) {
+    dsrc = Tensor::empty(src.shape(), dst.dtype(), src.device());
+    convert_on_device(dsrc, src, s);
+  }
+  if (dst.is_contiguous()) {
+    memcpy_async(dst.raw_data(), dsrc.raw_data(), dst.nbytes(), cudaMemcpyDeviceToHost, s);
+    s.synchronize();
+    return;
+  }
+  const Tensor host = Tensor::empty(dst.shape(), dst.dtype(), Device::cpu());
+  memcpy_async(host.raw_data(), dsrc.raw_data(), host.nbytes(), cudaMemcpyDeviceToHost, s);
+  s.synchronize();
+  dst.copy_from(host);
+}
+
+void device_to_other_device(const Tensor& dst, const Tensor& src) {
+  const int sdev = src.device().index, ddev = dst.device().index;
+  const Stream ss = current_stream(sdev), ds = current_stream(ddev);
+  Tensor csrc = src;
+  if (!src.is_contiguous()) {
+    csrc = Tensor::empty(src.shape(), src.dtype(), src.device());
+    convert_on_device(csrc, src, ss);
+  }
+  // The destination stream waits for the source's producers...
+  Event ready;
+  ready.record(ss);
+  ready.wait(ds);
+  const bool direct = dst.is_contiguous() && dst.dtype() == src.dtype();
+  const Tensor target = direct ? dst : Tensor::empty(src.shape(), src.dtype(), dst.device());
+  {
+    DeviceGuard guard(ddev);
+    LTX_CUDA_CHECK(cudaMemcpyPeerAsync(target.raw_data(), ddev, csrc.raw_data(), sdev,
+                                       target.nbytes(), ds.handle()));
+  }
+  // ...and the source stream waits for the transfer, so csrc's block is reused only after it.
+  Event done;
+  done.record(ds);
+  done.wait(ss);
+  if (!direct) convert_on_device(dst, target, ds);
+}
+
+}  // namespace
+
+void convert_on_device(const Tensor& dst, const Tensor& src, Stream stream) {
+  LTX_CHECK(dst.device().is_cuda() && src.device() == dst.device() &&
+                stream.device() == dst.device().index,
+            "convert_on_device: expected both tensors and the stream on one CUDA device, got ",
+            dst.describe(), " <- ", src.describe(), " on a stream of cuda:", stream.device());
+  LTX_CHECK(dst.shape() == src.shape(), "convert_on_device: shape mismatch, destination ",
+            dst.describe(), ", source ", src.describe());
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  DeviceGuard guard(stream.device());
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+    memcpy_async(dst.raw_data(), src.raw_data(), dst.nbytes(), cudaMemcpyDeviceToDevice, stream);
+    return;
+  }
+  const Layout l = collapse(dst, src);
+  if (l.nd == 1 && l.ss[0] == 1 && l.ds[0] == 1) {
+    dense_convert_kernel<<<grid_for(n, stream.device()), kThreads, 0, stream.handle()>>>(
+        static_cast<const char*>(src.raw_data()), src.dtype(),
+        static_cast<int>(src.element_size()), static_cast<char*>(dst.raw_data()), dst.dtype(),
+        static_cast<int>(dst.element_size()), n);
+  } else if (fits_32bit(l, n)) {
+    launch_strided<uint32_t>(dst, src, l, n, stream);
+  } else {
+    launch_strided<uint64_t>(dst, src, l, n, stream);
+  }
+  LTX_CUDA_CHECK_LAUNCH();
+}
+
+void copy(const Tensor& dst, const Tensor& src) {
+  LTX_CHECK(dst.shape() == src.shape(), "copy: shape mismatch, destination ", dst.describe(),
+            ", source ", src.describe());
+  if (dst.numel() == 0) return;
+  const bool dcuda = dst.device().is_cuda(), scuda = src.device().is_cuda();
+  LTX_CHECK(dcuda || scuda, "cuda::copy: neither ", dst.describe(), " nor ", src.describe(),
+            " is on a CUDA device");
+  if (dcuda && scuda) {
+    if (dst.device() == src.device())
+      convert_on_device(dst, src, current_stream(dst.device().index));
+    else
+      device_to_other_device(dst, src);
+    return;
+  }
+  if (dcuda) return host_to_device(dst, src);
+  device_to_host(dst, src);
+}
+
+}  // namespace ltx::cuda

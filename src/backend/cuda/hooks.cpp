@@ -1,0 +1,16 @@
+// Core's entry points into the CUDA backend (declared in core/device_hooks.h).
+#include "backend/cuda/allocator.h"
+#include "backend/cuda/copy.h"
+#include "core/device_hooks.h"
+
+namespace ltx::detail {
+
+std::shared_ptr<void> cuda_allocate(size_t bytes, int index) {
+  return cuda::allocate(bytes, index);
+}
+
+void cuda_copy(const Tensor& dst, const Tensor& src) { cuda::copy(dst, src); }
+
+bool cuda_compiled() { return true; }
+
+}  // namespace ltx::detail

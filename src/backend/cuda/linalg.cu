@@ -1,0 +1,258 @@
+#include "backend/cuda/linalg.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "backend/cuda/allocator.h"
+#include "backend/cuda/copy.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/stream.h"
+#include "core/error.h"
+
+#define LTX_CUBLAS_CHECK(call)                                                              \
+  do {                                                                                      \
+    const cublasStatus_t ltx_st_ = (call);                                                  \
+    if (ltx_st_ != CUBLAS_STATUS_SUCCESS)                                                   \
+      ::ltx::fail("cuBLASLt error in ", #call, " at ", __FILE__, ":", __LINE__, ": ",       \
+                  cublasLtGetStatusName(ltx_st_), ": ", cublasLtGetStatusString(ltx_st_)); \
+  } while (0)
+
+namespace ltx::cuda {
+
+namespace {
+
+constexpr size_t kMaxWorkspace = size_t{32} << 20;  // cuBLAS's own choice on Hopper
+
+cublasLtHandle_t lt_handle(int device) {
+  static std::mutex mu;
+  static std::vector<cublasLtHandle_t>* handles = new std::vector<cublasLtHandle_t>();  // leaked
+  std::lock_guard<std::mutex> lock(mu);
+  if (handles->empty()) handles->assign(static_cast<size_t>(device_count()), nullptr);
+  cublasLtHandle_t& h = (*handles)[static_cast<size_t>(device)];
+  if (h == nullptr) LTX_CUBLAS_CHECK(cublasLtCreate(&h));
+  return h;
+}
+
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && a % al != 0) al /= 2;
+  return al;
+}
+
+// RAII wrappers for the cuBLASLt descriptors.
+struct MatmulDesc {
+  cublasLtMatmulDesc_t d = nullptr;
+  ~MatmulDesc() {
+    if (d) (void)cublasLtMatmulDescDestroy(d);
+  }
+};
+struct Layout {
+  cublasLtMatrixLayout_t l = nullptr;
+  ~Layout() {
+    if (l) (void)cublasLtMatrixLayoutDestroy(l);
+  }
+};
+struct Preference {
+  cublasLtMatmulPreference_t p = nullptr;
+  ~Preference() {
+    if (p) (void)cublasLtMatmulPreferenceDestroy(p);
+  }
+};
+
+// Heuristic results depend on the problem and on the pointers' alignments only.
+using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t,
+                           uint32_t, int, int>;
+struct AlgoChoice {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspace;
+};
+
+std::mutex& algo_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::map<AlgoKey, AlgoChoice>& algo_cache() {
+  static auto* c = new std::map<AlgoKey, AlgoChoice>();
+  return *c;
+}
+
+// True when the rows of x (all dims but the last, flattened) are one stride `ld` apart and the
+// last dim is dense: then cuBLASLt can read x in place.
+bool rows_addressable(const Tensor& x, int64_t* ld) {
+  const int nd = x.dim();
+  const int64_t k = x.size(-1);
+  if (x.size(-1) > 1 && x.stride(-1) != 1) return false;
+  int64_t row_stride = -1, expect = -1;
+  for (int d = nd - 2; d >= 0; --d) {
+    if (x.size(d) == 1) continue;
+    if (row_stride < 0) {
+      row_stride = x.stride(d);
+      expect = row_stride * x.size(d);
+      continue;
+    }
+    if (x.stride(d) != expect) return false;
+    expect *= x.size(d);
+  }
+  *ld = row_stride < 0 ? k : row_stride;
+  return *ld >= k;
+}
+
+cudaDataType_t cuda_type(DType t) { return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
+
+// D[M, N] (row-major, dtype `out_dtype`) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]).
+void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const Tensor& bias,
+          int64_t m, int64_t n, int64_t k, int device) {
+  const Stream stream = current_stream(device);
+  cublasLtHandle_t handle = lt_handle(device);
+  const bool has_bias = bias.defined();
+
+  MatmulDesc desc;
+  LTX_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+  LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                                  sizeof trans_a));
+  LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                                  sizeof trans_b));
+  const void* bias_ptr = has_bias ? bias.raw_data() : nullptr;
+  if (has_bias) {
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    LTX_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                    &bias_ptr, sizeof bias_ptr));
+  }
+
+  // Column-major view: A = W^T stored as [K x N] (ld K), B = X^T as [K x M] (ld ldx),
+  // D = Y^T as [N x M] (ld N); op(A) = transpose.
+  const cudaDataType_t out_type = cuda_type(out.dtype());
+  Layout a, b, d;
+  LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a.l, CUDA_R_16BF, static_cast<uint64_t>(k),
+                                              static_cast<uint64_t>(n), k));
+  LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b.l, CUDA_R_16BF, static_cast<uint64_t>(k),
+                                              static_cast<uint64_t>(m), ldx));
+  LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.l, out_type, static_cast<uint64_t>(n),
+                                              static_cast<uint64_t>(m), n));
+
+  const uint32_t al_a = alignment_of(w.raw_data()), al_b = alignment_of(x),
+                 al_d = alignment_of(out.raw_data());
+  const uint32_t al_bias = has_bias ? alignment_of(bias_ptr) : 256;
+  const AlgoKey key{device, m, n, k, ldx, al_a, al_b, al_d, al_bias,
+                    has_bias ? static_cast<int>(bias.dtype()) : -1, static_cast<int>(out_type)};
+  AlgoChoice choice{};
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(algo_mutex());
+    auto it = algo_cache().find(key);
+    if (it != algo_cache().end()) {
+      choice = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    Preference pref;
+    LTX_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.p));
+    const uint64_t ws = kMaxWorkspace;
+    LTX_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    // Split-K partial sums must stay fp32: no reduction in the (bf16) output type.
+    const uint32_t reduction = static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK) &
+                               ~static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
+    LTX_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref.p, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof reduction));
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_d}};
+    for (const auto& [attr, value] : aligns)
+      LTX_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.p, attr, &value, sizeof value));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    LTX_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, desc.d, a.l, b.l, d.l, d.l, pref.p, 1,
+                                                    &result, &found));
+    LTX_CHECK(found > 0, "cuda::linear: cuBLASLt has no algorithm for x[", m, ", ", k,
+              "] (row stride ", ldx, ", ", al_b, "-byte aligned) @ weight[", n, ", ", k,
+              "]^T with ", out.dtype() == DType::F32 ? "f32" : "bf16", " output",
+              has_bias ? " and bias" : "", " on cuda:", device,
+              "; try a contiguous, 16-byte aligned input");
+    choice = AlgoChoice{result.algo, result.workspaceSize};
+    std::lock_guard<std::mutex> lock(algo_mutex());
+    algo_cache().emplace(key, choice);
+  }
+
+  std::shared_ptr<void> workspace;
+  if (choice.workspace > 0) workspace = allocate(choice.workspace, stream);
+  const float alpha = 1.0f, beta = 0.0f;
+  LTX_CUBLAS_CHECK(cublasLtMatmul(handle, desc.d, &alpha, w.raw_data(), a.l, x, b.l, &beta,
+                                  out.raw_data(), d.l, out.raw_data(), d.l, &choice.algo,
+                                  workspace.get(), choice.workspace, stream.handle()));
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  LTX_CHECK(x.defined() && weight.defined(), "cuda::linear: x and weight must be defined");
+  const Device dev = x.device();
+  LTX_CHECK(dev.is_cuda(), "cuda::linear: x is on ", dev.str(), ", expected a CUDA device");
+  LTX_CHECK(weight.device() == dev && (!bias.defined() || bias.device() == dev),
+            "cuda::linear: all tensors must be on ", dev.str(), "; got x ", x.describe(),
+            ", weight ", weight.describe(), ", bias ", bias.describe());
+  LTX_CHECK(weight.dim() == 2, "cuda::linear: weight must be [out, in], got ",
+            weight.describe());
+  LTX_CHECK(weight.dtype() == DType::BF16, "cuda::linear: weight must be bf16, got ",
+            weight.describe(), " (convert it with .to(DType::BF16) when loading)");
+  LTX_CHECK(x.dim() >= 1, "cuda::linear: x must have at least one dim, got ", x.describe());
+  LTX_CHECK(x.dtype() == DType::BF16 || x.dtype() == DType::F32,
+            "cuda::linear: x must be bf16 or f32, got ", x.describe());
+  const int64_t n = weight.size(0), k = weight.size(1);
+  LTX_CHECK(x.size(-1) == k, "cuda::linear: x ", x.describe(), " has ", x.size(-1),
+            " input features but weight ", weight.describe(), " expects ", k);
+  if (bias.defined()) {
+    LTX_CHECK(bias.dim() == 1 && bias.size(0) == n, "cuda::linear: bias must be [", n,
+              "] for weight ", weight.describe(), ", got ", bias.describe());
+    LTX_CHECK(bias.dtype() == DType::BF16 || bias.dtype() == DType::F32,
+              "cuda::linear: bias must be bf16 or f32, got ", bias.describe());
+  }
+
+  Shape out_shape;
+  for (int d = 0; d + 1 < x.dim(); ++d) out_shape.push_back(x.size(d));
+  out_shape.push_back(n);
+  const int64_t m = out_shape.numel() / std::max<int64_t>(n, 1);
+  DeviceGuard guard(dev.index);
+  Tensor out = Tensor::empty(out_shape, DType::BF16, dev);
+  if (m == 0 || n == 0) return out;
+  if (k == 0) {  // empty sum: y = bias (or 0)
+    if (bias.defined())
+      out.copy_from(bias.expand(out_shape));
+    else
+      out.fill(0.0);
+    return out;
+  }
+
+  Tensor xb = x.dtype() == DType::BF16 ? x : x.to(DType::BF16);
+  int64_t ldx = k;
+  if (!rows_addressable(xb, &ldx)) {
+    xb = xb.contiguous();
+    ldx = k;
+  }
+  const Tensor w = weight.contiguous();
+  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+
+  if (b.defined() && b.dtype() == DType::F32) {
+    // cuBLASLt wants the bias in the output's type: f32 epilogue, then one rounding to bf16.
+    const Tensor acc = Tensor::empty(out_shape, DType::F32, dev);
+    gemm(acc, xb.raw_data(), ldx, w, b, m, n, k, dev.index);
+    convert_on_device(out, acc, current_stream(dev.index));
+  } else {
+    gemm(out, xb.raw_data(), ldx, w, b, m, n, k, dev.index);
+  }
+  return out;
+}
+
+}  // namespace ltx::cuda

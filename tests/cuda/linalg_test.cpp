@@ -1,0 +1,169 @@
+// cuBLASLt linear in bf16 against a double reference computed on the bf16-rounded inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/allocator.h"
+#include "backend/cuda/linalg.h"
+#include "core/tensor.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+// y[m, n] = sum_k x[m, k] w[n, k] + b[n] in double, on exactly the values the GPU sees; also the
+// magnitude sum_k |x w| + |b| that bounds the fp32 accumulation error.
+void reference(const Tensor& x2d, const Tensor& w, const Tensor& b, std::vector<double>* y,
+               std::vector<double>* mag) {
+  const int64_t m = x2d.size(0), k = x2d.size(1), n = w.size(0);
+  const auto xv = x2d.to_double_vector(), wv = w.to_double_vector();
+  const auto bv = b.defined() ? b.to_double_vector() : std::vector<double>();
+  y->assign(static_cast<size_t>(m * n), 0.0);
+  mag->assign(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0, a = 0;
+      for (int64_t q = 0; q < k; ++q) {
+        const double p = xv[static_cast<size_t>(i * k + q)] * wv[static_cast<size_t>(j * k + q)];
+        s += p;
+        a += std::fabs(p);
+      }
+      if (b.defined()) {
+        s += bv[static_cast<size_t>(j)];
+        a += std::fabs(bv[static_cast<size_t>(j)]);
+      }
+      (*y)[static_cast<size_t>(i * n + j)] = s;
+      (*mag)[static_cast<size_t>(i * n + j)] = a;
+    }
+  }
+}
+
+// bf16 output: each element within 1e-2 relative of the reference (bf16 rounding is 2^-9), plus a
+// small slack for the fp32 accumulation.
+void expect_close(const Tensor& y, const Tensor& x2d, const Tensor& w, const Tensor& b) {
+  ASSERT_EQ(y.dtype(), DType::BF16);
+  std::vector<double> ref, mag;
+  reference(x2d, w, b, &ref, &mag);
+  const auto got = y.to_double_vector();
+  ASSERT_EQ(got.size(), ref.size());
+  int bad = 0;
+  for (size_t i = 0; i < ref.size() && bad < 5; ++i) {
+    const double tol = 1e-2 * std::fabs(ref[i]) + 1e-5 * mag[i];
+    if (!(std::fabs(got[i] - ref[i]) <= tol)) {
+      ++bad;
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << ref[i];
+    }
+  }
+}
+
+TEST(CudaLinear, MatchesDoubleReferenceOnOddSizes) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1;
+  for (int64_t m : {1, 7, 129}) {
+    for (int64_t k : {64, 96}) {
+      for (int64_t n : {8, 200}) {
+        const Tensor x = test::random_tensor({m, k}, seed++).to(DType::BF16);
+        const Tensor w = test::random_tensor({n, k}, seed++, -0.5f, 0.5f).to(DType::BF16);
+        const Tensor b16 = test::random_tensor({n}, seed++).to(DType::BF16);
+        const Tensor b32 = test::random_tensor({n}, seed++);
+        const Tensor xd = x.to(kGpu), wd = w.to(kGpu);
+        for (const Tensor* b : {static_cast<const Tensor*>(nullptr), &b16, &b32}) {
+          SCOPED_TRACE("M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" +
+                       std::to_string(n) + " bias=" +
+                       (b ? dtype_name(b->dtype()) : std::string("none")));
+          const Tensor bias = b ? *b : Tensor();
+          const Tensor y = cuda::linear(xd, wd, b ? b->to(kGpu) : Tensor());
+          EXPECT_EQ(y.shape(), Shape({m, n}));
+          EXPECT_EQ(y.device(), kGpu);
+          expect_close(y, x, w, bias);
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaLinear, AcceptsBatchedStridedAndF32Inputs) {
+  LTX_REQUIRE_CUDA();
+  const int64_t k = 96, n = 40;
+  const Tensor w = test::random_tensor({n, k}, 7, -0.5f, 0.5f).to(DType::BF16);
+  const Tensor b = test::random_tensor({n}, 8).to(DType::BF16);
+  const Tensor wd = w.to(kGpu), bd = b.to(kGpu);
+
+  // [2, 3, K]: leading dims flatten to M = 6.
+  const Tensor x3 = test::random_tensor({2, 3, k}, 9).to(DType::BF16);
+  const Tensor y3 = cuda::linear(x3.to(kGpu), wd, bd);
+  EXPECT_EQ(y3.shape(), Shape({2, 3, n}));
+  expect_close(y3.reshape({6, n}), x3.reshape({6, k}), w, b);
+
+  // Rows with padding (row stride 128 > K): read in place.
+  const Tensor wide = test::random_tensor({5, 128}, 10).to(DType::BF16);
+  const Tensor xs = wide.to(kGpu).narrow(1, 16, k);
+  expect_close(cuda::linear(xs, wd, bd), wide.narrow(1, 16, k).contiguous(), w, b);
+
+  // A transposed input needs a copy; the result is the same.
+  const Tensor xt = test::random_tensor({k, 11}, 11).to(DType::BF16);
+  expect_close(cuda::linear(xt.to(kGpu).transpose(0, 1), wd, bd),
+               xt.transpose(0, 1).contiguous(), w, b);
+
+  // f32 x is rounded to bf16 first: compare with the reference on the rounded values.
+  const Tensor xf = test::random_tensor({13, k}, 12);
+  expect_close(cuda::linear(xf.to(kGpu), wd, bd), xf.to(DType::BF16), w, b);
+
+  // Non-contiguous weight (a transposed view) is copied.
+  const Tensor wt = w.transpose(0, 1).contiguous().to(kGpu).transpose(0, 1);
+  expect_close(cuda::linear(x3.to(kGpu).reshape({6, k}), wt, bd), x3.reshape({6, k}), w, b);
+}
+
+TEST(CudaLinear, SteadyStateCallsDoNotCudaMalloc) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = test::random_tensor({64, 256}, 1).to(kGpu, DType::BF16);
+  const Tensor w = test::random_tensor({512, 256}, 2).to(kGpu, DType::BF16);
+  const Tensor b = test::random_tensor({512}, 3).to(kGpu, DType::BF16);
+  (void)cuda::linear(x, w, b);
+  const uint64_t mallocs = cuda::allocator_stats(0).num_device_mallocs;
+  for (int i = 0; i < 20; ++i) (void)cuda::linear(x, w, b);
+  EXPECT_EQ(cuda::allocator_stats(0).num_device_mallocs, mallocs);
+}
+
+TEST(CudaLinear, RejectsBadDtypesShapesAndDevices) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = Tensor::zeros({3, 8}, DType::BF16, kGpu);
+  const Tensor w = Tensor::zeros({4, 8}, DType::BF16, kGpu);
+  const Tensor b = Tensor::zeros({4}, DType::BF16, kGpu);
+  EXPECT_NO_THROW(cuda::linear(x, w, b));
+  EXPECT_THROW(cuda::linear(x, w.to(DType::F32), b), Error);                   // f32 weight
+  EXPECT_THROW(cuda::linear(x, Tensor::zeros({4, 8}, DType::F8E4M3FN, kGpu), b), Error);
+  EXPECT_THROW(cuda::linear(x.to(DType::I32), w, b), Error);                   // int input
+  EXPECT_THROW(cuda::linear(x, Tensor::zeros({4, 9}, DType::BF16, kGpu), b), Error);  // K
+  EXPECT_THROW(cuda::linear(x, w, Tensor::zeros({5}, DType::BF16, kGpu)), Error);     // bias N
+  EXPECT_THROW(cuda::linear(x, w, Tensor::zeros({4}, DType::F16, kGpu)), Error);      // bias f16
+  EXPECT_THROW(cuda::linear(x, w.reshape({32}), b), Error);                    // 1-d weight
+  EXPECT_THROW(cuda::linear(x, w.to(Device::cpu()), b), Error);                // mixed devices
+  EXPECT_THROW(cuda::linear(x.to(Device::cpu()), w, b), Error);
+  EXPECT_THROW(cuda::linear(Tensor(), w, b), Error);
+  try {
+    cuda::linear(x, Tensor::zeros({4, 9}, DType::BF16, kGpu), b);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("8 input features"), std::string::npos) << msg;
+  }
+}
+
+TEST(CudaLinear, EmptyProblems) {
+  LTX_REQUIRE_CUDA();
+  const Tensor w = test::random_tensor({4, 8}, 3).to(kGpu, DType::BF16);
+  EXPECT_EQ(cuda::linear(Tensor::zeros({0, 8}, DType::BF16, kGpu), w, Tensor()).shape(),
+            Shape({0, 4}));
+  // K = 0: the empty sum, so y = bias.
+  const Tensor b = Tensor::from_vector(std::vector<float>{1, 2, 3}, {3}).to(kGpu, DType::BF16);
+  const Tensor y = cuda::linear(Tensor::zeros({2, 0}, DType::BF16, kGpu),
+                                Tensor::zeros({3, 0}, DType::BF16, kGpu), b);
+  EXPECT_EQ(y.to_float_vector(), (std::vector<float>{1, 2, 3, 1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace ltx
