@@ -25,14 +25,14 @@ struct DTypeName {
   DType dtype;
 };
 constexpr DTypeName kDTypeNames[] = {
-    {"F64", DType::F64},         {"F32", DType::F32},         {"F16", DType::F16},
-    {"BF16", DType::BF16},       {"F8_E4M3", DType::F8E4M3FN}, {"F8_E5M2", DType::F8E5M2},
-    {"I64", DType::I64},         {"I32", DType::I32},         {"I8", DType::I8},
-    {"U8", DType::U8},           {"BOOL", DType::Bool},
+    {"F64", DType::F64},   {"F32", DType::F32},          {"F16", DType::F16},
+    {"BF16", DType::BF16}, {"F8_E4M3", DType::F8E4M3FN}, {"F8_E5M2", DType::F8E5M2},
+    {"I64", DType::I64},   {"I32", DType::I32},          {"I8", DType::I8},
+    {"U8", DType::U8},     {"BOOL", DType::Bool},
 };
 // Names the format defines but ltx has no element type for.
-constexpr const char* kUnsupportedDTypes[] = {"I16",     "U16", "U32",     "U64",     "F8_E8M0",
-                                              "F4",      "F6_E2M3", "F6_E3M2", "C64"};
+constexpr const char* kUnsupportedDTypes[] = {"I16", "U16",     "U32",     "U64", "F8_E8M0",
+                                              "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 std::string supported_dtype_list() {
   std::string s;
@@ -133,7 +133,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   void* addr = mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_err = errno;
   ::close(fd);  // the mapping stays valid without the descriptor
-  if (addr == MAP_FAILED) fail("cannot map safetensors file '", path, "': ", std::strerror(map_err));
+  if (addr == MAP_FAILED)
+    fail("cannot map safetensors file '", path, "': ", std::strerror(map_err));
   map_ = std::make_shared<Mapping>(addr, file_size_);
 
   const auto* bytes = static_cast<const uint8_t*>(addr);
@@ -154,7 +155,7 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
   if (header[0] != '{')
     bad_file(path_, "the header is not a JSON object (it must start with '{', found '",
              std::isprint(static_cast<unsigned char>(header[0])) ? std::string(1, header[0])
-                                                                : std::string("\\x?"),
+                                                                 : std::string("\\x?"),
              "')");
   DuplicateFinder dups;
   json root;
@@ -164,8 +165,7 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
     bad_file(path_, "the header is not valid JSON (", e.what(), ")");
   }
   if (dups.found) {
-    if (dups.parent.empty())
-      bad_file(path_, "tensor '", dups.key, "' appears twice in the header");
+    if (dups.parent.empty()) bad_file(path_, "tensor '", dups.key, "' appears twice in the header");
     bad_file(path_, "key '", dups.key, "' appears twice in the header entry '", dups.parent, "'");
   }
   if (!root.is_object()) bad_file(path_, "the header is not a JSON object");
@@ -177,7 +177,8 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
     if (name == "__metadata__") {
       if (v.is_null()) continue;
       if (!v.is_object())
-        bad_file(path_, "__metadata__ must be a map of strings to strings, found a ", v.type_name());
+        bad_file(path_, "__metadata__ must be a map of strings to strings, found a ",
+                 v.type_name());
       for (auto m = v.begin(); m != v.end(); ++m) {
         if (!m.value().is_string())
           bad_file(path_, "__metadata__ must be a map of strings to strings, but key '", m.key(),
@@ -212,16 +213,16 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
     if (!known) {
       for (const char* u : kUnsupportedDTypes)
         if (dname == u)
-          bad_file(path_, "tensor '", name, "': unsupported dtype ", dname,
-                   " (ltx reads ", supported_dtype_list(), ")");
-      bad_file(path_, "tensor '", name, "': unknown dtype '", dname, "' (known: ",
-               supported_dtype_list(), ")");
+          bad_file(path_, "tensor '", name, "': unsupported dtype ", dname, " (ltx reads ",
+                   supported_dtype_list(), ")");
+      bad_file(path_, "tensor '", name, "': unknown dtype '", dname,
+               "' (known: ", supported_dtype_list(), ")");
     }
     // shape
     const json& js = v["shape"];
     if (!js.is_array())
-      bad_file(path_, "tensor '", name, "': shape must be an array of non-negative integers, found ",
-               shape_text(js));
+      bad_file(path_, "tensor '", name,
+               "': shape must be an array of non-negative integers, found ", shape_text(js));
     if (js.size() > static_cast<size_t>(kMaxDims))
       bad_file(path_, "tensor '", name, "': shape ", shape_text(js), " has ", js.size(),
                " dimensions; ltx supports at most ", kMaxDims);

@@ -2,24 +2,23 @@
 // Reading and writing the safetensors format.
 //
 // A file is: 8 bytes little-endian header length N, N bytes of JSON header, then the data section.
-// The header maps tensor names to {"dtype", "shape", "data_offsets": [begin, end)} (offsets relative
-// to the data section) plus an optional "__metadata__" map of strings to strings.
+// The header maps tensor names to {"dtype", "shape", "data_offsets": [begin, end)} (offsets
+// relative to the data section) plus an optional "__metadata__" map of strings to strings.
 //
 // SafetensorsFile maps the whole file read-only and validates the header at least as strictly as
 // the official Rust `safetensors` crate: header length in [2, 100 MB] and inside the file, a JSON
-// object starting with '{', no duplicate keys, string-to-string metadata, exactly the three fields per
-// tensor, known dtypes, non-negative shapes whose byte size equals end - begin, and ranges that tile
-// the data section exactly (no overlap, no hole, nothing after the last tensor). Any violation
+// object starting with '{', no duplicate keys, string-to-string metadata, exactly the three fields
+// per tensor, known dtypes, non-negative shapes whose byte size equals end - begin, and ranges that
+// tile the data section exactly (no overlap, no hole, nothing after the last tensor). Any violation
 // throws ltx::Error naming the file, the tensor when there is one, and the problem.
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/tensor.h"
 
@@ -75,9 +74,10 @@ class SafetensorsFile {
   // "__metadata__" as stored (empty when absent).
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   bool has_metadata(const std::string& key) const { return metadata_.count(key) != 0; }
-  // A metadata value decoded like the reference's SafetensorsModelStateDictLoader.metadata(): a value
-  // that parses as JSON is returned decoded (objects, numbers, ...), any other value as a JSON string
-  // ("2.3.0" stays the string "2.3.0", "2.5" becomes the number 2.5). Null when the key is absent.
+  // A metadata value decoded like the reference's SafetensorsModelStateDictLoader.metadata(): a
+  // value that parses as JSON is returned decoded (objects, numbers, ...), any other value as a
+  // JSON string ("2.3.0" stays the string "2.3.0", "2.5" becomes the number 2.5). Null when the
+  // key is absent.
   nlohmann::json metadata_json(const std::string& key) const;
   // Every metadata value decoded as above, as one object.
   nlohmann::json metadata_json() const;

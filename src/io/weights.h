@@ -70,8 +70,8 @@ class WeightMap {
   // An empty map (tensors can be add()ed).
   WeightMap();
   // The tensors of `files` that `keys` keeps, under their new names. When two files yield the same
-  // name the later file wins, as when the reference merges state dicts. The files stay alive as long
-  // as the map or any tensor taken from it.
+  // name the later file wins, as when the reference merges state dicts. The files stay alive as
+  // long as the map or any tensor taken from it.
   explicit WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files,
                      const KeyMap& keys = KeyMap::all());
   static WeightMap open(const std::vector<std::string>& paths, const KeyMap& keys = KeyMap::all());
@@ -112,8 +112,8 @@ class WeightMap {
 
   // Names under this view that were neither taken nor ignored (full names, sorted).
   std::vector<std::string> unused() const;
-  // Throws ONE ltx::Error, headed by `what`, listing every missing, misshaped and wrongly typed name
-  // recorded under this view and every unused one (at most kMaxListed of each, plus a count).
+  // Throws ONE ltx::Error, headed by `what`, listing every missing, misshaped and wrongly typed
+  // name recorded under this view and every unused one (at most kMaxListed of each, plus a count).
   void finish(const std::string& what) const;
 
   static constexpr size_t kMaxListed = 10;

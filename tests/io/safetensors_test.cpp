@@ -19,7 +19,8 @@ using test::raw_safetensors;
 using test::TempDir;
 using test::write_bytes;
 
-// Random bytes reinterpreted as `dtype` (every bit pattern, NaNs included, must survive a round trip).
+// Random bytes reinterpreted as `dtype` (every bit pattern, NaNs included, must survive a round
+// trip).
 Tensor random_bits(const Shape& shape, DType dtype, uint64_t seed) {
   Tensor t = Tensor::empty(shape, dtype);
   std::mt19937_64 rng(seed);
@@ -37,9 +38,9 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
   return ca.nbytes() == 0 || std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
 }
 
-constexpr DType kAllDTypes[] = {DType::F32, DType::F16,  DType::BF16, DType::F8E4M3FN,
+constexpr DType kAllDTypes[] = {DType::F32,    DType::F16, DType::BF16, DType::F8E4M3FN,
                                 DType::F8E5M2, DType::F64, DType::I8,   DType::U8,
-                                DType::I32,  DType::I64,  DType::Bool};
+                                DType::I32,    DType::I64, DType::Bool};
 
 TEST(Safetensors, RoundTripsEveryDtypeBitExactly) {
   TempDir dir;
@@ -101,8 +102,8 @@ TEST(Safetensors, HeaderBytesMatchTheRustCrate) {
   const Tensor t = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {1, 2, 3});
   const std::string p1 = dir.file("a.safetensors");
   write_safetensors(p1, {{"attn.0", t}});
-  std::string expect1 = raw_safetensors(
-      R"({"attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}})", 0);
+  std::string expect1 =
+      raw_safetensors(R"({"attn.0":{"dtype":"F32","shape":[1,2,3],"data_offsets":[0,24]}})", 0);
   expect1.append(static_cast<const char*>(t.raw_data()), 24);
   EXPECT_EQ(test::read_bytes(p1), expect1);
 
@@ -119,7 +120,8 @@ TEST(Safetensors, HeaderBytesMatchTheRustCrate) {
 
   const std::string p4 = dir.file("meta.safetensors");
   write_safetensors(p4, {}, {{"framework", "pt"}});
-  EXPECT_EQ(test::read_bytes(p4), raw_safetensors(R"({"__metadata__":{"framework":"pt"}}     )", 0));
+  EXPECT_EQ(test::read_bytes(p4),
+            raw_safetensors(R"({"__metadata__":{"framework":"pt"}}     )", 0));
 }
 
 TEST(Safetensors, ReadsAnEmptyTensorFileAndZeroByteTensors) {
@@ -146,11 +148,10 @@ TEST(Safetensors, ReadsAnEmptyTensorFileAndZeroByteTensors) {
   EXPECT_EQ(f.tensor("also_nothing").dtype(), DType::BF16);
   EXPECT_TRUE(same_bytes(f.tensor("b"), test::random_tensor({3}, 2)));
   // Hand-written: empty tensors sharing an offset with others, and as the last entry.
-  write_bytes(path, raw_safetensors(
-                        R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                        R"("e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
-                        R"("f":{"dtype":"I64","shape":[0,5],"data_offsets":[0,0]}})",
-                        4));
+  write_bytes(path, raw_safetensors(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                    R"("e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
+                                    R"("f":{"dtype":"I64","shape":[0,5],"data_offsets":[0,0]}})",
+                                    4));
   SafetensorsFile g(path);
   EXPECT_EQ(g.names(), (std::vector<std::string>{"f", "x", "e"}));
 }
@@ -192,8 +193,8 @@ TEST(Safetensors, TensorsAreZeroCopyViewsThatKeepTheMappingAlive) {
     w = f->tensor("w");
     v = f->tensor("v");
     EXPECT_EQ(w.raw_data(), static_cast<const void*>(f->tensor_bytes("w")));
-    const auto* base = f->tensor_bytes(f->names().front()) - f->info(f->names().front()).begin -
-                       f->data_offset();
+    const auto* base =
+        f->tensor_bytes(f->names().front()) - f->info(f->names().front()).begin - f->data_offset();
     const auto* p = static_cast<const uint8_t*>(v.raw_data());
     EXPECT_GE(p, base);
     EXPECT_LE(p + v.nbytes(), base + f->file_size());
@@ -209,7 +210,8 @@ TEST(Safetensors, CopiesTensorsWhoseBytesAreMisalignedInTheFile) {
   // A header of 9 bytes puts the data at file offset 17: f32 data there cannot be viewed in place.
   TempDir dir;
   const std::string path = dir.file("misaligned.safetensors");
-  std::string bytes = raw_safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 0);
+  std::string bytes =
+      raw_safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 0);
   const float vals[2] = {1.5f, -2.f};
   bytes.append(reinterpret_cast<const char*>(vals), 8);
   write_bytes(path, bytes);
@@ -223,20 +225,34 @@ TEST(Safetensors, CopiesTensorsWhoseBytesAreMisalignedInTheFile) {
 TEST(Safetensors, WriterRejectsBadInputAndLeavesNoFile) {
   TempDir dir;
   const std::string path = dir.file("out.safetensors");
-  expect_error_containing([&] { write_safetensors(path, {{"a", Tensor()}}); },
-                          {"out.safetensors", "'a'", "undefined"});
   expect_error_containing(
-      [&] { write_safetensors(path, {{"a", Tensor::zeros({1})}, {"a", Tensor::zeros({1})}}); },
+      [&] {
+        write_safetensors(path, {{"a", Tensor()}});
+      },
+      {"out.safetensors", "'a'", "undefined"});
+  expect_error_containing(
+      [&] {
+        write_safetensors(path, {{"a", Tensor::zeros({1})}, {"a", Tensor::zeros({1})}});
+      },
       {"'a'", "twice"});
-  expect_error_containing([&] { write_safetensors(path, {{"", Tensor::zeros({1})}}); },
-                          {"empty tensor name"});
-  expect_error_containing([&] { write_safetensors(path, {{"__metadata__", Tensor::zeros({1})}}); },
-                          {"reserved"});
+  expect_error_containing(
+      [&] {
+        write_safetensors(path, {{"", Tensor::zeros({1})}});
+      },
+      {"empty tensor name"});
+  expect_error_containing(
+      [&] {
+        write_safetensors(path, {{"__metadata__", Tensor::zeros({1})}});
+      },
+      {"reserved"});
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   const std::string nowhere = dir.file("no/such/dir/out.safetensors");
-  expect_error_containing([&] { write_safetensors(nowhere, {{"a", Tensor::zeros({1})}}); },
-                          {"cannot create", "no/such/dir/out.safetensors.tmp"});
+  expect_error_containing(
+      [&] {
+        write_safetensors(nowhere, {{"a", Tensor::zeros({1})}});
+      },
+      {"cannot create", "no/such/dir/out.safetensors.tmp"});
 }
 
 TEST(Safetensors, FailedRewriteKeepsThePreviousFile) {
@@ -295,7 +311,9 @@ TEST_F(SafetensorsCorrupt, RejectsADirectory) {
   expect_error_containing([&] { SafetensorsFile f(dir.file("")); }, {"not a regular file"});
 }
 
-TEST_F(SafetensorsCorrupt, RejectsAnEmptyFile) { expect_rejected("", {"0 bytes", "8-byte header"}); }
+TEST_F(SafetensorsCorrupt, RejectsAnEmptyFile) {
+  expect_rejected("", {"0 bytes", "8-byte header"});
+}
 
 TEST_F(SafetensorsCorrupt, RejectsASevenByteFile) {
   expect_rejected(std::string(7, '\0'), {"7 bytes", "8-byte header"});
@@ -347,18 +365,18 @@ TEST_F(SafetensorsCorrupt, RejectsMetadataThatIsNotAStringMap) {
 }
 
 TEST_F(SafetensorsCorrupt, RejectsAnUnknownDtype) {
-  expect_rejected(
-      raw_safetensors(R"({"w.x":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})", 8),
-      {"tensor 'w.x'", "unknown dtype 'F33'"});
+  expect_rejected(raw_safetensors(R"({"w.x":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})", 8),
+                  {"tensor 'w.x'", "unknown dtype 'F33'"});
   expect_rejected(raw_safetensors(R"({"w.x":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", 8),
                   {"tensor 'w.x'", "dtype must be a string"});
 }
 
 TEST_F(SafetensorsCorrupt, RejectsDtypesLtxCannotRepresent) {
   for (const char* dt : {"U32", "I16", "U16", "U64", "F8_E8M0"}) {
-    const std::string h = std::string(R"({"w.y":{"dtype":")") + dt +
-                          R"(","shape":[2],"data_offsets":[0,8]}})";
-    expect_rejected(raw_safetensors(h, 8), {"tensor 'w.y'", std::string("unsupported dtype ") + dt});
+    const std::string h =
+        std::string(R"({"w.y":{"dtype":")") + dt + R"(","shape":[2],"data_offsets":[0,8]}})";
+    expect_rejected(raw_safetensors(h, 8),
+                    {"tensor 'w.y'", std::string("unsupported dtype ") + dt});
   }
 }
 
@@ -376,8 +394,9 @@ TEST_F(SafetensorsCorrupt, RejectsOverlappingRanges) {
 }
 
 TEST_F(SafetensorsCorrupt, RejectsAnOutOfBoundsRange) {
-  expect_rejected(raw_safetensors(R"({"big":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8),
-                  {"tensor 'big'", "outside the data section (8 bytes)"});
+  expect_rejected(
+      raw_safetensors(R"({"big":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8),
+      {"tensor 'big'", "outside the data section (8 bytes)"});
   expect_rejected(
       raw_safetensors(R"({"far":{"dtype":"F32","shape":[1],"data_offsets":[1000,1004]}})", 8),
       {"tensor 'far'", "outside the data section"});
@@ -410,14 +429,17 @@ TEST_F(SafetensorsCorrupt, RejectsADuplicateKey) {
 }
 
 TEST_F(SafetensorsCorrupt, RejectsNegativeOrGarbageShapes) {
-  expect_rejected(raw_safetensors(R"({"s":{"dtype":"F32","shape":[-1,2],"data_offsets":[0,8]}})", 8),
-                  {"tensor 's'", "non-negative integers"});
+  expect_rejected(
+      raw_safetensors(R"({"s":{"dtype":"F32","shape":[-1,2],"data_offsets":[0,8]}})", 8),
+      {"tensor 's'", "non-negative integers"});
   expect_rejected(raw_safetensors(R"({"s":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4),
                   {"tensor 's'", "non-negative integers"});
-  expect_rejected(raw_safetensors(R"({"s":{"dtype":"F32","shape":"2x2","data_offsets":[0,16]}})", 16),
-                  {"tensor 's'", "shape must be an array"});
   expect_rejected(
-      raw_safetensors(R"({"s":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})", 4),
+      raw_safetensors(R"({"s":{"dtype":"F32","shape":"2x2","data_offsets":[0,16]}})", 16),
+      {"tensor 's'", "shape must be an array"});
+  expect_rejected(
+      raw_safetensors(R"({"s":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})",
+                      4),
       {"tensor 's'", "9 dimensions", "at most 8"});
   expect_rejected(raw_safetensors(R"({"s":{"dtype":"F64","shape":[4294967296,4294967296],)"
                                   R"("data_offsets":[0,8]}})",

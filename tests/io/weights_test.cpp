@@ -21,7 +21,8 @@ TEST(KeyMap, StripPrefixKeepsOnlyThatPrefixAndRemovesIt) {
   EXPECT_EQ(k.apply("vae.decoder.conv_in.conv.weight"), std::nullopt);
   EXPECT_EQ(k.apply("model.diffusion_model"), std::nullopt);
   // Only the leading occurrence goes.
-  EXPECT_EQ(k.apply("model.diffusion_model.x.model.diffusion_model.y"), "x.model.diffusion_model.y");
+  EXPECT_EQ(k.apply("model.diffusion_model.x.model.diffusion_model.y"),
+            "x.model.diffusion_model.y");
 }
 
 TEST(KeyMap, ReplaceSwapsEveryOccurrenceLikePython) {
@@ -54,7 +55,9 @@ TEST(KeyMap, ReplacementsApplyInOrderAndMatchersAreAlternatives) {
 
 TEST(KeyMap, SuffixContainsAndDropRules) {
   KeyMap k("k");
-  k.keep("", ".weight").keep("", "", "scale_shift").drop("model.diffusion_model.video_embeddings_connector.");
+  k.keep("", ".weight")
+      .keep("", "", "scale_shift")
+      .drop("model.diffusion_model.video_embeddings_connector.");
   EXPECT_EQ(k.apply("a.weight"), "a.weight");
   EXPECT_EQ(k.apply("a.bias"), std::nullopt);
   EXPECT_EQ(k.apply("blk.scale_shift_table"), "blk.scale_shift_table");
@@ -81,7 +84,9 @@ class WeightMapTest : public ::testing::Test {
                              {"vae.decoder.conv_in.weight", k},
                              {"text_embedding_projection.aggregate_embed.weight", k}});
   }
-  WeightMap dit() { return WeightMap::open({path}, KeyMap::strip_prefix("model.diffusion_model.")); }
+  WeightMap dit() {
+    return WeightMap::open({path}, KeyMap::strip_prefix("model.diffusion_model."));
+  }
 };
 
 TEST_F(WeightMapTest, BindsOnlyThePrefixedComponent) {
@@ -100,12 +105,12 @@ TEST_F(WeightMapTest, SameDtypeOnCpuIsAZeroCopyViewOfTheFile) {
   WeightMap w({file}, KeyMap::strip_prefix("model.diffusion_model."));
   const Tensor t = w.take("blocks.0.to_q.weight", {4, 4}, DType::F32);
   ASSERT_TRUE(t.defined());
-  EXPECT_EQ(t.raw_data(),
-            static_cast<const void*>(file->tensor_bytes("model.diffusion_model.blocks.0.to_q.weight")));
+  EXPECT_EQ(t.raw_data(), static_cast<const void*>(
+                              file->tensor_bytes("model.diffusion_model.blocks.0.to_q.weight")));
   EXPECT_EQ(test::max_abs_diff(t, q), 0.0);
   const Tensor kb = w.take("blocks.0.to_k.weight", {4, 4}, DType::BF16);
-  EXPECT_EQ(kb.raw_data(),
-            static_cast<const void*>(file->tensor_bytes("model.diffusion_model.blocks.0.to_k.weight")));
+  EXPECT_EQ(kb.raw_data(), static_cast<const void*>(
+                               file->tensor_bytes("model.diffusion_model.blocks.0.to_k.weight")));
 }
 
 TEST_F(WeightMapTest, ConvertsLowPrecisionFloatsToF32ByCopy) {
@@ -113,8 +118,8 @@ TEST_F(WeightMapTest, ConvertsLowPrecisionFloatsToF32ByCopy) {
   WeightMap w({file}, KeyMap::strip_prefix("model.diffusion_model."));
   const Tensor kf = w.take("blocks.0.to_k.weight", {4, 4}, DType::F32);
   EXPECT_EQ(kf.dtype(), DType::F32);
-  EXPECT_NE(kf.raw_data(),
-            static_cast<const void*>(file->tensor_bytes("model.diffusion_model.blocks.0.to_k.weight")));
+  EXPECT_NE(kf.raw_data(), static_cast<const void*>(
+                               file->tensor_bytes("model.diffusion_model.blocks.0.to_k.weight")));
   EXPECT_EQ(test::max_abs_diff(kf, k.to(DType::BF16).to(DType::F32)), 0.0);
   EXPECT_EQ(test::max_abs_diff(w.take("blocks.0.to_k.bias", {4}, DType::F32),
                                bias.to(DType::F16).to(DType::F32)),
@@ -135,7 +140,8 @@ TEST_F(WeightMapTest, ScopedViewsTakeRelativeNamesAndShareTheUsedRecord) {
   b0.take("to_k.bias", {4}, DType::F32);
   EXPECT_NO_THROW(b0.finish("block 0"));
   // The root sees what the scope used; only the rest is unexpected.
-  EXPECT_EQ(w.unused(), (std::vector<std::string>{"blocks.1.to_q.weight", "ids", "proj_out.weight"}));
+  EXPECT_EQ(w.unused(),
+            (std::vector<std::string>{"blocks.1.to_q.weight", "ids", "proj_out.weight"}));
   w.take("blocks.1.to_q.weight", {4, 4}, DType::F32);
   w.take("proj_out.weight", {4, 4}, DType::F32);
   w.take("ids", {3}, DType::I64);
@@ -144,16 +150,17 @@ TEST_F(WeightMapTest, ScopedViewsTakeRelativeNamesAndShareTheUsedRecord) {
 
 TEST_F(WeightMapTest, FinishReportsEveryProblemInOneError) {
   WeightMap w = dit();
-  EXPECT_FALSE(w.take("blocks.0.to_v.weight", {4, 4}, DType::F32).defined());       // missing
-  EXPECT_FALSE(w.take("blocks.0.to_q.weight", {4, 5}, DType::F32).defined());       // shape
-  EXPECT_FALSE(w.take("blocks.0.to_k.bias", {4, 1}, DType::F32).defined());         // rank
-  EXPECT_FALSE(w.take("ids", {3}, DType::F32).defined());                           // int -> float
-  EXPECT_FALSE(w.take("proj_out.weight", {4, 4}, DType::U8).defined());            // float -> int
+  EXPECT_FALSE(w.take("blocks.0.to_v.weight", {4, 4}, DType::F32).defined());  // missing
+  EXPECT_FALSE(w.take("blocks.0.to_q.weight", {4, 5}, DType::F32).defined());  // shape
+  EXPECT_FALSE(w.take("blocks.0.to_k.bias", {4, 1}, DType::F32).defined());    // rank
+  EXPECT_FALSE(w.take("ids", {3}, DType::F32).defined());                      // int -> float
+  EXPECT_FALSE(w.take("proj_out.weight", {4, 4}, DType::U8).defined());        // float -> int
   w.take("missing.too", {1}, DType::F32);
   expect_error_containing(
       [&] { w.finish("transformer"); },
-      {"transformer:", path, "strip 'model.diffusion_model.'", "2 missing: blocks.0.to_v.weight, missing.too",
-       "2 with the wrong shape", "blocks.0.to_q.weight (expected [4, 5], file has [4, 4])",
+      {"transformer:", path, "strip 'model.diffusion_model.'",
+       "2 missing: blocks.0.to_v.weight, missing.too", "2 with the wrong shape",
+       "blocks.0.to_q.weight (expected [4, 5], file has [4, 4])",
        "blocks.0.to_k.bias (expected [4, 1], file has [4])", "2 with an unusable dtype",
        "ids (file has i64, model wants f32)", "proj_out.weight (file has f32, model wants u8)",
        "2 unexpected: blocks.0.to_k.weight, blocks.1.to_q.weight"});
@@ -166,9 +173,9 @@ TEST_F(WeightMapTest, FinishOnAScopeOnlyReportsThatScope) {
   EXPECT_NO_THROW(b1.finish("block 1"));
   w.take("blocks.0.nothing", {1}, DType::F32);
   EXPECT_NO_THROW(b1.finish("block 1"));
-  expect_error_containing([&] { w.scoped("blocks.0.").finish("block 0"); },
-                          {"block 0", "under 'blocks.0.'", "1 missing: blocks.0.nothing",
-                           "3 unexpected"});
+  expect_error_containing(
+      [&] { w.scoped("blocks.0.").finish("block 0"); },
+      {"block 0", "under 'blocks.0.'", "1 missing: blocks.0.nothing", "3 unexpected"});
 }
 
 TEST_F(WeightMapTest, OptionalTensorsMayBeAbsentButNotMisshaped) {
@@ -191,14 +198,13 @@ TEST_F(WeightMapTest, OptionalTensorsMayBeAbsentButNotMisshaped) {
 TEST_F(WeightMapTest, CapsTheListedNamesAndCountsTheRest) {
   TempDir d2;
   std::vector<std::pair<std::string, Tensor>> many;
-  for (int i = 0; i < 25; ++i) many.emplace_back("w" + std::to_string(100 + i), Tensor::zeros({1}));
+  for (int i = 0; i < 25; ++i) many.emplace_back(str("w", 100 + i), Tensor::zeros({1}));
   const std::string p = d2.file("many.safetensors");
   write_safetensors(p, many);
   WeightMap w = WeightMap::open({p});
-  for (int i = 0; i < 13; ++i) w.take("x" + std::to_string(100 + i), {1}, DType::F32);
-  expect_error_containing([&] { w.finish("m"); },
-                          {"13 missing: x100, x101", "x109 and 3 more", "25 unexpected: w100",
-                           "w109 and 15 more"});
+  for (int i = 0; i < 13; ++i) w.take(str("x", 100 + i), {1}, DType::F32);
+  expect_error_containing([&] { w.finish("m"); }, {"13 missing: x100, x101", "x109 and 3 more",
+                                                   "25 unexpected: w100", "w109 and 15 more"});
 }
 
 TEST_F(WeightMapTest, IgnoredNamesAreNotUnexpected) {

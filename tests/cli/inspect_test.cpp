@@ -1,0 +1,158 @@
+// Runs the built `ltx` binary (LTX_BINARY) on the fixtures and on broken files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::TempDir;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) { return str("'", s, "'"); }
+
+// Runs `ltx <args>` with stdout and stderr captured in files of `dir`.
+CliRun run_ltx(const TempDir& dir, const std::vector<std::string>& args) {
+  std::string cmd = quote(LTX_BINARY);
+  for (const auto& a : args) cmd += str(" ", quote(a));
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  cmd += str(" >", quote(out), " 2>", quote(err));
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = test::read_bytes(out);
+  r.err = test::read_bytes(err);
+  return r;
+}
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(InspectCli, PrintsTheBundledCheckpointAsText) {
+  TempDir dir;
+  const std::string path = test::fixture("tiny_ltx2_19b.safetensors");
+  const CliRun r = run_ltx(dir, {"inspect", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* needle :
+       {"tiny_ltx2_19b.safetensors", "LTX-2 (19B)", "single-file checkpoint", "transformer (DiT)",
+        "video text connector", "audio text connector", "text projection", "video VAE encoder",
+        "video VAE decoder", "audio VAE decoder", "vocoder", "heads=2x32", "num_layers=2",
+        "kind=HiFi-GAN", "1,523,336", "bf16"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+TEST(InspectCli, JsonIsOneArrayWithAnObjectPerFile) {
+  TempDir dir;
+  const std::string a = test::fixture("ltx25.weights.bf16.safetensors");
+  const std::string b = test::fixture("text_gemma4.te.safetensors");
+  const CliRun r = run_ltx(dir, {"inspect", a, b, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // the whole stdout is one document
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["path"], a);
+  EXPECT_EQ(j[0]["version"], "2.5");
+  EXPECT_EQ(j[0]["version_name"], "LTX-2.5 (22B)");
+  EXPECT_EQ(j[0]["model_version"], "2.5.0");
+  EXPECT_EQ(j[0]["layout"], "transformer");
+  EXPECT_EQ(j[0]["components"][0]["id"], "transformer");
+  EXPECT_EQ(j[0]["components"][0]["config"]["ff_bias"], false);
+  EXPECT_EQ(j[0]["components"][0]["config"]["use_keyframes_abs_pos_embedding"], true);
+  int64_t numel = 0;
+  const io::SafetensorsFile file(a);
+  for (const auto& ti : file.infos()) numel += ti.numel();
+  EXPECT_EQ(j[0]["params"], numel);
+  EXPECT_EQ(j[1]["family"], "Gemma");
+  EXPECT_EQ(j[1]["layout"], "text encoder");
+  int64_t sum = 0;
+  for (const auto& c : j[1]["components"]) {
+    for (const char* field :
+         {"id", "name", "tensors", "params", "bytes", "dtypes", "config", "defaulted", "notes"})
+      EXPECT_TRUE(c.contains(field)) << field;
+    sum += c["params"].get<int64_t>();
+  }
+  EXPECT_EQ(sum, j[1]["params"].get<int64_t>());
+}
+
+TEST(InspectCli, CorruptFileGivesOneErrorLineAndNonZeroExit) {
+  TempDir dir;
+  const std::string bad = dir.file("corrupt.safetensors");
+  std::string bytes = test::read_bytes(test::fixture("duration_ltx25.weights.safetensors"));
+  bytes.resize(bytes.size() - 10);  // truncated download
+  test::write_bytes(bad, bytes);
+  for (bool json : {false, true}) {
+    std::vector<std::string> args = {"inspect", bad};
+    if (json) args.push_back("--json");
+    const CliRun r = run_ltx(dir, args);
+    EXPECT_NE(r.code, 0);
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("outside the data section"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("duration"), std::string::npos) << "partial output: " << r.out;
+  }
+}
+
+TEST(InspectCli, ReportsGoodFilesAndFailsForTheBadOne) {
+  TempDir dir;
+  const std::string bad = dir.file("seven.safetensors");
+  test::write_bytes(bad, "1234567");
+  const std::string good = test::fixture("upsampler_x2.weights.safetensors");
+  const CliRun r = run_ltx(dir, {"inspect", good, bad, "--json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("seven.safetensors"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["layout"], "latent upsampler");
+
+  const CliRun t = run_ltx(dir, {"inspect", bad, good});
+  EXPECT_EQ(t.code, 1);
+  EXPECT_NE(t.out.find("latent upsampler"), std::string::npos);
+  EXPECT_EQ(t.out.find("seven"), std::string::npos);
+}
+
+TEST(InspectCli, MissingFileAndMissingArgumentFail) {
+  TempDir dir;
+  const CliRun r = run_ltx(dir, {"inspect", dir.file("nope.safetensors")});
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(count_lines(r.err), 1);
+  EXPECT_NE(r.err.find("nope.safetensors"), std::string::npos);
+  EXPECT_EQ(r.out, "");
+  const CliRun none = run_ltx(dir, {"inspect"});
+  EXPECT_NE(none.code, 0);
+}
+
+TEST(InspectCli, InspectsALoraWrittenByTheWriter) {
+  TempDir dir;
+  const std::string lora = dir.file("style.lora.safetensors");
+  io::write_safetensors(lora,
+                        {{"diffusion_model.transformer_blocks.0.attn1.to_q.lora_A.weight",
+                          Tensor::zeros({8, 64}, DType::BF16)},
+                         {"diffusion_model.transformer_blocks.0.attn1.to_q.lora_B.weight",
+                          Tensor::zeros({64, 8}, DType::BF16)}},
+                        {{"reference_downscale_factor", "2"}});
+  const CliRun r = run_ltx(dir, {"inspect", lora});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle :
+       {"LoRA", "targets=1", "rank=8", "metadata.reference_downscale_factor=2"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+}  // namespace
+}  // namespace ltx
