@@ -25,7 +25,7 @@ std::string quote(const std::string& s) { return str("'", s, "'"); }
 
 // Runs `ltx <args>` with stdout and stderr captured in files of `dir`.
 CliRun run_ltx(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = quote(LTX_BINARY);
+  std::string cmd = quote(test::ltx_binary());
   for (const auto& a : args) cmd += str(" ", quote(a));
   const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
   cmd += str(" >", quote(out), " 2>", quote(err));

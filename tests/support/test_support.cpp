@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "core/device_hooks.h"
@@ -50,7 +51,17 @@ double max_rel_err(const Tensor& a, const Tensor& b) {
   return d / ref;
 }
 
-std::string fixture(const std::string& name) { return std::string(LTX_FIXTURES_DIR) + "/" + name; }
+// Both paths are compiled in, and can be overridden at run time (e.g. when a build made on one
+// machine runs from another checkout): LTX_FIXTURES_DIR, LTX_BINARY.
+std::string fixture(const std::string& name) {
+  const char* env = std::getenv("LTX_FIXTURES_DIR");
+  return std::string(env && *env ? env : LTX_FIXTURES_DIR) + "/" + name;
+}
+
+std::string ltx_binary() {
+  const char* env = std::getenv("LTX_BINARY");
+  return env && *env ? env : LTX_BINARY;
+}
 
 bool cuda_available() {
   if (!detail::cuda_compiled()) return false;

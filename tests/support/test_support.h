@@ -21,6 +21,8 @@ double max_abs_diff(const Tensor& a, const Tensor& b);
 double max_rel_err(const Tensor& a, const Tensor& b);
 // Path inside tests/fixtures.
 std::string fixture(const std::string& name);
+// Path of the built `ltx` executable.
+std::string ltx_binary();
 // True when a CUDA device is usable in this process (compiled in and present).
 bool cuda_available();
 
