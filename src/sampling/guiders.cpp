@@ -124,7 +124,7 @@ Tensor MultiModalGuider::calculate(const Tensor& cond_t, const PassOutput& uncon
     const float factor = static_cast<float>(params_.rescale_scale) * ratio + static_cast<float>(1 - params_.rescale_scale);
     for (float& v : pred) v = v * factor;
   }
-  return Tensor::from_vector(pred, cond_t.shape());
+  return Tensor::from_vector(pred, cond_t.shape()).to(cond_t.dtype());
 }
 
 bool MultiModalGuider::do_unconditional_generation() const { return !py_isclose(params_.cfg_scale, 1.0); }

@@ -38,7 +38,7 @@ class MultiModalGuider {
   // pred = cond + (cfg-1)(cond-uncond) + stg(cond-ptb) + (mod-1)(cond-mod), then, when
   // rescale != 0, pred *= rescale * std(cond)/std(pred) + (1 - rescale) with the unbiased std over
   // the WHOLE tensor (all batch entries). A pass that was not run counts as 0.0, as in the
-  // reference. Returns f32 with cond's shape.
+  // reference. Computed in f32; returned in cond's dtype (bf16 in the pipelines), as the reference.
   Tensor calculate(const Tensor& cond, const PassOutput& uncond, const PassOutput& perturbed,
                    const PassOutput& modality) const;
 

@@ -88,6 +88,14 @@ TEST(MultiModalGuider, DefaultParamsReturnCondAndSkipStepsFollowThePeriod) {
   EXPECT_FALSE(g.should_skip_step(3));
   EXPECT_FALSE(plain.should_skip_step(1));
   EXPECT_THROW(g.calculate(c, test::random_tensor({1, 5, 4}, 1), std::nullopt, std::nullopt), Error);
+  // The result keeps cond's dtype; strided inputs read the same values.
+  EXPECT_EQ(plain.calculate(c.to(DType::BF16), std::nullopt, std::nullopt, std::nullopt).dtype(), DType::BF16);
+  const MultiModalGuider preset(sampling::ltx_2_params().video_guider);
+  const Tensor u = test::random_tensor({1, 5, 3}, 5), p2 = test::random_tensor({1, 5, 3}, 6),
+               m = test::random_tensor({1, 5, 3}, 7);
+  EXPECT_EQ(test::max_abs_diff(preset.calculate(test::non_contiguous_copy(c), test::non_contiguous_copy(u), p2, m),
+                               preset.calculate(c, u, p2, m)),
+            0.0);
 }
 
 TEST(SingleGuiders, MatchFixtureDeltas) {
