@@ -1,0 +1,222 @@
+#include "sampling/steps.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+
+namespace ltx::sampling {
+namespace {
+
+void check_pair(const char* op, const Tensor& sample, const Tensor& other, const char* other_name) {
+  LTX_CHECK(sample.defined() && other.defined(), op, ": sample and ", other_name, " must be defined");
+  LTX_CHECK(sample.shape() == other.shape(), op, ": sample ", sample.describe(), " and ", other_name, " ",
+            other.describe(), " must have the same shape");
+}
+
+void check_index(const char* op, size_t n_sigmas, int64_t step_index) {
+  LTX_CHECK(step_index >= 0 && static_cast<size_t>(step_index) + 1 < n_sigmas, op, ": step index ", step_index,
+            " needs sigmas[", step_index, "] and sigmas[", step_index + 1, "] but the schedule has ", n_sigmas,
+            " values");
+}
+
+Tensor f32_result(std::vector<float> v, const Tensor& like) {
+  return Tensor::from_vector(v, like.shape()).to(like.dtype());
+}
+
+}  // namespace
+
+Tensor to_velocity(const Tensor& sample, double sigma, const Tensor& denoised) {
+  check_pair("to_velocity", sample, denoised, "denoised");
+  LTX_CHECK(sigma != 0.0, "to_velocity: sigma can't be 0");
+  const std::vector<float> x = sample.to_float_vector(), d = denoised.to_float_vector();
+  const float s = static_cast<float>(sigma);
+  std::vector<float> v(x.size());
+  for (size_t i = 0; i < x.size(); ++i) v[i] = (x[i] - d[i]) / s;
+  return f32_result(std::move(v), sample);
+}
+
+Tensor to_denoised(const Tensor& sample, const Tensor& velocity, double sigma) {
+  check_pair("to_denoised", sample, velocity, "velocity");
+  const std::vector<float> x = sample.to_float_vector(), v = velocity.to_float_vector();
+  const float s = static_cast<float>(sigma);
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] - v[i] * s;
+  return f32_result(std::move(out), sample);
+}
+
+Tensor euler_step(const Tensor& sample, const Tensor& denoised, const Sigmas& sigmas, int64_t i) {
+  check_index("euler_step", sigmas.size(), i);
+  const float sigma = sigmas[static_cast<size_t>(i)], sigma_next = sigmas[static_cast<size_t>(i) + 1];
+  const float dt = sigma_next - sigma;
+  // The velocity is rounded to the sample's dtype before the update (bf16 in the pipelines).
+  const std::vector<float> v = to_velocity(sample, sigma, denoised).to_float_vector();
+  const std::vector<float> x = sample.to_float_vector();
+  std::vector<float> out(x.size());
+  for (size_t k = 0; k < x.size(); ++k) out[k] = x[k] + v[k] * dt;
+  return f32_result(std::move(out), sample);
+}
+
+Tensor EulerAncestralStep::step(const Tensor& sample, const Tensor& denoised_t, const Sigmas& sigmas,
+                                int64_t i, const Tensor& noise_t) const {
+  check_pair("EulerAncestralStep", sample, denoised_t, "denoised");
+  check_index("EulerAncestralStep", sigmas.size(), i);
+  const float sigma = sigmas[static_cast<size_t>(i)], sigma_next = sigmas[static_cast<size_t>(i) + 1];
+  if (sigma_next == 0.0f) return denoised_t.to(Device::cpu(), sample.dtype());
+  LTX_CHECK(!(eta > 0) || noise_t.defined(), "EulerAncestralStep: a noise tensor is required when eta > 0");
+  if (noise_t.defined()) check_pair("EulerAncestralStep", sample, noise_t, "noise");
+  const std::vector<float> x = sample.to_float_vector(), d = denoised_t.to_float_vector();
+  const float ratio = 1.0f + (sigma_next / sigma - 1.0f) * static_cast<float>(eta);
+  const float sigma_down = sigma_next * ratio;
+  const float down = sigma_down / sigma;
+  const float keep = 1.0f - down;
+  std::vector<float> out(x.size());
+  for (size_t k = 0; k < x.size(); ++k) out[k] = down * x[k] + keep * d[k];
+  if (eta > 0) {
+    const float alpha_next = 1.0f - sigma_next, alpha_down = 1.0f - sigma_down;
+    const float var = sigma_next * sigma_next -
+                      ((sigma_down * sigma_down) * (alpha_next * alpha_next)) / (alpha_down * alpha_down);
+    const float renoise = std::sqrt(std::max(var, 0.0f));
+    const float rescale = alpha_next / alpha_down;
+    const float sn = static_cast<float>(s_noise);
+    const std::vector<float> n = noise_t.to_float_vector();
+    for (size_t k = 0; k < x.size(); ++k) out[k] = rescale * out[k] + (n[k] * sn) * renoise;
+  }
+  return f32_result(std::move(out), sample);
+}
+
+Tensor EulerCfgPpStep::step(const Tensor& sample, const Tensor& denoised_t, const Sigmas& sigmas, int64_t i,
+                            const Tensor& uncond_t, const Tensor& noise_t) const {
+  check_pair("EulerCfgPpStep", sample, denoised_t, "denoised");
+  check_pair("EulerCfgPpStep", sample, uncond_t, "uncond_denoised");
+  check_index("EulerCfgPpStep", sigmas.size(), i);
+  const float sigma_s = sigmas[static_cast<size_t>(i)], sigma_t = sigmas[static_cast<size_t>(i) + 1];
+  const float eps = std::numeric_limits<float>::epsilon();
+  const float alpha_s = std::max(1.0f - sigma_s, eps), alpha_t = std::max(1.0f - sigma_t, eps);
+  // DDIM ancestral step in the rescaled sigma / alpha space.
+  const float from = sigma_s / alpha_s, to = sigma_t / alpha_t;
+  float sigma_down = to, sigma_up = 0.0f;
+  if (eta != 0) {
+    const float variance = ((to * to) * std::max(from * from - to * to, 0.0f)) / (from * from);
+    sigma_up = std::min(static_cast<float>(eta) * std::sqrt(variance), to);
+    sigma_down = std::sqrt(std::max(to * to - sigma_up * sigma_up, 0.0f));
+  }
+  sigma_down = alpha_t * sigma_down;
+  const std::vector<float> x = sample.to_float_vector(), d = denoised_t.to_float_vector(),
+                           u = uncond_t.to_float_vector();
+  std::vector<float> out(x.size());
+  for (size_t k = 0; k < x.size(); ++k) {
+    const float ode = (x[k] - alpha_s * u[k]) / sigma_s;
+    out[k] = alpha_t * d[k] + sigma_down * ode;
+  }
+  if (noise_t.defined() && eta > 0 && s_noise > 0) {
+    check_pair("EulerCfgPpStep", sample, noise_t, "noise");
+    const std::vector<float> n = noise_t.to_float_vector();
+    const float sn = static_cast<float>(s_noise);
+    for (size_t k = 0; k < x.size(); ++k) out[k] = out[k] + ((alpha_t * n[k]) * sn) * sigma_up;
+  }
+  return f32_result(std::move(out), sample);
+}
+
+template <typename T>
+SdeCoefficients<T> sde_coefficients(T sigma_next, T sigma_up) {
+  sigma_up = std::min(sigma_up, sigma_next * static_cast<T>(0.9999));
+  const T signal = static_cast<T>(1) - sigma_next;
+  const T residual = std::sqrt(std::max(sigma_next * sigma_next - sigma_up * sigma_up, static_cast<T>(0)));
+  T alpha_ratio = signal + residual;
+  T sigma_down = residual / alpha_ratio;
+  if (std::isnan(sigma_up)) sigma_up = 0;
+  if (std::isnan(sigma_down)) sigma_down = sigma_next;
+  if (std::isnan(alpha_ratio)) alpha_ratio = 1;
+  return {alpha_ratio, sigma_down, sigma_up};
+}
+template SdeCoefficients<float> sde_coefficients<float>(float, float);
+template SdeCoefficients<double> sde_coefficients<double>(double, double);
+
+namespace {
+
+// The SDE mix with coefficients already widened to double.
+Tensor res2s_mix(const Tensor& sample, const Tensor& denoised, double sigma, double sigma_minus_next,
+                 const SdeCoefficients<double>& c, const Tensor& noise_t) {
+  check_pair("res2s_step", sample, denoised, "denoised");
+  check_pair("res2s_step", sample, noise_t, "noise");
+  const std::vector<double> x = sample.to_double_vector(), d = denoised.to_double_vector(),
+                            n = noise_t.to_double_vector();
+  std::vector<double> out(x.size());
+  for (size_t k = 0; k < x.size(); ++k) {
+    const double eps_next = (x[k] - d[k]) / sigma_minus_next;
+    const double x0 = x[k] - sigma * eps_next;
+    out[k] = c.alpha_ratio * (x0 + c.sigma_down * eps_next) + c.sigma_up * n[k];
+  }
+  return Tensor::from_vector(out, sample.shape());
+}
+
+}  // namespace
+
+Tensor res2s_step(const Tensor& sample, const Tensor& denoised, const std::vector<double>& sigmas, int64_t i,
+                  const Tensor& noise, double eta) {
+  check_index("res2s_step", sigmas.size(), i);
+  const double sigma = sigmas[static_cast<size_t>(i)], sigma_next = sigmas[static_cast<size_t>(i) + 1];
+  const SdeCoefficients<double> c = sde_coefficients<double>(sigma_next, sigma_next * eta);
+  if (c.sigma_up == 0 || sigma_next == 0) return denoised.to(Device::cpu(), DType::F64);
+  return res2s_mix(sample, denoised, sigma, sigma - sigma_next, c, noise);
+}
+
+Tensor res2s_step_f32_coefficients(const Tensor& sample, const Tensor& denoised, float sigma, float sigma_next,
+                                   const Tensor& noise, double eta) {
+  const SdeCoefficients<float> c = sde_coefficients<float>(sigma_next, sigma_next * static_cast<float>(eta));
+  if (c.sigma_up == 0 || sigma_next == 0) return denoised.to(Device::cpu(), DType::F64);
+  return res2s_mix(sample, denoised, sigma, static_cast<double>(sigma - sigma_next),
+                   {c.alpha_ratio, c.sigma_down, c.sigma_up}, noise);
+}
+
+Tensor res2s_step_per_token(const Tensor& sample, const Tensor& denoised, const std::vector<double>& sigma,
+                            const std::vector<double>& sigma_next, const Tensor& noise_t, double eta) {
+  check_pair("res2s_step_per_token", sample, denoised, "denoised");
+  LTX_CHECK(sample.dim() == 3 && sigma.size() == static_cast<size_t>(sample.size(0) * sample.size(1)) &&
+                sigma_next.size() == sigma.size(),
+            "res2s_step_per_token: need one sigma per token of ", sample.describe(), ", got ", sigma.size(),
+            " and ", sigma_next.size());
+  std::vector<SdeCoefficients<double>> coef(sigma.size());
+  for (size_t t = 0; t < sigma.size(); ++t) {
+    coef[t] = sde_coefficients<double>(sigma_next[t], sigma_next[t] * eta);
+    // One zero anywhere disables the injection for the whole tensor (torch.any in the reference).
+    if (coef[t].sigma_up == 0 || sigma_next[t] == 0) return denoised.to(Device::cpu(), DType::F64);
+  }
+  check_pair("res2s_step_per_token", sample, noise_t, "noise");
+  const std::vector<double> x = sample.to_double_vector(), d = denoised.to_double_vector(),
+                            n = noise_t.to_double_vector();
+  const size_t channels = static_cast<size_t>(sample.size(2));
+  std::vector<double> out(x.size());
+  for (size_t k = 0; k < x.size(); ++k) {
+    const size_t t = k / channels;
+    const SdeCoefficients<double>& c = coef[t];
+    const double eps_next = (x[k] - d[k]) / (sigma[t] - sigma_next[t]);
+    const double x0 = x[k] - sigma[t] * eps_next;
+    out[k] = c.alpha_ratio * (x0 + c.sigma_down * eps_next) + c.sigma_up * n[k];
+  }
+  return Tensor::from_vector(out, sample.shape());
+}
+
+double res2s_phi(int j, double z) {
+  LTX_CHECK(j >= 1, "res2s_phi: j must be >= 1, got ", j);
+  double factorial = 1;
+  for (int k = 2; k <= j; ++k) factorial *= k;
+  if (std::fabs(z) < 1e-10) return 1.0 / factorial;
+  double remainder = 0;
+  double kf = 1;  // k!
+  for (int k = 0; k < j; ++k) {
+    if (k > 0) kf *= k;
+    remainder += std::pow(z, static_cast<double>(k)) / kf;
+  }
+  return (std::exp(z) - remainder) / std::pow(z, static_cast<double>(j));
+}
+
+Res2sCoefficients res2s_coefficients(double h, double c2) {
+  const double a21 = c2 * res2s_phi(1, -h * c2);
+  const double b2 = res2s_phi(2, -h) / c2;
+  const double b1 = res2s_phi(1, -h) - b2;
+  return {a21, b1, b2};
+}
+
+}  // namespace ltx::sampling
