@@ -241,7 +241,8 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
 
 Tensor to_denoised(const Tensor& sample, const Tensor& velocity, const Tensor& timesteps) {
   return ops::sub(sample.to(DType::F32),
-                  ops::mul(velocity.to(DType::F32), timesteps.to(DType::F32)));
+                  ops::mul(velocity.to(DType::F32), timesteps.to(DType::F32)))
+      .to(sample.dtype());
 }
 
 ModelOutputs X0Model::operator()(const Modality* video, const Modality* audio,

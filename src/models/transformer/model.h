@@ -81,8 +81,8 @@ class LTXModel {
   MultiModalTransformerArgsPreprocessor audio_preprocessor() const;
 };
 
-// to_denoised: sample - velocity * timesteps in f32 ([B, T, C] with timesteps [B, T, 1] or any
-// broadcastable shape).
+// to_denoised: sample - velocity * timesteps computed in f32, returned in the sample's dtype
+// ([B, T, C] with timesteps [B, T, 1] or any broadcastable shape).
 Tensor to_denoised(const Tensor& sample, const Tensor& velocity, const Tensor& timesteps);
 
 // X0Model: the velocity model's outputs turned into denoised latents with each modality's
