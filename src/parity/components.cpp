@@ -4,8 +4,11 @@
 
 namespace ltx::parity {
 
+void run_transformer(Run& run);
+
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
+      {"transformer", "<case>.weights.safetensors [then the bf16 weights for bf16w]", run_transformer},
   };
   return kComponents;
 }

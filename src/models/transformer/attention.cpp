@@ -1,0 +1,79 @@
+#include "models/transformer/attention.h"
+
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+
+namespace ltx::models::transformer {
+
+Attention Attention::load(io::WeightMap& w, int64_t query_dim, int64_t context_dim, int64_t heads,
+                          int64_t dim_head, double norm_eps, LTXRopeType rope_type,
+                          bool apply_gated_attention, const nn::LoadOptions& opt) {
+  Attention a;
+  a.heads = heads;
+  a.dim_head = dim_head;
+  a.norm_eps = norm_eps;
+  a.rope_type = rope_type;
+  const int64_t inner = heads * dim_head;
+  if (context_dim == 0) context_dim = query_dim;
+  a.q_norm = w.take("q_norm.weight", {inner}, opt.dtype, opt.device);
+  a.k_norm = w.take("k_norm.weight", {inner}, opt.dtype, opt.device);
+  a.to_q = nn::Linear::load(w, "to_q", query_dim, inner, true, opt);
+  a.to_k = nn::Linear::load(w, "to_k", context_dim, inner, true, opt);
+  a.to_v = nn::Linear::load(w, "to_v", context_dim, inner, true, opt);
+  if (apply_gated_attention)
+    a.to_gate_logits = nn::Linear::load(w, "to_gate_logits", query_dim, heads, true, opt);
+  a.to_out = nn::Linear::load(w, "to_out.0", inner, query_dim, true, opt);
+  return a;
+}
+
+Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Tensor& mask_in,
+                             const RopeTables* pe, const RopeTables* k_pe,
+                             const Tensor& perturbation_mask, bool all_perturbed) const {
+  LTX_CHECK(x.dim() == 3, "attention: x must be [B, T, D], got ", x.describe());
+  const Tensor& context = context_in.defined() ? context_in : x;
+  LTX_CHECK(context.dim() == 3 && context.size(0) == x.size(0),
+            "attention: context must be [B, S, D] with x's batch, got ", context.describe(), " for x ",
+            x.describe());
+  const int64_t b = x.size(0), t = x.size(1), s = context.size(1);
+  Tensor v = to_v(context);  // [B, S, inner]
+  Tensor out;
+  if (all_perturbed) {
+    out = v;  // STG shortcut: the value projection stands in for the attention output
+  } else {
+    Tensor q = ops::rms_norm(to_q(x), q_norm, norm_eps);
+    Tensor k = ops::rms_norm(to_k(context), k_norm, norm_eps);
+    const RopeTables* kp = k_pe != nullptr ? k_pe : pe;
+    if (rope_type == LTXRopeType::Interleaved && pe != nullptr) {
+      q = apply_rotary_emb(q, *pe, rope_type);
+      k = apply_rotary_emb(k, *kp, rope_type);
+    }
+    // [B, T, H*Dh] -> [B, H, T, Dh] views.
+    Tensor qh = q.view({b, t, heads, dim_head}).transpose(1, 2);
+    Tensor kh = k.view({b, s, heads, dim_head}).transpose(1, 2);
+    const Tensor vh = v.view({b, s, heads, dim_head}).transpose(1, 2);
+    if (rope_type == LTXRopeType::Split && pe != nullptr) {
+      qh = apply_rotary_emb(qh, *pe, rope_type);
+      kh = apply_rotary_emb(kh, *kp, rope_type);
+    }
+    Tensor mask = mask_in;
+    if (mask.defined() && mask.dim() == 2) mask = mask.unsqueeze(0);
+    if (mask.defined() && mask.dim() == 3) mask = mask.unsqueeze(1);
+    out = ops::scaled_dot_product_attention(qh, kh, vh, mask)
+              .transpose(1, 2)
+              .contiguous()
+              .view({b, t, heads * dim_head});
+    if (perturbation_mask.defined()) {
+      const Tensor keep = perturbation_mask, drop = ops::add(ops::neg(perturbation_mask), 1.0);
+      out = ops::add(ops::mul(out, keep), ops::mul(v, drop));  // out * m + v * (1 - m)
+    }
+  }
+  if (to_gate_logits) {
+    // Per-head gate in (0, 2), also on the STG shortcut; x is the query-side input.
+    const Tensor gates = ops::mul(ops::sigmoid((*to_gate_logits)(x)), 2.0);  // [B, T, H]
+    out = ops::mul(out.view({b, t, heads, dim_head}), gates.unsqueeze(-1)).view({b, t, heads * dim_head});
+  }
+  return to_out(out);
+}
+
+}  // namespace ltx::models::transformer

@@ -1,0 +1,38 @@
+#pragma once
+// Attention (reference: model/transformer/attention.py, ops.py): to_q/to_k/to_v/to_out.0 with
+// biases, q_norm/k_norm (RMSNorm with weight over the whole inner dim), RoPE, scaled dot-product
+// attention per head, the STG perturbation blend, and the optional per-head gate
+// 2 * sigmoid(to_gate_logits(x)) (2.3 / 2.5).
+#include <optional>
+
+#include "models/transformer/rope.h"
+#include "nn/linear.h"
+
+namespace ltx::models::transformer {
+
+struct Attention {
+  nn::Linear to_q, to_k, to_v, to_out;
+  Tensor q_norm, k_norm;                 // [inner]
+  std::optional<nn::Linear> to_gate_logits;  // [heads, query_dim]
+  int64_t heads = 0, dim_head = 0;
+  double norm_eps = 1e-6;
+  LTXRopeType rope_type = LTXRopeType::Split;
+
+  // context_dim 0: self-attention (context_dim = query_dim).
+  static Attention load(io::WeightMap& w, int64_t query_dim, int64_t context_dim, int64_t heads,
+                        int64_t dim_head, double norm_eps, LTXRopeType rope_type,
+                        bool apply_gated_attention, const nn::LoadOptions& opt);
+
+  int64_t inner_dim() const { return heads * dim_head; }
+
+  // x [B, T, query_dim]; context [B, S, context_dim] (undefined: x). mask: undefined or an
+  // additive bias broadcastable to [B, H, T, S] ([B, 1, T, S], [B, 1, 1, S]; a 2-D mask gets a
+  // batch dim, a 3-D one a head dim, as the reference's SDPA wrapper does). pe: tables for q (and
+  // k unless k_pe is given). perturbation_mask [B, 1, 1] (undefined: none) blends
+  // out * m + to_v(context) * (1 - m); all_perturbed skips q/k entirely (out = to_v(context)).
+  Tensor operator()(const Tensor& x, const Tensor& context = Tensor(), const Tensor& mask = Tensor(),
+                    const RopeTables* pe = nullptr, const RopeTables* k_pe = nullptr,
+                    const Tensor& perturbation_mask = Tensor(), bool all_perturbed = false) const;
+};
+
+}  // namespace ltx::models::transformer

@@ -1,0 +1,22 @@
+#pragma once
+// Modality: what the pipelines pass the transformer for one stream (reference:
+// model/transformer/modality.py).
+#include "core/tensor.h"
+
+namespace ltx::models::transformer {
+
+struct Modality {
+  Tensor latent;     // [B, T, C] patchified latent tokens (noisy + conditioning)
+  Tensor sigma;      // [B] the sample's sigma: prompt AdaLN and the OTHER stream's A/V gate
+  Tensor timesteps;  // [B, T, 1] per token (sigma * denoise mask; conditioning tokens carry 0)
+  Tensor positions;  // [B, n, T, 2] [start, end) per axis (n = 3 video, 1 audio)
+  Tensor context;    // [B, L, Dc] text context (pre-projection on 19B)
+  bool enabled = true;
+  // Optional [B, L] text mask: integer/bool 1 = keep (made additive), or a float tensor that is
+  // already an additive bias (passed through, as the reference does).
+  Tensor context_mask;
+  Tensor attention_mask;  // optional [B, T, T] self-attention strengths in [0, 1]
+  Tensor keyframes_mask;  // optional [B, T, 1]: tokens that get keyframes_abs_pos_embedding
+};
+
+}  // namespace ltx::models::transformer

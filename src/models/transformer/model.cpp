@@ -1,0 +1,258 @@
+#include "models/transformer/model.h"
+
+#include <algorithm>
+
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+
+namespace ltx::models::transformer {
+
+io::KeyMap transformer_key_map(LTXModelType type) {
+  const std::string prefix = "model.diffusion_model.";
+  if (type != LTXModelType::AudioOnly) {
+    io::KeyMap k("LTXV_MODEL_COMFY_RENAMING_MAP");
+    k.keep(prefix).replace(prefix, "");
+    return k;
+  }
+  io::KeyMap k("LTXV_AUDIO_ONLY_MODEL_COMFY_RENAMING_MAP");
+  for (const char* part : {"audio_attn1", "audio_attn2", "audio_ff", "audio_patchify", "audio_proj_out",
+                           "audio_adaln_single", "audio_prompt", "audio_scale_shift_table"})
+    k.keep(prefix, "", part);
+  k.replace(prefix, "");
+  return k;
+}
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+// Names of the audio stream and the audio-video coupling, which a video-only model's loader
+// (same key map as the AV model, strict=False) silently leaves unused.
+bool is_audio_or_av_name(const std::string& name) {
+  std::string rest = name;
+  if (starts_with(rest, "transformer_blocks.")) {
+    const size_t dot = rest.find('.', std::string("transformer_blocks.").size());
+    rest = dot == std::string::npos ? rest : rest.substr(dot + 1);
+  }
+  for (const char* p : {"audio_", "av_ca_", "video_to_audio_attn.", "scale_shift_table_a2v_ca_"})
+    if (starts_with(rest, p)) return true;
+  return false;
+}
+
+}  // namespace
+
+LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::LoadOptions& opt) {
+  LTXModel m;
+  m.config_ = c;
+  const LTXModelType type = c.model_type;
+  const bool video = is_video_enabled(type), audio = is_audio_enabled(type);
+  const auto adaln = [&](const char* name, int64_t dim, int64_t coefficient) {
+    io::WeightMap s = w.scoped(std::string(name) + ".");
+    return AdaLayerNormSingle::load(s, dim, coefficient, opt);
+  };
+  const int64_t coef = adaln_embedding_coefficient(c.cross_attention_adaln);
+  const bool prompt_adaln = c.cross_attention_adaln && c.use_prompt_adaln_single;
+
+  if (video) {
+    const int64_t d = c.inner_dim();
+    m.patchify_proj_ = nn::Linear::load(w, "patchify_proj", c.in_channels, d, true, opt);
+    if (c.caption_projection) {
+      io::WeightMap s = w.scoped("caption_projection.");
+      m.caption_projection_ = PixArtAlphaTextProjection::load(s, c.caption_channels, d, opt);
+    }
+    if (c.use_keyframes_abs_pos_embedding)
+      m.keyframes_abs_pos_embedding_ =
+          w.take_optional("keyframes_abs_pos_embedding", {1, d}, opt.dtype, opt.device);
+    m.adaln_single_ = adaln("adaln_single", d, coef);
+    if (prompt_adaln) m.prompt_adaln_single_ = adaln("prompt_adaln_single", d, 2);
+    m.scale_shift_table_ = w.take("scale_shift_table", {2, d}, opt.dtype, opt.device);
+    m.proj_out_ = nn::Linear::load(w, "proj_out", d, c.out_channels, true, opt);
+  }
+  if (audio) {
+    const int64_t a = c.audio_inner_dim();
+    m.audio_patchify_proj_ = nn::Linear::load(w, "audio_patchify_proj", c.audio_in_channels, a, true, opt);
+    if (c.caption_projection) {
+      io::WeightMap s = w.scoped("audio_caption_projection.");
+      m.audio_caption_projection_ = PixArtAlphaTextProjection::load(s, c.caption_channels, a, opt);
+    }
+    m.audio_adaln_single_ = adaln("audio_adaln_single", a, coef);
+    if (prompt_adaln) m.audio_prompt_adaln_single_ = adaln("audio_prompt_adaln_single", a, 2);
+    m.audio_scale_shift_table_ = w.take("audio_scale_shift_table", {2, a}, opt.dtype, opt.device);
+    m.audio_proj_out_ = nn::Linear::load(w, "audio_proj_out", a, c.audio_out_channels, true, opt);
+  }
+  if (video && audio) {
+    m.av_ca_video_scale_shift_adaln_single_ = adaln("av_ca_video_scale_shift_adaln_single", c.inner_dim(), 4);
+    m.av_ca_audio_scale_shift_adaln_single_ =
+        adaln("av_ca_audio_scale_shift_adaln_single", c.audio_inner_dim(), 4);
+    m.av_ca_a2v_gate_adaln_single_ = adaln("av_ca_a2v_gate_adaln_single", c.inner_dim(), 1);
+    m.av_ca_v2a_gate_adaln_single_ = adaln("av_ca_v2a_gate_adaln_single", c.audio_inner_dim(), 1);
+  }
+
+  std::optional<TransformerConfig> vcfg, acfg;
+  if (video)
+    vcfg = TransformerConfig{c.inner_dim(), c.num_attention_heads, c.attention_head_dim,
+                             c.cross_attention_dim, c.apply_gated_attention, c.cross_attention_adaln,
+                             c.ff_bias};
+  if (audio)
+    acfg = TransformerConfig{c.audio_inner_dim(), c.audio_num_attention_heads, c.audio_attention_head_dim,
+                             c.audio_cross_attention_dim, c.apply_gated_attention,
+                             c.cross_attention_adaln, c.audio_ff_bias};
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    io::WeightMap s = w.scoped(str("transformer_blocks.", i, "."));
+    m.transformer_blocks_.push_back(
+        BasicAVTransformerBlock::load(s, vcfg, acfg, c.rope_type, c.norm_eps, opt));
+  }
+
+  // The text connectors share the transformer's prefix; the reference's loader drops them.
+  for (const char* p : {"video_embeddings_connector.", "audio_embeddings_connector.",
+                        "embeddings_connector."})
+    w.ignore(p);
+  if (type == LTXModelType::VideoOnly)
+    for (const std::string& n : w.names())
+      if (is_audio_or_av_name(n)) w.ignore(n);
+  w.finish(str("transformer (", model_type_name(type), " model, config from ", c.source, ")"));
+  return m;
+}
+
+LTXModel LTXModel::from_files(const std::vector<std::string>& paths, LTXModelType type,
+                              const nn::LoadOptions& opt) {
+  LTX_CHECK(!paths.empty(), "transformer: no weights file given");
+  std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
+  for (const auto& p : paths) files.push_back(io::SafetensorsFile::open(p));
+  const LTXModelConfig config = LTXModelConfig::from_file(*files.front(), type);
+  io::WeightMap w(files, transformer_key_map(type));
+  return load(w, config, opt);
+}
+
+MultiModalTransformerArgsPreprocessor LTXModel::video_preprocessor() const {
+  const LTXModelConfig& c = config_;
+  MultiModalTransformerArgsPreprocessor p;
+  TransformerArgsPreprocessor& s = p.simple;
+  s.patchify_proj = &patchify_proj_;
+  s.adaln = &*adaln_single_;
+  s.inner_dim = c.inner_dim();
+  s.max_pos = c.positional_embedding_max_pos;
+  s.num_attention_heads = c.num_attention_heads;
+  s.timestep_scale_multiplier = c.timestep_scale_multiplier;
+  s.double_precision_rope = c.double_precision_rope;
+  s.positional_embedding_theta = c.positional_embedding_theta;
+  s.rope_type = c.rope_type;
+  s.caption_projection = caption_projection_ ? &*caption_projection_ : nullptr;
+  s.prompt_adaln = prompt_adaln_single_ ? &*prompt_adaln_single_ : nullptr;
+  s.keyframes_embedding = keyframes_abs_pos_embedding_ ? &*keyframes_abs_pos_embedding_ : nullptr;
+  if (model_type() == LTXModelType::AudioVideo) {
+    p.cross_scale_shift_adaln = &*av_ca_video_scale_shift_adaln_single_;
+    p.cross_gate_adaln = &*av_ca_a2v_gate_adaln_single_;
+    p.cross_pe_max_pos =
+        std::max(c.positional_embedding_max_pos[0], c.audio_positional_embedding_max_pos[0]);
+    p.audio_cross_attention_dim = c.audio_cross_attention_dim;
+    p.av_ca_timestep_scale_multiplier = c.av_ca_timestep_scale_multiplier;
+  }
+  return p;
+}
+
+MultiModalTransformerArgsPreprocessor LTXModel::audio_preprocessor() const {
+  const LTXModelConfig& c = config_;
+  MultiModalTransformerArgsPreprocessor p;
+  TransformerArgsPreprocessor& s = p.simple;
+  s.patchify_proj = &audio_patchify_proj_;
+  s.adaln = &*audio_adaln_single_;
+  s.inner_dim = c.audio_inner_dim();
+  s.max_pos = c.audio_positional_embedding_max_pos;
+  s.num_attention_heads = c.audio_num_attention_heads;
+  s.timestep_scale_multiplier = c.timestep_scale_multiplier;
+  s.double_precision_rope = c.double_precision_rope;
+  s.positional_embedding_theta = c.positional_embedding_theta;
+  s.rope_type = c.rope_type;
+  s.caption_projection = audio_caption_projection_ ? &*audio_caption_projection_ : nullptr;
+  s.prompt_adaln = audio_prompt_adaln_single_ ? &*audio_prompt_adaln_single_ : nullptr;
+  if (model_type() == LTXModelType::AudioVideo) {
+    p.cross_scale_shift_adaln = &*av_ca_audio_scale_shift_adaln_single_;
+    p.cross_gate_adaln = &*av_ca_v2a_gate_adaln_single_;
+    p.cross_pe_max_pos =
+        std::max(c.positional_embedding_max_pos[0], c.audio_positional_embedding_max_pos[0]);
+    p.audio_cross_attention_dim = c.audio_cross_attention_dim;
+    p.av_ca_timestep_scale_multiplier = c.av_ca_timestep_scale_multiplier;
+  }
+  return p;
+}
+
+namespace {
+
+// norm_out (LayerNorm without affine) modulated by scale_shift_table + embedded timestep (row 0
+// shift, row 1 scale), then proj_out.
+Tensor process_output(const Tensor& table, const nn::Linear& proj_out, const Tensor& x,
+                      const Tensor& embedded_timestep, double eps) {
+  const Tensor shift = ops::add(table.select(0, 0), embedded_timestep);
+  const Tensor scale = ops::add(table.select(0, 1), embedded_timestep);
+  return proj_out(ops::modulate(ops::layer_norm(x, Tensor(), Tensor(), eps), scale, shift));
+}
+
+}  // namespace
+
+ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
+                               const BatchedPerturbationConfig* perturbations,
+                               const Observer& observer) const {
+  LTX_CHECK(video != nullptr || audio != nullptr, "transformer: neither video nor audio given");
+  LTX_CHECK(video == nullptr || is_video_enabled(model_type()),
+            "transformer: video given to an ", model_type_name(model_type()), " model");
+  LTX_CHECK(audio == nullptr || is_audio_enabled(model_type()),
+            "transformer: audio given to a ", model_type_name(model_type()), " model");
+  std::optional<TransformerArgs> v, a;
+  if (video != nullptr) v = video_preprocessor().prepare(*video, audio, "video", observer);
+  if (audio != nullptr) a = audio_preprocessor().prepare(*audio, video, "audio", observer);
+  const int64_t batch = (v ? v->x : a->x).size(0);
+  LTX_CHECK(!(v && a) || a->x.size(0) == batch, "transformer: video batch ", batch,
+            " differs from audio batch ", a ? a->x.size(0) : 0);
+
+  std::optional<BatchedPerturbationConfig> none;
+  if (perturbations == nullptr) {
+    none = BatchedPerturbationConfig::empty(batch, num_blocks());
+    perturbations = &*none;
+  }
+  LTX_CHECK(perturbations->batch_size() == batch && perturbations->num_blocks() == num_blocks(),
+            "transformer: the perturbation config covers ", perturbations->batch_size(),
+            " samples and ", perturbations->num_blocks(), " blocks, the call has ", batch,
+            " samples and the model ", num_blocks(), " blocks");
+
+  for (int64_t i = 0; i < num_blocks(); ++i) {
+    if (v)
+      apply_block_perturbations(*v, *perturbations, i, PerturbationType::SkipVideoSelfAttn,
+                                PerturbationType::SkipA2VCrossAttn);
+    if (a)
+      apply_block_perturbations(*a, *perturbations, i, PerturbationType::SkipAudioSelfAttn,
+                                PerturbationType::SkipV2ACrossAttn);
+    transformer_blocks_[i].forward(v ? &*v : nullptr, a ? &*a : nullptr);
+    if (observer) {
+      if (v) observer(str("block", i, ".video_x"), v->x);
+      if (a) observer(str("block", i, ".audio_x"), a->x);
+    }
+  }
+
+  ModelOutputs out;
+  if (v)
+    out.video = process_output(scale_shift_table_, proj_out_, v->x, v->embedded_timestep,
+                               config_.norm_eps);
+  if (a)
+    out.audio = process_output(audio_scale_shift_table_, audio_proj_out_, a->x, a->embedded_timestep,
+                               config_.norm_eps);
+  return out;
+}
+
+Tensor to_denoised(const Tensor& sample, const Tensor& velocity, const Tensor& timesteps) {
+  return ops::sub(sample.to(DType::F32),
+                  ops::mul(velocity.to(DType::F32), timesteps.to(DType::F32)))
+      .to(sample.dtype());
+}
+
+ModelOutputs X0Model::operator()(const Modality* video, const Modality* audio,
+                                 const BatchedPerturbationConfig* perturbations,
+                                 const Observer& observer) const {
+  ModelOutputs v = velocity_model.forward(video, audio, perturbations, observer);
+  ModelOutputs out;
+  if (v.video.defined()) out.video = to_denoised(video->latent, v.video, video->timesteps);
+  if (v.audio.defined()) out.audio = to_denoised(audio->latent, v.audio, audio->timesteps);
+  return out;
+}
+
+}  // namespace ltx::models::transformer

@@ -1,0 +1,191 @@
+#include "models/transformer/transformer.h"
+
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+
+namespace ltx::models::transformer {
+
+namespace {
+
+// Row `row` of an AdaLN table [K, D] plus the matching slice of the timestep values [B, T, K*D]
+// (get_ada_values): [B, T, D].
+Tensor ada_value(const Tensor& table, const Tensor& timestep, int64_t row) {
+  const int64_t k = table.size(0);
+  const Tensor ts = timestep.view({timestep.size(0), timestep.size(1), k, -1});
+  return ops::add(table.select(0, row), ts.select(2, row));
+}
+
+// get_av_ca_ada_values: rows `first`, `first + 1` of the 4 scale/shift rows (scale, then shift)
+// with the per-token cross timestep, and row 4 (the gate) with the gate timestep.
+struct AvCaValues {
+  Tensor scale, shift, gate;
+};
+AvCaValues av_ca_values(const Tensor& table, const Tensor& scale_shift_timestep,
+                        const Tensor& gate_timestep, int64_t first, bool with_gate) {
+  const Tensor ss = table.narrow(0, 0, 4);
+  AvCaValues v;
+  v.scale = ada_value(ss, scale_shift_timestep, first);
+  v.shift = ada_value(ss, scale_shift_timestep, first + 1);
+  if (with_gate) v.gate = ada_value(table.narrow(0, 4, 1), gate_timestep, 0);
+  return v;
+}
+
+Tensor rms(const Tensor& x, double eps) { return ops::rms_norm(x, Tensor(), eps); }
+
+// rms_norm(x) * (1 + scale) + shift (the reference's ada_zero function).
+Tensor ada_zero(const Tensor& x, double eps, const Tensor& scale, const Tensor& shift) {
+  return ops::modulate(rms(x, eps), scale, shift);
+}
+
+}  // namespace
+
+BasicAVTransformerBlock BasicAVTransformerBlock::load(io::WeightMap& w,
+                                                      const std::optional<TransformerConfig>& video,
+                                                      const std::optional<TransformerConfig>& audio,
+                                                      LTXRopeType rope_type, double norm_eps,
+                                                      const nn::LoadOptions& opt) {
+  LTX_CHECK(video || audio, "transformer block: at least one stream is required");
+  BasicAVTransformerBlock b;
+  b.norm_eps = norm_eps;
+  const auto attention = [&](const char* name, int64_t query_dim, int64_t context_dim,
+                             const TransformerConfig& c, bool gated) {
+    io::WeightMap s = w.scoped(std::string(name) + ".");
+    return Attention::load(s, query_dim, context_dim, c.heads, c.d_head, norm_eps, rope_type, gated,
+                           opt);
+  };
+  if (video) {
+    const TransformerConfig& v = *video;
+    b.attn1 = attention("attn1", v.dim, 0, v, v.apply_gated_attention);
+    b.attn2 = attention("attn2", v.dim, v.context_dim, v, v.apply_gated_attention);
+    io::WeightMap f = w.scoped("ff.");
+    b.ff = FeedForward::load(f, v.dim, v.dim, v.ff_bias, opt);
+    b.scale_shift_table = w.take("scale_shift_table",
+                                 {adaln_embedding_coefficient(v.cross_attention_adaln), v.dim},
+                                 opt.dtype, opt.device);
+  }
+  if (audio) {
+    const TransformerConfig& a = *audio;
+    b.audio_attn1 = attention("audio_attn1", a.dim, 0, a, a.apply_gated_attention);
+    b.audio_attn2 = attention("audio_attn2", a.dim, a.context_dim, a, a.apply_gated_attention);
+    io::WeightMap f = w.scoped("audio_ff.");
+    b.audio_ff = FeedForward::load(f, a.dim, a.dim, a.ff_bias, opt);
+    b.audio_scale_shift_table = w.take(
+        "audio_scale_shift_table", {adaln_embedding_coefficient(a.cross_attention_adaln), a.dim},
+        opt.dtype, opt.device);
+  }
+  if (video && audio) {
+    // Both directions run at the audio width with the audio head layout.
+    b.audio_to_video_attn =
+        attention("audio_to_video_attn", video->dim, audio->dim, *audio, video->apply_gated_attention);
+    b.video_to_audio_attn =
+        attention("video_to_audio_attn", audio->dim, video->dim, *audio, audio->apply_gated_attention);
+    b.scale_shift_table_a2v_ca_audio =
+        w.take("scale_shift_table_a2v_ca_audio", {5, audio->dim}, opt.dtype, opt.device);
+    b.scale_shift_table_a2v_ca_video =
+        w.take("scale_shift_table_a2v_ca_video", {5, video->dim}, opt.dtype, opt.device);
+  }
+  b.cross_attention_adaln =
+      (video && video->cross_attention_adaln) || (audio && audio->cross_attention_adaln);
+  if (b.cross_attention_adaln && video)
+    b.prompt_scale_shift_table =
+        w.take("prompt_scale_shift_table", {2, video->dim}, opt.dtype, opt.device);
+  if (b.cross_attention_adaln && audio)
+    b.audio_prompt_scale_shift_table =
+        w.take("audio_prompt_scale_shift_table", {2, audio->dim}, opt.dtype, opt.device);
+  return b;
+}
+
+namespace {
+
+// Self-attention, then text cross-attention, of one stream (steps 1-2 of the block).
+Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, const Attention& self_attn,
+                               const Attention& text_attn, const Tensor& table,
+                               const Tensor& prompt_table, bool cross_attention_adaln, double eps) {
+  const Tensor& ts = args.timesteps;
+  const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, ts, 1), ada_value(table, ts, 0));
+  const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
+                              nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
+  Tensor x = ops::add(x_in, ops::mul(sa, ada_value(table, ts, 2)));
+  const Tensor x_normed = rms(x, eps);
+  if (!cross_attention_adaln) return ops::add(x, text_attn(x_normed, args.context, args.context_mask));
+
+  // 2.3 / 2.5: query AdaLN from rows 6-8; K/V modulation from the prompt table (+ prompt timestep).
+  const int64_t b = x.size(0), d = x.size(2);
+  Tensor kv = prompt_table.view({1, 1, 2, d});
+  if (args.prompt_timestep.defined())
+    kv = ops::add(kv, args.prompt_timestep.view({b, args.prompt_timestep.size(1), 2, d}));
+  const Tensor shift_kv = kv.select(2, 0), scale_kv = kv.select(2, 1);
+  const Tensor q_in = ops::modulate(x_normed, ada_value(table, ts, 7), ada_value(table, ts, 6));
+  const Tensor ctx = ops::modulate(args.context, scale_kv, shift_kv);
+  return ops::add(x, ops::mul(text_attn(q_in, ctx, args.context_mask), ada_value(table, ts, 8)));
+}
+
+// FFN step of one stream.
+Tensor feed_forward_step(const Tensor& x, const TransformerArgs& args, const FeedForward& ff,
+                         const Tensor& table, double eps) {
+  const Tensor& ts = args.timesteps;
+  const Tensor h = ada_zero(x, eps, ada_value(table, ts, 4), ada_value(table, ts, 3));
+  return ops::add(x, ops::mul(ff(h), ada_value(table, ts, 5)));
+}
+
+}  // namespace
+
+void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* audio) const {
+  LTX_CHECK(video != nullptr || audio != nullptr,
+            "transformer block: at least one of video or audio must be provided");
+  const bool run_vx = video != nullptr && video->enabled && video->x.numel() > 0;
+  const bool run_ax = audio != nullptr && audio->enabled && audio->x.numel() > 0;
+  const bool run_a2v = run_vx && audio != nullptr && audio->x.numel() > 0;
+  const bool run_v2a = run_ax && video != nullptr && video->x.numel() > 0;
+  LTX_CHECK(!run_vx || attn1, "transformer block: this model has no video stream");
+  LTX_CHECK(!run_ax || audio_attn1, "transformer block: this model has no audio stream");
+
+  Tensor vx = video != nullptr ? video->x : Tensor();
+  Tensor ax = audio != nullptr ? audio->x : Tensor();
+  if (run_vx)
+    vx = self_and_text_attention(vx, *video, *attn1, *attn2, scale_shift_table,
+                                 prompt_scale_shift_table, cross_attention_adaln, norm_eps);
+  if (run_ax)
+    ax = self_and_text_attention(ax, *audio, *audio_attn1, *audio_attn2, audio_scale_shift_table,
+                                 audio_prompt_scale_shift_table, cross_attention_adaln, norm_eps);
+
+  if ((run_a2v || run_v2a) && audio_to_video_attn) {
+    // Both directions read the snapshots taken after self- and text attention.
+    const Tensor vx0 = vx, ax0 = ax;
+    if (run_a2v && !video->cross_attn_skip_all) {
+      const AvCaValues v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
+                                        video->cross_gate_timestep, 0, true);
+      const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
+                                        audio->cross_gate_timestep, 0, false);
+      Tensor out = ops::mul(
+          (*audio_to_video_attn)(ada_zero(vx0, norm_eps, v.scale, v.shift),
+                                 ada_zero(ax0, norm_eps, a.scale, a.shift), Tensor(),
+                                 &video->cross_positional_embeddings, &audio->cross_positional_embeddings),
+          v.gate);
+      if (video->cross_attn_perturbation_mask.defined())
+        out = ops::mul(out, video->cross_attn_perturbation_mask);
+      vx = ops::add(vx, out);
+    }
+    if (run_v2a && !audio->cross_attn_skip_all) {
+      const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
+                                        audio->cross_gate_timestep, 2, true);
+      const AvCaValues v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
+                                        video->cross_gate_timestep, 2, false);
+      Tensor out = ops::mul(
+          (*video_to_audio_attn)(ada_zero(ax0, norm_eps, a.scale, a.shift),
+                                 ada_zero(vx0, norm_eps, v.scale, v.shift), Tensor(),
+                                 &audio->cross_positional_embeddings, &video->cross_positional_embeddings),
+          a.gate);
+      if (audio->cross_attn_perturbation_mask.defined())
+        out = ops::mul(out, audio->cross_attn_perturbation_mask);
+      ax = ops::add(ax, out);
+    }
+  }
+
+  if (run_vx) vx = feed_forward_step(vx, *video, *ff, scale_shift_table, norm_eps);
+  if (run_ax) ax = feed_forward_step(ax, *audio, *audio_ff, audio_scale_shift_table, norm_eps);
+  if (video != nullptr) video->x = vx;
+  if (audio != nullptr) audio->x = ax;
+}
+
+}  // namespace ltx::models::transformer

@@ -1,0 +1,148 @@
+#include "models/transformer/transformer_args.h"
+
+#include <limits>
+
+#include "ops/elementwise.h"
+
+namespace ltx::models::transformer {
+
+void apply_block_perturbations(TransformerArgs& args, const BatchedPerturbationConfig& perturbations,
+                               int64_t block, PerturbationType self_type,
+                               PerturbationType cross_type) {
+  const Device device = args.x.device();
+  const bool all_self = perturbations.all_in_batch(self_type, block);
+  const bool any_self = perturbations.any_in_batch(self_type, block);
+  const bool all_cross = perturbations.all_in_batch(cross_type, block);
+  const bool any_cross = perturbations.any_in_batch(cross_type, block);
+  args.self_attn_all_perturbed = all_self;
+  args.self_attn_perturbation_mask =
+      any_self && !all_self ? perturbations.mask(self_type, block, device) : Tensor();
+  args.cross_attn_skip_all = all_cross;
+  args.cross_attn_perturbation_mask =
+      any_cross && !all_cross ? perturbations.mask(cross_type, block, device) : Tensor();
+}
+
+Tensor self_attention_bias(const Tensor& attention_mask) {
+  LTX_CHECK(attention_mask.dim() == 3, "self-attention mask must be [B, T, T] (or broadcastable ",
+            "3-D), got ", attention_mask.describe());
+  const Tensor m = attention_mask.to(DType::F32);
+  const Device d = m.device();
+  constexpr float kTiny = std::numeric_limits<float>::min();
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  // relu(m) is nonzero exactly where m > 0.
+  const Tensor logv = ops::log(ops::clamp(m, kTiny, std::numeric_limits<double>::infinity()));
+  return ops::where(ops::relu(m), logv, Tensor::full({1}, kLowest, DType::F32, d)).unsqueeze(1);
+}
+
+Tensor context_attention_bias(const Tensor& context_mask) {
+  if (dtype_is_floating(context_mask.dtype())) return context_mask;
+  LTX_CHECK(context_mask.dim() >= 2, "context mask must be [B, L], got ", context_mask.describe());
+  const int64_t b = context_mask.size(0), l = context_mask.size(-1);
+  const Tensor m = ops::sub(context_mask.to(DType::F32), 1.0).reshape({b, 1, -1, l});
+  return ops::mul(m, static_cast<double>(std::numeric_limits<float>::max()));
+}
+
+std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
+    const Tensor& timestep, const AdaLayerNormSingle& ln, int64_t batch_size) const {
+  const Tensor scaled = ops::mul(timestep.to(DType::F32), timestep_scale_multiplier).flatten();
+  auto [ada, embedded] = ln(scaled);
+  return {ada.view({batch_size, -1, ada.size(-1)}),
+          embedded.view({batch_size, -1, embedded.size(-1)})};
+}
+
+RopeTables TransformerArgsPreprocessor::prepare_positional_embeddings(
+    const Tensor& positions, int64_t dim, const std::vector<double>& mp) const {
+  return precompute_freqs_cis(positions, dim, positional_embedding_theta, mp, num_attention_heads,
+                              rope_type, double_precision_rope);
+}
+
+TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const std::string& name,
+                                                     const Observer& observer) const {
+  const auto observe = [&](const char* what, const Tensor& t) {
+    if (observer && t.defined()) observer(name + "." + what, t);
+  };
+  LTX_CHECK(m.latent.defined() && m.latent.dim() == 3, name, ": latent must be [B, T, C], got ",
+            m.latent.defined() ? m.latent.describe() : "nothing");
+  const int64_t b = m.latent.size(0);
+  LTX_CHECK(m.timesteps.defined() && m.timesteps.numel() % b == 0, name,
+            ": timesteps must have B x T (or B) values, got ",
+            m.timesteps.defined() ? m.timesteps.describe() : "nothing");
+  LTX_CHECK(m.context.defined() && m.context.dim() == 3 && m.context.size(0) == b, name,
+            ": context must be [B, L, D] with the latent's batch, got ",
+            m.context.defined() ? m.context.describe() : "nothing");
+  LTX_CHECK(m.positions.defined() && m.positions.dim() == 4 && m.positions.size(0) == b &&
+                m.positions.size(2) == m.latent.size(1),
+            name, ": positions must be [B, n, T, 2] matching the latent ", m.latent.describe(),
+            ", got ", m.positions.defined() ? m.positions.describe() : "nothing");
+
+  TransformerArgs a;
+  a.enabled = m.enabled;
+  a.x = (*patchify_proj)(m.latent.to(DType::F32));
+  if (keyframes_embedding != nullptr && m.keyframes_mask.defined()) {
+    const Device d = a.x.device();
+    const Tensor marked = ops::where(ops::relu(m.keyframes_mask.to(DType::F32)),
+                                     Tensor::full({1}, 1.0, DType::F32, d),
+                                     Tensor::full({1}, 0.0, DType::F32, d));
+    a.x = ops::add(a.x, ops::mul(marked, *keyframes_embedding));
+  }
+  observe("x_in", a.x);
+  std::tie(a.timesteps, a.embedded_timestep) = prepare_timestep(m.timesteps, *adaln, b);
+  observe("adaln_timestep", a.timesteps);
+  observe("embedded_timestep", a.embedded_timestep);
+  if (prompt_adaln != nullptr) {
+    LTX_CHECK(m.sigma.defined() && m.sigma.numel() == b, name, ": sigma must have one value per ",
+              "sample for the prompt AdaLN, got ", m.sigma.defined() ? m.sigma.describe() : "nothing");
+    a.prompt_timestep = prepare_timestep(m.sigma, *prompt_adaln, b).first;
+    observe("prompt_timestep", a.prompt_timestep);
+  }
+  Tensor context = m.context.to(DType::F32);
+  if (caption_projection != nullptr) context = (*caption_projection)(context);
+  a.context = context.reshape({b, -1, a.x.size(-1)});
+  observe("context", a.context);
+  if (m.context_mask.defined()) {
+    a.context_mask = context_attention_bias(m.context_mask);
+    observe("context_mask_additive", a.context_mask);
+  }
+  a.positional_embeddings = prepare_positional_embeddings(m.positions, inner_dim, max_pos);
+  observe("pe_cos", a.positional_embeddings.cos);
+  observe("pe_sin", a.positional_embeddings.sin);
+  if (m.attention_mask.defined()) {
+    a.self_attention_mask = self_attention_bias(m.attention_mask);
+    observe("self_attention_bias", a.self_attention_mask);
+  }
+  return a;
+}
+
+TransformerArgs MultiModalTransformerArgsPreprocessor::prepare(const Modality& m,
+                                                               const Modality* cross,
+                                                               const std::string& name,
+                                                               const Observer& observer) const {
+  TransformerArgs a = simple.prepare(m, name, observer);
+  if (cross == nullptr) return a;
+  const int64_t b = a.x.size(0);
+  LTX_CHECK(cross->sigma.defined() && cross->sigma.dim() <= 1 &&
+                (cross->sigma.numel() == b || (cross->sigma.numel() == 1 && b == 1)),
+            name, ": the other stream's sigma must be [B] (B = ", b, "), got ",
+            cross->sigma.defined() ? cross->sigma.describe() : "nothing");
+  const auto observe = [&](const char* what, const Tensor& t) {
+    if (observer && t.defined()) observer(name + "." + what, t);
+  };
+  a.cross_positional_embeddings = simple.prepare_positional_embeddings(
+      m.positions.narrow(1, 0, 1), audio_cross_attention_dim, {cross_pe_max_pos});
+  observe("cross_pe_cos", a.cross_positional_embeddings.cos);
+  observe("cross_pe_sin", a.cross_positional_embeddings.sin);
+  // Scale/shift from this stream's per-token timesteps; the gate from the OTHER stream's sigma,
+  // scaled by tsm * (av_ca_multiplier / tsm) in that order (f32), as the reference.
+  const double tsm = simple.timestep_scale_multiplier;
+  a.cross_scale_shift_timestep = simple.prepare_timestep(m.timesteps, *cross_scale_shift_adaln, b).first;
+  const Tensor gate_t = ops::mul(ops::mul(cross->sigma.to(DType::F32), tsm),
+                                 av_ca_timestep_scale_multiplier / tsm)
+                            .flatten();
+  const Tensor gate = (*cross_gate_adaln)(gate_t).first;
+  a.cross_gate_timestep = gate.view({b, -1, gate.size(-1)});
+  observe("cross_scale_shift_timestep", a.cross_scale_shift_timestep);
+  observe("cross_gate_timestep", a.cross_gate_timestep);
+  return a;
+}
+
+}  // namespace ltx::models::transformer

@@ -1,0 +1,93 @@
+#pragma once
+// Per-stream inputs of the transformer blocks and the preprocessing that makes them (reference:
+// model/transformer/transformer_args.py): patchify_proj (+ the 2.5 keyframe embedding), AdaLN of
+// the per-token timesteps, the prompt AdaLN of sigma (2.3 / 2.5), the 19B caption projection, text
+// and self-attention masks as additive biases, RoPE tables, and, when the other stream is present,
+// the cross-modal RoPE and the A/V cross-attention AdaLN inputs.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/transformer/adaln.h"
+#include "models/transformer/modality.h"
+#include "models/transformer/perturbations.h"
+#include "models/transformer/rope.h"
+#include "models/transformer/text_projection.h"
+
+namespace ltx::models::transformer {
+
+// Receives named intermediates ("video.x_in", "block0.audio_x", ...) for bisecting; may be empty.
+using Observer = std::function<void(const std::string& name, const Tensor& value)>;
+
+struct TransformerArgs {
+  Tensor x;                  // [B, T, D] residual stream
+  Tensor context;            // [B, L, D]
+  Tensor context_mask;       // additive text bias ([B, 1, 1, L] from an integer mask) or undefined
+  Tensor timesteps;          // AdaLN values [B, T', k * D] (T' = T for per-token timesteps)
+  Tensor embedded_timestep;  // [B, T', D]
+  RopeTables positional_embeddings;
+  RopeTables cross_positional_embeddings;  // undefined unless the other stream is present
+  Tensor cross_scale_shift_timestep;       // [B, T', 4 * D]
+  Tensor cross_gate_timestep;              // [B, 1, D]
+  bool enabled = true;
+  Tensor prompt_timestep;      // [B, 1, 2 * D] or undefined
+  Tensor self_attention_mask;  // additive [B, 1, T, T] or undefined
+
+  // This block's perturbation state (BlockPerturbationsProcessor).
+  Tensor self_attn_perturbation_mask;  // [B, 1, 1] when only some samples skip self-attention
+  bool self_attn_all_perturbed = false;
+  // [B, 1, 1] when some (not all) samples skip the A/V cross-attention; undefined when none do
+  // (multiplying by ones is exact, so it is left out) or all do (then cross_attn_skip_all).
+  Tensor cross_attn_perturbation_mask;
+  bool cross_attn_skip_all = false;
+};
+
+// Attaches block `block`'s perturbation masks and flags for one stream.
+void apply_block_perturbations(TransformerArgs& args, const BatchedPerturbationConfig& perturbations,
+                               int64_t block, PerturbationType self_type, PerturbationType cross_type);
+
+// [B, T, T] strengths in [0, 1] -> additive [B, 1, T, T]: 1 -> 0, v > 0 -> log v, v <= 0 -> the
+// f32 minimum.
+Tensor self_attention_bias(const Tensor& attention_mask);
+// Integer/bool [B, L] (1 = keep) -> additive [B, 1, 1, L] (0 or -f32 max); float masks are already
+// additive and returned unchanged, as the reference does.
+Tensor context_attention_bias(const Tensor& context_mask);
+
+struct TransformerArgsPreprocessor {
+  const nn::Linear* patchify_proj = nullptr;
+  const AdaLayerNormSingle* adaln = nullptr;
+  int64_t inner_dim = 0;
+  std::vector<double> max_pos;
+  int64_t num_attention_heads = 0;
+  double timestep_scale_multiplier = 1000;
+  bool double_precision_rope = false;
+  double positional_embedding_theta = 10000;
+  LTXRopeType rope_type = LTXRopeType::Split;
+  const PixArtAlphaTextProjection* caption_projection = nullptr;  // 19B
+  const AdaLayerNormSingle* prompt_adaln = nullptr;               // 2.3 / 2.5
+  const Tensor* keyframes_embedding = nullptr;                    // [1, D] (2.5)
+
+  // `name` ("video"/"audio") prefixes the observer's names.
+  TransformerArgs prepare(const Modality& modality, const std::string& name,
+                          const Observer& observer) const;
+  // AdaLN of timesteps * timestep_scale_multiplier -> {[B, T', k D], [B, T', D]}.
+  std::pair<Tensor, Tensor> prepare_timestep(const Tensor& timestep, const AdaLayerNormSingle& adaln,
+                                             int64_t batch_size) const;
+  RopeTables prepare_positional_embeddings(const Tensor& positions, int64_t dim,
+                                           const std::vector<double>& max_pos) const;
+};
+
+struct MultiModalTransformerArgsPreprocessor {
+  TransformerArgsPreprocessor simple;
+  const AdaLayerNormSingle* cross_scale_shift_adaln = nullptr;
+  const AdaLayerNormSingle* cross_gate_adaln = nullptr;
+  double cross_pe_max_pos = 20;
+  int64_t audio_cross_attention_dim = 0;
+  double av_ca_timestep_scale_multiplier = 1;
+
+  // Without `cross_modality` this is the simple preprocessor.
+  TransformerArgs prepare(const Modality& modality, const Modality* cross_modality,
+                          const std::string& name, const Observer& observer) const;
+};
+
+}  // namespace ltx::models::transformer
