@@ -4,8 +4,11 @@
 
 namespace ltx::parity {
 
+void run_audio_parity(Run& run);  // audio.cpp
+
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
+      {"audio", "audio_<case>.weights.safetensors", run_audio_parity},
   };
   return kComponents;
 }
