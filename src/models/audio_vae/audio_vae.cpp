@@ -187,7 +187,7 @@ Tensor AudioDecoder::forward(const Tensor& latent, const Probe& probe) const {
   LTX_CHECK(latent.dim() == 4 && latent.size(1) == cfg_.z_channels,
             "audio VAE decoder: expects a latent [B, ", cfg_.z_channels, ", T, mel_bins], got ",
             latent.describe());
-  const int64_t b = latent.size(0), c = latent.size(1), t = latent.size(2), f = latent.size(3);
+  const int64_t c = latent.size(1), t = latent.size(2), f = latent.size(3);
   const Tensor tokens = patchify_audio(latent.to(DType::F32));
   observe(probe, "latent_tokens", tokens);
   const Tensor denorm = stats_.un_normalize(tokens);
@@ -220,7 +220,6 @@ Tensor AudioDecoder::forward(const Tensor& latent, const Probe& probe) const {
   const int64_t ct = std::min(h.size(2), target_t), cf = std::min(h.size(3), target_f);
   Tensor out = h.narrow(1, 0, std::min(h.size(1), cfg_.out_ch)).narrow(2, 0, ct).narrow(3, 0, cf);
   if (ct < target_t || cf < target_f) out = ops::pad(out, {0, target_f - cf, 0, target_t - ct});
-  (void)b;
   return out.contiguous();
 }
 

@@ -273,6 +273,7 @@ Tensor VocoderModel::forward(const Tensor& mel, const Probe& probe) const {
   if (length % bwe.hop_length != 0)  // pad to whole STFT hops
     x = ops::pad(x, {0, bwe.hop_length - length % bwe.hop_length});
   const int64_t padded = x.size(2);
+  observe(probe, "bwe.resampler_in", x);
   Tensor mel_b = mel_stft_->log_mel(x.reshape({b * c, padded}));  // [B*C, n_mels, frames]
   mel_b = mel_b.reshape({b, c, mel_b.size(1), mel_b.size(2)}).transpose(2, 3).contiguous();
   observe(probe, "bwe.mel", mel_b);

@@ -106,8 +106,8 @@ class VocoderModel {
 
   // log-mel [B, 2, T, mel_bins] -> waveform [B, 2, N] at output_sampling_rate().
   // Probes: "vocoder.*" (the main generator, see Vocoder::forward); with BWE also
-  // "bwe_generator.*", "bwe.low_rate" (main output), "bwe.mel" (generator input [B, 2, T', 64]),
-  // "bwe.residual", "bwe.skip" (resampled waveform).
+  // "bwe_generator.*", "bwe.low_rate" (main output), "bwe.resampler_in" (it padded to whole
+  // hops), "bwe.mel" (generator input [B, 2, T', 64]), "bwe.residual", "bwe.skip" (resampled).
   Tensor forward(const Tensor& mel, const Probe& probe = {}) const;
 
   const VocoderConfig& config() const { return cfg_; }
