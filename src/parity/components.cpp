@@ -1,14 +1,16 @@
 // The list of `ltx parity` components. Each lives next to its model (src/parity/<component>.cpp)
-// and is declared here; add one line per component.
+// and is declared here; add one declaration and one entry per component.
 #include "parity/parity.h"
 
 namespace ltx::parity {
 
-void run_transformer(Run& run);
+void run_transformer(Run& run);   // transformer.cpp
+void run_audio_parity(Run& run);  // audio.cpp
 
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
       {"transformer", "<case>.weights.safetensors [then the bf16 weights for bf16w]", run_transformer},
+      {"audio", "audio_<case>.weights.safetensors", run_audio_parity},
   };
   return kComponents;
 }
