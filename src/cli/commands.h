@@ -13,5 +13,6 @@ struct Command {
 };
 
 Command add_inspect(CLI::App& app);
+Command add_tokenize(CLI::App& app);
 
 }  // namespace ltx::cli
