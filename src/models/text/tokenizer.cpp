@@ -411,6 +411,130 @@ inline uint64_t pair_key(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
 
+// Open-addressing map from token text to id; the texts live in one arena. Faster to build and
+// probe than a node-based map for the 262k-entry vocabularies of real files.
+class TokenIndex {
+ public:
+  size_t size() const { return count_; }
+  void reserve(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    if (cap > slots_.size()) rehash(cap);
+  }
+  const int32_t* find(std::string_view key) const {
+    if (slots_.empty()) return nullptr;
+    const uint64_t h = std::hash<std::string_view>{}(key);
+    for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) return nullptr;
+      if (s.hash == h && s.len == key.size() && arena_.compare(s.off, s.len, key) == 0) return &s.id;
+    }
+  }
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+  void insert_or_assign(std::string_view key, int32_t id) {
+    if (2 * (count_ + 1) > slots_.size()) rehash(slots_.empty() ? 16 : 2 * slots_.size());
+    const uint64_t h = std::hash<std::string_view>{}(key);
+    for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      Slot& s = slots_[i];
+      if (s.id < 0) {
+        s = Slot{h, arena_.size(), static_cast<uint32_t>(key.size()), id};
+        arena_.append(key);
+        ++count_;
+        return;
+      }
+      if (s.hash == h && s.len == key.size() && arena_.compare(s.off, s.len, key) == 0) {
+        s.id = id;
+        return;
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    size_t off = 0;
+    uint32_t len = 0;
+    int32_t id = -1;
+  };
+  std::vector<Slot> slots_;
+  std::string arena_;
+  size_t count_ = 0;
+
+  void rehash(size_t cap) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(cap, Slot{});
+    for (const Slot& s : old) {
+      if (s.id < 0) continue;
+      for (size_t i = s.hash & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (slots_[i].id < 0) {
+          slots_[i] = s;
+          break;
+        }
+    }
+  }
+};
+
+// Open-addressing map from a token-id pair to its merge.
+class MergeTable {
+ public:
+  void reserve(size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    if (cap > slots_.size()) rehash(cap);
+  }
+  const MergeInfo* find(uint64_t key) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = mix(key) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      const Slot& s = slots_[i];
+      if (s.key == kEmpty) return nullptr;
+      if (s.key == key) return &s.merge;
+    }
+  }
+  void insert_or_assign(uint64_t key, MergeInfo m) {
+    if (2 * (count_ + 1) > slots_.size()) rehash(slots_.empty() ? 16 : 2 * slots_.size());
+    for (size_t i = mix(key) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      Slot& s = slots_[i];
+      if (s.key == kEmpty) {
+        s = Slot{key, m};
+        ++count_;
+        return;
+      }
+      if (s.key == key) {
+        s.merge = m;
+        return;
+      }
+    }
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};  // ids are < 2^31, so no real key
+  struct Slot {
+    uint64_t key = kEmpty;
+    MergeInfo merge{};
+  };
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+
+  static uint64_t mix(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return k;
+  }
+  void rehash(size_t cap) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(cap, Slot{});
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      for (size_t i = mix(s.key) & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (slots_[i].key == kEmpty) {
+          slots_[i] = s;
+          break;
+        }
+    }
+  }
+};
+
 // Byte trie over added-token contents: longest match at a position.
 struct Trie {
   std::vector<int32_t> value{-1};
@@ -464,6 +588,171 @@ bool same_props(const AddedToken& a, const AddedToken& b) {
          a.rstrip == b.rstrip && a.normalized == b.normalized && a.special == b.special;
 }
 
+// ------------------------------------------------------------------------------------ reader
+
+// model.vocab and model.merges, read while streaming the file (they are most of a real
+// tokenizer.json: building them as JSON values first would take seconds).
+struct ModelTables {
+  bool vocab_seen = false;   // model.vocab was an object (its entries are below)
+  bool merges_seen = false;  // model.merges was an array
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  std::vector<std::pair<std::string, std::string>> merges;
+};
+
+// SAX handler: builds the DOM for everything except model.vocab / model.merges, which go into
+// ModelTables. Structural errors inside those two stop the parse with a message.
+class TokenizerReader : public nlohmann::json_sax<json> {
+ public:
+  json root;
+  ModelTables tables;
+  std::string error;  // set when the parse was stopped (syntax or table error)
+
+  bool null() override { return value(json(nullptr)); }
+  bool boolean(bool v) override { return value(json(v)); }
+  bool number_integer(number_integer_t v) override {
+    if (mode_ == Mode::Vocab) return vocab_id(v);
+    return value(json(v));
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (mode_ == Mode::Vocab) return vocab_id(v > static_cast<number_unsigned_t>(INT64_MAX) ? -1 : static_cast<int64_t>(v));
+    return value(json(v));
+  }
+  bool number_float(number_float_t v, const string_t&) override { return value(json(v)); }
+  bool string(string_t& v) override {
+    if (mode_ == Mode::Merges) {
+      // Legacy "a b": exactly one space.
+      const size_t sp = v.find(' ');
+      if (sp == std::string::npos || v.find(' ', sp + 1) != std::string::npos)
+        return stop(str("model.merges: merge ", tables.merges.size(), " (", json(v).dump(),
+                        ") is not two tokens separated by one space"));
+      tables.merges.emplace_back(v.substr(0, sp), v.substr(sp + 1));
+      return true;
+    }
+    if (mode_ == Mode::MergePair) {
+      if (pair_.size() >= 2) return bad_merge();
+      pair_.push_back(std::move(v));
+      return true;
+    }
+    return value(json(std::move(v)));
+  }
+  bool binary(binary_t&) override { return stop("binary values are not JSON"); }
+
+  bool start_object(std::size_t) override {
+    if (mode_ == Mode::Vocab) return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+    if (mode_ != Mode::Dom) return bad_merge();
+    if (in_model() && key_ == "vocab") {
+      mode_ = Mode::Vocab;
+      tables.vocab_seen = true;
+      return true;
+    }
+    return open(json::object());
+  }
+  bool key(string_t& k) override {
+    if (mode_ == Mode::Vocab) {
+      vocab_key_ = std::move(k);
+      return true;
+    }
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override {
+    if (mode_ == Mode::Vocab) {
+      mode_ = Mode::Dom;
+      return value(json::object());  // placeholder; the entries are in tables.vocab
+    }
+    return close();
+  }
+  bool start_array(std::size_t) override {
+    if (mode_ == Mode::Vocab) return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+    if (mode_ == Mode::Merges) {
+      mode_ = Mode::MergePair;
+      pair_.clear();
+      return true;
+    }
+    if (mode_ == Mode::MergePair) return bad_merge();
+    if (in_model() && key_ == "merges") {
+      mode_ = Mode::Merges;
+      tables.merges_seen = true;
+      return true;
+    }
+    return open(json::array());
+  }
+  bool end_array() override {
+    if (mode_ == Mode::MergePair) {
+      if (pair_.size() != 2) return bad_merge();
+      tables.merges.emplace_back(std::move(pair_[0]), std::move(pair_[1]));
+      mode_ = Mode::Merges;
+      return true;
+    }
+    if (mode_ == Mode::Merges) {
+      mode_ = Mode::Dom;
+      return value(json::array());  // placeholder; the entries are in tables.merges
+    }
+    return close();
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    return stop(str("not valid JSON (", e.what(), ")"));
+  }
+
+ private:
+  enum class Mode { Dom, Vocab, Merges, MergePair };
+  Mode mode_ = Mode::Dom;
+  std::vector<json*> stack_;
+  std::vector<std::string> stack_keys_;  // key of each open container in its parent ("" if none)
+  std::string key_;                       // pending object key
+  std::string vocab_key_;
+  std::vector<std::string> pair_;
+
+  // Directly inside the top-level "model" object.
+  bool in_model() const {
+    return stack_.size() == 2 && stack_keys_[1] == "model" && stack_.back()->is_object();
+  }
+  bool stop(std::string message) {
+    if (error.empty()) error = std::move(message);
+    return false;
+  }
+  bool bad_merge() {
+    return stop(str("model.merges: merge ", tables.merges.size(), " must be [\"a\", \"b\"] or \"a b\""));
+  }
+  bool vocab_id(int64_t v) {
+    if (v < 0 || v > INT32_MAX)
+      return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+    tables.vocab.emplace_back(std::move(vocab_key_), static_cast<int32_t>(v));
+    return true;
+  }
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    json& slot = top[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+  bool value(json&& v) {
+    if (mode_ == Mode::Vocab) return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+    if (mode_ != Mode::Dom) return bad_merge();
+    place(std::move(v));
+    return true;
+  }
+  bool open(json&& container) {
+    const std::string k = !stack_.empty() && stack_.back()->is_object() ? key_ : std::string();
+    stack_.push_back(place(std::move(container)));
+    stack_keys_.push_back(k);
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    stack_keys_.pop_back();
+    return true;
+  }
+};
+
 }  // namespace
 
 // ============================================================================================ Impl
@@ -472,9 +761,14 @@ struct Tokenizer::Impl {
   std::string source;
 
   // model (BPE)
-  std::unordered_map<std::string, int32_t> vocab;
-  std::unordered_map<int32_t, std::string> vocab_r;
-  std::unordered_map<uint64_t, MergeInfo> merges;
+  TokenIndex vocab;
+  std::vector<std::string> vocab_r;  // id -> token (dense; vocab_has marks the ids in use)
+  std::vector<uint8_t> vocab_has;
+  const std::string* model_token(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= vocab_r.size() || !vocab_has[static_cast<size_t>(id)]) return nullptr;
+    return &vocab_r[static_cast<size_t>(id)];
+  }
+  MergeTable merges;
   std::optional<std::string> unk_token;
   std::optional<std::string> prefix, suffix;
   bool fuse_unk = false;
@@ -504,8 +798,8 @@ struct Tokenizer::Impl {
   bool truncate_left = false;
 
   // ------------------------------------------------------------------ loading
-  void parse(const json& root);
-  void parse_model(const json& m);
+  void parse(const json& root, ModelTables& tables);
+  void parse_model(const json& m, ModelTables& tables);
   void parse_normalizer(const json& n, const std::string& where);
   void parse_pre_tokenizer(const json& p, const std::string& where);
   void parse_post_processor(const json& p);
@@ -516,8 +810,7 @@ struct Tokenizer::Impl {
   std::optional<int32_t> lookup(std::string_view token) const {
     auto it = added_by_content.find(std::string(token));
     if (it != added_by_content.end()) return it->second;
-    auto jt = vocab.find(std::string(token));
-    if (jt != vocab.end()) return jt->second;
+    if (const int32_t* id = vocab.find(token)) return *id;
     return std::nullopt;
   }
 
@@ -529,7 +822,7 @@ struct Tokenizer::Impl {
   Encoding encode(std::string_view text) const;  // no post-processing
 };
 
-void Tokenizer::Impl::parse(const json& root) {
+void Tokenizer::Impl::parse(const json& root, ModelTables& tables) {
   const Src src{source};
   if (!root.is_object()) bad(src, "top level", "expected a JSON object");
   if (auto it = root.find("version"); it != root.end() && !it->is_null()) {
@@ -544,7 +837,7 @@ void Tokenizer::Impl::parse(const json& root) {
               "\" section is not supported (unsupported tokenizer.json feature); the prompt "
               "wrapper does its own truncation and padding"));
   }
-  parse_model(need(src, root, "model", "top level"));
+  parse_model(need(src, root, "model", "top level"), tables);
   if (auto it = root.find("normalizer"); it != root.end() && !it->is_null()) {
     has_normalizer = true;
     parse_normalizer(*it, "normalizer");
@@ -595,7 +888,7 @@ void Tokenizer::Impl::parse(const json& root) {
   unk = unk_token ? lookup(*unk_token) : lookup("<unk>");
 }
 
-void Tokenizer::Impl::parse_model(const json& m) {
+void Tokenizer::Impl::parse_model(const json& m, ModelTables& tables) {
   const Src src{source};
   const std::string where = "model";
   if (!m.is_object()) bad(src, where, "expected a JSON object");
@@ -622,57 +915,59 @@ void Tokenizer::Impl::parse_model(const json& m) {
   byte_fallback = opt_bool(src, m, "byte_fallback", false, where);
   ignore_merges = opt_bool(src, m, "ignore_merges", false, where);
 
-  const json& v = need(src, m, "vocab", where);
-  if (!v.is_object()) bad(src, "model.vocab", "expected an object of token -> id");
-  vocab.reserve(v.size() * 2);
-  vocab_r.reserve(v.size() * 2);
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    const json& idv = it.value();
-    if (!idv.is_number_integer() || idv.get<int64_t>() < 0 || idv.get<int64_t>() > INT32_MAX)
-      bad(src, "model.vocab", str("the id of token ", json(it.key()).dump(), " must be a non-negative 32-bit integer"));
-    const auto id = static_cast<int32_t>(idv.get<int64_t>());
-    vocab[it.key()] = id;
-    vocab_r[id] = it.key();
+  // Vocabulary and merges come from the streaming reader (ModelTables), which skips the DOM for
+  // them: a 262k-token vocabulary with half a million merges loads in a fraction of a second.
+  if (!tables.vocab_seen) {
+    const json& v = need(src, m, "vocab", where);
+    if (!v.is_object()) bad(src, "model.vocab", "expected an object of token -> id");
   }
+  if (!tables.merges_seen) {
+    const json& ms = need(src, m, "merges", where);
+    if (!ms.is_array()) bad(src, "model.merges", "expected an array");
+  }
+  vocab.reserve(tables.vocab.size() + tables.vocab.size() / 2);
+  int64_t max_id = -1;
+  for (const auto& e : tables.vocab) max_id = std::max<int64_t>(max_id, e.second);
+  const auto n_tokens = static_cast<int64_t>(tables.vocab.size());
+  if (max_id >= 4 * n_tokens + 1024)
+    bad(src, "model.vocab",
+        str("the ids are sparse (largest id ", max_id, " for ", n_tokens,
+            " tokens); such vocabularies are not supported"));
+  vocab_r.assign(static_cast<size_t>(max_id + 1), std::string());
+  vocab_has.assign(static_cast<size_t>(max_id + 1), 0);
+  for (auto& [token, id] : tables.vocab) {
+    vocab_r[static_cast<size_t>(id)] = token;
+    vocab_has[static_cast<size_t>(id)] = 1;
+    vocab.insert_or_assign(token, id);
+  }
+  tables.vocab.clear();
+  tables.vocab.shrink_to_fit();
 
-  const json& ms = need(src, m, "merges", where);
-  if (!ms.is_array()) bad(src, "model.merges", "expected an array");
-  merges.reserve(ms.size() * 2);
+  merges.reserve(tables.merges.size() + tables.merges.size() / 2);
   const size_t prefix_len = prefix ? prefix->size() : 0;
-  std::string a, b;
-  for (size_t i = 0; i < ms.size(); ++i) {
-    const json& e = ms[i];
-    if (e.is_string()) {
-      // Legacy "a b" lines: exactly one space.
-      const std::string& line = e.get_ref<const std::string&>();
-      const size_t sp = line.find(' ');
-      if (sp == std::string::npos || line.find(' ', sp + 1) != std::string::npos)
-        bad(src, "model.merges", str("merge ", i, " (", e.dump(), ") is not two tokens separated by one space"));
-      a.assign(line, 0, sp);
-      b.assign(line, sp + 1);
-    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-      a = e[0].get<std::string>();
-      b = e[1].get<std::string>();
-    } else {
-      bad(src, "model.merges", str("merge ", i, " must be [\"a\", \"b\"] or \"a b\", got ", e.dump()));
-    }
-    auto ia = vocab.find(a);
-    if (ia == vocab.end()) bad(src, "model.merges", str("merge ", i, ": token ", json(a).dump(), " is not in the vocabulary"));
-    auto ib = vocab.find(b);
-    if (ib == vocab.end()) bad(src, "model.merges", str("merge ", i, ": token ", json(b).dump(), " is not in the vocabulary"));
+  std::string merged;
+  for (size_t i = 0; i < tables.merges.size(); ++i) {
+    const auto& [a, b] = tables.merges[i];
+    const int32_t* ia = vocab.find(a);
+    if (!ia) bad(src, "model.merges", str("merge ", i, ": token ", json(a).dump(), " is not in the vocabulary"));
+    const int32_t* ib = vocab.find(b);
+    if (!ib) bad(src, "model.merges", str("merge ", i, ": token ", json(b).dump(), " is not in the vocabulary"));
     if (b.size() < prefix_len) bad(src, "model.merges", str("merge ", i, ": token ", json(b).dump(), " is shorter than the subword prefix"));
-    std::string merged = a + b.substr(prefix_len);
-    auto im = vocab.find(merged);
-    if (im == vocab.end())
+    merged.assign(a);
+    merged.append(b, prefix_len, std::string::npos);
+    const int32_t* im = vocab.find(merged);
+    if (!im)
       bad(src, "model.merges", str("merge ", i, ": the merged token ", json(merged).dump(), " is not in the vocabulary"));
-    merges[pair_key(ia->second, ib->second)] = MergeInfo{static_cast<uint32_t>(i), im->second};
+    merges.insert_or_assign(pair_key(*ia, *ib), MergeInfo{static_cast<uint32_t>(i), *im});
   }
+  tables.merges.clear();
+  tables.merges.shrink_to_fit();
 
   for (int c = 0; c < 256; ++c) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", c);
-    auto it = vocab.find(name);
-    byte_ids[static_cast<size_t>(c)] = it == vocab.end() ? -1 : it->second;
+    const int32_t* id = vocab.find(name);
+    byte_ids[static_cast<size_t>(c)] = id ? *id : -1;
   }
 }
 
@@ -1018,9 +1313,8 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
   std::vector<Tok> out;
   if (word.empty()) return out;
   if (ignore_merges) {
-    auto it = vocab.find(std::string(word));
-    if (it != vocab.end()) {
-      out.push_back({it->second, 0, static_cast<uint32_t>(word.size())});
+    if (const int32_t* id = vocab.find(word)) {
+      out.push_back({*id, 0, static_cast<uint32_t>(word.size())});
       return out;
     }
   }
@@ -1046,12 +1340,12 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
     if (!is_first && prefix) s.insert(0, *prefix);
     if (is_last && suffix) s += *suffix;
     i += len;
-    if (auto it = vocab.find(s); it != vocab.end()) {
+    if (const int32_t* id = vocab.find(s)) {
       if (pending_unk) {
         add(pending_unk->first, pending_unk->second);
         pending_unk.reset();
       }
-      add(it->second, static_cast<uint32_t>(len));
+      add(*id, static_cast<uint32_t>(len));
       continue;
     }
     if (byte_fallback) {
@@ -1064,15 +1358,15 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
       }
     }
     if (unk_token) {
-      auto uid = vocab.find(*unk_token);
-      if (uid == vocab.end())
+      const int32_t* uid = vocab.find(*unk_token);
+      if (!uid)
         fail("tokenizer ", source, ": the unk token '", *unk_token,
              "' is not in the vocabulary, so the character ", json(s).dump(), " cannot be encoded");
       if (pending_unk && fuse_unk) {
         pending_unk->second += static_cast<uint32_t>(len);
       } else {
         if (pending_unk) add(pending_unk->first, pending_unk->second);
-        pending_unk = std::make_pair(uid->second, static_cast<uint32_t>(len));
+        pending_unk = std::make_pair(*uid, static_cast<uint32_t>(len));
       }
     }
     // Without an unk token the library drops the character.
@@ -1087,8 +1381,8 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
   };
   std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
   for (size_t k = 0; k + 1 < syms.size(); ++k) {
-    auto it = merges.find(pair_key(syms[k].id, syms[k + 1].id));
-    if (it != merges.end()) heap.push({it->second.rank, static_cast<int32_t>(k), it->second.new_id});
+    if (const MergeInfo* mi = merges.find(pair_key(syms[k].id, syms[k + 1].id)))
+      heap.push({mi->rank, static_cast<int32_t>(k), mi->new_id});
   }
   while (!heap.empty()) {
     const Cand top = heap.top();
@@ -1096,20 +1390,20 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
     Sym& cur = syms[static_cast<size_t>(top.pos)];
     if (cur.len == 0 || cur.next < 0) continue;
     const Sym right = syms[static_cast<size_t>(cur.next)];
-    auto it = merges.find(pair_key(cur.id, right.id));
-    if (it == merges.end() || it->second.new_id != top.new_id) continue;  // stale entry
+    const MergeInfo* mi = merges.find(pair_key(cur.id, right.id));
+    if (!mi || mi->new_id != top.new_id) continue;  // stale entry
     syms[static_cast<size_t>(cur.next)].len = 0;
     cur.id = top.new_id;
     cur.len += right.len;
     cur.next = right.next;
     if (right.next >= 0) syms[static_cast<size_t>(right.next)].prev = top.pos;
     if (cur.prev >= 0) {
-      auto jt = merges.find(pair_key(syms[static_cast<size_t>(cur.prev)].id, cur.id));
-      if (jt != merges.end()) heap.push({jt->second.rank, cur.prev, jt->second.new_id});
+      if (const MergeInfo* m = merges.find(pair_key(syms[static_cast<size_t>(cur.prev)].id, cur.id)))
+        heap.push({m->rank, cur.prev, m->new_id});
     }
     if (cur.next >= 0) {
-      auto jt = merges.find(pair_key(cur.id, syms[static_cast<size_t>(cur.next)].id));
-      if (jt != merges.end()) heap.push({jt->second.rank, top.pos, jt->second.new_id});
+      if (const MergeInfo* m = merges.find(pair_key(cur.id, syms[static_cast<size_t>(cur.next)].id)))
+        heap.push({m->rank, top.pos, m->new_id});
     }
   }
   uint32_t offset = 0;
@@ -1178,8 +1472,8 @@ Encoding Tokenizer::Impl::encode(std::string_view text) const {
     }
     for (const Tok& t : bpe(p.text)) {
       enc.ids.push_back(t.id);
-      auto it = vocab_r.find(t.id);
-      enc.tokens.push_back(it != vocab_r.end() ? it->second : std::string());
+      const std::string* name = model_token(t.id);
+      enc.tokens.push_back(name ? *name : std::string());
       enc.offsets.push_back(to_chars(p.align[t.begin].begin, p.align[t.end - 1].end));
       enc.special_tokens_mask.push_back(0);
     }
@@ -1202,14 +1496,12 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& source) {
   auto impl = std::make_unique<Impl>();
   impl->source = source;
-  json root;
+  TokenizerReader reader;
+  const bool ok = json::sax_parse(json_text.begin(), json_text.end(), &reader);
+  if (!ok || !reader.error.empty())
+    fail("tokenizer ", source, ": ", reader.error.empty() ? "not valid JSON" : reader.error);
   try {
-    root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    fail("tokenizer ", source, ": not valid JSON (", e.what(), ")");
-  }
-  try {
-    impl->parse(root);
+    impl->parse(reader.root, reader.tables);
   } catch (const json::exception& e) {
     fail("tokenizer ", source, ": malformed tokenizer.json (", e.what(), ")");
   }
@@ -1217,12 +1509,15 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
 }
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   LTX_CHECK(in, "tokenizer: cannot open ", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  LTX_CHECK(!in.bad(), "tokenizer: error reading ", path);
-  return from_json(ss.str(), path);
+  const std::streamoff size = in.tellg();
+  LTX_CHECK(size >= 0, "tokenizer: cannot read ", path);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  LTX_CHECK(in.gcount() == size, "tokenizer: error reading ", path);
+  return from_json(bytes, path);
 }
 
 Encoding Tokenizer::encode(std::string_view text, bool add_special_tokens,
@@ -1283,8 +1578,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
     if (auto it = m.added_by_id.find(id); it != m.added_by_id.end()) {
       auto nt = m.normalized_form.find(id);
       tok = nt != m.normalized_form.end() ? nt->second : it->second.content;
-    } else if (auto jt = m.vocab_r.find(id); jt != m.vocab_r.end()) {
-      tok = jt->second;
+    } else if (const std::string* name = m.model_token(id)) {
+      tok = *name;
     } else {
       continue;  // unknown id: skipped, as the library does
     }
@@ -1419,7 +1714,7 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
     auto nt = impl_->normalized_form.find(id);
     return nt != impl_->normalized_form.end() ? nt->second : it->second.content;
   }
-  if (auto it = impl_->vocab_r.find(id); it != impl_->vocab_r.end()) return it->second;
+  if (const std::string* name = impl_->model_token(id)) return *name;
   return std::nullopt;
 }
 
@@ -1427,7 +1722,7 @@ int64_t Tokenizer::vocab_size(bool with_added_tokens) const {
   int64_t n = static_cast<int64_t>(impl_->vocab.size());
   if (with_added_tokens)
     for (const auto& [content, id] : impl_->added_by_content)
-      if (!impl_->vocab.count(content)) ++n;
+      if (!impl_->vocab.contains(content)) ++n;
   return n;
 }
 
