@@ -28,7 +28,7 @@ std::string quote(const std::string& s) { return str("'", s, "'"); }
 // Feeds `input` to `ltx tokenize <args>` through popen("w"); stdout goes to a file of `dir`,
 // stderr to another (appended to `out` on failure for the message).
 TokRun tokenize(const TempDir& dir, const std::string& input, const std::vector<std::string>& args,
-             std::string* err = nullptr) {
+                std::string* err = nullptr) {
   std::string cmd = str(quote(LTX_BINARY), " tokenize");
   for (const auto& a : args) cmd += str(" ", quote(a));
   const std::string out_path = dir.file("stdout.txt"), err_path = dir.file("stderr.txt");
@@ -53,8 +53,9 @@ TEST(TokenizeCli, PrintsTheLibraryIdsForEveryCaseWithAndWithoutSpecialTokens) {
   TempDir dir;
   for (const char* flavor : {"gemma3", "gemma4"}) {
     const std::string tok = test::fixture(str("text_tokenizer_", flavor, ".json"));
-    // A handful of cases keeps the test fast; the library-level tests cover all 27.
-    for (const char* name : {"ascii", "emoji_zwj", "newlines", "chat_markup_g3", "empty", "lower_block_literal"}) {
+    // A few cases keep the test fast (each run starts the binary); the library-level tests cover
+    // all 27.
+    for (const char* name : {"ascii", "emoji_zwj", "chat_markup_g3"}) {
       const json* c = nullptr;
       for (const json& x : cases()["cases"])
         if (x["name"] == name) c = &x;
@@ -66,6 +67,7 @@ TEST(TokenizeCli, PrintsTheLibraryIdsForEveryCaseWithAndWithoutSpecialTokens) {
       ASSERT_FALSE(r.out.empty());
       EXPECT_EQ(r.out.back(), '\n');
       EXPECT_EQ(json::parse(r.out), (*c)[flavor]["ids"]) << flavor << " " << name;
+      if (std::string(name) != "chat_markup_g3") continue;
       r = tokenize(dir, text, {"--tokenizer", tok, "--no-special-tokens"}, &err);
       ASSERT_EQ(r.code, 0) << err;
       EXPECT_EQ(json::parse(r.out), (*c)[flavor]["ids_no_special"]) << flavor << " " << name;
@@ -79,12 +81,14 @@ TEST(TokenizeCli, AcceptsTextEncoderFilesAndRootFolders) {
   const std::string text = c["text"].get<std::string>();
   for (const char* flavor : {"gemma3", "gemma4"}) {
     std::string err;
-    const TokRun r = tokenize(dir, text, {"--tokenizer", test::fixture(str("text_", flavor, ".te.safetensors"))}, &err);
+    const TokRun r = tokenize(
+        dir, text, {"--tokenizer", test::fixture(str("text_", flavor, ".te.safetensors"))}, &err);
     ASSERT_EQ(r.code, 0) << err;
     EXPECT_EQ(json::parse(r.out), c[flavor]["hf_ids"]) << flavor;
   }
   std::filesystem::create_directories(dir.file("root"));
-  test::write_bytes(dir.file("root/tokenizer.json"), test::read_bytes(test::fixture("text_tokenizer_gemma3.json")));
+  test::write_bytes(dir.file("root/tokenizer.json"),
+                    test::read_bytes(test::fixture("text_tokenizer_gemma3.json")));
   std::string err;
   const TokRun r = tokenize(dir, text, {"--tokenizer", dir.file("root")}, &err);
   ASSERT_EQ(r.code, 0) << err;

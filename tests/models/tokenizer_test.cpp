@@ -2,6 +2,8 @@
 // flavours, ids / tokens / offsets / decodes exact), the reference's prompt wrapping
 // (LTXGemmaTokenizer: BOS, truncation, padding, mask), loading from text-encoder files and Gemma
 // root folders, features the golden files do not exercise, and errors for broken files.
+#include "models/text/tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,7 +17,6 @@
 #include "io/safetensors.h"
 #include "models/text/gemma_assets.h"
 #include "models/text/gemma_tokenizer.h"
-#include "models/text/tokenizer.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -63,7 +64,8 @@ TEST_P(GoldenCases, IdsTokensAndOffsetsMatchTheLibraryWithoutSpecialTokens) {
     EXPECT_EQ(enc.ids, ids_of(e["ids_no_special"])) << c["name"];
     EXPECT_EQ(enc.tokens, e["tokens"].get<std::vector<std::string>>()) << c["name"];
     std::vector<std::pair<int64_t, int64_t>> offsets;
-    for (const json& o : e["offsets_no_special"]) offsets.emplace_back(o[0].get<int64_t>(), o[1].get<int64_t>());
+    for (const json& o : e["offsets_no_special"])
+      offsets.emplace_back(o[0].get<int64_t>(), o[1].get<int64_t>());
     EXPECT_EQ(enc.offsets, offsets) << c["name"];
   }
 }
@@ -72,7 +74,8 @@ TEST_P(GoldenCases, IdsWithSpecialTokensMatchTheLibrary) {
   const std::string flavor = GetParam();
   const Tokenizer& tok = golden_tokenizer(flavor);
   for (const json& c : cases()["cases"])
-    EXPECT_EQ(tok.encode_ids(c["text"].get<std::string>(), true), ids_of(c[flavor]["ids"])) << c["name"];
+    EXPECT_EQ(tok.encode_ids(c["text"].get<std::string>(), true), ids_of(c[flavor]["ids"]))
+        << c["name"];
 }
 
 TEST_P(GoldenCases, DecodesMatchTheLibrary) {
@@ -81,7 +84,8 @@ TEST_P(GoldenCases, DecodesMatchTheLibrary) {
   for (const json& c : cases()["cases"]) {
     const json& e = c[flavor];
     EXPECT_EQ(tok.decode(ids_of(e["ids"]), false), e["decode"].get<std::string>()) << c["name"];
-    EXPECT_EQ(tok.decode(ids_of(e["ids"]), true), e["decode_skip_special"].get<std::string>()) << c["name"];
+    EXPECT_EQ(tok.decode(ids_of(e["ids"]), true), e["decode_skip_special"].get<std::string>())
+        << c["name"];
   }
 }
 
@@ -120,7 +124,8 @@ TEST_P(GoldenCases, PromptWrapperPadsLeftWithBosAndMaskAt1024And32) {
       const json& e = c[flavor][w == &w1024 ? "ltx_1024" : "ltx_32"];
       const text::TokenizedPrompt p = w->tokenize(t);
       EXPECT_EQ(p.input_ids, ids64_of(e["ids"])) << c["name"] << " max_length " << w->max_length();
-      EXPECT_EQ(p.attention_mask, ids64_of(e["mask"])) << c["name"] << " max_length " << w->max_length();
+      EXPECT_EQ(p.attention_mask, ids64_of(e["mask"]))
+          << c["name"] << " max_length " << w->max_length();
     }
   }
 }
@@ -129,7 +134,8 @@ TEST_P(GoldenCases, EmbeddedTokenizerOfTheTextEncoderFileGivesTheSameIds) {
   const std::string flavor = GetParam();
   const std::string path = test::fixture("text_" + flavor + ".te.safetensors");
   const GemmaAssets assets = GemmaAssets::load(path);
-  EXPECT_EQ(assets.tokenizer_json, test::read_bytes(test::fixture("text_tokenizer_" + flavor + ".json")));
+  EXPECT_EQ(assets.tokenizer_json,
+            test::read_bytes(test::fixture("text_tokenizer_" + flavor + ".json")));
   EXPECT_TRUE(assets.has_sidecar("tokenizer_config.json"));
   EXPECT_TRUE(assets.has_sidecar("processor_config.json"));
   EXPECT_EQ(assets.config["model_type"], flavor == "gemma3" ? "gemma3" : "gemma4_unified");
@@ -159,8 +165,11 @@ TEST(GemmaPromptTokenizer, BatchRowsEqualSinglePromptsAndTensorsAreI64) {
   ASSERT_EQ(b.length, 16);
   for (size_t i = 0; i < prompts.size(); ++i) {
     const text::TokenizedPrompt p = w.tokenize(prompts[i]);
-    EXPECT_EQ(std::vector<int64_t>(b.input_ids.begin() + 16 * i, b.input_ids.begin() + 16 * (i + 1)), p.input_ids);
-    EXPECT_EQ(std::vector<int64_t>(b.attention_mask.begin() + 16 * i, b.attention_mask.begin() + 16 * (i + 1)),
+    EXPECT_EQ(
+        std::vector<int64_t>(b.input_ids.begin() + 16 * i, b.input_ids.begin() + 16 * (i + 1)),
+        p.input_ids);
+    EXPECT_EQ(std::vector<int64_t>(b.attention_mask.begin() + 16 * i,
+                                   b.attention_mask.begin() + 16 * (i + 1)),
               p.attention_mask);
   }
   // The empty prompt is BOS only, at the right end.
@@ -196,7 +205,8 @@ TEST(GemmaPromptTokenizer, RightPaddingPutsTheSameTokensFirst) {
 
 TEST(GemmaPromptTokenizer, MaxLengthOneKeepsOnlyBosAndEosIsNeverAdded) {
   for (const char* flavor : {"gemma3", "gemma4"}) {
-    const Tokenizer tok = Tokenizer::from_file(test::fixture(str("text_tokenizer_", flavor, ".json")));
+    const Tokenizer tok =
+        Tokenizer::from_file(test::fixture(str("text_tokenizer_", flavor, ".json")));
     const GemmaPromptTokenizer w(tok, 1);
     EXPECT_EQ(w.tokenize("hello there").input_ids, std::vector<int64_t>{2}) << flavor;
     const GemmaPromptTokenizer w8(tok, 8);
@@ -222,8 +232,9 @@ TEST(GemmaPromptTokenizer, RefusesATokenizerWithoutBos) {
   json cfg = cases()["flavors"]["gemma4"]["tokenizer_config.json"];
   cfg.erase("bos_token");
   test::write_bytes(dir.file("root/tokenizer_config.json"), cfg.dump());
-  test::expect_error_containing([&] { GemmaPromptTokenizer w(text::load_tokenizer(dir.file("root"))); },
-                                {"no BOS token", "root"});
+  test::expect_error_containing(
+      [&] { GemmaPromptTokenizer w(text::load_tokenizer(dir.file("root"))); },
+      {"no BOS token", "root"});
   const Tokenizer tok = Tokenizer::from_file(test::fixture("text_tokenizer_gemma4.json"));
   test::expect_error_containing([&] { GemmaPromptTokenizer w(tok, 0); }, {"max_length"});
 }
@@ -262,13 +273,17 @@ TEST(GemmaPromptTokenizer, TruncationSideLeftKeepsTheEnd) {
   ASSERT_GT(all.size(), 4u);
   const auto p = GemmaPromptTokenizer(tok, 4).tokenize("one two three four five");
   // The last 4 tokens survive truncation; BOS then pushes the last one out.
-  EXPECT_EQ(p.input_ids, (std::vector<int64_t>{2, all[all.size() - 4], all[all.size() - 3], all[all.size() - 2]}));
+  EXPECT_EQ(p.input_ids, (std::vector<int64_t>{2, all[all.size() - 4], all[all.size() - 3],
+                                               all[all.size() - 2]}));
 }
 
 TEST(GemmaPromptTokenizer, PythonStripRemovesUnicodeWhitespaceOnly) {
   EXPECT_EQ(text::python_strip("\xC2\xA0\xE3\x80\x80 a b\xE2\x80\x83\x1F\n"), "a b");
   // Zero-width space and BOM are not whitespace for Python.
-  EXPECT_EQ(text::python_strip("\xE2\x80\x8B" "a\xEF\xBB\xBF"), "\xE2\x80\x8B" "a\xEF\xBB\xBF");
+  EXPECT_EQ(text::python_strip("\xE2\x80\x8B"
+                               "a\xEF\xBB\xBF"),
+            "\xE2\x80\x8B"
+            "a\xEF\xBB\xBF");
   EXPECT_EQ(text::python_strip(" \t "), "");
 }
 
@@ -304,14 +319,17 @@ std::string write_te(const TempDir& dir, DType dtype, bool config_in_metadata) {
   auto bytes_tensor = [](const std::string& s, DType dt) {
     Tensor t = Tensor::empty(Shape{static_cast<int64_t>(s.size())}, dt);
     for (size_t i = 0; i < s.size(); ++i) {
-      if (dt == DType::I8) t.data<int8_t>()[i] = static_cast<int8_t>(s[i]);
-      else t.data<uint8_t>()[i] = static_cast<uint8_t>(s[i]);
+      if (dt == DType::I8)
+        t.data<int8_t>()[i] = static_cast<int8_t>(s[i]);
+      else
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(s[i]);
     }
     return t;
   };
-  std::vector<std::pair<std::string, Tensor>> tensors = {{"tokenizer_json", bytes_tensor(tj, dtype)},
-                                                        {"model.norm.weight", Tensor::zeros(Shape{4})}};
-  std::map<std::string, std::string> meta = {{"format", "pt"}, {"gemma_config", R"({"model_type": "gemma4_unified"})"}};
+  std::vector<std::pair<std::string, Tensor>> tensors = {
+      {"tokenizer_json", bytes_tensor(tj, dtype)}, {"model.norm.weight", Tensor::zeros(Shape{4})}};
+  std::map<std::string, std::string> meta = {
+      {"format", "pt"}, {"gemma_config", R"({"model_type": "gemma4_unified"})"}};
   if (config_in_metadata)
     meta["tokenizer_config.json"] = cfg;
   else
@@ -329,21 +347,26 @@ TEST(GemmaAssets, Int8TokenizerStorageAndMetadataSidecarsAreRead) {
   EXPECT_EQ(a.sidecar_json("tokenizer_config.json")["pad_token"], "<pad>");
   const Tokenizer tok = text::load_tokenizer(path);
   for (const json& c : cases()["cases"])
-    EXPECT_EQ(tok.encode_ids(c["text"].get<std::string>(), true), ids_of(c["gemma4"]["hf_ids"])) << c["name"];
+    EXPECT_EQ(tok.encode_ids(c["text"].get<std::string>(), true), ids_of(c["gemma4"]["hf_ids"]))
+        << c["name"];
 }
 
 TEST(GemmaAssets, TextEncoderWithoutTokenizerOrConfigIsAnError) {
   TempDir dir;
   const std::string no_tok = dir.file("no_tok.safetensors");
   io::write_safetensors(no_tok, {{"x", Tensor::zeros(Shape{2})}}, {{"gemma_config", "{}"}});
-  test::expect_error_containing([&] { text::load_tokenizer(no_tok); }, {"no_tok.safetensors", "tokenizer_json"});
+  test::expect_error_containing([&] { text::load_tokenizer(no_tok); },
+                                {"no_tok.safetensors", "tokenizer_json"});
   const std::string no_cfg = dir.file("no_cfg.safetensors");
   io::write_safetensors(no_cfg, {{"tokenizer_json", Tensor::zeros(Shape{2}, DType::U8)}});
-  test::expect_error_containing([&] { text::load_tokenizer(no_cfg); }, {"no_cfg.safetensors", "gemma_config"});
+  test::expect_error_containing([&] { text::load_tokenizer(no_cfg); },
+                                {"no_cfg.safetensors", "gemma_config"});
   const std::string f32 = dir.file("f32.safetensors");
-  io::write_safetensors(f32, {{"tokenizer_json", Tensor::zeros(Shape{2})}}, {{"gemma_config", "{}"}});
+  io::write_safetensors(f32, {{"tokenizer_json", Tensor::zeros(Shape{2})}},
+                        {{"gemma_config", "{}"}});
   test::expect_error_containing([&] { text::load_tokenizer(f32); }, {"tokenizer_json", "f32"});
-  test::expect_error_containing([&] { text::load_tokenizer(dir.file("absent.json")); }, {"absent.json"});
+  test::expect_error_containing([&] { text::load_tokenizer(dir.file("absent.json")); },
+                                {"absent.json"});
   std::filesystem::create_directories(dir.file("empty_root"));
   test::expect_error_containing([&] { text::load_tokenizer(dir.file("empty_root")); },
                                 {"empty_root", "tokenizer.json"});
@@ -365,18 +388,30 @@ json tiny_tokenizer(const std::vector<std::string>& pieces, const json& merges, 
       std::snprintf(name, sizeof name, "<0x%02X>", b);
       vocab[name] = id++;
     }
-  return json{{"version", "1.0"},       {"truncation", nullptr},       {"padding", nullptr},
-              {"added_tokens", added},  {"normalizer", normalizer},    {"pre_tokenizer", pre_tokenizer},
-              {"post_processor", nullptr}, {"decoder", decoder},
+  return json{{"version", "1.0"},
+              {"truncation", nullptr},
+              {"padding", nullptr},
+              {"added_tokens", added},
+              {"normalizer", normalizer},
+              {"pre_tokenizer", pre_tokenizer},
+              {"post_processor", nullptr},
+              {"decoder", decoder},
               {"model",
-               {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", "<unk>"}, {"fuse_unk", true},
-                {"byte_fallback", byte_fallback}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", merges}}}};
+               {{"type", "BPE"},
+                {"dropout", nullptr},
+                {"unk_token", "<unk>"},
+                {"fuse_unk", true},
+                {"byte_fallback", byte_fallback},
+                {"ignore_merges", false},
+                {"vocab", vocab},
+                {"merges", merges}}}};
 }
 
 json added_token(int id, const std::string& content, bool lstrip, bool rstrip, bool single_word,
                  bool normalized = false, bool special = true) {
-  return json{{"id", id},         {"content", content}, {"single_word", single_word}, {"lstrip", lstrip},
-              {"rstrip", rstrip}, {"normalized", normalized}, {"special", special}};
+  return json{{"id", id},          {"content", content}, {"single_word", single_word},
+              {"lstrip", lstrip},  {"rstrip", rstrip},   {"normalized", normalized},
+              {"special", special}};
 }
 
 std::vector<std::string> letters() {
@@ -390,7 +425,8 @@ std::vector<std::string> letters() {
 TEST(Tokenizer, AddedTokenLstripRstripTakeUnicodeSpacesWithoutOverlap) {
   // The library's own expectation: "Hi <mask> there\t<mask>\t<mask>\u2000" splits into
   // "Hi", " <mask> ", "there", "\t<mask>\t", "<mask>\u2000".
-  const json t = tiny_tokenizer(letters(), json::array(), json::array({added_token(100, "<mask>", true, true, true)}),
+  const json t = tiny_tokenizer(letters(), json::array(),
+                                json::array({added_token(100, "<mask>", true, true, true)}),
                                 nullptr, nullptr, nullptr);
   const Tokenizer tok = Tokenizer::from_json(t.dump());
   const int32_t mask = *tok.token_to_id("<mask>");
@@ -399,7 +435,8 @@ TEST(Tokenizer, AddedTokenLstripRstripTakeUnicodeSpacesWithoutOverlap) {
   std::vector<std::string> mask_tokens;
   for (size_t i = 0; i < e.size(); ++i)
     if (e.ids[i] == mask) mask_tokens.push_back(e.tokens[i]);
-  EXPECT_EQ(mask_tokens, (std::vector<std::string>{" <mask> ", "\t<mask>\t", "<mask>\xE2\x80\x80"}));
+  EXPECT_EQ(mask_tokens,
+            (std::vector<std::string>{" <mask> ", "\t<mask>\t", "<mask>\xE2\x80\x80"}));
   EXPECT_EQ(e.size(), 2u + 1u + 5u + 1u + 1u);
   EXPECT_EQ(e.offsets[2], (std::pair<int64_t, int64_t>{2, 10}));  // " <mask> " in code points
 }
@@ -407,7 +444,8 @@ TEST(Tokenizer, AddedTokenLstripRstripTakeUnicodeSpacesWithoutOverlap) {
 TEST(Tokenizer, SingleWordAddedTokensNeedWordBoundaries) {
   // The library's expectation: "<mask> My name <mask> A<mask> <mask>ony <mask>" matches the
   // first, second and last <mask> only.
-  const json t = tiny_tokenizer(letters(), json::array(), json::array({added_token(100, "<mask>", false, false, true)}),
+  const json t = tiny_tokenizer(letters(), json::array(),
+                                json::array({added_token(100, "<mask>", false, false, true)}),
                                 nullptr, nullptr, nullptr);
   const Tokenizer tok = Tokenizer::from_json(t.dump());
   const int32_t mask = *tok.token_to_id("<mask>");
@@ -421,33 +459,44 @@ TEST(Tokenizer, SingleWordAddedTokensNeedWordBoundaries) {
   // Latin-1 letters are word characters; other non-ASCII neighbours are refused, not guessed.
   for (int32_t id : tok.encode("\xC3\xA9<mask>", false).ids) EXPECT_NE(id, mask);
   EXPECT_EQ(tok.encode("\xC2\xA0<mask>", false).ids.back(), mask);
-  test::expect_error_containing([&] { tok.encode("\xD0\xB6<mask>", false); }, {"single_word", "U+0436"});
+  test::expect_error_containing([&] { tok.encode("\xD0\xB6<mask>", false); },
+                                {"single_word", "U+0436"});
 }
 
 TEST(Tokenizer, NormalizedAddedTokensMatchAfterTheNormalizerAndDecodeNormalized) {
-  json added = json::array({added_token(100, "a b", false, false, false, /*normalized=*/true, false)});
-  const json t = tiny_tokenizer({"\xE2\x96\x81", "a", "b", "c"}, json::array(), added,
-                                json{{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}},
-                                nullptr, nullptr);
+  json added =
+      json::array({added_token(100, "a b", false, false, false, /*normalized=*/true, false)});
+  const json t = tiny_tokenizer(
+      {"\xE2\x96\x81", "a", "b", "c"}, json::array(), added,
+      json{{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}},
+      nullptr, nullptr);
   const Tokenizer tok = Tokenizer::from_json(t.dump());
   const int32_t ab = *tok.token_to_id("a b");
   const text::Encoding e = tok.encode("c a b c", false);
   EXPECT_EQ(e.ids, (std::vector<int32_t>{4, 1, ab, 1, 4}));
-  EXPECT_EQ(e.tokens[2], "a\xE2\x96\x81" "b");
+  EXPECT_EQ(e.tokens[2],
+            "a\xE2\x96\x81"
+            "b");
   EXPECT_EQ(e.offsets[2], (std::pair<int64_t, int64_t>{2, 5}));
   // No decoder: tokens joined with spaces, the added token in its normalised form.
-  EXPECT_EQ(tok.decode(e.ids), "c \xE2\x96\x81 a\xE2\x96\x81" "b \xE2\x96\x81 c");
+  EXPECT_EQ(tok.decode(e.ids),
+            "c \xE2\x96\x81 a\xE2\x96\x81"
+            "b \xE2\x96\x81 c");
 }
 
 TEST(Tokenizer, MetaspacePrependNormalizerAndSplitBehaviours) {
   // Metaspace (prepend "first", split): "hi you" -> "▁hi", "▁you"; merges make whole words.
   const std::string sp = "\xE2\x96\x81";
-  json merges = json::array({json::array({sp, "h"}), json::array({sp + "h", "i"}), json::array({"y", "o"}),
-                             json::array({sp, "yo"}), json::array({sp + "yo", "u"})});
-  json pre = {{"type", "Metaspace"}, {"replacement", sp}, {"prepend_scheme", "first"}, {"split", true}};
-  json dec = {{"type", "Metaspace"}, {"replacement", sp}, {"prepend_scheme", "first"}, {"split", true}};
-  json t = tiny_tokenizer({sp, "h", "i", "y", "o", "u", sp + "h", sp + "hi", "yo", sp + "yo", sp + "you"}, merges,
-                          json::array(), nullptr, pre, dec);
+  json merges =
+      json::array({json::array({sp, "h"}), json::array({sp + "h", "i"}), json::array({"y", "o"}),
+                   json::array({sp, "yo"}), json::array({sp + "yo", "u"})});
+  json pre = {
+      {"type", "Metaspace"}, {"replacement", sp}, {"prepend_scheme", "first"}, {"split", true}};
+  json dec = {
+      {"type", "Metaspace"}, {"replacement", sp}, {"prepend_scheme", "first"}, {"split", true}};
+  json t = tiny_tokenizer(
+      {sp, "h", "i", "y", "o", "u", sp + "h", sp + "hi", "yo", sp + "yo", sp + "you"}, merges,
+      json::array(), nullptr, pre, dec);
   Tokenizer tok = Tokenizer::from_json(t.dump());
   text::Encoding e = tok.encode("hi you", false);
   EXPECT_EQ(e.tokens, (std::vector<std::string>{sp + "hi", sp + "you"}));
@@ -456,11 +505,16 @@ TEST(Tokenizer, MetaspacePrependNormalizerAndSplitBehaviours) {
 
   // Prepend normalizer + Split(" ", Isolated) pre-tokenizer.
   t["normalizer"] = {{"type", "Prepend"}, {"prepend", sp}};
-  t["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", "i"}}}, {"behavior", "Isolated"}, {"invert", false}};
-  t["decoder"] = {{"type", "Sequence"},
-                  {"decoders", json::array({{{"type", "Replace"}, {"pattern", {{"String", sp}}}, {"content", " "}},
-                                            {{"type", "Fuse"}},
-                                            {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+  t["pre_tokenizer"] = {{"type", "Split"},
+                        {"pattern", {{"String", "i"}}},
+                        {"behavior", "Isolated"},
+                        {"invert", false}};
+  t["decoder"] = {
+      {"type", "Sequence"},
+      {"decoders",
+       json::array({{{"type", "Replace"}, {"pattern", {{"String", sp}}}, {"content", " "}},
+                    {{"type", "Fuse"}},
+                    {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
   tok = Tokenizer::from_json(t.dump());
   e = tok.encode("hih", false);
   // "▁hih" split around "i": "▁h", "i", "h" (no merge across pieces).
@@ -468,7 +522,8 @@ TEST(Tokenizer, MetaspacePrependNormalizerAndSplitBehaviours) {
   EXPECT_EQ(e.offsets, (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {2, 3}}));
   EXPECT_EQ(tok.decode(e.ids), "hih");
 
-  for (const auto& [behavior, expected] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& [behavior, expected] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"Removed", {sp + "h", "h"}},
            {"MergedWithPrevious", {sp + "hi", "h"}},
            {"MergedWithNext", {sp + "h", "i", "h"}},
@@ -482,14 +537,24 @@ TEST(Tokenizer, MetaspacePrependNormalizerAndSplitBehaviours) {
 TEST(Tokenizer, UnknownCharactersFuseIntoOneUnkAndByteFallbackCoversThem) {
   json t = tiny_tokenizer({"a", "b"}, json::array(), json::array(), nullptr, nullptr, nullptr);
   Tokenizer tok = Tokenizer::from_json(t.dump());
-  EXPECT_EQ(tok.encode_ids("a\xC3\xA9\xC3\xA9" "b", false), (std::vector<int32_t>{1, 0, 2}));
-  EXPECT_EQ(tok.encode("a\xC3\xA9\xC3\xA9" "b", false).offsets[1], (std::pair<int64_t, int64_t>{1, 3}));
+  EXPECT_EQ(tok.encode_ids("a\xC3\xA9\xC3\xA9"
+                           "b",
+                           false),
+            (std::vector<int32_t>{1, 0, 2}));
+  EXPECT_EQ(tok.encode("a\xC3\xA9\xC3\xA9"
+                       "b",
+                       false)
+                .offsets[1],
+            (std::pair<int64_t, int64_t>{1, 3}));
   t["model"]["fuse_unk"] = false;
-  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode_ids("\xC3\xA9\xC3\xA9", false), (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode_ids("\xC3\xA9\xC3\xA9", false),
+            (std::vector<int32_t>{0, 0}));
 
-  t = tiny_tokenizer({"a"}, json::array(), json::array(), nullptr, nullptr,
-                     json{{"type", "Sequence"}, {"decoders", json::array({{{"type", "ByteFallback"}}, {{"type", "Fuse"}}})}},
-                     /*byte_fallback=*/true);
+  t = tiny_tokenizer(
+      {"a"}, json::array(), json::array(), nullptr, nullptr,
+      json{{"type", "Sequence"},
+           {"decoders", json::array({{{"type", "ByteFallback"}}, {{"type", "Fuse"}}})}},
+      /*byte_fallback=*/true);
   tok = Tokenizer::from_json(t.dump());
   const auto ids = tok.encode_ids("a\xC3\xA9", false);
   ASSERT_EQ(ids.size(), 3u);
@@ -497,7 +562,9 @@ TEST(Tokenizer, UnknownCharactersFuseIntoOneUnkAndByteFallbackCoversThem) {
   EXPECT_EQ(*tok.id_to_token(ids[2]), "<0xA9>");
   EXPECT_EQ(tok.decode(ids), "a\xC3\xA9");
   // An invalid byte run decodes to one U+FFFD per byte.
-  EXPECT_EQ(tok.decode({ids[1], ids[0], ids[2]}), "\xEF\xBF\xBD" "a\xEF\xBF\xBD");
+  EXPECT_EQ(tok.decode({ids[1], ids[0], ids[2]}),
+            "\xEF\xBF\xBD"
+            "a\xEF\xBF\xBD");
   EXPECT_EQ(tok.decode({ids[2], ids[2]}), "\xEF\xBF\xBD\xEF\xBF\xBD");
   // Ids that name no token are skipped.
   EXPECT_EQ(tok.decode({ids[0], 99999}), "a");
@@ -505,25 +572,31 @@ TEST(Tokenizer, UnknownCharactersFuseIntoOneUnkAndByteFallbackCoversThem) {
 
 TEST(Tokenizer, IgnoreMergesTakesWholeWordsAndLegacyMergeStringsLoad) {
   // merges "a b" (legacy string form) then "ab c"; "abc" is also reachable directly.
-  json t = tiny_tokenizer({"a", "b", "c", "ab", "abc", "bc"}, json::array({"b c", "a bc"}), json::array(),
-                          nullptr, nullptr, nullptr);
-  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("abc", false).tokens, (std::vector<std::string>{"abc"}));
+  json t = tiny_tokenizer({"a", "b", "c", "ab", "abc", "bc"}, json::array({"b c", "a bc"}),
+                          json::array(), nullptr, nullptr, nullptr);
+  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("abc", false).tokens,
+            (std::vector<std::string>{"abc"}));
   t["model"]["merges"] = json::array({"a b"});
-  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("abc", false).tokens, (std::vector<std::string>{"ab", "c"}));
+  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("abc", false).tokens,
+            (std::vector<std::string>{"ab", "c"}));
   t["model"]["ignore_merges"] = true;
-  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("abc", false).tokens, (std::vector<std::string>{"abc"}));
+  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("abc", false).tokens,
+            (std::vector<std::string>{"abc"}));
 }
 
 TEST(Tokenizer, MergesApplyByRankThenLeftmost) {
   // "aaa" with the single merge (a, a): the leftmost pair merges first -> "aa", "a".
-  json t = tiny_tokenizer({"a", "aa", "b", "ab"}, json::array({json::array({"a", "a"})}), json::array(),
-                          nullptr, nullptr, nullptr);
-  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("aaa", false).tokens, (std::vector<std::string>{"aa", "a"}));
+  json t = tiny_tokenizer({"a", "aa", "b", "ab"}, json::array({json::array({"a", "a"})}),
+                          json::array(), nullptr, nullptr, nullptr);
+  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("aaa", false).tokens,
+            (std::vector<std::string>{"aa", "a"}));
   // Lower rank wins regardless of position: (a, b) before (a, a) gives "a", "ab".
   t["model"]["merges"] = json::array({json::array({"a", "b"}), json::array({"a", "a"})});
-  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("aab", false).tokens, (std::vector<std::string>{"a", "ab"}));
+  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("aab", false).tokens,
+            (std::vector<std::string>{"a", "ab"}));
   t["model"]["merges"] = json::array({json::array({"a", "a"}), json::array({"a", "b"})});
-  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("aab", false).tokens, (std::vector<std::string>{"aa", "b"}));
+  EXPECT_EQ(Tokenizer::from_json(t.dump()).encode("aab", false).tokens,
+            (std::vector<std::string>{"aa", "b"}));
 }
 
 TEST(Tokenizer, SplitSpecialTokensEncodesThemAsText) {
@@ -541,39 +614,66 @@ TEST(Tokenizer, SplitSpecialTokensEncodesThemAsText) {
 TEST(Tokenizer, InvalidUtf8InputIsAnError) {
   const Tokenizer& tok = golden_tokenizer("gemma3");
   test::expect_error_containing([&] { tok.encode("ab\xC3(", false); }, {"UTF-8", "byte offset 2"});
-  test::expect_error_containing([&] { tok.encode("\xED\xA0\x80", false); }, {"UTF-8"});  // surrogate
+  test::expect_error_containing([&] { tok.encode("\xED\xA0\x80", false); },
+                                {"UTF-8"});  // surrogate
 }
 
 // ------------------------------------------------------------------------------ broken files
 
 TEST(Tokenizer, CorruptOrUnsupportedFilesAreNamedErrors) {
   const std::string good = test::read_bytes(test::fixture("text_tokenizer_gemma3.json"));
-  test::expect_error_containing([&] { Tokenizer::from_json(good.substr(0, good.size() / 2), "half.json"); },
-                                {"half.json", "not valid JSON"});
-  test::expect_error_containing([&] { Tokenizer::from_json("[1, 2]", "arr.json"); }, {"arr.json", "object"});
+  test::expect_error_containing(
+      [&] { Tokenizer::from_json(good.substr(0, good.size() / 2), "half.json"); },
+      {"half.json", "not valid JSON"});
+  test::expect_error_containing([&] { Tokenizer::from_json("[1, 2]", "arr.json"); },
+                                {"arr.json", "object"});
 
   const json base = json::parse(good);
-  auto expect_bad = [&](const std::function<void(json&)>& edit, std::initializer_list<std::string> needles) {
+  auto expect_bad = [&](const std::function<void(json&)>& edit,
+                        std::initializer_list<std::string> needles) {
     json j = base;
     edit(j);
     test::expect_error_containing([&] { Tokenizer::from_json(j.dump(), "t.json"); }, needles);
   };
   expect_bad([](json& j) { j.erase("model"); }, {"t.json", "model"});
   expect_bad([](json& j) { j["model"]["vocab"]["a"] = "x"; }, {"model.vocab", "\"a\""});
-  expect_bad([](json& j) { j["model"]["merges"].push_back(json::array({"zzz", "a"})); }, {"merges", "zzz"});
+  expect_bad(
+      [](json& j) {
+        j["model"]["merges"].push_back(json::array({"zzz", "a"}));
+      },
+      {"merges", "zzz"});
   expect_bad([](json& j) { j["model"]["merges"].push_back("a b c"); }, {"merges", "one space"});
-  expect_bad([](json& j) { j["model"]["merges"].push_back(json::array({"x", "y"})); }, {"merged token", "xy"});
+  expect_bad(
+      [](json& j) {
+        j["model"]["merges"].push_back(json::array({"x", "y"}));
+      },
+      {"merged token", "xy"});
   expect_bad([](json& j) { j["model"]["type"] = "WordPiece"; }, {"WordPiece", "unsupported"});
   expect_bad([](json& j) { j["model"]["dropout"] = 0.1; }, {"dropout", "unsupported"});
   expect_bad([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, {"NFKC", "unsupported"});
-  expect_bad([](json& j) { j["pre_tokenizer"]["pattern"] = {{"Regex", "\\s+"}}; }, {"pre_tokenizer", "Regex", "unsupported"});
-  expect_bad([](json& j) { j["pre_tokenizer"] = {{"type", "ByteLevel"}}; }, {"ByteLevel", "unsupported"});
-  expect_bad([](json& j) { j["decoder"]["decoders"][0]["type"] = "WordPiece"; }, {"decoder.decoders[0]", "WordPiece"});
-  expect_bad([](json& j) { j["post_processor"] = {{"type", "BertProcessing"}}; }, {"BertProcessing", "unsupported"});
-  expect_bad([](json& j) { j["post_processor"]["single"][0]["SpecialToken"]["id"] = "<cls>"; }, {"<cls>"});
+  expect_bad(
+      [](json& j) {
+        j["pre_tokenizer"]["pattern"] = {{"Regex", "\\s+"}};
+      },
+      {"pre_tokenizer", "Regex", "unsupported"});
+  expect_bad(
+      [](json& j) {
+        j["pre_tokenizer"] = {{"type", "ByteLevel"}};
+      },
+      {"ByteLevel", "unsupported"});
+  expect_bad([](json& j) { j["decoder"]["decoders"][0]["type"] = "WordPiece"; },
+             {"decoder.decoders[0]", "WordPiece"});
+  expect_bad(
+      [](json& j) {
+        j["post_processor"] = {{"type", "BertProcessing"}};
+      },
+      {"BertProcessing", "unsupported"});
+  expect_bad([](json& j) { j["post_processor"]["single"][0]["SpecialToken"]["id"] = "<cls>"; },
+             {"<cls>"});
   expect_bad([](json& j) { j["truncation"] = {{"max_length", 8}}; }, {"truncation", "unsupported"});
   expect_bad([](json& j) { j["added_tokens"][0]["content"] = 5; }, {"added_tokens[0]", "content"});
-  expect_bad([](json& j) { j["added_tokens"][0]["special"] = "yes"; }, {"added_tokens[0]", "special"});
+  expect_bad([](json& j) { j["added_tokens"][0]["special"] = "yes"; },
+             {"added_tokens[0]", "special"});
   expect_bad([](json& j) { j["version"] = "2.0"; }, {"version"});
 }
 

@@ -49,7 +49,8 @@ std::vector<fs::path> files_breadth_first(const fs::path& root) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The bytes of a 1-D integer tensor, converted like numpy's astype(uint8) (int8 reinterpreted).
@@ -112,7 +113,8 @@ GemmaAssets GemmaAssets::from_root(const std::string& dir) {
     return nullptr;
   };
   const fs::path* tok = first_named("tokenizer.json");
-  LTX_CHECK(tok, "Gemma root ", dir, " has no tokenizer.json (searched the folder and its subfolders)");
+  LTX_CHECK(tok, "Gemma root ", dir,
+            " has no tokenizer.json (searched the folder and its subfolders)");
   a.tokenizer_json = read_file_bytes(*tok);
   if (const fs::path* cfg = first_named("config.json")) {
     try {
@@ -165,9 +167,10 @@ GemmaAssets GemmaAssets::from_single_file(const std::string& path) {
   a.tokenizer_json = tensor_as_bytes(f, kTokenizerTensor);
   const std::string prefix = kAssetPrefix;
   for (const std::string& name : f.names())
-    if (name.rfind(prefix, 0) == 0) a.sidecars[name.substr(prefix.size())] = tensor_as_bytes(f, name);
-  for (const char* name :
-       {"tokenizer_config.json", "processor_config.json", "chat_template.jinja", "generation_config.json"}) {
+    if (name.rfind(prefix, 0) == 0)
+      a.sidecars[name.substr(prefix.size())] = tensor_as_bytes(f, name);
+  for (const char* name : {"tokenizer_config.json", "processor_config.json", "chat_template.jinja",
+                           "generation_config.json"}) {
     if (a.sidecars.count(name)) continue;
     if (auto m = meta.find(name); m != meta.end()) a.sidecars[name] = m->second;
   }

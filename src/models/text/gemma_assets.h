@@ -20,8 +20,8 @@
 namespace ltx::text {
 
 struct GemmaAssets {
-  std::string source;      // the path given
-  nlohmann::json config;   // the HF config (null when a root folder has no config.json)
+  std::string source;     // the path given
+  nlohmann::json config;  // the HF config (null when a root folder has no config.json)
   std::string tokenizer_json;
   std::map<std::string, std::string> sidecars;  // file name -> bytes
   std::vector<std::string> weight_paths;        // the TE file itself, or the root's shards

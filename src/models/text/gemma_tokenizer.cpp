@@ -50,12 +50,13 @@ GemmaPromptTokenizer::GemmaPromptTokenizer(Tokenizer tokenizer, int64_t max_leng
 
 TokenizedPrompt GemmaPromptTokenizer::tokenize(std::string_view text) const {
   const std::string stripped = python_strip(text);
-  const Encoding enc = tokenizer_.encode(
-      stripped, /*add_special_tokens=*/true, Truncation{max_length_, tokenizer_.truncate_from_left()});
+  const Encoding enc = tokenizer_.encode(stripped, /*add_special_tokens=*/true,
+                                         Truncation{max_length_, tokenizer_.truncate_from_left()});
   std::vector<int64_t> ids(enc.ids.begin(), enc.ids.end());
   if (ids.empty() || ids[0] != bos_) {
     ids.insert(ids.begin(), bos_);
-    if (static_cast<int64_t>(ids.size()) > max_length_) ids.resize(static_cast<size_t>(max_length_));
+    if (static_cast<int64_t>(ids.size()) > max_length_)
+      ids.resize(static_cast<size_t>(max_length_));
   }
   const auto n = static_cast<int64_t>(ids.size());
   const auto pads = static_cast<size_t>(max_length_ - n);
@@ -84,7 +85,8 @@ TokenizedBatch GemmaPromptTokenizer::tokenize(const std::vector<std::string>& pr
   for (const std::string& p : prompts) {
     TokenizedPrompt t = tokenize(p);
     b.input_ids.insert(b.input_ids.end(), t.input_ids.begin(), t.input_ids.end());
-    b.attention_mask.insert(b.attention_mask.end(), t.attention_mask.begin(), t.attention_mask.end());
+    b.attention_mask.insert(b.attention_mask.end(), t.attention_mask.begin(),
+                            t.attention_mask.end());
   }
   return b;
 }

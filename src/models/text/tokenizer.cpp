@@ -114,15 +114,15 @@ bool valid_utf8(std::string_view s, size_t* bad_offset) {
 // Rust's char::is_whitespace (the Unicode White_Space property); also regex `\s`.
 bool is_rust_whitespace(uint32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
 }
 
 // Python's str.isspace (bidirectional class WS/B/S or category Zs).
 bool is_python_space(uint32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
 }
 
 // regex `\w` for the single_word check. Exact for ASCII; other characters would need the Unicode
@@ -131,18 +131,20 @@ bool is_word_char(uint32_t c, const std::string& token) {
   if (c < 0x80) return std::isalnum(static_cast<int>(c)) != 0 || c == '_';
   // Latin-1: the letters (and ª µ º) are Alphabetic; the rest are controls, symbols, punctuation
   // or No-class numbers, none of which `\w` takes.
-  if (c < 0x100) return c >= 0xC0 ? (c != 0xD7 && c != 0xF7) : (c == 0xAA || c == 0xB5 || c == 0xBA);
+  if (c < 0x100)
+    return c >= 0xC0 ? (c != 0xD7 && c != 0xF7) : (c == 0xAA || c == 0xB5 || c == 0xBA);
   if (is_rust_whitespace(c)) return false;
   if (c == 0x200C || c == 0x200D) return true;  // Join_Control
-  fail("tokenizer: the added token '", token,
-       "' has single_word=true and sits next to the non-ASCII character U+",
-       [&] {
-         char buf[16];
-         std::snprintf(buf, sizeof buf, "%04X", c);
-         return std::string(buf);
-       }(),
-       "; deciding whether that is a word character needs Unicode tables this tokenizer does not "
-       "carry (unsupported tokenizer.json feature: single_word with non-ASCII neighbours)");
+  fail(
+      "tokenizer: the added token '", token,
+      "' has single_word=true and sits next to the non-ASCII character U+",
+      [&] {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%04X", c);
+        return std::string(buf);
+      }(),
+      "; deciding whether that is a word character needs Unicode tables this tokenizer does not "
+      "carry (unsupported tokenizer.json feature: single_word with non-ASCII neighbours)");
 }
 
 // ------------------------------------------------------------------------------------ JSON access
@@ -162,13 +164,15 @@ const json& need(const Src& src, const json& obj, const char* key, const std::st
   return *it;
 }
 
-std::string need_string(const Src& src, const json& obj, const char* key, const std::string& where) {
+std::string need_string(const Src& src, const json& obj, const char* key,
+                        const std::string& where) {
   const json& v = need(src, obj, key, where);
   if (!v.is_string()) bad(src, where, str("field \"", key, "\" must be a string"));
   return v.get<std::string>();
 }
 
-bool opt_bool(const Src& src, const json& obj, const char* key, bool def, const std::string& where) {
+bool opt_bool(const Src& src, const json& obj, const char* key, bool def,
+              const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return def;
   if (!it->is_boolean()) bad(src, where, str("field \"", key, "\" must be true or false"));
@@ -187,7 +191,8 @@ std::optional<std::string> opt_string(const Src& src, const json& obj, const cha
 uint32_t need_char(const Src& src, const json& obj, const char* key, const std::string& where) {
   const std::string s = need_string(src, obj, key, where);
   size_t bad_at = 0;
-  if (s.empty() || !valid_utf8(s, &bad_at)) bad(src, where, str("field \"", key, "\" must be one character"));
+  if (s.empty() || !valid_utf8(s, &bad_at))
+    bad(src, where, str("field \"", key, "\" must be one character"));
   size_t len = 0;
   const uint32_t cp = decode_at(s, 0, &len);
   if (len != s.size()) bad(src, where, str("field \"", key, "\" must be one character"));
@@ -427,7 +432,8 @@ class TokenIndex {
     for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
       const Slot& s = slots_[i];
       if (s.id < 0) return nullptr;
-      if (s.hash == h && s.len == key.size() && arena_.compare(s.off, s.len, key) == 0) return &s.id;
+      if (s.hash == h && s.len == key.size() && arena_.compare(s.off, s.len, key) == 0)
+        return &s.id;
     }
   }
   bool contains(std::string_view key) const { return find(key) != nullptr; }
@@ -614,7 +620,8 @@ class TokenizerReader : public nlohmann::json_sax<json> {
     return value(json(v));
   }
   bool number_unsigned(number_unsigned_t v) override {
-    if (mode_ == Mode::Vocab) return vocab_id(v > static_cast<number_unsigned_t>(INT64_MAX) ? -1 : static_cast<int64_t>(v));
+    if (mode_ == Mode::Vocab)
+      return vocab_id(v > static_cast<number_unsigned_t>(INT64_MAX) ? -1 : static_cast<int64_t>(v));
     return value(json(v));
   }
   bool number_float(number_float_t v, const string_t&) override { return value(json(v)); }
@@ -638,7 +645,9 @@ class TokenizerReader : public nlohmann::json_sax<json> {
   bool binary(binary_t&) override { return stop("binary values are not JSON"); }
 
   bool start_object(std::size_t) override {
-    if (mode_ == Mode::Vocab) return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+    if (mode_ == Mode::Vocab)
+      return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(),
+                      " must be a non-negative 32-bit integer"));
     if (mode_ != Mode::Dom) return bad_merge();
     if (in_model() && key_ == "vocab") {
       mode_ = Mode::Vocab;
@@ -663,7 +672,9 @@ class TokenizerReader : public nlohmann::json_sax<json> {
     return close();
   }
   bool start_array(std::size_t) override {
-    if (mode_ == Mode::Vocab) return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+    if (mode_ == Mode::Vocab)
+      return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(),
+                      " must be a non-negative 32-bit integer"));
     if (mode_ == Mode::Merges) {
       mode_ = Mode::MergePair;
       pair_.clear();
@@ -699,7 +710,7 @@ class TokenizerReader : public nlohmann::json_sax<json> {
   Mode mode_ = Mode::Dom;
   std::vector<json*> stack_;
   std::vector<std::string> stack_keys_;  // key of each open container in its parent ("" if none)
-  std::string key_;                       // pending object key
+  std::string key_;                      // pending object key
   std::string vocab_key_;
   std::vector<std::string> pair_;
 
@@ -712,11 +723,13 @@ class TokenizerReader : public nlohmann::json_sax<json> {
     return false;
   }
   bool bad_merge() {
-    return stop(str("model.merges: merge ", tables.merges.size(), " must be [\"a\", \"b\"] or \"a b\""));
+    return stop(
+        str("model.merges: merge ", tables.merges.size(), " must be [\"a\", \"b\"] or \"a b\""));
   }
   bool vocab_id(int64_t v) {
     if (v < 0 || v > INT32_MAX)
-      return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+      return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(),
+                      " must be a non-negative 32-bit integer"));
     tables.vocab.emplace_back(std::move(vocab_key_), static_cast<int32_t>(v));
     return true;
   }
@@ -735,7 +748,9 @@ class TokenizerReader : public nlohmann::json_sax<json> {
     return &slot;
   }
   bool value(json&& v) {
-    if (mode_ == Mode::Vocab) return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(), " must be a non-negative 32-bit integer"));
+    if (mode_ == Mode::Vocab)
+      return stop(str("model.vocab: the id of token ", json(vocab_key_).dump(),
+                      " must be a non-negative 32-bit integer"));
     if (mode_ != Mode::Dom) return bad_merge();
     place(std::move(v));
     return true;
@@ -765,7 +780,8 @@ struct Tokenizer::Impl {
   std::vector<std::string> vocab_r;  // id -> token (dense; vocab_has marks the ids in use)
   std::vector<uint8_t> vocab_has;
   const std::string* model_token(int32_t id) const {
-    if (id < 0 || static_cast<size_t>(id) >= vocab_r.size() || !vocab_has[static_cast<size_t>(id)]) return nullptr;
+    if (id < 0 || static_cast<size_t>(id) >= vocab_r.size() || !vocab_has[static_cast<size_t>(id)])
+      return nullptr;
     return &vocab_r[static_cast<size_t>(id)];
   }
   MergeTable merges;
@@ -827,7 +843,8 @@ void Tokenizer::Impl::parse(const json& root, ModelTables& tables) {
   if (!root.is_object()) bad(src, "top level", "expected a JSON object");
   if (auto it = root.find("version"); it != root.end() && !it->is_null()) {
     if (!it->is_string() || it->get<std::string>() != "1.0")
-      bad(src, "version", str("unknown tokenizer.json version ", it->dump(), " (expected \"1.0\")"));
+      bad(src, "version",
+          str("unknown tokenizer.json version ", it->dump(), " (expected \"1.0\")"));
   }
   for (const char* key : {"truncation", "padding"}) {
     auto it = root.find(key);
@@ -949,15 +966,23 @@ void Tokenizer::Impl::parse_model(const json& m, ModelTables& tables) {
   for (size_t i = 0; i < tables.merges.size(); ++i) {
     const auto& [a, b] = tables.merges[i];
     const int32_t* ia = vocab.find(a);
-    if (!ia) bad(src, "model.merges", str("merge ", i, ": token ", json(a).dump(), " is not in the vocabulary"));
+    if (!ia)
+      bad(src, "model.merges",
+          str("merge ", i, ": token ", json(a).dump(), " is not in the vocabulary"));
     const int32_t* ib = vocab.find(b);
-    if (!ib) bad(src, "model.merges", str("merge ", i, ": token ", json(b).dump(), " is not in the vocabulary"));
-    if (b.size() < prefix_len) bad(src, "model.merges", str("merge ", i, ": token ", json(b).dump(), " is shorter than the subword prefix"));
+    if (!ib)
+      bad(src, "model.merges",
+          str("merge ", i, ": token ", json(b).dump(), " is not in the vocabulary"));
+    if (b.size() < prefix_len)
+      bad(src, "model.merges",
+          str("merge ", i, ": token ", json(b).dump(), " is shorter than the subword prefix"));
     merged.assign(a);
     merged.append(b, prefix_len, std::string::npos);
     const int32_t* im = vocab.find(merged);
     if (!im)
-      bad(src, "model.merges", str("merge ", i, ": the merged token ", json(merged).dump(), " is not in the vocabulary"));
+      bad(src, "model.merges",
+          str("merge ", i, ": the merged token ", json(merged).dump(),
+              " is not in the vocabulary"));
     merges.insert_or_assign(pair_key(*ia, *ib), MergeInfo{static_cast<uint32_t>(i), *im});
   }
   tables.merges.clear();
@@ -977,9 +1002,11 @@ void Tokenizer::Impl::parse_normalizer(const json& n, const std::string& where) 
   if (type == "Sequence") {
     const json& list = need(src, n, "normalizers", where);
     if (!list.is_array()) bad(src, where, "\"normalizers\" must be an array");
-    for (size_t i = 0; i < list.size(); ++i) parse_normalizer(list[i], str(where, ".normalizers[", i, "]"));
+    for (size_t i = 0; i < list.size(); ++i)
+      parse_normalizer(list[i], str(where, ".normalizers[", i, "]"));
   } else if (type == "Replace") {
-    NormStep s{NormStep::Kind::Replace, string_pattern(src, n, where), need_string(src, n, "content", where)};
+    NormStep s{NormStep::Kind::Replace, string_pattern(src, n, where),
+               need_string(src, n, "content", where)};
     normalizer.push_back(std::move(s));
   } else if (type == "Prepend") {
     NormStep s{NormStep::Kind::Prepend, "", need_string(src, n, "prepend", where)};
@@ -1009,12 +1036,18 @@ void Tokenizer::Impl::parse_pre_tokenizer(const json& p, const std::string& wher
     PreTokStep s{PreTokStep::Kind::Split};
     s.pattern = string_pattern(src, p, where);
     const std::string b = need_string(src, p, "behavior", where);
-    if (b == "Removed") s.behavior = Behavior::Removed;
-    else if (b == "Isolated") s.behavior = Behavior::Isolated;
-    else if (b == "MergedWithPrevious") s.behavior = Behavior::MergedWithPrevious;
-    else if (b == "MergedWithNext") s.behavior = Behavior::MergedWithNext;
-    else if (b == "Contiguous") s.behavior = Behavior::Contiguous;
-    else bad(src, where, str("unknown split behavior \"", b, "\""));
+    if (b == "Removed")
+      s.behavior = Behavior::Removed;
+    else if (b == "Isolated")
+      s.behavior = Behavior::Isolated;
+    else if (b == "MergedWithPrevious")
+      s.behavior = Behavior::MergedWithPrevious;
+    else if (b == "MergedWithNext")
+      s.behavior = Behavior::MergedWithNext;
+    else if (b == "Contiguous")
+      s.behavior = Behavior::Contiguous;
+    else
+      bad(src, where, str("unknown split behavior \"", b, "\""));
     s.invert = opt_bool(src, p, "invert", false, where);
     pre_tokenizer.push_back(std::move(s));
   } else if (type == "Metaspace") {
@@ -1024,10 +1057,14 @@ void Tokenizer::Impl::parse_pre_tokenizer(const json& p, const std::string& wher
     const std::string scheme = p.contains("prepend_scheme") && p["prepend_scheme"].is_string()
                                    ? p["prepend_scheme"].get<std::string>()
                                    : "always";
-    if (scheme == "first") s.scheme = PrependScheme::First;
-    else if (scheme == "never") s.scheme = PrependScheme::Never;
-    else if (scheme == "always") s.scheme = PrependScheme::Always;
-    else bad(src, where, str("unknown prepend_scheme \"", scheme, "\""));
+    if (scheme == "first")
+      s.scheme = PrependScheme::First;
+    else if (scheme == "never")
+      s.scheme = PrependScheme::Never;
+    else if (scheme == "always")
+      s.scheme = PrependScheme::Always;
+    else
+      bad(src, where, str("unknown prepend_scheme \"", scheme, "\""));
     if (p.contains("add_prefix_space") && p["add_prefix_space"].is_boolean()) {
       // Legacy field: false means never (and must agree with an explicit scheme).
       if (!p["add_prefix_space"].get<bool>()) {
@@ -1053,7 +1090,8 @@ void Tokenizer::Impl::parse_post_processor(const json& p) {
   if (type != "TemplateProcessing")
     bad(src, where,
         str("post-processor \"", type,
-            "\" is not supported (unsupported tokenizer.json feature); only TemplateProcessing is"));
+            "\" is not supported (unsupported tokenizer.json feature); only TemplateProcessing "
+            "is"));
   has_post_processor = true;
   const json& specials = need(src, p, "special_tokens", where);
   if (!specials.is_object()) bad(src, where, "\"special_tokens\" must be an object");
@@ -1065,7 +1103,8 @@ void Tokenizer::Impl::parse_post_processor(const json& p) {
     if (!ids.is_array() || !toks.is_array() || ids.size() != toks.size())
       bad(src, w, "\"ids\" and \"tokens\" must be arrays of the same length");
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (!ids[i].is_number_integer() || ids[i].get<int64_t>() < 0 || ids[i].get<int64_t>() > INT32_MAX)
+      if (!ids[i].is_number_integer() || ids[i].get<int64_t>() < 0 ||
+          ids[i].get<int64_t>() > INT32_MAX)
         bad(src, w, "ids must be non-negative 32-bit integers");
       if (!toks[i].is_string()) bad(src, w, "tokens must be strings");
       def.ids.push_back(static_cast<int32_t>(ids[i].get<int64_t>()));
@@ -1101,9 +1140,11 @@ void Tokenizer::Impl::parse_decoder(const json& d, const std::string& where) {
   if (type == "Sequence") {
     const json& list = need(src, d, "decoders", where);
     if (!list.is_array()) bad(src, where, "\"decoders\" must be an array");
-    for (size_t i = 0; i < list.size(); ++i) parse_decoder(list[i], str(where, ".decoders[", i, "]"));
+    for (size_t i = 0; i < list.size(); ++i)
+      parse_decoder(list[i], str(where, ".decoders[", i, "]"));
   } else if (type == "Replace") {
-    DecStep s{DecStep::Kind::Replace, string_pattern(src, d, where), need_string(src, d, "content", where)};
+    DecStep s{DecStep::Kind::Replace, string_pattern(src, d, where),
+              need_string(src, d, "content", where)};
     decoder.push_back(std::move(s));
   } else if (type == "ByteFallback") {
     decoder.push_back(DecStep{DecStep::Kind::ByteFallback});
@@ -1125,10 +1166,14 @@ void Tokenizer::Impl::parse_decoder(const json& d, const std::string& where) {
     const std::string scheme = d.contains("prepend_scheme") && d["prepend_scheme"].is_string()
                                    ? d["prepend_scheme"].get<std::string>()
                                    : "always";
-    if (scheme == "first") s.scheme = PrependScheme::First;
-    else if (scheme == "never") s.scheme = PrependScheme::Never;
-    else if (scheme == "always") s.scheme = PrependScheme::Always;
-    else bad(src, where, str("unknown prepend_scheme \"", scheme, "\""));
+    if (scheme == "first")
+      s.scheme = PrependScheme::First;
+    else if (scheme == "never")
+      s.scheme = PrependScheme::Never;
+    else if (scheme == "always")
+      s.scheme = PrependScheme::Always;
+    else
+      bad(src, where, str("unknown prepend_scheme \"", scheme, "\""));
     if (d.contains("add_prefix_space") && d["add_prefix_space"].is_boolean() &&
         !d["add_prefix_space"].get<bool>())
       s.scheme = PrependScheme::Never;
@@ -1244,7 +1289,8 @@ std::vector<Piece> Tokenizer::Impl::split_added(const Piece& p, const Trie& trie
     const AddedToken& t = added_by_id.at(id);
     if (encode_special_tokens && special_set.count(t.content)) continue;
     if (t.single_word) {
-      const bool start_space = start == 0 || !is_word_char(last_code_point(s.substr(0, start)), t.content);
+      const bool start_space =
+          start == 0 || !is_word_char(last_code_point(s.substr(0, start)), t.content);
       size_t l = 0;
       const bool stop_space = stop == s.size() || !is_word_char(decode_at(s, stop, &l), t.content);
       if (!start_space || !stop_space) continue;
@@ -1297,7 +1343,8 @@ void Tokenizer::Impl::pre_tokenize(std::vector<Piece>& pieces) const {
             (step.scheme == PrependScheme::First && !starts && p.orig_begin == 0))
           prepend_to(p, step.replacement);
         if (step.split)
-          parts = split_piece(p, literal_matches(p.text, step.replacement), Behavior::MergedWithNext);
+          parts =
+              split_piece(p, literal_matches(p.text, step.replacement), Behavior::MergedWithNext);
         else if (!p.text.empty())
           parts.push_back(std::move(p));
       }
@@ -1398,11 +1445,13 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
     cur.next = right.next;
     if (right.next >= 0) syms[static_cast<size_t>(right.next)].prev = top.pos;
     if (cur.prev >= 0) {
-      if (const MergeInfo* m = merges.find(pair_key(syms[static_cast<size_t>(cur.prev)].id, cur.id)))
+      if (const MergeInfo* m =
+              merges.find(pair_key(syms[static_cast<size_t>(cur.prev)].id, cur.id)))
         heap.push({m->rank, cur.prev, m->new_id});
     }
     if (cur.next >= 0) {
-      if (const MergeInfo* m = merges.find(pair_key(cur.id, syms[static_cast<size_t>(cur.next)].id)))
+      if (const MergeInfo* m =
+              merges.find(pair_key(cur.id, syms[static_cast<size_t>(cur.next)].id)))
         heap.push({m->rank, top.pos, m->new_id});
     }
   }
@@ -1632,8 +1681,10 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
           int value = -1;
           if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
             const int h1 = hex(t[3]), h2 = hex(t[4]);
-            if (h1 >= 0 && h2 >= 0) value = h1 * 16 + h2;
-            else if (t[3] == '+' && h2 >= 0) value = h2;
+            if (h1 >= 0 && h2 >= 0)
+              value = h1 * 16 + h2;
+            else if (t[3] == '+' && h2 >= 0)
+              value = h2;
           }
           if (value >= 0) {
             bytes += static_cast<char>(value);

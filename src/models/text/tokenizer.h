@@ -62,7 +62,8 @@ struct Truncation {
 class Tokenizer {
  public:
   // Parses tokenizer.json text; `source` names it in error messages.
-  static Tokenizer from_json(std::string_view json_text, const std::string& source = "tokenizer.json");
+  static Tokenizer from_json(std::string_view json_text,
+                             const std::string& source = "tokenizer.json");
   static Tokenizer from_file(const std::string& path);
 
   Tokenizer(const Tokenizer& other);
