@@ -14,5 +14,6 @@ struct Command {
 
 Command add_inspect(CLI::App& app);
 Command add_parity(CLI::App& app);
+Command add_tokenize(CLI::App& app);
 
 }  // namespace ltx::cli
