@@ -1378,7 +1378,15 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
     if (n > 0) syms.back().next = n;
     syms.push_back({id, n - 1, -1, len});
   };
-  std::optional<std::pair<int32_t, uint32_t>> pending_unk;
+  // A pending (possibly fused) unk token: id and byte length. Plain fields rather than an
+  // optional pair: g++ 12 -O3 reports a false maybe-uninitialized on the optional.
+  bool has_unk = false;
+  int32_t unk_id = 0;
+  uint32_t unk_len = 0;
+  auto flush_unk = [&] {
+    if (has_unk) add(unk_id, unk_len);
+    has_unk = false;
+  };
   std::string s;
   for (size_t i = 0; i < word.size();) {
     const size_t len = utf8_len(static_cast<unsigned char>(word[i]));
@@ -1388,10 +1396,7 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
     if (is_last && suffix) s += *suffix;
     i += len;
     if (const int32_t* id = vocab.find(s)) {
-      if (pending_unk) {
-        add(pending_unk->first, pending_unk->second);
-        pending_unk.reset();
-      }
+      flush_unk();
       add(*id, static_cast<uint32_t>(len));
       continue;
     }
@@ -1409,16 +1414,18 @@ std::vector<Tok> Tokenizer::Impl::bpe(std::string_view word) const {
       if (!uid)
         fail("tokenizer ", source, ": the unk token '", *unk_token,
              "' is not in the vocabulary, so the character ", json(s).dump(), " cannot be encoded");
-      if (pending_unk && fuse_unk) {
-        pending_unk->second += static_cast<uint32_t>(len);
+      if (has_unk && fuse_unk) {
+        unk_len += static_cast<uint32_t>(len);
       } else {
-        if (pending_unk) add(pending_unk->first, pending_unk->second);
-        pending_unk = std::make_pair(*uid, static_cast<uint32_t>(len));
+        flush_unk();
+        has_unk = true;
+        unk_id = *uid;
+        unk_len = static_cast<uint32_t>(len);
       }
     }
     // Without an unk token the library drops the character.
   }
-  if (pending_unk) add(pending_unk->first, pending_unk->second);
+  flush_unk();
 
   struct Cand {
     uint32_t rank;
