@@ -111,15 +111,18 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
               " must hold one value per sample (batch ", batch, ")");
     scaled_timestep = ops::mul(t.reshape({batch}), timestep_scale_multiplier_);
   }
-  x = conv_in_(x, causal);
+  x = conv_in_(std::move(x), causal);
   if (probe) probe("conv_in", x);
   for (size_t i = 0; i < up_blocks_.size(); ++i) {
     x = std::visit(
         [&](const auto& b) -> Tensor {
           using B = std::decay_t<decltype(b)>;
-          if constexpr (std::is_same_v<B, UNetMidBlock3D>) return b(x, causal, scaled_timestep);
-          else if constexpr (std::is_same_v<B, AttnBlock3D>) return b(x);
-          else return b(x, causal);
+          if constexpr (std::is_same_v<B, UNetMidBlock3D>)
+            return b(std::move(x), causal, scaled_timestep);
+          else if constexpr (std::is_same_v<B, AttnBlock3D>)
+            return b(x);
+          else
+            return b(std::move(x), causal);
         },
         up_blocks_[i]);
     if (probe) probe(str("up_blocks.", i), x);
@@ -133,18 +136,17 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
     x = ops::modulate(x, ada.select(1, 1), ada.select(1, 0));
   }
   x = ops::silu(x);
-  x = conv_out_(x, causal);
+  x = conv_out_(std::move(x), causal);
   return unpatchify(x, config_.patch_size, 1);
 }
 
-std::vector<tiling::Tile> ConvVideoDecoder::prepare_tiles(
-    const Shape& latent, const std::optional<tiling::TilingConfig>& config) const {
+std::vector<tiling::Tile> prepare_tiles_for_decoding(
+    const Shape& latent, const Shape& out, const tiling::ScaleFactors& s,
+    const std::optional<tiling::TilingConfig>& config) {
   using namespace tiling;
   std::vector<SplitOperation> splitters(5, split_default());
   std::vector<MappingOperation> mappers(5, default_mapping());
-  const Shape out = output_shape(latent);
   if (!config) return create_tiles(latent, splitters, mappers, out);
-  const ScaleFactors s = video_downscale_factors();
   const Splitters sp = to_splitters(*config, s);
   splitters[2] = sp[0];
   splitters[3] = sp[1];
@@ -166,7 +168,8 @@ void ConvVideoDecoder::tiled_decode(const Tensor& latent,
             latent.describe());
   LTX_CHECK(static_cast<bool>(on_chunk), "video VAE tiled decode: no chunk callback");
   const Shape full = output_shape(latent.shape());
-  const std::vector<Tile> tiles = prepare_tiles(latent.shape(), config);
+  const std::vector<Tile> tiles =
+      prepare_tiles_for_decoding(latent.shape(), full, video_downscale_factors(), config);
   const bool complementary = masks_are_complementary(tiles, full);
 
   Tensor prev, prev_weights;

@@ -96,8 +96,12 @@ class ConvVideoDecoder {
   std::optional<transformer::PixArtAlphaCombinedTimestepSizeEmbeddings> last_time_embedder_;
   Tensor last_scale_shift_table_;  // [2, C]
 
-  std::vector<tiling::Tile> prepare_tiles(const Shape& latent,
-                                          const std::optional<tiling::TilingConfig>& config) const;
 };
+
+// The tiles of a tiled decode of `latent` (reference: ConvVideoDecoder._prepare_tiles): `in`
+// latent ranges, `out` pixel ranges of the decoded video `output_shape`, masks in pixel units.
+std::vector<tiling::Tile> prepare_tiles_for_decoding(
+    const Shape& latent, const Shape& output_shape, const tiling::ScaleFactors& scale,
+    const std::optional<tiling::TilingConfig>& config);
 
 }  // namespace ltx::models::video_vae

@@ -20,13 +20,14 @@ CausalConv3d CausalConv3d::load(io::WeightMap& w, const std::string& name, int64
   return c;
 }
 
-Tensor CausalConv3d::operator()(const Tensor& x, bool causal) const {
+Tensor CausalConv3d::operator()(Tensor x, bool causal) const {
   LTX_CHECK(x.dim() == 5 && x.size(1) == in_channels(), "CausalConv3d: expected [B, ",
             in_channels(), ", F, H, W], got ", x.describe());
   const int64_t k = kernel, half = k / 2;
   // Temporal padding by frame replication, then the spatial padding of the conv's padding_mode.
   const int64_t front = causal ? k - 1 : (k - 1) / 2, back = causal ? 0 : (k - 1) / 2;
   Tensor xp = ops::pad(x, {0, 0, 0, 0, front, back}, ops::PadMode::Replicate);
+  x = Tensor();  // the padded copy is all the conv needs
   ops::ConvArg<3> padding{0, half, half};
   if (spatial_padding != PaddingMode::Zeros && half > 0) {
     xp = ops::pad(xp, {half, half, half, half, 0, 0}, to_pad_mode(spatial_padding));

@@ -28,7 +28,8 @@ struct CausalConv3d {
                            PaddingMode spatial_padding, const nn::LoadOptions& opt);
   int64_t in_channels() const { return weight.size(1); }
   int64_t out_channels() const { return weight.size(0); }
-  Tensor operator()(const Tensor& x, bool causal) const;
+  // Takes x by value and drops it once padded: pass std::move(x) when it is the last use.
+  Tensor operator()(Tensor x, bool causal) const;
 };
 
 // make_linear_nd(3): a 1x1x1 nn.Conv3d binding `<name>.{weight,bias}`.

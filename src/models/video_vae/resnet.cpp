@@ -46,7 +46,7 @@ ResnetBlock3D ResnetBlock3D::load(io::WeightMap& w, int64_t in_channels, int64_t
   return b;
 }
 
-Tensor ResnetBlock3D::operator()(const Tensor& x, bool causal, const Tensor& timestep_embed) const {
+Tensor ResnetBlock3D::operator()(Tensor x, bool causal, const Tensor& timestep_embed) const {
   Tensor shift1, scale1, shift2, scale2;
   if (timestep_conditioning) {
     LTX_CHECK(timestep_embed.defined(), "ResnetBlock3D: the timestep embedding is required when "
@@ -65,12 +65,12 @@ Tensor ResnetBlock3D::operator()(const Tensor& x, bool causal, const Tensor& tim
   Tensor h = norm1(x);
   if (timestep_conditioning) h = ops::modulate(h, scale1, shift1);
   h = ops::silu(h);
-  h = conv1(h, causal);
+  h = conv1(std::move(h), causal);
   h = norm2(h);
   if (timestep_conditioning) h = ops::modulate(h, scale2, shift2);
   h = ops::silu(h);
-  h = conv2(h, causal);
-  Tensor shortcut = x;
+  h = conv2(std::move(h), causal);
+  Tensor shortcut = std::move(x);
   if (norm3) shortcut = (*norm3)(shortcut);
   if (conv_shortcut) shortcut = (*conv_shortcut)(shortcut);
   // h is fresh, so the residual is added in place (input + hidden, the same sum either way).
@@ -95,17 +95,15 @@ UNetMidBlock3D UNetMidBlock3D::load(io::WeightMap& w, int64_t channels, int64_t 
   return m;
 }
 
-Tensor UNetMidBlock3D::operator()(const Tensor& x, bool causal,
-                                  const Tensor& scaled_timestep) const {
+Tensor UNetMidBlock3D::operator()(Tensor x, bool causal, const Tensor& scaled_timestep) const {
   Tensor embed;
   if (time_embedder) {
     LTX_CHECK(scaled_timestep.defined(), "UNetMidBlock3D: a timestep is required when "
               "timestep_conditioning is on");
     embed = (*time_embedder)(scaled_timestep.flatten());
   }
-  Tensor h = x;
-  for (const ResnetBlock3D& r : res_blocks) h = r(h, causal, embed);
-  return h;
+  for (const ResnetBlock3D& r : res_blocks) x = r(std::move(x), causal, embed);
+  return x;
 }
 
 }  // namespace ltx::models::video_vae

@@ -45,7 +45,7 @@ struct ResnetBlock3D {
                             NormLayer norm, double eps, int64_t groups, bool timestep_conditioning,
                             PaddingMode padding, const nn::LoadOptions& opt);
   // timestep_embed: [B, 4 * in] (the mid block's embedding) when timestep-conditioned.
-  Tensor operator()(const Tensor& x, bool causal, const Tensor& timestep_embed = Tensor()) const;
+  Tensor operator()(Tensor x, bool causal, const Tensor& timestep_embed = Tensor()) const;
 };
 
 // UNetMidBlock3D: `num_layers` ResnetBlock3D of constant width (`res_blocks.<j>`), with one shared
@@ -58,7 +58,8 @@ struct UNetMidBlock3D {
                              NormLayer norm, bool timestep_conditioning, PaddingMode padding,
                              const nn::LoadOptions& opt);
   // scaled_timestep: [B] (timestep * timestep_scale_multiplier) when timestep-conditioned.
-  Tensor operator()(const Tensor& x, bool causal, const Tensor& scaled_timestep = Tensor()) const;
+  // x by value: pass std::move(x) so that only one block input is alive at a time.
+  Tensor operator()(Tensor x, bool causal, const Tensor& scaled_timestep = Tensor()) const;
 };
 
 }  // namespace ltx::models::video_vae

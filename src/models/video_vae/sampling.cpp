@@ -28,8 +28,7 @@ SpaceToDepthDownsample SpaceToDepthDownsample::load(io::WeightMap& w, int64_t in
   return d;
 }
 
-Tensor SpaceToDepthDownsample::operator()(const Tensor& x_in, bool causal) const {
-  Tensor x = x_in;
+Tensor SpaceToDepthDownsample::operator()(Tensor x, bool causal) const {
   if (stride[0] == 2) x = ops::concat({x.narrow(2, 0, 1), x}, 2);
   LTX_CHECK(x.size(2) % stride[0] == 0 && x.size(3) % stride[1] == 0 && x.size(4) % stride[2] == 0,
             "SpaceToDepthDownsample: ", x.describe(), " is not divisible by the stride (",
@@ -38,7 +37,7 @@ Tensor SpaceToDepthDownsample::operator()(const Tensor& x_in, bool causal) const
   Tensor skip = ops::space_to_depth(x, factors(stride), {0, 1, 2});
   const Shape s = skip.shape();
   skip = ops::mean(skip.view({s[0], s[1] / group_size, group_size, s[2], s[3], s[4]}), {2});
-  Tensor h = ops::space_to_depth(conv(x, causal), factors(stride), {0, 1, 2});
+  Tensor h = ops::space_to_depth(conv(std::move(x), causal), factors(stride), {0, 1, 2});
   ops::add_(h, skip);
   return h;
 }
@@ -64,7 +63,7 @@ DepthToSpaceUpsample DepthToSpaceUpsample::load(io::WeightMap& w, int64_t in_cha
 
 int64_t DepthToSpaceUpsample::out_channels() const { return conv.in_channels() / reduction; }
 
-Tensor DepthToSpaceUpsample::operator()(const Tensor& x, bool causal) const {
+Tensor DepthToSpaceUpsample::operator()(Tensor x, bool causal) const {
   Tensor skip;
   if (residual) {
     skip = ops::depth_to_space(x, factors(stride), {0, 1, 2});
@@ -72,7 +71,7 @@ Tensor DepthToSpaceUpsample::operator()(const Tensor& x, bool causal) const {
     skip = ops::repeat(skip, {1, prod(stride) / reduction, 1, 1, 1});
     if (stride[0] == 2) skip = skip.narrow(2, 1, skip.size(2) - 1);
   }
-  Tensor h = ops::depth_to_space(conv(x, causal), factors(stride), {0, 1, 2});
+  Tensor h = ops::depth_to_space(conv(std::move(x), causal), factors(stride), {0, 1, 2});
   if (stride[0] == 2) h = h.narrow(2, 1, h.size(2) - 1);
   if (residual) ops::add_(h, skip);  // h is fresh: a view of its own storage
   return h;

@@ -21,7 +21,7 @@ struct SpaceToDepthDownsample {
   static SpaceToDepthDownsample load(io::WeightMap& w, int64_t in_channels, int64_t out_channels,
                                      std::array<int64_t, 3> stride, PaddingMode padding,
                                      const nn::LoadOptions& opt);
-  Tensor operator()(const Tensor& x, bool causal) const;
+  Tensor operator()(Tensor x, bool causal) const;
 };
 
 // Decoder compress_*: depth_to_space(causal_conv(x)) (conv to prod(stride)*in/reduction channels),
@@ -39,7 +39,7 @@ struct DepthToSpaceUpsample {
                                    int64_t out_channels_reduction_factor, PaddingMode padding,
                                    const nn::LoadOptions& opt);
   int64_t out_channels() const;
-  Tensor operator()(const Tensor& x, bool causal) const;
+  Tensor operator()(Tensor x, bool causal) const;
 };
 
 }  // namespace ltx::models::video_vae

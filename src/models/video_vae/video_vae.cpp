@@ -98,19 +98,19 @@ Tensor VideoEncoder::operator()(const Tensor& video, const Probe& probe) const {
     x = x.narrow(2, 0, frames);
   }
   x = patchify(x.to(DType::F32), config_.patch_size, 1);
-  x = conv_in_(x, true);
+  x = conv_in_(std::move(x), true);
   for (size_t i = 0; i < down_blocks_.size(); ++i) {
     x = std::visit(
         [&](const auto& b) -> Tensor {
           using B = std::decay_t<decltype(b)>;
           if constexpr (std::is_same_v<B, AttnBlock3D>) return b(x);
-          else return b(x, true);
+          else return b(std::move(x), true);
         },
         down_blocks_[i]);
     if (probe) probe(str("down_blocks.", i), x);
   }
   x = ops::silu(conv_norm_out_(x));
-  x = conv_out_(x, true);
+  x = conv_out_(std::move(x), true);
   if (probe) probe("conv_out", x);
   // Means are the first C channels for every log-variance layout (uniform / constant: C + 1
   // channels, per_channel: 2C).
