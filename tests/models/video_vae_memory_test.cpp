@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "core/storage.h"
 #include "models/video_vae/conv_video_decoder.h"
@@ -92,6 +93,36 @@ TEST(VideoVaeMemory, TheEstimateBoundsTheMeasuredPeak) {
         info.name.rfind("vae.per_channel_statistics.", 0) == 0)
       params += info.numel();
   EXPECT_EQ(decoder_parameter_count(cfg), params);
+}
+
+// The figure in docs/VIDEO_VAE.md: 121 frames at 1536x1024 with the real LTX-2.3 decoder config
+// (128 latent channels, base 128, res_x 4/6/4/2/2, zeros padding), the pipelines' automatic
+// tiling versus no tiling.
+TEST(VideoVaeMemory, Real23DecoderAt1536x1024For121FramesTiledNeedsUnder8GiB) {
+  const nlohmann::json vae = nlohmann::json::parse(R"({
+    "latent_channels": 128, "decoder_base_channels": 128, "spatial_padding_mode": "zeros",
+    "timestep_conditioning": false, "causal_decoder": false, "patch_size": 4,
+    "decoder_blocks": [["res_x", {"num_layers": 4}], ["compress_space", {"multiplier": 2}],
+                       ["res_x", {"num_layers": 6}], ["compress_time", {"multiplier": 2}],
+                       ["res_x", {"num_layers": 4}], ["compress_all", {"multiplier": 1}],
+                       ["res_x", {"num_layers": 2}], ["compress_all", {"multiplier": 2}],
+                       ["res_x", {"num_layers": 2}]]})");
+  const DecoderConfig cfg = decoder_config_from_json(vae, "LTX-2.3 VAE");
+  const Shape latent{1, 128, 16, 32, 48};  // 121 x 1024 x 1536 pixels
+  const DecodeMemoryEstimate tiled =
+      estimate_decode_memory(cfg, latent, tiling::auto_tiling_config(1024, 1536));
+  const DecodeMemoryEstimate untiled = estimate_decode_memory(cfg, latent, std::nullopt);
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  std::printf("    2.3 decoder: %.1fM parameters (%.2f GiB f32)\n",
+              decoder_parameter_count(cfg) / 1e6, tiled.weight_bytes / kGiB);
+  std::printf("    tiled (auto, %lld tiles, largest %s): buffers %.2f GiB + tile %.2f GiB -> total "
+              "%.2f GiB\n",
+              static_cast<long long>(tiled.tiles), tiled.largest_tile.str().c_str(),
+              tiled.buffer_bytes / kGiB, tiled.tile_peak_bytes / kGiB, tiled.total_bytes() / kGiB);
+  std::printf("    untiled: forward %.2f GiB -> total %.2f GiB\n", untiled.tile_peak_bytes / kGiB,
+              untiled.total_bytes() / kGiB);
+  EXPECT_LT(tiled.total_bytes(), 8 * kGiB);  // comfortably inside 24 GiB
+  EXPECT_GT(untiled.total_bytes(), 2 * tiled.total_bytes());
 }
 
 }  // namespace

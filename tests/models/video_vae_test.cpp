@@ -206,6 +206,28 @@ TEST(VideoVaeLoading, RejectsBadInputs) {
                Error);
 }
 
+// The pipelines' decode_video: sample 0 as [f, H, W, 3] chunks of clamp((x + 1) / 2, 0, 1).
+TEST(VideoVaeLoading, DecodeVideoYieldsClampedFramesLast) {
+  const ConvVideoDecoder dec =
+      ConvVideoDecoder::from_file(test::fixture("vae_ltx23.weights.safetensors"));
+  const Tensor latent = test::random_tensor({2, 4, 3, 1, 1}, 21, -3.f, 3.f);
+  const Tensor pixels = dec(latent);  // [2, 3, 17, 32, 32]
+  const Tensor want =
+      ops::clamp(ops::mul(ops::add(pixels.select(0, 0).permute({1, 2, 3, 0}), 1.0), 0.5), 0, 1);
+  std::vector<Tensor> chunks;
+  dec.decode_video(latent, std::nullopt, {}, [&](const Tensor& c) { chunks.push_back(c); });
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(chunks[0].shape(), Shape({17, 32, 32, 3}));
+  EXPECT_EQ(test::max_abs_diff(chunks[0], want), 0.0);
+  // Tiled: 0-frame first chunk for 3 latents with 2-latent tiles, then everything.
+  chunks.clear();
+  dec.decode_video(latent, tiling::TileSizeConfig{tiling::DimensionSizeConfig(16, 8), {}, {}}, {},
+                   [&](const Tensor& c) { chunks.push_back(c); });
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0].size(0), 0);
+  EXPECT_EQ(chunks[1].shape(), Shape({17, 32, 32, 3}));
+}
+
 // --------------------------------------------------------------------- tiled vs untiled
 
 // The ltx23 weights with every 3x3x3 kernel reduced to the one tap that reads the output
