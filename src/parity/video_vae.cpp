@@ -1,8 +1,8 @@
 // `ltx parity video-vae`: the vae_<case> io files (shared/golden/README-vae.md). Computes, for the
-// inputs the io file has: out.encode.latent (+ out.f64.encode.latent from the same f32 compute,
-// stored as f64), out.tiled_encode.latent, out.decode.pixels, out.decode_default_t.pixels,
+// inputs the io file has: out.encode.latent, out.tiled_encode.latent, out.decode.pixels, out.decode_default_t.pixels,
 // out.decode_causal.pixels, out.tiled_decode.{pixels,chunk_frames} and the inter.encode.* /
-// inter.decode.* tensors the file stores. Tiling configs come from the io file's metadata
+// inter.decode.* tensors the file stores; an out.f64.<x> twin is written from the same f32 values
+// (the CPU backend has no f64 path). Tiling configs come from the io file's metadata
 // (notes.tiled_encode.tiling_config / notes.tiled_decode.tiling_config); recorded decoder noise
 // from in.decode.noise / in.tiled_decode.noise_flat.
 #include <nlohmann/json.hpp>
@@ -27,6 +27,13 @@ std::optional<tiling::TilingConfig> tiling_from_notes(const Run& run, const char
       !notes[section].contains("tiling_config"))
     return std::nullopt;
   return tiling::tiling_config_from_json(notes[section]["tiling_config"]);
+}
+
+// Emits out.<name>, and out.f64.<name> from the same f32 values when the io file has that twin
+// (the CPU backend computes in f32 only).
+void emit_out(Run& run, const std::string& name, const Tensor& value) {
+  run.emit("out." + name, value);
+  if (run.has("out.f64." + name)) run.emit("out.f64." + name, value.to(DType::F64));
 }
 
 // Emits `inter.<stage>.<name>` for the intermediates the io file stores.
@@ -58,12 +65,11 @@ void encode(Run& run, const std::string& weights) {
   // pixels_u8.float() / 127.5 - 1.0, in f32 as the pipelines do.
   Tensor pixels = ops::sub(ops::div(run.tensor("in.encode.pixels_u8"), 127.5), 1.0);
   Tensor latent = encoder(pixels, probe_into(run, "encode"));
-  run.emit("out.encode.latent", latent);
-  if (run.has("out.f64.encode.latent")) run.emit("out.f64.encode.latent", latent.to(DType::F64));
+  emit_out(run, "encode.latent", latent);
   if (run.has("out.tiled_encode.latent")) {
     const auto cfg = tiling_from_notes(run, "tiled_encode");
     if (cfg)
-      run.emit("out.tiled_encode.latent", encoder.tiled_encode(pixels, cfg));
+      emit_out(run, "tiled_encode.latent", encoder.tiled_encode(pixels, cfg));
     else
       log_warn("parity video-vae: the io file has no notes.tiled_encode.tiling_config; "
                "out.tiled_encode.latent not computed");
@@ -97,13 +103,13 @@ void decode(Run& run, const std::string& weights) {
         return recorded;
       };
     }
-    run.emit("out.decode.pixels", decoder(latent, timestep, noise, probe_into(run, "decode")));
+    emit_out(run, "decode.pixels", decoder(latent, timestep, noise, probe_into(run, "decode")));
     if (run.has("out.decode_default_t.pixels"))
-      run.emit("out.decode_default_t.pixels", decoder(latent, std::nullopt, noise));
+      emit_out(run, "decode_default_t.pixels", decoder(latent, std::nullopt, noise));
     if (run.has("out.decode_causal.pixels")) {
       DecoderConfig causal = config;
       causal.causal = true;
-      run.emit("out.decode_causal.pixels", build(causal)(latent, timestep, noise));
+      emit_out(run, "decode_causal.pixels", build(causal)(latent, timestep, noise));
     }
   }
   if (tiled) {
@@ -123,8 +129,8 @@ void decode(Run& run, const std::string& weights) {
       noise = [flat](const Shape& shape) { return (*flat)(shape); };
     }
     std::vector<int64_t> frames;
-    run.emit("out.tiled_decode.pixels", decoder.tiled_decode_all(latent, cfg, timestep, noise,
-                                                                 &frames));
+    emit_out(run, "tiled_decode.pixels",
+             decoder.tiled_decode_all(latent, cfg, timestep, noise, &frames));
     if (noise)
       LTX_CHECK(flat->pos == flat->values.size(), "parity video-vae: the tiled decode used ",
                 flat->pos, " of the ", flat->values.size(), " recorded noise values");

@@ -1,5 +1,8 @@
 #include "models/video_vae/conv_video_decoder.h"
 
+#include <type_traits>
+#include <variant>
+
 #include "io/safetensors.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"

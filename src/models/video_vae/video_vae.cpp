@@ -1,5 +1,8 @@
 #include "models/video_vae/video_vae.h"
 
+#include <type_traits>
+#include <variant>
+
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "ops/elementwise.h"
