@@ -1,5 +1,6 @@
 #include "core/storage.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
@@ -7,6 +8,26 @@
 #include "core/error.h"
 
 namespace ltx {
+
+namespace {
+std::atomic<int64_t> g_host_live{0};
+std::atomic<int64_t> g_host_peak{0};
+
+void host_allocated(int64_t bytes) {
+  const int64_t live = g_host_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t peak = g_host_peak.load(std::memory_order_relaxed);
+  while (live > peak && !g_host_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+HostAllocationStats host_allocation_stats() {
+  return {g_host_live.load(std::memory_order_relaxed), g_host_peak.load(std::memory_order_relaxed)};
+}
+
+void reset_host_allocation_peak() {
+  g_host_peak.store(g_host_live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   if (device.is_cuda()) {
@@ -20,7 +41,12 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   if (p == nullptr)
     fail("out of host memory: could not allocate ", bytes,
          " bytes (reduce the resolution, frame count or tile size, or free memory)");
-  std::shared_ptr<void> owner(p, [](void* q) { std::free(q); });
+  const auto counted = static_cast<int64_t>(rounded);
+  host_allocated(counted);
+  std::shared_ptr<void> owner(p, [counted](void* q) {
+    g_host_live.fetch_sub(counted, std::memory_order_relaxed);
+    std::free(q);
+  });
   return std::make_shared<Storage>(p, bytes, device, std::move(owner));
 }
 

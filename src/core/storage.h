@@ -2,6 +2,7 @@
 // A byte buffer on one device. The owner keeps the memory alive: an aligned heap block, an mmap'd
 // file region (zero-copy weights) or a block from a device allocator.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "core/device.h"
@@ -26,5 +27,16 @@ class Storage {
   Device device_;
   std::shared_ptr<void> owner_;
 };
+
+// Host-memory accounting of Storage::allocate (CPU blocks only; mmap'd weights, borrowed memory
+// and device allocations are not counted). Used by tests and tools to measure peak tensor memory,
+// e.g. that tiled VAE decoding peaks with the tile size, not the video length.
+struct HostAllocationStats {
+  int64_t live_bytes = 0;  // allocated and not yet freed
+  int64_t peak_bytes = 0;  // the most live at once since the last reset_host_allocation_peak()
+};
+HostAllocationStats host_allocation_stats();
+// Restarts peak tracking from the current live bytes.
+void reset_host_allocation_peak();
 
 }  // namespace ltx

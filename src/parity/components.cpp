@@ -4,12 +4,18 @@
 
 namespace ltx::parity {
 
-void run_transformer(Run& run);   // transformer.cpp
-void run_audio_parity(Run& run);  // audio.cpp
+void run_transformer(Run& run);      // transformer.cpp
+void video_vae_component(Run& run);  // video_vae.cpp
+void upsampler_component(Run& run);  // upsampler.cpp
+void run_audio_parity(Run& run);     // audio.cpp
 
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
       {"transformer", "<case>.weights.safetensors [then the bf16 weights for bf16w]", run_transformer},
+      {"video-vae", "vae_<case>.weights.safetensors", video_vae_component},
+      {"upsampler",
+       "upsampler_<case>.weights.safetensors + vae_ltx23.weights.safetensors (latent statistics)",
+       upsampler_component},
       {"audio", "audio_<case>.weights.safetensors", run_audio_parity},
   };
   return kComponents;

@@ -1,0 +1,50 @@
+#include "models/video_vae/convolution.h"
+
+#include "ops/conv.h"
+#include "ops/shape.h"
+
+namespace ltx::models::video_vae {
+
+CausalConv3d CausalConv3d::load(io::WeightMap& w, const std::string& name, int64_t in_channels,
+                                int64_t out_channels, int64_t kernel,
+                                std::array<int64_t, 3> stride, PaddingMode spatial_padding,
+                                const nn::LoadOptions& opt) {
+  CausalConv3d c;
+  c.kernel = kernel;
+  c.stride = stride;
+  c.spatial_padding = spatial_padding;
+  const std::string p = name.empty() ? "conv." : name + ".conv.";
+  c.weight = w.take(p + "weight", {out_channels, in_channels, kernel, kernel, kernel}, opt.dtype,
+                    opt.device);
+  c.bias = w.take(p + "bias", {out_channels}, opt.dtype, opt.device);
+  return c;
+}
+
+Tensor CausalConv3d::operator()(Tensor x, bool causal) const {
+  LTX_CHECK(x.dim() == 5 && x.size(1) == in_channels(), "CausalConv3d: expected [B, ",
+            in_channels(), ", F, H, W], got ", x.describe());
+  const int64_t k = kernel, half = k / 2;
+  // Temporal padding by frame replication, then the spatial padding of the conv's padding_mode.
+  const int64_t front = causal ? k - 1 : (k - 1) / 2, back = causal ? 0 : (k - 1) / 2;
+  Tensor xp = ops::pad(x, {0, 0, 0, 0, front, back}, ops::PadMode::Replicate);
+  x = Tensor();  // the padded copy is all the conv needs
+  ops::ConvArg<3> padding{0, half, half};
+  if (spatial_padding != PaddingMode::Zeros && half > 0) {
+    xp = ops::pad(xp, {half, half, half, half, 0, 0}, to_pad_mode(spatial_padding));
+    padding = {0, 0, 0};
+  }
+  return ops::conv3d(xp, weight, bias, {stride[0], stride[1], stride[2]}, padding);
+}
+
+PointwiseConv3d PointwiseConv3d::load(io::WeightMap& w, const std::string& name,
+                                      int64_t in_channels, int64_t out_channels,
+                                      const nn::LoadOptions& opt) {
+  PointwiseConv3d c;
+  c.weight = w.take(name + ".weight", {out_channels, in_channels, 1, 1, 1}, opt.dtype, opt.device);
+  c.bias = w.take(name + ".bias", {out_channels}, opt.dtype, opt.device);
+  return c;
+}
+
+Tensor PointwiseConv3d::operator()(const Tensor& x) const { return ops::conv3d(x, weight, bias); }
+
+}  // namespace ltx::models::video_vae

@@ -1,0 +1,109 @@
+#include "models/video_vae/resnet.h"
+
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+
+namespace ltx::models::video_vae {
+
+Tensor pixel_norm(const Tensor& x, double eps) { return ops::rms_norm_dim(x, 1, eps); }
+
+Norm Norm::load(io::WeightMap& w, const std::string& name, NormLayer type, int64_t channels,
+                int64_t groups, double eps, const nn::LoadOptions& opt) {
+  Norm n;
+  n.type = type;
+  n.groups = groups;
+  n.eps = eps;
+  if (type == NormLayer::GroupNorm) {
+    LTX_CHECK(channels % groups == 0, "video VAE: GroupNorm(", groups, ") over ", channels,
+              " channels (", name, "): channels must be divisible by the groups");
+    n.weight = w.take(name + ".weight", {channels}, opt.dtype, opt.device);
+    n.bias = w.take(name + ".bias", {channels}, opt.dtype, opt.device);
+  }
+  return n;
+}
+
+Tensor Norm::operator()(const Tensor& x) const {
+  if (type == NormLayer::PixelNorm) return pixel_norm(x);
+  return ops::group_norm(x, groups, weight, bias, eps);
+}
+
+ResnetBlock3D ResnetBlock3D::load(io::WeightMap& w, int64_t in_channels, int64_t out_channels,
+                                  NormLayer norm, double eps, int64_t groups,
+                                  bool timestep_conditioning, PaddingMode padding,
+                                  const nn::LoadOptions& opt) {
+  ResnetBlock3D b;
+  b.norm1 = Norm::load(w, "norm1", norm, in_channels, groups, eps, opt);
+  b.conv1 = CausalConv3d::load(w, "conv1", in_channels, out_channels, 3, {1, 1, 1}, padding, opt);
+  b.norm2 = Norm::load(w, "norm2", norm, out_channels, groups, eps, opt);
+  b.conv2 = CausalConv3d::load(w, "conv2", out_channels, out_channels, 3, {1, 1, 1}, padding, opt);
+  if (in_channels != out_channels) {
+    b.norm3 = Norm::load(w, "norm3", NormLayer::GroupNorm, in_channels, 1, eps, opt);
+    b.conv_shortcut = PointwiseConv3d::load(w, "conv_shortcut", in_channels, out_channels, opt);
+  }
+  b.timestep_conditioning = timestep_conditioning;
+  if (timestep_conditioning)
+    b.scale_shift_table = w.take("scale_shift_table", {4, in_channels}, opt.dtype, opt.device);
+  return b;
+}
+
+Tensor ResnetBlock3D::operator()(Tensor x, bool causal, const Tensor& timestep_embed) const {
+  Tensor shift1, scale1, shift2, scale2;
+  if (timestep_conditioning) {
+    LTX_CHECK(timestep_embed.defined(), "ResnetBlock3D: the timestep embedding is required when "
+              "timestep_conditioning is on");
+    const int64_t batch = x.size(0), c = scale_shift_table.size(1);
+    LTX_CHECK(timestep_embed.numel() == batch * 4 * c, "ResnetBlock3D: timestep embedding ",
+              timestep_embed.describe(), " does not hold 4 x ", c, " values per sample");
+    // table[None, :, :, None, None, None] + embed.reshape(B, 4, C, 1, 1, 1), rows unbound.
+    Tensor ada = ops::add(scale_shift_table.view({1, 4, c, 1, 1, 1}),
+                          timestep_embed.reshape({batch, 4, c, 1, 1, 1}));
+    shift1 = ada.select(1, 0);
+    scale1 = ada.select(1, 1);
+    shift2 = ada.select(1, 2);
+    scale2 = ada.select(1, 3);
+  }
+  Tensor h = norm1(x);
+  if (timestep_conditioning) h = ops::modulate(h, scale1, shift1);
+  h = ops::silu(h);
+  h = conv1(std::move(h), causal);
+  h = norm2(h);
+  if (timestep_conditioning) h = ops::modulate(h, scale2, shift2);
+  h = ops::silu(h);
+  h = conv2(std::move(h), causal);
+  Tensor shortcut = std::move(x);
+  if (norm3) shortcut = (*norm3)(shortcut);
+  if (conv_shortcut) shortcut = (*conv_shortcut)(shortcut);
+  // h is fresh, so the residual is added in place (input + hidden, the same sum either way).
+  ops::add_(h, shortcut);
+  return h;
+}
+
+UNetMidBlock3D UNetMidBlock3D::load(io::WeightMap& w, int64_t channels, int64_t num_layers,
+                                    NormLayer norm, bool timestep_conditioning,
+                                    PaddingMode padding, const nn::LoadOptions& opt) {
+  UNetMidBlock3D m;
+  if (timestep_conditioning) {
+    io::WeightMap te = w.scoped("time_embedder.");
+    m.time_embedder =
+        transformer::PixArtAlphaCombinedTimestepSizeEmbeddings::load(te, 4 * channels, opt);
+  }
+  for (int64_t j = 0; j < num_layers; ++j) {
+    io::WeightMap rw = w.scoped(str("res_blocks.", j, "."));
+    m.res_blocks.push_back(ResnetBlock3D::load(rw, channels, channels, norm, 1e-6, 32,
+                                               timestep_conditioning, padding, opt));
+  }
+  return m;
+}
+
+Tensor UNetMidBlock3D::operator()(Tensor x, bool causal, const Tensor& scaled_timestep) const {
+  Tensor embed;
+  if (time_embedder) {
+    LTX_CHECK(scaled_timestep.defined(), "UNetMidBlock3D: a timestep is required when "
+              "timestep_conditioning is on");
+    embed = (*time_embedder)(scaled_timestep.flatten());
+  }
+  for (const ResnetBlock3D& r : res_blocks) x = r(std::move(x), causal, embed);
+  return x;
+}
+
+}  // namespace ltx::models::video_vae

@@ -1,0 +1,34 @@
+// `ltx parity upsampler`: the upsampler_<case> io files (shared/golden/README-vae.md):
+// out.latent = upsample_video(in.latent) with the video VAE's latent statistics (second --weights
+// file; without it the io file's in.vae.per_channel_statistics.* copies), out.f64.latent (the
+// same f32 compute stored as f64) and the inter.* tensors.
+#include "core/log.h"
+#include "models/upsampler/model.h"
+#include "parity/parity.h"
+
+namespace ltx::parity {
+
+void upsampler_component(Run& run) {
+  using namespace models;
+  const auto& weights = run.args().weights;
+  const upsampler::LatentUpsampler up = upsampler::LatentUpsampler::from_file(weights.at(0));
+  video_vae::PerChannelStatistics stats;
+  if (weights.size() >= 2) {
+    stats = upsampler::load_video_latent_statistics(weights[1]);
+  } else {
+    log_warn("parity upsampler: no video VAE file given (second --weights); using the io "
+             "file's in.vae.per_channel_statistics.* copies");
+    stats.mean_of_means = run.tensor("in.vae.per_channel_statistics.mean-of-means");
+    stats.std_of_means = run.tensor("in.vae.per_channel_statistics.std-of-means");
+  }
+  const Tensor latent = run.tensor("in.latent");
+  Tensor out = upsampler::upsample_video(latent, stats, up, [&run](const std::string& name,
+                                                                    const Tensor& value) {
+    const std::string key = "inter." + name;
+    if (run.has(key)) run.emit(key, value);
+  });
+  run.emit("out.latent", out);
+  if (run.has("out.f64.latent")) run.emit("out.f64.latent", out.to(DType::F64));
+}
+
+}  // namespace ltx::parity
