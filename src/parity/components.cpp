@@ -5,10 +5,13 @@
 namespace ltx::parity {
 
 void run_transformer(Run& run);
+void run_connector(Run& run);
 
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
       {"transformer", "<case>.weights.safetensors [then the bf16 weights for bf16w]", run_transformer},
+      {"connector", "<case>.weights.safetensors [then the text-encoder / text_proj file of a split pack]",
+       run_connector},
   };
   return kComponents;
 }
