@@ -123,7 +123,9 @@ ConnectorOutput Embeddings1DConnector::operator()(const Tensor& hidden_states,
     if (additive_mask.defined()) {
       const TokenMask m = TokenMask::from_additive(additive_mask);
       const Tensor valid = m.binary(DType::F32, device).unsqueeze(-1);          // [B, S, 1]
-      const Tensor tiled = ops::repeat(learnable_registers_, {s / regs, 1});     // [S, W]
+      // registers.repeat(S / R, 1): [S, W] with row p = registers[p mod R].
+      const Tensor tiled =
+          learnable_registers_.unsqueeze(0).expand({s / regs, regs, dim}).reshape({s, dim});
       x = ops::where(valid, x, tiled);
     }
     // Every position now holds a token or a register: the mask becomes all zeros (adding it to
