@@ -1,6 +1,5 @@
 #include "models/transformer/config.h"
 
-#include <cmath>
 #include <set>
 
 #include "core/error.h"
@@ -19,6 +18,9 @@ const char* model_type_name(LTXModelType type) {
 namespace {
 
 using json = nlohmann::json;
+using models::ConfigReader;
+using models::py_equal;
+using models::transformer_config_section;
 
 // Keys of config["transformer"] that some part of the reference reads, asserts, or that the
 // published files carry without anyone reading them. Anything else is an error (a newer format
@@ -57,101 +59,12 @@ bool is_known_key(const std::string& key) {
   return known_keys().count(key) != 0;
 }
 
-// Python's == on JSON-decoded values (bool is an int, ints equal floats of the same value).
-bool py_equal(const json& a, const json& b) {
-  const auto numeric = [](const json& v) { return v.is_number() || v.is_boolean(); };
-  const auto num = [](const json& v) {
-    return v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>();
-  };
-  if (numeric(a) && numeric(b)) return num(a) == num(b);  // NaN never equals
-  if (a.is_array() && b.is_array()) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (!py_equal(a[i], b[i])) return false;
-    return true;
-  }
-  return a == b;
-}
-
-class Reader {
- public:
-  Reader(const json& cfg, std::string source) : cfg_(cfg), source_(std::move(source)) {}
-
-  [[noreturn]] void error(const std::string& key, const std::string& what) const {
-    fail(source_, ": config.transformer.", key, " ", what);
-  }
-  const json* find(const std::string& key) const {
-    auto it = cfg_.find(key);
-    return it == cfg_.end() ? nullptr : &*it;
-  }
-  // check_config_value: config.get(key) == expected (an absent key reads as null).
-  void check(const std::string& key, const json& expected) const {
-    const json* v = find(key);
-    const json actual = v ? *v : json(nullptr);
-    if (!py_equal(actual, expected))
-      error(key, str("is ", v ? actual.dump() : "absent", ", the reference requires ",
-                     expected.dump(), " (a model this code does not know)"));
-  }
-  int64_t integer(const std::string& key, int64_t def, int64_t min = 1) const {
-    const json* v = find(key);
-    if (!v) return def;
-    if (!v->is_number_integer()) error(key, str("must be an integer, got ", v->dump()));
-    const int64_t x = v->get<int64_t>();
-    if (x < min) error(key, str("must be >= ", min, ", got ", x));
-    return x;
-  }
-  double number(const std::string& key, double def, bool positive = true) const {
-    const json* v = find(key);
-    if (!v) return def;
-    if (!v->is_number()) error(key, str("must be a number, got ", v->dump()));
-    const double x = v->get<double>();
-    if (!std::isfinite(x) || (positive && !(x > 0)))
-      error(key, str("must be a positive finite number, got ", v->dump()));
-    return x;
-  }
-  bool boolean(const std::string& key, bool def) const {
-    const json* v = find(key);
-    if (!v) return def;
-    if (!v->is_boolean()) error(key, str("must be true or false, got ", v->dump()));
-    return v->get<bool>();
-  }
-  std::vector<double> numbers(const std::string& key, std::vector<double> def) const {
-    const json* v = find(key);
-    if (!v) return def;
-    if (!v->is_array() || v->empty())
-      error(key, str("must be a non-empty list of numbers, got ", v->dump()));
-    std::vector<double> out;
-    for (const json& e : *v) {
-      if (!e.is_number() || !(e.get<double>() > 0))
-        error(key, str("must hold positive numbers, got ", v->dump()));
-      out.push_back(e.get<double>());
-    }
-    return out;
-  }
-
- private:
-  const json& cfg_;
-  std::string source_;
-};
-
 }  // namespace
 
 LTXModelConfig LTXModelConfig::from_metadata(const json& metadata, LTXModelType type,
                                              const std::string& source) {
-  json config = metadata.is_object() && metadata.contains("config") ? metadata["config"] : json();
-  if (config.is_string()) {
-    // Undecoded metadata: decode it like the reference's loader does.
-    try {
-      config = json::parse(config.get<std::string>());
-    } catch (const json::exception&) {
-      fail(source, ": metadata 'config' is not valid JSON");
-    }
-  }
-  LTX_CHECK(config.is_object() && config.contains("transformer") && config["transformer"].is_object(),
-            source, ": the metadata has no config.transformer section, so this is not an LTX-2 ",
-            "transformer checkpoint (for split files pass the transformer file first)");
-  const json& t = config["transformer"];
-  const Reader r(t, source);
+  const json t = transformer_config_section(metadata, source);
+  const ConfigReader r(t, source);
 
   for (const auto& [key, value] : t.items())
     if (!is_known_key(key))
@@ -200,17 +113,8 @@ LTXModelConfig LTXModelConfig::from_metadata(const json& metadata, LTXModelType 
   c.apply_gated_attention = r.boolean("apply_gated_attention", false);
   c.cross_attention_adaln = r.boolean("cross_attention_adaln", false);
 
-  if (const json* v = r.find("rope_type")) {
-    if (*v == "split") c.rope_type = LTXRopeType::Split;
-    else if (*v == "interleaved") c.rope_type = LTXRopeType::Interleaved;
-    else r.error("rope_type", str("must be \"split\" or \"interleaved\", got ", v->dump()));
-  }
-  if (const json* v = r.find("frequencies_precision")) {
-    // The reference only tests == "float64"; other spellings are refused rather than guessed.
-    if (*v == "float64") c.double_precision_rope = true;
-    else if (*v == "float32" || *v == false) c.double_precision_rope = false;
-    else r.error("frequencies_precision", str("must be \"float64\" or \"float32\", got ", v->dump()));
-  }
+  c.rope_type = rope_type_from_config(r);
+  c.double_precision_rope = double_precision_rope_from_config(r);
 
   if (is_video_enabled(type)) {
     c.num_attention_heads = r.integer("num_attention_heads", 32);
@@ -282,6 +186,21 @@ LTXModelConfig LTXModelConfig::from_metadata(const json& metadata, LTXModelType 
                   " (audio_num_attention_heads * audio_attention_head_dim); they must be equal"));
   }
   return c;
+}
+
+LTXRopeType rope_type_from_config(const ConfigReader& r) {
+  const json* v = r.find("rope_type");
+  if (!v || *v == "split") return LTXRopeType::Split;
+  if (*v == "interleaved") return LTXRopeType::Interleaved;
+  r.error("rope_type", str("must be \"split\" or \"interleaved\", got ", v->dump()));
+}
+
+bool double_precision_rope_from_config(const ConfigReader& r) {
+  const json* v = r.find("frequencies_precision");
+  // The reference only tests == "float64"; other spellings are refused rather than guessed.
+  if (!v || *v == "float32" || *v == false) return false;
+  if (*v == "float64") return true;
+  r.error("frequencies_precision", str("must be \"float64\" or \"float32\", got ", v->dump()));
 }
 
 LTXModelConfig LTXModelConfig::from_file(const io::SafetensorsFile& file, LTXModelType type) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "models/config_json.h"
 #include "models/transformer/rope.h"
 
 namespace ltx::models::transformer {
@@ -75,5 +76,10 @@ struct LTXModelConfig {
                                       const std::string& source);
   static LTXModelConfig from_file(const io::SafetensorsFile& file, LTXModelType type);
 };
+
+// rope_type ("split" default, "interleaved") and frequencies_precision ("float64" -> true; absent,
+// "float32" or false -> false) of a config.transformer section, shared with the text connectors.
+LTXRopeType rope_type_from_config(const ConfigReader& r);
+bool double_precision_rope_from_config(const ConfigReader& r);
 
 }  // namespace ltx::models::transformer
