@@ -8,29 +8,18 @@
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "support/cli_runner.h"
 #include "support/test_support.h"
 
 namespace ltx {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run_ltx(const test::TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = str("'", LTX_BINARY, "'");
-  for (const auto& a : args) cmd += str(" '", a, "'");
-  cmd += str(" >'", dir.file("o.txt"), "' 2>'", dir.file("e.txt"), "'");
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::read_bytes(dir.file("o.txt")),
-          test::read_bytes(dir.file("e.txt"))};
-}
+using Result = test::CliResult;
 
 TEST(AudioParityCli, ComputesEveryOutputOfTheBweFixture) {
   test::TempDir dir;
   const std::string out = dir.file("out.safetensors");
-  const Result r = run_ltx(dir, {"parity", "audio", "--weights",
+  const Result r = test::run_ltx(dir, {"parity", "audio", "--weights",
                                  test::fixture("audio_ltx23.weights.safetensors"), "--inputs",
                                  test::fixture("audio_ltx23.io.safetensors"), "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -47,7 +36,7 @@ TEST(AudioParityCli, ComputesEveryOutputOfTheBweFixture) {
 TEST(AudioParityCli, FailsWithOneLineAndNoOutputForTheWrongWeights) {
   test::TempDir dir;
   const std::string out = dir.file("out.safetensors");
-  const Result r = run_ltx(dir, {"parity", "audio", "--weights",
+  const Result r = test::run_ltx(dir, {"parity", "audio", "--weights",
                                  test::fixture("upsampler_x2.weights.safetensors"), "--inputs",
                                  test::fixture("audio_ltx2.io.safetensors"), "--out", out});
   EXPECT_NE(r.code, 0);

@@ -10,6 +10,7 @@
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "parity/parity.h"
+#include "support/cli_runner.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -17,29 +18,13 @@ namespace {
 
 using test::TempDir;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run_ltx(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = str("'", test::ltx_binary(), "'");
-  for (const auto& a : args) cmd += str(" '", a, "'");
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  cmd += str(" >'", out, "' 2>'", err, "'");
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_bytes(out);
-  r.err = test::read_bytes(err);
-  return r;
-}
+using Result = test::CliResult;
 
 TEST(ConnectorParityCli, SplitPackWritesEveryOutputAndPrintsItsErrors) {
   TempDir dir;
   const std::string io_path = test::fixture("ltx25.textproc.io.safetensors");
   const std::string out_path = dir.file("out.safetensors");
-  const Result r = run_ltx(dir, {"parity", "connector", "--weights", test::fixture("ltx25.weights.safetensors"),
+  const Result r = test::run_ltx(dir, {"parity", "connector", "--weights", test::fixture("ltx25.weights.safetensors"),
                                  "--weights", test::fixture("ltx25.text_proj.weights.safetensors"),
                                  "--inputs", io_path, "--out", out_path});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -61,13 +46,13 @@ TEST(ConnectorParityCli, FailsWithoutOutputWhenItCannotRun) {
   const std::string out_path = dir.file("out.safetensors");
   const std::string io_path = test::fixture("ltx25.textproc.io.safetensors");
   // The 2.5 transformer file alone has neither connectors nor projection.
-  Result r = run_ltx(dir, {"parity", "connector", "--weights", test::fixture("ltx25.weights.safetensors"),
+  Result r = test::run_ltx(dir, {"parity", "connector", "--weights", test::fixture("ltx25.weights.safetensors"),
                            "--inputs", io_path, "--out", out_path});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out_path));
   // The io file has no hidden states.
-  r = run_ltx(dir, {"parity", "connector", "--weights", test::fixture("ltx23.weights.safetensors"),
+  r = test::run_ltx(dir, {"parity", "connector", "--weights", test::fixture("ltx23.weights.safetensors"),
                     "--inputs", test::fixture("ltx23.io.safetensors"), "--out", out_path});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("hidden_states"), std::string::npos) << r.err;

@@ -9,6 +9,7 @@
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "support/cli_runner.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -16,26 +17,7 @@ namespace {
 
 using test::TempDir;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) { return str("'", s, "'"); }
-
-// Runs `ltx <args>` with stdout and stderr captured in files of `dir`.
-CliRun run_ltx(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = quote(test::ltx_binary());
-  for (const auto& a : args) cmd += str(" ", quote(a));
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  cmd += str(" >", quote(out), " 2>", quote(err));
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_bytes(out);
-  r.err = test::read_bytes(err);
-  return r;
-}
+using CliRun = test::CliResult;
 
 int count_lines(const std::string& s) {
   int n = 0;
@@ -46,7 +28,7 @@ int count_lines(const std::string& s) {
 TEST(InspectCli, PrintsTheBundledCheckpointAsText) {
   TempDir dir;
   const std::string path = test::fixture("tiny_ltx2_19b.safetensors");
-  const CliRun r = run_ltx(dir, {"inspect", path});
+  const CliRun r = test::run_ltx(dir, {"inspect", path});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   for (const char* needle :
@@ -61,7 +43,7 @@ TEST(InspectCli, JsonIsOneArrayWithAnObjectPerFile) {
   TempDir dir;
   const std::string a = test::fixture("ltx25.weights.bf16.safetensors");
   const std::string b = test::fixture("text_gemma4.te.safetensors");
-  const CliRun r = run_ltx(dir, {"inspect", a, b, "--json"});
+  const CliRun r = test::run_ltx(dir, {"inspect", a, b, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);  // the whole stdout is one document
   ASSERT_TRUE(j.is_array());
@@ -99,7 +81,7 @@ TEST(InspectCli, CorruptFileGivesOneErrorLineAndNonZeroExit) {
   for (bool json : {false, true}) {
     std::vector<std::string> args = {"inspect", bad};
     if (json) args.push_back("--json");
-    const CliRun r = run_ltx(dir, args);
+    const CliRun r = test::run_ltx(dir, args);
     EXPECT_NE(r.code, 0);
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
@@ -113,7 +95,7 @@ TEST(InspectCli, ReportsGoodFilesAndFailsForTheBadOne) {
   const std::string bad = dir.file("seven.safetensors");
   test::write_bytes(bad, "1234567");
   const std::string good = test::fixture("upsampler_x2.weights.safetensors");
-  const CliRun r = run_ltx(dir, {"inspect", good, bad, "--json"});
+  const CliRun r = test::run_ltx(dir, {"inspect", good, bad, "--json"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("seven.safetensors"), std::string::npos);
@@ -121,7 +103,7 @@ TEST(InspectCli, ReportsGoodFilesAndFailsForTheBadOne) {
   ASSERT_EQ(j.size(), 1u);
   EXPECT_EQ(j[0]["layout"], "latent upsampler");
 
-  const CliRun t = run_ltx(dir, {"inspect", bad, good});
+  const CliRun t = test::run_ltx(dir, {"inspect", bad, good});
   EXPECT_EQ(t.code, 1);
   EXPECT_NE(t.out.find("latent upsampler"), std::string::npos);
   EXPECT_EQ(t.out.find("seven"), std::string::npos);
@@ -129,12 +111,12 @@ TEST(InspectCli, ReportsGoodFilesAndFailsForTheBadOne) {
 
 TEST(InspectCli, MissingFileAndMissingArgumentFail) {
   TempDir dir;
-  const CliRun r = run_ltx(dir, {"inspect", dir.file("nope.safetensors")});
+  const CliRun r = test::run_ltx(dir, {"inspect", dir.file("nope.safetensors")});
   EXPECT_NE(r.code, 0);
   EXPECT_EQ(count_lines(r.err), 1);
   EXPECT_NE(r.err.find("nope.safetensors"), std::string::npos);
   EXPECT_EQ(r.out, "");
-  const CliRun none = run_ltx(dir, {"inspect"});
+  const CliRun none = test::run_ltx(dir, {"inspect"});
   EXPECT_NE(none.code, 0);
 }
 
@@ -147,7 +129,7 @@ TEST(InspectCli, InspectsALoraWrittenByTheWriter) {
                          {"diffusion_model.transformer_blocks.0.attn1.to_q.lora_B.weight",
                           Tensor::zeros({64, 8}, DType::BF16)}},
                         {{"reference_downscale_factor", "2"}});
-  const CliRun r = run_ltx(dir, {"inspect", lora});
+  const CliRun r = test::run_ltx(dir, {"inspect", lora});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* needle :
        {"LoRA", "targets=1", "rank=8", "metadata.reference_downscale_factor=2"})

@@ -10,6 +10,7 @@
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "support/cli_runner.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -17,20 +18,7 @@ namespace {
 
 using test::TempDir;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = str("'", LTX_BINARY, "'");
-  for (const auto& a : args) cmd += str(" '", a, "'");
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  cmd += str(" >'", out, "' 2>'", err, "'");
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::read_bytes(out),
-          test::read_bytes(err)};
-}
+using Result = test::CliResult;
 
 // The rel_l2 column of the line for `name` ("name max_abs rel_l2 max_rel").
 double rel_l2_of(const std::string& report, const std::string& name) {
@@ -49,7 +37,7 @@ double rel_l2_of(const std::string& report, const std::string& name) {
 TEST(ParityCli, VideoVaeComputesEveryOutputOfTheTimestepConditionedFixture) {
   TempDir dir;
   const std::string out = dir.file("out.safetensors");
-  const Result r = run(dir, {"parity", "video-vae", "--weights",
+  const Result r = test::run_ltx(dir, {"parity", "video-vae", "--weights",
                              test::fixture("vae_tsc.weights.safetensors"), "--inputs",
                              test::fixture("vae_tsc.io.safetensors"), "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -66,7 +54,7 @@ TEST(ParityCli, VideoVaeComputesEveryOutputOfTheTimestepConditionedFixture) {
 
 TEST(ParityCli, UpsamplerComputesTheRationalCase) {
   TempDir dir;
-  const Result r = run(dir, {"parity", "upsampler", "--weights",
+  const Result r = test::run_ltx(dir, {"parity", "upsampler", "--weights",
                              test::fixture("upsampler_x1_5.weights.safetensors"), "--weights",
                              test::fixture("vae_ltx23.weights.safetensors"), "--inputs",
                              test::fixture("upsampler_x1_5.io.safetensors"), "--out",
@@ -80,7 +68,7 @@ TEST(ParityCli, UpsamplerComputesTheRationalCase) {
 TEST(ParityCli, VideoVaeFailsCleanlyOnTheWrongWeights) {
   TempDir dir;
   const std::string out = dir.file("out.safetensors");
-  const Result r = run(dir, {"parity", "video-vae", "--weights",
+  const Result r = test::run_ltx(dir, {"parity", "video-vae", "--weights",
                              test::fixture("upsampler_x2.weights.safetensors"), "--inputs",
                              test::fixture("vae_tsc.io.safetensors"), "--out", out});
   EXPECT_NE(r.code, 0);

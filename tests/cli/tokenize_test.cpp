@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/io_test_util.h"
+#include "support/cli_runner.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -23,25 +24,14 @@ struct TokRun {
   std::string out;
 };
 
-std::string quote(const std::string& s) { return str("'", s, "'"); }
-
-// Feeds `input` to `ltx tokenize <args>` through popen("w"); stdout goes to a file of `dir`,
-// stderr to another (appended to `out` on failure for the message).
+// Feeds `input` to `ltx tokenize <args>` on stdin; stderr is returned through `err` when given.
 TokRun tokenize(const TempDir& dir, const std::string& input, const std::vector<std::string>& args,
                 std::string* err = nullptr) {
-  std::string cmd = str(quote(LTX_BINARY), " tokenize");
-  for (const auto& a : args) cmd += str(" ", quote(a));
-  const std::string out_path = dir.file("stdout.txt"), err_path = dir.file("stderr.txt");
-  cmd += str(" >", quote(out_path), " 2>", quote(err_path));
-  FILE* p = popen(cmd.c_str(), "w");
-  TokRun r;
-  if (p == nullptr) return r;
-  if (!input.empty()) std::fwrite(input.data(), 1, input.size(), p);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_bytes(out_path);
-  if (err) *err = test::read_bytes(err_path);
-  return r;
+  std::vector<std::string> full = {"tokenize"};
+  full.insert(full.end(), args.begin(), args.end());
+  const test::CliResult r = test::run_ltx(dir, full, &input);
+  if (err) *err = r.err;
+  return {r.code, r.out};
 }
 
 const json& cases() {

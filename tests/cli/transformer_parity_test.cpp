@@ -9,6 +9,7 @@
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "support/cli_runner.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -16,30 +17,14 @@ namespace {
 
 using test::TempDir;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run_ltx(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string cmd = str("'", LTX_BINARY, "'");
-  for (const auto& a : args) cmd += str(" '", a, "'");
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  cmd += str(" >'", out, "' 2>'", err, "'");
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_bytes(out);
-  r.err = test::read_bytes(err);
-  return r;
-}
+using Result = test::CliResult;
 
 TEST(TransformerParityCli, WritesEveryVariantAndPrintsItsErrors) {
   TempDir dir;
   const std::string io_path = test::fixture("ltx23.io.safetensors");
   const std::string out_path = dir.file("out.safetensors");
   // The bf16 weights are found next to the f32 ones (ltx23.weights.bf16.safetensors).
-  const Result r = run_ltx(dir, {"parity", "transformer", "--weights",
+  const Result r = test::run_ltx(dir, {"parity", "transformer", "--weights",
                                  test::fixture("ltx23.weights.safetensors"), "--inputs", io_path,
                                  "--out", out_path});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -62,14 +47,14 @@ TEST(TransformerParityCli, FailsWithoutOutputWhenItCannotRun) {
   TempDir dir;
   const std::string out_path = dir.file("out.safetensors");
   // The weights file is not a transformer checkpoint (no config.transformer).
-  Result r = run_ltx(dir, {"parity", "transformer", "--weights",
+  Result r = test::run_ltx(dir, {"parity", "transformer", "--weights",
                            test::fixture("upsampler_x2.weights.safetensors"), "--inputs",
                            test::fixture("ltx23.io.safetensors"), "--out", out_path});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("config.transformer"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out_path));
   // The io file lacks the inputs.
-  r = run_ltx(dir, {"parity", "transformer", "--weights", test::fixture("ltx23.weights.safetensors"),
+  r = test::run_ltx(dir, {"parity", "transformer", "--weights", test::fixture("ltx23.weights.safetensors"),
                     "--inputs", test::fixture("ltx2.weights.safetensors"), "--out", out_path});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("in.video.latent"), std::string::npos) << r.err;
