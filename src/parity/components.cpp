@@ -6,6 +6,7 @@ namespace ltx::parity {
 
 void run_transformer(Run& run);      // transformer.cpp
 void run_connector(Run& run);        // connector.cpp
+void run_text_encoder(Run& run);     // text_encoder.cpp
 void video_vae_component(Run& run);  // video_vae.cpp
 void upsampler_component(Run& run);  // upsampler.cpp
 void run_audio_parity(Run& run);     // audio.cpp
@@ -15,6 +16,8 @@ const std::vector<ComponentInfo>& components() {
       {"transformer", "<case>.weights.safetensors [then the bf16 weights for bf16w]", run_transformer},
       {"connector", "<case>.weights.safetensors [then the text-encoder / text_proj file of a split pack]",
        run_connector},
+      {"text-encoder", "text_gemma*.te.safetensors or a Gemma root folder, then the LTX file",
+       run_text_encoder},
       {"video-vae", "vae_<case>.weights.safetensors", video_vae_component},
       {"upsampler",
        "upsampler_<case>.weights.safetensors + vae_ltx23.weights.safetensors (latent statistics)",

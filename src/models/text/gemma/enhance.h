@@ -1,0 +1,112 @@
+#pragma once
+// Prompt enhancement (the reference's LTXGemmaTextEncoder.enhance_t2v + generate_enhanced_prompt):
+//
+//   1. messages [system: the system prompt, user: "user prompt: {prompt}"];
+//   2. the model's chat template (chat_template.jinja / chat_template.json of the assets) rendered
+//      with add_generation_prompt. Not a Jinja engine: the template is recognised as one of the two
+//      Gemma formats and that format is rendered --
+//        Gemma 3:  {bos}<start_of_turn>user\n{system}\n\n{user|trim}<end_of_turn>\n<start_of_turn>model\n
+//        Gemma 4:  {bos}<|turn>system\n{system|trim}<turn|>\n<|turn>user\n{user|trim}<turn|>\n<|turn>model\n
+//      (an unrecognised template is an error);
+//   3. the rendered text tokenized with the tokenizer's special tokens (Gemma 3's post-processor
+//      adds a second <bos>, as the reference's processor does), left-padded to a multiple of 8 with
+//      the pad id (mask 0);
+//   4. generate(): Gemma 3 samples (temperature 0.7, top-k 50, 512 new tokens, seed 42 by default;
+//      see generate.h: not torch's random stream), dense Gemma 4 decodes greedily with
+//      no_repeat_ngram_size 5 and 600 new tokens; gemma4_unified (the LTX-2.5 text encoder) cannot
+//      enhance, as in the reference;
+//   5. the new tokens decoded without special tokens, then clean_response.
+//
+// System prompts: the reference ships them as text files (prompts/{gemma3,gemma4}_{t2v,i2v}_
+// system_prompt.txt) that this project does not redistribute. Pass the text (or a file) in, or put
+// the file of that name in the Gemma root folder (or its prompts/ subfolder, or next to a
+// single-file text encoder); without one, enhancement fails with an error naming the file.
+//
+// CLI: `ltx generate --enhance-prompt` will call enhance_t2v once `ltx generate` exists.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/text/gemma/generate.h"
+#include "models/text/gemma/model.h"
+#include "models/text/gemma_assets.h"
+#include "models/text/tokenizer.h"
+
+namespace ltx::text {
+
+enum class GemmaChatFormat { Gemma3, Gemma4 };
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+// Recognises a Gemma chat template by its turn markers; throws for anything else.
+GemmaChatFormat detect_chat_format(const std::string& chat_template, const std::string& source);
+// The chat template of the assets (chat_template.jinja, else chat_template.json's string or
+// "chat_template" entry); throws naming the source when there is none.
+std::string chat_template_of(const GemmaAssets& assets);
+// Renders `messages` in `format` (see the header comment), with add_generation_prompt.
+std::string render_gemma_chat(GemmaChatFormat format, const std::vector<ChatMessage>& messages,
+                              const std::string& bos_token, bool add_generation_prompt = true);
+
+// clean_response: curly quotes, dashes, NBSP, prime and minus sign to ASCII, then everything
+// before the first letter (Python's str.isalpha) removed.
+std::string clean_response(std::string_view text);
+
+// "gemma3_t2v_system_prompt.txt" etc.: the reference's file name for a family's default prompt.
+std::string default_system_prompt_file(GemmaFamily family, bool t2v);
+// Reads a system prompt file (UTF-8); throws naming the file when it cannot be read.
+std::string read_system_prompt_file(const std::string& path);
+// Finds the default system prompt among the model's files (see the header comment); throws an
+// error naming the file and the places searched when it is absent.
+std::string find_default_system_prompt(const GemmaAssets& assets, GemmaFamily family, bool t2v);
+
+// The reference's decoding defaults per family (GEMMA3_/GEMMA4_ENHANCE_GENERATION_KWARGS), with
+// the config's EOS ids. Throws for gemma4_unified.
+GenerationConfig default_enhance_generation(const GemmaTextConfig& config);
+
+struct EnhanceOptions {
+  std::string system_prompt;  // empty: find_default_system_prompt
+  std::optional<int64_t> max_new_tokens;
+  uint64_t seed = 42;  // the pipelines' default (generate_enhanced_prompt)
+  // Replaces the family's decoding defaults entirely (EOS ids included) when set.
+  std::optional<GenerationConfig> generation;
+  bool keep_logits = false;
+};
+
+struct EnhanceResult {
+  std::string rendered;                 // the chat-template text
+  std::vector<int64_t> input_ids;       // the model input after alignment padding
+  std::vector<int64_t> attention_mask;
+  std::vector<int64_t> generated_ids;   // new tokens (EOS included when produced)
+  std::vector<std::vector<float>> logits;
+  std::string decoded;                  // generated_ids decoded without special tokens
+  std::string text;                     // clean_response(decoded)
+};
+
+class PromptEnhancer {
+ public:
+  // Builds the tokenizer from `assets` (tokenizer.json + tokenizer_config.json) and checks that
+  // the model can enhance (gemma3 or dense gemma4) and that the assets have a Gemma chat template.
+  // `assets` and `model` must outlive the enhancer.
+  PromptEnhancer(const GemmaAssets& assets, const GemmaTextModel& model);
+
+  // The text-to-video enhancement of `prompt`.
+  EnhanceResult enhance_t2v(const std::string& prompt, const EnhanceOptions& options = {}) const;
+  // Steps 1-3 only: the rendered text and the padded model input.
+  EnhanceResult prepare_t2v(const std::string& prompt, const std::string& system_prompt) const;
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  GemmaChatFormat chat_format() const { return format_; }
+
+ private:
+  const GemmaAssets* assets_;
+  const GemmaTextModel* model_;
+  Tokenizer tokenizer_;
+  GemmaChatFormat format_;
+};
+
+}  // namespace ltx::text

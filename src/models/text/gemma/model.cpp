@@ -1,0 +1,412 @@
+#include "models/text/gemma/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "io/weights.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "ops/norm.h"
+#include "ops/rope.h"
+#include "ops/shape.h"
+
+namespace ltx::text {
+
+namespace {
+
+// Rounds a float32 scale to `dtype` the way HF casts its float32 buffers to the weight dtype.
+float round_to_dtype(float v, DType dtype) {
+  if (dtype == DType::F32 || dtype == DType::F64) return v;
+  Tensor t = Tensor::full({1}, v, DType::F32).to(dtype).to(DType::F32);
+  return t.data<float>()[0];
+}
+
+Tensor activation(const std::string& name, const Tensor& x) {
+  if (name == "gelu_pytorch_tanh") return ops::gelu_tanh(x);
+  if (name == "gelu") return ops::gelu(x);
+  if (name == "silu") return ops::silu(x);
+  return ops::relu(x);  // the config parser admits nothing else
+}
+
+// How the checkpoint names the language model (get_gemma_ops).
+struct KeyLayout {
+  io::KeyMap keys;
+  std::string description;
+};
+
+KeyLayout key_layout_for(const GemmaTextConfig& c,
+                         const std::vector<std::shared_ptr<const io::SafetensorsFile>>& files) {
+  switch (c.family) {
+    case GemmaFamily::Gemma3:
+      return {io::KeyMap::strip_prefix("language_model.model."),
+              "google/gemma-3 (language_model.model.*)"};
+    case GemmaFamily::Gemma4:
+      return {io::KeyMap::strip_prefix("model.language_model."),
+              "Gemma 4 (model.language_model.*)"};
+    case GemmaFamily::Gemma4Unified: {
+      // _gemma4_unified_is_comfy_flat: the first file that decides wins.
+      bool flat = false;
+      for (const auto& f : files) {
+        if (f->contains("model.layers.0.post_feedforward_layernorm.weight")) {
+          flat = true;
+          break;
+        }
+        const auto& names = f->names();
+        if (std::any_of(names.begin(), names.end(), [](const std::string& n) {
+              return n.rfind("model.language_model.", 0) == 0;
+            }))
+          break;
+      }
+      if (!flat)
+        return {io::KeyMap::strip_prefix("model.language_model."),
+                "Gemma 4 unified, HF (model.language_model.*)"};
+      io::KeyMap k("Gemma 4 unified, Comfy-flat");
+      k.keep("model.layers.").keep("model.embed_tokens.").keep("model.norm.");
+      k.replace_prefix("model.", "");
+      return {k, "Gemma 4 unified, Comfy-flat (model.{layers,embed_tokens,norm}.*)"};
+    }
+  }
+  fail("unreachable");
+}
+
+}  // namespace
+
+Tensor GemmaRmsNorm::operator()(const Tensor& x) const { return ops::rms_norm(x, scale, eps); }
+
+GemmaTextModel GemmaTextModel::load(const GemmaAssets& assets, const nn::LoadOptions& opt) {
+  LTX_CHECK(!assets.config.is_null(), "Gemma text model: ", assets.source,
+            " has no config (config.json / gemma_config metadata)");
+  LTX_CHECK(!assets.weight_paths.empty(), "Gemma text model: ", assets.source,
+            " has no weight files (model*.safetensors)");
+  return load(GemmaTextConfig::from_json(assets.config, assets.source), assets.weight_paths, opt);
+}
+
+GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
+                                    const std::vector<std::string>& weight_paths,
+                                    const nn::LoadOptions& opt) {
+  LTX_CHECK(!weight_paths.empty(), "Gemma text model (", config.source, "): no weight files");
+  std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
+  for (const auto& p : weight_paths) files.push_back(io::SafetensorsFile::open(p));
+  const KeyLayout layout = key_layout_for(config, files);
+  io::WeightMap w(files, layout.keys);
+  std::string where = weight_paths.front();
+  if (weight_paths.size() > 1) where += str(" (+", weight_paths.size() - 1, " more)");
+  LTX_CHECK(w.size() > 0, "Gemma text model: no language-model tensors of the ", layout.description,
+            " layout in ", where, " (model_type ", config.model_type,
+            "); is this the right text-encoder file?");
+
+  GemmaTextModel m;
+  m.config_ = config;
+  m.key_layout_ = layout.description;
+  const GemmaTextConfig& c = m.config_;
+  const int64_t D = c.hidden_size;
+  const DType f = opt.dtype;
+
+  auto norm = [&](io::WeightMap& s, const std::string& name, int64_t dim) {
+    GemmaRmsNorm n;
+    n.eps = c.rms_norm_eps;
+    n.scale = s.take(name, {dim}, f, opt.device);
+    if (n.scale.defined() && c.norm_adds_one) n.scale = ops::add(n.scale, 1.0);
+    return n;
+  };
+  auto linear = [&](io::WeightMap& s, const std::string& name, int64_t in, int64_t out, bool bias) {
+    return nn::Linear::load(s, name, in, out, bias, opt);
+  };
+
+  const DType embed_dtype = w.contains("embed_tokens.weight") ? w.dtype("embed_tokens.weight") : f;
+  m.embed_tokens = w.take("embed_tokens.weight", {c.vocab_size, D}, f, opt.device);
+  m.embed_scale = round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(D))), embed_dtype);
+  m.norm_ = norm(w, "norm.weight", D);
+
+  const int64_t P = c.hidden_size_per_layer_input;
+  if (P > 0) {
+    const int64_t LP = c.num_layers * P;
+    const DType ple_dtype = w.contains("embed_tokens_per_layer.weight")
+                                ? w.dtype("embed_tokens_per_layer.weight")
+                                : f;
+    m.embed_tokens_per_layer =
+        w.take("embed_tokens_per_layer.weight", {c.vocab_size_per_layer_input, LP}, f, opt.device);
+    m.per_layer_embed_scale =
+        round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(P))), ple_dtype);
+    m.per_layer_model_projection = linear(w, "per_layer_model_projection", D, LP, false);
+    m.per_layer_projection_norm = norm(w, "per_layer_projection_norm.weight", P);
+  }
+
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const GemmaLayerSpec& spec = c.layers[static_cast<size_t>(i)];
+    io::WeightMap s = w.scoped(str("layers.", i, "."));
+    GemmaDecoderLayer L;
+    L.spec = spec;
+    const int64_t H = c.num_heads, Dh = spec.head_dim, Hkv = spec.num_kv_heads;
+    L.input_layernorm = norm(s, "input_layernorm.weight", D);
+    L.post_attention_layernorm = norm(s, "post_attention_layernorm.weight", D);
+    L.pre_feedforward_layernorm = norm(s, "pre_feedforward_layernorm.weight", D);
+    L.post_feedforward_layernorm = norm(s, "post_feedforward_layernorm.weight", D);
+    L.self_attn.q_proj = linear(s, "self_attn.q_proj", D, H * Dh, c.attention_bias);
+    L.self_attn.o_proj = linear(s, "self_attn.o_proj", H * Dh, D, c.attention_bias);
+    L.self_attn.q_norm = norm(s, "self_attn.q_norm.weight", Dh);
+    if (spec.kv_source < 0) {
+      L.self_attn.k_proj = linear(s, "self_attn.k_proj", D, Hkv * Dh, c.attention_bias);
+      if (!spec.k_eq_v)
+        L.self_attn.v_proj = linear(s, "self_attn.v_proj", D, Hkv * Dh, c.attention_bias);
+      L.self_attn.k_norm = norm(s, "self_attn.k_norm.weight", Dh);
+    } else {
+      // HF drops these tensors of KV-shared layers on load.
+      for (const char* n : {"self_attn.k_proj.", "self_attn.v_proj.", "self_attn.k_norm.",
+                            "self_attn.v_norm."})
+        s.ignore(n);
+    }
+    if (c.v_norm) L.self_attn.v_norm.eps = c.rms_norm_eps;
+    L.mlp.gate_proj = linear(s, "mlp.gate_proj", D, spec.intermediate_size, false);
+    L.mlp.up_proj = linear(s, "mlp.up_proj", D, spec.intermediate_size, false);
+    L.mlp.down_proj = linear(s, "mlp.down_proj", spec.intermediate_size, D, false);
+    if (c.layer_scalar) L.layer_scalar = s.take("layer_scalar", {1}, f, opt.device);
+    if (P > 0) {
+      L.per_layer_input_gate = linear(s, "per_layer_input_gate", D, P, false);
+      L.per_layer_projection = linear(s, "per_layer_projection", P, D, false);
+      L.post_per_layer_input_norm = norm(s, "post_per_layer_input_norm.weight", D);
+    }
+    m.layers_.push_back(std::move(L));
+  }
+  w.finish(str("Gemma text model (", c.model_type, ", ", layout.description, ") from ", where));
+  return m;
+}
+
+std::vector<float> GemmaTextModel::rope_inv_freq(GemmaLayerType type) const {
+  if (!config_.has_layer_type(type)) return {};
+  return gemma_rope_inv_freq(config_.rope(type), config_.rope_head_dim(type));
+}
+
+std::vector<Tensor> GemmaTextModel::encode(const Tensor& input_ids, const Tensor& attention_mask,
+                                           GemmaTrace* trace) const {
+  LTX_CHECK(input_ids.dim() == 2, "Gemma encode: input_ids must be [batch, length], got ",
+            input_ids.describe());
+  LTX_CHECK(attention_mask.shape() == input_ids.shape(), "Gemma encode: attention_mask ",
+            attention_mask.describe(), " does not match input_ids ", input_ids.describe());
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  std::vector<int64_t> pos(static_cast<size_t>(B * T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(b * T + t)] = t;
+  const std::vector<int64_t> mask = attention_mask.to_int_vector();
+  std::vector<uint8_t> valid(mask.size());
+  for (size_t i = 0; i < mask.size(); ++i) valid[i] = mask[i] != 0;
+  std::vector<Tensor> hidden;
+  run(input_ids, Tensor::from_vector(pos, {B, T}), valid, 0, T, nullptr, &hidden, trace);
+  return hidden;
+}
+
+GemmaKvCache GemmaTextModel::make_cache(int64_t batch, int64_t capacity) const {
+  LTX_CHECK(batch > 0 && capacity > 0, "Gemma KV cache: batch and capacity must be positive");
+  GemmaKvCache cache;
+  cache.batch = batch;
+  cache.capacity = capacity;
+  cache.key_valid.assign(static_cast<size_t>(batch * capacity), 0);
+  const Device dev = embed_tokens.device();
+  for (const auto& L : layers_) {
+    if (L.spec.kv_source >= 0) {
+      cache.keys.emplace_back();
+      cache.values.emplace_back();
+      continue;
+    }
+    const Shape s{batch, L.spec.num_kv_heads, capacity, L.spec.head_dim};
+    cache.keys.push_back(Tensor::zeros(s, DType::F32, dev));
+    cache.values.push_back(Tensor::zeros(s, DType::F32, dev));
+  }
+  return cache;
+}
+
+Tensor GemmaTextModel::forward(const Tensor& input_ids, const Tensor& position_ids,
+                               const Tensor& attention_mask, GemmaKvCache& cache,
+                               std::vector<Tensor>* hidden_states, GemmaTrace* trace) const {
+  LTX_CHECK(input_ids.dim() == 2 && position_ids.shape() == input_ids.shape() &&
+                attention_mask.shape() == input_ids.shape(),
+            "Gemma forward: input_ids, position_ids and attention_mask must share one [batch, "
+            "length] shape, got ",
+            input_ids.describe(), ", ", position_ids.describe(), ", ", attention_mask.describe());
+  const int64_t B = input_ids.size(0), T = input_ids.size(1);
+  LTX_CHECK(B == cache.batch, "Gemma forward: batch ", B, " does not match the cache's ",
+            cache.batch);
+  LTX_CHECK(cache.length + T <= cache.capacity, "Gemma forward: ", T, " new tokens after ",
+            cache.length, " cached exceed the cache capacity ", cache.capacity);
+  const int64_t past = cache.length, key_len = past + T;
+  const std::vector<int64_t> mask = attention_mask.to_int_vector();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      cache.key_valid[static_cast<size_t>(b * cache.capacity + past + t)] =
+          mask[static_cast<size_t>(b * T + t)] != 0;
+  std::vector<uint8_t> valid(static_cast<size_t>(B * key_len));
+  for (int64_t b = 0; b < B; ++b)
+    std::copy_n(cache.key_valid.begin() + b * cache.capacity, key_len,
+                valid.begin() + b * key_len);
+  Tensor out = run(input_ids, position_ids, valid, past, key_len, &cache, hidden_states, trace);
+  cache.length = key_len;
+  return out;
+}
+
+Tensor GemmaTextModel::logits(const Tensor& hidden) const {
+  Tensor l = ops::linear(hidden, embed_tokens);
+  if (config_.final_logit_softcapping) {
+    const double cap = *config_.final_logit_softcapping;
+    l = ops::mul(ops::tanh(ops::div(l, cap)), cap);
+  }
+  return l;
+}
+
+Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
+                           const std::vector<uint8_t>& key_valid,
+                           int64_t past, int64_t key_len, GemmaKvCache* cache,
+                           std::vector<Tensor>* hidden_states, GemmaTrace* trace) const {
+  const GemmaTextConfig& c = config_;
+  const int64_t B = input_ids.size(0), T = input_ids.size(1), D = c.hidden_size;
+  const int64_t L = c.num_layers;
+
+  // Token ids as the multimodal wrapper hands them to the language model.
+  std::vector<int64_t> ids = input_ids.to_int_vector();
+  for (auto& id : ids) {
+    for (const int64_t r : c.replaced_token_ids)
+      if (id == r) id = c.replacement_token_id;
+    LTX_CHECK(id >= 0 && id < c.vocab_size, "Gemma: token id ", id, " is outside the vocabulary (",
+              c.vocab_size, " entries)");
+  }
+  const Tensor ids_t = Tensor::from_vector(ids, {B, T});
+  Tensor h = ops::mul(ops::embedding(embed_tokens, ids_t), static_cast<double>(embed_scale));
+
+  // Dense Gemma 4 per-layer inputs: (norm(proj(embeds) / sqrt(D)) + embed_per_layer(ids)) / sqrt(2).
+  Tensor per_layer;
+  const int64_t P = c.hidden_size_per_layer_input;
+  if (P > 0) {
+    for (const int64_t id : ids)
+      LTX_CHECK(id < c.vocab_size_per_layer_input, "Gemma: token id ", id,
+                " is outside the per-layer embedding table (", c.vocab_size_per_layer_input, ")");
+    Tensor tok = ops::mul(ops::embedding(embed_tokens_per_layer, ids_t),
+                          static_cast<double>(per_layer_embed_scale))
+                     .view({B, T, L, P});
+    const float proj_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+    Tensor proj = ops::mul(per_layer_model_projection(h), static_cast<double>(proj_scale))
+                      .view({B, T, L, P});
+    proj = per_layer_projection_norm(proj);
+    per_layer = ops::mul(ops::add(proj, tok), static_cast<double>(static_cast<float>(std::sqrt(0.5))));
+  }
+
+  if (hidden_states) hidden_states->push_back(h);
+
+  // Rotary tables per layer type: cos/sin [B, T, 1, head_dim / 2] in float32.
+  const std::vector<int64_t> pos = position_ids.to_int_vector();
+  struct Rope {
+    Tensor cos, sin;
+  };
+  Rope ropes[2];
+  for (const auto type : {GemmaLayerType::Sliding, GemmaLayerType::Full}) {
+    if (!c.has_layer_type(type)) continue;
+    const std::vector<float> inv = rope_inv_freq(type);
+    const auto half = static_cast<int64_t>(inv.size());
+    Tensor cs = Tensor::empty({B, T, 1, half}), sn = Tensor::empty({B, T, 1, half});
+    float* pc = cs.data<float>();
+    float* ps = sn.data<float>();
+    for (int64_t r = 0; r < B * T; ++r) {
+      const float p = static_cast<float>(pos[static_cast<size_t>(r)]);
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = inv[static_cast<size_t>(i)] * p;
+        pc[r * half + i] = std::cos(a);
+        ps[r * half + i] = std::sin(a);
+      }
+    }
+    ropes[type == GemmaLayerType::Full ? 1 : 0] = {cs, sn};
+  }
+
+  // Masks [B, 1, T, key_len]: key padding + causal (+ the sliding window), in sequence indices.
+  Tensor masks[2];
+  for (const auto type : {GemmaLayerType::Sliding, GemmaLayerType::Full}) {
+    if (!c.has_layer_type(type)) continue;
+    Tensor m = Tensor::empty({B, 1, T, key_len}, DType::U8);
+    uint8_t* pm = m.data<uint8_t>();
+    const bool sliding = type == GemmaLayerType::Sliding;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t q = past + t;
+        uint8_t* row = pm + (b * T + t) * key_len;
+        const uint8_t* kv = key_valid.data() + b * key_len;
+        for (int64_t j = 0; j < key_len; ++j)
+          row[j] = kv[j] && j <= q && (!sliding || j > q - c.sliding_window);
+      }
+    masks[sliding ? 0 : 1] = m;
+  }
+
+  // Current full keys/values per layer (for KV-shared layers).
+  std::vector<std::pair<Tensor, Tensor>> kv(static_cast<size_t>(L));
+  const int64_t H = c.num_heads;
+
+  for (int64_t i = 0; i < L; ++i) {
+    const GemmaDecoderLayer& layer = layers_[static_cast<size_t>(i)];
+    const GemmaLayerSpec& spec = layer.spec;
+    const int ti = spec.type == GemmaLayerType::Full ? 1 : 0;
+    const Rope& rope = ropes[ti];
+    const int64_t Dh = spec.head_dim, Hkv = spec.num_kv_heads;
+    const GemmaAttention& a = layer.self_attn;
+
+    Tensor residual = h;
+    const Tensor xn = layer.input_layernorm(h);
+
+    Tensor q = a.q_norm(a.q_proj(xn).view({B, T, H, Dh}));
+    q = ops::apply_rope(q, rope.cos, rope.sin, ops::RopeLayout::Split).permute({0, 2, 1, 3});
+    Tensor k_all, v_all;
+    if (spec.kv_source >= 0) {
+      k_all = kv[static_cast<size_t>(spec.kv_source)].first;
+      v_all = kv[static_cast<size_t>(spec.kv_source)].second;
+    } else {
+      const Tensor kr = a.k_proj(xn).view({B, T, Hkv, Dh});
+      const Tensor vr = a.v_proj.weight.defined() ? a.v_proj(xn).view({B, T, Hkv, Dh}) : kr;
+      Tensor k = ops::apply_rope(a.k_norm(kr), rope.cos, rope.sin, ops::RopeLayout::Split)
+                     .permute({0, 2, 1, 3});
+      Tensor v = (c.v_norm ? a.v_norm(vr) : vr).permute({0, 2, 1, 3});
+      if (cache) {
+        Tensor& ck = cache->keys[static_cast<size_t>(i)];
+        Tensor& cv = cache->values[static_cast<size_t>(i)];
+        ck.narrow(2, past, T).copy_from(k);
+        cv.narrow(2, past, T).copy_from(v);
+        k_all = ck.narrow(2, 0, key_len);
+        v_all = cv.narrow(2, 0, key_len);
+      } else {
+        k_all = k;
+        v_all = v;
+      }
+      kv[static_cast<size_t>(i)] = {k_all, v_all};
+    }
+    Tensor ke = k_all, ve = v_all;
+    if (Hkv != H) {
+      const int64_t rep = H / Hkv;
+      ke = k_all.unsqueeze(2).expand({B, Hkv, rep, key_len, Dh}).reshape({B, H, key_len, Dh});
+      ve = v_all.unsqueeze(2).expand({B, Hkv, rep, key_len, Dh}).reshape({B, H, key_len, Dh});
+    }
+    Tensor attn = ops::scaled_dot_product_attention(q, ke, ve, masks[ti], c.attention_scale);
+    attn = a.o_proj(attn.permute({0, 2, 1, 3}).reshape({B, T, H * Dh}));
+    if (trace && i == 0) trace->layer0_attn_out = attn;
+    h = ops::add(residual, layer.post_attention_layernorm(attn));
+
+    residual = h;
+    const Tensor x2 = layer.pre_feedforward_layernorm(h);
+    const Tensor act = ops::mul(activation(c.hidden_activation, layer.mlp.gate_proj(x2)),
+                                layer.mlp.up_proj(x2));
+    h = ops::add(residual, layer.post_feedforward_layernorm(layer.mlp.down_proj(act)));
+
+    if (P > 0) {
+      residual = h;
+      Tensor g = activation(c.hidden_activation, layer.per_layer_input_gate(h));
+      g = ops::mul(g, per_layer.select(2, i));
+      g = layer.post_per_layer_input_norm(layer.per_layer_projection(g));
+      h = ops::add(residual, g);
+    }
+    if (layer.layer_scalar.defined()) h = ops::mul(h, layer.layer_scalar);
+    if (hidden_states && i + 1 < L) hidden_states->push_back(h);
+  }
+  if (trace) trace->last_layer_raw = h;
+  h = norm_(h);
+  if (hidden_states) hidden_states->push_back(h);
+  return h;
+}
+
+}  // namespace ltx::text
