@@ -1,0 +1,38 @@
+#pragma once
+// Conditioning-image preparation, as the reference (ltx_pipelines/utils/media_io/decode.py:
+// load_image_and_preprocess, preprocess, encode_single_frame, decode_single_frame; resize.py:
+// resize_and_center_crop; range_map.py: normalize_images).
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace ltx::media {
+
+// The CRF re-compression that makes a still look like a video frame the model was trained on:
+// crop to even height and width (top-left), convert rgb24 -> yuv420p with libswscale (bilinear
+// flags, its default BT.601 limited-range matrix, as PyAV's reformat), encode ONE frame with
+// libx264 (crf, preset veryfast, PyAV's default slice threading), decode it back and convert to
+// rgb24 the same way. Returned unchanged (no crop) when crf == 0 or min(H, W) < 2.
+// image: u8 [H, W, 3]. Needs FFmpeg (throws in a build without it, unless nothing is to be done).
+// Note: with slice threads x264 cuts the frame into one slice per thread, so the exact pixels
+// depend on the CPU count (in the reference too); `threads` > 0 fixes it.
+Tensor crf_recompress(const Tensor& image, int crf, int threads = 0);
+
+// resize_and_center_crop: image [H, W, 3] or frames [F, H, W, 3] (u8 or floating, any scale) ->
+// f32 [1, 3, F, height, width] (F = 1 for an image), values on the input's scale.
+//   scale = max(height / H, width / W); new size = ceil(H * scale) x ceil(W * scale);
+//   bilinear, align_corners = false, no antialias (ops::interpolate);
+//   crop offsets (new - target) // 2.
+Tensor resize_and_center_crop(const Tensor& image, int64_t height, int64_t width);
+
+// [0, 255] -> [-1, 1]: x / 127.5 - 1 (as x * (1 / 127.5f) - 1, torch's CUDA division by a
+// scalar, the device the reference prepares images on), then cast to dtype.
+Tensor normalize_to_unit_range(const Tensor& x, DType dtype = DType::F32);
+
+// The whole path (load_image_and_preprocess): read_image -> crf_recompress -> resize and center
+// crop -> normalise: [1, 3, 1, height, width] in [-1, 1].
+Tensor load_image_conditioning(const std::string& path, int64_t height, int64_t width, int crf,
+                               DType dtype = DType::F32);
+
+}  // namespace ltx::media

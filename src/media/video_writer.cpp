@@ -1,0 +1,327 @@
+#include "media/video_writer.h"
+
+#include <cmath>
+
+#include "media/support.h"
+#include "media/temp_output.h"
+#include "media/yuv.h"
+
+#if LTX_WITH_FFMPEG
+extern "C" {
+#include <libavutil/channel_layout.h>
+#include <libswresample/swresample.h>
+}
+
+#include "media/ffmpeg_util.h"
+#endif
+
+namespace ltx::media {
+
+#if LTX_WITH_FFMPEG
+
+namespace {
+
+struct SwrFree {
+  void operator()(SwrContext* s) const { swr_free(&s); }
+};
+
+}  // namespace
+
+struct Mp4Writer::Impl {
+  std::string path;
+  std::string who;
+  int rate = 0;
+  Mp4Options opt;
+  std::unique_ptr<TempOutput> tmp;
+  AVFormatContext* fmt = nullptr;  // owns fmt->pb while open
+  AVStream* vst = nullptr;
+  AVStream* ast = nullptr;
+  ff::CodecContextPtr venc, aenc;
+  ff::FramePtr vframe;
+  ff::PacketPtr pkt;
+  int64_t height = 0, width = 0;
+  int64_t frames = 0;
+  bool started = false;        // header written
+  bool closed = false;         // finished or failed
+  std::vector<int16_t> audio;  // interleaved int16, kept until finish()
+  bool have_audio = false;
+
+  ~Impl() { abandon(); }
+
+  // Frees everything and removes the temporary file (no trailer).
+  void abandon() noexcept {
+    if (fmt != nullptr) {
+      if (fmt->pb != nullptr) avio_closep(&fmt->pb);
+      avformat_free_context(fmt);
+      fmt = nullptr;
+    }
+    venc.reset();
+    aenc.reset();
+    if (tmp) tmp->discard();
+    closed = true;
+  }
+
+  void write_packets(AVCodecContext* enc, AVStream* st) {
+    for (;;) {
+      const int r = avcodec_receive_packet(enc, pkt.get());
+      if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
+      ff::check(r, who, "encoding (avcodec_receive_packet)");
+      av_packet_rescale_ts(pkt.get(), enc->time_base, st->time_base);
+      pkt->stream_index = st->index;
+      ff::check(av_interleaved_write_frame(fmt, pkt.get()), who, "writing a packet");
+    }
+  }
+
+  void encode(AVCodecContext* enc, AVStream* st, const AVFrame* frame) {
+    ff::check(avcodec_send_frame(enc, frame), who, "encoding (avcodec_send_frame)");
+    write_packets(enc, st);
+  }
+
+  void open_video(int64_t h, int64_t w) {
+    const AVCodec* codec = avcodec_find_encoder_by_name("libx264");
+    LTX_CHECK(codec != nullptr, who,
+              ": this FFmpeg has no libx264 encoder; install an FFmpeg "
+              "built with libx264 (Debian's libavcodec is)");
+    venc.reset(avcodec_alloc_context3(codec));
+    LTX_CHECK(venc != nullptr, who, ": out of memory (avcodec_alloc_context3)");
+    AVCodecContext* c = venc.get();
+    c->width = static_cast<int>(w);
+    c->height = static_cast<int>(h);
+    c->pix_fmt = AV_PIX_FMT_YUV420P;
+    c->time_base = AVRational{1, rate};
+    c->framerate = AVRational{rate, 1};
+    c->bit_rate = 0;
+    c->thread_count = opt.threads;
+    c->thread_type = FF_THREAD_FRAME;
+    c->colorspace = AVCOL_SPC_BT709;
+    c->color_range = AVCOL_RANGE_MPEG;
+    if (fmt->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    AVDictionary* dict = nullptr;
+    av_dict_set(&dict, "crf", std::to_string(opt.crf).c_str(), 0);
+    av_dict_set(&dict, "preset", opt.preset.c_str(), 0);
+    const int r = avcodec_open2(c, codec, &dict);
+    av_dict_free(&dict);
+    ff::check(r, who,
+              str("opening libx264 (crf ", opt.crf, ", preset '", opt.preset, "')").c_str());
+    vst = avformat_new_stream(fmt, nullptr);
+    LTX_CHECK(vst != nullptr, who, ": out of memory (avformat_new_stream)");
+    ff::check(avcodec_parameters_from_context(vst->codecpar, c), who, "video stream parameters");
+    vst->time_base = c->time_base;
+    vst->avg_frame_rate = c->framerate;
+
+    vframe = ff::alloc_frame();
+    vframe->format = AV_PIX_FMT_YUV420P;
+    vframe->width = c->width;
+    vframe->height = c->height;
+    ff::check(av_frame_get_buffer(vframe.get(), 0), who, "allocating a video frame");
+  }
+
+  void open_audio() {
+    const AVCodec* codec = avcodec_find_encoder_by_name("aac");
+    LTX_CHECK(codec != nullptr, who, ": this FFmpeg has no AAC encoder");
+    aenc.reset(avcodec_alloc_context3(codec));
+    LTX_CHECK(aenc != nullptr, who, ": out of memory (avcodec_alloc_context3)");
+    AVCodecContext* c = aenc.get();
+    c->sample_fmt = codec->sample_fmts != nullptr ? codec->sample_fmts[0] : AV_SAMPLE_FMT_FLTP;
+    c->sample_rate = opt.audio_sample_rate;
+    av_channel_layout_default(&c->ch_layout, opt.audio_channels);
+    c->time_base = AVRational{1, opt.audio_sample_rate};
+    c->bit_rate = 0;
+    if (fmt->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    ff::check(avcodec_open2(c, codec, nullptr), who,
+              str("opening the AAC encoder at ", opt.audio_sample_rate, " Hz").c_str());
+    ast = avformat_new_stream(fmt, nullptr);
+    LTX_CHECK(ast != nullptr, who, ": out of memory (avformat_new_stream)");
+    ff::check(avcodec_parameters_from_context(ast->codecpar, c), who, "audio stream parameters");
+    ast->time_base = c->time_base;
+  }
+
+  void start(int64_t h, int64_t w) {
+    open_video(h, w);
+    if (opt.audio_sample_rate > 0) open_audio();
+    ff::check(avformat_write_header(fmt, nullptr), who, "writing the MP4 header");
+    started = true;
+    height = h;
+    width = w;
+  }
+
+  void encode_audio() {
+    AVCodecContext* c = aenc.get();
+    const int channels = opt.audio_channels;
+    const int64_t n = static_cast<int64_t>(audio.size()) / channels;
+    AVChannelLayout in_layout;
+    av_channel_layout_default(&in_layout, channels);
+    SwrContext* raw = nullptr;
+    ff::check(swr_alloc_set_opts2(&raw, &c->ch_layout, c->sample_fmt, c->sample_rate, &in_layout,
+                                  AV_SAMPLE_FMT_S16, opt.audio_sample_rate, 0, nullptr),
+              who, "setting up the audio sample conversion");
+    std::unique_ptr<SwrContext, SwrFree> swr(raw);
+    ff::check(swr_init(swr.get()), who, "setting up the audio sample conversion");
+
+    const bool any_size = (c->codec->capabilities & AV_CODEC_CAP_VARIABLE_FRAME_SIZE) != 0;
+    const bool small_last = (c->codec->capabilities & AV_CODEC_CAP_SMALL_LAST_FRAME) != 0;
+    const int64_t frame_size = (any_size || c->frame_size <= 0) ? 1024 : c->frame_size;
+    ff::FramePtr frame = ff::alloc_frame();
+    for (int64_t off = 0; off < n; off += frame_size) {
+      const int64_t count = std::min(frame_size, n - off);
+      const int64_t alloc = (count < frame_size && !any_size && !small_last) ? frame_size : count;
+      av_frame_unref(frame.get());
+      frame->format = c->sample_fmt;
+      frame->sample_rate = c->sample_rate;
+      ff::check(av_channel_layout_copy(&frame->ch_layout, &c->ch_layout), who, "audio layout");
+      frame->nb_samples = static_cast<int>(alloc);
+      ff::check(av_frame_get_buffer(frame.get(), 0), who, "allocating an audio frame");
+      if (alloc > count)
+        av_samples_set_silence(frame->data, 0, static_cast<int>(alloc), channels, c->sample_fmt);
+      const uint8_t* in = reinterpret_cast<const uint8_t*>(audio.data() + off * channels);
+      const int got = swr_convert(swr.get(), frame->data, static_cast<int>(count), &in,
+                                  static_cast<int>(count));
+      ff::check(got, who, "converting audio samples");
+      LTX_CHECK(got == count, who, ": the audio sample conversion returned ", got, " of ", count,
+                " samples");
+      frame->pts = off;
+      encode(c, ast, frame.get());
+    }
+    encode(c, ast, nullptr);
+  }
+};
+
+Mp4Writer::Mp4Writer(std::string path, double fps, Mp4Options options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.path = std::move(path);
+  m.who = str("write_mp4 '", m.path, "'");
+  m.opt = std::move(options);
+  LTX_CHECK(std::isfinite(fps) && fps >= 1 && fps < 1e6, m.who,
+            ": the frame rate must be at least 1 (it is written as int(fps)); got ", fps);
+  m.rate = static_cast<int>(fps);  // the reference's int(fps): truncation
+  LTX_CHECK(m.opt.crf >= 0 && m.opt.crf <= 51, m.who, ": crf must be in [0, 51]; got ", m.opt.crf);
+  LTX_CHECK(m.opt.threads >= 0, m.who, ": threads must be >= 0; got ", m.opt.threads);
+  LTX_CHECK(m.opt.audio_sample_rate >= 0, m.who, ": the audio sample rate must be positive; got ",
+            m.opt.audio_sample_rate);
+  LTX_CHECK(m.opt.audio_sample_rate == 0 || m.opt.audio_channels == 1 || m.opt.audio_channels == 2,
+            m.who, ": audio must be mono or stereo; got ", m.opt.audio_channels, " channels");
+  ff::quiet_logs();
+  m.tmp = std::make_unique<TempOutput>(m.path, TempOutput::Kind::File, m.who);
+  ff::check(avformat_alloc_output_context2(&m.fmt, nullptr, "mp4", m.tmp->temp_path().c_str()),
+            m.who, "creating the MP4 muxer");
+  const int r = avio_open(&m.fmt->pb, m.tmp->temp_path().c_str(), AVIO_FLAG_WRITE);
+  if (r < 0) {
+    m.abandon();
+    fail(m.who, ": cannot open '", m.tmp->temp_path(), "' for writing: ", ff::error_string(r));
+  }
+  m.pkt = ff::alloc_packet();
+}
+
+Mp4Writer::~Mp4Writer() = default;
+
+int64_t Mp4Writer::frames_written() const { return impl_->frames; }
+
+void Mp4Writer::write_frames(const Tensor& frames) {
+  Impl& m = *impl_;
+  LTX_CHECK(!m.closed, m.who, ": write_frames after finish() or after an error");
+  try {
+    LTX_CHECK(frames.defined() && (frames.dim() == 3 || frames.dim() == 4) &&
+                  frames.size(-1) == 3 && dtype_is_floating(frames.dtype()),
+              m.who, ": frames must be floating [F, H, W, 3] or [H, W, 3] in [0, 1]; got ",
+              frames.defined() ? frames.describe() : std::string("an undefined tensor"));
+    const Tensor f4 = (frames.dim() == 3 ? frames.unsqueeze(0) : frames).to(Device::cpu());
+    const int64_t h = f4.size(1), w = f4.size(2);
+    if (!m.started) {
+      LTX_CHECK(h >= 2 && w >= 2 && h % 2 == 0 && w % 2 == 0 && h <= 16384 && w <= 16384, m.who,
+                ": height and width must be even (yuv420p), between 2 and 16384; got ", h, "x", w);
+      m.start(h, w);
+    }
+    LTX_CHECK(h == m.height && w == m.width, m.who, ": a chunk of ", h, "x", w,
+              " frames after frames of ", m.height, "x", m.width);
+    for (int64_t i = 0; i < f4.size(0); ++i) {
+      AVFrame* fr = m.vframe.get();
+      ff::check(av_frame_make_writable(fr), m.who, "av_frame_make_writable");
+      rgb_to_yuv420_bt709(f4.select(0, i), fr->data[0], fr->linesize[0], fr->data[1],
+                          fr->linesize[1], fr->data[2], fr->linesize[2]);
+      fr->pts = m.frames;
+      m.encode(m.venc.get(), m.vst, fr);
+      ++m.frames;
+    }
+  } catch (...) {
+    m.abandon();
+    throw;
+  }
+}
+
+void Mp4Writer::write_audio(const Tensor& waveform) {
+  Impl& m = *impl_;
+  LTX_CHECK(!m.closed, m.who, ": write_audio after finish() or after an error");
+  try {
+    LTX_CHECK(m.opt.audio_sample_rate > 0, m.who,
+              ": write_audio on a writer made without an "
+              "audio track (set Mp4Options::audio_sample_rate)");
+    LTX_CHECK(!m.have_audio, m.who, ": write_audio called twice; pass the whole waveform once");
+    const auto [channels, n] = audio_layout(waveform, m.who.c_str());
+    LTX_CHECK(channels == m.opt.audio_channels, m.who, ": the waveform has ", channels,
+              " channel(s) but the writer was made for ", m.opt.audio_channels);
+    (void)n;
+    m.audio = waveform_to_int16(waveform);
+    m.have_audio = true;
+  } catch (...) {
+    m.abandon();
+    throw;
+  }
+}
+
+void Mp4Writer::finish() {
+  Impl& m = *impl_;
+  LTX_CHECK(!m.closed, m.who, ": finish() after finish() or after an error");
+  try {
+    LTX_CHECK(m.frames > 0, m.who, ": no frames were written; a video needs at least one frame");
+    LTX_CHECK(m.opt.audio_sample_rate == 0 || m.have_audio, m.who,
+              ": an audio track was declared but write_audio was never called");
+    m.encode(m.venc.get(), m.vst, nullptr);  // flush the delayed frames
+    if (m.have_audio) m.encode_audio();
+    ff::check(av_write_trailer(m.fmt), m.who, "writing the MP4 trailer");
+    const int r = avio_closep(&m.fmt->pb);
+    ff::check(r, m.who, "closing the file");
+    avformat_free_context(m.fmt);
+    m.fmt = nullptr;
+    m.tmp->commit();
+    m.closed = true;
+  } catch (...) {
+    m.abandon();
+    throw;
+  }
+}
+
+#else  // no FFmpeg
+
+struct Mp4Writer::Impl {};
+
+Mp4Writer::Mp4Writer(std::string path, double, Mp4Options) {
+  fail_no_ffmpeg(str("write_mp4 '", path, "'"));
+}
+Mp4Writer::~Mp4Writer() = default;
+int64_t Mp4Writer::frames_written() const { return 0; }
+void Mp4Writer::write_frames(const Tensor&) { fail_no_ffmpeg("write_mp4"); }
+void Mp4Writer::write_audio(const Tensor&) { fail_no_ffmpeg("write_mp4"); }
+void Mp4Writer::finish() { fail_no_ffmpeg("write_mp4"); }
+
+#endif
+
+void write_mp4(const std::string& path, const Tensor& frames, double fps, const AudioTrack* audio,
+               Mp4Options options) {
+  if (audio != nullptr) {
+    const auto [channels, n] = audio_layout(audio->waveform, "write_mp4");
+    (void)n;
+    LTX_CHECK(audio->sample_rate > 0, "write_mp4 '", path,
+              "': the audio sample rate must be positive; got ", audio->sample_rate);
+    options.audio_sample_rate = audio->sample_rate;
+    options.audio_channels = channels;
+  } else {
+    options.audio_sample_rate = 0;
+  }
+  Mp4Writer writer(path, fps, std::move(options));
+  writer.write_frames(frames);
+  if (audio != nullptr) writer.write_audio(audio->waveform);
+  writer.finish();
+}
+
+}  // namespace ltx::media
