@@ -118,7 +118,8 @@ void run_text_encoder(Run& run) {
     std::printf("enhance (greedy): \"%s\" -> clean_response \"%s\"\n", r.decoded.c_str(),
                 r.text.c_str());
     if (e.contains("decoded_greedy") && e.at("decoded_greedy").is_string())
-      std::printf("enhance reference:  \"%s\"\n", e.at("decoded_greedy").get<std::string>().c_str());
+      std::printf("enhance reference:  \"%s\"\n",
+                  e.at("decoded_greedy").get<std::string>().c_str());
   }
 }
 

@@ -46,10 +46,10 @@ double reported_max_rel(const std::string& out, const std::string& name) {
 TEST(TextEncoderParityCli, Gemma3RootFolderGivesHiddenStatesIdsAndGreedyEnhancement) {
   test::TempDir dir;
   const std::string out = dir.file("out.safetensors");
-  const Result r = run_ltx(
-      dir, {"parity", "text-encoder", "--weights", test::fixture("text_gemma3_root"), "--weights",
-            test::fixture("text_ltx23.ckpt.safetensors"), "--inputs",
-            test::fixture("text_ltx23.io.safetensors"), "--out", out});
+  const Result r =
+      run_ltx(dir, {"parity", "text-encoder", "--weights", test::fixture("text_gemma3_root"),
+                    "--weights", test::fixture("text_ltx23.ckpt.safetensors"), "--inputs",
+                    test::fixture("text_ltx23.io.safetensors"), "--out", out});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   for (const char* name : {"out.hidden_states", "inter.layer0.self_attn_out",
                            "inter.last_layer_raw", "out.enhance.greedy.logits"}) {
@@ -58,9 +58,9 @@ TEST(TextEncoderParityCli, Gemma3RootFolderGivesHiddenStatesIdsAndGreedyEnhancem
     EXPECT_LE(e, 1e-5) << name << "\n" << r.out;
   }
   // Ids are exact.
-  for (const char* name : {"in.input_ids", "in.attention_mask", "in.enhance.input_ids",
-                           "out.enhance.greedy.generated_ids",
-                           "inter.rope.full_attention_inv_freq"})
+  for (const char* name :
+       {"in.input_ids", "in.attention_mask", "in.enhance.input_ids",
+        "out.enhance.greedy.generated_ids", "inter.rope.full_attention_inv_freq"})
     EXPECT_EQ(reported_max_rel(r.out, name), 0.0) << name << "\n" << r.out;
   // The contexts come from the connectors (another component).
   EXPECT_NE(r.out.find("not computed"), std::string::npos) << r.out;

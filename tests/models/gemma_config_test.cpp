@@ -1,7 +1,5 @@
 // Gemma configs (as the golden io files' `gemma_config_resolved` records HF resolving them), the
 // defaults and refusals, and the text-encoder / LTX-checkpoint version check.
-#include "models/text/gemma/config.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +7,7 @@
 #include "io/io_test_util.h"
 #include "models/gemma_support.h"
 #include "models/text/gemma/compat.h"
+#include "models/text/gemma/config.h"
 
 namespace ltx {
 namespace {
@@ -75,9 +74,13 @@ TEST(GemmaConfig, Gemma4UnifiedHasGlobalHeadsKAsVAndProportionalRope) {
 
 json minimal(const std::string& model_type) {
   return {{"model_type", model_type},
-          {"text_config", {{"hidden_size", 8}, {"num_hidden_layers", 7}, {"vocab_size", 10},
-                           {"num_attention_heads", 2}, {"num_key_value_heads", 1},
-                           {"head_dim", 4}}}};
+          {"text_config",
+           {{"hidden_size", 8},
+            {"num_hidden_layers", 7},
+            {"vocab_size", 10},
+            {"num_attention_heads", 2},
+            {"num_key_value_heads", 1},
+            {"head_dim", 4}}}};
 }
 
 TEST(GemmaConfig, DefaultsFollowTheHfConfigClasses) {
@@ -107,7 +110,7 @@ TEST(GemmaConfig, DefaultsFollowTheHfConfigClasses) {
 TEST(GemmaConfig, KvSharingPicksTheLastEarlierLayerOfTheSameType) {
   json j = minimal("gemma4");
   j["text_config"]["num_hidden_layers"] = 6;
-  j["text_config"]["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention",
+  j["text_config"]["layer_types"] = {"sliding_attention", "full_attention",    "sliding_attention",
                                      "full_attention",    "sliding_attention", "full_attention"};
   j["text_config"]["num_kv_shared_layers"] = 2;
   j["text_config"]["use_double_wide_mlp"] = true;
@@ -178,12 +181,12 @@ void expect_check_fails(const std::string& ltx, const std::string& gemma,
 }
 
 TEST(GemmaVersionCheck, AcceptsTheMatchingPairs) {
-  EXPECT_TRUE(text::check_gemma_version(test::fixture(kLtx25), config_of(kGemma4),
-                                        test::fixture(kGemma4))
-                  .warnings.empty());
-  EXPECT_TRUE(text::check_gemma_version(test::fixture(kLtx23), config_of(kGemma3),
-                                        test::fixture(kGemma3))
-                  .warnings.empty());
+  EXPECT_TRUE(
+      text::check_gemma_version(test::fixture(kLtx25), config_of(kGemma4), test::fixture(kGemma4))
+          .warnings.empty());
+  EXPECT_TRUE(
+      text::check_gemma_version(test::fixture(kLtx23), config_of(kGemma3), test::fixture(kGemma3))
+          .warnings.empty());
 }
 
 TEST(GemmaVersionCheck, RefusesMismatchesNamingBothFiles) {

@@ -2,8 +2,6 @@
 // template rendering, the aligned model input, greedy generation with a KV cache (ids exact,
 // per-step logits), decode + clean_response; the logits processors, the Gemma 4 chat format,
 // sampling, and the errors (no system prompt, gemma4_unified, unknown template).
-#include "models/text/gemma/enhance.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 
 #include "io/io_test_util.h"
 #include "models/gemma_support.h"
+#include "models/text/gemma/enhance.h"
 
 namespace ltx {
 namespace {
@@ -73,10 +72,10 @@ void expect_greedy_matches(const Gemma3& g) {
   const Tensor ref = io.tensor("out.enhance.greedy.logits");
   ASSERT_EQ(static_cast<int64_t>(r.logits.size()), ref.size(0));
   for (int64_t s = 0; s < ref.size(0); ++s)
-    EXPECT_LE(test::max_rel_err(Tensor::from_vector(r.logits[static_cast<size_t>(s)],
-                                                    {ref.size(1)}),
-                                ref.select(0, s)),
-              1e-5)
+    EXPECT_LE(
+        test::max_rel_err(Tensor::from_vector(r.logits[static_cast<size_t>(s)], {ref.size(1)}),
+                          ref.select(0, s)),
+        1e-5)
         << "step " << s;
   EXPECT_EQ(r.decoded, enhance_meta()["decoded_greedy"].get<std::string>());
   EXPECT_EQ(r.text, enhance_meta()["clean_response"]["greedy"].get<std::string>());
@@ -134,12 +133,21 @@ TEST(GemmaEnhance, FindsTheSystemPromptInTheRootFolder) {
   std::filesystem::create_directories(dir.file("root/prompts"));
   test::write_bytes(dir.file("root/prompts/gemma3_t2v_system_prompt.txt"), "Be vivid.");
   const GemmaAssets assets = GemmaAssets::load(dir.file("root"));
-  EXPECT_EQ(text::find_default_system_prompt(assets, text::GemmaFamily::Gemma3, true),
-            "Be vivid.");
+  EXPECT_EQ(text::find_default_system_prompt(assets, text::GemmaFamily::Gemma3, true), "Be vivid.");
   EXPECT_THROW(text::find_default_system_prompt(assets, text::GemmaFamily::Gemma3, false), Error);
   EXPECT_EQ(text::read_system_prompt_file(dir.file("root/prompts/gemma3_t2v_system_prompt.txt")),
             "Be vivid.");
   EXPECT_THROW(text::read_system_prompt_file(dir.file("nope.txt")), Error);
+  // A user-supplied file is read when no text is given.
+  const Gemma3& g = gemma3_te();
+  const text::PromptEnhancer enhancer(g.assets, g.model);
+  text::EnhanceOptions o = greedy_options();
+  const std::string text = o.system_prompt;
+  o.system_prompt.clear();
+  o.system_prompt_file = dir.file("sys.txt");
+  test::write_bytes(o.system_prompt_file, text);
+  EXPECT_EQ(enhancer.enhance_t2v(enhance_meta()["user_prompt"].get<std::string>(), o).rendered,
+            enhance_meta()["rendered_text"].get<std::string>());
 }
 
 TEST(GemmaEnhance, Gemma4UnifiedCannotEnhance) {
@@ -163,8 +171,7 @@ TEST(GemmaEnhance, RendersTheGemma4ChatFormat) {
   EXPECT_EQ(text::render_gemma_chat(text::GemmaChatFormat::Gemma3, m, "<bos>"),
             "<bos><start_of_turn>user\n Be vivid. \n\n\nuser prompt: a cat<end_of_turn>\n"
             "<start_of_turn>model\n");
-  EXPECT_EQ(text::detect_chat_format("{{ '<|turn>' + role }}", "x"),
-            text::GemmaChatFormat::Gemma4);
+  EXPECT_EQ(text::detect_chat_format("{{ '<|turn>' + role }}", "x"), text::GemmaChatFormat::Gemma4);
   EXPECT_THROW(text::detect_chat_format("{{ '<|im_start|>' }}", "x"), Error);
 }
 
@@ -223,7 +230,7 @@ TEST(GemmaClean, MapsPunctuationAndDropsLeadingNonLetters) {
             "Hello\" - it's fine-ok");
   EXPECT_EQ(text::clean_response("1. \u00c9t\u00e9"), "\u00c9t\u00e9");
   EXPECT_EQ(text::clean_response("\u6771\u4eac"), "\u6771\u4eac");  // CJK letters count
-  EXPECT_EQ(text::clean_response("123 \u2014"), "123 -");             // no letter: kept whole
+  EXPECT_EQ(text::clean_response("123 \u2014"), "123 -");           // no letter: kept whole
   EXPECT_EQ(text::clean_response(""), "");
 }
 

@@ -70,9 +70,10 @@ GemmaCompatibility check_gemma_version(const json& meta, const std::string& ltx_
               gemma_path, " has no gemma_version either: compatibility not checked"));
       return result;
     }
-    fail("Gemma version check: the LTX checkpoint ", ltx_path, " has model_version ",
-         model_version, " and must declare gemma_source_checkpoint.gemma_version, but does not "
-         "(the text encoder ", gemma_path, " has gemma_version '", *gemma.gemma_version, "')");
+    fail("Gemma version check: the LTX checkpoint ", ltx_path, " has model_version ", model_version,
+         " and must declare gemma_source_checkpoint.gemma_version, but does not "
+         "(the text encoder ",
+         gemma_path, " has gemma_version '", *gemma.gemma_version, "')");
   }
   LTX_CHECK(gemma.model_type == "gemma3", "Gemma version check: the LTX checkpoint ", ltx_path,
             " (model_version ", model_version.empty() ? std::string("unset") : model_version,

@@ -2,9 +2,11 @@
 // The text encoder / LTX checkpoint compatibility check (the reference's _check_gemma_version in
 // encoder_configurator.py, run when the embeddings processor is built):
 //
-//   * the LTX checkpoint declares `gemma_source_checkpoint` (LTX-2.5): its `gemma_version` must equal
+//   * the LTX checkpoint declares `gemma_source_checkpoint` (LTX-2.5): its `gemma_version` must
+//   equal
 //     the Gemma config's top-level `gemma_version` (both absent counts as equal);
-//   * otherwise, a `model_version` >= 2.4.0 must declare it -- an error, unless the Gemma config has
+//   * otherwise, a `model_version` >= 2.4.0 must declare it -- an error, unless the Gemma config
+//   has
 //     no `gemma_version` either (then the reference only warns and skips the check);
 //   * otherwise (LTX-2 / 2.3) the Gemma config must be a Gemma 3 one (model_type "gemma3").
 //
@@ -21,8 +23,9 @@ struct GemmaCompatibility {
   std::vector<std::string> warnings;  // the check passed but was skipped, and why
 };
 
-// `ltx_metadata`: the LTX checkpoint's decoded `__metadata__` (io::SafetensorsFile::metadata_json())
-// read from `ltx_path`; `gemma`: the text encoder's config, loaded from `gemma_path`.
+// `ltx_metadata`: the LTX checkpoint's decoded `__metadata__`
+// (io::SafetensorsFile::metadata_json()) read from `ltx_path`; `gemma`: the text encoder's config,
+// loaded from `gemma_path`.
 GemmaCompatibility check_gemma_version(const nlohmann::json& ltx_metadata,
                                        const std::string& ltx_path, const GemmaTextConfig& gemma,
                                        const std::string& gemma_path);

@@ -10,9 +10,12 @@ using json = nlohmann::json;
 
 const char* gemma_family_name(GemmaFamily family) {
   switch (family) {
-    case GemmaFamily::Gemma3: return "gemma3";
-    case GemmaFamily::Gemma4Unified: return "gemma4_unified";
-    case GemmaFamily::Gemma4: return "gemma4";
+    case GemmaFamily::Gemma3:
+      return "gemma3";
+    case GemmaFamily::Gemma4Unified:
+      return "gemma4_unified";
+    case GemmaFamily::Gemma4:
+      return "gemma4";
   }
   return "?";
 }
@@ -87,7 +90,8 @@ std::vector<int64_t> token_id_list(const json& v, const std::string& where, cons
 GemmaRope parse_rope(const json& p, const std::string& where, const std::string& layer_type,
                      double default_theta) {
   LTX_CHECK(p.is_object(), "Gemma config ", where, ": rope_parameters['", layer_type,
-            "'] must be an object, got ", p.dump(), " (a layer type without RoPE is not supported)");
+            "'] must be an object, got ", p.dump(),
+            " (a layer type without RoPE is not supported)");
   const Reader r{p, where + " rope_parameters['" + layer_type + "']"};
   GemmaRope rope;
   rope.rope_type = r.string("rope_type", r.string("type", "default"));
@@ -178,8 +182,8 @@ void parse_gemma3(const json& top, const Reader& r, GemmaTextConfig& c) {
     LTX_CHECK(p.is_object() && p.contains("sliding_attention") && p.contains("full_attention"),
               "Gemma config ", r.where,
               ": rope_parameters must have 'sliding_attention' and 'full_attention' entries");
-    c.rope_sliding = parse_rope(p.at("sliding_attention"), r.where, "sliding_attention",
-                                local_theta);
+    c.rope_sliding =
+        parse_rope(p.at("sliding_attention"), r.where, "sliding_attention", local_theta);
     c.rope_full = parse_rope(p.at("full_attention"), r.where, "full_attention", theta);
   } else {
     json full = r.has("rope_scaling") ? r.obj.at("rope_scaling") : json::object();
@@ -330,9 +334,15 @@ GemmaTextConfig GemmaTextConfig::from_json(const json& config, const std::string
   LTX_CHECK(text.is_object(), "Gemma config from ", source, ": text_config must be an object");
   const Reader r{text, source + " text_config"};
   switch (c.family) {
-    case GemmaFamily::Gemma3: parse_gemma3(config, r, c); break;
-    case GemmaFamily::Gemma4Unified: parse_gemma4(config, r, c, true); break;
-    case GemmaFamily::Gemma4: parse_gemma4(config, r, c, false); break;
+    case GemmaFamily::Gemma3:
+      parse_gemma3(config, r, c);
+      break;
+    case GemmaFamily::Gemma4Unified:
+      parse_gemma4(config, r, c, true);
+      break;
+    case GemmaFamily::Gemma4:
+      parse_gemma4(config, r, c, false);
+      break;
   }
   bool known_activation = false;
   for (const char* act : {"gelu_pytorch_tanh", "gelu", "silu", "relu"})
@@ -340,9 +350,8 @@ GemmaTextConfig GemmaTextConfig::from_json(const json& config, const std::string
   LTX_CHECK(known_activation, "Gemma config ", r.where, ": hidden_activation '",
             c.hidden_activation, "' is not supported (gelu_pytorch_tanh, gelu, silu, relu are)");
   for (const auto& l : c.layers)
-    LTX_CHECK(c.num_heads % l.num_kv_heads == 0, "Gemma config ", r.where,
-              ": num_attention_heads ", c.num_heads, " is not a multiple of the ", l.num_kv_heads,
-              " key/value heads");
+    LTX_CHECK(c.num_heads % l.num_kv_heads == 0, "Gemma config ", r.where, ": num_attention_heads ",
+              c.num_heads, " is not a multiple of the ", l.num_kv_heads, " key/value heads");
 
   // generate() reads eos_token_id from the top-level config first, then from text_config.
   if (top.has("eos_token_id"))
@@ -367,15 +376,15 @@ bool GemmaTextConfig::has_layer_type(GemmaLayerType type) const {
 }
 
 std::vector<float> gemma_rope_inv_freq(const GemmaRope& rope, int64_t head_dim) {
-  LTX_CHECK(head_dim > 0 && head_dim % 2 == 0, "Gemma RoPE: head_dim must be even, got ",
-            head_dim);
+  LTX_CHECK(head_dim > 0 && head_dim % 2 == 0, "Gemma RoPE: head_dim must be even, got ", head_dim);
   const int64_t half = head_dim / 2;
   // float32 throughout, as torch computes base ** (arange(0, d, 2).float() / d).
   const float base = static_cast<float>(rope.theta);
   const float dim = static_cast<float>(head_dim);
   int64_t rotated = half;
   if (rope.rope_type == "proportional")
-    rotated = static_cast<int64_t>(rope.partial_rotary_factor * static_cast<double>(head_dim) / 2.0);
+    rotated =
+        static_cast<int64_t>(rope.partial_rotary_factor * static_cast<double>(head_dim) / 2.0);
   std::vector<float> inv(static_cast<size_t>(half), 0.0f);
   const float factor = static_cast<float>(rope.factor);
   for (int64_t i = 0; i < rotated; ++i) {

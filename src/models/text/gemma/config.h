@@ -52,8 +52,8 @@ struct GemmaLayerSpec {
   GemmaLayerType type = GemmaLayerType::Sliding;
   int64_t head_dim = 0;
   int64_t num_kv_heads = 0;
-  bool k_eq_v = false;        // no v_proj: V is the raw k_proj output (Gemma 4 global layers)
-  int64_t kv_source = -1;     // >= 0: a KV-shared layer reusing that layer's keys/values
+  bool k_eq_v = false;     // no v_proj: V is the raw k_proj output (Gemma 4 global layers)
+  int64_t kv_source = -1;  // >= 0: a KV-shared layer reusing that layer's keys/values
   int64_t intermediate_size = 0;
 };
 

@@ -146,11 +146,25 @@ std::string clean_response(std::string_view text) {
   std::u32string cps = utf8_to_u32(text);
   for (char32_t& cp : cps) {
     switch (cp) {
-      case 0x2018: case 0x2019: case 0x2032: cp = U'\''; break;
-      case 0x201C: case 0x201D: cp = U'"'; break;
-      case 0x2014: case 0x2013: case 0x2212: cp = U'-'; break;
-      case 0x00A0: cp = U' '; break;
-      default: break;
+      case 0x2018:
+      case 0x2019:
+      case 0x2032:
+        cp = U'\'';
+        break;
+      case 0x201C:
+      case 0x201D:
+        cp = U'"';
+        break;
+      case 0x2014:
+      case 0x2013:
+      case 0x2212:
+        cp = U'-';
+        break;
+      case 0x00A0:
+        cp = U' ';
+        break;
+      default:
+        break;
     }
   }
   // Drop everything before the first letter; text without a letter is kept whole.
@@ -206,12 +220,14 @@ GenerationConfig default_enhance_generation(const GemmaTextConfig& config) {
 }
 
 PromptEnhancer::PromptEnhancer(const GemmaAssets& assets, const GemmaTextModel& model)
-    : assets_(&assets), model_(&model), tokenizer_(build_gemma_hf_tokenizer(assets)),
+    : assets_(&assets),
+      model_(&model),
+      tokenizer_(build_gemma_hf_tokenizer(assets)),
       format_(GemmaChatFormat::Gemma3) {
   (void)default_enhance_generation(model.config());  // refuses gemma4_unified
   format_ = detect_chat_format(chat_template_of(assets), assets.source);
-  LTX_CHECK(tokenizer_.bos_id().has_value(), "prompt enhancement: the tokenizer of ",
-            assets.source, " has no BOS token");
+  LTX_CHECK(tokenizer_.bos_id().has_value(), "prompt enhancement: the tokenizer of ", assets.source,
+            " has no BOS token");
 }
 
 EnhanceResult PromptEnhancer::prepare_t2v(const std::string& prompt,
@@ -236,9 +252,10 @@ EnhanceResult PromptEnhancer::prepare_t2v(const std::string& prompt,
 EnhanceResult PromptEnhancer::enhance_t2v(const std::string& prompt,
                                           const EnhanceOptions& options) const {
   const std::string system =
-      options.system_prompt.empty()
-          ? find_default_system_prompt(*assets_, model_->config().family, true)
-          : options.system_prompt;
+      !options.system_prompt.empty()        ? options.system_prompt
+      : !options.system_prompt_file.empty() ? read_system_prompt_file(options.system_prompt_file)
+                                            : find_default_system_prompt(
+                                                  *assets_, model_->config().family, true);
   EnhanceResult r = prepare_t2v(prompt, system);
   GenerationConfig g;
   if (options.generation) {

@@ -5,8 +5,10 @@
 //   2. the model's chat template (chat_template.jinja / chat_template.json of the assets) rendered
 //      with add_generation_prompt. Not a Jinja engine: the template is recognised as one of the two
 //      Gemma formats and that format is rendered --
-//        Gemma 3:  {bos}<start_of_turn>user\n{system}\n\n{user|trim}<end_of_turn>\n<start_of_turn>model\n
-//        Gemma 4:  {bos}<|turn>system\n{system|trim}<turn|>\n<|turn>user\n{user|trim}<turn|>\n<|turn>model\n
+//        Gemma 3:
+//        {bos}<start_of_turn>user\n{system}\n\n{user|trim}<end_of_turn>\n<start_of_turn>model\n
+//        Gemma 4:
+//        {bos}<|turn>system\n{system|trim}<turn|>\n<|turn>user\n{user|trim}<turn|>\n<|turn>model\n
 //      (an unrecognised template is an error);
 //   3. the rendered text tokenized with the tokenizer's special tokens (Gemma 3's post-processor
 //      adds a second <bos>, as the reference's processor does), left-padded to a multiple of 8 with
@@ -69,7 +71,8 @@ std::string find_default_system_prompt(const GemmaAssets& assets, GemmaFamily fa
 GenerationConfig default_enhance_generation(const GemmaTextConfig& config);
 
 struct EnhanceOptions {
-  std::string system_prompt;  // empty: find_default_system_prompt
+  std::string system_prompt;       // the text; when empty, system_prompt_file is read, and
+  std::string system_prompt_file;  // when that is empty too, find_default_system_prompt
   std::optional<int64_t> max_new_tokens;
   uint64_t seed = 42;  // the pipelines' default (generate_enhanced_prompt)
   // Replaces the family's decoding defaults entirely (EOS ids included) when set.
@@ -78,13 +81,13 @@ struct EnhanceOptions {
 };
 
 struct EnhanceResult {
-  std::string rendered;                 // the chat-template text
-  std::vector<int64_t> input_ids;       // the model input after alignment padding
+  std::string rendered;            // the chat-template text
+  std::vector<int64_t> input_ids;  // the model input after alignment padding
   std::vector<int64_t> attention_mask;
-  std::vector<int64_t> generated_ids;   // new tokens (EOS included when produced)
+  std::vector<int64_t> generated_ids;  // new tokens (EOS included when produced)
   std::vector<std::vector<float>> logits;
-  std::string decoded;                  // generated_ids decoded without special tokens
-  std::string text;                     // clean_response(decoded)
+  std::string decoded;  // generated_ids decoded without special tokens
+  std::string text;     // clean_response(decoded)
 };
 
 class PromptEnhancer {

@@ -109,9 +109,9 @@ GenerationResult generate(const GemmaTextModel& model, const std::vector<int64_t
   std::vector<int64_t> sequence = input_ids;
   sampling::TorchCpuGenerator rng(static_cast<int64_t>(cfg.seed));
 
-  Tensor hidden = model.forward(Tensor::from_vector(input_ids, {1, P}),
-                                Tensor::from_vector(positions, {1, P}),
-                                Tensor::from_vector(attention_mask, {1, P}), cache);
+  Tensor hidden =
+      model.forward(Tensor::from_vector(input_ids, {1, P}), Tensor::from_vector(positions, {1, P}),
+                    Tensor::from_vector(attention_mask, {1, P}), cache);
   Tensor last = hidden.select(1, P - 1);
   for (int64_t step = 0; step < cfg.max_new_tokens; ++step) {
     std::vector<float> logits = model.logits(last).to_float_vector();

@@ -24,22 +24,22 @@ struct GenerationConfig {
   int64_t max_new_tokens = 20;
   bool do_sample = false;
   double temperature = 1.0;
-  int64_t top_k = 50;   // HF's default; 0 disables
-  double top_p = 1.0;   // 1 disables
+  int64_t top_k = 50;  // HF's default; 0 disables
+  double top_p = 1.0;  // 1 disables
   int64_t no_repeat_ngram_size = 0;
   uint64_t seed = 42;
   std::vector<int64_t> eos_token_ids;  // empty: never stop early
 };
 
 struct GenerationResult {
-  std::vector<int64_t> tokens;               // the new tokens (the EOS included when produced)
-  std::vector<std::vector<float>> logits;    // raw logits per step (when requested)
+  std::vector<int64_t> tokens;             // the new tokens (the EOS included when produced)
+  std::vector<std::vector<float>> logits;  // raw logits per step (when requested)
 };
 
 // input_ids / attention_mask: one prompt (mask 1 on tokens, 0 on the left pads).
 GenerationResult generate(const GemmaTextModel& model, const std::vector<int64_t>& input_ids,
-                          const std::vector<int64_t>& attention_mask, const GenerationConfig& config,
-                          bool keep_logits = false);
+                          const std::vector<int64_t>& attention_mask,
+                          const GenerationConfig& config, bool keep_logits = false);
 
 // The processors applied to one step's logits (in place); exposed for tests.
 // `sequence`: every token so far (prompt incl. pads, then the generated ones).

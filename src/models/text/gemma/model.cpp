@@ -119,15 +119,15 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
 
   const DType embed_dtype = w.contains("embed_tokens.weight") ? w.dtype("embed_tokens.weight") : f;
   m.embed_tokens = w.take("embed_tokens.weight", {c.vocab_size, D}, f, opt.device);
-  m.embed_scale = round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(D))), embed_dtype);
+  m.embed_scale =
+      round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(D))), embed_dtype);
   m.norm_ = norm(w, "norm.weight", D);
 
   const int64_t P = c.hidden_size_per_layer_input;
   if (P > 0) {
     const int64_t LP = c.num_layers * P;
-    const DType ple_dtype = w.contains("embed_tokens_per_layer.weight")
-                                ? w.dtype("embed_tokens_per_layer.weight")
-                                : f;
+    const DType ple_dtype =
+        w.contains("embed_tokens_per_layer.weight") ? w.dtype("embed_tokens_per_layer.weight") : f;
     m.embed_tokens_per_layer =
         w.take("embed_tokens_per_layer.weight", {c.vocab_size_per_layer_input, LP}, f, opt.device);
     m.per_layer_embed_scale =
@@ -156,8 +156,8 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
       L.self_attn.k_norm = norm(s, "self_attn.k_norm.weight", Dh);
     } else {
       // HF drops these tensors of KV-shared layers on load.
-      for (const char* n : {"self_attn.k_proj.", "self_attn.v_proj.", "self_attn.k_norm.",
-                            "self_attn.v_norm."})
+      for (const char* n :
+           {"self_attn.k_proj.", "self_attn.v_proj.", "self_attn.k_norm.", "self_attn.v_norm."})
         s.ignore(n);
     }
     if (c.v_norm) L.self_attn.v_norm.eps = c.rms_norm_eps;
@@ -240,8 +240,7 @@ Tensor GemmaTextModel::forward(const Tensor& input_ids, const Tensor& position_i
           mask[static_cast<size_t>(b * T + t)] != 0;
   std::vector<uint8_t> valid(static_cast<size_t>(B * key_len));
   for (int64_t b = 0; b < B; ++b)
-    std::copy_n(cache.key_valid.begin() + b * cache.capacity, key_len,
-                valid.begin() + b * key_len);
+    std::copy_n(cache.key_valid.begin() + b * cache.capacity, key_len, valid.begin() + b * key_len);
   Tensor out = run(input_ids, position_ids, valid, past, key_len, &cache, hidden_states, trace);
   cache.length = key_len;
   return out;
@@ -257,9 +256,9 @@ Tensor GemmaTextModel::logits(const Tensor& hidden) const {
 }
 
 Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
-                           const std::vector<uint8_t>& key_valid,
-                           int64_t past, int64_t key_len, GemmaKvCache* cache,
-                           std::vector<Tensor>* hidden_states, GemmaTrace* trace) const {
+                           const std::vector<uint8_t>& key_valid, int64_t past, int64_t key_len,
+                           GemmaKvCache* cache, std::vector<Tensor>* hidden_states,
+                           GemmaTrace* trace) const {
   const GemmaTextConfig& c = config_;
   const int64_t B = input_ids.size(0), T = input_ids.size(1), D = c.hidden_size;
   const int64_t L = c.num_layers;
@@ -275,7 +274,8 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
   const Tensor ids_t = Tensor::from_vector(ids, {B, T});
   Tensor h = ops::mul(ops::embedding(embed_tokens, ids_t), static_cast<double>(embed_scale));
 
-  // Dense Gemma 4 per-layer inputs: (norm(proj(embeds) / sqrt(D)) + embed_per_layer(ids)) / sqrt(2).
+  // Dense Gemma 4 per-layer inputs: (norm(proj(embeds) / sqrt(D)) + embed_per_layer(ids)) /
+  // sqrt(2).
   Tensor per_layer;
   const int64_t P = c.hidden_size_per_layer_input;
   if (P > 0) {
@@ -286,10 +286,11 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
                           static_cast<double>(per_layer_embed_scale))
                      .view({B, T, L, P});
     const float proj_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-    Tensor proj = ops::mul(per_layer_model_projection(h), static_cast<double>(proj_scale))
-                      .view({B, T, L, P});
+    Tensor proj =
+        ops::mul(per_layer_model_projection(h), static_cast<double>(proj_scale)).view({B, T, L, P});
     proj = per_layer_projection_norm(proj);
-    per_layer = ops::mul(ops::add(proj, tok), static_cast<double>(static_cast<float>(std::sqrt(0.5))));
+    per_layer =
+        ops::mul(ops::add(proj, tok), static_cast<double>(static_cast<float>(std::sqrt(0.5))));
   }
 
   if (hidden_states) hidden_states->push_back(h);
@@ -389,8 +390,8 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
 
     residual = h;
     const Tensor x2 = layer.pre_feedforward_layernorm(h);
-    const Tensor act = ops::mul(activation(c.hidden_activation, layer.mlp.gate_proj(x2)),
-                                layer.mlp.up_proj(x2));
+    const Tensor act =
+        ops::mul(activation(c.hidden_activation, layer.mlp.gate_proj(x2)), layer.mlp.up_proj(x2));
     h = ops::add(residual, layer.post_feedforward_layernorm(layer.mlp.down_proj(act)));
 
     if (P > 0) {
