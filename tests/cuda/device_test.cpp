@@ -18,16 +18,7 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-// What a failing call throws: ltx::Error with its message.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no ltx::Error thrown>";
-}
+using test::error_of;
 
 TEST(CudaNoDevice, AllocationFailsCleanlyNamingTheMissingDevice) {
   if (cuda::device_count() > 0) GTEST_SKIP() << "a CUDA device is present";

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/test_support.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "models/video_vae/conv_video_decoder.h"
@@ -22,14 +23,7 @@ json ltx23_vae_config() {
   return f->metadata_json("config")["vae"];
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // ------------------------------------------------------------------------------------ configs
 

@@ -21,20 +21,6 @@ using test::non_contiguous_copy;
 using test::random_tensor;
 using A3 = std::array<int64_t, 3>;
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-#define EXPECT_ERROR_HAS(stmt, text)                                       \
-  EXPECT_NE(error_of([&] { (void)(stmt); }).find(text), std::string::npos) \
-      << error_of([&] { (void)(stmt); })
-
 // Shrinks the CPU conv tiles for one test so small problems span many tiles and channel blocks.
 class TileLimits {
  public:

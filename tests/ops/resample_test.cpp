@@ -16,42 +16,8 @@ using ops::InterpMode;
 using test::max_abs_diff;
 using test::non_contiguous_copy;
 using test::random_tensor;
-
-std::vector<int64_t> unravel(int64_t i, const Shape& s) {
-  std::vector<int64_t> idx(s.size());
-  for (int d = s.size() - 1; d >= 0; --d) {
-    idx[d] = i % s[d];
-    i /= s[d];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {
-  int64_t r = 0;
-  for (int d = 0; d < s.size(); ++d) r = r * s[d] + idx[d];
-  return r;
-}
-
-template <typename Fn>
-Tensor make_ref(const Shape& shape, Fn fn) {
-  std::vector<double> v(static_cast<size_t>(shape.numel()));
-  for (int64_t i = 0; i < shape.numel(); ++i) v[i] = fn(unravel(i, shape));
-  return Tensor::from_vector(v, shape);
-}
-
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-#define EXPECT_ERROR_HAS(stmt, text)                                       \
-  EXPECT_NE(error_of([&] { (void)(stmt); }).find(text), std::string::npos) \
-      << error_of([&] { (void)(stmt); })
+using test::make_ref;
+using test::ravel;
 
 // ---------------------------------------------------------------- interpolation reference
 // Direct per-element formulas of torch's interpolate (UpSample.h), index math in float as torch

@@ -53,6 +53,21 @@ double max_rel_err(const Tensor& a, const Tensor& b) {
 
 // Both paths are compiled in, and can be overridden at run time (e.g. when a build made on one
 // machine runs from another checkout): LTX_FIXTURES_DIR, LTX_BINARY.
+std::vector<int64_t> unravel(int64_t i, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int d = shape.size() - 1; d >= 0; --d) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
+  int64_t r = 0;
+  for (int d = 0; d < shape.size(); ++d) r = r * shape[d] + idx[d];
+  return r;
+}
+
 std::string fixture(const std::string& name) {
   const char* env = std::getenv("LTX_FIXTURES_DIR");
   return std::string(env && *env ? env : LTX_FIXTURES_DIR) + "/" + name;

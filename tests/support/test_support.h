@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,29 @@ std::string ltx_binary();
 // True when a CUDA device is usable in this process (compiled in and present).
 bool cuda_available();
 
+// The message of the ltx::Error that fn() throws, or "<no ltx::Error thrown>".
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no ltx::Error thrown>";
+}
+
+// Row-major multi-index of flat index `i` in `shape`, and back.
+std::vector<int64_t> unravel(int64_t i, const Shape& shape);
+int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape);
+
+// An f64 CPU tensor of `shape` whose element at each multi-index is fn(index): naive references.
+template <typename Fn>
+Tensor make_ref(const Shape& shape, Fn fn) {
+  std::vector<double> v(static_cast<size_t>(shape.numel()));
+  for (int64_t i = 0; i < shape.numel(); ++i) v[i] = fn(unravel(i, shape));
+  return Tensor::from_vector(v, shape);
+}
+
 }  // namespace ltx::test
 
 // Skips the current test unless a CUDA GPU is present.
@@ -33,6 +57,11 @@ bool cuda_available();
   do {                                                                       \
     if (!::ltx::test::cuda_available()) GTEST_SKIP() << "no CUDA device";    \
   } while (0)
+
+// Expects `stmt` to throw an ltx::Error whose message contains `text`.
+#define EXPECT_ERROR_HAS(stmt, text)                                                        \
+  EXPECT_NE(::ltx::test::error_of([&] { (void)(stmt); }).find(text), std::string::npos) \
+      << ::ltx::test::error_of([&] { (void)(stmt); })
 
 #define EXPECT_ALLCLOSE(a, b, tol)                                                  \
   do {                                                                              \
