@@ -182,6 +182,18 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
                                            DType target, Device device, bool required) {
   const std::string full = prefix_ + name;
   auto it = state_->entries.find(full);
+  if (it == state_->entries.end() && required && expected != nullptr) {
+    if (WeightSynthesis* synth = WeightSynthesis::active();
+        synth != nullptr &&
+        std::all_of(expected->begin(), expected->end(), [](int64_t d) { return d >= 0; })) {
+      Tensor t = synth->make_(full, *expected);
+      LTX_CHECK(t.defined() && t.shape() == *expected, "WeightSynthesis: the maker returned ",
+                t.defined() ? t.shape().str() : "nothing", " for '", full, "', expected ",
+                expected->str());
+      synth->created_.emplace_back(full, t);
+      it = state_->entries.emplace(full, Entry{nullptr, "", t, false}).first;
+    }
+  }
   if (it == state_->entries.end()) {
     if (required) state_->missing.insert(full);
     return std::nullopt;
@@ -273,5 +285,21 @@ void WeightMap::finish(const std::string& what) const {
   os << ". Check that the checkpoint is the right component and version for this model.";
   throw Error(os.str());
 }
+
+// ------------------------------------------------------------------------------ WeightSynthesis
+
+namespace {
+thread_local WeightSynthesis* g_active_synthesis = nullptr;
+}  // namespace
+
+WeightSynthesis::WeightSynthesis(Maker make) : make_(std::move(make)) {
+  LTX_CHECK(make_ != nullptr, "WeightSynthesis: no maker");
+  LTX_CHECK(g_active_synthesis == nullptr, "WeightSynthesis: scopes do not nest");
+  g_active_synthesis = this;
+}
+
+WeightSynthesis::~WeightSynthesis() { g_active_synthesis = nullptr; }
+
+WeightSynthesis* WeightSynthesis::active() { return g_active_synthesis; }
 
 }  // namespace ltx::io

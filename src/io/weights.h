@@ -16,6 +16,7 @@
 //   ...
 //   w.finish("transformer");  // throws listing all problems, if any
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -127,6 +128,29 @@ class WeightMap {
       : state_(std::move(state)), prefix_(std::move(prefix)) {}
   std::optional<Tensor> take_impl(const std::string& name, const Shape* expected, DType target,
                                   Device device, bool required);
+};
+
+// Writing a model file from nothing (the built-in demo bundle, tests): while a WeightSynthesis lives
+// on a thread, every WeightMap::take() there of a name that no file provides creates the tensor
+// with `make(full name, shape)` instead of recording it missing, as long as the expected shape is
+// fully known (no -1). The model's own loader thereby says which tensors it needs; created() lists
+// them under their model names, in creation order. Optional names (take_optional) and
+// take_any_shape() are never created. Scopes do not nest.
+class WeightSynthesis {
+ public:
+  using Maker = std::function<Tensor(const std::string& name, const Shape& shape)>;
+  explicit WeightSynthesis(Maker make);
+  ~WeightSynthesis();
+  WeightSynthesis(const WeightSynthesis&) = delete;
+  WeightSynthesis& operator=(const WeightSynthesis&) = delete;
+
+  const std::vector<std::pair<std::string, Tensor>>& created() const { return created_; }
+
+ private:
+  friend class WeightMap;
+  static WeightSynthesis* active();
+  Maker make_;
+  std::vector<std::pair<std::string, Tensor>> created_;
 };
 
 }  // namespace ltx::io
