@@ -46,8 +46,8 @@ constexpr int64_t kLoraRank = 2;
 
 // ---------------------------------------------------------------------------- configs
 // An LTX-2.3 transformer section (gated attention, cross-attention AdaLN, V2 text projection
-// before the connectors) at toy sizes; the latent widths are the real ones (128 video channels,
-// 8 x 16 audio), so every pipeline's shapes are exercised as with the published files.
+// before the connectors) at toy sizes, latent widths included (16 video channels, 2 x 16 audio;
+// the published files have 128 and 8 x 16): the pipelines read the widths from this config.
 constexpr const char* kTransformerConfig = R"({
   "_class_name": "AVTransformer3DModel", "activation_fn": "gelu-approximate",
   "attention_bias": true, "attention_type": "default", "cross_attention_norm": true,
@@ -62,8 +62,8 @@ constexpr const char* kTransformerConfig = R"({
   "use_middle_indices_grid": true, "rope_type": "split", "frequencies_precision": "float64",
   "num_layers": 2, "num_attention_heads": 2, "attention_head_dim": 16,
   "cross_attention_dim": 32, "audio_num_attention_heads": 2, "audio_attention_head_dim": 8,
-  "audio_cross_attention_dim": 16, "in_channels": 128, "out_channels": 128,
-  "audio_in_channels": 128, "audio_out_channels": 128, "caption_channels": 24,
+  "audio_cross_attention_dim": 16, "in_channels": 16, "out_channels": 16,
+  "audio_in_channels": 32, "audio_out_channels": 32, "caption_channels": 24,
   "apply_gated_attention": true, "cross_attention_adaln": true,
   "caption_proj_before_connector": true, "caption_projection_first_linear": false,
   "caption_projection_second_linear": false, "caption_proj_input_norm": false,
@@ -76,10 +76,11 @@ constexpr const char* kTransformerConfig = R"({
 })";
 
 // The LTX-2.3 conv VAE scale factors (x8 time, x32 space). The encoder's width is the latent
-// width (128), so it gets only its four compressing blocks; the decoder 4 base channels.
+// width, so it keeps it (multipliers 1) through its four compressing blocks; the decoder has 4
+// base channels.
 constexpr const char* kVaeConfig = R"({
   "_class_name": "CausalVideoAutoencoder", "dims": 3, "in_channels": 3, "out_channels": 3,
-  "latent_channels": 128,
+  "latent_channels": 16,
   "encoder_blocks": [["compress_space_res", {"multiplier": 1}],
                      ["compress_time_res", {"multiplier": 1}],
                      ["compress_all_res", {"multiplier": 1}],
@@ -95,12 +96,12 @@ constexpr const char* kVaeConfig = R"({
   "encoder_base_channels": 4, "decoder_base_channels": 4, "spatial_padding_mode": "zeros"
 })";
 
-// Audio VAE: 8 latent channels x 16 latent mel bins (64 mel bins), 16 kHz, hop 160; `ch` must
-// equal the latent width (its statistics have `ch` entries).
+// Audio VAE: 2 latent channels x 16 latent mel bins (64 mel bins), 16 kHz, hop 160; `ch` must
+// equal the latent width 2 x 16 (its statistics have `ch` entries).
 constexpr const char* kAudioVaeConfig = R"({
   "model": {"params": {"ddconfig": {
-      "double_z": true, "mel_bins": 64, "z_channels": 8, "resolution": 256,
-      "downsample_time": false, "in_channels": 2, "out_ch": 2, "ch": 128, "ch_mult": [1, 1, 1],
+      "double_z": true, "mel_bins": 64, "z_channels": 2, "resolution": 256,
+      "downsample_time": false, "in_channels": 2, "out_ch": 2, "ch": 32, "ch_mult": [1, 1, 1],
       "num_res_blocks": 1, "attn_resolutions": [], "dropout": 0.0,
       "mid_block_add_attention": false, "norm_type": "pixel", "causality_axis": "height"},
     "sampling_rate": 16000}},
@@ -128,7 +129,7 @@ constexpr const char* kVocoderConfig = R"({
 })";
 
 constexpr const char* kUpsamplerConfig = R"({
-  "_class_name": "LatentUpsampler", "in_channels": 128, "mid_channels": 32,
+  "_class_name": "LatentUpsampler", "in_channels": 16, "mid_channels": 32,
   "num_blocks_per_stage": 1, "dims": 3, "spatial_upsample": true, "temporal_upsample": false,
   "spatial_scale": 2.0, "rational_resampler": false
 })";

@@ -13,10 +13,8 @@
 //
 //   ltx-2.3-demo.safetensors          single-file checkpoint: transformer (2 blocks, width 32 /
 //                                     audio 16), text connectors + projection (V2), video VAE
-//                                     (encoder + decoder, 128 latent channels), audio VAE decoder
-//                                     (8 x 16 latent) and BigVGAN vocoder with bandwidth extension
-//                                     (about 10 MB, mostly the audio decoder, whose width must
-//                                     equal the latent's 128)
+//                                     (encoder + decoder, 16 latent channels), audio VAE decoder
+//                                     (2 x 16 latent) and BigVGAN vocoder with bandwidth extension
 //   gemma-3-demo.safetensors          single-file Gemma 3 text encoder (6 layers, width 24) with a
 //                                     1088-token tokenizer.json compiled into the binary
 //   spatial-upscaler-x2-demo.safetensors   x2 latent upsampler
