@@ -19,6 +19,9 @@ models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::stri
   const auto file = io::SafetensorsFile::open(path);
   const auto decoder = models::audio_vae::AudioDecoder::from_file(file);
   const auto vocoder = models::audio_vae::VocoderModel::from_file(file);
+  LTX_CHECK(latent.size(1) == decoder.config().z_channels, "decode: the audio latent has ",
+            latent.size(1), " channels but the audio VAE decoder of '", path, "' takes ",
+            decoder.config().z_channels, "; were the latents made with another model?");
   return models::audio_vae::decode_audio(latent, decoder, vocoder);
 }
 
@@ -49,6 +52,10 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
 
   if (progress) progress->stage("video decode");
   const auto decoder = models::video_vae::ConvVideoDecoder::from_file(video_vae_path);
+  LTX_CHECK(video_latent.size(1) == decoder.config().latent_channels, "decode: the video latent has ",
+            video_latent.size(1), " channels but the video VAE decoder of '", video_vae_path,
+            "' takes ", decoder.config().latent_channels,
+            "; were the latents made with another model?");
   const Shape out_shape = decoder.output_shape(video_latent.shape());
   r.frames = out_shape[2];
   r.height = out_shape[3];

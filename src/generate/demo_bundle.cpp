@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,12 @@ constexpr const char* kCheckpointName = "ltx-2.3-demo.safetensors";
 constexpr const char* kTextEncoderName = "gemma-3-demo.safetensors";
 constexpr const char* kUpsamplerName = "spatial-upscaler-x2-demo.safetensors";
 constexpr const char* kLoraName = "distilled-lora-demo.safetensors";
+// Found next to the text encoder by --enhance-prompt (text::find_default_system_prompt).
+constexpr const char* kSystemPromptName = "gemma3_t2v_system_prompt.txt";
+constexpr const char* kSystemPrompt =
+    "You turn a short idea into a prompt for a video and audio generator. Answer with one "
+    "paragraph in the present tense: the scene, the subjects and their motion, the camera, the "
+    "light, and what can be heard.\n";
 constexpr const char* kModelVersion = "2.3.0";
 constexpr int64_t kLoraRank = 2;
 
@@ -324,13 +331,18 @@ void write_lora(const std::string& path, const Tensors& transformer) {
 
 DemoBundle bundle_in(const std::string& dir) {
   const fs::path d(dir);
-  return {dir, (d / kCheckpointName).string(), (d / kTextEncoderName).string(),
-          (d / kUpsamplerName).string(), (d / kLoraName).string()};
+  return {dir,
+          (d / kCheckpointName).string(),
+          (d / kTextEncoderName).string(),
+          (d / kUpsamplerName).string(),
+          (d / kLoraName).string(),
+          (d / kSystemPromptName).string()};
 }
 
 bool complete(const DemoBundle& b) {
   std::error_code ec;
-  for (const std::string* p : {&b.checkpoint, &b.text_encoder, &b.spatial_upsampler, &b.distilled_lora})
+  for (const std::string* p :
+       {&b.checkpoint, &b.text_encoder, &b.spatial_upsampler, &b.distilled_lora, &b.system_prompt})
     if (!fs::is_regular_file(*p, ec)) return false;
   return true;
 }
@@ -354,6 +366,8 @@ void write_demo_bundle_files(const std::string& dir) {
   write_text_encoder(b.text_encoder, (fs::path(dir) / "gemma-seed.safetensors").string());
   write_upsampler(b.spatial_upsampler);
   write_lora(b.distilled_lora, transformer);
+  std::ofstream(b.system_prompt) << kSystemPrompt;
+  LTX_CHECK(fs::file_size(b.system_prompt) > 0, "cannot write ", b.system_prompt);
 }
 
 DemoBundle ensure_demo_bundle(const std::string& dir) {

@@ -19,6 +19,8 @@
 //                                     1088-token tokenizer.json compiled into the binary
 //   spatial-upscaler-x2-demo.safetensors   x2 latent upsampler
 //   distilled-lora-demo.safetensors   rank-2 LoRA on the self-attention projections
+//   gemma3_t2v_system_prompt.txt      the system prompt --enhance-prompt finds next to the text
+//                                     encoder
 #include <cstdint>
 #include <string>
 
@@ -30,6 +32,7 @@ struct DemoBundle {
   std::string text_encoder;
   std::string spatial_upsampler;
   std::string distilled_lora;
+  std::string system_prompt;  // for --enhance-prompt (a short one of our own)
 };
 
 // Bump when the bundle's content changes, so stale caches are not reused.

@@ -246,5 +246,48 @@ TEST_F(WeightMapTest, AddedTensorsAreTakenLikeFileTensors) {
   expect_error_containing([&] { w.finish("added"); }, {"no files", "1 unexpected: late"});
 }
 
+TEST_F(WeightMapTest, SynthesisCreatesWhatTheLoaderTakesAndNothingElse) {
+  std::vector<std::string> asked;
+  io::WeightSynthesis synth([&](const std::string& name, const Shape& shape) {
+    asked.push_back(name + " " + shape.str());
+    return Tensor::full(shape, 0.5, DType::BF16);
+  });
+  WeightMap w = dit();  // file tensors are taken from the file, absent ones created
+  WeightMap blk = w.scoped("blocks.0.");
+  const Tensor q_taken = blk.take("to_q.weight", {4, 4}, DType::F32);
+  const Tensor made = blk.take("to_v.weight", {3, 4}, DType::F32);
+  EXPECT_EQ(test::max_abs_diff(q_taken, q), 0.0);
+  ASSERT_TRUE(made.defined());
+  EXPECT_EQ(made.dtype(), DType::F32);  // converted like a file tensor
+  EXPECT_EQ(made.shape(), Shape({3, 4}));
+  EXPECT_EQ(made.to_float_vector()[0], 0.5f);
+  // Optional names, unknown sizes and take_any_shape are never invented.
+  EXPECT_FALSE(w.take_optional("maybe", {2}, DType::F32).has_value());
+  EXPECT_FALSE(w.take("wild", {-1, 4}, DType::F32).defined());
+  EXPECT_FALSE(w.take_any_shape("any", DType::F32).defined());
+  // A second take of a created name returns the same tensor without asking again.
+  EXPECT_EQ(test::max_abs_diff(blk.take("to_v.weight", {3, 4}, DType::F32), made), 0.0);
+  EXPECT_EQ(asked, (std::vector<std::string>{"blocks.0.to_v.weight [3, 4]"}));
+  ASSERT_EQ(synth.created().size(), 1u);
+  EXPECT_EQ(synth.created()[0].first, "blocks.0.to_v.weight");
+  EXPECT_EQ(synth.created()[0].second.dtype(), DType::BF16);
+  expect_error_containing([&] { w.finish("synth"); }, {"2 missing: any, wild"});
+  // Scopes do not nest; a maker must honour the shape.
+  expect_error_containing([&] { io::WeightSynthesis inner([](auto&, auto&) { return Tensor(); }); },
+                          {"do not nest"});
+}
+
+TEST_F(WeightMapTest, SynthesisEndsWithItsScopeAndChecksTheMaker) {
+  {
+    io::WeightSynthesis synth([](const std::string&, const Shape&) { return Tensor::zeros({1}); });
+    WeightMap w;
+    expect_error_containing([&] { w.take("x", {2, 2}, DType::F32); },
+                            {"WeightSynthesis", "'x'", "[2, 2]"});
+  }
+  WeightMap w;
+  EXPECT_FALSE(w.take("x", {2, 2}, DType::F32).defined());  // no scope: missing, as always
+  expect_error_containing([&] { w.finish("after"); }, {"1 missing: x"});
+}
+
 }  // namespace
 }  // namespace ltx
