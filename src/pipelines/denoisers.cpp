@@ -1,5 +1,6 @@
 #include "pipelines/denoisers.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -119,6 +120,45 @@ Tensor batched_context(const std::vector<GuidancePass>& passes, const ModalityCo
   return parts.size() == 1 ? parts.front() : ops::concat(parts, 0);
 }
 
+Tensor narrow_batch(const Tensor& t, int64_t start, int64_t len) {
+  return t.defined() ? t.narrow(0, start, len) : t;
+}
+
+mt::Modality narrow_modality(const mt::Modality& m, int64_t start, int64_t len) {
+  mt::Modality r = m;
+  for (Tensor* t : {&r.latent, &r.sigma, &r.timesteps, &r.positions, &r.context, &r.context_mask, &r.attention_mask,
+                    &r.keyframes_mask})
+    *t = narrow_batch(*t, start, len);
+  return r;
+}
+
+// One X0 call over the whole batch, or consecutive calls of at most `max_batch` samples.
+mt::ModelOutputs run_batched(const mt::LTXModel& model, const std::optional<mt::Modality>& v,
+                             const std::optional<mt::Modality>& a,
+                             const std::vector<mt::PerturbationConfig>& per_sample, int64_t max_batch) {
+  const int64_t total = static_cast<int64_t>(per_sample.size());
+  if (max_batch <= 0 || max_batch >= total) {
+    const mt::BatchedPerturbationConfig p(per_sample, model.num_blocks());
+    return mt::X0Model{model}(v ? &*v : nullptr, a ? &*a : nullptr, &p);
+  }
+  std::vector<Tensor> vs, as;
+  for (int64_t s = 0; s < total; s += max_batch) {
+    const int64_t len = std::min(max_batch, total - s);
+    std::optional<mt::Modality> cv, ca;
+    if (v) cv = narrow_modality(*v, s, len);
+    if (a) ca = narrow_modality(*a, s, len);
+    const mt::BatchedPerturbationConfig p(
+        std::vector<mt::PerturbationConfig>(per_sample.begin() + s, per_sample.begin() + s + len), model.num_blocks());
+    const mt::ModelOutputs o = mt::X0Model{model}(cv ? &*cv : nullptr, ca ? &*ca : nullptr, &p);
+    if (o.video.defined()) vs.push_back(o.video);
+    if (o.audio.defined()) as.push_back(o.audio);
+  }
+  mt::ModelOutputs out;
+  if (!vs.empty()) out.video = ops::concat(vs, 0);
+  if (!as.empty()) out.audio = ops::concat(as, 0);
+  return out;
+}
+
 }  // namespace
 
 DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentState* audio,
@@ -169,9 +209,7 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
   std::vector<mt::PerturbationConfig> per_sample;
   for (const GuidancePass& p : plan.passes)
     for (int64_t b = 0; b < batch; ++b) per_sample.push_back(perturbation_of(p));
-  const mt::BatchedPerturbationConfig perturbations(per_sample, model_.num_blocks());
-
-  const mt::ModelOutputs all = mt::X0Model{model_}(bv ? &*bv : nullptr, ba ? &*ba : nullptr, &perturbations);
+  const mt::ModelOutputs all = run_batched(model_, bv, ba, per_sample, max_batch_size_);
   ++calls_;
 
   auto combine = [&](const Tensor& joint, const MultiModalGuider& guider, bool skip, const Tensor& last,

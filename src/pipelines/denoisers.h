@@ -61,7 +61,13 @@ class GuidedDenoiser {
                                      const std::vector<double>& sigmas, int64_t step_index);
   sampling::Denoiser callback();  // refers to this object
 
-  // Transformer calls made so far (one per step unless every guider skipped the step).
+  // At most this many samples per transformer call (the reference's BatchSplitAdapter
+  // max_batch_size): the batched passes run in consecutive chunks, which bounds activation memory
+  // at the cost of smaller GEMMs. 0 (default): all passes in one call.
+  void set_max_batch_size(int64_t max_batch_size) { max_batch_size_ = max_batch_size; }
+
+  // Steps that ran the transformer so far (every step unless all guiders skipped it; a step run
+  // in chunks counts once).
   int64_t transformer_calls() const { return calls_; }
 
  private:
@@ -72,6 +78,7 @@ class GuidedDenoiser {
   std::optional<std::vector<double>> cached_sigmas_;
   Tensor last_video_, last_audio_;
   int64_t calls_ = 0;
+  int64_t max_batch_size_ = 0;
 };
 
 }  // namespace ltx::pipelines

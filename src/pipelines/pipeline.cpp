@@ -113,6 +113,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
     LTX_CHECK((*s)->size() >= 2, "pipeline ", name, ": a sigma override needs at least 2 values (got ",
               (*s)->size(), ")");
   }
+  LTX_CHECK(r.max_batch_size >= 0, "pipeline ", name, ": max batch size ", r.max_batch_size, " must be >= 0");
   LTX_CHECK(r.dtype == DType::BF16 || r.dtype == DType::F32, "pipeline ", name, ": latent dtype ",
             dtype_name(r.dtype), " is not supported (bf16 or f32)");
   for (size_t i = 0; i < r.images.size(); ++i) {
@@ -239,6 +240,7 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
     if (kind == PipelineKind::TwoStageHQ) s1.sampler = Sampler::Res2s;
     GuidedDenoiser d(model1, {ctx.video_positive, ctx.video_negative},
                      {audio_ctx, r.audio ? ctx.audio_negative : Tensor()}, r.video_guider, r.audio_guider);
+    d.set_max_batch_size(r.max_batch_size);
     out1 = run_diffusion_stage(s1, video1, audio1, d.callback(), noise, progress);
   }
 

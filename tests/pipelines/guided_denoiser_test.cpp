@@ -134,6 +134,21 @@ TEST(GuidedDenoiser, SkipStepReusesTheLastResultWithoutATransformerCall) {
   EXPECT_EQ(test::max_abs_diff(first.video.denoised, second.video.denoised), 0.0);
 }
 
+TEST(GuidedDenoiser, ChunkedPassesGiveTheSameResultAsOneBatchedCall) {
+  const Fixture& f = fixture();
+  const LatentState v = f.video_state(f.t("in.video.latent")), a = f.audio_state(f.t("in.audio.latent"));
+  GuidedDenoiser one = f.denoiser();
+  const auto ref = one(&v, &a, f.sigmas(), 1);
+  for (int64_t chunk : {1, 3}) {
+    GuidedDenoiser d = f.denoiser();
+    d.set_max_batch_size(chunk);
+    const auto out = d(&v, &a, f.sigmas(), 1);
+    EXPECT_LE(test::max_rel_err(out.video.denoised, ref.video.denoised), 1e-6) << chunk;
+    EXPECT_LE(test::max_rel_err(out.audio.ptb, ref.audio.ptb), 1e-6) << chunk;
+    EXPECT_LE(test::max_rel_err(out.audio.denoised, f.t("out.step.audio.denoised")), kTol) << chunk;
+  }
+}
+
 TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {
   const Fixture& f = fixture();
   GuidedDenoiser d(f.model, {f.t("in.video.context_pos"), Tensor()}, {f.t("in.audio.context_pos"), Tensor()},
