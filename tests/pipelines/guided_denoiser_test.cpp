@@ -21,23 +21,18 @@ struct Fixture {
   mt::LTXModel model = mt::LTXModel::from_files({test::fixture("ltx23.weights.safetensors")}, mt::LTXModelType::AudioVideo);
   Tensor t(const std::string& name) const { return io->tensor(name).contiguous(); }
 
-  LatentState video_state(const Tensor& latent) const {
+  // The fixture's state of `modality` ("video" keeps its keyframes_mask) around `latent`.
+  LatentState state(const std::string& modality, const Tensor& latent) const {
     LatentState s;
     s.latent = latent;
-    s.clean_latent = t("in.video.clean_latent");
-    s.denoise_mask = t("in.video.denoise_mask");
-    s.positions = t("in.video.positions");
-    s.keyframes_mask = t("in.video.keyframes_mask");
+    s.clean_latent = t("in." + modality + ".clean_latent");
+    s.denoise_mask = t("in." + modality + ".denoise_mask");
+    s.positions = t("in." + modality + ".positions");
+    if (modality == "video") s.keyframes_mask = t("in.video.keyframes_mask");
     return s;
   }
-  LatentState audio_state(const Tensor& latent) const {
-    LatentState s;
-    s.latent = latent;
-    s.clean_latent = t("in.audio.clean_latent");
-    s.denoise_mask = t("in.audio.denoise_mask");
-    s.positions = t("in.audio.positions");
-    return s;
-  }
+  LatentState video_state(const Tensor& latent) const { return state("video", latent); }
+  LatentState audio_state(const Tensor& latent) const { return state("audio", latent); }
   static GuiderParams params(double cfg) {
     GuiderParams p;
     p.cfg_scale = cfg;

@@ -3,6 +3,7 @@
 // in their metadata, DEVELOPERS.md "End-to-end parity"), plus shapes, determinism, image
 // conditioning and audio-off behaviour.
 #include <cmath>
+#include <fstream>
 #include <map>
 
 #include "core/dtype_bits.h"
@@ -173,6 +174,28 @@ TEST(PipelineE2E, TwoStageMatchesTheReferencePipelineWithTheDistilledLoraInStage
                                              m.components(), m.contexts);
   EXPECT_GT(rel_l2(plain.video_latent, ref.t("out.video.latent")), 1e-3);
   EXPECT_EQ(test::max_abs_diff(plain.audio_latent, out.audio_latent), 0.0);  // stage-1 audio either way
+}
+
+// Needs e2e_two_stage_hq.io.safetensors, made by `tools/parity/gen_e2e.py --pipelines
+// one_stage,two_stage_hq` (DEVELOPERS.md "End-to-end parity"); skipped until it is committed.
+TEST(PipelineE2E, TwoStageHQMatchesTheReferencePipeline) {
+  const std::string name = "e2e_two_stage_hq.io.safetensors";
+  if (!std::ifstream(test::fixture(name)).good()) GTEST_SKIP() << name << " not generated yet";
+  const Models& m = models_();
+  const Reference ref(name);
+  const std::string ckpt = e2e("ltx23_tiny.safetensors"), lora = e2e("ltx23_tiny_distilled_lora.safetensors");
+  auto r = e2e_request(PipelineKind::TwoStageHQ);
+  r.video_guider = pipelines::default_request(PipelineKind::TwoStageHQ).video_guider;
+  r.audio_guider = pipelines::default_request(PipelineKind::TwoStageHQ).audio_guider;
+  r.max_batch_size = 1;
+  const mt::LTXModel s1 = load_with_lora(ckpt, lora, *pipelines::distilled_lora_strength(PipelineKind::TwoStageHQ,
+                                                                                         pipelines::Stage::One, r));
+  const mt::LTXModel s2 = load_with_lora(ckpt, lora, *pipelines::distilled_lora_strength(PipelineKind::TwoStageHQ,
+                                                                                         pipelines::Stage::Two, r));
+  pipelines::Components c = m.components();
+  c.stage_transformer = [&](pipelines::Stage s) -> const mt::LTXModel& { return s == pipelines::Stage::One ? s1 : s2; };
+  const auto out = pipelines::run_pipeline(PipelineKind::TwoStageHQ, r, c, m.contexts);
+  expect_matches(out, ref);
 }
 
 TEST(PipelineE2E, TwoStageHQRunsRes2sDeterministically) {

@@ -19,7 +19,8 @@ and the tiny Gemma 3 text encoder is the existing fixture tests/fixtures/text_ge
 (hidden 24, 6 layers; the checkpoint's caption / connector sizes are chosen to match it).
 
 Then it runs the OFFICIAL reference pipelines (Lightricks LTX-2, ltx_pipelines) on CPU on these files:
-DistilledPipeline, TI2VidOneStagePipeline and TI2VidTwoStagesPipeline, text -> video + audio, and
+DistilledPipeline, TI2VidOneStagePipeline and TI2VidTwoStagesPipeline (and, with
+--pipelines ...,two_stage_hq, TI2VidTwoStagesHQPipeline), text -> video + audio, and
 records, by wrapping the reference's own functions (its source is imported, never copied or edited):
 the request, the text contexts, every noise draw, the sigmas, the initial latent states, every
 denoiser call (inputs, guided output and the per-pass predictions), the stage outputs, the upsampler
@@ -356,7 +357,16 @@ PIPELINES = {
     "distilled": {"height": 128, "width": 64},
     "one_stage": {"height": 64, "width": 64},
     "two_stage": {"height": 128, "width": 64},
+    "two_stage_hq": {"height": 128, "width": 64},
 }
+
+# TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
+# hq_2_stage_arg_parser defaults for the distilled LoRA strengths.
+HQ_GUIDERS = {
+    "video": {"cfg_scale": 3.0, "stg_scale": 0.0, "rescale_scale": 0.45, "modality_scale": 3.0, "skip_step": 0, "stg_blocks": []},
+    "audio": {"cfg_scale": 7.0, "stg_scale": 0.0, "rescale_scale": 1.0, "modality_scale": 3.0, "skip_step": 0, "stg_blocks": []},
+}
+HQ_LORA_STRENGTHS = (0.25, 0.5)
 
 # ------------------------------------------------------------------------------------------------
 # Random weights
@@ -819,7 +829,8 @@ def install_recorders() -> None:
                 "loras": [Path(str(lo.path)).name + f" x{lo.strength}" for lo in getattr(self._transformer_builder, "loras", ())],  # noqa: SLF001
             }
         )
-        kwargs["denoiser"] = RecordingDenoiser(kwargs["denoiser"], s)
+        by_call = "res2s" in (getattr(kwargs.get("loop"), "__name__", None) or getattr(getattr(kwargs.get("loop"), "func", None), "__name__", "") or "")
+        kwargs["denoiser"] = RecordingDenoiser(kwargs["denoiser"], s, by_call=by_call)
         video_state, audio_state = orig_stage_call(self, *args, **kwargs)
         if video_state is not None:
             R.put(f"out.stage{s}.video_latent", video_state.latent, "DiffusionStage returned video latent [B, C, F, H, W] (unpatchified)")
@@ -886,12 +897,17 @@ def install_recorders() -> None:
 class RecordingDenoiser:
     """Forwards to the pipeline's denoiser and keeps each call's inputs and outputs."""
 
-    def __init__(self, inner, stage: int) -> None:
+    def __init__(self, inner, stage: int, by_call: bool = False) -> None:
         self.inner = inner
         self.stage = stage
+        # res_2s calls the denoiser twice per step (the midpoint call with step_index 0), and once
+        # more at sigma 0.0011: name its records by call number instead of step index.
+        self.by_call = by_call
+        self.calls = 0
 
     def __call__(self, transformer, video_state, audio_state, sigmas, step_index):
-        p = f"inter.stage{self.stage}.step{step_index}"
+        p = f"inter.stage{self.stage}.call{self.calls}" if self.by_call else f"inter.stage{self.stage}.step{step_index}"
+        self.calls += 1
         if video_state is not None:
             R.put(p + ".video_in", video_state.latent, "denoiser input: video state latent [B, T, C]")
         if audio_state is not None:
@@ -1034,6 +1050,39 @@ def run_pipeline(name: str, paths: dict) -> dict:
                 audio_guider_params=make_guider("audio"), images=[], num_frames=NUM_FRAMES, vae_dtype=torch.float32,
                 tiling_config=AUTO_TILING, enhance_prompt=False,
             )
+        elif name == "two_stage_hq":
+            import functools
+
+            import ltx_pipelines.ti2vid_two_stages_hq as hq
+            from ltx_core.components.guiders import MultiModalGuiderParams
+            from ltx_pipelines.utils.samplers import res2s_audio_video_denoising_loop
+
+            # float32 everywhere: the res_2s loop's own model_dtype defaults to bfloat16.
+            res2s_f32 = functools.partial(res2s_audio_video_denoising_loop, model_dtype=torch.float32)
+            res2s_f32.__name__ = "res2s_audio_video_denoising_loop"  # type: ignore[attr-defined]
+            hq.res2s_audio_video_denoising_loop = res2s_f32
+            lora = LoraPathStrengthAndSDOps(paths["lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+            pipe = hq.TI2VidTwoStagesHQPipeline(
+                model_paths=mp, distilled_lora=[lora], distilled_lora_strength_stage_1=HQ_LORA_STRENGTHS[0],
+                distilled_lora_strength_stage_2=HQ_LORA_STRENGTHS[1], spatial_upsampler_path=paths["upsampler"], loras=(), device=CPU,
+            )
+            force_float32(pipe)
+            request.update({"class": "ltx_pipelines.ti2vid_two_stages_hq.TI2VidTwoStagesHQPipeline", "negative_prompt": DEFAULT_NEGATIVE_PROMPT,
+                            "num_inference_steps": GUIDED_STEPS, "video_guider_params": HQ_GUIDERS["video"],
+                            "audio_guider_params": HQ_GUIDERS["audio"], "max_batch_size": 1,
+                            "spatial_upsampler_path": UPSAMPLER_NAME,
+                            "distilled_lora": [{"path": LORA_NAME, "strength_stage_1": HQ_LORA_STRENGTHS[0],
+                                                "strength_stage_2": HQ_LORA_STRENGTHS[1], "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}], "loras": [],
+                            "stage_1_sigmas": "LTX2Scheduler().execute(latent=<stage-1 latent>, steps=num_inference_steps) (default)",
+                            "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                            "res2s": "res2s_audio_video_denoising_loop defaults (noise_seed -1, substep seed 9999, eta 0.5, bongmath, legacy) "
+                            "with model_dtype float32; its generators are CPU generators, draws not recorded"})
+            video, audio, _, _ = pipe(
+                prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, height=size["height"], width=size["width"],
+                frame_rate=FRAME_RATE, num_inference_steps=GUIDED_STEPS, video_guider_params=MultiModalGuiderParams(**HQ_GUIDERS["video"]),
+                audio_guider_params=MultiModalGuiderParams(**HQ_GUIDERS["audio"]), images=[], num_frames=NUM_FRAMES,
+                vae_dtype=torch.float32, tiling_config=AUTO_TILING, enhance_prompt=False,
+            )
         else:
             raise ValueError(name)
         frames = torch.cat([c.detach().float().cpu() for c in video], dim=0)
@@ -1082,7 +1131,8 @@ def main() -> int:  # noqa: PLR0915
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(FIXTURES))
     ap.add_argument("--gemma", default=str(FIXTURES / GEMMA_NAME), help="the tiny Gemma 3 text encoder (single file or root folder)")
-    ap.add_argument("--pipelines", default="one_stage,distilled,two_stage", help="one_stage first: its contexts are the shared ones")
+    ap.add_argument("--pipelines", default="one_stage,distilled,two_stage", help="one_stage first: its contexts are the shared ones; "
+                    "two_stage_hq is opt-in (TI2VidTwoStagesHQPipeline, res_2s)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
