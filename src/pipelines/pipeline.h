@@ -137,6 +137,7 @@ struct TextContexts {
 // completed steps out of `total` (called with 0 when a stage starts and after every step).
 using ProgressCallback = std::function<void(const std::string& stage, int64_t step, int64_t total)>;
 
+// Latents in the request's dtype (bf16 by default), on the CPU.
 struct GenerationResult {
   Tensor video_latent;  // [1, C, F', H/32, W/32] normalised latent, the video decoder's input
   Tensor audio_latent;  // [1, 8, T, 16] audio latent, the audio decoder's input; undefined if off

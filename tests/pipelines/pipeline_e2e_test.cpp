@@ -270,6 +270,19 @@ TEST(PipelineE2E, AudioOffGivesVideoOnly) {
   EXPECT_EQ(out.video_latent.shape(), (Shape{1, 16, 2, 4, 2}));
 }
 
+TEST(PipelineE2E, Bf16LatentsAsTheReferenceDefaultStayCloseToF32) {
+  const Models& m = models_();
+  auto r = e2e_request(PipelineKind::TwoStage);
+  r.num_inference_steps = 1;
+  const auto f32 = pipelines::run_pipeline(PipelineKind::TwoStage, r, m.components(), m.contexts);
+  r.dtype = DType::BF16;
+  const auto bf = pipelines::run_pipeline(PipelineKind::TwoStage, r, m.components(), m.contexts);
+  EXPECT_EQ(bf.video_latent.dtype(), DType::BF16);
+  EXPECT_EQ(bf.audio_latent.dtype(), DType::BF16);
+  EXPECT_LE(rel_l2(bf.video_latent, f32.video_latent), 5e-2);
+  EXPECT_GT(rel_l2(bf.video_latent, f32.video_latent), 0.0);
+}
+
 TEST(PipelineE2E, MissingComponentsAreReportedBeforeAnyWork) {
   const Models& m = models_();
   pipelines::Components c = m.components();
