@@ -8,7 +8,10 @@
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
+#include "pipelines/denoisers.h"
+#include "pipelines/stages.h"
 #include "sampling/params.h"
+#include "sampling/schedulers.h"
 
 namespace ltx::pipelines {
 
@@ -110,6 +113,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
     LTX_CHECK((*s)->size() >= 2, "pipeline ", name, ": a sigma override needs at least 2 values (got ",
               (*s)->size(), ")");
   }
+  LTX_CHECK(r.max_batch_size >= 0, "pipeline ", name, ": max batch size ", r.max_batch_size, " must be >= 0");
   LTX_CHECK(r.dtype == DType::BF16 || r.dtype == DType::F32, "pipeline ", name, ": latent dtype ",
             dtype_name(r.dtype), " is not supported (bf16 or f32)");
   for (size_t i = 0; i < r.images.size(); ++i) {
@@ -160,11 +164,132 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
   }
 }
 
-GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& request, const Components& components,
-                              const TextContexts& contexts, const ProgressCallback& progress) {
-  validate_request(kind, request, components, &contexts);
-  (void)progress;
-  fail("pipeline ", pipeline_name(kind), ": run_pipeline is not implemented yet (denoise branch, in progress)");
+namespace {
+
+const models::transformer::LTXModel& stage_model(const Components& c, Stage stage) {
+  return c.stage_transformer ? c.stage_transformer(stage) : *c.transformer;
+}
+
+sampling::Sigmas sigmas_or(const std::optional<std::vector<float>>& override_, sampling::Sigmas fallback) {
+  return override_ ? *override_ : std::move(fallback);
+}
+
+}  // namespace
+
+GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, const Components& c,
+                              const TextContexts& ctx, const ProgressCallback& progress) {
+  validate_request(kind, r, c, &ctx);
+  const bool two_stage = is_two_stage(kind);
+
+  // One generator for the whole run: stage-1 video, stage-1 audio, stage-2 video, stage-2 audio.
+  sampling::TorchCpuGenerator seeded(r.seed);
+  sampling::NoiseSource& noise = r.noise ? *r.noise : static_cast<sampling::NoiseSource&>(seeded);
+
+  const models::transformer::LTXModel& model1 = stage_model(c, Stage::One);
+  StageConfig s1;
+  s1.name = "stage 1";
+  s1.height = two_stage ? r.height / 2 : r.height;
+  s1.width = two_stage ? r.width / 2 : r.width;
+  s1.num_frames = r.num_frames;
+  s1.frame_rate = r.frame_rate;
+  s1.dtype = r.dtype;
+  s1.widths = latent_widths(model1.config());
+  if (c.video_encoder) {
+    const auto f = c.video_encoder->video_scale_factors();
+    s1.scale = {f.time, f.height, f.width};
+  }
+
+  // Images: read + CRF once, then resized and encoded per stage.
+  std::vector<PreparedImage> images;
+  if (!r.images.empty()) {
+    if (progress) progress("image conditioning", 0, 1);
+    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf));
+  }
+  auto conditionings = [&](int64_t h, int64_t w) {
+    return images.empty() ? sampling::ConditioningItems{}
+                          : image_conditionings(images, h, w, *c.video_encoder, r.dtype);
+  };
+
+  ModalityInput video1;
+  video1.conditionings = conditionings(s1.height, s1.width);
+  if (!images.empty() && progress) progress("image conditioning", 1, 1);
+  std::optional<ModalityInput> audio1;
+  if (r.audio) audio1 = ModalityInput{};
+  const Tensor audio_ctx = r.audio ? ctx.audio_positive : Tensor();
+
+  StageOutput out1;
+  if (kind == PipelineKind::Distilled) {
+    s1.sigmas = sigmas_or(r.stage_1_sigmas, sampling::distilled_sigmas());
+    if (sampling::use_ancestral_sampler(c.model_version)) {
+      s1.sampler = Sampler::EulerAncestral;
+      s1.ancestral_seed = r.seed + sampling::kAncestralNoiseSeedOffset;
+    }
+    const SimpleDenoiser d(model1, ctx.video_positive, audio_ctx);
+    out1 = run_diffusion_stage(s1, video1, audio1, d.callback(), noise, progress);
+  } else {
+    if (r.stage_1_sigmas) {
+      s1.sigmas = *r.stage_1_sigmas;
+    } else if (kind == PipelineKind::TwoStageHQ) {
+      // The HQ pipeline shifts its schedule by the stage-1 latent's token count.
+      const auto shape = sampling::VideoLatentShape::from_pixel_shape({1, s1.num_frames, s1.height, s1.width,
+                                                                       s1.frame_rate}, s1.widths.video_channels, s1.scale);
+      s1.sigmas = sampling::ltx2_schedule(r.num_inference_steps, shape.token_count());
+    } else {
+      s1.sigmas = sampling::ltx2_schedule(r.num_inference_steps);
+    }
+    if (kind == PipelineKind::TwoStageHQ) s1.sampler = Sampler::Res2s;
+    GuidedDenoiser d(model1, {ctx.video_positive, ctx.video_negative},
+                     {audio_ctx, r.audio ? ctx.audio_negative : Tensor()}, r.video_guider, r.audio_guider);
+    d.set_max_batch_size(r.max_batch_size);
+    out1 = run_diffusion_stage(s1, video1, audio1, d.callback(), noise, progress);
+  }
+
+  GenerationResult res;
+  res.height = r.height;
+  res.width = r.width;
+  res.num_frames = r.num_frames;
+  res.frame_rate = r.frame_rate;
+  if (!two_stage) {
+    res.video_latent = out1.video_latent;
+    res.audio_latent = out1.audio_latent;
+    return res;
+  }
+
+  // Stage 2: upsample x2 in latent space, renoise to the first stage-2 sigma, refine.
+  if (progress) progress("upsample", 0, 1);
+  const models::video_vae::PerChannelStatistics& stats =
+      c.latent_statistics ? *c.latent_statistics : c.video_encoder->per_channel_statistics();
+  const Tensor upscaled =
+      models::upsampler::upsample_video(out1.video_latent.narrow(0, 0, 1), stats, *c.spatial_upsampler).to(r.dtype);
+  if (progress) progress("upsample", 1, 1);
+
+  const models::transformer::LTXModel& model2 = stage_model(c, Stage::Two);
+  StageConfig s2 = s1;
+  s2.name = "stage 2";
+  s2.height = r.height;
+  s2.width = r.width;
+  s2.widths = latent_widths(model2.config());
+  s2.sigmas = sigmas_or(r.stage_2_sigmas, sampling::stage2_distilled_sigmas());
+  s2.sampler = kind == PipelineKind::TwoStageHQ ? Sampler::Res2s : Sampler::Euler;
+  // The reference passes sigmas[0].item(): the float32 value widened to double.
+  const double sigma0 = static_cast<double>(s2.sigmas.front());
+  ModalityInput video2;
+  video2.conditionings = conditionings(s2.height, s2.width);
+  video2.noise_scale = sigma0;
+  video2.initial_latent = upscaled;
+  std::optional<ModalityInput> audio2;
+  if (r.audio) {
+    audio2 = ModalityInput{};
+    audio2->noise_scale = sigma0;
+    audio2->initial_latent = out1.audio_latent;
+  }
+  const SimpleDenoiser d2(model2, ctx.video_positive, audio_ctx);
+  const StageOutput out2 = run_diffusion_stage(s2, video2, audio2, d2.callback(), noise, progress);
+
+  res.video_latent = out2.video_latent;
+  // The distilled pipeline keeps the refined audio; the two-stage ones keep stage 1's.
+  res.audio_latent = kind == PipelineKind::Distilled ? out2.audio_latent : out1.audio_latent;
+  return res;
 }
 
 }  // namespace ltx::pipelines

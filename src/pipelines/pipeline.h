@@ -88,6 +88,9 @@ struct GenerationRequest {
   // list) and stage 2 (default: the distilled stage-2 list).
   std::optional<std::vector<float>> stage_1_sigmas;
   std::optional<std::vector<float>> stage_2_sigmas;
+  // Guided stages: at most this many samples per transformer call (the reference's
+  // --max-batch-size; its default 1 runs the passes one by one); 0 = all passes in one call.
+  int64_t max_batch_size = 0;
   // Latent dtype between steps (the reference runs in bf16; F32 for full-precision runs).
   DType dtype = DType::BF16;
   // Optional replacement for the seeded torch-CPU generator of the initial / stage-2 noise (e.g.
