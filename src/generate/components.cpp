@@ -60,7 +60,8 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
   const std::string& pl = needs.pipeline;
   const bool single = paths.layout == ModelPaths::Layout::SingleFile;
   require_given(paths.transformer, "the transformer",
-                "--checkpoint-path (single-file checkpoint) or --transformer-path (split files)", pl);
+                "--checkpoint-path (single-file checkpoint) or --transformer-path (split files)",
+                pl);
   require_given(paths.text_encoder, "the Gemma text encoder",
                 "--text-encoder-path (single-file text encoder) or --gemma-root (folder)", pl);
   require_given(paths.video_vae, "the video VAE",
@@ -70,7 +71,8 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
                 "--audio-vae-path (or a --checkpoint-path with them)", pl);
   if (needs.spatial_upsampler)
     require_given(paths.spatial_upsampler, "the spatial latent upsampler",
-                  "--spatial-upsampler-path (e.g. ltx-2.3-spatial-upscaler-x2-1.1.safetensors)", pl);
+                  "--spatial-upsampler-path (e.g. ltx-2.3-spatial-upscaler-x2-1.1.safetensors)",
+                  pl);
   if (needs.distilled_lora)
     LTX_CHECK(paths.distilled_lora.has_value(), "the ", pl,
               " pipeline needs the distilled LoRA for its second stage: pass --distilled-lora PATH "
@@ -96,21 +98,24 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
               single ? "" : " (nor has --text-encoder-path)",
               "; is this a full LTX-2 checkpoint or transformer file?");
   }
-  const bool diffusion_vae = sums.get(paths.video_vae.path).component("diffusion_decoder") != nullptr;
+  const bool diffusion_vae =
+      sums.get(paths.video_vae.path).component("diffusion_decoder") != nullptr;
   LTX_CHECK(!diffusion_vae, paths.video_vae.flag, " '", paths.video_vae.path,
             "' holds a diffusion video decoder (LTX-2.5); only convolutional video VAEs are "
             "supported by ltx generate so far");
   require_component(sums, paths.video_vae, "video_vae_decoder", "video VAE decoder", pl);
   if (needs.video_encoder)
     require_component(sums, paths.video_vae, "video_vae_encoder",
-                      "video VAE encoder (needed for image conditioning and latent upsampling)", pl);
+                      "video VAE encoder (needed for image conditioning and latent upsampling)",
+                      pl);
   require_component(sums, paths.audio_vae, "audio_vae_decoder", "audio VAE decoder", pl);
   require_component(sums, paths.audio_vae, "vocoder", "vocoder", pl);
   if (needs.spatial_upsampler)
     require_component(sums, paths.spatial_upsampler, "latent_upsampler", "latent upsampler", pl);
   if (needs.distilled_lora)
     require_component(sums, {paths.distilled_lora->path, "--distilled-lora"}, "lora", "LoRA", pl);
-  for (const LoraSpec& l : paths.loras) require_component(sums, {l.path, "--lora"}, "lora", "LoRA", pl);
+  for (const LoraSpec& l : paths.loras)
+    require_component(sums, {l.path, "--lora"}, "lora", "LoRA", pl);
 
   // Agreement between the files (configs only).
   const auto transformer_file = io::SafetensorsFile::open(paths.transformer.path);
@@ -134,8 +139,10 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
   const nlohmann::json audio_meta = audio_file->metadata_json();
   const nlohmann::json audio_config =
       audio_meta.contains("config") ? audio_meta["config"] : nlohmann::json::object();
-  const auto acfg = models::audio_vae::AudioVaeConfig::from_config(audio_config, paths.audio_vae.path);
-  const auto vcfg = models::audio_vae::VocoderConfig::from_config(audio_config, paths.audio_vae.path);
+  const auto acfg =
+      models::audio_vae::AudioVaeConfig::from_config(audio_config, paths.audio_vae.path);
+  const auto vcfg =
+      models::audio_vae::VocoderConfig::from_config(audio_config, paths.audio_vae.path);
   LTX_CHECK(acfg.mel_bins.has_value(), paths.audio_vae.flag, " '", paths.audio_vae.path,
             "': the audio VAE config gives no mel bin count");
   r.audio_latent_channels = acfg.z_channels;

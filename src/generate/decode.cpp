@@ -27,10 +27,13 @@ models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::stri
 
 }  // namespace
 
-DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent,
-                           const Tensor& audio_latent, const std::string& video_vae_path,
+DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent_in,
+                           const Tensor& audio_latent_in, const std::string& video_vae_path,
                            const std::string& audio_vae_path, const DecodeOptions& options,
                            Progress* progress) {
+  // The pipelines' latents are bf16 by default; the CPU decoders compute in f32.
+  const Tensor video_latent = video_latent_in.defined() ? video_latent_in.to(DType::F32) : Tensor();
+  const Tensor audio_latent = audio_latent_in.defined() ? audio_latent_in.to(DType::F32) : Tensor();
   LTX_CHECK(video_latent.defined() && video_latent.dim() == 5 && video_latent.size(0) == 1,
             "decode: the video latent must be [1, C, F, H, W], got ",
             video_latent.defined() ? video_latent.describe() : "nothing");
@@ -52,10 +55,10 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
 
   if (progress) progress->stage("video decode");
   const auto decoder = models::video_vae::ConvVideoDecoder::from_file(video_vae_path);
-  LTX_CHECK(video_latent.size(1) == decoder.config().latent_channels, "decode: the video latent has ",
-            video_latent.size(1), " channels but the video VAE decoder of '", video_vae_path,
-            "' takes ", decoder.config().latent_channels,
-            "; were the latents made with another model?");
+  LTX_CHECK(video_latent.size(1) == decoder.config().latent_channels,
+            "decode: the video latent has ", video_latent.size(1),
+            " channels but the video VAE decoder of '", video_vae_path, "' takes ",
+            decoder.config().latent_channels, "; were the latents made with another model?");
   const Shape out_shape = decoder.output_shape(video_latent.shape());
   r.frames = out_shape[2];
   r.height = out_shape[3];

@@ -156,7 +156,8 @@ uint64_t splitmix64(uint64_t& x) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Values for the file tensor `key`: matrices and kernels uniform in +-1/sqrt(fan in) (activations
@@ -244,19 +245,20 @@ void write_checkpoint(const std::string& path, Tensors* transformer_weights) {
   const auto gemma = text::GemmaTextConfig::from_json(gemma_config, "demo text encoder");
   const auto emb = models::text::EmbeddingsProcessorConfig::from_metadata(
       meta, {gemma.hidden_size, gemma.num_layers}, path);
-  synthesize(t, dt,
-             [](const std::string& n) {
-               for (const char* s : {"video", "audio"}) {
-                 const std::string from = str(s, "_connector.");
-                 if (n.rfind(from, 0) == 0)
-                   return str("model.diffusion_model.", s, "_embeddings_connector.",
-                              n.substr(from.size()));
-               }
-               const std::string fe = "feature_extractor.";
-               LTX_CHECK(n.rfind(fe, 0) == 0, "demo bundle: unexpected text tensor ", n);
-               return "text_embedding_projection." + n.substr(fe.size());
-             },
-             [&](io::WeightMap& w) { models::text::EmbeddingsProcessor::load(w, emb, opt); });
+  synthesize(
+      t, dt,
+      [](const std::string& n) {
+        for (const char* s : {"video", "audio"}) {
+          const std::string from = str(s, "_connector.");
+          if (n.rfind(from, 0) == 0)
+            return str("model.diffusion_model.", s, "_embeddings_connector.",
+                       n.substr(from.size()));
+        }
+        const std::string fe = "feature_extractor.";
+        LTX_CHECK(n.rfind(fe, 0) == 0, "demo bundle: unexpected text tensor ", n);
+        return "text_embedding_projection." + n.substr(fe.size());
+      },
+      [&](io::WeightMap& w) { models::text::EmbeddingsProcessor::load(w, emb, opt); });
 
   const auto enc = vv::encoder_config_from_metadata(meta, path);
   const auto dec = vv::decoder_config_from_metadata(meta, path);
@@ -295,7 +297,7 @@ void write_text_encoder(const std::string& path, const std::string& seed_path) {
   fs::remove(seed_path);
   for (const DemoAsset& a : demo_gemma_assets())
     t.emplace_back(a.name == "tokenizer.json" ? std::string("tokenizer_json")
-                                               : "hf_asset__" + std::string(a.name),
+                                              : "hf_asset__" + std::string(a.name),
                    u8_tensor(a.data));
   io::write_safetensors(path, t, {{"format", "pt"}, {"gemma_config", std::string(config_text)}});
 }
@@ -304,9 +306,8 @@ void write_upsampler(const std::string& path) {
   const json config = json::parse(kUpsamplerConfig);
   const auto cfg = models::upsampler::upsampler_config_from_json(config, path);
   Tensors t;
-  synthesize(t, DType::BF16, with_prefix(""), [&](io::WeightMap& w) {
-    models::upsampler::LatentUpsampler::load(w, cfg);
-  });
+  synthesize(t, DType::BF16, with_prefix(""),
+             [&](io::WeightMap& w) { models::upsampler::LatentUpsampler::load(w, cfg); });
   io::write_safetensors(path, t, {{"config", config.dump()}});
 }
 

@@ -22,10 +22,10 @@ bool is_regular_file(const std::string& path) {
 }  // namespace
 
 bool ModelFlags::empty() const {
-  return checkpoint_path.empty() && distilled_checkpoint_path.empty() &&
-         transformer_path.empty() && text_encoder_path.empty() && gemma_root.empty() &&
-         video_vae_path.empty() && audio_vae_path.empty() && spatial_upsampler_path.empty() &&
-         loras.empty() && !distilled_lora;
+  return checkpoint_path.empty() && distilled_checkpoint_path.empty() && transformer_path.empty() &&
+         text_encoder_path.empty() && gemma_root.empty() && video_vae_path.empty() &&
+         audio_vae_path.empty() && spatial_upsampler_path.empty() && loras.empty() &&
+         !distilled_lora;
 }
 
 ModelPaths resolve_model_paths(const ModelFlags& f) {

@@ -53,7 +53,7 @@ struct ModelPaths {
   ComponentPath transformer;   // DiT (+ connectors in the single-file layout)
   ComponentPath text_encoder;  // Gemma: a .safetensors file or a folder
   ComponentPath video_vae;
-  ComponentPath audio_vae;     // audio VAE + vocoder
+  ComponentPath audio_vae;  // audio VAE + vocoder
   ComponentPath spatial_upsampler;
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;

@@ -10,7 +10,8 @@
 namespace ltx::generate {
 
 Progress::Progress(std::FILE* out, Mode mode) : out_(out), mode_(mode), start_(Clock::now()) {
-  if (mode_ == Mode::Auto) mode_ = (out_ != nullptr && isatty(fileno(out_))) ? Mode::Bar : Mode::Lines;
+  if (mode_ == Mode::Auto)
+    mode_ = (out_ != nullptr && isatty(fileno(out_))) ? Mode::Bar : Mode::Lines;
   if (out_ == nullptr) mode_ = Mode::Off;
 }
 
@@ -39,8 +40,9 @@ void Progress::step(int64_t done, int64_t total) {
 
 void Progress::draw(int64_t done, int64_t total, double elapsed) {
   const std::string eta =
-      done > 0 ? format_duration(elapsed * static_cast<double>(total - done) / static_cast<double>(done))
-               : "?";
+      done > 0
+          ? format_duration(elapsed * static_cast<double>(total - done) / static_cast<double>(done))
+          : "?";
   if (mode_ == Mode::Lines) {
     if (done == 0) return;  // the stage line said it started
     std::fprintf(out_, "ltx: %s: step %lld/%lld, %s elapsed, eta %s\n", current_.c_str(),

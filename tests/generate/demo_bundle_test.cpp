@@ -69,7 +69,8 @@ TEST(DemoBundle, DefaultFolderFollowsXdgCacheHome) {
   const char* old = std::getenv("XDG_CACHE_HOME");
   const std::string saved = old ? old : "";
   setenv("XDG_CACHE_HOME", "/some/cache", 1);
-  EXPECT_EQ(generate::default_demo_dir(), std::string("/some/cache/ltx/") + generate::kDemoBundleVersion);
+  EXPECT_EQ(generate::default_demo_dir(),
+            std::string("/some/cache/ltx/") + generate::kDemoBundleVersion);
   unsetenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   if (home != nullptr) {

@@ -1,6 +1,8 @@
 #pragma once
 // Shared by the generate tests: the demo bundle written once per test binary into a temporary
 // folder (about a second), and ffprobe for checking MP4 files.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -53,6 +55,30 @@ inline const nlohmann::json* stream_of(const nlohmann::json& probe, const std::s
   for (const auto& s : probe["streams"])
     if (s.value("codec_type", "") == type) return &s;
   return nullptr;
+}
+
+// What an MP4 written by ltx must hold: H.264 yuv420p video of that size, frame count and rate,
+// and (when audio_rate > 0) a stereo AAC track at that rate.
+inline void expect_mp4(const std::string& path, int64_t width, int64_t height, int64_t frames,
+                       const std::string& frame_rate, int64_t audio_rate) {
+  const nlohmann::json probe = ffprobe(path);
+  const nlohmann::json* v = stream_of(probe, "video");
+  const nlohmann::json* a = stream_of(probe, "audio");
+  ASSERT_NE(v, nullptr) << path << ": " << probe.dump();
+  EXPECT_EQ((*v)["codec_name"], "h264");
+  EXPECT_EQ((*v)["pix_fmt"], "yuv420p");
+  EXPECT_EQ((*v)["width"], width);
+  EXPECT_EQ((*v)["height"], height);
+  EXPECT_EQ((*v)["nb_read_frames"], std::to_string(frames));
+  EXPECT_EQ((*v)["r_frame_rate"], frame_rate);
+  if (audio_rate <= 0) {
+    EXPECT_EQ(a, nullptr) << probe.dump();
+    return;
+  }
+  ASSERT_NE(a, nullptr) << path << ": " << probe.dump();
+  EXPECT_EQ((*a)["codec_name"], "aac");
+  EXPECT_EQ((*a)["channels"], 2);
+  EXPECT_EQ((*a)["sample_rate"], std::to_string(audio_rate));
 }
 
 }  // namespace ltx::test

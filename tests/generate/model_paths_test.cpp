@@ -34,7 +34,8 @@ TEST(ModelPaths, SingleFileCheckpointFillsEverySlotButTheTextEncoder) {
   f.video_vae_path = demo.checkpoint;
   const ModelPaths q = resolve_model_paths(f);
   EXPECT_EQ(q.video_vae.flag, "--video-vae-path");
-  EXPECT_EQ(q.embeddings_weight_paths, (std::vector<std::string>{demo.checkpoint, demo.text_encoder}));
+  EXPECT_EQ(q.embeddings_weight_paths,
+            (std::vector<std::string>{demo.checkpoint, demo.text_encoder}));
   EXPECT_FALSE(f.empty());
   EXPECT_TRUE(ModelFlags{}.empty());
 }
@@ -57,7 +58,8 @@ TEST(ModelPaths, ContradictingOrMissingFilesNameTheFlags) {
   ModelFlags f;
   f.checkpoint_path = demo.checkpoint;
   f.transformer_path = demo.checkpoint;
-  EXPECT_ERROR_HAS(resolve_model_paths(f), "--transformer-path (split layout) cannot be combined with --checkpoint-path");
+  EXPECT_ERROR_HAS(resolve_model_paths(f),
+                   "--transformer-path (split layout) cannot be combined with --checkpoint-path");
   f.transformer_path.clear();
   f.distilled_checkpoint_path = demo.checkpoint;
   EXPECT_ERROR_HAS(resolve_model_paths(f), "--checkpoint-path and --distilled-checkpoint-path");
@@ -67,7 +69,8 @@ TEST(ModelPaths, ContradictingOrMissingFilesNameTheFlags) {
   EXPECT_ERROR_HAS(resolve_model_paths(f), "--text-encoder-path and --gemma-root");
   f = {};
   f.spatial_upsampler_path = "/nonexistent/up.safetensors";
-  EXPECT_ERROR_HAS(resolve_model_paths(f), "--spatial-upsampler-path: '/nonexistent/up.safetensors' does not exist");
+  EXPECT_ERROR_HAS(resolve_model_paths(f),
+                   "--spatial-upsampler-path: '/nonexistent/up.safetensors' does not exist");
   f = {};
   f.loras.push_back({"/nonexistent/l.safetensors", 0.5});
   EXPECT_ERROR_HAS(resolve_model_paths(f), "--lora: '/nonexistent/l.safetensors'");
@@ -86,7 +89,8 @@ ModelFlags demo_flags() {
 ComponentNeeds two_stage() { return {"two-stage", true, true, true}; }
 
 TEST(Components, TheDemoBundleHasWhatEveryPipelineNeeds) {
-  const generate::ComponentReport r = check_components(resolve_model_paths(demo_flags()), two_stage());
+  const generate::ComponentReport r =
+      check_components(resolve_model_paths(demo_flags()), two_stage());
   EXPECT_EQ(r.model_version, "2.3.0");
   EXPECT_EQ(r.video_latent_channels, 16);
   EXPECT_EQ(r.audio_latent_channels, 2);
@@ -101,16 +105,19 @@ TEST(Components, MissingComponentsNameTheFlagToPass) {
   EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()), "--distilled-lora PATH");
   f = demo_flags();
   f.spatial_upsampler_path.clear();
-  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()), "pass --spatial-upsampler-path");
+  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()),
+                   "pass --spatial-upsampler-path");
   f = demo_flags();
   f.text_encoder_path.clear();
-  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()), "the Gemma text encoder: pass --text-encoder-path");
+  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()),
+                   "the Gemma text encoder: pass --text-encoder-path");
   // Split layout without a video VAE.
   f = demo_flags();
   f.checkpoint_path.clear();
   f.transformer_path = demo.checkpoint;
   f.audio_vae_path = demo.checkpoint;
-  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()), "needs the video VAE: pass --video-vae-path");
+  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()),
+                   "needs the video VAE: pass --video-vae-path");
   // A file without the component.
   f = demo_flags();
   f.spatial_upsampler_path = demo.text_encoder;
@@ -118,7 +125,8 @@ TEST(Components, MissingComponentsNameTheFlagToPass) {
                    "--spatial-upsampler-path '" + demo.text_encoder + "' has no latent upsampler");
   f = demo_flags();
   f.distilled_lora = generate::LoraSpec{demo.spatial_upsampler, 1.0};
-  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()), "--distilled-lora '" + demo.spatial_upsampler + "' has no LoRA");
+  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()),
+                   "--distilled-lora '" + demo.spatial_upsampler + "' has no LoRA");
 }
 
 TEST(Components, FilesOfDifferentModelsAreRejected) {
@@ -128,7 +136,8 @@ TEST(Components, FilesOfDifferentModelsAreRejected) {
                    "works on 16-channel video latents but the video VAE (--video-vae-path");
   f = demo_flags();
   f.spatial_upsampler_path = test::fixture("upsampler_x2.weights.safetensors");  // 4 channels
-  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()), "upsamples 4-channel latents");
+  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()),
+                   "upsamples 4-channel latents");
   // An LTX-2 (19B) transformer (24 latent channels) with the demo's VAE.
   f = demo_flags();
   f.checkpoint_path.clear();

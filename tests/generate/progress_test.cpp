@@ -43,7 +43,8 @@ TEST(Progress, PlainLinesWhenNotATerminal) {
   EXPECT_NE(out.find("ltx: stage 1: step 3/3"), std::string::npos) << out;
   EXPECT_EQ(out.find("step 0/3"), std::string::npos) << out;  // the start line says it
   EXPECT_EQ(out.find("ltx: stage 1 ...", out.find("ltx: stage 1 ...") + 1), std::string::npos)
-      << "the stage started twice:\n" << out;
+      << "the stage started twice:\n"
+      << out;
   EXPECT_NE(out.find("ltx: decode ...\n"), std::string::npos) << out;
 }
 
