@@ -39,6 +39,14 @@ int64_t read_detailing_downscale_factor(const std::string& lora_path) {
   return factor;
 }
 
+lora::LoraSet stage_loras(Stage stage, const lora::LoraSet& user, const lora::LoraSet& distilled,
+                          const lora::LoraSet& detailing) {
+  lora::LoraSet set = user;
+  set.insert(set.end(), distilled.begin(), distilled.end());
+  if (stage == Stage::Two) set.insert(set.end(), detailing.begin(), detailing.end());
+  return set;
+}
+
 int64_t output_num_frames(int64_t num_frames, int64_t rounds) { return (num_frames - 1) * (int64_t{1} << rounds) + 1; }
 
 std::vector<PreparedImage> tile_images(const std::vector<PreparedImage>& images, const TileRange& tile) {

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "models/lora/lora.h"
 #include "pipelines/dfr_layout.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/stages.h"
@@ -62,6 +63,12 @@ sampling::Sigmas temporal_sigmas();
 // The detailing IC-LoRA's target / reference size ratio: the safetensors metadata key
 // "reference_downscale_factor" of the LoRA file when present, else 2 (x2 spatial detailing).
 int64_t read_detailing_downscale_factor(const std::string& lora_path);
+
+// The LoRAs a DFR stage's transformer fuses, in the reference's order (the order matters at the bit
+// level, see lora/fuse.h): Stage::One and Stage::Temporal = user + distilled; Stage::Two = user +
+// distilled + detailing. For Components::stage_transformer (e.g. with lora::Fuser::apply).
+lora::LoraSet stage_loras(Stage stage, const lora::LoraSet& user, const lora::LoraSet& distilled,
+                          const lora::LoraSet& detailing);
 
 // (num_frames - 1) * 2^rounds + 1.
 int64_t output_num_frames(int64_t num_frames, int64_t rounds);

@@ -55,6 +55,19 @@ TEST(Dfr, DefaultRequestAndLoraStrengthsPerStage) {
   EXPECT_FALSE(pipelines::detailing_lora_strength(PipelineKind::TwoStage, Stage::Two, r));
 }
 
+TEST(Dfr, StageLorasFollowTheReferenceOrder) {
+  const auto file = lora::LoraFile::open(test::fixture("e2e/ltx23_tiny_distilled_lora.safetensors"));
+  const lora::LoraSet user = {{file, 0.1}}, distilled = {{file, 0.2}}, detailing = {{file, 0.3}};
+  auto strengths = [](const lora::LoraSet& s) {
+    std::vector<double> out;
+    for (const auto& l : s) out.push_back(l.strength);
+    return out;
+  };
+  EXPECT_EQ(strengths(dfr::stage_loras(Stage::One, user, distilled, detailing)), (std::vector<double>{0.1, 0.2}));
+  EXPECT_EQ(strengths(dfr::stage_loras(Stage::Two, user, distilled, detailing)), (std::vector<double>{0.1, 0.2, 0.3}));
+  EXPECT_EQ(strengths(dfr::stage_loras(Stage::Temporal, user, distilled, detailing)), (std::vector<double>{0.1, 0.2}));
+}
+
 TEST(Dfr, SlotSeedsAreTheNearestVideoLatentFrames) {
   const Tensor video = frames(7);  // latents of a 49-frame tile
   // 24 -> latent 3, 0 -> 0, 48 -> 6, 100 -> clamped to 6; 4 / 8 = 0.5 rounds half to even (0),
