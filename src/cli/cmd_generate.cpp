@@ -25,7 +25,7 @@ namespace {
 struct GenerateCli {
   generate::GenerateOptions o;
   std::vector<std::vector<std::string>> loras, images;
-  std::vector<std::string> distilled_lora;
+  std::vector<std::string> distilled_lora, detailing_lora;
 };
 
 // A whole-string number: std::stod / std::stoll must consume every character.
@@ -66,6 +66,8 @@ int run_generate(GenerateCli& c) {
   for (const auto& l : c.loras) o.models.loras.push_back(parse_lora(l, "--lora"));
   if (!c.distilled_lora.empty())
     o.models.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
+  if (!c.detailing_lora.empty())
+    o.models.detailing_lora = parse_lora(c.detailing_lora, "--detailing-lora");
   for (const auto& v : c.images) {
     LTX_CHECK(v.size() == 3 || v.size() == 4, "--image takes PATH FRAME_IDX STRENGTH [CRF], got ",
               v.size(), " values");
@@ -127,7 +129,8 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--pipeline", o.pipeline,
                   "distilled: distilled checkpoint, 8 + 3 steps, no guidance; one-stage: guided, "
                   "one resolution; two-stage: guided at half size, x2 upsample, distilled-LoRA "
-                  "refinement; two-stage-hq: two-stage with the res_2s sampler (" +
+                  "refinement; two-stage-hq: two-stage with the res_2s sampler; dfr: LTX-2.5 "
+                  "keyframe canvas, detailing pass and temporal rounds (" +
                       pipelines + ", default two-stage)");
   sub->add_option("--negative-prompt", o.negative_prompt,
                   "What to steer away from (guided pipelines; default: the "
@@ -176,6 +179,16 @@ Command add_generate(CLI::App& app) {
                   "PATH FRAME_IDX STRENGTH [CRF]: condition on an image (PNG/JPEG) at a frame "
                   "(repeatable; CRF default: the model's)")
       ->expected(1, 4);  // counted by run_generate, for an error that names the arguments
+  sub->add_option("--num-generated-keyframes", o.num_generated_keyframes,
+                  "LTX-2.5 keyframe checkpoints: N extra generated keyframes at evenly spaced "
+                  "interior frames in stage 1 (not written out, as the reference)");
+  sub->add_option("--detailing-lora", c->detailing_lora,
+                  "dfr: PATH [STRENGTH] of the stage-2 x2 spatial detailing IC-LoRA")
+      ->expected(1, 2);
+  sub->add_option("--temporal-upsampler-path", o.models.temporal_upsampler_path,
+                  "dfr: temporal x2 latent upsampler (needed for temporal rounds)");
+  sub->add_option("--temporal-upsample-rounds", o.temporal_upsample_rounds,
+                  "dfr: temporal x2 refine rounds, 0-2 (frame rate x 2 per round)");
   add_guidance(sub, o.video_guidance, "video", "--a2v-guidance-scale", "Audio-to-video");
   add_guidance(sub, o.audio_guidance, "audio", "--v2a-guidance-scale", "Video-to-audio");
   sub->add_flag("--enhance-prompt", o.enhance_prompt,

@@ -54,6 +54,18 @@ void require_given(const ComponentPath& slot, const std::string& what, const std
   LTX_CHECK(slot.given(), "the ", pipeline, " pipeline needs ", what, ": pass ", hint);
 }
 
+// An upsampler file's config, checked against the video VAE's latent width.
+models::upsampler::LatentUpsamplerConfig upsampler_config(const ComponentPath& slot,
+                                                          int64_t latent_channels) {
+  const auto file = io::SafetensorsFile::open(slot.path);
+  const auto up =
+      models::upsampler::upsampler_config_from_metadata(file->metadata_json(), slot.path);
+  LTX_CHECK(up.in_channels == latent_channels, slot.flag, " '", slot.path, "' upsamples ",
+            up.in_channels, "-channel latents but the video VAE has ", latent_channels,
+            "; the files belong to different models");
+  return up;
+}
+
 }  // namespace
 
 ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& needs) {
@@ -73,6 +85,9 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
     require_given(paths.spatial_upsampler, "the spatial latent upsampler",
                   "--spatial-upsampler-path (e.g. ltx-2.3-spatial-upscaler-x2-1.1.safetensors)",
                   pl);
+  if (needs.temporal_upsampler)
+    require_given(paths.temporal_upsampler, "the temporal latent upsampler (temporal rounds)",
+                  "--temporal-upsampler-path", pl);
   if (needs.distilled_lora)
     LTX_CHECK(paths.distilled_lora.has_value(), "the ", pl,
               " pipeline needs the distilled LoRA for its second stage: pass --distilled-lora PATH "
@@ -94,6 +109,10 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
     bool found = false;
     for (const std::string& p : paths.embeddings_weight_paths)
       found = found || sums.get(p).component(id) != nullptr;
+    // text::PromptEncoder also reads a single-file text encoder when no file has the projection.
+    std::error_code ec;
+    if (!found && std::filesystem::is_regular_file(paths.text_encoder.path, ec))
+      found = sums.get(paths.text_encoder.path).component(id) != nullptr;
     LTX_CHECK(found, paths.transformer.flag, " '", paths.transformer.path, "' has no ", what,
               single ? "" : " (nor has --text-encoder-path)",
               "; is this a full LTX-2 checkpoint or transformer file?");
@@ -112,8 +131,12 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
   require_component(sums, paths.audio_vae, "vocoder", "vocoder", pl);
   if (needs.spatial_upsampler)
     require_component(sums, paths.spatial_upsampler, "latent_upsampler", "latent upsampler", pl);
+  if (needs.temporal_upsampler)
+    require_component(sums, paths.temporal_upsampler, "latent_upsampler", "latent upsampler", pl);
   if (needs.distilled_lora)
     require_component(sums, {paths.distilled_lora->path, "--distilled-lora"}, "lora", "LoRA", pl);
+  if (paths.detailing_lora)
+    require_component(sums, {paths.detailing_lora->path, "--detailing-lora"}, "lora", "LoRA", pl);
   for (const LoraSpec& l : paths.loras)
     require_component(sums, {l.path, "--lora"}, "lora", "LoRA", pl);
 
@@ -156,16 +179,15 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
             " x ", r.audio_mel_bins, " = ", audio_width, "; the files belong to different models");
 
   if (needs.spatial_upsampler) {
-    const auto up_file = io::SafetensorsFile::open(paths.spatial_upsampler.path);
-    const auto up = models::upsampler::upsampler_config_from_metadata(up_file->metadata_json(),
-                                                                      paths.spatial_upsampler.path);
-    LTX_CHECK(up.in_channels == dec.latent_channels, "--spatial-upsampler-path '",
-              paths.spatial_upsampler.path, "' upsamples ", up.in_channels,
-              "-channel latents but the video VAE has ", dec.latent_channels,
-              "; the files belong to different models");
+    const auto up = upsampler_config(paths.spatial_upsampler, dec.latent_channels);
     LTX_CHECK(up.spatial_upsample && !up.temporal_upsample && up.spatial_scale == 2.0,
               "--spatial-upsampler-path '", paths.spatial_upsampler.path,
               "' is not a spatial x2 upsampler (the two-stage pipelines double the resolution)");
+  }
+  if (needs.temporal_upsampler) {
+    const auto up = upsampler_config(paths.temporal_upsampler, dec.latent_channels);
+    LTX_CHECK(up.temporal_upsample && !up.spatial_upsample, "--temporal-upsampler-path '",
+              paths.temporal_upsampler.path, "' is not a temporal-only x2 upsampler");
   }
 
   // The reference's Gemma version rule.

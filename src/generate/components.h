@@ -20,10 +20,11 @@
 namespace ltx::generate {
 
 struct ComponentNeeds {
-  std::string pipeline;            // for messages ("two-stage", ...)
-  bool video_encoder = false;      // image conditioning or latent upsampling
-  bool spatial_upsampler = false;  // distilled, two-stage, two-stage-hq
-  bool distilled_lora = false;     // two-stage, two-stage-hq
+  std::string pipeline;             // for messages ("two-stage", ...)
+  bool video_encoder = false;       // image conditioning or latent upsampling
+  bool spatial_upsampler = false;   // distilled, two-stage, two-stage-hq
+  bool distilled_lora = false;      // two-stage, two-stage-hq, dfr
+  bool temporal_upsampler = false;  // dfr with temporal rounds
 };
 
 // What the checks found (for the log and the pipelines' defaults).

@@ -9,6 +9,7 @@
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
 #include "models/video_vae/conv_video_decoder.h"
+#include "pipelines/pipeline.h"
 #include "sampling/noise.h"
 
 namespace ltx::generate {
@@ -48,6 +49,12 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
     audio = decode_audio_file(audio_latent, audio_vae_path);
     LTX_CHECK(audio.waveform.dim() == 2, "decode: the vocoder returned ", audio.waveform.describe(),
               ", expected [channels, samples]");
+    pipelines::GenerationResult cut;  // the pipelines' rule for the cut
+    cut.audio_max_seconds = options.audio_max_seconds;
+    audio.waveform = audio.waveform.narrow(
+        1, 0,
+        pipelines::audio_samples_to_keep(cut, audio.waveform.size(1),
+                                         static_cast<double>(audio.sampling_rate)));
     r.audio_samples = audio.waveform.size(1);
     r.audio_sample_rate = audio.sampling_rate;
     if (progress) progress->end_stage();

@@ -27,6 +27,9 @@ struct DecodeOptions {
   // Seed of the decoder noise of timestep-conditioned video decoders (torch CPU generator; the
   // reference continues the pipeline's generator on its device, which is not reproduced).
   int64_t noise_seed = 0;
+  // > 0: cut the waveform to this many seconds (DFR pads its canvas; the reference cuts the audio
+  // to the video's length, pipelines::audio_samples_to_keep).
+  double audio_max_seconds = 0.0;
   media::Mp4Options mp4;
 };
 

@@ -41,6 +41,7 @@ namespace {
 constexpr const char* kCheckpointName = "ltx-2.3-demo.safetensors";
 constexpr const char* kTextEncoderName = "gemma-3-demo.safetensors";
 constexpr const char* kUpsamplerName = "spatial-upscaler-x2-demo.safetensors";
+constexpr const char* kTemporalUpsamplerName = "temporal-upscaler-x2-demo.safetensors";
 constexpr const char* kLoraName = "distilled-lora-demo.safetensors";
 // Found next to the text encoder by --enhance-prompt (text::find_default_system_prompt).
 constexpr const char* kSystemPromptName = "gemma3_t2v_system_prompt.txt";
@@ -54,7 +55,8 @@ constexpr int64_t kLoraRank = 2;
 // ---------------------------------------------------------------------------- configs
 // An LTX-2.3 transformer section (gated attention, cross-attention AdaLN, V2 text projection
 // before the connectors) at toy sizes, latent widths included (16 video channels, 2 x 16 audio;
-// the published files have 128 and 8 x 16): the pipelines read the widths from this config.
+// the published files have 128 and 8 x 16): the pipelines read the widths from this config. The
+// LTX-2.5 keyframe embedding is on too, so that generated keyframes and the dfr pipeline run.
 constexpr const char* kTransformerConfig = R"({
   "_class_name": "AVTransformer3DModel", "activation_fn": "gelu-approximate",
   "attention_bias": true, "attention_type": "default", "cross_attention_norm": true,
@@ -79,7 +81,8 @@ constexpr const char* kTransformerConfig = R"({
   "audio_connector_attention_head_dim": 8, "connector_num_layers": 2,
   "connector_positional_embedding_max_pos": [4096], "connector_num_learnable_registers": 128,
   "connector_learnable_registers_std": 1, "connector_apply_gated_attention": true,
-  "connector_norm_output": true, "text_encoder_norm_type": "per_token_rms"
+  "connector_norm_output": true, "text_encoder_norm_type": "per_token_rms",
+  "use_keyframes_abs_pos_embedding": true
 })";
 
 // The LTX-2.3 conv VAE scale factors (x8 time, x32 space). The encoder's width is the latent
@@ -139,6 +142,12 @@ constexpr const char* kUpsamplerConfig = R"({
   "_class_name": "LatentUpsampler", "in_channels": 16, "mid_channels": 32,
   "num_blocks_per_stage": 1, "dims": 3, "spatial_upsample": true, "temporal_upsample": false,
   "spatial_scale": 2.0, "rational_resampler": false
+})";
+
+constexpr const char* kTemporalUpsamplerConfig = R"({
+  "_class_name": "LatentUpsampler", "in_channels": 16, "mid_channels": 32,
+  "num_blocks_per_stage": 1, "dims": 3, "spatial_upsample": false, "temporal_upsample": true,
+  "spatial_scale": 1.0, "rational_resampler": false
 })";
 
 // ---------------------------------------------------------------------------- values
@@ -239,6 +248,9 @@ void write_checkpoint(const std::string& path, Tensors* transformer_weights) {
   const auto dit = tf::LTXModelConfig::from_metadata(meta, tf::LTXModelType::AudioVideo, path);
   synthesize(t, dt, with_prefix("model.diffusion_model."),
              [&](io::WeightMap& w) { tf::LTXModel::load(w, dit, opt); });
+  // Optional to the loader (take_optional), so not created by it.
+  const std::string keyframes = "model.diffusion_model.keyframes_abs_pos_embedding";
+  t.emplace_back(keyframes, demo_values(keyframes, {1, dit.inner_dim()}, dt));
   *transformer_weights = t;
 
   const json gemma_config = json::parse(demo_gemma_config());
@@ -302,8 +314,8 @@ void write_text_encoder(const std::string& path, const std::string& seed_path) {
   io::write_safetensors(path, t, {{"format", "pt"}, {"gemma_config", std::string(config_text)}});
 }
 
-void write_upsampler(const std::string& path) {
-  const json config = json::parse(kUpsamplerConfig);
+void write_upsampler(const std::string& path, const char* config_text) {
+  const json config = json::parse(config_text);
   const auto cfg = models::upsampler::upsampler_config_from_json(config, path);
   Tensors t;
   synthesize(t, DType::BF16, with_prefix(""),
@@ -336,14 +348,15 @@ DemoBundle bundle_in(const std::string& dir) {
           (d / kCheckpointName).string(),
           (d / kTextEncoderName).string(),
           (d / kUpsamplerName).string(),
+          (d / kTemporalUpsamplerName).string(),
           (d / kLoraName).string(),
           (d / kSystemPromptName).string()};
 }
 
 bool complete(const DemoBundle& b) {
   std::error_code ec;
-  for (const std::string* p :
-       {&b.checkpoint, &b.text_encoder, &b.spatial_upsampler, &b.distilled_lora, &b.system_prompt})
+  for (const std::string* p : {&b.checkpoint, &b.text_encoder, &b.spatial_upsampler,
+                               &b.temporal_upsampler, &b.distilled_lora, &b.system_prompt})
     if (!fs::is_regular_file(*p, ec)) return false;
   return true;
 }
@@ -365,7 +378,8 @@ void write_demo_bundle_files(const std::string& dir) {
   Tensors transformer;
   write_checkpoint(b.checkpoint, &transformer);
   write_text_encoder(b.text_encoder, (fs::path(dir) / "gemma-seed.safetensors").string());
-  write_upsampler(b.spatial_upsampler);
+  write_upsampler(b.spatial_upsampler, kUpsamplerConfig);
+  write_upsampler(b.temporal_upsampler, kTemporalUpsamplerConfig);
   write_lora(b.distilled_lora, transformer);
   std::ofstream(b.system_prompt) << kSystemPrompt;
   LTX_CHECK(fs::file_size(b.system_prompt) > 0, "cannot write ", b.system_prompt);

@@ -17,7 +17,8 @@
 //                                     (2 x 16 latent) and BigVGAN vocoder with bandwidth extension
 //   gemma-3-demo.safetensors          single-file Gemma 3 text encoder (6 layers, width 24) with a
 //                                     1088-token tokenizer.json compiled into the binary
-//   spatial-upscaler-x2-demo.safetensors   x2 latent upsampler
+//   spatial-upscaler-x2-demo.safetensors   x2 spatial latent upsampler
+//   temporal-upscaler-x2-demo.safetensors  x2 temporal latent upsampler (dfr's temporal rounds)
 //   distilled-lora-demo.safetensors   rank-2 LoRA on the self-attention projections
 //   gemma3_t2v_system_prompt.txt      the system prompt --enhance-prompt finds next to the text
 //                                     encoder
@@ -31,6 +32,7 @@ struct DemoBundle {
   std::string checkpoint;
   std::string text_encoder;
   std::string spatial_upsampler;
+  std::string temporal_upsampler;
   std::string distilled_lora;
   std::string system_prompt;  // for --enhance-prompt (a short one of our own)
 };

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 
 #include "core/error.h"
@@ -12,11 +13,14 @@
 #include "generate/progress.h"
 #include "io/weights.h"
 #include "media/image.h"
+#include "models/lora/fuse.h"
+#include "models/lora/lora.h"
 #include "models/text/gemma/enhance.h"
 #include "models/text/prompt_encoder.h"
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
+#include "pipelines/dfr.h"
 #include "pipelines/pipeline.h"
 
 namespace ltx::generate {
@@ -56,24 +60,58 @@ bool guidance_given(const GuidanceFlags& f) {
   return f.cfg || f.stg || f.rescale || f.modality || f.skip_step || f.stg_blocks;
 }
 
-// The transformer of every stage. LoRA fusion (user LoRAs, the two-stage pipelines' distilled
-// LoRA) comes with the lora module; until then runs that need it stop here with a clear error.
+// The pipelines that fuse the distilled LoRA into some stage (the reference requires the flag).
+bool needs_distilled_lora(PipelineKind kind) {
+  return kind == PipelineKind::TwoStage || kind == PipelineKind::TwoStageHQ ||
+         kind == PipelineKind::Dfr;
+}
+
+constexpr pipelines::Stage kStages[] = {pipelines::Stage::One, pipelines::Stage::Two,
+                                        pipelines::Stage::Temporal};
+size_t stage_index(pipelines::Stage s) { return static_cast<size_t>(s) - 1; }
+
+// The transformer of every stage, with each stage's LoRA set (user LoRAs, then the distilled LoRA
+// at that stage's strength, then DFR's detailing LoRA: the reference's fusion order) fused in
+// place when the stage starts. lora::Fuser keeps one buffer per adapted weight and restores the
+// base values exactly, so the base weights are read once.
 struct StageTransformer {
+  std::unique_ptr<lora::Fuser> fuser;
   std::unique_ptr<tf::LTXModel> model;
+  lora::LoraSet sets[std::size(kStages)];
+
+  const tf::LTXModel& for_stage(pipelines::Stage stage) {
+    const lora::LoraSet& set = sets[stage_index(stage)];
+    if (!set.empty()) log_info("LoRAs of this stage: ", lora::describe(set));
+    fuser->apply(set);
+    return *model;
+  }
 };
 
 std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, PipelineKind kind,
                                                    const pipelines::GenerationRequest& request) {
-  bool fused = !paths.loras.empty();
-  for (const auto stage : {pipelines::Stage::One, pipelines::Stage::Two})
-    fused =
-        fused || (paths.distilled_lora && pipelines::distilled_lora_strength(kind, stage, request));
-  LTX_CHECK(
-      !fused, "LoRA fusion (--lora, and the distilled LoRA of the ", pipelines::pipeline_name(kind),
-      " pipeline) is not in this build yet; use --pipeline distilled or one-stage without --lora");
   auto st = std::make_unique<StageTransformer>();
-  st->model = std::make_unique<tf::LTXModel>(
-      tf::LTXModel::from_files({paths.transformer.path}, tf::LTXModelType::AudioVideo));
+  const lora::LoraSet user = lora::open_set(paths.loras);
+  std::shared_ptr<const lora::LoraFile> distilled, detailing;
+  if (paths.distilled_lora) distilled = lora::LoraFile::open(paths.distilled_lora->path);
+  if (paths.detailing_lora) detailing = lora::LoraFile::open(paths.detailing_lora->path);
+  bool any = false;
+  for (const pipelines::Stage stage : kStages) {
+    lora::LoraSet set = user;
+    if (const auto s = pipelines::distilled_lora_strength(kind, stage, request); s && distilled)
+      set.push_back({distilled, *s});
+    if (const auto s = pipelines::detailing_lora_strength(kind, stage, request); s && detailing)
+      set.push_back({detailing, *s});
+    any = any || !lora::is_identity(set);
+    st->sets[stage_index(stage)] = std::move(set);
+  }
+  const auto file = io::SafetensorsFile::open(paths.transformer.path);
+  const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
+  io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
+  const nn::LoadOptions opt;
+  if (any)
+    st->fuser = std::make_unique<lora::Fuser>(
+        w, std::vector<lora::LoraSet>(std::begin(st->sets), std::end(st->sets)), opt);
+  st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, opt));
   return st;
 }
 
@@ -149,6 +187,25 @@ void validate_options(const GenerateOptions& o) {
     LTX_CHECK(!im.crf || (*im.crf >= 0 && *im.crf <= 51), "--image '", im.path, "': CRF ", *im.crf,
               " must be in [0, 51]");
   }
+  const bool dfr = kind == PipelineKind::Dfr;
+  for (const auto& [given, flag] :
+       {std::pair{o.temporal_upsample_rounds.has_value(), "--temporal-upsample-rounds"},
+        std::pair{!o.models.temporal_upsampler_path.empty(), "--temporal-upsampler-path"},
+        std::pair{o.models.detailing_lora.has_value(), "--detailing-lora"}})
+    LTX_CHECK(!given || dfr, flag, " is a flag of --pipeline dfr");
+  if (o.temporal_upsample_rounds) {
+    LTX_CHECK(*o.temporal_upsample_rounds >= 0 && *o.temporal_upsample_rounds <= 2,
+              "--temporal-upsample-rounds ", *o.temporal_upsample_rounds, " must be 0, 1 or 2");
+    LTX_CHECK(*o.temporal_upsample_rounds == 0 || !o.models.temporal_upsampler_path.empty() ||
+                  o.models.empty(),
+              "--temporal-upsample-rounds ", *o.temporal_upsample_rounds,
+              " needs the temporal x2 upsampler: pass --temporal-upsampler-path");
+  }
+  if (o.num_generated_keyframes) {
+    LTX_CHECK(!dfr, "--num-generated-keyframes: the dfr pipeline places its own keyframes");
+    LTX_CHECK(*o.num_generated_keyframes >= 0, "--num-generated-keyframes ",
+              *o.num_generated_keyframes, " must be >= 0");
+  }
   LTX_CHECK(!o.enhance_prompt || o.images.empty(),
             "--enhance-prompt with --image (image-aware enhancement) is not supported yet; drop "
             "one of them");
@@ -178,15 +235,17 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
     flags.checkpoint_path = demo.checkpoint;
     flags.text_encoder_path = demo.text_encoder;
     if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
-    if (kind == PipelineKind::TwoStage || kind == PipelineKind::TwoStageHQ)
-      flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
+    if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
+    if (options.temporal_upsample_rounds.value_or(0) > 0)
+      flags.temporal_upsampler_path = demo.temporal_upsampler;
   }
   const ModelPaths paths = resolve_model_paths(flags);
   ComponentNeeds needs;
   needs.pipeline = result.pipeline;
   needs.spatial_upsampler = pipelines::is_two_stage(kind);
   needs.video_encoder = needs.spatial_upsampler || !options.images.empty();
-  needs.distilled_lora = kind == PipelineKind::TwoStage || kind == PipelineKind::TwoStageHQ;
+  needs.distilled_lora = needs_distilled_lora(kind);
+  needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
   const ComponentReport report = check_components(paths, needs);
   for (const std::string& w : report.warnings) log_warn(w);
   log_info("model: ", report.version_name, " (", paths.layout_name(), "), pipeline ",
@@ -208,8 +267,21 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   if (options.max_batch_size) req.max_batch_size = *options.max_batch_size;
   apply_guidance(options.video_guidance, req.video_guider);
   apply_guidance(options.audio_guidance, req.audio_guider);
+  // The strength after --distilled-lora PATH: two-stage's stage 2, every dfr stage (two-stage-hq
+  // takes its per-stage flags below, as the reference).
   if (paths.distilled_lora && kind == PipelineKind::TwoStage)
     req.distilled_lora_strengths[1] = paths.distilled_lora->strength;
+  if (paths.distilled_lora && kind == PipelineKind::Dfr)
+    req.distilled_lora_strengths = {paths.distilled_lora->strength, paths.distilled_lora->strength};
+  if (paths.detailing_lora) {
+    req.detailing_lora_strength = paths.detailing_lora->strength;
+    req.detailing_downscale_factor =
+        pipelines::dfr::read_detailing_downscale_factor(paths.detailing_lora->path);
+  }
+  if (options.temporal_upsample_rounds)
+    req.temporal_upsample_rounds = *options.temporal_upsample_rounds;
+  if (options.num_generated_keyframes)
+    req.num_generated_keyframes = *options.num_generated_keyframes;
   if (options.distilled_lora_strength_stage_1)
     req.distilled_lora_strengths[0] = *options.distilled_lora_strength_stage_1;
   if (options.distilled_lora_strength_stage_2)
@@ -265,12 +337,23 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   std::optional<models::upsampler::LatentUpsampler> upsampler;
   if (needs.spatial_upsampler)
     upsampler.emplace(models::upsampler::LatentUpsampler::from_file(paths.spatial_upsampler.path));
+  std::optional<models::upsampler::LatentUpsampler> temporal_upsampler;
+  if (needs.temporal_upsampler)
+    temporal_upsampler.emplace(
+        models::upsampler::LatentUpsampler::from_file(paths.temporal_upsampler.path));
   progress.end_stage();
 
   pipelines::Components comp;
   comp.transformer = transformer->model.get();
+  if (transformer->fuser) {
+    comp.stage_transformer =
+        [st = transformer.get()](pipelines::Stage stage) -> const tf::LTXModel& {
+      return st->for_stage(stage);
+    };
+  }
   comp.video_encoder = video_encoder ? &*video_encoder : nullptr;
   comp.spatial_upsampler = upsampler ? &*upsampler : nullptr;
+  comp.temporal_upsampler = temporal_upsampler ? &*temporal_upsampler : nullptr;
   comp.model_version = report.model_version;
   pipelines::validate_request(kind, req, comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
@@ -284,10 +367,15 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   comp = {};
   transformer.reset();
   upsampler.reset();
+  temporal_upsampler.reset();
   video_encoder.reset();
+  if (out.generated_keyframes.defined())
+    log_info("the ", out.generated_keyframe_positions.size(),
+             " generated keyframes are not written (as the reference's scripts)");
   DecodeOptions dec;
   dec.fps = out.frame_rate;
   dec.noise_seed = req.seed;
+  dec.audio_max_seconds = out.audio_max_seconds;
   result.decoded = decode_to_mp4(options.output_path, out.video_latent, out.audio_latent,
                                  paths.video_vae.path, paths.audio_vae.path, dec, &progress);
   result.frame_rate = out.frame_rate;

@@ -46,6 +46,8 @@ struct GenerateOptions {
   std::vector<ImageFlag> images;
   GuidanceFlags video_guidance, audio_guidance;
   std::optional<double> distilled_lora_strength_stage_1, distilled_lora_strength_stage_2;
+  // LTX-2.5: extra generated keyframes in stage 1 (not dfr); dfr: temporal x2 rounds (0-2).
+  std::optional<int64_t> num_generated_keyframes, temporal_upsample_rounds;
   bool enhance_prompt = false;
   std::string enhance_system_prompt_file;  // empty: the model's default file
   // Where the demo bundle lives when no model file is given (empty: default_demo_dir()).
@@ -64,7 +66,8 @@ struct GenerateResult {
 // Checks the flags on their own (before any file is read): the pipeline name, the prompt and
 // output path, frames 8k + 1, sizes multiples of 32 (one-stage) or 64 (two-stage pipelines),
 // positive frame rate and steps, image frame indices and strengths, flags that the chosen
-// pipeline does not use. Throws an ltx::Error naming the flag.
+// pipeline does not use (guidance for distilled / dfr, the second-stage files for one-stage, the
+// DFR flags for the others). Throws an ltx::Error naming the flag.
 void validate_options(const GenerateOptions& options);
 
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);

@@ -55,10 +55,12 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
       {&f.gemma_root, "--gemma-root"},
       {&f.video_vae_path, "--video-vae-path"},
       {&f.audio_vae_path, "--audio-vae-path"},
-      {&f.spatial_upsampler_path, "--spatial-upsampler-path"}};
+      {&f.spatial_upsampler_path, "--spatial-upsampler-path"},
+      {&f.temporal_upsampler_path, "--temporal-upsampler-path"}};
   for (const auto& [value, flag] : all) require_exists(*value, flag);
   for (const LoraSpec& l : f.loras) require_exists(l.path, "--lora");
   if (f.distilled_lora) require_exists(f.distilled_lora->path, "--distilled-lora");
+  if (f.detailing_lora) require_exists(f.detailing_lora->path, "--detailing-lora");
 
   ModelPaths p;
   if (!checkpoint.empty()) {
@@ -78,10 +80,13 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
   else
     p.text_encoder = {f.gemma_root, "--gemma-root"};
   p.spatial_upsampler = {f.spatial_upsampler_path, "--spatial-upsampler-path"};
+  p.temporal_upsampler = {f.temporal_upsampler_path, "--temporal-upsampler-path"};
   p.loras = f.loras;
   p.distilled_lora = f.distilled_lora;
+  p.detailing_lora = f.detailing_lora;
   if (p.transformer.given()) p.embeddings_weight_paths.push_back(p.transformer.path);
-  if (p.text_encoder.given() && is_regular_file(p.text_encoder.path) && p.transformer.given())
+  if (p.layout == ModelPaths::Layout::Split && p.text_encoder.given() &&
+      is_regular_file(p.text_encoder.path) && p.transformer.given())
     p.embeddings_weight_paths.push_back(p.text_encoder.path);
   return p;
 }

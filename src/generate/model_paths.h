@@ -8,19 +8,19 @@
 //   * split layout: --transformer-path, --video-vae-path, --audio-vae-path, each a file of its own;
 //
 // and in both the Gemma text encoder from --text-encoder-path (a single-file text encoder) or
-// --gemma-root (a Hugging Face folder), the latent upsampler from --spatial-upsampler-path, LoRAs
-// from --lora / --distilled-lora. A slot no flag fills stays empty; which slots a pipeline needs is
-// checked by check_components() (generate/components.h), with errors that name the flag to pass.
+// --gemma-root (a Hugging Face folder), the latent upsamplers from --spatial-upsampler-path /
+// --temporal-upsampler-path, LoRAs from --lora / --distilled-lora / --detailing-lora. A slot no
+// flag fills stays empty; which slots a pipeline needs is checked by check_components()
+// (generate/components.h), with errors that name the flag to pass.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "models/lora/lora.h"
+
 namespace ltx::generate {
 
-struct LoraSpec {
-  std::string path;
-  double strength = 1.0;
-};
+using LoraSpec = lora::LoraSpec;  // PATH [STRENGTH]
 
 // The raw flags (empty = not given).
 struct ModelFlags {
@@ -32,8 +32,10 @@ struct ModelFlags {
   std::string video_vae_path;
   std::string audio_vae_path;
   std::string spatial_upsampler_path;
+  std::string temporal_upsampler_path;  // DFR temporal rounds
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;
+  std::optional<LoraSpec> detailing_lora;  // DFR stage 2
 
   // True when no flag names a model file (the built-in demo runs then).
   bool empty() const;
@@ -55,11 +57,14 @@ struct ModelPaths {
   ComponentPath video_vae;
   ComponentPath audio_vae;  // audio VAE + vocoder
   ComponentPath spatial_upsampler;
+  ComponentPath temporal_upsampler;
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;
+  std::optional<LoraSpec> detailing_lora;
   // The files the text connectors and projection are read from (the reference's
-  // embeddings_weight_paths): the transformer file, then a single-file text encoder (split packs
-  // of LTX-2.5 keep the projection there). The config comes from the first.
+  // embeddings_weight_paths): the transformer file, and in the split layout a single-file text
+  // encoder after it (LTX-2.5 split packs keep the projection there). The config comes from the
+  // first.
   std::vector<std::string> embeddings_weight_paths;
 
   const char* layout_name() const {

@@ -28,19 +28,20 @@ TEST(GenerateCli, DemoWritesAPlayableMp4WithAudio) {
   if (const std::string why = test::mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   const std::string out = dir.file("out.mp4");
-  // The demo at a small size and few steps keeps the test quick.
-  const test::CliResult r =
-      generate(dir, {"--prompt", "a red ball bouncing", "--output-path", out, "--pipeline",
-                     "one-stage", "--num-frames", "9", "--height", "64", "--width", "96",
-                     "--num-inference-steps", "2", "--frame-rate", "25"});
+  // The demo at a small size and few steps keeps the test quick; the default pipeline (two-stage:
+  // guided stage 1 at half size, x2 upsampler, stage 2 with the distilled LoRA fused) runs.
+  const test::CliResult r = generate(dir, {"--prompt", "a red ball bouncing", "--output-path", out,
+                                           "--num-frames", "9", "--height", "64", "--width", "128",
+                                           "--num-inference-steps", "2", "--frame-rate", "25"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("DEMO"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("RANDOM"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("timings:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("stage 1"), std::string::npos) << r.err;
+  for (const char* stage : {"text encoding", "stage 1", "upsample", "stage 2", "video decode"})
+    EXPECT_NE(r.err.find(str("ltx: ", stage, " ...")), std::string::npos) << stage << "\n" << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir.file("cache/ltx/demo-v1/ltx-2.3-demo.safetensors")));
 
-  test::expect_mp4(out, 96, 64, 9, "25/1", 48000);
+  test::expect_mp4(out, 128, 64, 9, "25/1", 48000);
   const nlohmann::json probe = test::ffprobe(out);
   // 9 frames at 25 fps: 0.36 s of video, the audio as long give or take a latent (40 ms).
   const double duration = std::stod(probe["format"]["duration"].get<std::string>());
@@ -70,6 +71,10 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--lora", out, "strong"}, "--lora " + out + " STRENGTH: 'strong' is not a number"},
       {{"--pipeline", "distilled", "--video-cfg-guidance-scale", "3"},
        "the distilled pipeline runs without guidance"},
+      {{"--temporal-upsample-rounds", "1"},
+       "--temporal-upsample-rounds is a flag of --pipeline dfr"},
+      {{"--pipeline", "dfr", "--temporal-upsample-rounds", "3"},
+       "--temporal-upsample-rounds 3 must be 0, 1 or 2"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"--prompt", "a cat", "--output-path", out};

@@ -20,15 +20,16 @@ TEST(DemoBundle, WritesTheSameBytesEveryTime) {
   const std::string again = dir.file("again");
   std::filesystem::create_directories(again);
   generate::write_demo_bundle_files(again);
-  for (const std::string* p : {&first.checkpoint, &first.text_encoder, &first.spatial_upsampler,
-                               &first.distilled_lora, &first.system_prompt}) {
+  for (const std::string* p :
+       {&first.checkpoint, &first.text_encoder, &first.spatial_upsampler, &first.temporal_upsampler,
+        &first.distilled_lora, &first.system_prompt}) {
     const std::string name = std::filesystem::path(*p).filename().string();
     EXPECT_EQ(test::read_bytes(*p), test::read_bytes(again + "/" + name)) << name;
   }
-  // Nothing but the five files (the Gemma seed file is gone).
+  // Nothing but the six files (the Gemma seed file is gone).
   int files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(again)) ++files;
-  EXPECT_EQ(files, 5);
+  EXPECT_EQ(files, 6);
 }
 
 TEST(DemoBundle, FilesAreWhatInspectAndTheLoadersExpect) {
@@ -42,6 +43,7 @@ TEST(DemoBundle, FilesAreWhatInspectAndTheLoadersExpect) {
   EXPECT_LT(std::filesystem::file_size(b.checkpoint), 4u << 20);  // a few MB at most
   EXPECT_NE(io::inspect_checkpoint(b.text_encoder).component("gemma"), nullptr);
   EXPECT_NE(io::inspect_checkpoint(b.spatial_upsampler).component("latent_upsampler"), nullptr);
+  EXPECT_NE(io::inspect_checkpoint(b.temporal_upsampler).component("latent_upsampler"), nullptr);
   EXPECT_NE(io::inspect_checkpoint(b.distilled_lora).component("lora"), nullptr);
   // The embedded tokenizer works.
   const text::Tokenizer tok = text::load_tokenizer(b.text_encoder);

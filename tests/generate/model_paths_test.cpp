@@ -27,15 +27,14 @@ TEST(ModelPaths, SingleFileCheckpointFillsEverySlotButTheTextEncoder) {
   EXPECT_EQ(p.audio_vae.path, demo.checkpoint);
   EXPECT_EQ(p.text_encoder.flag, "--gemma-root");
   EXPECT_FALSE(p.spatial_upsampler.given());
-  // A folder text encoder adds nothing to the embeddings files; a single file does.
+  // The connectors and projection come from the checkpoint.
   EXPECT_EQ(p.embeddings_weight_paths, std::vector<std::string>{demo.checkpoint});
   f.gemma_root.clear();
   f.text_encoder_path = demo.text_encoder;
   f.video_vae_path = demo.checkpoint;
   const ModelPaths q = resolve_model_paths(f);
   EXPECT_EQ(q.video_vae.flag, "--video-vae-path");
-  EXPECT_EQ(q.embeddings_weight_paths,
-            (std::vector<std::string>{demo.checkpoint, demo.text_encoder}));
+  EXPECT_EQ(q.embeddings_weight_paths, std::vector<std::string>{demo.checkpoint});
   EXPECT_FALSE(f.empty());
   EXPECT_TRUE(ModelFlags{}.empty());
 }
@@ -51,6 +50,10 @@ TEST(ModelPaths, SplitFilesLeaveUnnamedSlotsEmpty) {
   EXPECT_FALSE(p.video_vae.given());
   EXPECT_EQ(p.video_vae.flag, "--video-vae-path");
   EXPECT_FALSE(p.text_encoder.given());
+  // Split packs may keep the projection in a single-file text encoder (LTX-2.5).
+  f.text_encoder_path = demo.text_encoder;
+  EXPECT_EQ(resolve_model_paths(f).embeddings_weight_paths,
+            (std::vector<std::string>{demo.checkpoint, demo.text_encoder}));
 }
 
 TEST(ModelPaths, ContradictingOrMissingFilesNameTheFlags) {
