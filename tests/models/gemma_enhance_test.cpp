@@ -175,6 +175,28 @@ TEST(GemmaEnhance, RendersTheGemma4ChatFormat) {
   EXPECT_THROW(text::detect_chat_format("{{ '<|im_start|>' }}", "x"), Error);
 }
 
+// Google's Gemma 4 templates end the generation prompt differently: the 12B/26B/31B ones close an
+// empty thought channel when thinking is off (the default, and the reference never turns it on),
+// the E2B/E4B ones do not. The rendering follows the model's own template.
+TEST(GemmaEnhance, Gemma4EmptyThoughtChannelFollowsTheTemplate) {
+  const std::string mainline =
+      R"({%- if add_generation_prompt -%}{{- '<|turn>model\n' -}})"
+      R"({%- if not enable_thinking | default(false) -%}{{- '<|channel>thought\n<channel|>' -}})"
+      R"({%- endif -%}{%- endif -%})";
+  const std::string e_series = R"({%- if add_generation_prompt -%}{{- '<|turn>model\n' -}}{%- endif -%})";
+  const text::GemmaChatTemplate m = text::parse_chat_template(mainline, "x");
+  EXPECT_EQ(m.format, text::GemmaChatFormat::Gemma4);
+  EXPECT_TRUE(m.empty_thought_channel);
+  EXPECT_FALSE(text::parse_chat_template(e_series, "x").empty_thought_channel);
+  EXPECT_FALSE(text::parse_chat_template("{{ '<start_of_turn>' }}", "x").empty_thought_channel);
+  const std::vector<text::ChatMessage> msgs = {{"system", "Be vivid."}, {"user", "a cat"}};
+  EXPECT_EQ(text::render_gemma_chat(m, msgs, "<bos>"),
+            "<bos><|turn>system\nBe vivid.<turn|>\n<|turn>user\na cat<turn|>\n"
+            "<|turn>model\n<|channel>thought\n<channel|>");
+  EXPECT_EQ(text::render_gemma_chat(m, msgs, "<bos>", false),
+            "<bos><|turn>system\nBe vivid.<turn|>\n<|turn>user\na cat<turn|>\n");
+}
+
 TEST(GemmaEnhance, Gemma4DenseDefaultsAreGreedyWithoutRepeatedFiveGrams) {
   text::GemmaTextConfig c = gemma3_te().model.config();
   c.family = text::GemmaFamily::Gemma4;

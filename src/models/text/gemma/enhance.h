@@ -3,12 +3,15 @@
 //
 //   1. messages [system: the system prompt, user: "user prompt: {prompt}"];
 //   2. the model's chat template (chat_template.jinja / chat_template.json of the assets) rendered
-//      with add_generation_prompt. Not a Jinja engine: the template is recognised as one of the two
-//      Gemma formats and that format is rendered --
+//      with add_generation_prompt, as the reference's apply_chat_template call does (no
+//      enable_thinking, so the templates' default: thinking off). Not a Jinja engine: the template
+//      is recognised as one of the two Gemma formats and that format is rendered --
 //        Gemma 3:
 //        {bos}<start_of_turn>user\n{system}\n\n{user|trim}<end_of_turn>\n<start_of_turn>model\n
 //        Gemma 4:
 //        {bos}<|turn>system\n{system|trim}<turn|>\n<|turn>user\n{user|trim}<turn|>\n<|turn>model\n
+//        + <|channel>thought\n<channel|> when the template emits that empty thought channel with
+//          thinking off (Google's 12B/26B/31B templates do; the E2B/E4B ones do not)
 //      (an unrecognised template is an error);
 //   3. the rendered text tokenized with the tokenizer's special tokens (Gemma 3's post-processor
 //      adds a second <bos>, as the reference's processor does), left-padded to a multiple of 8 with
@@ -45,14 +48,27 @@ struct ChatMessage {
   std::string content;
 };
 
+// What rendering a recognised template needs.
+struct GemmaChatTemplate {
+  GemmaChatFormat format = GemmaChatFormat::Gemma3;
+  // Gemma 4: the generation prompt closes an empty thought channel (thinking off).
+  bool empty_thought_channel = false;
+  GemmaChatTemplate(GemmaChatFormat f = GemmaChatFormat::Gemma3, bool thought = false)  // NOLINT
+      : format(f), empty_thought_channel(thought) {}
+};
+
 // Recognises a Gemma chat template by its turn markers; throws for anything else.
 GemmaChatFormat detect_chat_format(const std::string& chat_template, const std::string& source);
+// The format and, for Gemma 4, whether the generation prompt carries the empty thought channel
+// (the literal '<|channel>thought\n<channel|>' in the template source).
+GemmaChatTemplate parse_chat_template(const std::string& chat_template, const std::string& source);
 // The chat template of the assets (chat_template.jinja, else chat_template.json's string or
 // "chat_template" entry); throws naming the source when there is none.
 std::string chat_template_of(const GemmaAssets& assets);
-// Renders `messages` in `format` (see the header comment), with add_generation_prompt.
-std::string render_gemma_chat(GemmaChatFormat format, const std::vector<ChatMessage>& messages,
-                              const std::string& bos_token, bool add_generation_prompt = true);
+// Renders `messages` in the template's format (see the header comment).
+std::string render_gemma_chat(const GemmaChatTemplate& chat_template,
+                              const std::vector<ChatMessage>& messages, const std::string& bos_token,
+                              bool add_generation_prompt = true);
 
 // clean_response: curly quotes, dashes, NBSP, prime and minus sign to ASCII, then everything
 // before the first letter (Python's str.isalpha) removed.
@@ -103,13 +119,14 @@ class PromptEnhancer {
   EnhanceResult prepare_t2v(const std::string& prompt, const std::string& system_prompt) const;
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  GemmaChatFormat chat_format() const { return format_; }
+  GemmaChatFormat chat_format() const { return template_.format; }
+  const GemmaChatTemplate& chat_template() const { return template_; }
 
  private:
   const GemmaAssets* assets_;
   const GemmaTextModel* model_;
   Tokenizer tokenizer_;
-  GemmaChatFormat format_;
+  GemmaChatTemplate template_;
 };
 
 }  // namespace ltx::text
