@@ -247,6 +247,29 @@ TEST(GemmaGenerate, StopsAtEos) {
   EXPECT_EQ(stopped, std::vector<int64_t>(free_run.begin(), first + 1));
 }
 
+// The one-call API behind `ltx generate --enhance-prompt`: a user system-prompt file, greedy
+// decoding, the cleaned text of the reference's greedy run.
+TEST(GemmaEnhance, EnhancePromptLoadsEnhancesAndCleans) {
+  TempDir dir;
+  text::EnhanceOptions o;
+  o.system_prompt_file = dir.file("system.txt");
+  test::write_bytes(o.system_prompt_file, enhance_meta()["system_prompt"].get<std::string>());
+  o.greedy = true;
+  o.max_new_tokens = 8;
+  const std::string prompt = enhance_meta()["user_prompt"].get<std::string>();
+  EXPECT_EQ(text::enhance_prompt(test::fixture("text_gemma3_root"), prompt, o),
+            enhance_meta()["clean_response"]["greedy"].get<std::string>());
+  // Without the greedy switch Gemma 3 samples (seeded): reproducible for one seed.
+  o.greedy = false;
+  o.max_new_tokens = 4;
+  const std::string te = test::fixture("text_gemma3.te.safetensors");
+  EXPECT_EQ(text::enhance_prompt(te, prompt, o), text::enhance_prompt(te, prompt, o));
+  // A text encoder that cannot generate, and a missing system prompt, fail before generating.
+  EXPECT_ERROR_HAS(text::enhance_prompt(test::fixture("text_gemma4.te.safetensors"), prompt, o),
+                   "gemma4_unified");
+  EXPECT_ERROR_HAS(text::enhance_prompt(te, prompt), "gemma3_t2v_system_prompt.txt");
+}
+
 TEST(GemmaClean, MapsPunctuationAndDropsLeadingNonLetters) {
   EXPECT_EQ(text::clean_response("  **\u201cHello\u201d \u2014 it\u2019s\u00a0fine\u2212ok"),
             "Hello\" - it's fine-ok");

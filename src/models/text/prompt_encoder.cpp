@@ -97,6 +97,11 @@ const mt::EmbeddingsProcessor& PromptEncoder::embeddings_processor() {
   return *s.processor;
 }
 
+std::string PromptEncoder::enhance(const std::string& prompt, const EnhanceOptions& options) {
+  (void)default_enhance_generation(s_->config);  // refuses gemma4_unified before loading
+  return PromptEnhancer(s_->assets, text_encoder()).enhance_t2v(prompt, options).text;
+}
+
 void PromptEncoder::release_text_encoder() { s_->gemma.reset(); }
 void PromptEncoder::release_embeddings_processor() { s_->processor.reset(); }
 bool PromptEncoder::text_encoder_loaded() const { return s_->gemma.has_value(); }

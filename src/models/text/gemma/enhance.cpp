@@ -278,6 +278,7 @@ EnhanceResult PromptEnhancer::enhance_t2v(const std::string& prompt,
   } else {
     g = default_enhance_generation(model_->config());
     g.seed = options.seed;
+    if (options.greedy) g.do_sample = false;
   }
   if (options.max_new_tokens) g.max_new_tokens = *options.max_new_tokens;
   GenerationResult out = generate(*model_, r.input_ids, r.attention_mask, g, options.keep_logits);
@@ -287,6 +288,21 @@ EnhanceResult PromptEnhancer::enhance_t2v(const std::string& prompt,
   r.decoded = tokenizer_.decode(ids, true);
   r.text = clean_response(r.decoded);
   return r;
+}
+
+std::string enhance_prompt(const std::string& gemma_path, const std::string& prompt,
+                           const EnhanceOptions& options, const nn::LoadOptions& load) {
+  const GemmaAssets assets = GemmaAssets::load(gemma_path);
+  const GemmaTextConfig config = GemmaTextConfig::from_json(assets.config, gemma_path);
+  (void)default_enhance_generation(config);  // refuses gemma4_unified before loading weights
+  (void)parse_chat_template(chat_template_of(assets), assets.source);
+  EnhanceOptions o = options;
+  if (o.system_prompt.empty())
+    o.system_prompt = !o.system_prompt_file.empty()
+                          ? read_system_prompt_file(o.system_prompt_file)
+                          : find_default_system_prompt(assets, config.family, true);
+  const GemmaTextModel model = GemmaTextModel::load(assets, load);
+  return PromptEnhancer(assets, model).enhance_t2v(prompt, o).text;
 }
 
 }  // namespace ltx::text

@@ -27,7 +27,8 @@
 // the file of that name in the Gemma root folder (or its prompts/ subfolder, or next to a
 // single-file text encoder); without one, enhancement fails with an error naming the file.
 //
-// CLI: `ltx generate --enhance-prompt` will call enhance_t2v once `ltx generate` exists.
+// CLI: `ltx generate --enhance-prompt` calls enhance_prompt() below (or PromptEncoder::enhance
+// when the text encoder itself can enhance); see DEVELOPERS.md.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,7 @@
 #include "models/text/gemma/model.h"
 #include "models/text/gemma_assets.h"
 #include "models/text/tokenizer.h"
+#include "nn/module.h"
 
 namespace ltx::text {
 
@@ -90,7 +92,8 @@ struct EnhanceOptions {
   std::string system_prompt;       // the text; when empty, system_prompt_file is read, and
   std::string system_prompt_file;  // when that is empty too, find_default_system_prompt
   std::optional<int64_t> max_new_tokens;
-  uint64_t seed = 42;  // the pipelines' default (generate_enhanced_prompt)
+  uint64_t seed = 42;  // the pipelines' default (generate_enhanced_prompt); they pass --seed
+  bool greedy = false;  // decode greedily instead of the family's sampling default
   // Replaces the family's decoding defaults entirely (EOS ids included) when set.
   std::optional<GenerationConfig> generation;
   bool keep_logits = false;
@@ -128,5 +131,13 @@ class PromptEnhancer {
   Tokenizer tokenizer_;
   GemmaChatTemplate template_;
 };
+
+// `ltx generate --enhance-prompt` in one call (the reference's generate_enhanced_prompt for a
+// text prompt): loads the Gemma at `gemma_path` (a root folder or single-file text encoder of a
+// gemma3 or dense gemma4 model; gemma4_unified cannot enhance), enhances `prompt`, frees the
+// model and returns the cleaned text (EnhanceResult::text). Errors (no system prompt, a model
+// that cannot enhance, an unknown chat template) throw before any generation.
+std::string enhance_prompt(const std::string& gemma_path, const std::string& prompt,
+                           const EnhanceOptions& options = {}, const nn::LoadOptions& load = {});
 
 }  // namespace ltx::text
