@@ -42,8 +42,9 @@ Range range_of(const Run& run, const std::string& name) {
   if (notes.is_object() && notes.contains("ranges") && notes["ranges"].is_array())
     for (const auto& r : notes["ranges"])
       if (r.value("name", "") == name)
-        return Range{AutoDuration(r.at("min_seconds").get<double>(), r.at("max_seconds").get<double>()),
-                     r.at("fps").get<double>()};
+        return Range{
+            AutoDuration(r.at("min_seconds").get<double>(), r.at("max_seconds").get<double>()),
+            r.at("fps").get<double>()};
   auto parsed = range_from_name(name);
   LTX_CHECK(parsed.has_value(), "parity duration-head: unknown range '", name,
             "' (not in the io file's notes.ranges and not of the form default_<fps>fps or "
@@ -129,7 +130,8 @@ void run_duration_head(Run& run) {
       max_f.push_back(python_round(hi[j] * fps[j]));
       raw.push_back(python_round(secs[j] * fps[j]));
       try {
-        frames.push_back(seconds_to_clamped_num_frames(secs[j], fps[j], min_f.back(), max_f.back()));
+        frames.push_back(
+            seconds_to_clamped_num_frames(secs[j], fps[j], min_f.back(), max_f.back()));
       } catch (const Error&) {
         frames.push_back(-1);
       }

@@ -24,8 +24,9 @@ test::ParityLine line_of(const std::string& report, const std::string& name) {
 TEST(DurationHeadParityCli, ComputesEveryOutputWithExactFrames) {
   TempDir dir;
   const test::CliResult r = test::run_ltx(
-      dir, {"parity", "duration-head", "--weights", test::fixture("duration_ltx25.weights.safetensors"),
-            "--inputs", test::fixture("duration_ltx25.io.safetensors"), "--out", dir.file("o.safetensors")});
+      dir, {"parity", "duration-head", "--weights",
+            test::fixture("duration_ltx25.weights.safetensors"), "--inputs",
+            test::fixture("duration_ltx25.io.safetensors"), "--out", dir.file("o.safetensors")});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("not computed"), std::string::npos) << r.out;
   EXPECT_LE(line_of(r.out, "out.seconds.f32").max_rel, 1e-5);
@@ -38,7 +39,8 @@ TEST(DurationHeadParityCli, ComputesEveryOutputWithExactFrames) {
     }
   for (const char* n : {"table.frames", "table.min_frames", "table.max_frames", "table.raw_frames"})
     EXPECT_EQ(line_of(r.out, n).max_abs, 0.0) << n;
-  for (const auto& n : parity_names(r.out, "inter.p0.")) EXPECT_LE(line_of(r.out, n).rel_l2, 1e-5) << n;
+  for (const auto& n : parity_names(r.out, "inter.p0."))
+    EXPECT_LE(line_of(r.out, n).rel_l2, 1e-5) << n;
   const auto written = io::SafetensorsFile::open(dir.file("o.safetensors"));
   EXPECT_EQ(written->info("out.frames.default_24fps.f32").dtype, DType::I64);
 }

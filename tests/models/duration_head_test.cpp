@@ -41,14 +41,16 @@ TEST(DurationHead, ConfigComesFromTheFileMetadata) {
   EXPECT_EQ(d.audio_cross_attention_dim, 2048);
   EXPECT_EQ(d.pooler_hidden_dim, 256);
   EXPECT_EQ(d.mlp_hidden, 256);
-  EXPECT_ERROR_HAS(duration_head_config_from_metadata(
-                       nlohmann::json::parse(R"({"config":{"duration_head":{"num_pooler_heads":5}}})"),
-                       "f.safetensors"),
-                   "num_pooler_heads");
-  EXPECT_ERROR_HAS(duration_head_config_from_metadata(
-                       nlohmann::json::parse(R"({"config":{"transformer":{"cross_attention_dim":"x"}}})"),
-                       "f.safetensors"),
-                   "cross_attention_dim");
+  EXPECT_ERROR_HAS(
+      duration_head_config_from_metadata(
+          nlohmann::json::parse(R"({"config":{"duration_head":{"num_pooler_heads":5}}})"),
+          "f.safetensors"),
+      "num_pooler_heads");
+  EXPECT_ERROR_HAS(
+      duration_head_config_from_metadata(
+          nlohmann::json::parse(R"({"config":{"transformer":{"cross_attention_dim":"x"}}})"),
+          "f.safetensors"),
+      "cross_attention_dim");
 }
 
 TEST(DurationHead, MatchesTheReferenceSecondsAndIntermediates) {
@@ -57,11 +59,12 @@ TEST(DurationHead, MatchesTheReferenceSecondsAndIntermediates) {
   // Intermediates of prompt 0 with both modalities.
   const std::vector<Mix> m0 = mixes(*io, 0);
   int probes = 0;
-  head.log_seconds(m0[0].video, m0[0].audio, Precision::F32, [&](const std::string& n, const Tensor& t) {
-    ++probes;
-    const Tensor ref = io_tensor(*io, "inter.p0." + n);
-    test::expect_matches("inter.p0." + n, t.reshape(ref.shape()), ref, 1e-5, 1e-5);
-  });
+  head.log_seconds(m0[0].video, m0[0].audio, Precision::F32,
+                   [&](const std::string& n, const Tensor& t) {
+                     ++probes;
+                     const Tensor ref = io_tensor(*io, "inter.p0." + n);
+                     test::expect_matches("inter.p0." + n, t.reshape(ref.shape()), ref, 1e-5, 1e-5);
+                   });
   EXPECT_EQ(probes, 6);
   const auto ref_s = io_tensor(*io, "out.seconds.f32").to_double_vector();
   const auto ref_log = io_tensor(*io, "out.log_seconds.f32").to_double_vector();

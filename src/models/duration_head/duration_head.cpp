@@ -56,11 +56,11 @@ DurationHead DurationHead::load(io::WeightMap& w, const DurationHeadConfig& c,
   DurationHead h;
   h.config_ = c;
   const int64_t d = c.pooler_hidden_dim;
-  h.video_input_proj_ = nn::Linear::load(w, "video_input_proj", c.video_cross_attention_dim, d,
-                                         true, opt);
+  h.video_input_proj_ =
+      nn::Linear::load(w, "video_input_proj", c.video_cross_attention_dim, d, true, opt);
   h.video_modality_emb_ = w.take("video_modality_emb", {d}, opt.dtype, opt.device);
-  h.audio_input_proj_ = nn::Linear::load(w, "audio_input_proj", c.audio_cross_attention_dim, d,
-                                         true, opt);
+  h.audio_input_proj_ =
+      nn::Linear::load(w, "audio_input_proj", c.audio_cross_attention_dim, d, true, opt);
   h.audio_modality_emb_ = w.take("audio_modality_emb", {d}, opt.dtype, opt.device);
   io::WeightMap pw = w.scoped("attention_pooler.");
   h.attention_pooler_ = AttentionPooler::load(pw, c, opt);
@@ -108,8 +108,8 @@ Tensor DurationHead::log_seconds(const Tensor& video_tokens, const Tensor& audio
     project(audio_tokens, audio_input_proj_, audio_modality_emb_, config_.audio_cross_attention_dim,
             "audio");
   LTX_CHECK(groups.size() == 1 || groups[0].size(0) == groups[1].size(0),
-            "duration head: video and audio tokens have different batch sizes (",
-            groups[0].size(0), " vs ", groups.back().size(0), ")");
+            "duration head: video and audio tokens have different batch sizes (", groups[0].size(0),
+            " vs ", groups.back().size(0), ")");
   const Tensor tokens = groups.size() == 1 ? groups[0] : ops::concat(groups, 1);
   if (probe) probe("pooler_in", tokens);
   const Tensor pooled = attention_pooler_(tokens, p);

@@ -1,6 +1,7 @@
 #pragma once
-// The LTX-2.5 duration head (reference: ltx_core/duration_head/duration_head.py): a small regression head that predicts the natural duration of a shot,
-// in seconds, from the text connectors' outputs.
+// The LTX-2.5 duration head (reference: ltx_core/duration_head/duration_head.py): a small
+// regression head that predicts the natural duration of a shot, in seconds, from the text
+// connectors' outputs.
 //
 //   tokens  = [video_input_proj(v) + video_modality_emb ; audio_input_proj(a) + audio_modality_emb]
 //             (along the sequence, video first; a missing modality is left out)

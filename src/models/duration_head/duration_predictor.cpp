@@ -35,7 +35,8 @@ int64_t snap_frames_to_grid(int64_t frames, int64_t time_scale) {
 
 int64_t seconds_to_clamped_num_frames(double seconds, double frame_rate, int64_t min_frames,
                                       int64_t max_frames, int64_t time_scale) {
-  const int64_t raw = std::max(min_frames, std::min(python_round(seconds * frame_rate), max_frames));
+  const int64_t raw =
+      std::max(min_frames, std::min(python_round(seconds * frame_rate), max_frames));
   int64_t frames = snap_frames_to_grid(raw, time_scale);
   if (frames < min_frames)
     frames = std::min(-floor_div(-(min_frames - 1), time_scale) * time_scale + 1, max_frames);
@@ -51,7 +52,8 @@ int64_t frames_from_seconds(double seconds, double frame_rate, const AutoDuratio
              " s, ", range.max_seconds, " s], using ", static_cast<double>(frames) / frame_rate,
              " s (", frames, " frames) @ ", frame_rate, " fps");
   else
-    log_info("duration head predicted ", seconds, " s (", frames, " frames @ ", frame_rate, " fps)");
+    log_info("duration head predicted ", seconds, " s (", frames, " frames @ ", frame_rate,
+             " fps)");
   return frames;
 }
 

@@ -9,7 +9,8 @@
 //   std::optional<DurationHead> head = DurationHead::try_from_file(path);
 //   require_num_frames_source(request, head ? &*head : nullptr);          // before any work
 //   ... encode the prompt (connector outputs video_encoding / audio_encoding) ...
-//   int64_t frames = resolve_num_frames(request, head ? &*head : nullptr, video_enc, audio_enc, fps);
+//   int64_t frames = resolve_num_frames(request, head ? &*head : nullptr, video_enc, audio_enc,
+//   fps);
 //
 // Python's round (half to even) is used throughout, as the reference does.
 #include <cstdint>
@@ -42,8 +43,8 @@ int64_t snap_frames_to_grid(int64_t frames, int64_t time_scale = 8);
 int64_t seconds_to_clamped_num_frames(double seconds, double frame_rate, int64_t min_frames = 1,
                                       int64_t max_frames = 1024, int64_t time_scale = 8);
 
-// DurationPredictor.__call__ on a predicted duration: min/max frames = round(min/max_seconds * fps),
-// then seconds_to_clamped_num_frames. Logs the prediction (a warning when it was clamped).
+// DurationPredictor.__call__ on a predicted duration: min/max frames = round(min/max_seconds *
+// fps), then seconds_to_clamped_num_frames. Logs the prediction (a warning when it was clamped).
 int64_t frames_from_seconds(double seconds, double frame_rate, const AutoDuration& range);
 
 // The duration head's prediction in seconds for ONE prompt (batch 1): video_encoding [1, T, Dv]

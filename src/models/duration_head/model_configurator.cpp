@@ -49,9 +49,7 @@ DurationHeadConfig duration_head_config_from_metadata(const json& metadata,
   return c;
 }
 
-io::KeyMap duration_head_key_map() {
-  return io::KeyMap::strip_prefix("duration_head.");
-}
+io::KeyMap duration_head_key_map() { return io::KeyMap::strip_prefix("duration_head."); }
 
 bool has_duration_head(const io::SafetensorsFile& file) {
   for (const auto& name : file.names())
