@@ -133,19 +133,25 @@ void run_diffusion_decoder(Run& run) {
   const DiffusionVideoDecoder dec = DiffusionVideoDecoder::from_file(weights);
   const Tensor latent = run.tensor("in.latent");
   DiffusionDecodeOptions options;
+  const Shape work = dec.output_shape(
+      ensure_min_latent_shape(latent, dec.stage_min_tile_sizes()).first.shape());
+  Tensor recorded;
   if (run.has("in.noise")) {
-    options.initial_noise = run.tensor("in.noise");
+    recorded = run.tensor("in.noise");
   } else {
     const json n = notes(run);
     LTX_CHECK(n.contains("noise") && n["noise"].contains("seed"),
               "parity diffusion-decoder: the io file has neither in.noise nor notes.noise.seed");
-    auto padded = ensure_min_latent_shape(latent, dec.stage_min_tile_sizes()).first;
     sampling::TorchCpuGenerator gen(n["noise"]["seed"].get<int64_t>());
-    options.initial_noise = gen.randn(dec.output_shape(padded.shape()));
+    recorded = gen.randn(work);
   }
-  const NoiseFn no_noise = [](const Shape& s) -> Tensor {
-    fail("parity diffusion-decoder: the decode asked for noise of shape ", s.str(),
-         " but the io file's in.noise covers the whole canvas");
+  // A draw of the whole work canvas is replayed tile by tile; any other recorded draw is handed
+  // out when the decode asks for exactly its shape (a single-tile 1-step decode).
+  if (recorded.shape() == work) options.initial_noise = recorded;
+  const NoiseFn no_noise = [recorded](const Shape& s) -> Tensor {
+    LTX_CHECK(recorded.shape() == s, "parity diffusion-decoder: the decode asked for noise of ",
+              "shape ", s.str(), " but the io file's in.noise is ", recorded.shape().str());
+    return recorded;
   };
 
   {
@@ -160,8 +166,7 @@ void run_diffusion_decoder(Run& run) {
     emit_steps(run, probed, dec.config().default_num_inference_steps);
     if (run.has("out_f64.pixels_frame0"))
       run.emit("out_f64.pixels_frame0", pixels.narrow(2, 0, 1).to(DType::F64));
-    const Shape canvas =
-        options.initial_noise.defined() ? options.initial_noise.shape() : pixels.shape();
+    const Shape canvas = recorded.shape();
     emit_rope(run, dec, canvas, o);
   }
   const json n = notes(run);
