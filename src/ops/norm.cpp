@@ -42,7 +42,7 @@ Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
   const int d = wrap_dim(dim, x.dim(), "rms_norm_dim");
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::rms_norm_dim(x, d, eps);
-    case DeviceType::CUDA: unsupported_on("rms_norm_dim", x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps), "rms_norm_dim");
   }
   unreachable_device("rms_norm_dim");
 }
@@ -69,7 +69,8 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   check_affine("group_norm", "bias", bias, C, x);
   switch (common_device("group_norm", {&x, &weight, &bias}).type) {
     case DeviceType::CPU: return cpu::group_norm(x, num_groups, weight, bias, eps);
-    case DeviceType::CUDA: unsupported_on("group_norm", x.device());
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::group_norm(x, num_groups, weight, bias, eps), "group_norm");
   }
   unreachable_device("group_norm");
 }

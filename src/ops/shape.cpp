@@ -200,7 +200,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   const std::vector<int64_t> idx = checked_indices("gather", index, x.size(d), d);
   switch (device.type) {
     case DeviceType::CPU: return cpu::gather(x, d, index.shape(), idx);
-    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::gather(x, d, index.shape(), idx), "gather");
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::gather(x, d, index.shape(), idx), "gather");
   }
   unreachable_device("gather");
 }

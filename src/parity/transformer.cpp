@@ -169,8 +169,10 @@ void run_transformer(Run& run) {
   });
   for (const char* v : {"main_f64", "bf16"})
     if (!run.names_with_prefix(str("out.", v, ".")).empty())
-      std::fprintf(stderr, "transformer: variant '%s' not computed: the transformer computes in f32 "
-                   "only (CPU and CUDA)\n", v);
+      std::fprintf(stderr,
+                   "transformer: variant '%s' not computed: the transformer computes in f32 only "
+                   "(CPU and CUDA)\n",
+                   v);
 }
 
 }  // namespace ltx::parity

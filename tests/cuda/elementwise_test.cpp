@@ -21,12 +21,13 @@ using test::kGpu;
 using test::near;
 using test::same_bytes;
 
-constexpr BinaryOp kBinary[] = {BinaryOp::Add,     BinaryOp::Sub,     BinaryOp::Mul, BinaryOp::Div,
-                                BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow};
-constexpr UnaryOp kUnary[] = {UnaryOp::Neg,     UnaryOp::Abs,    UnaryOp::Exp,      UnaryOp::Log,
-                              UnaryOp::Sqrt,    UnaryOp::Rsqrt,  UnaryOp::Sin,      UnaryOp::Cos,
-                              UnaryOp::Tanh,    UnaryOp::Sigmoid, UnaryOp::Silu,    UnaryOp::Relu,
-                              UnaryOp::Square,  UnaryOp::Softplus, UnaryOp::Gelu,   UnaryOp::GeluTanh};
+constexpr BinaryOp kBinary[] = {BinaryOp::Add,     BinaryOp::Sub,     BinaryOp::Mul,
+                                BinaryOp::Div,     BinaryOp::Maximum, BinaryOp::Minimum,
+                                BinaryOp::Pow};
+constexpr UnaryOp kUnary[] = {UnaryOp::Neg,     UnaryOp::Abs,      UnaryOp::Exp,  UnaryOp::Log,
+                              UnaryOp::Sqrt,    UnaryOp::Rsqrt,    UnaryOp::Sin,  UnaryOp::Cos,
+                              UnaryOp::Tanh,    UnaryOp::Sigmoid,  UnaryOp::Silu, UnaryOp::Relu,
+                              UnaryOp::Square,  UnaryOp::Softplus, UnaryOp::Gelu, UnaryOp::GeluTanh};
 
 // Ops whose CUDA result must equal the CPU's bit for bit (correctly rounded on both sides).
 bool exact_unary(UnaryOp op) {

@@ -40,12 +40,40 @@ TEST(CudaNorm, RmsNormAndLayerNormMatchCpu) {
 
 TEST(CudaNorm, ThreeDimInputsAndLargeOffsets) {
   LTX_REQUIRE_CUDA();
-  // The transformer's [B, T, D] streams; a mean far from zero tests the two-pass variance.
-  const Tensor x = test::random_tensor({2, 37, 96}, 10, 999.f, 1001.f);
+  // The transformer's [B, T, D] streams. A mean of 1e4 with a spread of 1: a plain f32 sum for
+  // the mean is off by ~1e-3 there (2e-3 in the output); the shifted sum keeps the mean exact to
+  // f32 rounding, like the CPU's double sum.
+  const Tensor x = test::random_tensor({2, 37, 96}, 10, 9999.f, 10001.f);
   EXPECT_TRUE(near(ops::layer_norm(gpu(x), Tensor(), Tensor(), 1e-6),
-                   ops::layer_norm(x, Tensor(), Tensor(), 1e-6), 1e-4, 1e-4));
+                   ops::layer_norm(x, Tensor(), Tensor(), 1e-6), 1e-4, 1e-5));
   EXPECT_TRUE(near(ops::rms_norm(gpu(x), Tensor(), 1e-6), ops::rms_norm(x, Tensor(), 1e-6), 1e-6,
                    2e-6));
+}
+
+TEST(CudaNorm, PixelNormAndGroupNormMatchCpu) {
+  LTX_REQUIRE_CUDA();
+  // [N, C, D, H, W] as in the video VAE; PixelNorm over channels (dim 1) and the last dim.
+  const Tensor x = test::random_tensor({2, 6, 3, 5, 7}, 30, -2.f, 4.f);
+  const Tensor xg = test::non_contiguous_copy(gpu(x));
+  for (int64_t dim : {1, -1, 0}) {
+    EXPECT_TRUE(near(ops::rms_norm_dim(xg, dim, 1e-8), ops::rms_norm_dim(x, dim, 1e-8), 1e-7,
+                     1e-6))
+        << dim;
+  }
+  const Tensor w = test::random_tensor({6}, 31), b = test::random_tensor({6}, 32);
+  for (int64_t groups : {1, 2, 3, 6}) {
+    for (const Tensor& wt : {w, Tensor()}) {
+      for (const Tensor& bt : {b, Tensor()}) {
+        EXPECT_TRUE(near(ops::group_norm(xg, groups, gpu_or_none(wt), gpu_or_none(bt), 1e-6),
+                         ops::group_norm(x, groups, wt, bt, 1e-6), 1e-6, 1e-6))
+            << groups;
+      }
+    }
+  }
+  // A large group (one block reduces 2 x 300k elements).
+  const Tensor big = test::random_tensor({1, 4, 300000}, 33, 5.f, 7.f);
+  EXPECT_TRUE(near(ops::group_norm(gpu(big), 2, Tensor(), Tensor(), 1e-6),
+                   ops::group_norm(big, 2, Tensor(), Tensor(), 1e-6), 1e-5, 1e-5));
 }
 
 TEST(CudaNorm, Bf16StorageKeepsItsDtype) {

@@ -21,8 +21,10 @@ Tensor gpu(const Tensor& t) { return t.to(kGpu); }
 TEST(CudaShape, PadEveryModeMatchesCpu) {
   LTX_REQUIRE_CUDA();
   const Tensor x = test::random_tensor({2, 3, 5, 7}, 1);
-  const std::vector<std::vector<int64_t>> pads = {{1, 2}, {0, 0, 3, 0}, {2, 2, 1, 4}, {-1, 2, 1, -2}};
-  for (PadMode mode : {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
+  const std::vector<std::vector<int64_t>> pads = {
+      {1, 2}, {0, 0, 3, 0}, {2, 2, 1, 4}, {-1, 2, 1, -2}};
+  for (PadMode mode :
+       {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
     for (const auto& p : pads) {
       SCOPED_TRACE(std::to_string(static_cast<int>(mode)) + " " + Dims(p).str());
       const double value = mode == PadMode::Constant ? 1.5 : 0.0;

@@ -76,7 +76,8 @@ TEST(CudaTransformerParityCli, RunsWithDeviceCuda) {
             "--inputs", test::fixture("ltx23.io.safetensors"), "--out", dir.file("out.safetensors"),
             "--device", "cuda"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* v : {"out.main.video_velocity", "out.bf16w.audio_velocity", "inter.block1.video_x"})
+  for (const char* v :
+       {"out.main.video_velocity", "out.bf16w.audio_velocity", "inter.block1.video_x"})
     EXPECT_NE(r.out.find(v), std::string::npos) << v << "\n" << r.out;
   EXPECT_EQ(r.err.find("variant 'main'"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("not available on cuda"), std::string::npos) << r.err;

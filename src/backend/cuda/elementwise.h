@@ -3,7 +3,8 @@
 // dtype-generic loop of elementwise_loop.cuh and the per-element math shared with the CPU
 // (backend/scalar_math.h). Operands are f32 or bf16 (where's cond also bool/u8), any strides,
 // broadcast; the math is f32; results are new contiguous tensors of ops::float_result_dtype of
-// the float operands (bf16 only when all are bf16). Arguments are checked by src/ops/elementwise.cpp.
+// the float operands (bf16 only when all are bf16). Arguments are checked by
+// src/ops/elementwise.cpp.
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 

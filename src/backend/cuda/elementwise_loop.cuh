@@ -100,7 +100,8 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
   const int dev = out.device().index;
   DeviceGuard guard(dev);
   constexpr int kThreads = 256;
-  map_kernel<K, F><<<grid_for(n, kThreads, dev), kThreads, 0, current_stream(dev).handle()>>>(a, n, f);
+  const cudaStream_t s = current_stream(dev).handle();
+  map_kernel<K, F><<<grid_for(n, kThreads, dev), kThreads, 0, s>>>(a, n, f);
   LTX_CUDA_CHECK_LAUNCH();
 }
 

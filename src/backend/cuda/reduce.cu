@@ -83,7 +83,10 @@ __global__ void reduce_cols_kernel(ReduceArgs g) {
     if (g.mode == Mode::Amax || g.mode == Mode::Amin) {
       const bool is_max = g.mode == Mode::Amax;
       float m = is_max ? -kInf : kInf;
-      for (int64_t r = 0; r < g.r; ++r) m = is_max ? max_nan(m, at(g, a, r, b)) : min_nan(m, at(g, a, r, b));
+      for (int64_t r = 0; r < g.r; ++r) {
+        const float v = at(g, a, r, b);
+        m = is_max ? max_nan(m, v) : min_nan(m, v);
+      }
       result = m;
     } else {
       double s = 0.0;
