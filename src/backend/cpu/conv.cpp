@@ -23,6 +23,21 @@ constexpr int64_t kThinGemmRows = 64;
 std::atomic<int64_t> g_max_columns{kDefaultMaxColumns};
 std::atomic<int64_t> g_scratch_floats{kDefaultScratchFloats};
 
+// Runs run_item(i, scratch, inner_parallel) for every (batch, group) item: thin GEMMs gain more
+// from running items in parallel (one scratch buffer per thread), wide ones from parallel inner work.
+template <class RunItem>
+void run_items(int64_t items, size_t scratch, bool thin, const RunItem& run_item) {
+  if (thin && items > 1) {
+    parallel_for(0, items, 1, [&](int64_t b, int64_t e) {
+      std::vector<float> col(scratch);
+      for (int64_t i = b; i < e; ++i) run_item(i, col.data(), false);
+    });
+  } else {
+    std::vector<float> col(scratch);
+    for (int64_t i = 0; i < items; ++i) run_item(i, col.data(), true);
+  }
+}
+
 // A conv problem with its spatial dims padded to three (D, H, W); missing leading dims are size 1
 // with unit stride/dilation and no padding.
 struct Geom {
@@ -213,16 +228,7 @@ void conv_im2col(const Geom& g, const float* x, const float* w, const float* bia
     }
   };
 
-  const size_t scratch = static_cast<size_t>(cc * g.K * T);
-  if (g.Og < kThinGemmRows && items > 1) {
-    parallel_for(0, items, 1, [&](int64_t b, int64_t e) {
-      std::vector<float> col(scratch);
-      for (int64_t i = b; i < e; ++i) run_item(i, col.data(), false);
-    });
-  } else {
-    std::vector<float> col(scratch);
-    for (int64_t i = 0; i < items; ++i) run_item(i, col.data(), true);
-  }
+  run_items(items, static_cast<size_t>(cc * g.K * T), g.Og < kThinGemmRows, run_item);
 }
 
 // ---------------------------------------------------------------- transposed
@@ -296,16 +302,7 @@ void conv_transpose_gemm(const Geom& g, const float* x, const float* w, const fl
     }
   };
 
-  const size_t scratch = static_cast<size_t>(rows * T);
-  if (g.Og < kThinGemmRows && items > 1) {
-    parallel_for(0, items, 1, [&](int64_t b, int64_t e) {
-      std::vector<float> col(scratch);
-      for (int64_t i = b; i < e; ++i) run_item(i, col.data(), false);
-    });
-  } else {
-    std::vector<float> col(scratch);
-    for (int64_t i = 0; i < items; ++i) run_item(i, col.data(), true);
-  }
+  run_items(items, static_cast<size_t>(rows * T), g.Og < kThinGemmRows, run_item);
 }
 
 }  // namespace

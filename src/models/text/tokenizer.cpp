@@ -8,11 +8,13 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <queue>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -197,6 +199,24 @@ uint32_t need_char(const Src& src, const json& obj, const char* key, const std::
   const uint32_t cp = decode_at(s, 0, &len);
   if (len != s.size()) bad(src, where, str("field \"", key, "\" must be one character"));
   return cp;
+}
+
+// A "Sequence" node: calls parse(element, where) on each element of its list `key`.
+template <class Parse>
+void for_each_in_sequence(const Src& src, const json& obj, const char* key, const std::string& where,
+                          Parse&& parse) {
+  const json& list = need(src, obj, key, where);
+  if (!list.is_array()) bad(src, where, str("\"", key, "\" must be an array"));
+  for (size_t i = 0; i < list.size(); ++i) parse(list[i], str(where, ".", key, "[", i, "]"));
+}
+
+// Maps a string field's value onto an enum; unknown values are refused naming the field.
+template <class E>
+E pick(const Src& src, const std::string& where, const char* field, const std::string& value,
+       std::initializer_list<std::pair<const char*, E>> choices) {
+  for (const auto& [name, e] : choices)
+    if (value == name) return e;
+  bad(src, where, str("unknown ", field, " \"", value, "\""));
 }
 
 // {"String": "..."} patterns; {"Regex": "..."} is refused (no regex engine here).
@@ -1000,10 +1020,8 @@ void Tokenizer::Impl::parse_normalizer(const json& n, const std::string& where) 
   const Src src{source};
   const std::string type = need_string(src, n, "type", where);
   if (type == "Sequence") {
-    const json& list = need(src, n, "normalizers", where);
-    if (!list.is_array()) bad(src, where, "\"normalizers\" must be an array");
-    for (size_t i = 0; i < list.size(); ++i)
-      parse_normalizer(list[i], str(where, ".normalizers[", i, "]"));
+    for_each_in_sequence(src, n, "normalizers", where,
+                         [&](const json& e, const std::string& w) { parse_normalizer(e, w); });
   } else if (type == "Replace") {
     NormStep s{NormStep::Kind::Replace, string_pattern(src, n, where),
                need_string(src, n, "content", where)};
@@ -1028,26 +1046,18 @@ void Tokenizer::Impl::parse_pre_tokenizer(const json& p, const std::string& wher
   const Src src{source};
   const std::string type = need_string(src, p, "type", where);
   if (type == "Sequence") {
-    const json& list = need(src, p, "pretokenizers", where);
-    if (!list.is_array()) bad(src, where, "\"pretokenizers\" must be an array");
-    for (size_t i = 0; i < list.size(); ++i)
-      parse_pre_tokenizer(list[i], str(where, ".pretokenizers[", i, "]"));
+    for_each_in_sequence(src, p, "pretokenizers", where,
+                         [&](const json& e, const std::string& w) { parse_pre_tokenizer(e, w); });
   } else if (type == "Split") {
     PreTokStep s{PreTokStep::Kind::Split};
     s.pattern = string_pattern(src, p, where);
     const std::string b = need_string(src, p, "behavior", where);
-    if (b == "Removed")
-      s.behavior = Behavior::Removed;
-    else if (b == "Isolated")
-      s.behavior = Behavior::Isolated;
-    else if (b == "MergedWithPrevious")
-      s.behavior = Behavior::MergedWithPrevious;
-    else if (b == "MergedWithNext")
-      s.behavior = Behavior::MergedWithNext;
-    else if (b == "Contiguous")
-      s.behavior = Behavior::Contiguous;
-    else
-      bad(src, where, str("unknown split behavior \"", b, "\""));
+    s.behavior = pick<Behavior>(src, where, "split behavior", b,
+                                {{"Removed", Behavior::Removed},
+                                 {"Isolated", Behavior::Isolated},
+                                 {"MergedWithPrevious", Behavior::MergedWithPrevious},
+                                 {"MergedWithNext", Behavior::MergedWithNext},
+                                 {"Contiguous", Behavior::Contiguous}});
     s.invert = opt_bool(src, p, "invert", false, where);
     pre_tokenizer.push_back(std::move(s));
   } else if (type == "Metaspace") {
@@ -1057,14 +1067,10 @@ void Tokenizer::Impl::parse_pre_tokenizer(const json& p, const std::string& wher
     const std::string scheme = p.contains("prepend_scheme") && p["prepend_scheme"].is_string()
                                    ? p["prepend_scheme"].get<std::string>()
                                    : "always";
-    if (scheme == "first")
-      s.scheme = PrependScheme::First;
-    else if (scheme == "never")
-      s.scheme = PrependScheme::Never;
-    else if (scheme == "always")
-      s.scheme = PrependScheme::Always;
-    else
-      bad(src, where, str("unknown prepend_scheme \"", scheme, "\""));
+    s.scheme = pick<PrependScheme>(src, where, "prepend_scheme", scheme,
+                                   {{"first", PrependScheme::First},
+                                    {"never", PrependScheme::Never},
+                                    {"always", PrependScheme::Always}});
     if (p.contains("add_prefix_space") && p["add_prefix_space"].is_boolean()) {
       // Legacy field: false means never (and must agree with an explicit scheme).
       if (!p["add_prefix_space"].get<bool>()) {
@@ -1138,10 +1144,8 @@ void Tokenizer::Impl::parse_decoder(const json& d, const std::string& where) {
   const Src src{source};
   const std::string type = need_string(src, d, "type", where);
   if (type == "Sequence") {
-    const json& list = need(src, d, "decoders", where);
-    if (!list.is_array()) bad(src, where, "\"decoders\" must be an array");
-    for (size_t i = 0; i < list.size(); ++i)
-      parse_decoder(list[i], str(where, ".decoders[", i, "]"));
+    for_each_in_sequence(src, d, "decoders", where,
+                         [&](const json& e, const std::string& w) { parse_decoder(e, w); });
   } else if (type == "Replace") {
     DecStep s{DecStep::Kind::Replace, string_pattern(src, d, where),
               need_string(src, d, "content", where)};
@@ -1166,14 +1170,10 @@ void Tokenizer::Impl::parse_decoder(const json& d, const std::string& where) {
     const std::string scheme = d.contains("prepend_scheme") && d["prepend_scheme"].is_string()
                                    ? d["prepend_scheme"].get<std::string>()
                                    : "always";
-    if (scheme == "first")
-      s.scheme = PrependScheme::First;
-    else if (scheme == "never")
-      s.scheme = PrependScheme::Never;
-    else if (scheme == "always")
-      s.scheme = PrependScheme::Always;
-    else
-      bad(src, where, str("unknown prepend_scheme \"", scheme, "\""));
+    s.scheme = pick<PrependScheme>(src, where, "prepend_scheme", scheme,
+                                   {{"first", PrependScheme::First},
+                                    {"never", PrependScheme::Never},
+                                    {"always", PrependScheme::Always}});
     if (d.contains("add_prefix_space") && d["add_prefix_space"].is_boolean() &&
         !d["add_prefix_space"].get<bool>())
       s.scheme = PrependScheme::Never;

@@ -274,24 +274,22 @@ DecoderConfig decoder_config_from_metadata(const json& metadata, const std::stri
   return decoder_config_from_json(vae_section(metadata, where), where);
 }
 
-io::KeyMap encoder_key_map() {
-  io::KeyMap k("VAE_ENCODER_COMFY_KEYS_FILTER");
-  k.keep("vae.encoder.").keep("vae.per_channel_statistics.").keep("encoder.")
+namespace {
+// The reference's COMFY key filters: keep `vae.<part>.` / `<part>.` and the per-channel statistics,
+// with the prefixes stripped.
+io::KeyMap part_key_map(const char* filter_name, const std::string& part) {
+  io::KeyMap k(filter_name);
+  k.keep("vae." + part + ".").keep("vae.per_channel_statistics.").keep(part + ".")
       .keep("per_channel_statistics.");
-  k.replace("vae.encoder.", "")
+  k.replace("vae." + part + ".", "")
       .replace("vae.per_channel_statistics.", "per_channel_statistics.")
-      .replace("encoder.", "");
+      .replace(part + ".", "");
   return k;
 }
+}  // namespace
 
-io::KeyMap decoder_key_map() {
-  io::KeyMap k("VAE_DECODER_COMFY_KEYS_FILTER");
-  k.keep("vae.decoder.").keep("vae.per_channel_statistics.").keep("decoder.")
-      .keep("per_channel_statistics.");
-  k.replace("vae.decoder.", "")
-      .replace("vae.per_channel_statistics.", "per_channel_statistics.")
-      .replace("decoder.", "");
-  return k;
-}
+io::KeyMap encoder_key_map() { return part_key_map("VAE_ENCODER_COMFY_KEYS_FILTER", "encoder"); }
+
+io::KeyMap decoder_key_map() { return part_key_map("VAE_DECODER_COMFY_KEYS_FILTER", "decoder"); }
 
 }  // namespace ltx::models::video_vae

@@ -1,0 +1,244 @@
+#include "pipelines/denoisers.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "ops/shape.h"
+
+namespace ltx::pipelines {
+
+namespace mt = models::transformer;
+using sampling::DenoisedLatent;
+using sampling::DenoiseOutput;
+using sampling::GuidancePass;
+using sampling::LatentState;
+using sampling::MultiModalGuider;
+
+mt::Modality modality_from_state(const LatentState& state, const Tensor& context, double sigma, bool enabled) {
+  const int64_t batch = state.batch();
+  const double s = state.frozen ? 0.0 : sigma;
+  mt::Modality m;
+  m.latent = state.latent;
+  m.sigma = Tensor::full({batch}, static_cast<float>(s), DType::F32);
+  m.timesteps = sampling::timesteps_from_mask(state.denoise_mask, s);
+  m.positions = state.positions;
+  m.context = context;
+  m.enabled = enabled;
+  m.attention_mask = state.attention_mask;
+  m.keyframes_mask = state.keyframes_mask;
+  return m;
+}
+
+DenoiseOutput SimpleDenoiser::operator()(const LatentState* video, const LatentState* audio,
+                                         const std::vector<double>& sigmas, int64_t step_index) const {
+  LTX_CHECK(step_index >= 0 && step_index < static_cast<int64_t>(sigmas.size()), "SimpleDenoiser: step index ",
+            step_index, " outside the ", sigmas.size(), " sigmas");
+  const double sigma = sigmas[static_cast<size_t>(step_index)];
+  std::optional<mt::Modality> v, a;
+  if (video) {
+    LTX_CHECK(video_context_.defined(), "SimpleDenoiser: a video state needs the video context");
+    v = modality_from_state(*video, video_context_, sigma);
+  }
+  if (audio) {
+    LTX_CHECK(audio_context_.defined(), "SimpleDenoiser: an audio state needs the audio context");
+    a = modality_from_state(*audio, audio_context_, sigma);
+  }
+  const mt::ModelOutputs out = mt::X0Model{model_}(v ? &*v : nullptr, a ? &*a : nullptr, nullptr);
+  DenoiseOutput r;
+  r.video.denoised = out.video;
+  r.audio.denoised = out.audio;
+  return r;
+}
+
+sampling::Denoiser SimpleDenoiser::callback() const {
+  return [this](const LatentState* v, const LatentState* a, const std::vector<double>& s, int64_t i) {
+    return (*this)(v, a, s, i);
+  };
+}
+
+GuidedDenoiser::GuidedDenoiser(const mt::LTXModel& model, ModalityContext video_context,
+                               ModalityContext audio_context, std::optional<sampling::MultiModalGuiderFactory> video,
+                               std::optional<sampling::MultiModalGuiderFactory> audio, bool force_uncond_pass)
+    : model_(model), video_context_(std::move(video_context)), audio_context_(std::move(audio_context)),
+      video_factory_(std::move(video)), audio_factory_(std::move(audio)), force_uncond_pass_(force_uncond_pass) {}
+
+GuidedDenoiser::GuidedDenoiser(const mt::LTXModel& model, ModalityContext video_context,
+                               ModalityContext audio_context, const sampling::GuiderParams& video,
+                               const sampling::GuiderParams& audio, bool force_uncond_pass)
+    : GuidedDenoiser(model, std::move(video_context), std::move(audio_context),
+                     sampling::MultiModalGuiderFactory::constant(video),
+                     sampling::MultiModalGuiderFactory::constant(audio), force_uncond_pass) {}
+
+namespace {
+
+// Tiles a [B, ...] tensor n times along the batch: [b0, b1, ..., b0, b1, ...] (torch's repeat).
+Tensor repeat_batch(const Tensor& t, int64_t n) {
+  if (!t.defined() || n == 1) return t;
+  std::vector<int64_t> reps(static_cast<size_t>(t.dim()), 1);
+  reps[0] = n;
+  return ops::repeat(t, reps);
+}
+
+LatentState repeat_state(const LatentState& s, int64_t n) {
+  LatentState r = s;
+  r.latent = repeat_batch(s.latent, n);
+  r.denoise_mask = repeat_batch(s.denoise_mask, n);
+  r.positions = repeat_batch(s.positions, n);
+  r.clean_latent = repeat_batch(s.clean_latent, n);
+  r.attention_mask = repeat_batch(s.attention_mask, n);
+  r.keyframes_mask = repeat_batch(s.keyframes_mask, n);
+  return r;
+}
+
+mt::PerturbationConfig perturbation_of(const GuidancePass& p) {
+  mt::PerturbationConfig c;
+  auto blocks = [](const std::vector<int>& b) { return std::vector<int64_t>(b.begin(), b.end()); };
+  if (p.skip_video_self_attn)
+    c.perturbations.push_back({mt::PerturbationType::SkipVideoSelfAttn, blocks(*p.skip_video_self_attn)});
+  if (p.skip_audio_self_attn)
+    c.perturbations.push_back({mt::PerturbationType::SkipAudioSelfAttn, blocks(*p.skip_audio_self_attn)});
+  if (p.skip_cross_modal_attn) {
+    c.perturbations.push_back({mt::PerturbationType::SkipA2VCrossAttn, std::nullopt});
+    c.perturbations.push_back({mt::PerturbationType::SkipV2ACrossAttn, std::nullopt});
+  }
+  return c;
+}
+
+// The contexts of every pass concatenated along the batch.
+Tensor batched_context(const std::vector<GuidancePass>& passes, const ModalityContext& ctx, const char* modality) {
+  std::vector<Tensor> parts;
+  for (const GuidancePass& p : passes) {
+    const bool neg = p.negative_context && ctx.negative.defined();
+    const Tensor& c = neg ? ctx.negative : ctx.positive;
+    if (!parts.empty())
+      LTX_CHECK(c.shape() == parts.front().shape(), "GuidedDenoiser: the negative and positive ", modality,
+                " contexts differ in shape (", ctx.negative.shape().str(), " vs ", ctx.positive.shape().str(),
+                "); encode both prompts with the same text encoder");
+    parts.push_back(c);
+  }
+  return parts.size() == 1 ? parts.front() : ops::concat(parts, 0);
+}
+
+Tensor narrow_batch(const Tensor& t, int64_t start, int64_t len) {
+  return t.defined() ? t.narrow(0, start, len) : t;
+}
+
+mt::Modality narrow_modality(const mt::Modality& m, int64_t start, int64_t len) {
+  mt::Modality r = m;
+  for (Tensor* t : {&r.latent, &r.sigma, &r.timesteps, &r.positions, &r.context, &r.context_mask, &r.attention_mask,
+                    &r.keyframes_mask})
+    *t = narrow_batch(*t, start, len);
+  return r;
+}
+
+// One X0 call over the whole batch, or consecutive calls of at most `max_batch` samples.
+mt::ModelOutputs run_batched(const mt::LTXModel& model, const std::optional<mt::Modality>& v,
+                             const std::optional<mt::Modality>& a,
+                             const std::vector<mt::PerturbationConfig>& per_sample, int64_t max_batch) {
+  const int64_t total = static_cast<int64_t>(per_sample.size());
+  if (max_batch <= 0 || max_batch >= total) {
+    const mt::BatchedPerturbationConfig p(per_sample, model.num_blocks());
+    return mt::X0Model{model}(v ? &*v : nullptr, a ? &*a : nullptr, &p);
+  }
+  std::vector<Tensor> vs, as;
+  for (int64_t s = 0; s < total; s += max_batch) {
+    const int64_t len = std::min(max_batch, total - s);
+    std::optional<mt::Modality> cv, ca;
+    if (v) cv = narrow_modality(*v, s, len);
+    if (a) ca = narrow_modality(*a, s, len);
+    const mt::BatchedPerturbationConfig p(
+        std::vector<mt::PerturbationConfig>(per_sample.begin() + s, per_sample.begin() + s + len), model.num_blocks());
+    const mt::ModelOutputs o = mt::X0Model{model}(cv ? &*cv : nullptr, ca ? &*ca : nullptr, &p);
+    if (o.video.defined()) vs.push_back(o.video);
+    if (o.audio.defined()) as.push_back(o.audio);
+  }
+  mt::ModelOutputs out;
+  if (!vs.empty()) out.video = ops::concat(vs, 0);
+  if (!as.empty()) out.audio = ops::concat(as, 0);
+  return out;
+}
+
+}  // namespace
+
+DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentState* audio,
+                                         const std::vector<double>& sigmas, int64_t step_index) {
+  LTX_CHECK(video || audio, "GuidedDenoiser: neither a video nor an audio state");
+  if (!cached_sigmas_) cached_sigmas_ = sigmas;
+  LTX_CHECK(step_index >= 0 && step_index < static_cast<int64_t>(cached_sigmas_->size()) &&
+                step_index < static_cast<int64_t>(sigmas.size()),
+            "GuidedDenoiser: step index ", step_index, " outside the sigmas");
+  const double lookup_sigma = (*cached_sigmas_)[static_cast<size_t>(step_index)];
+  const double sigma = sigmas[static_cast<size_t>(step_index)];
+
+  const MultiModalGuider video_guider = video_factory_ ? video_factory_->build(lookup_sigma) : MultiModalGuider();
+  const MultiModalGuider audio_guider = audio_factory_   ? audio_factory_->build(lookup_sigma)
+                                        : video_factory_ ? video_factory_->build(lookup_sigma)
+                                                         : MultiModalGuider();
+  const sampling::GuidancePlan plan = sampling::plan_guidance(video_guider, audio_guider, video != nullptr,
+                                                              audio != nullptr, static_cast<int>(step_index),
+                                                              force_uncond_pass_);
+  DenoiseOutput out;
+  if (plan.skip_all) {
+    out.video.denoised = last_video_;
+    out.audio.denoised = last_audio_;
+    return out;
+  }
+  LTX_CHECK(!video || video_context_.positive.defined(), "GuidedDenoiser: a video state needs the video context");
+  LTX_CHECK(!audio || audio_context_.positive.defined(), "GuidedDenoiser: an audio state needs the audio context");
+  if (plan.index_of(GuidancePass::Kind::Uncond) >= 0) {
+    const bool v_neg = video_guider.do_unconditional_generation() || (force_uncond_pass_ && video);
+    const bool a_neg = audio_guider.do_unconditional_generation() || (force_uncond_pass_ && audio);
+    LTX_CHECK(!v_neg || video_context_.negative.defined(),
+              "GuidedDenoiser: the video guider needs the negative prompt's context (cfg ",
+              video_guider.params().cfg_scale, ")");
+    LTX_CHECK(!a_neg || audio_context_.negative.defined(),
+              "GuidedDenoiser: the audio guider needs the negative prompt's context (cfg ",
+              audio_guider.params().cfg_scale, ")");
+  }
+
+  const int64_t n = static_cast<int64_t>(plan.passes.size());
+  const int64_t batch = (video ? video : audio)->batch();
+  std::optional<mt::Modality> bv, ba;
+  if (video)
+    bv = modality_from_state(repeat_state(*video, n), batched_context(plan.passes, video_context_, "video"), sigma,
+                             !plan.skip_video);
+  if (audio)
+    ba = modality_from_state(repeat_state(*audio, n), batched_context(plan.passes, audio_context_, "audio"), sigma,
+                             !plan.skip_audio);
+  std::vector<mt::PerturbationConfig> per_sample;
+  for (const GuidancePass& p : plan.passes)
+    for (int64_t b = 0; b < batch; ++b) per_sample.push_back(perturbation_of(p));
+  const mt::ModelOutputs all = run_batched(model_, bv, ba, per_sample, max_batch_size_);
+  ++calls_;
+
+  auto combine = [&](const Tensor& joint, const MultiModalGuider& guider, bool skip, const Tensor& last,
+                     DenoisedLatent& res) {
+    if (!joint.defined()) return;
+    const std::vector<Tensor> parts = joint.chunk(n, 0);
+    auto pass = [&](GuidancePass::Kind k) -> sampling::PassOutput {
+      const int i = plan.index_of(k);
+      return i < 0 ? std::nullopt : std::optional<Tensor>(parts[static_cast<size_t>(i)]);
+    };
+    const sampling::PassOutput uncond = pass(GuidancePass::Kind::Uncond), ptb = pass(GuidancePass::Kind::Perturbed),
+                               mod = pass(GuidancePass::Kind::IsolatedModality);
+    res.cond = parts[0];
+    if (uncond) res.uncond = *uncond;
+    if (ptb) res.ptb = *ptb;
+    if (mod) res.mod = *mod;
+    res.denoised = skip ? last : guider.calculate(parts[0], uncond, ptb, mod);
+  };
+  combine(all.video, video_guider, plan.skip_video, last_video_, out.video);
+  combine(all.audio, audio_guider, plan.skip_audio, last_audio_, out.audio);
+  last_video_ = out.video.denoised;
+  last_audio_ = out.audio.denoised;
+  return out;
+}
+
+sampling::Denoiser GuidedDenoiser::callback() {
+  return [this](const LatentState* v, const LatentState* a, const std::vector<double>& s, int64_t i) {
+    return (*this)(v, a, s, i);
+  };
+}
+
+}  // namespace ltx::pipelines

@@ -1,0 +1,84 @@
+#pragma once
+// The transformer-backed denoisers (reference: ltx_pipelines/utils/denoisers.py): they turn a
+// sampling::Denoiser call (states + sigma) into X0Model calls. SimpleDenoiser runs the conditioned
+// pass only; GuidedDenoiser batches every guidance pass of the step (cond, uncond, perturbed,
+// isolated-modality; sampling::plan_guidance) into ONE transformer call and combines them with each
+// modality's MultiModalGuider.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "models/transformer/model.h"
+#include "sampling/guiders.h"
+#include "sampling/latent.h"
+#include "sampling/loops.h"
+
+namespace ltx::pipelines {
+
+// modality_from_latent_state: latent, positions, masks of `state`; sigma [B] (0 for a frozen
+// state); per-token timesteps = denoise_mask * sigma (f32).
+models::transformer::Modality modality_from_state(const sampling::LatentState& state, const Tensor& context,
+                                                  double sigma, bool enabled = true);
+
+// Positive (and, for guidance, negative) text context of one modality, [B, L, D] each.
+struct ModalityContext {
+  Tensor positive;
+  Tensor negative;  // undefined: none (an unconditional pass then throws)
+};
+
+// SimpleDenoiser: x0 = X0Model(model)(video, audio) with the positive contexts.
+class SimpleDenoiser {
+ public:
+  SimpleDenoiser(const models::transformer::LTXModel& model, Tensor video_context, Tensor audio_context)
+      : model_(model), video_context_(std::move(video_context)), audio_context_(std::move(audio_context)) {}
+  sampling::DenoiseOutput operator()(const sampling::LatentState* video, const sampling::LatentState* audio,
+                                     const std::vector<double>& sigmas, int64_t step_index) const;
+  // A callback for the sampling loops (refers to this object: keep it alive while the loop runs).
+  sampling::Denoiser callback() const;
+
+ private:
+  const models::transformer::LTXModel& model_;
+  Tensor video_context_, audio_context_;
+};
+
+// GuidedDenoiser / FactoryGuidedDenoiser. Guiders come from factories looked up by the step's sigma
+// (a constant factory is the static GuidedDenoiser): the video guider from `video`, the audio
+// guider from `audio`, else from `video`; a missing factory means the positive-only guider. As the
+// reference's factory denoiser, the sigma list of the FIRST call is cached and indexed by
+// step_index afterwards. Stateful: a guider's skip_step reuses the last denoised result, so use
+// a fresh instance per denoising loop.
+class GuidedDenoiser {
+ public:
+  GuidedDenoiser(const models::transformer::LTXModel& model, ModalityContext video_context,
+                 ModalityContext audio_context, std::optional<sampling::MultiModalGuiderFactory> video,
+                 std::optional<sampling::MultiModalGuiderFactory> audio, bool force_uncond_pass = false);
+  // Static guiders (the reference's GuidedDenoiser).
+  GuidedDenoiser(const models::transformer::LTXModel& model, ModalityContext video_context,
+                 ModalityContext audio_context, const sampling::GuiderParams& video,
+                 const sampling::GuiderParams& audio, bool force_uncond_pass = false);
+
+  sampling::DenoiseOutput operator()(const sampling::LatentState* video, const sampling::LatentState* audio,
+                                     const std::vector<double>& sigmas, int64_t step_index);
+  sampling::Denoiser callback();  // refers to this object
+
+  // At most this many samples per transformer call (the reference's BatchSplitAdapter
+  // max_batch_size): the batched passes run in consecutive chunks, which bounds activation memory
+  // at the cost of smaller GEMMs. 0 (default): all passes in one call.
+  void set_max_batch_size(int64_t max_batch_size) { max_batch_size_ = max_batch_size; }
+
+  // Steps that ran the transformer so far (every step unless all guiders skipped it; a step run
+  // in chunks counts once).
+  int64_t transformer_calls() const { return calls_; }
+
+ private:
+  const models::transformer::LTXModel& model_;
+  ModalityContext video_context_, audio_context_;
+  std::optional<sampling::MultiModalGuiderFactory> video_factory_, audio_factory_;
+  bool force_uncond_pass_;
+  std::optional<std::vector<double>> cached_sigmas_;
+  Tensor last_video_, last_audio_;
+  int64_t calls_ = 0;
+  int64_t max_batch_size_ = 0;
+};
+
+}  // namespace ltx::pipelines

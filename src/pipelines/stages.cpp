@@ -1,0 +1,136 @@
+#include "pipelines/stages.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "media/image.h"
+#include "media/preprocess.h"
+#include "models/transformer/config.h"
+#include "models/video_vae/video_vae.h"
+#include "sampling/params.h"
+#include "sampling/steps.h"
+
+namespace ltx::pipelines {
+
+using sampling::AVState;
+using sampling::LatentState;
+
+LatentWidths latent_widths(const models::transformer::LTXModelConfig& config) {
+  LatentWidths w;
+  w.video_channels = config.in_channels;
+  w.audio_mel_bins = 16;
+  LTX_CHECK(config.audio_in_channels % w.audio_mel_bins == 0, "pipeline: the transformer's audio_in_channels ",
+            config.audio_in_channels, " is not a multiple of the ", w.audio_mel_bins, " mel bins of the audio latent");
+  w.audio_channels = config.audio_in_channels / w.audio_mel_bins;
+  return w;
+}
+
+std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf) {
+  std::vector<PreparedImage> out;
+  for (const ImageConditioning& im : images) {
+    PreparedImage p;
+    p.pixels = im.image.defined() ? im.image : media::read_image(im.path);
+    const int crf = im.crf.value_or(default_crf);
+    if (crf > 0) p.pixels = media::crf_recompress(p.pixels, crf);
+    p.frame_index = im.frame_index;
+    p.strength = im.strength;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+sampling::ConditioningItems image_conditionings(const std::vector<PreparedImage>& images, int64_t height,
+                                                int64_t width, const models::video_vae::VideoEncoder& encoder,
+                                                DType dtype) {
+  sampling::ConditioningItems items;
+  for (const PreparedImage& im : images) {
+    const Tensor pixels =
+        media::normalize_to_unit_range(media::resize_and_center_crop(im.pixels, height, width), dtype).to(DType::F32);
+    const Tensor latent = encoder(pixels).to(dtype);
+    if (im.frame_index == 0)
+      items.push_back(std::make_shared<sampling::VideoConditionByLatentIndex>(latent, im.strength, 0));
+    else
+      items.push_back(std::make_shared<sampling::VideoConditionByKeyframeIndex>(latent, im.frame_index, im.strength));
+  }
+  return items;
+}
+
+std::vector<int64_t> resolve_generated_keyframes(int64_t count, const std::vector<int64_t>& explicit_positions,
+                                                 int64_t num_frames) {
+  if (explicit_positions.empty()) return sampling::evenly_spaced_keyframe_positions(count, num_frames);
+  std::vector<int64_t> p = explicit_positions;
+  std::sort(p.begin(), p.end());
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  LTX_CHECK(p.front() >= 0 && p.back() < num_frames, "generated keyframes: positions must lie in [0, ", num_frames,
+            "), got ", p.front(), " ... ", p.back());
+  return p;
+}
+
+void require_keyframe_embedding(const models::transformer::LTXModelConfig& config, const std::string& pipeline) {
+  LTX_CHECK(config.use_keyframes_abs_pos_embedding, "pipeline ", pipeline,
+            ": generated keyframe slots were requested, but the transformer config does not set "
+            "use_keyframes_abs_pos_embedding, so the model has no keyframe absolute-position embedding; use a "
+            "generated-keyframe (LTX-2.5) checkpoint or drop the keyframe request");
+}
+
+StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<ModalityInput>& video,
+                                const std::optional<ModalityInput>& audio, const sampling::Denoiser& denoiser,
+                                sampling::NoiseSource& noise, const ProgressCallback& progress) {
+  LTX_CHECK(video || audio, "pipeline ", c.name, ": neither video nor audio to denoise");
+  LTX_CHECK(c.sigmas.size() >= 2, "pipeline ", c.name, ": need at least 2 sigmas, got ", c.sigmas.size());
+  const sampling::VideoPixelShape pixel{1, c.num_frames, c.height, c.width, c.frame_rate};
+
+  sampling::VideoLatentTools vt;
+  vt.target = sampling::VideoLatentShape::from_pixel_shape(pixel, c.widths.video_channels, c.scale);
+  vt.fps = c.frame_rate;
+  vt.scale = c.scale;
+  sampling::AudioLatentTools at;
+  at.target = sampling::AudioLatentShape::from_video_pixel_shape(pixel, c.widths.audio_channels, c.widths.audio_mel_bins);
+
+  // Noise draws: video first, then audio (the reference builds the states in this order).
+  AVState st;
+  if (video)
+    st.video = sampling::create_noised_state(vt, video->conditionings, noise, c.dtype, video->noise_scale,
+                                             video->initial_latent);
+  if (audio)
+    st.audio = sampling::create_noised_state(at, audio->conditionings, noise, c.dtype, audio->noise_scale,
+                                             audio->initial_latent);
+
+  const int64_t total = static_cast<int64_t>(c.sigmas.size()) - 1;
+  if (progress) progress(c.name, 0, total);
+  sampling::StepCallback on_step;
+  if (progress) on_step = [&](int64_t done, int64_t n) { progress(c.name, done, n); };
+
+  switch (c.sampler) {
+    case Sampler::Euler: st = sampling::euler_loop(c.sigmas, std::move(st), denoiser, on_step); break;
+    case Sampler::EulerAncestral: {
+      sampling::TorchCpuGenerator gen(c.ancestral_seed);
+      sampling::AncestralLoopOptions opt;
+      opt.model_dtype = c.dtype;
+      opt.on_step = on_step;
+      const sampling::EulerAncestralStep step{c.ancestral_eta, sampling::kAncestralSNoise};
+      st = sampling::euler_ancestral_loop(c.sigmas, std::move(st), denoiser, step, gen, opt);
+      break;
+    }
+    case Sampler::Res2s: {
+      sampling::Res2sLoopOptions opt;
+      opt.model_dtype = c.dtype;
+      opt.on_step = on_step;
+      st = sampling::res2s_loop(c.sigmas, std::move(st), denoiser, sampling::kRes2sDefaultNoiseSeed, opt);
+      break;
+    }
+  }
+
+  StageOutput out;
+  if (st.video) {
+    const LatentState cleared = vt.clear_conditioning(*st.video);
+    out.video_latent = vt.unpatchify(cleared).latent;
+    out.generated_keyframes = cleared.generated_keyframes;
+    if (cleared.generated_keyframe_layout)
+      out.generated_keyframe_positions = cleared.generated_keyframe_layout->pixel_frame_indices;
+  }
+  if (st.audio) out.audio_latent = at.unpatchify(at.clear_conditioning(*st.audio)).latent;
+  return out;
+}
+
+}  // namespace ltx::pipelines

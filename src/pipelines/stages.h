@@ -1,0 +1,101 @@
+#pragma once
+// The pipelines' shared stages (reference: ltx_pipelines/utils/blocks.py DiffusionStage,
+// ImageConditioner, VideoUpsampler; utils/helpers.py combined_image_conditionings). Each stage is a
+// function of tensors and models; pipeline.cpp composes them into the four pipelines.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipelines/pipeline.h"
+#include "sampling/conditioning.h"
+#include "sampling/latent.h"
+#include "sampling/loops.h"
+#include "sampling/params.h"
+#include "sampling/schedulers.h"
+
+namespace ltx::models::transformer {
+struct LTXModelConfig;
+}
+
+namespace ltx::pipelines {
+
+// Latent widths of a transformer (the reference hard-codes the production ones; they follow from
+// the checkpoint): video channels = in_channels; audio = audio_in_channels / 16 channels x 16 mel
+// bins (128 and 8 x 16 on every published checkpoint).
+struct LatentWidths {
+  int64_t video_channels = 128;
+  int64_t audio_channels = 8;
+  int64_t audio_mel_bins = 16;
+};
+LatentWidths latent_widths(const models::transformer::LTXModelConfig& config);
+
+// A conditioning image after the resolution-independent part of its preparation (read + CRF
+// re-encode, done once per run): u8 [H, W, 3].
+struct PreparedImage {
+  Tensor pixels;
+  int64_t frame_index = 0;
+  double strength = 1.0;
+};
+// Reads (when needed) and CRF re-encodes each image; `default_crf` fills an unset crf.
+std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf);
+
+// combined_image_conditionings at one stage's size: resize + center crop to height x width,
+// [-1, 1] rounded through `dtype` (the reference prepares images in the pipeline dtype), encode,
+// latent cast to `dtype`; frame 0 -> VideoConditionByLatentIndex(latent, strength, 0), any other
+// frame -> VideoConditionByKeyframeIndex(latent, frame, strength).
+sampling::ConditioningItems image_conditionings(const std::vector<PreparedImage>& images, int64_t height,
+                                                int64_t width, const models::video_vae::VideoEncoder& encoder,
+                                                DType dtype);
+
+// Generated keyframe positions of a request: the explicit positions (sorted, duplicates dropped,
+// each in [0, num_frames)) or `count` evenly spaced interior frames; empty = off.
+std::vector<int64_t> resolve_generated_keyframes(int64_t count, const std::vector<int64_t>& explicit_positions,
+                                                 int64_t num_frames);
+// Throws unless the transformer config sets use_keyframes_abs_pos_embedding: keyframe slots on a
+// model without the learned marker would be denoised as unmarked tokens (the reference refuses).
+void require_keyframe_embedding(const models::transformer::LTXModelConfig& config, const std::string& pipeline);
+
+// How one modality enters a stage (the reference's ModalitySpec).
+struct ModalityInput {
+  sampling::ConditioningItems conditionings;
+  double noise_scale = 1.0;  // stage 2: its first sigma
+  Tensor initial_latent;     // unpatchified [B, C, F, H, W] / [B, C, T, mel]; undefined: zeros
+};
+
+enum class Sampler {
+  Euler,           // euler_denoising_loop + EulerDiffusionStep
+  EulerAncestral,  // euler_ancestral_denoising_loop (eta 1, s_noise 1), its own generator
+  Res2s,           // res2s_audio_video_denoising_loop with the default noise seed (-1)
+};
+
+struct StageConfig {
+  std::string name = "stage 1";  // for progress
+  int64_t height = 0, width = 0, num_frames = 0;  // pixel size of this stage
+  double frame_rate = 24.0;
+  sampling::Sigmas sigmas;
+  Sampler sampler = Sampler::Euler;
+  int64_t ancestral_seed = 0;  // EulerAncestral: the loop generator's seed
+  double ancestral_eta = sampling::kAncestralEta;  // EulerAncestral: 1, DFR's temporal rounds 0.5
+  DType dtype = DType::BF16;   // latent dtype between steps
+  LatentWidths widths;
+  sampling::SpatioTemporalScaleFactors scale;
+};
+
+struct StageOutput {
+  Tensor video_latent;  // unpatchified, conditioning cleared; undefined without video
+  Tensor audio_latent;  // unpatchified; undefined without audio
+  // The denoised generated keyframe slots [B, C, K, H, W] when the video conditionings had
+  // VideoGeneratedKeyframeSlots (their pixel frames in generated_keyframe_positions).
+  Tensor generated_keyframes;
+  std::vector<int64_t> generated_keyframe_positions;
+};
+
+// DiffusionStage.__call__: video state (tools on the stage's latent grid) then audio state, each
+// = initial latent -> conditionings -> GaussianNoiser(noise_scale) drawing from `noise`; the loop
+// of `config.sampler` with `denoiser`; conditioning cleared; unpatchified.
+StageOutput run_diffusion_stage(const StageConfig& config, const std::optional<ModalityInput>& video,
+                                const std::optional<ModalityInput>& audio, const sampling::Denoiser& denoiser,
+                                sampling::NoiseSource& noise, const ProgressCallback& progress = {});
+
+}  // namespace ltx::pipelines

@@ -1,0 +1,156 @@
+// GuidedDenoiser / SimpleDenoiser on the tiny LTX-2.3 transformer against the reference
+// (tests/fixtures/ltx23.guided.io.safetensors; golden README "Guided denoising").
+#include "io/safetensors.h"
+#include "models/transformer/model.h"
+#include "pipelines/denoisers.h"
+#include "sampling/loops.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+namespace mt = models::transformer;
+using pipelines::GuidedDenoiser;
+using sampling::GuiderParams;
+using sampling::LatentState;
+
+constexpr double kTol = 2e-4;  // golden README: guided step / 3-step loop
+
+struct Fixture {
+  std::shared_ptr<const io::SafetensorsFile> io = io::SafetensorsFile::open(test::fixture("ltx23.guided.io.safetensors"));
+  mt::LTXModel model = mt::LTXModel::from_files({test::fixture("ltx23.weights.safetensors")}, mt::LTXModelType::AudioVideo);
+  Tensor t(const std::string& name) const { return io->tensor(name).contiguous(); }
+
+  // The fixture's state of `modality` ("video" keeps its keyframes_mask) around `latent`.
+  LatentState state(const std::string& modality, const Tensor& latent) const {
+    LatentState s;
+    s.latent = latent;
+    s.clean_latent = t("in." + modality + ".clean_latent");
+    s.denoise_mask = t("in." + modality + ".denoise_mask");
+    s.positions = t("in." + modality + ".positions");
+    if (modality == "video") s.keyframes_mask = t("in.video.keyframes_mask");
+    return s;
+  }
+  LatentState video_state(const Tensor& latent) const { return state("video", latent); }
+  LatentState audio_state(const Tensor& latent) const { return state("audio", latent); }
+  static GuiderParams params(double cfg) {
+    GuiderParams p;
+    p.cfg_scale = cfg;
+    p.stg_scale = 1.0;
+    p.rescale_scale = 0.7;
+    p.modality_scale = 3.0;
+    p.stg_blocks = {1};
+    return p;
+  }
+  GuidedDenoiser denoiser() const {
+    return GuidedDenoiser(model, {t("in.video.context_pos"), t("in.video.context_neg")},
+                          {t("in.audio.context_pos"), t("in.audio.context_neg")}, params(3.0), params(7.0));
+  }
+  std::vector<double> sigmas() const {
+    std::vector<double> s;
+    for (float v : t("in.sigmas").to_float_vector()) s.push_back(v);
+    return s;
+  }
+};
+
+const Fixture& fixture() {
+  static const Fixture f;
+  return f;
+}
+
+TEST(GuidedDenoiser, OneBatchedStepMatchesTheReferencePassesAndGuidedResult) {
+  const Fixture& f = fixture();
+  GuidedDenoiser d = f.denoiser();
+  const LatentState v = f.video_state(f.t("in.video.latent")), a = f.audio_state(f.t("in.audio.latent"));
+  const sampling::DenoiseOutput out = d(&v, &a, f.sigmas(), 1);
+  EXPECT_EQ(d.transformer_calls(), 1);
+  for (const char* m : {"video", "audio"}) {
+    const sampling::DenoisedLatent& r = std::string(m) == "video" ? out.video : out.audio;
+    const std::string p = std::string("out.step.") + m + ".";
+    EXPECT_LE(test::max_rel_err(r.cond, f.t(p + "cond")), kTol) << m;
+    EXPECT_LE(test::max_rel_err(r.uncond, f.t(p + "uncond")), kTol) << m;
+    EXPECT_LE(test::max_rel_err(r.ptb, f.t(p + "ptb")), kTol) << m;
+    EXPECT_LE(test::max_rel_err(r.mod, f.t(p + "mod")), kTol) << m;
+    EXPECT_LE(test::max_rel_err(r.denoised, f.t(p + "denoised")), kTol) << m;
+  }
+  // The passes differ from each other (else the comparison above could not tell them apart).
+  EXPECT_GT(test::max_rel_err(out.video.cond, out.video.ptb), 1e-3);
+  EXPECT_GT(test::max_rel_err(out.audio.cond, out.audio.mod), 1e-3);
+}
+
+TEST(GuidedDenoiser, ThreeStepEulerLoopMatchesTheReference) {
+  const Fixture& f = fixture();
+  GuidedDenoiser d = f.denoiser();
+  sampling::AVState st;
+  st.video = f.video_state(f.t("in.loop.video.init"));
+  st.audio = f.audio_state(f.t("in.loop.audio.init"));
+  std::vector<sampling::DenoiseOutput> seen;
+  auto recording = [&](const LatentState* v, const LatentState* a, const std::vector<double>& s, int64_t i) {
+    seen.push_back(d(v, a, s, i));
+    return seen.back();
+  };
+  sampling::Sigmas sig = f.t("in.sigmas").to_float_vector();
+  const sampling::AVState fin = sampling::euler_loop(sig, st, recording);
+  ASSERT_EQ(seen.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    const std::string p = "out.loop.step" + std::to_string(k) + ".";
+    EXPECT_LE(test::max_rel_err(seen[k].video.denoised, f.t(p + "video.denoised")), kTol) << k;
+    EXPECT_LE(test::max_rel_err(seen[k].audio.denoised, f.t(p + "audio.denoised")), kTol) << k;
+  }
+  EXPECT_LE(test::max_rel_err(fin.video->latent, f.t("out.loop.video.final")), kTol);
+  EXPECT_LE(test::max_rel_err(fin.audio->latent, f.t("out.loop.audio.final")), kTol);
+}
+
+TEST(GuidedDenoiser, PositiveOnlyGuidanceEqualsTheSimpleDenoiser) {
+  const Fixture& f = fixture();
+  GuidedDenoiser g(f.model, {f.t("in.video.context_pos"), Tensor()}, {f.t("in.audio.context_pos"), Tensor()},
+                   GuiderParams{}, GuiderParams{});
+  pipelines::SimpleDenoiser s(f.model, f.t("in.video.context_pos"), f.t("in.audio.context_pos"));
+  const LatentState v = f.video_state(f.t("in.video.latent")), a = f.audio_state(f.t("in.audio.latent"));
+  const auto go = g(&v, &a, f.sigmas(), 1);
+  const auto so = s(&v, &a, f.sigmas(), 1);
+  EXPECT_EQ(test::max_abs_diff(go.video.denoised, so.video.denoised), 0.0);
+  EXPECT_EQ(test::max_abs_diff(go.audio.denoised, so.audio.denoised), 0.0);
+  EXPECT_FALSE(go.video.uncond.defined());
+  // The conditioned pass of the guided step is the simple denoiser's output.
+  EXPECT_LE(test::max_rel_err(so.video.denoised, f.t("out.step.video.cond")), kTol);
+}
+
+TEST(GuidedDenoiser, SkipStepReusesTheLastResultWithoutATransformerCall) {
+  const Fixture& f = fixture();
+  GuiderParams p = Fixture::params(3.0);
+  p.skip_step = 1;  // run steps 0, 2, ...; reuse on 1
+  GuidedDenoiser d(f.model, {f.t("in.video.context_pos"), f.t("in.video.context_neg")},
+                   {f.t("in.audio.context_pos"), f.t("in.audio.context_neg")}, p, p);
+  const LatentState v = f.video_state(f.t("in.video.latent")), a = f.audio_state(f.t("in.audio.latent"));
+  const auto first = d(&v, &a, f.sigmas(), 0);
+  const auto second = d(&v, &a, f.sigmas(), 1);
+  EXPECT_EQ(d.transformer_calls(), 1);
+  EXPECT_EQ(test::max_abs_diff(first.video.denoised, second.video.denoised), 0.0);
+}
+
+TEST(GuidedDenoiser, ChunkedPassesGiveTheSameResultAsOneBatchedCall) {
+  const Fixture& f = fixture();
+  const LatentState v = f.video_state(f.t("in.video.latent")), a = f.audio_state(f.t("in.audio.latent"));
+  GuidedDenoiser one = f.denoiser();
+  const auto ref = one(&v, &a, f.sigmas(), 1);
+  for (int64_t chunk : {1, 3}) {
+    GuidedDenoiser d = f.denoiser();
+    d.set_max_batch_size(chunk);
+    const auto out = d(&v, &a, f.sigmas(), 1);
+    EXPECT_LE(test::max_rel_err(out.video.denoised, ref.video.denoised), 1e-6) << chunk;
+    EXPECT_LE(test::max_rel_err(out.audio.ptb, ref.audio.ptb), 1e-6) << chunk;
+    EXPECT_LE(test::max_rel_err(out.audio.denoised, f.t("out.step.audio.denoised")), kTol) << chunk;
+  }
+}
+
+TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {
+  const Fixture& f = fixture();
+  GuidedDenoiser d(f.model, {f.t("in.video.context_pos"), Tensor()}, {f.t("in.audio.context_pos"), Tensor()},
+                   Fixture::params(3.0), Fixture::params(7.0));
+  const LatentState v = f.video_state(f.t("in.video.latent")), a = f.audio_state(f.t("in.audio.latent"));
+  EXPECT_ERROR_HAS(d(&v, &a, f.sigmas(), 1), "negative prompt's context");
+}
+
+}  // namespace
+}  // namespace ltx

@@ -1,0 +1,1356 @@
+#!/usr/bin/env python3
+"""End-to-end parity fixture: a tiny LTX-2.3 model set and the official pipelines run on it.
+
+Builds, with deterministic random weights (fixed seeds):
+
+  e2e/ltx23_tiny.safetensors            single-file LTX-2.3 checkpoint in the published layout:
+                                        transformer + both text connectors (model.diffusion_model.*),
+                                        text_embedding_projection.* (FeatureExtractorV2), video VAE
+                                        (vae.encoder / vae.decoder / vae.per_channel_statistics),
+                                        audio VAE (audio_vae.*), BigVGAN vocoder with bandwidth
+                                        extension (vocoder.vocoder / vocoder.bwe_generator /
+                                        vocoder.mel_stft); bf16 tensors; metadata `config` with the
+                                        transformer, scheduler, vae, audio_vae and vocoder sections,
+                                        `model_version` "2.3.0"
+  e2e/ltx23_tiny_upsampler_x2.safetensors   spatial x2 latent upsampler (bare keys, flat config)
+  e2e/ltx23_tiny_distilled_lora.safetensors rank-2 LoRA (ComfyUI `diffusion_model.*.lora_A/B` keys)
+
+and the tiny Gemma 3 text encoder is the existing fixture tests/fixtures/text_gemma3.te.safetensors
+(hidden 24, 6 layers; the checkpoint's caption / connector sizes are chosen to match it).
+
+Then it runs the OFFICIAL reference pipelines (Lightricks LTX-2, ltx_pipelines) on CPU on these files:
+DistilledPipeline, TI2VidOneStagePipeline and TI2VidTwoStagesPipeline (and, with
+--pipelines ...,two_stage_hq, TI2VidTwoStagesHQPipeline; with --pipelines ...,dfr, DFRPipeline on a
+keyframe-embedding variant of the checkpoint, see DFR below), text -> video + audio, and
+records, by wrapping the reference's own functions (its source is imported, never copied or edited):
+the request, the text contexts, every noise draw, the sigmas, the initial latent states, every
+denoiser call (inputs, guided output and the per-pass predictions), the stage outputs, the upsampler
+input / output, the final latents, the decoded frames and the audio (decoded mel and waveform).
+
+Two deliberate, documented deviations from a plain CLI run (see NOTES below and the io metadata):
+  * float32 everywhere: the pipelines hard-code bfloat16; here every block's dtype is switched to
+    float32 after construction and the transformer is built with dtype=float32 (weights are
+    bf16-valued; LoRA fusion still happens on the bf16 weights exactly as in the reference).
+  * latent widths from the checkpoint: the reference's DiffusionStage builds latent shapes with
+    the production widths (video 128 channels, audio 8 channels x 16 mel bins). A tiny model at
+    those widths costs > 5 MB (the audio VAE statistics force ddconfig.ch = 128), so the shapes
+    are built with the transformer config's widths instead (video in_channels, audio
+    audio_in_channels / 16 channels x 16 mel bins) by wrapping the two shape factories.
+
+Usage (a machine with PyTorch + transformers + safetensors; no PyAV needed; CPU):
+
+    CUDA_VISIBLE_DEVICES= PYTHONPATH=<ref>/packages/ltx-core/src:<ref>/packages/ltx-pipelines/src \\
+        python3 tools/parity/gen_e2e.py --out OUTDIR
+
+OUTDIR receives e2e/*.safetensors, e2e_text.io.safetensors, e2e_<pipeline>.io.safetensors and
+gen_e2e.summary.json; copy them into tests/fixtures/.
+
+DFR (opt-in, --pipelines ...,dfr): DFRPipeline needs a checkpoint whose transformer config sets
+use_keyframes_abs_pos_embedding. e2e/ltx23_tiny_kf.safetensors is e2e/ltx23_tiny.safetensors with
+that flag and one more tensor, model.diffusion_model.keyframes_abs_pos_embedding [1, 32] (bf16 of
+0.5 * N(0, 1), seed SEEDS["keyframes"]); the tensor is also recorded in e2e_dfr.io.safetensors
+(in.keyframes_abs_pos_embedding), so only that io file and the temporal upsampler
+e2e/ltx23_tiny_upsampler_temporal_x2.safetensors need committing (the C++ test rebuilds the
+variant from ltx23_tiny + the recorded tensor). The run: no distilled LoRA, the e2e LoRA as the
+detailing IC-LoRA (strength 1, no metadata -> reference downscale factor 2), DFR_ROUNDS temporal
+rounds, float32 (its ancestral loop's model_dtype too); decoded frames and waveform are not kept. Deterministic: the same files on every run
+(up to the order of the metadata entries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from unittest import mock
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+
+# ------------------------------------------------------------------------------------------------
+# Environment: PyAV / OpenImageIO / torchaudio are only needed for media I/O and audio *encoding*;
+# stub them when absent so the pipeline modules import.
+# ------------------------------------------------------------------------------------------------
+
+STUBBED: list[str] = []
+
+
+def stub_missing_modules() -> None:
+    for name in ("av", "OpenImageIO", "torchaudio"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            sys.modules[name] = mock.MagicMock(name=name)
+            STUBBED.append(name)
+
+
+stub_missing_modules()
+
+import torch  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+import ltx_pipelines.utils.blocks as blocks  # noqa: E402
+from ltx_core.components.noisers import GaussianNoiser  # noqa: E402
+from ltx_core.loader import LTXV_LORA_COMFY_RENAMING_MAP, LoraPathStrengthAndSDOps  # noqa: E402
+from ltx_core.loader.registry import DummyRegistry  # noqa: E402
+from ltx_core.loader.single_gpu_model_builder import SingleGPUModelBuilder  # noqa: E402
+from ltx_core.model.audio_vae import (  # noqa: E402
+    AUDIO_VAE_DECODER_COMFY_KEYS_FILTER,
+    AUDIO_VAE_ENCODER_COMFY_KEYS_FILTER,
+    VOCODER_COMFY_KEYS_FILTER,
+    AudioDecoderConfigurator,
+    AudioEncoderConfigurator,
+    VocoderConfigurator,
+)
+from ltx_core.model.transformer import LTXV_MODEL_COMFY_RENAMING_MAP, LTXModelConfigurator  # noqa: E402
+from ltx_core.model.upsampler import LatentUpsamplerConfigurator  # noqa: E402
+from ltx_core.model.video_vae import (  # noqa: E402
+    AUTO_TILING,
+    VAE_DECODER_COMFY_KEYS_FILTER,
+    VAE_ENCODER_COMFY_KEYS_FILTER,
+    VideoDecoderConfigurator,
+    VideoEncoderConfigurator,
+)
+from ltx_core.text_encoders.gemma import EMBEDDINGS_PROCESSOR_KEY_OPS, EmbeddingsProcessorConfigurator  # noqa: E402
+from ltx_core.types import AudioLatentShape, VideoLatentShape  # noqa: E402
+
+CPU = torch.device("cpu")
+PREFIX = "model.diffusion_model."
+LOG_LINES: list[str] = []
+
+
+def log(*args: object) -> None:
+    line = " ".join(str(a) for a in args)
+    LOG_LINES.append(line)
+    print(line, flush=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# The tiny model set
+# ------------------------------------------------------------------------------------------------
+
+GEMMA_HIDDEN = 24  # tests/fixtures/text_gemma3.te.safetensors: hidden 24, 6 layers (7 hidden states)
+VIDEO_LATENT_CHANNELS = 16
+AUDIO_LATENT_CHANNELS = 2
+AUDIO_LATENT_MEL_BINS = 16  # mel_bins 64 / 4 (two x2 stages of the audio VAE)
+
+# Keys of every published LTX-2.x transformer section (values as in the real files).
+TRANSFORMER_COMMON = {
+    "_class_name": "AVTransformer3DModel",
+    "activation_fn": "gelu-approximate",
+    "attention_bias": True,
+    "attention_type": "default",
+    "cross_attention_norm": True,
+    "double_self_attention": False,
+    "dropout": 0.0,
+    "norm_elementwise_affine": False,
+    "norm_eps": 1e-06,
+    "norm_num_groups": 32,
+    "num_embeds_ada_norm": 1000,
+    "num_vector_embeds": None,
+    "only_cross_attention": False,
+    "upcast_attention": False,
+    "use_linear_projection": False,
+    "qk_norm": "rms_norm",
+    "standardization_norm": "rms_norm",
+    "positional_embedding_type": "rope",
+    "positional_embedding_theta": 10000.0,
+    "positional_embedding_max_pos": [20, 2048, 2048],
+    "timestep_scale_multiplier": 1000,
+    "av_ca_timestep_scale_multiplier": 1000.0,
+    "causal_temporal_positioning": True,
+    "use_audio_video_cross_attention": True,
+    "share_ff": False,
+    "audio_positional_embedding_max_pos": [20],
+    "av_cross_ada_norm": True,
+    "use_embeddings_connector": True,
+    "connector_positional_embedding_max_pos": [4096],
+    "connector_num_learnable_registers": 128,
+    "connector_norm_output": True,
+    "use_middle_indices_grid": True,
+    "rope_type": "split",
+    "frequencies_precision": "float64",
+}
+# LTX-2.3 specifics (gated attention, cross-attention AdaLN, FeatureExtractorV2) at tiny sizes.
+TRANSFORMER_TINY = {
+    "num_layers": 2,
+    "num_attention_heads": 2,
+    "attention_head_dim": 16,  # video inner dim 32
+    "cross_attention_dim": 32,
+    "audio_num_attention_heads": 2,
+    "audio_attention_head_dim": 8,  # audio inner dim 16
+    "audio_cross_attention_dim": 16,
+    "in_channels": VIDEO_LATENT_CHANNELS,
+    "out_channels": VIDEO_LATENT_CHANNELS,
+    "audio_in_channels": AUDIO_LATENT_CHANNELS * AUDIO_LATENT_MEL_BINS,
+    "audio_out_channels": AUDIO_LATENT_CHANNELS * AUDIO_LATENT_MEL_BINS,
+    "caption_channels": GEMMA_HIDDEN,
+    "connector_num_layers": 2,
+    "apply_gated_attention": True,
+    "connector_apply_gated_attention": True,
+    "caption_projection_first_linear": False,
+    "caption_projection_second_linear": False,
+    "caption_proj_input_norm": False,
+    "connector_learnable_registers_std": 1,
+    "caption_proj_before_connector": True,
+    "connector_num_attention_heads": 2,
+    "connector_attention_head_dim": 16,  # = video inner dim
+    "audio_connector_num_attention_heads": 2,
+    "audio_connector_attention_head_dim": 8,  # = audio inner dim
+    "cross_attention_adaln": True,
+    "text_encoder_norm_type": "per_token_rms",
+}
+SCHEDULER_SECTION = {
+    "_class_name": "RectifiedFlowScheduler",
+    "_diffusers_version": "0.25.1",
+    "num_train_timesteps": 1000,
+    "shifting": None,
+    "base_resolution": None,
+    "sampler": "LinearQuadratic",
+}
+
+
+def _res(n: int) -> list:
+    return ["res_x", {"num_layers": n}]
+
+
+def _comp(name: str, mult: int) -> list:
+    return [name, {"multiplier": mult}]
+
+
+# LTX-2.3 conv VAE: the published block layout (x8 time, x32 space) at tiny widths.
+VAE_SECTION = {
+    "_class_name": "CausalVideoAutoencoder",
+    "dims": 3,
+    "in_channels": 3,
+    "out_channels": 3,
+    "latent_channels": VIDEO_LATENT_CHANNELS,
+    "encoder_blocks": [
+        _res(1), _comp("compress_space_res", 1), _res(1), _comp("compress_time_res", 1), _res(1),
+        _comp("compress_all_res", 1), _res(1), _comp("compress_all_res", 1), _res(1),
+    ],
+    "decoder_blocks": [
+        _res(1), _comp("compress_space", 2), _res(1), _comp("compress_time", 2), _res(1),
+        _comp("compress_all", 1), _res(1), _comp("compress_all", 2), _res(1),
+    ],
+    "scaling_factor": 1.0,
+    "norm_layer": "pixel_norm",
+    "patch_size": 4,
+    "latent_log_var": "uniform",
+    "use_quant_conv": False,
+    "causal_decoder": False,
+    "timestep_conditioning": False,
+    "normalize_latent_channels": False,
+    "encoder_base_channels": VIDEO_LATENT_CHANNELS,
+    "decoder_base_channels": 4,
+    "spatial_padding_mode": "zeros",
+}
+
+# Audio VAE: 2 latent channels x 16 latent mel bins (64 mel bins), 16 kHz, hop 160. The per-channel
+# statistics have ddconfig.ch entries applied to the patchified latent, so ch = 2 * 16 = 32.
+AUDIO_VAE_SECTION = {
+    "model": {
+        "params": {
+            "ddconfig": {
+                "double_z": True,
+                "mel_bins": 64,
+                "z_channels": AUDIO_LATENT_CHANNELS,
+                "resolution": 256,
+                "downsample_time": False,
+                "in_channels": 2,
+                "out_ch": 2,
+                "ch": AUDIO_LATENT_CHANNELS * AUDIO_LATENT_MEL_BINS,
+                "ch_mult": [1, 1, 1],
+                "num_res_blocks": 1,
+                "attn_resolutions": [],
+                "dropout": 0.0,
+                "mid_block_add_attention": False,
+                "norm_type": "pixel",
+                "causality_axis": "height",
+            },
+            "sampling_rate": 16000,
+        }
+    },
+    "preprocessing": {
+        "audio": {"sampling_rate": 16000, "max_wav_value": 32768.0, "duration": 5.12, "stereo": True, "causal_padding": 3},
+        "stft": {"filter_length": 1024, "hop_length": 160, "win_length": 1024, "causal": True},
+        "mel": {"n_mel_channels": 64, "mel_fmin": 0, "mel_fmax": 8000},
+    },
+}
+
+_DIL = [[1, 3, 5], [1, 3, 5], [1, 3, 5]]
+BWE_N_FFT = 128
+
+
+def _amp_generator(rates: list[int], kernels: list[int]) -> dict:
+    """A BigVGAN-v2 generator section (AMP1 blocks, SnakeBeta), 16 initial channels."""
+    return {
+        "upsample_initial_channel": 16,
+        "resblock": "AMP1",
+        "upsample_rates": rates,
+        "resblock_kernel_sizes": [3, 7, 11],
+        "upsample_kernel_sizes": kernels,
+        "resblock_dilation_sizes": _DIL,
+        "stereo": True,
+        "use_tanh_at_final": False,
+        "activation": "snakebeta",
+        "use_bias_at_final": False,
+    }
+
+
+# LTX-2.3 vocoder layout (BigVGAN v2 at 16 kHz + bandwidth extension to 48 kHz), tiny widths and
+# fewer upsampling stages (products still 160 = mel hop and 240 = 3 x BWE hop).
+VOCODER_SECTION = {
+    "vocoder": _amp_generator([5, 4, 4, 2], [11, 8, 8, 4]),
+    "bwe": {
+        **_amp_generator([5, 4, 4, 3], [11, 8, 8, 7]),
+        "apply_final_activation": False,
+        "input_sampling_rate": 16000,
+        "output_sampling_rate": 48000,
+        "hop_length": 80,
+        "n_fft": BWE_N_FFT,
+        "win_size": BWE_N_FFT,
+        "num_mels": 64,
+    },
+}
+
+UPSAMPLER_CONFIG = {
+    "_class_name": "LatentUpsampler",
+    "in_channels": VIDEO_LATENT_CHANNELS,
+    "mid_channels": 32,  # GroupNorm(32, mid_channels) in the upsampler
+    "num_blocks_per_stage": 1,
+    "dims": 3,
+    "spatial_upsample": True,
+    "temporal_upsample": False,
+    "spatial_scale": 2.0,
+    "rational_resampler": False,
+}
+
+MODEL_VERSION = "2.3.0"
+SEEDS = {"transformer": 7001, "text": 7002, "vae": 7003, "audio_vae": 7004, "vocoder": 7005, "upsampler": 7006, "calib": 7007}
+LORA_RANK = 2
+LORA_TARGETS = [f"transformer_blocks.{i}.attn1.{p}" for i in range(2) for p in ("to_q", "to_k", "to_v", "to_out.0")]
+
+CKPT_NAME = "e2e/ltx23_tiny.safetensors"
+UPSAMPLER_NAME = "e2e/ltx23_tiny_upsampler_x2.safetensors"
+LORA_NAME = "e2e/ltx23_tiny_distilled_lora.safetensors"
+KF_CKPT_NAME = "e2e/ltx23_tiny_kf.safetensors"  # DFR only, not committed (see the module docstring)
+TEMPORAL_UPSAMPLER_NAME = "e2e/ltx23_tiny_upsampler_temporal_x2.safetensors"
+TEMPORAL_UPSAMPLER_CONFIG = {**UPSAMPLER_CONFIG, "spatial_upsample": False, "temporal_upsample": True, "spatial_scale": 1.0}
+DFR_SEEDS = {"keyframes": 7009, "temporal_upsampler": 7010}
+DFR_ROUNDS = 2  # 9 frames -> canvas 25 [24]; round 1: 49 frames, 1 tile; round 2: 97 frames, 2 tiles -> 33 frames
+GEMMA_NAME = "text_gemma3.te.safetensors"
+GEMMA_ROOT_NAME = "text_gemma3_root"
+
+# ------------------------------------------------------------------------------------------------
+# The requests
+# ------------------------------------------------------------------------------------------------
+
+PROMPT = "A red fox trots through fresh snow at dawn, its breath visible, while birds sing in the pines."
+SEED = 42
+FRAME_RATE = 24.0
+NUM_FRAMES = 9
+GUIDED_STEPS = 4
+STG_BLOCKS = [1]  # the LTX-2.3 preset perturbs block 28; the tiny model has 2 blocks
+
+
+def guider_params(kind: str) -> dict:
+    """LTX_2_3_PARAMS (ltx_pipelines.utils.constants) with stg_blocks scaled to 2 blocks."""
+    if kind == "video":
+        return {"cfg_scale": 3.0, "stg_scale": 1.0, "rescale_scale": 0.7, "modality_scale": 3.0, "skip_step": 0, "stg_blocks": STG_BLOCKS}
+    return {"cfg_scale": 7.0, "stg_scale": 1.0, "rescale_scale": 0.7, "modality_scale": 3.0, "skip_step": 0, "stg_blocks": STG_BLOCKS}
+
+
+PIPELINES = {
+    "distilled": {"height": 128, "width": 64},
+    "one_stage": {"height": 64, "width": 64},
+    "two_stage": {"height": 128, "width": 64},
+    "two_stage_hq": {"height": 128, "width": 64},
+    "dfr": {"height": 128, "width": 64},
+}
+
+# TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
+# hq_2_stage_arg_parser defaults for the distilled LoRA strengths.
+HQ_GUIDERS = {
+    "video": {"cfg_scale": 3.0, "stg_scale": 0.0, "rescale_scale": 0.45, "modality_scale": 3.0, "skip_step": 0, "stg_blocks": []},
+    "audio": {"cfg_scale": 7.0, "stg_scale": 0.0, "rescale_scale": 1.0, "modality_scale": 3.0, "skip_step": 0, "stg_blocks": []},
+}
+HQ_LORA_STRENGTHS = (0.25, 0.5)
+
+# ------------------------------------------------------------------------------------------------
+# Random weights
+# ------------------------------------------------------------------------------------------------
+
+
+def init_state(model: torch.nn.Module, seed: int, *, stats_mean_std: float = 0.3) -> tuple[dict, dict]:
+    """Deterministic random values for every state-dict entry of ``model`` (keys sorted, one generator).
+
+    Returns (model-key -> float32 tensor, model-key -> rule). Fixed buffers the checkpoint carries
+    (anti-alias filters, blur kernels) keep the module's own values.
+    """
+    g = torch.Generator().manual_seed(seed)
+    sd = model.state_dict()
+    out: dict[str, torch.Tensor] = {}
+    rules: dict[str, str] = {}
+    for name in sorted(sd):
+        ref = sd[name]
+        shape = tuple(ref.shape)
+        mod_name, _, leaf = name.rpartition(".")
+        mod = model.get_submodule(mod_name) if mod_name else model
+        if leaf in ("filter", "kernel"):
+            t, r = ref.detach().float().clone(), "module value"
+        elif leaf in ("mel_basis", "forward_basis", "inverse_basis"):
+            t, r = ref.detach().float().clone(), "replaced by stft_bases()"
+        elif leaf == "mean-of-means":
+            t, r = stats_mean_std * torch.randn(shape, generator=g), f"N(0, {stats_mean_std}^2)"
+        elif leaf in ("std-of-means", "mean-of-stds"):
+            t, r = 0.5 + torch.rand(shape, generator=g), "U(0.5, 1.5)"
+        elif leaf == "channel":
+            t, r = torch.arange(shape[0], dtype=torch.float32), "arange"
+        elif leaf == "alpha":
+            t, r = 0.3 * torch.randn(shape, generator=g), "N(0, 0.3^2)"
+        elif leaf == "beta":
+            t, r = 1.0 + 0.3 * torch.randn(shape, generator=g), "1 + N(0, 0.3^2)"
+        elif name.endswith(("q_norm.weight", "k_norm.weight")):
+            t, r = 1.0 + 0.1 * torch.randn(shape, generator=g), "1 + N(0, 0.1^2)"
+        elif "scale_shift_table" in name:
+            t, r = 0.1 * torch.randn(shape, generator=g), "N(0, 0.1^2)"
+        elif leaf == "keyframes_abs_pos_embedding":
+            t, r = 0.5 * torch.randn(shape, generator=g), "N(0, 0.5^2)"
+        elif leaf == "learnable_registers":
+            t, r = torch.rand(shape, generator=g) * 2.0 - 1.0, "U(-1, 1)"
+        elif leaf == "weight" and len(shape) == 1:
+            t, r = 1.0 + 0.1 * torch.randn(shape, generator=g), "1 + N(0, 0.1^2) (norm weight)"
+        elif leaf == "bias":
+            t, r = 0.1 * torch.randn(shape, generator=g), "N(0, 0.1^2)"
+        elif leaf == "weight" and isinstance(mod, torch.nn.ConvTranspose1d):
+            fan = shape[0] * shape[2] / mod.stride[0]
+            t, r = torch.randn(shape, generator=g) / math.sqrt(fan), "N(0, stride / (in * k))"
+        elif leaf == "weight" and len(shape) >= 2:
+            t, r = torch.randn(shape, generator=g) / math.sqrt(math.prod(shape[1:])), "N(0, 1/fan_in)"
+        else:
+            raise ValueError(f"no init rule for {name} {shape} ({type(mod).__name__})")
+        out[name] = t.float().contiguous()
+        rules[name] = r
+    return out, rules
+
+
+def slaney_mel_filterbank(n_freqs: int, n_mels: int, sample_rate: int, f_min: float, f_max: float) -> torch.Tensor:
+    """Triangular mel filters on the Slaney mel scale with Slaney area normalisation, [n_mels, n_freqs]
+    (the filterbank torchaudio.functional.melscale_fbanks(norm='slaney', mel_scale='slaney') gives)."""
+
+    def hz_to_mel(f: torch.Tensor) -> torch.Tensor:
+        lin = 3.0 * f / 200.0
+        log_part = 15.0 + torch.log(torch.clamp(f, min=1e-10) / 1000.0) / (math.log(6.4) / 27.0)
+        return torch.where(f >= 1000.0, log_part, lin)
+
+    def mel_to_hz(m: torch.Tensor) -> torch.Tensor:
+        lin = 200.0 * m / 3.0
+        log_part = 1000.0 * torch.exp((math.log(6.4) / 27.0) * (m - 15.0))
+        return torch.where(m >= 15.0, log_part, lin)
+
+    all_freqs = torch.linspace(0, sample_rate // 2, n_freqs, dtype=torch.float64)
+    m_pts = torch.linspace(
+        float(hz_to_mel(torch.tensor(f_min, dtype=torch.float64))),
+        float(hz_to_mel(torch.tensor(f_max, dtype=torch.float64))),
+        n_mels + 2,
+        dtype=torch.float64,
+    )
+    f_pts = mel_to_hz(m_pts)
+    f_diff = f_pts[1:] - f_pts[:-1]
+    slopes = f_pts[None, :] - all_freqs[:, None]
+    down = -slopes[:, :-2] / f_diff[:-1]
+    up = slopes[:, 2:] / f_diff[1:]
+    fb = torch.clamp(torch.minimum(down, up), min=0.0)
+    enorm = 2.0 / (f_pts[2 : n_mels + 2] - f_pts[:n_mels])
+    return (fb * enorm[None, :]).T.contiguous()
+
+
+def stft_bases(n_fft: int, hop: int, n_mels: int) -> dict[str, torch.Tensor]:
+    """MelSTFT buffers: forward_basis = [cos; -sin] DFT rows x periodic Hann window [2F, 1, n_fft];
+    inverse_basis = pinv(n_fft/hop * DFT rows)^T x window (unused by the forward); mel_basis [n_mels, F]."""
+    n_freqs = n_fft // 2 + 1
+    n = torch.arange(n_fft, dtype=torch.float64)
+    k = torch.arange(n_freqs, dtype=torch.float64)[:, None]
+    ang = 2.0 * math.pi * k * n / n_fft
+    fourier = torch.cat([torch.cos(ang), -torch.sin(ang)], dim=0)
+    window = torch.hann_window(n_fft, periodic=True, dtype=torch.float64)
+    forward = (fourier * window)[:, None, :]
+    inverse = (torch.linalg.pinv(fourier * (n_fft / hop)).T * window)[:, None, :]
+    mel = slaney_mel_filterbank(n_freqs, n_mels, 16000, 0.0, 8000.0)
+    return {
+        "mel_stft.mel_basis": mel.float(),
+        "mel_stft.stft_fn.forward_basis": forward.float(),
+        "mel_stft.stft_fn.inverse_basis": inverse.float(),
+    }
+
+
+def bf16(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to(torch.bfloat16).contiguous()
+
+
+def load_into(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> torch.nn.Module:
+    missing, unexpected = model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
+    if missing or unexpected:
+        raise RuntimeError(f"state mismatch: missing {missing[:5]} unexpected {unexpected[:5]}")
+    return model.float().eval()
+
+
+class Capture:
+    """Keeps the output of a module's forward."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.out: torch.Tensor | None = None
+        self.h = module.register_forward_hook(self._hook)
+
+    def _hook(self, _m, _i, o) -> None:
+        self.out = o.detach().clone()
+
+    def close(self) -> None:
+        self.h.remove()
+
+
+def scale_module_output(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str, scale: float, shift: float = 0.0) -> None:
+    """out -> scale * out + shift for a conv whose weight / bias live under ``prefix``."""
+    state[prefix + "weight"] = state[prefix + "weight"] * scale
+    if prefix + "bias" in state:
+        state[prefix + "bias"] = state[prefix + "bias"] * scale + shift
+    elif shift != 0.0:
+        raise ValueError(f"{prefix}: no bias to shift")
+
+
+def find_conv_prefix(state: dict[str, torch.Tensor], module_path: str) -> str:
+    """'conv_out' -> 'conv_out.' or 'conv_out.conv.' (causal conv wrappers keep the Conv under .conv)."""
+    for p in (module_path + ".conv.", module_path + "."):
+        if p + "weight" in state:
+            return p
+    raise KeyError(module_path)
+
+
+def captured_output(model: torch.nn.Module, layer: torch.nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+    """Runs ``model(*inputs)`` and returns what ``layer`` produced on the way."""
+    cap = Capture(layer)
+    try:
+        with torch.inference_mode():
+            model(*inputs)
+    finally:
+        cap.close()
+    return cap.out
+
+
+def emit_vae(ckpt: dict, prefix: str, enc_w: dict, dec_w: dict) -> None:
+    """Published VAE layout: <prefix>encoder.*, <prefix>decoder.*, one <prefix>per_channel_statistics.*."""
+    for k, v in enc_w.items():
+        if not k.startswith("per_channel_statistics."):
+            ckpt[prefix + "encoder." + k] = v
+    for k, v in dec_w.items():
+        ckpt[prefix + ("" if k.startswith("per_channel_statistics.") else "decoder.") + k] = v
+
+
+def share_statistics(dec_w: dict, enc_w: dict) -> None:
+    """One set of per_channel_statistics serves encoder and decoder (a single key in the file)."""
+    for k in list(enc_w):
+        if k.startswith("per_channel_statistics."):
+            if k in dec_w:
+                enc_w[k] = dec_w[k]
+            else:
+                dec_w[k] = enc_w[k]
+
+
+def build_weights(gemma_path: str) -> tuple[dict, dict, dict, dict, dict]:
+    """Returns (checkpoint tensors, upsampler tensors, lora tensors, metadata dict, notes)."""
+    notes: dict = {"init_rules": {}}
+    md = {
+        "config": {
+            "transformer": {**TRANSFORMER_COMMON, **TRANSFORMER_TINY},
+            "scheduler": SCHEDULER_SECTION,
+            "vae": VAE_SECTION,
+            "audio_vae": AUDIO_VAE_SECTION,
+            "vocoder": VOCODER_SECTION,
+        },
+        "model_version": MODEL_VERSION,
+    }
+    ckpt: dict[str, torch.Tensor] = {}
+
+    # transformer
+    tr = LTXModelConfigurator.from_metadata(md)
+    w, rules = init_state(tr, SEEDS["transformer"])
+    ckpt.update({PREFIX + k: v for k, v in w.items()})
+    notes["init_rules"]["transformer"] = sorted(set(rules.values()))
+    log(f"  transformer: {len(w)} tensors, {sum(v.numel() for v in w.values())} values")
+
+    # text connectors + text_embedding_projection (EmbeddingsProcessor keys -> published names)
+    ep = EmbeddingsProcessorConfigurator.with_gemma_model_path(gemma_path).from_metadata(md)
+    w, rules = init_state(ep, SEEDS["text"])
+    for k, v in w.items():
+        key = text_key_to_ckpt(k)
+        if key is None:
+            raise KeyError(k)
+        ckpt[key] = v
+    notes["init_rules"]["text"] = sorted(set(rules.values()))
+    log(f"  text connectors + projection: {len(w)} tensors")
+
+    # video VAE (statistics shared by encoder and decoder)
+    enc = VideoEncoderConfigurator.from_metadata(md)
+    dec = VideoDecoderConfigurator.from_metadata(md)
+    dec_w, r1 = init_state(dec, SEEDS["vae"])
+    enc_w, r2 = init_state(enc, SEEDS["vae"] + 1)
+    share_statistics(dec_w, enc_w)
+    # calibration: decoder output (before the [-1, 1] -> [0, 1] map) std 0.5 for an N(0, 1) latent
+    g = torch.Generator().manual_seed(SEEDS["calib"])
+    z = torch.randn(1, VIDEO_LATENT_CHANNELS, 2, 4, 2, generator=g)
+    load_into(dec, dec_w)
+    std = float(captured_output(dec, dec.conv_out, z).std())
+    scale_module_output(dec, dec_w, find_conv_prefix(dec_w, "conv_out"), 0.5 / std)
+    notes["calibration_video_decoder"] = f"conv_out scaled by 0.5 / {std:.6g} (decoder output std 0.5 for an N(0,1) latent [1,16,2,4,2])"
+    emit_vae(ckpt, "vae.", enc_w, dec_w)
+    notes["init_rules"]["vae"] = sorted(set(r1.values()) | set(r2.values()))
+    log(f"  video VAE: encoder {len(enc_w)}, decoder {len(dec_w)} tensors")
+
+    # audio VAE (statistics shared) + calibration of the decoded log-mel (mean -4, std 1.5)
+    adec = AudioDecoderConfigurator.from_metadata(md)
+    aenc = AudioEncoderConfigurator.from_metadata(md)
+    adec_w, r1 = init_state(adec, SEEDS["audio_vae"], stats_mean_std=0.5)
+    aenc_w, r2 = init_state(aenc, SEEDS["audio_vae"] + 1, stats_mean_std=0.5)
+    share_statistics(adec_w, aenc_w)
+    za = torch.randn(1, AUDIO_LATENT_CHANNELS, 9, AUDIO_LATENT_MEL_BINS, generator=g)
+    load_into(adec, adec_w)
+    out = captured_output(adec, adec.conv_out, za)
+    m, s = float(out.mean()), float(out.std())
+    a = 1.5 / s
+    scale_module_output(adec, adec_w, find_conv_prefix(adec_w, "conv_out"), a, -4.0 - a * m)
+    notes["calibration_audio_decoder"] = f"conv_out mapped out -> (out - {m:.6g}) * 1.5 / {s:.6g} - 4 (log-mel mean -4, std 1.5 for an N(0,1) latent [1,2,9,16])"
+    load_into(adec, adec_w)
+    with torch.inference_mode():
+        mel = adec(za)
+    emit_vae(ckpt, "audio_vae.", aenc_w, adec_w)
+    notes["init_rules"]["audio_vae"] = sorted(set(r1.values()) | set(r2.values()))
+    log(f"  audio VAE: encoder {len(aenc_w)}, decoder {len(adec_w)} tensors")
+
+    # vocoder + BWE; STFT / mel bases are the real transforms; conv_post layers calibrated
+    voc = VocoderConfigurator.from_metadata(md)
+    voc_w, rules = init_state(voc, SEEDS["vocoder"])
+    voc_w.update(stft_bases(BWE_N_FFT, VOCODER_SECTION["bwe"]["hop_length"], VOCODER_SECTION["bwe"]["num_mels"]))
+    load_into(voc, voc_w)
+    s = float(captured_output(voc.vocoder, voc.vocoder.conv_post, mel).std())
+    scale_module_output(voc, voc_w, "vocoder.conv_post.", 0.3 / s)
+    load_into(voc, voc_w)
+    with torch.inference_mode():
+        x = voc.vocoder(mel)
+        hop = VOCODER_SECTION["bwe"]["hop_length"]
+        if x.shape[-1] % hop:
+            x = torch.nn.functional.pad(x, (0, hop - x.shape[-1] % hop))
+        res = voc.bwe_generator(voc._compute_mel(x).transpose(2, 3))  # noqa: SLF001
+    s2 = float(res.std())
+    scale_module_output(voc, voc_w, "bwe_generator.conv_post.", 0.1 / s2)
+    notes["calibration_vocoder"] = (
+        f"vocoder.conv_post scaled by 0.3 / {s:.6g} (16 kHz output std 0.3 before the clamp), "
+        f"bwe_generator.conv_post by 0.1 / {s2:.6g} (BWE residual std 0.1), on the calibrated decoder's mel"
+    )
+    ckpt.update({"vocoder." + k: v for k, v in voc_w.items()})
+    notes["init_rules"]["vocoder"] = sorted(set(rules.values())) + [
+        "mel_stft: forward_basis = [cos; -sin] DFT rows x periodic Hann, inverse_basis = pinv(n_fft/hop * DFT)^T x window, "
+        "mel_basis = Slaney-scale triangular filters with Slaney normalisation (0-8000 Hz, 16 kHz)"
+    ]
+    log(f"  vocoder: {len(voc_w)} tensors")
+
+    # spatial x2 upsampler
+    ups = LatentUpsamplerConfigurator.from_metadata({"config": UPSAMPLER_CONFIG})
+    ups_w, rules = init_state(ups, SEEDS["upsampler"])
+    notes["init_rules"]["upsampler"] = sorted(set(rules.values()))
+
+    # distilled LoRA: small dyadic integers so that the reference's bf16 fusion ((B * s) @ A in
+    # bf16, + W in bf16) is exact and order independent
+    lora: dict[str, torch.Tensor] = {}
+    gl = torch.Generator().manual_seed(SEEDS["transformer"] + 100)
+    for t in LORA_TARGETS:
+        wt = ckpt[PREFIX + t + ".weight"]
+        out_f, in_f = wt.shape
+        lora[f"diffusion_model.{t}.lora_A.weight"] = torch.randint(-3, 4, (LORA_RANK, in_f), generator=gl).float() / 32.0
+        lora[f"diffusion_model.{t}.lora_B.weight"] = torch.randint(-3, 4, (out_f, LORA_RANK), generator=gl).float() / 32.0
+    notes["lora"] = (
+        f"rank {LORA_RANK} on {LORA_TARGETS}; lora_A [r, in], lora_B [out, r], entries k/32 with k uniform in [-3, 3] "
+        "(exact in bf16; every (B*strength) @ A sum is exact, so the reference's bf16 fusion is deterministic)"
+    )
+    return (
+        {k: bf16(v) for k, v in sorted(ckpt.items())},
+        {k: bf16(v) for k, v in sorted(ups_w.items())},
+        {k: bf16(v) for k, v in sorted(lora.items())},
+        md,
+        notes,
+    )
+
+
+def build_dfr_weights(ckpt: dict) -> tuple[dict, dict, torch.Tensor, dict]:
+    """The keyframe-embedding checkpoint variant, the temporal x2 upsampler and the embedding."""
+    inner = TRANSFORMER_TINY["num_attention_heads"] * TRANSFORMER_TINY["attention_head_dim"]
+    g = torch.Generator().manual_seed(DFR_SEEDS["keyframes"])
+    embedding = bf16(0.5 * torch.randn(1, inner, generator=g))
+    kf = dict(ckpt)
+    kf[PREFIX + "keyframes_abs_pos_embedding"] = embedding
+    tups = LatentUpsamplerConfigurator.from_metadata({"config": TEMPORAL_UPSAMPLER_CONFIG})
+    tw, rules = init_state(tups, DFR_SEEDS["temporal_upsampler"])
+    notes = {
+        "keyframes_abs_pos_embedding": f"[1, {inner}] bf16(0.5 * N(0, 1)), torch.Generator().manual_seed({DFR_SEEDS['keyframes']})",
+        "temporal_upsampler_init": sorted(set(rules.values())),
+    }
+    return {k: v for k, v in sorted(kf.items())}, {k: bf16(v) for k, v in sorted(tw.items())}, embedding, notes
+
+
+def write_safetensors(path: Path, tensors: dict, metadata: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in metadata.items()}
+    save_file({k: v.detach().cpu().clone().contiguous() for k, v in tensors.items()}, str(path), metadata=meta)
+    log(f"  wrote {path} ({len(tensors)} tensors, {path.stat().st_size} bytes)")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def text_key_to_ckpt(k: str) -> str | None:
+    """Inverse of EMBEDDINGS_PROCESSOR_KEY_OPS."""
+    for model_prefix, file_prefix in (
+        ("feature_extractor.", "text_embedding_projection."),
+        ("video_connector.", PREFIX + "video_embeddings_connector."),
+        ("audio_connector.", PREFIX + "audio_embeddings_connector."),
+    ):
+        if k.startswith(model_prefix):
+            return file_prefix + k[len(model_prefix) :]
+    return None
+
+
+def check_official_load(ckpt_path: Path, ups_path: Path, ckpt: dict, ups: dict, gemma_path: str) -> dict:
+    """Loads every component back through the reference's builders and key maps; compares bit-exactly."""
+    results = {}
+
+    def check(tag, configurator, path, sd_ops, expected_prefix_map):
+        builder = SingleGPUModelBuilder(model_class_configurator=configurator, model_path=str(path), model_sd_ops=sd_ops, registry=DummyRegistry())
+        model = builder.build(device=CPU, dtype=torch.float32)
+        sd = model.state_dict()
+        n_ok, bad = 0, []
+        for k, v in sd.items():
+            src = expected_prefix_map(k)
+            if src is None:
+                continue
+            ref = ckpt.get(src) if path == ckpt_path else ups.get(src)
+            if ref is None or not torch.equal(v.float(), ref.float()):
+                bad.append(k)
+            else:
+                n_ok += 1
+        meta = [n for n, p in list(model.named_parameters()) + list(model.named_buffers()) if p.is_meta]
+        results[tag] = {"matched": n_ok, "mismatched": bad[:10], "left_on_meta": meta[:10]}
+        log(f"  [load {tag}] {n_ok} tensors bit-exact, mismatched {len(bad)}, on meta {len(meta)}")
+
+    def vae_map(part):
+        return lambda k: ("vae." + k) if k.startswith("per_channel_statistics.") else f"vae.{part}." + k
+
+    def audio_map(part):
+        return lambda k: ("audio_vae." + k) if k.startswith("per_channel_statistics.") else f"audio_vae.{part}." + k
+
+    check("transformer", LTXModelConfigurator, ckpt_path, LTXV_MODEL_COMFY_RENAMING_MAP, lambda k: PREFIX + k)
+    check(
+        "embeddings_processor",
+        EmbeddingsProcessorConfigurator.with_gemma_model_path(gemma_path),
+        ckpt_path,
+        EMBEDDINGS_PROCESSOR_KEY_OPS,
+        text_key_to_ckpt,
+    )
+    check("video_encoder", VideoEncoderConfigurator, ckpt_path, VAE_ENCODER_COMFY_KEYS_FILTER, vae_map("encoder"))
+    check("video_decoder", VideoDecoderConfigurator, ckpt_path, VAE_DECODER_COMFY_KEYS_FILTER, vae_map("decoder"))
+    check("audio_decoder", AudioDecoderConfigurator, ckpt_path, AUDIO_VAE_DECODER_COMFY_KEYS_FILTER, audio_map("decoder"))
+    check("audio_encoder", AudioEncoderConfigurator, ckpt_path, AUDIO_VAE_ENCODER_COMFY_KEYS_FILTER, audio_map("encoder"))
+    check("vocoder", VocoderConfigurator, ckpt_path, VOCODER_COMFY_KEYS_FILTER, lambda k: "vocoder." + k)
+    check("upsampler", LatentUpsamplerConfigurator, ups_path, None, lambda k: k)
+    return results
+
+
+# ------------------------------------------------------------------------------------------------
+# Recording around the reference's functions
+# ------------------------------------------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.t: dict[str, torch.Tensor] = {}
+        self.calls: dict[str, str] = {}
+        self.stage = 0
+        self.label = ""
+        self.noise_order: list[str] = []
+        self.step_sigmas: dict[int, list[float]] = {}
+        self.contexts: list = []
+        self.prompts: list = []
+        self.tiling: object = None
+        self.audio_rate: int | None = None
+        self.ups_calls = 0
+
+    def put(self, name: str, value: torch.Tensor, call: str | None = None) -> None:
+        if name in self.t:
+            raise RuntimeError(f"recorded twice: {name}")
+        self.t[name] = value.detach().cpu().clone().contiguous()
+        if call is not None:
+            self.calls[name] = call
+
+
+R = Recorder()
+
+
+def _modality_of(tools: object) -> str:
+    return "audio" if "Audio" in type(tools).__name__ else "video"
+
+
+def install_recorders() -> None:
+    """Wraps reference callables (module / class attributes); the wrapped originals still do all the work."""
+    orig_sample_noise = GaussianNoiser._sample_noise  # noqa: SLF001
+
+    def sample_noise(self, latent_state):
+        noise = orig_sample_noise(self, latent_state)
+        name = f"in.noise.stage{R.stage}.{R.label}"
+        R.put(name, noise, f"GaussianNoiser._sample_noise: torch.randn({list(noise.shape)}, dtype={noise.dtype}, generator=<the pipeline's CPU generator>), draw #{len(R.noise_order)} of the run")
+        R.noise_order.append(name)
+        return noise
+
+    GaussianNoiser._sample_noise = sample_noise  # noqa: SLF001
+
+    orig_build_state = blocks._build_state  # noqa: SLF001
+
+    def build_state(spec, tools, noiser, dtype, device):
+        R.label = _modality_of(tools)
+        state = orig_build_state(spec, tools, noiser, dtype, device)
+        p = f"inter.stage{R.stage}.{R.label}"
+        R.put(p + ".initial_latent", state.latent, "blocks._build_state(...).latent: patchified [B, T, C] tokens after GaussianNoiser (lerp(clean, lerp(initial, noise, noise_scale), denoise_mask))")
+        R.put(p + ".positions", state.positions, "initial state's positions [B, n_axes, T, 2]")
+        R.put(p + ".denoise_mask", state.denoise_mask, "initial state's denoise mask")
+        if spec.initial_latent is not None:
+            R.put(p + ".clean_latent", state.clean_latent, "initial state's clean latent (patchified ModalitySpec.initial_latent)")
+        R.calls[p + ".noise_scale"] = str(spec.noise_scale)
+        return state
+
+    blocks._build_state = build_state  # noqa: SLF001
+
+    orig_stage_call = blocks.DiffusionStage.__call__
+
+    def stage_call(self, *args, **kwargs):
+        R.stage += 1
+        s = R.stage
+        sig = kwargs["sigmas"]
+        R.put(f"in.sigmas.stage{s}", sig.float(), "the sigmas DiffusionStage.__call__ received (float32)")
+        R.calls[f"stage{s}"] = json.dumps(
+            {
+                "width": kwargs.get("width"),
+                "height": kwargs.get("height"),
+                "frames": kwargs.get("frames"),
+                "fps": kwargs.get("fps"),
+                "denoiser": type(kwargs["denoiser"]).__name__,
+                "stepper": type(kwargs["stepper"]).__name__ if kwargs.get("stepper") is not None else "EulerDiffusionStep (default)",
+                "loop": getattr(kwargs.get("loop"), "__name__", None)
+                or getattr(getattr(kwargs.get("loop"), "func", None), "__name__", None)
+                or "euler_denoising_loop (default)",
+                "loop_keywords": {k: v for k, v in (getattr(kwargs.get("loop"), "keywords", None) or {}).items() if isinstance(v, (int, float, str))},
+                "stepper_eta": getattr(kwargs.get("stepper"), "eta", None),
+                "video_conditionings": [type(c).__name__ for c in kwargs["video"].conditionings] if kwargs.get("video") is not None else None,
+                "video_noise_scale": kwargs["video"].noise_scale if kwargs.get("video") is not None else None,
+                "audio_noise_scale": kwargs["audio"].noise_scale if kwargs.get("audio") is not None else None,
+                "video_initial_latent": kwargs["video"].initial_latent is not None if kwargs.get("video") is not None else None,
+                "audio_initial_latent": kwargs["audio"].initial_latent is not None if kwargs.get("audio") is not None else None,
+                "max_batch_size": kwargs.get("max_batch_size", 1),
+                "loras": [Path(str(lo.path)).name + f" x{lo.strength}" for lo in getattr(self._transformer_builder, "loras", ())],  # noqa: SLF001
+            }
+        )
+        by_call = "res2s" in (getattr(kwargs.get("loop"), "__name__", None) or getattr(getattr(kwargs.get("loop"), "func", None), "__name__", "") or "")
+        kwargs["denoiser"] = RecordingDenoiser(kwargs["denoiser"], s, by_call=by_call)
+        video_state, audio_state = orig_stage_call(self, *args, **kwargs)
+        if video_state is not None:
+            R.put(f"out.stage{s}.video_latent", video_state.latent, "DiffusionStage returned video latent [B, C, F, H, W] (unpatchified)")
+        if audio_state is not None:
+            R.put(f"out.stage{s}.audio_latent", audio_state.latent, "DiffusionStage returned audio latent [B, C, T, mel] (unpatchified)")
+        return video_state, audio_state
+
+    blocks.DiffusionStage.__call__ = stage_call
+
+    orig_build_transformer = blocks.DiffusionStage._build_transformer  # noqa: SLF001
+
+    def build_transformer(self, **kwargs):
+        kwargs.setdefault("dtype", self._dtype)  # noqa: SLF001
+        return orig_build_transformer(self, **kwargs)
+
+    blocks.DiffusionStage._build_transformer = build_transformer  # noqa: SLF001
+
+    orig_ups = blocks.VideoUpsampler.__call__
+
+    def ups_call(self, latent):
+        # The first call keeps the plain name; DFR upsamples more than once (its stage-1 keyframes,
+        # the stage-1 video, then once per temporal round): inter.upsampler<n>.* for n >= 1.
+        p = "inter.upsampler" if R.ups_calls == 0 else f"inter.upsampler{R.ups_calls}"
+        R.ups_calls += 1
+        R.put(p + ".in", latent, "VideoUpsampler input (stage-1 video latent [:1]; DFR: call order keyframes, video, temporal rounds)")
+        out = orig_ups(self, latent)
+        R.put(p + ".out", out, "VideoUpsampler output = upsample_video(latent, encoder, upsampler)")
+        return out
+
+    blocks.VideoUpsampler.__call__ = ups_call
+
+    orig_pe = blocks.PromptEncoder.__call__
+
+    def pe_call(self, prompts, **kwargs):
+        out = orig_pe(self, prompts, **kwargs)
+        R.prompts = list(prompts)
+        R.contexts = out
+        return out
+
+    blocks.PromptEncoder.__call__ = pe_call
+
+    orig_vd = blocks.VideoDecoder.__call__
+
+    def vd_call(self, latent, tiling_config=None, generator=None, *, dtype=None):
+        R.put("out.video.latent", latent, "VideoDecoder input: the final video latent [1, C, F, H, W]")
+        R.tiling = tiling_config
+        return orig_vd(self, latent, tiling_config, generator, dtype=dtype)
+
+    blocks.VideoDecoder.__call__ = vd_call
+
+    orig_decode_audio = blocks.vae_decode_audio
+
+    def decode_audio(latent, audio_decoder, vocoder):
+        R.put("out.audio.latent", latent, "AudioDecoder input: the final audio latent [1, C, T, mel]")
+        cap = Capture(audio_decoder)
+        try:
+            audio = orig_decode_audio(latent, audio_decoder, vocoder)
+        finally:
+            cap.close()
+        R.put("out.audio.mel", cap.out, "audio VAE decoder output (log-mel [1, 2, T_mel, 64]), the vocoder's input")
+        R.put("out.audio.waveform", audio.waveform, "decode_audio(...).waveform [2, N] float32 (VocoderWithBWE, clamped to [-1, 1])")
+        R.audio_rate = int(audio.sampling_rate)
+        return audio
+
+    blocks.vae_decode_audio = decode_audio
+
+
+class RecordingDenoiser:
+    """Forwards to the pipeline's denoiser and keeps each call's inputs and outputs."""
+
+    def __init__(self, inner, stage: int, by_call: bool = False) -> None:
+        self.inner = inner
+        self.stage = stage
+        # res_2s calls the denoiser twice per step (the midpoint call with step_index 0), and once
+        # more at sigma 0.0011: name its records by call number instead of step index.
+        self.by_call = by_call
+        self.calls = 0
+
+    def __call__(self, transformer, video_state, audio_state, sigmas, step_index):
+        p = f"inter.stage{self.stage}.call{self.calls}" if self.by_call else f"inter.stage{self.stage}.step{step_index}"
+        self.calls += 1
+        if video_state is not None:
+            R.put(p + ".video_in", video_state.latent, "denoiser input: video state latent [B, T, C]")
+        if audio_state is not None:
+            R.put(p + ".audio_in", audio_state.latent, "denoiser input: audio state latent [B, T, C]")
+        R.calls[p + ".sigma"] = repr(float(sigmas[step_index]))
+        vr, ar = self.inner(transformer, video_state, audio_state, sigmas, step_index)
+        for mod, res in (("video", vr), ("audio", ar)):
+            if res is None:
+                continue
+            R.put(f"{p}.{mod}_denoised", res.denoised, "denoiser output: guided denoised prediction [B, T, C] (before the loop's mask blend)")
+            for part in ("cond", "uncond", "ptb", "mod"):
+                v = getattr(res, part, None)
+                if isinstance(v, torch.Tensor) and v.dim() > 0:
+                    R.put(f"{p}.{mod}_{part}", v, f"guided denoiser's '{part}' pass (X0Model output) [B, T, C]")
+        return vr, ar
+
+
+def force_float32(pipe) -> None:
+    """The pipelines hard-code bfloat16; run every block in float32 (the C++ CPU backend's precision)."""
+    pipe.dtype = torch.float32
+    for name in ("prompt_encoder", "image_conditioner", "stage", "stage_1", "stage_2", "stage_detailing", "upsampler",
+                 "temporal_upsampler", "video_decoder", "audio_decoder"):
+        blk = getattr(pipe, name, None)
+        if blk is not None and hasattr(blk, "_dtype"):
+            blk._dtype = torch.float32  # noqa: SLF001
+
+
+def install_latent_widths(video_channels: int, audio_channels: int, audio_mel_bins: int) -> None:
+    """DiffusionStage builds its latent shapes with the production widths (VideoLatentShape default
+    latent_channels=128, AudioLatentShape defaults channels=8, mel_bins=16). Give the two factories
+    blocks.py calls the tiny checkpoint's widths instead."""
+
+    class TinyVideoLatentShape(VideoLatentShape):
+        __slots__ = ()
+
+        @staticmethod
+        def from_pixel_shape(shape, latent_channels=video_channels, **kw):
+            return VideoLatentShape.from_pixel_shape(shape, latent_channels=latent_channels, **kw)
+
+    class TinyAudioLatentShape(AudioLatentShape):
+        __slots__ = ()
+
+        @staticmethod
+        def from_video_pixel_shape(shape, channels=audio_channels, mel_bins=audio_mel_bins, **kw):
+            return AudioLatentShape.from_video_pixel_shape(shape, channels=channels, mel_bins=mel_bins, **kw)
+
+    blocks.VideoLatentShape = TinyVideoLatentShape
+    blocks.AudioLatentShape = TinyAudioLatentShape
+
+
+def tiling_desc(cfg) -> object:
+    if cfg is None:
+        return None
+    try:
+        import dataclasses
+
+        if dataclasses.is_dataclass(cfg):
+            return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+    except Exception:  # noqa: BLE001
+        pass
+    return repr(cfg)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pipelines
+# ------------------------------------------------------------------------------------------------
+
+
+def make_guider(kind: str):
+    from ltx_core.components.guiders import MultiModalGuiderParams
+
+    return MultiModalGuiderParams(**guider_params(kind))
+
+
+def run_pipeline(name: str, paths: dict) -> dict:
+    from ltx_pipelines.utils.constants import DEFAULT_NEGATIVE_PROMPT
+    from ltx_pipelines.utils.model_paths import ModelPaths
+
+    R.reset()
+    size = PIPELINES[name]
+    mp = ModelPaths.from_monolith(paths["checkpoint"], gemma_root=paths["gemma"])
+    request: dict = {
+        "pipeline": name,
+        "prompt": PROMPT,
+        "seed": SEED,
+        "height": size["height"],
+        "width": size["width"],
+        "num_frames": NUM_FRAMES,
+        "frame_rate": FRAME_RATE,
+        "images": [],
+        "enhance_prompt": False,
+        "tiling_config": "AUTO_TILING",
+        "vae_dtype": "float32",
+        "device": "cpu",
+        "model_paths": f"ModelPaths.from_monolith({CKPT_NAME!r}, gemma_root={Path(paths['gemma']).name!r})",
+    }
+    t0 = time.time()
+    with torch.inference_mode():
+        if name == "distilled":
+            from ltx_pipelines.distilled import DistilledPipeline
+
+            pipe = DistilledPipeline(model_paths=mp, spatial_upsampler_path=paths["upsampler"], loras=[], device=CPU)
+            force_float32(pipe)
+            request.update({"class": "ltx_pipelines.distilled.DistilledPipeline", "spatial_upsampler_path": UPSAMPLER_NAME, "loras": [],
+                            "stage_1_sigmas": "DISTILLED_SIGMAS (default)", "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                            "ancestral_stage_1": bool(pipe.use_ancestral_sampler)})
+            video, audio, _, _ = pipe(
+                prompt=PROMPT, seed=SEED, height=size["height"], width=size["width"], frame_rate=FRAME_RATE, images=[],
+                num_frames=NUM_FRAMES, vae_dtype=torch.float32, tiling_config=AUTO_TILING, enhance_prompt=False,
+            )
+        elif name == "one_stage":
+            from ltx_pipelines.ti2vid_one_stage import TI2VidOneStagePipeline
+
+            pipe = TI2VidOneStagePipeline(model_paths=mp, loras=[], device=CPU)
+            force_float32(pipe)
+            request.update({"class": "ltx_pipelines.ti2vid_one_stage.TI2VidOneStagePipeline", "negative_prompt": DEFAULT_NEGATIVE_PROMPT,
+                            "num_inference_steps": GUIDED_STEPS, "video_guider_params": guider_params("video"),
+                            "audio_guider_params": guider_params("audio"), "max_batch_size": 1, "sigmas": "LTX2Scheduler().execute(steps=num_inference_steps) (default)", "loras": []})
+            video, audio, _ = pipe(
+                prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, height=size["height"], width=size["width"],
+                frame_rate=FRAME_RATE, num_inference_steps=GUIDED_STEPS, video_guider_params=make_guider("video"),
+                audio_guider_params=make_guider("audio"), images=[], num_frames=NUM_FRAMES, vae_dtype=torch.float32,
+                tiling_config=AUTO_TILING, enhance_prompt=False,
+            )
+        elif name == "two_stage":
+            from ltx_pipelines.ti2vid_two_stages import TI2VidTwoStagesPipeline
+
+            lora = LoraPathStrengthAndSDOps(paths["lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+            pipe = TI2VidTwoStagesPipeline(model_paths=mp, distilled_lora=[lora], spatial_upsampler_path=paths["upsampler"], loras=[], device=CPU)
+            force_float32(pipe)
+            request.update({"class": "ltx_pipelines.ti2vid_two_stages.TI2VidTwoStagesPipeline", "negative_prompt": DEFAULT_NEGATIVE_PROMPT,
+                            "num_inference_steps": GUIDED_STEPS, "video_guider_params": guider_params("video"),
+                            "audio_guider_params": guider_params("audio"), "max_batch_size": 1,
+                            "spatial_upsampler_path": UPSAMPLER_NAME,
+                            "distilled_lora": [{"path": LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}], "loras": [],
+                            "stage_1_sigmas": "LTX2Scheduler().execute(steps=num_inference_steps) (default)",
+                            "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)"})
+            video, audio, _, _ = pipe(
+                prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, height=size["height"], width=size["width"],
+                frame_rate=FRAME_RATE, num_inference_steps=GUIDED_STEPS, video_guider_params=make_guider("video"),
+                audio_guider_params=make_guider("audio"), images=[], num_frames=NUM_FRAMES, vae_dtype=torch.float32,
+                tiling_config=AUTO_TILING, enhance_prompt=False,
+            )
+        elif name == "two_stage_hq":
+            import functools
+
+            import ltx_pipelines.ti2vid_two_stages_hq as hq
+            from ltx_core.components.guiders import MultiModalGuiderParams
+            from ltx_pipelines.utils.samplers import res2s_audio_video_denoising_loop
+
+            # float32 everywhere: the res_2s loop's own model_dtype defaults to bfloat16.
+            res2s_f32 = functools.partial(res2s_audio_video_denoising_loop, model_dtype=torch.float32)
+            res2s_f32.__name__ = "res2s_audio_video_denoising_loop"  # type: ignore[attr-defined]
+            hq.res2s_audio_video_denoising_loop = res2s_f32
+            lora = LoraPathStrengthAndSDOps(paths["lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+            pipe = hq.TI2VidTwoStagesHQPipeline(
+                model_paths=mp, distilled_lora=[lora], distilled_lora_strength_stage_1=HQ_LORA_STRENGTHS[0],
+                distilled_lora_strength_stage_2=HQ_LORA_STRENGTHS[1], spatial_upsampler_path=paths["upsampler"], loras=(), device=CPU,
+            )
+            force_float32(pipe)
+            request.update({"class": "ltx_pipelines.ti2vid_two_stages_hq.TI2VidTwoStagesHQPipeline", "negative_prompt": DEFAULT_NEGATIVE_PROMPT,
+                            "num_inference_steps": GUIDED_STEPS, "video_guider_params": HQ_GUIDERS["video"],
+                            "audio_guider_params": HQ_GUIDERS["audio"], "max_batch_size": 1,
+                            "spatial_upsampler_path": UPSAMPLER_NAME,
+                            "distilled_lora": [{"path": LORA_NAME, "strength_stage_1": HQ_LORA_STRENGTHS[0],
+                                                "strength_stage_2": HQ_LORA_STRENGTHS[1], "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}], "loras": [],
+                            "stage_1_sigmas": "LTX2Scheduler().execute(latent=<stage-1 latent>, steps=num_inference_steps) (default)",
+                            "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                            "res2s": "res2s_audio_video_denoising_loop defaults (noise_seed -1, substep seed 9999, eta 0.5, bongmath, legacy) "
+                            "with model_dtype float32; its generators are CPU generators, draws not recorded"})
+            video, audio, _, _ = pipe(
+                prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, height=size["height"], width=size["width"],
+                frame_rate=FRAME_RATE, num_inference_steps=GUIDED_STEPS, video_guider_params=MultiModalGuiderParams(**HQ_GUIDERS["video"]),
+                audio_guider_params=MultiModalGuiderParams(**HQ_GUIDERS["audio"]), images=[], num_frames=NUM_FRAMES,
+                vae_dtype=torch.float32, tiling_config=AUTO_TILING, enhance_prompt=False,
+            )
+        elif name == "dfr":
+            import functools
+
+            import ltx_pipelines.dfr_pipeline as dfr_mod
+            from ltx_pipelines.utils.samplers import euler_ancestral_denoising_loop
+
+            # float32 everywhere: the temporal rounds' ancestral loop defaults to model_dtype bfloat16.
+            anc_f32 = functools.partial(euler_ancestral_denoising_loop, model_dtype=torch.float32)
+            anc_f32.__name__ = "euler_ancestral_denoising_loop"  # type: ignore[attr-defined]
+            dfr_mod.euler_ancestral_denoising_loop = anc_f32
+            mp_kf = ModelPaths.from_monolith(paths["kf_checkpoint"], gemma_root=paths["gemma"])
+            detailing = LoraPathStrengthAndSDOps(paths["lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+            pipe = dfr_mod.DFRPipeline(
+                model_paths=mp_kf, distilled_lora=[], spatial_upsampler_path=paths["upsampler"], loras=[],
+                detailing_lora=[detailing], temporal_upsampler_path=paths["temporal_upsampler"], device=CPU,
+            )
+            force_float32(pipe)
+            request.update({"class": "ltx_pipelines.dfr_pipeline.DFRPipeline",
+                            "model_paths": f"ModelPaths.from_monolith({KF_CKPT_NAME!r}, gemma_root={Path(paths['gemma']).name!r})",
+                            "spatial_upsampler_path": UPSAMPLER_NAME, "temporal_upsampler_path": TEMPORAL_UPSAMPLER_NAME,
+                            "distilled_lora": [], "loras": [],
+                            "detailing_lora": [{"path": LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}],
+                            "detailing_downscale_factor": pipe._detailing_downscale,  # noqa: SLF001
+                            "temporal_upsample_rounds": DFR_ROUNDS,
+                            "stage_1_sigmas": "DISTILLED_SIGMAS (default)", "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                            "ancestral_loop": "euler_ancestral_denoising_loop with model_dtype float32 (temporal rounds)"})
+            R.put("in.keyframes_abs_pos_embedding", paths["kf_embedding"].float(),
+                  f"model.diffusion_model.keyframes_abs_pos_embedding of {KF_CKPT_NAME} (= {CKPT_NAME} + this tensor + "
+                  "config.transformer.use_keyframes_abs_pos_embedding = true)")
+            video, audio, n_out, _ = pipe(
+                prompt=PROMPT, seed=SEED, height=size["height"], width=size["width"], frame_rate=FRAME_RATE, images=[],
+                num_frames=NUM_FRAMES, temporal_upsample_rounds=DFR_ROUNDS, tiling_config=AUTO_TILING, enhance_prompt=False,
+            )
+            request["num_frames_out"] = n_out
+            request["frame_rate_out"] = FRAME_RATE * 2**DFR_ROUNDS
+            request["audio_samples_out"] = int(audio.waveform.shape[-1])
+        else:
+            raise ValueError(name)
+        if name == "dfr":
+            # Size: the decoders have their own fixtures; keep the latents only.
+            for k in ("out.audio.waveform", "out.audio.mel"):
+                R.t.pop(k, None)
+            frames = None
+        else:
+            frames = torch.cat([c.detach().float().cpu() for c in video], dim=0)
+    if frames is not None:
+        R.put("out.video.frames", frames.to(torch.float16), "torch.cat(list(decoded video iterator)) [F, H, W, 3] in [0, 1], stored as float16")
+    request["tiling_config_resolved"] = tiling_desc(R.tiling)
+    request["audio_sampling_rate"] = R.audio_rate
+    log(f"  {name}: {time.time() - t0:.1f} s, frames {list(frames.shape) if frames is not None else 'not decoded'}, "
+        f"audio latent {list(R.t['out.audio.latent'].shape)} @ {R.audio_rate} Hz")
+    return request
+
+
+# ------------------------------------------------------------------------------------------------
+# Main
+# ------------------------------------------------------------------------------------------------
+
+NOTES = {
+    "precision": "float32 compute everywhere (the pipelines' hard-coded bfloat16 replaced after construction: every block's _dtype = "
+    "float32, the transformer built with dtype=float32, vae_dtype=float32). Weights are bf16 in the files and cast exactly. "
+    "Noise is drawn as float32 (the latent dtype), so it is torch.randn float32 from the CPU generator.",
+    "latent_widths": "DiffusionStage's VideoLatentShape.from_pixel_shape / AudioLatentShape.from_video_pixel_shape are given the "
+    "checkpoint's widths: video latent channels = config.transformer.in_channels (16), audio = audio_in_channels / 16 channels "
+    "(2) x 16 mel bins (production: 128 and 8 x 16, the reference's defaults).",
+    "noise": "one torch.Generator(device='cpu').manual_seed(seed) per pipeline call (GaussianNoiser); draws in order: stage-1 video "
+    "[1, T_v1, C], stage-1 audio [1, T_a, C_a], then (two-stage pipelines) stage-2 video [1, T_v2, C] and stage-2 audio "
+    "[1, T_a, C_a] (TI2VidTwoStagesPipeline draws and uses the stage-2 audio noise but discards the stage-2 audio result). "
+    "Stage 2: latent = lerp(clean, noise, sigma_0) with clean = the patchified upsampled video / stage-1 audio. in.noise.* in "
+    "each io file lists them (metadata noise_order).",
+    "denoising": "euler_denoising_loop + EulerDiffusionStep in every stage (LTX-2.3 is below the 2.5 ancestral threshold). "
+    "Per step: denoiser(transformer, states, sigmas, i) -> denoised (inter.stageS.stepI.*_denoised); the loop blends it with "
+    "the clean latent by the denoise mask (all ones here) and steps (EulerDiffusionStep) x <- x + v * (sigma_{i+1} - sigma_i) "
+    "with v = (x - denoised) / sigma_i (float32; sigma_i as a Python float via .item()); at the last step sigma_{i+1} = 0 so "
+    "x = denoised.",
+    "lora": "TI2VidTwoStagesPipeline stage 2 fuses the distilled LoRA into the bf16 weights at load: delta = bf16((B * strength) @ A) "
+    "(bf16 inputs), W' = bf16(W + delta) (bf16_fuse_rule), then cast to float32. The LoRA values make this exact.",
+    "decode": "VideoDecoder(latent, AUTO_TILING resolved for the VAE, generator) with the memory-efficient conv decoder; a single "
+    "tile at these sizes. Frames are float [0, 1] (x + 1) / 2 clamped; the CLI then converts to yuv420p for H.264.",
+}
+
+
+def save_io(path: Path, tensors: dict, metadata: dict) -> None:
+    metadata = dict(metadata)
+    metadata["tensors"] = {k: {"shape": list(v.shape), "dtype": str(v.dtype).replace("torch.", "")} for k, v in sorted(tensors.items())}
+    write_safetensors(path, tensors, metadata)
+
+
+def main() -> int:  # noqa: PLR0915
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(FIXTURES))
+    ap.add_argument("--gemma", default=str(FIXTURES / GEMMA_NAME), help="the tiny Gemma 3 text encoder (single file or root folder)")
+    ap.add_argument("--pipelines", default="one_stage,distilled,two_stage", help="one_stage first: its contexts are the shared ones; "
+                    "two_stage_hq (TI2VidTwoStagesHQPipeline, res_2s) and dfr (DFRPipeline, keyframe-embedding variant) are opt-in")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary: dict = {"failures": [], "stubbed_modules": STUBBED}
+    t_start = time.time()
+
+    import transformers
+
+    ref_commit = os.environ.get("LTX_REF_COMMIT", "")
+    env = {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": sys.version.split()[0],
+        "reference": f"Lightricks LTX-2 ltx_core / ltx_pipelines {ref_commit}".strip(),
+        "device": "cpu",
+        "threads": torch.get_num_threads(),
+    }
+    summary["env"] = env
+    log("env:", json.dumps(env), "stubbed:", STUBBED)
+
+    # ---- weights
+    log("== weights")
+    ckpt, ups, lora, md, wnotes = build_weights(args.gemma)
+    ckpt_path, ups_path, lora_path = out / CKPT_NAME, out / UPSAMPLER_NAME, out / LORA_NAME
+    write_safetensors(ckpt_path, ckpt, {"config": md["config"], "model_version": MODEL_VERSION})
+    write_safetensors(ups_path, ups, {"config": UPSAMPLER_CONFIG})
+    write_safetensors(lora_path, lora, {"format": "pt"})
+    summary["weights_notes"] = wnotes
+    try:
+        summary["official_load"] = check_official_load(ckpt_path, ups_path, ckpt, ups, args.gemma)
+    except Exception:  # noqa: BLE001
+        summary["failures"].append("official_load")
+        log(traceback.format_exc())
+
+    files = {
+        CKPT_NAME: sha256(ckpt_path),
+        UPSAMPLER_NAME: sha256(ups_path),
+        LORA_NAME: sha256(lora_path),
+    }
+    gemma = Path(args.gemma)
+    if gemma.is_file():
+        files[gemma.name] = sha256(gemma)
+
+    # ---- pipelines
+    install_recorders()
+    install_latent_widths(VIDEO_LATENT_CHANNELS, AUDIO_LATENT_CHANNELS, AUDIO_LATENT_MEL_BINS)
+    paths = {"checkpoint": str(ckpt_path), "gemma": str(gemma), "upsampler": str(ups_path), "lora": str(lora_path)}
+    if "dfr" in args.pipelines.split(","):
+        kf_ckpt, tups, kf_embedding, dnotes = build_dfr_weights(ckpt)
+        kf_md = json.loads(json.dumps(md["config"]))
+        kf_md["transformer"]["use_keyframes_abs_pos_embedding"] = True
+        kf_path, tups_path = out / KF_CKPT_NAME, out / TEMPORAL_UPSAMPLER_NAME
+        write_safetensors(kf_path, kf_ckpt, {"config": kf_md, "model_version": MODEL_VERSION})
+        write_safetensors(tups_path, tups, {"config": TEMPORAL_UPSAMPLER_CONFIG})
+        summary["weights_notes"]["dfr"] = dnotes
+        files[KF_CKPT_NAME] = sha256(kf_path)
+        files[TEMPORAL_UPSAMPLER_NAME] = sha256(tups_path)
+        paths.update({"kf_checkpoint": str(kf_path), "temporal_upsampler": str(tups_path), "kf_embedding": kf_embedding})
+    text_ref: dict[str, torch.Tensor] | None = None
+    text_prompts: list[str] | None = None
+    for name in [p for p in args.pipelines.split(",") if p]:
+        log(f"== pipeline {name}")
+        try:
+            request = run_pipeline(name, paths)
+        except Exception:  # noqa: BLE001
+            summary["failures"].append(name)
+            log(traceback.format_exc())
+            root = gemma.parent / GEMMA_ROOT_NAME
+            if not R.contexts and gemma.is_file() and root.is_dir():
+                log("  retrying with the Gemma root folder")
+                paths["gemma"] = str(root)
+                try:
+                    request = run_pipeline(name, paths)
+                    summary["gemma_fallback"] = GEMMA_ROOT_NAME
+                except Exception:  # noqa: BLE001
+                    log(traceback.format_exc())
+                    continue
+            else:
+                continue
+        tensors = dict(R.t)
+        # contexts: one shared text file; a pipeline keeps its own copy only when not bit-identical
+        ctx = {}
+        for i, label in enumerate(["positive", "negative"][: len(R.contexts)]):
+            c = R.contexts[i]
+            ctx[f"out.text.{label}.video_encoding"] = c.video_encoding.detach().cpu().float().clone()
+            if c.audio_encoding is not None:
+                ctx[f"out.text.{label}.audio_encoding"] = c.audio_encoding.detach().cpu().float().clone()
+            ctx[f"out.text.{label}.attention_mask"] = c.attention_mask.detach().cpu().clone()
+        if len(R.contexts) == 2 and text_ref is None:
+            text_ref, text_prompts = ctx, list(R.prompts)
+        same = text_ref is not None and all(k in text_ref and torch.equal(text_ref[k], v) for k, v in ctx.items())
+        if not same:
+            tensors.update(ctx)
+        metadata = {
+            "request": request,
+            "prompts_encoded": R.prompts,
+            "contexts": "e2e_text.io.safetensors (bit-identical)" if same else "in this file (out.text.*)",
+            "calls": R.calls,
+            "noise_order": R.noise_order,
+            "notes": NOTES,
+            "files": files,
+            "config": md["config"],
+            "model_version": MODEL_VERSION,
+            "env": env,
+        }
+        save_io(out / f"e2e_{name}.io.safetensors", tensors, metadata)
+        summary[name] = {"request": request, "contexts_shared": same, "n_tensors": len(tensors)}
+
+    if text_ref is not None:
+        save_io(
+            out / "e2e_text.io.safetensors",
+            text_ref,
+            {
+                "prompts": text_prompts,
+                "calls": {
+                    "out.text.<label>.video_encoding / audio_encoding / attention_mask": "PromptEncoder(ModelPaths.from_monolith(ckpt, "
+                    "gemma_root=<gemma>), float32, cpu)([prompt, negative_prompt]) -> EmbeddingsProcessorOutput per prompt "
+                    "(TI2VidOneStagePipeline's call); positive = prompts[0], negative = prompts[1]",
+                },
+                "notes": NOTES,
+                "files": files,
+                "env": env,
+            },
+        )
+    summary["seconds"] = round(time.time() - t_start, 1)
+    (out / "gen_e2e.summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    (out / "gen_e2e.log").write_text("\n".join(LOG_LINES) + "\n")
+    log(f"done in {summary['seconds']} s; failures: {summary['failures']}")
+    return 1 if summary["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
