@@ -90,6 +90,27 @@ TEST(PromptEncoder, StepsMatchEncodeAndTheReferenceTokens) {
   EXPECT_EQ(enc.encode({}).size(), 0u);
 }
 
+// The reference's enhance_first_prompt with a shared Gemma 3: enhance, then encode with the same
+// loaded model.
+TEST(PromptEncoder, EnhancesWithTheLoadedTextEncoderThenEncodes) {
+  PromptEncoder enc(test::fixture("text_gemma3.te.safetensors"),
+                    {test::fixture("text_ltx23.ckpt.safetensors")});
+  const nlohmann::json e = test::text_io("ltx23").metadata_json("enhance");
+  text::EnhanceOptions o;
+  o.system_prompt = e["system_prompt"].get<std::string>();
+  o.greedy = true;
+  o.max_new_tokens = 8;
+  EXPECT_EQ(enc.enhance(e["user_prompt"].get<std::string>(), o),
+            e["clean_response"]["greedy"].get<std::string>());
+  EXPECT_TRUE(enc.text_encoder_loaded());
+  EXPECT_EQ(enc.encode({""}).size(), 1u);
+  EXPECT_FALSE(enc.text_encoder_loaded());
+  // gemma4_unified encodes but cannot enhance.
+  PromptEncoder g4(test::fixture("text_gemma4.te.safetensors"), {});
+  EXPECT_ERROR_HAS(g4.enhance("a cat", o), "gemma4_unified");
+  EXPECT_FALSE(g4.text_encoder_loaded());
+}
+
 TEST(PromptEncoder, RefusesATextEncoderTheCheckpointWasNotTrainedWith) {
   const std::string te = test::fixture("text_gemma3.te.safetensors");
   const std::string ckpt = test::fixture("text_ltx25.transformer.safetensors");
