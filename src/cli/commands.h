@@ -12,6 +12,7 @@ struct Command {
   std::function<int()> run;
 };
 
+Command add_bench(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_parity(CLI::App& app);
 Command add_tokenize(CLI::App& app);

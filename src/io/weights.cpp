@@ -117,9 +117,18 @@ struct WeightMap::State {
   std::set<std::string> missing;
   std::map<std::string, std::string> misshaped;    // name -> "expected [..], file has [..]"
   std::map<std::string, std::string> wrong_dtype;  // name -> "file has u8, model wants f32"
+  WeightSynthesizer synthesize;                    // makes absent required tensors, when set
 };
 
 WeightMap::WeightMap() : state_(std::make_shared<State>()) {}
+
+WeightMap WeightMap::synthetic(WeightSynthesizer fn) {
+  LTX_CHECK(static_cast<bool>(fn), "WeightMap::synthetic: no synthesizer function");
+  WeightMap w;
+  w.state_->key_map = "synthesized in memory";
+  w.state_->synthesize = std::move(fn);
+  return w;
+}
 
 WeightMap::WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files, const KeyMap& keys)
     : state_(std::make_shared<State>()) {
@@ -182,6 +191,14 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
                                            DType target, Device device, bool required) {
   const std::string full = prefix_ + name;
   auto it = state_->entries.find(full);
+  if (it == state_->entries.end() && required && state_->synthesize && expected != nullptr &&
+      std::none_of(expected->begin(), expected->end(), [](int64_t d) { return d < 0; })) {
+    Tensor made = state_->synthesize(full, *expected, target, device);
+    LTX_CHECK(made.defined() && made.shape() == *expected, "weights: the synthesizer made ",
+              made.defined() ? made.describe() : "nothing", " for '", full, "', expected ",
+              expected->str());
+    it = state_->entries.emplace(full, Entry{nullptr, "", std::move(made), false}).first;
+  }
   if (it == state_->entries.end()) {
     if (required) state_->missing.insert(full);
     return std::nullopt;
