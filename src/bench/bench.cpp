@@ -472,9 +472,13 @@ nlohmann::ordered_json flops_json(const FlopCount& f) {
 std::string format_table(const BenchReport& r) {
   const BenchOptions& o = r.options;
   std::ostringstream os;
-  os << "ltx bench: preset " << o.preset << ", " << r.device_description << ", "
-     << dtype_name(o.model_dtype()) << ", " << o.warmup << " warm-up + " << o.iters
-     << " timed iterations\n";
+  const bool timed = std::any_of(r.cases.begin(), r.cases.end(), [](const BenchCase& c) { return c.ours.has_value(); });
+  os << "ltx bench: preset " << o.preset << ", ";
+  if (timed)
+    os << r.device_description << ", " << dtype_name(o.model_dtype()) << ", " << o.warmup << " warm-up + "
+       << o.iters << " timed iterations\n";
+  else
+    os << "FLOP model only (nothing timed)\n";
   if (!r.official_file.empty()) {
     os << "official: " << r.official_file;
     if (r.official_env.is_object())
