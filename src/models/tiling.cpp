@@ -298,6 +298,46 @@ std::vector<std::vector<Tile>> group_tiles_by_temporal_slice(const std::vector<T
   return groups;
 }
 
+void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
+                       const AccumulateFn& accumulate, const EmitFn& emit) {
+  const bool complementary = masks_are_complementary(tiles, full);
+  auto finished = [](const Tensor& values, const Tensor& weights, int64_t frames) {
+    const Tensor v = values.narrow(2, 0, frames);
+    if (!weights.defined() || frames == 0) return v;
+    return ops::div(v, ops::maximum(weights.narrow(2, 0, frames), 1e-8));
+  };
+  Tensor prev, prev_weights;
+  Range prev_slice;
+  for (const std::vector<Tile>& group : group_tiles_by_temporal_slice(tiles)) {
+    const Range slice = group.front().out[2];
+    Shape buffer_shape = full;
+    buffer_shape[2] = slice.length();
+    Tensor buffer = Tensor::zeros(buffer_shape);
+    Tensor weights = complementary ? Tensor() : Tensor::zeros(buffer_shape);
+    for (const Tile& t : group) accumulate(t, buffer, weights, slice.start);
+    if (prev.defined()) {
+      // Blend the frames this group shares with the previous one, then hand out the previous
+      // group's frames that no later group touches.
+      if (prev_slice.stop > slice.start) {
+        const int64_t overlap = prev_slice.stop - slice.start;
+        Tensor prev_tail = prev.narrow(2, slice.start - prev_slice.start, overlap);
+        ops::add_(prev_tail, buffer.narrow(2, 0, overlap));
+        buffer.narrow(2, 0, overlap).copy_from(prev_tail);
+        if (weights.defined()) {
+          Tensor prev_wtail = prev_weights.narrow(2, slice.start - prev_slice.start, overlap);
+          ops::add_(prev_wtail, weights.narrow(2, 0, overlap));
+          weights.narrow(2, 0, overlap).copy_from(prev_wtail);
+        }
+      }
+      emit(finished(prev, prev_weights, slice.start - prev_slice.start), prev_slice.start);
+    }
+    prev = buffer;
+    prev_weights = weights;
+    prev_slice = slice;
+  }
+  if (prev.defined()) emit(finished(prev, prev_weights, prev.size(2)), prev_slice.start);
+}
+
 Tensor scale_by_masks_1d(const Tensor& x, const std::vector<std::vector<float>>& masks) {
   LTX_CHECK(static_cast<int>(masks.size()) == x.dim(), "tiling: ", masks.size(),
             " masks for a tensor of rank ", x.dim());

@@ -104,6 +104,21 @@ bool masks_are_complementary(const std::vector<Tile>& tiles, const Shape& full_s
 // Consecutive tiles sharing the output range of axis 2 (frames).
 std::vector<std::vector<Tile>> group_tiles_by_temporal_slice(const std::vector<Tile>& tiles);
 
+// Adds one decoded tile into its temporal group's buffer: `buffer` (and `weights`, undefined when
+// the masks are complementary) have the shape of the whole output with the group's frames, whose
+// first frame is `group_start` of the output.
+using AccumulateFn = std::function<void(const Tile& tile, const Tensor& buffer,
+                                        const Tensor& weights, int64_t group_start)>;
+// Receives finished frames [B, C, f, H, W] (f may be 0) and the output index of their first frame.
+using EmitFn = std::function<void(const Tensor& frames, int64_t first_frame)>;
+// The blending loop of tiled decoding shared by the video decoders: tiles are accumulated group by
+// group (group_tiles_by_temporal_slice) into zeroed buffers of `full` with the group's frames; the
+// frames a group shares with the previous one are blended into it, and the previous group's
+// frames that no later group touches are emitted (divided by the accumulated weights, clamped to
+// 1e-8, when the masks of `tiles` are not complementary). The last group is emitted whole.
+void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
+                       const AccumulateFn& accumulate, const EmitFn& emit);
+
 // x * mask_0 * mask_1 * ... (each mask broadcast along its axis), in that order.
 Tensor scale_by_masks_1d(const Tensor& x, const std::vector<std::vector<float>>& masks);
 // A view of `t` restricted to `ranges` (one per axis).

@@ -4,6 +4,9 @@
 
 #include "backend/cpu/attention.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/attention.h"
+#endif
 
 namespace ltx::ops {
 
@@ -26,7 +29,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   Tensor m;
   if (mask.defined()) {
     LTX_CHECK(mask.dtype() == DType::Bool || mask.dtype() == DType::U8 ||
-                  mask.dtype() == DType::F32,
+                  mask.dtype() == DType::F32 ||
+                  (mask.dtype() == DType::BF16 && mask.device().is_cuda()),
               op, ": mask ", mask.describe(),
               " must be bool/u8 (nonzero = attend) or f32 (added to the logits)");
     LTX_CHECK(mask.dim() <= 4 && broadcast_shapes(mask.shape(), scores, op) == scores, op,
@@ -42,7 +46,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       check_dtype(op, "v", v, DType::F32);
       return cpu::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc));
     case DeviceType::CUDA:
-      unsupported_on(op, q.device());
+      check_float(op, "q", q);
+      check_float(op, "k", k);
+      check_float(op, "v", v);
+      LTX_CUDA_DISPATCH(
+          return cuda::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc)), op);
   }
   unreachable_device(op);
 }

@@ -29,6 +29,22 @@ void check_dtype(const char* op, const char* arg, const Tensor& t, DType dt) {
   LTX_CHECK(t.dtype() == dt, op, ": ", arg, " must be ", dtype_name(dt), ", got ", t.describe());
 }
 
+void check_float(const char* op, const char* arg, const Tensor& t) {
+  if (!t.device().is_cuda()) return check_dtype(op, arg, t, DType::F32);
+  LTX_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::BF16, op, ": ", arg,
+            " must be f32 or bf16 on CUDA, got ", t.describe());
+}
+
+DType float_result_dtype(std::initializer_list<const Tensor*> tensors) {
+  bool any = false;
+  for (const Tensor* t : tensors) {
+    if (t == nullptr || !t->defined()) continue;
+    if (t->dtype() != DType::BF16) return DType::F32;
+    any = true;
+  }
+  return any ? DType::BF16 : DType::F32;
+}
+
 void check_dim(const char* op, const char* arg, const Tensor& t, int n) {
   LTX_CHECK(t.dim() == n, op, ": ", arg, " must have ", n, " dims, got ", t.describe());
 }

@@ -4,6 +4,9 @@
 
 #include "backend/cpu/elementwise.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/elementwise.h"
+#endif
 
 namespace ltx::ops {
 
@@ -44,9 +47,7 @@ const char* unary_op_name(UnaryOp op) {
 
 namespace {
 
-void check_f32(const char* op, const char* arg, const Tensor& t) {
-  check_dtype(op, arg, t, DType::F32);
-}
+void check_f32(const char* op, const char* arg, const Tensor& t) { check_float(op, arg, t); }
 
 }  // namespace
 
@@ -60,7 +61,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   broadcast_shapes(a.shape(), b.shape(), name);  // throws when they do not broadcast
   switch (common_device(name, {&a, &b}).type) {
     case DeviceType::CPU: return cpu::binary(op, a, b);
-    case DeviceType::CUDA: unsupported_on(name, a.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary(op, a, b), name);
   }
   unreachable_device(name);
 }
@@ -69,9 +70,16 @@ Tensor binary(BinaryOp op, const Tensor& a, double b) {
   const char* name = binary_op_name(op);
   check_defined(name, {&a});
   check_f32(name, "a", a);
+  // torch rewrites these exponents to cheaper exact forms; do the same so results match it.
+  if (op == BinaryOp::Pow) {
+    if (b == 2.0) return unary(UnaryOp::Square, a);
+    if (b == 0.5) return unary(UnaryOp::Sqrt, a);
+    if (b == -0.5) return unary(UnaryOp::Rsqrt, a);
+    if (b == 1.0) return a.clone();  // clone() is always a fresh contiguous tensor
+  }
   switch (a.device().type) {
     case DeviceType::CPU: return cpu::binary_scalar(op, a, b);
-    case DeviceType::CUDA: unsupported_on(name, a.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary_scalar(op, a, b), name);
   }
   unreachable_device(name);
 }
@@ -91,7 +99,7 @@ void binary_(BinaryOp op, const Tensor& dst, const Tensor& src) {
   }
   switch (common_device(name, {&dst, &src}).type) {
     case DeviceType::CPU: return cpu::binary_inplace(op, dst, src);
-    case DeviceType::CUDA: unsupported_on(name, dst.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary_inplace(op, dst, src), name);
   }
   unreachable_device(name);
 }
@@ -102,7 +110,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   check_f32(name, "x", x);
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::unary(op, x);
-    case DeviceType::CUDA: unsupported_on(name, x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::unary(op, x), name);
   }
   unreachable_device(name);
 }
@@ -149,7 +157,7 @@ Tensor clamp(const Tensor& x, double lo, double hi) {
   check_f32("clamp", "x", x);
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::clamp(x, lo, hi);
-    case DeviceType::CUDA: unsupported_on("clamp", x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::clamp(x, lo, hi), "clamp");
   }
   unreachable_device("clamp");
 }
@@ -174,11 +182,12 @@ Device check_ternary(const char* op, const Tensor& a, const char* nb, const Tens
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_defined("where", {&cond});
   const DType cd = cond.dtype();
-  LTX_CHECK(cd == DType::Bool || cd == DType::U8 || cd == DType::F32,
+  LTX_CHECK(cd == DType::Bool || cd == DType::U8 || cd == DType::F32 ||
+                (cd == DType::BF16 && cond.device().is_cuda()),
             "where: cond must be bool, u8 or f32 (nonzero = true), got ", cond.describe());
   switch (check_ternary("where", cond, "a", a, "b", b).type) {
     case DeviceType::CPU: return cpu::where(cond, a, b);
-    case DeviceType::CUDA: unsupported_on("where", a.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::where(cond, a, b), "where");
   }
   unreachable_device("where");
 }
@@ -188,7 +197,7 @@ Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
   check_f32("lerp", "a", a);
   switch (check_ternary("lerp", a, "b", b, "w", w).type) {
     case DeviceType::CPU: return cpu::lerp(a, b, w);
-    case DeviceType::CUDA: unsupported_on("lerp", a.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::lerp(a, b, w), "lerp");
   }
   unreachable_device("lerp");
 }
@@ -200,7 +209,7 @@ Tensor lerp(const Tensor& a, const Tensor& b, double w) {
   broadcast_shapes(a.shape(), b.shape(), "lerp");
   switch (common_device("lerp", {&a, &b}).type) {
     case DeviceType::CPU: return cpu::lerp_scalar(a, b, w);
-    case DeviceType::CUDA: unsupported_on("lerp", a.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::lerp_scalar(a, b, w), "lerp");
   }
   unreachable_device("lerp");
 }
@@ -210,7 +219,7 @@ Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
   check_f32("modulate", "x", x);
   switch (check_ternary("modulate", x, "scale", scale, "shift", shift).type) {
     case DeviceType::CPU: return cpu::modulate(x, scale, shift);
-    case DeviceType::CUDA: unsupported_on("modulate", x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::modulate(x, scale, shift), "modulate");
   }
   unreachable_device("modulate");
 }

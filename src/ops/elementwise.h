@@ -2,6 +2,9 @@
 // Elementwise ops on f32 tensors: binary ops with NumPy broadcasting, scalar variants, in-place
 // accumulation for residual streams, unary activations, where/lerp and the AdaLN modulation.
 // Inputs may be non-contiguous or expanded (stride 0); results are new contiguous f32 tensors.
+// On CUDA every float operand may also be bf16 (math in f32; the result is bf16 when all float
+// operands are, see ops::float_result_dtype); the per-element math is shared by both backends
+// (backend/scalar_math.h), so the arithmetic ops agree bit for bit.
 #include <cstdint>
 
 #include "core/tensor.h"

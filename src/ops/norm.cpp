@@ -2,6 +2,9 @@
 
 #include "backend/cpu/norm.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/norm.h"
+#endif
 
 namespace ltx::ops {
 
@@ -10,14 +13,14 @@ namespace {
 // An optional affine tensor must be absent or an f32 vector of `n` elements.
 void check_affine(const char* op, const char* arg, const Tensor& t, int64_t n, const Tensor& x) {
   if (!t.defined()) return;
-  check_dtype(op, arg, t, DType::F32);
+  check_float(op, arg, t);
   LTX_CHECK(t.dim() == 1 && t.size(0) == n, op, ": ", arg, " must have shape [", n,
             "] to match input ", x.describe(), ", got ", t.describe());
 }
 
 void check_input(const char* op, const Tensor& x, int min_dims) {
   check_defined(op, {&x});
-  check_dtype(op, "x", x, DType::F32);
+  check_float(op, "x", x);
   LTX_CHECK(x.dim() >= min_dims, op, ": x must have at least ", min_dims, " dims, got ",
             x.describe());
 }
@@ -29,7 +32,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   check_affine("rms_norm", "weight", weight, x.size(-1), x);
   switch (common_device("rms_norm", {&x, &weight}).type) {
     case DeviceType::CPU: return cpu::rms_norm(x, weight, eps);
-    case DeviceType::CUDA: unsupported_on("rms_norm", x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::rms_norm(x, weight, eps), "rms_norm");
   }
   unreachable_device("rms_norm");
 }
@@ -39,7 +42,7 @@ Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
   const int d = wrap_dim(dim, x.dim(), "rms_norm_dim");
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::rms_norm_dim(x, d, eps);
-    case DeviceType::CUDA: unsupported_on("rms_norm_dim", x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps), "rms_norm_dim");
   }
   unreachable_device("rms_norm_dim");
 }
@@ -50,7 +53,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   check_affine("layer_norm", "bias", bias, x.size(-1), x);
   switch (common_device("layer_norm", {&x, &weight, &bias}).type) {
     case DeviceType::CPU: return cpu::layer_norm(x, weight, bias, eps);
-    case DeviceType::CUDA: unsupported_on("layer_norm", x.device());
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::layer_norm(x, weight, bias, eps), "layer_norm");
   }
   unreachable_device("layer_norm");
 }
@@ -65,7 +69,8 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   check_affine("group_norm", "bias", bias, C, x);
   switch (common_device("group_norm", {&x, &weight, &bias}).type) {
     case DeviceType::CPU: return cpu::group_norm(x, num_groups, weight, bias, eps);
-    case DeviceType::CUDA: unsupported_on("group_norm", x.device());
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::group_norm(x, num_groups, weight, bias, eps), "group_norm");
   }
   unreachable_device("group_norm");
 }

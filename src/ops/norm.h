@@ -1,7 +1,8 @@
 #pragma once
 // Normalisations over f32 tensors with fp32 outputs; statistics are computed in double and eps is
-// added inside the square root, as torch does. `weight` / `bias` may be undefined Tensors (no
-// affine part).
+// added inside the square root, as torch does. On CUDA x, weight and bias may also be bf16 (the
+// result has x's dtype; rms_norm / layer_norm sum in f32 there, see backend/cuda/norm.h).
+// `weight` / `bias` may be undefined Tensors (no affine part).
 #include <cstdint>
 
 #include "core/tensor.h"

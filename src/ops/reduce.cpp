@@ -4,6 +4,9 @@
 
 #include "backend/cpu/reduce.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/reduce.h"
+#endif
 
 namespace ltx::ops {
 
@@ -41,7 +44,7 @@ std::vector<int> normalize_dims(const char* op, const Tensor& x, const std::vect
 
 void check_input(const char* op, const Tensor& x) {
   check_defined(op, {&x});
-  check_dtype(op, "x", x, DType::F32);
+  check_float(op, "x", x);
 }
 
 void check_nonempty(const char* op, const Tensor& x, const std::vector<int>& dims) {
@@ -60,7 +63,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bo
   if (op == ReduceOp::Amax || op == ReduceOp::Amin) check_nonempty(name, x, nd);
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::reduce(op, x, nd, keepdim);
-    case DeviceType::CUDA: unsupported_on(name, x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::reduce(op, x, nd, keepdim), name);
   }
   unreachable_device(name);
 }
@@ -87,7 +90,8 @@ Tensor var_impl(const char* name, const Tensor& x, const std::vector<int64_t>& d
   const std::vector<int> nd = normalize_dims(name, x, dims);
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::var(x, nd, correction, keepdim, take_sqrt);
-    case DeviceType::CUDA: unsupported_on(name, x.device());
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::var(x, nd, correction, keepdim, take_sqrt), name);
   }
   unreachable_device(name);
 }
@@ -108,7 +112,7 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   if (x.dim() > 0) check_nonempty("argmax", x, {d});
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::argmax(x, d, keepdim);
-    case DeviceType::CUDA: unsupported_on("argmax", x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::argmax(x, d, keepdim), "argmax");
   }
   unreachable_device("argmax");
 }
@@ -120,7 +124,7 @@ Tensor softmax_impl(const char* name, const Tensor& x, int64_t dim, bool log) {
   const int d = wrap_dim(dim, x.dim(), name);
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::softmax(x, d, log);
-    case DeviceType::CUDA: unsupported_on(name, x.device());
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::softmax(x, d, log), name);
   }
   unreachable_device(name);
 }

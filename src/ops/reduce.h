@@ -1,6 +1,7 @@
 #pragma once
-// Reductions over f32 tensors. `dims` lists the reduced dims (negative = from the end, no
-// repeats); an empty list reduces over all dims. keepdim keeps reduced dims with size 1.
+// Reductions over f32 tensors (on CUDA also bf16, with a result of the input's dtype). `dims`
+// lists the reduced dims (negative = from the end, no repeats); an empty list reduces over all
+// dims. keepdim keeps reduced dims with size 1.
 // Sums accumulate in double, so results match a double reference to ~1e-7 relative even for
 // millions of elements, independently of the thread count.
 #include <cstdint>

@@ -2,6 +2,9 @@
 
 #include "backend/cpu/rope.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/rope.h"
+#endif
 
 namespace ltx::ops {
 
@@ -30,7 +33,11 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLay
       check_dtype(op, "sin", sin, DType::F32);
       return cpu::apply_rope(x, cos.expand(target), sin.expand(target), layout);
     case DeviceType::CUDA:
-      unsupported_on(op, x.device());
+      check_float(op, "x", x);
+      check_float(op, "cos", cos);
+      check_float(op, "sin", sin);
+      LTX_CUDA_DISPATCH(return cuda::apply_rope(x, cos.expand(target), sin.expand(target), layout),
+                        op);
   }
   unreachable_device(op);
 }

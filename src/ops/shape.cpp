@@ -1,9 +1,13 @@
 #include "ops/shape.h"
 
+#include <algorithm>
 #include <string>
 
 #include "backend/cpu/shape.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/shape.h"
+#endif
 
 namespace ltx::ops {
 
@@ -25,6 +29,40 @@ void check_index_dtype(const char* op, const Tensor& index) {
 }
 
 std::string list_str(const std::vector<int64_t>& v) { return Dims(v).str(); }
+
+// Most shape ops are one gather: out[o_0, ...] = x[maps[0][o_0], ...] (-1 = fill), see
+// cpu::gather_by_maps. The maps are built here on the host, the gather runs on x's device.
+using Maps = std::vector<std::vector<int64_t>>;
+
+std::vector<int64_t> identity_map(int64_t n) {
+  std::vector<int64_t> m(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) m[i] = i;
+  return m;
+}
+
+Maps identity_maps(const Tensor& x) {
+  Maps maps;
+  for (int d = 0; d < x.dim(); ++d) maps.push_back(identity_map(x.size(d)));
+  return maps;
+}
+
+// The index values on the host (a device index is copied back: the values decide the shape of
+// the work and must be range-checked before any kernel reads through them).
+std::vector<int64_t> checked_indices(const char* op, const Tensor& index, int64_t size, int dim) {
+  std::vector<int64_t> v = index.to_int_vector();
+  for (size_t i = 0; i < v.size(); ++i)
+    LTX_CHECK(v[i] >= 0 && v[i] < size, op, ": index value ", v[i], " (entry ", i,
+              " of the index) is out of range for dim ", dim, " of size ", size);
+  return v;
+}
+
+Tensor gather_by_maps(const char* op, const Tensor& x, const Maps& maps, double fill) {
+  switch (x.device().type) {
+    case DeviceType::CPU: return cpu::gather_by_maps(x, maps, fill);
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::gather_by_maps(x, maps, fill), op);
+  }
+  unreachable_device(op);
+}
 
 }  // namespace
 
@@ -60,11 +98,29 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
         break;
     }
   }
-  switch (x.device().type) {
-    case DeviceType::CPU: return cpu::pad(x, pads, mode, value);
-    case DeviceType::CUDA: unsupported_on("pad", x.device());
+  Maps maps = identity_maps(x);
+  for (size_t j = 0; j < pads.size() / 2; ++j) {
+    const int d = x.dim() - 1 - static_cast<int>(j);
+    const int64_t n = x.size(d), before = pads[2 * j], after = pads[2 * j + 1];
+    std::vector<int64_t>& m = maps[d];
+    m.assign(static_cast<size_t>(n + before + after), 0);
+    for (int64_t o = 0; o < static_cast<int64_t>(m.size()); ++o) {
+      int64_t i = o - before;
+      switch (mode) {
+        case PadMode::Constant:
+          if (i < 0 || i >= n) i = -1;
+          break;
+        case PadMode::Reflect:
+          if (i < 0) i = -i;
+          if (i >= n) i = 2 * (n - 1) - i;
+          break;
+        case PadMode::Replicate: i = std::clamp<int64_t>(i, 0, n - 1); break;
+        case PadMode::Circular: i = ((i % n) + n) % n; break;
+      }
+      m[o] = i;
+    }
   }
-  unreachable_device("pad");
+  return gather_by_maps("pad", x, maps, value);
 }
 
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -124,11 +180,10 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   LTX_CHECK(index.dim() <= 1, "index_select: index must be 0-D or 1-D, got ", index.describe());
   LTX_CHECK(x.dim() > 0, "index_select: input ", x.describe(), " has no dims");
   const int d = wrap_dim(dim, x.dim(), "index_select");
-  switch (common_device("index_select", {&x, &index}).type) {
-    case DeviceType::CPU: return cpu::index_select(x, d, index.reshape({-1}));
-    case DeviceType::CUDA: unsupported_on("index_select", x.device());
-  }
-  unreachable_device("index_select");
+  common_device("index_select", {&x, &index});
+  Maps maps = identity_maps(x);
+  maps[d] = checked_indices("index_select", index, x.size(d), d);
+  return gather_by_maps("index_select", x, maps, 0.0);
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -141,9 +196,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   for (int k = 0; k < x.dim(); ++k)
     LTX_CHECK(k == d || index.size(k) <= x.size(k), "gather: index ", index.describe(),
               " is larger than the input ", x.describe(), " in dim ", k);
-  switch (common_device("gather", {&x, &index}).type) {
-    case DeviceType::CPU: return cpu::gather(x, d, index);
-    case DeviceType::CUDA: unsupported_on("gather", x.device());
+  const Device device = common_device("gather", {&x, &index});
+  const std::vector<int64_t> idx = checked_indices("gather", index, x.size(d), d);
+  switch (device.type) {
+    case DeviceType::CPU: return cpu::gather(x, d, index.shape(), idx);
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::gather(x, d, index.shape(), idx), "gather");
   }
   unreachable_device("gather");
 }
@@ -154,11 +212,15 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
             list_str(repeats), " for ", x.describe(), "; give at least one per dim");
   for (int64_t r : repeats)
     LTX_CHECK(r >= 0, "repeat: negative repeat count in ", list_str(repeats));
-  switch (x.device().type) {
-    case DeviceType::CPU: return cpu::repeat(x, repeats);
-    case DeviceType::CUDA: unsupported_on("repeat", x.device());
+  Tensor v = x;
+  while (v.dim() < static_cast<int>(repeats.size())) v = v.unsqueeze(0);
+  Maps maps(static_cast<size_t>(v.dim()));
+  for (int d = 0; d < v.dim(); ++d) {
+    const int64_t n = v.size(d);
+    maps[d].resize(static_cast<size_t>(n * repeats[d]));
+    for (size_t o = 0; o < maps[d].size(); ++o) maps[d][o] = static_cast<int64_t>(o) % n;
   }
-  unreachable_device("repeat");
+  return gather_by_maps("repeat", v, maps, 0.0);
 }
 
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim) {
@@ -178,11 +240,12 @@ Tensor repeat_interleave(const Tensor& x, const std::vector<int64_t>& repeats, i
             x.size(d), " of ", x.describe());
   for (int64_t r : repeats)
     LTX_CHECK(r >= 0, "repeat_interleave: negative repeat count in ", list_str(repeats));
-  switch (x.device().type) {
-    case DeviceType::CPU: return cpu::repeat_interleave(x, repeats, d);
-    case DeviceType::CUDA: unsupported_on("repeat_interleave", x.device());
-  }
-  unreachable_device("repeat_interleave");
+  Maps maps = identity_maps(x);
+  std::vector<int64_t>& m = maps[d];
+  m.clear();
+  for (size_t i = 0; i < repeats.size(); ++i)
+    for (int64_t r = 0; r < repeats[i]; ++r) m.push_back(static_cast<int64_t>(i));
+  return gather_by_maps("repeat_interleave", x, maps, 0.0);
 }
 
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
@@ -195,11 +258,9 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
     seen[w] = true;
     ds.push_back(w);
   }
-  switch (x.device().type) {
-    case DeviceType::CPU: return cpu::flip(x, ds);
-    case DeviceType::CUDA: unsupported_on("flip", x.device());
-  }
-  unreachable_device("flip");
+  Maps maps = identity_maps(x);
+  for (int d : ds) std::reverse(maps[d].begin(), maps[d].end());
+  return gather_by_maps("flip", x, maps, 0.0);
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& ids) {

@@ -10,6 +10,8 @@ void run_text_encoder(Run& run);     // text_encoder.cpp
 void video_vae_component(Run& run);  // video_vae.cpp
 void upsampler_component(Run& run);  // upsampler.cpp
 void run_audio_parity(Run& run);     // audio.cpp
+void run_duration_head(Run& run);    // duration_head.cpp
+void run_diffusion_decoder(Run& run);  // diffusion_decoder.cpp
 
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
@@ -23,6 +25,11 @@ const std::vector<ComponentInfo>& components() {
        "upsampler_<case>.weights.safetensors + vae_ltx23.weights.safetensors (latent statistics)",
        upsampler_component},
       {"audio", "audio_<case>.weights.safetensors", run_audio_parity},
+      {"diffusion-decoder",
+       "diffdec_<case>.weights.safetensors [then the gated variant for out.gated.pixels]",
+       run_diffusion_decoder},
+      {"duration-head", "duration_<case>.weights.safetensors (or a checkpoint with duration_head.*)",
+       run_duration_head},
   };
   return kComponents;
 }

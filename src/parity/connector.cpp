@@ -65,23 +65,27 @@ void run_connector(Run& run) {
   }
 
   const txt::EmbeddingsProcessor proc = txt::EmbeddingsProcessor::from_files(args.weights, dims, opt);
-  std::printf("connector: feature extractor %s, video connector %lld x %lld (%lld blocks), audio "
-              "connector %lld x %lld (%lld blocks)\n",
-              txt::feature_extractor_version_name(proc.config().feature_extractor.version),
-              static_cast<long long>(proc.config().video_connector.num_attention_heads),
-              static_cast<long long>(proc.config().video_connector.attention_head_dim),
-              static_cast<long long>(proc.config().video_connector.num_layers),
-              static_cast<long long>(proc.config().audio_connector.num_attention_heads),
-              static_cast<long long>(proc.config().audio_connector.attention_head_dim),
-              static_cast<long long>(proc.config().audio_connector.num_layers));
+  const auto& c = proc.config();
+  std::printf("connector: feature extractor %s, video connector %lld x %lld (%lld blocks)",
+              txt::feature_extractor_version_name(c.feature_extractor.version),
+              static_cast<long long>(c.video_connector.num_attention_heads),
+              static_cast<long long>(c.video_connector.attention_head_dim),
+              static_cast<long long>(c.video_connector.num_layers));
+  if (c.audio)
+    std::printf(", audio connector %lld x %lld (%lld blocks)\n",
+                static_cast<long long>(c.audio_connector.num_attention_heads),
+                static_cast<long long>(c.audio_connector.attention_head_dim),
+                static_cast<long long>(c.audio_connector.num_layers));
+  else
+    std::printf(", video-only (no audio connector)\n");
 
   const Tensor h = hidden.to(device), m = mask.to(device);
   const txt::TextFeatures f = proc.features(h, m);
   emit_batch_prefix(run, "out.features.video", f.video);
-  emit_batch_prefix(run, "out.features.audio", f.audio);
+  if (f.audio.defined()) emit_batch_prefix(run, "out.features.audio", f.audio);
   const txt::EmbeddingsProcessorOutput o = proc.process_hidden_states(h, m);
   emit_batch_prefix(run, "out.video_encoding", o.video_encoding);
-  emit_batch_prefix(run, "out.audio_encoding", o.audio_encoding);
+  if (o.audio_encoding.defined()) emit_batch_prefix(run, "out.audio_encoding", o.audio_encoding);
   emit_batch_prefix(run, "out.encoding_mask", o.attention_mask);
 
   if (!run.names_with_prefix("out.f64.").empty())

@@ -3,7 +3,8 @@
 //
 // --weights <case>.weights.safetensors [--weights <bf16 weights>]: the second file (default: the
 // first one's name with ".bf16.safetensors", when it exists) is used for the `bf16w` variant.
-// `main_f64` (f64 compute) and `bf16` (bf16 compute) are not computed on the CPU backend.
+// `main_f64` (f64 compute) and `bf16` (bf16 compute) are not computed: both backends run the
+// model in f32. With --device cuda the weights are moved to the GPU once and every op runs there.
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -168,8 +169,10 @@ void run_transformer(Run& run) {
   });
   for (const char* v : {"main_f64", "bf16"})
     if (!run.names_with_prefix(str("out.", v, ".")).empty())
-      std::fprintf(stderr, "transformer: variant '%s' not computed: the CPU backend computes in f32 "
-                   "only\n", v);
+      std::fprintf(stderr,
+                   "transformer: variant '%s' not computed: the transformer computes in f32 only "
+                   "(CPU and CUDA)\n",
+                   v);
 }
 
 }  // namespace ltx::parity

@@ -9,6 +9,7 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "pipelines/denoisers.h"
+#include "pipelines/dfr.h"
 #include "pipelines/stages.h"
 #include "sampling/params.h"
 #include "sampling/schedulers.h"
@@ -18,7 +19,7 @@ namespace ltx::pipelines {
 namespace {
 
 constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled, PipelineKind::OneStage, PipelineKind::TwoStage,
-                                      PipelineKind::TwoStageHQ};
+                                      PipelineKind::TwoStageHQ, PipelineKind::Dfr};
 
 std::string names_joined() {
   std::string s;
@@ -34,6 +35,7 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::OneStage: return "one-stage";
     case PipelineKind::TwoStage: return "two-stage";
     case PipelineKind::TwoStageHQ: return "two-stage-hq";
+    case PipelineKind::Dfr: return "dfr";
   }
   return "?";
 }
@@ -53,7 +55,7 @@ PipelineKind parse_pipeline_kind(const std::string& name) {
 }
 
 bool is_two_stage(PipelineKind kind) { return kind != PipelineKind::OneStage; }
-bool uses_guidance(PipelineKind kind) { return kind != PipelineKind::Distilled; }
+bool uses_guidance(PipelineKind kind) { return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr; }
 
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version) {
   const sampling::PipelineParams& p =
@@ -75,10 +77,11 @@ GenerationRequest default_request(PipelineKind kind, const std::string& model_ve
   switch (kind) {
     case PipelineKind::TwoStage: r.distilled_lora_strengths = {0.0, 1.0}; break;
     case PipelineKind::TwoStageHQ: r.distilled_lora_strengths = {0.25, 0.5}; break;
+    case PipelineKind::Dfr: r.distilled_lora_strengths = {1.0, 1.0}; break;
     default: r.distilled_lora_strengths = {0.0, 0.0}; break;
   }
-  if (kind == PipelineKind::Distilled) {
-    // The distilled pipeline runs the conditioned pass only.
+  if (!uses_guidance(kind)) {
+    // The distilled and DFR pipelines run the conditioned pass only.
     r.video_guider = sampling::GuiderParams{};
     r.audio_guider = sampling::GuiderParams{};
   }
@@ -90,8 +93,21 @@ std::optional<double> distilled_lora_strength(PipelineKind kind, Stage stage, co
   switch (kind) {
     case PipelineKind::TwoStage: return stage == Stage::Two ? std::optional<double>(s) : std::nullopt;
     case PipelineKind::TwoStageHQ: return s;
+    case PipelineKind::Dfr:  // the temporal rounds run stage 1's weights
+      return request.distilled_lora_strengths[stage == Stage::Two ? 1 : 0];
     default: return std::nullopt;
   }
+}
+
+std::optional<double> detailing_lora_strength(PipelineKind kind, Stage stage, const GenerationRequest& request) {
+  if (kind != PipelineKind::Dfr || stage != Stage::Two) return std::nullopt;
+  return request.detailing_lora_strength;
+}
+
+int64_t audio_samples_to_keep(const GenerationResult& result, int64_t total_samples, double sample_rate) {
+  if (result.audio_max_seconds <= 0.0) return total_samples;
+  const auto limit = static_cast<int64_t>(std::nearbyint(result.audio_max_seconds * sample_rate));
+  return std::min(total_samples, limit);
 }
 
 void validate_request(PipelineKind kind, const GenerationRequest& r, const Components& c,
@@ -150,6 +166,22 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
     LTX_CHECK(c.video_encoder || c.latent_statistics, "pipeline ", name,
               ": the video VAE's per-channel latent statistics are needed to upsample (pass the video VAE)");
   }
+  LTX_CHECK(r.num_generated_keyframes >= 0, "pipeline ", name, ": --num-generated-keyframes ",
+            r.num_generated_keyframes, " must be >= 0");
+  LTX_CHECK(r.num_generated_keyframes == 0 || r.generated_keyframe_positions.empty(), "pipeline ", name,
+            ": give either a generated keyframe count or explicit positions, not both");
+  const bool keyframes = r.num_generated_keyframes > 0 || !r.generated_keyframe_positions.empty();
+  if (kind == PipelineKind::Dfr) {
+    validate_dfr_request(r, c);
+  } else {
+    LTX_CHECK(r.temporal_upsample_rounds == 0, "pipeline ", name,
+              ": temporal upsampling rounds are a DFR option (--pipeline dfr)");
+    LTX_CHECK(!r.detailing_lora_strength, "pipeline ", name, ": a detailing LoRA is a DFR option (--pipeline dfr)");
+    if (keyframes) {
+      (void)resolve_generated_keyframes(r.num_generated_keyframes, r.generated_keyframe_positions, r.num_frames);
+      if (c.transformer && !c.stage_transformer) require_keyframe_embedding(c.transformer->config(), name);
+    }
+  }
   if (contexts) {
     LTX_CHECK(contexts->video_positive.defined(), "pipeline ", name, ": the positive video context is missing");
     if (r.audio)
@@ -179,6 +211,7 @@ sampling::Sigmas sigmas_or(const std::optional<std::vector<float>>& override_, s
 GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, const Components& c,
                               const TextContexts& ctx, const ProgressCallback& progress) {
   validate_request(kind, r, c, &ctx);
+  if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
   const bool two_stage = is_two_stage(kind);
 
   // One generator for the whole run: stage-1 video, stage-1 audio, stage-2 video, stage-2 audio.
@@ -213,6 +246,13 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   ModalityInput video1;
   video1.conditionings = conditionings(s1.height, s1.width);
   if (!images.empty() && progress) progress("image conditioning", 1, 1);
+  // Generated keyframes: stage 1 only (their effect is baked into the stage-1 latent).
+  const std::vector<int64_t> keyframe_positions =
+      resolve_generated_keyframes(r.num_generated_keyframes, r.generated_keyframe_positions, r.num_frames);
+  if (!keyframe_positions.empty()) {
+    require_keyframe_embedding(model1.config(), pipeline_name(kind));
+    video1.conditionings.push_back(std::make_shared<sampling::VideoGeneratedKeyframeSlots>(keyframe_positions));
+  }
   std::optional<ModalityInput> audio1;
   if (r.audio) audio1 = ModalityInput{};
   const Tensor audio_ctx = r.audio ? ctx.audio_positive : Tensor();
@@ -249,6 +289,8 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   res.width = r.width;
   res.num_frames = r.num_frames;
   res.frame_rate = r.frame_rate;
+  res.generated_keyframes = out1.generated_keyframes;
+  res.generated_keyframe_positions = out1.generated_keyframe_positions;
   if (!two_stage) {
     res.video_latent = out1.video_latent;
     res.audio_latent = out1.audio_latent;

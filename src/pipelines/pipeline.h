@@ -1,6 +1,6 @@
 #pragma once
 // The generation pipelines (reference: ltx_pipelines/{distilled, ti2vid_one_stage, ti2vid_two_stages,
-// ti2vid_two_stages_hq}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
+// ti2vid_two_stages_hq, dfr_pipeline}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
 // encoding happens before (the caller passes the contexts), VAE / audio decoding after (the caller
 // decodes the returned latents); models are loaded by the caller and passed in, not owned.
 //
@@ -37,14 +37,15 @@ class LatentUpsampler;
 
 namespace ltx::pipelines {
 
-// The reference's four text/image-to-video pipelines.
+// The reference's text/image-to-video pipelines.
 enum class PipelineKind {
   Distilled,   // DistilledPipeline: distilled model, 8 sigmas at half size + upsample + 3 refine steps
   OneStage,    // TI2VidOneStagePipeline: LTX2Scheduler + guided Euler at full size
   TwoStage,    // TI2VidTwoStagesPipeline: guided Euler at half size, upsample, distilled-LoRA refine
   TwoStageHQ,  // TI2VidTwoStagesHQPipeline: as TwoStage with res_2s in both stages
+  Dfr,         // DFRPipeline (2.5): keyframe slots at half size, detailing pass, 0-2 temporal x2 rounds
 };
-// "distilled", "one-stage", "two-stage", "two-stage-hq".
+// "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr".
 const char* pipeline_name(PipelineKind kind);
 // Accepts the names above (and '_' for '-'); throws ltx::Error listing the valid names.
 PipelineKind parse_pipeline_kind(const std::string& name);
@@ -52,8 +53,10 @@ std::vector<std::string> pipeline_names();
 bool is_two_stage(PipelineKind kind);  // every pipeline but OneStage (sizes multiple of 64, not 32)
 bool uses_guidance(PipelineKind kind);  // OneStage / TwoStage / TwoStageHQ: negative contexts used
 
-// Denoising stages, for per-stage transformer weights (LoRA fusion) and progress.
-enum class Stage { One = 1, Two = 2 };
+// Denoising stages, for per-stage transformer weights (LoRA fusion) and progress. Temporal: the DFR
+// pipeline's temporal x2 rounds, which run the stage-1 weights (base + distilled LoRA, no detailing
+// LoRA) as the reference does.
+enum class Stage { One = 1, Two = 2, Temporal = 3 };
 
 // One conditioning image (the reference's ImageConditioningInput). It is prepared per stage at that
 // stage's resolution: CRF re-encode (once) -> resize + center crop -> [-1, 1] -> video encoder.
@@ -93,6 +96,21 @@ struct GenerationRequest {
   int64_t max_batch_size = 0;
   // Latent dtype between steps (the reference runs in bf16; F32 for full-precision runs).
   DType dtype = DType::BF16;
+  // Generated keyframes (LTX-2.5; the transformer config must set use_keyframes_abs_pos_embedding):
+  // stage 1 of the distilled / one-stage / two-stage / HQ pipelines appends keyframe slots at
+  // `generated_keyframe_positions` (pixel frames; sorted, duplicates dropped) or, when that is
+  // empty, at `num_generated_keyframes` evenly spaced interior frames (0 = off). Not for DFR, which
+  // places its own slots on its segment grid.
+  int64_t num_generated_keyframes = 0;
+  std::vector<int64_t> generated_keyframe_positions;
+  // DFR: temporal x2 rounds after the detailing pass (0, 1 or 2; needs Components::temporal_upsampler);
+  // the result has (num_frames - 1) * 2^rounds + 1 frames at frame_rate * 2^rounds.
+  int64_t temporal_upsample_rounds = 0;
+  // DFR: the detailing IC-LoRA's strength when one is fused into the Stage::Two transformer (the
+  // caller fuses it); nullopt = no detailing LoRA, so stage 2 gets no reference latent.
+  std::optional<double> detailing_lora_strength;
+  // DFR: target / reference size ratio of the detailing LoRA (read_detailing_downscale_factor()).
+  int64_t detailing_downscale_factor = 2;
   // Optional replacement for the seeded torch-CPU generator of the initial / stage-2 noise (e.g.
   // noise recorded from the reference); not owned, must outlive run_pipeline.
   sampling::NoiseSource* noise = nullptr;
@@ -105,8 +123,12 @@ struct GenerationRequest {
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version = "");
 
 // The distilled LoRA's strength for a stage, or nullopt when the stage runs without it:
-// TwoStage: stage 2 only; TwoStageHQ: both stages; Distilled / OneStage: never.
+// TwoStage: stage 2 only; TwoStageHQ: both stages; Dfr: every stage (Temporal at the stage-1
+// strength); Distilled / OneStage: never.
 std::optional<double> distilled_lora_strength(PipelineKind kind, Stage stage, const GenerationRequest& request);
+// The detailing IC-LoRA's strength for a stage: Dfr stage 2 when request.detailing_lora_strength is
+// set, else nullopt (fused on top of the distilled LoRA).
+std::optional<double> detailing_lora_strength(PipelineKind kind, Stage stage, const GenerationRequest& request);
 
 // Models, loaded by the caller (non-owning; they must outlive run_pipeline).
 struct Components {
@@ -121,6 +143,8 @@ struct Components {
   const models::video_vae::PerChannelStatistics* latent_statistics = nullptr;
   // Two-stage pipelines: the x2 spatial latent upsampler.
   const models::upsampler::LatentUpsampler* spatial_upsampler = nullptr;
+  // DFR with temporal rounds: the temporal x2 latent upsampler (F -> 2F - 1).
+  const models::upsampler::LatentUpsampler* temporal_upsampler = nullptr;
   // The transformer checkpoint's `model_version` metadata ("" when absent): selects the image CRF
   // default and, for the distilled pipeline from 2.5 on, the ancestral stage-1 sampler.
   std::string model_version;
@@ -133,8 +157,9 @@ struct TextContexts {
   Tensor video_negative, audio_negative;
 };
 
-// Progress: `stage` is "stage 1", "stage 2", "image conditioning" or "upsample"; step counts the
-// completed steps out of `total` (called with 0 when a stage starts and after every step).
+// Progress: `stage` is "stage 1", "stage 2", "image conditioning" or "upsample" (DFR also
+// "temporal upsample" and "temporal round R tile T"); step counts the completed steps out of `total`
+// (called with 0 when a stage starts and after every step).
 using ProgressCallback = std::function<void(const std::string& stage, int64_t step, int64_t total)>;
 
 // Latents in the request's dtype (bf16 by default), on the CPU.
@@ -142,13 +167,28 @@ struct GenerationResult {
   Tensor video_latent;  // [1, C, F', H/32, W/32] normalised latent, the video decoder's input
   Tensor audio_latent;  // [1, 8, T, 16] audio latent, the audio decoder's input; undefined if off
   int64_t height = 0, width = 0, num_frames = 0;
-  double frame_rate = 0.0;
+  double frame_rate = 0.0;  // playback rate of the video (DFR: frame_rate * 2^rounds)
+  // > 0: the audio latent covers more than the video (DFR pads its canvas); cut the decoded
+  // waveform to audio_samples_to_keep() samples.
+  double audio_max_seconds = 0.0;
+  // Generated keyframes, when slots were requested: [1, C, K, h, w] (decode each as a one-frame
+  // clip) at these pixel frames. Stage 1's for the standard pipelines; for DFR the last stage's
+  // carried keyframes (full size, positions on the final frame grid, possibly past num_frames
+  // when the canvas was padded).
+  Tensor generated_keyframes;
+  std::vector<int64_t> generated_keyframe_positions;
 };
+
+// Samples of a decoded waveform to keep: min(total, round(audio_max_seconds * sample_rate)) when
+// audio_max_seconds > 0 (the reference's DFR audio cut), else total.
+int64_t audio_samples_to_keep(const GenerationResult& result, int64_t total_samples, double sample_rate);
 
 // Throws ltx::Error with what is wrong and how to fix it: num_frames not 8k + 1, sizes not a
 // multiple of 32 (one-stage) / 64 (two-stage), bad image frame indices / strengths, a missing
 // component the pipeline needs (transformer, spatial upsampler, video encoder for images, latent
-// statistics), missing contexts (when given), audio requested from a video-only model.
+// statistics), missing contexts (when given), audio requested from a video-only model, generated
+// keyframes on a transformer without the keyframe embedding; DFR: rounds outside 0-2, rounds
+// without a temporal upsampler, generated-keyframe requests (DFR places its own).
 void validate_request(PipelineKind kind, const GenerationRequest& request, const Components& components,
                       const TextContexts* contexts = nullptr);
 

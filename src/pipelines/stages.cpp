@@ -1,5 +1,7 @@
 #include "pipelines/stages.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "media/image.h"
 #include "media/preprocess.h"
@@ -53,6 +55,24 @@ sampling::ConditioningItems image_conditionings(const std::vector<PreparedImage>
   return items;
 }
 
+std::vector<int64_t> resolve_generated_keyframes(int64_t count, const std::vector<int64_t>& explicit_positions,
+                                                 int64_t num_frames) {
+  if (explicit_positions.empty()) return sampling::evenly_spaced_keyframe_positions(count, num_frames);
+  std::vector<int64_t> p = explicit_positions;
+  std::sort(p.begin(), p.end());
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  LTX_CHECK(p.front() >= 0 && p.back() < num_frames, "generated keyframes: positions must lie in [0, ", num_frames,
+            "), got ", p.front(), " ... ", p.back());
+  return p;
+}
+
+void require_keyframe_embedding(const models::transformer::LTXModelConfig& config, const std::string& pipeline) {
+  LTX_CHECK(config.use_keyframes_abs_pos_embedding, "pipeline ", pipeline,
+            ": generated keyframe slots were requested, but the transformer config does not set "
+            "use_keyframes_abs_pos_embedding, so the model has no keyframe absolute-position embedding; use a "
+            "generated-keyframe (LTX-2.5) checkpoint or drop the keyframe request");
+}
+
 StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<ModalityInput>& video,
                                 const std::optional<ModalityInput>& audio, const sampling::Denoiser& denoiser,
                                 sampling::NoiseSource& noise, const ProgressCallback& progress) {
@@ -88,7 +108,7 @@ StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<Modali
       sampling::AncestralLoopOptions opt;
       opt.model_dtype = c.dtype;
       opt.on_step = on_step;
-      const sampling::EulerAncestralStep step{sampling::kAncestralEta, sampling::kAncestralSNoise};
+      const sampling::EulerAncestralStep step{c.ancestral_eta, sampling::kAncestralSNoise};
       st = sampling::euler_ancestral_loop(c.sigmas, std::move(st), denoiser, step, gen, opt);
       break;
     }
@@ -102,7 +122,13 @@ StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<Modali
   }
 
   StageOutput out;
-  if (st.video) out.video_latent = vt.unpatchify(vt.clear_conditioning(*st.video)).latent;
+  if (st.video) {
+    const LatentState cleared = vt.clear_conditioning(*st.video);
+    out.video_latent = vt.unpatchify(cleared).latent;
+    out.generated_keyframes = cleared.generated_keyframes;
+    if (cleared.generated_keyframe_layout)
+      out.generated_keyframe_positions = cleared.generated_keyframe_layout->pixel_frame_indices;
+  }
   if (st.audio) out.audio_latent = at.unpatchify(at.clear_conditioning(*st.audio)).latent;
   return out;
 }

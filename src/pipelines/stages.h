@@ -11,6 +11,7 @@
 #include "sampling/conditioning.h"
 #include "sampling/latent.h"
 #include "sampling/loops.h"
+#include "sampling/params.h"
 #include "sampling/schedulers.h"
 
 namespace ltx::models::transformer {
@@ -47,6 +48,14 @@ sampling::ConditioningItems image_conditionings(const std::vector<PreparedImage>
                                                 int64_t width, const models::video_vae::VideoEncoder& encoder,
                                                 DType dtype);
 
+// Generated keyframe positions of a request: the explicit positions (sorted, duplicates dropped,
+// each in [0, num_frames)) or `count` evenly spaced interior frames; empty = off.
+std::vector<int64_t> resolve_generated_keyframes(int64_t count, const std::vector<int64_t>& explicit_positions,
+                                                 int64_t num_frames);
+// Throws unless the transformer config sets use_keyframes_abs_pos_embedding: keyframe slots on a
+// model without the learned marker would be denoised as unmarked tokens (the reference refuses).
+void require_keyframe_embedding(const models::transformer::LTXModelConfig& config, const std::string& pipeline);
+
 // How one modality enters a stage (the reference's ModalitySpec).
 struct ModalityInput {
   sampling::ConditioningItems conditionings;
@@ -67,6 +76,7 @@ struct StageConfig {
   sampling::Sigmas sigmas;
   Sampler sampler = Sampler::Euler;
   int64_t ancestral_seed = 0;  // EulerAncestral: the loop generator's seed
+  double ancestral_eta = sampling::kAncestralEta;  // EulerAncestral: 1, DFR's temporal rounds 0.5
   DType dtype = DType::BF16;   // latent dtype between steps
   LatentWidths widths;
   sampling::SpatioTemporalScaleFactors scale;
@@ -75,6 +85,10 @@ struct StageConfig {
 struct StageOutput {
   Tensor video_latent;  // unpatchified, conditioning cleared; undefined without video
   Tensor audio_latent;  // unpatchified; undefined without audio
+  // The denoised generated keyframe slots [B, C, K, H, W] when the video conditionings had
+  // VideoGeneratedKeyframeSlots (their pixel frames in generated_keyframe_positions).
+  Tensor generated_keyframes;
+  std::vector<int64_t> generated_keyframe_positions;
 };
 
 // DiffusionStage.__call__: video state (tools on the stage's latent grid) then audio state, each

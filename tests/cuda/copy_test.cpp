@@ -14,36 +14,18 @@
 #include "backend/cuda/stream.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "cuda/cuda_test_util.h"
 #include "support/test_support.h"
 
 namespace ltx {
 namespace {
 
-const Device kGpu = Device::cuda(0);
+using test::kGpu;
 constexpr DType kAll[] = {DType::F32, DType::F16,  DType::BF16, DType::F8E4M3FN,
                           DType::F8E5M2, DType::F64, DType::I8,  DType::U8,
                           DType::I32,    DType::I64, DType::Bool};
 
-// Byte-for-byte equality of two tensors' logical contents (any layout, any device).
-::testing::AssertionResult same_bytes(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape())
-    return ::testing::AssertionFailure() << got.describe() << " vs " << want.describe();
-  const Tensor g = got.to(Device::cpu()).contiguous(), w = want.to(Device::cpu()).contiguous();
-  const size_t es = g.element_size();
-  const auto* gp = static_cast<const unsigned char*>(g.raw_data());
-  const auto* wp = static_cast<const unsigned char*>(w.raw_data());
-  for (int64_t i = 0; i < g.numel(); ++i) {
-    if (std::memcmp(gp + i * es, wp + i * es, es) != 0) {
-      uint64_t a = 0, b = 0;
-      std::memcpy(&a, gp + i * es, es);
-      std::memcpy(&b, wp + i * es, es);
-      return ::testing::AssertionFailure()
-             << dtype_name(g.dtype()) << " element " << i << ": got bits 0x" << std::hex << a
-             << ", want 0x" << b;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
+using test::same_bytes;
 
 // Random host values of dtype `dt` covering its range (ints: full byte patterns, floats: wide
 // magnitudes and signs).

@@ -8,12 +8,14 @@
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/linalg.h"
 #include "core/tensor.h"
+#include "cuda/cuda_test_util.h"
+#include "ops/linalg.h"
 #include "support/test_support.h"
 
 namespace ltx {
 namespace {
 
-const Device kGpu = Device::cuda(0);
+using test::kGpu;
 
 // y[m, n] = sum_k x[m, k] w[n, k] + b[n] in double, on exactly the values the GPU sees; also the
 // magnitude sum_k |x w| + |b| that bounds the fp32 accumulation error.
@@ -135,7 +137,6 @@ TEST(CudaLinear, RejectsBadDtypesShapesAndDevices) {
   const Tensor w = Tensor::zeros({4, 8}, DType::BF16, kGpu);
   const Tensor b = Tensor::zeros({4}, DType::BF16, kGpu);
   EXPECT_NO_THROW(cuda::linear(x, w, b));
-  EXPECT_THROW(cuda::linear(x, w.to(DType::F32), b), Error);                   // f32 weight
   EXPECT_THROW(cuda::linear(x, Tensor::zeros({4, 8}, DType::F8E4M3FN, kGpu), b), Error);
   EXPECT_THROW(cuda::linear(x.to(DType::I32), w, b), Error);                   // int input
   EXPECT_THROW(cuda::linear(x, Tensor::zeros({4, 9}, DType::BF16, kGpu), b), Error);  // K
@@ -150,6 +151,28 @@ TEST(CudaLinear, RejectsBadDtypesShapesAndDevices) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("8 input features"), std::string::npos) << msg;
+  }
+}
+
+TEST(CudaLinear, F32WeightsGiveAFullPrecisionF32Gemm) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 40;
+  for (int64_t m : {1, 33}) {
+    for (int64_t k : {7, 200}) {
+      const int64_t n = 65;
+      const Tensor x = test::random_tensor({m, k}, seed++);
+      const Tensor w = test::random_tensor({n, k}, seed++, -0.5f, 0.5f);
+      const Tensor b = test::random_tensor({n}, seed++);
+      const Tensor y = ops::linear(x.to(kGpu), w.to(kGpu), b.to(kGpu));
+      EXPECT_EQ(y.dtype(), DType::F32);
+      // No TF32: agrees with the CPU's f32 GEMM to f32 accumulation error, not to 1e-3.
+      EXPECT_TRUE(test::near(y, ops::linear(x, w, b), 1e-5, 1e-5)) << m << " " << k;
+      // bf16 x with f32 weights computes in f32 too; a bf16 bias is widened.
+      const Tensor xb = x.to(DType::BF16);
+      EXPECT_TRUE(test::near(ops::linear(xb.to(kGpu), w.to(kGpu), b.to(kGpu, DType::BF16)),
+                             ops::linear(xb.to(DType::F32), w, b.to(DType::BF16).to(DType::F32)),
+                             1e-5, 1e-5));
+    }
   }
 }
 

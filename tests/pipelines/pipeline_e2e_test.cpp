@@ -4,6 +4,7 @@
 // conditioning and audio-off behaviour.
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "core/dtype_bits.h"
@@ -13,6 +14,7 @@
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
+#include "pipelines/dfr.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/stages.h"
 #include "support/test_support.h"
@@ -38,12 +40,19 @@ double rel_l2(const Tensor& a, const Tensor& b) {
   return std::sqrt(num / den);
 }
 
+// Changes a checkpoint's transformer before it is built (e.g. the DFR case's keyframe embedding).
+using ModelEdit = std::function<void(mt::LTXModelConfig&, io::WeightMap&)>;
+
 // The transformer with a LoRA fused the reference's way (bf16 stored weights):
-// W' = bf16(W + bf16((B * strength) @ A)). Test-local: the LoRA loader lives elsewhere.
-mt::LTXModel load_with_lora(const std::string& ckpt, const std::string& lora, double strength) {
+// W' = bf16(W + bf16((B * strength) @ A)); no LoRA when `lora` is empty. Test-local: the LoRA
+// loader lives elsewhere.
+mt::LTXModel load_with_lora(const std::string& ckpt, const std::string& lora, double strength,
+                            const ModelEdit& edit = {}) {
   auto file = io::SafetensorsFile::open(ckpt);
-  const mt::LTXModelConfig config = mt::LTXModelConfig::from_file(*file, mt::LTXModelType::AudioVideo);
+  mt::LTXModelConfig config = mt::LTXModelConfig::from_file(*file, mt::LTXModelType::AudioVideo);
   io::WeightMap w({file}, mt::transformer_key_map(mt::LTXModelType::AudioVideo));
+  if (edit) edit(config, w);
+  if (lora.empty()) return mt::LTXModel::load(w, config);
   io::WeightMap l = io::WeightMap::open({lora});
   const std::string pre = "diffusion_model.", suf = ".lora_A.weight";
   for (const std::string& name : l.names()) {
@@ -258,6 +267,45 @@ TEST(PipelineE2E, ImageAtFrameZeroPinsTheFirstLatentFrameToTheEncodedImage) {
   plain_req.num_inference_steps = 1;
   const auto plain = pipelines::run_pipeline(PipelineKind::OneStage, plain_req, m.components(), m.contexts);
   EXPECT_GT(test::max_abs_diff(key.video_latent, plain.video_latent), 1e-3);
+}
+
+// DFRPipeline (gen_e2e.py --pipelines ...,dfr): the keyframe-embedding variant of the tiny checkpoint
+// (config flag + the recorded embedding), no distilled LoRA, the e2e LoRA as the detailing IC-LoRA
+// in stage 2, two temporal rounds with the tiny temporal upsampler, float32.
+TEST(PipelineE2E, DfrMatchesTheReferencePipeline) {
+  const std::string name = "e2e_dfr.io.safetensors";
+  for (const std::string& f : {name, std::string("e2e/ltx23_tiny_upsampler_temporal_x2.safetensors")})
+    if (!std::ifstream(test::fixture(f)).good()) GTEST_SKIP() << f << " not generated yet";
+  const Models& m = models_();
+  const Reference ref(name);
+  const Tensor embedding = ref.t("in.keyframes_abs_pos_embedding");
+  const ModelEdit keyframes = [&](mt::LTXModelConfig& config, io::WeightMap& w) {
+    config.use_keyframes_abs_pos_embedding = true;
+    w.add("keyframes_abs_pos_embedding", embedding);
+  };
+  const mt::LTXModel base = load_with_lora(e2e("ltx23_tiny.safetensors"), "", 0.0, keyframes);
+  const mt::LTXModel detailing =
+      load_with_lora(e2e("ltx23_tiny.safetensors"), e2e("ltx23_tiny_distilled_lora.safetensors"), 1.0, keyframes);
+  const auto temporal =
+      models::upsampler::LatentUpsampler::from_file(e2e("ltx23_tiny_upsampler_temporal_x2.safetensors"));
+  pipelines::Components c = m.components();
+  c.temporal_upsampler = &temporal;
+  c.stage_transformer = [&](pipelines::Stage s) -> const mt::LTXModel& {
+    return s == pipelines::Stage::Two ? detailing : base;
+  };
+  auto r = e2e_request(PipelineKind::Dfr);
+  r.temporal_upsample_rounds = 2;
+  r.detailing_lora_strength = 1.0;
+  r.detailing_downscale_factor = pipelines::dfr::read_detailing_downscale_factor(e2e("ltx23_tiny_distilled_lora.safetensors"));
+  pipelines::TextContexts ctx = m.contexts;  // the io file has its own when it was generated alone
+  if (ref.f->contains("out.text.positive.video_encoding")) {
+    ctx.video_positive = ref.t("out.text.positive.video_encoding");
+    ctx.audio_positive = ref.t("out.text.positive.audio_encoding");
+  }
+  const auto out = pipelines::run_pipeline(PipelineKind::Dfr, r, c, ctx);
+  EXPECT_EQ(out.num_frames, 33);
+  EXPECT_DOUBLE_EQ(out.frame_rate, 96.0);
+  expect_matches(out, ref);
 }
 
 TEST(PipelineE2E, AudioOffGivesVideoOnly) {

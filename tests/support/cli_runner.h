@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,32 @@ inline CliResult run_ltx(const TempDir& dir, const std::vector<std::string>& arg
   r.out = read_bytes(out);
   r.err = read_bytes(err);
   return r;
+}
+
+// One output line of an `ltx parity` report: "name max_abs rel_l2 max_rel".
+struct ParityLine {
+  double max_abs = -1, rel_l2 = -1, max_rel = -1;
+};
+// The line for `name`, or nullopt when the report has none (or it says "(no reference)").
+inline std::optional<ParityLine> parity_line(const std::string& report, const std::string& name) {
+  std::istringstream lines(report);
+  std::string text;
+  while (std::getline(lines, text)) {
+    std::istringstream f(text);
+    std::string n;
+    ParityLine l;
+    if ((f >> n >> l.max_abs >> l.rel_l2 >> l.max_rel) && n == name) return l;
+  }
+  return std::nullopt;
+}
+// The names of the report's output lines that start with `prefix`, in order.
+inline std::vector<std::string> parity_names(const std::string& report, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream lines(report);
+  std::string text;
+  while (std::getline(lines, text))
+    if (text.rfind(prefix, 0) == 0) out.push_back(text.substr(0, text.find(' ')));
+  return out;
 }
 
 }  // namespace ltx::test

@@ -20,7 +20,8 @@ and the tiny Gemma 3 text encoder is the existing fixture tests/fixtures/text_ge
 
 Then it runs the OFFICIAL reference pipelines (Lightricks LTX-2, ltx_pipelines) on CPU on these files:
 DistilledPipeline, TI2VidOneStagePipeline and TI2VidTwoStagesPipeline (and, with
---pipelines ...,two_stage_hq, TI2VidTwoStagesHQPipeline), text -> video + audio, and
+--pipelines ...,two_stage_hq, TI2VidTwoStagesHQPipeline; with --pipelines ...,dfr, DFRPipeline on a
+keyframe-embedding variant of the checkpoint, see DFR below), text -> video + audio, and
 records, by wrapping the reference's own functions (its source is imported, never copied or edited):
 the request, the text contexts, every noise draw, the sigmas, the initial latent states, every
 denoiser call (inputs, guided output and the per-pass predictions), the stage outputs, the upsampler
@@ -42,7 +43,17 @@ Usage (a machine with PyTorch + transformers + safetensors; no PyAV needed; CPU)
         python3 tools/parity/gen_e2e.py --out OUTDIR
 
 OUTDIR receives e2e/*.safetensors, e2e_text.io.safetensors, e2e_<pipeline>.io.safetensors and
-gen_e2e.summary.json; copy them into tests/fixtures/. Deterministic: the same files on every run
+gen_e2e.summary.json; copy them into tests/fixtures/.
+
+DFR (opt-in, --pipelines ...,dfr): DFRPipeline needs a checkpoint whose transformer config sets
+use_keyframes_abs_pos_embedding. e2e/ltx23_tiny_kf.safetensors is e2e/ltx23_tiny.safetensors with
+that flag and one more tensor, model.diffusion_model.keyframes_abs_pos_embedding [1, 32] (bf16 of
+0.5 * N(0, 1), seed SEEDS["keyframes"]); the tensor is also recorded in e2e_dfr.io.safetensors
+(in.keyframes_abs_pos_embedding), so only that io file and the temporal upsampler
+e2e/ltx23_tiny_upsampler_temporal_x2.safetensors need committing (the C++ test rebuilds the
+variant from ltx23_tiny + the recorded tensor). The run: no distilled LoRA, the e2e LoRA as the
+detailing IC-LoRA (strength 1, no metadata -> reference downscale factor 2), DFR_ROUNDS temporal
+rounds, float32 (its ancestral loop's model_dtype too); decoded frames and waveform are not kept. Deterministic: the same files on every run
 (up to the order of the metadata entries).
 """
 
@@ -331,6 +342,11 @@ LORA_TARGETS = [f"transformer_blocks.{i}.attn1.{p}" for i in range(2) for p in (
 CKPT_NAME = "e2e/ltx23_tiny.safetensors"
 UPSAMPLER_NAME = "e2e/ltx23_tiny_upsampler_x2.safetensors"
 LORA_NAME = "e2e/ltx23_tiny_distilled_lora.safetensors"
+KF_CKPT_NAME = "e2e/ltx23_tiny_kf.safetensors"  # DFR only, not committed (see the module docstring)
+TEMPORAL_UPSAMPLER_NAME = "e2e/ltx23_tiny_upsampler_temporal_x2.safetensors"
+TEMPORAL_UPSAMPLER_CONFIG = {**UPSAMPLER_CONFIG, "spatial_upsample": False, "temporal_upsample": True, "spatial_scale": 1.0}
+DFR_SEEDS = {"keyframes": 7009, "temporal_upsampler": 7010}
+DFR_ROUNDS = 2  # 9 frames -> canvas 25 [24]; round 1: 49 frames, 1 tile; round 2: 97 frames, 2 tiles -> 33 frames
 GEMMA_NAME = "text_gemma3.te.safetensors"
 GEMMA_ROOT_NAME = "text_gemma3_root"
 
@@ -358,6 +374,7 @@ PIPELINES = {
     "one_stage": {"height": 64, "width": 64},
     "two_stage": {"height": 128, "width": 64},
     "two_stage_hq": {"height": 128, "width": 64},
+    "dfr": {"height": 128, "width": 64},
 }
 
 # TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
@@ -672,6 +689,22 @@ def build_weights(gemma_path: str) -> tuple[dict, dict, dict, dict, dict]:
     )
 
 
+def build_dfr_weights(ckpt: dict) -> tuple[dict, dict, torch.Tensor, dict]:
+    """The keyframe-embedding checkpoint variant, the temporal x2 upsampler and the embedding."""
+    inner = TRANSFORMER_TINY["num_attention_heads"] * TRANSFORMER_TINY["attention_head_dim"]
+    g = torch.Generator().manual_seed(DFR_SEEDS["keyframes"])
+    embedding = bf16(0.5 * torch.randn(1, inner, generator=g))
+    kf = dict(ckpt)
+    kf[PREFIX + "keyframes_abs_pos_embedding"] = embedding
+    tups = LatentUpsamplerConfigurator.from_metadata({"config": TEMPORAL_UPSAMPLER_CONFIG})
+    tw, rules = init_state(tups, DFR_SEEDS["temporal_upsampler"])
+    notes = {
+        "keyframes_abs_pos_embedding": f"[1, {inner}] bf16(0.5 * N(0, 1)), torch.Generator().manual_seed({DFR_SEEDS['keyframes']})",
+        "temporal_upsampler_init": sorted(set(rules.values())),
+    }
+    return {k: v for k, v in sorted(kf.items())}, {k: bf16(v) for k, v in sorted(tw.items())}, embedding, notes
+
+
 def write_safetensors(path: Path, tensors: dict, metadata: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in metadata.items()}
@@ -760,6 +793,7 @@ class Recorder:
         self.prompts: list = []
         self.tiling: object = None
         self.audio_rate: int | None = None
+        self.ups_calls = 0
 
     def put(self, name: str, value: torch.Tensor, call: str | None = None) -> None:
         if name in self.t:
@@ -820,7 +854,12 @@ def install_recorders() -> None:
                 "fps": kwargs.get("fps"),
                 "denoiser": type(kwargs["denoiser"]).__name__,
                 "stepper": type(kwargs["stepper"]).__name__ if kwargs.get("stepper") is not None else "EulerDiffusionStep (default)",
-                "loop": getattr(kwargs.get("loop"), "__name__", None) or "euler_denoising_loop (default)",
+                "loop": getattr(kwargs.get("loop"), "__name__", None)
+                or getattr(getattr(kwargs.get("loop"), "func", None), "__name__", None)
+                or "euler_denoising_loop (default)",
+                "loop_keywords": {k: v for k, v in (getattr(kwargs.get("loop"), "keywords", None) or {}).items() if isinstance(v, (int, float, str))},
+                "stepper_eta": getattr(kwargs.get("stepper"), "eta", None),
+                "video_conditionings": [type(c).__name__ for c in kwargs["video"].conditionings] if kwargs.get("video") is not None else None,
                 "video_noise_scale": kwargs["video"].noise_scale if kwargs.get("video") is not None else None,
                 "audio_noise_scale": kwargs["audio"].noise_scale if kwargs.get("audio") is not None else None,
                 "video_initial_latent": kwargs["video"].initial_latent is not None if kwargs.get("video") is not None else None,
@@ -851,9 +890,13 @@ def install_recorders() -> None:
     orig_ups = blocks.VideoUpsampler.__call__
 
     def ups_call(self, latent):
-        R.put("inter.upsampler.in", latent, "VideoUpsampler input (stage-1 video latent [:1])")
+        # The first call keeps the plain name; DFR upsamples more than once (its stage-1 keyframes,
+        # the stage-1 video, then once per temporal round): inter.upsampler<n>.* for n >= 1.
+        p = "inter.upsampler" if R.ups_calls == 0 else f"inter.upsampler{R.ups_calls}"
+        R.ups_calls += 1
+        R.put(p + ".in", latent, "VideoUpsampler input (stage-1 video latent [:1]; DFR: call order keyframes, video, temporal rounds)")
         out = orig_ups(self, latent)
-        R.put("inter.upsampler.out", out, "VideoUpsampler output = upsample_video(latent, encoder, upsampler)")
+        R.put(p + ".out", out, "VideoUpsampler output = upsample_video(latent, encoder, upsampler)")
         return out
 
     blocks.VideoUpsampler.__call__ = ups_call
@@ -928,7 +971,8 @@ class RecordingDenoiser:
 def force_float32(pipe) -> None:
     """The pipelines hard-code bfloat16; run every block in float32 (the C++ CPU backend's precision)."""
     pipe.dtype = torch.float32
-    for name in ("prompt_encoder", "image_conditioner", "stage", "stage_1", "stage_2", "upsampler", "video_decoder", "audio_decoder"):
+    for name in ("prompt_encoder", "image_conditioner", "stage", "stage_1", "stage_2", "stage_detailing", "upsampler",
+                 "temporal_upsampler", "video_decoder", "audio_decoder"):
         blk = getattr(pipe, name, None)
         if blk is not None and hasattr(blk, "_dtype"):
             blk._dtype = torch.float32  # noqa: SLF001
@@ -1083,13 +1127,57 @@ def run_pipeline(name: str, paths: dict) -> dict:
                 audio_guider_params=MultiModalGuiderParams(**HQ_GUIDERS["audio"]), images=[], num_frames=NUM_FRAMES,
                 vae_dtype=torch.float32, tiling_config=AUTO_TILING, enhance_prompt=False,
             )
+        elif name == "dfr":
+            import functools
+
+            import ltx_pipelines.dfr_pipeline as dfr_mod
+            from ltx_pipelines.utils.samplers import euler_ancestral_denoising_loop
+
+            # float32 everywhere: the temporal rounds' ancestral loop defaults to model_dtype bfloat16.
+            anc_f32 = functools.partial(euler_ancestral_denoising_loop, model_dtype=torch.float32)
+            anc_f32.__name__ = "euler_ancestral_denoising_loop"  # type: ignore[attr-defined]
+            dfr_mod.euler_ancestral_denoising_loop = anc_f32
+            mp_kf = ModelPaths.from_monolith(paths["kf_checkpoint"], gemma_root=paths["gemma"])
+            detailing = LoraPathStrengthAndSDOps(paths["lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+            pipe = dfr_mod.DFRPipeline(
+                model_paths=mp_kf, distilled_lora=[], spatial_upsampler_path=paths["upsampler"], loras=[],
+                detailing_lora=[detailing], temporal_upsampler_path=paths["temporal_upsampler"], device=CPU,
+            )
+            force_float32(pipe)
+            request.update({"class": "ltx_pipelines.dfr_pipeline.DFRPipeline",
+                            "model_paths": f"ModelPaths.from_monolith({KF_CKPT_NAME!r}, gemma_root={Path(paths['gemma']).name!r})",
+                            "spatial_upsampler_path": UPSAMPLER_NAME, "temporal_upsampler_path": TEMPORAL_UPSAMPLER_NAME,
+                            "distilled_lora": [], "loras": [],
+                            "detailing_lora": [{"path": LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}],
+                            "detailing_downscale_factor": pipe._detailing_downscale,  # noqa: SLF001
+                            "temporal_upsample_rounds": DFR_ROUNDS,
+                            "stage_1_sigmas": "DISTILLED_SIGMAS (default)", "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                            "ancestral_loop": "euler_ancestral_denoising_loop with model_dtype float32 (temporal rounds)"})
+            R.put("in.keyframes_abs_pos_embedding", paths["kf_embedding"].float(),
+                  f"model.diffusion_model.keyframes_abs_pos_embedding of {KF_CKPT_NAME} (= {CKPT_NAME} + this tensor + "
+                  "config.transformer.use_keyframes_abs_pos_embedding = true)")
+            video, audio, n_out, _ = pipe(
+                prompt=PROMPT, seed=SEED, height=size["height"], width=size["width"], frame_rate=FRAME_RATE, images=[],
+                num_frames=NUM_FRAMES, temporal_upsample_rounds=DFR_ROUNDS, tiling_config=AUTO_TILING, enhance_prompt=False,
+            )
+            request["num_frames_out"] = n_out
+            request["frame_rate_out"] = FRAME_RATE * 2**DFR_ROUNDS
+            request["audio_samples_out"] = int(audio.waveform.shape[-1])
         else:
             raise ValueError(name)
-        frames = torch.cat([c.detach().float().cpu() for c in video], dim=0)
-    R.put("out.video.frames", frames.to(torch.float16), "torch.cat(list(decoded video iterator)) [F, H, W, 3] in [0, 1], stored as float16")
+        if name == "dfr":
+            # Size: the decoders have their own fixtures; keep the latents only.
+            for k in ("out.audio.waveform", "out.audio.mel"):
+                R.t.pop(k, None)
+            frames = None
+        else:
+            frames = torch.cat([c.detach().float().cpu() for c in video], dim=0)
+    if frames is not None:
+        R.put("out.video.frames", frames.to(torch.float16), "torch.cat(list(decoded video iterator)) [F, H, W, 3] in [0, 1], stored as float16")
     request["tiling_config_resolved"] = tiling_desc(R.tiling)
     request["audio_sampling_rate"] = R.audio_rate
-    log(f"  {name}: {time.time() - t0:.1f} s, frames {list(frames.shape)}, waveform {list(R.t['out.audio.waveform'].shape)} @ {R.audio_rate} Hz")
+    log(f"  {name}: {time.time() - t0:.1f} s, frames {list(frames.shape) if frames is not None else 'not decoded'}, "
+        f"audio latent {list(R.t['out.audio.latent'].shape)} @ {R.audio_rate} Hz")
     return request
 
 
@@ -1132,7 +1220,7 @@ def main() -> int:  # noqa: PLR0915
     ap.add_argument("--out", default=str(FIXTURES))
     ap.add_argument("--gemma", default=str(FIXTURES / GEMMA_NAME), help="the tiny Gemma 3 text encoder (single file or root folder)")
     ap.add_argument("--pipelines", default="one_stage,distilled,two_stage", help="one_stage first: its contexts are the shared ones; "
-                    "two_stage_hq is opt-in (TI2VidTwoStagesHQPipeline, res_2s)")
+                    "two_stage_hq (TI2VidTwoStagesHQPipeline, res_2s) and dfr (DFRPipeline, keyframe-embedding variant) are opt-in")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -1180,6 +1268,17 @@ def main() -> int:  # noqa: PLR0915
     install_recorders()
     install_latent_widths(VIDEO_LATENT_CHANNELS, AUDIO_LATENT_CHANNELS, AUDIO_LATENT_MEL_BINS)
     paths = {"checkpoint": str(ckpt_path), "gemma": str(gemma), "upsampler": str(ups_path), "lora": str(lora_path)}
+    if "dfr" in args.pipelines.split(","):
+        kf_ckpt, tups, kf_embedding, dnotes = build_dfr_weights(ckpt)
+        kf_md = json.loads(json.dumps(md["config"]))
+        kf_md["transformer"]["use_keyframes_abs_pos_embedding"] = True
+        kf_path, tups_path = out / KF_CKPT_NAME, out / TEMPORAL_UPSAMPLER_NAME
+        write_safetensors(kf_path, kf_ckpt, {"config": kf_md, "model_version": MODEL_VERSION})
+        write_safetensors(tups_path, tups, {"config": TEMPORAL_UPSAMPLER_CONFIG})
+        summary["weights_notes"]["dfr"] = dnotes
+        files[KF_CKPT_NAME] = sha256(kf_path)
+        files[TEMPORAL_UPSAMPLER_NAME] = sha256(tups_path)
+        paths.update({"kf_checkpoint": str(kf_path), "temporal_upsampler": str(tups_path), "kf_embedding": kf_embedding})
     text_ref: dict[str, torch.Tensor] | None = None
     text_prompts: list[str] | None = None
     for name in [p for p in args.pipelines.split(",") if p]:

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backend/cpu/reduce_kernel.h"
+#include "backend/scalar_math.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {
@@ -13,50 +14,8 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// NaN-propagating max / min (a NaN in either argument wins).
-inline float max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
-inline float min_nan(float a, float b) { return (a < b || a != a) ? a : b; }
-
-// x laid out as contiguous [A, R, B] with the reduced dims in R, plus the result's shape.
-struct Plan {
-  Tensor data;
-  Split3 s;
-  Shape out_shape;
-};
-
-Plan plan_reduce(const Tensor& x, const std::vector<int>& dims, bool keepdim) {
-  Plan p;
-  const int nd = x.dim();
-  std::vector<bool> reduced(static_cast<size_t>(nd), false);
-  for (int d : dims) reduced[d] = true;
-  for (int d = 0; d < nd; ++d) {
-    if (!reduced[d]) {
-      p.out_shape.push_back(x.size(d));
-    } else if (keepdim) {
-      p.out_shape.push_back(1);
-    }
-  }
-  if (dims.empty()) {
-    p.data = x.contiguous();
-    p.s = {x.numel(), 1, 1};
-    return p;
-  }
-  const bool consecutive = dims.back() - dims.front() + 1 == static_cast<int>(dims.size());
-  if (consecutive) {
-    // Reduced dims form one block of a contiguous layout: no permutation copy needed.
-    p.data = x.contiguous();
-    p.s = split3(x.shape(), dims.front(), dims.back());
-    return p;
-  }
-  std::vector<int64_t> perm;
-  for (int d = 0; d < nd; ++d)
-    if (!reduced[d]) perm.push_back(d);
-  const int kept = static_cast<int>(perm.size());
-  for (int d : dims) perm.push_back(d);
-  p.data = x.permute(perm).contiguous();
-  p.s = split3(p.data.shape(), kept, nd - 1);
-  return p;
-}
+using scalar::max_nan;
+using scalar::min_nan;
 
 template <typename T>
 void store(const std::vector<T>& v, float* out, double scale = 1.0) {
@@ -74,7 +33,7 @@ inline bool arg_better(float v, float best) { return best == best && (v != v || 
 }  // namespace
 
 Tensor reduce(ops::ReduceOp op, const Tensor& x, const std::vector<int>& dims, bool keepdim) {
-  const Plan p = plan_reduce(x, dims, keepdim);
+  const ReducePlan p = plan_reduce(x, dims, keepdim);
   Tensor out = Tensor::empty(p.out_shape);
   if (out.numel() == 0) return out;
   const float* in = p.data.data<float>();
@@ -104,7 +63,7 @@ Tensor reduce(ops::ReduceOp op, const Tensor& x, const std::vector<int>& dims, b
 
 Tensor var(const Tensor& x, const std::vector<int>& dims, int64_t correction, bool keepdim,
            bool take_sqrt) {
-  const Plan p = plan_reduce(x, dims, keepdim);
+  const ReducePlan p = plan_reduce(x, dims, keepdim);
   Tensor out = Tensor::empty(p.out_shape);
   if (out.numel() == 0) return out;
   const float* in = p.data.data<float>();
@@ -120,7 +79,8 @@ Tensor var(const Tensor& x, const std::vector<int>& dims, int64_t correction, bo
 }
 
 Tensor argmax(const Tensor& x, int dim, bool keepdim) {
-  const Plan p = plan_reduce(x, x.dim() == 0 ? std::vector<int>{} : std::vector<int>{dim}, keepdim);
+  const ReducePlan p =
+      plan_reduce(x, x.dim() == 0 ? std::vector<int>{} : std::vector<int>{dim}, keepdim);
   Tensor out = Tensor::empty(p.out_shape, DType::I64);
   if (out.numel() == 0) return out;
   const std::vector<ArgAcc> acc = reduce_3d<ArgAcc>(

@@ -9,29 +9,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/reduce_plan.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {
-
-// Sizes of [A, R, B] where R spans dims [d0, d1] of `shape`.
-struct Split3 {
-  int64_t a = 1, r = 1, b = 1;
-};
-
-template <typename ShapeT>
-Split3 split3(const ShapeT& shape, int d0, int d1) {
-  Split3 s;
-  for (int d = 0; d < shape.size(); ++d) {
-    if (d < d0) {
-      s.a *= shape[d];
-    } else if (d <= d1) {
-      s.r *= shape[d];
-    } else {
-      s.b *= shape[d];
-    }
-  }
-  return s;
-}
 
 inline constexpr int64_t kReduceRowChunk = 1 << 14;  // elements of one row per task (B == 1)
 inline constexpr int64_t kReduceColBlock = 256;      // columns per task (B > 1)

@@ -44,26 +44,6 @@ void fill_elements(size_t es, char* dst, int64_t n, const char* fill) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * static_cast<int64_t>(es), fill, es);
 }
 
-std::vector<int64_t> identity_map(int64_t n) {
-  std::vector<int64_t> m(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) m[i] = i;
-  return m;
-}
-
-std::vector<std::vector<int64_t>> identity_maps(const Tensor& x) {
-  std::vector<std::vector<int64_t>> maps;
-  for (int d = 0; d < x.dim(); ++d) maps.push_back(identity_map(x.size(d)));
-  return maps;
-}
-
-std::vector<int64_t> checked_indices(const char* op, const Tensor& index, int64_t size, int dim) {
-  std::vector<int64_t> v = index.to_int_vector();
-  for (size_t i = 0; i < v.size(); ++i)
-    LTX_CHECK(v[i] >= 0 && v[i] < size, op, ": index value ", v[i], " (entry ", i,
-              " of the index) is out of range for dim ", dim, " of size ", size);
-  return v;
-}
-
 }  // namespace
 
 Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& maps, double fill) {
@@ -159,49 +139,14 @@ Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& 
   return out;
 }
 
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, ops::PadMode mode, double value) {
-  auto maps = identity_maps(x);
-  const int npairs = static_cast<int>(pads.size() / 2);
-  for (int j = 0; j < npairs; ++j) {
-    const int d = x.dim() - 1 - j;
-    const int64_t n = x.size(d), before = pads[2 * j], after = pads[2 * j + 1];
-    const int64_t out_n = n + before + after;
-    std::vector<int64_t>& m = maps[d];
-    m.assign(static_cast<size_t>(out_n), 0);
-    for (int64_t o = 0; o < out_n; ++o) {
-      int64_t i = o - before;
-      switch (mode) {
-        case ops::PadMode::Constant:
-          if (i < 0 || i >= n) i = -1;
-          break;
-        case ops::PadMode::Reflect:
-          if (i < 0) i = -i;
-          if (i >= n) i = 2 * (n - 1) - i;
-          break;
-        case ops::PadMode::Replicate: i = std::clamp<int64_t>(i, 0, n - 1); break;
-        case ops::PadMode::Circular: i = ((i % n) + n) % n; break;
-      }
-      m[o] = i;
-    }
-  }
-  return gather_by_maps(x, maps, value);
-}
-
-Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
-  auto maps = identity_maps(x);
-  maps[dim] = checked_indices("index_select", index, x.size(dim), dim);
-  return gather_by_maps(x, maps, 0.0);
-}
-
-Tensor gather(const Tensor& x, int dim, const Tensor& index) {
-  const std::vector<int64_t> idx = checked_indices("gather", index, x.size(dim), dim);
-  Tensor out = Tensor::empty(index.shape(), x.dtype());
+Tensor gather(const Tensor& x, int dim, const Shape& index_shape, const std::vector<int64_t>& idx) {
+  Tensor out = Tensor::empty(index_shape, x.dtype());
   if (out.numel() == 0) return out;
   const size_t es = x.element_size();
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
-  const Shape& shape = index.shape();
-  const int nd = index.dim();
+  const Shape& shape = index_shape;
+  const int nd = index_shape.size();
   const Strides xs = x.strides();
   parallel_for(0, out.numel(), 1 << 14, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -215,33 +160,6 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
     }
   });
   return out;
-}
-
-Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
-  Tensor v = x;
-  while (v.dim() < static_cast<int>(repeats.size())) v = v.unsqueeze(0);
-  std::vector<std::vector<int64_t>> maps(v.dim());
-  for (int d = 0; d < v.dim(); ++d) {
-    const int64_t n = v.size(d);
-    maps[d].resize(static_cast<size_t>(n * repeats[d]));
-    for (size_t o = 0; o < maps[d].size(); ++o) maps[d][o] = static_cast<int64_t>(o) % n;
-  }
-  return gather_by_maps(v, maps, 0.0);
-}
-
-Tensor repeat_interleave(const Tensor& x, const std::vector<int64_t>& repeats, int dim) {
-  auto maps = identity_maps(x);
-  std::vector<int64_t>& m = maps[dim];
-  m.clear();
-  for (size_t i = 0; i < repeats.size(); ++i)
-    for (int64_t r = 0; r < repeats[i]; ++r) m.push_back(static_cast<int64_t>(i));
-  return gather_by_maps(x, maps, 0.0);
-}
-
-Tensor flip(const Tensor& x, const std::vector<int>& dims) {
-  auto maps = identity_maps(x);
-  for (int d : dims) std::reverse(maps[d].begin(), maps[d].end());
-  return gather_by_maps(x, maps, 0.0);
 }
 
 }  // namespace ltx::cpu

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "ops/shape.h"
 
 namespace ltx::cpu {
 
@@ -16,14 +15,8 @@ namespace ltx::cpu {
 // strided).
 Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& maps, double fill);
 
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, ops::PadMode mode, double value);
-// `index` is 1-D and its values are checked here (CPU-resident data).
-Tensor index_select(const Tensor& x, int dim, const Tensor& index);
-Tensor gather(const Tensor& x, int dim, const Tensor& index);
-// repeats.size() >= x.dim().
-Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
-// repeats.size() == x.size(dim), all >= 0.
-Tensor repeat_interleave(const Tensor& x, const std::vector<int64_t>& repeats, int dim);
-Tensor flip(const Tensor& x, const std::vector<int>& dims);
+// torch.gather with the index values already checked (host copy `idx`, row-major over
+// index_shape).
+Tensor gather(const Tensor& x, int dim, const Shape& index_shape, const std::vector<int64_t>& idx);
 
 }  // namespace ltx::cpu

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
 #include "core/dtype_element.h"
 #include "core/error.h"
 
@@ -97,11 +98,7 @@ __global__ void dense_convert_kernel(const char* __restrict__ src, DType st, int
   }
 }
 
-unsigned grid_for(int64_t n, int device) {
-  const int64_t want = (n + kThreads - 1) / kThreads;
-  const int64_t cap = static_cast<int64_t>(multiprocessor_count(device)) * 32;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, cap)));
-}
+unsigned grid_for(int64_t n, int device) { return cuda::grid_for(n, kThreads, device); }
 
 // Largest offset reachable on either side, to decide whether 32-bit index math is enough.
 bool fits_32bit(const Layout& l, int64_t n) {

@@ -67,7 +67,7 @@ struct Preference {
 
 // Heuristic results depend on the problem and on the pointers' alignments only.
 using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t,
-                           uint32_t, int, int>;
+                           uint32_t, int, int, int>;
 struct AlgoChoice {
   cublasLtMatmulAlgo_t algo;
   size_t workspace;
@@ -105,7 +105,8 @@ bool rows_addressable(const Tensor& x, int64_t* ld) {
 
 cudaDataType_t cuda_type(DType t) { return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
 
-// D[M, N] (row-major, dtype `out_dtype`) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]).
+// D[M, N] (row-major, out's dtype) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]); X and W
+// have w's dtype (bf16, or f32 for the full-precision path: CUBLAS_COMPUTE_32F never uses TF32).
 void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const Tensor& bias,
           int64_t m, int64_t n, int64_t k, int device) {
   const Stream stream = current_stream(device);
@@ -130,11 +131,11 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
 
   // Column-major view: A = W^T stored as [K x N] (ld K), B = X^T as [K x M] (ld ldx),
   // D = Y^T as [N x M] (ld N); op(A) = transpose.
-  const cudaDataType_t out_type = cuda_type(out.dtype());
+  const cudaDataType_t out_type = cuda_type(out.dtype()), in_type = cuda_type(w.dtype());
   Layout a, b, d;
-  LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a.l, CUDA_R_16BF, static_cast<uint64_t>(k),
+  LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a.l, in_type, static_cast<uint64_t>(k),
                                               static_cast<uint64_t>(n), k));
-  LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b.l, CUDA_R_16BF, static_cast<uint64_t>(k),
+  LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b.l, in_type, static_cast<uint64_t>(k),
                                               static_cast<uint64_t>(m), ldx));
   LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.l, out_type, static_cast<uint64_t>(n),
                                               static_cast<uint64_t>(m), n));
@@ -143,7 +144,8 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
                  al_d = alignment_of(out.raw_data());
   const uint32_t al_bias = has_bias ? alignment_of(bias_ptr) : 256;
   const AlgoKey key{device, m, n, k, ldx, al_a, al_b, al_d, al_bias,
-                    has_bias ? static_cast<int>(bias.dtype()) : -1, static_cast<int>(out_type)};
+                    has_bias ? static_cast<int>(bias.dtype()) : -1, static_cast<int>(out_type),
+                    static_cast<int>(in_type)};
   AlgoChoice choice{};
   bool cached = false;
   {
@@ -178,7 +180,7 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
                                                     &result, &found));
     LTX_CHECK(found > 0, "cuda::linear: cuBLASLt has no algorithm for x[", m, ", ", k,
               "] (row stride ", ldx, ", ", al_b, "-byte aligned) @ weight[", n, ", ", k,
-              "]^T with ", out.dtype() == DType::F32 ? "f32" : "bf16", " output",
+              "]^T (", dtype_name(w.dtype()), ") with ", dtype_name(out.dtype()), " output",
               has_bias ? " and bias" : "", " on cuda:", device,
               "; try a contiguous, 16-byte aligned input");
     choice = AlgoChoice{result.algo, result.workspaceSize};
@@ -205,7 +207,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             ", weight ", weight.describe(), ", bias ", bias.describe());
   LTX_CHECK(weight.dim() == 2, "cuda::linear: weight must be [out, in], got ",
             weight.describe());
-  LTX_CHECK(weight.dtype() == DType::BF16, "cuda::linear: weight must be bf16, got ",
+  const DType wt = weight.dtype();
+  LTX_CHECK(wt == DType::BF16 || wt == DType::F32, "cuda::linear: weight must be bf16 or f32, got ",
             weight.describe(), " (convert it with .to(DType::BF16) when loading)");
   LTX_CHECK(x.dim() >= 1, "cuda::linear: x must have at least one dim, got ", x.describe());
   LTX_CHECK(x.dtype() == DType::BF16 || x.dtype() == DType::F32,
@@ -225,7 +228,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.push_back(n);
   const int64_t m = out_shape.numel() / std::max<int64_t>(n, 1);
   DeviceGuard guard(dev.index);
-  Tensor out = Tensor::empty(out_shape, DType::BF16, dev);
+  // The weight's dtype is the compute precision: bf16 weights give a bf16 GEMM and output, f32
+  // weights the full f32 GEMM and output.
+  Tensor out = Tensor::empty(out_shape, wt, dev);
   if (m == 0 || n == 0) return out;
   if (k == 0) {  // empty sum: y = bias (or 0)
     if (bias.defined())
@@ -235,16 +240,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     return out;
   }
 
-  Tensor xb = x.dtype() == DType::BF16 ? x : x.to(DType::BF16);
+  Tensor xb = x.to(wt);
   int64_t ldx = k;
   if (!rows_addressable(xb, &ldx)) {
     xb = xb.contiguous();
     ldx = k;
   }
   const Tensor w = weight.contiguous();
-  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  if (wt == DType::F32 && b.defined()) b = b.to(DType::F32);
 
-  if (b.defined() && b.dtype() == DType::F32) {
+  if (wt == DType::BF16 && b.defined() && b.dtype() == DType::F32) {
     // cuBLASLt wants the bias in the output's type: f32 epilogue, then one rounding to bf16.
     const Tensor acc = Tensor::empty(out_shape, DType::F32, dev);
     gemm(acc, xb.raw_data(), ldx, w, b, m, n, k, dev.index);

@@ -5,13 +5,15 @@
 
 namespace ltx::cuda {
 
-// y = x @ weight^T + bias, the torch.nn.functional.linear contract:
-//   x      [..., in]  bf16, or f32 (then rounded to bf16 first, RNE, like autocast does);
-//                     any strides as long as the rows can be addressed with one leading
-//                     dimension (else a contiguous copy is made);
-//   weight [out, in]  bf16 (non-contiguous weights are copied);
+// y = x @ weight^T + bias, the torch.nn.functional.linear contract. The weight's dtype picks
+// the precision:
+//   x      [..., in]  bf16 or f32, converted to the weight's dtype first (f32 -> bf16 rounds to
+//                     nearest even, like autocast); any strides as long as the rows can be
+//                     addressed with one leading dimension (else a contiguous copy is made);
+//   weight [out, in]  bf16, or f32 for a full-precision f32 GEMM (no TF32); non-contiguous
+//                     weights are copied;
 //   bias   [out]      bf16 or f32, or an undefined Tensor for none;
-//   y      [..., out] bf16, contiguous, on x's device.
+//   y      [..., out] the weight's dtype, contiguous, on x's device.
 // Products accumulate in fp32 (CUBLAS_COMPUTE_32F; split-K partial sums are never reduced in
 // bf16); the bias is added to the fp32 accumulator in the cuBLASLt epilogue and the sum is rounded
 // to bf16 once. (An f32 bias is applied by an f32 epilogue into an f32 buffer, then rounded to

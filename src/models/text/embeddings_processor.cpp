@@ -32,7 +32,8 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 
 EmbeddingsProcessorConfig EmbeddingsProcessorConfig::from_metadata(const json& metadata,
                                                                    const GemmaTextDims& gemma,
-                                                                   const std::string& source) {
+                                                                   const std::string& source,
+                                                                   bool audio) {
   const json t = transformer_config_section(metadata, source);
   const ConfigReader r(t, source);
   for (const auto& [key, value] : t.items())
@@ -47,9 +48,10 @@ EmbeddingsProcessorConfig EmbeddingsProcessorConfig::from_metadata(const json& m
 
   EmbeddingsProcessorConfig c;
   c.source = source;
+  c.audio = audio;
   c.video_connector = Embeddings1DConnectorConfig::video_from_config(r);
   c.audio_connector = Embeddings1DConnectorConfig::audio_from_config(r);
-  c.feature_extractor = FeatureExtractorConfig::from_config(r, gemma);
+  c.feature_extractor = FeatureExtractorConfig::from_config(r, gemma, audio);
 
   // The features feed the connectors: their widths must agree (the reference would fail with a
   // shape error at the first prompt).
@@ -61,7 +63,7 @@ EmbeddingsProcessorConfig EmbeddingsProcessorConfig::from_metadata(const json& m
                 " (the video connector width) differs from the video text features' width ", f.video_dim,
                 v1 ? " (the Gemma hidden size, V1 feature extractor)"
                    : " (num_attention_heads * attention_head_dim, V2 feature extractor)"));
-  if (f.audio_dim != c.audio_connector.inner_dim())
+  if (audio && f.audio_dim != c.audio_connector.inner_dim())
     r.error(r.has("audio_connector_num_attention_heads") ? "audio_connector_num_attention_heads"
                                                          : "connector_num_attention_heads",
             str("gives an audio connector width of ", c.audio_connector.inner_dim(),
@@ -72,11 +74,21 @@ EmbeddingsProcessorConfig EmbeddingsProcessorConfig::from_metadata(const json& m
 }
 
 EmbeddingsProcessorConfig EmbeddingsProcessorConfig::from_file(const io::SafetensorsFile& file,
-                                                               const GemmaTextDims& gemma) {
-  return from_metadata(file.metadata_json(), gemma, file.path());
+                                                               const GemmaTextDims& gemma, bool audio) {
+  return from_metadata(file.metadata_json(), gemma, file.path(), audio);
 }
 
-io::KeyMap embeddings_processor_key_map() {
+io::KeyMap embeddings_processor_key_map(bool audio) {
+  if (!audio) {
+    io::KeyMap k("VIDEO_ONLY_EMBEDDINGS_PROCESSOR_KEY_OPS");
+    for (const char* p : {"aggregate_embed.", "video_aggregate_embed."}) {
+      const std::string from = str("text_embedding_projection.", p);
+      k.keep(from).replace(from, str("feature_extractor.", p));
+    }
+    const std::string from = "model.diffusion_model.embeddings_connector.";
+    k.keep(from).replace(from, "video_connector.");
+    return k;
+  }
   io::KeyMap k("EMBEDDINGS_PROCESSOR_KEY_OPS");
   for (const char* p : {"aggregate_embed.", "video_aggregate_embed.", "audio_aggregate_embed."}) {
     const std::string from = str("text_embedding_projection.", p);
@@ -89,18 +101,31 @@ io::KeyMap embeddings_processor_key_map() {
   return k;
 }
 
+bool embeddings_have_audio(const std::vector<std::shared_ptr<const io::SafetensorsFile>>& files) {
+  const auto any_key = [&](const std::string& prefix) {
+    for (const auto& f : files)
+      for (const std::string& n : f->names())
+        if (starts_with(n, prefix)) return true;
+    return false;
+  };
+  return any_key("model.diffusion_model.audio_embeddings_connector.") ||
+         !any_key("model.diffusion_model.embeddings_connector.");
+}
+
 EmbeddingsProcessor EmbeddingsProcessor::load(io::WeightMap& w, const EmbeddingsProcessorConfig& config,
                                               const nn::LoadOptions& opt) {
   EmbeddingsProcessor p;
   p.config_ = config;
-  io::WeightMap fe = w.scoped("feature_extractor."), vc = w.scoped("video_connector."),
-                ac = w.scoped("audio_connector.");
+  io::WeightMap fe = w.scoped("feature_extractor."), vc = w.scoped("video_connector.");
   p.feature_extractor_ = FeatureExtractor::load(fe, config.feature_extractor, opt);
   p.video_connector_ = Embeddings1DConnector::load(vc, config.video_connector, opt);
-  p.audio_connector_ = Embeddings1DConnector::load(ac, config.audio_connector, opt);
+  if (config.audio) {
+    io::WeightMap ac = w.scoped("audio_connector.");
+    p.audio_connector_ = Embeddings1DConnector::load(ac, config.audio_connector, opt);
+  }
   w.finish(str("text embeddings processor (feature extractor ",
                feature_extractor_version_name(config.feature_extractor.version),
-               " + video/audio connectors",
+               config.audio ? " + video/audio connectors" : " + video connector, video-only",
                config.source.empty() ? std::string() : str(", config from ", config.source), ")"));
   return p;
 }
@@ -111,9 +136,17 @@ EmbeddingsProcessor EmbeddingsProcessor::from_files(const std::vector<std::strin
             "or the transformer and text-encoder files of a split pack)");
   std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
   for (const std::string& p : paths) files.push_back(io::SafetensorsFile::open(p));
-  const EmbeddingsProcessorConfig config = EmbeddingsProcessorConfig::from_file(*files[0], gemma);
-  io::WeightMap w(files, embeddings_processor_key_map());
+  const bool audio = embeddings_have_audio(files);
+  const EmbeddingsProcessorConfig config = EmbeddingsProcessorConfig::from_file(*files[0], gemma, audio);
+  io::WeightMap w(files, embeddings_processor_key_map(audio));
   return load(w, config, opt);
+}
+
+const Embeddings1DConnector& EmbeddingsProcessor::audio_connector() const {
+  LTX_CHECK(audio_connector_.has_value(), "text embeddings processor",
+            config_.source.empty() ? std::string() : str(" of ", config_.source),
+            ": video-only checkpoint, there is no audio connector");
+  return *audio_connector_;
 }
 
 TextFeatures EmbeddingsProcessor::features(const std::vector<Tensor>& hidden_states,
@@ -128,12 +161,15 @@ TextFeatures EmbeddingsProcessor::features(const Tensor& stacked, const Tensor& 
 EmbeddingsProcessorOutput EmbeddingsProcessor::create_embeddings(const Tensor& video_features,
                                                                  const Tensor& audio_features,
                                                                  const Tensor& additive_mask) const {
-  LTX_CHECK(video_features.defined() && audio_features.defined(),
-            "text embeddings processor: both video and audio features are required (the audio "
-            "connector is always configured)");
+  LTX_CHECK(video_features.defined(), "text embeddings processor: no video features");
+  LTX_CHECK(audio_features.defined() == has_audio(), "text embeddings processor: ",
+            has_audio() ? "the audio connector is configured but no audio features were given"
+                        : "audio features were given, but this video-only checkpoint has no audio "
+                          "connector");
   const TokenMask mask = TokenMask::from_additive(additive_mask);
   for (const Tensor* f : {&video_features, &audio_features})
-    LTX_CHECK(f->dim() == 3 && f->size(0) == mask.batch() && f->size(1) == mask.length(),
+    LTX_CHECK(!f->defined() ||
+                  (f->dim() == 3 && f->size(0) == mask.batch() && f->size(1) == mask.length()),
               "text embeddings processor: features must be [", mask.batch(), ", ", mask.length(),
               ", W] like the mask, got ", f->describe());
   // Connectors expect the tokens first: one stable permutation for both streams.
@@ -141,8 +177,6 @@ EmbeddingsProcessorOutput EmbeddingsProcessor::create_embeddings(const Tensor& v
   const Tensor sorted_additive = sorted.additive(video_features.device()).to(video_features.dtype());
   const ConnectorOutput video =
       video_connector_(reorder_valid_first(video_features, mask), sorted_additive);
-  const ConnectorOutput audio =
-      audio_connector_(reorder_valid_first(audio_features, mask), sorted_additive);
 
   // _to_binary_mask: (mask < 1e-6), i.e. 1 for 0 (registers, tokens) and for -max alike: all ones
   // in every configuration. Kept as the reference computes it.
@@ -159,7 +193,9 @@ EmbeddingsProcessorOutput EmbeddingsProcessor::create_embeddings(const Tensor& v
   out.video_encoding = all_ones ? video.hidden_states
                                 : ops::mul(video.hidden_states,
                                            out.attention_mask.to(video.hidden_states.dtype()).unsqueeze(-1));
-  out.audio_encoding = audio.hidden_states;
+  if (audio_connector_)
+    out.audio_encoding =
+        (*audio_connector_)(reorder_valid_first(audio_features, mask), sorted_additive).hidden_states;
   return out;
 }
 

@@ -38,7 +38,7 @@ std::string lower(std::string s) {
 }  // namespace
 
 FeatureExtractorConfig FeatureExtractorConfig::from_config(const ConfigReader& r,
-                                                           const GemmaTextDims& gemma) {
+                                                           const GemmaTextDims& gemma, bool audio) {
   LTX_CHECK(gemma.hidden_size > 0 && gemma.num_hidden_layers >= 0,
             "feature extractor: bad Gemma text config (hidden_size ", gemma.hidden_size,
             ", num_hidden_layers ", gemma.num_hidden_layers, ")");
@@ -65,7 +65,8 @@ FeatureExtractorConfig FeatureExtractorConfig::from_config(const ConfigReader& r
   if (present.empty()) {
     // V1: the projection is D*L -> D and the caption projection lives in the transformer.
     c.version = FeatureExtractorVersion::V1;
-    c.video_dim = c.audio_dim = c.embedding_dim;
+    c.video_dim = c.embedding_dim;
+    c.audio_dim = audio ? c.embedding_dim : 0;
     return c;
   }
   if (!missing.empty())
@@ -76,12 +77,15 @@ FeatureExtractorConfig FeatureExtractorConfig::from_config(const ConfigReader& r
          join(wrong), "; the reference refuses it (NotImplementedError)");
 
   c.version = FeatureExtractorVersion::V2;
-  for (const char* key : {"num_attention_heads", "attention_head_dim", "audio_num_attention_heads",
-                          "audio_attention_head_dim"})
+  std::vector<const char*> keys = {"num_attention_heads", "attention_head_dim"};
+  if (audio) keys.insert(keys.end(), {"audio_num_attention_heads", "audio_attention_head_dim"});
+  for (const char* key : keys)
     if (!r.has(key))
       r.error(key, "is required by the V2 feature extractor (its projection widths), but absent");
   c.video_dim = r.integer("num_attention_heads", 0) * r.integer("attention_head_dim", 0);
-  c.audio_dim = r.integer("audio_num_attention_heads", 0) * r.integer("audio_attention_head_dim", 0);
+  c.audio_dim =
+      audio ? r.integer("audio_num_attention_heads", 0) * r.integer("audio_attention_head_dim", 0)
+            : 0;
   // Read by nobody in the reference; every V2 file says per-token RMS (in either case). Anything
   // else would be a model this code would silently run with the wrong normalisation.
   if (r.has("text_encoder_norm_type")) {
@@ -96,19 +100,22 @@ FeatureExtractorConfig FeatureExtractorConfig::from_config(const ConfigReader& r
 FeatureExtractor FeatureExtractor::load(io::WeightMap& w, const FeatureExtractorConfig& config,
                                         const nn::LoadOptions& opt) {
   LTX_CHECK(config.embedding_dim > 0 && config.num_layers > 0 && config.video_dim > 0 &&
-                config.audio_dim > 0,
+                config.audio_dim >= 0,
             "feature extractor: bad configuration (D ", config.embedding_dim, ", ", config.num_layers,
             " hidden states, widths ", config.video_dim, " / ", config.audio_dim, ")");
   FeatureExtractor f;
   f.config_ = config;
   const int64_t flat = config.flat_dim();
   if (config.version == FeatureExtractorVersion::V1) {
-    LTX_CHECK(config.video_dim == config.embedding_dim && config.audio_dim == config.embedding_dim,
+    LTX_CHECK(config.video_dim == config.embedding_dim &&
+                  (config.audio_dim == config.embedding_dim || config.audio_dim == 0),
               "feature extractor V1 projects to the Gemma width ", config.embedding_dim);
     f.aggregate_embed_ = nn::Linear::load(w, "aggregate_embed", flat, config.embedding_dim, false, opt);
   } else {
     f.video_aggregate_embed_ = nn::Linear::load(w, "video_aggregate_embed", flat, config.video_dim, true, opt);
-    f.audio_aggregate_embed_ = nn::Linear::load(w, "audio_aggregate_embed", flat, config.audio_dim, true, opt);
+    if (config.audio_dim > 0)
+      f.audio_aggregate_embed_ =
+          nn::Linear::load(w, "audio_aggregate_embed", flat, config.audio_dim, true, opt);
   }
   return f;
 }
@@ -206,12 +213,13 @@ TextFeatures FeatureExtractor::operator()(const std::vector<Tensor>& hidden_stat
       const Tensor normed = n > 0 ? norm_and_concat_v2(x) : Tensor();
       const double d = static_cast<double>(c.embedding_dim);
       video_rows.push_back(project(*video_aggregate_embed_, normed, std::sqrt(c.video_dim / d)));
-      audio_rows.push_back(project(*audio_aggregate_embed_, normed, std::sqrt(c.audio_dim / d)));
+      if (audio_aggregate_embed_)
+        audio_rows.push_back(project(*audio_aggregate_embed_, normed, std::sqrt(c.audio_dim / d)));
     }
   }
   TextFeatures out;
   out.video = ops::stack(video_rows, 0);
-  out.audio = v1 ? out.video : ops::stack(audio_rows, 0);
+  if (c.audio_dim > 0) out.audio = v1 ? out.video : ops::stack(audio_rows, 0);
   return out;
 }
 

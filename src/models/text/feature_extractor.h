@@ -39,7 +39,9 @@ struct FeatureExtractorConfig {
   int64_t embedding_dim = 0;  // Gemma hidden size D
   int64_t num_layers = 0;     // hidden states per token: num_hidden_layers + 1
   int64_t video_dim = 0;      // V1: D; V2: num_attention_heads * attention_head_dim
-  int64_t audio_dim = 0;      // V1: D (the video features); V2: audio heads * head dim
+  // V1: D (the video features); V2: audio heads * head dim; 0: no audio features (video-only
+  // checkpoints: V1 with is_av false, V2 without audio_aggregate_embed).
+  int64_t audio_dim = 0;
 
   int64_t flat_dim() const { return embedding_dim * num_layers; }
 
@@ -48,13 +50,14 @@ struct FeatureExtractorConfig {
   // in config.transformer; V2 when all four are, with the values true, false, false, false; any
   // other combination is an error (the reference's NotImplementedError). V2 reads
   // num_attention_heads, attention_head_dim, audio_num_attention_heads, audio_attention_head_dim
-  // (required).
-  static FeatureExtractorConfig from_config(const ConfigReader& r, const GemmaTextDims& gemma);
+  // (required; without `audio`, the audio keys are not read and audio_dim is 0).
+  static FeatureExtractorConfig from_config(const ConfigReader& r, const GemmaTextDims& gemma,
+                                            bool audio = true);
 };
 
 struct TextFeatures {
   Tensor video;  // [B, T, video_dim]
-  Tensor audio;  // [B, T, audio_dim] (V1: the same tensor as video)
+  Tensor audio;  // [B, T, audio_dim] (V1: the same tensor as video); undefined when audio_dim is 0
 };
 
 class FeatureExtractor {

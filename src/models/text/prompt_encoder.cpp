@@ -56,14 +56,17 @@ PromptEncoder::PromptEncoder(const std::string& text_encoder, std::vector<std::s
     has_projection = has_projection || holds_prefix(*files.back(), "text_embedding_projection.");
   }
   if (!has_projection && is_safetensors_file(text_encoder) &&
-      std::find(embeddings.begin(), embeddings.end(), text_encoder) == embeddings.end())
+      std::find(embeddings.begin(), embeddings.end(), text_encoder) == embeddings.end()) {
     embeddings.push_back(text_encoder);
+    files.push_back(io::SafetensorsFile::open(text_encoder));
+  }
   s.embeddings = std::move(embeddings);
 
   const nlohmann::json meta = files.front()->metadata_json();
   s.warnings = check_gemma_version(meta, s.embeddings.front(), s.config, text_encoder).warnings;
   s.processor_config = mt::EmbeddingsProcessorConfig::from_metadata(
-      meta, mt::GemmaTextDims{s.config.hidden_size, s.config.num_layers}, s.embeddings.front());
+      meta, mt::GemmaTextDims{s.config.hidden_size, s.config.num_layers}, s.embeddings.front(),
+      mt::embeddings_have_audio(files));
 }
 
 PromptEncoder::~PromptEncoder() = default;
@@ -88,10 +91,15 @@ const mt::EmbeddingsProcessor& PromptEncoder::embeddings_processor() {
   if (!s.processor) {
     std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
     for (const std::string& p : s.embeddings) files.push_back(io::SafetensorsFile::open(p));
-    io::WeightMap w(files, mt::embeddings_processor_key_map());
+    io::WeightMap w(files, mt::embeddings_processor_key_map(s.processor_config->audio));
     s.processor.emplace(mt::EmbeddingsProcessor::load(w, *s.processor_config, s.options.load));
   }
   return *s.processor;
+}
+
+std::string PromptEncoder::enhance(const std::string& prompt, const EnhanceOptions& options) {
+  (void)default_enhance_generation(s_->config);  // refuses gemma4_unified before loading
+  return PromptEnhancer(s_->assets, text_encoder()).enhance_t2v(prompt, options).text;
 }
 
 void PromptEncoder::release_text_encoder() { s_->gemma.reset(); }
@@ -136,7 +144,9 @@ std::vector<PromptContext> PromptEncoder::encode(const std::vector<std::string>&
   return out;
 }
 
-bool PromptEncoder::has_audio() const { return s_->processor_config.has_value(); }
+bool PromptEncoder::has_audio() const {
+  return s_->processor_config.has_value() && s_->processor_config->audio;
+}
 const GemmaAssets& PromptEncoder::assets() const { return s_->assets; }
 const GemmaTextConfig& PromptEncoder::gemma_config() const { return s_->config; }
 const std::string& PromptEncoder::text_encoder_path() const { return s_->te_path; }

@@ -33,6 +33,7 @@
 
 #include "core/tensor.h"
 #include "models/text/gemma/config.h"
+#include "models/text/gemma/enhance.h"
 #include "models/text/gemma_tokenizer.h"
 #include "nn/module.h"
 
@@ -42,8 +43,6 @@ class EmbeddingsProcessor;
 
 namespace ltx::text {
 
-class GemmaTextModel;
-struct GemmaAssets;
 
 struct PromptEncoderOptions {
   nn::LoadOptions load;                  // device and weight dtype of every text-path model
@@ -71,6 +70,11 @@ class PromptEncoder {
 
   // The contexts of every prompt, in order (what the reference's PromptEncoder returns).
   std::vector<PromptContext> encode(const std::vector<std::string>& prompts);
+
+  // Prompt enhancement with this text encoder (the reference's enhance_first_prompt when the
+  // encoder can generate: gemma3; gemma4_unified throws -- use enhance_prompt() with a separate
+  // enhancer). Returns the cleaned text. Gemma stays loaded for the encode() that follows.
+  std::string enhance(const std::string& prompt, const EnhanceOptions& options = {});
 
   // The steps of encode(), for tools and tests.
   TokenizedBatch tokenize(const std::vector<std::string>& prompts) const;

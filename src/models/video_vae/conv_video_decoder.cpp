@@ -173,65 +173,23 @@ void ConvVideoDecoder::tiled_decode(const Tensor& latent,
   const Shape full = output_shape(latent.shape());
   const std::vector<Tile> tiles =
       prepare_tiles_for_decoding(latent.shape(), full, video_downscale_factors(), config);
-  const bool complementary = masks_are_complementary(tiles, full);
-
-  Tensor prev, prev_weights;
-  Range prev_slice;
-  for (const std::vector<Tile>& group : group_tiles_by_temporal_slice(tiles)) {
-    const Range slice = group.front().out[2];
-    Shape buffer_shape = full;
-    buffer_shape[2] = slice.length();
-    Tensor buffer = Tensor::zeros(buffer_shape);
-    Tensor weights = complementary ? Tensor() : Tensor::zeros(buffer_shape);
-    // Decode the group's tiles into the group buffer (frames rebased to the group start).
-    for (const Tile& t : group) {
-      Tensor decoded = (*this)(slice_ranges(latent, t.in), timestep, noise);
-      const int64_t offset = t.out[2].start - slice.start;
-      const int64_t len = std::min({t.out[2].length(), decoded.size(2), buffer.size(2) - offset});
-      std::vector<Range> where = {{0, full[0]}, {0, full[1]}, {offset, offset + len}, t.out[3],
-                                  t.out[4]};
-      std::vector<std::vector<float>> masks = t.masks;
-      if (masks[2].size() > 1) masks[2].resize(static_cast<size_t>(len));
-      Tensor part = decoded.narrow(2, 0, len);
-      ops::add_(slice_ranges(buffer, where), scale_by_masks_1d(part, masks));
-      if (weights.defined())
-        ops::add_(slice_ranges(weights, where),
-                  scale_by_masks_1d(Tensor::full(part.shape(), 1.0), masks));
-    }
-    if (prev.defined()) {
-      // Blend the frames this group shares with the previous one, then hand out the previous
-      // group's frames that no later group touches.
-      if (prev_slice.stop > slice.start) {
-        const int64_t overlap = prev_slice.stop - slice.start;
-        Tensor prev_tail = prev.narrow(2, slice.start - prev_slice.start, overlap);
-        ops::add_(prev_tail, buffer.narrow(2, 0, overlap));
-        buffer.narrow(2, 0, overlap).copy_from(prev_tail);
-        if (weights.defined()) {
-          Tensor prev_wtail = prev_weights.narrow(2, slice.start - prev_slice.start, overlap);
-          ops::add_(prev_wtail, weights.narrow(2, 0, overlap));
-          weights.narrow(2, 0, overlap).copy_from(prev_wtail);
-        }
-      }
-      const int64_t ready = slice.start - prev_slice.start;
-      if (!prev_weights.defined()) {
-        on_chunk(prev.narrow(2, 0, ready));
-      } else if (ready == 0) {
-        on_chunk(prev.narrow(2, 0, 0));
-      } else {
-        on_chunk(ops::div(prev.narrow(2, 0, ready),
-                          ops::maximum(prev_weights.narrow(2, 0, ready), 1e-8)));
-      }
-    }
-    prev = buffer;
-    prev_weights = weights;
-    prev_slice = slice;
-  }
-  if (prev.defined()) {
-    if (!prev_weights.defined())
-      on_chunk(prev);
-    else
-      on_chunk(ops::div(prev, ops::maximum(prev_weights, 1e-8)));
-  }
+  blend_tile_groups(
+      tiles, full,
+      [&](const Tile& t, const Tensor& buffer, const Tensor& weights, int64_t group_start) {
+        Tensor decoded = (*this)(slice_ranges(latent, t.in), timestep, noise);
+        const int64_t offset = t.out[2].start - group_start;
+        const int64_t len = std::min({t.out[2].length(), decoded.size(2), buffer.size(2) - offset});
+        std::vector<Range> where = {{0, full[0]}, {0, full[1]}, {offset, offset + len}, t.out[3],
+                                    t.out[4]};
+        std::vector<std::vector<float>> masks = t.masks;
+        if (masks[2].size() > 1) masks[2].resize(static_cast<size_t>(len));
+        Tensor part = decoded.narrow(2, 0, len);
+        ops::add_(slice_ranges(buffer, where), scale_by_masks_1d(part, masks));
+        if (weights.defined())
+          ops::add_(slice_ranges(weights, where),
+                    scale_by_masks_1d(Tensor::full(part.shape(), 1.0), masks));
+      },
+      [&](const Tensor& frames, int64_t) { on_chunk(frames); });
 }
 
 Tensor ConvVideoDecoder::tiled_decode_all(const Tensor& latent,

@@ -292,4 +292,152 @@ io::KeyMap encoder_key_map() { return part_key_map("VAE_ENCODER_COMFY_KEYS_FILTE
 
 io::KeyMap decoder_key_map() { return part_key_map("VAE_DECODER_COMFY_KEYS_FILTER", "decoder"); }
 
+io::KeyMap diffusion_decoder_key_map() {
+  io::KeyMap k("DIFFUSION_VAE_DECODER_COMFY_KEYS_FILTER");
+  k.keep("vae.decoder.").keep("decoder.").keep("vae.per_channel_statistics.")
+      .keep("per_channel_statistics.");
+  k.replace("vae.decoder.", "")
+      .replace("decoder.", "")
+      .replace("t_embedder.mlp.0.", "t_embedder.timestep_embedder.linear_1.")
+      .replace("t_embedder.mlp.2.", "t_embedder.timestep_embedder.linear_2.")
+      .replace("vae.per_channel_statistics.", "per_channel_statistics.");
+  return k;
+}
+
+bool is_diffusion_video_vae(const json& metadata) {
+  const json* cfg = metadata.is_object() && metadata.contains("config") ? &metadata["config"]
+                                                                         : nullptr;
+  json decoded;
+  if (cfg != nullptr && cfg->is_string()) {
+    decoded = json::parse(cfg->get<std::string>(), nullptr, false);
+    cfg = &decoded;
+  }
+  if (cfg == nullptr || !cfg->is_object() || !cfg->contains("vae") || !(*cfg)["vae"].is_object())
+    return false;
+  const json& vae = (*cfg)["vae"];
+  const auto it = vae.find("_class_name");
+  return it != vae.end() && it->is_string() && it->get<std::string>() != "CausalVideoAutoencoder";
+}
+
+namespace {
+
+std::vector<int64_t> int_list(const Reader& r, const char* key, std::vector<int64_t> dflt) {
+  if (!r.has(key)) return r.integer(key, 0), dflt;  // records the default
+  const json& v = r.raw(key);
+  LTX_CHECK(v.is_array(), r.where(), ": '", key, "' must be a list of integers, got ", v.dump());
+  std::vector<int64_t> out;
+  for (const json& e : v) {
+    LTX_CHECK(e.is_number_integer() && e.get<int64_t>() >= 1, r.where(), ": '", key,
+              "' must hold positive integers, got ", v.dump());
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+Axis3 axis3(const json& v, const std::string& where, const std::string& key) {
+  LTX_CHECK(v.is_array() && v.size() == 3, where, ": '", key, "' entries must be [t, h, w], got ",
+            v.dump());
+  Axis3 a{};
+  for (int i = 0; i < 3; ++i) {
+    LTX_CHECK(v[i].is_number_integer() && v[i].get<int64_t>() >= 1, where, ": '", key,
+              "' must hold positive integers, got ", v.dump());
+    a[i] = v[i].get<int64_t>();
+  }
+  return a;
+}
+
+}  // namespace
+
+DiffusionDecoderConfig diffusion_decoder_config_from_json(const json& vae,
+                                                          const std::string& where_) {
+  const std::string where = where_ + " (config.vae)";
+  LTX_CHECK(vae.is_object(), where, ": must be an object");
+  DiffusionDecoderConfig c;
+  Reader top(vae, where, nullptr);
+  const bool nested = top.has("decoder");
+  if (nested) LTX_CHECK(vae["decoder"].is_object(), where, ": 'decoder' must be an object");
+  const json& dec = nested ? vae["decoder"] : vae;
+  const std::string dwhere = nested ? where_ + " (config.vae.decoder)" : where;
+  Reader r(dec, dwhere, &c.defaulted);
+
+  c.in_channels = r.has("in_channels") ? r.integer("in_channels", 128)
+                                       : top.integer("latent_channels", 128);
+  c.out_channels = r.integer("out_channels", 3);
+  c.patch_size = r.integer("patch_size", 4);
+  c.head_dim = r.has("head_dim") ? r.integer("head_dim", 64) : r.integer("na_head_dim", 64);
+  c.stage_channels = int_list(r, "stage_channels", c.stage_channels);
+  c.stage_depths = int_list(r, "stage_depths", c.stage_depths);
+  if (r.has("stage_kernels")) {
+    const json& v = r.raw("stage_kernels");
+    LTX_CHECK(v.is_array(), dwhere, ": 'stage_kernels' must be a list of [t, h, w], got ",
+              v.dump());
+    c.stage_kernels.clear();
+    for (const json& e : v) c.stage_kernels.push_back(axis3(e, dwhere, "stage_kernels"));
+  } else {
+    r.integer("stage_kernels", 0);
+  }
+  if (r.has("upsamples")) {
+    const json& v = r.raw("upsamples");
+    LTX_CHECK(v.is_array(), dwhere, ": 'upsamples' must be a list of [[t, h, w], reduction]");
+    c.upsamples.clear();
+    for (const json& e : v) {
+      LTX_CHECK(e.is_array() && e.size() == 2 && e[1].is_number_integer() &&
+                    e[1].get<int64_t>() >= 1,
+                dwhere, ": 'upsamples' entries must be [[t, h, w], reduction], got ", e.dump());
+      c.upsamples.push_back({axis3(e[0], dwhere, "upsamples"), e[1].get<int64_t>()});
+    }
+  } else {
+    r.integer("upsamples", 0);
+  }
+  c.stage5_kernel = r.has("stage5_kernel") ? axis3(r.raw("stage5_kernel"), dwhere, "stage5_kernel")
+                                           : (r.integer("stage5_kernel", 0), c.stage5_kernel);
+  if (r.has("stage5_channels")) c.stage5_channels = r.integer("stage5_channels", 0);
+  c.t_emb_dim = r.integer("t_emb_dim", 384);
+  c.default_num_inference_steps = r.integer("default_num_inference_steps", 2);
+  if (r.has("timestep_scale_multiplier")) {
+    const json& v = r.raw("timestep_scale_multiplier");
+    LTX_CHECK(v.is_number(), dwhere, ": 'timestep_scale_multiplier' must be a number, got ",
+              v.dump());
+    c.timestep_scale_multiplier = v.get<double>();
+  } else {
+    r.integer("timestep_scale_multiplier", 0);
+  }
+  const std::string out_type = top.string("model_output_type", "v");
+  if (!top.has("model_output_type")) c.defaulted.push_back("model_output_type");
+  LTX_CHECK(out_type == "v" || out_type == "x0", where, ": model_output_type '", out_type,
+            "' is not supported (expected v or x0)");
+  c.model_output_type = out_type == "x0" ? ModelOutputType::X0 : ModelOutputType::Velocity;
+
+  // The decoder runs exactly three deterministic stages, stage 4 and the diffusion stage.
+  const size_t n = c.stage_channels.size();
+  LTX_CHECK(n == 5 && c.stage_depths.size() == 5 && c.stage_kernels.size() == 5 &&
+                c.upsamples.size() == 4,
+            dwhere, ": expected 5 stage_channels / stage_depths / stage_kernels and 4 upsamples, "
+            "got ", n, " / ", c.stage_depths.size(), " / ", c.stage_kernels.size(), " / ",
+            c.upsamples.size());
+  LTX_CHECK(c.head_dim >= 8 && c.head_dim % 8 == 0, dwhere, ": head_dim ", c.head_dim,
+            " must be a positive multiple of 8");
+  for (size_t s = 0; s < n; ++s)
+    LTX_CHECK(c.stage_channels[s] % c.head_dim == 0, dwhere, ": stage_channels ",
+              c.stage_channels[s], " is not a multiple of head_dim ", c.head_dim);
+  LTX_CHECK(c.diffusion_channels() >= 1 && c.diffusion_channels() % c.head_dim == 0, dwhere,
+            ": stage5_channels ", c.diffusion_channels(), " is not a multiple of head_dim ",
+            c.head_dim);
+  for (size_t s = 0; s < 4; ++s) {
+    const int64_t next = s + 1 < 4 ? c.stage_channels[s + 1] : c.context_channels();
+    LTX_CHECK(c.stage_channels[s] % c.upsamples[s].reduction == 0 &&
+                  c.stage_channels[s] / c.upsamples[s].reduction == next,
+              dwhere, ": upsamples[", s, "] turns ", c.stage_channels[s], " channels into ",
+              c.stage_channels[s] / c.upsamples[s].reduction, ", but the next stage has ", next);
+  }
+  LTX_CHECK(c.default_num_inference_steps >= 1 && c.timestep_scale_multiplier > 0, dwhere,
+            ": default_num_inference_steps and timestep_scale_multiplier must be positive");
+  return c;
+}
+
+DiffusionDecoderConfig diffusion_decoder_config_from_metadata(const json& metadata,
+                                                              const std::string& where) {
+  return diffusion_decoder_config_from_json(vae_section(metadata, where), where);
+}
+
 }  // namespace ltx::models::video_vae

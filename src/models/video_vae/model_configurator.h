@@ -7,6 +7,7 @@
 // (with `blocks` / `out_channels`). Absent keys take the reference's code defaults, which differ
 // between encoder and decoder: the decoder pads spatially with `reflect` and is timestep-conditioned
 // unless the config says otherwise.
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -89,10 +90,64 @@ DecoderConfig decoder_config_from_metadata(const nlohmann::json& metadata, const
 EncoderConfig encoder_config_from_json(const nlohmann::json& vae, const std::string& where);
 DecoderConfig decoder_config_from_json(const nlohmann::json& vae, const std::string& where);
 
+// ---- the diffusion decoder (CausalDiffusionVAE / NADiffusionDecoder, LTX-2.5) ----
+
+// Whether a VAE file's metadata describes a diffusion video VAE: config.vae._class_name is
+// anything but "CausalVideoAutoencoder" (an absent name reads as the conv VAE), as the reference
+// decides.
+bool is_diffusion_video_vae(const nlohmann::json& metadata);
+
+using Axis3 = std::array<int64_t, 3>;  // (T, H, W) sizes or (Kt, Kh, Kw) kernels
+
+struct Upsample {
+  Axis3 stride{};
+  int64_t reduction = 1;
+};
+
+enum class ModelOutputType { Velocity, X0 };  // "v" / "x0"
+
+// `config.vae.decoder` (or the flat `config.vae`), with `model_output_type` at the vae level.
+// Absent keys take the reference's CODE defaults, which are not the shipped values: the 2.5 file
+// says 1 step, x0, scale 1000 and stage-5 kernel (11, 11, 11), and omits t_emb_dim (384).
+struct DiffusionDecoderConfig {
+  int64_t in_channels = 128;
+  int64_t out_channels = 3;
+  int64_t patch_size = 4;
+  int64_t head_dim = 64;
+  std::vector<int64_t> stage_channels{1024, 512, 256, 256, 128};
+  std::vector<int64_t> stage_depths{4, 6, 4, 2, 8};
+  std::vector<Axis3> stage_kernels{{3, 7, 7}, {3, 7, 7}, {3, 5, 5}, {3, 5, 5}, {3, 3, 3}};
+  std::vector<Upsample> upsamples{
+      {{1, 2, 2}, 2}, {{2, 1, 1}, 2}, {{2, 2, 2}, 1}, {{2, 2, 2}, 2}};
+  Axis3 stage5_kernel{3, 7, 7};
+  std::optional<int64_t> stage5_channels;  // absent: stage_channels.back()
+  int64_t t_emb_dim = 384;
+  int64_t default_num_inference_steps = 2;
+  double timestep_scale_multiplier = 1.0;
+  ModelOutputType model_output_type = ModelOutputType::Velocity;
+  std::vector<std::string> defaulted;  // keys that took the code default
+
+  int64_t context_channels() const { return stage_channels.back(); }
+  int64_t diffusion_channels() const { return stage5_channels.value_or(context_channels()); }
+};
+
+// From the `vae` section / a file's decoded metadata. Throws naming the key for wrong types,
+// inconsistent lists (5 stages, 4 upsamples, widths that the upsamples do not produce) and widths
+// that head_dim does not divide.
+DiffusionDecoderConfig diffusion_decoder_config_from_json(const nlohmann::json& vae,
+                                                          const std::string& where);
+DiffusionDecoderConfig diffusion_decoder_config_from_metadata(const nlohmann::json& metadata,
+                                                              const std::string& where);
+
 // VAE_ENCODER_COMFY_KEYS_FILTER / VAE_DECODER_COMFY_KEYS_FILTER: monolith `vae.encoder.*` and
 // standalone `encoder.*` keys (decoder likewise) lose their prefix, the per-channel statistics
 // become `per_channel_statistics.*`.
 io::KeyMap encoder_key_map();
 io::KeyMap decoder_key_map();
+// The diffusion decoder's renaming (video_decoder_sd_ops_for_checkpoint without the load-time
+// folds): `vae.decoder.*` / `decoder.*` lose the prefix, `t_embedder.mlp.{0,2}.` become
+// `t_embedder.timestep_embedder.linear_{1,2}.`, the statistics become `per_channel_statistics.*`.
+// The fused `qkv` stays fused; legacy gates and `coarse_*` are handled by the loader.
+io::KeyMap diffusion_decoder_key_map();
 
 }  // namespace ltx::models::video_vae

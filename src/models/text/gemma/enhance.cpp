@@ -82,6 +82,15 @@ GemmaChatFormat detect_chat_format(const std::string& chat_template, const std::
        "renders only the Gemma 3 and Gemma 4 chat formats");
 }
 
+GemmaChatTemplate parse_chat_template(const std::string& chat_template, const std::string& source) {
+  const GemmaChatFormat format = detect_chat_format(chat_template, source);
+  // In the Jinja source the newline is the escape sequence; a raw newline would do the same.
+  const bool thought = format == GemmaChatFormat::Gemma4 &&
+                       (chat_template.find("<|channel>thought\\n<channel|>") != std::string::npos ||
+                        chat_template.find("<|channel>thought\n<channel|>") != std::string::npos);
+  return GemmaChatTemplate(format, thought);
+}
+
 std::string chat_template_of(const GemmaAssets& assets) {
   // build_gemma_hf_tokenizer: tokenizer_config.json's chat_template wins, then the sidecars.
   if (assets.has_sidecar("tokenizer_config.json")) {
@@ -110,8 +119,10 @@ std::string chat_template_of(const GemmaAssets& assets) {
        "in tokenizer_config.json); prompt enhancement needs the model's chat template");
 }
 
-std::string render_gemma_chat(GemmaChatFormat format, const std::vector<ChatMessage>& messages,
-                              const std::string& bos_token, bool add_generation_prompt) {
+std::string render_gemma_chat(const GemmaChatTemplate& chat_template,
+                              const std::vector<ChatMessage>& messages, const std::string& bos_token,
+                              bool add_generation_prompt) {
+  const GemmaChatFormat format = chat_template.format;
   LTX_CHECK(!messages.empty(), "chat template: no messages");
   std::string out = bos_token;
   size_t first = 0;
@@ -137,7 +148,10 @@ std::string render_gemma_chat(GemmaChatFormat format, const std::vector<ChatMess
     for (size_t i = first; i < messages.size(); ++i)
       out += "<|turn>" + role_of(messages[i].role) + "\n" + python_strip(messages[i].content) +
              "<turn|>\n";
-    if (add_generation_prompt) out += "<|turn>model\n";
+    if (add_generation_prompt) {
+      out += "<|turn>model\n";
+      if (chat_template.empty_thought_channel) out += "<|channel>thought\n<channel|>";
+    }
   }
   return out;
 }
@@ -223,9 +237,9 @@ PromptEnhancer::PromptEnhancer(const GemmaAssets& assets, const GemmaTextModel& 
     : assets_(&assets),
       model_(&model),
       tokenizer_(build_gemma_hf_tokenizer(assets)),
-      format_(GemmaChatFormat::Gemma3) {
+      template_() {
   (void)default_enhance_generation(model.config());  // refuses gemma4_unified
-  format_ = detect_chat_format(chat_template_of(assets), assets.source);
+  template_ = parse_chat_template(chat_template_of(assets), assets.source);
   LTX_CHECK(tokenizer_.bos_id().has_value(), "prompt enhancement: the tokenizer of ", assets.source,
             " has no BOS token");
 }
@@ -235,7 +249,8 @@ EnhanceResult PromptEnhancer::prepare_t2v(const std::string& prompt,
   EnhanceResult r;
   const std::vector<ChatMessage> messages = {{"system", system_prompt},
                                              {"user", "user prompt: " + prompt}};
-  r.rendered = render_gemma_chat(format_, messages, *tokenizer_.id_to_token(*tokenizer_.bos_id()));
+  r.rendered =
+      render_gemma_chat(template_, messages, *tokenizer_.id_to_token(*tokenizer_.bos_id()));
   const Encoding enc = tokenizer_.encode(r.rendered, true);
   const auto n = static_cast<int64_t>(enc.ids.size());
   const int64_t padded = (n + 7) / 8 * 8;
@@ -263,6 +278,7 @@ EnhanceResult PromptEnhancer::enhance_t2v(const std::string& prompt,
   } else {
     g = default_enhance_generation(model_->config());
     g.seed = options.seed;
+    if (options.greedy) g.do_sample = false;
   }
   if (options.max_new_tokens) g.max_new_tokens = *options.max_new_tokens;
   GenerationResult out = generate(*model_, r.input_ids, r.attention_mask, g, options.keep_logits);
@@ -272,6 +288,21 @@ EnhanceResult PromptEnhancer::enhance_t2v(const std::string& prompt,
   r.decoded = tokenizer_.decode(ids, true);
   r.text = clean_response(r.decoded);
   return r;
+}
+
+std::string enhance_prompt(const std::string& gemma_path, const std::string& prompt,
+                           const EnhanceOptions& options, const nn::LoadOptions& load) {
+  const GemmaAssets assets = GemmaAssets::load(gemma_path);
+  const GemmaTextConfig config = GemmaTextConfig::from_json(assets.config, gemma_path);
+  (void)default_enhance_generation(config);  // refuses gemma4_unified before loading weights
+  (void)parse_chat_template(chat_template_of(assets), assets.source);
+  EnhanceOptions o = options;
+  if (o.system_prompt.empty())
+    o.system_prompt = !o.system_prompt_file.empty()
+                          ? read_system_prompt_file(o.system_prompt_file)
+                          : find_default_system_prompt(assets, config.family, true);
+  const GemmaTextModel model = GemmaTextModel::load(assets, load);
+  return PromptEnhancer(assets, model).enhance_t2v(prompt, o).text;
 }
 
 }  // namespace ltx::text

@@ -3,12 +3,15 @@
 //
 //   1. messages [system: the system prompt, user: "user prompt: {prompt}"];
 //   2. the model's chat template (chat_template.jinja / chat_template.json of the assets) rendered
-//      with add_generation_prompt. Not a Jinja engine: the template is recognised as one of the two
-//      Gemma formats and that format is rendered --
+//      with add_generation_prompt, as the reference's apply_chat_template call does (no
+//      enable_thinking, so the templates' default: thinking off). Not a Jinja engine: the template
+//      is recognised as one of the two Gemma formats and that format is rendered --
 //        Gemma 3:
 //        {bos}<start_of_turn>user\n{system}\n\n{user|trim}<end_of_turn>\n<start_of_turn>model\n
 //        Gemma 4:
 //        {bos}<|turn>system\n{system|trim}<turn|>\n<|turn>user\n{user|trim}<turn|>\n<|turn>model\n
+//        + <|channel>thought\n<channel|> when the template emits that empty thought channel with
+//          thinking off (Google's 12B/26B/31B templates do; the E2B/E4B ones do not)
 //      (an unrecognised template is an error);
 //   3. the rendered text tokenized with the tokenizer's special tokens (Gemma 3's post-processor
 //      adds a second <bos>, as the reference's processor does), left-padded to a multiple of 8 with
@@ -24,7 +27,8 @@
 // the file of that name in the Gemma root folder (or its prompts/ subfolder, or next to a
 // single-file text encoder); without one, enhancement fails with an error naming the file.
 //
-// CLI: `ltx generate --enhance-prompt` will call enhance_t2v once `ltx generate` exists.
+// CLI: `ltx generate --enhance-prompt` calls enhance_prompt() below (or PromptEncoder::enhance
+// when the text encoder itself can enhance); see DEVELOPERS.md.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,6 +39,7 @@
 #include "models/text/gemma/model.h"
 #include "models/text/gemma_assets.h"
 #include "models/text/tokenizer.h"
+#include "nn/module.h"
 
 namespace ltx::text {
 
@@ -45,14 +50,27 @@ struct ChatMessage {
   std::string content;
 };
 
+// What rendering a recognised template needs.
+struct GemmaChatTemplate {
+  GemmaChatFormat format = GemmaChatFormat::Gemma3;
+  // Gemma 4: the generation prompt closes an empty thought channel (thinking off).
+  bool empty_thought_channel = false;
+  GemmaChatTemplate(GemmaChatFormat f = GemmaChatFormat::Gemma3, bool thought = false)  // NOLINT
+      : format(f), empty_thought_channel(thought) {}
+};
+
 // Recognises a Gemma chat template by its turn markers; throws for anything else.
 GemmaChatFormat detect_chat_format(const std::string& chat_template, const std::string& source);
+// The format and, for Gemma 4, whether the generation prompt carries the empty thought channel
+// (the literal '<|channel>thought\n<channel|>' in the template source).
+GemmaChatTemplate parse_chat_template(const std::string& chat_template, const std::string& source);
 // The chat template of the assets (chat_template.jinja, else chat_template.json's string or
 // "chat_template" entry); throws naming the source when there is none.
 std::string chat_template_of(const GemmaAssets& assets);
-// Renders `messages` in `format` (see the header comment), with add_generation_prompt.
-std::string render_gemma_chat(GemmaChatFormat format, const std::vector<ChatMessage>& messages,
-                              const std::string& bos_token, bool add_generation_prompt = true);
+// Renders `messages` in the template's format (see the header comment).
+std::string render_gemma_chat(const GemmaChatTemplate& chat_template,
+                              const std::vector<ChatMessage>& messages, const std::string& bos_token,
+                              bool add_generation_prompt = true);
 
 // clean_response: curly quotes, dashes, NBSP, prime and minus sign to ASCII, then everything
 // before the first letter (Python's str.isalpha) removed.
@@ -74,7 +92,8 @@ struct EnhanceOptions {
   std::string system_prompt;       // the text; when empty, system_prompt_file is read, and
   std::string system_prompt_file;  // when that is empty too, find_default_system_prompt
   std::optional<int64_t> max_new_tokens;
-  uint64_t seed = 42;  // the pipelines' default (generate_enhanced_prompt)
+  uint64_t seed = 42;  // the pipelines' default (generate_enhanced_prompt); they pass --seed
+  bool greedy = false;  // decode greedily instead of the family's sampling default
   // Replaces the family's decoding defaults entirely (EOS ids included) when set.
   std::optional<GenerationConfig> generation;
   bool keep_logits = false;
@@ -103,13 +122,22 @@ class PromptEnhancer {
   EnhanceResult prepare_t2v(const std::string& prompt, const std::string& system_prompt) const;
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  GemmaChatFormat chat_format() const { return format_; }
+  GemmaChatFormat chat_format() const { return template_.format; }
+  const GemmaChatTemplate& chat_template() const { return template_; }
 
  private:
   const GemmaAssets* assets_;
   const GemmaTextModel* model_;
   Tokenizer tokenizer_;
-  GemmaChatFormat format_;
+  GemmaChatTemplate template_;
 };
+
+// `ltx generate --enhance-prompt` in one call (the reference's generate_enhanced_prompt for a
+// text prompt): loads the Gemma at `gemma_path` (a root folder or single-file text encoder of a
+// gemma3 or dense gemma4 model; gemma4_unified cannot enhance), enhances `prompt`, frees the
+// model and returns the cleaned text (EnhanceResult::text). Errors (no system prompt, a model
+// that cannot enhance, an unknown chat template) throw before any generation.
+std::string enhance_prompt(const std::string& gemma_path, const std::string& prompt,
+                           const EnhanceOptions& options = {}, const nn::LoadOptions& load = {});
 
 }  // namespace ltx::text

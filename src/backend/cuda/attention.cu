@@ -1,0 +1,199 @@
+#include "backend/cuda/attention.h"
+
+#include <algorithm>
+
+#include "backend/cuda/block_reduce.cuh"
+#include "backend/cuda/elementwise_loop.cuh"
+#include "ops/dispatch.h"
+
+namespace ltx::cuda {
+
+namespace {
+
+// Block shape: kWarps warps, each owning kRowsPerWarp query rows; keys stream through shared
+// memory kKeys at a time. Within a warp, lane j scores key j of the tile, then every lane
+// accumulates its slice of the head dim (dims lane, lane + 32, ...) over the tile's 32 keys.
+constexpr int kWarps = 4;
+constexpr int kRowsPerWarp = 4;
+constexpr int kRows = kWarps * kRowsPerWarp;
+constexpr int kKeys = 32;
+constexpr int kThreads = kWarps * 32;
+
+enum class MaskKind : int { None, Bool, Additive };
+
+struct Operand {
+  const void* p = nullptr;
+  DType dtype = DType::F32;
+  int64_t s[4] = {};  // strides of [B, H, T, D] (or of the expanded mask [B, H, Tq, Tk])
+};
+
+struct AttnArgs {
+  Operand q, k, v, mask;
+  MaskKind mask_kind = MaskKind::None;
+  void* out = nullptr;
+  DType out_dtype = DType::F32;
+  int64_t heads = 0, tq = 0, tk = 0, d = 0, dv = 0;
+  int64_t q_blocks = 0;
+  float scale = 1.f;
+};
+
+__device__ __forceinline__ float load_at(const Operand& o, int64_t b, int64_t h, int64_t t,
+                                         int64_t i) {
+  return load_f32(o.p, o.dtype, b * o.s[0] + h * o.s[1] + t * o.s[2] + i * o.s[3]);
+}
+
+template <int kDim>
+__global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
+  constexpr int kPer = kDim / 32;  // head-dim elements per lane
+  __shared__ float qs[kRows][kDim];
+  __shared__ float ks[kKeys][kDim + 1];  // +1: lane j reads row j, conflict-free
+  __shared__ float vs[kKeys][kDim];
+
+  const int64_t bh = blockIdx.x / a.q_blocks, qb = blockIdx.x % a.q_blocks;
+  const int64_t b = bh / a.heads, h = bh % a.heads;
+  const int64_t q0 = qb * kRows;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+  for (int idx = threadIdx.x; idx < kRows * kDim; idx += kThreads) {
+    const int r = idx / kDim, i = idx % kDim;
+    const int64_t t = q0 + r;
+    qs[r][i] = (t < a.tq && i < a.d) ? load_at(a.q, b, h, t, i) : 0.f;
+  }
+
+  const float kNegInf = -INFINITY;
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kPer];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = kNegInf;
+    l[r] = 0.f;
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) acc[r][c] = 0.f;
+  }
+
+  for (int64_t k0 = 0; k0 < a.tk; k0 += kKeys) {
+    __syncthreads();  // the previous tile (and, first time, nothing) is no longer read
+    for (int idx = threadIdx.x; idx < kKeys * kDim; idx += kThreads) {
+      const int j = idx / kDim, i = idx % kDim;
+      const int64_t key = k0 + j;
+      const bool in = key < a.tk;
+      ks[j][i] = (in && i < a.d) ? load_at(a.k, b, h, key, i) : 0.f;
+      vs[j][i] = (in && i < a.dv) ? load_at(a.v, b, h, key, i) : 0.f;
+    }
+    __syncthreads();
+
+    const int64_t key = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row_in_block = warp * kRowsPerWarp + r;
+      const int64_t row = q0 + row_in_block;
+      if (row >= a.tq) break;  // warp-uniform
+      float s = kNegInf;
+      if (key < a.tk) {
+        float dot = 0.f;
+#pragma unroll 16
+        for (int i = 0; i < kDim; ++i) dot += qs[row_in_block][i] * ks[lane][i];
+        s = dot * a.scale;
+        if (a.mask_kind != MaskKind::None) {
+          const Operand& mk = a.mask;
+          const int64_t off = b * mk.s[0] + h * mk.s[1] + row * mk.s[2] + key * mk.s[3];
+          if (a.mask_kind == MaskKind::Additive) {
+            s += load_f32(mk.p, mk.dtype, off);
+          } else if (static_cast<const uint8_t*>(mk.p)[off] == 0) {
+            s = kNegInf;
+          }
+        }
+      }
+      // The max skips NaNs (fmaxf), as the CPU's; a NaN score still poisons the row's sum.
+      float tile_max = s;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, o));
+      const float m_new = fmaxf(m[r], tile_max);
+      if (m_new == kNegInf) continue;  // every key so far is masked out: nothing to add
+      const float p = expf(s - m_new);
+      const float corr = expf(m[r] - m_new);
+      l[r] = l[r] * corr + warp_sum(p);
+      m[r] = m_new;
+#pragma unroll
+      for (int c = 0; c < kPer; ++c) acc[r][c] *= corr;
+#pragma unroll 8
+      for (int j = 0; j < kKeys; ++j) {
+        const float pj = __shfl_sync(0xffffffffu, p, j);
+#pragma unroll
+        for (int c = 0; c < kPer; ++c) acc[r][c] += pj * vs[j][lane + 32 * c];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int64_t row = q0 + warp * kRowsPerWarp + r;
+    if (row >= a.tq) break;
+    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;  // no attended key: zeros (l == 0)
+    const bool nan_row = l[r] != l[r];
+    const int64_t base = ((b * a.heads + h) * a.tq + row) * a.dv;
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) {
+      const int i = lane + 32 * c;
+      if (i < a.dv) store_f32(a.out, a.out_dtype, base + i, nan_row ? l[r] : acc[r][c] * inv);
+    }
+  }
+}
+
+Operand operand(const Tensor& t) {
+  Operand o;
+  o.p = t.raw_data();
+  o.dtype = t.dtype();
+  for (int i = 0; i < 4; ++i) o.s[i] = t.stride(i);
+  return o;
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& mask, float scale) {
+  const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), d = q.size(3);
+  const int64_t tk = k.size(2), dv = v.size(3);
+  const int64_t width = std::max(d, dv);
+  LTX_CHECK(width <= 128, "scaled_dot_product_attention: head dims up to 128 are supported on "
+            "CUDA, got q ", q.describe(), " and v ", v.describe(), "; run it on the CPU");
+  Tensor out = Tensor::empty({batch, heads, tq, dv}, ops::float_result_dtype({&q, &k, &v}),
+                             q.device());
+  if (out.numel() == 0) return out;
+  AttnArgs a;
+  a.q = operand(q);
+  a.k = operand(k);
+  a.v = operand(v);
+  if (mask.defined()) {
+    a.mask = operand(mask);
+    const DType md = mask.dtype();
+    a.mask_kind = (md == DType::Bool || md == DType::U8) ? MaskKind::Bool : MaskKind::Additive;
+  }
+  a.out = out.raw_data();
+  a.out_dtype = out.dtype();
+  a.heads = heads;
+  a.tq = tq;
+  a.tk = tk;
+  a.d = d;
+  a.dv = dv;
+  a.q_blocks = (tq + kRows - 1) / kRows;
+  a.scale = scale;
+  const int64_t blocks = batch * heads * a.q_blocks;
+  LTX_CHECK(blocks < (int64_t{1} << 31), "scaled_dot_product_attention: too many query blocks (",
+            blocks, ") for one launch");
+  const int dev = q.device().index;
+  DeviceGuard guard(dev);
+  const cudaStream_t s = current_stream(dev).handle();
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (width <= 32) {
+    flash_attention_kernel<32><<<grid, kThreads, 0, s>>>(a);
+  } else if (width <= 64) {
+    flash_attention_kernel<64><<<grid, kThreads, 0, s>>>(a);
+  } else {
+    flash_attention_kernel<128><<<grid, kThreads, 0, s>>>(a);
+  }
+  LTX_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
+}  // namespace ltx::cuda

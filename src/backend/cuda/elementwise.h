@@ -1,0 +1,24 @@
+#pragma once
+// CUDA elementwise ops (the CPU's backend/cpu/elementwise.h on the GPU), through the
+// dtype-generic loop of elementwise_loop.cuh and the per-element math shared with the CPU
+// (backend/scalar_math.h). Operands are f32 or bf16 (where's cond also bool/u8), any strides,
+// broadcast; the math is f32; results are new contiguous tensors of ops::float_result_dtype of
+// the float operands (bf16 only when all are bf16). Arguments are checked by
+// src/ops/elementwise.cpp.
+#include "core/tensor.h"
+#include "ops/elementwise.h"
+
+namespace ltx::cuda {
+
+Tensor binary(ops::BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor binary_scalar(ops::BinaryOp op, const Tensor& a, double b);
+// dst (f32 or bf16, any non-expanded strides) = dst op src, computed in f32.
+void binary_inplace(ops::BinaryOp op, const Tensor& dst, const Tensor& src);
+Tensor unary(ops::UnaryOp op, const Tensor& x);
+Tensor clamp(const Tensor& x, double lo, double hi);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
+Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w);
+Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+
+}  // namespace ltx::cuda

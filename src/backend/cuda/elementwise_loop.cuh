@@ -1,0 +1,108 @@
+#pragma once
+// The one strided/broadcast elementwise loop of the CUDA backend (the counterpart of
+// backend/cpu/elementwise_loop.h), dtype-generic: every operand is loaded as f32 from its own
+// storage dtype (f32, bf16, or anything else through the shared conversion), the functor computes
+// in f32, and the result is stored in the output's dtype (f32 or bf16, rounded to nearest even).
+//
+// map_into<K>(out, {&a, &b, ...}, f) computes out[i] = f(v) with v[k] = ins[k][i], the inputs
+// broadcast to out's shape. Dims are coalesced first (shared with the CPU loop), so most calls
+// become one dense dim, which needs no index arithmetic. `out` may be a strided view and may also
+// be one of the inputs (in-place ops) when positions coincide exactly.
+#include <array>
+#include <cstdint>
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
+#include "backend/cuda/stream.h"
+#include "backend/strided_layout.h"
+#include "core/dtype_element.h"
+#include "core/tensor.h"
+
+namespace ltx::cuda {
+
+// Element i of a buffer of dtype dt, as f32.
+__device__ __forceinline__ float load_f32(const void* p, DType dt, int64_t i) {
+  if (dt == DType::F32) return static_cast<const float*>(p)[i];
+  if (dt == DType::BF16) return dtype_bits::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+  return dtype_bits::load_as_f32(
+      static_cast<const char*>(p) + i * dtype_bits::element_bytes(dt), dt);
+}
+
+// Stores v at element i of an f32 or bf16 buffer.
+__device__ __forceinline__ void store_f32(void* p, DType dt, int64_t i, float v) {
+  if (dt == DType::BF16) {
+    static_cast<uint16_t*>(p)[i] = dtype_bits::f32_to_bf16(v);
+  } else {
+    static_cast<float*>(p)[i] = v;
+  }
+}
+
+template <int K>
+struct MapArgs {
+  int nd = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t stride[K + 1][kMaxDims] = {};  // [0]: the output, [k + 1]: input k
+  const void* in[K] = {};
+  DType in_dtype[K] = {};
+  void* out = nullptr;
+  DType out_dtype = DType::F32;
+};
+
+template <int K, typename F>
+__global__ void map_kernel(MapArgs<K> a, int64_t n, F f) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t off[K + 1];
+    if (a.nd == 1) {
+#pragma unroll
+      for (int k = 0; k <= K; ++k) off[k] = i * a.stride[k][0];
+    } else {
+#pragma unroll
+      for (int k = 0; k <= K; ++k) off[k] = 0;
+      int64_t rem = i;
+      for (int d = a.nd - 1; d >= 0; --d) {
+        const int64_t idx = rem % a.size[d];
+        rem /= a.size[d];
+#pragma unroll
+        for (int k = 0; k <= K; ++k) off[k] += idx * a.stride[k][d];
+      }
+    }
+    float v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = load_f32(a.in[k], a.in_dtype[k], off[k + 1]);
+    store_f32(a.out, a.out_dtype, off[0], f(v));
+  }
+}
+
+// See the file comment. `out` must be f32 or bf16 and on the inputs' CUDA device; F is a functor
+// with `__device__ float operator()(const float* v) const`.
+template <int K, typename F>
+void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const Shape& shape = out.shape();
+  std::array<Strides, K + 1> strides;
+  strides[0] = out.strides();
+  for (int k = 0; k < K; ++k) strides[k + 1] = broadcast_strides(*ins[k], shape);
+  const StridedLoop<K + 1> L = coalesce<K + 1>(shape, strides);
+  MapArgs<K> a;
+  a.nd = L.ndim;
+  for (int d = 0; d < L.ndim; ++d) {
+    a.size[d] = L.size[d];
+    for (int k = 0; k <= K; ++k) a.stride[k][d] = L.stride[k][d];
+  }
+  for (int k = 0; k < K; ++k) {
+    a.in[k] = ins[k]->raw_data();
+    a.in_dtype[k] = ins[k]->dtype();
+  }
+  a.out = out.raw_data();
+  a.out_dtype = out.dtype();
+  const int dev = out.device().index;
+  DeviceGuard guard(dev);
+  constexpr int kThreads = 256;
+  const cudaStream_t s = current_stream(dev).handle();
+  map_kernel<K, F><<<grid_for(n, kThreads, dev), kThreads, 0, s>>>(a, n, f);
+  LTX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ltx::cuda

@@ -1,0 +1,22 @@
+#pragma once
+// CUDA normalisations (src/ops/norm.h semantics). x f32 or bf16 (any strides; non-contiguous
+// inputs are copied first), weight/bias f32 or bf16 or undefined; the result has x's dtype.
+// rms_norm / layer_norm: one block per row of the last dim; sums accumulate in f32 (per-thread
+// partial sums, then a tree; LayerNorm sums x - x[0] so that a large common offset does not eat
+// the mean's precision, then the squared deviations from the mean), the row's
+// 1 / sqrt(mean + eps) is formed in double and rounded to f32 like the CPU's; every product of the
+// normalisation rounds on its own (no FMA), as on the CPU.
+#include "core/tensor.h"
+
+namespace ltx::cuda {
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+// PixelNorm over `dim` (no affine): one thread per position, sum of squares in double.
+Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
+// x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions
+// of elements); correctness first: only N * num_groups blocks.
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps);
+
+}  // namespace ltx::cuda

@@ -1,0 +1,226 @@
+#include "models/lora/fuse.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/dtype_bits.h"
+#include "core/log.h"
+#include "core/parallel.h"
+#include "ops/linalg.h"
+
+namespace ltx::lora {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+float round_bf16(float x) { return dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(x)); }
+
+// The factor as the reference aggregates it: rounded to bf16, held in f32 for the GEMM (always a
+// new contiguous CPU tensor: the bf16 -> f32 step copies).
+Tensor bf16_valued(const Tensor& t) { return t.to(Device::cpu(), DType::BF16).to(DType::F32); }
+
+// Element loop over contiguous f32 buffers of n elements.
+template <typename Fn>
+void for_each_element(int64_t n, Fn fn) {
+  parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) fn(i);
+  });
+}
+
+// The weights of `set` that `w` holds, sorted; throws one error per call listing, per file, the
+// targets `w` lacks (strict files; non-strict ones warn) and those whose shape or dtype does not
+// fit. `absent` receives the skipped targets of non-strict files.
+std::vector<std::string> checked_targets(const io::WeightMap& w, const LoraSet& set,
+                                         std::set<std::string>* absent = nullptr) {
+  std::set<std::string> present;
+  std::vector<std::string> errors;
+  std::set<const LoraFile*> seen;
+  for (const WeightedLora& l : set) {
+    LTX_CHECK(l.lora != nullptr, "LoRA set: null LoRA file");
+    if (!seen.insert(l.lora.get()).second) continue;
+    std::vector<std::string> missing, misfit;
+    for (const auto& [target, pair] : l.lora->targets()) {
+      if (!w.contains(target)) {
+        missing.push_back(target);
+        continue;
+      }
+      const Shape s = w.shape(target);
+      const DType d = w.dtype(target);
+      if (!dtype_is_floating(d)) {
+        misfit.push_back(str(target, " (the model stores ", dtype_name(d), ")"));
+        continue;
+      }
+      if (s.size() != 2 || pair.b.size(0) != s[0] || pair.a.size(1) != s[1]) {
+        misfit.push_back(str(target, " (model weight ", s.str(), ", lora_B ", pair.b.shape().str(),
+                             " @ lora_A ", pair.a.shape().str(), " gives [", pair.b.size(0), ", ",
+                             pair.a.size(1), "])"));
+        continue;
+      }
+      present.insert(target);
+    }
+    const std::string file = l.lora->path();
+    if (!missing.empty()) {
+      if (l.lora->strict()) {
+        errors.push_back(str("LoRA '", file, "': ", missing.size(), " of its ",
+                             l.lora->targets().size(),
+                             " targets are not weights of this model: ", detail::list_some(missing),
+                             " (is the LoRA for this model version and type? Open it non-strict "
+                             "to skip them, as the reference does)"));
+      } else {
+        log_warn("LoRA '", file, "': skipping ", missing.size(),
+                 " targets this model lacks: ", detail::list_some(missing));
+        if (absent) absent->insert(missing.begin(), missing.end());
+      }
+    }
+    if (!misfit.empty())
+      errors.push_back(str("LoRA '", file, "': ", misfit.size(),
+                           " targets do not fit the model's weights: ", detail::list_some(misfit)));
+  }
+  if (!errors.empty()) {
+    std::ostringstream os;
+    for (size_t i = 0; i < errors.size(); ++i) os << (i ? "; " : "") << errors[i];
+    os << ".";
+    throw Error(os.str());
+  }
+  return {present.begin(), present.end()};
+}
+
+}  // namespace
+
+Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products) {
+  LTX_CHECK(weight.defined() && weight.dim() == 2 && dtype_is_floating(weight.dtype()),
+            "LoRA fusion: the weight must be a 2-D floating-point [out, in] tensor, got ",
+            weight.defined() ? weight.describe() : std::string("an undefined tensor"));
+  const int64_t rows = weight.size(0), cols = weight.size(1), n = rows * cols;
+  for (const Product& p : products) {
+    LTX_CHECK(p.pair != nullptr, "LoRA fusion: null factor pair");
+    LTX_CHECK(p.pair->b.size(0) == rows && p.pair->a.size(1) == cols &&
+                  p.pair->a.size(0) == p.pair->b.size(1),
+              "LoRA fusion: lora_B ", p.pair->b.describe(), " @ lora_A ", p.pair->a.describe(),
+              " does not fit the weight ", weight.describe());
+  }
+  if (products.empty()) return weight.to(Device::cpu()).clone();
+
+  Tensor agg;  // f32 holding bf16 values: the reference's bf16 aggregator
+  for (const Product& p : products) {
+    const float s = static_cast<float>(p.strength);
+    const Tensor a = bf16_valued(p.pair->a);
+    const Tensor b = bf16_valued(p.pair->b);  // a fresh contiguous buffer
+    if (!agg.defined()) {
+      // matmul(B * s, A): the scaled factor is rounded to bf16 before the product.
+      float* pb = b.data<float>();
+      for_each_element(b.numel(), [&](int64_t i) { pb[i] = round_bf16(pb[i] * s); });
+      agg = ops::matmul(b, a).contiguous();
+      float* pg = agg.data<float>();
+      for_each_element(n, [&](int64_t i) { pg[i] = round_bf16(pg[i]); });
+    } else {
+      // addmm_(B, A, alpha = s): one rounding of D + s * (B @ A).
+      const Tensor q = ops::matmul(b, a).contiguous();
+      const float* pq = q.data<float>();
+      float* pg = agg.data<float>();
+      for_each_element(n, [&](int64_t i) { pg[i] = round_bf16(pg[i] + s * pq[i]); });
+    }
+  }
+  // deltas.add_(weight) in bf16, then cast to the weight's dtype.
+  const Tensor w32 = weight.to(Device::cpu(), DType::F32).contiguous();
+  const float* pw = w32.data<float>();
+  float* pg = agg.data<float>();
+  for_each_element(n, [&](int64_t i) { pg[i] = round_bf16(pg[i] + pw[i]); });
+  return agg.to(weight.dtype());
+}
+
+std::vector<Product> products_for(const LoraSet& set, const std::string& target) {
+  std::vector<Product> out;
+  for (const WeightedLora& l : set) {
+    auto it = l.lora->targets().find(target);
+    if (it != l.lora->targets().end()) out.push_back({&it->second, l.strength});
+  }
+  return out;
+}
+
+void fuse_into(io::WeightMap& w, const LoraSet& set) {
+  if (is_identity(set)) return;
+  for (const std::string& name : checked_targets(w, set)) {
+    const Tensor base = w.take_any_shape(name, w.dtype(name));
+    w.add(name, fused_weight(base, products_for(set, name)));
+  }
+}
+
+// ------------------------------------------------------------------------------------ Fuser
+
+Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt) {
+  std::set<std::string> names;
+  for (const LoraSet& set : sets)
+    for (const std::string& n : checked_targets(w, set, &absent_)) names.insert(n);
+  for (const std::string& name : names) {
+    Slot& s = slots_[name];
+    // Marks the file tensor used; the buffer added below replaces it for the model.
+    s.base = w.take_any_shape(name, w.dtype(name));
+    // Always a fresh buffer (never the read-only mapping); the same conversion take() would make,
+    // so the bound base value is bit for bit what the model would bind without the fuser.
+    s.bound = Tensor::empty(s.base.shape(), opt.dtype, opt.device);
+    s.bound.copy_from(s.base);
+    w.add(name, s.bound);
+  }
+}
+
+void Fuser::apply(const LoraSet& set) {
+  const auto same = [](const LoraSet& x, const LoraSet& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].lora != y[i].lora || x[i].strength != y[i].strength) return false;
+    return true;
+  };
+  if (same(set, current_)) return;
+
+  // Every target must have a slot (or be an absent target of a non-strict file).
+  std::vector<std::string> unprepared;
+  for (const WeightedLora& l : set) {
+    LTX_CHECK(l.lora != nullptr, "LoRA set: null LoRA file");
+    for (const auto& [target, pair] : l.lora->targets())
+      if (!absent_.count(target) && !slots_.count(target))
+        unprepared.push_back(str(target, " (", l.lora->path(), ")"));
+  }
+  LTX_CHECK(unprepared.empty(), "LoRA fuser: ", unprepared.size(),
+            " targets were not prepared when the model was loaded, e.g. ", unprepared.front(),
+            ". Pass every LoRA set the pipeline will apply to the Fuser constructor.");
+
+  const auto start = std::chrono::steady_clock::now();
+  const bool identity = is_identity(set);
+  size_t fused = 0;
+  for (auto& [name, s] : slots_) {
+    const std::vector<Product> products =
+        identity ? std::vector<Product>{} : products_for(set, name);
+    if (products.empty()) {
+      if (s.fused) s.bound.copy_from(s.base);
+      s.fused = false;
+      continue;
+    }
+    s.bound.copy_from(fused_weight(s.base, products));
+    s.fused = true;
+    ++fused;
+  }
+  current_ = set;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (fused > 0)
+    log_info("LoRA: ", fused, " of ", slots_.size(), " weights fused with ", describe(set), " in ",
+             seconds, " s");
+}
+
+std::vector<std::string> Fuser::targets() const {
+  std::vector<std::string> out;
+  for (const auto& [name, s] : slots_) out.push_back(name);
+  return out;
+}
+
+const Tensor& Fuser::bound(const std::string& target) const {
+  auto it = slots_.find(target);
+  if (it != slots_.end()) return it->second.bound;
+  fail("LoRA fuser: no weight '", target, "' (it is not a target of the fuser's LoRA sets)");
+}
+
+}  // namespace ltx::lora

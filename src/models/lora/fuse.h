@@ -1,0 +1,97 @@
+#pragma once
+// Fusing LoRA sets into the transformer's weights: W' = W + sum_i s_i B_i A_i, with the
+// reference's rounding (fuse_loras.py, bf16_fuse_rule; aggregation dtype bf16 on CUDA and CPU):
+//
+//   A_i, B_i  rounded to bf16 first (whatever the file stores);
+//   D = bf16((bf16(B_1 * s_1)) @ A_1)           first LoRA that has the target: matmul, then round
+//   D = bf16(D + s_i * (B_i @ A_i))             each later one: addmm_(alpha = s_i), one rounding
+//   W' = bf16(D + W)  cast to W's stored dtype  (f32 and f16 weights also go through bf16 here)
+//
+// products accumulate in f32, scalars are f32 (torch's opmath). For f8 weights this is the
+// reference's fp8-cast rule on its deterministic path (bf16 add, then a round-to-nearest cast);
+// on CUDA with Triton the reference rounds stochastically instead (seed 0), which is not
+// reproduced. All fusion math runs on the CPU (OpenBLAS); results are copied to the weights'
+// device.
+//
+// Two ways in:
+//  * fuse_into(w, set): a state-dict transform before binding, for a model built once per set
+//    (the reference's SingleGPUModelBuilder);
+//  * Fuser: in-place on a loaded model, for pipelines that switch LoRA sets between stages
+//    (two-stage: stage 1 user LoRAs, stage 2 user + distilled LoRA) without re-reading the base
+//    weights. Construct it on the WeightMap BEFORE the model binds it:
+//
+//      io::WeightMap w({file}, tf::transformer_key_map(type));
+//      lora::Fuser fuser(w, {stage1, stage2}, opt);       // every target gets its own buffer
+//      tf::LTXModel model = tf::LTXModel::load(w, cfg, opt);  // binds those buffers, no copy
+//      fuser.apply(stage1);  ... stage 1 ...
+//      fuser.apply(stage2);  ... stage 2 ...
+//      fuser.apply({});      // base weights again, bit for bit
+//
+//    This relies on the loaders binding a WeightMap tensor that already has the requested dtype
+//    and device without copying it (WeightMap::take's contract; every transformer parameter is
+//    taken with the model's LoadOptions).
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/weights.h"
+#include "models/lora/lora.h"
+#include "nn/module.h"
+
+namespace ltx::lora {
+
+// One factor pair at a strength, as the fusion consumes them.
+struct Product {
+  const LoraFile::Pair* pair = nullptr;
+  double strength = 0.0;
+};
+
+// `weight` [out, in] (any float dtype, any device) plus the products, in order, with the rounding
+// above; a new contiguous CPU tensor in weight's dtype. No products: a copy of the weight.
+// Checks that every pair fits [out, in].
+Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products);
+
+// The products of `set` for `target`, in set order (zero strengths included: they take part in
+// the reference's rounding).
+std::vector<Product> products_for(const LoraSet& set, const std::string& target);
+
+// Replaces every tensor of `w` that `set` targets by its fused value (stored dtype, CPU), so a
+// model that binds `w` afterwards gets the fused weights. An identity set changes nothing.
+// Throws naming the LoRA file for targets `w` lacks (strict files) or whose shape does not fit.
+void fuse_into(io::WeightMap& w, const LoraSet& set);
+
+class Fuser {
+ public:
+  // Gives every weight that any of `sets` targets (absent targets of non-strict files skipped) a
+  // buffer of its own in opt.dtype on opt.device, holding the base value, and puts it into `w`
+  // for the model to bind. Validates every set against `w` (as fuse_into). The base values stay
+  // where they were (for a file: its read-only mapping) to restore from.
+  Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt);
+
+  // Makes the bound weights the base fused with `set`: targets `set` does not touch go back to
+  // their base values exactly. `set` may only target weights one of the constructor's sets
+  // targeted. Re-applying the current set does nothing.
+  void apply(const LoraSet& set);
+  // The base weights (apply of an empty set).
+  void reset() { apply({}); }
+
+  const LoraSet& current() const { return current_; }
+  // Names of the weights this fuser owns, sorted.
+  std::vector<std::string> targets() const;
+  // The buffer bound for `target` (tests, diagnostics); throws for an unknown name.
+  const Tensor& bound(const std::string& target) const;
+
+ private:
+  struct Slot {
+    Tensor base;         // the value before any LoRA, as stored
+    Tensor bound;        // what the model uses (opt.dtype, opt.device)
+    bool fused = false;  // bound differs from base
+  };
+  std::map<std::string, Slot> slots_;
+  std::set<std::string> absent_;  // targets of non-strict files the weights lack
+  LoraSet current_;               // starts empty: the buffers hold the base values
+};
+
+}  // namespace ltx::lora

@@ -1,0 +1,356 @@
+#include "models/video_vae/diffusion_video_decoder.h"
+
+#include <algorithm>
+
+#include "io/safetensors.h"
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+#include "ops/shape.h"
+#include "sampling/steps.h"
+
+namespace ltx::models::video_vae {
+
+namespace {
+
+constexpr double kEps = 1e-6;
+
+// Linear leaf -> the sibling gate folded into it (reference: _GATE_FOLD_TARGETS).
+constexpr std::pair<const char*, const char*> kGateFolds[] = {
+    {".attn.proj.weight", ".gate_msa"},    {".attn.proj.bias", ".gate_msa"},
+    {".mlp.w_down.weight", ".gate_mlp"},   {".mlp.w_down.bias", ".gate_mlp"},
+    {".context_proj.weight", ".gate_ctx"}, {".context_proj.bias", ".gate_ctx"},
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// [B, C, T, H, W] <-> channels-last [B, T, H, W, C].
+Tensor to_channels_last(const Tensor& x) { return x.permute({0, 2, 3, 4, 1}); }
+Tensor to_channels_first(const Tensor& x) { return x.permute({0, 4, 1, 2, 3}).contiguous(); }
+
+}  // namespace
+
+void DiffusionVideoDecoder::fold_legacy_gates(io::WeightMap& w) {
+  for (const std::string& name : w.names()) {
+    if (name.rfind("coarse_", 0) == 0 || name == "type_emb") w.ignore(name);
+    for (const auto& [leaf, gate_suffix] : kGateFolds) {
+      if (!ends_with(name, leaf)) continue;
+      const std::string gate = name.substr(0, name.size() - std::string(leaf).size()) + gate_suffix;
+      if (!w.contains(gate)) continue;
+      // W <- g[:, None] * W, b <- g * b in f32 from the stored values, then back to the stored
+      // dtype (bf16 in the published files) before the model's dtype.
+      const DType stored = w.dtype(name);
+      const Tensor value = w.take_any_shape(name, DType::F32);
+      const Tensor g = w.take_any_shape(gate, DType::F32);
+      LTX_CHECK(g.dim() == 1 && value.dim() >= 1 && value.size(0) == g.size(0),
+                "diffusion decoder: gate '", gate, "' ", g.describe(), " does not fit '", name,
+                "' ", value.describe());
+      const Tensor folded = value.dim() == 2 ? ops::mul(g.unsqueeze(1), value) : ops::mul(g, value);
+      w.add(name, folded.to(stored));
+    }
+  }
+  // The gates themselves are never applied at run time.
+  for (const std::string& name : w.names())
+    for (const char* suffix : {".gate_msa", ".gate_mlp", ".gate_ctx"})
+      if (ends_with(name, suffix)) w.ignore(name);
+}
+
+DiffusionVideoDecoder DiffusionVideoDecoder::load(io::WeightMap& w, const DiffusionDecoderConfig& c,
+                                                  const nn::LoadOptions& opt) {
+  DiffusionVideoDecoder d;
+  d.config_ = c;
+  io::WeightMap sw = w.scoped("per_channel_statistics.");
+  d.stats_ = PerChannelStatistics::load(sw, c.in_channels, opt);
+  d.conv_in_ = nn::Linear::load(w, "conv_in", c.in_channels, c.stage_channels[0], true, opt);
+  for (size_t s = 0; s < 4; ++s) {
+    std::vector<NABlock> blocks;
+    for (int64_t b = 0; b < c.stage_depths[s]; ++b) {
+      io::WeightMap bw = w.scoped(str("det_stages.", s, ".", b, "."));
+      blocks.push_back(NABlock::load(bw, c.stage_channels[s], c.stage_kernels[s], c.head_dim, opt));
+    }
+    d.det_stages_.push_back(std::move(blocks));
+    io::WeightMap uw = w.scoped(str("upsamples.", s, "."));
+    d.upsamples_.push_back(LinearPixelShuffleUpsample::load(
+        uw, c.stage_channels[s], c.upsamples[s].stride, c.upsamples[s].reduction, opt));
+  }
+  io::WeightMap tw = w.scoped("t_embedder.");
+  d.t_embedder_ =
+      transformer::PixArtAlphaCombinedTimestepSizeEmbeddings::load(tw, c.t_emb_dim, opt);
+  const int64_t c5 = c.diffusion_channels(), noised = c.out_channels * c.patch_size * c.patch_size;
+  d.conv_in_x_t_ = nn::Linear::load(w, "conv_in_x_t", noised, c5, true, opt);
+  d.shared_adaln_ =
+      nn::Linear::load(w, "shared_adaln.proj", c.t_emb_dim, kAdaLnChunks * c5, true, opt);
+  for (int64_t j = 0; j < c.stage_depths[4]; ++j) {
+    io::WeightMap bw = w.scoped(str("diff_blocks.", j, "."));
+    d.diff_blocks_.push_back(
+        DiffusionNABlock::load(bw, c5, c.context_channels(), c.stage5_kernel, c.head_dim, opt));
+  }
+  d.norm_out_ = w.take("norm_out.weight", {c5}, opt.dtype, opt.device);
+  d.conv_out_ = nn::Linear::load(w, "conv_out", c5, noised, true, opt);
+
+  d.stage_min_tile_sizes_ = all_stages_min_tile_size(c.stage_kernels, c.upsamples, c.stage5_kernel);
+  const Axis3& stride3 = c.upsamples[3].stride;
+  d.tile_min_sizes_ = compute_tile_min_size(c.stage_kernels[3], c.stage5_kernel, stride3);
+  d.tile_halos_ = compute_tile_halos(c.stage_kernels[3], c.stage_depths[3], c.stage5_kernel,
+                                     c.stage_depths[4], stride3);
+  return d;
+}
+
+DiffusionVideoDecoder DiffusionVideoDecoder::from_file(const std::string& path,
+                                                       const nn::LoadOptions& opt) {
+  auto file = io::SafetensorsFile::open(path);
+  const nlohmann::json meta = file->metadata_json();
+  LTX_CHECK(is_diffusion_video_vae(meta), path,
+            ": config.vae._class_name is not a diffusion VAE (CausalDiffusionVAE); this file holds "
+            "the convolutional video decoder");
+  const DiffusionDecoderConfig config = diffusion_decoder_config_from_metadata(meta, path);
+  io::WeightMap w({file}, diffusion_decoder_key_map());
+  fold_legacy_gates(w);
+  DiffusionVideoDecoder d = load(w, config, opt);
+  w.finish(str("diffusion video decoder (", path, ")"));
+  return d;
+}
+
+Shape DiffusionVideoDecoder::output_shape(const Shape& latent) const {
+  LTX_CHECK(latent.size() == 5 && latent[1] == config_.in_channels,
+            "diffusion decoder: expected a latent [B, ", config_.in_channels, ", F, H, W], got ",
+            latent.str());
+  return {latent[0], config_.out_channels, 8 * (latent[2] - 1) + 1, 32 * latent[3], 32 * latent[4]};
+}
+
+std::vector<float> DiffusionVideoDecoder::inference_timesteps() const {
+  const int64_t n = config_.default_num_inference_steps;
+  return tiling::linspace_f32(1.f, static_cast<float>(1.0 / static_cast<double>(n)), n);
+}
+
+Tensor DiffusionVideoDecoder::forward_stages_1_to_3(const Tensor& latent,
+                                                    const Probe& probe) const {
+  Tensor x = conv_in_(to_channels_last(stats_.un_normalize(latent.to(DType::F32))));
+  if (probe) probe("s0.conv_in", x);
+  for (size_t s = 0; s < 3; ++s) {
+    for (size_t b = 0; b < det_stages_[s].size(); ++b) {
+      Probe na;
+      if (probe && s == 1 && b == 0)
+        na = [&probe](const std::string& n, const Tensor& t) { probe("na." + n, t); };
+      x = det_stages_[s][b](x, na);
+    }
+    if (probe) probe(str("s", s + 1, ".blocks_out"), x);
+    x = upsamples_[s](x, true);
+    if (probe) probe(str("s", s + 1, ".upsample_out"), x);
+  }
+  return x;
+}
+
+Tensor DiffusionVideoDecoder::forward_stage_4(const Tensor& feat, bool drop_leading_frame,
+                                              bool pad_trailing, Stage5Attention layout,
+                                              Tensor* stage4_out) const {
+  Tensor x = feat;
+  for (const NABlock& b : det_stages_[3]) x = b(x);
+  const int64_t ghost_latent = trailing_ghost_frames(), k5t = config_.stage5_kernel[0];
+  const int64_t up_t = upsamples_[3].stride[0];
+  if (layout == Stage5Attention::WChunked) {
+    // Deferred: crop at the stage-4 resolution, then upsample.
+    if (pad_trailing) {
+      const int64_t keep = trailing_ghost_keep(x.size(1), ghost_latent * (8 / up_t),
+                                               std::max<int64_t>(1, (k5t + up_t - 1) / up_t));
+      x = x.narrow(1, 0, keep);
+    }
+    if (stage4_out != nullptr) *stage4_out = x;
+    return upsamples_[3](x, drop_leading_frame);
+  }
+  if (stage4_out != nullptr) *stage4_out = x;
+  Tensor ctx = upsamples_[3](x, drop_leading_frame);
+  if (pad_trailing) ctx = ctx.narrow(1, 0, trailing_ghost_keep(ctx.size(1), ghost_latent * 8, k5t));
+  return ctx;
+}
+
+Tensor DiffusionVideoDecoder::modulation(const Tensor& t, Tensor* t_emb, Tensor* scaled) const {
+  const Tensor ts = ops::mul(t.to(DType::F32), config_.timestep_scale_multiplier);
+  const Tensor emb = t_embedder_(ts);
+  if (t_emb != nullptr) *t_emb = emb;
+  if (scaled != nullptr) *scaled = ts;
+  const Tensor m = shared_adaln_(ops::silu(emb));  // [B, 7 C5]
+  return m.reshape({m.size(0), kAdaLnChunks, config_.diffusion_channels()});
+}
+
+Tensor DiffusionVideoDecoder::forward_diff_step(const Tensor& x_t, const Tensor& context,
+                                                const Tensor& t,
+                                                const DiffusionDecodeOptions& options,
+                                                int step) const {
+  const Probe& probe = options.probe;
+  const int64_t p = config_.patch_size;
+  Tensor x = conv_in_x_t_(to_channels_last(patchify(x_t, p, 1)));
+  LTX_CHECK(
+      x.size(1) == context.size(1) && x.size(2) == context.size(2) && x.size(3) == context.size(3),
+      "diffusion decoder: stage-5 canvas ", x.describe(), " does not match its context ",
+      context.describe());
+  Tensor t_emb, scaled;
+  const Tensor mod = modulation(t, &t_emb, &scaled);
+  if (probe && step >= 0) {
+    probe(str("s5.x_in.step", step), x);
+    probe(str("s5.timestep_scaled.step", step), scaled);
+    probe(str("s5.t_emb.step", step), t_emb);
+    probe(str("s5.modulation.step", step), mod);
+  }
+  for (const DiffusionNABlock& b : diff_blocks_)
+    x = b(x, context, mod, options.layout, options.w_chunks);
+  x = conv_out_(ops::rms_norm(x, norm_out_, kEps));
+  return unpatchify(to_channels_first(x), p, 1);
+}
+
+Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, const Tensor& x_t_init,
+                                              bool is_origin, bool pad_trailing,
+                                              const DiffusionDecodeOptions& options) const {
+  const Probe& probe = options.probe;
+  Tensor s4;
+  const Tensor context = forward_stage_4(feat_tile, is_origin, pad_trailing, options.layout, &s4);
+  if (probe) probe("s4.out", s4);
+  const std::vector<float> ts = inference_timesteps();
+  const int64_t batch = x_t_init.size(0), n = static_cast<int64_t>(ts.size());
+  auto t_at = [&](float v) { return Tensor::full({batch}, v); };
+  const bool x0 = config_.model_output_type == ModelOutputType::X0;
+  // x - (t_now - t_next) v in f32; an x0 output is turned into v = (x - x0) / t_now first.
+  auto euler = [&](const Tensor& x, const Tensor& out, float t_now, float t_next) {
+    const Tensor v = x0 ? sampling::to_velocity(x, t_now, out) : out;
+    return ops::sub(x, ops::mul(v, static_cast<double>(t_now - t_next)));
+  };
+  Tensor x_t = x_t_init;
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const Tensor out = forward_diff_step(x_t, context, t_at(ts[i]), options, static_cast<int>(i));
+    x_t = euler(x_t, out, ts[i], ts[i + 1]);
+  }
+  const Tensor out =
+      forward_diff_step(x_t, context, t_at(ts[n - 1]), options, static_cast<int>(n - 1));
+  return x0 ? out : euler(x_t, out, ts[n - 1], 0.f);
+}
+
+void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
+                                         const std::optional<tiling::TilingConfig>& config,
+                                         const NoiseFn& noise, const ChunkFn& on_chunk,
+                                         const DiffusionDecodeOptions& options) const {
+  using tiling::Range;
+  LTX_CHECK(static_cast<bool>(on_chunk), "diffusion decoder: no chunk callback");
+  const Shape content = output_shape(latent_in.shape());
+  const auto floor_padded =
+      ensure_min_latent_shape(latent_in.to(DType::F32), stage_min_tile_sizes_);
+  const Tensor& latent = floor_padded.first;
+  const std::array<AxisPad, 3>& pads = floor_padded.second;
+  const Shape full = output_shape(latent.shape());  // the padded work canvas
+  const int64_t batch = latent.size(0);
+  const Axis3 s4 = stage4_thw_from_latent(config_.upsamples,
+                                          {latent.size(2), latent.size(3), latent.size(4)}, true);
+  const Axis3& stride3 = config_.upsamples[3].stride;
+  const std::vector<tiling::Tile> tiles =
+      prepare_tile_schedule(s4, full, batch, config_.stage_channels[3], config, stride3,
+                            config_.patch_size, tile_min_sizes_, tile_halos_);
+
+  const Tensor padded =
+      resize_axis(latent, 2, latent.size(2) + trailing_ghost_frames(), ResizeMode::RepeatLast)
+          .first;
+  const Tensor feat_s4 = forward_stages_1_to_3(padded, options.probe).contiguous();
+  if (options.probe) options.probe("feat_s4", feat_s4);
+
+  const bool single_step_x0 =
+      config_.default_num_inference_steps == 1 && config_.model_output_type == ModelOutputType::X0;
+  Tensor x_t_init = options.initial_noise;
+  if (x_t_init.defined()) {
+    LTX_CHECK(x_t_init.shape() == full, "diffusion decoder: initial noise ", x_t_init.describe(),
+              " must cover the work canvas ", full.str());
+    x_t_init = x_t_init.to(DType::F32);
+  } else if (!single_step_x0) {
+    LTX_CHECK(static_cast<bool>(noise), "diffusion decoder: no noise source");
+    x_t_init = noise(full).to(DType::F32);
+  }
+
+  DiffusionDecodeOptions tile_options = options;
+  bool first_tile = true;
+  tiling::blend_tile_groups(
+      tiles, full,
+      [&](const tiling::Tile& tile, const Tensor& buffer, const Tensor& weights, int64_t) {
+        const Range t_in = tile.in[1];
+        const bool is_origin = t_in.start == 0, pad_trailing = t_in.stop == s4[0];
+        const Axis3 content_s4{t_in.length(), tile.in[2].length(), tile.in[3].length()};
+        const Tensor feat_tile =
+            feat_s4.narrow(1, t_in.start, (pad_trailing ? feat_s4.size(1) : t_in.stop) - t_in.start)
+                .narrow(2, tile.in[2].start, tile.in[2].length())
+                .narrow(3, tile.in[3].start, tile.in[3].length());
+        const Axis3 canvas =
+            stage5_pixel_shape_from_stage4(content_s4, stride3, config_.patch_size,
+                                           config_.stage5_kernel[0], is_origin, pad_trailing);
+        Tensor init;
+        if (x_t_init.defined()) {
+          // The tile's slice of the one draw, brought to its canvas.
+          init = tiling::slice_ranges(x_t_init, tile.out);
+          init = resize_axis(init, 2, canvas[0], ResizeMode::RepeatLast).first;
+          init = resize_axis(init, 3, canvas[1], ResizeMode::Symmetric).first;
+          init = resize_axis(init, 4, canvas[2], ResizeMode::Symmetric).first;
+        } else {
+          LTX_CHECK(static_cast<bool>(noise), "diffusion decoder: no noise source");
+          init =
+              noise({batch, config_.out_channels, canvas[0], canvas[1], canvas[2]}).to(DType::F32);
+        }
+        if (!first_tile) tile_options.probe = {};
+        first_tile = false;
+        Tensor pixels =
+            decode_one_tile(feat_tile, init.contiguous(), is_origin, pad_trailing, tile_options);
+        // Crop the canvas to the tile's output box (frames from the end, H / W symmetric).
+        pixels = resize_axis(pixels, 2, tile.out[2].length(), ResizeMode::RepeatLast).first;
+        pixels = resize_axis(pixels, 3, tile.out[3].length(), ResizeMode::Symmetric).first;
+        pixels = resize_axis(pixels, 4, tile.out[4].length(), ResizeMode::Symmetric).first;
+        const std::vector<Range> where = {
+            tile.out[0], tile.out[1], {0, buffer.size(2)}, tile.out[3], tile.out[4]};
+        ops::add_(tiling::slice_ranges(buffer, where),
+                  tiling::scale_by_masks_1d(pixels, tile.masks));
+        if (weights.defined())
+          ops::add_(tiling::slice_ranges(weights, where),
+                    tiling::scale_by_masks_1d(Tensor::full(pixels.shape(), 1.0), tile.masks));
+      },
+      [&](const Tensor& frames, int64_t first_frame) {
+        // Back to the content: drop padded frames and the size floor's rows / columns.
+        const int64_t keep = std::min(frames.size(2), content[2] - first_frame);
+        if (keep < 1) return;
+        on_chunk(frames.narrow(2, 0, keep)
+                     .narrow(3, pads[1].before * 32, content[3])
+                     .narrow(4, pads[2].before * 32, content[4]));
+      });
+}
+
+Tensor DiffusionVideoDecoder::tiled_decode_all(const Tensor& latent,
+                                               const std::optional<tiling::TilingConfig>& config,
+                                               const NoiseFn& noise,
+                                               const DiffusionDecodeOptions& options,
+                                               std::vector<int64_t>* chunk_frames) const {
+  std::vector<Tensor> chunks;
+  tiled_decode(
+      latent, config, noise,
+      [&](const Tensor& c) {
+        if (chunk_frames != nullptr) chunk_frames->push_back(c.size(2));
+        chunks.push_back(c.contiguous());
+      },
+      options);
+  LTX_CHECK(!chunks.empty(), "diffusion decoder: no frames were decoded");
+  return chunks.size() == 1 ? chunks.front() : ops::concat(chunks, 2);
+}
+
+Tensor DiffusionVideoDecoder::operator()(const Tensor& latent, const NoiseFn& noise,
+                                         const DiffusionDecodeOptions& options) const {
+  return tiled_decode_all(latent, std::nullopt, noise, options);
+}
+
+void DiffusionVideoDecoder::decode_video(const Tensor& latent,
+                                         const std::optional<tiling::TilingConfig>& config,
+                                         const NoiseFn& noise, const ChunkFn& on_chunk,
+                                         const DiffusionDecodeOptions& options) const {
+  tiled_decode(
+      latent, config, noise,
+      [&](const Tensor& frames) {
+        // "c f h w -> f h w c" of sample 0, then (x + 1) * 0.5 clamped to [0, 1].
+        const Tensor v = frames.select(0, 0).permute({1, 2, 3, 0});
+        on_chunk(ops::clamp(ops::mul(ops::add(v, 1.0), 0.5), 0.0, 1.0));
+      },
+      options);
+}
+
+}  // namespace ltx::models::video_vae

@@ -1,0 +1,39 @@
+#pragma once
+// Small layers of the diffusion decoder's NA transformer (reference:
+// model/video_vae/transformer/layers.py, swiglu.py).
+#include <array>
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "io/weights.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+
+namespace ltx::models::video_vae {
+
+// Channels-last upsampler: Linear(C -> prod(stride) * C / reduction), then
+// "b t h w (c p1 p2 p3) -> b (t p1) (h p2) (w p3) c"; with a time stride of 2 the duplicate
+// leading frame is dropped when `drop_leading_frame` (the tile holds the video's first frame).
+struct LinearPixelShuffleUpsample {
+  nn::Linear proj;
+  std::array<int64_t, 3> stride{};
+  int64_t out_channels = 0;
+
+  static LinearPixelShuffleUpsample load(io::WeightMap& w, int64_t in_channels,
+                                         const std::array<int64_t, 3>& stride, int64_t reduction,
+                                         const nn::LoadOptions& opt);
+  // x [B, T, H, W, C] -> [B, T p1 (- 1), H p2, W p3, out_channels].
+  Tensor operator()(const Tensor& x, bool drop_leading_frame = true) const;
+  // Only the pixel shuffle (and drop) of an already projected x.
+  Tensor shuffle(const Tensor& projected, bool drop_leading_frame) const;
+};
+
+// w_down(silu(w_gate y) * w_up y), no biases; hidden = roundup(4 C, 16).
+struct SwiGLU {
+  nn::Linear w_gate, w_up, w_down;
+  static int64_t hidden_dim(int64_t dim) { return (dim * 4 + 15) / 16 * 16; }
+  static SwiGLU load(io::WeightMap& w, int64_t dim, const nn::LoadOptions& opt);
+  Tensor operator()(const Tensor& y) const;
+};
+
+}  // namespace ltx::models::video_vae

@@ -1,0 +1,146 @@
+// The fused CUDA attention kernel against the CPU's scaled_dot_product_attention on the same
+// inputs: head dims 16-128 (and Dv != D), self and cross attention, bool and additive masks with
+// fully masked rows, strided (transposed) q/k/v, bf16 storage, and the memory it needs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/allocator.h"
+#include "backend/cuda/device.h"
+#include "cuda/cuda_test_util.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::kGpu;
+using test::near;
+
+Tensor gpu(const Tensor& t) { return t.to(kGpu); }
+
+// [B, T, H, D] values viewed as [B, H, T, D], on the CPU and (the same values) on the GPU.
+struct Heads {
+  Tensor cpu, gpu;
+};
+Heads heads(int64_t b, int64_t t, int64_t h, int64_t d, uint64_t seed, float scale = 1.f) {
+  const Tensor stored = test::random_tensor({b, t, h, d}, seed, -scale, scale);
+  return {stored.transpose(1, 2), gpu(stored).transpose(1, 2)};
+}
+
+TEST(CudaAttention, MatchesCpuAcrossHeadDimsAndLengths) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1;
+  const std::vector<std::pair<int64_t, int64_t>> dims = {{16, 16}, {24, 24}, {32, 32},  {64, 64},
+                                                         {128, 128}, {64, 32}, {16, 128}};
+  const std::vector<std::pair<int64_t, int64_t>> lens = {{1, 1}, {7, 33}, {129, 7}, {65, 200}};
+  for (const auto& [d, dv] : dims) {
+    for (const auto& [tq, tk] : lens) {
+      SCOPED_TRACE("D " + std::to_string(d) + " Dv " + std::to_string(dv) + " Tq " +
+                   std::to_string(tq) + " Tk " + std::to_string(tk));
+      const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
+      const Heads v = heads(2, tk, 3, dv, seed++);
+      const Tensor want = ops::scaled_dot_product_attention(q.cpu, k.cpu, v.cpu);
+      const Tensor got = ops::scaled_dot_product_attention(q.gpu, k.gpu, v.gpu);
+      EXPECT_EQ(got.device(), kGpu);
+      EXPECT_EQ(got.dtype(), DType::F32);
+      // Logits reach +-25 here (q, k in [-2, 2]); their f32 rounding (~1e-5 absolute, summed in
+      // another order than the CPU's GEMM) moves the probabilities by ~1e-5 relative.
+      EXPECT_TRUE(near(got, want, 2e-5, 1e-5));
+      // An explicit scale, and contiguous inputs.
+      EXPECT_TRUE(near(ops::scaled_dot_product_attention(q.gpu.contiguous(), k.gpu.contiguous(),
+                                                         v.gpu.contiguous(), Tensor(), 0.3),
+                       ops::scaled_dot_product_attention(q.cpu, k.cpu, v.cpu, Tensor(), 0.3), 2e-5,
+                       1e-5));
+    }
+  }
+}
+
+TEST(CudaAttention, BoolAndAdditiveMasksIncludingFullyMaskedRows) {
+  LTX_REQUIRE_CUDA();
+  const int64_t b = 2, h = 2, tq = 37, tk = 70, d = 64;
+  const Heads q = heads(b, tq, h, d, 10, 2.f), k = heads(b, tk, h, d, 11, 2.f);
+  const Heads v = heads(b, tk, h, d, 12);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+
+  // Bool [Tq, Tk] with row 3 fully masked (all-zero output) and row 5 attending one key.
+  std::vector<uint8_t> bm(static_cast<size_t>(tq * tk));
+  const std::vector<float> r = test::random_tensor({tq, tk}, 13).to_float_vector();
+  for (size_t i = 0; i < bm.size(); ++i) bm[i] = r[i] > -0.3f;
+  for (int64_t j = 0; j < tk; ++j) {
+    bm[3 * tk + j] = 0;
+    bm[5 * tk + j] = j == 61;
+  }
+  const Tensor bool_mask = Tensor::from_vector(bm, {tq, tk}).view_as_dtype(DType::Bool);
+  // Additive [B, 1, Tq, Tk]: random biases, -inf on some keys, a fully -inf row, and the
+  // -FLT_MAX padding bias the context masks use.
+  std::vector<float> am = test::random_tensor({b, 1, tq, tk}, 14, -3.f, 1.f).to_float_vector();
+  for (int64_t j = 0; j < tk; ++j) {
+    am[static_cast<size_t>(4 * tk + j)] = -kInf;
+    if (j % 5 == 0) am[static_cast<size_t>(tq * tk + 9 * tk + j)] = -kInf;
+    if (j >= 50) am[static_cast<size_t>(tq * tk + 10 * tk + j)] = kLowest;
+  }
+  const Tensor add_mask = Tensor::from_vector(am, {b, 1, tq, tk});
+  // Key padding [B, 1, 1, Tk] as u8.
+  std::vector<uint8_t> km(static_cast<size_t>(b * tk), 1);
+  for (int64_t j = 40; j < tk; ++j) km[static_cast<size_t>(tk + j)] = 0;
+  const Tensor key_mask = Tensor::from_vector(km, {b, 1, 1, tk});
+
+  for (const Tensor* m : {&bool_mask, &add_mask, &key_mask}) {
+    SCOPED_TRACE(m->describe());
+    const Tensor want = ops::scaled_dot_product_attention(q.cpu, k.cpu, v.cpu, *m);
+    const Tensor got = ops::scaled_dot_product_attention(q.gpu, k.gpu, v.gpu, gpu(*m));
+    EXPECT_TRUE(near(got, want, 2e-6, 1e-5));
+  }
+  const std::vector<float> masked_row =
+      ops::scaled_dot_product_attention(q.gpu, k.gpu, v.gpu, gpu(bool_mask))
+          .select(2, 3)
+          .to_float_vector();
+  for (float x : masked_row) EXPECT_EQ(x, 0.f);
+}
+
+TEST(CudaAttention, Bf16StorageAndMixedDtypes) {
+  LTX_REQUIRE_CUDA();
+  const Heads q = heads(1, 50, 4, 128, 20, 2.f), k = heads(1, 77, 4, 128, 21, 2.f);
+  const Heads v = heads(1, 77, 4, 128, 22);
+  const auto bf = [](const Tensor& t) { return t.to(DType::BF16); };
+  const Tensor got = ops::scaled_dot_product_attention(bf(q.gpu), bf(k.gpu), bf(v.gpu));
+  EXPECT_EQ(got.dtype(), DType::BF16);
+  const auto f32_of_bf = [](const Tensor& t) { return t.to(DType::BF16).to(DType::F32); };
+  const Tensor want =
+      ops::scaled_dot_product_attention(f32_of_bf(q.cpu), f32_of_bf(k.cpu), f32_of_bf(v.cpu));
+  EXPECT_TRUE(near(got, want.to(DType::BF16), 1e-5, 1.0 / 128));
+  // bf16 q with f32 k/v computes into f32.
+  EXPECT_EQ(ops::scaled_dot_product_attention(bf(q.gpu), k.gpu, v.gpu).dtype(), DType::F32);
+}
+
+TEST(CudaAttention, NeverMaterialisesTheScoreMatrix) {
+  LTX_REQUIRE_CUDA();
+  const int64_t t = 4096, d = 64;  // a [T, T] f32 score matrix would be 64 MiB
+  const Heads q = heads(1, t, 1, d, 30), k = heads(1, t, 1, d, 31), v = heads(1, t, 1, d, 32);
+  cuda::synchronize(0);
+  const size_t before = cuda::allocator_stats(0).allocated_bytes;
+  cuda::reset_peak_stats(0);
+  const Tensor out = ops::scaled_dot_product_attention(q.gpu, k.gpu, v.gpu);
+  const size_t peak = cuda::allocator_stats(0).peak_allocated_bytes;
+  EXPECT_LE(peak - before, out.nbytes() + (size_t{2} << 20));
+  // Spot-check a few rows against the CPU.
+  const Tensor want = ops::scaled_dot_product_attention(q.cpu.narrow(2, 1000, 3), k.cpu, v.cpu);
+  EXPECT_TRUE(near(out.narrow(2, 1000, 3), want, 2e-6, 1e-5));
+}
+
+TEST(CudaAttention, RejectsHeadDimsAbove128) {
+  LTX_REQUIRE_CUDA();
+  const Tensor q = Tensor::zeros({1, 1, 4, 256}, DType::F32, kGpu);
+  EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q), "head dims up to 128");
+  EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q.to(Device::cpu())),
+                   "different devices");
+}
+
+}  // namespace
+}  // namespace ltx

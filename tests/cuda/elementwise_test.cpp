@@ -1,0 +1,193 @@
+// CUDA elementwise ops against the CPU ops on the same inputs: the arithmetic is bit-identical
+// (shared per-element math, no FMA contraction), transcendentals agree to a few ulp; bf16 storage
+// matches the CPU's f32 result rounded to bf16.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.h"
+#include "ops/elementwise.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using ops::BinaryOp;
+using ops::UnaryOp;
+using test::kGpu;
+using test::near;
+using test::same_bytes;
+
+constexpr BinaryOp kBinary[] = {BinaryOp::Add,     BinaryOp::Sub,     BinaryOp::Mul,
+                                BinaryOp::Div,     BinaryOp::Maximum, BinaryOp::Minimum,
+                                BinaryOp::Pow};
+constexpr UnaryOp kUnary[] = {UnaryOp::Neg,     UnaryOp::Abs,      UnaryOp::Exp,  UnaryOp::Log,
+                              UnaryOp::Sqrt,    UnaryOp::Rsqrt,    UnaryOp::Sin,  UnaryOp::Cos,
+                              UnaryOp::Tanh,    UnaryOp::Sigmoid,  UnaryOp::Silu, UnaryOp::Relu,
+                              UnaryOp::Square,  UnaryOp::Softplus, UnaryOp::Gelu, UnaryOp::GeluTanh};
+
+// Ops whose CUDA result must equal the CPU's bit for bit (correctly rounded on both sides).
+bool exact_unary(UnaryOp op) {
+  return op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt ||
+         op == UnaryOp::Relu || op == UnaryOp::Square;
+}
+
+Tensor gpu(const Tensor& t) { return t.to(kGpu); }
+
+TEST(CudaElementwise, BinaryOpsMatchCpuWithBroadcastingAndStrides) {
+  LTX_REQUIRE_CUDA();
+  const Shape out{3, 7, 33};
+  const std::vector<Shape> b_shapes = {{3, 7, 33}, {7, 1}, {33}, {1, 7, 33}, {}, {3, 1, 1}};
+  uint64_t seed = 1;
+  for (BinaryOp op : kBinary) {
+    for (const Shape& bs : b_shapes) {
+      SCOPED_TRACE(std::string(ops::binary_op_name(op)) + " b=" + bs.str());
+      const bool pow = op == BinaryOp::Pow;
+      const Tensor a = test::random_tensor(out, seed++, pow ? 0.1f : -2.f, 2.f);
+      const Tensor b = test::random_tensor(bs, seed++, pow ? -2.f : 0.5f, 2.f);
+      const Tensor want = ops::binary(op, a, b);
+      const Tensor got = ops::binary(op, gpu(a), gpu(b));
+      EXPECT_EQ(got.device(), kGpu);
+      EXPECT_EQ(got.dtype(), DType::F32);
+      if (pow) {
+        EXPECT_TRUE(near(got, want, 0, 1e-6));
+      } else {
+        EXPECT_TRUE(same_bytes(got, want));
+      }
+      // Strided inputs, and broadcasting from the left operand.
+      const Tensor got_nc =
+          ops::binary(op, test::non_contiguous_copy(gpu(a)), test::non_contiguous_copy(gpu(b)));
+      EXPECT_TRUE(near(got_nc, want, 0, pow ? 1e-6 : 0));
+      EXPECT_TRUE(near(ops::binary(op, gpu(b), gpu(a)), ops::binary(op, b, a), 0, pow ? 1e-6 : 0));
+    }
+    // Scalar right operand (pow exercises the exact rewrites 2, 0.5, -0.5, 1 and a general one).
+    for (double s : {2.0, 0.5, -0.5, 1.0, 1.7, -3.0}) {
+      const Tensor a = test::random_tensor({5, 129}, seed++, 0.25f, 3.f);
+      EXPECT_TRUE(near(ops::binary(op, gpu(a), s), ops::binary(op, a, s), 0, 1e-6))
+          << ops::binary_op_name(op) << " " << s;
+    }
+  }
+}
+
+TEST(CudaElementwise, MaximumMinimumPropagateNaN) {
+  LTX_REQUIRE_CUDA();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor a = Tensor::from_vector(std::vector<float>{nan, 1.f, 2.f, nan}, {4});
+  const Tensor b = Tensor::from_vector(std::vector<float>{0.f, nan, 3.f, nan}, {4});
+  for (BinaryOp op : {BinaryOp::Maximum, BinaryOp::Minimum}) {
+    const std::vector<float> g = ops::binary(op, gpu(a), gpu(b)).to_float_vector();
+    EXPECT_TRUE(std::isnan(g[0]) && std::isnan(g[1]) && std::isnan(g[3]));
+    EXPECT_EQ(g[2], op == BinaryOp::Maximum ? 3.f : 2.f);
+  }
+}
+
+TEST(CudaElementwise, UnaryOpsMatchCpu) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 100;
+  for (UnaryOp op : kUnary) {
+    SCOPED_TRACE(ops::unary_op_name(op));
+    const bool positive = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt;
+    for (const Shape& shape : {Shape{1}, Shape{7, 33}, Shape{3, 129, 5}}) {
+      const Tensor x = test::random_tensor(shape, seed++, positive ? 0.01f : -4.f, 4.f);
+      const Tensor want = ops::unary(op, x);
+      const Tensor got = ops::unary(op, test::non_contiguous_copy(gpu(x)));
+      if (exact_unary(op)) {
+        EXPECT_TRUE(same_bytes(got, want));
+      } else {
+        EXPECT_TRUE(near(got, want, 1e-6, 1e-6));
+      }
+    }
+  }
+  // Softplus' linear branch and large arguments.
+  const Tensor big = Tensor::from_vector(std::vector<float>{19.f, 20.f, 20.5f, 50.f, -50.f}, {5});
+  EXPECT_TRUE(near(ops::softplus(gpu(big)), ops::softplus(big), 0, 1e-6));
+}
+
+TEST(CudaElementwise, ClampWhereLerpModulateMatchCpu) {
+  LTX_REQUIRE_CUDA();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = test::random_tensor({4, 33}, 7, -3.f, 3.f);
+  x.narrow(1, 0, 1).fill(nan);
+  EXPECT_TRUE(same_bytes(ops::clamp(gpu(x), -1.0, 2.0), ops::clamp(x, -1.0, 2.0)));
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(same_bytes(ops::clamp(gpu(x), 0.5, inf), ops::clamp(x, 0.5, inf)));
+
+  const Tensor a = test::random_tensor({4, 33}, 8), b = test::random_tensor({33}, 9);
+  const Tensor condf = ops::relu(test::random_tensor({4, 1}, 10));
+  for (DType cd : {DType::F32, DType::Bool, DType::U8}) {
+    const Tensor cond = condf.to(cd);
+    EXPECT_TRUE(same_bytes(ops::where(gpu(cond), gpu(a), gpu(b)), ops::where(cond, a, b)))
+        << dtype_name(cd);
+  }
+  const Tensor w = test::random_tensor({4, 33}, 11, -0.5f, 1.5f);
+  EXPECT_TRUE(same_bytes(ops::lerp(gpu(a), gpu(b), gpu(w)), ops::lerp(a, b, w)));
+  for (double ws : {0.0, 0.3, 0.5, 1.0})
+    EXPECT_TRUE(same_bytes(ops::lerp(gpu(a), gpu(b), ws), ops::lerp(a, b, ws)));
+
+  // AdaLN shapes: x [B, T, D], scale/shift [B, 1, D] or [B, T, D].
+  const Tensor xm = test::random_tensor({2, 17, 64}, 12);
+  const Tensor sc = test::random_tensor({2, 1, 64}, 13), sh = test::random_tensor({2, 17, 64}, 14);
+  EXPECT_TRUE(same_bytes(ops::modulate(test::non_contiguous_copy(gpu(xm)), gpu(sc), gpu(sh)),
+                         ops::modulate(xm, sc, sh)));
+}
+
+TEST(CudaElementwise, InPlaceOpsWriteThroughStridedViews) {
+  LTX_REQUIRE_CUDA();
+  const Tensor base = test::random_tensor({6, 40}, 20);
+  const Tensor src = test::random_tensor({40}, 21);
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Mul}) {
+    Tensor cpu_dst = base.clone(), gpu_dst = base.to(kGpu);
+    // Every other row, columns 3..35: a strided destination.
+    const Tensor cv = cpu_dst.slice(0, 0, 6, 2).narrow(1, 3, 33);
+    const Tensor gv = gpu_dst.slice(0, 0, 6, 2).narrow(1, 3, 33);
+    ops::binary_(op, cv, src.narrow(0, 0, 33));
+    ops::binary_(op, gv, gpu(src).narrow(0, 0, 33));
+    EXPECT_TRUE(same_bytes(gpu_dst, cpu_dst));  // untouched elements stay as they were
+  }
+}
+
+TEST(CudaElementwise, Bf16StorageComputesInF32AndRoundsOnce) {
+  LTX_REQUIRE_CUDA();
+  const Tensor a = test::random_tensor({5, 67}, 30, -3.f, 3.f).to(DType::BF16);
+  const Tensor b = test::random_tensor({67}, 31, 0.5f, 2.f).to(DType::BF16);
+  const Tensor af = a.to(DType::F32), bf = b.to(DType::F32);
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div}) {
+    const Tensor got = ops::binary(op, gpu(a), gpu(b));
+    EXPECT_EQ(got.dtype(), DType::BF16);
+    EXPECT_TRUE(same_bytes(got, ops::binary(op, af, bf).to(DType::BF16)));
+    // bf16 with f32 promotes to f32.
+    const Tensor mixed = ops::binary(op, gpu(a), gpu(bf));
+    EXPECT_EQ(mixed.dtype(), DType::F32);
+    EXPECT_TRUE(same_bytes(mixed, ops::binary(op, af, bf)));
+  }
+  for (UnaryOp op : {UnaryOp::Silu, UnaryOp::GeluTanh, UnaryOp::Gelu, UnaryOp::Exp}) {
+    const Tensor got = ops::unary(op, gpu(a));
+    EXPECT_EQ(got.dtype(), DType::BF16);
+    // One bf16 rounding of nearly the same f32 value: at most one bf16 ulp apart.
+    EXPECT_TRUE(near(got, ops::unary(op, af).to(DType::BF16), 1e-6, 1.0 / 128))
+        << ops::unary_op_name(op);
+  }
+  EXPECT_TRUE(same_bytes(ops::modulate(gpu(a), gpu(b), gpu(b)),
+                         ops::modulate(af, bf, bf).to(DType::BF16)));
+  // In place on bf16 storage.
+  const Tensor d = gpu(a).clone();
+  ops::add_(d, gpu(b));
+  EXPECT_TRUE(same_bytes(d, ops::add(af, bf).to(DType::BF16)));
+}
+
+TEST(CudaElementwise, RejectsBadDtypesAndMixedDevices) {
+  LTX_REQUIRE_CUDA();
+  const Tensor a = Tensor::zeros({3}, DType::F32, kGpu);
+  EXPECT_ERROR_HAS(ops::add(a, Tensor::zeros({3}, DType::F16, kGpu)), "f32 or bf16 on CUDA");
+  EXPECT_ERROR_HAS(ops::add(a, Tensor::zeros({3})), "different devices");
+  EXPECT_ERROR_HAS(ops::add(a, Tensor::zeros({4}, DType::F32, kGpu)), "broadcast");
+  // The CPU still computes f32 only.
+  EXPECT_ERROR_HAS(ops::add(Tensor::zeros({3}, DType::BF16), Tensor::zeros({3}, DType::BF16)),
+                   "must be f32");
+}
+
+}  // namespace
+}  // namespace ltx

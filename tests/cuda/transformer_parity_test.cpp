@@ -1,0 +1,87 @@
+// The whole LTX transformer forward on CUDA (f32 weights moved to the GPU once, every op on the
+// device) against the golden reference outputs of every fixture case, through the `transformer`
+// parity component with --device cuda (library call and the `ltx` binary).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "parity/parity.h"
+#include "support/cli_runner.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+class CudaTransformerParity : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaTransformerParity, EveryF32OutputAndIntermediateMatchesTheReference) {
+  LTX_REQUIRE_CUDA();
+  const std::string c = GetParam();
+  test::TempDir dir;
+  parity::Args args;
+  args.weights = {test::fixture(c + ".weights.safetensors")};
+  args.inputs = test::fixture(c + ".io.safetensors");
+  args.out = dir.file("out.safetensors");
+  args.device = Device::cuda(0);
+  const parity::ComponentInfo* info = nullptr;
+  for (const auto& ci : parity::components())
+    if (std::string(ci.name) == "transformer") info = &ci;
+  ASSERT_NE(info, nullptr);
+  {
+    parity::Run run(args);
+    info->fn(run);
+    ASSERT_EQ(run.finish(), 0);
+  }
+  const io::SafetensorsFile out(args.out), ref(args.inputs);
+  int outputs = 0, inters = 0;
+  for (const std::string& name : ref.names()) {
+    const bool is_out = starts_with(name, "out."), is_inter = starts_with(name, "inter.");
+    if (!is_out && !is_inter) continue;
+    // f64 and bf16 compute are not f32 variants.
+    if (starts_with(name, "out.main_f64.") || starts_with(name, "out.bf16.")) continue;
+    ASSERT_TRUE(out.contains(name)) << c << ": " << name << " was not computed on CUDA";
+    const parity::ErrorStats s = parity::compare(out.tensor(name), ref.tensor(name));
+    const bool rope_table = name.find("pe_cos") != std::string::npos ||
+                            name.find("pe_sin") != std::string::npos;
+    if (rope_table) {
+      EXPECT_LE(s.max_abs, 1e-3) << c << ": " << name;
+    } else {
+      EXPECT_LE(s.rel_l2, 1e-4) << c << ": " << name;
+    }
+    if (is_out) {
+      std::printf("[%s cuda] %-40s rel_l2 %.3e  max_rel %.3e\n", c.c_str(), name.c_str(),
+                  s.rel_l2, s.max_rel);
+      ++outputs;
+    } else {
+      ++inters;
+    }
+  }
+  EXPECT_GE(outputs, 20) << c;
+  EXPECT_GE(inters, 20) << c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaTransformerParity,
+                         ::testing::Values("ltx2", "ltx23", "ltx25", "ltx25_kvcache"));
+
+TEST(CudaTransformerParityCli, RunsWithDeviceCuda) {
+  LTX_REQUIRE_CUDA();
+  test::TempDir dir;
+  const test::CliResult r = test::run_ltx(
+      dir, {"parity", "transformer", "--weights", test::fixture("ltx23.weights.safetensors"),
+            "--inputs", test::fixture("ltx23.io.safetensors"), "--out", dir.file("out.safetensors"),
+            "--device", "cuda"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* v :
+       {"out.main.video_velocity", "out.bf16w.audio_velocity", "inter.block1.video_x"})
+    EXPECT_NE(r.out.find(v), std::string::npos) << v << "\n" << r.out;
+  EXPECT_EQ(r.err.find("variant 'main'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not available on cuda"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ltx
