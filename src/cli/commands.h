@@ -13,6 +13,7 @@ struct Command {
 };
 
 Command add_generate(CLI::App& app);
+Command add_bench(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_parity(CLI::App& app);
 Command add_tokenize(CLI::App& app);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
 
   const std::vector<ltx::cli::Command> commands = {
       ltx::cli::add_generate(app),
+      ltx::cli::add_bench(app),
       ltx::cli::add_inspect(app),
       ltx::cli::add_parity(app),
       ltx::cli::add_tokenize(app),

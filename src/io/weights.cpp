@@ -117,9 +117,18 @@ struct WeightMap::State {
   std::set<std::string> missing;
   std::map<std::string, std::string> misshaped;    // name -> "expected [..], file has [..]"
   std::map<std::string, std::string> wrong_dtype;  // name -> "file has u8, model wants f32"
+  WeightSynthesizer synthesize;                    // makes absent required tensors, when set
 };
 
 WeightMap::WeightMap() : state_(std::make_shared<State>()) {}
+
+WeightMap WeightMap::synthetic(WeightSynthesizer fn) {
+  LTX_CHECK(static_cast<bool>(fn), "WeightMap::synthetic: no synthesizer function");
+  WeightMap w;
+  w.state_->key_map = "synthesized in memory";
+  w.state_->synthesize = std::move(fn);
+  return w;
+}
 
 WeightMap::WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files, const KeyMap& keys)
     : state_(std::make_shared<State>()) {
@@ -182,16 +191,25 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
                                            DType target, Device device, bool required) {
   const std::string full = prefix_ + name;
   auto it = state_->entries.find(full);
-  if (it == state_->entries.end() && required && expected != nullptr) {
-    if (WeightSynthesis* synth = WeightSynthesis::active();
-        synth != nullptr &&
-        std::all_of(expected->begin(), expected->end(), [](int64_t d) { return d >= 0; })) {
-      Tensor t = synth->make_(full, *expected);
-      LTX_CHECK(t.defined() && t.shape() == *expected, "WeightSynthesis: the maker returned ",
-                t.defined() ? t.shape().str() : "nothing", " for '", full, "', expected ",
+  if (it == state_->entries.end() && required && expected != nullptr &&
+      std::none_of(expected->begin(), expected->end(), [](int64_t d) { return d < 0; })) {
+    // Absent weights may be made up: by this map's synthesizer (made on the target device and
+    // dtype) or by an active WeightSynthesis scope (recorded, converted like a file tensor).
+    Tensor made;
+    const char* who = nullptr;
+    if (state_->synthesize) {
+      made = state_->synthesize(full, *expected, target, device);
+      who = "weights: the synthesizer";
+    } else if (WeightSynthesis* synth = WeightSynthesis::active()) {
+      made = synth->make_(full, *expected);
+      who = "WeightSynthesis: the maker";
+      if (made.defined()) synth->created_.emplace_back(full, made);
+    }
+    if (who != nullptr) {
+      LTX_CHECK(made.defined() && made.shape() == *expected, who, " returned ",
+                made.defined() ? made.describe() : "nothing", " for '", full, "', expected ",
                 expected->str());
-      synth->created_.emplace_back(full, t);
-      it = state_->entries.emplace(full, Entry{nullptr, "", t, false}).first;
+      it = state_->entries.emplace(full, Entry{nullptr, "", std::move(made), false}).first;
     }
   }
   if (it == state_->entries.end()) {

@@ -66,10 +66,20 @@ class KeyMap {
   std::vector<Rename> renames_;
 };
 
+// Makes a tensor for a name a WeightMap does not hold: `name` (full, after renaming) with the shape,
+// dtype and device the model asks for. Used to build models with made-up weights in memory, e.g.
+// random weights for benchmarks (bench/random_weights.h), without any file.
+using WeightSynthesizer =
+    std::function<Tensor(const std::string& name, const Shape& shape, DType dtype, Device device)>;
+
 class WeightMap {
  public:
   // An empty map (tensors can be add()ed).
   WeightMap();
+  // An empty map whose take() makes every required tensor with `fn` (once; later takes of the same
+  // name return it). Optional names (take_optional) stay absent, and a name whose shape the model
+  // does not fix (take_any_shape, -1 in the shape) is reported missing by finish().
+  static WeightMap synthetic(WeightSynthesizer fn);
   // The tensors of `files` that `keys` keeps, under their new names. When two files yield the same
   // name the later file wins, as when the reference merges state dicts. The files stay alive as
   // long as the map or any tensor taken from it.

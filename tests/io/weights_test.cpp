@@ -287,6 +287,37 @@ TEST_F(WeightMapTest, SynthesisEndsWithItsScopeAndChecksTheMaker) {
   WeightMap w;
   EXPECT_FALSE(w.take("x", {2, 2}, DType::F32).defined());  // no scope: missing, as always
   expect_error_containing([&] { w.finish("after"); }, {"1 missing: x"});
+TEST(WeightMap, SyntheticMakesEachRequiredTensorOnceWithTheRequestedLayout) {
+  std::vector<std::string> made;
+  WeightMap w = WeightMap::synthetic([&](const std::string& name, const Shape& shape, DType dtype,
+                                         Device device) {
+    made.push_back(name);
+    return Tensor::full(shape, static_cast<double>(made.size()), dtype, device);
+  });
+  WeightMap blk = w.scoped("blocks.0.");
+  const Tensor a = blk.take("proj.weight", {3, 2}, DType::BF16);
+  EXPECT_EQ(a.shape(), Shape({3, 2}));
+  EXPECT_EQ(a.dtype(), DType::BF16);
+  EXPECT_EQ(a.to_float_vector(), std::vector<float>(6, 1.f));
+  // The same name again is the same tensor, not a second one.
+  const Tensor again = blk.take("proj.weight", {3, 2}, DType::BF16);
+  EXPECT_EQ(again.raw_data(), a.raw_data());
+  EXPECT_EQ(made, std::vector<std::string>({"blocks.0.proj.weight"}));
+  // Optional names stay absent; names without a fixed shape cannot be made.
+  EXPECT_FALSE(w.take_optional("extra", {4}, DType::F32).has_value());
+  EXPECT_FALSE(w.take("free", {-1, 2}, DType::F32).defined());
+  EXPECT_FALSE(w.take_any_shape("scalar", DType::F32).defined());
+  EXPECT_EQ(made.size(), 1u);
+  expect_error_containing([&] { w.finish("model"); }, {"2 missing", "free", "scalar"});
+}
+
+TEST(WeightMap, SyntheticRejectsAMisshapedTensorFromItsFunction) {
+  WeightMap w = WeightMap::synthetic([](const std::string&, const Shape&, DType dtype, Device device) {
+    return Tensor::zeros({1}, dtype, device);
+  });
+  expect_error_containing([&] { (void)w.take("x", {2, 2}, DType::F32); },
+                          {"synthesizer", "'x'", "[2, 2]"});
+  expect_error_containing([] { (void)WeightMap::synthetic(nullptr); }, {"no synthesizer"});
 }
 
 }  // namespace
