@@ -282,6 +282,11 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   // takes its per-stage flags below, as the reference).
   if (paths.distilled_lora && kind == PipelineKind::TwoStage)
     req.distilled_lora_strengths[1] = paths.distilled_lora->strength;
+  if (paths.distilled_lora && kind == PipelineKind::TwoStageHQ &&
+      paths.distilled_lora->strength != lora::kDefaultStrength)
+    log_warn("two-stage-hq sets the distilled LoRA's strength per stage "
+             "(--distilled-lora-strength-stage-1/2); the strength after --distilled-lora PATH is "
+             "ignored, as in the reference");
   if (paths.distilled_lora && kind == PipelineKind::Dfr)
     req.distilled_lora_strengths = {paths.distilled_lora->strength, paths.distilled_lora->strength};
   if (paths.detailing_lora) {
