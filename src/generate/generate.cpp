@@ -260,8 +260,10 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
   const ComponentReport report = check_components(paths, needs);
   for (const std::string& w : report.warnings) log_warn(w);
-  log_info("model: ", report.version_name, " (", paths.layout_name(), "), pipeline ",
-           result.pipeline);
+  log_info("model: ",
+           result.demo ? std::string("built-in demo (tiny, LTX-2.3 layout, random weights)")
+                       : report.version_name,
+           " (", paths.layout_name(), "), pipeline ", result.pipeline);
 
   // ---- request: the reference's preset for this model, then the flags
   pipelines::GenerationRequest req = pipelines::default_request(kind, report.model_version);
@@ -284,9 +286,10 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
     req.distilled_lora_strengths[1] = paths.distilled_lora->strength;
   if (paths.distilled_lora && kind == PipelineKind::TwoStageHQ &&
       paths.distilled_lora->strength != lora::kDefaultStrength)
-    log_warn("two-stage-hq sets the distilled LoRA's strength per stage "
-             "(--distilled-lora-strength-stage-1/2); the strength after --distilled-lora PATH is "
-             "ignored, as in the reference");
+    log_warn(
+        "two-stage-hq sets the distilled LoRA's strength per stage "
+        "(--distilled-lora-strength-stage-1/2); the strength after --distilled-lora PATH is "
+        "ignored, as in the reference");
   if (paths.distilled_lora && kind == PipelineKind::Dfr)
     req.distilled_lora_strengths = {paths.distilled_lora->strength, paths.distilled_lora->strength};
   if (paths.detailing_lora) {
