@@ -151,7 +151,7 @@ Operand operand(const Tensor& t) {
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor& mask, float scale) {
+                                    const Tensor& mask, float scale, AttentionKernel kernel) {
   const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), d = q.size(3);
   const int64_t tk = k.size(2), dv = v.size(3);
   const int64_t width = std::max(d, dv);
@@ -160,6 +160,15 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   Tensor out = Tensor::empty({batch, heads, tq, dv}, ops::float_result_dtype({&q, &k, &v}),
                              q.device());
   if (out.numel() == 0) return out;
+  const bool tensor_cores = tensor_core_attention_applies(q, k, v);
+  LTX_CHECK(kernel != AttentionKernel::TensorCore || tensor_cores,
+            "scaled_dot_product_attention: the tensor-core kernel needs bf16 q/k/v with equal head "
+            "dims of 32, 64 or 128, a dense head dim and 16-byte aligned rows on an sm_80+ GPU; got q ",
+            q.describe(), ", k ", k.describe(), ", v ", v.describe());
+  if (tensor_cores && kernel != AttentionKernel::Simple) {
+    tensor_core_attention(q, k, v, mask, scale, out);
+    return out;
+  }
   AttnArgs a;
   a.q = operand(q);
   a.k = operand(k);
