@@ -106,8 +106,8 @@ __device__ __forceinline__ void load_tile(uint32_t smem, const __nv_bfloat16* ba
   }
 }
 
-// kM = 16-row MMA tiles per warp. kM == 1 keeps the warp's Q fragments in registers; kM == 2
-// reloads them from shared memory per k-step (registers go to the second accumulator set) and
+// kM = 16-row MMA tiles per warp. kM == 1 keeps the warp's Q fragments in registers (D <= 128);
+// kM == 2 or D 256 reload them from shared memory per k-step (registers go to the second accumulator set) and
 // reuses every K and V fragment for both row tiles, halving shared-memory reads per MMA.
 template <int kDim, bool kMasked, int kWarps, int kM>
 __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a) {
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
   constexpr int kSteps = kDim / 16;      // k-steps of the QK^T product
   constexpr int kOutTiles = kDim / 8;    // n-tiles of the output
   constexpr int kKeyTiles = kRowsK / 8;  // n-tiles of S
-  constexpr bool kQInRegs = kM == 1;
+  constexpr bool kQInRegs = kM == 1 && kDim <= 128;  // D 256: Q fragments from shared memory
   constexpr uint32_t kQBytes = kRowsQ * kDim * 2, kKvBytes = kRowsK * kDim * 2;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -385,7 +385,7 @@ bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tenso
   if (q.dtype() != DType::BF16 || k.dtype() != DType::BF16 || v.dtype() != DType::BF16)
     return false;
   const int64_t d = q.size(3);
-  if (v.size(3) != d || (d != 32 && d != 64 && d != 128)) return false;
+  if (v.size(3) != d || (d != 32 && d != 64 && d != 128 && d != 256)) return false;
   if (q.size(0) * q.size(1) >= 65536) return false;  // grid.y
   if (!rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v)) return false;
   return compute_capability(q.device().index).major >= 8;
@@ -421,6 +421,7 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   switch (q.size(3)) {
     case 32: launch<32>(a, batch_heads, dev, s); break;
     case 64: launch<64>(a, batch_heads, dev, s); break;
+    case 256: launch<256>(a, batch_heads, dev, s); break;
     default: launch<128>(a, batch_heads, dev, s); break;
   }
 }
