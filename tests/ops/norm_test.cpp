@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/elementwise.h"
 #include "support/test_support.h"
 
 namespace ltx {
