@@ -3,6 +3,8 @@
 // matches the CPU's f32 result rounded to bf16.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -222,6 +224,38 @@ TEST(CudaElementwise, DenseVectorPathEqualsStridedLoopBitForBit) {
         const Tensor want = ops::add(a.to(Device::cpu(), DType::F32), b.to(Device::cpu(), DType::F32))
                                 .to(ops::add(a, b).dtype());
         EXPECT_TRUE(same_bytes(ops::add(a, b).to(Device::cpu()), want));
+      }
+    }
+  }
+}
+
+TEST(CudaElementwise, BroadcastVectorPathEqualsStridedLoopBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 5000;
+  // [B, T, D] against the broadcast forms the transformer uses: a row [1, 1, D], per-sample rows
+  // [B, 1, D], a per-token gate [B, T, 1], a per-position table [1, T, D]; D a multiple of 8 (the
+  // vector path) or not (the strided loop), plus the AdaLN table add [1, T, 9, D] + [1, 1, 9, D].
+  for (const auto& [b, t, d] : {std::array<int64_t, 3>{1, 5, 8}, std::array<int64_t, 3>{2, 7, 64},
+                                std::array<int64_t, 3>{3, 33, 24}, std::array<int64_t, 3>{2, 3, 12}}) {
+    for (DType dx : {DType::F32, DType::BF16}) {
+      for (DType dy : {DType::F32, DType::BF16}) {
+        SCOPED_TRACE(std::to_string(b) + "x" + std::to_string(t) + "x" + std::to_string(d) + " " +
+                     dtype_name(dx) + "/" + dtype_name(dy));
+        const Tensor x = test::random_tensor({b, t, d}, seed++, -3.f, 3.f).to(kGpu, dx);
+        const auto strided = [](const Tensor& v) { return test::non_contiguous_copy(v); };
+        for (const Shape& ys : {Shape{1, 1, d}, Shape{b, 1, d}, Shape{b, t, 1}, Shape{1, t, d}}) {
+          const Tensor y = test::random_tensor(ys, seed++, 0.5f, 2.f).to(kGpu, dy);
+          const Tensor g = test::random_tensor(ys, seed++).to(kGpu, dy);
+          EXPECT_TRUE(same_bytes(ops::add(x, y), ops::add(strided(x), strided(y)))) << ys.str();
+          EXPECT_TRUE(same_bytes(ops::mul(y, x), ops::mul(strided(y), strided(x)))) << ys.str();
+          EXPECT_TRUE(same_bytes(ops::gated_add(x, x, g), ops::gated_add(strided(x), x, strided(g))))
+              << ys.str();
+          EXPECT_TRUE(same_bytes(ops::modulate(x, y, g), ops::modulate(strided(x), strided(y), g)))
+              << ys.str();
+        }
+        const Tensor table = test::random_tensor({1, 1, 9, d}, seed++).to(kGpu, dy);
+        const Tensor per_token = test::random_tensor({1, t, 9, d}, seed++).to(kGpu, dx);
+        EXPECT_TRUE(same_bytes(ops::add(table, per_token), ops::add(strided(table), strided(per_token))));
       }
     }
   }

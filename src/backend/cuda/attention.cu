@@ -174,18 +174,20 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const int64_t width = std::max(d, dv);
   LTX_CHECK(width <= 256, "scaled_dot_product_attention: head dims up to 256 are supported on "
             "CUDA, got q ", q.describe(), " and v ", v.describe(), "; run it on the CPU");
-  Tensor out = Tensor::empty({batch, heads, tq, dv}, ops::float_result_dtype({&q, &k, &v}),
-                             q.device());
-  if (out.numel() == 0) return out;
   const bool tensor_cores = tensor_core_attention_applies(q, k, v);
   LTX_CHECK(kernel != AttentionKernel::TensorCore || tensor_cores,
             "scaled_dot_product_attention: the tensor-core kernel needs bf16 q/k/v with equal head "
             "dims of 32, 64, 128 or 256, a dense head dim and 16-byte aligned rows on an sm_80+ GPU; got q ",
             q.describe(), ", k ", k.describe(), ", v ", v.describe());
-  if (tensor_cores && kernel != AttentionKernel::Simple) {
-    tensor_core_attention(q, k, v, mask, scale, out);
+  if (tensor_cores && kernel != AttentionKernel::Simple && q.numel() > 0) {
+    // Stored as [B, Tq, H, Dv]: the output projection reads it without a transpose copy.
+    Tensor out = Tensor::empty({batch, tq, heads, dv}, DType::BF16, q.device()).transpose(1, 2);
+    tensor_core_attention(q, k, v, mask, scale, out);  // Tk == 0 gives zeros
     return out;
   }
+  Tensor out = Tensor::empty({batch, heads, tq, dv}, ops::float_result_dtype({&q, &k, &v}),
+                             q.device());
+  if (out.numel() == 0) return out;
   AttnArgs a;
   a.q = operand(q);
   a.k = operand(k);

@@ -36,7 +36,8 @@ struct MmaArgs {
   DType mask_dtype = DType::F32;
   MaskKind mask_kind = MaskKind::None;
   int64_t ms[4] = {};
-  __nv_bfloat16* out = nullptr;  // contiguous [B, H, Tq, D]
+  __nv_bfloat16* out = nullptr;
+  int64_t os[3] = {};  // out strides of B, H, T (the head dim is dense)
   int heads = 0;
   int64_t tq = 0, tk = 0;
   float scale = 0.f;
@@ -327,7 +328,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
       const int64_t row = row_base + mi * 16 + r * 8;
       if (row >= a.tq) continue;
       const float inv = l > 0.f ? 1.f / l : 0.f;  // no attended key: zeros
-      __nv_bfloat16* dst = a.out + (static_cast<int64_t>(bh) * a.tq + row) * kDim + 2 * c4;
+      __nv_bfloat16* dst = a.out + b * a.os[0] + h * a.os[1] + row * a.os[2] + 2 * c4;
 #pragma unroll
       for (int t = 0; t < kOutTiles; ++t) {
         const uint32_t packed = pack_bf16(o[mi][t][2 * r] * inv, o[mi][t][2 * r + 1] * inv);
@@ -410,6 +411,7 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     for (int i = 0; i < 4; ++i) a.ms[i] = mask.stride(i);
   }
   a.out = static_cast<__nv_bfloat16*>(out.raw_data());
+  for (int i = 0; i < 3; ++i) a.os[i] = out.stride(i);
   a.heads = static_cast<int>(q.size(1));
   a.tq = q.size(2);
   a.tk = k.size(2);

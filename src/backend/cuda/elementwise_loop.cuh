@@ -13,7 +13,9 @@
 // unit-stride (f32 or bf16, 16-byte aligned) or a broadcast scalar (stride 0), each thread handles
 // kVec = 8 consecutive elements with 16-byte loads/stores (two float4 or one uint4 of bf16), and
 // the last n % 8 elements run scalar. Same per-element conversions and functor, so the results
-// are bit-identical to the strided loop; anything else takes the strided loop.
+// are bit-identical to the strided loop. Broadcast fast path (map_inner_vec_kernel): the same
+// vectors along a unit-stride innermost dim with any broadcasting of the outer dims. Anything else
+// takes the strided loop.
 #include <array>
 #include <cstdint>
 
@@ -154,7 +156,71 @@ __global__ void map_dense_kernel(MapArgs<K> a, int64_t n, F f) {
   }
 }
 
+// The broadcast fast path: the innermost coalesced dim has unit stride in the output and a
+// multiple of kVec elements; every input's innermost stride is 1 (read as 16-byte vectors) or 0
+// (one value per chunk, e.g. a per-row gate). The outer dims may broadcast any way (the AdaLN
+// table + per-token values, [B, T, D] x [B, 1, D] gates). Each thread handles kVec consecutive
+// elements of one row; the outer offsets are computed once per chunk.
+template <int K, typename F>
+__global__ void map_inner_vec_kernel(MapArgs<K> a, int64_t chunks, F f) {
+  const int last = a.nd - 1;
+  const int64_t row_chunks = a.size[last] / kVec;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += step) {
+    const int64_t col = (c % row_chunks) * kVec;
+    int64_t off[K + 1];
+#pragma unroll
+    for (int k = 0; k <= K; ++k) off[k] = col * a.stride[k][last];
+    int64_t rem = c / row_chunks;
+    for (int d = last - 1; d >= 0; --d) {
+      const int64_t idx = rem % a.size[d];
+      rem /= a.size[d];
+#pragma unroll
+      for (int k = 0; k <= K; ++k) off[k] += idx * a.stride[k][d];
+    }
+    float v[K][kVec];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (a.stride[k + 1][last] == 0) {
+        const float s = load_f32(a.in[k], a.in_dtype[k], off[k + 1]);
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) v[k][j] = s;
+      } else {
+        load_vec(a.in[k], a.in_dtype[k], off[k + 1], v[k]);
+      }
+    }
+    float r[kVec];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      float e[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) e[k] = v[k][j];
+      r[j] = f(e);
+    }
+    store_vec(a.out, a.out_dtype, off[0], r);
+  }
+}
+
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Whether the coalesced args can take map_inner_vec_kernel (see there).
+template <int K>
+bool inner_vec_ok(const MapArgs<K>& a) {
+  const auto vec_dtype = [](DType dt) { return dt == DType::F32 || dt == DType::BF16; };
+  const int last = a.nd - 1;
+  if (a.nd < 2 || a.size[last] % kVec != 0) return false;
+  // Every vector start must be 16-byte aligned: unit inner stride, outer strides multiples of kVec.
+  const auto vec_operand = [&](int k, const void* p, DType dt) {
+    if (a.stride[k][last] != 1 || !vec_dtype(dt) || !aligned16(p)) return false;
+    for (int d = 0; d < last; ++d)
+      if (a.stride[k][d] % kVec != 0) return false;
+    return true;
+  };
+  if (!vec_operand(0, a.out, a.out_dtype)) return false;
+  for (int k = 0; k < K; ++k)
+    if (a.stride[k + 1][last] != 0 && !vec_operand(k + 1, a.in[k], a.in_dtype[k])) return false;
+  return true;
+}
 
 // Whether the coalesced args can take map_dense_kernel.
 template <int K>
@@ -199,6 +265,9 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
   if (dense_ok(a)) {
     const int64_t chunks = n / kVec;
     map_dense_kernel<K, F><<<grid_for(chunks > 0 ? chunks : 1, kThreads, dev), kThreads, 0, s>>>(a, n, f);
+  } else if (inner_vec_ok(a)) {
+    const int64_t chunks = n / kVec;
+    map_inner_vec_kernel<K, F><<<grid_for(chunks, kThreads, dev), kThreads, 0, s>>>(a, chunks, f);
   } else {
     map_kernel<K, F><<<grid_for(n, kThreads, dev), kThreads, 0, s>>>(a, n, f);
   }
