@@ -3,7 +3,9 @@
 
 #include <string>
 
+#include "backend/cuda/norm.h"
 #include "cuda/cuda_test_util.h"
+#include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "support/test_support.h"
 
@@ -12,6 +14,7 @@ namespace {
 
 using test::kGpu;
 using test::near;
+using test::same_bytes;
 
 Tensor gpu(const Tensor& t) { return t.to(kGpu); }
 Tensor gpu_or_none(const Tensor& t) { return t.defined() ? t.to(kGpu) : Tensor(); }
@@ -33,6 +36,99 @@ TEST(CudaNorm, RmsNormAndLayerNormMatchCpu) {
         for (const Tensor& bt : {b, Tensor()})
           EXPECT_TRUE(near(ops::layer_norm(xg, gpu_or_none(wt), gpu_or_none(bt), 1e-5),
                            ops::layer_norm(x, wt, bt, 1e-5), 1e-5, 2e-6));
+      }
+    }
+  }
+}
+
+// The same values as the GPU tensor t, one element into a larger buffer: contiguous but not
+// 16-byte aligned, so the row kernels take their general (scalar) path.
+Tensor misaligned_copy(const Tensor& t) {
+  const Tensor buf = Tensor::empty({t.numel() + 1}, t.dtype(), kGpu);
+  const Tensor view = buf.narrow(0, 1, t.numel()).view(t.shape());
+  view.copy_from(t);
+  return view;
+}
+
+// Row lengths of the vector path (multiples of 8, up to the 48 KiB staging limit: 12288 f32) and
+// ones that must fall back (not a multiple of 8).
+const int64_t kVecRows[] = {8, 24, 64, 2048, 4096, 12288};
+const int64_t kOddRows[] = {7, 33, 4100};
+
+TEST(CudaNorm, RmsNormVectorPathIsBitIdenticalToGeneralPath) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 100;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (const int64_t* ds : {std::begin(kVecRows), std::begin(kOddRows)}) {
+      const bool vec = ds == std::begin(kVecRows);
+      const int64_t n = vec ? std::size(kVecRows) : std::size(kOddRows);
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t d = ds[k];
+        for (int64_t rows : {1, 3, 37}) {
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " rows " + std::to_string(rows) + " d " +
+                       std::to_string(d));
+          const Tensor x = test::random_tensor({rows, d}, seed++, -3.f, 5.f).to(kGpu, dt);
+          const Tensor xm = misaligned_copy(x);
+          for (DType wdt : {DType::F32, DType::BF16}) {
+            const Tensor w = test::random_tensor({d}, seed++).to(kGpu, wdt);
+            for (const Tensor& wt : {w, Tensor()}) {
+              EXPECT_EQ(cuda::rms_norm_vectorised(x, wt), vec);
+              EXPECT_FALSE(cuda::rms_norm_vectorised(xm, wt));
+              const Tensor got = ops::rms_norm(x, wt, 1e-6);
+              EXPECT_EQ(got.dtype(), dt);
+              EXPECT_TRUE(same_bytes(got, ops::rms_norm(xm, wt, 1e-6)));
+            }
+            // A misaligned weight alone also takes the general path.
+            EXPECT_FALSE(cuda::rms_norm_vectorised(x, misaligned_copy(w)));
+            EXPECT_TRUE(same_bytes(ops::rms_norm(x, misaligned_copy(w), 1e-6),
+                                   ops::rms_norm(x, w, 1e-6)));
+          }
+        }
+      }
+    }
+  }
+  // [B, T, D] of the transformer's width: the vector path for bf16 and f32.
+  const Tensor x3 = test::random_tensor({2, 5, 4096}, seed++).to(kGpu, DType::BF16);
+  EXPECT_TRUE(cuda::rms_norm_vectorised(x3, Tensor()));
+  EXPECT_TRUE(same_bytes(ops::rms_norm(x3, Tensor(), 1e-6),
+                         ops::rms_norm(misaligned_copy(x3), Tensor(), 1e-6)));
+}
+
+TEST(CudaNorm, RmsNormModulateVectorPathIsBitIdenticalToGeneralPath) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 200;
+  const int64_t b = 2, t = 5;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (DType sdt : {dt, DType::F32}) {
+      for (const int64_t* ds : {std::begin(kVecRows), std::begin(kOddRows)}) {
+        const bool vec = ds == std::begin(kVecRows);
+        const int64_t n = vec ? std::size(kVecRows) : std::size(kOddRows);
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t d = ds[k];
+          const Tensor x = test::random_tensor({b, t, d}, seed++, -3.f, 5.f).to(kGpu, dt);
+          const Tensor xm = misaligned_copy(x);
+          // Per-sample [B, 1, D] (broadcast over tokens) and per-token [B, T, D] scale/shift.
+          for (int64_t st : {int64_t{1}, t}) {
+            SCOPED_TRACE(std::string(dtype_name(dt)) + " scale " + dtype_name(sdt) + " d " +
+                         std::to_string(d) + (st == 1 ? " per-sample" : " per-token"));
+            const Tensor sc = test::random_tensor({b, st, d}, seed++).to(kGpu, sdt);
+            const Tensor sh = test::random_tensor({b, st, d}, seed++).to(kGpu, sdt);
+            EXPECT_EQ(cuda::rms_norm_modulate_vectorised(x, sc, sh), vec);
+            const Tensor got = ops::rms_norm_modulate(x, sc, sh, 1e-6);
+            // General path three ways: misaligned x, strided scale, misaligned shift.
+            EXPECT_FALSE(cuda::rms_norm_modulate_vectorised(xm, sc, sh));
+            EXPECT_TRUE(same_bytes(got, ops::rms_norm_modulate(xm, sc, sh, 1e-6)));
+            const Tensor sc_strided = test::non_contiguous_copy(sc);
+            EXPECT_FALSE(cuda::rms_norm_modulate_vectorised(x, sc_strided, sh));
+            EXPECT_TRUE(same_bytes(got, ops::rms_norm_modulate(x, sc_strided, sh, 1e-6)));
+            const Tensor sh_misaligned = misaligned_copy(sh);
+            EXPECT_FALSE(cuda::rms_norm_modulate_vectorised(x, sc, sh_misaligned));
+            EXPECT_TRUE(same_bytes(got, ops::rms_norm_modulate(x, sc, sh_misaligned, 1e-6)));
+            // And the two separate ops it fuses.
+            EXPECT_TRUE(
+                same_bytes(got, ops::modulate(ops::rms_norm(x, Tensor(), 1e-6), sc, sh)));
+          }
+        }
       }
     }
   }

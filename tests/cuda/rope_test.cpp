@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "backend/cuda/rope.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/rope.h"
 #include "support/test_support.h"
@@ -34,6 +35,47 @@ TEST(CudaRope, SplitAndInterleavedAreBitIdenticalToCpu) {
         const Tensor got = ops::apply_rope(xg, test::non_contiguous_copy(gpu(c)), gpu(s), layout);
         EXPECT_EQ(got.device(), kGpu);
         EXPECT_TRUE(same_bytes(got, want)) << cs.str();
+      }
+    }
+  }
+}
+
+// The vector path (aligned, unit-stride x and tables, table width a multiple of 8) against the
+// general one-thread-per-pair path on the same values in a strided copy, bit for bit: the
+// transformer's layout (x [B, T, H * D] viewed as [B, H, T, D], tables [B, H, T, D / 2]), f32
+// and bf16 x and tables, table widths of 8, 24, 64, 2048, 4096 and ones that must fall back.
+TEST(CudaRope, VectorPathIsBitIdenticalToGeneralPath) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 100;
+  const int64_t b = 2, h = 3, t = 5;
+  for (RopeLayout layout : {RopeLayout::Split, RopeLayout::Interleaved}) {
+    const bool split = layout == RopeLayout::Split;
+    for (DType dt : {DType::F32, DType::BF16}) {
+      for (DType tdt : {dt, DType::F32}) {
+        for (int64_t w : {8, 24, 64, 2048, 4096, 6, 12, 20}) {
+          const bool vec = w % 8 == 0;
+          const int64_t d = split ? 2 * w : w;
+          SCOPED_TRACE(std::string(split ? "split" : "interleaved") + " x " + dtype_name(dt) +
+                       " tables " + dtype_name(tdt) + " width " + std::to_string(w));
+          const Tensor stored = test::random_tensor({b, t, h * d}, seed++).to(kGpu, dt);
+          const Tensor x = stored.view({b, t, h, d}).transpose(1, 2);  // [B, H, T, D]
+          const Tensor xs = test::non_contiguous_copy(x);
+          for (const Shape& cs : {Shape{b, h, t, w}, Shape{b, 1, t, w}, Shape{t, w}}) {
+            const Tensor c = test::random_tensor(cs, seed++).to(kGpu, tdt);
+            const Tensor s = test::random_tensor(cs, seed++).to(kGpu, tdt);
+            const Shape target{b, h, t, w};
+            EXPECT_EQ(cuda::rope_vectorised(x, c.expand(target), s.expand(target), layout), vec)
+                << cs.str();
+            EXPECT_FALSE(cuda::rope_vectorised(xs, c.expand(target), s.expand(target), layout));
+            const Tensor got = ops::apply_rope(x, c, s, layout);
+            EXPECT_EQ(got.dtype(), dt);
+            EXPECT_TRUE(same_bytes(got, ops::apply_rope(xs, c, s, layout))) << cs.str();
+            // A strided table alone also takes the general path.
+            const Tensor cn = test::non_contiguous_copy(c);
+            EXPECT_FALSE(cuda::rope_vectorised(x, cn.expand(target), s.expand(target), layout));
+            EXPECT_TRUE(same_bytes(got, ops::apply_rope(x, cn, s, layout))) << cs.str();
+          }
+        }
       }
     }
   }

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <string>
+#include <utility>
 
 #include "backend/cuda/device.h"
 #include "cuda/cuda_test_util.h"
@@ -79,12 +81,32 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
     report("rms_norm", seconds_per_call([&] { (void)ops::rms_norm(x, Tensor(), 1e-6); }, 10), 2);
     report("layer_norm",
            seconds_per_call([&] { (void)ops::layer_norm(x, Tensor(), Tensor(), 1e-6); }, 10), 2);
-    const Tensor c = rand_gpu({1, 32, 6144, 64}, 7, DType::F32),
-                 sn = rand_gpu({1, 32, 6144, 64}, 8, DType::F32);
+    // The AdaLN norm: per-sample [1, 1, D] scale/shift, and per-token [1, T, D] ones (two more
+    // streams of x's size).
+    report("rms_norm_modulate (row)",
+           seconds_per_call([&] { (void)ops::rms_norm_modulate(x, row, row, 1e-6); }, 10), 2);
+    report("rms_norm_modulate (tok)",
+           seconds_per_call([&] { (void)ops::rms_norm_modulate(x, y, y, 1e-6); }, 10), 4);
+    // RoPE on q and k ([1, T, H * D] viewed as [1, H, T, D]) with the transformer's
+    // [1, H, T, D / 2] tables, in f32 and in the stream's dtype; bytes: x read, output written,
+    // both tables read.
     const Tensor xh = x.view({1, 6144, 32, 128}).transpose(1, 2);
-    report("rope split (q)",
-           seconds_per_call([&] { (void)ops::apply_rope(xh, c, sn, ops::RopeLayout::Split); }, 10),
-           2);
+    const Tensor kh = y.view({1, 6144, 32, 128}).transpose(1, 2);
+    for (DType tdt : {DType::F32, dt}) {
+      const Tensor c = rand_gpu({1, 32, 6144, 64}, 7, tdt);
+      const Tensor sn = rand_gpu({1, 32, 6144, 64}, 8, tdt);
+      const double passes = 2.0 + 2.0 * static_cast<double>(c.nbytes()) / bytes;
+      for (const auto& qk : {std::pair{"q", &xh}, std::pair{"k", &kh}}) {
+        const Tensor& xr = *qk.second;
+        const std::string label =
+            std::string("rope split (") + qk.first + ", " + dtype_name(tdt) + " tab)";
+        report(label.c_str(),
+               seconds_per_call(
+                   [&] { (void)ops::apply_rope(xr, c, sn, ops::RopeLayout::Split); }, 10),
+               passes);
+      }
+      if (tdt == dt) break;  // f32 streams: the f32 tables once
+    }
     // A GEMM of the FFN: [6144, 4096] @ [16384, 4096]^T.
     const Tensor w = rand_gpu({16384, 4096}, 9, dt);
     const double sg = seconds_per_call([&] { (void)ops::linear(x, w); }, 3);

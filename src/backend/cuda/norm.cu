@@ -1,6 +1,7 @@
 #include "backend/cuda/norm.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
@@ -33,13 +34,16 @@ __device__ __forceinline__ float inv_std(float sum_sq, int64_t n, double eps) {
   return static_cast<float>(1.0 / sqrt(static_cast<double>(sum_sq) / static_cast<double>(n) + eps));
 }
 
+// One term of a sum of squares. nvcc contracts `ss += v * v` into an FMA; spelled out so that the
+// general and the vector kernels round every term the same way.
+__device__ __forceinline__ float add_square(float ss, float v) { return __fmaf_rn(v, v, ss); }
+
 __global__ void rms_norm_kernel(RowArgs a) {
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
     float ss = 0.f;
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
-      const float v = load_f32(a.x, a.x_dtype, base + i);
-      ss += v * v;
+      ss = add_square(ss, load_f32(a.x, a.x_dtype, base + i));
     }
     const float rs = inv_std(block_sum(ss), a.d, a.eps);
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
@@ -67,29 +71,118 @@ __device__ __forceinline__ float round_to(DType dt, float v) {
   return dt == DType::BF16 ? dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(v)) : v;
 }
 
+// Offsets of row r's scale and shift. The dims loop is unrolled over kMaxDims so that the
+// arguments are indexed statically (no local-memory copy of the struct); Index: the type of the
+// divisions (32-bit ones are several times cheaper than 64-bit ones).
+template <typename Index>
+__device__ __forceinline__ void mod_offsets_as(const ModArgs& m, Index rem, int64_t* so,
+                                               int64_t* to) {
+  int64_t s = 0, t = 0;
+#pragma unroll
+  for (int d = kMaxDims - 1; d >= 0; --d) {
+    if (d < m.lead) {
+      const Index size = static_cast<Index>(m.size[d]);
+      const Index idx = rem % size;
+      rem /= size;
+      s += static_cast<int64_t>(idx) * m.s_stride[d];
+      t += static_cast<int64_t>(idx) * m.t_stride[d];
+    }
+  }
+  *so = s;
+  *to = t;
+}
+
+__device__ __forceinline__ void mod_offsets(const ModArgs& m, int64_t rows, int64_t r, int64_t* so,
+                                            int64_t* to) {
+  if (rows <= int64_t{UINT32_MAX}) {
+    mod_offsets_as<uint32_t>(m, static_cast<uint32_t>(r), so, to);
+  } else {
+    mod_offsets_as<int64_t>(m, r, so, to);
+  }
+}
+
 // rms_norm_kernel's statistics (same thread layout and sums), then scalar::modulate.
 __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
     float ss = 0.f;
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
-      const float v = load_f32(a.x, a.x_dtype, base + i);
-      ss += v * v;
+      ss = add_square(ss, load_f32(a.x, a.x_dtype, base + i));
     }
     const float rs = inv_std(block_sum(ss), a.d, a.eps);
-    int64_t so = 0, to = 0, rem = r;
-    for (int d = m.lead - 1; d >= 0; --d) {
-      const int64_t idx = rem % m.size[d];
-      rem /= m.size[d];
-      so += idx * m.s_stride[d];
-      to += idx * m.t_stride[d];
-    }
+    int64_t so, to;
+    mod_offsets(m, a.rows, r, &so, &to);
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
       const float y = round_to(a.x_dtype, mul_rn(load_f32(a.x, a.x_dtype, base + i), rs));
       const float sc = load_f32(m.s, m.s_dtype, so + i * m.s_last);
       const float sh = load_f32(m.t, m.t_dtype, to + i * m.t_last);
       store_f32(a.y, a.y_dtype, base + i, scalar::modulate(y, sc, sh));
     }
+  }
+}
+
+// Most bytes of a row the vector path stages in shared memory (the default dynamic limit).
+constexpr int64_t kRowVecMaxBytes = 48 * 1024;
+constexpr int kMaxRowThreads = 256;
+
+// The vector path of rms_norm (kModulate false) and rms_norm_modulate (true), taken when
+// rows_vec_ok holds: d % kVec == 0, every operand f32 or bf16 with 16-byte aligned vectors. The
+// row is staged in shared memory with 16-byte loads; the sum of squares then runs over the staged
+// row in the general kernels' order (thread t sums elements t, t + blockDim, ... with the same
+// blockDim and block_sum), so the row's scale is the same float, and the outputs go out as
+// 16-byte vectors with the general kernels' per-element math: bit-identical results, x read from
+// memory once.
+template <bool kModulate>
+__global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
+  extern __shared__ uint4 row_smem[];
+  const int d = static_cast<int>(a.d);
+  const int x_bytes = a.x_dtype == DType::BF16 ? 2 : 4, y_bytes = a.y_dtype == DType::BF16 ? 2 : 4;
+  const int vecs = d * x_bytes / 16, chunks = d / kVec;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t base = r * a.d;
+    const auto* src =
+        reinterpret_cast<const uint4*>(static_cast<const char*>(a.x) + base * x_bytes);
+    // Stores through the row's pointer with a chunk index: with an index that is not visibly a
+    // multiple of kVec (`a.y, base + i`) nvcc splits the vector stores into 4-byte ones.
+    void* y_row = static_cast<char*>(a.y) + base * y_bytes;
+    for (int j = threadIdx.x; j < vecs; j += blockDim.x) row_smem[j] = src[j];
+    __syncthreads();
+    float ss = 0.f;
+    if (a.x_dtype == DType::BF16) {
+      const uint16_t* xs = reinterpret_cast<const uint16_t*>(row_smem);
+      for (int i = threadIdx.x; i < d; i += blockDim.x)
+        ss = add_square(ss, dtype_bits::bf16_to_f32(xs[i]));
+    } else {
+      const float* xs = reinterpret_cast<const float*>(row_smem);
+      for (int i = threadIdx.x; i < d; i += blockDim.x) ss = add_square(ss, xs[i]);
+    }
+    const float rs = inv_std(block_sum(ss), a.d, a.eps);  // block_sum syncs: row_smem stays
+    int64_t so = 0, to = 0;
+    if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+      const int i = c * kVec;
+      float v[kVec];
+      load_vec(row_smem, a.x_dtype, i, v);
+      if constexpr (kModulate) {
+        float sc[kVec], sh[kVec];
+        load_vec(m.s, m.s_dtype, so + i, sc);
+        load_vec(m.t, m.t_dtype, to + i, sh);
+#pragma unroll
+        for (int j = 0; j < kVec; ++j)
+          v[j] = scalar::modulate(round_to(a.x_dtype, mul_rn(v[j], rs)), sc[j], sh[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], rs);
+        if (a.w != nullptr) {
+          float w[kVec];
+          load_vec(a.w, a.w_dtype, i, w);
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], w[j]);
+        }
+      }
+      store_vec(y_row, a.y_dtype, i, v);
+    }
+    __syncthreads();  // every thread is done with row_smem before the next row overwrites it
   }
 }
 
@@ -174,7 +267,7 @@ __global__ void group_norm_kernel(RowArgs a, int64_t hw, int64_t cpg, int64_t gr
 // Threads per row block: a warp for short rows, up to 256 (each thread then handles d / 256).
 int row_threads(int64_t d) {
   int t = 32;
-  while (t < 256 && t < d) t *= 2;
+  while (t < kMaxRowThreads && t < d) t *= 2;
   return t;
 }
 
@@ -201,6 +294,90 @@ unsigned row_blocks(int64_t rows) {
   return static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 20));
 }
 
+bool vec_dtype(DType dt) { return dt == DType::F32 || dt == DType::BF16; }
+
+// rms_norm's and rms_norm_modulate's launch: the kept contiguous inputs, the output, the arguments.
+struct RmsCall {
+  Tensor xc, wc, bc, out;
+  RowArgs a{};
+  ModArgs m;
+  bool modulate = false;
+};
+
+// Without scale/shift: rms_norm(x, weight); with them: rms_norm_modulate(x, scale, shift).
+RmsCall rms_call(const Tensor& x, const Tensor& weight, const Tensor& scale, const Tensor& shift,
+                 double eps) {
+  RmsCall c;
+  c.modulate = scale.defined();
+  const DType out_dtype =
+      c.modulate ? ops::float_result_dtype({&x, &scale, &shift}) : x.dtype();
+  c.out = Tensor::empty(x.shape(), out_dtype, x.device());
+  if (c.out.numel() == 0) return c;
+  c.a = row_args(x, &c.xc, weight, Tensor(), &c.wc, &c.bc, c.out, eps);
+  c.a.d = x.size(-1);
+  c.a.rows = x.numel() / c.a.d;
+  if (!c.modulate) return c;
+  const Strides ss = broadcast_strides(scale, x.shape()), ts = broadcast_strides(shift, x.shape());
+  ModArgs& m = c.m;
+  m.lead = x.dim() - 1;
+  for (int d = 0; d < m.lead; ++d) {
+    m.size[d] = x.size(d);
+    m.s_stride[d] = ss[d];
+    m.t_stride[d] = ts[d];
+  }
+  m.s_last = ss[x.dim() - 1];
+  m.t_last = ts[x.dim() - 1];
+  m.s = scale.raw_data();
+  m.t = shift.raw_data();
+  m.s_dtype = scale.dtype();
+  m.t_dtype = shift.dtype();
+  return c;
+}
+
+// Whether rms_norm_vec_kernel can run the call (see there).
+bool rows_vec_ok(const RmsCall& c) {
+  const RowArgs& a = c.a;
+  if (c.out.numel() == 0 || !vec_dtype(a.x_dtype) || !vec_dtype(a.y_dtype) || a.d % kVec != 0 ||
+      a.d * static_cast<int64_t>(dtype_size(a.x_dtype)) > kRowVecMaxBytes || !aligned16(a.x) ||
+      !aligned16(a.y))
+    return false;
+  if (a.w != nullptr && (!vec_dtype(a.w_dtype) || !aligned16(a.w))) return false;
+  if (!c.modulate) return true;
+  // Every row's scale/shift vectors: unit stride along d, row offsets multiples of kVec.
+  const ModArgs& m = c.m;
+  const auto operand_ok = [&](const void* p, DType dt, int64_t last, const int64_t* lead) {
+    if (last != 1 || !vec_dtype(dt) || !aligned16(p)) return false;
+    for (int d = 0; d < m.lead; ++d)
+      if (lead[d] % kVec != 0) return false;
+    return true;
+  };
+  return operand_ok(m.s, m.s_dtype, m.s_last, m.s_stride) &&
+         operand_ok(m.t, m.t_dtype, m.t_last, m.t_stride);
+}
+
+Tensor run_rms(const RmsCall& c) {
+  if (c.out.numel() == 0) return c.out;
+  const int dev = c.out.device().index;
+  DeviceGuard guard(dev);
+  const cudaStream_t stream = current_stream(dev).handle();
+  const unsigned blocks = row_blocks(c.a.rows);
+  const int threads = row_threads(c.a.d);
+  if (rows_vec_ok(c)) {
+    const size_t smem = static_cast<size_t>(c.a.d) * dtype_size(c.a.x_dtype);
+    if (c.modulate) {
+      rms_norm_vec_kernel<true><<<blocks, threads, smem, stream>>>(c.a, c.m);
+    } else {
+      rms_norm_vec_kernel<false><<<blocks, threads, smem, stream>>>(c.a, c.m);
+    }
+  } else if (c.modulate) {
+    rms_norm_modulate_kernel<<<blocks, threads, 0, stream>>>(c.a, c.m);
+  } else {
+    rms_norm_kernel<<<blocks, threads, 0, stream>>>(c.a);
+  }
+  LTX_CUDA_CHECK_LAUNCH();
+  return c.out;
+}
+
 template <typename Kernel>
 Tensor run_rows(Kernel kernel, const Tensor& x, const Tensor& weight, const Tensor& bias,
                 double eps) {
@@ -220,7 +397,15 @@ Tensor run_rows(Kernel kernel, const Tensor& x, const Tensor& weight, const Tens
 }  // namespace
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
-  return run_rows(rms_norm_kernel, x, weight, Tensor(), eps);
+  return run_rms(rms_call(x, weight, Tensor(), Tensor(), eps));
+}
+
+bool rms_norm_vectorised(const Tensor& x, const Tensor& weight) {
+  return rows_vec_ok(rms_call(x, weight, Tensor(), Tensor(), 0.0));
+}
+
+bool rms_norm_modulate_vectorised(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  return rows_vec_ok(rms_call(x, Tensor(), scale, shift, 0.0));
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
@@ -228,32 +413,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 }
 
 Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
-  Tensor out = Tensor::empty(x.shape(), ops::float_result_dtype({&x, &scale, &shift}), x.device());
-  if (out.numel() == 0) return out;
-  Tensor xc, wc, bc;
-  RowArgs a = row_args(x, &xc, Tensor(), Tensor(), &wc, &bc, out, eps);
-  a.d = x.size(-1);
-  a.rows = x.numel() / a.d;
-  const Strides ss = broadcast_strides(scale, x.shape()), ts = broadcast_strides(shift, x.shape());
-  ModArgs m;
-  m.lead = x.dim() - 1;
-  for (int d = 0; d < m.lead; ++d) {
-    m.size[d] = x.size(d);
-    m.s_stride[d] = ss[d];
-    m.t_stride[d] = ts[d];
-  }
-  m.s_last = ss[x.dim() - 1];
-  m.t_last = ts[x.dim() - 1];
-  m.s = scale.raw_data();
-  m.t = shift.raw_data();
-  m.s_dtype = scale.dtype();
-  m.t_dtype = shift.dtype();
-  const int dev = x.device().index;
-  DeviceGuard guard(dev);
-  rms_norm_modulate_kernel<<<row_blocks(a.rows), row_threads(a.d), 0,
-                             current_stream(dev).handle()>>>(a, m);
-  LTX_CUDA_CHECK_LAUNCH();
-  return out;
+  return run_rms(rms_call(x, Tensor(), scale, shift, eps));
 }
 
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {

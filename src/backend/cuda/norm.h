@@ -16,6 +16,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // normalised value rounded to x's dtype, then the modulation of ops::modulate; bit-identical to
 // the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's.
 Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps);
+// rms_norm / rms_norm_modulate take a vector path when the last dim is a multiple of 8 (and at
+// most 48 KiB), x, weight, scale and shift are f32 or bf16, 16-byte aligned with unit stride along
+// the last dim (scale/shift: any broadcast of the leading dims, offsets multiples of 8 elements):
+// the row is staged in shared memory with 16-byte loads, summed in the general kernel's order
+// and written with 16-byte stores, bit-identical to the general path. Whether that path is taken
+// for these arguments (for the tests):
+bool rms_norm_vectorised(const Tensor& x, const Tensor& weight);
+bool rms_norm_modulate_vectorised(const Tensor& x, const Tensor& scale, const Tensor& shift);
 // PixelNorm over `dim` (no affine): one thread per position, sum of squares in double.
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions

@@ -1,5 +1,7 @@
 #include "backend/cuda/rope.h"
 
+#include <cstdint>
+
 #include "backend/cuda/elementwise_loop.cuh"
 
 namespace ltx::cuda {
@@ -23,6 +25,20 @@ struct RopeArgs {
   bool split = true;
 };
 
+// The rotation of one pair, shared by both kernels: two products and one sum, each rounded on its
+// own (no FMA), as on the CPU. Split: (x1, x2) = (x[p], x[p + D/2]) with one angle (c, s).
+__device__ __forceinline__ void rotate_split(float x1, float x2, float c, float s, float* y1,
+                                             float* y2) {
+  *y1 = add_rn(mul_rn(x1, c), -mul_rn(x2, s));
+  *y2 = add_rn(mul_rn(x2, c), mul_rn(x1, s));
+}
+// Interleaved: (x0, x1) = (x[2p], x[2p + 1]), each output with the table entries at its own index.
+__device__ __forceinline__ void rotate_interleaved(float x0, float x1, float c0, float c1,
+                                                   float s0, float s1, float* y0, float* y1) {
+  *y0 = add_rn(mul_rn(x0, c0), -mul_rn(x1, s0));
+  *y1 = add_rn(mul_rn(x1, c1), mul_rn(x0, s1));
+}
+
 // One thread per rotated pair.
 __global__ void rope_kernel(RopeArgs a, int64_t pairs) {
   const int64_t half = a.d / 2;
@@ -44,8 +60,10 @@ __global__ void rope_kernel(RopeArgs a, int64_t pairs) {
       const float x2 = load_f32(a.x, a.x_dtype, ox + (p + half) * a.xs);
       const float c = load_f32(a.c, a.c_dtype, oc + p * a.cs);
       const float s = load_f32(a.s, a.s_dtype, os + p * a.ss);
-      store_f32(a.y, a.x_dtype, yo + p, add_rn(mul_rn(x1, c), -mul_rn(x2, s)));
-      store_f32(a.y, a.x_dtype, yo + p + half, add_rn(mul_rn(x2, c), mul_rn(x1, s)));
+      float y1, y2;
+      rotate_split(x1, x2, c, s, &y1, &y2);
+      store_f32(a.y, a.x_dtype, yo + p, y1);
+      store_f32(a.y, a.x_dtype, yo + p + half, y2);
     } else {
       const int64_t i = 2 * p;
       const float x0 = load_f32(a.x, a.x_dtype, ox + i * a.xs);
@@ -54,17 +72,68 @@ __global__ void rope_kernel(RopeArgs a, int64_t pairs) {
       const float c1 = load_f32(a.c, a.c_dtype, oc + (i + 1) * a.cs);
       const float s0 = load_f32(a.s, a.s_dtype, os + i * a.ss);
       const float s1 = load_f32(a.s, a.s_dtype, os + (i + 1) * a.ss);
-      store_f32(a.y, a.x_dtype, yo + i, add_rn(mul_rn(x0, c0), -mul_rn(x1, s0)));
-      store_f32(a.y, a.x_dtype, yo + i + 1, add_rn(mul_rn(x1, c1), mul_rn(x0, s1)));
+      float y0, y1;
+      rotate_interleaved(x0, x1, c0, c1, s0, s1, &y0, &y1);
+      store_f32(a.y, a.x_dtype, yo + i, y0);
+      store_f32(a.y, a.x_dtype, yo + i + 1, y1);
     }
   }
 }
 
-}  // namespace
+// The vector path (rope_vec_ok): one thread per chunk of kVec consecutive table entries of a row
+// (Split: kVec pairs, x read at p and p + D/2; Interleaved: kVec / 2 pairs), every operand read
+// and the output written as 16-byte vectors. Row indices are 32-bit (rope_vec_ok checks the
+// sizes), the leading dims unrolled over kMaxDims (static argument indexing). Same per-pair math
+// as rope_kernel: bit-identical results.
+template <bool kSplit>
+__global__ void __launch_bounds__(256) rope_vec_kernel(RopeArgs a, uint32_t chunks,
+                                                      uint32_t row_chunks) {
+  const uint32_t step = gridDim.x * blockDim.x;
+  const int x_bytes = a.x_dtype == DType::BF16 ? 2 : 4;
+  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < chunks; t += step) {
+    const uint32_t row = t / row_chunks;
+    const int64_t j = static_cast<int64_t>(t - row * row_chunks) * kVec;
+    int64_t ox = 0, oc = 0, os = 0;
+    uint32_t rem = row;
+#pragma unroll
+    for (int k = kMaxDims - 1; k >= 0; --k) {
+      if (k < a.nd) {
+        const uint32_t size = static_cast<uint32_t>(a.size[k]);
+        const int64_t i = rem % size;
+        rem /= size;
+        ox += i * a.xst[k];
+        oc += i * a.cst[k];
+        os += i * a.sst[k];
+      }
+    }
+    // Stores through pointers to the row (and its upper half) with a chunk index: with an index
+    // that is not visibly a multiple of kVec nvcc splits the vector stores into 4-byte ones.
+    char* y_row = static_cast<char*>(a.y) + static_cast<int64_t>(row) * a.d * x_bytes;
+    float c[kVec], s[kVec];
+    load_vec(a.c, a.c_dtype, oc + j, c);
+    load_vec(a.s, a.s_dtype, os + j, s);
+    if constexpr (kSplit) {
+      const int64_t half = a.d / 2;
+      float x1[kVec], x2[kVec], y1[kVec], y2[kVec];
+      load_vec(a.x, a.x_dtype, ox + j, x1);
+      load_vec(a.x, a.x_dtype, ox + half + j, x2);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) rotate_split(x1[e], x2[e], c[e], s[e], &y1[e], &y2[e]);
+      store_vec(y_row, a.x_dtype, j, y1);
+      store_vec(y_row + half * x_bytes, a.x_dtype, j, y2);
+    } else {
+      float x[kVec], y[kVec];
+      load_vec(a.x, a.x_dtype, ox + j, x);
+#pragma unroll
+      for (int e = 0; e < kVec; e += 2)
+        rotate_interleaved(x[e], x[e + 1], c[e], c[e + 1], s[e], s[e + 1], &y[e], &y[e + 1]);
+      store_vec(y_row, a.x_dtype, j, y);
+    }
+  }
+}
 
-Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  if (out.numel() == 0) return out;
+RopeArgs rope_args(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout,
+                   const Tensor& out) {
   RopeArgs a;
   a.nd = x.dim() - 1;
   for (int k = 0; k < a.nd; ++k) {
@@ -85,14 +154,61 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::Ro
   a.y = out.raw_data();
   a.d = x.size(-1);
   a.split = layout == ops::RopeLayout::Split;
-  const int64_t pairs = x.numel() / 2;
+  return a;
+}
+
+// Whether rope_vec_kernel can run `a` (x numel elements): the table width a multiple of kVec,
+// every operand f32 or bf16 with unit last-dim stride, leading strides multiples of kVec and
+// 16-byte aligned data (so every vector is aligned), and 32-bit row indices.
+bool rope_vec_ok(const RopeArgs& a, int64_t numel) {
+  const auto vec_dtype = [](DType dt) { return dt == DType::F32 || dt == DType::BF16; };
+  const int64_t width = a.split ? a.d / 2 : a.d;
+  if (numel == 0 || width % kVec != 0 || numel / kVec > int64_t{INT32_MAX}) return false;
+  if (!vec_dtype(a.x_dtype) || !aligned16(a.y)) return false;
+  const auto operand_ok = [&](const void* p, DType dt, int64_t last, const int64_t* lead) {
+    if (last != 1 || !vec_dtype(dt) || !aligned16(p)) return false;
+    for (int k = 0; k < a.nd; ++k)
+      if (lead[k] % kVec != 0) return false;
+    return true;
+  };
+  return operand_ok(a.x, a.x_dtype, a.xs, a.xst) && operand_ok(a.c, a.c_dtype, a.cs, a.cst) &&
+         operand_ok(a.s, a.s_dtype, a.ss, a.sst);
+}
+
+}  // namespace
+
+Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  const RopeArgs a = rope_args(x, cos, sin, layout, out);
   const int dev = x.device().index;
   DeviceGuard guard(dev);
   constexpr int kThreads = 256;
-  rope_kernel<<<grid_for(pairs, kThreads, dev), kThreads, 0, current_stream(dev).handle()>>>(a,
-                                                                                          pairs);
+  const cudaStream_t stream = current_stream(dev).handle();
+  if (rope_vec_ok(a, x.numel())) {
+    // Chunks of kVec table entries: Split rows have D / 2 entries, Interleaved rows D.
+    const int64_t row_chunks = (a.split ? a.d / 2 : a.d) / kVec;
+    const int64_t chunks = x.numel() / a.d * row_chunks;
+    const unsigned grid = grid_for(chunks, kThreads, dev);
+    if (a.split) {
+      rope_vec_kernel<true><<<grid, kThreads, 0, stream>>>(a, static_cast<uint32_t>(chunks),
+                                                           static_cast<uint32_t>(row_chunks));
+    } else {
+      rope_vec_kernel<false><<<grid, kThreads, 0, stream>>>(a, static_cast<uint32_t>(chunks),
+                                                            static_cast<uint32_t>(row_chunks));
+    }
+  } else {
+    const int64_t pairs = x.numel() / 2;
+    rope_kernel<<<grid_for(pairs, kThreads, dev), kThreads, 0, stream>>>(a, pairs);
+  }
   LTX_CUDA_CHECK_LAUNCH();
   return out;
+}
+
+bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin,
+                     ops::RopeLayout layout) {
+  // x stands in for the output: a fresh allocation, aligned whenever x is.
+  return rope_vec_ok(rope_args(x, cos, sin, layout, x), x.numel());
 }
 
 }  // namespace ltx::cuda

@@ -9,5 +9,11 @@
 namespace ltx::cuda {
 
 Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout);
+// apply_rope takes a vector path (16-byte loads and stores, one thread per 8 table entries of a
+// row) when the table width (D / 2 Split, D Interleaved) is a multiple of 8, x, cos and sin are f32
+// or bf16 with unit stride along the last dim, their leading strides are multiples of 8 and their
+// data 16-byte aligned; bit-identical to the general path (one thread per pair). Whether that path
+// is taken for these arguments (cos/sin expanded as for apply_rope; for the tests):
+bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout);
 
 }  // namespace ltx::cuda
