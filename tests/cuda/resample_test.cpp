@@ -28,9 +28,10 @@ TEST(CudaResample, InterpolateIsBitIdenticalToCpu) {
         const Tensor got = ops::interpolate(xg, {size}, mode);
         EXPECT_EQ(got.device(), kGpu);
         EXPECT_TRUE(same_bytes(got, ops::interpolate(x, {size}, mode)));
-        if (mode == M::Linear)
+        if (mode == M::Linear) {
           EXPECT_TRUE(same_bytes(ops::interpolate(xg, {size}, mode, true),
                                  ops::interpolate(x, {size}, mode, true)));
+        }
       }
       EXPECT_TRUE(same_bytes(ops::interpolate_scale(xg, {2.0}, mode),
                              ops::interpolate_scale(x, {2.0}, mode)));
