@@ -12,6 +12,8 @@ struct Command {
   std::function<int()> run;
 };
 
+Command add_generate(CLI::App& app);
+Command add_bench(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_parity(CLI::App& app);
 Command add_tokenize(CLI::App& app);

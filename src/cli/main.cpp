@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Only print warnings and errors");
 
   const std::vector<ltx::cli::Command> commands = {
+      ltx::cli::add_generate(app),
+      ltx::cli::add_bench(app),
       ltx::cli::add_inspect(app),
       ltx::cli::add_parity(app),
       ltx::cli::add_tokenize(app),

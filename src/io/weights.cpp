@@ -117,9 +117,18 @@ struct WeightMap::State {
   std::set<std::string> missing;
   std::map<std::string, std::string> misshaped;    // name -> "expected [..], file has [..]"
   std::map<std::string, std::string> wrong_dtype;  // name -> "file has u8, model wants f32"
+  WeightSynthesizer synthesize;                    // makes absent required tensors, when set
 };
 
 WeightMap::WeightMap() : state_(std::make_shared<State>()) {}
+
+WeightMap WeightMap::synthetic(WeightSynthesizer fn) {
+  LTX_CHECK(static_cast<bool>(fn), "WeightMap::synthetic: no synthesizer function");
+  WeightMap w;
+  w.state_->key_map = "synthesized in memory";
+  w.state_->synthesize = std::move(fn);
+  return w;
+}
 
 WeightMap::WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files, const KeyMap& keys)
     : state_(std::make_shared<State>()) {
@@ -182,6 +191,27 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
                                            DType target, Device device, bool required) {
   const std::string full = prefix_ + name;
   auto it = state_->entries.find(full);
+  if (it == state_->entries.end() && required && expected != nullptr &&
+      std::none_of(expected->begin(), expected->end(), [](int64_t d) { return d < 0; })) {
+    // Absent weights may be made up: by this map's synthesizer (made on the target device and
+    // dtype) or by an active WeightSynthesis scope (recorded, converted like a file tensor).
+    Tensor made;
+    const char* who = nullptr;
+    if (state_->synthesize) {
+      made = state_->synthesize(full, *expected, target, device);
+      who = "weights: the synthesizer";
+    } else if (WeightSynthesis* synth = WeightSynthesis::active()) {
+      made = synth->make_(full, *expected);
+      who = "WeightSynthesis: the maker";
+      if (made.defined()) synth->created_.emplace_back(full, made);
+    }
+    if (who != nullptr) {
+      LTX_CHECK(made.defined() && made.shape() == *expected, who, " returned ",
+                made.defined() ? made.describe() : "nothing", " for '", full, "', expected ",
+                expected->str());
+      it = state_->entries.emplace(full, Entry{nullptr, "", std::move(made), false}).first;
+    }
+  }
   if (it == state_->entries.end()) {
     if (required) state_->missing.insert(full);
     return std::nullopt;
@@ -273,5 +303,21 @@ void WeightMap::finish(const std::string& what) const {
   os << ". Check that the checkpoint is the right component and version for this model.";
   throw Error(os.str());
 }
+
+// ------------------------------------------------------------------------------ WeightSynthesis
+
+namespace {
+thread_local WeightSynthesis* g_active_synthesis = nullptr;
+}  // namespace
+
+WeightSynthesis::WeightSynthesis(Maker make) : make_(std::move(make)) {
+  LTX_CHECK(make_ != nullptr, "WeightSynthesis: no maker");
+  LTX_CHECK(g_active_synthesis == nullptr, "WeightSynthesis: scopes do not nest");
+  g_active_synthesis = this;
+}
+
+WeightSynthesis::~WeightSynthesis() { g_active_synthesis = nullptr; }
+
+WeightSynthesis* WeightSynthesis::active() { return g_active_synthesis; }
 
 }  // namespace ltx::io

@@ -16,6 +16,7 @@
 //   ...
 //   w.finish("transformer");  // throws listing all problems, if any
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,10 +66,20 @@ class KeyMap {
   std::vector<Rename> renames_;
 };
 
+// Makes a tensor for a name a WeightMap does not hold: `name` (full, after renaming) with the shape,
+// dtype and device the model asks for. Used to build models with made-up weights in memory, e.g.
+// random weights for benchmarks (bench/random_weights.h), without any file.
+using WeightSynthesizer =
+    std::function<Tensor(const std::string& name, const Shape& shape, DType dtype, Device device)>;
+
 class WeightMap {
  public:
   // An empty map (tensors can be add()ed).
   WeightMap();
+  // An empty map whose take() makes every required tensor with `fn` (once; later takes of the same
+  // name return it). Optional names (take_optional) stay absent, and a name whose shape the model
+  // does not fix (take_any_shape, -1 in the shape) is reported missing by finish().
+  static WeightMap synthetic(WeightSynthesizer fn);
   // The tensors of `files` that `keys` keeps, under their new names. When two files yield the same
   // name the later file wins, as when the reference merges state dicts. The files stay alive as
   // long as the map or any tensor taken from it.
@@ -127,6 +138,29 @@ class WeightMap {
       : state_(std::move(state)), prefix_(std::move(prefix)) {}
   std::optional<Tensor> take_impl(const std::string& name, const Shape* expected, DType target,
                                   Device device, bool required);
+};
+
+// Writing a model file from nothing (the built-in demo bundle, tests): while a WeightSynthesis lives
+// on a thread, every WeightMap::take() there of a name that no file provides creates the tensor
+// with `make(full name, shape)` instead of recording it missing, as long as the expected shape is
+// fully known (no -1). The model's own loader thereby says which tensors it needs; created() lists
+// them under their model names, in creation order. Optional names (take_optional) and
+// take_any_shape() are never created. Scopes do not nest.
+class WeightSynthesis {
+ public:
+  using Maker = std::function<Tensor(const std::string& name, const Shape& shape)>;
+  explicit WeightSynthesis(Maker make);
+  ~WeightSynthesis();
+  WeightSynthesis(const WeightSynthesis&) = delete;
+  WeightSynthesis& operator=(const WeightSynthesis&) = delete;
+
+  const std::vector<std::pair<std::string, Tensor>>& created() const { return created_; }
+
+ private:
+  friend class WeightMap;
+  static WeightSynthesis* active();
+  Maker make_;
+  std::vector<std::pair<std::string, Tensor>> created_;
 };
 
 }  // namespace ltx::io

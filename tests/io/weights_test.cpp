@@ -246,5 +246,79 @@ TEST_F(WeightMapTest, AddedTensorsAreTakenLikeFileTensors) {
   expect_error_containing([&] { w.finish("added"); }, {"no files", "1 unexpected: late"});
 }
 
+TEST_F(WeightMapTest, SynthesisCreatesWhatTheLoaderTakesAndNothingElse) {
+  std::vector<std::string> asked;
+  io::WeightSynthesis synth([&](const std::string& name, const Shape& shape) {
+    asked.push_back(name + " " + shape.str());
+    return Tensor::full(shape, 0.5, DType::BF16);
+  });
+  WeightMap w = dit();  // file tensors are taken from the file, absent ones created
+  WeightMap blk = w.scoped("blocks.0.");
+  const Tensor q_taken = blk.take("to_q.weight", {4, 4}, DType::F32);
+  const Tensor made = blk.take("to_v.weight", {3, 4}, DType::F32);
+  EXPECT_EQ(test::max_abs_diff(q_taken, q), 0.0);
+  ASSERT_TRUE(made.defined());
+  EXPECT_EQ(made.dtype(), DType::F32);  // converted like a file tensor
+  EXPECT_EQ(made.shape(), Shape({3, 4}));
+  EXPECT_EQ(made.to_float_vector()[0], 0.5f);
+  // Optional names, unknown sizes and take_any_shape are never invented.
+  EXPECT_FALSE(w.take_optional("maybe", {2}, DType::F32).has_value());
+  EXPECT_FALSE(w.take("wild", {-1, 4}, DType::F32).defined());
+  EXPECT_FALSE(w.take_any_shape("any", DType::F32).defined());
+  // A second take of a created name returns the same tensor without asking again.
+  EXPECT_EQ(test::max_abs_diff(blk.take("to_v.weight", {3, 4}, DType::F32), made), 0.0);
+  EXPECT_EQ(asked, (std::vector<std::string>{"blocks.0.to_v.weight [3, 4]"}));
+  ASSERT_EQ(synth.created().size(), 1u);
+  EXPECT_EQ(synth.created()[0].first, "blocks.0.to_v.weight");
+  EXPECT_EQ(synth.created()[0].second.dtype(), DType::BF16);
+  expect_error_containing([&] { w.finish("synth"); }, {"2 missing: any, wild"});
+  // Scopes do not nest; a maker must honour the shape.
+  expect_error_containing([&] { io::WeightSynthesis inner([](auto&, auto&) { return Tensor(); }); },
+                          {"do not nest"});
+}
+
+TEST_F(WeightMapTest, SynthesisEndsWithItsScopeAndChecksTheMaker) {
+  {
+    io::WeightSynthesis synth([](const std::string&, const Shape&) { return Tensor::zeros({1}); });
+    WeightMap w;
+    expect_error_containing([&] { w.take("x", {2, 2}, DType::F32); },
+                            {"WeightSynthesis", "'x'", "[2, 2]"});
+  }
+  WeightMap w;
+  EXPECT_FALSE(w.take("x", {2, 2}, DType::F32).defined());  // no scope: missing, as always
+  expect_error_containing([&] { w.finish("after"); }, {"1 missing: x"});
+TEST(WeightMap, SyntheticMakesEachRequiredTensorOnceWithTheRequestedLayout) {
+  std::vector<std::string> made;
+  WeightMap w = WeightMap::synthetic([&](const std::string& name, const Shape& shape, DType dtype,
+                                         Device device) {
+    made.push_back(name);
+    return Tensor::full(shape, static_cast<double>(made.size()), dtype, device);
+  });
+  WeightMap blk = w.scoped("blocks.0.");
+  const Tensor a = blk.take("proj.weight", {3, 2}, DType::BF16);
+  EXPECT_EQ(a.shape(), Shape({3, 2}));
+  EXPECT_EQ(a.dtype(), DType::BF16);
+  EXPECT_EQ(a.to_float_vector(), std::vector<float>(6, 1.f));
+  // The same name again is the same tensor, not a second one.
+  const Tensor again = blk.take("proj.weight", {3, 2}, DType::BF16);
+  EXPECT_EQ(again.raw_data(), a.raw_data());
+  EXPECT_EQ(made, std::vector<std::string>({"blocks.0.proj.weight"}));
+  // Optional names stay absent; names without a fixed shape cannot be made.
+  EXPECT_FALSE(w.take_optional("extra", {4}, DType::F32).has_value());
+  EXPECT_FALSE(w.take("free", {-1, 2}, DType::F32).defined());
+  EXPECT_FALSE(w.take_any_shape("scalar", DType::F32).defined());
+  EXPECT_EQ(made.size(), 1u);
+  expect_error_containing([&] { w.finish("model"); }, {"2 missing", "free", "scalar"});
+}
+
+TEST(WeightMap, SyntheticRejectsAMisshapedTensorFromItsFunction) {
+  WeightMap w = WeightMap::synthetic([](const std::string&, const Shape&, DType dtype, Device device) {
+    return Tensor::zeros({1}, dtype, device);
+  });
+  expect_error_containing([&] { (void)w.take("x", {2, 2}, DType::F32); },
+                          {"synthesizer", "'x'", "[2, 2]"});
+  expect_error_containing([] { (void)WeightMap::synthetic(nullptr); }, {"no synthesizer"});
+}
+
 }  // namespace
 }  // namespace ltx

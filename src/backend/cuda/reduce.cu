@@ -115,15 +115,19 @@ int block_threads(int64_t r) {
   return t;
 }
 
-void launch(const ReduceArgs& g, int dev, bool rows) {
+// Every kernel here works on [A, R, B]: B == 1 runs `rows` (one block per output row), else
+// `cols` (one thread per output column).
+template <typename Args>
+void launch(void (*rows)(Args), void (*cols)(Args), const Args& g, int64_t a, int64_t r,
+            int64_t b, int dev) {
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
-  if (rows) {
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(g.a, int64_t{1} << 20));
-    reduce_rows_kernel<<<blocks, block_threads(g.r), 0, s>>>(g);
+  if (b == 1) {
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a, int64_t{1} << 20));
+    rows<<<blocks, block_threads(r), 0, s>>>(g);
   } else {
     constexpr int kThreads = 256;
-    reduce_cols_kernel<<<grid_for(g.a * g.b, kThreads, dev), kThreads, 0, s>>>(g);
+    cols<<<grid_for(a * b, kThreads, dev), kThreads, 0, s>>>(g);
   }
   LTX_CUDA_CHECK_LAUNCH();
 }
@@ -143,7 +147,7 @@ Tensor run(Mode mode, const Tensor& x, const std::vector<int>& dims, bool keepdi
   g.b = p.s.b;
   g.mode = mode;
   g.divisor = divisor;
-  launch(g, x.device().index, g.b == 1);
+  launch(reduce_rows_kernel, reduce_cols_kernel, g, g.a, g.r, g.b, x.device().index);
   return out;
 }
 
@@ -283,17 +287,7 @@ Tensor argmax(const Tensor& x, int dim, bool keepdim) {
   if (out.numel() == 0) return out;
   const ArgArgs g{p.data.raw_data(), p.data.dtype(), static_cast<int64_t*>(out.raw_data()),
                   p.s.a, p.s.r, p.s.b};
-  const int dev = x.device().index;
-  DeviceGuard guard(dev);
-  const cudaStream_t s = current_stream(dev).handle();
-  if (g.b == 1) {
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(g.a, int64_t{1} << 20));
-    argmax_rows_kernel<<<blocks, block_threads(g.r), 0, s>>>(g);
-  } else {
-    constexpr int kThreads = 256;
-    argmax_cols_kernel<<<grid_for(g.a * g.b, kThreads, dev), kThreads, 0, s>>>(g);
-  }
-  LTX_CUDA_CHECK_LAUNCH();
+  launch(argmax_rows_kernel, argmax_cols_kernel, g, g.a, g.r, g.b, x.device().index);
   return out;
 }
 
@@ -303,17 +297,7 @@ Tensor softmax(const Tensor& x, int dim, bool log) {
   const Tensor xc = x.contiguous();
   const Split3 s3 = x.dim() == 0 ? Split3{} : split3(x.shape(), dim, dim);
   const SoftmaxArgs g{xc.raw_data(), xc.dtype(), out.raw_data(), s3.a, s3.r, s3.b, log};
-  const int dev = x.device().index;
-  DeviceGuard guard(dev);
-  const cudaStream_t s = current_stream(dev).handle();
-  if (g.b == 1) {
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(g.a, int64_t{1} << 20));
-    softmax_rows_kernel<<<blocks, block_threads(g.r), 0, s>>>(g);
-  } else {
-    constexpr int kThreads = 256;
-    softmax_cols_kernel<<<grid_for(g.a * g.b, kThreads, dev), kThreads, 0, s>>>(g);
-  }
-  LTX_CUDA_CHECK_LAUNCH();
+  launch(softmax_rows_kernel, softmax_cols_kernel, g, g.a, g.r, g.b, x.device().index);
   return out;
 }
 

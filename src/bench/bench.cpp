@@ -1,0 +1,593 @@
+#include "bench/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+
+#include "bench/device.h"
+#include "bench/random_weights.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "io/weights.h"
+#include "models/transformer/model.h"
+#include "models/video_vae/conv_video_decoder.h"
+#include "pipelines/denoisers.h"
+#include "sampling/latent.h"
+#include "sampling/noise.h"
+
+namespace ltx::bench {
+
+namespace tf = models::transformer;
+namespace vae = models::video_vae;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string fmt(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+// One decimal from 100 up, else three significant digits (tiny presets give tiny numbers).
+std::string num(double v) { return fmt(v >= 100 || v == 0 ? "%.1f" : "%.3g", v); }
+
+// The official script's shapes (bench_official.py): what its numbers can be compared with.
+constexpr int64_t kOfficialFrames = 121;
+constexpr int64_t kOfficialTextTokens = 1024;
+const VideoSize kOfficialVaeSize{1536, 1024};
+
+int64_t frames_of(const BenchOptions& o, const Preset& p) { return o.frames.value_or(p.frames); }
+int64_t text_tokens_of(const BenchOptions& o, const Preset& p) {
+  return o.text_tokens.value_or(p.text_tokens);
+}
+
+// Times `step` after `warmup` calls; the device is synchronised around every call, so a time
+// covers all the work the call queued (and any host gaps inside it), like CUDA events around it.
+Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::function<void()>& step) {
+  Timing t;
+  synchronize(device);
+  reset_peak_memory(device);
+  for (int64_t i = 0; i < warmup; ++i) step();
+  synchronize(device);
+  for (int64_t i = 0; i < iters; ++i) {
+    const Clock::time_point t0 = Clock::now();
+    step();
+    synchronize(device);
+    t.ms.push_back(seconds_since(t0) * 1e3);
+  }
+  std::vector<double> sorted = t.ms;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  t.median_ms = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  t.min_ms = sorted.front();
+  t.max_ms = sorted.back();
+  const MemoryStats m = memory_stats(device);
+  t.peak_bytes = m.peak_bytes;
+  t.peak_reserved_bytes = m.peak_reserved_bytes;
+  return t;
+}
+
+
+// Builds one model from random weights made on the device (`load` binds it from the synthetic
+// map), then times every case of `kind` with the call that `prepare` returns for it (inputs are
+// made there, untimed). `what` names the model in messages.
+template <typename Model>
+void time_model_cases(BenchReport& r, const char* kind, const std::string& what, InitRule init,
+                      const std::function<Model(io::WeightMap&)>& load,
+                      const std::function<std::function<void()>(const Model&, const BenchCase&)>& prepare) {
+  const BenchOptions& o = r.options;
+  std::vector<BenchCase*> cases;
+  for (BenchCase& c : r.cases)
+    if (c.kind == kind) cases.push_back(&c);
+  if (cases.empty()) return;
+  release_cached_memory(o.device);
+  const Clock::time_point t0 = Clock::now();
+  std::optional<Model> model;
+  int64_t weights_bytes = 0;
+  try {
+    RandomWeights rw(std::move(init), o.seed);
+    io::WeightMap w = io::WeightMap::synthetic(rw.synthesizer());
+    model.emplace(load(w));
+    w.finish(what);
+    weights_bytes = rw.bytes_made();
+    synchronize(o.device);
+  } catch (const Error& e) {
+    fail("ltx bench: making the ", what, " with random weights on ", o.device.str(), " failed: ", e.what());
+  }
+  const double setup_s = seconds_since(t0);
+  log_info("bench: ", what, ": ", num(static_cast<double>(weights_bytes) / kGiB), " GiB of random ",
+           dtype_name(o.model_dtype()), " weights on ", o.device.str(), " in ", num(setup_s), " s");
+  for (BenchCase* c : cases) {
+    try {
+      const std::function<void()> step = prepare(*model, *c);
+      log_info("bench: ", c->label, ": ", o.warmup, " warm-up + ", o.iters, " timed calls");
+      Timing t = time_calls(o.device, o.warmup, o.iters, step);
+      t.weights_bytes = weights_bytes;
+      t.setup_s = setup_s;
+      c->ours = t;
+      log_info("bench: ", c->label, ": median ", num(t.median_ms), " ms, peak ",
+               num(static_cast<double>(t.peak_bytes) / kGiB), " GiB");
+    } catch (const Error& e) {
+      fail("ltx bench: ", c->label, " on ", o.device.str(), " failed: ", e.what());
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------- transformer
+
+struct TransformerInputs {
+  tf::Modality video, audio;
+};
+
+Tensor to_device(const Tensor& t, Device device, DType dtype) {
+  return t.defined() ? t.to(device, dtype) : t;
+}
+
+tf::Modality modality_on(const tf::Modality& m, Device device, DType model_dtype) {
+  tf::Modality out = m;
+  out.latent = to_device(m.latent, device, model_dtype);
+  out.context = to_device(m.context, device, model_dtype);
+  out.sigma = to_device(m.sigma, device, DType::F32);
+  out.timesteps = to_device(m.timesteps, device, DType::F32);
+  out.positions = to_device(m.positions, device, DType::F32);
+  out.keyframes_mask = to_device(m.keyframes_mask, device, DType::F32);
+  return out;
+}
+
+sampling::VideoPixelShape pixel_shape(const BenchCase& c, const Preset& p) {
+  sampling::VideoPixelShape s;
+  s.frames = c.frames;
+  s.height = c.size.height;
+  s.width = c.size.width;
+  s.fps = p.fps;
+  return s;
+}
+
+// What the distilled pipeline's stage hands the transformer for pure noise (no conditioning):
+// noised latents, positions, per-token timesteps sigma * 1, and unit-variance text contexts of
+// the full length without a mask (the connectors' output stand-in).
+TransformerInputs transformer_inputs(const BenchCase& c, const Preset& p, const tf::LTXModelConfig& cfg,
+                                     const BenchOptions& o) {
+  sampling::TorchCpuGenerator gen(static_cast<int64_t>(o.seed) + 10);
+  const sampling::VideoPixelShape pixels = pixel_shape(c, p);
+  TransformerInputs in;
+  const int64_t ctx_dim = cfg.caption_projection ? cfg.caption_channels : cfg.cross_attention_dim;
+  const int64_t audio_ctx_dim =
+      cfg.caption_projection ? cfg.caption_channels : cfg.audio_cross_attention_dim;
+  {
+    sampling::VideoLatentTools tools;
+    tools.target = sampling::VideoLatentShape::from_pixel_shape(pixels, cfg.in_channels);
+    tools.fps = p.fps;
+    const sampling::LatentState s =
+        tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
+    const Tensor ctx = gen.randn({1, c.tokens.video_text, ctx_dim});
+    in.video = modality_on(pipelines::modality_from_state(s, ctx, o.sigma), o.device, o.model_dtype());
+  }
+  if (c.tokens.audio > 0) {
+    sampling::AudioLatentTools tools;
+    tools.target = sampling::AudioLatentShape::from_video_pixel_shape(pixels, cfg.audio_in_channels / 16);
+    const sampling::LatentState s =
+        tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
+    const Tensor ctx = gen.randn({1, c.tokens.audio_text, audio_ctx_dim});
+    in.audio = modality_on(pipelines::modality_from_state(s, ctx, o.sigma), o.device, o.model_dtype());
+  }
+  return in;
+}
+
+void run_transformer_cases(BenchReport& r, const Preset& p) {
+  const tf::LTXModelConfig cfg = p.transformer_config();
+  const BenchOptions& o = r.options;
+  time_model_cases<tf::LTXModel>(
+      r, "transformer", p.name + " transformer", transformer_init,
+      [&](io::WeightMap& w) { return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device}); },
+      [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
+        auto in = std::make_shared<const TransformerInputs>(transformer_inputs(c, p, cfg, o));
+        log_info("bench: ", c.label, ": ", c.tokens.video, " video + ", c.tokens.audio, " audio tokens, ",
+                 c.tokens.video_text, " text tokens");
+        return [&model, in] {
+          const bool audio = in->audio.latent.defined();
+          const tf::ModelOutputs out = tf::X0Model{model}(&in->video, audio ? &in->audio : nullptr, nullptr);
+          (void)out;
+        };
+      });
+}
+
+// ------------------------------------------------------------------------------- VAE
+
+std::optional<models::tiling::TilingConfig> vae_tiling(const BenchCase& c, const BenchOptions& o) {
+  if (!o.vae_tiling) return std::nullopt;
+  return models::tiling::auto_tiling_config(c.size.height, c.size.width);
+}
+
+void run_vae_cases(BenchReport& r, const Preset& p) {
+  const vae::DecoderConfig cfg = p.decoder_config();
+  const BenchOptions& o = r.options;
+  time_model_cases<vae::ConvVideoDecoder>(
+      r, "vae_decode", p.name + " video VAE decoder", vae_init,
+      [&](io::WeightMap& w) { return vae::ConvVideoDecoder::load(w, cfg, {o.model_dtype(), o.device}); },
+      [&](const vae::ConvVideoDecoder& decoder, const BenchCase& c) -> std::function<void()> {
+        auto gen = std::make_shared<sampling::TorchCpuGenerator>(static_cast<int64_t>(o.seed) + 1);
+        const Tensor latent = gen->randn(c.latent).to(o.device, o.model_dtype());
+        const auto tiling = vae_tiling(c, o);
+        // Drawn only by timestep-conditioned decoders (not the 2.3 one).
+        const Device device = o.device;
+        const vae::NoiseFn noise = [gen, device](const Shape& s) { return gen->randn(s).to(device); };
+        log_info("bench: ", c.label, ": latent ", c.latent.str(), ", ", c.tiles, " tile(s)");
+        return [&decoder, latent, tiling, noise, frames = c.frames] {
+          int64_t made = 0;
+          decoder.decode_video(latent, tiling, noise, [&](const Tensor& chunk) { made += chunk.size(0); });
+          LTX_CHECK(made == frames, "the decode produced ", made, " frames, expected ", frames);
+        };
+      });
+}
+
+// ------------------------------------------------------------------------------- official
+
+const char* short_section(const std::string& title) {
+  if (title == "LTX-2.3 eager") return "eager";
+  if (title == "LTX-2.3 compiled") return "compiled";
+  if (title == "LTX-2.3 compiled+capture") return "capture";
+  if (title == "VAE decode") return "eager";
+  return "?";
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::optional<double> number_at(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
+  return obj[key].get<double>();
+}
+
+// The token count at inputs[key][1] (a [B, T, C] shape), when recorded.
+std::optional<int64_t> recorded_tokens(const nlohmann::json& r, const char* key) {
+  if (!r.contains("inputs") || !r["inputs"].is_object()) return std::nullopt;
+  const nlohmann::json& s = r["inputs"].value(key, nlohmann::json());
+  if (!s.is_array() || s.size() < 2 || !s[1].is_number_integer()) return std::nullopt;
+  return s[1].get<int64_t>();
+}
+
+OfficialValue official_value(const std::string& section, const nlohmann::json& r) {
+  OfficialValue v;
+  v.section = section;
+  v.median_ms = *number_at(r, "median_ms");
+  v.min_ms = number_at(r, "min_ms").value_or(v.median_ms);
+  v.peak_gib = number_at(r, "peak_allocated_GiB");
+  if (r.contains("analytic")) v.analytic_flops = number_at(r["analytic"], "total_flops");
+  return v;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------- options
+
+DType BenchOptions::model_dtype() const {
+  return dtype.value_or(device.is_cuda() ? DType::BF16 : DType::F32);
+}
+
+void BenchOptions::validate() const {
+  (void)bench::preset(preset);  // throws for an unknown name
+  LTX_CHECK(warmup >= 0, "--warmup: must be >= 0, got ", warmup);
+  LTX_CHECK(iters >= 1, "--iters: must be >= 1, got ", iters);
+  if (frames)
+    LTX_CHECK(*frames >= 1 && (*frames - 1) % 8 == 0, "--frames: ", *frames,
+              " is not 8k + 1 (the VAE's temporal factor is 8: 9, 17, ..., 121)");
+  if (text_tokens) LTX_CHECK(*text_tokens >= 1, "--text-tokens: must be >= 1, got ", *text_tokens);
+  const DType dt = model_dtype();
+  LTX_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16, "--dtype: ", dtype_name(dt),
+            " is not a model dtype; use f32 or bf16");
+  LTX_CHECK(!device.is_cpu() || dt == DType::F32, "--dtype ", dtype_name(dt),
+            ": the CPU backend computes in f32; use --dtype f32 with --device cpu");
+  LTX_CHECK(ceilings.gemm_tflops > 0 && ceilings.attention_tflops > 0,
+            "--gemm-tflops / --attention-tflops: must be positive, got ", ceilings.gemm_tflops, " / ",
+            ceilings.attention_tflops);
+  LTX_CHECK(sigma >= 0 && sigma <= 1, "sigma: must be in [0, 1], got ", sigma);
+}
+
+std::optional<double> BenchCase::ratio() const {
+  if (!ours || !official_choice) return std::nullopt;
+  return ours->median_ms / official[*official_choice].median_ms;
+}
+
+std::optional<double> BenchCase::percent_of_floor() const {
+  if (!ours || ours->median_ms <= 0) return std::nullopt;
+  return 100.0 * floor_ms / ours->median_ms;
+}
+
+// ------------------------------------------------------------------------------- plan / run
+
+BenchReport plan(const BenchOptions& o, BenchTarget target) {
+  o.validate();
+  const Preset p = preset(o.preset);
+  BenchReport r;
+  r.options = o;
+  r.preset_description = p.description;
+  r.device_description = o.device.str();
+  const int64_t frames = frames_of(o, p);
+  if (target != BenchTarget::Vae) {
+    const tf::LTXModelConfig cfg = p.transformer_config();
+    const std::vector<VideoSize> sizes = o.sizes.empty() ? p.transformer_sizes : o.sizes;
+    for (const VideoSize& size : sizes) {
+      BenchCase c;
+      c.kind = "transformer";
+      c.size = size;
+      c.frames = frames;
+      const sampling::VideoPixelShape pixels = pixel_shape(c, p);
+      const sampling::VideoLatentShape vl =
+          sampling::VideoLatentShape::from_pixel_shape(pixels, cfg.in_channels);
+      c.tokens.video = vl.token_count();
+      c.tokens.video_text = text_tokens_of(o, p);
+      if (o.audio) {
+        c.tokens.audio =
+            sampling::AudioLatentShape::from_video_pixel_shape(pixels, cfg.audio_in_channels / 16).token_count();
+        c.tokens.audio_text = c.tokens.video_text;
+      }
+      c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "");
+      c.flops = transformer_flops(cfg, c.tokens);
+      c.floor_ms = floor_ms(c.flops, o.ceilings);
+      r.cases.push_back(std::move(c));
+    }
+  }
+  if (target != BenchTarget::Transformer) {
+    const vae::DecoderConfig cfg = p.decoder_config();
+    BenchCase c;
+    c.kind = "vae_decode";
+    c.size = o.vae_size.value_or(p.vae_size);
+    c.frames = frames;
+    const models::tiling::ScaleFactors s = cfg.scale_factors();
+    LTX_CHECK(c.size.height % s.height == 0 && c.size.width % s.width == 0 && (frames - 1) % s.time == 0,
+              "--vae-size / --frames: ", c.size.str(), "x", frames, " does not fit the VAE's ", s.time,
+              "x", s.height, "x", s.width, " grid");
+    c.latent = {1, cfg.latent_channels, (frames - 1) / s.time + 1, c.size.height / s.height,
+                c.size.width / s.width};
+    const auto tiling = vae_tiling(c, o);
+    c.tiles = static_cast<int64_t>(
+        vae::prepare_tiles_for_decoding(
+            c.latent, {1, cfg.out_channels, frames, c.size.height, c.size.width}, s, tiling)
+            .size());
+    c.label = str("vae decode ", c.size.str(), "x", frames, o.vae_tiling ? "" : " untiled");
+    c.flops = tiled_decoder_flops(cfg, c.latent, tiling);
+    // Convolutions are implicit GEMMs: all of it at the GEMM ceiling.
+    c.floor_ms = floor_ms(c.flops, o.ceilings);
+    r.cases.push_back(std::move(c));
+  }
+  return r;
+}
+
+void run(BenchReport& r) {
+  const BenchOptions& o = r.options;
+  o.validate();
+  check_device(o.device);
+  r.device_description = str(o.device.str(), " ", device_description(o.device));
+  const Preset p = preset(o.preset);
+  run_transformer_cases(r, p);
+  release_cached_memory(o.device);
+  run_vae_cases(r, p);
+}
+
+OfficialChoice parse_official_choice(const std::string& text) {
+  if (text == "best") return OfficialChoice::Best;
+  if (text == "eager") return OfficialChoice::Eager;
+  if (text == "compiled") return OfficialChoice::Compiled;
+  if (text == "capture") return OfficialChoice::Capture;
+  fail("--official-section: unknown value '", text, "'; choose best, eager, compiled or capture");
+}
+
+void attach_official(BenchReport& r, const std::string& path, OfficialChoice choice) {
+  std::ifstream f(path);
+  LTX_CHECK(f.good(), "--official ", path, ": cannot open the file; pass the JSON that ",
+            "tools/bench/bench_official.py wrote ($OUT/bench_official.json)");
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    fail("--official ", path, ": not valid JSON (", e.what(), ")");
+  }
+  attach_official(r, doc, path, choice);
+}
+
+void attach_official(BenchReport& r, const nlohmann::json& doc, const std::string& source,
+                     OfficialChoice choice) {
+  LTX_CHECK(doc.is_object() && doc.contains("sections") && doc["sections"].is_object(), "--official ",
+            source, ": no \"sections\" object; this is not a bench_official.py result");
+  r.official_file = source;
+  r.official_env = doc.value("env", nlohmann::json());
+  const nlohmann::json& sections = doc["sections"];
+  const BenchOptions& o = r.options;
+  const bool official_model = o.preset == "ltx23-22b";
+  for (BenchCase& c : r.cases) {
+    c.official.clear();
+    c.official_choice.reset();
+    if (!official_model || c.frames != kOfficialFrames) continue;
+    if (c.kind == "transformer") {
+      if (c.tokens.audio == 0 || c.tokens.video_text != kOfficialTextTokens) continue;
+      for (const char* title : {"LTX-2.3 eager", "LTX-2.3 compiled", "LTX-2.3 compiled+capture"}) {
+        if (!sections.contains(title) || !sections[title].is_object()) continue;
+        for (const auto& [key, res] : sections[title].items()) {
+          if (!res.is_object() || !number_at(res, "median_ms") || !ends_with(key, " " + c.size.str()))
+            continue;
+          const auto v = recorded_tokens(res, "video_tokens"), a = recorded_tokens(res, "audio_tokens");
+          if ((v && *v != c.tokens.video) || (a && *a != c.tokens.audio)) continue;
+          c.official.push_back(official_value(title, res));
+        }
+      }
+    } else if (c.kind == "vae_decode" && c.size == kOfficialVaeSize && o.vae_tiling) {
+      const nlohmann::json& s = sections.value("VAE decode", nlohmann::json());
+      if (number_at(s, "median_ms")) c.official.push_back(official_value("VAE decode", s));
+    }
+    for (const OfficialValue& v : c.official) {
+      const double ours = static_cast<double>(c.flops.total());
+      if (v.analytic_flops && std::abs(ours - *v.analytic_flops) > 0.02 * *v.analytic_flops)
+        log_warn("bench: ", c.label, ": our FLOP model gives ", ours / 1e12, " TFLOP, the official "
+                 "script's ", *v.analytic_flops / 1e12, " TFLOP (", v.section, "); check the shapes");
+    }
+    for (size_t i = 0; i < c.official.size(); ++i) {
+      const std::string which = short_section(c.official[i].section);
+      const bool wanted = choice == OfficialChoice::Best
+                              ? !c.official_choice || c.official[i].median_ms < c.official[*c.official_choice].median_ms
+                              : (choice == OfficialChoice::Eager && which == "eager") ||
+                                    (choice == OfficialChoice::Compiled && which == "compiled") ||
+                                    (choice == OfficialChoice::Capture && which == "capture");
+      if (wanted) c.official_choice = i;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------- output
+
+namespace {
+
+std::string pad(const std::string& s, size_t width, bool left = false) {
+  if (s.size() >= width) return s;
+  return left ? s + std::string(width - s.size(), ' ') : std::string(width - s.size(), ' ') + s;
+}
+
+nlohmann::ordered_json flops_json(const FlopCount& f) {
+  nlohmann::ordered_json j;
+  j["gemm"] = f.gemm();
+  j["attention"] = f.attention();
+  j["total"] = f.total();
+  nlohmann::ordered_json terms = nlohmann::ordered_json::object();
+  for (const FlopTerm& t : f.terms) terms[t.name] = {{"gemm", t.gemm}, {"attention", t.attention}};
+  j["terms"] = terms;
+  return j;
+}
+
+}  // namespace
+
+std::string format_table(const BenchReport& r) {
+  const BenchOptions& o = r.options;
+  std::ostringstream os;
+  const bool timed = std::any_of(r.cases.begin(), r.cases.end(), [](const BenchCase& c) { return c.ours.has_value(); });
+  os << "ltx bench: preset " << o.preset << ", ";
+  if (timed)
+    os << r.device_description << ", " << dtype_name(o.model_dtype()) << ", " << o.warmup << " warm-up + "
+       << o.iters << " timed iterations\n";
+  else
+    os << "FLOP model only (nothing timed)\n";
+  if (!r.official_file.empty()) {
+    os << "official: " << r.official_file;
+    if (r.official_env.is_object())
+      os << " (torch " << r.official_env.value("torch", "?") << ", " << r.official_env.value("gpu", "?")
+         << ")";
+    os << "\n";
+  }
+  std::vector<size_t> w = {4, 8, 9, 9, 9, 9, 19, 9, 8, 8};
+  for (const BenchCase& c : r.cases) w[0] = std::max(w[0], c.label.size());
+  const std::vector<std::string> head = {"case", "TFLOP", "floor ms", "ours ms", "min ms", "peak GiB",
+                                         "official ms", "off. GiB", "ours/off", "% floor"};
+  for (size_t i = 0; i < head.size(); ++i) os << (i ? " " : "") << pad(head[i], w[i], i == 0);
+  os << "\n";
+  const std::string none = "-";
+  for (const BenchCase& c : r.cases) {
+    std::vector<std::string> cells(head.size(), none);
+    cells[0] = c.label;
+    cells[1] = num(static_cast<double>(c.flops.total()) / 1e12);
+    cells[2] = num(c.floor_ms);
+    if (c.ours) {
+      cells[3] = num(c.ours->median_ms);
+      cells[4] = num(c.ours->min_ms);
+      cells[5] = num(static_cast<double>(c.ours->peak_bytes) / kGiB);
+    }
+    if (c.official_choice) {
+      const OfficialValue& v = c.official[*c.official_choice];
+      cells[6] = num(v.median_ms) + " (" + short_section(v.section) + ")";
+      if (v.peak_gib) cells[7] = num(*v.peak_gib);
+    }
+    if (const auto x = c.ratio()) cells[8] = fmt("%.2f", *x);
+    if (const auto x = c.percent_of_floor()) cells[9] = num(*x);
+    for (size_t i = 0; i < cells.size(); ++i) os << (i ? " " : "") << pad(cells[i], w[i], i == 0);
+    os << "\n";
+  }
+  os << "floor: GEMM/conv FLOPs at " << fmt("%g", o.ceilings.gemm_tflops) << " TFLOP/s + attention FLOPs at "
+     << fmt("%g", o.ceilings.attention_tflops) << " TFLOP/s; ours/off < 1: faster than the official stack\n";
+  return os.str();
+}
+
+nlohmann::ordered_json to_json(const BenchReport& r) {
+  const BenchOptions& o = r.options;
+  nlohmann::ordered_json j;
+  j["tool"] = "ltx bench";
+  j["preset"] = o.preset;
+  j["preset_description"] = r.preset_description;
+  j["device"] = o.device.str();
+  j["device_description"] = r.device_description;
+  j["dtype"] = dtype_name(o.model_dtype());
+  j["warmup"] = o.warmup;
+  j["iters"] = o.iters;
+  j["seed"] = o.seed;
+  j["sigma"] = o.sigma;
+  j["ceilings_tflops"] = {{"gemm", o.ceilings.gemm_tflops}, {"attention", o.ceilings.attention_tflops}};
+  if (!r.official_file.empty()) {
+    j["official_file"] = r.official_file;
+    j["official_env"] = r.official_env;
+  }
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const BenchCase& c : r.cases) {
+    nlohmann::ordered_json e;
+    e["kind"] = c.kind;
+    e["label"] = c.label;
+    e["width"] = c.size.width;
+    e["height"] = c.size.height;
+    e["frames"] = c.frames;
+    if (c.kind == "transformer") {
+      e["tokens"] = {{"video", c.tokens.video},
+                     {"audio", c.tokens.audio},
+                     {"video_text", c.tokens.video_text},
+                     {"audio_text", c.tokens.audio_text}};
+    } else {
+      e["latent"] = c.latent.vec();
+      e["tiles"] = c.tiles;
+    }
+    e["flops"] = flops_json(c.flops);
+    e["floor_ms"] = c.floor_ms;
+    if (c.ours) {
+      const Timing& t = *c.ours;
+      e["ours"] = {{"median_ms", t.median_ms},
+                   {"min_ms", t.min_ms},
+                   {"max_ms", t.max_ms},
+                   {"all_ms", t.ms},
+                   {"peak_bytes", t.peak_bytes},
+                   {"peak_gib", static_cast<double>(t.peak_bytes) / kGiB},
+                   {"peak_reserved_gib", static_cast<double>(t.peak_reserved_bytes) / kGiB},
+                   {"weights_gib", static_cast<double>(t.weights_bytes) / kGiB},
+                   {"setup_s", t.setup_s},
+                   {"achieved_tflops", static_cast<double>(c.flops.total()) / (t.median_ms * 1e9)}};
+    } else {
+      e["ours"] = nullptr;
+    }
+    nlohmann::ordered_json off = nlohmann::ordered_json::array();
+    for (const OfficialValue& v : c.official) {
+      nlohmann::ordered_json x = {{"section", v.section}, {"median_ms", v.median_ms}, {"min_ms", v.min_ms}};
+      x["peak_gib"] = v.peak_gib ? nlohmann::ordered_json(*v.peak_gib) : nlohmann::ordered_json();
+      x["analytic_flops"] = v.analytic_flops ? nlohmann::ordered_json(*v.analytic_flops) : nlohmann::ordered_json();
+      off.push_back(x);
+    }
+    e["official"] = off;
+    e["official_shown"] = c.official_choice ? nlohmann::ordered_json(c.official[*c.official_choice].section)
+                                            : nlohmann::ordered_json();
+    const auto ratio = c.ratio();
+    const auto pct = c.percent_of_floor();
+    e["ours_over_official"] = ratio ? nlohmann::ordered_json(*ratio) : nlohmann::ordered_json();
+    e["percent_of_floor"] = pct ? nlohmann::ordered_json(*pct) : nlohmann::ordered_json();
+    cases.push_back(e);
+  }
+  j["cases"] = cases;
+  return j;
+}
+
+}  // namespace ltx::bench

@@ -1,0 +1,116 @@
+#pragma once
+// The `ltx bench` library: times one denoising forward of the transformer and the conv video VAE
+// decode at full (or preset) size with random weights made on the target device, measures peak
+// device memory, and sets each case next to its analytic FLOP floor and, when given, the official
+// Python stack's numbers from the same GPU (tools/bench/bench_official.py's JSON).
+//
+//   bench::BenchOptions o;  o.preset = "tiny";  o.device = Device::cpu();
+//   bench::BenchReport r = bench::plan(o, bench::BenchTarget::All);   // shapes + FLOPs
+//   bench::run(o, r);                                                 // timings, memory
+//   std::cout << bench::format_table(r);
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/flops.h"
+#include "bench/presets.h"
+#include "core/device.h"
+#include "core/dtype.h"
+
+namespace ltx::bench {
+
+enum class BenchTarget { All, Transformer, Vae };
+
+struct BenchOptions {
+  std::string preset = "ltx23-22b";
+  Device device = Device::cpu();
+  std::optional<DType> dtype;  // default: bf16 on CUDA, f32 on the CPU (its backend computes in f32)
+  int64_t warmup = 2;
+  int64_t iters = 5;
+  uint64_t seed = 0;
+  std::vector<VideoSize> sizes;     // transformer sizes; empty: the preset's
+  std::optional<VideoSize> vae_size;
+  std::optional<int64_t> frames;       // default: the preset's (121)
+  std::optional<int64_t> text_tokens;  // default: the preset's (1024)
+  bool audio = true;
+  bool vae_tiling = true;  // the pipelines' automatic decode tiling (else one tile)
+  double sigma = 0.725;    // the official benchmark's mid-schedule step
+  Ceilings ceilings;
+
+  DType model_dtype() const;
+  // Throws ltx::Error naming the flag for values that cannot run (counts, frames, dtype).
+  void validate() const;
+};
+
+// Timings and memory of one case (absent until run()).
+struct Timing {
+  std::vector<double> ms;  // each timed iteration
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int64_t peak_bytes = 0;           // peak allocated during warm-up + timed iterations (weights included)
+  int64_t peak_reserved_bytes = 0;  // CUDA: peak held from the driver
+  int64_t weights_bytes = 0;        // parameters made for the model
+  double setup_s = 0;               // making the weights (shared by the cases of one model)
+};
+
+// The official stack's number for one case (one section of bench_official.json).
+struct OfficialValue {
+  std::string section;  // "LTX-2.3 compiled+capture", "VAE decode", ...
+  double median_ms = 0, min_ms = 0;
+  std::optional<double> peak_gib;
+  std::optional<double> analytic_flops;  // its own FLOP count, when it wrote one
+};
+
+struct BenchCase {
+  std::string kind;   // "transformer" or "vae_decode"
+  std::string label;  // "transformer 768x512x121 +audio"
+  VideoSize size;
+  int64_t frames = 0;
+  TransformerTokens tokens;  // transformer only
+  Shape latent;              // vae only: [B, C, F, H, W]
+  int64_t tiles = 1;         // vae only
+  FlopCount flops;
+  double floor_ms = 0;
+  std::optional<Timing> ours;
+  std::vector<OfficialValue> official;  // every matching section
+  std::optional<size_t> official_choice;  // index into `official` shown in the table
+
+  // ours / official and floor / ours (percent), when both sides exist.
+  std::optional<double> ratio() const;
+  std::optional<double> percent_of_floor() const;
+};
+
+struct BenchReport {
+  BenchOptions options;
+  std::string preset_description;
+  std::string device_description;
+  std::vector<BenchCase> cases;
+  std::string official_file;
+  nlohmann::json official_env;  // the official run's "env" object
+};
+
+// The cases of `target` with their shapes and FLOPs (nothing runs; no device needed).
+BenchReport plan(const BenchOptions& options, BenchTarget target);
+// Builds each model once with random weights on the device and times its cases. Errors from the
+// model (e.g. an op without a CUDA version yet) are rethrown naming the case and the device.
+void run(BenchReport& report);
+
+// Which official section the table shows: the fastest one that has the case ("best"), or the
+// eager / torch.compile / compile + CUDA-graph run ("eager", "compiled", "capture").
+enum class OfficialChoice { Best, Eager, Compiled, Capture };
+OfficialChoice parse_official_choice(const std::string& text);
+// Reads bench_official.py's JSON (`--official FILE`): {"env": ..., "sections": {"LTX-2.3 eager":
+// {"stage1 768x512": {"median_ms": ...}, ...}, "VAE decode": {"median_ms": ...}, ...}}, and attaches
+// the values whose shapes match each case (121 frames, 1024 text tokens, audio on for the
+// transformer; 1536x1024x121 tiled for the VAE). Throws naming the file when it is not such a file.
+void attach_official(BenchReport& report, const std::string& path, OfficialChoice choice);
+// Same from an already parsed document (`source` names it in errors).
+void attach_official(BenchReport& report, const nlohmann::json& doc, const std::string& source,
+                     OfficialChoice choice);
+
+// The short table (ours, official, ratio, % of floor) and the full JSON document.
+std::string format_table(const BenchReport& report);
+nlohmann::ordered_json to_json(const BenchReport& report);
+
+}  // namespace ltx::bench

@@ -1,0 +1,82 @@
+#include "bench/device.h"
+
+#include <cstdio>
+
+#include "core/device_hooks.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/storage.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/allocator.h"
+#include "backend/cuda/device.h"
+#endif
+
+namespace ltx::bench {
+
+void check_device(Device d, const char* what) {
+  if (d.is_cpu()) return;
+  LTX_CHECK(detail::cuda_compiled(), what, " ", d.str(),
+            ": this ltx build has no CUDA backend (configured with LTX_CUDA=OFF or without nvcc); "
+            "use --device cpu or rebuild with the CUDA toolkit (-DLTX_CUDA=ON)");
+#if LTX_WITH_CUDA
+  cuda::check_device(d.index, what);
+#endif
+}
+
+std::string device_description(Device d) {
+  if (d.is_cpu()) return str("CPU (", num_threads(), " threads)");
+#if LTX_WITH_CUDA
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.1f GiB",
+                static_cast<double>(cuda::memory_info(d.index).total_bytes) / (1024.0 * 1024.0 * 1024.0));
+  return str(cuda::device_name(d.index), " (", gib, ")");
+#else
+  return d.str();
+#endif
+}
+
+void synchronize(Device d) {
+#if LTX_WITH_CUDA
+  if (d.is_cuda()) cuda::synchronize(d.index);
+#else
+  (void)d;
+#endif
+}
+
+MemoryStats memory_stats(Device d) {
+  MemoryStats m;
+  if (d.is_cpu()) {
+    const HostAllocationStats h = host_allocation_stats();
+    m.live_bytes = m.reserved_bytes = h.live_bytes;
+    m.peak_bytes = m.peak_reserved_bytes = h.peak_bytes;
+    return m;
+  }
+#if LTX_WITH_CUDA
+  const cuda::AllocatorStats s = cuda::allocator_stats(d.index);
+  m.live_bytes = static_cast<int64_t>(s.allocated_bytes);
+  m.peak_bytes = static_cast<int64_t>(s.peak_allocated_bytes);
+  m.reserved_bytes = static_cast<int64_t>(s.reserved_bytes);
+  m.peak_reserved_bytes = static_cast<int64_t>(s.peak_reserved_bytes);
+#endif
+  return m;
+}
+
+void reset_peak_memory(Device d) {
+  if (d.is_cpu()) {
+    reset_host_allocation_peak();
+    return;
+  }
+#if LTX_WITH_CUDA
+  cuda::reset_peak_stats(d.index);
+#endif
+}
+
+void release_cached_memory(Device d) {
+#if LTX_WITH_CUDA
+  if (d.is_cuda()) cuda::empty_cache(d.index);
+#else
+  (void)d;
+#endif
+}
+
+}  // namespace ltx::bench

@@ -1,0 +1,33 @@
+#pragma once
+// What a benchmark needs from the device it runs on, for the CPU and (when compiled in) CUDA
+// alike: a clear early error when the device cannot be used, waiting for queued work, and
+// allocation statistics (the CUDA caching allocator's; on the CPU the host-allocation accounting
+// of core/storage.h, which counts heap tensors but not mmap'd files).
+#include <cstdint>
+#include <string>
+
+#include "core/device.h"
+
+namespace ltx::bench {
+
+// Throws an ltx::Error naming `what` (a flag) when `d` cannot run here: CUDA not compiled into
+// this build, no such GPU.
+void check_device(Device d, const char* what = "--device");
+// "NVIDIA H200 (139.8 GiB)", "CPU (16 threads)".
+std::string device_description(Device d);
+// Blocks until all work queued on `d` has finished (a no-op on the CPU, whose ops are synchronous).
+void synchronize(Device d);
+
+struct MemoryStats {
+  int64_t live_bytes = 0;      // allocated now
+  int64_t peak_bytes = 0;      // most allocated at once since reset_peak_memory
+  int64_t reserved_bytes = 0;  // CUDA: held from the driver now (cached included); CPU: = live
+  int64_t peak_reserved_bytes = 0;
+};
+MemoryStats memory_stats(Device d);
+// Restarts peak tracking from the current allocation.
+void reset_peak_memory(Device d);
+// Gives cached device memory back (CUDA empty_cache); a no-op on the CPU.
+void release_cached_memory(Device d);
+
+}  // namespace ltx::bench

@@ -1,0 +1,135 @@
+#include "bench/presets.h"
+
+#include <charconv>
+
+#include "core/error.h"
+
+namespace ltx::bench {
+
+namespace {
+
+// config.transformer of the published LTX-2.3 22B checkpoints (ltx-2.3-22b-{dev,distilled}),
+// as recorded in tests/fixtures/transformer_keys_ltx23_22b.txt.
+constexpr const char* kLtx23Transformer = R"json({
+  "_class_name": "AVTransformer3DModel", "activation_fn": "gelu-approximate",
+  "apply_gated_attention": true, "attention_bias": true, "attention_head_dim": 128,
+  "attention_type": "default", "audio_attention_head_dim": 64,
+  "audio_connector_attention_head_dim": 64, "audio_connector_num_attention_heads": 32,
+  "audio_cross_attention_dim": 2048, "audio_in_channels": 128, "audio_num_attention_heads": 32,
+  "audio_out_channels": 128, "audio_positional_embedding_max_pos": [20],
+  "av_ca_timestep_scale_multiplier": 1000.0, "av_cross_ada_norm": true, "caption_channels": 3840,
+  "caption_proj_before_connector": true, "caption_proj_input_norm": false,
+  "caption_projection_first_linear": false, "caption_projection_second_linear": false,
+  "causal_temporal_positioning": true, "connector_apply_gated_attention": true,
+  "connector_attention_head_dim": 128, "connector_learnable_registers_std": 1,
+  "connector_norm_output": true, "connector_num_attention_heads": 32, "connector_num_layers": 8,
+  "connector_num_learnable_registers": 128, "connector_positional_embedding_max_pos": [4096],
+  "cross_attention_adaln": true, "cross_attention_dim": 4096, "cross_attention_norm": true,
+  "double_self_attention": false, "dropout": 0.0, "frequencies_precision": "float64",
+  "in_channels": 128, "norm_elementwise_affine": false, "norm_eps": 1e-06, "norm_num_groups": 32,
+  "num_attention_heads": 32, "num_embeds_ada_norm": 1000, "num_layers": 48,
+  "num_vector_embeds": null, "only_cross_attention": false, "out_channels": 128,
+  "positional_embedding_max_pos": [20, 2048, 2048], "positional_embedding_theta": 10000.0,
+  "positional_embedding_type": "rope", "qk_norm": "rms_norm", "rope_type": "split",
+  "share_ff": false, "standardization_norm": "rms_norm", "text_encoder_norm_type": "per_token_rms",
+  "timestep_scale_multiplier": 1000, "upcast_attention": false,
+  "use_audio_video_cross_attention": true, "use_embeddings_connector": true,
+  "use_linear_projection": false, "use_middle_indices_grid": true
+})json";
+
+// config.vae of the LTX-2.3 checkpoints (the conv video VAE).
+constexpr const char* kLtx23Vae = R"json({
+  "_class_name": "CausalVideoAutoencoder", "dims": 3, "in_channels": 3, "out_channels": 3,
+  "latent_channels": 128,
+  "encoder_blocks": [["res_x", {"num_layers": 4}], ["compress_space_res", {"multiplier": 2}],
+                     ["res_x", {"num_layers": 6}], ["compress_time_res", {"multiplier": 2}],
+                     ["res_x", {"num_layers": 4}], ["compress_all_res", {"multiplier": 2}],
+                     ["res_x", {"num_layers": 2}], ["compress_all_res", {"multiplier": 1}],
+                     ["res_x", {"num_layers": 2}]],
+  "decoder_blocks": [["res_x", {"num_layers": 4}], ["compress_space", {"multiplier": 2}],
+                     ["res_x", {"num_layers": 6}], ["compress_time", {"multiplier": 2}],
+                     ["res_x", {"num_layers": 4}], ["compress_all", {"multiplier": 1}],
+                     ["res_x", {"num_layers": 2}], ["compress_all", {"multiplier": 2}],
+                     ["res_x", {"num_layers": 2}]],
+  "scaling_factor": 1.0, "norm_layer": "pixel_norm", "patch_size": 4, "latent_log_var": "uniform",
+  "use_quant_conv": false, "causal_decoder": false, "timestep_conditioning": false,
+  "normalize_latent_channels": false, "encoder_base_channels": 128, "decoder_base_channels": 128,
+  "spatial_padding_mode": "zeros"
+})json";
+
+Preset ltx23_22b() {
+  Preset p;
+  p.name = "ltx23-22b";
+  p.description = "LTX-2.3 22B audio-video transformer + conv video VAE (published configs)";
+  p.transformer = nlohmann::json::parse(kLtx23Transformer);
+  p.vae = nlohmann::json::parse(kLtx23Vae);
+  p.transformer_sizes = {{768, 512}, {1536, 1024}};
+  p.vae_size = {1536, 1024};
+  p.frames = 121;
+  p.text_tokens = 1024;
+  return p;
+}
+
+Preset tiny() {
+  Preset p = ltx23_22b();
+  p.name = "tiny";
+  p.description = "LTX-2.3 structure at toy widths (CPU smoke test)";
+  const nlohmann::json small = {
+      {"num_layers", 2},           {"num_attention_heads", 2},       {"attention_head_dim", 16},
+      {"cross_attention_dim", 32}, {"audio_num_attention_heads", 2}, {"audio_attention_head_dim", 8},
+      {"audio_cross_attention_dim", 16}, {"in_channels", 16},        {"out_channels", 16},
+      {"audio_in_channels", 32},   {"audio_out_channels", 32},       {"caption_channels", 24},
+      {"connector_num_layers", 2}, {"connector_num_attention_heads", 2},
+      {"connector_attention_head_dim", 16}, {"audio_connector_num_attention_heads", 2},
+      {"audio_connector_attention_head_dim", 8}};
+  p.transformer.update(small);
+  p.vae["latent_channels"] = 16;
+  p.vae["encoder_base_channels"] = 16;
+  p.vae["decoder_base_channels"] = 4;
+  for (const char* key : {"encoder_blocks", "decoder_blocks"})
+    for (auto& block : p.vae[key])
+      if (block[1].contains("num_layers")) block[1]["num_layers"] = 1;
+  p.transformer_sizes = {{64, 64}, {128, 64}};
+  p.vae_size = {64, 64};
+  p.frames = 9;
+  p.text_tokens = 16;
+  return p;
+}
+
+}  // namespace
+
+models::transformer::LTXModelConfig Preset::transformer_config() const {
+  const nlohmann::json metadata = {{"config", {{"transformer", transformer}}}};
+  return models::transformer::LTXModelConfig::from_metadata(
+      metadata, models::transformer::LTXModelType::AudioVideo, "bench preset '" + name + "'");
+}
+
+models::video_vae::DecoderConfig Preset::decoder_config() const {
+  return models::video_vae::decoder_config_from_json(vae, "bench preset '" + name + "'");
+}
+
+std::vector<std::string> preset_names() { return {"ltx23-22b", "tiny"}; }
+
+Preset preset(const std::string& name) {
+  if (name == "ltx23-22b") return ltx23_22b();
+  if (name == "tiny") return tiny();
+  fail("--preset: unknown preset '", name, "'; choose one of: ltx23-22b, tiny");
+}
+
+VideoSize parse_video_size(const std::string& text, const char* what) {
+  const size_t x = text.find('x');
+  VideoSize s;
+  const auto number = [&](size_t begin, size_t end, int64_t* out) {
+    const char* first = text.data() + begin;
+    const char* last = text.data() + end;
+    const auto r = std::from_chars(first, last, *out);
+    return begin < end && r.ec == std::errc() && r.ptr == last;
+  };
+  LTX_CHECK(x != std::string::npos && number(0, x, &s.width) && number(x + 1, text.size(), &s.height),
+            what, ": expected WIDTHxHEIGHT (e.g. 768x512), got '", text, "'");
+  LTX_CHECK(s.width > 0 && s.height > 0 && s.width % 32 == 0 && s.height % 32 == 0, what, ": ",
+            text, " is not a positive multiple of 32 in both dimensions (the VAE's spatial factor)");
+  return s;
+}
+
+}  // namespace ltx::bench

@@ -1,0 +1,48 @@
+#pragma once
+// Model presets of `ltx bench`: architecture configs (as checkpoint metadata would hold them) and
+// the default shapes to time, so that benchmarks need no files.
+//   ltx23-22b  the published LTX-2.3 22B audio-video transformer and its conv video VAE; the
+//              issue's shapes: 121 frames at 768x512 and 1536x1024, audio on, 1024 text tokens;
+//              VAE decode of 121 frames at 1536x1024 with the pipelines' automatic tiling.
+//   tiny       the same structure at toy widths (2 layers, 2 heads) and shapes (9 frames at 64x64
+//              and 128x64, 16 text tokens): runs on the CPU in well under a second, for smoke tests.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/transformer/config.h"
+#include "models/video_vae/model_configurator.h"
+
+namespace ltx::bench {
+
+struct VideoSize {
+  int64_t width = 0, height = 0;
+  std::string str() const { return std::to_string(width) + "x" + std::to_string(height); }
+  bool operator==(const VideoSize&) const = default;
+};
+// "WxH" (e.g. "768x512"); both multiples of 32 (the VAE's spatial factor) and > 0. `what` names
+// the flag in errors.
+VideoSize parse_video_size(const std::string& text, const char* what = "--size");
+
+struct Preset {
+  std::string name;
+  std::string description;
+  nlohmann::json transformer;  // metadata config.transformer
+  nlohmann::json vae;          // metadata config.vae
+  // Default shapes.
+  std::vector<VideoSize> transformer_sizes;
+  VideoSize vae_size;
+  int64_t frames = 121;
+  double fps = 24.0;
+  int64_t text_tokens = 1024;
+
+  models::transformer::LTXModelConfig transformer_config() const;
+  models::video_vae::DecoderConfig decoder_config() const;
+};
+
+// "ltx23-22b" or "tiny"; throws listing the names otherwise.
+Preset preset(const std::string& name);
+std::vector<std::string> preset_names();
+
+}  // namespace ltx::bench

@@ -1,0 +1,131 @@
+// `ltx bench [all|transformer|vae|flops] [--preset ltx23-22b|tiny] [--device cpu|cuda[:N]] ...`:
+// times one transformer denoising forward and the conv VAE decode with random weights made on the
+// device, next to the FLOP floor and (with --official FILE) the official stack's numbers.
+// bench/README.md has the commands for the GPU runs.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "media/temp_output.h"
+
+namespace ltx::cli {
+
+namespace {
+
+struct BenchCliOptions {
+  std::string what = "all";
+  std::string preset = "ltx23-22b";
+  std::string device = "cpu";
+  std::string dtype;
+  std::vector<std::string> sizes;
+  std::string vae_size;
+  int64_t frames = 0, text_tokens = 0;
+  int64_t warmup = 2, iters = 5;
+  uint64_t seed = 0;
+  bool no_audio = false, no_tiling = false;
+  std::string official, official_section = "best";
+  double gemm_tflops = 790, attention_tflops = 690;
+  bool json = false;
+  std::string out;
+};
+
+bench::BenchOptions to_options(const BenchCliOptions& c) {
+  bench::BenchOptions o;
+  o.preset = c.preset;
+  o.device = parse_device(c.device, "--device");
+  if (!c.dtype.empty()) {
+    DType dt;
+    LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
+    o.dtype = dt;
+  }
+  for (const std::string& s : c.sizes) o.sizes.push_back(bench::parse_video_size(s, "--size"));
+  if (!c.vae_size.empty()) o.vae_size = bench::parse_video_size(c.vae_size, "--vae-size");
+  if (c.frames != 0) o.frames = c.frames;
+  if (c.text_tokens != 0) o.text_tokens = c.text_tokens;
+  o.warmup = c.warmup;
+  o.iters = c.iters;
+  o.seed = c.seed;
+  o.audio = !c.no_audio;
+  o.vae_tiling = !c.no_tiling;
+  o.ceilings.gemm_tflops = c.gemm_tflops;
+  o.ceilings.attention_tflops = c.attention_tflops;
+  return o;
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  media::TempOutput out(path, media::TempOutput::Kind::File, "--out");
+  {
+    std::ofstream f(out.temp_path(), std::ios::binary);
+    f << text;
+    f.close();
+    LTX_CHECK(f.good(), "--out ", path, ": cannot write ", out.temp_path());
+  }
+  out.commit();
+}
+
+int run_bench(const BenchCliOptions& c) {
+  const bench::BenchOptions o = to_options(c);
+  const bench::BenchTarget target = c.what == "transformer" ? bench::BenchTarget::Transformer
+                                    : c.what == "vae"       ? bench::BenchTarget::Vae
+                                                            : bench::BenchTarget::All;
+  const bench::OfficialChoice choice = bench::parse_official_choice(c.official_section);
+  bench::BenchReport report = bench::plan(o, target);
+  // Read the official file before the (long) run, so that a bad path fails at once.
+  if (!c.official.empty()) bench::attach_official(report, c.official, choice);
+  if (c.what != "flops") bench::run(report);
+  const std::string json = bench::to_json(report).dump(2) + "\n";
+  if (!c.out.empty()) write_text_atomically(c.out, json);
+  if (c.json)
+    std::cout << json << std::flush;
+  else
+    std::cout << bench::format_table(report) << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "bench",
+      "Time a transformer denoising step and the VAE decode with random weights (bench/README.md)");
+  auto o = std::make_shared<BenchCliOptions>();
+  sub->add_option("what", o->what,
+                  "all (default), transformer, vae, or flops (shapes and FLOP floors only, runs nothing)")
+      ->check(CLI::IsMember({"all", "transformer", "vae", "flops"}));
+  std::string presets;
+  for (const std::string& p : bench::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  sub->add_option("--preset", o->preset, "Model preset: " + presets + " (default ltx23-22b)")
+      ->check(CLI::IsMember(bench::preset_names()));
+  sub->add_option("--device", o->device, "cpu (default) or cuda[:N]");
+  sub->add_option("--dtype", o->dtype, "Weight/activation dtype: bf16 (CUDA default) or f32 (CPU)");
+  sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
+  sub->add_option("--vae-size", o->vae_size, "VAE decode video size WxH (default: the preset's)");
+  // 0 stands for "the preset's" internally, so it is rejected here.
+  sub->add_option("--frames", o->frames, "Video frames, 8k+1 (default: the preset's, 121)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sub->add_option("--text-tokens", o->text_tokens, "Text-context tokens (default: the preset's, 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sub->add_flag("--no-audio", o->no_audio, "Transformer without the audio stream");
+  sub->add_flag("--no-tiling", o->no_tiling, "VAE decode in one tile (default: the pipelines' auto tiling)");
+  sub->add_option("--warmup", o->warmup, "Untimed calls first (default 2)");
+  sub->add_option("--iters", o->iters, "Timed calls (default 5); the table shows median and min");
+  sub->add_option("--seed", o->seed, "Seed of the random weights and inputs (default 0)");
+  sub->add_option("--official", o->official,
+                  "JSON written by tools/bench/bench_official.py on the same GPU (adds the official columns)");
+  sub->add_option("--official-section", o->official_section,
+                  "Official run shown: best (default, the fastest), eager, compiled or capture");
+  sub->add_option("--gemm-tflops", o->gemm_tflops, "GEMM ceiling for the floor, TFLOP/s (default 790)");
+  sub->add_option("--attention-tflops", o->attention_tflops,
+                  "Attention ceiling for the floor, TFLOP/s (default 690)");
+  sub->add_flag("--json", o->json, "Print the full JSON report instead of the table");
+  sub->add_option("--out", o->out, "Also write the JSON report to this file");
+  return {sub, [o]() -> int { return run_bench(*o); }};
+}
+
+}  // namespace ltx::cli

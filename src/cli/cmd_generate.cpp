@@ -1,0 +1,203 @@
+// `ltx generate --prompt TEXT --output-path OUT.mp4 [--pipeline NAME] [model files] [options]`:
+// text (+ images) to video with audio, as the reference's pipeline scripts (ltx_pipelines.
+// distilled, ti2vid_one_stage, ti2vid_two_stages, ti2vid_two_stages_hq) with their flag names.
+// Without any model file the built-in demo bundle (tiny, random weights) runs. Progress and a
+// timing summary go to stderr; the MP4 appears only when everything succeeded.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "generate/generate.h"
+#include "generate/progress.h"
+#include "pipelines/pipeline.h"
+
+namespace ltx::cli {
+
+namespace {
+
+// The options bind straight into GenerateOptions (CLI11 fills std::optional fields only when the
+// flag is given); the multi-value flags are parsed after.
+struct GenerateCli {
+  generate::GenerateOptions o;
+  std::vector<std::vector<std::string>> loras, images;
+  std::vector<std::string> distilled_lora, detailing_lora;
+};
+
+// A whole-string number: std::stod / std::stoll must consume every character.
+template <typename T>
+T parse_value(const std::string& s, const std::string& what) {
+  size_t used = 0;
+  T v{};
+  try {
+    if constexpr (std::is_floating_point_v<T>)
+      v = static_cast<T>(std::stod(s, &used));
+    else
+      v = static_cast<T>(std::stoll(s, &used));
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  LTX_CHECK(used == s.size() && used > 0, what, ": '", s, "' is not ",
+            std::is_floating_point_v<T> ? "a number" : "an integer");
+  return v;
+}
+double parse_number(const std::string& s, const std::string& what) {
+  return parse_value<double>(s, what);
+}
+int64_t parse_integer(const std::string& s, const std::string& what) {
+  return parse_value<int64_t>(s, what);
+}
+
+generate::LoraSpec parse_lora(const std::vector<std::string>& v, const char* flag) {
+  LTX_CHECK(v.size() == 1 || v.size() == 2, flag, " takes PATH [STRENGTH], got ", v.size(),
+            " values");
+  generate::LoraSpec l;
+  l.path = v[0];
+  if (v.size() == 2) l.strength = parse_number(v[1], str(flag, " ", v[0], " STRENGTH"));
+  return l;
+}
+
+int run_generate(GenerateCli& c) {
+  generate::GenerateOptions o = c.o;
+  for (const auto& l : c.loras) o.models.loras.push_back(parse_lora(l, "--lora"));
+  if (!c.distilled_lora.empty())
+    o.models.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
+  if (!c.detailing_lora.empty())
+    o.models.detailing_lora = parse_lora(c.detailing_lora, "--detailing-lora");
+  for (const auto& v : c.images) {
+    LTX_CHECK(v.size() == 3 || v.size() == 4, "--image takes PATH FRAME_IDX STRENGTH [CRF], got ",
+              v.size(), " values");
+    generate::ImageFlag im;
+    im.path = v[0];
+    im.frame_index = parse_integer(v[1], str("--image ", v[0], " FRAME_IDX"));
+    im.strength = parse_number(v[2], str("--image ", v[0], " STRENGTH"));
+    if (v.size() == 4)
+      im.crf = static_cast<int>(parse_integer(v[3], str("--image ", v[0], " CRF")));
+    o.images.push_back(im);
+  }
+
+  generate::Progress progress(stderr, log_level() > LogLevel::Info
+                                          ? generate::Progress::Mode::Off
+                                          : generate::Progress::Mode::Auto);
+  const generate::GenerateResult r = generate::run_generation(o, progress);
+  progress.end_stage();
+  const generate::DecodeResult& d = r.decoded;
+  log_info("wrote ", r.output_path, ": ", d.frames, " frames of ", d.width, "x", d.height, " at ",
+           r.frame_rate, " fps",
+           d.audio_samples > 0 ? str(", audio ", d.audio_sample_rate, " Hz") : std::string(),
+           r.demo ? " (DEMO: random weights)" : "");
+  log_info(progress.summary());
+  return 0;
+}
+
+void add_guidance(CLI::App* sub, generate::GuidanceFlags& g, const std::string& m,
+                  const char* modality_flag, const char* modality_what) {
+  const std::string M = m == "video" ? "Video" : "Audio";
+  sub->add_option("--" + m + "-cfg-guidance-scale", g.cfg,
+                  M + " classifier-free guidance scale (1 = off; default: the preset's)");
+  sub->add_option("--" + m + "-stg-guidance-scale", g.stg,
+                  M + " spatio-temporal guidance scale (0 = off)");
+  sub->add_option("--" + m + "-rescale-scale", g.rescale,
+                  M + " guidance rescale toward the conditioned std (0 = off)");
+  sub->add_option("--" + m + "-stg-blocks", g.stg_blocks,
+                  "Transformer blocks whose self-attention the " + m + " STG pass skips")
+      ->expected(1, 1 << 20);
+  sub->add_option(modality_flag, g.modality,
+                  std::string(modality_what) + " guidance scale (1 = off)");
+  sub->add_option("--" + m + "-skip-step", g.skip_step,
+                  "Guide only every (N + 1)-th " + m + " step (0 = every step)");
+}
+
+}  // namespace
+
+Command add_generate(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "generate",
+      "Generate a video with audio from a prompt (and images); without model files, runs the "
+      "built-in demo (tiny random weights)");
+  auto c = std::make_shared<GenerateCli>();
+  generate::GenerateOptions& o = c->o;
+  std::string pipelines;
+  for (const auto& n : pipelines::pipeline_names()) pipelines += (pipelines.empty() ? "" : "|") + n;
+
+  sub->add_option("--prompt", o.prompt, "What the video shows and sounds like")->required();
+  sub->add_option("--output-path", o.output_path, "The MP4 file to write")->required();
+  sub->add_option("--pipeline", o.pipeline,
+                  "distilled: distilled checkpoint, 8 + 3 steps, no guidance; one-stage: guided, "
+                  "one resolution; two-stage: guided at half size, x2 upsample, distilled-LoRA "
+                  "refinement; two-stage-hq: two-stage with the res_2s sampler; dfr: LTX-2.5 "
+                  "keyframe canvas, detailing pass and temporal rounds (" +
+                      pipelines + ", default two-stage)");
+  sub->add_option("--negative-prompt", o.negative_prompt,
+                  "What to steer away from (guided pipelines; default: the "
+                  "reference's list of artifacts)");
+  sub->add_option("--seed", o.seed, "Random seed (default 10)");
+  sub->add_option("--height", o.height,
+                  "Video height in pixels: a multiple of 32 (one-stage) or 64");
+  sub->add_option("--width", o.width, "Video width in pixels: a multiple of 32 (one-stage) or 64");
+  sub->add_option("--num-frames", o.num_frames, "Frame count, 8k + 1 (default 121)");
+  sub->add_option("--frame-rate", o.frame_rate, "Frames per second (default 24)");
+  sub->add_option("--num-inference-steps", o.num_inference_steps,
+                  "Denoising steps of the guided first stage (default: the preset's, "
+                  "30 for LTX-2.3)");
+  sub->add_option("--max-batch-size", o.max_batch_size,
+                  "Guided stages: at most N guidance passes per transformer call "
+                  "(default: all in one call)");
+
+  sub->add_option("--checkpoint-path", o.models.checkpoint_path,
+                  "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
+                  "VAEs, vocoder");
+  sub->add_option("--distilled-checkpoint-path", o.models.distilled_checkpoint_path,
+                  "Single-file distilled checkpoint (--pipeline distilled)");
+  sub->add_option("--transformer-path", o.models.transformer_path,
+                  "Split layout: the transformer (+ text connectors) file");
+  sub->add_option("--text-encoder-path", o.models.text_encoder_path,
+                  "Gemma text encoder: a single-file .safetensors (or a Gemma folder)");
+  sub->add_option("--gemma-root", o.models.gemma_root,
+                  "Gemma text encoder folder (Hugging Face layout)");
+  sub->add_option("--video-vae-path", o.models.video_vae_path,
+                  "Video VAE file (split layout, or to override the checkpoint's)");
+  sub->add_option("--audio-vae-path", o.models.audio_vae_path,
+                  "Split layout: audio VAE + vocoder file");
+  sub->add_option("--spatial-upsampler-path", o.models.spatial_upsampler_path,
+                  "x2 spatial latent upsampler (two-stage and distilled pipelines)");
+  sub->add_option("--distilled-lora", c->distilled_lora,
+                  "PATH [STRENGTH]: distilled LoRA of the second stage (two-stage pipelines; "
+                  "strength default 1)")
+      ->expected(1, 2);
+  sub->add_option("--lora", c->loras, "PATH [STRENGTH]: a LoRA for every stage (repeatable)")
+      ->expected(1, 2);
+  sub->add_option("--distilled-lora-strength-stage-1", o.distilled_lora_strength_stage_1,
+                  "two-stage-hq: distilled LoRA strength in stage 1 (default 0.25)");
+  sub->add_option("--distilled-lora-strength-stage-2", o.distilled_lora_strength_stage_2,
+                  "two-stage-hq: distilled LoRA strength in stage 2 (default 0.5)");
+  sub->add_option("--image", c->images,
+                  "PATH FRAME_IDX STRENGTH [CRF]: condition on an image (PNG/JPEG) at a frame "
+                  "(repeatable; CRF default: the model's)")
+      ->expected(1, 4);  // counted by run_generate, for an error that names the arguments
+  sub->add_option("--num-generated-keyframes", o.num_generated_keyframes,
+                  "LTX-2.5 keyframe checkpoints: N extra generated keyframes at evenly spaced "
+                  "interior frames in stage 1 (not written out, as the reference)");
+  sub->add_option("--detailing-lora", c->detailing_lora,
+                  "dfr: PATH [STRENGTH] of the stage-2 x2 spatial detailing IC-LoRA")
+      ->expected(1, 2);
+  sub->add_option("--temporal-upsampler-path", o.models.temporal_upsampler_path,
+                  "dfr: temporal x2 latent upsampler (needed for temporal rounds)");
+  sub->add_option("--temporal-upsample-rounds", o.temporal_upsample_rounds,
+                  "dfr: temporal x2 refine rounds, 0-2 (frame rate x 2 per round)");
+  add_guidance(sub, o.video_guidance, "video", "--a2v-guidance-scale", "Audio-to-video");
+  add_guidance(sub, o.audio_guidance, "audio", "--v2a-guidance-scale", "Video-to-audio");
+  sub->add_flag("--enhance-prompt", o.enhance_prompt,
+                "Rewrite the prompt with the Gemma text encoder first (needs its t2v system "
+                "prompt file, see --enhance-system-prompt)");
+  sub->add_option("--enhance-system-prompt", o.enhance_system_prompt_file,
+                  "System prompt file for --enhance-prompt (default: gemma3_t2v_system_prompt.txt "
+                  "next to the text encoder)");
+  return {sub, [c]() -> int { return run_generate(*c); }};
+}
+
+}  // namespace ltx::cli

@@ -1,0 +1,52 @@
+#pragma once
+// The decode stage of every pipeline (the reference's VideoDecoder / AudioDecoder blocks and
+// encode_video): final latents -> pixels through the video VAE decoder (tiled with the pipelines'
+// automatic layout), -> waveform through the audio VAE decoder + vocoder, -> one MP4 (H.264
+// yuv420p + AAC at the vocoder's rate). Each decoder is loaded from its file, used and freed (the
+// audio ones first, so the video decoder runs alone). Video chunks stream into the encoder as the
+// tiled decode yields them. The file appears only when everything succeeded (media::Mp4Writer
+// writes a temporary and renames it).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/tensor.h"
+#include "media/video_writer.h"
+#include "models/tiling.h"
+
+namespace ltx::generate {
+
+class Progress;
+
+struct DecodeOptions {
+  double fps = 24.0;
+  // Decode tiling; nullopt with auto_tiling: the pipelines' automatic layout for the conv VAE
+  // (models::tiling::auto_tiling_config); nullopt without: one tile.
+  std::optional<models::tiling::TilingConfig> tiling;
+  bool auto_tiling = true;
+  // Seed of the decoder noise of timestep-conditioned video decoders (torch CPU generator; the
+  // reference continues the pipeline's generator on its device, which is not reproduced).
+  int64_t noise_seed = 0;
+  // > 0: cut the waveform to this many seconds (DFR pads its canvas; the reference cuts the audio
+  // to the video's length, pipelines::audio_samples_to_keep).
+  double audio_max_seconds = 0.0;
+  media::Mp4Options mp4;
+};
+
+struct DecodeResult {
+  int64_t frames = 0, height = 0, width = 0;
+  int64_t audio_samples = 0;  // per channel; 0 without audio
+  int64_t audio_sample_rate = 0;
+};
+
+// video_latent: [1, C, F, H, W] normalised video latent (the pipeline's result); audio_latent:
+// [1, z, T, mel] normalised audio latent, or undefined for a silent video. video_vae_path /
+// audio_vae_path: files holding the video VAE decoder / the audio VAE decoder + vocoder (a
+// single-file checkpoint may be both). `progress` (optional) gets the stages "audio decode" and
+// "video decode" (one step per decoded chunk).
+DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent,
+                           const Tensor& audio_latent, const std::string& video_vae_path,
+                           const std::string& audio_vae_path, const DecodeOptions& options = {},
+                           Progress* progress = nullptr);
+
+}  // namespace ltx::generate

@@ -1,0 +1,385 @@
+#include "generate/generate.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iterator>
+#include <memory>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "generate/components.h"
+#include "generate/decode.h"
+#include "generate/demo_bundle.h"
+#include "generate/progress.h"
+#include "io/weights.h"
+#include "media/image.h"
+#include "models/lora/fuse.h"
+#include "models/lora/lora.h"
+#include "models/text/gemma/enhance.h"
+#include "models/text/prompt_encoder.h"
+#include "models/transformer/model.h"
+#include "models/upsampler/model.h"
+#include "models/video_vae/video_vae.h"
+#include "pipelines/dfr.h"
+#include "pipelines/pipeline.h"
+
+namespace ltx::generate {
+
+const char* const kDefaultNegativePrompt =
+    "has_subtitles, has_blurbox, transition from black, transition to black, speech_ending_short, "
+    "blurry, out of focus, overexposed, underexposed, low contrast, washed out colors, excessive "
+    "noise, grainy texture, poor lighting, flickering, motion blur, distorted proportions, "
+    "unnatural skin tones, deformed facial features, asymmetrical face, missing facial features, "
+    "extra limbs, disfigured hands, wrong hand count, artifacts around text, inconsistent "
+    "perspective, camera shake, incorrect depth of field, background too sharp, background "
+    "clutter, distracting reflections, harsh shadows, inconsistent lighting direction, color "
+    "banding, cartoonish rendering, 3D CGI look, unrealistic materials, uncanny valley effect, "
+    "incorrect ethnicity, wrong gender, exaggerated expressions, wrong gaze direction, mismatched "
+    "lip sync, silent or muted audio, distorted voice, robotic voice, echo, background noise, "
+    "off-sync audio, incorrect dialogue, added dialogue, repetitive speech, jittery movement, "
+    "awkward pauses, incorrect timing, unnatural transitions, inconsistent framing, tilted camera, "
+    "flat lighting, inconsistent tone, cinematic oversaturation, stylized filters, or AI "
+    "artifacts.";
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace tf = models::transformer;
+using pipelines::PipelineKind;
+
+void apply_guidance(const GuidanceFlags& f, sampling::GuiderParams& p) {
+  if (f.cfg) p.cfg_scale = *f.cfg;
+  if (f.stg) p.stg_scale = *f.stg;
+  if (f.rescale) p.rescale_scale = *f.rescale;
+  if (f.modality) p.modality_scale = *f.modality;
+  if (f.skip_step) p.skip_step = static_cast<int>(*f.skip_step);
+  if (f.stg_blocks) p.stg_blocks.assign(f.stg_blocks->begin(), f.stg_blocks->end());
+}
+
+bool guidance_given(const GuidanceFlags& f) {
+  return f.cfg || f.stg || f.rescale || f.modality || f.skip_step || f.stg_blocks;
+}
+
+// The pipelines that fuse the distilled LoRA into some stage (the reference requires the flag).
+bool needs_distilled_lora(PipelineKind kind) {
+  return kind == PipelineKind::TwoStage || kind == PipelineKind::TwoStageHQ ||
+         kind == PipelineKind::Dfr;
+}
+
+constexpr pipelines::Stage kStages[] = {pipelines::Stage::One, pipelines::Stage::Two,
+                                        pipelines::Stage::Temporal};
+size_t stage_index(pipelines::Stage s) { return static_cast<size_t>(s) - 1; }
+
+// The transformer of every stage, with each stage's LoRA set (user LoRAs, then the distilled LoRA
+// at that stage's strength, then DFR's detailing LoRA: the reference's fusion order) fused in
+// place when the stage starts. lora::Fuser keeps one buffer per adapted weight and restores the
+// base values exactly, so the base weights are read once.
+struct StageTransformer {
+  std::unique_ptr<lora::Fuser> fuser;
+  std::unique_ptr<tf::LTXModel> model;
+  lora::LoraSet sets[std::size(kStages)];
+
+  const tf::LTXModel& for_stage(pipelines::Stage stage) {
+    const lora::LoraSet& set = sets[stage_index(stage)];
+    if (!set.empty()) log_info("LoRAs of this stage: ", lora::describe(set));
+    fuser->apply(set);
+    return *model;
+  }
+};
+
+std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, PipelineKind kind,
+                                                   const pipelines::GenerationRequest& request) {
+  auto st = std::make_unique<StageTransformer>();
+  const lora::LoraSet user = lora::open_set(paths.loras);
+  std::shared_ptr<const lora::LoraFile> distilled, detailing;
+  if (paths.distilled_lora) distilled = lora::LoraFile::open(paths.distilled_lora->path);
+  if (paths.detailing_lora) detailing = lora::LoraFile::open(paths.detailing_lora->path);
+  bool any = false;
+  for (const pipelines::Stage stage : kStages) {
+    lora::LoraSet set = user;
+    if (const auto s = pipelines::distilled_lora_strength(kind, stage, request); s && distilled)
+      set.push_back({distilled, *s});
+    if (const auto s = pipelines::detailing_lora_strength(kind, stage, request); s && detailing)
+      set.push_back({detailing, *s});
+    any = any || !lora::is_identity(set);
+    st->sets[stage_index(stage)] = std::move(set);
+  }
+  const auto file = io::SafetensorsFile::open(paths.transformer.path);
+  const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
+  io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
+  const nn::LoadOptions opt;
+  if (any)
+    st->fuser = std::make_unique<lora::Fuser>(
+        w, std::vector<lora::LoraSet>(std::begin(st->sets), std::end(st->sets)), opt);
+  st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, opt));
+  return st;
+}
+
+}  // namespace
+
+void validate_options(const GenerateOptions& o) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
+  const char* name = pipelines::pipeline_name(kind);
+  LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
+  LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
+  {
+    std::error_code ec;
+    LTX_CHECK(!fs::is_directory(o.output_path, ec), "--output-path '", o.output_path,
+              "' is a folder: name the MP4 file to write");
+  }
+  if (o.num_frames)
+    LTX_CHECK(*o.num_frames >= 1 && (*o.num_frames - 1) % 8 == 0, "--num-frames ", *o.num_frames,
+              " must be 8k + 1 (1, 9, 17, ..., 121), e.g. ",
+              std::max<int64_t>(1, (*o.num_frames - 1) / 8 * 8 + 1));
+  const int64_t div = pipelines::is_two_stage(kind) ? 64 : 32;
+  for (const auto& [value, flag] : {std::pair{o.height, "--height"}, std::pair{o.width, "--width"}})
+    if (value)
+      LTX_CHECK(*value > 0 && *value % div == 0, flag, " ", *value,
+                " must be a positive multiple of ", div, " for the ", name, " pipeline",
+                div == 64 ? " (its first stage runs at half size)" : "", ", e.g. ",
+                std::max<int64_t>(div, (*value + div / 2) / div * div));
+  if (o.max_batch_size)
+    LTX_CHECK(*o.max_batch_size >= 1, "--max-batch-size ", *o.max_batch_size,
+              " must be at least 1");
+  if (o.frame_rate)
+    LTX_CHECK(*o.frame_rate > 0 && std::isfinite(*o.frame_rate), "--frame-rate ", *o.frame_rate,
+              " must be a positive number");
+  if (o.num_inference_steps) {
+    LTX_CHECK(*o.num_inference_steps >= 1, "--num-inference-steps ", *o.num_inference_steps,
+              " must be at least 1");
+    LTX_CHECK(kind != PipelineKind::Distilled,
+              "--num-inference-steps: the distilled pipeline runs "
+              "its fixed 8 + 3 step schedules; drop the flag or pick another --pipeline");
+  }
+  if (kind == PipelineKind::Distilled) {
+    LTX_CHECK(!guidance_given(o.video_guidance) && !guidance_given(o.audio_guidance) &&
+                  !o.negative_prompt,
+              "the distilled pipeline runs without guidance: --negative-prompt and the guidance "
+              "scale flags do not apply to it");
+    LTX_CHECK(!o.models.distilled_lora,
+              "--distilled-lora: the distilled pipeline does not use a "
+              "distilled LoRA (its checkpoint is distilled); use --pipeline two-stage for it");
+  }
+  if (kind == PipelineKind::OneStage)
+    LTX_CHECK(!o.models.distilled_lora && o.models.spatial_upsampler_path.empty(),
+              "the one-stage pipeline has no second stage: --distilled-lora and "
+              "--spatial-upsampler-path do not apply to it");
+  LTX_CHECK(
+      o.models.distilled_checkpoint_path.empty() || kind == PipelineKind::Distilled,
+      "--distilled-checkpoint-path is for --pipeline distilled; use --checkpoint-path for the ",
+      name, " pipeline");
+  if (o.distilled_lora_strength_stage_1 || o.distilled_lora_strength_stage_2)
+    LTX_CHECK(kind == PipelineKind::TwoStageHQ ||
+                  (kind == PipelineKind::TwoStage && !o.distilled_lora_strength_stage_1),
+              "--distilled-lora-strength-stage-1/2 are flags of --pipeline two-stage-hq (the "
+              "two-stage pipeline takes the strength after --distilled-lora PATH)");
+  for (size_t i = 0; i < o.images.size(); ++i) {
+    const ImageFlag& im = o.images[i];
+    std::error_code ec;
+    LTX_CHECK(fs::is_regular_file(im.path, ec), "--image '", im.path, "': no such file");
+    LTX_CHECK(im.frame_index >= 0, "--image '", im.path, "': FRAME_IDX ", im.frame_index,
+              " must be >= 0");
+    if (o.num_frames)
+      LTX_CHECK(im.frame_index < *o.num_frames, "--image '", im.path, "': FRAME_IDX ",
+                im.frame_index, " is past the last frame (", *o.num_frames - 1, ")");
+    LTX_CHECK(im.strength >= 0.0 && im.strength <= 1.0, "--image '", im.path, "': STRENGTH ",
+              im.strength, " must be in [0, 1]");
+    LTX_CHECK(!im.crf || (*im.crf >= 0 && *im.crf <= 51), "--image '", im.path, "': CRF ", *im.crf,
+              " must be in [0, 51]");
+  }
+  const bool dfr = kind == PipelineKind::Dfr;
+  for (const auto& [given, flag] :
+       {std::pair{o.temporal_upsample_rounds.has_value(), "--temporal-upsample-rounds"},
+        std::pair{!o.models.temporal_upsampler_path.empty(), "--temporal-upsampler-path"},
+        std::pair{o.models.detailing_lora.has_value(), "--detailing-lora"}})
+    LTX_CHECK(!given || dfr, flag, " is a flag of --pipeline dfr");
+  if (o.temporal_upsample_rounds) {
+    LTX_CHECK(*o.temporal_upsample_rounds >= 0 && *o.temporal_upsample_rounds <= 2,
+              "--temporal-upsample-rounds ", *o.temporal_upsample_rounds, " must be 0, 1 or 2");
+    LTX_CHECK(*o.temporal_upsample_rounds == 0 || !o.models.temporal_upsampler_path.empty() ||
+                  o.models.empty(),
+              "--temporal-upsample-rounds ", *o.temporal_upsample_rounds,
+              " needs the temporal x2 upsampler: pass --temporal-upsampler-path");
+  }
+  if (o.num_generated_keyframes) {
+    LTX_CHECK(!dfr, "--num-generated-keyframes: the dfr pipeline places its own keyframes");
+    LTX_CHECK(*o.num_generated_keyframes >= 0, "--num-generated-keyframes ",
+              *o.num_generated_keyframes, " must be >= 0");
+  }
+  LTX_CHECK(!o.enhance_prompt || o.images.empty(),
+            "--enhance-prompt with --image (image-aware enhancement) is not supported yet; drop "
+            "one of them");
+}
+
+GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
+  validate_options(options);
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  GenerateResult result;
+  result.pipeline = pipelines::pipeline_name(kind);
+  result.output_path = options.output_path;
+
+  // ---- models
+  ModelFlags flags = options.models;
+  result.demo = flags.empty();
+  if (result.demo) {
+    progress.stage("demo bundle");
+    const DemoBundle demo =
+        ensure_demo_bundle(options.demo_dir.empty() ? default_demo_dir() : options.demo_dir);
+    progress.end_stage();
+    log_warn(
+        "no model files given: running the built-in DEMO bundle (tiny model with RANDOM "
+        "weights, from ",
+        demo.dir,
+        "); the output is noise, not a real video. Pass "
+        "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
+    flags.checkpoint_path = demo.checkpoint;
+    flags.text_encoder_path = demo.text_encoder;
+    if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
+    if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
+    if (options.temporal_upsample_rounds.value_or(0) > 0)
+      flags.temporal_upsampler_path = demo.temporal_upsampler;
+  }
+  const ModelPaths paths = resolve_model_paths(flags);
+  ComponentNeeds needs;
+  needs.pipeline = result.pipeline;
+  needs.spatial_upsampler = pipelines::is_two_stage(kind);
+  needs.video_encoder = needs.spatial_upsampler || !options.images.empty();
+  needs.distilled_lora = needs_distilled_lora(kind);
+  needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
+  const ComponentReport report = check_components(paths, needs);
+  for (const std::string& w : report.warnings) log_warn(w);
+  log_info("model: ", report.version_name, " (", paths.layout_name(), "), pipeline ",
+           result.pipeline);
+
+  // ---- request: the reference's preset for this model, then the flags
+  pipelines::GenerationRequest req = pipelines::default_request(kind, report.model_version);
+  if (result.demo) {
+    req.height = kDemoHeight;
+    req.width = kDemoWidth;
+    req.num_frames = kDemoNumFrames;
+  }
+  if (options.seed) req.seed = *options.seed;
+  if (options.height) req.height = *options.height;
+  if (options.width) req.width = *options.width;
+  if (options.num_frames) req.num_frames = *options.num_frames;
+  if (options.frame_rate) req.frame_rate = *options.frame_rate;
+  if (options.num_inference_steps) req.num_inference_steps = *options.num_inference_steps;
+  if (options.max_batch_size) req.max_batch_size = *options.max_batch_size;
+  apply_guidance(options.video_guidance, req.video_guider);
+  apply_guidance(options.audio_guidance, req.audio_guider);
+  // The strength after --distilled-lora PATH: two-stage's stage 2, every dfr stage (two-stage-hq
+  // takes its per-stage flags below, as the reference).
+  if (paths.distilled_lora && kind == PipelineKind::TwoStage)
+    req.distilled_lora_strengths[1] = paths.distilled_lora->strength;
+  if (paths.distilled_lora && kind == PipelineKind::Dfr)
+    req.distilled_lora_strengths = {paths.distilled_lora->strength, paths.distilled_lora->strength};
+  if (paths.detailing_lora) {
+    req.detailing_lora_strength = paths.detailing_lora->strength;
+    req.detailing_downscale_factor =
+        pipelines::dfr::read_detailing_downscale_factor(paths.detailing_lora->path);
+  }
+  if (options.temporal_upsample_rounds)
+    req.temporal_upsample_rounds = *options.temporal_upsample_rounds;
+  if (options.num_generated_keyframes)
+    req.num_generated_keyframes = *options.num_generated_keyframes;
+  if (options.distilled_lora_strength_stage_1)
+    req.distilled_lora_strengths[0] = *options.distilled_lora_strength_stage_1;
+  if (options.distilled_lora_strength_stage_2)
+    req.distilled_lora_strengths[1] = *options.distilled_lora_strength_stage_2;
+  for (const ImageFlag& im : options.images) {
+    pipelines::ImageConditioning c;
+    c.path = im.path;
+    c.image = media::read_image(im.path);  // an unreadable image fails here, before the models
+    c.frame_index = im.frame_index;
+    c.strength = im.strength;
+    c.crf = im.crf;
+    req.images.push_back(std::move(c));
+  }
+
+  // ---- text
+  progress.stage("text encoding");
+  std::string prompt = options.prompt;
+  pipelines::TextContexts contexts;
+  {
+    text::PromptEncoder encoder(paths.text_encoder.path, paths.embeddings_weight_paths);
+    if (options.enhance_prompt) {
+      progress.stage("prompt enhancement");
+      text::PromptEnhancer enhancer(encoder.assets(), encoder.text_encoder());
+      text::EnhanceOptions eo;
+      eo.system_prompt_file = options.enhance_system_prompt_file;
+      prompt = enhancer.enhance_t2v(prompt, eo).text;
+      log_info("enhanced prompt: ", prompt);
+      progress.stage("text encoding");
+    }
+    std::vector<std::string> prompts = {prompt};
+    const bool negative =
+        pipelines::uses_guidance(kind) &&
+        (sampling::MultiModalGuider(req.video_guider).do_unconditional_generation() ||
+         sampling::MultiModalGuider(req.audio_guider).do_unconditional_generation());
+    if (negative) prompts.push_back(options.negative_prompt.value_or(kDefaultNegativePrompt));
+    const std::vector<text::PromptContext> ctx = encoder.encode(prompts);
+    contexts.video_positive = ctx[0].video;
+    contexts.audio_positive = ctx[0].audio;
+    if (negative) {
+      contexts.video_negative = ctx[1].video;
+      contexts.audio_negative = ctx[1].audio;
+    }
+  }  // the text models are freed here
+  result.prompt = prompt;
+  progress.end_stage();
+
+  // ---- diffusion
+  progress.stage("model loading");
+  std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req);
+  std::optional<models::video_vae::VideoEncoder> video_encoder;
+  if (needs.video_encoder)
+    video_encoder.emplace(models::video_vae::VideoEncoder::from_file(paths.video_vae.path));
+  std::optional<models::upsampler::LatentUpsampler> upsampler;
+  if (needs.spatial_upsampler)
+    upsampler.emplace(models::upsampler::LatentUpsampler::from_file(paths.spatial_upsampler.path));
+  std::optional<models::upsampler::LatentUpsampler> temporal_upsampler;
+  if (needs.temporal_upsampler)
+    temporal_upsampler.emplace(
+        models::upsampler::LatentUpsampler::from_file(paths.temporal_upsampler.path));
+  progress.end_stage();
+
+  pipelines::Components comp;
+  comp.transformer = transformer->model.get();
+  if (transformer->fuser) {
+    comp.stage_transformer =
+        [st = transformer.get()](pipelines::Stage stage) -> const tf::LTXModel& {
+      return st->for_stage(stage);
+    };
+  }
+  comp.video_encoder = video_encoder ? &*video_encoder : nullptr;
+  comp.spatial_upsampler = upsampler ? &*upsampler : nullptr;
+  comp.temporal_upsampler = temporal_upsampler ? &*temporal_upsampler : nullptr;
+  comp.model_version = report.model_version;
+  pipelines::validate_request(kind, req, comp, &contexts);
+  const pipelines::GenerationResult out = pipelines::run_pipeline(
+      kind, req, comp, contexts, [&](const std::string& stage, int64_t step, int64_t total) {
+        progress.stage(stage);
+        progress.step(step, total);
+      });
+  progress.end_stage();
+
+  // ---- decode (the diffusion models are no longer needed)
+  comp = {};
+  transformer.reset();
+  upsampler.reset();
+  temporal_upsampler.reset();
+  video_encoder.reset();
+  if (out.generated_keyframes.defined())
+    log_info("the ", out.generated_keyframe_positions.size(),
+             " generated keyframes are not written (as the reference's scripts)");
+  DecodeOptions dec;
+  dec.fps = out.frame_rate;
+  dec.noise_seed = req.seed;
+  dec.audio_max_seconds = out.audio_max_seconds;
+  result.decoded = decode_to_mp4(options.output_path, out.video_latent, out.audio_latent,
+                                 paths.video_vae.path, paths.audio_vae.path, dec, &progress);
+  result.frame_rate = out.frame_rate;
+  return result;
+}
+
+}  // namespace ltx::generate

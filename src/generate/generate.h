@@ -1,0 +1,78 @@
+#pragma once
+// One generation from start to file, as `ltx generate` runs it (the reference's pipeline main()s):
+//
+//   flags -> model paths (or the built-in demo bundle when no model file is named) -> checks of
+//   the flags and the files -> prompt encoding (optionally enhanced first) -> transformer (+ LoRAs
+//   fused per stage), video encoder, latent upsampler -> the chosen pipeline -> decode -> MP4.
+//
+// Every model is loaded when its step needs it and freed after, as the reference's blocks do.
+// Errors are ltx::Error with the flag or file at fault; the output file only appears on success.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "generate/decode.h"
+#include "generate/model_paths.h"
+
+namespace ltx::generate {
+
+class Progress;
+
+// `--image PATH FRAME_IDX STRENGTH [CRF]`
+struct ImageFlag {
+  std::string path;
+  int64_t frame_index = 0;
+  double strength = 1.0;
+  std::optional<int> crf;
+};
+
+// The guidance flags of the guided pipelines; unset ones keep the preset's values.
+struct GuidanceFlags {
+  std::optional<double> cfg, stg, rescale, modality;  // modality: --a2v / --v2a-guidance-scale
+  std::optional<int64_t> skip_step;
+  std::optional<std::vector<int64_t>> stg_blocks;
+};
+
+struct GenerateOptions {
+  std::string pipeline = "two-stage";
+  std::string prompt;
+  std::optional<std::string> negative_prompt;  // unset: the reference's default
+  std::string output_path;
+  std::optional<int64_t> seed, height, width, num_frames, num_inference_steps;
+  std::optional<double> frame_rate;
+  std::optional<int64_t> max_batch_size;  // guided passes per transformer call (0 = all)
+  ModelFlags models;
+  std::vector<ImageFlag> images;
+  GuidanceFlags video_guidance, audio_guidance;
+  std::optional<double> distilled_lora_strength_stage_1, distilled_lora_strength_stage_2;
+  // LTX-2.5: extra generated keyframes in stage 1 (not dfr); dfr: temporal x2 rounds (0-2).
+  std::optional<int64_t> num_generated_keyframes, temporal_upsample_rounds;
+  bool enhance_prompt = false;
+  std::string enhance_system_prompt_file;  // empty: the model's default file
+  // Where the demo bundle lives when no model file is given (empty: default_demo_dir()).
+  std::string demo_dir;
+};
+
+struct GenerateResult {
+  std::string output_path;
+  bool demo = false;
+  std::string pipeline;
+  std::string prompt;  // after enhancement
+  double frame_rate = 0.0;
+  DecodeResult decoded;  // frames, size, audio
+};
+
+// Checks the flags on their own (before any file is read): the pipeline name, the prompt and
+// output path, frames 8k + 1, sizes multiples of 32 (one-stage) or 64 (two-stage pipelines),
+// positive frame rate and steps, image frame indices and strengths, flags that the chosen
+// pipeline does not use (guidance for distilled / dfr, the second-stage files for one-stage, the
+// DFR flags for the others). Throws an ltx::Error naming the flag.
+void validate_options(const GenerateOptions& options);
+
+GenerateResult run_generation(const GenerateOptions& options, Progress& progress);
+
+// The reference's default negative prompt (DEFAULT_NEGATIVE_PROMPT, a model input: kept verbatim).
+extern const char* const kDefaultNegativePrompt;
+
+}  // namespace ltx::generate

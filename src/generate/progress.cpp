@@ -1,0 +1,112 @@
+#include "generate/progress.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace ltx::generate {
+
+Progress::Progress(std::FILE* out, Mode mode) : out_(out), mode_(mode), start_(Clock::now()) {
+  if (mode_ == Mode::Auto)
+    mode_ = (out_ != nullptr && isatty(fileno(out_))) ? Mode::Bar : Mode::Lines;
+  if (out_ == nullptr) mode_ = Mode::Off;
+}
+
+Progress::~Progress() {
+  if (bar_drawn_) std::fputc('\n', out_);
+}
+
+void Progress::stage(const std::string& name) {
+  if (in_stage_ && name == current_) return;
+  end_stage();
+  current_ = name;
+  stage_start_ = Clock::now();
+  in_stage_ = true;
+  if (mode_ != Mode::Off) {
+    std::fprintf(out_, "ltx: %s ...\n", name.c_str());
+    std::fflush(out_);
+  }
+}
+
+void Progress::step(int64_t done, int64_t total) {
+  if (!in_stage_ || total <= 0 || mode_ == Mode::Off) return;
+  done = std::clamp<int64_t>(done, 0, total);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - stage_start_).count();
+  draw(done, total, elapsed);
+}
+
+void Progress::draw(int64_t done, int64_t total, double elapsed) {
+  const std::string eta =
+      done > 0
+          ? format_duration(elapsed * static_cast<double>(total - done) / static_cast<double>(done))
+          : "?";
+  if (mode_ == Mode::Lines) {
+    if (done == 0) return;  // the stage line said it started
+    std::fprintf(out_, "ltx: %s: step %lld/%lld, %s elapsed, eta %s\n", current_.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total),
+                 format_duration(elapsed).c_str(), eta.c_str());
+  } else {
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(kWidth * done / total);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.append(static_cast<size_t>(kWidth - filled), '.');
+    std::fprintf(out_, "\r\033[K%s [%s] %lld/%lld %3d%% %s<%s", current_.c_str(), bar.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total),
+                 static_cast<int>(100 * done / total), format_duration(elapsed).c_str(),
+                 eta.c_str());
+    bar_drawn_ = true;
+    if (done == total) {
+      std::fputc('\n', out_);
+      bar_drawn_ = false;
+    }
+  }
+  std::fflush(out_);
+}
+
+void Progress::end_stage() {
+  if (!in_stage_) return;
+  in_stage_ = false;
+  const double s = std::chrono::duration<double>(Clock::now() - stage_start_).count();
+  // A stage entered twice (e.g. "decode" per chunk) accumulates.
+  auto it = std::find_if(timings_.begin(), timings_.end(),
+                         [&](const Timing& t) { return t.stage == current_; });
+  if (it == timings_.end())
+    timings_.push_back({current_, s});
+  else
+    it->seconds += s;
+  if (bar_drawn_) {
+    std::fputc('\n', out_);
+    bar_drawn_ = false;
+  }
+}
+
+double Progress::total_seconds() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+std::string Progress::summary() const {
+  std::string s = "timings:";
+  const char* sep = " ";
+  for (const Timing& t : timings_) {
+    s += str(sep, t.stage, " ", std::round(t.seconds * 10.0) / 10.0, " s");
+    sep = ", ";
+  }
+  return s + str(sep, "total ", std::round(total_seconds() * 10.0) / 10.0, " s");
+}
+
+std::string Progress::format_duration(double seconds) {
+  if (!(seconds >= 0.0) || !std::isfinite(seconds)) return "?";
+  const long long t = std::llround(seconds);
+  const long long h = t / 3600, m = (t / 60) % 60, sec = t % 60;
+  char buf[32];
+  if (h > 0)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", h, m, sec);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", m, sec);
+  return buf;
+}
+
+}  // namespace ltx::generate

@@ -1,0 +1,57 @@
+#pragma once
+// Progress and timings of a generation on stderr. Work is split into named stages ("text
+// encoding", "stage 1", "decode", ...). A stage with steps shows a bar with the step count, the
+// elapsed time and an ETA: redrawn in place on a terminal, as plain lines otherwise (one per
+// step, so logs stay readable). Every stage's wall time is kept for the summary at the end.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace ltx::generate {
+
+class Progress {
+ public:
+  enum class Mode { Auto, Bar, Lines, Off };
+  // Auto: Bar when `out` is a terminal, Lines otherwise.
+  explicit Progress(std::FILE* out = stderr, Mode mode = Mode::Auto);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  // Ends the current stage (if any) and starts `name`. Re-entering the stage that is running
+  // continues it (the pipelines report a stage's step 0 when it starts).
+  void stage(const std::string& name);
+  // `done` of `total` steps of the current stage (0 <= done <= total).
+  void step(int64_t done, int64_t total);
+  // Ends the current stage; its time joins the summary.
+  void end_stage();
+
+  struct Timing {
+    std::string stage;
+    double seconds = 0.0;
+  };
+  const std::vector<Timing>& timings() const { return timings_; }
+  double total_seconds() const;
+  // "timings: text encoding 0.4 s, stage 1 3.1 s, ..., total 5.2 s"
+  std::string summary() const;
+
+  // "1:05", "0:07", "1:02:03"
+  static std::string format_duration(double seconds);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::FILE* out_;
+  Mode mode_;
+  Clock::time_point start_;
+  std::string current_;
+  Clock::time_point stage_start_;
+  bool in_stage_ = false;
+  bool bar_drawn_ = false;  // a bar line without its newline is on screen
+  std::vector<Timing> timings_;
+
+  void draw(int64_t done, int64_t total, double elapsed);
+};
+
+}  // namespace ltx::generate

@@ -1,0 +1,127 @@
+// `ltx bench`: the tiny CPU preset end to end, JSON output, the FLOP-only mode, flag errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "io/io_test_util.h"
+#include "support/cli_runner.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::TempDir;
+
+const std::vector<std::string> kTiny = {"bench", "--preset", "tiny", "--device", "cpu",
+                                        "--warmup", "0", "--iters", "2"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(BenchCli, TinyPresetOnTheCpuPrintsTheTable) {
+  TempDir dir;
+  const auto r = test::run_ltx(dir, with({"--quiet"}, kTiny));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* needle : {"preset tiny", "cpu CPU (", "f32", "0 warm-up + 2 timed", "case", "TFLOP",
+                             "floor ms", "ours ms", "peak GiB", "official ms", "ours/off", "% floor",
+                             "transformer 64x64x9 +audio", "transformer 128x64x9 +audio",
+                             "vae decode 64x64x9", "790 TFLOP/s"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+TEST(BenchCli, JsonReportOnStdoutAndInAFile) {
+  TempDir dir;
+  const std::string out = dir.file("report/bench.json");
+  const auto r = test::run_ltx(dir, with(kTiny, {"transformer", "--size", "64x64", "--json", "--out", out}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // the whole stdout is the document
+  EXPECT_EQ(j["tool"], "ltx bench");
+  EXPECT_EQ(j["preset"], "tiny");
+  EXPECT_EQ(j["dtype"], "f32");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  const auto& c = j["cases"][0];
+  EXPECT_EQ(c["kind"], "transformer");
+  EXPECT_EQ(c["tokens"]["video"], 8);
+  EXPECT_EQ(c["ours"]["all_ms"].size(), 2u);
+  EXPECT_GT(c["ours"]["median_ms"].get<double>(), 0);
+  EXPECT_GT(c["flops"]["total"].get<int64_t>(), 0);
+  EXPECT_TRUE(c["official"].empty());
+  EXPECT_EQ(nlohmann::json::parse(test::read_bytes(out))["cases"][0]["flops"], c["flops"]);
+}
+
+TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
+  TempDir dir;
+  const auto r = test::run_ltx(dir, {"bench", "flops"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"transformer 768x512x121 +audio", "202.0", "262.2",
+                             "transformer 1536x1024x121 +audio", "1149.1", "1545.8",
+                             "vae decode 1536x1024x121"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+TEST(BenchCli, OfficialFileFillsTheOfficialColumns) {
+  TempDir dir;
+  const std::string off = dir.file("bench_official.json");
+  const nlohmann::json doc = {
+      {"env", {{"torch", "2.11.0"}, {"gpu", "NVIDIA H200"}}},
+      {"sections",
+       {{"LTX-2.3 eager", {{"stage1 768x512", {{"median_ms", 468.6}, {"peak_allocated_GiB", 36.9}}}}},
+        {"VAE decode", {{"median_ms", 2078.0}, {"peak_allocated_GiB", 3.55}}}}}};
+  test::write_bytes(off, doc.dump());
+  const auto r = test::run_ltx(dir, {"bench", "flops", "--official", off});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"468.6 (eager)", "36.9", "2078.0 (eager)", "3.55", "bench_official.json"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
+  TempDir dir;
+  const std::string out = dir.file("never.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus"}, "--bogus"},
+      {{"--preset", "huge"}, "huge"},
+      {{"everything"}, "everything"},
+      {{"--size", "100x64"}, "--size"},
+      {{"--size", "64"}, "WIDTHxHEIGHT"},
+      {{"--frames", "10"}, "--frames"},
+      {{"--frames", "0"}, "--frames"},
+      {{"--iters", "0"}, "--iters"},
+      {{"--dtype", "bf16"}, "--dtype bf16"},
+      {{"--dtype", "fp33"}, "fp33"},
+      {{"--device", "tpu"}, "--device"},
+      {{"--official", dir.file("missing.json")}, "cannot open"},
+      {{"--official-section", "fastest"}, "fastest"},
+      {{"--gemm-tflops", "0"}, "--gemm-tflops"},
+  };
+  for (const Case& c : cases) {
+    // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.
+    const auto r = test::run_ltx(dir, with(with({"bench", "--preset", "tiny", "--warmup", "0"}, c.args),
+                                           {"--out", out}));
+    EXPECT_NE(r.code, 0) << c.needle;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.needle << ": " << r.err;
+    EXPECT_EQ(r.out.find("ours ms"), std::string::npos) << c.needle;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(BenchCli, CudaWithoutABackendOrGpuSaysSo) {
+  if (test::cuda_available()) GTEST_SKIP() << "a GPU is present: the CUDA run is the device machine's";
+  TempDir dir;
+  const auto r = test::run_ltx(dir, {"bench", "--preset", "tiny", "--device", "cuda", "--iters", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace ltx

@@ -1,0 +1,112 @@
+// Runs `ltx generate` (LTX_BINARY): the built-in demo end to end (checked with ffprobe) and the
+// flag errors (one line on stderr, exit status 1, no output file).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "generate/generate_test_util.h"
+#include "io/io_test_util.h"
+#include "support/cli_runner.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::TempDir;
+
+// `ltx generate` with the demo bundle in the test's own cache folder.
+test::CliResult generate(const TempDir& dir, std::vector<std::string> args) {
+  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
+  args.insert(args.begin(), "generate");
+  return test::run_ltx(dir, args);
+}
+
+TEST(GenerateCli, DemoWritesAPlayableMp4WithAudio) {
+  if (const std::string why = test::mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string out = dir.file("out.mp4");
+  // The demo at a small size and few steps keeps the test quick; the default pipeline (two-stage:
+  // guided stage 1 at half size, x2 upsampler, stage 2 with the distilled LoRA fused) runs.
+  const test::CliResult r = generate(dir, {"--prompt", "a red ball bouncing", "--output-path", out,
+                                           "--num-frames", "9", "--height", "64", "--width", "128",
+                                           "--num-inference-steps", "2", "--frame-rate", "25"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("DEMO"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RANDOM"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timings:"), std::string::npos) << r.err;
+  for (const char* stage : {"text encoding", "stage 1", "upsample", "stage 2", "video decode"})
+    EXPECT_NE(r.err.find(str("ltx: ", stage, " ...")), std::string::npos) << stage << "\n" << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("cache/ltx/demo-v1/ltx-2.3-demo.safetensors")));
+
+  test::expect_mp4(out, 128, 64, 9, "25/1", 48000);
+  const nlohmann::json probe = test::ffprobe(out);
+  // 9 frames at 25 fps: 0.36 s of video, the audio as long give or take a latent (40 ms).
+  const double duration = std::stod(probe["format"]["duration"].get<std::string>());
+  EXPECT_NEAR(duration, 0.36, 0.1);
+}
+
+TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
+  TempDir dir;
+  const std::string out = dir.file("out.mp4");
+  const std::string missing = dir.file("missing.safetensors");
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {{"--num-frames", "30"}, "--num-frames 30 must be 8k + 1"},
+      {{"--height", "500"}, "--height 500 must be a positive multiple of 64 for the two-stage"},
+      {{"--pipeline", "one-stage", "--width", "100"}, "multiple of 32 for the one-stage pipeline"},
+      {{"--pipeline", "fancy"}, "unknown pipeline 'fancy'"},
+      {{"--frame-rate", "0"}, "--frame-rate 0 must be a positive number"},
+      {{"--image", dir.file("nope.png"), "0", "1"},
+       "--image '" + dir.file("nope.png") + "': no such file"},
+      {{"--image", out, "0"}, "--image takes PATH FRAME_IDX STRENGTH [CRF], got 2 values"},
+      {{"--checkpoint-path", missing}, "--checkpoint-path: '" + missing + "' does not exist"},
+      {{"--checkpoint-path", out, "--transformer-path", out},
+       "--transformer-path (split layout) cannot be combined with --checkpoint-path"},
+      {{"--lora", out, "strong"}, "--lora " + out + " STRENGTH: 'strong' is not a number"},
+      {{"--pipeline", "distilled", "--video-cfg-guidance-scale", "3"},
+       "the distilled pipeline runs without guidance"},
+      {{"--temporal-upsample-rounds", "1"},
+       "--temporal-upsample-rounds is a flag of --pipeline dfr"},
+      {{"--pipeline", "dfr", "--temporal-upsample-rounds", "3"},
+       "--temporal-upsample-rounds 3 must be 0, 1 or 2"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--prompt", "a cat", "--output-path", out};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const test::CliResult r = generate(dir, args);
+    EXPECT_EQ(r.code, 1) << c.error << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.error), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.error;
+  }
+  // CLI11's own errors (a required flag missing) also exit non-zero without output.
+  const test::CliResult r = generate(dir, {"--output-path", out});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--prompt"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // No demo bundle was built for any of these (the flags are checked first).
+  EXPECT_FALSE(std::filesystem::exists(dir.file("cache/ltx")));
+}
+
+TEST(GenerateCli, MissingComponentsNameTheFlag) {
+  TempDir dir;
+  const auto& demo = test::shared_demo_bundle();
+  const std::string out = dir.file("out.mp4");
+  const test::CliResult r =
+      generate(dir, {"--prompt", "a cat", "--output-path", out, "--checkpoint-path",
+                     demo.checkpoint, "--text-encoder-path", demo.text_encoder,
+                     "--spatial-upsampler-path", demo.spatial_upsampler});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("the two-stage pipeline needs the distilled LoRA"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace ltx
