@@ -80,7 +80,6 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
   return t;
 }
 
-
 // Builds one model from random weights made on the device (`load` binds it from the synthetic
 // map), then times every case of `kind` with the call that `prepare` returns for it (inputs are
 // made there, untimed). `what` names the model in messages.

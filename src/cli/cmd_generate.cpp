@@ -194,6 +194,15 @@ Command add_generate(CLI::App& app) {
   sub->add_flag("--enhance-prompt", o.enhance_prompt,
                 "Rewrite the prompt with the Gemma text encoder first (needs its t2v system "
                 "prompt file, see --enhance-system-prompt)");
+  sub->add_option("--prompt-enhancer-gemma-root", o.prompt_enhancer_gemma_root,
+                  "A separate Gemma (gemma3 or dense gemma4) for --enhance-prompt (needed when the "
+                  "text encoder cannot generate, e.g. LTX-2.5's)");
+  sub->add_option(
+      "--auto-duration", o.auto_duration,
+      "MIN_SECONDS MAX_SECONDS: let the checkpoint's duration head pick the frame count "
+      "(LTX-2.5; --num-frames wins)");
+  sub->add_option("--duration-head-path", o.models.duration_head_path,
+                  "Split layout: the duration head file (LTX-2.5)");
   sub->add_option("--enhance-system-prompt", o.enhance_system_prompt_file,
                   "System prompt file for --enhance-prompt (default: gemma3_t2v_system_prompt.txt "
                   "next to the text encoder)");

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iterator>
 #include <memory>
+#include <variant>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -13,6 +14,8 @@
 #include "generate/progress.h"
 #include "io/weights.h"
 #include "media/image.h"
+#include "models/duration_head/duration_head.h"
+#include "models/duration_head/duration_predictor.h"
 #include "models/lora/fuse.h"
 #include "models/lora/lora.h"
 #include "models/text/gemma/enhance.h"
@@ -45,6 +48,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace tf = models::transformer;
+namespace duration_head = models::duration_head;
 using pipelines::PipelineKind;
 
 void apply_guidance(const GuidanceFlags& f, sampling::GuiderParams& p) {
@@ -144,6 +148,10 @@ void validate_options(const GenerateOptions& o) {
   if (o.frame_rate)
     LTX_CHECK(*o.frame_rate > 0 && std::isfinite(*o.frame_rate), "--frame-rate ", *o.frame_rate,
               " must be a positive number");
+  if (o.auto_duration)
+    LTX_CHECK(o.auto_duration->first >= 0 && o.auto_duration->first <= o.auto_duration->second,
+              "--auto-duration ", o.auto_duration->first, " ", o.auto_duration->second,
+              ": MIN_SECONDS must be >= 0 and <= MAX_SECONDS");
   if (o.num_inference_steps) {
     LTX_CHECK(*o.num_inference_steps >= 1, "--num-inference-steps ", *o.num_inference_steps,
               " must be at least 1");
@@ -206,6 +214,10 @@ void validate_options(const GenerateOptions& o) {
     LTX_CHECK(*o.num_generated_keyframes >= 0, "--num-generated-keyframes ",
               *o.num_generated_keyframes, " must be >= 0");
   }
+  LTX_CHECK(o.enhance_prompt ||
+                (o.enhance_system_prompt_file.empty() && o.prompt_enhancer_gemma_root.empty()),
+            "--enhance-system-prompt / --prompt-enhancer-gemma-root only apply with "
+            "--enhance-prompt");
   LTX_CHECK(!o.enhance_prompt || o.images.empty(),
             "--enhance-prompt with --image (image-aware enhancement) is not supported yet; drop "
             "one of them");
@@ -248,8 +260,10 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
   const ComponentReport report = check_components(paths, needs);
   for (const std::string& w : report.warnings) log_warn(w);
-  log_info("model: ", report.version_name, " (", paths.layout_name(), "), pipeline ",
-           result.pipeline);
+  log_info("model: ",
+           result.demo ? std::string("built-in demo (tiny, LTX-2.3 layout, random weights)")
+                       : report.version_name,
+           " (", paths.layout_name(), "), pipeline ", result.pipeline);
 
   // ---- request: the reference's preset for this model, then the flags
   pipelines::GenerationRequest req = pipelines::default_request(kind, report.model_version);
@@ -261,7 +275,6 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   if (options.seed) req.seed = *options.seed;
   if (options.height) req.height = *options.height;
   if (options.width) req.width = *options.width;
-  if (options.num_frames) req.num_frames = *options.num_frames;
   if (options.frame_rate) req.frame_rate = *options.frame_rate;
   if (options.num_inference_steps) req.num_inference_steps = *options.num_inference_steps;
   if (options.max_batch_size) req.max_batch_size = *options.max_batch_size;
@@ -271,6 +284,12 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   // takes its per-stage flags below, as the reference).
   if (paths.distilled_lora && kind == PipelineKind::TwoStage)
     req.distilled_lora_strengths[1] = paths.distilled_lora->strength;
+  if (paths.distilled_lora && kind == PipelineKind::TwoStageHQ &&
+      paths.distilled_lora->strength != lora::kDefaultStrength)
+    log_warn(
+        "two-stage-hq sets the distilled LoRA's strength per stage "
+        "(--distilled-lora-strength-stage-1/2); the strength after --distilled-lora PATH is "
+        "ignored, as in the reference");
   if (paths.distilled_lora && kind == PipelineKind::Dfr)
     req.distilled_lora_strengths = {paths.distilled_lora->strength, paths.distilled_lora->strength};
   if (paths.detailing_lora) {
@@ -296,6 +315,23 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
     req.images.push_back(std::move(c));
   }
 
+  // ---- frame count: --num-frames, or the duration head's prediction after the prompt encoding
+  // (--auto-duration, or LTX-2.5 checkpoints without --num-frames, as the reference). Without a
+  // duration head and without either flag the preset's count is used (the reference requires
+  // --num-frames then).
+  std::optional<duration_head::DurationHead> head;
+  if (paths.duration_head.given())
+    head = duration_head::DurationHead::try_from_file(paths.duration_head.path);
+  duration_head::NumFramesRequest frames_request = req.num_frames;
+  if (options.num_frames || options.auto_duration || head) {
+    std::optional<duration_head::AutoDuration> range;
+    if (options.auto_duration)
+      range =
+          duration_head::AutoDuration(options.auto_duration->first, options.auto_duration->second);
+    frames_request = duration_head::num_frames_request(options.num_frames, range);
+    duration_head::require_num_frames_source(frames_request, head ? &*head : nullptr);
+  }
+
   // ---- text
   progress.stage("text encoding");
   std::string prompt = options.prompt;
@@ -304,10 +340,14 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
     text::PromptEncoder encoder(paths.text_encoder.path, paths.embeddings_weight_paths);
     if (options.enhance_prompt) {
       progress.stage("prompt enhancement");
-      text::PromptEnhancer enhancer(encoder.assets(), encoder.text_encoder());
       text::EnhanceOptions eo;
       eo.system_prompt_file = options.enhance_system_prompt_file;
-      prompt = enhancer.enhance_t2v(prompt, eo).text;
+      eo.seed = static_cast<uint64_t>(req.seed);  // the pipelines pass --seed
+      // A separate enhancer model, or the text encoder itself (Gemma 3; it stays loaded for the
+      // encoding that follows).
+      prompt = options.prompt_enhancer_gemma_root.empty()
+                   ? encoder.enhance(prompt, eo)
+                   : text::enhance_prompt(options.prompt_enhancer_gemma_root, prompt, eo);
       log_info("enhanced prompt: ", prompt);
       progress.stage("text encoding");
     }
@@ -318,6 +358,10 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
          sampling::MultiModalGuider(req.audio_guider).do_unconditional_generation());
     if (negative) prompts.push_back(options.negative_prompt.value_or(kDefaultNegativePrompt));
     const std::vector<text::PromptContext> ctx = encoder.encode(prompts);
+    req.num_frames = duration_head::resolve_num_frames(frames_request, head ? &*head : nullptr,
+                                                       ctx[0].video, ctx[0].audio, req.frame_rate);
+    if (std::holds_alternative<duration_head::AutoDuration>(frames_request))
+      log_info("duration head: ", req.num_frames, " frames at ", req.frame_rate, " fps");
     contexts.video_positive = ctx[0].video;
     contexts.audio_positive = ctx[0].audio;
     if (negative) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "generate/decode.h"
@@ -48,8 +49,11 @@ struct GenerateOptions {
   std::optional<double> distilled_lora_strength_stage_1, distilled_lora_strength_stage_2;
   // LTX-2.5: extra generated keyframes in stage 1 (not dfr); dfr: temporal x2 rounds (0-2).
   std::optional<int64_t> num_generated_keyframes, temporal_upsample_rounds;
+  // --auto-duration MIN MAX: the duration head picks the frame count in that range.
+  std::optional<std::pair<double, double>> auto_duration;
   bool enhance_prompt = false;
   std::string enhance_system_prompt_file;  // empty: the model's default file
+  std::string prompt_enhancer_gemma_root;  // empty: the text encoder enhances
   // Where the demo bundle lives when no model file is given (empty: default_demo_dir()).
   std::string demo_dir;
 };

@@ -56,7 +56,8 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
       {&f.video_vae_path, "--video-vae-path"},
       {&f.audio_vae_path, "--audio-vae-path"},
       {&f.spatial_upsampler_path, "--spatial-upsampler-path"},
-      {&f.temporal_upsampler_path, "--temporal-upsampler-path"}};
+      {&f.temporal_upsampler_path, "--temporal-upsampler-path"},
+      {&f.duration_head_path, "--duration-head-path"}};
   for (const auto& [value, flag] : all) require_exists(*value, flag);
   for (const LoraSpec& l : f.loras) require_exists(l.path, "--lora");
   if (f.distilled_lora) require_exists(f.distilled_lora->path, "--distilled-lora");
@@ -69,11 +70,15 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
     p.video_vae = f.video_vae_path.empty() ? ComponentPath{checkpoint, checkpoint_flag}
                                            : ComponentPath{f.video_vae_path, "--video-vae-path"};
     p.audio_vae = {checkpoint, checkpoint_flag};
+    p.duration_head = f.duration_head_path.empty()
+                          ? ComponentPath{checkpoint, checkpoint_flag}
+                          : ComponentPath{f.duration_head_path, "--duration-head-path"};
   } else {
     p.layout = ModelPaths::Layout::Split;
     p.transformer = {f.transformer_path, "--transformer-path"};
     p.video_vae = {f.video_vae_path, "--video-vae-path"};
     p.audio_vae = {f.audio_vae_path, "--audio-vae-path"};
+    p.duration_head = {f.duration_head_path, "--duration-head-path"};
   }
   if (!f.text_encoder_path.empty())
     p.text_encoder = {f.text_encoder_path, "--text-encoder-path"};

@@ -33,6 +33,7 @@ struct ModelFlags {
   std::string audio_vae_path;
   std::string spatial_upsampler_path;
   std::string temporal_upsampler_path;  // DFR temporal rounds
+  std::string duration_head_path;       // split layout (LTX-2.5)
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;
   std::optional<LoraSpec> detailing_lora;  // DFR stage 2
@@ -58,6 +59,7 @@ struct ModelPaths {
   ComponentPath audio_vae;  // audio VAE + vocoder
   ComponentPath spatial_upsampler;
   ComponentPath temporal_upsampler;
+  ComponentPath duration_head;  // the checkpoint (single file) or --duration-head-path
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;
   std::optional<LoraSpec> detailing_lora;

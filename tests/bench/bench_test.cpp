@@ -143,7 +143,10 @@ TEST(RandomWeights, FollowTheOfficialInitRules) {
 
 double sample_std(const std::vector<float>& v) {
   double s = 0, s2 = 0;
-  for (float x : v) s += x, s2 += static_cast<double>(x) * x;
+  for (float x : v) {
+    s += x;
+    s2 += static_cast<double>(x) * x;
+  }
   const double m = s / static_cast<double>(v.size());
   return std::sqrt(s2 / static_cast<double>(v.size()) - m * m);
 }

@@ -75,6 +75,8 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
        "--temporal-upsample-rounds is a flag of --pipeline dfr"},
       {{"--pipeline", "dfr", "--temporal-upsample-rounds", "3"},
        "--temporal-upsample-rounds 3 must be 0, 1 or 2"},
+      {{"--auto-duration", "5", "2"}, "--auto-duration 5 2: MIN_SECONDS must be >= 0 and <= MAX"},
+      {{"--enhance-system-prompt", out}, "only apply with --enhance-prompt"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"--prompt", "a cat", "--output-path", out};

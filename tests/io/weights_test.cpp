@@ -287,6 +287,8 @@ TEST_F(WeightMapTest, SynthesisEndsWithItsScopeAndChecksTheMaker) {
   WeightMap w;
   EXPECT_FALSE(w.take("x", {2, 2}, DType::F32).defined());  // no scope: missing, as always
   expect_error_containing([&] { w.finish("after"); }, {"1 missing: x"});
+}
+
 TEST(WeightMap, SyntheticMakesEachRequiredTensorOnceWithTheRequestedLayout) {
   std::vector<std::string> made;
   WeightMap w = WeightMap::synthetic([&](const std::string& name, const Shape& shape, DType dtype,

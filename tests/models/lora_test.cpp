@@ -529,8 +529,7 @@ TEST(LoraFuser, RejectsSetsItWasNotPreparedFor) {
   fuser.apply(open_set({{t.p1, 2.0}}));  // another strength of a prepared file is fine
 }
 
-// Against the official loader (tools/parity/gen_lora_reference.py); skipped until its files are in
-// tests/fixtures.
+// Against the official loader (fixtures from tools/parity/gen_lora_reference.py; skips without them).
 TEST(LoraReference, FusedWeightsAndForwardMatchTheOfficialLoader) {
   const std::string io_path = test::fixture("lora_ltx23.io.safetensors");
   if (!std::filesystem::exists(io_path))

@@ -138,8 +138,10 @@ TEST(GuidedDenoiser, ChunkedPassesGiveTheSameResultAsOneBatchedCall) {
     GuidedDenoiser d = f.denoiser();
     d.set_max_batch_size(chunk);
     const auto out = d(&v, &a, f.sigmas(), 1);
-    EXPECT_LE(test::max_rel_err(out.video.denoised, ref.video.denoised), 1e-6) << chunk;
-    EXPECT_LE(test::max_rel_err(out.audio.ptb, ref.audio.ptb), 1e-6) << chunk;
+    // Not bit-exact: BLAS may pick other kernels for other batch sizes (seen on the GPU machine's
+    // OpenBLAS), so the bound is a few f32 ulps of accumulation, far below the reference tolerance.
+    EXPECT_LE(test::max_rel_err(out.video.denoised, ref.video.denoised), 2e-5) << chunk;
+    EXPECT_LE(test::max_rel_err(out.audio.ptb, ref.audio.ptb), 2e-5) << chunk;
     EXPECT_LE(test::max_rel_err(out.audio.denoised, f.t("out.step.audio.denoised")), kTol) << chunk;
   }
 }

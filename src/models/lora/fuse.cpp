@@ -1,6 +1,7 @@
 #include "models/lora/fuse.h"
 
 #include <chrono>
+#include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
@@ -208,7 +209,7 @@ void Fuser::apply(const LoraSet& set) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (fused > 0)
     log_info("LoRA: ", fused, " of ", slots_.size(), " weights fused with ", describe(set), " in ",
-             seconds, " s");
+             std::fixed, std::setprecision(2), seconds, " s");
 }
 
 std::vector<std::string> Fuser::targets() const {
