@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -43,12 +45,30 @@ std::string run_component(const Case& c, Device device, const test::TempDir& dir
 
 class CudaComponentParity : public ::testing::TestWithParam<Case> {};
 
+std::string stats_str(const parity::ErrorStats& s) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "rel_l2 %.3e max_abs %.3e max_rel %.3e", s.rel_l2, s.max_abs,
+                s.max_rel);
+  return buf;
+}
+
 TEST_P(CudaComponentParity, EveryOutputMatchesTheReferenceLikeTheCpu) {
   LTX_REQUIRE_CUDA();
   const Case& c = GetParam();
   test::TempDir dir;
-  const std::string cpu = run_component(c, Device::cpu(), dir, "cpu");
-  const std::string gpu = run_component(c, Device::cuda(0), dir, "cuda");
+  // Each run on its own, so an exception says which device threw (e.g. a host tensor meeting a
+  // device tensor names the op and both devices).
+  std::string cpu, gpu;
+  try {
+    cpu = run_component(c, Device::cpu(), dir, "cpu");
+  } catch (const std::exception& e) {
+    FAIL() << c.io << ": the CPU run threw: " << e.what();
+  }
+  try {
+    gpu = run_component(c, Device::cuda(0), dir, "cuda");
+  } catch (const std::exception& e) {
+    FAIL() << c.io << ": the CUDA run threw: " << e.what();
+  }
   const io::SafetensorsFile cpu_out(cpu), gpu_out(gpu), ref(test::fixture(c.io));
   int compared = 0;
   for (const std::string& name : cpu_out.names()) {
@@ -57,12 +77,23 @@ TEST_P(CudaComponentParity, EveryOutputMatchesTheReferenceLikeTheCpu) {
     ASSERT_TRUE(gpu_out.contains(name)) << c.io << ": " << name << " was not computed on CUDA";
     const Tensor want = ref.tensor(name);
     if (want.dtype() != DType::F32 && want.dtype() != DType::F64) continue;
-    const double e_cpu = parity::compare(cpu_out.tensor(name), want).rel_l2;
-    const double e_gpu = parity::compare(gpu_out.tensor(name), want).rel_l2;
-    EXPECT_LE(e_gpu, std::max(1e-4, e_cpu + 1e-5)) << c.io << ": " << name << " (cpu " << e_cpu
-                                                   << ")";
+    const Tensor on_cpu = cpu_out.tensor(name), on_gpu = gpu_out.tensor(name);
+    if (on_gpu.shape() != want.shape() || on_cpu.shape() != want.shape()) {
+      ADD_FAILURE() << c.io << ": " << name << ": shapes differ: cuda " << on_gpu.shape().str()
+                    << ", cpu " << on_cpu.shape().str() << ", reference " << want.shape().str();
+      continue;
+    }
+    const parity::ErrorStats s_cpu = parity::compare(on_cpu, want);
+    const parity::ErrorStats s_gpu = parity::compare(on_gpu, want);
+    const parity::ErrorStats s_diff = parity::compare(on_gpu, on_cpu);
+    const double bound = std::max(1e-4, s_cpu.rel_l2 + 1e-5);
+    EXPECT_LE(s_gpu.rel_l2, bound)
+        << c.io << ": " << name << " " << want.shape().str() << "\n  cuda vs ref: "
+        << stats_str(s_gpu) << " (bound " << bound << ")\n  cpu  vs ref: " << stats_str(s_cpu)
+        << "\n  cuda vs cpu: " << stats_str(s_diff);
     if (name.rfind("out.", 0) == 0)
-      std::printf("[%s cuda] %-44s rel_l2 %.3e (cpu %.3e)\n", c.io, name.c_str(), e_gpu, e_cpu);
+      std::printf("[%s cuda] %-44s rel_l2 %.3e max_abs %.3e (cpu %.3e; cuda vs cpu %.3e)\n",
+                  c.io, name.c_str(), s_gpu.rel_l2, s_gpu.max_abs, s_cpu.rel_l2, s_diff.rel_l2);
     ++compared;
   }
   EXPECT_GE(compared, 1) << c.io;
@@ -89,7 +120,15 @@ INSTANTIATE_TEST_SUITE_P(
              "ltx25.textproc.io.safetensors"},
         Case{"text-encoder",
              {"text_gemma3_root", "text_ltx23.ckpt.safetensors"},
-             "text_ltx23.io.safetensors"}));
+             "text_ltx23.io.safetensors"}),
+    // Test names say the fixture (e.g. .../vae_tsc), so a failure report names the component.
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string n = info.param.io;
+      n = n.substr(0, n.find(".io.safetensors"));
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
 
 }  // namespace
 }  // namespace ltx

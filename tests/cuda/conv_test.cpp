@@ -1,8 +1,11 @@
 // CUDA convolutions against the CPU ops on the same random inputs.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 
+#include "backend/cpu/conv.h"
+#include "backend/cuda/conv.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/conv.h"
 #include "support/test_support.h"
@@ -70,11 +73,17 @@ TEST(CudaConv, ConvTranspose1dMatchesCpu) {
     int64_t c, o, l, k, s, p, op, d, g;
   };
   // The vocoder's upsamplers are stride s, kernel 2s, padding s/2 (e.g. 10/20/5... scaled down).
+  // Padding beyond dilation * (k - 1) crops the equivalent forward conv's input (negative pad);
+  // output_padding may reach the dilation when it exceeds the stride. (Every case must have a
+  // positive output length, else the CPU op throws first.)
   for (const Case& c : {Case{4, 6, 9, 4, 2, 1, 0, 1, 1}, Case{6, 4, 7, 11, 5, 3, 0, 1, 1},
                         Case{4, 4, 5, 3, 1, 0, 0, 1, 2}, Case{6, 9, 8, 3, 3, 4, 2, 2, 3},
-                        Case{3, 2, 1, 5, 2, 6, 1, 1, 1}}) {
-    SCOPED_TRACE("k " + std::to_string(c.k) + " s " + std::to_string(c.s) + " p " +
-                 std::to_string(c.p));
+                        Case{3, 2, 1, 5, 2, 1, 1, 1, 1}, Case{3, 2, 9, 3, 2, 3, 1, 1, 1},
+                        Case{4, 4, 6, 3, 1, 1, 1, 2, 2}, Case{5, 5, 7, 12, 2, 0, 0, 1, 5}}) {
+    SCOPED_TRACE("c " + std::to_string(c.c) + " o " + std::to_string(c.o) + " l " +
+                 std::to_string(c.l) + " k " + std::to_string(c.k) + " s " + std::to_string(c.s) +
+                 " p " + std::to_string(c.p) + " op " + std::to_string(c.op) + " d " +
+                 std::to_string(c.d) + " g " + std::to_string(c.g));
     const Tensor x = test::random_tensor({2, c.c, c.l}, seed++);
     const Tensor w = test::random_tensor({c.c, c.o / c.g, c.k}, seed++);
     const Tensor b = test::random_tensor({c.o}, seed++);
@@ -82,8 +91,56 @@ TEST(CudaConv, ConvTranspose1dMatchesCpu) {
       const Tensor want = ops::conv_transpose1d(x, w, bt, {c.s}, {c.p}, {c.op}, c.g, {c.d});
       const Tensor got =
           ops::conv_transpose1d(gpu(x), gpu(w), gpu(bt), {c.s}, {c.p}, {c.op}, c.g, {c.d});
+      EXPECT_EQ(got.device(), kGpu);
       EXPECT_TRUE(near(got, want, kAtol, kRtol));
     }
+  }
+}
+
+TEST(CudaConv, ConvTranspose1dWithABroadcastDepthwiseFilterMatchesCpu) {
+  LTX_REQUIRE_CUDA();
+  // The vocoder's anti-aliased activations: one [1, 1, 12] filter expanded (stride 0) to every
+  // channel, groups = channels, stride 2, on a non-contiguous input; and the BWE's odd filter.
+  for (const int64_t k : {12, 43}) {
+    const int64_t c = 6, s = k == 12 ? 2 : 3;
+    const Tensor x = test::random_tensor({1, c, 29}, 300 + k);
+    const Tensor f = test::random_tensor({1, 1, k}, 400 + k);
+    const Tensor want = ops::conv_transpose1d(x, f.expand({c, 1, k}), {}, {s}, {0}, {0}, c);
+    const Tensor got = ops::conv_transpose1d(test::non_contiguous_copy(gpu(x)),
+                                             gpu(f).expand({c, 1, k}), {}, {s}, {0}, {0}, c);
+    EXPECT_TRUE(near(got, want, kAtol, kRtol)) << "kernel " << k;
+  }
+}
+
+TEST(CudaConv, ConvTransposeBackendMatchesCpuInTwoAndThreeDims) {
+  LTX_REQUIRE_CUDA();
+  // No conv_transpose2d/3d op yet: the rank-generic backends, same spec, side by side.
+  struct Case {
+    int rank;
+    Shape x, w;
+    std::array<int64_t, 3> s, p, op, d;
+    int64_t g;
+  };
+  const Case cases[] = {
+      {2, {2, 4, 5, 6}, {4, 3, 3, 2}, {2, 1, 1}, {1, 0, 0}, {1, 0, 0}, {1, 2, 1}, 1},
+      {2, {1, 6, 4, 7}, {6, 2, 4, 3}, {3, 2, 1}, {2, 3, 0}, {2, 1, 0}, {1, 1, 1}, 3},
+      {3, {1, 4, 3, 4, 5}, {4, 3, 3, 3, 2}, {1, 2, 2}, {1, 1, 0}, {0, 1, 1}, {2, 1, 1}, 2},
+      {3, {2, 2, 2, 3, 3}, {2, 5, 2, 1, 3}, {2, 1, 3}, {0, 0, 1}, {1, 0, 2}, {1, 1, 1}, 1}};
+  uint64_t seed = 500;
+  for (const Case& c : cases) {
+    cpu::ConvSpec spec;
+    spec.rank = c.rank;
+    spec.groups = c.g;
+    spec.stride = c.s;
+    spec.padding = c.p;
+    spec.output_padding = c.op;
+    spec.dilation = c.d;
+    const Tensor x = test::random_tensor(c.x, seed++), w = test::random_tensor(c.w, seed++);
+    const Tensor b = test::random_tensor({c.w[1] * c.g}, seed++);
+    const Tensor want = cpu::conv_transpose_nd(x, w, b, spec);
+    const Tensor got = cuda::conv_transpose_nd(gpu(x), gpu(w), gpu(b), spec);
+    EXPECT_TRUE(near(got, want, kAtol, kRtol)) << "rank " << c.rank << " x " << c.x.str()
+                                               << " w " << c.w.str();
   }
 }
 
