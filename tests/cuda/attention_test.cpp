@@ -1,6 +1,7 @@
 // The fused CUDA attention kernel against the CPU's scaled_dot_product_attention on the same
-// inputs: head dims 16-128 (and Dv != D), self and cross attention, bool and additive masks with
-// fully masked rows, strided (transposed) q/k/v, bf16 storage, and the memory it needs.
+// inputs: head dims 16-256 (and Dv != D), self and cross attention, bool and additive masks with
+// fully masked rows, strided (transposed) q/k/v, bf16 storage, and the memory it needs; and the
+// bf16 tensor-core kernel against the CPU on the bf16-rounded inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/allocator.h"
+#include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/attention.h"
@@ -36,7 +38,8 @@ TEST(CudaAttention, MatchesCpuAcrossHeadDimsAndLengths) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 1;
   const std::vector<std::pair<int64_t, int64_t>> dims = {{16, 16}, {24, 24}, {32, 32},  {64, 64},
-                                                         {128, 128}, {64, 32}, {16, 128}};
+                                                         {128, 128}, {64, 32}, {16, 128},
+                                                         {256, 256}, {200, 96}};
   const std::vector<std::pair<int64_t, int64_t>> lens = {{1, 1}, {7, 33}, {129, 7}, {65, 200}};
   for (const auto& [d, dv] : dims) {
     for (const auto& [tq, tk] : lens) {
@@ -109,7 +112,10 @@ TEST(CudaAttention, Bf16StorageAndMixedDtypes) {
   const Heads q = heads(1, 50, 4, 128, 20, 2.f), k = heads(1, 77, 4, 128, 21, 2.f);
   const Heads v = heads(1, 77, 4, 128, 22);
   const auto bf = [](const Tensor& t) { return t.to(DType::BF16); };
-  const Tensor got = ops::scaled_dot_product_attention(bf(q.gpu), bf(k.gpu), bf(v.gpu));
+  // The CUDA-core kernel (the tensor-core one has its own tests below).
+  const Tensor got = cuda::scaled_dot_product_attention(bf(q.gpu), bf(k.gpu), bf(v.gpu), Tensor(),
+                                                        1.f / std::sqrt(128.f),
+                                                        cuda::AttentionKernel::Simple);
   EXPECT_EQ(got.dtype(), DType::BF16);
   const auto f32_of_bf = [](const Tensor& t) { return t.to(DType::BF16).to(DType::F32); };
   const Tensor want =
@@ -134,12 +140,161 @@ TEST(CudaAttention, NeverMaterialisesTheScoreMatrix) {
   EXPECT_TRUE(near(out.narrow(2, 1000, 3), want, 2e-6, 1e-5));
 }
 
-TEST(CudaAttention, RejectsHeadDimsAbove128) {
+TEST(CudaAttention, RejectsHeadDimsAbove256) {
   LTX_REQUIRE_CUDA();
-  const Tensor q = Tensor::zeros({1, 1, 4, 256}, DType::F32, kGpu);
-  EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q), "head dims up to 128");
+  const Tensor q = Tensor::zeros({1, 1, 4, 320}, DType::F32, kGpu);
+  EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q), "head dims up to 256");
   EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q.to(Device::cpu())),
                    "different devices");
+}
+
+
+// ---- The tensor-core kernel (bf16 q/k/v) ----
+
+// ||got - want|| / ||want|| over all elements (compared as doubles on the host).
+double rel_l2(const Tensor& got, const Tensor& want) {
+  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    num += (g[i] - w[i]) * (g[i] - w[i]);
+    den += w[i] * w[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+double max_abs_diff(const Tensor& got, const Tensor& want) {
+  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
+  double worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::fabs(g[i] - w[i]));
+  return worst;
+}
+
+Tensor bf16(const Tensor& t) { return t.to(DType::BF16); }
+Tensor f32_of_bf16(const Tensor& t) { return t.to(DType::BF16).to(DType::F32); }
+
+// The tensor-core result vs the f32 CPU attention of the same (bf16-rounded) inputs. P is rounded
+// to bf16 before P.V and the output is bf16, so the expected error is a few 1e-3 relative.
+void expect_tensor_core_matches(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
+                                double scale, double max_rel_l2 = 1e-2) {
+  ASSERT_TRUE(cuda::tensor_core_attention_applies(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu)));
+  const Tensor m_cpu = !mask.defined()                ? Tensor()
+                       : dtype_is_floating(mask.dtype()) ? mask.to(Device::cpu(), DType::F32)
+                                                         : mask.to(Device::cpu());
+  const Tensor want = ops::scaled_dot_product_attention(f32_of_bf16(q.cpu), f32_of_bf16(k.cpu),
+                                                        f32_of_bf16(v.cpu), m_cpu, scale);
+  const Tensor m_gpu = mask.defined() ? gpu(mask) : Tensor();
+  const Tensor got =
+      ops::scaled_dot_product_attention(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu), m_gpu, scale);
+  ASSERT_EQ(got.dtype(), DType::BF16);
+  ASSERT_EQ(got.shape(), want.shape());
+  const double rel = rel_l2(got, want), worst = max_abs_diff(got, want);
+  EXPECT_LE(rel, max_rel_l2) << "rel L2 " << rel << ", max |diff| " << worst;
+  EXPECT_LE(worst, 3e-2) << "rel L2 " << rel << ", max |diff| " << worst;
+  // The explicit choice runs the same kernel as Auto, bit for bit.
+  const Tensor forced = cuda::scaled_dot_product_attention(
+      bf16(q.gpu), bf16(k.gpu), bf16(v.gpu),
+      mask.defined() ? m_gpu.expand({q.gpu.size(0), q.gpu.size(1), q.gpu.size(2), k.gpu.size(2)})
+                     : Tensor(),
+      static_cast<float>(scale), cuda::AttentionKernel::TensorCore);
+  EXPECT_TRUE(test::same_bytes(forced, got));
+}
+
+TEST(CudaTensorCoreAttention, MatchesCpuAcrossHeadDimsAndLengths) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 100;
+  const std::vector<std::pair<int64_t, int64_t>> lens = {{1, 1},    {7, 33},   {129, 7},
+                                                         {200, 130}, {300, 513}, {128, 64}};
+  for (int64_t d : {32, 64, 128, 256}) {
+    for (const auto& [tq, tk] : lens) {
+      SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
+                   std::to_string(tk));
+      const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
+      const Heads v = heads(2, tk, 3, d, seed++);
+      expect_tensor_core_matches(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)));
+      expect_tensor_core_matches(q, k, v, Tensor(), 0.3);
+    }
+  }
+}
+
+TEST(CudaTensorCoreAttention, SharpSoftmaxOverManyKeyTiles) {
+  LTX_REQUIRE_CUDA();
+  // Logits up to ~+-60 with the running max changing from tile to tile: exercises the rescaling.
+  const Heads q = heads(1, 150, 2, 128, 120, 3.f), k = heads(1, 1000, 2, 128, 121, 3.f);
+  const Heads v = heads(1, 1000, 2, 128, 122);
+  expect_tensor_core_matches(q, k, v, Tensor(), 1.0 / std::sqrt(128.0), 2e-2);
+}
+
+TEST(CudaTensorCoreAttention, MasksIncludingFullyMaskedAndPaddingRows) {
+  LTX_REQUIRE_CUDA();
+  const int64_t b = 2, h = 2, tq = 37, tk = 140, d = 64;
+  const Heads q = heads(b, tq, h, d, 130, 2.f), k = heads(b, tk, h, d, 131, 2.f);
+  const Heads v = heads(b, tk, h, d, 132);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+
+  std::vector<uint8_t> bm(static_cast<size_t>(tq * tk));
+  const std::vector<float> r = test::random_tensor({tq, tk}, 133).to_float_vector();
+  for (size_t i = 0; i < bm.size(); ++i) bm[i] = r[i] > -0.3f;
+  for (int64_t j = 0; j < tk; ++j) {
+    bm[static_cast<size_t>(3 * tk + j)] = 0;        // row 3: nothing attended -> zeros
+    bm[static_cast<size_t>(5 * tk + j)] = j == 131;  // row 5: one key in the last tile
+  }
+  const Tensor bool_mask = Tensor::from_vector(bm, {tq, tk}).view_as_dtype(DType::Bool);
+  std::vector<float> am = test::random_tensor({b, 1, tq, tk}, 134, -3.f, 1.f).to_float_vector();
+  for (int64_t j = 0; j < tk; ++j) {
+    am[static_cast<size_t>(4 * tk + j)] = -kInf;                   // -inf row -> zeros
+    am[static_cast<size_t>(tq * tk + 6 * tk + j)] = kLowest;       // all -FLT_MAX -> uniform
+    if (j >= 50) am[static_cast<size_t>(tq * tk + 10 * tk + j)] = kLowest;  // padding
+  }
+  const Tensor add_mask = Tensor::from_vector(am, {b, 1, tq, tk});
+  std::vector<uint8_t> km(static_cast<size_t>(b * tk), 1);
+  for (int64_t j = 40; j < tk; ++j) km[static_cast<size_t>(tk + j)] = 0;
+  const Tensor key_mask = Tensor::from_vector(km, {b, 1, 1, tk});
+  const double scale = 1.0 / 8.0;
+  for (const Tensor* m : {&bool_mask, &add_mask, &key_mask}) {
+    SCOPED_TRACE(m->describe());
+    const Shape full{b, h, tq, tk};
+    expect_tensor_core_matches(q, k, v, m->expand(full), scale);
+  }
+  // An additive mask stored as bf16.
+  expect_tensor_core_matches(q, k, v, bf16(add_mask).expand({b, h, tq, tk}), scale);
+  // Head dim 256 (Gemma's) with the additive mask: Q fragments come from shared memory there.
+  const Heads q256 = heads(b, tq, h, 256, 135, 2.f), k256 = heads(b, tk, h, 256, 136, 2.f);
+  const Heads v256 = heads(b, tk, h, 256, 137);
+  expect_tensor_core_matches(q256, k256, v256, add_mask.expand({b, h, tq, tk}), scale / 2);
+
+  const Tensor got = ops::scaled_dot_product_attention(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu),
+                                                       gpu(bool_mask), scale);
+  for (float x : got.select(2, 3).to_float_vector()) EXPECT_EQ(x, 0.f);
+  const Tensor got_add = ops::scaled_dot_product_attention(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu),
+                                                           gpu(add_mask), scale);
+  for (float x : got_add.select(0, 0).select(1, 4).to_float_vector()) EXPECT_EQ(x, 0.f);
+}
+
+TEST(CudaTensorCoreAttention, AppliesOnlyWhereItCanAndFallsBack) {
+  LTX_REQUIRE_CUDA();
+  const Heads q = heads(1, 20, 2, 64, 140), k = heads(1, 30, 2, 64, 141), v = heads(1, 30, 2, 64, 142);
+  EXPECT_TRUE(cuda::tensor_core_attention_applies(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu)));
+  // f32 operands, a mixed dtype, an unsupported head dim, D != Dv, a strided head dim.
+  EXPECT_FALSE(cuda::tensor_core_attention_applies(q.gpu, k.gpu, v.gpu));
+  EXPECT_FALSE(cuda::tensor_core_attention_applies(bf16(q.gpu), k.gpu, bf16(v.gpu)));
+  const Heads q16 = heads(1, 20, 2, 16, 143), k16 = heads(1, 30, 2, 16, 144);
+  EXPECT_FALSE(cuda::tensor_core_attention_applies(bf16(q16.gpu), bf16(k16.gpu), bf16(k16.gpu)));
+  const Heads v32 = heads(1, 30, 2, 32, 145);
+  EXPECT_FALSE(cuda::tensor_core_attention_applies(bf16(q.gpu), bf16(k.gpu), bf16(v32.gpu)));
+  const Tensor wide = bf16(test::random_tensor({1, 2, 20, 128}, 146).to(kGpu));
+  const Tensor every_other = wide.narrow(3, 0, 64);  // unit stride but rows 256 B apart: applies
+  EXPECT_TRUE(cuda::tensor_core_attention_applies(every_other, bf16(k.gpu), bf16(v.gpu)));
+  const Tensor offset = wide.narrow(3, 1, 64);  // rows start 2 bytes past 16-byte alignment
+  EXPECT_FALSE(cuda::tensor_core_attention_applies(offset, bf16(k.gpu), bf16(v.gpu)));
+  // Forcing it where it does not apply is an error that says why; Auto falls back.
+  EXPECT_ERROR_HAS(cuda::scaled_dot_product_attention(q.gpu, k.gpu, v.gpu, Tensor(), 0.125f,
+                                                      cuda::AttentionKernel::TensorCore),
+                   "tensor-core kernel needs bf16");
+  const Tensor fallback = ops::scaled_dot_product_attention(offset, bf16(k.gpu), bf16(v.gpu));
+  const Tensor want = ops::scaled_dot_product_attention(
+      offset.to(Device::cpu(), DType::F32), f32_of_bf16(k.cpu), f32_of_bf16(v.cpu));
+  EXPECT_LE(rel_l2(fallback, want), 5e-3);
 }
 
 }  // namespace

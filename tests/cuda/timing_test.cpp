@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
 #include "backend/cuda/device.h"
 #include "cuda/cuda_test_util.h"
+#include "backend/cuda/attention.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -52,11 +54,16 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
       const Tensor q = rand_gpu({1, c.tq, c.h, c.d}, 1, dt).transpose(1, 2);
       const Tensor k = rand_gpu({1, c.tk, c.h, c.d}, 2, dt).transpose(1, 2);
       const Tensor v = rand_gpu({1, c.tk, c.h, c.d}, 3, dt).transpose(1, 2);
-      const double s =
-          seconds_per_call([&] { (void)ops::scaled_dot_product_attention(q, k, v); }, 3);
       const double flops = 4.0 * c.h * c.tq * c.tk * c.d;
-      std::printf("[timing %s] attention %-10s %.3f ms  %.1f TFLOP/s\n", dn, c.name, s * 1e3,
-                  flops / s / 1e12);
+      const float scale = 1.f / std::sqrt(static_cast<float>(c.d));
+      for (const auto& [kname, kernel] :
+           {std::pair{"auto", cuda::AttentionKernel::Auto},
+            std::pair{"simple", cuda::AttentionKernel::Simple}}) {
+        const double s = seconds_per_call(
+            [&] { (void)cuda::scaled_dot_product_attention(q, k, v, Tensor(), scale, kernel); }, 3);
+        std::printf("[timing %s] attention %-10s %-6s %.3f ms  %.1f TFLOP/s\n", dn, c.name, kname,
+                    s * 1e3, flops / s / 1e12);
+      }
     }
     // Memory-bound ops on the video stream [1, 6144, 4096].
     const Tensor x = rand_gpu({1, 6144, 4096}, 4, dt), y = rand_gpu({1, 6144, 4096}, 5, dt);

@@ -2,17 +2,36 @@
 // Fused scaled-dot-product attention on CUDA (src/ops/attention.h semantics): flash-style, one
 // pass over the keys with an online softmax, so no Tq x Tk score matrix is ever stored.
 //   q [B, H, Tq, D], k [B, H, Tk, D], v [B, H, Tk, Dv]: f32 or bf16, any strides (the
-//   [B, T, H, D] -> [B, H, T, D] transposed views are read in place); D, Dv <= 128.
+//   [B, T, H, D] -> [B, H, T, D] transposed views are read in place); D, Dv <= 256.
 //   mask: undefined, bool/u8 (nonzero = attend) or f32/bf16 (added to the scaled logits), already
 //   expanded to [B, H, Tq, Tk] by the caller (stride 0 where broadcast).
 //   result: contiguous [B, H, Tq, Dv], bf16 when q, k and v are all bf16, else f32.
-// Scores, softmax statistics and the weighted sum are f32. A row whose logits are all -inf gets
-// zeros (torch's _safe_softmax), like the CPU.
+// A row whose logits are all -inf gets zeros (torch's _safe_softmax), like the CPU.
+//
+// Two kernels:
+//  - TensorCore (attention_mma.cu): bf16 q/k/v only, D == Dv in {32, 64, 128, 256}, unit stride on the
+//    head dim and 16-byte aligned rows. bf16 tensor-core MMAs with f32 accumulation; the softmax
+//    probabilities are rounded to bf16 before the P.V product (as every fused bf16 attention
+//    does), so it matches the f32 math to bf16 accuracy (~1e-3 relative), not bit for bit.
+//  - Simple (attention.cu): every supported case, scores and softmax in f32 on CUDA cores. It is
+//    the f32 path (parity runs) and the fallback.
+// Auto picks TensorCore whenever it applies.
 #include "core/tensor.h"
 
 namespace ltx::cuda {
 
+enum class AttentionKernel { Auto, TensorCore, Simple };
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor& mask, float scale);
+                                    const Tensor& mask, float scale,
+                                    AttentionKernel kernel = AttentionKernel::Auto);
+
+// Whether the tensor-core kernel takes these operands (dtypes, head dims, layout, GPU arch).
+bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
+
+// The tensor-core kernel itself (attention_mma.cu); the caller has checked that it applies and
+// allocated `out` as contiguous bf16 [B, H, Tq, D].
+void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                           float scale, Tensor& out);
 
 }  // namespace ltx::cuda
