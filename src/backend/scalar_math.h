@@ -106,6 +106,11 @@ LTX_HOST_DEVICE inline float modulate(float x, float scale, float shift) {
   return add_rn(mul_rn(x, 1.f + scale), shift);
 }
 
+// Gated residual x + y * gate, the product rounded on its own (no FMA).
+LTX_HOST_DEVICE inline float gated_add(float x, float y, float gate) {
+  return add_rn(x, mul_rn(y, gate));
+}
+
 // Turns a runtime op into a compile-time one: g(std::integral_constant<BinaryOp, op>{}).
 template <typename G>
 void with_binary_op(ops::BinaryOp op, G&& g) {

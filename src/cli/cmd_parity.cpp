@@ -1,4 +1,5 @@
-// `ltx parity <component> --weights F [--weights F2 ...] --inputs IO --out OUT [--device cpu|cuda]`
+// `ltx parity <component> --weights F [--weights F2 ...] --inputs IO --out OUT [--device cpu|cuda]
+// [--dtype f32|bf16]`
 #include <memory>
 
 #include "cli/commands.h"
@@ -11,7 +12,7 @@ Command add_parity(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "parity", "Run one component on a reference io file and report its errors (DEVELOPERS.md)");
   struct Opts {
-    std::string component, device = "cpu";
+    std::string component, device = "cpu", dtype = "f32";
     parity::Args args;
   };
   auto o = std::make_shared<Opts>();
@@ -22,8 +23,20 @@ Command add_parity(CLI::App& app) {
   sub->add_option("--inputs", o->args.inputs, "Reference io .safetensors file")->required();
   sub->add_option("--out", o->args.out, "Where to write the computed out.* tensors")->required();
   sub->add_option("--device", o->device, "cpu or cuda[:N]");
+  sub->add_option("--dtype", o->dtype,
+                  "f32 (default) or bf16: load the weights in this dtype and compute in it "
+                  "(bf16: transformer with --device cuda only)");
   return {sub, [o]() -> int {
             o->args.device = parse_device(o->device, "--device");
+            LTX_CHECK(o->dtype == "f32" || o->dtype == "bf16", "parity: --dtype must be f32 or bf16, got '",
+                      o->dtype, "'");
+            if (o->dtype == "bf16") {
+              LTX_CHECK(o->args.device.is_cuda(), "parity: --dtype bf16 needs --device cuda (the CPU ",
+                        "backend computes in f32 only)");
+              LTX_CHECK(o->component == "transformer", "parity ", o->component,
+                        ": --dtype bf16 is supported for the transformer only");
+              o->args.dtype = DType::BF16;
+            }
             for (const auto& c : parity::components()) {
               if (o->component != c.name) continue;
               LTX_CHECK(!o->args.weights.empty(), "parity ", c.name, ": --weights is required (",

@@ -17,6 +17,9 @@ namespace ltx::ops {
 // give NaN there.
 // CPU: f32; any strides (the [B, T, H, D] -> [B, H, T, D] transpose views are used without a
 // copy); never holds more than one (query block x Tk) score tile per thread.
+// The result may be a view: the CUDA tensor-core kernel stores it as [B, Tq, H, Dv] (the layout
+// the output projection wants) and returns the [B, H, Tq, Dv] transposed view, so callers use
+// reshape / contiguous rather than view on it.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask = Tensor(),
                                     std::optional<double> scale = std::nullopt);

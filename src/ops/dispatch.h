@@ -11,6 +11,7 @@
 #include <initializer_list>
 
 #include "core/tensor.h"
+#include "ops/op_profile.h"
 
 namespace ltx::ops {
 
@@ -34,7 +35,13 @@ void check_dim(const char* op, const char* arg, const Tensor& t, int n);
 }  // namespace ltx::ops
 
 #if LTX_WITH_CUDA
-#define LTX_CUDA_DISPATCH(stmt, op) stmt
+// The scope times the op when LTX_PROFILE_OPS is set (ops/op_profile.h); `stmt` is usually a
+// return, so the scope closes after the CUDA call was issued.
+#define LTX_CUDA_DISPATCH(stmt, op)                    \
+  do {                                                 \
+    const ::ltx::ops::OpProfileScope ltx_op_scope(op); \
+    stmt;                                              \
+  } while (0)
 #else
 #define LTX_CUDA_DISPATCH(stmt, op) ::ltx::ops::unsupported_on(op, ::ltx::Device::cuda())
 #endif

@@ -214,6 +214,16 @@ Tensor lerp(const Tensor& a, const Tensor& b, double w) {
   unreachable_device("lerp");
 }
 
+Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
+  check_defined("gated_add", {&x});
+  check_f32("gated_add", "x", x);
+  switch (check_ternary("gated_add", x, "y", y, "gate", gate).type) {
+    case DeviceType::CPU: return cpu::gated_add(x, y, gate);
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::gated_add(x, y, gate), "gated_add");
+  }
+  unreachable_device("gated_add");
+}
+
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
   check_defined("modulate", {&x});
   check_f32("modulate", "x", x);

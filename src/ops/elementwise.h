@@ -92,5 +92,8 @@ Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
 Tensor lerp(const Tensor& a, const Tensor& b, double w);
 // AdaLN modulation x * (1 + scale) + shift (one fused kernel on CUDA; plain math on CPU).
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+// Gated residual x + y * gate (all three broadcast together; one kernel on CUDA). Bit-identical to
+// add(x, mul(y, gate)): the product is rounded to mul's result dtype before the add.
+Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
 
 }  // namespace ltx::ops

@@ -37,6 +37,23 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   unreachable_device("rms_norm");
 }
 
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
+  const char* op = "rms_norm_modulate";
+  check_input(op, x, 1);
+  check_defined(op, {&scale, &shift});
+  check_float(op, "scale", scale);
+  check_float(op, "shift", shift);
+  const Shape b = broadcast_shapes(broadcast_shapes(x.shape(), scale.shape(), op), shift.shape(), op);
+  LTX_CHECK(b == x.shape(), op, ": scale ", scale.describe(), " and shift ", shift.describe(),
+            " must broadcast to x's shape ", x.describe());
+  switch (common_device(op, {&x, &scale, &shift}).type) {
+    case DeviceType::CPU: return cpu::rms_norm_modulate(x, scale, shift, eps);
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::rms_norm_modulate(x, scale, shift, eps), op);
+  }
+  unreachable_device(op);
+}
+
 Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
   check_input("rms_norm_dim", x, 0);
   const int d = wrap_dim(dim, x.dim(), "rms_norm_dim");

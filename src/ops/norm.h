@@ -13,6 +13,13 @@ namespace ltx::ops {
 // weight: [D] or undefined.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
+// Fused AdaLN-zero input (the reference's ada_zero function): rms_norm(x, no weight, eps) *
+// (1 + scale) + shift over the last dim. scale and shift broadcast to x's shape (e.g. [B, 1, D]
+// per sample or [B, T, D] per token for x [B, T, D]); the result has x's shape and the dtype of
+// modulate(rms_norm(x), scale, shift), with which it agrees bit for bit on each backend (the
+// normalised value is rounded to x's dtype before the modulation, as the unfused pair stores it).
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps);
+
 // Over an arbitrary dim, no affine: y = x / sqrt(mean(x^2, dim) + eps)  (the video VAE's
 // PixelNorm, which normalises over channels, dim 1).
 Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);

@@ -19,6 +19,9 @@ struct Args {
   std::string inputs;                // --inputs IO.safetensors
   std::string out;                   // --out OUT.safetensors
   Device device = Device::cpu();     // --device
+  // --dtype: the weights' (and so the compute) dtype. bf16 needs --device cuda and a component that
+  // supports it (the transformer); f32 elsewhere.
+  DType dtype = DType::F32;
 };
 
 // Errors of one tensor against its reference, measured in double.

@@ -3,8 +3,11 @@
 //
 // --weights <case>.weights.safetensors [--weights <bf16 weights>]: the second file (default: the
 // first one's name with ".bf16.safetensors", when it exists) is used for the `bf16w` variant.
-// `main_f64` (f64 compute) and `bf16` (bf16 compute) are not computed: both backends run the
-// model in f32. With --device cuda the weights are moved to the GPU once and every op runs there.
+// `main_f64` (f64 compute) is not computed. With --device cuda the weights are moved to the GPU once
+// and every op runs there. With --dtype bf16 (CUDA only) the weights are loaded as bf16 and the
+// model computes in bf16 like the reference's bf16 builds: every variant is then a bf16 run compared
+// against the f32 reference outputs, and the io file's `bf16` variant (the reference's own bf16
+// run) is emitted from `main`. Without it the `bf16` variant is not computed.
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -54,7 +57,10 @@ std::string bf16_weights_path(const Args& args) {
 void run_transformer(Run& run) {
   const Args& args = run.args();
   const Device device = args.device;
-  const nn::LoadOptions opt{DType::F32, device};
+  const DType dtype = args.dtype;
+  LTX_CHECK(dtype == DType::F32 || (dtype == DType::BF16 && device.is_cuda()),
+            "parity transformer: --dtype bf16 needs --device cuda (the CPU computes in f32 only)");
+  const nn::LoadOptions opt{dtype, device};
   const auto file = io::SafetensorsFile::open(args.weights[0]);
   const auto load = [&](const std::shared_ptr<const io::SafetensorsFile>& f, tf::LTXModelConfig cfg) {
     io::WeightMap w({f}, tf::transformer_key_map(cfg.model_type));
@@ -109,7 +115,9 @@ void run_transformer(Run& run) {
   const tf::Observer observer = [&](const std::string& name, const Tensor& t) {
     run.emit("inter." + name, t);
   };
-  emit("main", model.forward(&video, &audio, nullptr, observer), true);
+  const tf::ModelOutputs main = model.forward(&video, &audio, nullptr, observer);
+  emit("main", main, true);
+  if (dtype == DType::BF16 && !run.names_with_prefix("out.bf16.").empty()) emit("bf16", main, false);
 
   variant("ctxmask", [&] {
     tf::Modality v = video, a = audio;
@@ -167,12 +175,12 @@ void run_transformer(Run& run) {
     return load(f, tf::LTXModelConfig::from_file(*f, LTXModelType::AudioVideo))
         .forward(&video, &audio, nullptr);
   });
-  for (const char* v : {"main_f64", "bf16"})
-    if (!run.names_with_prefix(str("out.", v, ".")).empty())
-      std::fprintf(stderr,
-                   "transformer: variant '%s' not computed: the transformer computes in f32 only "
-                   "(CPU and CUDA)\n",
-                   v);
+  if (!run.names_with_prefix("out.main_f64.").empty())
+    std::fprintf(stderr, "transformer: variant 'main_f64' not computed: the transformer computes in "
+                         "f32 or bf16 only\n");
+  if (dtype == DType::F32 && !run.names_with_prefix("out.bf16.").empty())
+    std::fprintf(stderr, "transformer: variant 'bf16' not computed: it needs --dtype bf16 "
+                         "(--device cuda)\n");
 }
 
 }  // namespace ltx::parity

@@ -61,5 +61,24 @@ TEST(TransformerParityCli, FailsWithoutOutputWhenItCannotRun) {
   EXPECT_FALSE(std::filesystem::exists(out_path));
 }
 
+TEST(TransformerParityCli, RejectsBf16WithoutCudaAndUnknownDtypes) {
+  TempDir dir;
+  const std::string out_path = dir.file("out.safetensors");
+  const std::vector<std::string> base = {"parity", "transformer", "--weights",
+                                         test::fixture("ltx23.weights.safetensors"), "--inputs",
+                                         test::fixture("ltx23.io.safetensors"), "--out", out_path};
+  std::vector<std::string> a = base;
+  a.insert(a.end(), {"--dtype", "bf16"});
+  Result r = test::run_ltx(dir, a);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--dtype bf16 needs --device cuda"), std::string::npos) << r.err;
+  a = base;
+  a.insert(a.end(), {"--dtype", "f16"});
+  r = test::run_ltx(dir, a);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--dtype must be f32 or bf16"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out_path));
+}
+
 }  // namespace
 }  // namespace ltx

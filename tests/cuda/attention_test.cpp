@@ -1,5 +1,5 @@
 // The fused CUDA attention kernel against the CPU's scaled_dot_product_attention on the same
-// inputs: head dims 16-128 (and Dv != D), self and cross attention, bool and additive masks with
+// inputs: head dims 16-256 (and Dv != D), self and cross attention, bool and additive masks with
 // fully masked rows, strided (transposed) q/k/v, bf16 storage, and the memory it needs; and the
 // bf16 tensor-core kernel against the CPU on the bf16-rounded inputs.
 #include <gtest/gtest.h>
@@ -38,7 +38,8 @@ TEST(CudaAttention, MatchesCpuAcrossHeadDimsAndLengths) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 1;
   const std::vector<std::pair<int64_t, int64_t>> dims = {{16, 16}, {24, 24}, {32, 32},  {64, 64},
-                                                         {128, 128}, {64, 32}, {16, 128}};
+                                                         {128, 128}, {64, 32}, {16, 128},
+                                                         {256, 256}, {200, 96}};
   const std::vector<std::pair<int64_t, int64_t>> lens = {{1, 1}, {7, 33}, {129, 7}, {65, 200}};
   for (const auto& [d, dv] : dims) {
     for (const auto& [tq, tk] : lens) {
@@ -139,10 +140,10 @@ TEST(CudaAttention, NeverMaterialisesTheScoreMatrix) {
   EXPECT_TRUE(near(out.narrow(2, 1000, 3), want, 2e-6, 1e-5));
 }
 
-TEST(CudaAttention, RejectsHeadDimsAbove128) {
+TEST(CudaAttention, RejectsHeadDimsAbove256) {
   LTX_REQUIRE_CUDA();
-  const Tensor q = Tensor::zeros({1, 1, 4, 256}, DType::F32, kGpu);
-  EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q), "head dims up to 128");
+  const Tensor q = Tensor::zeros({1, 1, 4, 320}, DType::F32, kGpu);
+  EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q), "head dims up to 256");
   EXPECT_ERROR_HAS(ops::scaled_dot_product_attention(q, q, q.to(Device::cpu())),
                    "different devices");
 }
@@ -203,7 +204,7 @@ TEST(CudaTensorCoreAttention, MatchesCpuAcrossHeadDimsAndLengths) {
   uint64_t seed = 100;
   const std::vector<std::pair<int64_t, int64_t>> lens = {{1, 1},    {7, 33},   {129, 7},
                                                          {200, 130}, {300, 513}, {128, 64}};
-  for (int64_t d : {32, 64, 128}) {
+  for (int64_t d : {32, 64, 128, 256}) {
     for (const auto& [tq, tk] : lens) {
       SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
                    std::to_string(tk));
@@ -257,6 +258,10 @@ TEST(CudaTensorCoreAttention, MasksIncludingFullyMaskedAndPaddingRows) {
   }
   // An additive mask stored as bf16.
   expect_tensor_core_matches(q, k, v, bf16(add_mask).expand({b, h, tq, tk}), scale);
+  // Head dim 256 (Gemma's) with the additive mask: Q fragments come from shared memory there.
+  const Heads q256 = heads(b, tq, h, 256, 135, 2.f), k256 = heads(b, tk, h, 256, 136, 2.f);
+  const Heads v256 = heads(b, tk, h, 256, 137);
+  expect_tensor_core_matches(q256, k256, v256, add_mask.expand({b, h, tq, tk}), scale / 2);
 
   const Tensor got = ops::scaled_dot_product_attention(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu),
                                                        gpu(bool_mask), scale);

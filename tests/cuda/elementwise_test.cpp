@@ -3,6 +3,8 @@
 // matches the CPU's f32 result rounded to bf16.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -176,6 +178,87 @@ TEST(CudaElementwise, Bf16StorageComputesInF32AndRoundsOnce) {
   const Tensor d = gpu(a).clone();
   ops::add_(d, gpu(b));
   EXPECT_TRUE(same_bytes(d, ops::add(af, bf).to(DType::BF16)));
+}
+
+// The dense 16-byte path (contiguous, aligned operands, optionally a broadcast scalar) must give
+// exactly what the strided loop gives: the strided loop is forced with a transposed copy of the
+// same values, or a view offset by one element (not 16-byte aligned). Sizes cover n < 8, n % 8
+// != 0 and many chunks; f32, bf16 and mixed storage; 1, 2 and 3 operands; in place.
+TEST(CudaElementwise, DenseVectorPathEqualsStridedLoopBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 4000;
+  for (int64_t n : {1, 7, 8, 9, 33, 1000, 65543}) {
+    for (DType da : {DType::F32, DType::BF16}) {
+      for (DType db : {DType::F32, DType::BF16}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " " + dtype_name(da) + "/" + dtype_name(db));
+        const Tensor a = test::random_tensor({n}, seed++, -3.f, 3.f).to(kGpu, da);
+        const Tensor b = test::random_tensor({n}, seed++, 0.5f, 2.f).to(kGpu, db);
+        const Tensor c = test::random_tensor({n}, seed++).to(kGpu, db);
+        // Strided copies with the same values: every other element of a 2n buffer.
+        const auto strided = [](const Tensor& t) { return test::non_contiguous_copy(t); };
+        // A view starting one element into a bigger buffer: contiguous but misaligned.
+        const auto shifted = [&](const Tensor& t) {
+          const Tensor buf = Tensor::zeros({n + 1}, t.dtype(), kGpu);
+          const Tensor v = buf.narrow(0, 1, n);
+          v.copy_from(t);
+          return v;
+        };
+        for (BinaryOp op : {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div}) {
+          const Tensor dense = ops::binary(op, a, b);
+          EXPECT_TRUE(same_bytes(dense, ops::binary(op, strided(a), strided(b))))
+              << ops::binary_op_name(op);
+          EXPECT_TRUE(same_bytes(dense, ops::binary(op, shifted(a), b))) << ops::binary_op_name(op);
+        }
+        // A broadcast scalar operand (stride 0) stays on the dense path.
+        const Tensor s = Tensor::full({1}, 1.7, db, kGpu);
+        EXPECT_TRUE(same_bytes(ops::mul(a, s), ops::mul(strided(a), s)));
+        EXPECT_TRUE(same_bytes(ops::silu(a), ops::silu(strided(a))));
+        EXPECT_TRUE(same_bytes(ops::modulate(a, b, c), ops::modulate(strided(a), strided(b), c)));
+        EXPECT_TRUE(same_bytes(ops::gated_add(a, b, c), ops::gated_add(strided(a), b, strided(c))));
+        // In place: dst = dst + b on a contiguous dst vs a strided one.
+        const Tensor d1 = a.clone(), d2 = strided(a);
+        ops::add_(d1, b);
+        ops::add_(d2, b);
+        EXPECT_TRUE(same_bytes(d1, d2));
+        // And against the CPU's f32 math on the same values, rounded once.
+        const Tensor want = ops::add(a.to(Device::cpu(), DType::F32), b.to(Device::cpu(), DType::F32))
+                                .to(ops::add(a, b).dtype());
+        EXPECT_TRUE(same_bytes(ops::add(a, b).to(Device::cpu()), want));
+      }
+    }
+  }
+}
+
+TEST(CudaElementwise, BroadcastVectorPathEqualsStridedLoopBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 5000;
+  // [B, T, D] against the broadcast forms the transformer uses: a row [1, 1, D], per-sample rows
+  // [B, 1, D], a per-token gate [B, T, 1], a per-position table [1, T, D]; D a multiple of 8 (the
+  // vector path) or not (the strided loop), plus the AdaLN table add [1, T, 9, D] + [1, 1, 9, D].
+  for (const auto& [b, t, d] : {std::array<int64_t, 3>{1, 5, 8}, std::array<int64_t, 3>{2, 7, 64},
+                                std::array<int64_t, 3>{3, 33, 24}, std::array<int64_t, 3>{2, 3, 12}}) {
+    for (DType dx : {DType::F32, DType::BF16}) {
+      for (DType dy : {DType::F32, DType::BF16}) {
+        SCOPED_TRACE(std::to_string(b) + "x" + std::to_string(t) + "x" + std::to_string(d) + " " +
+                     dtype_name(dx) + "/" + dtype_name(dy));
+        const Tensor x = test::random_tensor({b, t, d}, seed++, -3.f, 3.f).to(kGpu, dx);
+        const auto strided = [](const Tensor& v) { return test::non_contiguous_copy(v); };
+        for (const Shape& ys : {Shape{1, 1, d}, Shape{b, 1, d}, Shape{b, t, 1}, Shape{1, t, d}}) {
+          const Tensor y = test::random_tensor(ys, seed++, 0.5f, 2.f).to(kGpu, dy);
+          const Tensor g = test::random_tensor(ys, seed++).to(kGpu, dy);
+          EXPECT_TRUE(same_bytes(ops::add(x, y), ops::add(strided(x), strided(y)))) << ys.str();
+          EXPECT_TRUE(same_bytes(ops::mul(y, x), ops::mul(strided(y), strided(x)))) << ys.str();
+          EXPECT_TRUE(same_bytes(ops::gated_add(x, x, g), ops::gated_add(strided(x), x, strided(g))))
+              << ys.str();
+          EXPECT_TRUE(same_bytes(ops::modulate(x, y, g), ops::modulate(strided(x), strided(y), g)))
+              << ys.str();
+        }
+        const Tensor table = test::random_tensor({1, 1, 9, d}, seed++).to(kGpu, dy);
+        const Tensor per_token = test::random_tensor({1, t, 9, d}, seed++).to(kGpu, dx);
+        EXPECT_TRUE(same_bytes(ops::add(table, per_token), ops::add(strided(table), strided(per_token))));
+      }
+    }
+  }
 }
 
 TEST(CudaElementwise, RejectsBadDtypesAndMixedDevices) {

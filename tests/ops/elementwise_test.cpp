@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -440,6 +441,39 @@ TEST(Modulate, MatchesReferenceAndUnfusedComposition) {
   EXPECT_EQ(ops::modulate(Tensor::full({}, 2.0), Tensor::full({}, 0.5), Tensor::full({}, 1.0)).item(), 4.0);
   EXPECT_THROW(ops::modulate(x, test::random_tensor({3, 1, 33}, 605), shift), Error);
   EXPECT_THROW(ops::modulate(x, scale, shift.to(DType::BF16)), Error);
+}
+
+TEST(GatedAdd, MatchesReferenceAndUnfusedCompositionWithBroadcasting) {
+  uint64_t seed = 700;
+  const auto f = [](const auto& v) { return v[0] + v[1] * v[2]; };
+  // (x, y, gate) shapes: per-sample and per-token gates, a broadcast x, odd sizes.
+  const std::vector<std::array<Shape, 3>> cases = {
+      {Shape{2, 5, 33}, Shape{2, 5, 33}, Shape{2, 1, 33}},
+      {Shape{1, 7, 3}, Shape{1, 7, 3}, Shape{1, 7, 3}},
+      {Shape{3, 129}, Shape{3, 129}, Shape{129}},
+      {Shape{1, 1}, Shape{4, 1}, Shape{1, 9}},
+      {Shape{2, 3, 1}, Shape{2, 3, 7}, Shape{2, 1, 1}}};
+  for (const auto& [sx, sy, sg] : cases) {
+    const Tensor x = test::random_tensor(sx, seed++), y = test::random_tensor(sy, seed++, -3.f, 3.f);
+    const Tensor g = test::random_tensor(sg, seed++);
+    const Shape out = broadcast_shapes(broadcast_shapes(sx, sy, "t"), sg, "t");
+    const Tensor got = ops::gated_add(test::non_contiguous_copy(x), test::non_contiguous_copy(y), g);
+    expect_close(got, out, reference(out, {x, y, g}, f), 1e-6, 1e-6, "gated_add " + out.str());
+    EXPECT_EQ(test::max_abs_diff(got, ops::add(x, ops::mul(y, g))), 0.0) << out.str();
+  }
+  // Guards against the gate being ignored.
+  const Tensor x = test::random_tensor({4, 8}, 790), y = test::random_tensor({4, 8}, 791);
+  EXPECT_GT(test::max_abs_diff(ops::gated_add(x, y, Tensor::full({1}, 0.25)), ops::add(x, y)), 1e-3);
+}
+
+TEST(GatedAdd, RejectsBadArguments) {
+  const Tensor x = test::random_tensor({2, 3}, 800);
+  expect_error_mentions([&] { ops::gated_add(x, test::random_tensor({4, 3}, 801), x); }, "gated_add");
+  expect_error_mentions([&] { ops::gated_add(x, x, x.to(DType::F64)); }, "f32");
+  expect_error_mentions([&] { ops::gated_add(x.to(DType::BF16), x, x); }, "f32");
+  EXPECT_THROW(ops::gated_add(x, Tensor(), x), Error);
+  EXPECT_EQ(ops::gated_add(Tensor::zeros({0, 3}), Tensor::zeros({3}), Tensor::zeros({1})).shape(),
+            Shape({0, 3}));
 }
 
 }  // namespace

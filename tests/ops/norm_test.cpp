@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/elementwise.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -207,6 +208,59 @@ TEST(GroupNorm, GroupsOfOneChannelDifferFromOneGroup) {
   EXPECT_GT(test::max_abs_diff(ops::group_norm(x, 4, Tensor(), Tensor(), 1e-6),
                                ops::group_norm(x, 1, Tensor(), Tensor(), 1e-6)),
             1e-3);
+}
+
+// rms_norm(x) * (1 + scale) + shift in double, scale/shift broadcast over x [B, T, D] from
+// [sb, st, D] (sb in {1, B}, st in {1, T}).
+Values ref_rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
+  const Values n = ref_norm_dim(x, x.dim() - 1, false, eps, Tensor(), Tensor());
+  const Tensor sc = scale.expand(x.shape()).contiguous(), sh = shift.expand(x.shape()).contiguous();
+  const Values sv = sc.to_double_vector(), tv = sh.to_double_vector();
+  Values out(n.size());
+  for (size_t i = 0; i < n.size(); ++i) out[i] = n[i] * (1.0 + sv[i]) + tv[i];
+  return out;
+}
+
+TEST(RmsNormModulate, MatchesDoubleReferencePerSampleAndPerToken) {
+  uint64_t seed = 300;
+  for (int64_t b : {1, 2}) {
+    for (int64_t t : {1, 3, 33}) {
+      for (int64_t d : {1, 7, 129}) {
+        const Tensor x = test::random_tensor({b, t, d}, seed++, -3.f, 5.f);
+        for (int64_t st : {int64_t{1}, t}) {
+          const std::string what =
+              "b " + std::to_string(b) + " t " + std::to_string(t) + " d " + std::to_string(d) + " st " + std::to_string(st);
+          const Tensor scale = test::random_tensor({b, st, d}, seed++);
+          const Tensor shift = test::random_tensor({1, st, d}, seed++);
+          expect_close(ops::rms_norm_modulate(test::non_contiguous_copy(x), test::non_contiguous_copy(scale),
+                                              shift, 1e-6),
+                       x.shape(), ref_rms_norm_modulate(x, scale, shift, 1e-6), 1e-5, what);
+        }
+      }
+    }
+  }
+}
+
+TEST(RmsNormModulate, EqualsTheUnfusedOpsBitForBit) {
+  // The transformer's f32 path must not change: the fused op is the composition on the CPU.
+  const Tensor x = test::random_tensor({2, 17, 40}, 320, -2.f, 2.f);
+  const Tensor scale = test::random_tensor({2, 1, 40}, 321), shift = test::random_tensor({2, 17, 40}, 322);
+  const Tensor want = ops::modulate(ops::rms_norm(x, Tensor(), 1e-6), scale, shift);
+  EXPECT_EQ(test::max_abs_diff(ops::rms_norm_modulate(x, scale, shift, 1e-6), want), 0.0);
+  // Guards against the modulation being skipped.
+  EXPECT_GT(test::max_abs_diff(want, ops::rms_norm(x, Tensor(), 1e-6)), 1e-2);
+}
+
+TEST(RmsNormModulate, RejectsBadArguments) {
+  const Tensor x = test::random_tensor({2, 3, 4}, 330), ok = test::random_tensor({2, 1, 4}, 331);
+  expect_error_mentions([&] { ops::rms_norm_modulate(x, Tensor::zeros({2, 3, 5}), ok, 1e-6); }, "rms_norm_modulate");
+  // scale/shift may not grow the result beyond x's shape.
+  expect_error_mentions([&] { ops::rms_norm_modulate(x, Tensor::zeros({3, 2, 3, 4}), ok, 1e-6); }, "x's shape");
+  expect_error_mentions([&] { ops::rms_norm_modulate(x, ok, Tensor(), 1e-6); }, "rms_norm_modulate");
+  expect_error_mentions([&] { ops::rms_norm_modulate(x.to(DType::F64), ok, ok, 1e-6); }, "f32");
+  expect_error_mentions([&] { ops::rms_norm_modulate(x, ok.to(DType::BF16), ok, 1e-6); }, "f32");
+  EXPECT_EQ(ops::rms_norm_modulate(Tensor::zeros({0, 4}), Tensor::zeros({4}), Tensor::zeros({4}), 1e-6).shape(),
+            Shape({0, 4}));
 }
 
 TEST(Norms, RejectBadArguments) {

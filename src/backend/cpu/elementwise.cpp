@@ -84,4 +84,11 @@ Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
   return out;
 }
 
+Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
+  Tensor out = Tensor::empty(broadcast3(x, y, gate, "gated_add"));
+  map_into<3>(out, {&x, &y, &gate},
+              [](float a, float b, float g) { return scalar::gated_add(a, b, g); });
+  return out;
+}
+
 }  // namespace ltx::cpu

@@ -15,5 +15,6 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
 Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w);
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
 
 }  // namespace ltx::cpu

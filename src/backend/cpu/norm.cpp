@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/elementwise.h"
 #include "backend/cpu/reduce_kernel.h"
 #include "core/parallel.h"
 
@@ -56,6 +57,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
     }
   });
   return out;
+}
+
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
+  return modulate(rms_norm(x, Tensor(), eps), scale, shift);
 }
 
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {

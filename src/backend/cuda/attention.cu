@@ -1,6 +1,7 @@
 #include "backend/cuda/attention.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
@@ -45,9 +46,12 @@ __device__ __forceinline__ float load_at(const Operand& o, int64_t b, int64_t h,
 template <int kDim>
 __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
   constexpr int kPer = kDim / 32;  // head-dim elements per lane
-  __shared__ float qs[kRows][kDim];
-  __shared__ float ks[kKeys][kDim + 1];  // +1: lane j reads row j, conflict-free
-  __shared__ float vs[kKeys][kDim];
+  // Dynamic shared memory (D 256 needs 81 KiB): qs[kRows][kDim], ks[kKeys][kDim + 1] (+1: lane j
+  // reads row j, conflict-free), vs[kKeys][kDim].
+  extern __shared__ float simple_smem[];
+  auto* qs = reinterpret_cast<float(*)[kDim]>(simple_smem);
+  auto* ks = reinterpret_cast<float(*)[kDim + 1]>(simple_smem + kRows * kDim);
+  auto* vs = reinterpret_cast<float(*)[kDim]>(simple_smem + kRows * kDim + kKeys * (kDim + 1));
 
   const int64_t bh = blockIdx.x / a.q_blocks, qb = blockIdx.x % a.q_blocks;
   const int64_t b = bh / a.heads, h = bh % a.heads;
@@ -140,6 +144,19 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
   }
 }
 
+template <int kDim>
+void launch_simple(const AttnArgs& a, unsigned grid, int device, cudaStream_t stream) {
+  constexpr size_t kSmem = sizeof(float) * (kRows * kDim + kKeys * (kDim + 1) + kKeys * kDim);
+  static std::once_flag configured[64];
+  std::call_once(configured[device % 64], [] {
+    LTX_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<kDim>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmem)));
+  });
+  flash_attention_kernel<kDim><<<grid, kThreads, kSmem, stream>>>(a);
+  LTX_CUDA_CHECK_LAUNCH();
+}
+
 Operand operand(const Tensor& t) {
   Operand o;
   o.p = t.raw_data();
@@ -155,20 +172,22 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), d = q.size(3);
   const int64_t tk = k.size(2), dv = v.size(3);
   const int64_t width = std::max(d, dv);
-  LTX_CHECK(width <= 128, "scaled_dot_product_attention: head dims up to 128 are supported on "
+  LTX_CHECK(width <= 256, "scaled_dot_product_attention: head dims up to 256 are supported on "
             "CUDA, got q ", q.describe(), " and v ", v.describe(), "; run it on the CPU");
-  Tensor out = Tensor::empty({batch, heads, tq, dv}, ops::float_result_dtype({&q, &k, &v}),
-                             q.device());
-  if (out.numel() == 0) return out;
   const bool tensor_cores = tensor_core_attention_applies(q, k, v);
   LTX_CHECK(kernel != AttentionKernel::TensorCore || tensor_cores,
             "scaled_dot_product_attention: the tensor-core kernel needs bf16 q/k/v with equal head "
-            "dims of 32, 64 or 128, a dense head dim and 16-byte aligned rows on an sm_80+ GPU; got q ",
+            "dims of 32, 64, 128 or 256, a dense head dim and 16-byte aligned rows on an sm_80+ GPU; got q ",
             q.describe(), ", k ", k.describe(), ", v ", v.describe());
-  if (tensor_cores && kernel != AttentionKernel::Simple) {
-    tensor_core_attention(q, k, v, mask, scale, out);
+  if (tensor_cores && kernel != AttentionKernel::Simple && q.numel() > 0) {
+    // Stored as [B, Tq, H, Dv]: the output projection reads it without a transpose copy.
+    Tensor out = Tensor::empty({batch, tq, heads, dv}, DType::BF16, q.device()).transpose(1, 2);
+    tensor_core_attention(q, k, v, mask, scale, out);  // Tk == 0 gives zeros
     return out;
   }
+  Tensor out = Tensor::empty({batch, heads, tq, dv}, ops::float_result_dtype({&q, &k, &v}),
+                             q.device());
+  if (out.numel() == 0) return out;
   AttnArgs a;
   a.q = operand(q);
   a.k = operand(k);
@@ -195,13 +214,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const cudaStream_t s = current_stream(dev).handle();
   const unsigned grid = static_cast<unsigned>(blocks);
   if (width <= 32) {
-    flash_attention_kernel<32><<<grid, kThreads, 0, s>>>(a);
+    launch_simple<32>(a, grid, dev, s);
   } else if (width <= 64) {
-    flash_attention_kernel<64><<<grid, kThreads, 0, s>>>(a);
+    launch_simple<64>(a, grid, dev, s);
+  } else if (width <= 128) {
+    launch_simple<128>(a, grid, dev, s);
   } else {
-    flash_attention_kernel<128><<<grid, kThreads, 0, s>>>(a);
+    launch_simple<256>(a, grid, dev, s);
   }
-  LTX_CUDA_CHECK_LAUNCH();
   return out;
 }
 

@@ -2,14 +2,15 @@
 // Fused scaled-dot-product attention on CUDA (src/ops/attention.h semantics): flash-style, one
 // pass over the keys with an online softmax, so no Tq x Tk score matrix is ever stored.
 //   q [B, H, Tq, D], k [B, H, Tk, D], v [B, H, Tk, Dv]: f32 or bf16, any strides (the
-//   [B, T, H, D] -> [B, H, T, D] transposed views are read in place); D, Dv <= 128.
+//   [B, T, H, D] -> [B, H, T, D] transposed views are read in place); D, Dv <= 256.
 //   mask: undefined, bool/u8 (nonzero = attend) or f32/bf16 (added to the scaled logits), already
 //   expanded to [B, H, Tq, Tk] by the caller (stride 0 where broadcast).
-//   result: contiguous [B, H, Tq, Dv], bf16 when q, k and v are all bf16, else f32.
+//   result: [B, H, Tq, Dv], bf16 when q, k and v are all bf16, else f32; contiguous from the
+//   CUDA-core kernel, a transposed view of a contiguous [B, Tq, H, Dv] from the tensor-core one.
 // A row whose logits are all -inf gets zeros (torch's _safe_softmax), like the CPU.
 //
 // Two kernels:
-//  - TensorCore (attention_mma.cu): bf16 q/k/v only, D == Dv in {32, 64, 128}, unit stride on the
+//  - TensorCore (attention_mma.cu): bf16 q/k/v only, D == Dv in {32, 64, 128, 256}, unit stride on the
 //    head dim and 16-byte aligned rows. bf16 tensor-core MMAs with f32 accumulation; the softmax
 //    probabilities are rounded to bf16 before the P.V product (as every fused bf16 attention
 //    does), so it matches the f32 math to bf16 accuracy (~1e-3 relative), not bit for bit.
@@ -30,7 +31,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
 
 // The tensor-core kernel itself (attention_mma.cu); the caller has checked that it applies and
-// allocated `out` as contiguous bf16 [B, H, Tq, D].
+// allocated `out`: bf16 [B, H, Tq, D] with a dense head dim, any other strides (16-byte aligned
+// rows: D even).
 void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                            float scale, Tensor& out);
 

@@ -36,7 +36,8 @@ struct MmaArgs {
   DType mask_dtype = DType::F32;
   MaskKind mask_kind = MaskKind::None;
   int64_t ms[4] = {};
-  __nv_bfloat16* out = nullptr;  // contiguous [B, H, Tq, D]
+  __nv_bfloat16* out = nullptr;
+  int64_t os[3] = {};  // out strides of B, H, T (the head dim is dense)
   int heads = 0;
   int64_t tq = 0, tk = 0;
   float scale = 0.f;
@@ -106,8 +107,8 @@ __device__ __forceinline__ void load_tile(uint32_t smem, const __nv_bfloat16* ba
   }
 }
 
-// kM = 16-row MMA tiles per warp. kM == 1 keeps the warp's Q fragments in registers; kM == 2
-// reloads them from shared memory per k-step (registers go to the second accumulator set) and
+// kM = 16-row MMA tiles per warp. kM == 1 keeps the warp's Q fragments in registers (D <= 128);
+// kM == 2 or D 256 reload them from shared memory per k-step (registers go to the second accumulator set) and
 // reuses every K and V fragment for both row tiles, halving shared-memory reads per MMA.
 template <int kDim, bool kMasked, int kWarps, int kM>
 __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a) {
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
   constexpr int kSteps = kDim / 16;      // k-steps of the QK^T product
   constexpr int kOutTiles = kDim / 8;    // n-tiles of the output
   constexpr int kKeyTiles = kRowsK / 8;  // n-tiles of S
-  constexpr bool kQInRegs = kM == 1;
+  constexpr bool kQInRegs = kM == 1 && kDim <= 128;  // D 256: Q fragments from shared memory
   constexpr uint32_t kQBytes = kRowsQ * kDim * 2, kKvBytes = kRowsK * kDim * 2;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -327,7 +328,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
       const int64_t row = row_base + mi * 16 + r * 8;
       if (row >= a.tq) continue;
       const float inv = l > 0.f ? 1.f / l : 0.f;  // no attended key: zeros
-      __nv_bfloat16* dst = a.out + (static_cast<int64_t>(bh) * a.tq + row) * kDim + 2 * c4;
+      __nv_bfloat16* dst = a.out + b * a.os[0] + h * a.os[1] + row * a.os[2] + 2 * c4;
 #pragma unroll
       for (int t = 0; t < kOutTiles; ++t) {
         const uint32_t packed = pack_bf16(o[mi][t][2 * r] * inv, o[mi][t][2 * r + 1] * inv);
@@ -385,7 +386,7 @@ bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tenso
   if (q.dtype() != DType::BF16 || k.dtype() != DType::BF16 || v.dtype() != DType::BF16)
     return false;
   const int64_t d = q.size(3);
-  if (v.size(3) != d || (d != 32 && d != 64 && d != 128)) return false;
+  if (v.size(3) != d || (d != 32 && d != 64 && d != 128 && d != 256)) return false;
   if (q.size(0) * q.size(1) >= 65536) return false;  // grid.y
   if (!rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v)) return false;
   return compute_capability(q.device().index).major >= 8;
@@ -410,6 +411,7 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     for (int i = 0; i < 4; ++i) a.ms[i] = mask.stride(i);
   }
   a.out = static_cast<__nv_bfloat16*>(out.raw_data());
+  for (int i = 0; i < 3; ++i) a.os[i] = out.stride(i);
   a.heads = static_cast<int>(q.size(1));
   a.tq = q.size(2);
   a.tk = k.size(2);
@@ -421,6 +423,7 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   switch (q.size(3)) {
     case 32: launch<32>(a, batch_heads, dev, s); break;
     case 64: launch<64>(a, batch_heads, dev, s); break;
+    case 256: launch<256>(a, batch_heads, dev, s); break;
     default: launch<128>(a, batch_heads, dev, s); break;
   }
 }

@@ -38,6 +38,14 @@ struct LerpScalarFn {
   float w;
   __device__ float operator()(const float* v) const { return scalar::lerp(v[0], v[1], w); }
 };
+struct GatedAddFn {
+  bool bf16_product;  // mul(y, gate) would be stored as bf16
+  __device__ float operator()(const float* v) const {
+    float p = dtype_bits::mul_rn(v[1], v[2]);
+    if (bf16_product) p = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(p));
+    return dtype_bits::add_rn(v[0], p);
+  }
+};
 struct ModulateFn {
   __device__ float operator()(const float* v) const { return scalar::modulate(v[0], v[1], v[2]); }
 };
@@ -104,6 +112,13 @@ Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
 Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w) {
   Tensor out = new_like(broadcast_shapes(a.shape(), b.shape(), "lerp"), {&a, &b}, a.device());
   map_into<2>(out, {&a, &b}, LerpScalarFn{static_cast<float>(w)});
+  return out;
+}
+
+Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
+  Tensor out = new_like(broadcast3(x, y, gate, "gated_add"), {&x, &y, &gate}, x.device());
+  map_into<3>(out, {&x, &y, &gate},
+              GatedAddFn{ops::float_result_dtype({&y, &gate}) == DType::BF16});
   return out;
 }
 

@@ -20,5 +20,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
 Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w);
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+// x + y * gate with y * gate rounded to float_result_dtype(y, gate) first (bf16 when both are),
+// so that it matches add(x, mul(y, gate)) bit for bit.
+Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
 
 }  // namespace ltx::cuda

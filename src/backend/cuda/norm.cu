@@ -5,6 +5,9 @@
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/reduce_plan.h"
+#include "backend/scalar_math.h"
+#include "backend/strided_layout.h"
+#include "ops/dispatch.h"
 
 namespace ltx::cuda {
 
@@ -43,6 +46,49 @@ __global__ void rms_norm_kernel(RowArgs a) {
       float y = mul_rn(load_f32(a.x, a.x_dtype, base + i), rs);
       if (a.w != nullptr) y = mul_rn(y, load_f32(a.w, a.w_dtype, i));
       store_f32(a.y, a.y_dtype, base + i, y);
+    }
+  }
+}
+
+// Where scale and shift of rms_norm_modulate live: x's leading dims (all but the last) with their
+// broadcast strides, and their stride along the last dim.
+struct ModArgs {
+  int lead = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t s_stride[kMaxDims] = {}, t_stride[kMaxDims] = {};
+  int64_t s_last = 0, t_last = 0;
+  const void* s = nullptr;
+  const void* t = nullptr;
+  DType s_dtype = DType::F32, t_dtype = DType::F32;
+};
+
+// x's own storage rounding of v (what rms_norm stores before modulate reloads it).
+__device__ __forceinline__ float round_to(DType dt, float v) {
+  return dt == DType::BF16 ? dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(v)) : v;
+}
+
+// rms_norm_kernel's statistics (same thread layout and sums), then scalar::modulate.
+__global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t base = r * a.d;
+    float ss = 0.f;
+    for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
+      const float v = load_f32(a.x, a.x_dtype, base + i);
+      ss += v * v;
+    }
+    const float rs = inv_std(block_sum(ss), a.d, a.eps);
+    int64_t so = 0, to = 0, rem = r;
+    for (int d = m.lead - 1; d >= 0; --d) {
+      const int64_t idx = rem % m.size[d];
+      rem /= m.size[d];
+      so += idx * m.s_stride[d];
+      to += idx * m.t_stride[d];
+    }
+    for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
+      const float y = round_to(a.x_dtype, mul_rn(load_f32(a.x, a.x_dtype, base + i), rs));
+      const float sc = load_f32(m.s, m.s_dtype, so + i * m.s_last);
+      const float sh = load_f32(m.t, m.t_dtype, to + i * m.t_last);
+      store_f32(a.y, a.y_dtype, base + i, scalar::modulate(y, sc, sh));
     }
   }
 }
@@ -179,6 +225,35 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   return run_rows(layer_norm_kernel, x, weight, bias, eps);
+}
+
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
+  Tensor out = Tensor::empty(x.shape(), ops::float_result_dtype({&x, &scale, &shift}), x.device());
+  if (out.numel() == 0) return out;
+  Tensor xc, wc, bc;
+  RowArgs a = row_args(x, &xc, Tensor(), Tensor(), &wc, &bc, out, eps);
+  a.d = x.size(-1);
+  a.rows = x.numel() / a.d;
+  const Strides ss = broadcast_strides(scale, x.shape()), ts = broadcast_strides(shift, x.shape());
+  ModArgs m;
+  m.lead = x.dim() - 1;
+  for (int d = 0; d < m.lead; ++d) {
+    m.size[d] = x.size(d);
+    m.s_stride[d] = ss[d];
+    m.t_stride[d] = ts[d];
+  }
+  m.s_last = ss[x.dim() - 1];
+  m.t_last = ts[x.dim() - 1];
+  m.s = scale.raw_data();
+  m.t = shift.raw_data();
+  m.s_dtype = scale.dtype();
+  m.t_dtype = shift.dtype();
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  rms_norm_modulate_kernel<<<row_blocks(a.rows), row_threads(a.d), 0,
+                             current_stream(dev).handle()>>>(a, m);
+  LTX_CUDA_CHECK_LAUNCH();
+  return out;
 }
 
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {

@@ -12,6 +12,10 @@ namespace ltx::cuda {
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+// One kernel for modulate(rms_norm(x), scale, shift): the rms_norm kernel's row statistics, the
+// normalised value rounded to x's dtype, then the modulation of ops::modulate; bit-identical to
+// the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's.
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps);
 // PixelNorm over `dim` (no affine): one thread per position, sum of squares in double.
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions

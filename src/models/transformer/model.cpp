@@ -88,6 +88,8 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     m.av_ca_v2a_gate_adaln_single_ = adaln("av_ca_v2a_gate_adaln_single", c.audio_inner_dim(), 1);
   }
 
+  m.dtype_ = (video ? m.patchify_proj_ : m.audio_patchify_proj_).weight.dtype();
+
   std::optional<TransformerConfig> vcfg, acfg;
   if (video)
     vcfg = TransformerConfig{c.inner_dim(), c.num_attention_heads, c.attention_head_dim,
@@ -129,6 +131,7 @@ MultiModalTransformerArgsPreprocessor LTXModel::video_preprocessor() const {
   MultiModalTransformerArgsPreprocessor p;
   TransformerArgsPreprocessor& s = p.simple;
   s.patchify_proj = &patchify_proj_;
+  s.dtype = dtype_;
   s.adaln = &*adaln_single_;
   s.inner_dim = c.inner_dim();
   s.max_pos = c.positional_embedding_max_pos;
@@ -156,6 +159,7 @@ MultiModalTransformerArgsPreprocessor LTXModel::audio_preprocessor() const {
   MultiModalTransformerArgsPreprocessor p;
   TransformerArgsPreprocessor& s = p.simple;
   s.patchify_proj = &audio_patchify_proj_;
+  s.dtype = dtype_;
   s.adaln = &*audio_adaln_single_;
   s.inner_dim = c.audio_inner_dim();
   s.max_pos = c.audio_positional_embedding_max_pos;

@@ -27,6 +27,7 @@ namespace ltx::models::transformer {
 io::KeyMap transformer_key_map(LTXModelType type);
 
 struct ModelOutputs {
+  // In the model dtype (LTXModel::dtype(), as the reference's x dtype).
   Tensor video;  // [B, Tv, out_channels], undefined when video was not given
   Tensor audio;  // [B, Ta, audio_out_channels], undefined when audio was not given
 };
@@ -48,6 +49,8 @@ class LTXModel {
   const LTXModelConfig& config() const { return config_; }
   LTXModelType model_type() const { return config_.model_type; }
   int64_t num_blocks() const { return static_cast<int64_t>(transformer_blocks_.size()); }
+  // The activations' dtype (the reference's x dtype): the loaded weights' dtype, f32 or bf16.
+  DType dtype() const { return dtype_; }
 
   // Velocity predictions. A stream the model lacks must be null. `perturbations` null means none;
   // otherwise it must cover this model's blocks and the batch. `observer` receives intermediates:
@@ -60,6 +63,7 @@ class LTXModel {
 
  private:
   LTXModelConfig config_;
+  DType dtype_ = DType::F32;  // set at load from the patchify projection's weight
   // video stream
   nn::Linear patchify_proj_, proj_out_;
   std::optional<PixArtAlphaTextProjection> caption_projection_;

@@ -32,9 +32,16 @@ AvCaValues av_ca_values(const Tensor& table, const Tensor& scale_shift_timestep,
 
 Tensor rms(const Tensor& x, double eps) { return ops::rms_norm(x, Tensor(), eps); }
 
-// rms_norm(x) * (1 + scale) + shift (the reference's ada_zero function).
+// rms_norm(x) * (1 + scale) + shift (the reference's ada_zero function), one fused op; equal bit
+// for bit to ops::modulate(rms(x, eps), scale, shift) (tests/ops, tests/cuda).
 Tensor ada_zero(const Tensor& x, double eps, const Tensor& scale, const Tensor& shift) {
-  return ops::modulate(rms(x, eps), scale, shift);
+  return ops::rms_norm_modulate(x, scale, shift, eps);
+}
+
+// x + y * gate [* mask], in the reference's order: (y * gate) * mask, then the residual add.
+Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate, const Tensor& mask) {
+  if (!mask.defined()) return ops::gated_add(x, y, gate);
+  return ops::gated_add(x, ops::mul(y, gate), mask);
 }
 
 }  // namespace
@@ -105,7 +112,7 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, ts, 1), ada_value(table, ts, 0));
   const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
                               nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
-  Tensor x = ops::add(x_in, ops::mul(sa, ada_value(table, ts, 2)));
+  Tensor x = ops::gated_add(x_in, sa, ada_value(table, ts, 2));
   const Tensor x_normed = rms(x, eps);
   if (!cross_attention_adaln) return ops::add(x, text_attn(x_normed, args.context, args.context_mask));
 
@@ -117,7 +124,7 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const Tensor shift_kv = kv.select(2, 0), scale_kv = kv.select(2, 1);
   const Tensor q_in = ops::modulate(x_normed, ada_value(table, ts, 7), ada_value(table, ts, 6));
   const Tensor ctx = ops::modulate(args.context, scale_kv, shift_kv);
-  return ops::add(x, ops::mul(text_attn(q_in, ctx, args.context_mask), ada_value(table, ts, 8)));
+  return ops::gated_add(x, text_attn(q_in, ctx, args.context_mask), ada_value(table, ts, 8));
 }
 
 // FFN step of one stream.
@@ -125,7 +132,7 @@ Tensor feed_forward_step(const Tensor& x, const TransformerArgs& args, const Fee
                          const Tensor& table, double eps) {
   const Tensor& ts = args.timesteps;
   const Tensor h = ada_zero(x, eps, ada_value(table, ts, 4), ada_value(table, ts, 3));
-  return ops::add(x, ops::mul(ff(h), ada_value(table, ts, 5)));
+  return ops::gated_add(x, ff(h), ada_value(table, ts, 5));
 }
 
 }  // namespace
@@ -157,28 +164,22 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
                                         video->cross_gate_timestep, 0, true);
       const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
                                         audio->cross_gate_timestep, 0, false);
-      Tensor out = ops::mul(
+      const Tensor out =
           (*audio_to_video_attn)(ada_zero(vx0, norm_eps, v.scale, v.shift),
                                  ada_zero(ax0, norm_eps, a.scale, a.shift), Tensor(),
-                                 &video->cross_positional_embeddings, &audio->cross_positional_embeddings),
-          v.gate);
-      if (video->cross_attn_perturbation_mask.defined())
-        out = ops::mul(out, video->cross_attn_perturbation_mask);
-      vx = ops::add(vx, out);
+                                 &video->cross_positional_embeddings, &audio->cross_positional_embeddings);
+      vx = gated_residual(vx, out, v.gate, video->cross_attn_perturbation_mask);
     }
     if (run_v2a && !audio->cross_attn_skip_all) {
       const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
                                         audio->cross_gate_timestep, 2, true);
       const AvCaValues v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
                                         video->cross_gate_timestep, 2, false);
-      Tensor out = ops::mul(
+      const Tensor out =
           (*video_to_audio_attn)(ada_zero(ax0, norm_eps, a.scale, a.shift),
                                  ada_zero(vx0, norm_eps, v.scale, v.shift), Tensor(),
-                                 &audio->cross_positional_embeddings, &video->cross_positional_embeddings),
-          a.gate);
-      if (audio->cross_attn_perturbation_mask.defined())
-        out = ops::mul(out, audio->cross_attn_perturbation_mask);
-      ax = ops::add(ax, out);
+                                 &audio->cross_positional_embeddings, &video->cross_positional_embeddings);
+      ax = gated_residual(ax, out, a.gate, audio->cross_attn_perturbation_mask);
     }
   }
 

@@ -15,31 +15,45 @@ void apply_block_perturbations(TransformerArgs& args, const BatchedPerturbationC
   const bool all_cross = perturbations.all_in_batch(cross_type, block);
   const bool any_cross = perturbations.any_in_batch(cross_type, block);
   args.self_attn_all_perturbed = all_self;
+  // Masks in x's dtype (the reference builds them in the model dtype).
+  const DType dt = args.x.dtype();
   args.self_attn_perturbation_mask =
-      any_self && !all_self ? perturbations.mask(self_type, block, device) : Tensor();
+      any_self && !all_self ? perturbations.mask(self_type, block, device).to(dt) : Tensor();
   args.cross_attn_skip_all = all_cross;
   args.cross_attn_perturbation_mask =
-      any_cross && !all_cross ? perturbations.mask(cross_type, block, device) : Tensor();
+      any_cross && !all_cross ? perturbations.mask(cross_type, block, device).to(dt) : Tensor();
 }
 
-Tensor self_attention_bias(const Tensor& attention_mask) {
+namespace {
+
+// torch.finfo(dt).max for the activation dtypes (bf16's largest finite value is (2 - 2^-7) 2^127).
+double dtype_max(DType dt) {
+  return dt == DType::BF16 ? 3.3895313892515355e38
+                           : static_cast<double>(std::numeric_limits<float>::max());
+}
+
+}  // namespace
+
+Tensor self_attention_bias(const Tensor& attention_mask, DType dtype) {
   LTX_CHECK(attention_mask.dim() == 3, "self-attention mask must be [B, T, T] (or broadcastable ",
             "3-D), got ", attention_mask.describe());
   const Tensor m = attention_mask.to(DType::F32);
   const Device d = m.device();
-  constexpr float kTiny = std::numeric_limits<float>::min();
-  constexpr float kLowest = std::numeric_limits<float>::lowest();
-  // relu(m) is nonzero exactly where m > 0.
+  constexpr float kTiny = std::numeric_limits<float>::min();  // = finfo(bf16).tiny too
+  // relu(m) is nonzero exactly where m > 0. The log is taken in f32 and then rounded to `dtype`;
+  // the masked value is that dtype's minimum (f32's lowest would round to -inf in bf16).
   const Tensor logv = ops::log(ops::clamp(m, kTiny, std::numeric_limits<double>::infinity()));
-  return ops::where(ops::relu(m), logv, Tensor::full({1}, kLowest, DType::F32, d)).unsqueeze(1);
+  const Tensor lowest = Tensor::full({1}, -dtype_max(dtype), DType::F32, d);
+  return ops::where(ops::relu(m), logv, lowest).to(dtype).unsqueeze(1);
 }
 
-Tensor context_attention_bias(const Tensor& context_mask) {
+Tensor context_attention_bias(const Tensor& context_mask, DType dtype) {
   if (dtype_is_floating(context_mask.dtype())) return context_mask;
   LTX_CHECK(context_mask.dim() >= 2, "context mask must be [B, L], got ", context_mask.describe());
   const int64_t b = context_mask.size(0), l = context_mask.size(-1);
-  const Tensor m = ops::sub(context_mask.to(DType::F32), 1.0).reshape({b, 1, -1, l});
-  return ops::mul(m, static_cast<double>(std::numeric_limits<float>::max()));
+  // (mask - 1) in x's dtype times that dtype's max, as the reference.
+  const Tensor m = ops::sub(context_mask.to(DType::F32), 1.0).to(dtype).reshape({b, 1, -1, l});
+  return ops::mul(m, dtype_max(dtype));
 }
 
 std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
@@ -52,8 +66,10 @@ std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
 
 RopeTables TransformerArgsPreprocessor::prepare_positional_embeddings(
     const Tensor& positions, int64_t dim, const std::vector<double>& mp) const {
-  return precompute_freqs_cis(positions, dim, positional_embedding_theta, mp, num_attention_heads,
-                              rope_type, double_precision_rope);
+  // Computed in f32 (or f64) and cast to the model dtype, as the reference's out_dtype.
+  RopeTables t = precompute_freqs_cis(positions, dim, positional_embedding_theta, mp,
+                                      num_attention_heads, rope_type, double_precision_rope);
+  return {t.cos.to(dtype), t.sin.to(dtype)};
 }
 
 TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const std::string& name,
@@ -77,13 +93,15 @@ TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const st
 
   TransformerArgs a;
   a.enabled = m.enabled;
-  a.x = (*patchify_proj)(m.latent.to(DType::F32));
+  // The latent enters in the model dtype (the reference runs on latents of the weights' dtype).
+  a.x = (*patchify_proj)(m.latent.to(dtype));
   if (keyframes_embedding != nullptr && m.keyframes_mask.defined()) {
     const Device d = a.x.device();
     const Tensor marked = ops::where(ops::relu(m.keyframes_mask.to(DType::F32)),
                                      Tensor::full({1}, 1.0, DType::F32, d),
-                                     Tensor::full({1}, 0.0, DType::F32, d));
-    a.x = ops::add(a.x, ops::mul(marked, *keyframes_embedding));
+                                     Tensor::full({1}, 0.0, DType::F32, d))
+                              .to(dtype);
+    a.x = ops::add(a.x, ops::mul(marked, keyframes_embedding->to(dtype)));
   }
   observe("x_in", a.x);
   std::tie(a.timesteps, a.embedded_timestep) = prepare_timestep(m.timesteps, *adaln, b);
@@ -95,19 +113,19 @@ TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const st
     a.prompt_timestep = prepare_timestep(m.sigma, *prompt_adaln, b).first;
     observe("prompt_timestep", a.prompt_timestep);
   }
-  Tensor context = m.context.to(DType::F32);
+  Tensor context = m.context.to(dtype);
   if (caption_projection != nullptr) context = (*caption_projection)(context);
   a.context = context.reshape({b, -1, a.x.size(-1)});
   observe("context", a.context);
   if (m.context_mask.defined()) {
-    a.context_mask = context_attention_bias(m.context_mask);
+    a.context_mask = context_attention_bias(m.context_mask, dtype);
     observe("context_mask_additive", a.context_mask);
   }
   a.positional_embeddings = prepare_positional_embeddings(m.positions, inner_dim, max_pos);
   observe("pe_cos", a.positional_embeddings.cos);
   observe("pe_sin", a.positional_embeddings.sin);
   if (m.attention_mask.defined()) {
-    a.self_attention_mask = self_attention_bias(m.attention_mask);
+    a.self_attention_mask = self_attention_bias(m.attention_mask, dtype);
     observe("self_attention_bias", a.self_attention_mask);
   }
   return a;

@@ -46,15 +46,19 @@ struct TransformerArgs {
 void apply_block_perturbations(TransformerArgs& args, const BatchedPerturbationConfig& perturbations,
                                int64_t block, PerturbationType self_type, PerturbationType cross_type);
 
-// [B, T, T] strengths in [0, 1] -> additive [B, 1, T, T]: 1 -> 0, v > 0 -> log v, v <= 0 -> the
-// f32 minimum.
-Tensor self_attention_bias(const Tensor& attention_mask);
-// Integer/bool [B, L] (1 = keep) -> additive [B, 1, 1, L] (0 or -f32 max); float masks are already
-// additive and returned unchanged, as the reference does.
-Tensor context_attention_bias(const Tensor& context_mask);
+// [B, T, T] strengths in [0, 1] -> additive [B, 1, T, T] of `dtype` (f32 or bf16, the model's):
+// 1 -> 0, v > 0 -> log v (taken in f32), v <= 0 -> that dtype's minimum.
+Tensor self_attention_bias(const Tensor& attention_mask, DType dtype = DType::F32);
+// Integer/bool [B, L] (1 = keep) -> additive [B, 1, 1, L] of `dtype` (0 or -max of that dtype);
+// float masks are already additive and returned unchanged, as the reference does.
+Tensor context_attention_bias(const Tensor& context_mask, DType dtype = DType::F32);
 
 struct TransformerArgsPreprocessor {
   const nn::Linear* patchify_proj = nullptr;
+  // The model dtype (the weights'): latents, context, RoPE tables and masks are cast to it, so that
+  // with bf16 weights the activations are bf16 where the reference's are; the timestep sinusoid
+  // stays f32 until the embedding's first linear (see timestep_embedding.h).
+  DType dtype = DType::F32;
   const AdaLayerNormSingle* adaln = nullptr;
   int64_t inner_dim = 0;
   std::vector<double> max_pos;

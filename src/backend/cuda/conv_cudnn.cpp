@@ -1,0 +1,234 @@
+#include "backend/cuda/conv_cudnn.h"
+
+#include <cudnn.h>
+
+#include <array>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "backend/cuda/allocator.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/stream.h"
+#include "core/error.h"
+#include "ops/elementwise.h"
+
+namespace ltx::cuda {
+
+namespace {
+
+#define LTX_CUDNN_CHECK(call)                                                                 \
+  do {                                                                                        \
+    const cudnnStatus_t ltx_cudnn_status = (call);                                            \
+    if (ltx_cudnn_status != CUDNN_STATUS_SUCCESS)                                             \
+      ::ltx::fail("cuDNN call ", #call, " failed: ", cudnnGetErrorString(ltx_cudnn_status), \
+                  " (", __FILE__, ":", __LINE__, ")");                                        \
+  } while (0)
+
+// One handle per device, created on first use and intentionally leaked (like the cuBLASLt ones).
+cudnnHandle_t handle_for(int device) {
+  static std::mutex mu;
+  static auto* handles = new std::vector<cudnnHandle_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (handles->empty()) handles->assign(static_cast<size_t>(device_count()), nullptr);
+  cudnnHandle_t& h = (*handles)[static_cast<size_t>(device)];
+  if (h == nullptr) {
+    DeviceGuard guard(device);
+    LTX_CUDNN_CHECK(cudnnCreate(&h));
+  }
+  return h;
+}
+
+// Whether the cuDNN library loads and works here (it is dlopen'ed in pieces by libcudnn.so.9, so a
+// broken install shows up at the first handle). Asked once per process.
+bool cudnn_works() {
+  static const bool ok = [] {
+    try {
+      (void)handle_for(0);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }();
+  return ok;
+}
+
+constexpr int kDims = 5;  // N, C and three spatial dims
+
+struct Geometry {
+  std::array<int, kDims> x{}, w{}, y{};
+  std::array<int, 3> pad{}, stride{}, dilation{};
+  int groups = 1;
+};
+
+Geometry geometry(const Tensor& x, const Tensor& w, const cpu::ConvSpec& spec) {
+  Geometry g;
+  g.x = {static_cast<int>(x.size(0)), static_cast<int>(x.size(1)), 1, 1, 1};
+  g.w = {static_cast<int>(w.size(0)), static_cast<int>(w.size(1)), 1, 1, 1};
+  g.pad = {0, 0, 0};
+  g.stride = {1, 1, 1};
+  g.dilation = {1, 1, 1};
+  const int lead = 3 - spec.rank;  // missing spatial dims go first, as size 1
+  for (int i = 0; i < spec.rank; ++i) {
+    g.x[2 + lead + i] = static_cast<int>(x.size(2 + i));
+    g.w[2 + lead + i] = static_cast<int>(w.size(2 + i));
+    g.pad[lead + i] = static_cast<int>(spec.padding[i]);
+    g.stride[lead + i] = static_cast<int>(spec.stride[i]);
+    g.dilation[lead + i] = static_cast<int>(spec.dilation[i]);
+  }
+  g.groups = static_cast<int>(spec.groups);
+  g.y[0] = g.x[0];
+  g.y[1] = g.w[0];
+  for (int i = 0; i < 3; ++i) {
+    const int k_eff = g.dilation[i] * (g.w[2 + i] - 1) + 1;
+    g.y[2 + i] = (g.x[2 + i] + 2 * g.pad[i] - k_eff) / g.stride[i] + 1;
+  }
+  return g;
+}
+
+std::array<int, kDims> contiguous_strides(const std::array<int, kDims>& dims) {
+  std::array<int, kDims> s{};
+  int acc = 1;
+  for (int i = kDims - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= dims[i];
+  }
+  return s;
+}
+
+// RAII wrappers of the descriptors of one call.
+struct Descriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  explicit Descriptors(const Geometry& g) {
+    LTX_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    LTX_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    LTX_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    LTX_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    const auto xs = contiguous_strides(g.x), ys = contiguous_strides(g.y);
+    LTX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(x, CUDNN_DATA_BFLOAT16, kDims, g.x.data(), xs.data()));
+    LTX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(y, CUDNN_DATA_BFLOAT16, kDims, g.y.data(), ys.data()));
+    LTX_CUDNN_CHECK(
+        cudnnSetFilterNdDescriptor(w, CUDNN_DATA_BFLOAT16, CUDNN_TENSOR_NCHW, kDims, g.w.data()));
+    LTX_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 3, g.pad.data(), g.stride.data(),
+                                                    g.dilation.data(), CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT));
+    LTX_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, g.groups));
+    LTX_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_TENSOR_OP_MATH));
+  }
+  ~Descriptors() {
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyTensorDescriptor(x);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+};
+
+struct AlgoChoice {
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  size_t workspace = 0;
+};
+using AlgoKey = std::tuple<int, std::array<int, kDims>, std::array<int, kDims>, std::array<int, 3>,
+                           std::array<int, 3>, std::array<int, 3>, int>;
+
+// The fastest algorithm cuDNN measures for this geometry, among those whose workspace stays under
+// a quarter of the free memory (at most 2 GiB), measured once per geometry.
+AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d) {
+  static std::mutex mu;
+  static auto* cache = new std::map<AlgoKey, AlgoChoice>();
+  const AlgoKey key{device, g.x, g.w, g.pad, g.stride, g.dilation, g.groups};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  cudnnHandle_t h = handle_for(device);
+  constexpr int kMaxAlgos = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  std::array<cudnnConvolutionFwdAlgoPerf_t, kMaxAlgos> perf{};
+  int found = 0;
+  // The heuristic list first: it never runs anything, and tells us the candidates' workspaces.
+  LTX_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxAlgos, &found,
+                                                         perf.data()));
+  const MemoryInfo mem = memory_info(device);
+  const size_t limit = std::min<size_t>(mem.free_bytes / 4, size_t{2} << 30);
+  AlgoChoice best;
+  bool have = false;
+  for (int i = 0; i < found && !have; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
+    best = AlgoChoice{perf[i].algo, perf[i].memory};
+    have = true;
+  }
+  // Then a measured choice (runs each candidate once on scratch buffers cuDNN allocates itself).
+  int measured = 0;
+  std::array<cudnnConvolutionFwdAlgoPerf_t, kMaxAlgos> timed{};
+  if (cudnnFindConvolutionForwardAlgorithm(h, d.x, d.w, d.conv, d.y, kMaxAlgos, &measured,
+                                           timed.data()) == CUDNN_STATUS_SUCCESS) {
+    for (int i = 0; i < measured; ++i) {
+      if (timed[i].status != CUDNN_STATUS_SUCCESS || timed[i].memory > limit) continue;
+      best = AlgoChoice{timed[i].algo, timed[i].memory};
+      have = true;
+      break;  // sorted fastest first
+    }
+  }
+  LTX_CHECK(have, "conv (cuDNN): no forward algorithm for input ", g.x[0], "x", g.x[1], "x", g.x[2],
+            "x", g.x[3], "x", g.x[4], " and filter ", g.w[0], "x", g.w[1], "x", g.w[2], "x", g.w[3],
+            "x", g.w[4], " fits the memory left (", mem.free_bytes >> 20, " MiB free)");
+  std::lock_guard<std::mutex> lock(mu);
+  cache->emplace(key, best);
+  return best;
+}
+
+bool fits_int32(const Tensor& t) {
+  return t.numel() < std::numeric_limits<int32_t>::max();
+}
+
+}  // namespace
+
+bool cudnn_conv_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
+                        const cpu::ConvSpec& spec) {
+  if (x.dtype() != DType::BF16 || w.dtype() != DType::BF16) return false;
+  if (bias.defined() && bias.dtype() != DType::BF16) return false;
+  if (spec.rank < 1 || spec.rank > 3 || !fits_int32(x) || !fits_int32(w)) return false;
+  const Geometry g = geometry(x, w, spec);
+  int64_t out = 1;
+  for (int v : g.y) out *= v;
+  if (out <= 0 || out >= std::numeric_limits<int32_t>::max()) return false;
+  return cudnn_works();
+}
+
+Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
+                     const cpu::ConvSpec& spec) {
+  const int device = x_in.device().index;
+  DeviceGuard guard(device);
+  const Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  const Geometry g = geometry(x, w, spec);
+  Shape out_shape{x.size(0), w.size(0)};
+  for (int i = 0; i < spec.rank; ++i) out_shape.push_back(g.y[2 + 3 - spec.rank + i]);
+  Tensor out = Tensor::empty(out_shape, DType::BF16, x.device());
+  if (out.numel() == 0) return out;
+
+  const Stream stream = current_stream(device);
+  cudnnHandle_t h = handle_for(device);
+  LTX_CUDNN_CHECK(cudnnSetStream(h, stream.handle()));
+  const Descriptors d(g);
+  const AlgoChoice choice = choose_algorithm(device, g, d);
+  std::shared_ptr<void> workspace;
+  if (choice.workspace > 0) workspace = allocate(choice.workspace, stream);
+  const float alpha = 1.f, beta = 0.f;
+  LTX_CUDNN_CHECK(cudnnConvolutionForward(h, &alpha, d.x, x.raw_data(), d.w, w.raw_data(), d.conv,
+                                          choice.algo, workspace.get(), choice.workspace, &beta,
+                                          d.y, out.raw_data()));
+  if (!bias.defined()) return out;
+  // PyTorch adds the bias after cuDNN's convolution too (a separate add in the output dtype).
+  Shape bias_shape;
+  for (int i = 0; i < out_shape.size(); ++i) bias_shape.push_back(i == 1 ? w.size(0) : 1);
+  return ops::add(out, bias.view(bias_shape));
+}
+
+}  // namespace ltx::cuda

@@ -1,0 +1,25 @@
+#pragma once
+// Per-op GPU time profile for performance work: with LTX_PROFILE_OPS=1 in the environment, every
+// op that dispatches to CUDA (LTX_CUDA_DISPATCH) synchronises the GPU before and after it and adds
+// the wall time to its op name; at exit a table (total ms, calls, share) goes to stderr. Only the
+// outermost op of a nested call is counted (a fused op calling another op counts once). Copies
+// and work outside ops are reported as the remainder of the profiled span. Off (one branch on a
+// cached flag) otherwise; the synchronisation makes profiled runs slower, so use it to find where
+// time goes, not for benchmarks.
+namespace ltx::ops {
+
+bool op_profiling_enabled();
+
+class OpProfileScope {
+ public:
+  explicit OpProfileScope(const char* op);
+  ~OpProfileScope();
+  OpProfileScope(const OpProfileScope&) = delete;
+  OpProfileScope& operator=(const OpProfileScope&) = delete;
+
+ private:
+  const char* op_ = nullptr;  // null: not recording (profiling off or nested)
+  double start_ = 0.0;
+};
+
+}  // namespace ltx::ops

@@ -1,0 +1,100 @@
+// cuDNN's bf16 convolution (cuda::cudnn_conv_nd) against the CPU conv on the same bf16-rounded
+// inputs: 1-3 spatial dims, strides, padding, dilation, groups, bias, odd sizes, and which cases
+// it takes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/conv_cudnn.h"
+#include "cuda/cuda_test_util.h"
+#include "ops/conv.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::kGpu;
+
+Tensor bf16_cpu(const Shape& s, uint64_t seed) {
+  return test::random_tensor(s, seed).to(DType::BF16).to(DType::F32);
+}
+
+double rel_l2(const Tensor& got, const Tensor& want) {
+  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    num += (g[i] - w[i]) * (g[i] - w[i]);
+    den += w[i] * w[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+cpu::ConvSpec spec_of(int rank, int64_t stride, int64_t pad, int64_t dil, int64_t groups) {
+  cpu::ConvSpec s;
+  s.rank = rank;
+  for (int i = 0; i < rank; ++i) {
+    s.stride[i] = stride;
+    s.padding[i] = pad;
+    s.dilation[i] = dil;
+  }
+  s.groups = groups;
+  return s;
+}
+
+struct Case {
+  int rank;
+  int64_t n, c, o, size, k, stride, pad, dil, groups;
+};
+
+TEST(CudaCudnnConv, MatchesCpuConvOnBf16Inputs) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1;
+  for (const Case& c : {Case{3, 1, 16, 32, 9, 3, 1, 1, 1, 1}, Case{3, 2, 8, 12, 7, 3, 2, 0, 1, 1},
+                        Case{3, 1, 12, 12, 6, 3, 1, 2, 2, 3}, Case{3, 1, 128, 64, 5, 1, 1, 0, 1, 1},
+                        Case{2, 2, 10, 6, 13, 3, 2, 1, 1, 2}, Case{1, 3, 6, 10, 33, 5, 1, 2, 1, 1},
+                        Case{1, 1, 4, 4, 17, 7, 3, 3, 2, 4}}) {
+    SCOPED_TRACE("rank " + std::to_string(c.rank) + " C " + std::to_string(c.c) + " O " +
+                 std::to_string(c.o) + " size " + std::to_string(c.size) + " k " +
+                 std::to_string(c.k) + " stride " + std::to_string(c.stride) + " pad " +
+                 std::to_string(c.pad) + " dil " + std::to_string(c.dil) + " groups " +
+                 std::to_string(c.groups));
+    Shape xs{c.n, c.c}, ws{c.o, c.c / c.groups};
+    for (int i = 0; i < c.rank; ++i) {
+      xs.push_back(c.size + i);  // unequal spatial dims
+      ws.push_back(c.k);
+    }
+    const Tensor x = bf16_cpu(xs, seed++), w = bf16_cpu(ws, seed++), b = bf16_cpu({c.o}, seed++);
+    const cpu::ConvSpec spec = spec_of(c.rank, c.stride, c.pad, c.dil, c.groups);
+    const Tensor xg = x.to(kGpu, DType::BF16), wg = w.to(kGpu, DType::BF16), bg = b.to(kGpu, DType::BF16);
+    ASSERT_TRUE(cuda::cudnn_conv_applies(xg, wg, bg, spec));
+    const Tensor want = cpu::conv_nd(x, w, b, spec);
+    const Tensor got = cuda::cudnn_conv_nd(xg, wg, bg, spec);
+    ASSERT_EQ(got.dtype(), DType::BF16);
+    ASSERT_EQ(got.shape(), want.shape());
+    // bf16 output of an f32-accumulated convolution (+ the bias rounded once more).
+    EXPECT_LE(rel_l2(got, want), 8e-3);
+    // Without a bias, and on a strided (non-contiguous) input.
+    const Tensor want_nb = cpu::conv_nd(x, w, Tensor(), spec);
+    EXPECT_LE(rel_l2(cuda::cudnn_conv_nd(xg, wg, Tensor(), spec), want_nb), 8e-3);
+    const Tensor xt = x.to(kGpu, DType::BF16).transpose(0, 1).contiguous().transpose(0, 1);
+    EXPECT_LE(rel_l2(cuda::cudnn_conv_nd(xt, wg, Tensor(), spec), want_nb), 8e-3);
+  }
+}
+
+TEST(CudaCudnnConv, TakesOnlyBf16) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = Tensor::zeros({1, 4, 5, 5, 5}, DType::F32, kGpu);
+  const Tensor w = Tensor::zeros({4, 4, 3, 3, 3}, DType::F32, kGpu);
+  const cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+  EXPECT_FALSE(cuda::cudnn_conv_applies(x, w, Tensor(), spec));
+  EXPECT_FALSE(cuda::cudnn_conv_applies(x.to(DType::BF16), w, Tensor(), spec));
+  EXPECT_TRUE(cuda::cudnn_conv_applies(x.to(DType::BF16), w.to(DType::BF16), Tensor(), spec));
+  // An f32 bias keeps the f32 path (the op's result would be f32).
+  EXPECT_FALSE(cuda::cudnn_conv_applies(x.to(DType::BF16), w.to(DType::BF16),
+                                        Tensor::zeros({4}, DType::F32, kGpu), spec));
+}
+
+}  // namespace
+}  // namespace ltx

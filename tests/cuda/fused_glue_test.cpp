@@ -1,0 +1,100 @@
+// The transformer's fused glue ops on CUDA: rms_norm_modulate (RMSNorm + AdaLN modulation) and
+// gated_add (x + y * gate). Each must equal the unfused CUDA composition bit for bit (f32 and
+// bf16 storage, per-sample and per-token scale/shift/gates, strided inputs) and the CPU op within
+// the rms_norm kernel's f32-sum tolerance.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.h"
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::kGpu;
+using test::near;
+using test::same_bytes;
+
+std::string dims(const Shape& s) { return s.str(); }
+
+TEST(CudaFusedGlue, RmsNormModulateEqualsTheUnfusedOpsAndMatchesCpu) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 900;
+  for (int64_t d : {1, 7, 129, 2048, 4100}) {
+    for (int64_t t : {1, 33}) {
+      for (bool per_token : {false, true}) {
+        const Shape xs{2, t, d}, ss{2, per_token ? t : 1, d};
+        SCOPED_TRACE("x " + dims(xs) + " scale/shift " + dims(ss));
+        const Tensor x = test::random_tensor(xs, seed++, -3.f, 5.f);
+        const Tensor scale = test::random_tensor(ss, seed++), shift = test::random_tensor(ss, seed++);
+        for (DType dt : {DType::F32, DType::BF16}) {
+          SCOPED_TRACE(dtype_name(dt));
+          const Tensor xg = test::non_contiguous_copy(x.to(kGpu, dt));
+          const Tensor sg = test::non_contiguous_copy(scale.to(kGpu, dt)), tg = shift.to(kGpu, dt);
+          const Tensor got = ops::rms_norm_modulate(xg, sg, tg, 1e-6);
+          EXPECT_EQ(got.dtype(), dt);
+          EXPECT_TRUE(same_bytes(got, ops::modulate(ops::rms_norm(xg, Tensor(), 1e-6), sg, tg)));
+          // Against the CPU (f32) on the same (possibly bf16-rounded) inputs.
+          const Tensor want = ops::rms_norm_modulate(xg.to(Device::cpu(), DType::F32),
+                                                     sg.to(Device::cpu(), DType::F32),
+                                                     tg.to(Device::cpu(), DType::F32), 1e-6);
+          const double tol = dt == DType::BF16 ? 1.6e-2 : 4e-6;
+          EXPECT_TRUE(near(got, want, tol, tol));
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaFusedGlue, RmsNormModulateMixedDtypesFollowTheUnfusedPromotion) {
+  LTX_REQUIRE_CUDA();
+  // bf16 x with f32 scale/shift: the normalised value is rounded to bf16 (as rms_norm stores it),
+  // the result is f32 (as modulate's).
+  const Tensor x = test::random_tensor({3, 5, 96}, 950).to(kGpu, DType::BF16);
+  const Tensor scale = test::random_tensor({3, 1, 96}, 951).to(kGpu);
+  const Tensor shift = test::random_tensor({96}, 952).to(kGpu);
+  const Tensor got = ops::rms_norm_modulate(x, scale, shift, 1e-6);
+  EXPECT_EQ(got.dtype(), DType::F32);
+  EXPECT_TRUE(same_bytes(got, ops::modulate(ops::rms_norm(x, Tensor(), 1e-6), scale, shift)));
+}
+
+TEST(CudaFusedGlue, GatedAddEqualsTheUnfusedOpsAndMatchesCpu) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1000;
+  struct Case {
+    Shape x, y, gate;
+  };
+  const std::vector<Case> cases = {{{2, 33, 129}, {2, 33, 129}, {2, 1, 129}},
+                                   {{2, 33, 129}, {2, 33, 129}, {2, 33, 129}},
+                                   {{1, 7, 4100}, {1, 7, 4100}, {1, 1, 1}},
+                                   {{3, 1}, {3, 9}, {9}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("x " + dims(c.x) + " y " + dims(c.y) + " gate " + dims(c.gate));
+    const Tensor x = test::random_tensor(c.x, seed++, -4.f, 4.f);
+    const Tensor y = test::random_tensor(c.y, seed++, -4.f, 4.f), g = test::random_tensor(c.gate, seed++);
+    for (DType xd : {DType::F32, DType::BF16}) {
+      for (DType yd : {DType::F32, DType::BF16}) {
+        SCOPED_TRACE(std::string("x ") + dtype_name(xd) + ", y/gate " + dtype_name(yd));
+        const Tensor xg = test::non_contiguous_copy(x.to(kGpu, xd));
+        const Tensor yg = test::non_contiguous_copy(y.to(kGpu, yd)), gg = g.to(kGpu, yd);
+        const Tensor got = ops::gated_add(xg, yg, gg);
+        EXPECT_TRUE(same_bytes(got, ops::add(xg, ops::mul(yg, gg))));
+        const Tensor want = ops::gated_add(xg.to(Device::cpu(), DType::F32), yg.to(Device::cpu(), DType::F32),
+                                           gg.to(Device::cpu(), DType::F32));
+        const bool f32 = xd == DType::F32 && yd == DType::F32;
+        if (f32) {
+          EXPECT_TRUE(same_bytes(got.to(Device::cpu()), want));
+        } else {
+          EXPECT_TRUE(near(got, want, 4e-2, 1e-2));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ltx
