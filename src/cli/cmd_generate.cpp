@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "generate/generate.h"
@@ -26,6 +27,7 @@ struct GenerateCli {
   generate::GenerateOptions o;
   std::vector<std::vector<std::string>> loras, images;
   std::vector<std::string> distilled_lora, detailing_lora;
+  std::string device = "cpu";
 };
 
 // A whole-string number: std::stod / std::stoll must consume every character.
@@ -63,6 +65,7 @@ generate::LoraSpec parse_lora(const std::vector<std::string>& v, const char* fla
 
 int run_generate(GenerateCli& c) {
   generate::GenerateOptions o = c.o;
+  o.device = parse_device(c.device, "--device");
   for (const auto& l : c.loras) o.models.loras.push_back(parse_lora(l, "--lora"));
   if (!c.distilled_lora.empty())
     o.models.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
@@ -144,6 +147,10 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--num-inference-steps", o.num_inference_steps,
                   "Denoising steps of the guided first stage (default: the preset's, "
                   "30 for LTX-2.3)");
+  sub->add_option("--device", c->device,
+                  "cpu (default) or cuda[:N]: where the transformer runs the denoising loops "
+                  "(bf16 weights on CUDA, f32 on the CPU); text encoding, image encoding, "
+                  "upsampling and decoding stay on the CPU");
   sub->add_option("--max-batch-size", o.max_batch_size,
                   "Guided stages: at most N guidance passes per transformer call "
                   "(default: all in one call)");

@@ -6,6 +6,7 @@
 #include <memory>
 #include <variant>
 
+#include "bench/device.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "generate/components.h"
@@ -92,7 +93,7 @@ struct StageTransformer {
 };
 
 std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, PipelineKind kind,
-                                                   const pipelines::GenerationRequest& request) {
+                                                   const pipelines::GenerationRequest& request, Device device) {
   auto st = std::make_unique<StageTransformer>();
   const lora::LoraSet user = lora::open_set(paths.loras);
   std::shared_ptr<const lora::LoraFile> distilled, detailing;
@@ -111,7 +112,8 @@ std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, Pipe
   const auto file = io::SafetensorsFile::open(paths.transformer.path);
   const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
   io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
-  const nn::LoadOptions opt;
+  // bf16 weights on CUDA (the reference's inference dtype), f32 on the CPU (which computes in f32).
+  const nn::LoadOptions opt{device.is_cuda() ? DType::BF16 : DType::F32, device};
   if (any)
     st->fuser = std::make_unique<lora::Fuser>(
         w, std::vector<lora::LoraSet>(std::begin(st->sets), std::end(st->sets)), opt);
@@ -124,6 +126,7 @@ std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, Pipe
 void validate_options(const GenerateOptions& o) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
+  bench::check_device(o.device, "--device");  // CUDA compiled in, the GPU index exists
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
   LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
   {
@@ -374,7 +377,11 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
 
   // ---- diffusion
   progress.stage("model loading");
-  std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req);
+  if (options.device.is_cuda())
+    log_info("device: the transformer and the denoising loops run on ", bench::device_description(options.device),
+             " (bf16 weights); text encoding, image encoding, latent upsampling and decoding run on the CPU "
+             "(their ops have no CUDA versions yet)");
+  std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req, options.device);
   std::optional<models::video_vae::VideoEncoder> video_encoder;
   if (needs.video_encoder)
     video_encoder.emplace(models::video_vae::VideoEncoder::from_file(paths.video_vae.path));
@@ -399,6 +406,7 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   comp.spatial_upsampler = upsampler ? &*upsampler : nullptr;
   comp.temporal_upsampler = temporal_upsampler ? &*temporal_upsampler : nullptr;
   comp.model_version = report.model_version;
+  comp.device = options.device;
   pipelines::validate_request(kind, req, comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
       kind, req, comp, contexts, [&](const std::string& stage, int64_t step, int64_t total) {

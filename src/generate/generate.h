@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
 #include "generate/decode.h"
 #include "generate/model_paths.h"
 
@@ -43,6 +44,9 @@ struct GenerateOptions {
   std::optional<int64_t> seed, height, width, num_frames, num_inference_steps;
   std::optional<double> frame_rate;
   std::optional<int64_t> max_batch_size;  // guided passes per transformer call (0 = all)
+  // --device: the transformer's device (bf16 weights on CUDA, f32 on the CPU); the denoising loops
+  // run there. The other models run on the CPU.
+  Device device = Device::cpu();
   ModelFlags models;
   std::vector<ImageFlag> images;
   GuidanceFlags video_guidance, audio_guidance;
@@ -71,7 +75,8 @@ struct GenerateResult {
 // output path, frames 8k + 1, sizes multiples of 32 (one-stage) or 64 (two-stage pipelines),
 // positive frame rate and steps, image frame indices and strengths, flags that the chosen
 // pipeline does not use (guidance for distilled / dfr, the second-stage files for one-stage, the
-// DFR flags for the others). Throws an ltx::Error naming the flag.
+// DFR flags for the others), a --device this build or machine cannot use. Throws an ltx::Error
+// naming the flag.
 void validate_options(const GenerateOptions& options);
 
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);

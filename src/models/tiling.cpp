@@ -299,7 +299,7 @@ std::vector<std::vector<Tile>> group_tiles_by_temporal_slice(const std::vector<T
 }
 
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
-                       const AccumulateFn& accumulate, const EmitFn& emit) {
+                       const AccumulateFn& accumulate, const EmitFn& emit, Device device) {
   const bool complementary = masks_are_complementary(tiles, full);
   auto finished = [](const Tensor& values, const Tensor& weights, int64_t frames) {
     const Tensor v = values.narrow(2, 0, frames);
@@ -312,8 +312,8 @@ void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
     const Range slice = group.front().out[2];
     Shape buffer_shape = full;
     buffer_shape[2] = slice.length();
-    Tensor buffer = Tensor::zeros(buffer_shape);
-    Tensor weights = complementary ? Tensor() : Tensor::zeros(buffer_shape);
+    Tensor buffer = Tensor::zeros(buffer_shape, DType::F32, device);
+    Tensor weights = complementary ? Tensor() : Tensor::zeros(buffer_shape, DType::F32, device);
     for (const Tile& t : group) accumulate(t, buffer, weights, slice.start);
     if (prev.defined()) {
       // Blend the frames this group shares with the previous one, then hand out the previous

@@ -115,9 +115,11 @@ using EmitFn = std::function<void(const Tensor& frames, int64_t first_frame)>;
 // group (group_tiles_by_temporal_slice) into zeroed buffers of `full` with the group's frames; the
 // frames a group shares with the previous one are blended into it, and the previous group's
 // frames that no later group touches are emitted (divided by the accumulated weights, clamped to
-// 1e-8, when the masks of `tiles` are not complementary). The last group is emitted whole.
+// 1e-8, when the masks of `tiles` are not complementary). The last group is emitted whole. The
+// buffers live on `device` (the decoded tiles' device).
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
-                       const AccumulateFn& accumulate, const EmitFn& emit);
+                       const AccumulateFn& accumulate, const EmitFn& emit,
+                       Device device = Device::cpu());
 
 // x * mask_0 * mask_1 * ... (each mask broadcast along its axis), in that order.
 Tensor scale_by_masks_1d(const Tensor& x, const std::vector<std::vector<float>>& masks);

@@ -2,6 +2,9 @@
 
 #include "backend/cpu/conv.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/conv.h"
+#endif
 
 namespace ltx::ops {
 
@@ -18,12 +21,13 @@ cpu::ConvSpec check_common(const char* op, const Tensor& x, const Tensor& w, con
                            const ConvArg<R>& stride, const ConvArg<R>& padding,
                            const ConvArg<R>& dilation, int64_t groups) {
   check_defined(op, {&x, &w});
-  check_dtype(op, "input", x, DType::F32);
-  check_dtype(op, "weight", w, DType::F32);
+  // f32 on the CPU; f32 or bf16 on CUDA.
+  check_float(op, "input", x);
+  check_float(op, "weight", w);
   check_dim(op, "input", x, static_cast<int>(R) + 2);
   check_dim(op, "weight", w, static_cast<int>(R) + 2);
   if (bias.defined()) {
-    check_dtype(op, "bias", bias, DType::F32);
+    check_float(op, "bias", bias);
     check_dim(op, "bias", bias, 1);
   }
   LTX_CHECK(groups >= 1, op, ": groups must be >= 1, got ", groups);
@@ -50,7 +54,10 @@ Tensor run_conv(const char* op, const Tensor& x, const Tensor& w, const Tensor& 
   switch (common_device(op, {&x, &w, bias.defined() ? &bias : nullptr}).type) {
     case DeviceType::CPU:
       return transposed ? cpu::conv_transpose_nd(x, w, bias, spec) : cpu::conv_nd(x, w, bias, spec);
-    case DeviceType::CUDA: unsupported_on(op, x.device());
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return transposed ? cuda::conv_transpose_nd(x, w, bias, spec)
+                                          : cuda::conv_nd(x, w, bias, spec),
+                        op);
   }
   unreachable_device(op);
 }

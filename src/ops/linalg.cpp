@@ -4,6 +4,7 @@
 #include "ops/dispatch.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/linalg.h"
+#include "backend/cuda/matmul.h"
 #endif
 
 namespace ltx::ops {
@@ -28,7 +29,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       check_dtype("matmul", "b", b, DType::F32);
       return cpu::matmul(a, b);
     case DeviceType::CUDA:
-      unsupported_on("matmul", a.device());
+      check_float("matmul", "a", a);
+      check_float("matmul", "b", b);
+      LTX_CUDA_DISPATCH(return cuda::matmul(a, b), "matmul");
   }
   unreachable_device("matmul");
 }

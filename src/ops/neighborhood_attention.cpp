@@ -5,6 +5,9 @@
 
 #include "backend/cpu/neighborhood_attention.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/neighborhood_attention.h"
+#endif
 
 namespace ltx::ops {
 
@@ -38,7 +41,11 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
       check_dtype(op, "v", v, DType::F32);
       return cpu::neighborhood_attention_3d(q, k, v, kernel, static_cast<float>(sc));
     case DeviceType::CUDA:
-      unsupported_on(op, q.device());
+      check_float(op, "q", q);
+      check_float(op, "k", k);
+      check_float(op, "v", v);
+      LTX_CUDA_DISPATCH(
+          return cuda::neighborhood_attention_3d(q, k, v, kernel, static_cast<float>(sc)), op);
   }
   unreachable_device(op);
 }

@@ -4,6 +4,9 @@
 
 #include "backend/cpu/resample.h"
 #include "ops/dispatch.h"
+#if LTX_WITH_CUDA
+#include "backend/cuda/resample.h"
+#endif
 
 namespace ltx::ops {
 
@@ -23,7 +26,7 @@ const char* mode_name(InterpMode m) {
 int check_interp_input(const char* op, const Tensor& x, InterpMode mode, bool align_corners,
                        size_t n_sizes) {
   check_defined(op, {&x});
-  check_dtype(op, "input", x, DType::F32);
+  check_float(op, "input", x);  // f32; f32 or bf16 on CUDA
   LTX_CHECK(x.dim() >= 3 && x.dim() <= 5, op, ": input must be [N, C, *spatial] with 1-3 ",
             "spatial dims, got ", x.describe());
   const int R = x.dim() - 2;
@@ -43,7 +46,8 @@ Tensor dispatch_interp(const char* op, const Tensor& x, const std::vector<int64_
               " must be positive in every spatial dim");
   switch (x.device().type) {
     case DeviceType::CPU: return cpu::interpolate(x, size, scales, mode, align_corners);
-    case DeviceType::CUDA: unsupported_on(op, x.device());
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::interpolate(x, size, scales, mode, align_corners), op);
   }
   unreachable_device(op);
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Resampling ops with torch semantics: interpolation (f32, CPU) and channel <-> space
-// rearrangements (any dtype, any device: they are views plus one copy).
+// Resampling ops with torch semantics: interpolation (f32; f32 or bf16 on CUDA) and channel <->
+// space rearrangements (any dtype, any device: they are views plus one copy).
 #include <cstdint>
 #include <vector>
 

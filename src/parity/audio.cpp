@@ -105,21 +105,23 @@ bool video_geometry(const json& meta, const char* key, const char* call, const s
 }  // namespace
 
 void run_audio_parity(Run& run) {
-  LTX_CHECK(run.args().device.is_cpu(), "parity audio: runs on the CPU only for now (got --device ",
-            run.args().device.str(), ")");
+  // --device cuda: the decoder and the vocoder run on the GPU; the encoder side (STFT/mel of
+  // waveforms) stays on the CPU for now.
+  const Device dev = run.args().device;
   LTX_CHECK(run.args().weights.size() == 1,
             "parity audio: pass exactly one --weights (audio_<case>.weights.safetensors)");
   const auto file = io::SafetensorsFile::open(run.args().weights[0]);
   const json meta = run.io().metadata_json();
-  const av::AudioDecoder decoder = av::AudioDecoder::from_file(file);
+  const nn::LoadOptions opt{DType::F32, dev};
+  const av::AudioDecoder decoder = av::AudioDecoder::from_file(file, opt);
   const av::AudioEncoder encoder = av::AudioEncoder::from_file(file);
-  const av::VocoderModel vocoder = av::VocoderModel::from_file(file);
+  const av::VocoderModel vocoder = av::VocoderModel::from_file(file, opt);
   log_info("parity audio: vocoder ", vocoder.has_bwe() ? "BigVGAN + BWE" : "HiFi-GAN", ", ",
            vocoder.output_sampling_rate(), " Hz");
 
   // Audio VAE decoder.
   if (run.has("in.decoder.latent")) {
-    const Tensor mel = decoder.forward(run.tensor("in.decoder.latent"),
+    const Tensor mel = decoder.forward(run.tensor("in.decoder.latent").to(dev),
                                        [&](const std::string& n, const Tensor& t) {
                                          emit_inter(run, "inter.decoder." + n, t);
                                        });
@@ -129,7 +131,7 @@ void run_audio_parity(Run& run) {
   // Vocoder (+ BWE).
   if (vocoder.has_bwe()) emit_inter(run, "inter.bwe.resampler_filter", vocoder.resampler_filter());
   if (run.has("in.vocoder.mel")) {
-    const Tensor wave = vocoder.forward(run.tensor("in.vocoder.mel"),
+    const Tensor wave = vocoder.forward(run.tensor("in.vocoder.mel").to(dev),
                                         [&](const std::string& n, const Tensor& t) {
                                           emit_inter(run, n == "bwe.low_rate"
                                                               ? std::string("inter.bwe.wave16k")
@@ -141,7 +143,7 @@ void run_audio_parity(Run& run) {
 
   // Pipeline decode: latent tokens [1, T, z * F] -> latent -> decode_audio.
   if (run.has("in.pipeline.latent_tokens")) {
-    const Tensor tokens = run.tensor("in.pipeline.latent_tokens");
+    const Tensor tokens = run.tensor("in.pipeline.latent_tokens").to(dev);
     const int64_t z = decoder.config().z_channels;
     LTX_CHECK(tokens.dim() == 3 && tokens.size(2) % z == 0, "parity audio: in.pipeline.",
               "latent_tokens ", tokens.describe(), " is not [1, T, ", z, " x mel_bins]");

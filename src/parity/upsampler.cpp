@@ -1,7 +1,7 @@
 // `ltx parity upsampler`: the upsampler_<case> io files (shared/golden/README-vae.md):
 // out.latent = upsample_video(in.latent) with the video VAE's latent statistics (second --weights
 // file; without it the io file's in.vae.per_channel_statistics.* copies), out.f64.latent (the
-// same f32 compute stored as f64) and the inter.* tensors.
+// same f32 compute stored as f64) and the inter.* tensors. --device cuda runs it on the GPU.
 #include "core/log.h"
 #include "models/upsampler/model.h"
 #include "parity/parity.h"
@@ -11,17 +11,19 @@ namespace ltx::parity {
 void upsampler_component(Run& run) {
   using namespace models;
   const auto& weights = run.args().weights;
-  const upsampler::LatentUpsampler up = upsampler::LatentUpsampler::from_file(weights.at(0));
+  const Device dev = run.args().device;
+  const nn::LoadOptions opt{DType::F32, dev};
+  const upsampler::LatentUpsampler up = upsampler::LatentUpsampler::from_file(weights.at(0), opt);
   video_vae::PerChannelStatistics stats;
   if (weights.size() >= 2) {
-    stats = upsampler::load_video_latent_statistics(weights[1]);
+    stats = upsampler::load_video_latent_statistics(weights[1], opt);
   } else {
     log_warn("parity upsampler: no video VAE file given (second --weights); using the io "
              "file's in.vae.per_channel_statistics.* copies");
-    stats.mean_of_means = run.tensor("in.vae.per_channel_statistics.mean-of-means");
-    stats.std_of_means = run.tensor("in.vae.per_channel_statistics.std-of-means");
+    stats.mean_of_means = run.tensor("in.vae.per_channel_statistics.mean-of-means").to(dev);
+    stats.std_of_means = run.tensor("in.vae.per_channel_statistics.std-of-means").to(dev);
   }
-  const Tensor latent = run.tensor("in.latent");
+  const Tensor latent = run.tensor("in.latent").to(dev);
   Tensor out = upsampler::upsample_video(latent, stats, up, [&run](const std::string& name,
                                                                     const Tensor& value) {
     const std::string key = "inter." + name;

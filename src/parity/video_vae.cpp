@@ -4,7 +4,8 @@
 // inter.decode.* tensors the file stores; an out.f64.<x> twin is written from the same f32 values
 // (the CPU backend has no f64 path). Tiling configs come from the io file's metadata
 // (notes.tiled_encode.tiling_config / notes.tiled_decode.tiling_config); recorded decoder noise
-// from in.decode.noise / in.tiled_decode.noise_flat.
+// from in.decode.noise / in.tiled_decode.noise_flat. With --device cuda the weights and inputs
+// are moved to the GPU and every op runs there; only the outputs come back.
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
@@ -48,6 +49,7 @@ Probe probe_into(Run& run, const std::string& stage) {
 struct FlatNoise {
   std::vector<float> values;
   size_t pos = 0;
+  Device device = Device::cpu();
   Tensor operator()(const Shape& shape) {
     const size_t n = static_cast<size_t>(shape.numel());
     LTX_CHECK(pos + n <= values.size(), "parity video-vae: the recorded noise has ", values.size(),
@@ -55,15 +57,16 @@ struct FlatNoise {
     std::vector<float> part(values.begin() + static_cast<std::ptrdiff_t>(pos),
                             values.begin() + static_cast<std::ptrdiff_t>(pos + n));
     pos += n;
-    return Tensor::from_vector(part, shape);
+    return Tensor::from_vector(part, shape).to(device);
   }
 };
 
 void encode(Run& run, const std::string& weights) {
   if (!run.has("in.encode.pixels_u8")) return;
-  const VideoEncoder encoder = VideoEncoder::from_file(weights);
+  const Device dev = run.args().device;
+  const VideoEncoder encoder = VideoEncoder::from_file(weights, nn::LoadOptions{DType::F32, dev});
   // pixels_u8.float() / 127.5 - 1.0, in f32 as the pipelines do.
-  Tensor pixels = ops::sub(ops::div(run.tensor("in.encode.pixels_u8"), 127.5), 1.0);
+  Tensor pixels = ops::sub(ops::div(run.tensor("in.encode.pixels_u8").to(dev), 127.5), 1.0);
   Tensor latent = encoder(pixels, probe_into(run, "encode"));
   emit_out(run, "encode.latent", latent);
   if (run.has("out.tiled_encode.latent")) {
@@ -80,23 +83,24 @@ void decode(Run& run, const std::string& weights) {
   const bool plain = run.has("in.decode.latent");
   const bool tiled = run.has("in.tiled_decode.latent");
   if (!plain && !tiled) return;
+  const Device dev = run.args().device;
   auto file = io::SafetensorsFile::open(weights);
   DecoderConfig config = decoder_config_from_metadata(file->metadata_json(), weights);
   auto build = [&](const DecoderConfig& c) {
     io::WeightMap w({file}, decoder_key_map());
-    ConvVideoDecoder d = ConvVideoDecoder::load(w, c, {});
+    ConvVideoDecoder d = ConvVideoDecoder::load(w, c, nn::LoadOptions{DType::F32, dev});
     w.finish("video VAE decoder");
     return d;
   };
   const ConvVideoDecoder decoder = build(config);
 
   if (plain) {
-    const Tensor latent = run.tensor("in.decode.latent");
+    const Tensor latent = run.tensor("in.decode.latent").to(dev);
     std::optional<Tensor> timestep;
-    if (run.has("in.decode.timestep")) timestep = run.tensor("in.decode.timestep");
+    if (run.has("in.decode.timestep")) timestep = run.tensor("in.decode.timestep").to(dev);
     NoiseFn noise;
     if (run.has("in.decode.noise")) {
-      const Tensor recorded = run.tensor("in.decode.noise");
+      const Tensor recorded = run.tensor("in.decode.noise").to(dev);
       noise = [recorded](const Shape& shape) {
         LTX_CHECK(recorded.shape() == shape, "parity video-vae: in.decode.noise is ",
                   recorded.shape().str(), ", the decoder draws ", shape.str());
@@ -119,11 +123,13 @@ void decode(Run& run, const std::string& weights) {
                "out.tiled_decode.* not computed");
       return;
     }
-    const Tensor latent = run.tensor("in.tiled_decode.latent");
+    const Tensor latent = run.tensor("in.tiled_decode.latent").to(dev);
     std::optional<Tensor> timestep;
-    if (run.has("in.tiled_decode.timestep")) timestep = run.tensor("in.tiled_decode.timestep");
+    if (run.has("in.tiled_decode.timestep"))
+      timestep = run.tensor("in.tiled_decode.timestep").to(dev);
     NoiseFn noise;
     auto flat = std::make_shared<FlatNoise>();
+    flat->device = dev;
     if (run.has("in.tiled_decode.noise_flat")) {
       flat->values = run.tensor("in.tiled_decode.noise_flat").to_float_vector();
       noise = [flat](const Shape& shape) { return (*flat)(shape); };

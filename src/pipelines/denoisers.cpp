@@ -20,7 +20,7 @@ mt::Modality modality_from_state(const LatentState& state, const Tensor& context
   const double s = state.frozen ? 0.0 : sigma;
   mt::Modality m;
   m.latent = state.latent;
-  m.sigma = Tensor::full({batch}, static_cast<float>(s), DType::F32);
+  m.sigma = Tensor::full({batch}, static_cast<float>(s), DType::F32, state.latent.device());
   m.timesteps = sampling::timesteps_from_mask(state.denoise_mask, s);
   m.positions = state.positions;
   m.context = context;

@@ -181,6 +181,7 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
   s1.num_frames = canvas.num_frames;
   s1.frame_rate = r.frame_rate;
   s1.dtype = r.dtype;
+  s1.device = c.device;
   s1.widths = latent_widths(model1.config());
   s1.scale = scale;
   s1.sigmas = r.stage_1_sigmas ? *r.stage_1_sigmas : sampling::distilled_sigmas();

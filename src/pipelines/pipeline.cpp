@@ -209,8 +209,12 @@ sampling::Sigmas sigmas_or(const std::optional<std::vector<float>>& override_, s
 }  // namespace
 
 GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, const Components& c,
-                              const TextContexts& ctx, const ProgressCallback& progress) {
-  validate_request(kind, r, c, &ctx);
+                              const TextContexts& ctx_in, const ProgressCallback& progress) {
+  validate_request(kind, r, c, &ctx_in);
+  // The denoisers hand the contexts to the transformer: move them to its device once.
+  TextContexts ctx = ctx_in;
+  for (Tensor* t : {&ctx.video_positive, &ctx.audio_positive, &ctx.video_negative, &ctx.audio_negative})
+    if (t->defined()) *t = t->to(c.device);
   if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
   const bool two_stage = is_two_stage(kind);
 
@@ -226,6 +230,7 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   s1.num_frames = r.num_frames;
   s1.frame_rate = r.frame_rate;
   s1.dtype = r.dtype;
+  s1.device = c.device;
   s1.widths = latent_widths(model1.config());
   if (c.video_encoder) {
     const auto f = c.video_encoder->video_scale_factors();

@@ -148,6 +148,9 @@ struct Components {
   // The transformer checkpoint's `model_version` metadata ("" when absent): selects the image CRF
   // default and, for the distilled pipeline from 2.5 on, the ancestral stage-1 sampler.
   std::string model_version;
+  // The device the denoising loops run on: the transformer's (its weights must live there). The
+  // text contexts are moved there; noise, conditioning, upsampling and the results stay on the CPU.
+  Device device = Device::cpu();
 };
 
 // The precomputed text contexts ([1, L, D] each, from the prompt encoder). The negative ones are

@@ -96,6 +96,9 @@ StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<Modali
     st.audio = sampling::create_noised_state(at, audio->conditionings, noise, c.dtype, audio->noise_scale,
                                              audio->initial_latent);
 
+  // One upload of every state tensor; the loop then stays on the device.
+  st = sampling::on_device(st, c.device);
+
   const int64_t total = static_cast<int64_t>(c.sigmas.size()) - 1;
   if (progress) progress(c.name, 0, total);
   sampling::StepCallback on_step;
@@ -121,6 +124,7 @@ StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<Modali
     }
   }
 
+  st = sampling::on_device(st, Device::cpu());
   StageOutput out;
   if (st.video) {
     const LatentState cleared = vt.clear_conditioning(*st.video);

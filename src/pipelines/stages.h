@@ -80,6 +80,9 @@ struct StageConfig {
   DType dtype = DType::BF16;   // latent dtype between steps
   LatentWidths widths;
   sampling::SpatioTemporalScaleFactors scale;
+  // Where the denoising loop runs (the transformer's device): the states are created on the host
+  // (seeded noise, conditionings), moved there once, and the stage output comes back to the CPU.
+  Device device = Device::cpu();
 };
 
 struct StageOutput {
@@ -93,7 +96,9 @@ struct StageOutput {
 
 // DiffusionStage.__call__: video state (tools on the stage's latent grid) then audio state, each
 // = initial latent -> conditionings -> GaussianNoiser(noise_scale) drawing from `noise`; the loop
-// of `config.sampler` with `denoiser`; conditioning cleared; unpatchified.
+// of `config.sampler` with `denoiser` on config.device; conditioning cleared; unpatchified. The
+// output is on the CPU (the upsamplers, the next stage's conditioning and the decoders take it
+// from there).
 StageOutput run_diffusion_stage(const StageConfig& config, const std::optional<ModalityInput>& video,
                                 const std::optional<ModalityInput>& audio, const sampling::Denoiser& denoiser,
                                 sampling::NoiseSource& noise, const ProgressCallback& progress = {});

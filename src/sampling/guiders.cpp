@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace ltx::sampling {
 namespace {
@@ -23,21 +25,6 @@ std::vector<float> host_f32(const Tensor& t, const char* what) {
 void check_same_shape(const char* op, const Tensor& a, const char* an, const Tensor& b, const char* bn) {
   LTX_CHECK(a.shape() == b.shape(), op, ": ", an, " ", a.describe(), " and ", bn, " ", b.describe(),
             " must have the same shape");
-}
-
-// torch's full-tensor std (unbiased) of a float32 tensor: float32 mean, then a double sum of
-// squared deviations, rounded to float32.
-float torch_std_all(const std::vector<float>& x) {
-  LTX_CHECK(x.size() >= 2, "guider rescale: std needs at least 2 elements, got ", x.size());
-  double sum = 0;
-  for (float v : x) sum += v;
-  const double mean = static_cast<float>(sum / static_cast<double>(x.size()));
-  double ss = 0;
-  for (float v : x) {
-    const double dx = static_cast<double>(v) - mean;
-    ss += dx * dx;
-  }
-  return static_cast<float>(std::sqrt(ss / static_cast<double>(x.size() - 1)));
 }
 
 // Per-batch <a, b> / (|b|^2 + 1e-8), in float32 (sums accumulated in double, then rounded).
@@ -99,32 +86,33 @@ std::string GuiderParams::str() const {
 
 Tensor MultiModalGuider::calculate(const Tensor& cond_t, const PassOutput& uncond, const PassOutput& perturbed,
                                    const PassOutput& modality) const {
-  const std::vector<float> cond = host_f32(cond_t, "cond");
-  auto load = [&](const PassOutput& p, const char* name) -> std::vector<float> {
-    if (!p) return {};
+  LTX_CHECK(cond_t.defined(), "guider: cond is an undefined tensor");
+  // f32 ops on cond's device, one rounding per op as the reference's torch expression.
+  const Tensor c = cond_t.to(DType::F32);
+  // cond - pass; a pass that was not run is the float 0.0, and cond - 0.0 == cond.
+  auto delta = [&](const PassOutput& p, const char* name) -> Tensor {
+    if (!p) return c;
+    LTX_CHECK(p->defined(), "guider: ", name, " is an undefined tensor");
     check_same_shape("MultiModalGuider::calculate", cond_t, "cond", *p, name);
-    return host_f32(*p, name);
+    return ops::sub(c, p->to(DType::F32));
   };
-  const std::vector<float> u = load(uncond, "uncond"), pt = load(perturbed, "perturbed"),
-                           m = load(modality, "modality");
+  const Tensor du = delta(uncond, "uncond"), dp = delta(perturbed, "perturbed"), dm = delta(modality, "modality");
   const float cfg = static_cast<float>(params_.cfg_scale - 1);
   const float stg = static_cast<float>(params_.stg_scale);
   const float mod = static_cast<float>(params_.modality_scale - 1);
-  std::vector<float> pred(cond.size());
-  for (size_t i = 0; i < cond.size(); ++i) {
-    const float c = cond[i];
-    // A pass that was not run is the float 0.0: cond - 0.0 == cond.
-    const float du = c - (u.empty() ? 0.0f : u[i]);
-    const float dp = c - (pt.empty() ? 0.0f : pt[i]);
-    const float dm = c - (m.empty() ? 0.0f : m[i]);
-    pred[i] = ((c + cfg * du) + stg * dp) + mod * dm;
-  }
+  // ((c + cfg du) + stg dp) + mod dm: every term is kept (even at scale 0) so signed zeros and
+  // non-finite values propagate exactly as in the reference.
+  Tensor pred = ops::add(ops::add(ops::add(c, ops::mul(du, cfg)), ops::mul(dp, stg)), ops::mul(dm, mod));
   if (params_.rescale_scale != 0) {
-    const float ratio = torch_std_all(cond) / torch_std_all(pred);
-    const float factor = static_cast<float>(params_.rescale_scale) * ratio + static_cast<float>(1 - params_.rescale_scale);
-    for (float& v : pred) v = v * factor;
+    // factor = rescale * std(cond) / std(pred) + (1 - rescale), as 0-d tensors on the device (no
+    // host sync). ops::std is two-pass in double over the whole tensor, rounded to f32 once.
+    LTX_CHECK(c.numel() >= 2, "guider rescale: std needs at least 2 elements, got ", c.numel());
+    const Tensor ratio = ops::div(ops::std(c), ops::std(pred));
+    const Tensor factor = ops::add(ops::mul(ratio, static_cast<float>(params_.rescale_scale)),
+                                   static_cast<float>(1 - params_.rescale_scale));
+    pred = ops::mul(pred, factor);
   }
-  return Tensor::from_vector(pred, cond_t.shape()).to(cond_t.dtype());
+  return pred.to(cond_t.dtype());
 }
 
 bool MultiModalGuider::do_unconditional_generation() const { return !py_isclose(params_.cfg_scale, 1.0); }
@@ -225,11 +213,7 @@ Tensor projection_coef(const Tensor& to_project, const Tensor& project_onto) {
 
 Tensor CFGGuider::delta(const Tensor& cond_t, const Tensor& uncond_t) const {
   check_same_shape("CFGGuider::delta", cond_t, "cond", uncond_t, "uncond");
-  const std::vector<float> c = host_f32(cond_t, "cond"), u = host_f32(uncond_t, "uncond");
-  const float s = static_cast<float>(scale - 1);
-  std::vector<float> out(c.size());
-  for (size_t i = 0; i < c.size(); ++i) out[i] = s * (c[i] - u[i]);
-  return Tensor::from_vector(out, cond_t.shape());
+  return ops::mul(ops::sub(cond_t.to(DType::F32), uncond_t.to(DType::F32)), static_cast<float>(scale - 1));
 }
 
 Tensor CFGStarRescalingGuider::delta(const Tensor& cond_t, const Tensor& uncond_t) const {
@@ -246,11 +230,7 @@ Tensor CFGStarRescalingGuider::delta(const Tensor& cond_t, const Tensor& uncond_
 
 Tensor STGGuider::delta(const Tensor& cond_t, const Tensor& perturbed_t) const {
   check_same_shape("STGGuider::delta", cond_t, "cond", perturbed_t, "perturbed");
-  const std::vector<float> c = host_f32(cond_t, "cond"), p = host_f32(perturbed_t, "perturbed");
-  const float s = static_cast<float>(scale);
-  std::vector<float> out(c.size());
-  for (size_t i = 0; i < c.size(); ++i) out[i] = s * (c[i] - p[i]);
-  return Tensor::from_vector(out, cond_t.shape());
+  return ops::mul(ops::sub(cond_t.to(DType::F32), perturbed_t.to(DType::F32)), static_cast<float>(scale));
 }
 
 Tensor LtxAPGGuider::delta(const Tensor& cond_t, const Tensor& uncond_t) const {

@@ -1,7 +1,8 @@
 #pragma once
 // Guidance: how the passes of one denoising step (cond, uncond, perturbed, isolated-modality) are
-// combined into the x0 prediction. All maths in float32 like the reference; tensors may have any
-// dtype and device (they are read on the host) and results are f32 CPU tensors unless noted.
+// combined into the x0 prediction. All maths in float32 like the reference. MultiModalGuider,
+// CFGGuider and STGGuider compute with tensor ops on their inputs' device (results there); the
+// projection-based guiders read their inputs on the host and return f32 CPU tensors.
 #include <cstdint>
 #include <optional>
 #include <string>

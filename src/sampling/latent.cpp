@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/elementwise.h"
 #include "ops/shape.h"
 
 namespace ltx::sampling {
@@ -106,6 +107,14 @@ LatentState LatentState::clone() const {
   s.generated_keyframe_layout = generated_keyframe_layout;
   s.generated_keyframes = clone_or_empty(generated_keyframes);
   s.frozen = frozen;
+  return s;
+}
+
+LatentState LatentState::to(Device device) const {
+  LatentState s = *this;
+  for (Tensor* t : {&s.latent, &s.denoise_mask, &s.positions, &s.clean_latent, &s.attention_mask, &s.keyframes_mask,
+                    &s.generated_keyframes})
+    if (t->defined()) *t = t->to(device);
   return s;
 }
 
@@ -364,9 +373,10 @@ Tensor post_process_latent(const Tensor& denoised, const Tensor& mask_t, const T
   LTX_CHECK(mask_t.dim() == 3 && mask_t.size(0) == denoised.size(0) && mask_t.size(1) == denoised.size(1) &&
                 mask_t.size(2) == 1,
             "post_process_latent: mask ", mask_t.describe(), " must be [B, T, 1] for ", denoised.describe());
-  const int64_t c = denoised.size(2), n = denoised.numel();
-  const std::vector<float> mask = mask_t.to_float_vector(), clean = clean_t.to_float_vector();
   if (denoised.dtype() == DType::F64) {
+    // The res_2s loop's float64 path: host maths (the ops compute in f32 only).
+    const int64_t c = denoised.size(2), n = denoised.numel();
+    const std::vector<float> mask = mask_t.to_float_vector(), clean = clean_t.to_float_vector();
     const std::vector<double> d = denoised.to_double_vector();
     std::vector<double> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -376,20 +386,14 @@ Tensor post_process_latent(const Tensor& denoised, const Tensor& mask_t, const T
     }
     return Tensor::from_vector(out, denoised.shape());
   }
-  const std::vector<float> d = denoised.to_float_vector();
-  std::vector<float> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const float m = mask[static_cast<size_t>(i / c)];
-    out[static_cast<size_t>(i)] = d[static_cast<size_t>(i)] * m + clean[static_cast<size_t>(i)] * (1.0f - m);
-  }
-  return Tensor::from_vector(out, denoised.shape()).to(denoised.dtype());
+  // f32 ops on the tensors' device: d * m + clean * (1 - m), one rounding per op.
+  const Tensor m = mask_t.to(DType::F32);
+  const Tensor keep = ops::add(ops::neg(m), 1.0);  // -m + 1 == 1 - m exactly
+  return ops::add(ops::mul(denoised.to(DType::F32), m), ops::mul(clean_t.to(DType::F32), keep)).to(denoised.dtype());
 }
 
 Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma) {
-  std::vector<float> m = denoise_mask.to_float_vector();
-  const float s = static_cast<float>(sigma);
-  for (float& v : m) v = v * s;
-  return Tensor::from_vector(m, denoise_mask.shape());
+  return ops::mul(denoise_mask.to(DType::F32), static_cast<float>(sigma));
 }
 
 }  // namespace ltx::sampling

@@ -93,6 +93,8 @@ struct LatentState {
   int64_t batch() const { return latent.size(0); }
   int64_t tokens() const { return latent.size(1); }
   LatentState clone() const;  // deep copy of every tensor
+  // Every tensor moved to `device` (tensors already there are shared, not copied).
+  LatentState to(Device device) const;
   // Same state with `new_latent` as the latent.
   LatentState with_latent(const Tensor& new_latent) const;
 };
@@ -152,10 +154,11 @@ struct AudioLatentTools {
   LatentState clear_conditioning(const LatentState& state) const;
 };
 
-// x0 * mask + clean * (1 - mask), the reference's post_process_latent: float32 maths, result in
-// denoised's dtype (f64 denoised: the clean term is formed in f32, then added in f64).
+// x0 * mask + clean * (1 - mask), the reference's post_process_latent: float32 maths as tensor ops
+// on the inputs' device, result in denoised's dtype (f64 denoised, the res_2s loop's host path:
+// the clean term is formed in f32, then added in f64; a CPU result).
 Tensor post_process_latent(const Tensor& denoised, const Tensor& denoise_mask, const Tensor& clean);
-// denoise_mask * sigma (per-token timesteps), f32.
+// denoise_mask * sigma (per-token timesteps), f32 on the mask's device.
 Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma);
 
 }  // namespace ltx::sampling

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "ops/elementwise.h"
 
 namespace ltx::sampling {
 namespace {
@@ -28,6 +29,12 @@ Tensor pinned(const std::optional<LatentState>& state, const DenoisedLatent& r) 
   return post_process_latent(r.denoised, state->denoise_mask, state->clean_latent);
 }
 
+// pinned() for the res_2s loop's host states: the prediction is downloaded first.
+Tensor pinned_on_host(const std::optional<LatentState>& state, const DenoisedLatent& r) {
+  if (!state || !r.has()) return Tensor();
+  return post_process_latent(r.denoised.to(Device::cpu()), state->denoise_mask, state->clean_latent);
+}
+
 DType target_dtype(const std::optional<DType>& model_dtype, const LatentState& s) {
   return model_dtype.value_or(s.latent.dtype());
 }
@@ -39,6 +46,21 @@ void progress(const StepCallback& cb, int64_t done, int64_t total) {
 }  // namespace
 
 std::vector<double> widen(const Sigmas& sigmas) { return {sigmas.begin(), sigmas.end()}; }
+
+Device state_device(const AVState& state) {
+  check_state("state_device", state);
+  const Device d = (state.video ? *state.video : *state.audio).latent.device();
+  LTX_CHECK(!state.video || !state.audio || state.audio->latent.device() == d, "state_device: the video latent is on ",
+            d.str(), " but the audio latent on ", state.audio->latent.device().str(), "; move both to one device");
+  return d;
+}
+
+AVState on_device(const AVState& state, Device device) {
+  AVState out;
+  if (state.video) out.video = state.video->to(device);
+  if (state.audio) out.audio = state.audio->to(device);
+  return out;
+}
 
 AVState euler_loop(const Sigmas& sigmas, AVState st, const Denoiser& denoiser, const StepCallback& on_step) {
   check_schedule("euler_loop", sigmas);
@@ -79,10 +101,10 @@ AVState gradient_estimating_euler_loop(const Sigmas& sigmas, AVState st, const D
       const Tensor velocity = to_velocity(x, sigma, d[m]);
       Tensor denoised = d[m];
       if (prev_velocity[m].defined()) {
-        const std::vector<float> v = velocity.to_float_vector(), pv = prev_velocity[m].to_float_vector();
-        std::vector<float> total(v.size());
-        for (size_t k = 0; k < v.size(); ++k) total[k] = gamma * (v[k] - pv[k]) + pv[k];
-        denoised = to_denoised(x, Tensor::from_vector(total, velocity.shape()).to(velocity.dtype()), sigma);
+        // gamma (v - v_prev) + v_prev in f32, rounded to the velocity's dtype.
+        const Tensor pv = prev_velocity[m].to(DType::F32);
+        const Tensor total = ops::add(ops::mul(ops::sub(velocity.to(DType::F32), pv), gamma), pv);
+        denoised = to_denoised(x, total.to(velocity.dtype()), sigma);
       }
       prev_velocity[m] = velocity;
       *states[m] = (*states[m])->with_latent(euler_step(x, denoised, sigmas, i));
@@ -125,7 +147,9 @@ AVState ancestral_driver(const char* loop, const Sigmas& sigmas, AVState st, con
         *states[m] = s.with_latent(d[m].to(dt));
         continue;
       }
-      const Tensor noise = draw_noise ? o.new_noise(s.latent.shape(), s.latent.dtype(), generator) : Tensor();
+      // Drawn on the host generator, uploaded to the state's device (no sync).
+      const Tensor noise =
+          draw_noise ? o.new_noise(s.latent.shape(), s.latent.dtype(), generator).to(s.latent.device()) : Tensor();
       Tensor x = step_fn(s.latent.to(DType::F32), d[m], i, noise, *results[m], names[m]);
       if (draw_noise) x = post_process_latent(x, s.denoise_mask, s.clean_latent);
       *states[m] = s.with_latent(x.to(dt));
@@ -178,10 +202,20 @@ std::vector<double> token_sigmas(const LatentState& s, double sigma) {
 
 }  // namespace
 
-AVState res2s_loop(const Sigmas& sigmas_in, AVState st, const Denoiser& denoiser, NoiseSource& step_generator,
+AVState res2s_loop(const Sigmas& sigmas_in, AVState dev_st, const Denoiser& denoiser, NoiseSource& step_generator,
                    NoiseSource& substep_generator, const Res2sLoopOptions& o) {
   check_schedule("res2s_loop", sigmas_in);
-  check_state("res2s_loop", st);
+  check_state("res2s_loop", dev_st);
+  // The res_2s maths is float64, which the ops do not compute: it runs on host copies of the states
+  // (`st`), and only the latents the denoiser sees go to the states' device (`dev_st`, returned).
+  const Device dev = state_device(dev_st);
+  AVState st = on_device(dev_st, Device::cpu());
+  std::optional<LatentState>* dev_states[2] = {&dev_st.video, &dev_st.audio};
+  // Sets modality m's host latent and uploads it to the device state.
+  auto commit = [&](std::optional<LatentState>& host, int m, const Tensor& latent) {
+    host = host->with_latent(latent);
+    *dev_states[m] = (*dev_states[m])->with_latent(latent.to(dev));
+  };
   const int64_t n_full = static_cast<int64_t>(sigmas_in.size()) - 1;
   Sigmas sigmas = sigmas_in;
   if (sigmas.back() == 0.0f) {
@@ -218,12 +252,12 @@ AVState res2s_loop(const Sigmas& sigmas_in, AVState st, const Denoiser& denoiser
     const double h_a21 = h * c.a21;
 
     Tensor anchor[2], d1[2], eps1[2], mid[2];
-    const DenoiseOutput out1 = call(denoiser, st, sd, i);
+    const DenoiseOutput out1 = call(denoiser, dev_st, sd, i);
     const DenoisedLatent* r1[2] = {&out1.video, &out1.audio};
     for (int m = 0; m < 2; ++m) {
       if (!*mods[m].state) continue;
       anchor[m] = (*mods[m].state)->latent.to(DType::F64);
-      d1[m] = pinned(*mods[m].state, *r1[m]);
+      d1[m] = pinned_on_host(*mods[m].state, *r1[m]);
     }
     // Midpoint x_mid = x + h a21 (x0_1 - x).
     std::vector<double> d1v[2];
@@ -261,15 +295,16 @@ AVState res2s_loop(const Sigmas& sigmas_in, AVState st, const Denoiser& denoiser
     AVState mid_state;
     for (int m = 0; m < 2; ++m) {
       if (!mid[m].defined()) continue;
-      const LatentState& s = **mods[m].state;
-      (m == 0 ? mid_state.video : mid_state.audio) = s.with_latent(mid[m].to(target_dtype(o.model_dtype, s)));
+      const LatentState& s = **dev_states[m];
+      (m == 0 ? mid_state.video : mid_state.audio) =
+          s.with_latent(mid[m].to(target_dtype(o.model_dtype, s)).to(dev));
     }
     const DenoiseOutput out2 = call(denoiser, mid_state, {sub_sigma}, 0);
     const DenoisedLatent* r2[2] = {&out2.video, &out2.audio};
     Tensor next[2];
     for (int m = 0; m < 2; ++m) {
       if (!anchor[m].defined() || !eps1[m].defined()) continue;
-      const Tensor d2 = pinned(*mods[m].state, *r2[m]);
+      const Tensor d2 = pinned_on_host(*mods[m].state, *r2[m]);
       if (!d2.defined()) continue;
       const std::vector<double> x = to_f64(anchor[m]), e1 = to_f64(eps1[m]), d2v = to_f64(d2);
       std::vector<double> xn(x.size());
@@ -284,23 +319,21 @@ AVState res2s_loop(const Sigmas& sigmas_in, AVState st, const Denoiser& denoiser
         next[m] = inject(**mods[m].state, anchor[m], next[m], sigma, sigma_next, true, o.eta, step_generator);
     for (int m = 0; m < 2; ++m) {
       if (!next[m].defined()) continue;
-      const LatentState& s = **mods[m].state;
-      *mods[m].state = s.with_latent(next[m].to(target_dtype(o.model_dtype, s)));
+      commit(*mods[m].state, m, next[m].to(target_dtype(o.model_dtype, **mods[m].state)));
     }
     progress(o.on_step, i + 1, n_full);
   }
 
   if (sigmas.back() == 0.0f) {
-    const DenoiseOutput out = call(denoiser, st, sd, n_full);
+    const DenoiseOutput out = call(denoiser, dev_st, sd, n_full);
     const DenoisedLatent* r[2] = {&out.video, &out.audio};
     for (int m = 0; m < 2; ++m) {
-      const Tensor d = pinned(*mods[m].state, *r[m]);
+      const Tensor d = pinned_on_host(*mods[m].state, *r[m]);
       if (!d.defined()) continue;
-      const LatentState& s = **mods[m].state;
-      *mods[m].state = s.with_latent(d.to(target_dtype(o.model_dtype, s)));
+      commit(*mods[m].state, m, d.to(target_dtype(o.model_dtype, **mods[m].state)));
     }
   }
-  return st;
+  return dev_st;
 }
 
 AVState res2s_loop(const Sigmas& sigmas, AVState state, const Denoiser& denoiser, int64_t noise_seed,

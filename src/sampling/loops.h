@@ -78,13 +78,20 @@ struct Res2sLoopOptions {
 // res2s_audio_video_denoising_loop: second-order RK (c2 = 0.5) in float64 with SDE noise at the
 // midpoint (substep generator) and after each step (step generator); draws per step: substep
 // video, substep audio, step video, step audio. A final sigma 0 becomes [0.0011, 0] and one more
-// denoiser call at 0.0011 gives the result.
+// denoiser call at 0.0011 gives the result. The float64 maths runs on host copies of the states
+// (the ops compute in f32 only): each denoiser call gets its latents uploaded to the states'
+// device and its predictions downloaded; the result is on the states' device.
 AVState res2s_loop(const Sigmas& sigmas, AVState state, const Denoiser& denoiser, NoiseSource& step_generator,
                    NoiseSource& substep_generator, const Res2sLoopOptions& options = {});
 // Same with torch CPU generators seeded like the reference: step noise `noise_seed`, substep noise
 // `noise_seed + 10000` (the pipelines use the default -1, i.e. 2^64 - 1 and 9999).
 AVState res2s_loop(const Sigmas& sigmas, AVState state, const Denoiser& denoiser, int64_t noise_seed = -1,
                    const Res2sLoopOptions& options = {});
+
+// The device of the state's latents (video and audio must agree); throws for an empty state.
+Device state_device(const AVState& state);
+// Every tensor of both states moved to `device` (LatentState::to).
+AVState on_device(const AVState& state, Device device);
 
 // sigmas as the double list handed to the denoiser.
 std::vector<double> widen(const Sigmas& sigmas);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "ops/elementwise.h"
 
 namespace ltx::sampling {
 namespace {
@@ -20,29 +21,23 @@ void check_index(const char* op, size_t n_sigmas, int64_t step_index) {
             " values");
 }
 
-Tensor f32_result(std::vector<float> v, const Tensor& like) {
-  return Tensor::from_vector(v, like.shape()).to(like.dtype());
-}
+// The float32 working copy of an input (a no-op for f32 tensors; exact for bf16 ones). Every step
+// computes on the device its inputs live on, one rounding per op as the reference's torch ops.
+Tensor f32(const Tensor& t) { return t.to(DType::F32); }
 
 }  // namespace
 
 Tensor to_velocity(const Tensor& sample, double sigma, const Tensor& denoised) {
   check_pair("to_velocity", sample, denoised, "denoised");
   LTX_CHECK(sigma != 0.0, "to_velocity: sigma can't be 0");
-  const std::vector<float> x = sample.to_float_vector(), d = denoised.to_float_vector();
   const float s = static_cast<float>(sigma);
-  std::vector<float> v(x.size());
-  for (size_t i = 0; i < x.size(); ++i) v[i] = (x[i] - d[i]) / s;
-  return f32_result(std::move(v), sample);
+  return ops::div(ops::sub(f32(sample), f32(denoised)), s).to(sample.dtype());
 }
 
 Tensor to_denoised(const Tensor& sample, const Tensor& velocity, double sigma) {
   check_pair("to_denoised", sample, velocity, "velocity");
-  const std::vector<float> x = sample.to_float_vector(), v = velocity.to_float_vector();
   const float s = static_cast<float>(sigma);
-  std::vector<float> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] - v[i] * s;
-  return f32_result(std::move(out), sample);
+  return ops::sub(f32(sample), ops::mul(f32(velocity), s)).to(sample.dtype());
 }
 
 Tensor euler_step(const Tensor& sample, const Tensor& denoised, const Sigmas& sigmas, int64_t i) {
@@ -50,11 +45,8 @@ Tensor euler_step(const Tensor& sample, const Tensor& denoised, const Sigmas& si
   const float sigma = sigmas[static_cast<size_t>(i)], sigma_next = sigmas[static_cast<size_t>(i) + 1];
   const float dt = sigma_next - sigma;
   // The velocity is rounded to the sample's dtype before the update (bf16 in the pipelines).
-  const std::vector<float> v = to_velocity(sample, sigma, denoised).to_float_vector();
-  const std::vector<float> x = sample.to_float_vector();
-  std::vector<float> out(x.size());
-  for (size_t k = 0; k < x.size(); ++k) out[k] = x[k] + v[k] * dt;
-  return f32_result(std::move(out), sample);
+  const Tensor v = f32(to_velocity(sample, sigma, denoised));
+  return ops::add(f32(sample), ops::mul(v, dt)).to(sample.dtype());
 }
 
 Tensor EulerAncestralStep::step(const Tensor& sample, const Tensor& denoised_t, const Sigmas& sigmas,
@@ -62,16 +54,14 @@ Tensor EulerAncestralStep::step(const Tensor& sample, const Tensor& denoised_t, 
   check_pair("EulerAncestralStep", sample, denoised_t, "denoised");
   check_index("EulerAncestralStep", sigmas.size(), i);
   const float sigma = sigmas[static_cast<size_t>(i)], sigma_next = sigmas[static_cast<size_t>(i) + 1];
-  if (sigma_next == 0.0f) return denoised_t.to(Device::cpu(), sample.dtype());
+  if (sigma_next == 0.0f) return denoised_t.to(sample.dtype());
   LTX_CHECK(!(eta > 0) || noise_t.defined(), "EulerAncestralStep: a noise tensor is required when eta > 0");
   if (noise_t.defined()) check_pair("EulerAncestralStep", sample, noise_t, "noise");
-  const std::vector<float> x = sample.to_float_vector(), d = denoised_t.to_float_vector();
   const float ratio = 1.0f + (sigma_next / sigma - 1.0f) * static_cast<float>(eta);
   const float sigma_down = sigma_next * ratio;
   const float down = sigma_down / sigma;
   const float keep = 1.0f - down;
-  std::vector<float> out(x.size());
-  for (size_t k = 0; k < x.size(); ++k) out[k] = down * x[k] + keep * d[k];
+  Tensor out = ops::add(ops::mul(f32(sample), down), ops::mul(f32(denoised_t), keep));
   if (eta > 0) {
     const float alpha_next = 1.0f - sigma_next, alpha_down = 1.0f - sigma_down;
     const float var = sigma_next * sigma_next -
@@ -79,10 +69,9 @@ Tensor EulerAncestralStep::step(const Tensor& sample, const Tensor& denoised_t, 
     const float renoise = std::sqrt(std::max(var, 0.0f));
     const float rescale = alpha_next / alpha_down;
     const float sn = static_cast<float>(s_noise);
-    const std::vector<float> n = noise_t.to_float_vector();
-    for (size_t k = 0; k < x.size(); ++k) out[k] = rescale * out[k] + (n[k] * sn) * renoise;
+    out = ops::add(ops::mul(out, rescale), ops::mul(ops::mul(f32(noise_t), sn), renoise));
   }
-  return f32_result(std::move(out), sample);
+  return out.to(sample.dtype());
 }
 
 Tensor EulerCfgPpStep::step(const Tensor& sample, const Tensor& denoised_t, const Sigmas& sigmas, int64_t i,
@@ -102,20 +91,14 @@ Tensor EulerCfgPpStep::step(const Tensor& sample, const Tensor& denoised_t, cons
     sigma_down = std::sqrt(std::max(to * to - sigma_up * sigma_up, 0.0f));
   }
   sigma_down = alpha_t * sigma_down;
-  const std::vector<float> x = sample.to_float_vector(), d = denoised_t.to_float_vector(),
-                           u = uncond_t.to_float_vector();
-  std::vector<float> out(x.size());
-  for (size_t k = 0; k < x.size(); ++k) {
-    const float ode = (x[k] - alpha_s * u[k]) / sigma_s;
-    out[k] = alpha_t * d[k] + sigma_down * ode;
-  }
+  const Tensor ode = ops::div(ops::sub(f32(sample), ops::mul(f32(uncond_t), alpha_s)), sigma_s);
+  Tensor out = ops::add(ops::mul(f32(denoised_t), alpha_t), ops::mul(ode, sigma_down));
   if (noise_t.defined() && eta > 0 && s_noise > 0) {
     check_pair("EulerCfgPpStep", sample, noise_t, "noise");
-    const std::vector<float> n = noise_t.to_float_vector();
     const float sn = static_cast<float>(s_noise);
-    for (size_t k = 0; k < x.size(); ++k) out[k] = out[k] + ((alpha_t * n[k]) * sn) * sigma_up;
+    out = ops::add(out, ops::mul(ops::mul(ops::mul(f32(noise_t), alpha_t), sn), sigma_up));
   }
-  return f32_result(std::move(out), sample);
+  return out.to(sample.dtype());
 }
 
 template <typename T>

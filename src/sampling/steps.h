@@ -1,9 +1,10 @@
 #pragma once
 // Single diffusion steps (ltx_core.components.diffusion_steps, ltx_core.utils, the res_2s RK
 // coefficients). Every step works on x0 (denoised) predictions. The float32 steps follow the
-// reference's operation order (scalar maths on float32 0-d tensors, one rounding per torch op);
-// the res_2s step is float64 like the res_2s loop. Inputs are read on the host (any dtype/device);
-// outputs are CPU tensors in the dtype the reference returns (noted per function).
+// reference's operation order (scalar maths on float32 0-d tensors, one rounding per torch op) as
+// tensor ops on the inputs' device, so a loop on the GPU never copies its state back; results are
+// on that device in the dtype the reference returns (noted per function). The res_2s step is
+// float64 like the res_2s loop: host maths (inputs read from any device), CPU results.
 #include <cstdint>
 #include <vector>
 

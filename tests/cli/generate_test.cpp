@@ -77,6 +77,9 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
        "--temporal-upsample-rounds 3 must be 0, 1 or 2"},
       {{"--auto-duration", "5", "2"}, "--auto-duration 5 2: MIN_SECONDS must be >= 0 and <= MAX"},
       {{"--enhance-system-prompt", out}, "only apply with --enhance-prompt"},
+      {{"--device", "gpu"}, "--device: unknown device 'gpu' (expected cpu, cuda or cuda:N)"},
+      // No CUDA in this build, or no such GPU index: either way an error before any work.
+      {{"--device", "cuda:99"}, "cuda:99"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"--prompt", "a cat", "--output-path", out};

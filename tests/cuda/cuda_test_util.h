@@ -44,8 +44,12 @@ inline ::testing::AssertionResult near(const Tensor& got, const Tensor& want, do
   const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
   int bad = 0;
   std::string first;
-  double worst = 0;
+  double worst = 0, diff2 = 0, ref2 = 0;
   for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isfinite(g[i]) && std::isfinite(w[i])) {
+      diff2 += (g[i] - w[i]) * (g[i] - w[i]);
+      ref2 += w[i] * w[i];
+    }
     const bool ok = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] ||
                     std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]);
     if (ok) continue;
@@ -55,8 +59,11 @@ inline ::testing::AssertionResult near(const Tensor& got, const Tensor& want, do
     worst = std::max(worst, std::fabs(g[i] - w[i]));
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << g.size() << " elements differ (" << first
-                                       << "; worst |diff| " << worst << ")";
+  return ::testing::AssertionFailure()
+         << bad << " of " << g.size() << " elements of " << got.describe() << " differ from "
+         << want.describe() << " (" << first << "; worst |diff| " << worst << ", rel L2 "
+         << (ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2)) << ", atol " << atol
+         << ", rtol " << rtol << ")";
 }
 
 }  // namespace ltx::test

@@ -26,6 +26,8 @@ float linear_scale(int64_t in, int64_t out, bool align_corners, double scale) {
   return scale_value(scale, in, out);
 }
 
+}  // namespace
+
 int64_t nearest_index(int64_t o, int64_t in, int64_t out, double scale, bool exact) {
   if (exact) {
     const float s = scale_value(scale, in, out);
@@ -37,11 +39,6 @@ int64_t nearest_index(int64_t o, int64_t in, int64_t out, double scale, bool exa
   const float s = scale_value(scale, in, out);
   return std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
 }
-
-struct LinearTaps {
-  std::vector<int64_t> i0, i1;
-  std::vector<float> w0, w1;
-};
 
 LinearTaps linear_taps(int64_t in, int64_t out, bool align_corners, double scale) {
   LinearTaps t;
@@ -75,23 +72,28 @@ void area_windows(int64_t in, int64_t out, std::vector<int64_t>* start, std::vec
   }
 }
 
-}  // namespace
+std::vector<std::vector<int64_t>> nearest_maps(const Tensor& x,
+                                               const std::vector<int64_t>& output_size,
+                                               const std::vector<double>& scales, bool exact) {
+  const int R = x.dim() - 2;
+  std::vector<std::vector<int64_t>> maps(x.dim());
+  for (int d = 0; d < 2; ++d)
+    for (int64_t i = 0; i < x.size(d); ++i) maps[d].push_back(i);
+  for (int i = 0; i < R; ++i)
+    for (int64_t o = 0; o < output_size[i]; ++o)
+      maps[2 + i].push_back(nearest_index(o, x.size(2 + i), output_size[i],
+                                          scales.empty() ? 0.0 : scales[i], exact));
+  return maps;
+}
 
 Tensor interpolate(const Tensor& x, const std::vector<int64_t>& output_size,
                    const std::vector<double>& scales, ops::InterpMode mode, bool align_corners) {
   const int R = x.dim() - 2;
   auto scale_of = [&](int i) { return scales.empty() ? 0.0 : scales[i]; };
 
-  if (mode == ops::InterpMode::Nearest || mode == ops::InterpMode::NearestExact) {
-    std::vector<std::vector<int64_t>> maps(x.dim());
-    for (int d = 0; d < 2; ++d)
-      for (int64_t i = 0; i < x.size(d); ++i) maps[d].push_back(i);
-    for (int i = 0; i < R; ++i)
-      for (int64_t o = 0; o < output_size[i]; ++o)
-        maps[2 + i].push_back(nearest_index(o, x.size(2 + i), output_size[i], scale_of(i),
-                                            mode == ops::InterpMode::NearestExact));
-    return gather_by_maps(x, maps, 0.0);
-  }
+  if (mode == ops::InterpMode::Nearest || mode == ops::InterpMode::NearestExact)
+    return gather_by_maps(
+        x, nearest_maps(x, output_size, scales, mode == ops::InterpMode::NearestExact), 0.0);
 
   // Pad the spatial dims to three (D, H, W) with leading size-1 dims.
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};

@@ -226,37 +226,43 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
       }
     }
 
-    // Scale, masks and the key range. The logits stay in the natural-log domain until the
-    // max is subtracted, so finite -FLT_MAX padding biases behave as in torch (a row of them is
-    // uniform, not empty).
+    // Masked: scale and mask the logits here; they stay in the natural-log domain until the max
+    // is subtracted, so finite -FLT_MAX padding biases behave as in torch (a row of them is
+    // uniform, not empty). Unmasked: the raw scores go on (the scale is folded into one FMA per
+    // element below); only keys past Tk are cut.
     const int64_t key0 = tile * int64_t{kRowsK};
     const bool edge = key0 + kRowsK > a.tk;
+    if (kMasked || edge) {
 #pragma unroll
-    for (int mi = 0; mi < kM; ++mi) {
+      for (int mi = 0; mi < kM; ++mi) {
 #pragma unroll
-      for (int t = 0; t < kKeyTiles; ++t) {
+        for (int t = 0; t < kKeyTiles; ++t) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = sc[mi][t][e] * a.scale;
-          if (kMasked || edge) {
+          for (int e = 0; e < 4; ++e) {
+            float x = kMasked ? sc[mi][t][e] * a.scale : sc[mi][t][e];
             const int64_t key = key0 + t * 8 + 2 * c4 + (e & 1);
-            const int64_t row = row_base + mi * 16 + (e >> 1) * 8;
-            if (kMasked && key < a.tk && row < a.tq) {
-              const int64_t off = b * a.ms[0] + h * a.ms[1] + row * a.ms[2] + key * a.ms[3];
-              if (a.mask_kind == MaskKind::Additive) {
-                x += load_f32(a.mask, a.mask_dtype, off);
-              } else if (static_cast<const uint8_t*>(a.mask)[off] == 0) {
-                x = -INFINITY;
+            if constexpr (kMasked) {
+              const int64_t row = row_base + mi * 16 + (e >> 1) * 8;
+              if (key < a.tk && row < a.tq) {
+                const int64_t off = b * a.ms[0] + h * a.ms[1] + row * a.ms[2] + key * a.ms[3];
+                if (a.mask_kind == MaskKind::Additive) {
+                  x += load_f32(a.mask, a.mask_dtype, off);
+                } else if (static_cast<const uint8_t*>(a.mask)[off] == 0) {
+                  x = -INFINITY;
+                }
               }
             }
             if (key >= a.tk) x = -INFINITY;
+            sc[mi][t][e] = x;
           }
-          sc[mi][t][e] = x;
         }
       }
     }
 
     // Online softmax: per row tile, rows g (elements 0, 1) and g + 8 (elements 2, 3).
+    // exp(scale * (s - m)) = exp2(s * sl - m * sl), sl = scale * log2(e) (masked: log2(e), the
+    // scale is already in).
+    const float sl = kMasked ? kLog2e : a.scale * kLog2e;
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi) {
 #pragma unroll
@@ -269,14 +275,27 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float m_new = fmaxf(m_run[mi][r], mx);
         const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: p = 0
-        const float corr = fast_exp2((m_run[mi][r] - m_use) * kLog2e);
+        const float corr = fast_exp2((m_run[mi][r] - m_use) * sl);
         float sum = 0.f;
+        if constexpr (kMasked) {
+          // (x - m) first: a row of -FLT_MAX biases has x - m == 0, not inf - inf.
 #pragma unroll
-        for (int t = 0; t < kKeyTiles; ++t) {
+          for (int t = 0; t < kKeyTiles; ++t) {
 #pragma unroll
-          for (int e = 2 * r; e < 2 * r + 2; ++e) {
-            sc[mi][t][e] = fast_exp2((sc[mi][t][e] - m_use) * kLog2e);
-            sum += sc[mi][t][e];
+            for (int e = 2 * r; e < 2 * r + 2; ++e) {
+              sc[mi][t][e] = fast_exp2((sc[mi][t][e] - m_use) * sl);
+              sum += sc[mi][t][e];
+            }
+          }
+        } else {
+          const float m_scaled = m_use * sl;
+#pragma unroll
+          for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+            for (int e = 2 * r; e < 2 * r + 2; ++e) {
+              sc[mi][t][e] = fast_exp2(fmaf(sc[mi][t][e], sl, -m_scaled));
+              sum += sc[mi][t][e];
+            }
           }
         }
         // This lane's columns only; the quad is summed at the end.

@@ -9,9 +9,10 @@ namespace ltx::models::audio_vae {
 
 namespace {
 
-void require_cpu_f32(const nn::LoadOptions& opt, const char* what) {
-  LTX_CHECK(opt.device.is_cpu() && opt.dtype == DType::F32, what, ": only f32 on the CPU is ",
-            "supported for now (asked for ", dtype_name(opt.dtype), " on ", opt.device.str(), ")");
+// f32 weights on any device (the CPU, or CUDA where every op of the audio VAE runs).
+void require_f32(const nn::LoadOptions& opt, const char* what) {
+  LTX_CHECK(opt.dtype == DType::F32, what, ": only f32 weights are supported for now (asked for ",
+            dtype_name(opt.dtype), " on ", opt.device.str(), ")");
 }
 
 void run_attn(const std::vector<std::optional<AttnBlock>>& attn, size_t j, Tensor& h) {
@@ -114,7 +115,7 @@ AudioEncoder AudioEncoder::load(io::WeightMap& w, const AudioVaeConfig& cfg,
 
 AudioEncoder AudioEncoder::from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                      const nn::LoadOptions& opt) {
-  require_cpu_f32(opt, "audio VAE encoder");
+  require_f32(opt, "audio VAE encoder");
   const AudioVaeConfig cfg = AudioVaeConfig::from_config(file->metadata_json("config"), file->path());
   io::WeightMap w({file}, encoder_key_map());
   AudioEncoder e = load(w, cfg, opt);
@@ -175,7 +176,7 @@ AudioDecoder AudioDecoder::load(io::WeightMap& w, const AudioVaeConfig& cfg,
 
 AudioDecoder AudioDecoder::from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                      const nn::LoadOptions& opt) {
-  require_cpu_f32(opt, "audio VAE decoder");
+  require_f32(opt, "audio VAE decoder");
   const AudioVaeConfig cfg = AudioVaeConfig::from_config(file->metadata_json("config"), file->path());
   io::WeightMap w({file}, decoder_key_map());
   AudioDecoder d = load(w, cfg, opt);

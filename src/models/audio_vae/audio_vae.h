@@ -56,7 +56,7 @@ class AudioEncoder {
  public:
   static AudioEncoder load(io::WeightMap& w, const AudioVaeConfig& cfg, const nn::LoadOptions& opt);
   // Reads config.audio_vae, binds with encoder_key_map() and reports every missing, misshaped or
-  // unused tensor in one error. CPU, f32.
+  // unused tensor in one error. f32 weights, on the CPU or CUDA.
   static AudioEncoder from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                 const nn::LoadOptions& opt = {});
 

@@ -241,7 +241,8 @@ Tensor stft_magnitude(const Tensor& x, const Tensor& window, int64_t n_fft, int6
   std::vector<int64_t> shape = x.shape().vec();
   shape.back() = nb;
   shape.push_back(frames);
-  return Tensor::from_vector(out, Shape(shape));
+  // Computed on the host (RealDft); handed back on x's device (one round trip on CUDA).
+  return Tensor::from_vector(out, Shape(shape)).to(x.device());
 }
 
 AudioProcessor::AudioProcessor(int64_t target_sample_rate, int64_t mel_bins,

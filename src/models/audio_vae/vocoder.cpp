@@ -254,8 +254,8 @@ VocoderModel VocoderModel::load(io::WeightMap& w, const VocoderConfig& cfg,
 
 VocoderModel VocoderModel::from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                      const nn::LoadOptions& opt) {
-  LTX_CHECK(opt.device.is_cpu() && opt.dtype == DType::F32, "vocoder: only f32 on the CPU is ",
-            "supported for now (asked for ", dtype_name(opt.dtype), " on ", opt.device.str(), ")");
+  LTX_CHECK(opt.dtype == DType::F32, "vocoder: only f32 weights are supported for now (asked ",
+            "for ", dtype_name(opt.dtype), " on ", opt.device.str(), ")");
   const VocoderConfig cfg = VocoderConfig::from_config(file->metadata_json("config"), file->path());
   io::WeightMap w({file}, vocoder_key_map());
   VocoderModel m = load(w, cfg, opt);

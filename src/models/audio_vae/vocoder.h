@@ -100,7 +100,7 @@ class VocoderModel {
  public:
   static VocoderModel load(io::WeightMap& w, const VocoderConfig& cfg, const nn::LoadOptions& opt);
   // Reads config.vocoder from the file's metadata, binds `vocoder.*` and reports every missing,
-  // misshaped or unused tensor in one error. CPU only.
+  // misshaped or unused tensor in one error. f32 weights, on the CPU or CUDA.
   static VocoderModel from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                 const nn::LoadOptions& opt = {});
 

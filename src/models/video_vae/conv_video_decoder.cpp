@@ -109,7 +109,7 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
   Tensor scaled_timestep;
   if (tc) {
     Tensor t = timestep ? timestep->to(DType::F32).contiguous()
-                        : Tensor::full({batch}, kDecodeTimestep);
+                        : Tensor::full({batch}, kDecodeTimestep, DType::F32, x.device());
     LTX_CHECK(t.numel() == batch, "video VAE decoder: timestep ", t.describe(),
               " must hold one value per sample (batch ", batch, ")");
     scaled_timestep = ops::mul(t.reshape({batch}), timestep_scale_multiplier_);
@@ -187,9 +187,10 @@ void ConvVideoDecoder::tiled_decode(const Tensor& latent,
         ops::add_(slice_ranges(buffer, where), scale_by_masks_1d(part, masks));
         if (weights.defined())
           ops::add_(slice_ranges(weights, where),
-                    scale_by_masks_1d(Tensor::full(part.shape(), 1.0), masks));
+                    scale_by_masks_1d(Tensor::full(part.shape(), 1.0, DType::F32, part.device()),
+                                      masks));
       },
-      [&](const Tensor& frames, int64_t) { on_chunk(frames); });
+      [&](const Tensor& frames, int64_t) { on_chunk(frames); }, latent.device());
 }
 
 Tensor ConvVideoDecoder::tiled_decode_all(const Tensor& latent,

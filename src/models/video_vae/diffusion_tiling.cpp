@@ -97,7 +97,7 @@ std::pair<Tensor, AxisPad> resize_axis(const Tensor& x, int dim, int64_t size, R
   if (length > size) return {x.narrow(dim, pad.before, size).contiguous(), pad};
   std::vector<int64_t> index(static_cast<size_t>(size));
   for (int64_t i = 0; i < size; ++i) index[i] = std::clamp<int64_t>(i - pad.before, 0, length - 1);
-  return {ops::index_select(x, dim, Tensor::from_vector(index, {size})), pad};
+  return {ops::index_select(x, dim, Tensor::from_vector(index, {size}).to(x.device())), pad};
 }
 
 std::pair<Tensor, std::array<AxisPad, 3>> ensure_min_latent_shape(const Tensor& latent,

@@ -209,7 +209,7 @@ Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, const Ten
   if (probe) probe("s4.out", s4);
   const std::vector<float> ts = inference_timesteps();
   const int64_t batch = x_t_init.size(0), n = static_cast<int64_t>(ts.size());
-  auto t_at = [&](float v) { return Tensor::full({batch}, v); };
+  auto t_at = [&](float v) { return Tensor::full({batch}, v, DType::F32, x_t_init.device()); };
   const bool x0 = config_.model_output_type == ModelOutputType::X0;
   // x - (t_now - t_next) v in f32; an x0 output is turned into v = (x - x0) / t_now first.
   auto euler = [&](const Tensor& x, const Tensor& out, float t_now, float t_next) {
@@ -305,7 +305,9 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
                   tiling::scale_by_masks_1d(pixels, tile.masks));
         if (weights.defined())
           ops::add_(tiling::slice_ranges(weights, where),
-                    tiling::scale_by_masks_1d(Tensor::full(pixels.shape(), 1.0), tile.masks));
+                    tiling::scale_by_masks_1d(
+                        Tensor::full(pixels.shape(), 1.0, DType::F32, pixels.device()),
+                        tile.masks));
       },
       [&](const Tensor& frames, int64_t first_frame) {
         // Back to the content: drop padded frames and the size floor's rows / columns.
@@ -314,7 +316,8 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
         on_chunk(frames.narrow(2, 0, keep)
                      .narrow(3, pads[1].before * 32, content[3])
                      .narrow(4, pads[2].before * 32, content[4]));
-      });
+      },
+      latent.device());
 }
 
 Tensor DiffusionVideoDecoder::tiled_decode_all(const Tensor& latent,

@@ -183,8 +183,8 @@ Tensor VideoEncoder::tiled_encode(const Tensor& video_in,
                      video.size(4) / s.width};
   const std::vector<Tile> tiles = prepare_tiles_for_encoding(video.shape(), c, config, s);
   const bool complementary = masks_are_complementary(tiles, latent);
-  Tensor acc = Tensor::zeros(latent);
-  Tensor weights = complementary ? Tensor() : Tensor::zeros(latent);
+  Tensor acc = Tensor::zeros(latent, DType::F32, video.device());
+  Tensor weights = complementary ? Tensor() : Tensor::zeros(latent, DType::F32, video.device());
   for (const Tile& t : tiles) {
     Tensor tile_latent = (*this)(slice_ranges(video, t.in));
     LTX_CHECK(tile_latent.shape() == Shape({b, c, t.out[2].length(), t.out[3].length(),
@@ -194,7 +194,9 @@ Tensor VideoEncoder::tiled_encode(const Tensor& video_in,
     ops::add_(slice_ranges(acc, t.out), scale_by_masks_1d(tile_latent, t.masks));
     if (weights.defined())
       ops::add_(slice_ranges(weights, t.out),
-                scale_by_masks_1d(Tensor::full(tile_latent.shape(), 1.0), t.masks));
+                scale_by_masks_1d(
+                    Tensor::full(tile_latent.shape(), 1.0, DType::F32, tile_latent.device()),
+                    t.masks));
   }
   if (!weights.defined()) return acc;
   return ops::div(acc, ops::maximum(weights, 1e-8));

@@ -271,7 +271,9 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
     LTX_CHECK(id >= 0 && id < c.vocab_size, "Gemma: token id ", id, " is outside the vocabulary (",
               c.vocab_size, " entries)");
   }
-  const Tensor ids_t = Tensor::from_vector(ids, {B, T});
+  // Tables built on the host go to the weights' device (CUDA: every op runs there).
+  const Device dev = embed_tokens.device();
+  const Tensor ids_t = Tensor::from_vector(ids, {B, T}).to(dev);
   Tensor h = ops::mul(ops::embedding(embed_tokens, ids_t), static_cast<double>(embed_scale));
 
   // Dense Gemma 4 per-layer inputs: (norm(proj(embeds) / sqrt(D)) + embed_per_layer(ids)) /
@@ -316,7 +318,7 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
         ps[r * half + i] = std::sin(a);
       }
     }
-    ropes[type == GemmaLayerType::Full ? 1 : 0] = {cs, sn};
+    ropes[type == GemmaLayerType::Full ? 1 : 0] = {cs.to(dev), sn.to(dev)};
   }
 
   // Masks [B, 1, T, key_len]: key padding + causal (+ the sliding window), in sequence indices.
@@ -334,7 +336,7 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
         for (int64_t j = 0; j < key_len; ++j)
           row[j] = kv[j] && j <= q && (!sliding || j > q - c.sliding_window);
       }
-    masks[sliding ? 0 : 1] = m;
+    masks[sliding ? 0 : 1] = m.to(dev);
   }
 
   // Current full keys/values per layer (for KV-shared layers).

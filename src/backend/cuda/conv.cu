@@ -1,0 +1,164 @@
+#include "backend/cuda/conv.h"
+
+#include "backend/cuda/conv_cudnn.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/launch.h"
+#include "backend/cuda/linalg.h"
+#include "backend/cuda/stream.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
+
+namespace ltx::cuda {
+
+namespace {
+
+// Upper bound on one im2col tile (elements); 64 Mi elements = 256 MB in f32.
+constexpr int64_t kMaxTileElements = int64_t{1} << 26;
+
+// A conv problem with its spatial dims padded to three (D, H, W) by leading size-1 dims.
+struct Geom {
+  int64_t C, Cg, in[3], out[3], k[3], s[3], p[3], d[3];
+};
+
+// col[p, c * taps + t] = x[n, c0 + c, pos(p0 + p) * s - p + k(t) * d] (0 outside the input).
+__global__ void im2col_kernel(const void* x, DType xt, void* col, DType ct, Geom g, int64_t x_off,
+                              int64_t p0, int64_t rows, int64_t total) {
+  const int64_t taps = g.k[0] * g.k[1] * g.k[2];
+  const int64_t width = g.Cg * taps;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t r = i / width, j = i % width;
+    const int64_t c = j / taps, t = j % taps;
+    const int64_t kw = t % g.k[2], kh = (t / g.k[2]) % g.k[1], kd = t / (g.k[1] * g.k[2]);
+    const int64_t pos = p0 + r;
+    const int64_t ow = pos % g.out[2], oh = (pos / g.out[2]) % g.out[1],
+                  od = pos / (g.out[1] * g.out[2]);
+    const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+    const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+    const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
+    float v = 0.f;
+    if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2])
+      v = load_f32(x, xt, x_off + ((c * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw);
+    store_f32(col, ct, i, v);
+  }
+  (void)rows;
+}
+
+}  // namespace
+
+Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::ConvSpec& spec) {
+  // bf16: cuDNN's tensor-core convolutions (conv_cudnn.h); f32 (parity runs) and anything cuDNN
+  // does not take: im2col + cuBLASLt below.
+  if (cudnn_conv_applies(x, w, bias, spec)) return cudnn_conv_nd(x, w, bias, spec);
+  const Device dev = x.device();
+  DeviceGuard guard(dev.index);
+  const int R = spec.rank;
+  const DType ct = ops::float_result_dtype({&x, &w});
+  const DType out_t = ops::float_result_dtype({&x, &w, &bias});
+  const Tensor xc = x.contiguous();
+  const int64_t N = x.size(0), C = x.size(1), G = spec.groups, O = w.size(0);
+  const int64_t Og = O / G;
+  Geom g{};
+  g.C = C;
+  g.Cg = C / G;
+  Shape out_shape = {N, O};
+  for (int a = 0; a < 3; ++a) {
+    const int i = a - (3 - R);
+    if (i < 0) {
+      g.in[a] = g.out[a] = g.k[a] = g.s[a] = g.d[a] = 1;
+      g.p[a] = 0;
+      continue;
+    }
+    g.in[a] = x.size(2 + i);
+    g.k[a] = w.size(2 + i);
+    g.s[a] = spec.stride[i];
+    g.p[a] = spec.padding[i];
+    g.d[a] = spec.dilation[i];
+    g.out[a] = (g.in[a] + 2 * g.p[a] - g.d[a] * (g.k[a] - 1) - 1) / g.s[a] + 1;
+    out_shape.push_back(g.out[a]);
+  }
+  const int64_t P = g.out[0] * g.out[1] * g.out[2];
+  const int64_t Pin = g.in[0] * g.in[1] * g.in[2];
+  const int64_t width = g.Cg * g.k[0] * g.k[1] * g.k[2];
+  Tensor out = Tensor::empty(out_shape, out_t, dev);
+  if (out.numel() == 0) return out;
+  const Tensor out3 = out.view({N, O, P});
+  // [O, C/G * taps] rows of each group are contiguous.
+  const Tensor wf = w.to(ct).contiguous().view({O, width});
+  const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(P, kMaxTileElements / width));
+  Tensor col = Tensor::empty({tile, width}, ct, dev);
+  const Stream stream = current_stream(dev.index);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t gi = 0; gi < G; ++gi) {
+      const Tensor wg = wf.narrow(0, gi * Og, Og);
+      for (int64_t p0 = 0; p0 < P; p0 += tile) {
+        const int64_t rows = std::min(tile, P - p0);
+        const Tensor cv = col.narrow(0, 0, rows);
+        const int64_t total = rows * width;
+        im2col_kernel<<<grid_for(total, 256, dev.index), 256, 0, stream.handle()>>>(
+            xc.raw_data(), xc.dtype(), cv.raw_data(), ct, g, (n * C + gi * g.Cg) * Pin, p0, rows,
+            total);
+        LTX_CUDA_CHECK(cudaGetLastError());
+        // [Og, width] @ [rows, width]^T = [Og, rows]: the output's layout for this slab.
+        const Tensor y = linear(wg, cv, Tensor());
+        out3.select(0, n).narrow(0, gi * Og, Og).narrow(1, p0, rows).copy_from(y);
+      }
+    }
+  }
+  if (bias.defined()) {
+    Shape bs = out_shape;  // [1, O, 1, ...]
+    for (int i = 0; i < bs.size(); ++i) bs[i] = i == 1 ? O : 1;
+    ops::add_(out, bias.view(bs));
+  }
+  return out;
+}
+
+Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const Tensor& bias,
+                         const cpu::ConvSpec& spec) {
+  // out[o, i * s - p + k * d] += w[c, o, k] x[c, i] is the forward conv, stride 1, dilation d, of
+  // x with s - 1 zeros between samples, padded by d (K - 1) - p on the left and that plus
+  // output_padding on the right (negative = crop), with w transposed per group and flipped.
+  const int R = spec.rank;
+  const int64_t N = x.size(0), C = x.size(1), G = spec.groups;
+  const int64_t Cg = C / G, Og = w.size(1);
+  Shape up_shape = {N, C};
+  for (int i = 0; i < R; ++i) up_shape.push_back((x.size(2 + i) - 1) * spec.stride[i] + 1);
+  Tensor up = Tensor::zeros(up_shape, x.dtype(), x.device());
+  Tensor view = up;
+  for (int i = 0; i < R; ++i) view = view.slice(2 + i, 0, up_shape[2 + i], spec.stride[i]);
+  view.copy_from(x);
+  std::vector<int64_t> pads;  // ops::pad order: last dim first, (left, right) pairs
+  cpu::ConvSpec fwd;
+  fwd.rank = R;
+  fwd.groups = G;
+  bool any_pad = false;
+  for (int i = R - 1; i >= 0; --i) {
+    const int64_t edge = spec.dilation[i] * (w.size(2 + i) - 1) - spec.padding[i];
+    pads.push_back(edge);
+    pads.push_back(edge + spec.output_padding[i]);
+    any_pad = any_pad || edge != 0 || spec.output_padding[i] != 0;
+  }
+  for (int i = 0; i < R; ++i) fwd.dilation[i] = spec.dilation[i];
+  if (any_pad) up = ops::pad(up, pads);
+  // w [C, Og, *k] -> [G, Cg, Og, *k] -> [G, Og, Cg, *k] -> [O, Cg, *k], flipped spatially.
+  Shape wg = {G, Cg, Og};
+  Shape wo = {G * Og, Cg};
+  std::vector<int64_t> perm = {0, 2, 1}, flip_dims;
+  for (int i = 0; i < R; ++i) {
+    wg.push_back(w.size(2 + i));
+    wo.push_back(w.size(2 + i));
+    perm.push_back(3 + i);
+    flip_dims.push_back(2 + i);
+  }
+  const Tensor wf = ops::flip(w.reshape(wg).permute(perm).reshape(wo), flip_dims);
+  return cuda::conv_nd(up, wf, bias, fwd);
+}
+
+}  // namespace ltx::cuda

@@ -1,0 +1,134 @@
+// The VAEs, the upsamplers, the audio decoder + vocoder, the connector and the text encoder on
+// CUDA (--device cuda: weights and inputs moved to the GPU, every op there) against the golden
+// references: every output the CPU run of the same component produces must also come out of the
+// CUDA run, within rel L2 1e-4 of the reference (or, where the CPU itself is further off, within
+// the CPU's own error plus 1e-5).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "parity/parity.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+struct Case {
+  const char* component;
+  std::vector<std::string> weights;  // fixture names
+  const char* io;
+};
+
+std::string run_component(const Case& c, Device device, const test::TempDir& dir,
+                          const std::string& tag) {
+  parity::Args args;
+  for (const auto& w : c.weights) args.weights.push_back(test::fixture(w));
+  args.inputs = test::fixture(c.io);
+  args.out = dir.file(tag + ".safetensors");
+  args.device = device;
+  const parity::ComponentInfo* info = nullptr;
+  for (const auto& ci : parity::components())
+    if (std::string(ci.name) == c.component) info = &ci;
+  LTX_CHECK(info != nullptr, "no parity component ", c.component);
+  parity::Run run(args);
+  info->fn(run);
+  LTX_CHECK(run.finish() == 0, "parity ", c.component, " failed on ", device.str());
+  return args.out;
+}
+
+class CudaComponentParity : public ::testing::TestWithParam<Case> {};
+
+std::string stats_str(const parity::ErrorStats& s) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "rel_l2 %.3e max_abs %.3e max_rel %.3e", s.rel_l2, s.max_abs,
+                s.max_rel);
+  return buf;
+}
+
+TEST_P(CudaComponentParity, EveryOutputMatchesTheReferenceLikeTheCpu) {
+  LTX_REQUIRE_CUDA();
+  const Case& c = GetParam();
+  test::TempDir dir;
+  // Each run on its own, so an exception says which device threw (e.g. a host tensor meeting a
+  // device tensor names the op and both devices).
+  std::string cpu, gpu;
+  try {
+    cpu = run_component(c, Device::cpu(), dir, "cpu");
+  } catch (const std::exception& e) {
+    FAIL() << c.io << ": the CPU run threw: " << e.what();
+  }
+  try {
+    gpu = run_component(c, Device::cuda(0), dir, "cuda");
+  } catch (const std::exception& e) {
+    FAIL() << c.io << ": the CUDA run threw: " << e.what();
+  }
+  const io::SafetensorsFile cpu_out(cpu), gpu_out(gpu), ref(test::fixture(c.io));
+  int compared = 0;
+  for (const std::string& name : cpu_out.names()) {
+    if (!ref.contains(name) || (name.rfind("out.", 0) != 0 && name.rfind("inter.", 0) != 0))
+      continue;
+    ASSERT_TRUE(gpu_out.contains(name)) << c.io << ": " << name << " was not computed on CUDA";
+    const Tensor want = ref.tensor(name);
+    if (want.dtype() != DType::F32 && want.dtype() != DType::F64) continue;
+    const Tensor on_cpu = cpu_out.tensor(name), on_gpu = gpu_out.tensor(name);
+    if (on_gpu.shape() != want.shape() || on_cpu.shape() != want.shape()) {
+      ADD_FAILURE() << c.io << ": " << name << ": shapes differ: cuda " << on_gpu.shape().str()
+                    << ", cpu " << on_cpu.shape().str() << ", reference " << want.shape().str();
+      continue;
+    }
+    const parity::ErrorStats s_cpu = parity::compare(on_cpu, want);
+    const parity::ErrorStats s_gpu = parity::compare(on_gpu, want);
+    const parity::ErrorStats s_diff = parity::compare(on_gpu, on_cpu);
+    const double bound = std::max(1e-4, s_cpu.rel_l2 + 1e-5);
+    EXPECT_LE(s_gpu.rel_l2, bound)
+        << c.io << ": " << name << " " << want.shape().str() << "\n  cuda vs ref: "
+        << stats_str(s_gpu) << " (bound " << bound << ")\n  cpu  vs ref: " << stats_str(s_cpu)
+        << "\n  cuda vs cpu: " << stats_str(s_diff);
+    if (name.rfind("out.", 0) == 0)
+      std::printf("[%s cuda] %-44s rel_l2 %.3e max_abs %.3e (cpu %.3e; cuda vs cpu %.3e)\n",
+                  c.io, name.c_str(), s_gpu.rel_l2, s_gpu.max_abs, s_cpu.rel_l2, s_diff.rel_l2);
+    ++compared;
+  }
+  EXPECT_GE(compared, 1) << c.io;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Components, CudaComponentParity,
+    ::testing::Values(
+        Case{"video-vae", {"vae_tsc.weights.safetensors"}, "vae_tsc.io.safetensors"},
+        Case{"video-vae", {"vae_ltx23.weights.safetensors"}, "vae_ltx23.io.safetensors"},
+        Case{"upsampler",
+             {"upsampler_x1_5.weights.safetensors", "vae_ltx23.weights.safetensors"},
+             "upsampler_x1_5.io.safetensors"},
+        Case{"upsampler",
+             {"upsampler_x2.weights.safetensors", "vae_ltx23.weights.safetensors"},
+             "upsampler_x2.io.safetensors"},
+        Case{"upsampler",
+             {"upsampler_temporal_x2.weights.safetensors", "vae_ltx23.weights.safetensors"},
+             "upsampler_temporal_x2.io.safetensors"},
+        Case{"audio", {"audio_ltx23.weights.safetensors"}, "audio_ltx23.io.safetensors"},
+        Case{"audio", {"audio_ltx2.weights.safetensors"}, "audio_ltx2.io.safetensors"},
+        Case{"connector",
+             {"ltx25.weights.safetensors", "ltx25.text_proj.weights.safetensors"},
+             "ltx25.textproc.io.safetensors"},
+        Case{"text-encoder",
+             {"text_gemma3_root", "text_ltx23.ckpt.safetensors"},
+             "text_ltx23.io.safetensors"}),
+    // Test names say the fixture (e.g. .../vae_tsc), so a failure report names the component.
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string n = info.param.io;
+      n = n.substr(0, n.find(".io.safetensors"));
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+}  // namespace
+}  // namespace ltx
