@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/elementwise.h"
+#include "ops/shape.h"
 
 namespace ltx::models::transformer {
 
@@ -11,28 +12,24 @@ Tensor timestep_sinusoid(const Tensor& timesteps, int64_t dim, bool flip_sin_to_
   LTX_CHECK(timesteps.dim() == 1, "timestep embedding: timesteps must be 1-D, got ",
             timesteps.describe());
   LTX_CHECK(dim >= 2, "timestep embedding: dim must be >= 2");
-  const int64_t n = timesteps.size(0), half = dim / 2;
-  const std::vector<float> t = timesteps.to_float_vector();
+  const int64_t half = dim / 2;
   // Same f32 steps as the reference: exponent = (-ln(P) * j) / (half - shift); freq = exp(.).
+  // The frequency ladder is a constant (made on the host, uploaded); the rest runs as ops on the
+  // timesteps' device, so a GPU step never waits for the host here.
   const float neg_log_p = static_cast<float>(-std::log(max_period));
   const float denom = static_cast<float>(static_cast<double>(half) - downscale_freq_shift);
-  std::vector<float> freq(half);
+  std::vector<float> freq(static_cast<size_t>(half));
   for (int64_t j = 0; j < half; ++j) {
     const float e = (neg_log_p * static_cast<float>(j)) / denom;
-    freq[j] = std::exp(e);
+    freq[static_cast<size_t>(j)] = std::exp(e);
   }
-  std::vector<float> out(static_cast<size_t>(n * dim), 0.f);
-  const float s = static_cast<float>(scale);
-  for (int64_t i = 0; i < n; ++i) {
-    float* row = &out[i * dim];
-    for (int64_t j = 0; j < half; ++j) {
-      const float a = s * (t[i] * freq[j]);
-      const float sv = std::sin(a), cv = std::cos(a);
-      row[j] = flip_sin_to_cos ? cv : sv;
-      row[half + j] = flip_sin_to_cos ? sv : cv;
-    }
-  }
-  return Tensor::from_vector(out, {n, dim}).to(timesteps.device());
+  const Tensor ladder = Tensor::from_vector(freq, {1, half}).to(timesteps.device());
+  Tensor a = ops::mul(timesteps.to(DType::F32).unsqueeze(1), ladder);  // t * freq, [n, half]
+  if (scale != 1.0) a = ops::mul(a, static_cast<double>(static_cast<float>(scale)));
+  const Tensor sv = ops::sin(a), cv = ops::cos(a);
+  const Tensor emb = flip_sin_to_cos ? ops::concat({cv, sv}, 1) : ops::concat({sv, cv}, 1);
+  // An odd dim gets a zero last column, as the reference pads.
+  return dim % 2 == 1 ? ops::pad(emb, {0, 1}, ops::PadMode::Constant, 0.0) : emb;
 }
 
 TimestepEmbedding TimestepEmbedding::load(io::WeightMap& w, int64_t in_channels,
