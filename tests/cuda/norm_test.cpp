@@ -50,9 +50,9 @@ Tensor misaligned_copy(const Tensor& t) {
   return view;
 }
 
-// Row lengths of the vector path (multiples of 8, up to the 48 KiB staging limit: 12288 f32) and
+// Row lengths of the vector path (multiples of 8, up to the 32 KiB staging limit: 8192 f32) and
 // ones that must fall back (not a multiple of 8).
-const int64_t kVecRows[] = {8, 24, 64, 2048, 4096, 12288};
+const int64_t kVecRows[] = {8, 24, 64, 2048, 4096, 8192};
 const int64_t kOddRows[] = {7, 33, 4100};
 
 TEST(CudaNorm, RmsNormVectorPathIsBitIdenticalToGeneralPath) {

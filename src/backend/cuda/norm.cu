@@ -122,7 +122,9 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
 }
 
 // Most bytes of a row the vector path stages in shared memory (the default dynamic limit).
-constexpr int64_t kRowVecMaxBytes = 48 * 1024;
+// Dynamic shared memory for the staged row; with the kernel's static reduction buffer it must
+// stay under the 48 KiB a launch gets without opting in (a 48 KiB row failed to launch).
+constexpr int64_t kRowVecMaxBytes = 32 * 1024;
 constexpr int kMaxRowThreads = 256;
 
 // The vector path of rms_norm (kModulate false) and rms_norm_modulate (true), taken when

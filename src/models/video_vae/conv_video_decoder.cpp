@@ -13,6 +13,7 @@ ConvVideoDecoder ConvVideoDecoder::load(io::WeightMap& w, const DecoderConfig& c
                                         const nn::LoadOptions& opt) {
   ConvVideoDecoder d;
   d.config_ = config;
+  d.dtype_ = opt.dtype;
   const PaddingMode pad = config.spatial_padding_mode;
   const bool tc = config.timestep_conditioning;
   io::WeightMap sw = w.scoped("per_channel_statistics.");
@@ -105,7 +106,7 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
     x = ops::add(ops::mul(n.to(DType::F32), kDecodeNoiseScale),
                  ops::mul(x, 1.0 - kDecodeNoiseScale));
   }
-  x = stats_.un_normalize(x);
+  x = stats_.un_normalize(x).to(dtype_);
   Tensor scaled_timestep;
   if (tc) {
     Tensor t = timestep ? timestep->to(DType::F32).contiguous()
