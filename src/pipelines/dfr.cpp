@@ -140,7 +140,7 @@ void validate_dfr_request(const GenerationRequest& r, const Components& c) {
 namespace {
 
 const models::transformer::LTXModel& model_for(const Components& c, Stage stage) {
-  const models::transformer::LTXModel& m = c.stage_transformer ? c.stage_transformer(stage) : *c.transformer;
+  const models::transformer::LTXModel& m = stage_model(c, stage);
   require_keyframe_embedding(m.config(), "dfr");
   return m;
 }
@@ -184,7 +184,7 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
   s1.device = c.device;
   s1.widths = latent_widths(model1.config());
   s1.scale = scale;
-  s1.sigmas = r.stage_1_sigmas ? *r.stage_1_sigmas : sampling::distilled_sigmas();
+  s1.sigmas = sigmas_or(r.stage_1_sigmas, sampling::distilled_sigmas());
   ModalityInput video1;
   video1.conditionings = conditionings(images, s1.height, s1.width);
   video1.conditionings.push_back(std::make_shared<sampling::VideoGeneratedKeyframeSlots>(canvas.positions));
@@ -212,7 +212,7 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
   s2.height = r.height;
   s2.width = r.width;
   s2.widths = latent_widths(model2.config());
-  s2.sigmas = r.stage_2_sigmas ? *r.stage_2_sigmas : sampling::stage2_distilled_sigmas();
+  s2.sigmas = sigmas_or(r.stage_2_sigmas, sampling::stage2_distilled_sigmas());
   const double sigma0 = static_cast<double>(s2.sigmas.front());
   ModalityInput video2;
   video2.conditionings = conditionings(images, s2.height, s2.width);

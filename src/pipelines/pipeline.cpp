@@ -196,18 +196,6 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
   }
 }
 
-namespace {
-
-const models::transformer::LTXModel& stage_model(const Components& c, Stage stage) {
-  return c.stage_transformer ? c.stage_transformer(stage) : *c.transformer;
-}
-
-sampling::Sigmas sigmas_or(const std::optional<std::vector<float>>& override_, sampling::Sigmas fallback) {
-  return override_ ? *override_ : std::move(fallback);
-}
-
-}  // namespace
-
 GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, const Components& c,
                               const TextContexts& ctx_in, const ProgressCallback& progress) {
   validate_request(kind, r, c, &ctx_in);

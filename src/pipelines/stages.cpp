@@ -25,6 +25,14 @@ LatentWidths latent_widths(const models::transformer::LTXModelConfig& config) {
   return w;
 }
 
+const models::transformer::LTXModel& stage_model(const Components& c, Stage stage) {
+  return c.stage_transformer ? c.stage_transformer(stage) : *c.transformer;
+}
+
+sampling::Sigmas sigmas_or(const std::optional<std::vector<float>>& override_sigmas, sampling::Sigmas fallback) {
+  return override_sigmas ? *override_sigmas : std::move(fallback);
+}
+
 std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf) {
   std::vector<PreparedImage> out;
   for (const ImageConditioning& im : images) {

@@ -56,6 +56,11 @@ std::vector<int64_t> resolve_generated_keyframes(int64_t count, const std::vecto
 // model without the learned marker would be denoised as unmarked tokens (the reference refuses).
 void require_keyframe_embedding(const models::transformer::LTXModelConfig& config, const std::string& pipeline);
 
+// The transformer of a stage: Components::stage_transformer when set, else Components::transformer.
+const models::transformer::LTXModel& stage_model(const Components& components, Stage stage);
+// A request's sigma override, or the pipeline's default list.
+sampling::Sigmas sigmas_or(const std::optional<std::vector<float>>& override_sigmas, sampling::Sigmas fallback);
+
 // How one modality enters a stage (the reference's ModalitySpec).
 struct ModalityInput {
   sampling::ConditioningItems conditionings;
