@@ -340,7 +340,15 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   std::string prompt = options.prompt;
   pipelines::TextContexts contexts;
   {
-    text::PromptEncoder encoder(paths.text_encoder.path, paths.embeddings_weight_paths);
+    // On a GPU the text models load there in bf16 (as the reference runs them); the contexts come
+    // back to the host in f32 (exact) for the duration head and the pipeline, which moves them to
+    // the transformer's device once.
+    text::PromptEncoderOptions text_options;
+    if (options.device.is_cuda()) {
+      text_options.load = nn::LoadOptions{DType::BF16, options.device};
+      log_info("device: text encoding runs on ", bench::device_description(options.device), " (bf16 weights)");
+    }
+    text::PromptEncoder encoder(paths.text_encoder.path, paths.embeddings_weight_paths, text_options);
     if (options.enhance_prompt) {
       progress.stage("prompt enhancement");
       text::EnhanceOptions eo;
@@ -360,7 +368,12 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
         (sampling::MultiModalGuider(req.video_guider).do_unconditional_generation() ||
          sampling::MultiModalGuider(req.audio_guider).do_unconditional_generation());
     if (negative) prompts.push_back(options.negative_prompt.value_or(kDefaultNegativePrompt));
-    const std::vector<text::PromptContext> ctx = encoder.encode(prompts);
+    std::vector<text::PromptContext> ctx = encoder.encode(prompts);
+    for (text::PromptContext& c : ctx) {
+      c.video = c.video.to(Device::cpu(), DType::F32);
+      if (c.audio.defined()) c.audio = c.audio.to(Device::cpu(), DType::F32);
+      if (c.mask.defined()) c.mask = c.mask.to(Device::cpu());
+    }
     req.num_frames = duration_head::resolve_num_frames(frames_request, head ? &*head : nullptr,
                                                        ctx[0].video, ctx[0].audio, req.frame_rate);
     if (std::holds_alternative<duration_head::AutoDuration>(frames_request))
@@ -379,8 +392,7 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   progress.stage("model loading");
   if (options.device.is_cuda())
     log_info("device: the transformer and the denoising loops run on ", bench::device_description(options.device),
-             " (bf16 weights); text encoding, image encoding, latent upsampling and decoding run on the CPU "
-             "(their ops have no CUDA versions yet)");
+             " (bf16 weights); image encoding, latent upsampling and decoding run on the CPU");
   std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req, options.device);
   std::optional<models::video_vae::VideoEncoder> video_encoder;
   if (needs.video_encoder)
