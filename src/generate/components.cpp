@@ -117,12 +117,17 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
               single ? "" : " (nor has --text-encoder-path)",
               "; is this a full LTX-2 checkpoint or transformer file?");
   }
-  const bool diffusion_vae =
-      sums.get(paths.video_vae.path).component("diffusion_decoder") != nullptr;
-  LTX_CHECK(!diffusion_vae, paths.video_vae.flag, " '", paths.video_vae.path,
-            "' holds a diffusion video decoder (LTX-2.5); only convolutional video VAEs are "
-            "supported by ltx generate so far");
-  require_component(sums, paths.video_vae, "video_vae_decoder", "video VAE decoder", pl);
+  // The video decoder is chosen from the VAE file's metadata, like the reference: the
+  // convolutional VAE or LTX-2.5's diffusion decoder.
+  const auto vae_file = io::SafetensorsFile::open(paths.video_vae.path);
+  const nlohmann::json vae_meta = vae_file->metadata_json();
+  const bool diffusion_vae = models::video_vae::is_diffusion_video_vae(vae_meta);
+  if (diffusion_vae)
+    require_component(sums, paths.video_vae, "diffusion_decoder",
+                      "video diffusion decoder (its config.vae names a diffusion VAE, LTX-2.5)",
+                      pl);
+  else
+    require_component(sums, paths.video_vae, "video_vae_decoder", "video VAE decoder", pl);
   if (needs.video_encoder)
     require_component(sums, paths.video_vae, "video_vae_encoder",
                       "video VAE encoder (needed for image conditioning and latent upsampling)",
@@ -144,18 +149,34 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
   const auto transformer_file = io::SafetensorsFile::open(paths.transformer.path);
   const auto dit = models::transformer::LTXModelConfig::from_file(
       *transformer_file, models::transformer::LTXModelType::AudioVideo);
-  const auto vae_file = io::SafetensorsFile::open(paths.video_vae.path);
-  const nlohmann::json vae_meta = vae_file->metadata_json();
-  const auto dec = models::video_vae::decoder_config_from_metadata(vae_meta, paths.video_vae.path);
-  r.video_latent_channels = dec.latent_channels;
-  LTX_CHECK(dit.in_channels == dec.latent_channels && dit.out_channels == dec.latent_channels,
+  int64_t latent_channels = 0;
+  models::tiling::ScaleFactors vae_scale;
+  if (diffusion_vae) {
+    const auto dd = models::video_vae::diffusion_decoder_config_from_metadata(
+        vae_meta, paths.video_vae.path);
+    latent_channels = dd.in_channels;
+    // The upsamples' strides and the final patch make the decoder's scale.
+    vae_scale = {1, dd.patch_size, dd.patch_size};
+    for (const auto& u : dd.upsamples) {
+      vae_scale.time *= u.stride[0];
+      vae_scale.height *= u.stride[1];
+      vae_scale.width *= u.stride[2];
+    }
+  } else {
+    const auto dec =
+        models::video_vae::decoder_config_from_metadata(vae_meta, paths.video_vae.path);
+    latent_channels = dec.latent_channels;
+    vae_scale = dec.scale_factors();
+  }
+  r.video_latent_channels = latent_channels;
+  LTX_CHECK(dit.in_channels == latent_channels && dit.out_channels == latent_channels,
             "the transformer (", paths.transformer.flag, " '", paths.transformer.path,
             "') works on ", dit.in_channels, "-channel video latents but the video VAE (",
-            paths.video_vae.flag, " '", paths.video_vae.path, "') has ", dec.latent_channels,
+            paths.video_vae.flag, " '", paths.video_vae.path, "') has ", latent_channels,
             "; the files belong to different models");
-  LTX_CHECK(dec.scale_factors() == models::tiling::kVideoScaleFactors, paths.video_vae.flag, " '",
-            paths.video_vae.path, "': the video VAE compresses by ", dec.scale_factors().time, "x",
-            dec.scale_factors().height, "x", dec.scale_factors().width,
+  LTX_CHECK(vae_scale == models::tiling::kVideoScaleFactors, paths.video_vae.flag, " '",
+            paths.video_vae.path, "': the video VAE ", diffusion_vae ? "(diffusion decoder) " : "",
+            "compresses by ", vae_scale.time, "x", vae_scale.height, "x", vae_scale.width,
             " (frames x height x width); the pipelines need 8x32x32");
 
   const auto audio_file = io::SafetensorsFile::open(paths.audio_vae.path);
@@ -179,13 +200,13 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
             " x ", r.audio_mel_bins, " = ", audio_width, "; the files belong to different models");
 
   if (needs.spatial_upsampler) {
-    const auto up = upsampler_config(paths.spatial_upsampler, dec.latent_channels);
+    const auto up = upsampler_config(paths.spatial_upsampler, latent_channels);
     LTX_CHECK(up.spatial_upsample && !up.temporal_upsample && up.spatial_scale == 2.0,
               "--spatial-upsampler-path '", paths.spatial_upsampler.path,
               "' is not a spatial x2 upsampler (the two-stage pipelines double the resolution)");
   }
   if (needs.temporal_upsampler) {
-    const auto up = upsampler_config(paths.temporal_upsampler, dec.latent_channels);
+    const auto up = upsampler_config(paths.temporal_upsampler, latent_channels);
     LTX_CHECK(up.temporal_upsample && !up.spatial_upsample, "--temporal-upsampler-path '",
               paths.temporal_upsampler.path, "' is not a temporal-only x2 upsampler");
   }

@@ -7,8 +7,9 @@
 //     vocoder, the latent upsampler and the distilled LoRA when the pipeline uses them;
 //   * agreement: the transformer's video / audio latent widths against the VAEs', the upsampler's
 //     channels against the VAE's, the upsampler being a spatial x2 one, the Gemma version against
-//     the LTX checkpoint (the reference's rule), a conv video VAE (the diffusion decoder of LTX-2.5
-//     is not supported here yet).
+//     the LTX checkpoint (the reference's rule), the video VAE's 8x32x32 compression. The video
+//     decoder is the convolutional one or LTX-2.5's diffusion decoder, as the VAE file's metadata
+//     says (config.vae._class_name, like the reference); the file must hold that decoder.
 //
 // Errors name the flag to pass or the file at fault.
 #include <cstdint>

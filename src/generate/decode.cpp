@@ -1,14 +1,20 @@
 #include "generate/decode.h"
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <variant>
+
+#include <unistd.h>
 
 #include "core/error.h"
 #include "generate/progress.h"
 #include "io/safetensors.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
-#include "models/video_vae/conv_video_decoder.h"
+#include "models/video_vae/diffusion_tiling.h"
+#include "models/video_vae/video_decoder.h"
 #include "pipelines/pipeline.h"
 #include "sampling/noise.h"
 
@@ -24,6 +30,57 @@ models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::stri
             latent.size(1), " channels but the audio VAE decoder of '", path, "' takes ",
             decoder.config().z_channels, "; were the latents made with another model?");
   return models::audio_vae::decode_audio(latent, decoder, vocoder);
+}
+
+// Bytes the host can still give: MemAvailable, else the free pages.
+int64_t host_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream in(line.substr(13));
+    int64_t kib = 0;
+    if (in >> kib) return kib * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+}
+
+// The pipelines' tiling for the decoder (reference: ensure_tiling_config): a given layout is
+// checked against the decoder's grid (and the diffusion decoder's overlap floors) before any work;
+// automatic tiling is the conv VAE's long-side layout or the diffusion decoder's memory-aware
+// recommendation.
+std::optional<models::tiling::TilingConfig> decode_tiling(
+    const models::video_vae::VideoDecoder& decoder, const std::string& path,
+    const DecodeResult& video, const DecodeOptions& options) {
+  namespace vae = models::video_vae;
+  namespace tiling = models::tiling;
+  const auto* diffusion = std::get_if<vae::DiffusionVideoDecoder>(&decoder);
+  const vae::DiffusionTilingGeometry geometry =
+      diffusion ? vae::diffusion_tiling_geometry(diffusion->config()) : vae::DiffusionTilingGeometry{};
+  if (options.tiling) {
+    try {
+      tiling::validate(*options.tiling,
+                       diffusion ? geometry.pixel_scale : tiling::kVideoScaleFactors,
+                       {1, video.frames, video.height, video.width});
+      if (diffusion) {
+        const auto [overlap_t, overlap_hw] =
+            vae::recommended_pixel_overlaps(geometry.tile_halos, geometry.pixel_scale);
+        tiling::validate_overlap(*options.tiling, overlap_t, overlap_hw);
+      }
+    } catch (const Error& e) {
+      fail("decode: the video decode tiling (", tiling::describe(*options.tiling),
+           ") does not suit the ", diffusion ? "diffusion" : "convolutional",
+           " video decoder of '", path, "' for ", video.frames, " frames of ", video.width, "x",
+           video.height, ": ", e.what());
+    }
+    return options.tiling;
+  }
+  if (!options.auto_tiling) return std::nullopt;
+  if (!diffusion) return tiling::auto_tiling_config(video.height, video.width);
+  vae::DiffusionTilingBudget budget;
+  budget.free_bytes = options.decode_free_bytes.value_or(host_available_bytes());
+  budget.model_bytes = vae::diffusion_decoder_weight_bytes(*io::SafetensorsFile::open(path));
+  return vae::recommended_decode_tiling(geometry, video.height, video.width, video.frames, budget);
 }
 
 }  // namespace
@@ -61,18 +118,24 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
   }
 
   if (progress) progress->stage("video decode");
-  const auto decoder = models::video_vae::ConvVideoDecoder::from_file(video_vae_path);
-  LTX_CHECK(video_latent.size(1) == decoder.config().latent_channels,
-            "decode: the video latent has ", video_latent.size(1),
-            " channels but the video VAE decoder of '", video_vae_path, "' takes ",
-            decoder.config().latent_channels, "; were the latents made with another model?");
-  const Shape out_shape = decoder.output_shape(video_latent.shape());
+  // Convolutional or diffusion decoder, chosen from the file's metadata like the reference.
+  const models::video_vae::VideoDecoder decoder =
+      models::video_vae::load_video_decoder(video_vae_path);
+  const auto* diffusion = std::get_if<models::video_vae::DiffusionVideoDecoder>(&decoder);
+  const int64_t latent_channels =
+      diffusion ? diffusion->config().in_channels
+                : std::get<models::video_vae::ConvVideoDecoder>(decoder).config().latent_channels;
+  LTX_CHECK(video_latent.size(1) == latent_channels, "decode: the video latent has ",
+            video_latent.size(1), " channels but the ", diffusion ? "diffusion " : "",
+            "video VAE decoder of '", video_vae_path, "' takes ", latent_channels,
+            "; were the latents made with another model?");
+  const Shape out_shape =
+      std::visit([&](const auto& d) { return d.output_shape(video_latent.shape()); }, decoder);
   r.frames = out_shape[2];
   r.height = out_shape[3];
   r.width = out_shape[4];
-  std::optional<models::tiling::TilingConfig> tiling = options.tiling;
-  if (!tiling && options.auto_tiling)
-    tiling = models::tiling::auto_tiling_config(r.height, r.width);
+  const std::optional<models::tiling::TilingConfig> tiling =
+      decode_tiling(decoder, video_vae_path, r, options);
   const int64_t chunks = models::tiling::video_chunks_number(r.frames, tiling);
 
   media::Mp4Options mp4 = options.mp4;
@@ -89,7 +152,7 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
   };
   int64_t done = 0;
   if (progress) progress->step(0, chunks);
-  decoder.decode_video(video_latent, tiling, noise, [&](const Tensor& chunk) {
+  models::video_vae::decode_video(decoder, video_latent, tiling, noise, [&](const Tensor& chunk) {
     if (chunk.size(0) > 0) writer.write_frames(chunk);
     if (progress) progress->step(++done, std::max(chunks, done));
   });

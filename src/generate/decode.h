@@ -1,7 +1,8 @@
 #pragma once
 // The decode stage of every pipeline (the reference's VideoDecoder / AudioDecoder blocks and
-// encode_video): final latents -> pixels through the video VAE decoder (tiled with the pipelines'
-// automatic layout), -> waveform through the audio VAE decoder + vocoder, -> one MP4 (H.264
+// encode_video): final latents -> pixels through the video VAE decoder (the convolutional one or
+// LTX-2.5's diffusion decoder, chosen from the file's metadata; tiled with the pipelines'
+// automatic layout for that decoder), -> waveform through the audio VAE decoder + vocoder, -> one MP4 (H.264
 // yuv420p + AAC at the vocoder's rate). Each decoder is loaded from its file, used and freed (the
 // audio ones first, so the video decoder runs alone). Video chunks stream into the encoder as the
 // tiled decode yields them. The file appears only when everything succeeded (media::Mp4Writer
@@ -20,10 +21,16 @@ class Progress;
 
 struct DecodeOptions {
   double fps = 24.0;
-  // Decode tiling; nullopt with auto_tiling: the pipelines' automatic layout for the conv VAE
-  // (models::tiling::auto_tiling_config); nullopt without: one tile.
+  // Decode tiling, checked against the decoder's grid and (diffusion decoder) its overlap floors;
+  // nullopt with auto_tiling: the pipelines' automatic layout (reference: tiling_config_for_vae):
+  // conv VAE models::tiling::auto_tiling_config, diffusion decoder
+  // models::video_vae::recommended_decode_tiling; nullopt without: one tile.
   std::optional<models::tiling::TilingConfig> tiling;
   bool auto_tiling = true;
+  // Memory budget (bytes free on the decoding device) of the diffusion decoder's automatic
+  // tiling; nullopt: the host's available memory, as the decode runs on the CPU. (The reference
+  // passes the CUDA device's free memory, and 0 off CUDA, with which no layout fits.)
+  std::optional<int64_t> decode_free_bytes;
   // Seed of the decoder noise of timestep-conditioned video decoders (torch CPU generator; the
   // reference continues the pipeline's generator on its device, which is not reproduced).
   int64_t noise_seed = 0;

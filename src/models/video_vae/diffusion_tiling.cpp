@@ -1,7 +1,11 @@
 #include "models/video_vae/diffusion_tiling.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <tuple>
 
+#include "io/safetensors.h"
 #include "ops/shape.h"
 
 namespace ltx::models::video_vae {
@@ -159,6 +163,131 @@ std::vector<Tile> prepare_tile_schedule(const Axis3& s4, const Shape& pixels, in
         tiles.push_back(std::move(tile));
       }
   return tiles;
+}
+
+DiffusionTilingGeometry diffusion_tiling_geometry(const DiffusionDecoderConfig& c) {
+  LTX_CHECK(c.stage_kernels.size() == 5 && c.stage_depths.size() == 5 &&
+                c.stage_channels.size() == 5 && c.upsamples.size() == 4,
+            "diffusion decoder tiling: the config needs 5 stages and 4 upsamples");
+  const Axis3& stride3 = c.upsamples[3].stride;
+  DiffusionTilingGeometry g;
+  g.tile_halos = compute_tile_halos(c.stage_kernels[3], c.stage_depths[3], c.stage5_kernel,
+                                    c.stage_depths[4], stride3);
+  g.pixel_scale = stage4_to_pixel_scale_factors(stride3, c.patch_size);
+  g.min_tile_size_s4 = compute_tile_min_size(c.stage_kernels[3], c.stage5_kernel, stride3);
+  g.patch_size = c.patch_size;
+  g.stage5_channels = c.diffusion_channels();
+  g.stage4_channels = c.stage_channels[3];
+  for (const Upsample& u : c.upsamples) g.upsample_strides.push_back(u.stride);
+  g.trailing_pad_latent_frames = (c.stage_kernels[0][0] / 2) * 2;
+  g.out_channels = c.out_channels;
+  return g;
+}
+
+int64_t stage4_feature_bytes(const DiffusionTilingGeometry& g, int64_t height, int64_t width,
+                             int64_t num_frames, int64_t element_size) {
+  LTX_CHECK(g.upsample_strides.size() >= 3 && g.stage4_channels >= 1 && element_size >= 1,
+            "stage4_feature_bytes: needs 3 upsample strides, stage4_channels >= 1 and "
+            "element_size >= 1");
+  const tiling::ScaleFactors& v = tiling::kVideoScaleFactors;
+  std::vector<Upsample> ups;
+  for (const Axis3& s : g.upsample_strides) ups.push_back({s, 1});
+  const Axis3 s4 = stage4_thw_from_latent(
+      ups, {(num_frames - 1) / v.time + 1 + g.trailing_pad_latent_frames, height / v.height,
+            width / v.width});
+  return s4[0] * s4[1] * s4[2] * g.stage4_channels * element_size;
+}
+
+int64_t diffusion_decoder_weight_bytes(const io::SafetensorsFile& file) {
+  int64_t total = 0;
+  for (const io::TensorInfo& info : file.infos()) {
+    const std::string& name = info.name;
+    if (name.rfind("vae.decoder.", 0) == 0 || name.rfind("decoder.", 0) == 0 ||
+        name.find("per_channel_statistics") != std::string::npos)
+      total += info.numel() * 2;  // counted as bf16 whatever the stored dtype
+  }
+  return total;
+}
+
+tiling::TileSizeConfig recommended_decode_tiling(const DiffusionTilingGeometry& g, int64_t height,
+                                                 int64_t width, int64_t num_frames,
+                                                 const DiffusionTilingBudget& budget) {
+  LTX_CHECK(height >= 1 && width >= 1 && num_frames >= 1,
+            "diffusion decoder tiling: the video must be at least 1 x 1 x 1, got ", num_frames,
+            " frames of ", width, "x", height);
+  LTX_CHECK(g.patch_size >= 1 && g.stage5_channels >= 1 && g.out_channels >= 1 &&
+                budget.element_size >= 1,
+            "diffusion decoder tiling: patch size, stage-5 channels, output channels and element "
+            "size must be >= 1");
+  const auto [overlap_t, overlap_hw] = recommended_pixel_overlaps(g.tile_halos, g.pixel_scale);
+  const tiling::ScaleFactors& v = tiling::kVideoScaleFactors;
+  const tiling::ScaleFactors& p = g.pixel_scale;
+  // Sizes must sit on the decoder's grid and pass the 8 / 32 / 32 checks of TileSizeConfig.
+  const int64_t step[3] = {std::lcm(p.time, v.time), std::lcm(p.height, v.height),
+                           std::lcm(p.width, v.width)};
+  const int64_t scale[3] = {p.time, p.height, p.width};
+  const int64_t overlap[3] = {overlap_t, overlap_hw, overlap_hw};
+  const int64_t floor_units[3] = {16, 64, 64};  // frames, pixels
+  const int64_t length[3] = {num_frames, height, width};
+  // (tile size, tile count) per axis; the floor keeps both ramps inside a tile.
+  std::array<std::vector<std::pair<int64_t, int64_t>>, 3> candidates;
+  int64_t min_px[3];
+  for (int a = 0; a < 3; ++a) {
+    min_px[a] = round_up(std::max({2 * scale[a], 2 * overlap[a],
+                                   round_up(g.min_tile_size_s4[a] * scale[a], scale[a]),
+                                   floor_units[a]}),
+                         step[a]);
+    const int64_t max_size = std::max(round_up(length[a], step[a]), min_px[a]);
+    for (int64_t size = min_px[a]; size <= max_size; size += step[a]) {
+      if (size <= overlap[a]) continue;
+      const int64_t n =
+          static_cast<int64_t>(tiling::split_by_size(size, overlap[a])(length[a]).size());
+      candidates[a].push_back({size, n});
+    }
+  }
+
+  const int64_t model_cost = std::max<int64_t>(budget.model_bytes, int64_t{1} << 30);
+  const int64_t s4_bytes = stage4_feature_bytes(g, height, width, num_frames, budget.element_size);
+  const int64_t usable =
+      std::max<int64_t>(0, budget.free_bytes - model_cost - budget.safety_bytes - s4_bytes);
+  const double s5_bytes_per_token = std::max(
+      1.0, static_cast<double>(g.stage5_channels) * static_cast<double>(budget.element_size) *
+               budget.stage5_coef);
+  const int64_t acc_bytes_per_pixel = g.out_channels * budget.element_size;
+  const double unique = static_cast<double>(std::max<int64_t>(1, num_frames * height * width));
+
+  // (waste, -volume, tiles, t, h, w): the smallest wins.
+  using Score = std::tuple<double, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::optional<Score> best;
+  for (const auto& [tile_t, n_t] : candidates[0]) {
+    // The group buffer and the still-live previous chunk / overlap stub: 2 tile_t frames.
+    const int64_t acc_bytes = 2 * tile_t * height * width * acc_bytes_per_pixel;
+    if (acc_bytes >= usable) continue;
+    const auto max_s5_tokens = static_cast<int64_t>(
+        std::floor(static_cast<double>(usable - acc_bytes) / s5_bytes_per_token));
+    for (const auto& [tile_h, n_h] : candidates[1])
+      for (const auto& [tile_w, n_w] : candidates[2]) {
+        const int64_t tokens = tile_t * std::max<int64_t>(1, tile_h / g.patch_size) *
+                               std::max<int64_t>(1, tile_w / g.patch_size);
+        if (tokens > max_s5_tokens) continue;
+        const int64_t tiles = n_t * n_h * n_w;
+        const Score s{static_cast<double>(tiles * tile_t * tile_h * tile_w) / unique,
+                      -tile_t * tile_h * tile_w, tiles, tile_t, tile_h, tile_w};
+        if (!best || s < *best) best = s;
+      }
+  }
+  LTX_CHECK(best.has_value(),
+            "diffusion decoder tiling: no decode tile fits the memory budget (smallest tile ",
+            min_px[0], " frames x ", min_px[1], "x", min_px[2], " px, overlaps ", overlap_t,
+            " frames / ", overlap_hw, " px; ", budget.free_bytes, " bytes free, ", usable,
+            " usable after the weights (", model_cost, "), the reserve (", budget.safety_bytes,
+            ") and the stage-4 feature (", s4_bytes,
+            ")); lower the resolution, free memory, or give the tiling explicitly");
+  tiling::TileSizeConfig c;
+  c.frames = tiling::DimensionSizeConfig(std::get<3>(*best), overlap_t);
+  c.height = tiling::DimensionSizeConfig(std::get<4>(*best), overlap_hw);
+  c.width = tiling::DimensionSizeConfig(std::get<5>(*best), overlap_hw);
+  return c;
 }
 
 }  // namespace ltx::models::video_vae

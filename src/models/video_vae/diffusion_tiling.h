@@ -20,6 +20,10 @@
 #include "models/tiling.h"
 #include "models/video_vae/model_configurator.h"
 
+namespace ltx::io {
+class SafetensorsFile;
+}
+
 namespace ltx::models::video_vae {
 
 // Per-axis latent floor so that every stage's attention sees at least its kernel:
@@ -78,5 +82,55 @@ std::vector<Tile> prepare_tile_schedule(const Axis3& stage4, const Shape& pixels
                                         const Axis3& upsample3_stride, int64_t patch,
                                         const Axis3& min_tile_size,
                                         const std::pair<Axis3, Axis3>& halos);
+
+// ---- automatic decode tiling (reference: recommended_decode_tiling_config, the pipelines'
+// AUTO_TILING for a diffusion VAE) ----
+
+// What the recommendation needs of a decoder config (reference:
+// diffvae_tiling_geometry_from_vae_config).
+struct DiffusionTilingGeometry {
+  std::pair<Axis3, Axis3> tile_halos;  // stage 4, stage 5 (compute_tile_halos)
+  tiling::ScaleFactors pixel_scale;    // stage4_to_pixel_scale_factors(upsamples[3], patch)
+  Axis3 min_tile_size_s4{};            // compute_tile_min_size
+  int64_t patch_size = 4;
+  int64_t stage5_channels = 0, stage4_channels = 0;  // diffusion_channels(), stage_channels[3]
+  std::vector<Axis3> upsample_strides;
+  int64_t trailing_pad_latent_frames = 0;  // the ghost frames, (K_t of stage 1 / 2) * 2
+  int64_t out_channels = 3;
+};
+DiffusionTilingGeometry diffusion_tiling_geometry(const DiffusionDecoderConfig& config);
+
+// The memory model of the recommendation. The defaults are the pipelines' CHUNKED_EAGER mode
+// (stage-5 working-set coefficient 5, 1 GiB withheld; the reference's compiled modes use 11 / 7 /
+// 2.5 and 2 GiB) with bf16 activations (2 bytes).
+struct DiffusionTilingBudget {
+  int64_t free_bytes = 0;   // memory still free on the decoding device
+  int64_t model_bytes = 0;  // the decoder's weights (counted as at least 1 GiB)
+  double stage5_coef = 5.0;
+  int64_t safety_bytes = int64_t{1} << 30;
+  int64_t element_size = 2;
+};
+
+// Resident stage-4 input of a decode of `num_frames` x `height` x `width` pixels: the latent
+// ((F - 1) / 8 + 1, H / 32, W / 32) plus the ghost frames through upsamples 0-2, times
+// stage4_channels x element_size.
+int64_t stage4_feature_bytes(const DiffusionTilingGeometry& g, int64_t height, int64_t width,
+                             int64_t num_frames, int64_t element_size);
+// Sum over the decoder tensors (`decoder.*`, `vae.decoder.*`, any `per_channel_statistics`) of
+// numel x 2 bytes, from the header only (reference: estimate_diffusion_decoder_weight_bytes).
+int64_t diffusion_decoder_weight_bytes(const io::SafetensorsFile& file);
+
+// The reference's recommended_decode_tiling_config: overlaps = recommended_pixel_overlaps; tile
+// sizes enumerated per axis on lcm(pixel_scale, 8 / 32 / 32) from a floor of max(2 scale,
+// 2 overlap, the stage-4 tile floor in pixels, 16 frames / 64 px) up to the axis rounded up;
+// a (frames, height, width) triple is kept when the accumulator (2 tile_t x H x W x out_channels
+// x element_size) stays below the usable bytes (free - max(model, 1 GiB) - safety - stage-4
+// feature) and the stage-5 tokens (tile_t x tile_h / patch x tile_w / patch) fit the rest at
+// stage5_channels x element_size x coef bytes each; the least processed / unique volume wins
+// (ties: larger tiles, then fewer tiles). Every axis is tiled. Throws when nothing fits, as the
+// reference does (so always with free_bytes 0).
+tiling::TileSizeConfig recommended_decode_tiling(const DiffusionTilingGeometry& g, int64_t height,
+                                                 int64_t width, int64_t num_frames,
+                                                 const DiffusionTilingBudget& budget);
 
 }  // namespace ltx::models::video_vae
