@@ -99,6 +99,41 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("cache/ltx")));
 }
 
+TEST(GenerateCli, DiffusionVideoVaeDecodesTheVideo) {
+  if (const std::string why = test::mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const auto& demo = test::shared_demo_bundle();
+  const std::string out = dir.file("out.mp4");
+  const std::string vae = test::fixture("diffdec_ltx25.weights.safetensors");
+  // The demo transformer with LTX-2.5's tiny diffusion decoder (16-channel latents like it); the
+  // one-stage pipeline needs no video encoder, which the decoder file lacks.
+  const std::vector<std::string> models = {"--checkpoint-path", demo.checkpoint,
+                                           "--text-encoder-path", demo.text_encoder,
+                                           "--video-vae-path", vae};
+  std::vector<std::string> args = {"--prompt", "a red ball", "--output-path", out,
+                                   "--pipeline", "one-stage", "--num-frames", "9",
+                                   "--height", "64", "--width", "96",
+                                   "--num-inference-steps", "2", "--frame-rate", "25"};
+  args.insert(args.end(), models.begin(), models.end());
+  const test::CliResult r = generate(dir, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("ltx: video decode ..."), std::string::npos) << r.err;
+  test::expect_mp4(out, 96, 64, 9, "25/1", 48000);
+
+  // The two-stage pipeline encodes latents for its upsampler: the missing encoder is named.
+  const std::string out2 = dir.file("out2.mp4");
+  std::vector<std::string> two = {"--prompt", "a red ball", "--output-path", out2,
+                                  "--spatial-upsampler-path", demo.spatial_upsampler,
+                                  "--distilled-lora", demo.distilled_lora};
+  two.insert(two.end(), models.begin(), models.end());
+  const test::CliResult r2 = generate(dir, two);
+  EXPECT_EQ(r2.code, 1) << r2.err;
+  EXPECT_NE(r2.err.find("--video-vae-path '" + vae + "' has no video VAE encoder"),
+            std::string::npos)
+      << r2.err;
+  EXPECT_FALSE(std::filesystem::exists(out2));
+}
+
 TEST(GenerateCli, MissingComponentsNameTheFlag) {
   TempDir dir;
   const auto& demo = test::shared_demo_bundle();

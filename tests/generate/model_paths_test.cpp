@@ -132,6 +132,25 @@ TEST(Components, MissingComponentsNameTheFlagToPass) {
                    "--distilled-lora '" + demo.spatial_upsampler + "' has no LoRA");
 }
 
+TEST(Components, ADiffusionVideoVaeIsAccepted) {
+  // LTX-2.5's diffusion decoder (16-channel latents like the demo transformer), chosen from the
+  // file's metadata; without images or latent upsampling no video encoder is needed.
+  ModelFlags f = demo_flags();
+  f.video_vae_path = test::fixture("diffdec_ltx25.weights.safetensors");
+  const ComponentNeeds one_stage{"one-stage", false, false, false};
+  const generate::ComponentReport r = check_components(resolve_model_paths(f), one_stage);
+  EXPECT_EQ(r.video_latent_channels, 16);
+  // The file holds the decoder only: pipelines that encode say what is missing.
+  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), two_stage()),
+                   "--video-vae-path '" + f.video_vae_path + "' has no video VAE encoder");
+  // Latent widths still have to agree: the LTX-2 (19B) transformer works on 24 channels.
+  f.checkpoint_path.clear();
+  f.transformer_path = test::fixture("tiny_ltx2_19b.safetensors");
+  f.audio_vae_path = test::shared_demo_bundle().checkpoint;
+  EXPECT_ERROR_HAS(check_components(resolve_model_paths(f), one_stage),
+                   "works on 24-channel video latents but the video VAE (--video-vae-path");
+}
+
 TEST(Components, FilesOfDifferentModelsAreRejected) {
   ModelFlags f = demo_flags();
   f.video_vae_path = test::fixture("vae_ltx23.weights.safetensors");  // 4 latent channels
