@@ -14,6 +14,7 @@
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
 #include "models/video_vae/diffusion_tiling.h"
+#include "models/video_vae/model_configurator.h"
 #include "models/video_vae/video_decoder.h"
 #include "pipelines/pipeline.h"
 #include "sampling/noise.h"
@@ -119,8 +120,12 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
 
   if (progress) progress->stage("video decode");
   // Convolutional or diffusion decoder, chosen from the file's metadata like the reference.
+  const bool diffusion_file = models::video_vae::is_diffusion_video_vae(
+      io::SafetensorsFile::open(video_vae_path)->metadata_json());
+  const Device device = diffusion_file ? Device::cpu() : options.device;
+  const nn::LoadOptions load{device.is_cuda() ? DType::BF16 : DType::F32, device};
   const models::video_vae::VideoDecoder decoder =
-      models::video_vae::load_video_decoder(video_vae_path);
+      models::video_vae::load_video_decoder(video_vae_path, load);
   const auto* diffusion = std::get_if<models::video_vae::DiffusionVideoDecoder>(&decoder);
   const int64_t latent_channels =
       diffusion ? diffusion->config().in_channels
@@ -148,12 +153,13 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
   media::Mp4Writer writer(output_path, options.fps, mp4);
   sampling::TorchCpuGenerator generator(options.noise_seed);
   const models::video_vae::NoiseFn noise = [&](const Shape& shape) {
-    return generator.randn(shape, DType::F32);
+    return generator.randn(shape, DType::F32).to(device);  // drawn on the host, as before
   };
   int64_t done = 0;
   if (progress) progress->step(0, chunks);
-  models::video_vae::decode_video(decoder, video_latent, tiling, noise, [&](const Tensor& chunk) {
-    if (chunk.size(0) > 0) writer.write_frames(chunk);
+  const Tensor latent_on_device = video_latent.to(device, load.dtype);
+  models::video_vae::decode_video(decoder, latent_on_device, tiling, noise, [&](const Tensor& chunk) {
+    if (chunk.size(0) > 0) writer.write_frames(chunk.to(Device::cpu(), DType::F32));
     if (progress) progress->step(++done, std::max(chunks, done));
   });
   LTX_CHECK(writer.frames_written() == r.frames, "decode: the video decoder produced ",

@@ -21,6 +21,10 @@ class Progress;
 
 struct DecodeOptions {
   double fps = 24.0;
+  // Where the convolutional video decoder runs: the CPU (f32), or a GPU (bf16 weights and
+  // activations, as the reference; chunks come back to the host for the encoder). The diffusion
+  // decoder and the audio decoder + vocoder run on the CPU.
+  Device device = Device::cpu();
   // Decode tiling, checked against the decoder's grid and (diffusion decoder) its overlap floors;
   // nullopt with auto_tiling: the pipelines' automatic layout (reference: tiling_config_for_vae):
   // conv VAE models::tiling::auto_tiling_config, diffusion decoder

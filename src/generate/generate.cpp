@@ -392,7 +392,8 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   progress.stage("model loading");
   if (options.device.is_cuda())
     log_info("device: the transformer and the denoising loops run on ", bench::device_description(options.device),
-             " (bf16 weights); image encoding, latent upsampling and decoding run on the CPU");
+             " (bf16 weights), and so does the convolutional video decode; image encoding, latent "
+             "upsampling, the diffusion video decoder and the audio decode run on the CPU");
   std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req, options.device);
   std::optional<models::video_vae::VideoEncoder> video_encoder;
   if (needs.video_encoder)
@@ -437,6 +438,7 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
     log_info("the ", out.generated_keyframe_positions.size(),
              " generated keyframes are not written (as the reference's scripts)");
   DecodeOptions dec;
+  dec.device = options.device;
   dec.fps = out.frame_rate;
   dec.noise_seed = req.seed;
   dec.audio_max_seconds = out.audio_max_seconds;
