@@ -21,6 +21,7 @@ namespace ltx {
 namespace {
 
 using test::kGpu;
+using test::rel_l2;
 using test::near;
 
 Tensor gpu(const Tensor& t) { return t.to(kGpu); }
@@ -151,16 +152,6 @@ TEST(CudaAttention, RejectsHeadDimsAbove256) {
 
 // ---- The tensor-core kernel (bf16 q/k/v) ----
 
-// ||got - want|| / ||want|| over all elements (compared as doubles on the host).
-double rel_l2(const Tensor& got, const Tensor& want) {
-  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    num += (g[i] - w[i]) * (g[i] - w[i]);
-    den += w[i] * w[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
 
 double max_abs_diff(const Tensor& got, const Tensor& want) {
   const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();

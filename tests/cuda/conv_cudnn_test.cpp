@@ -16,20 +16,12 @@ namespace ltx {
 namespace {
 
 using test::kGpu;
+using test::rel_l2;
 
 Tensor bf16_cpu(const Shape& s, uint64_t seed) {
   return test::random_tensor(s, seed).to(DType::BF16).to(DType::F32);
 }
 
-double rel_l2(const Tensor& got, const Tensor& want) {
-  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    num += (g[i] - w[i]) * (g[i] - w[i]);
-    den += w[i] * w[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
 
 cpu::ConvSpec spec_of(int rank, int64_t stride, int64_t pad, int64_t dil, int64_t groups) {
   cpu::ConvSpec s;

@@ -3,6 +3,7 @@
 // dtypes and devices; everything is compared on the host).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -33,6 +34,18 @@ inline ::testing::AssertionResult same_bytes(const Tensor& got, const Tensor& wa
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// ||got - want|| / ||want|| over all elements (compared as doubles on the host; any layouts,
+// dtypes and devices).
+inline double rel_l2(const Tensor& got, const Tensor& want) {
+  const std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    num += (g[i] - w[i]) * (g[i] - w[i]);
+    den += w[i] * w[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
 }
 
 // Same shape and every element within atol + rtol * |want| (NaN matches NaN, inf matches an

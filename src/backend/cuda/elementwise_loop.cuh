@@ -118,6 +118,18 @@ __device__ __forceinline__ void store_vec(void* p, DType dt, int64_t i, const fl
   }
 }
 
+// r[j] = f(v[0][j], ..., v[K-1][j]) for the kVec elements of a vector.
+template <int K, typename F>
+__device__ __forceinline__ void apply_vec(const float (&v)[K][kVec], const F& f, float (&r)[kVec]) {
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    float e[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) e[k] = v[k][j];
+    r[j] = f(e);
+  }
+}
+
 // The dense fast path (see the file comment): a.nd == 1, output stride 1, input strides 1 or 0.
 template <int K, typename F>
 __global__ void map_dense_kernel(MapArgs<K> a, int64_t n, F f) {
@@ -138,13 +150,7 @@ __global__ void map_dense_kernel(MapArgs<K> a, int64_t n, F f) {
       }
     }
     float r[kVec];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      float e[K];
-#pragma unroll
-      for (int k = 0; k < K; ++k) e[k] = v[k][j];
-      r[j] = f(e);
-    }
+    apply_vec<K>(v, f, r);
     store_vec(a.out, a.out_dtype, i0, r);
   }
   const int64_t i = chunks * kVec + tid;  // the scalar tail (< kVec elements)
@@ -190,13 +196,7 @@ __global__ void map_inner_vec_kernel(MapArgs<K> a, int64_t chunks, F f) {
       }
     }
     float r[kVec];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      float e[K];
-#pragma unroll
-      for (int k = 0; k < K; ++k) e[k] = v[k][j];
-      r[j] = f(e);
-    }
+    apply_vec<K>(v, f, r);
     store_vec(a.out, a.out_dtype, off[0], r);
   }
 }

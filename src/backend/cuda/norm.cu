@@ -38,14 +38,19 @@ __device__ __forceinline__ float inv_std(float sum_sq, int64_t n, double eps) {
 // general and the vector kernels round every term the same way.
 __device__ __forceinline__ float add_square(float ss, float v) { return __fmaf_rn(v, v, ss); }
 
+// 1 / RMS of the row starting at `base` (every thread of the block gets it).
+__device__ float row_inv_rms(const RowArgs& a, int64_t base) {
+  float ss = 0.f;
+  for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
+    ss = add_square(ss, load_f32(a.x, a.x_dtype, base + i));
+  }
+  return inv_std(block_sum(ss), a.d, a.eps);
+}
+
 __global__ void rms_norm_kernel(RowArgs a) {
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
-    float ss = 0.f;
-    for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
-      ss = add_square(ss, load_f32(a.x, a.x_dtype, base + i));
-    }
-    const float rs = inv_std(block_sum(ss), a.d, a.eps);
+    const float rs = row_inv_rms(a, base);
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
       float y = mul_rn(load_f32(a.x, a.x_dtype, base + i), rs);
       if (a.w != nullptr) y = mul_rn(y, load_f32(a.w, a.w_dtype, i));
@@ -105,11 +110,7 @@ __device__ __forceinline__ void mod_offsets(const ModArgs& m, int64_t rows, int6
 __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
-    float ss = 0.f;
-    for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
-      ss = add_square(ss, load_f32(a.x, a.x_dtype, base + i));
-    }
-    const float rs = inv_std(block_sum(ss), a.d, a.eps);
+    const float rs = row_inv_rms(a, base);
     int64_t so, to;
     mod_offsets(m, a.rows, r, &so, &to);
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
