@@ -19,6 +19,19 @@ struct ConvSpec {
   int64_t groups = 1;
 };
 
+// The sizes of one convolution with its spatial dims padded to 3 (missing leading dims of size
+// 1): batch N, channels C / O in G groups of Cg / Og, per axis input / output size, kernel,
+// stride, padding, dilation; K kernel taps, Pin / Pout positions per channel. `transposed`: w is
+// [C, O / groups, *kernel] and the output size follows conv_transpose. Shared by the backends.
+struct ConvGeometry {
+  int64_t N = 0, C = 0, O = 0, G = 1, Cg = 0, Og = 0;
+  int64_t in[3] = {}, out[3] = {}, k[3] = {}, s[3] = {}, p[3] = {}, d[3] = {};
+  int64_t K = 1, Pin = 1, Pout = 1;
+};
+ConvGeometry conv_geometry(const Tensor& x, const Tensor& w, const ConvSpec& spec, bool transposed);
+// [N, O, *out] with the conv's own rank.
+Shape conv_output_shape(const ConvGeometry& g, int rank);
+
 // x [N, C, *spatial], w [O, C / groups, *kernel], bias [O] or undefined.
 Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvSpec& spec);
 // x [N, C, *spatial], w [C, O / groups, *kernel], bias [O] or undefined.

@@ -63,27 +63,20 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::
   const DType ct = ops::float_result_dtype({&x, &w});
   const DType out_t = ops::float_result_dtype({&x, &w, &bias});
   const Tensor xc = x.contiguous();
-  const int64_t N = x.size(0), C = x.size(1), G = spec.groups, O = w.size(0);
-  const int64_t Og = O / G;
+  const cpu::ConvGeometry cg = cpu::conv_geometry(x, w, spec, false);  // shared with the CPU
+  const int64_t N = cg.N, C = cg.C, G = cg.G, O = cg.O, Og = cg.Og;
   Geom g{};
   g.C = C;
-  g.Cg = C / G;
-  Shape out_shape = {N, O};
+  g.Cg = cg.Cg;
   for (int a = 0; a < 3; ++a) {
-    const int i = a - (3 - R);
-    if (i < 0) {
-      g.in[a] = g.out[a] = g.k[a] = g.s[a] = g.d[a] = 1;
-      g.p[a] = 0;
-      continue;
-    }
-    g.in[a] = x.size(2 + i);
-    g.k[a] = w.size(2 + i);
-    g.s[a] = spec.stride[i];
-    g.p[a] = spec.padding[i];
-    g.d[a] = spec.dilation[i];
-    g.out[a] = (g.in[a] + 2 * g.p[a] - g.d[a] * (g.k[a] - 1) - 1) / g.s[a] + 1;
-    out_shape.push_back(g.out[a]);
+    g.in[a] = cg.in[a];
+    g.out[a] = cg.out[a];
+    g.k[a] = cg.k[a];
+    g.s[a] = cg.s[a];
+    g.p[a] = cg.p[a];
+    g.d[a] = cg.d[a];
   }
+  const Shape out_shape = cpu::conv_output_shape(cg, R);
   const int64_t P = g.out[0] * g.out[1] * g.out[2];
   const int64_t Pin = g.in[0] * g.in[1] * g.in[2];
   const int64_t width = g.Cg * g.k[0] * g.k[1] * g.k[2];
