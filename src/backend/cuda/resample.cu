@@ -16,6 +16,15 @@ struct Dims3 {
   int64_t in[3], out[3];
 };
 
+// Output element i of a [C, D, H, W] output as (channel, d, h, w).
+struct OutPos {
+  int64_t c, d, h, w;
+};
+__device__ __forceinline__ OutPos out_position(int64_t i, const Dims3& g) {
+  return {i / (g.out[0] * g.out[1] * g.out[2]), (i / (g.out[1] * g.out[2])) % g.out[0],
+          (i / g.out[2]) % g.out[1], i % g.out[2]};
+}
+
 // Per axis (D, H, W): i0, i1 (int64) and w0, w1 (f32), each `out[axis]` long.
 struct LinearTables {
   const int64_t* i0[3];
@@ -30,10 +39,8 @@ __global__ void linear_kernel(const void* x, DType xt, void* y, DType yt, Dims3 
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += step) {
-    const int64_t ow = i % g.out[2], oh = (i / g.out[2]) % g.out[1],
-                  od = (i / (g.out[1] * g.out[2])) % g.out[0],
-                  c = i / (g.out[0] * g.out[1] * g.out[2]);
-    const int64_t base = c * in_plane;
+    const OutPos o = out_position(i, g);
+    const int64_t od = o.d, oh = o.h, ow = o.w, base = o.c * in_plane;
     const int64_t d0i = t.i0[0][od], d1i = t.i1[0][od], h0i = t.i0[1][oh], h1i = t.i1[1][oh];
     const int64_t a = t.i0[2][ow], b = t.i1[2][ow];
     const float d0 = t.w0[0][od], d1 = t.w1[0][od], h0 = t.w0[1][oh], h1 = t.w1[1][oh];
@@ -61,10 +68,8 @@ __global__ void area_kernel(const void* x, DType xt, void* y, DType yt, Dims3 g,
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += step) {
-    const int64_t ow = i % g.out[2], oh = (i / g.out[2]) % g.out[1],
-                  od = (i / (g.out[1] * g.out[2])) % g.out[0],
-                  c = i / (g.out[0] * g.out[1] * g.out[2]);
-    const int64_t base = c * in_plane;
+    const OutPos o = out_position(i, g);
+    const int64_t od = o.d, oh = o.h, ow = o.w, base = o.c * in_plane;
     float sum = 0.f;
     for (int64_t id = t.start[0][od]; id < t.end[0][od]; ++id)
       for (int64_t ih = t.start[1][oh]; ih < t.end[1][oh]; ++ih)
