@@ -64,28 +64,19 @@ struct Geometry {
   int groups = 1;
 };
 
-Geometry geometry(const Tensor& x, const Tensor& w, const cpu::ConvSpec& spec) {
+// cuDNN's int descriptors of the shared convolution geometry (spatial dims already padded to 3).
+Geometry geometry(const cpu::ConvGeometry& c) {
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   Geometry g;
-  g.x = {static_cast<int>(x.size(0)), static_cast<int>(x.size(1)), 1, 1, 1};
-  g.w = {static_cast<int>(w.size(0)), static_cast<int>(w.size(1)), 1, 1, 1};
-  g.pad = {0, 0, 0};
-  g.stride = {1, 1, 1};
-  g.dilation = {1, 1, 1};
-  const int lead = 3 - spec.rank;  // missing spatial dims go first, as size 1
-  for (int i = 0; i < spec.rank; ++i) {
-    g.x[2 + lead + i] = static_cast<int>(x.size(2 + i));
-    g.w[2 + lead + i] = static_cast<int>(w.size(2 + i));
-    g.pad[lead + i] = static_cast<int>(spec.padding[i]);
-    g.stride[lead + i] = static_cast<int>(spec.stride[i]);
-    g.dilation[lead + i] = static_cast<int>(spec.dilation[i]);
-  }
-  g.groups = static_cast<int>(spec.groups);
-  g.y[0] = g.x[0];
-  g.y[1] = g.w[0];
+  g.x = {i32(c.N), i32(c.C), i32(c.in[0]), i32(c.in[1]), i32(c.in[2])};
+  g.w = {i32(c.O), i32(c.Cg), i32(c.k[0]), i32(c.k[1]), i32(c.k[2])};
+  g.y = {i32(c.N), i32(c.O), i32(c.out[0]), i32(c.out[1]), i32(c.out[2])};
   for (int i = 0; i < 3; ++i) {
-    const int k_eff = g.dilation[i] * (g.w[2 + i] - 1) + 1;
-    g.y[2 + i] = (g.x[2 + i] + 2 * g.pad[i] - k_eff) / g.stride[i] + 1;
+    g.pad[i] = i32(c.p[i]);
+    g.stride[i] = i32(c.s[i]);
+    g.dilation[i] = i32(c.d[i]);
   }
+  g.groups = i32(c.G);
   return g;
 }
 
@@ -208,9 +199,10 @@ bool cudnn_conv_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
   if (x.dtype() != DType::BF16 || w.dtype() != DType::BF16) return false;
   if (bias.defined() && bias.dtype() != DType::BF16) return false;
   if (spec.rank < 1 || spec.rank > 3 || !fits_int32(x) || !fits_int32(w)) return false;
-  const Geometry g = geometry(x, w, spec);
-  int64_t out = 1;
-  for (int v : g.y) out *= v;
+  const cpu::ConvGeometry c = cpu::conv_geometry(x, w, spec, false);
+  for (const int64_t o : c.out)
+    if (o <= 0) return false;
+  const int64_t out = c.N * c.O * c.Pout;
   if (out <= 0 || out >= std::numeric_limits<int32_t>::max()) return false;
   return cudnn_works();
 }
@@ -219,9 +211,9 @@ Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
                      const cpu::ConvSpec& spec) {
   const int device = x_in.device().index;
   DeviceGuard guard(device);
-  const Geometry g = geometry(x_in, w_in, spec);
-  Shape out_shape{x_in.size(0), w_in.size(0)};
-  for (int i = 0; i < spec.rank; ++i) out_shape.push_back(g.y[2 + 3 - spec.rank + i]);
+  const cpu::ConvGeometry c = cpu::conv_geometry(x_in, w_in, spec, false);
+  const Geometry g = geometry(c);
+  const Shape out_shape = cpu::conv_output_shape(c, spec.rank);
   if (out_shape.numel() == 0) return Tensor::empty(out_shape, DType::BF16, x_in.device());
   const Tensor x = to_channels_last(x_in), w = to_channels_last(w_in);
   // The result is computed channels-last, then handed back as a contiguous NC(D)HW tensor.
