@@ -13,7 +13,6 @@ ConvVideoDecoder ConvVideoDecoder::load(io::WeightMap& w, const DecoderConfig& c
                                         const nn::LoadOptions& opt) {
   ConvVideoDecoder d;
   d.config_ = config;
-  d.dtype_ = opt.dtype;
   const PaddingMode pad = config.spatial_padding_mode;
   const bool tc = config.timestep_conditioning;
   io::WeightMap sw = w.scoped("per_channel_statistics.");
@@ -106,7 +105,9 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
     x = ops::add(ops::mul(n.to(DType::F32), kDecodeNoiseScale),
                  ops::mul(x, 1.0 - kDecodeNoiseScale));
   }
-  x = stats_.un_normalize(x).to(dtype_);
+  // The activations run in the weights' dtype after the f32 un-normalisation (a bf16 decoder
+  // computes in bf16 like the reference; an f32 one stays f32).
+  x = stats_.un_normalize(x).to(conv_in_.weight.dtype());
   Tensor scaled_timestep;
   if (tc) {
     Tensor t = timestep ? timestep->to(DType::F32).contiguous()

@@ -86,9 +86,6 @@ class ConvVideoDecoder {
 
  private:
   DecoderConfig config_;
-  // The weights' dtype: the activations run in it after the f32 un-normalisation (bf16 decoders
-  // compute in bf16 like the reference; f32 ones stay f32).
-  DType dtype_ = DType::F32;
   PerChannelStatistics stats_;
   CausalConv3d conv_in_;
   std::vector<Block> up_blocks_;
