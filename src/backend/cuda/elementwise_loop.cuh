@@ -202,11 +202,12 @@ __global__ void map_inner_vec_kernel(MapArgs<K> a, int64_t chunks, F f) {
 }
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// Storage dtypes the 16-byte vector loads/stores take (load_vec / store_vec).
+inline bool vec_dtype(DType dt) { return dt == DType::F32 || dt == DType::BF16; }
 
 // Whether the coalesced args can take map_inner_vec_kernel (see there).
 template <int K>
 bool inner_vec_ok(const MapArgs<K>& a) {
-  const auto vec_dtype = [](DType dt) { return dt == DType::F32 || dt == DType::BF16; };
   const int last = a.nd - 1;
   if (a.nd < 2 || a.size[last] % kVec != 0) return false;
   // Every vector start must be 16-byte aligned: unit inner stride, outer strides multiples of kVec.
@@ -225,7 +226,6 @@ bool inner_vec_ok(const MapArgs<K>& a) {
 // Whether the coalesced args can take map_dense_kernel.
 template <int K>
 bool dense_ok(const MapArgs<K>& a) {
-  const auto vec_dtype = [](DType dt) { return dt == DType::F32 || dt == DType::BF16; };
   if (a.nd != 1 || a.stride[0][0] != 1 || !vec_dtype(a.out_dtype) || !aligned16(a.out)) return false;
   for (int k = 0; k < K; ++k) {
     const int64_t st = a.stride[k + 1][0];

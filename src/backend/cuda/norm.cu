@@ -297,8 +297,6 @@ unsigned row_blocks(int64_t rows) {
   return static_cast<unsigned>(std::min<int64_t>(rows, int64_t{1} << 20));
 }
 
-bool vec_dtype(DType dt) { return dt == DType::F32 || dt == DType::BF16; }
-
 // rms_norm's and rms_norm_modulate's launch: the kept contiguous inputs, the output, the arguments.
 struct RmsCall {
   Tensor xc, wc, bc, out;

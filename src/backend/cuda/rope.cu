@@ -161,7 +161,6 @@ RopeArgs rope_args(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::R
 // every operand f32 or bf16 with unit last-dim stride, leading strides multiples of kVec and
 // 16-byte aligned data (so every vector is aligned), and 32-bit row indices.
 bool rope_vec_ok(const RopeArgs& a, int64_t numel) {
-  const auto vec_dtype = [](DType dt) { return dt == DType::F32 || dt == DType::BF16; };
   const int64_t width = a.split ? a.d / 2 : a.d;
   if (numel == 0 || width % kVec != 0 || numel / kVec > int64_t{INT32_MAX}) return false;
   if (!vec_dtype(a.x_dtype) || !aligned16(a.y)) return false;
