@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "backend/cuda/attention_mask.cuh"
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "ops/dispatch.h"
@@ -20,8 +21,6 @@ constexpr int kRows = kWarps * kRowsPerWarp;
 constexpr int kKeys = 32;
 constexpr int kThreads = kWarps * 32;
 
-enum class MaskKind : int { None, Bool, Additive };
-
 struct Operand {
   const void* p = nullptr;
   DType dtype = DType::F32;
@@ -29,8 +28,8 @@ struct Operand {
 };
 
 struct AttnArgs {
-  Operand q, k, v, mask;
-  MaskKind mask_kind = MaskKind::None;
+  Operand q, k, v;
+  AttentionMask mask;
   void* out = nullptr;
   DType out_dtype = DType::F32;
   int64_t heads = 0, tq = 0, tk = 0, d = 0, dv = 0;
@@ -97,15 +96,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
 #pragma unroll 16
         for (int i = 0; i < kDim; ++i) dot += qs[row_in_block][i] * ks[lane][i];
         s = dot * a.scale;
-        if (a.mask_kind != MaskKind::None) {
-          const Operand& mk = a.mask;
-          const int64_t off = b * mk.s[0] + h * mk.s[1] + row * mk.s[2] + key * mk.s[3];
-          if (a.mask_kind == MaskKind::Additive) {
-            s += load_f32(mk.p, mk.dtype, off);
-          } else if (static_cast<const uint8_t*>(mk.p)[off] == 0) {
-            s = kNegInf;
-          }
-        }
+        if (a.mask.kind != MaskKind::None) s = a.mask.apply(s, b, h, row, key);
       }
       // The max skips NaNs (fmaxf), as the CPU's; a NaN score still poisons the row's sum.
       float tile_max = s;
@@ -192,11 +183,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   a.q = operand(q);
   a.k = operand(k);
   a.v = operand(v);
-  if (mask.defined()) {
-    a.mask = operand(mask);
-    const DType md = mask.dtype();
-    a.mask_kind = (md == DType::Bool || md == DType::U8) ? MaskKind::Bool : MaskKind::Additive;
-  }
+  a.mask = attention_mask(mask);
   a.out = out.raw_data();
   a.out_dtype = out.dtype();
   a.heads = heads;

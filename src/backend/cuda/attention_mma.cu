@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "backend/cuda/attention.h"
+#include "backend/cuda/attention_mask.cuh"
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/stream.h"
@@ -25,17 +26,12 @@ namespace {
 constexpr int kRowsK = 64;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 
-enum class MaskKind : int { None, Bool, Additive };
-
 struct MmaArgs {
   const __nv_bfloat16* q = nullptr;
   const __nv_bfloat16* k = nullptr;
   const __nv_bfloat16* v = nullptr;
   int64_t qs[3] = {}, ks[3] = {}, vs[3] = {};  // strides of B, H, T (the head dim is dense)
-  const void* mask = nullptr;
-  DType mask_dtype = DType::F32;
-  MaskKind mask_kind = MaskKind::None;
-  int64_t ms[4] = {};
+  AttentionMask mask;
   __nv_bfloat16* out = nullptr;
   int64_t os[3] = {};  // out strides of B, H, T (the head dim is dense)
   int heads = 0;
@@ -243,14 +239,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
             const int64_t key = key0 + t * 8 + 2 * c4 + (e & 1);
             if constexpr (kMasked) {
               const int64_t row = row_base + mi * 16 + (e >> 1) * 8;
-              if (key < a.tk && row < a.tq) {
-                const int64_t off = b * a.ms[0] + h * a.ms[1] + row * a.ms[2] + key * a.ms[3];
-                if (a.mask_kind == MaskKind::Additive) {
-                  x += load_f32(a.mask, a.mask_dtype, off);
-                } else if (static_cast<const uint8_t*>(a.mask)[off] == 0) {
-                  x = -INFINITY;
-                }
-              }
+              if (key < a.tk && row < a.tq) x = a.mask.apply(x, b, h, row, key);
             }
             if (key >= a.tk) x = -INFINITY;
             sc[mi][t][e] = x;
@@ -384,7 +373,7 @@ constexpr int kBlockWarps = 8, kRowTiles = 1;
 
 template <int kDim>
 void launch(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
-  if (a.mask_kind == MaskKind::None) {
+  if (a.mask.kind == MaskKind::None) {
     launch_one<kDim, false, kBlockWarps, kRowTiles>(a, batch_heads, device, stream);
   } else {
     launch_one<kDim, true, kBlockWarps, kRowTiles>(a, batch_heads, device, stream);
@@ -422,13 +411,7 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     a.ks[i] = k.stride(i);
     a.vs[i] = v.stride(i);
   }
-  if (mask.defined()) {
-    a.mask = mask.raw_data();
-    a.mask_dtype = mask.dtype();
-    a.mask_kind = (mask.dtype() == DType::Bool || mask.dtype() == DType::U8) ? MaskKind::Bool
-                                                                              : MaskKind::Additive;
-    for (int i = 0; i < 4; ++i) a.ms[i] = mask.stride(i);
-  }
+  a.mask = attention_mask(mask);
   a.out = static_cast<__nv_bfloat16*>(out.raw_data());
   for (int i = 0; i < 3; ++i) a.os[i] = out.stride(i);
   a.heads = static_cast<int>(q.size(1));
