@@ -243,10 +243,6 @@ const char* short_section(const std::string& title) {
   return "?";
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::optional<double> number_at(const nlohmann::json& obj, const char* key) {
   if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number()) return std::nullopt;
   return obj[key].get<double>();
@@ -417,7 +413,7 @@ void attach_official(BenchReport& r, const nlohmann::json& doc, const std::strin
       for (const char* title : {"LTX-2.3 eager", "LTX-2.3 compiled", "LTX-2.3 compiled+capture"}) {
         if (!sections.contains(title) || !sections[title].is_object()) continue;
         for (const auto& [key, res] : sections[title].items()) {
-          if (!res.is_object() || !number_at(res, "median_ms") || !ends_with(key, " " + c.size.str()))
+          if (!res.is_object() || !number_at(res, "median_ms") || !key.ends_with(" " + c.size.str()))
             continue;
           const auto v = recorded_tokens(res, "video_tokens"), a = recorded_tokens(res, "audio_tokens");
           if ((v && *v != c.tokens.video) || (a && *a != c.tokens.audio)) continue;

@@ -4,33 +4,13 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "sampling/noise.h"
 
 namespace ltx::bench {
 
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
 Init transformer_init(const std::string& name, const Shape& shape) {
-  if (ends_with(name, "q_norm.weight") || ends_with(name, "k_norm.weight")) return Init::constant(1);
+  if (name.ends_with("q_norm.weight") || name.ends_with("k_norm.weight")) return Init::constant(1);
   return Init::normal(shape.size() >= 2 ? 0.02 : 0.01);
 }
 
@@ -41,7 +21,7 @@ Init vae_init(const std::string& name, const Shape& shape) {
     const int64_t fan_in = shape[0] > 0 ? shape.numel() / shape[0] : 1;
     return Init::normal(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 1))));
   }
-  return Init::constant(ends_with(name, "weight") || ends_with(name, "gamma") ? 1 : 0);
+  return Init::constant(name.ends_with("weight") || name.ends_with("gamma") ? 1 : 0);
 }
 
 RandomWeights::RandomWeights(InitRule rule, uint64_t seed, int64_t pool_size)

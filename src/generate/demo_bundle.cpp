@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "generate/demo_assets.h"
 #include "io/safetensors.h"
@@ -151,23 +152,6 @@ constexpr const char* kTemporalUpsamplerConfig = R"({
 })";
 
 // ---------------------------------------------------------------------------- values
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Values for the file tensor `key`: matrices and kernels uniform in +-1/sqrt(fan in) (activations
 // keep their scale through the random layers), biases near 0, other vectors and scalars (norm
@@ -177,7 +161,7 @@ Tensor demo_values(const std::string& key, const Shape& shape, DType dtype) {
   if (shape.size() >= 2) {
     const int64_t fan_in = shape[0] > 0 ? shape.numel() / shape[0] : 1;
     scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 1)));
-  } else if (ends_with(key, "bias")) {
+  } else if (key.ends_with("bias")) {
     scale = 0.02;
   } else {
     center = 1.0;

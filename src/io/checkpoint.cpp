@@ -14,13 +14,6 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-bool starts_with(const std::string& s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-bool ends_with(const std::string& s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
-
 // Display order and titles of the components.
 struct ComponentKind {
   const char* id;
@@ -74,9 +67,9 @@ constexpr std::string_view kUpsamplerPrefixes[] = {
     "final_conv."};
 
 bool is_gemma_language_key(const std::string& k) {
-  return k.find("language_model.") != std::string::npos || starts_with(k, "model.layers.") ||
-         starts_with(k, "model.embed_tokens.") || starts_with(k, "model.norm.") ||
-         starts_with(k, "lm_head.");
+  return k.find("language_model.") != std::string::npos || k.starts_with("model.layers.") ||
+         k.starts_with("model.embed_tokens.") || k.starts_with("model.norm.") ||
+         k.starts_with("lm_head.");
 }
 
 struct Context {
@@ -86,30 +79,30 @@ struct Context {
 
 std::string classify(const std::string& k, const Context& ctx) {
   if (ctx.lora) {
-    if (ends_with(k, kLoraA) || ends_with(k, kLoraB) || ends_with(k, ".alpha")) return "lora";
+    if (k.ends_with(kLoraA) || k.ends_with(kLoraB) || k.ends_with(".alpha")) return "lora";
     return "other";
   }
-  if (starts_with(k, "model.diffusion_model.video_embeddings_connector.") ||
-      starts_with(k, "model.diffusion_model.embeddings_connector."))
+  if (k.starts_with("model.diffusion_model.video_embeddings_connector.") ||
+      k.starts_with("model.diffusion_model.embeddings_connector."))
     return "video_connector";
-  if (starts_with(k, "model.diffusion_model.audio_embeddings_connector.")) return "audio_connector";
-  if (starts_with(k, "model.diffusion_model.")) return "transformer";
-  if (starts_with(k, "text_embedding_projection.")) return "text_projection";
-  if (starts_with(k, "vae.encoder.") || starts_with(k, "encoder.")) return "video_vae_encoder";
-  if (starts_with(k, "vae.decoder.") || starts_with(k, "decoder."))
+  if (k.starts_with("model.diffusion_model.audio_embeddings_connector.")) return "audio_connector";
+  if (k.starts_with("model.diffusion_model.")) return "transformer";
+  if (k.starts_with("text_embedding_projection.")) return "text_projection";
+  if (k.starts_with("vae.encoder.") || k.starts_with("encoder.")) return "video_vae_encoder";
+  if (k.starts_with("vae.decoder.") || k.starts_with("decoder."))
     return ctx.diffusion_vae ? "diffusion_decoder" : "video_vae_decoder";
-  if (starts_with(k, "vae.per_channel_statistics.") || starts_with(k, "per_channel_statistics."))
+  if (k.starts_with("vae.per_channel_statistics.") || k.starts_with("per_channel_statistics."))
     return "video_vae_statistics";
-  if (starts_with(k, "audio_vae.encoder.")) return "audio_vae_encoder";
-  if (starts_with(k, "audio_vae.decoder.")) return "audio_vae_decoder";
-  if (starts_with(k, "audio_vae.per_channel_statistics.")) return "audio_vae_statistics";
-  if (starts_with(k, "vocoder.")) return "vocoder";
-  if (starts_with(k, "duration_head.")) return "duration_head";
+  if (k.starts_with("audio_vae.encoder.")) return "audio_vae_encoder";
+  if (k.starts_with("audio_vae.decoder.")) return "audio_vae_decoder";
+  if (k.starts_with("audio_vae.per_channel_statistics.")) return "audio_vae_statistics";
+  if (k.starts_with("vocoder.")) return "vocoder";
+  if (k.starts_with("duration_head.")) return "duration_head";
   for (auto p : kUpsamplerPrefixes)
-    if (starts_with(k, p)) return "latent_upsampler";
-  if (k == "tokenizer_json" || starts_with(k, "hf_asset__")) return "tokenizer";
+    if (k.starts_with(p)) return "latent_upsampler";
+  if (k == "tokenizer_json" || k.starts_with("hf_asset__")) return "tokenizer";
   for (auto p : kGemmaPrefixes)
-    if (starts_with(k, p)) return "gemma";
+    if (k.starts_with(p)) return "gemma";
   return "other";
 }
 
@@ -178,7 +171,7 @@ int64_t count_indices(const std::vector<const TensorInfo*>& infos, const std::st
 const TensorInfo* find_suffix(const std::vector<const TensorInfo*>& infos,
                               const std::string& suffix) {
   for (const TensorInfo* ti : infos)
-    if (ends_with(ti->name, suffix)) return ti;
+    if (ti->name.ends_with(suffix)) return ti;
   return nullptr;
 }
 
@@ -197,12 +190,12 @@ std::string compression_of(const json& blocks, int64_t patch) {
     std::string name;
     if (b.is_array() && !b.empty() && b[0].is_string()) name = b[0].get<std::string>();
     if (b.is_string()) name = b.get<std::string>();
-    if (starts_with(name, "compress_all")) {
+    if (name.starts_with("compress_all")) {
       t *= 2;
       s *= 2;
-    } else if (starts_with(name, "compress_time")) {
+    } else if (name.starts_with("compress_time")) {
       t *= 2;
-    } else if (starts_with(name, "compress_space")) {
+    } else if (name.starts_with("compress_space")) {
       s *= 2;
     }
   }
@@ -381,7 +374,7 @@ void describe_tokenizer(ComponentSummary& c, const std::vector<const TensorInfo*
   ojson assets = ojson::array();
   for (const TensorInfo* ti : infos) {
     if (ti->name == "tokenizer_json") c.config["tokenizer_json_bytes"] = ti->nbytes();
-    if (starts_with(ti->name, "hf_asset__")) assets.push_back(ti->name.substr(10));
+    if (ti->name.starts_with("hf_asset__")) assets.push_back(ti->name.substr(10));
   }
   c.config["assets"] = assets;
   for (const TensorInfo* ti : infos)
@@ -568,11 +561,11 @@ void describe_lora(ComponentSummary& c, const std::vector<const TensorInfo*>& in
   std::map<std::string, const TensorInfo*> a, b;
   int64_t alphas = 0;
   for (const TensorInfo* ti : infos) {
-    if (ends_with(ti->name, kLoraA))
+    if (ti->name.ends_with(kLoraA))
       a[ti->name.substr(0, ti->name.size() - 14)] = ti;
-    else if (ends_with(ti->name, kLoraB))
+    else if (ti->name.ends_with(kLoraB))
       b[ti->name.substr(0, ti->name.size() - 14)] = ti;
-    else if (ends_with(ti->name, ".alpha"))
+    else if (ti->name.ends_with(".alpha"))
       ++alphas;
   }
   std::set<int64_t> ranks;
@@ -808,7 +801,7 @@ CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
 
   Context ctx;
   for (const TensorInfo& ti : file.infos())
-    if (ends_with(ti.name, kLoraA) || ends_with(ti.name, kLoraB)) ctx.lora = true;
+    if (ti.name.ends_with(kLoraA) || ti.name.ends_with(kLoraB)) ctx.lora = true;
   if (const json* cls = find(config, {"vae", "_class_name"}); cls && cls->is_string()) {
     ctx.diffusion_vae = cls->get<std::string>() != "CausalVideoAutoencoder";
   } else {

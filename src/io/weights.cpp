@@ -85,10 +85,6 @@ struct Entry {
   bool used = false;
 };
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
 bool shape_matches(const Shape& actual, const Shape& expected) {
   if (actual.size() != expected.size()) return false;
   for (int i = 0; i < actual.size(); ++i)
@@ -163,7 +159,7 @@ bool WeightMap::contains(const std::string& name) const {
 std::vector<std::string> WeightMap::names() const {
   std::vector<std::string> out;
   for (auto it = state_->entries.lower_bound(prefix_);
-       it != state_->entries.end() && starts_with(it->first, prefix_); ++it)
+       it != state_->entries.end() && it->first.starts_with(prefix_); ++it)
     out.push_back(it->first.substr(prefix_.size()));
   return out;
 }
@@ -253,7 +249,7 @@ void WeightMap::ignore(const std::string& name_or_prefix) {
   const std::string full = prefix_ + name_or_prefix;
   if (!full.empty() && full.back() == '.') {
     for (auto it = state_->entries.lower_bound(full);
-         it != state_->entries.end() && starts_with(it->first, full); ++it)
+         it != state_->entries.end() && it->first.starts_with(full); ++it)
       it->second.used = true;
   } else if (auto it = state_->entries.find(full); it != state_->entries.end()) {
     it->second.used = true;
@@ -263,7 +259,7 @@ void WeightMap::ignore(const std::string& name_or_prefix) {
 std::vector<std::string> WeightMap::unused() const {
   std::vector<std::string> out;
   for (auto it = state_->entries.lower_bound(prefix_);
-       it != state_->entries.end() && starts_with(it->first, prefix_); ++it)
+       it != state_->entries.end() && it->first.starts_with(prefix_); ++it)
     if (!it->second.used) out.push_back(it->first);
   return out;
 }
@@ -271,11 +267,11 @@ std::vector<std::string> WeightMap::unused() const {
 void WeightMap::finish(const std::string& what) const {
   std::vector<std::string> missing, misshaped, wrong, unexpected = unused();
   for (const auto& n : state_->missing)
-    if (starts_with(n, prefix_)) missing.push_back(n);
+    if (n.starts_with(prefix_)) missing.push_back(n);
   for (const auto& [n, why] : state_->misshaped)
-    if (starts_with(n, prefix_)) misshaped.push_back(n + " (" + why + ")");
+    if (n.starts_with(prefix_)) misshaped.push_back(n + " (" + why + ")");
   for (const auto& [n, why] : state_->wrong_dtype)
-    if (starts_with(n, prefix_)) wrong.push_back(n + " (" + why + ")");
+    if (n.starts_with(prefix_)) wrong.push_back(n + " (" + why + ")");
   if (missing.empty() && misshaped.empty() && wrong.empty() && unexpected.empty()) return;
 
   std::ostringstream os;

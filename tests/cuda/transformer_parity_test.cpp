@@ -18,8 +18,6 @@
 namespace ltx {
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 class CudaTransformerParity : public ::testing::TestWithParam<const char*> {};
 
 // Runs the transformer parity component of fixture case `c` on CUDA in `dtype`; the outputs go to
@@ -49,10 +47,10 @@ TEST_P(CudaTransformerParity, EveryF32OutputAndIntermediateMatchesTheReference) 
   const io::SafetensorsFile out(args.out), ref(args.inputs);
   int outputs = 0, inters = 0;
   for (const std::string& name : ref.names()) {
-    const bool is_out = starts_with(name, "out."), is_inter = starts_with(name, "inter.");
+    const bool is_out = name.starts_with("out."), is_inter = name.starts_with("inter.");
     if (!is_out && !is_inter) continue;
     // f64 and bf16 compute are not f32 variants.
-    if (starts_with(name, "out.main_f64.") || starts_with(name, "out.bf16.")) continue;
+    if (name.starts_with("out.main_f64.") || name.starts_with("out.bf16.")) continue;
     ASSERT_TRUE(out.contains(name)) << c << ": " << name << " was not computed on CUDA";
     const parity::ErrorStats s = parity::compare(out.tensor(name), ref.tensor(name));
     const bool rope_table = name.find("pe_cos") != std::string::npos ||
@@ -87,9 +85,9 @@ TEST_P(CudaTransformerParity, EveryOutputInBf16IsWithin2e2OfTheF32Reference) {
   int outputs = 0;
   double worst = 0;
   for (const std::string& name : ref.names()) {
-    const bool is_out = starts_with(name, "out."), is_inter = starts_with(name, "inter.");
+    const bool is_out = name.starts_with("out."), is_inter = name.starts_with("inter.");
     if (!is_out && !is_inter) continue;
-    if (starts_with(name, "out.main_f64.")) continue;
+    if (name.starts_with("out.main_f64.")) continue;
     ASSERT_TRUE(out.contains(name)) << c << ": " << name << " was not computed in bf16";
     const parity::ErrorStats s = parity::compare(out.tensor(name), ref.tensor(name));
     std::printf("[%s cuda bf16] %-44s rel_l2 %.3e  max_rel %.3e%s\n", c.c_str(), name.c_str(),

@@ -19,8 +19,6 @@ namespace {
 
 namespace txt = models::text;
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 std::vector<std::string> weights_of(const std::string& c) {
   std::vector<std::string> w = {test::fixture(c + ".weights.safetensors")};
   if (c == "ltx25") w.push_back(test::fixture("ltx25.text_proj.weights.safetensors"));
@@ -50,8 +48,8 @@ TEST_P(ConnectorParity, EveryOutputMatchesTheReference) {
   const io::SafetensorsFile out(args.out), ref(args.inputs);
   int compared = 0;
   for (const std::string& name : ref.names()) {
-    if (!starts_with(name, "out.")) continue;
-    if (starts_with(name, "out.f64.")) {
+    if (!name.starts_with("out.")) continue;
+    if (name.starts_with("out.f64.")) {
       EXPECT_FALSE(out.contains(name)) << name << " (f64 compute is not available on the CPU)";
       continue;
     }

@@ -13,11 +13,9 @@
 namespace ltx {
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 // Outputs the CPU backend does not compute (f64 and bf16 compute).
 bool expected_missing(const std::string& name) {
-  return starts_with(name, "out.main_f64.") || starts_with(name, "out.bf16.");
+  return name.starts_with("out.main_f64.") || name.starts_with("out.bf16.");
 }
 
 // README section 3 tolerances for the intermediates, as max |x - ref| / max |ref| (or absolute for
@@ -29,7 +27,7 @@ struct InterTolerance {
 InterTolerance inter_tolerance(const std::string& name) {
   if (name.find("pe_cos") != std::string::npos || name.find("pe_sin") != std::string::npos)
     return {1e-3, true};
-  if (starts_with(name, "inter.block")) return {1e-4, false};
+  if (name.starts_with("inter.block")) return {1e-4, false};
   return {1e-5, false};
 }
 
@@ -56,7 +54,7 @@ TEST_P(TransformerParity, EveryVariantAndIntermediateMatchesTheReference) {
   const io::SafetensorsFile out(args.out), ref(args.inputs);
   int outputs = 0, inters = 0;
   for (const std::string& name : ref.names()) {
-    if (starts_with(name, "out.")) {
+    if (name.starts_with("out.")) {
       if (expected_missing(name)) {
         EXPECT_FALSE(out.contains(name)) << name;
         continue;
@@ -67,7 +65,7 @@ TEST_P(TransformerParity, EveryVariantAndIntermediateMatchesTheReference) {
                   s.max_rel);
       EXPECT_LE(s.rel_l2, 1e-4) << c << ": " << name;
       ++outputs;
-    } else if (starts_with(name, "inter.")) {
+    } else if (name.starts_with("inter.")) {
       ASSERT_TRUE(out.contains(name)) << c << ": " << name << " was not written";
       const parity::ErrorStats s = parity::compare(out.tensor(name), ref.tensor(name));
       const InterTolerance tol = inter_tolerance(name);

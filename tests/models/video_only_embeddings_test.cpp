@@ -26,8 +26,6 @@ const std::string kVideo = "model.diffusion_model.video_embeddings_connector.";
 const std::string kAudio = "model.diffusion_model.audio_embeddings_connector.";
 const std::string kVideoOnly = "model.diffusion_model.embeddings_connector.";
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 // A video-only copy of an audio-video fixture: the video connector under the video-only name,
 // no audio connector and no audio projection; `drop_keys` removed from config.transformer.
 std::string video_only_copy(const test::TempDir& dir, const std::string& fixture,
@@ -36,8 +34,8 @@ std::string video_only_copy(const test::TempDir& dir, const std::string& fixture
   test::rewrite_safetensors(
       test::fixture(fixture), dst,
       [](const std::string& n) -> std::string {
-        if (starts_with(n, kAudio) || starts_with(n, "text_embedding_projection.audio_")) return "";
-        if (starts_with(n, kVideo)) return kVideoOnly + n.substr(kVideo.size());
+        if (n.starts_with(kAudio) || n.starts_with("text_embedding_projection.audio_")) return "";
+        if (n.starts_with(kVideo)) return kVideoOnly + n.substr(kVideo.size());
         return n;
       },
       [&](std::map<std::string, std::string>& meta) {

@@ -14,11 +14,6 @@ constexpr const char* kSuffixA = ".lora_A.weight";
 constexpr const char* kSuffixB = ".lora_B.weight";
 constexpr const char* kSuffixAlpha = ".alpha";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string strip(const std::string& s, const std::string& suffix) {
   return s.substr(0, s.size() - suffix.size());
 }
@@ -51,11 +46,11 @@ std::shared_ptr<const LoraFile> LoraFile::open(const std::string& path, const Op
       duplicates.push_back(str("'", it->second, "' and '", name, "' are both '", renamed, "'"));
       continue;
     }
-    if (ends_with(renamed, kSuffixA))
+    if (renamed.ends_with(kSuffixA))
       a_keys[strip(renamed, kSuffixA) + ".weight"] = name;
-    else if (ends_with(renamed, kSuffixB))
+    else if (renamed.ends_with(kSuffixB))
       b_keys[strip(renamed, kSuffixB) + ".weight"] = name;
-    else if (ends_with(renamed, kSuffixAlpha))
+    else if (renamed.ends_with(kSuffixAlpha))
       alpha_keys[strip(renamed, kSuffixAlpha) + ".weight"] = name;
     else
       unknown.push_back(name);

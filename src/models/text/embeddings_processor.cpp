@@ -26,8 +26,6 @@ const std::set<std::string>& known_connector_keys() {
   return kKeys;
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 }  // namespace
 
 EmbeddingsProcessorConfig EmbeddingsProcessorConfig::from_metadata(const json& metadata,
@@ -37,7 +35,7 @@ EmbeddingsProcessorConfig EmbeddingsProcessorConfig::from_metadata(const json& m
   const json t = transformer_config_section(metadata, source);
   const ConfigReader r(t, source);
   for (const auto& [key, value] : t.items())
-    if ((starts_with(key, "connector_") || starts_with(key, "audio_connector_")) &&
+    if ((key.starts_with("connector_") || key.starts_with("audio_connector_")) &&
         known_connector_keys().count(key) == 0)
       r.error(key, str("is not a connector key this code knows (value ", value.dump(),
                        "); the checkpoint may be newer than this build"));
@@ -105,7 +103,7 @@ bool embeddings_have_audio(const std::vector<std::shared_ptr<const io::Safetenso
   const auto any_key = [&](const std::string& prefix) {
     for (const auto& f : files)
       for (const std::string& n : f->names())
-        if (starts_with(n, prefix)) return true;
+        if (n.starts_with(prefix)) return true;
     return false;
   };
   return any_key("model.diffusion_model.audio_embeddings_connector.") ||

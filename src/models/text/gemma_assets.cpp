@@ -48,11 +48,6 @@ std::vector<fs::path> files_breadth_first(const fs::path& root) {
   return out;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The bytes of a 1-D integer tensor, converted like numpy's astype(uint8) (int8 reinterpreted).
 std::string tensor_as_bytes(const io::SafetensorsFile& f, const std::string& name) {
   const io::TensorInfo& info = f.info(name);
@@ -129,13 +124,13 @@ GemmaAssets GemmaAssets::from_root(const std::string& dir) {
   for (const fs::path& p : sorted) {
     const std::string name = p.filename().string();
     if (name == "config.json" || name == "tokenizer.json") continue;
-    if (!ends_with(name, ".json") && !ends_with(name, ".jinja")) continue;
+    if (!name.ends_with(".json") && !name.ends_with(".jinja")) continue;
     if (!a.sidecars.count(name)) a.sidecars[name] = read_file_bytes(p);
   }
   // Weights: every .safetensors in the folder of the first model*.safetensors, recursively.
   for (const fs::path& p : files) {
     const std::string name = p.filename().string();
-    if (name.rfind("model", 0) == 0 && ends_with(name, ".safetensors")) {
+    if (name.rfind("model", 0) == 0 && name.ends_with(".safetensors")) {
       std::vector<std::string> weights;
       for (const auto& e : fs::recursive_directory_iterator(p.parent_path()))
         if (e.is_regular_file() && e.path().extension() == ".safetensors")

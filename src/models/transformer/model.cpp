@@ -24,18 +24,16 @@ io::KeyMap transformer_key_map(LTXModelType type) {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 // Names of the audio stream and the audio-video coupling, which a video-only model's loader
 // (same key map as the AV model, strict=False) silently leaves unused.
 bool is_audio_or_av_name(const std::string& name) {
   std::string rest = name;
-  if (starts_with(rest, "transformer_blocks.")) {
+  if (rest.starts_with("transformer_blocks.")) {
     const size_t dot = rest.find('.', std::string("transformer_blocks.").size());
     rest = dot == std::string::npos ? rest : rest.substr(dot + 1);
   }
   for (const char* p : {"audio_", "av_ca_", "video_to_audio_attn.", "scale_shift_table_a2v_ca_"})
-    if (starts_with(rest, p)) return true;
+    if (rest.starts_with(p)) return true;
   return false;
 }
 

@@ -21,11 +21,6 @@ constexpr std::pair<const char*, const char*> kGateFolds[] = {
     {".context_proj.weight", ".gate_ctx"}, {".context_proj.bias", ".gate_ctx"},
 };
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // [B, C, T, H, W] <-> channels-last [B, T, H, W, C].
 Tensor to_channels_last(const Tensor& x) { return x.permute({0, 2, 3, 4, 1}); }
 Tensor to_channels_first(const Tensor& x) { return x.permute({0, 4, 1, 2, 3}).contiguous(); }
@@ -36,7 +31,7 @@ void DiffusionVideoDecoder::fold_legacy_gates(io::WeightMap& w) {
   for (const std::string& name : w.names()) {
     if (name.rfind("coarse_", 0) == 0 || name == "type_emb") w.ignore(name);
     for (const auto& [leaf, gate_suffix] : kGateFolds) {
-      if (!ends_with(name, leaf)) continue;
+      if (!name.ends_with(leaf)) continue;
       const std::string gate = name.substr(0, name.size() - std::string(leaf).size()) + gate_suffix;
       if (!w.contains(gate)) continue;
       // W <- g[:, None] * W, b <- g * b in f32 from the stored values, then back to the stored
@@ -54,7 +49,7 @@ void DiffusionVideoDecoder::fold_legacy_gates(io::WeightMap& w) {
   // The gates themselves are never applied at run time.
   for (const std::string& name : w.names())
     for (const char* suffix : {".gate_msa", ".gate_mlp", ".gate_ctx"})
-      if (ends_with(name, suffix)) w.ignore(name);
+      if (name.ends_with(suffix)) w.ignore(name);
 }
 
 DiffusionVideoDecoder DiffusionVideoDecoder::load(io::WeightMap& w, const DiffusionDecoderConfig& c,

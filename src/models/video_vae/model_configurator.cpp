@@ -40,8 +40,6 @@ namespace {
 
 using nlohmann::json;
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-
 // Reads typed values from one JSON object, recording which keys took their defaults.
 class Reader {
  public:
@@ -175,8 +173,8 @@ tiling::ScaleFactors scale_factors_from_blocks(const std::vector<BlockSpec>& blo
                                                int64_t patch_size) {
   int64_t space = 0, time = 0;
   for (const BlockSpec& b : blocks) {
-    if (starts_with(b.name, "compress_space") || starts_with(b.name, "compress_all")) ++space;
-    if (starts_with(b.name, "compress_time") || starts_with(b.name, "compress_all")) ++time;
+    if (b.name.starts_with("compress_space") || b.name.starts_with("compress_all")) ++space;
+    if (b.name.starts_with("compress_time") || b.name.starts_with("compress_all")) ++time;
   }
   const int64_t s = patch_size * (int64_t{1} << space);
   return {int64_t{1} << time, s, s};
