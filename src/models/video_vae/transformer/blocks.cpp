@@ -1,6 +1,7 @@
 #include "models/video_vae/transformer/blocks.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "ops/elementwise.h"
@@ -46,12 +47,12 @@ DiffusionNABlock DiffusionNABlock::load(io::WeightMap& w, int64_t dim, int64_t c
   DiffusionNABlock b;
   b.context_proj = nn::Linear::load(w, "context_proj", context_channels, dim, true, opt);
   b.scale_shift_table = w.take("scale_shift_table", {kAdaLnChunks, dim}, opt.dtype, opt.device);
-  b.norm1 = w.take("norm1.weight", {dim}, opt.dtype, opt.device);
-  b.norm2 = w.take("norm2.weight", {dim}, opt.dtype, opt.device);
-  io::WeightMap aw = w.scoped("attn.");
-  b.attn = NeighborhoodAttention3D::load(aw, dim, kernel, head_dim, opt);
-  io::WeightMap mw = w.scoped("mlp.");
-  b.mlp = SwiGLU::load(mw, dim, opt);
+  // The norms, attention and MLP are named and shaped as in the deterministic NABlock.
+  NABlock shared = NABlock::load(w, dim, kernel, head_dim, opt);
+  b.norm1 = std::move(shared.norm1);
+  b.norm2 = std::move(shared.norm2);
+  b.attn = std::move(shared.attn);
+  b.mlp = std::move(shared.mlp);
   return b;
 }
 
