@@ -3,8 +3,8 @@
 //
 // A block of 8 warps owns a 4 x 4 x 8 (t, h, w) tile of queries of one (batch, head); each warp
 // owns a 2 x 2 x 4 sub-tile = the 16 rows of one m16n8k16 MMA. The block streams the union of its
-// queries' windows (a box) through shared memory in tiles of 64 keys, double buffered with
-// cp.async. Keys are ordered in 2 x 2 x 2 groups, so that one group is one 8-key MMA column tile:
+// queries' windows (a box) through shared memory in tiles of 64 keys, prefetched a few tiles
+// ahead with cp.async. Keys are ordered in 2 x 2 x 2 groups, so that one group is one 8-key MMA column tile:
 // a warp's own window union (12 x 12 x 14 keys for an 11^3 kernel) is covered by whole groups
 // wherever the windows are centred, and the warp skips every group outside it (warp-uniform
 // branches: no MMA, no exp). Groups inside every window of the warp's queries need no mask; the
@@ -42,6 +42,9 @@ constexpr int kMaxGroups = 2048;
 // groups (64 keys). Measured on the H200 against 4 x 8 x 4 and 2 x 4 x 16 blocks and 16-group
 // tiles (tests/cuda/timing_test.cpp, the decoder's shapes): within 10%, this one the best overall.
 constexpr int kArrT = 2, kArrH = 2, kArrW = 2, kGroups = 8;
+// Key tiles in flight: the loop is bound by the latency of the K/V loads (little MMA work per tile
+// once most groups are skipped), so they are prefetched kStages - 1 tiles ahead.
+constexpr int kStages = 4;
 
 struct NaMmaArgs {
   const __nv_bfloat16* q = nullptr;
@@ -91,13 +94,15 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
   const uint32_t smem = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t q_smem = smem;
   const auto k_smem = [=](int i) { return smem + kQBytes + i * kKvBytes; };
-  const auto v_smem = [=](int i) { return smem + kQBytes + (2 + i) * kKvBytes; };
-  int* group_table = reinterpret_cast<int*>(smem_raw + kQBytes + 4 * kKvBytes);
+  const auto v_smem = [=](int i) { return smem + kQBytes + (kStages + i) * kKvBytes; };
+  int* group_table = reinterpret_cast<int*>(smem_raw + kQBytes + 2 * kStages * kKvBytes);
   uint32_t* need_bits = reinterpret_cast<uint32_t*>(group_table + kMaxGroups);  // [warp][word]
   uint32_t* full_bits = need_bits + kWarps * kWords;
 
-  const int b = blockIdx.y / a.heads, head = blockIdx.y % a.heads;
-  int rest = blockIdx.x;
+  // Heads vary fastest: the blocks of one query tile run together and read each token's heads
+  // (adjacent in memory) at about the same time.
+  const int b = blockIdx.y, head = blockIdx.x % a.heads;
+  int rest = blockIdx.x / a.heads;
   const int tile_w = rest % a.tiles[2];
   rest /= a.tiles[2];
   const int tile_h = rest % a.tiles[1], tile_t = rest / a.tiles[1];
@@ -207,8 +212,13 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
       cp_async_16(v_smem(buf) + swizzled<kChunks>(r, c), vb + vo, valid);
     }
   };
-  load_kv(0, 0);
-  cp_async_commit();
+  // Tiles 0 .. kStages - 2 in flight before the loop (one commit group each, empty past the end,
+  // so that group i is always tile i); Q rides in group 0.
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < num_tiles) load_kv(st, st);
+    cp_async_commit();
+  }
 
   const int lm_row = lane & 7, lm_mat = lane >> 3;
   uint32_t qf[kSteps][4];
@@ -219,15 +229,14 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
   const float sl = a.scale * kLog2e;
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    const int buf = tile & 1;
-    if (tile + 1 < num_tiles) {
-      load_kv(tile + 1, buf ^ 1);
+    const int buf = tile % kStages;
+    cp_async_wait<kStages - 2>();  // group `tile` has landed
+    __syncthreads();  // ... for every thread; and every warp is done with the previous buffer
+    {
+      const int next = tile + kStages - 1;  // into the buffer the previous iteration read
+      if (next < num_tiles) load_kv(next, next % kStages);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    __syncthreads();
 
     if (tile == 0) {
 #pragma unroll
@@ -327,7 +336,6 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
         }
       }
     }
-    __syncthreads();  // the next iteration's prefetch overwrites this buffer
   }
   cp_async_wait<0>();
 
@@ -352,12 +360,12 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
 
 template <int kDim>
 constexpr size_t smem_bytes() {
-  return static_cast<size_t>(kRowsQ + 4 * kGroups * 8) * kDim * 2 +
+  return static_cast<size_t>(kRowsQ + 2 * kStages * kGroups * 8) * kDim * 2 +
          sizeof(int) * (kMaxGroups + 2 * kWarps * (kMaxGroups / 32));
 }
 
 template <int kDim>
-void launch(const NaMmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
+void launch(const NaMmaArgs& a, int64_t batch, int device, cudaStream_t stream) {
   static std::once_flag configured[64];
   constexpr size_t kSmem = smem_bytes<kDim>();
   std::call_once(configured[device % 64], [] {
@@ -372,9 +380,9 @@ void launch(const NaMmaArgs& a, int64_t batch_heads, int device, cudaStream_t st
     args.tiles[d] = (a.len[d] + bdims[d] - 1) / bdims[d];
     tiles *= args.tiles[d];
   }
-  LTX_CHECK(tiles < (int64_t{1} << 31), "neighborhood_attention_3d: ", tiles,
-            " query tiles do not fit one CUDA launch");
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(batch_heads));
+  LTX_CHECK(tiles * a.heads < (int64_t{1} << 31), "neighborhood_attention_3d: ", tiles, " x ",
+            a.heads, " (query tiles x heads) do not fit one CUDA launch");
+  const dim3 grid(static_cast<unsigned>(tiles * a.heads), static_cast<unsigned>(batch));
   na_mma_kernel<kDim><<<grid, kThreads, kSmem, stream>>>(args);
   LTX_CUDA_CHECK_LAUNCH();
 }
@@ -408,7 +416,7 @@ bool tensor_core_neighborhood_attention_applies(const Tensor& q, const Tensor& k
     return false;
   const int64_t d = q.size(5);
   if (v.size(5) != d || (d != 32 && d != 64 && d != 128)) return false;
-  if (q.size(0) * q.size(4) >= 65536) return false;  // grid.y
+  if (q.size(0) >= 65536) return false;  // grid.y
   for (int i = 1; i < 4; ++i)
     if (q.size(i) >= (int64_t{1} << 24)) return false;
   if (!rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v)) return false;
@@ -438,11 +446,11 @@ void tensor_core_neighborhood_attention(const Tensor& q, const Tensor& k, const 
   const int dev = q.device().index;
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
-  const int64_t batch_heads = q.size(0) * q.size(4);
+  const int64_t batch = q.size(0);
   switch (q.size(5)) {
-    case 32: launch<32>(a, batch_heads, dev, s); break;
-    case 128: launch<128>(a, batch_heads, dev, s); break;
-    default: launch<64>(a, batch_heads, dev, s); break;
+    case 32: launch<32>(a, batch, dev, s); break;
+    case 128: launch<128>(a, batch, dev, s); break;
+    default: launch<64>(a, batch, dev, s); break;
   }
 }
 
