@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <mutex>
 
@@ -36,7 +37,7 @@ constexpr int kWarps = 8, kThreads = kWarps * 32;
 constexpr int kRowsQ = kWarps * 16;
 // Key groups (2 x 2 x 2 boxes; key n of a group -> (n >> 2, (n >> 1) & 1, n & 1)) of a block's
 // union box at most: the group table and the warps' bitmasks live in shared memory.
-constexpr int kMaxGroups = 2048;
+constexpr int kMaxGroups = 1024;
 
 // The 8 warps tile the block as 2 x 2 x 2 sub-tiles (a 4 x 4 x 8 query tile); a key tile is 8
 // groups (64 keys). Measured on the H200 against 4 x 8 x 4 and 2 x 4 x 16 blocks and 16-group
@@ -95,8 +96,12 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
   const uint32_t q_smem = smem;
   const auto k_smem = [=](int i) { return smem + kQBytes + i * kKvBytes; };
   const auto v_smem = [=](int i) { return smem + kQBytes + (kStages + i) * kKvBytes; };
+  // Per group: its coordinates (bytes 0-2: gw, gh, gt) and which of its 8 keys lie in the box
+  // (byte 3), and the int32 offsets of its first key from the box origin in K and in V.
   int* group_table = reinterpret_cast<int*>(smem_raw + kQBytes + 2 * kStages * kKvBytes);
-  uint32_t* need_bits = reinterpret_cast<uint32_t*>(group_table + kMaxGroups);  // [warp][word]
+  int* group_koff = group_table + kMaxGroups;
+  int* group_voff = group_koff + kMaxGroups;
+  uint32_t* need_bits = reinterpret_cast<uint32_t*>(group_voff + kMaxGroups);  // [warp][word]
   uint32_t* full_bits = need_bits + kWarps * kWords;
 
   // Heads vary fastest: the blocks of one query tile run together and read each token's heads
@@ -118,6 +123,9 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
     union_hi[d] = r.hi;
     ng[d] = (r.hi - r.lo + 1) / 2;
   }
+  // Rows of an even number of groups: the pairs of the P V product then never straddle two
+  // rows (the padding groups are empty and never needed).
+  ng[2] += ng[2] & 1;
   const int num_groups = ng[0] * ng[1] * ng[2];
   const int num_tiles = (num_groups + kGroups - 1) / kGroups;
 
@@ -173,8 +181,15 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
   }
   // The group table, then each warp's need / full bitmasks (one ballot per 32 groups).
   for (int i = threadIdx.x; i < num_groups; i += kThreads) {
-    const int gw = i % ng[2], r2 = i / ng[2];
-    group_table[i] = ((r2 / ng[1]) << 16) | ((r2 % ng[1]) << 8) | gw;
+    const int gw = i % ng[2], r2 = i / ng[2], gh = r2 % ng[1], gt = r2 / ng[1];
+    int inside = 0;
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+      if (2 * gt + (n >> 2) < box[0] && 2 * gh + ((n >> 1) & 1) < box[1] && 2 * gw + (n & 1) < box[2])
+        inside |= 1 << n;
+    group_table[i] = (inside << 24) | (gt << 16) | (gh << 8) | gw;
+    group_koff[i] = static_cast<int>(2 * (gt * a.ks[1] + gh * a.ks[2] + gw * a.ks[3]));
+    group_voff[i] = static_cast<int>(2 * (gt * a.vs[1] + gh * a.vs[2] + gw * a.vs[3]));
   }
   __syncthreads();
   for (int base = 0; base < num_groups; base += 32) {
@@ -197,19 +212,27 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
   }
   __syncthreads();
 
-  // K and V rows of key tile `tile` (keys outside the box or past the last group: zeros).
+  // K and V rows of key tile `tile` (keys outside the box or past the last group: zeros). The
+  // thread's 16-byte chunks keep their column c and key n (of its group) from tile to tile:
+  // chunk i = tid + kThreads * s is row r = tid / kChunks + s * kThreads / kChunks.
+  constexpr int kLoads = kRowsK * kChunks / kThreads;
+  static_assert(kLoads >= 1 && (kThreads / kChunks) % 8 == 0);
+  const int ld_c = threadIdx.x % kChunks, ld_row = threadIdx.x / kChunks, ld_n = ld_row & 7;
+  const int64_t ld_koff = (ld_n >> 2) * a.ks[1] + ((ld_n >> 1) & 1) * a.ks[2] + (ld_n & 1) * a.ks[3] +
+                          ld_c * 8;
+  const int64_t ld_voff = (ld_n >> 2) * a.vs[1] + ((ld_n >> 1) & 1) * a.vs[2] + (ld_n & 1) * a.vs[3] +
+                          ld_c * 8;
   const auto load_kv = [&](int tile, int buf) {
-    for (int i = threadIdx.x; i < kRowsK * kChunks; i += kThreads) {
-      const int r = i / kChunks, c = i % kChunks, n = r & 7;
+#pragma unroll
+    for (int s = 0; s < kLoads; ++s) {
+      const int r = ld_row + s * (kThreads / kChunks);
       const int group = tile * kGroups + (r >> 3);
-      const int packed = group_table[min(group, num_groups - 1)];
-      const int t = 2 * unpack(packed, 0) + (n >> 2), h = 2 * unpack(packed, 1) + ((n >> 1) & 1),
-                w = 2 * unpack(packed, 2) + (n & 1);
-      const bool valid = group < num_groups && t < box[0] && h < box[1] && w < box[2];
-      const int64_t ko = valid ? t * a.ks[1] + h * a.ks[2] + w * a.ks[3] + c * 8 : 0;
-      const int64_t vo = valid ? t * a.vs[1] + h * a.vs[2] + w * a.vs[3] + c * 8 : 0;
-      cp_async_16(k_smem(buf) + swizzled<kChunks>(r, c), kb + ko, valid);
-      cp_async_16(v_smem(buf) + swizzled<kChunks>(r, c), vb + vo, valid);
+      const int gi = min(group, num_groups - 1);
+      const bool valid = group < num_groups && ((group_table[gi] >> (24 + ld_n)) & 1);
+      const __nv_bfloat16* ks = valid ? kb + group_koff[gi] + ld_koff : kb;
+      const __nv_bfloat16* vs = valid ? vb + group_voff[gi] + ld_voff : vb;
+      cp_async_16(k_smem(buf) + swizzled<kChunks>(r, ld_c), ks, valid);
+      cp_async_16(v_smem(buf) + swizzled<kChunks>(r, ld_c), vs, valid);
     }
   };
   // Tiles 0 .. kStages - 2 in flight before the loop (one commit group each, empty past the end,
@@ -309,12 +332,16 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
           }
         }
         l_run[r] = l_run[r] * corr + sum;
-        m_run[r] = m_new;
+        // Rescale the accumulator only when some row of the warp has a new maximum (exact: corr
+        // is 1 otherwise); late tiles rarely raise it.
+        if (__any_sync(0xffffffffu, m_new != m_run[r])) {
 #pragma unroll
-        for (int t = 0; t < kOutTiles; ++t) {
-          o[t][2 * r] *= corr;
-          o[t][2 * r + 1] *= corr;
+          for (int t = 0; t < kOutTiles; ++t) {
+            o[t][2 * r] *= corr;
+            o[t][2 * r + 1] *= corr;
+          }
         }
+        m_run[r] = m_new;
       }
 
       // O += P V over pairs of groups (one k16 step each).
@@ -361,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
 template <int kDim>
 constexpr size_t smem_bytes() {
   return static_cast<size_t>(kRowsQ + 2 * kStages * kGroups * 8) * kDim * 2 +
-         sizeof(int) * (kMaxGroups + 2 * kWarps * (kMaxGroups / 32));
+         sizeof(int) * (3 * kMaxGroups + 2 * kWarps * (kMaxGroups / 32));
 }
 
 template <int kDim>
@@ -389,16 +416,23 @@ void launch(const NaMmaArgs& a, int64_t batch, int device, cudaStream_t stream) 
 
 // Whether the largest key box a block can see (block tile + kernel - 1 per axis) fits the group
 // table (and its per-axis group counts fit a byte).
-bool groups_fit(const Tensor& q, const std::array<int64_t, 3>& kernel) {
+// table (and its per-axis group counts fit a byte), and every key offset inside the box fits the
+// table's int32 element offsets.
+bool groups_fit(const Tensor& q, const Tensor& k, const Tensor& v,
+                const std::array<int64_t, 3>& kernel) {
   const int64_t bd[3] = {kArrT * kWarpT, kArrH * kWarpH, kArrW * kWarpW};
-  int64_t groups = 1;
+  int64_t groups = 1, kspan = 0, vspan = 0;
   for (int d = 0; d < 3; ++d) {
-    const int64_t k = std::min(kernel[d], q.size(1 + d));
-    const int64_t n = (std::min(bd[d] + k - 1, q.size(1 + d)) + 1) / 2;
+    const int64_t kd = std::min(kernel[d], q.size(1 + d));
+    const int64_t extent = std::min(bd[d] + kd - 1, q.size(1 + d));
+    int64_t n = (extent + 1) / 2;
+    if (d == 2) n += n & 1;
     if (n > 255) return false;
     groups *= n;
+    kspan += (2 * n) * k.stride(1 + d);
+    vspan += (2 * n) * v.stride(1 + d);
   }
-  return groups <= kMaxGroups;
+  return groups <= kMaxGroups && kspan < INT32_MAX && vspan < INT32_MAX;
 }
 
 bool rows_aligned(const Tensor& t) {
@@ -420,7 +454,7 @@ bool tensor_core_neighborhood_attention_applies(const Tensor& q, const Tensor& k
   for (int i = 1; i < 4; ++i)
     if (q.size(i) >= (int64_t{1} << 24)) return false;
   if (!rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v)) return false;
-  if (!groups_fit(q, kernel)) return false;
+  if (!groups_fit(q, k, v, kernel)) return false;
   return compute_capability(q.device().index).major >= 8;
 }
 
