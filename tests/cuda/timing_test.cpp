@@ -21,6 +21,7 @@
 #include "ops/linalg.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "support/rope3d_test_util.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -152,6 +153,31 @@ TEST(CudaTiming, DISABLED_PrintsNeighborhoodAttentionTimes) {
         1);
     std::printf("[timing bf16] neighborhood %-13s simple %.3f ms  %.1f TFLOP/s (window)\n", c.name,
                 sec * 1e3, flops / sec / 1e12);
+  }
+}
+
+// The decoder attention's q / k preparation on the same shapes (head dim 64, split 16/24/24): the
+// q / k RMS norms, q's scale and the 3-D RoPE as ops::qk_norm_rope_3d (one launch for q and k)
+// and as the unfused ops, q and k narrowed from one fused qkv projection (bf16). GB/s counts q and
+// k read and written once.
+TEST(CudaTiming, DISABLED_PrintsQkNormRopeTimes) {
+  LTX_REQUIRE_CUDA();
+  struct Case {
+    const char* name;
+    Shape grid;  // T, H, W, heads
+  };
+  for (const Case& c : {Case{"stage5 chunk", {121, 256, 106, 4}}, Case{"stage4", {69, 128, 192, 8}}}) {
+    const Shape s{1, c.grid[0], c.grid[1], c.grid[2], c.grid[3], 64};
+    const auto qkv = test::fused_qkv_heads(s, 1, DType::BF16, kGpu);
+    const Tensor qw = rand_gpu({64}, 2, DType::BF16), kw = rand_gpu({64}, 3, DType::BF16);
+    const ops::Rope3dTables rope = test::rope3d_tables({16, 24, 24}, s[1], s[2], s[3], -5, kGpu);
+    const double bytes = 4.0 * static_cast<double>(qkv[0].numel()) * 2;
+    const double fused = seconds_per_call(
+        [&] { (void)ops::qk_norm_rope_3d(qkv[0], qkv[1], qw, kw, 1e-6, 0.125, rope); }, 5);
+    const double unfused = seconds_per_call(
+        [&] { (void)ops::qk_norm_rope_3d_unfused(qkv[0], qkv[1], qw, kw, 1e-6, 0.125, rope); }, 2);
+    std::printf("[timing bf16] qk_norm_rope_3d %-13s fused %.3f ms (%.0f GB/s)  unfused %.3f ms\n",
+                c.name, fused * 1e3, bytes / fused / 1e9, unfused * 1e3);
   }
 }
 
