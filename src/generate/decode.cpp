@@ -1,14 +1,11 @@
 #include "generate/decode.h"
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <variant>
 
-#include <unistd.h>
-
 #include "core/error.h"
+#include "core/storage.h"
 #include "generate/progress.h"
 #include "io/safetensors.h"
 #include "models/audio_vae/audio_vae.h"
@@ -31,19 +28,6 @@ models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::stri
             latent.size(1), " channels but the audio VAE decoder of '", path, "' takes ",
             decoder.config().z_channels, "; were the latents made with another model?");
   return models::audio_vae::decode_audio(latent, decoder, vocoder);
-}
-
-// Bytes the host can still give: MemAvailable, else the free pages.
-int64_t host_available_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    std::istringstream in(line.substr(13));
-    int64_t kib = 0;
-    if (in >> kib) return kib * 1024;
-  }
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
 // The pipelines' tiling for the decoder (reference: ensure_tiling_config): a given layout is
