@@ -59,6 +59,12 @@ int64_t text_tokens_of(const BenchOptions& o, const Preset& p) {
   return o.text_tokens.value_or(p.text_tokens);
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // Times `step` after `warmup` calls; the device is synchronised around every call, so a time
 // covers all the work the call queued (and any host gaps inside it), like CUDA events around it.
 Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::function<void()>& step) {
@@ -73,12 +79,9 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
     synchronize(device);
     t.ms.push_back(seconds_since(t0) * 1e3);
   }
-  std::vector<double> sorted = t.ms;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  t.median_ms = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  t.min_ms = sorted.front();
-  t.max_ms = sorted.back();
+  t.median_ms = median_of(t.ms);
+  t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
+  t.max_ms = *std::max_element(t.ms.begin(), t.ms.end());
   const MemoryStats m = memory_stats(device);
   t.peak_bytes = m.peak_bytes;
   t.peak_reserved_bytes = m.peak_reserved_bytes;
@@ -360,7 +363,16 @@ BenchCase diffusion_case(const BenchOptions& o, const Preset& p, int64_t frames)
   c.latent = {1, cfg.in_channels, (frames - 1) / 8 + 1, c.size.height / 32, c.size.width / 32};
   if (o.vae_tiling) {
     vae::DiffusionTilingBudget budget;  // the CHUNKED_EAGER memory model
-    budget.free_bytes = o.decode_free_bytes ? *o.decode_free_bytes : free_memory_bytes(o.device);
+    if (o.decode_free_bytes) {
+      budget.free_bytes = *o.decode_free_bytes;
+    } else {
+      try {
+        budget.free_bytes = free_memory_bytes(o.device);
+      } catch (const Error& e) {
+        fail("diffusion decode: its automatic tiling needs the free memory of ", o.device.str(), ": ", e.what(),
+             "; give the budget with --decode-free-gib G to plan without the device");
+      }
+    }
     budget.element_size = static_cast<int64_t>(dtype_size(o.model_dtype()));
     // The official script's model_bytes: every decoder parameter at the activation width.
     budget.model_bytes = count_parameters([&](io::WeightMap& w) {
@@ -548,12 +560,10 @@ void attach_diffdec(BenchReport& r, const nlohmann::json& doc) {
     // The script's rule: the first full run is warm-up when there are several.
     std::vector<double> warm;
     for (size_t i = runs.size() > 1 ? 1 : 0; i < runs.size(); ++i) warm.push_back(*number_at(*runs[i], "wall_s") * 1e3);
-    std::sort(warm.begin(), warm.end());
-    const size_t n = warm.size();
     OfficialValue v;
     v.section = str("diffusion decoder (", their_mode, ")");
-    v.median_ms = n % 2 ? warm[n / 2] : (warm[n / 2 - 1] + warm[n / 2]) / 2;
-    v.min_ms = warm.front();
+    v.median_ms = median_of(warm);
+    v.min_ms = *std::min_element(warm.begin(), warm.end());
     for (const nlohmann::json* run : runs)
       if (const auto peak = number_at(*run, "peak_allocated_GiB")) v.peak_gib = std::max(v.peak_gib.value_or(0), *peak);
     const nlohmann::json& last = *runs.back();
