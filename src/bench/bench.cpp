@@ -573,7 +573,8 @@ void attach_diffdec(BenchReport& r, const nlohmann::json& doc) {
       log_warn("bench: ", c.label, ": the official decode ran ", *v.tiles, " tile(s) (", v.tiling, ", chosen for ",
                their_free ? num(*their_free / kGiB) : std::string("?"), " GiB free), ours ", c.tiles,
                " (for ", c.decode_free_bytes ? num(static_cast<double>(*c.decode_free_bytes) / kGiB) : std::string("?"),
-               " GiB free): the times are not comparable; plan with its budget through --decode-free-gib");
+               " GiB free): the times are not comparable; plan with its budget: --decode-free-gib ",
+               their_free ? fmt("%.6g", *their_free / kGiB) : std::string("G"));
     c.official.push_back(std::move(v));
   }
 }

@@ -105,6 +105,13 @@ TEST(BenchCli, OfficialDiffusionFileFillsTheDiffusionRow) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* needle : {"120000.0 (eager)", "31.2", "bench_official_diffdec.json"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  EXPECT_EQ(r.err.find("not comparable"), std::string::npos) << r.err;
+  // Planned for another budget, ours runs more tiles than the official decode: a warning.
+  const auto w = test::run_ltx(dir, {"bench", "flops", "--preset", "ltx25-22b", "--decode-free-gib", "20",
+                                     "--official", off});
+  ASSERT_EQ(w.code, 0) << w.err;
+  for (const char* needle : {"the official decode ran 1 tile(s)", "139.0 GiB free", "not comparable", "--decode-free-gib 139"})
+    EXPECT_NE(w.err.find(needle), std::string::npos) << needle << "\n" << w.err;
 }
 
 TEST(BenchCli, OfficialFileFillsTheOfficialColumns) {
