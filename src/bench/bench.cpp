@@ -334,6 +334,8 @@ void BenchOptions::validate() const {
             "--gemm-tflops / --attention-tflops: must be positive, got ", ceilings.gemm_tflops, " / ",
             ceilings.attention_tflops);
   LTX_CHECK(sigma >= 0 && sigma <= 1, "sigma: must be in [0, 1], got ", sigma);
+  if (decode_free_bytes)
+    LTX_CHECK(*decode_free_bytes > 0, "--decode-free-gib: must be positive, got ", *decode_free_bytes, " bytes");
 }
 
 std::optional<double> BenchCase::ratio() const {
