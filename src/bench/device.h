@@ -29,5 +29,10 @@ MemoryStats memory_stats(Device d);
 void reset_peak_memory(Device d);
 // Gives cached device memory back (CUDA empty_cache); a no-op on the CPU.
 void release_cached_memory(Device d);
+// Bytes that new allocations on `d` can still get. CUDA: the driver's free memory
+// (cudaMemGetInfo), at most total - reserved (the reference's cuda_activation_budget_bytes,
+// whose reserved is the caching allocator's: blocks cached here are not counted as free, so
+// call release_cached_memory first); CPU: the kernel's MemAvailable, else the free pages.
+int64_t available_memory_bytes(Device d);
 
 }  // namespace ltx::bench
