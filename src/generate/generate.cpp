@@ -362,7 +362,7 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
       // encoding that follows).
       prompt = options.prompt_enhancer_gemma_root.empty()
                    ? encoder.enhance(prompt, eo)
-                   : text::enhance_prompt(options.prompt_enhancer_gemma_root, prompt, eo);
+                   : text::enhance_prompt(options.prompt_enhancer_gemma_root, prompt, eo, where);
       log_info("enhanced prompt: ", prompt);
       progress.stage("text encoding");
     }
