@@ -1,12 +1,6 @@
 #include "bench/device.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <string>
-
-#include <unistd.h>
 
 #include "core/device_hooks.h"
 #include "core/error.h"
@@ -77,34 +71,22 @@ void reset_peak_memory(Device d) {
 #endif
 }
 
+int64_t free_memory_bytes(Device d) {
+  if (d.is_cpu()) return host_available_bytes();
+  check_device(d);
+#if LTX_WITH_CUDA
+  return static_cast<int64_t>(cuda::memory_info(d.index).free_bytes);
+#else
+  return 0;  // not reached: check_device throws without the CUDA backend
+#endif
+}
+
 void release_cached_memory(Device d) {
 #if LTX_WITH_CUDA
   if (d.is_cuda()) cuda::empty_cache(d.index);
 #else
   (void)d;
 #endif
-}
-
-int64_t available_memory_bytes(Device d) {
-  if (d.is_cuda()) {
-#if LTX_WITH_CUDA
-    const cuda::MemoryInfo info = cuda::memory_info(d.index);
-    const auto reserved = static_cast<int64_t>(cuda::allocator_stats(d.index).reserved_bytes);
-    const int64_t under_total = std::max<int64_t>(0, static_cast<int64_t>(info.total_bytes) - reserved);
-    return std::min(static_cast<int64_t>(info.free_bytes), under_total);
-#else
-    check_device(d, "available_memory_bytes");  // throws: no CUDA backend
-#endif
-  }
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    std::istringstream in(line.substr(13));
-    int64_t kib = 0;
-    if (in >> kib) return kib * 1024;
-  }
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
 }  // namespace ltx::bench

@@ -25,7 +25,7 @@ Command add_parity(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu or cuda[:N]");
   sub->add_option("--dtype", o->dtype,
                   "f32 (default) or bf16: load the weights in this dtype and compute in it "
-                  "(bf16: transformer with --device cuda only)");
+                  "(bf16: transformer or diffusion-decoder, with --device cuda only)");
   return {sub, [o]() -> int {
             o->args.device = parse_device(o->device, "--device");
             LTX_CHECK(o->dtype == "f32" || o->dtype == "bf16", "parity: --dtype must be f32 or bf16, got '",
@@ -33,8 +33,10 @@ Command add_parity(CLI::App& app) {
             if (o->dtype == "bf16") {
               LTX_CHECK(o->args.device.is_cuda(), "parity: --dtype bf16 needs --device cuda (the CPU ",
                         "backend computes in f32 only)");
-              LTX_CHECK(o->component == "transformer", "parity ", o->component,
-                        ": --dtype bf16 is supported for the transformer only");
+              LTX_CHECK(o->component == "transformer" || o->component == "diffusion-decoder",
+                        "parity ", o->component,
+                        ": --dtype bf16 is supported for the transformer and the diffusion decoder "
+                        "only");
               o->args.dtype = DType::BF16;
             }
             for (const auto& c : parity::components()) {

@@ -2,7 +2,12 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <new>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/device_hooks.h"
 #include "core/error.h"
@@ -34,6 +39,18 @@ AllocationCounts allocation_counts() {
 
 void reset_host_allocation_peak() {
   g_host_peak.store(g_host_live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+int64_t host_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream in(line.substr(13));
+    int64_t kib = 0;
+    if (in >> kib) return kib * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {

@@ -49,4 +49,9 @@ struct AllocationCounts {
 };
 AllocationCounts allocation_counts();
 
+// Bytes the host can still give to new allocations: /proc/meminfo's MemAvailable, else the free
+// pages (0 when neither is known). The budget of memory-aware choices made for the CPU (the
+// diffusion decoder's automatic tiling in generate and bench).
+int64_t host_available_bytes();
+
 }  // namespace ltx

@@ -38,13 +38,14 @@ models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::stri
 }
 
 // The bytes the diffusion decoder's automatic tiling may plan with: given, or what the decoding
-// device has free now, before the decoder is loaded (its weights are budgeted separately). On a
-// GPU the allocator's cache is released first: the freed diffusion models' blocks are free memory
-// for the decode (the reference empties its cache between the blocks).
+// device has free now (bench::free_memory_bytes: cudaMemGetInfo on a GPU, MemAvailable on the
+// host). On a GPU the allocator's cache is released first: the freed diffusion models' blocks are
+// free memory for the decode (the reference empties its cache between the blocks, and its
+// cuda_activation_budget_bytes counts cached blocks as used).
 int64_t decode_budget_bytes(const DecodeOptions& options, Device device) {
   if (options.decode_free_bytes) return *options.decode_free_bytes;
-  bench::release_cached_memory(device);
-  return bench::available_memory_bytes(device);
+  bench::release_cached_memory(device);  // then cudaMemGetInfo's free = min(free, total - reserved)
+  return bench::free_memory_bytes(device);
 }
 
 // The pipelines' tiling for the decoder (reference: ensure_tiling_config): a given layout is

@@ -37,7 +37,7 @@ struct DecodeOptions {
   bool auto_tiling = true;
   // Memory budget (bytes free on the decoding device) of the diffusion decoder's automatic
   // tiling; nullopt: what the decoding device has free before the decoder is loaded
-  // (bench::available_memory_bytes: on a GPU its free memory after the cache is released, as the
+  // (bench::free_memory_bytes: on a GPU its free memory after the cache is released, as the
   // reference's cuda_activation_budget_bytes; on the CPU the host's available memory, where the
   // reference passes 0, with which no layout fits).
   std::optional<int64_t> decode_free_bytes;

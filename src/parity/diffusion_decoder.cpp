@@ -3,7 +3,9 @@
 // <stem>_gated.weights.safetensors next to the first file]. Noise is replayed from in.noise (the
 // reference's single draw of the work canvas; tiles take their slice) or, when the io file has no
 // in.noise, drawn like the reference from torch.Generator().manual_seed(notes.noise.seed) (the
-// CPU generator is bit-exact). Computes, when the io file has them:
+// CPU generator is bit-exact). --device cuda runs every stage there; --dtype bf16 (CUDA only)
+// loads the weights in bf16 and computes in it, as generate does with the published files.
+// Computes, when the io file has them:
 //   out.pixels           untiled decode, pipelines' default layout (W-chunked stage 5), + inter.*
 //                        (always computed)
 //   out.tiled.pixels     tiled decode with notes.tiled.tiling_config {axis: [size, overlap]}
@@ -130,8 +132,14 @@ void emit_steps(Run& run, const std::map<std::string, Tensor>& probed, int64_t s
 
 void run_diffusion_decoder(Run& run) {
   const std::string weights = run.args().weights.at(0);
-  const DiffusionVideoDecoder dec = DiffusionVideoDecoder::from_file(weights);
-  const Tensor latent = run.tensor("in.latent");
+  const Device device = run.args().device;
+  const DType dtype = run.args().dtype;
+  LTX_CHECK(dtype == DType::F32 || (dtype == DType::BF16 && device.is_cuda()),
+            "parity diffusion-decoder: --dtype bf16 needs --device cuda (the CPU computes in f32 "
+            "only)");
+  const nn::LoadOptions load{dtype, device};
+  const DiffusionVideoDecoder dec = DiffusionVideoDecoder::from_file(weights, load);
+  const Tensor latent = run.tensor("in.latent").to(device);
   DiffusionDecodeOptions options;
   const Shape work = dec.output_shape(
       ensure_min_latent_shape(latent, dec.stage_min_tile_sizes()).first.shape());
@@ -147,6 +155,7 @@ void run_diffusion_decoder(Run& run) {
   }
   // A draw of the whole work canvas is replayed tile by tile; any other recorded draw is handed
   // out when the decode asks for exactly its shape (a single-tile 1-step decode).
+  recorded = recorded.to(device);
   if (recorded.shape() == work) options.initial_noise = recorded;
   const NoiseFn no_noise = [recorded](const Shape& s) -> Tensor {
     LTX_CHECK(recorded.shape() == s, "parity diffusion-decoder: the decode asked for noise of ",
@@ -165,7 +174,8 @@ void run_diffusion_decoder(Run& run) {
     run.emit("out.pixels", pixels);
     emit_steps(run, probed, dec.config().default_num_inference_steps);
     if (run.has("out_f64.pixels_frame0"))
-      run.emit("out_f64.pixels_frame0", pixels.narrow(2, 0, 1).to(DType::F64));
+      run.emit("out_f64.pixels_frame0",
+               pixels.narrow(2, 0, 1).to(Device::cpu()).to(DType::F64));
     const Shape canvas = recorded.shape();
     emit_rope(run, dec, canvas, o);
   }
@@ -186,7 +196,7 @@ void run_diffusion_decoder(Run& run) {
               "--weights; looked for '",
               gated, "')");
     run.emit("out.gated.pixels",
-             DiffusionVideoDecoder::from_file(gated)(latent, no_noise, options));
+             DiffusionVideoDecoder::from_file(gated, load)(latent, no_noise, options));
     // The folded block-0 tensors as loaded.
     const std::string prefix = "inter.gated.folded.";
     if (!run.names_with_prefix(prefix).empty()) {
@@ -198,8 +208,9 @@ void run_diffusion_decoder(Run& run) {
   }
   // The stand-alone neighborhood-attention unit case.
   if (run.has("in.na_unit.q") && n.contains("na_unit") && n["na_unit"].contains("kernels")) {
-    const Tensor q = run.tensor("in.na_unit.q"), k = run.tensor("in.na_unit.k"),
-                 v = run.tensor("in.na_unit.v");
+    const Tensor q = run.tensor("in.na_unit.q").to(device, dtype),
+                 k = run.tensor("in.na_unit.k").to(device, dtype),
+                 v = run.tensor("in.na_unit.v").to(device, dtype);
     const json& kernels = n["na_unit"]["kernels"];
     for (size_t j = 0; j < kernels.size(); ++j) {
       const std::array<int64_t, 3> kernel{

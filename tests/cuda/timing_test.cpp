@@ -15,6 +15,7 @@
 #include "backend/cuda/device.h"
 #include "cuda/cuda_test_util.h"
 #include "backend/cuda/attention.h"
+#include "backend/cuda/neighborhood_attention.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -112,6 +113,45 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
     const double sg = seconds_per_call([&] { (void)ops::linear(x, w); }, 3);
     std::printf("[timing %s] linear 6144x4096x16384 %.3f ms  %.1f TFLOP/s\n", dn, sg * 1e3,
                 2.0 * 6144 * 4096 * 16384 / sg / 1e12);
+  }
+}
+
+// The LTX-2.5 diffusion decoder's neighborhood attention at 1536 x 1024 x 121: stage 5 (one of the
+// four W-chunks of the pipelines' default mode: 121 x 256 x (96 + 10) tokens, 4 heads of 64,
+// 11^3 window) and stage 4 (69 x 128 x 192, 8 heads, 3 x 5 x 5). FLOPs count the window keys
+// only (4 * tokens * heads * window * D).
+TEST(CudaTiming, DISABLED_PrintsNeighborhoodAttentionTimes) {
+  LTX_REQUIRE_CUDA();
+  struct Case {
+    const char* name;
+    Shape grid;  // T, H, W, heads
+    std::array<int64_t, 3> kernel;
+  };
+  for (const Case& c : {Case{"stage5 chunk", {121, 256, 106, 4}, {11, 11, 11}},
+                        Case{"stage4", {69, 128, 192, 8}, {3, 5, 5}},
+                        Case{"stage2", {18, 64, 96, 16}, {3, 7, 7}}}) {
+    const Shape s{1, c.grid[0], c.grid[1], c.grid[2], c.grid[3], 64};
+    const Tensor q = rand_gpu(s, 1, DType::BF16), k = rand_gpu(s, 2, DType::BF16),
+                 v = rand_gpu(s, 3, DType::BF16);
+    const double flops = 4.0 * static_cast<double>(q.numel()) * c.kernel[0] * c.kernel[1] *
+                         c.kernel[2];
+    const double tc = seconds_per_call(
+        [&] {
+          (void)cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                                cuda::NeighborhoodKernel::TensorCore);
+        },
+        3);
+    std::printf("[timing bf16] neighborhood %-13s tensor-core %.3f ms  %.1f TFLOP/s (window)\n",
+                c.name, tc * 1e3, flops / tc / 1e12);
+    if (c.kernel[0] == 11) continue;  // the CUDA-core kernel takes minutes there
+    const double sec = seconds_per_call(
+        [&] {
+          (void)cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                                cuda::NeighborhoodKernel::Simple);
+        },
+        1);
+    std::printf("[timing bf16] neighborhood %-13s simple %.3f ms  %.1f TFLOP/s (window)\n", c.name,
+                sec * 1e3, flops / sec / 1e12);
   }
 }
 

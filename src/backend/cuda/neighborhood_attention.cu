@@ -88,7 +88,8 @@ __global__ void na3d_kernel(NaArgs a, int64_t queries) {
 }  // namespace
 
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
-                                 const std::array<int64_t, 3>& kernel, float scale) {
+                                 const std::array<int64_t, 3>& kernel, float scale,
+                                 NeighborhoodKernel which) {
   const Device dev = q.device();
   DeviceGuard guard(dev.index);
   NaArgs a{};
@@ -105,6 +106,15 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
   const DType ot = ops::float_result_dtype({&q, &k, &v});
   Tensor out = Tensor::empty({a.B, a.T, a.H, a.W, a.NH, a.Dv}, ot, dev);
   if (out.numel() == 0) return out;
+  const bool mma_ok = tensor_core_neighborhood_attention_applies(q, k, v, kernel);
+  LTX_CHECK(which != NeighborhoodKernel::TensorCore || mma_ok,
+            "neighborhood_attention_3d: the tensor-core kernel needs bf16 q/k/v with head dim 32, 64 "
+            "or 128 (q and v alike), a dense head dim and 16-byte aligned rows on sm_80+; got q ",
+            q.describe(), ", v ", v.describe());
+  if (mma_ok && which != NeighborhoodKernel::Simple) {
+    tensor_core_neighborhood_attention(q, k, v, kernel, scale, out);
+    return out;
+  }
   const int64_t nk = a.kern[0] * a.kern[1] * a.kern[2];
   const int64_t per_warp = nk * static_cast<int64_t>(sizeof(float));
   LTX_CHECK(per_warp <= kSharedBytes, "neighborhood_attention_3d: a window of ", nk,

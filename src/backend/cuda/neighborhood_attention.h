@@ -1,9 +1,14 @@
 #pragma once
 // CUDA 3-D neighborhood attention (arguments checked by ltx::ops, src/ops/neighborhood_attention.cpp;
-// the semantics are documented there). One warp per (query, head): the lanes score the window's
-// keys (scores kept in shared memory), the warp reduces max and sum, then the lanes split the
-// value dims. q/k/v in any strides, f32 or bf16; f32 math; output bf16 when q, k and v are bf16,
-// else f32, contiguous [B, T, H, W, heads, Dv].
+// the semantics are documented there). Output bf16 when q, k and v are bf16, else f32, contiguous
+// [B, T, H, W, heads, Dv]. Two kernels:
+//  - TensorCore (neighborhood_attention_mma.cu): bf16 q/k/v, D == Dv in {32, 64, 128}, dense head
+//    dim and 16-byte aligned rows; fused flash-style (window keys streamed through shared memory,
+//    online softmax, bf16 MMAs with f32 accumulation, probabilities rounded to bf16 for P V), so it
+//    matches the f32 math to bf16 accuracy, not bit for bit.
+//  - Simple (neighborhood_attention.cu): one warp per (query, head), the window's scores in shared
+//    memory, f32 math on CUDA cores; any strides, f32 or bf16. The f32 (parity) path and fallback.
+// Auto picks TensorCore whenever it applies.
 #include <array>
 #include <cstdint>
 
@@ -11,7 +16,21 @@
 
 namespace ltx::cuda {
 
+enum class NeighborhoodKernel { Auto, TensorCore, Simple };
+
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
-                                 const std::array<int64_t, 3>& kernel, float scale);
+                                 const std::array<int64_t, 3>& kernel, float scale,
+                                 NeighborhoodKernel which = NeighborhoodKernel::Auto);
+
+// Whether the tensor-core kernel takes these operands (dtypes, head dims, layout, GPU arch).
+// (Also false when a block's key box would exceed the kernel's group table, i.e. for windows far
+// larger than the decoder's.)
+bool tensor_core_neighborhood_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                const std::array<int64_t, 3>& kernel);
+// The tensor-core kernel (the caller checked that it applies and allocated `out`: contiguous bf16
+// [B, T, H, W, heads, D]).
+void tensor_core_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const std::array<int64_t, 3>& kernel, float scale,
+                                        Tensor& out);
 
 }  // namespace ltx::cuda
