@@ -17,6 +17,8 @@ namespace ltx {
 namespace {
 std::atomic<int64_t> g_host_live{0};
 std::atomic<int64_t> g_host_peak{0};
+std::atomic<int64_t> g_host_allocations{0};
+std::atomic<int64_t> g_cuda_allocations{0};
 
 void host_allocated(int64_t bytes) {
   const int64_t live = g_host_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
@@ -28,6 +30,11 @@ void host_allocated(int64_t bytes) {
 
 HostAllocationStats host_allocation_stats() {
   return {g_host_live.load(std::memory_order_relaxed), g_host_peak.load(std::memory_order_relaxed)};
+}
+
+AllocationCounts allocation_counts() {
+  return {g_host_allocations.load(std::memory_order_relaxed),
+          g_cuda_allocations.load(std::memory_order_relaxed)};
 }
 
 void reset_host_allocation_peak() {
@@ -48,6 +55,7 @@ int64_t host_available_bytes() {
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   if (device.is_cuda()) {
+    g_cuda_allocations.fetch_add(1, std::memory_order_relaxed);
     std::shared_ptr<void> block = detail::cuda_allocate(bytes, device.index);
     void* p = block.get();
     return std::make_shared<Storage>(p, bytes, device, std::move(block));
@@ -60,6 +68,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
          " bytes (reduce the resolution, frame count or tile size, or free memory)");
   const auto counted = static_cast<int64_t>(rounded);
   host_allocated(counted);
+  g_host_allocations.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<void> owner(p, [counted](void* q) {
     g_host_live.fetch_sub(counted, std::memory_order_relaxed);
     std::free(q);
