@@ -16,6 +16,8 @@
 #include "io/weights.h"
 #include "models/transformer/model.h"
 #include "models/video_vae/conv_video_decoder.h"
+#include "models/video_vae/diffusion_tiling.h"
+#include "models/video_vae/diffusion_video_decoder.h"
 #include "pipelines/denoisers.h"
 #include "sampling/latent.h"
 #include "sampling/noise.h"
@@ -48,10 +50,19 @@ std::string num(double v) { return fmt(v >= 100 || v == 0 ? "%.1f" : "%.3g", v);
 constexpr int64_t kOfficialFrames = 121;
 constexpr int64_t kOfficialTextTokens = 1024;
 const VideoSize kOfficialVaeSize{1536, 1024};
+// The stage-5 mode both the official diffusion benchmark and ours run (the pipelines' default).
+constexpr const char* kDiffusionMode = "chunked_eager";
+constexpr int64_t kDiffusionWChunks = 4;
 
 int64_t frames_of(const BenchOptions& o, const Preset& p) { return o.frames.value_or(p.frames); }
 int64_t text_tokens_of(const BenchOptions& o, const Preset& p) {
   return o.text_tokens.value_or(p.text_tokens);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Times `step` after `warmup` calls; the device is synchronised around every call, so a time
@@ -68,12 +79,9 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
     synchronize(device);
     t.ms.push_back(seconds_since(t0) * 1e3);
   }
-  std::vector<double> sorted = t.ms;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  t.median_ms = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  t.min_ms = sorted.front();
-  t.max_ms = sorted.back();
+  t.median_ms = median_of(t.ms);
+  t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
+  t.max_ms = *std::max_element(t.ms.begin(), t.ms.end());
   const MemoryStats m = memory_stats(device);
   t.peak_bytes = m.peak_bytes;
   t.peak_reserved_bytes = m.peak_reserved_bytes;
@@ -233,13 +241,48 @@ void run_vae_cases(BenchReport& r, const Preset& p) {
       });
 }
 
+// ------------------------------------------------------------------------------- diffusion decoder
+
+void run_diffusion_cases(BenchReport& r, const Preset& p) {
+  if (!p.has_diffusion_decoder()) return;
+  const vae::DiffusionDecoderConfig cfg = p.diffusion_decoder_config();
+  const BenchOptions& o = r.options;
+  time_model_cases<vae::DiffusionVideoDecoder>(
+      r, "diffusion_decode", p.name + " diffusion video decoder", diffusion_vae_init,
+      [&](io::WeightMap& w) { return vae::DiffusionVideoDecoder::load(w, cfg, {o.model_dtype(), o.device}); },
+      [&](const vae::DiffusionVideoDecoder& decoder, const BenchCase& c) -> std::function<void()> {
+        sampling::TorchCpuGenerator gen(static_cast<int64_t>(o.seed) + 2);
+        const Tensor latent = gen.randn(c.latent).to(o.device, o.model_dtype());
+        // The decoder's noise (drawn per tile, of the tile's stage-5 canvas, by the 1-step x0
+        // decoder) is made on the device from a seeded N(0, 1) pool like the random weights: the
+        // host generator would add seconds per 121x1024x1536 canvas to the timed call (the official
+        // script draws it with a CUDA generator).
+        auto pool = std::make_shared<RandomWeights>([](const std::string&, const Shape&) { return Init::normal(1.0); },
+                                                    o.seed + 2);
+        const Device device = o.device;
+        const DType dtype = o.model_dtype();
+        const vae::NoiseFn noise = [pool, device, dtype](const Shape& s) {
+          return pool->make("decoder noise", s, dtype, device);
+        };
+        log_info("bench: ", c.label, ": latent ", c.latent.str(), ", ",
+                 c.decode_tiling ? models::tiling::describe(*c.decode_tiling) : std::string("one tile"));
+        return [&decoder, latent, tiling = c.decode_tiling, noise, frames = c.frames] {
+          int64_t made = 0;
+          decoder.decode_video(latent, tiling, noise, [&](const Tensor& chunk) { made += chunk.size(0); });
+          LTX_CHECK(made == frames, "the decode produced ", made, " frames, expected ", frames);
+        };
+      });
+}
+
 // ------------------------------------------------------------------------------- official
 
 const char* short_section(const std::string& title) {
   if (title == "LTX-2.3 eager") return "eager";
   if (title == "LTX-2.3 compiled") return "compiled";
   if (title == "LTX-2.3 compiled+capture") return "capture";
+  if (title == "LTX-2.5 eager") return "eager";
   if (title == "VAE decode") return "eager";
+  if (title.starts_with("diffusion decoder")) return "eager";  // no torch.compile in its mode
   return "?";
 }
 
@@ -291,6 +334,8 @@ void BenchOptions::validate() const {
             "--gemm-tflops / --attention-tflops: must be positive, got ", ceilings.gemm_tflops, " / ",
             ceilings.attention_tflops);
   LTX_CHECK(sigma >= 0 && sigma <= 1, "sigma: must be in [0, 1], got ", sigma);
+  if (decode_free_bytes)
+    LTX_CHECK(*decode_free_bytes > 0, "--decode-free-gib: must be positive, got ", *decode_free_bytes, " bytes");
 }
 
 std::optional<double> BenchCase::ratio() const {
@@ -305,6 +350,58 @@ std::optional<double> BenchCase::percent_of_floor() const {
 
 // ------------------------------------------------------------------------------- plan / run
 
+namespace {
+
+// The diffusion decode of the preset's decoder at --vae-size x --frames, tiled as the pipelines
+// do by default (the reference's AUTO_TILING: recommended_decode_tiling from the free memory and
+// the decoder's weight bytes, as generate's decode does), in the CHUNKED_EAGER layout.
+BenchCase diffusion_case(const BenchOptions& o, const Preset& p, int64_t frames) {
+  const vae::DiffusionDecoderConfig cfg = p.diffusion_decoder_config();  // throws without one
+  BenchCase c;
+  c.kind = "diffusion_decode";
+  c.size = o.vae_size.value_or(p.vae_size);  // a multiple of 32 (parse_video_size)
+  c.frames = frames;                         // 8k + 1 (validate)
+  c.mode = kDiffusionMode;
+  c.latent = {1, cfg.in_channels, (frames - 1) / 8 + 1, c.size.height / 32, c.size.width / 32};
+  if (o.vae_tiling) {
+    vae::DiffusionTilingBudget budget;  // the CHUNKED_EAGER memory model
+    if (o.decode_free_bytes) {
+      budget.free_bytes = *o.decode_free_bytes;
+    } else {
+      try {
+        budget.free_bytes = free_memory_bytes(o.device);
+      } catch (const Error& e) {
+        fail("diffusion decode: its automatic tiling needs the free memory of ", o.device.str(), ": ", e.what(),
+             "; give the budget with --decode-free-gib G to plan without the device");
+      }
+    }
+    budget.element_size = static_cast<int64_t>(dtype_size(o.model_dtype()));
+    // The official script's model_bytes: every decoder parameter at the activation width.
+    budget.model_bytes = count_parameters([&](io::WeightMap& w) {
+                           (void)vae::DiffusionVideoDecoder::load(w, cfg);
+                         }) * budget.element_size;
+    c.decode_free_bytes = budget.free_bytes;
+    try {
+      c.decode_tiling = vae::recommended_decode_tiling(vae::diffusion_tiling_geometry(cfg), c.size.height,
+                                                       c.size.width, frames, budget);
+    } catch (const Error& e) {
+      fail("diffusion decode ", c.size.str(), "x", frames, ": ", e.what(), " (",
+           num(static_cast<double>(budget.free_bytes) / kGiB), " GiB free",
+           o.decode_free_bytes ? ", from --decode-free-gib" : str(" on ", o.device.str()),
+           "; give another budget with --decode-free-gib or decode in one tile with --no-tiling)");
+    }
+  }
+  c.flops = diffusion_decoder_flops(cfg, c.latent, c.decode_tiling, vae::Stage5Attention::WChunked,
+                                    kDiffusionWChunks, &c.tiles);
+  c.label = str("diffusion decode ", c.size.str(), "x", frames, " (",
+                o.vae_tiling ? str(c.tiles, c.tiles == 1 ? " tile" : " tiles") : std::string("untiled"),
+                ", ", c.mode, ")");
+  c.floor_ms = floor_ms(c.flops, o.ceilings);
+  return c;
+}
+
+}  // namespace
+
 BenchReport plan(const BenchOptions& o, BenchTarget target) {
   o.validate();
   const Preset p = preset(o.preset);
@@ -313,7 +410,7 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
   r.preset_description = p.description;
   r.device_description = o.device.str();
   const int64_t frames = frames_of(o, p);
-  if (target != BenchTarget::Vae) {
+  if (target == BenchTarget::All || target == BenchTarget::Transformer) {
     const tf::LTXModelConfig cfg = p.transformer_config();
     const std::vector<VideoSize> sizes = o.sizes.empty() ? p.transformer_sizes : o.sizes;
     for (const VideoSize& size : sizes) {
@@ -337,7 +434,7 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
       r.cases.push_back(std::move(c));
     }
   }
-  if (target != BenchTarget::Transformer) {
+  if (target == BenchTarget::All || target == BenchTarget::Vae) {
     const vae::DecoderConfig cfg = p.decoder_config();
     BenchCase c;
     c.kind = "vae_decode";
@@ -360,6 +457,9 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
     c.floor_ms = floor_ms(c.flops, o.ceilings);
     r.cases.push_back(std::move(c));
   }
+  const bool diffusion = target == BenchTarget::DiffusionDecoder ||
+                         (target == BenchTarget::All && p.has_diffusion_decoder());
+  if (diffusion) r.cases.push_back(diffusion_case(o, p, frames));
   return r;
 }
 
@@ -372,6 +472,8 @@ void run(BenchReport& r) {
   run_transformer_cases(r, p);
   release_cached_memory(o.device);
   run_vae_cases(r, p);
+  release_cached_memory(o.device);
+  run_diffusion_cases(r, p);
 }
 
 OfficialChoice parse_official_choice(const std::string& text) {
@@ -385,7 +487,8 @@ OfficialChoice parse_official_choice(const std::string& text) {
 void attach_official(BenchReport& r, const std::string& path, OfficialChoice choice) {
   std::ifstream f(path);
   LTX_CHECK(f.good(), "--official ", path, ": cannot open the file; pass the JSON that ",
-            "tools/bench/bench_official.py wrote ($OUT/bench_official.json)");
+            "tools/bench/bench_official.py or bench_official_diffdec.py wrote ($OUT/bench_official.json, ",
+            "$OUT/bench_official_diffdec.json)");
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(f);
@@ -395,22 +498,30 @@ void attach_official(BenchReport& r, const std::string& path, OfficialChoice cho
   attach_official(r, doc, path, choice);
 }
 
-void attach_official(BenchReport& r, const nlohmann::json& doc, const std::string& source,
-                     OfficialChoice choice) {
-  LTX_CHECK(doc.is_object() && doc.contains("sections") && doc["sections"].is_object(), "--official ",
-            source, ": no \"sections\" object; this is not a bench_official.py result");
-  r.official_file = source;
-  r.official_env = doc.value("env", nlohmann::json());
-  const nlohmann::json& sections = doc["sections"];
+namespace {
+
+bool is_sections_result(const nlohmann::json& doc) {
+  return doc.is_object() && doc.contains("sections") && doc["sections"].is_object();
+}
+bool is_diffdec_result(const nlohmann::json& doc) {
+  return doc.is_object() && doc.contains("runs") && doc["runs"].is_array();
+}
+
+// bench_official.py: the transformer sections of the preset's model and the conv VAE decode.
+void attach_sections(BenchReport& r, const nlohmann::json& sections) {
   const BenchOptions& o = r.options;
-  const bool official_model = o.preset == "ltx23-22b";
+  std::vector<const char*> titles;
+  if (o.preset == "ltx23-22b") titles = {"LTX-2.3 eager", "LTX-2.3 compiled", "LTX-2.3 compiled+capture"};
+  if (o.preset == "ltx25-22b") titles = {"LTX-2.5 eager"};
+  const bool official_vae = !titles.empty();  // 2.3 and 2.5 share the conv VAE config
   for (BenchCase& c : r.cases) {
+    if (c.kind != "transformer" && c.kind != "vae_decode") continue;
     c.official.clear();
     c.official_choice.reset();
-    if (!official_model || c.frames != kOfficialFrames) continue;
+    if (c.frames != kOfficialFrames) continue;
     if (c.kind == "transformer") {
       if (c.tokens.audio == 0 || c.tokens.video_text != kOfficialTextTokens) continue;
-      for (const char* title : {"LTX-2.3 eager", "LTX-2.3 compiled", "LTX-2.3 compiled+capture"}) {
+      for (const char* title : titles) {
         if (!sections.contains(title) || !sections[title].is_object()) continue;
         for (const auto& [key, res] : sections[title].items()) {
           if (!res.is_object() || !number_at(res, "median_ms") || !key.ends_with(" " + c.size.str()))
@@ -420,10 +531,76 @@ void attach_official(BenchReport& r, const nlohmann::json& doc, const std::strin
           c.official.push_back(official_value(title, res));
         }
       }
-    } else if (c.kind == "vae_decode" && c.size == kOfficialVaeSize && o.vae_tiling) {
+    } else if (official_vae && c.size == kOfficialVaeSize && o.vae_tiling) {
       const nlohmann::json& s = sections.value("VAE decode", nlohmann::json());
       if (number_at(s, "median_ms")) c.official.push_back(official_value("VAE decode", s));
     }
+  }
+}
+
+// bench_official_diffdec.py: the warm runs of the diffusion decode of our latent.
+void attach_diffdec(BenchReport& r, const nlohmann::json& doc) {
+  const BenchOptions& o = r.options;
+  const nlohmann::json& mode = doc.value("mode", nlohmann::json());
+  const std::string their_mode = mode.is_object() ? mode.value("mode", kDiffusionMode) : kDiffusionMode;
+  const std::optional<double> their_free = number_at(doc, "free_bytes");
+  for (BenchCase& c : r.cases) {
+    if (c.kind != "diffusion_decode") continue;
+    c.official.clear();
+    c.official_choice.reset();
+    if (o.preset != "ltx25-22b" || !o.vae_tiling || their_mode != c.mode) continue;
+    std::vector<const nlohmann::json*> runs;
+    for (const nlohmann::json& run : doc["runs"]) {
+      if (!run.is_object() || !number_at(run, "wall_s") || run.value("latent", nlohmann::json()) != c.latent.vec())
+        continue;
+      // The calibration run absorbs the Triton JIT compile: not a warm decode.
+      const nlohmann::json& label = run.value("label", nlohmann::json());
+      if (label.is_string() && label.get<std::string>().starts_with("calibration")) continue;
+      runs.push_back(&run);
+    }
+    if (runs.empty()) continue;
+    // The script's rule: the first full run is warm-up when there are several.
+    std::vector<double> warm;
+    for (size_t i = runs.size() > 1 ? 1 : 0; i < runs.size(); ++i) warm.push_back(*number_at(*runs[i], "wall_s") * 1e3);
+    OfficialValue v;
+    v.section = str("diffusion decoder (", their_mode, ")");
+    v.median_ms = median_of(warm);
+    v.min_ms = *std::min_element(warm.begin(), warm.end());
+    for (const nlohmann::json* run : runs)
+      if (const auto peak = number_at(*run, "peak_allocated_GiB")) v.peak_gib = std::max(v.peak_gib.value_or(0), *peak);
+    const nlohmann::json& last = *runs.back();
+    if (last.contains("n_tiles") && last["n_tiles"].is_number_integer()) v.tiles = last["n_tiles"].get<int64_t>();
+    if (last.contains("tiling") && last["tiling"].is_string()) v.tiling = last["tiling"].get<std::string>();
+    if (v.tiles && *v.tiles != c.tiles)
+      log_warn("bench: ", c.label, ": the official decode ran ", *v.tiles, " tile(s) (", v.tiling, ", chosen for ",
+               their_free ? num(*their_free / kGiB) : std::string("?"), " GiB free), ours ", c.tiles,
+               " (for ", c.decode_free_bytes ? num(static_cast<double>(*c.decode_free_bytes) / kGiB) : std::string("?"),
+               " GiB free): the times are not comparable; plan with its budget: --decode-free-gib ",
+               their_free ? fmt("%.6g", *their_free / kGiB) : std::string("G"));
+    c.official.push_back(std::move(v));
+  }
+}
+
+}  // namespace
+
+void attach_official(BenchReport& r, const nlohmann::json& doc, const std::string& source,
+                     OfficialChoice choice) {
+  const bool sections = is_sections_result(doc), diffdec = is_diffdec_result(doc);
+  LTX_CHECK(sections || diffdec, "--official ", source, ": neither a \"sections\" object (bench_official.py) ",
+            "nor a \"runs\" list (bench_official_diffdec.py); this is not an official benchmark result");
+  const nlohmann::json env = doc.value("env", nlohmann::json());
+  const auto known = std::find(r.official_files.begin(), r.official_files.end(), source);
+  if (known == r.official_files.end()) {
+    r.official_files.push_back(source);
+    r.official_envs.push_back(env);
+  } else {
+    r.official_envs[static_cast<size_t>(known - r.official_files.begin())] = env;
+  }
+  if (sections) attach_sections(r, doc["sections"]);
+  if (diffdec) attach_diffdec(r, doc);
+  for (BenchCase& c : r.cases) {
+    const bool filled = c.kind == "diffusion_decode" ? diffdec : sections;
+    if (!filled) continue;
     for (const OfficialValue& v : c.official) {
       const double ours = static_cast<double>(c.flops.total());
       if (v.analytic_flops && std::abs(ours - *v.analytic_flops) > 0.02 * *v.analytic_flops)
@@ -474,11 +651,10 @@ std::string format_table(const BenchReport& r) {
        << o.iters << " timed iterations\n";
   else
     os << "FLOP model only (nothing timed)\n";
-  if (!r.official_file.empty()) {
-    os << "official: " << r.official_file;
-    if (r.official_env.is_object())
-      os << " (torch " << r.official_env.value("torch", "?") << ", " << r.official_env.value("gpu", "?")
-         << ")";
+  for (size_t i = 0; i < r.official_files.size(); ++i) {
+    const nlohmann::json& env = r.official_envs[i];
+    os << "official: " << r.official_files[i];
+    if (env.is_object()) os << " (torch " << env.value("torch", "?") << ", " << env.value("gpu", "?") << ")";
     os << "\n";
   }
   std::vector<size_t> w = {4, 8, 9, 9, 9, 9, 19, 9, 8, 8};
@@ -527,9 +703,11 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["seed"] = o.seed;
   j["sigma"] = o.sigma;
   j["ceilings_tflops"] = {{"gemm", o.ceilings.gemm_tflops}, {"attention", o.ceilings.attention_tflops}};
-  if (!r.official_file.empty()) {
-    j["official_file"] = r.official_file;
-    j["official_env"] = r.official_env;
+  if (!r.official_files.empty()) {
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < r.official_files.size(); ++i)
+      files.push_back({{"file", r.official_files[i]}, {"env", r.official_envs[i]}});
+    j["official_files"] = files;
   }
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   for (const BenchCase& c : r.cases) {
@@ -547,6 +725,13 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
     } else {
       e["latent"] = c.latent.vec();
       e["tiles"] = c.tiles;
+      if (c.kind == "diffusion_decode") {
+        e["mode"] = c.mode;
+        e["tiling"] = c.decode_tiling ? nlohmann::ordered_json(models::tiling::describe(*c.decode_tiling))
+                                      : nlohmann::ordered_json();
+        e["decode_free_bytes"] =
+            c.decode_free_bytes ? nlohmann::ordered_json(*c.decode_free_bytes) : nlohmann::ordered_json();
+      }
     }
     e["flops"] = flops_json(c.flops);
     e["floor_ms"] = c.floor_ms;
@@ -570,6 +755,10 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
       nlohmann::ordered_json x = {{"section", v.section}, {"median_ms", v.median_ms}, {"min_ms", v.min_ms}};
       x["peak_gib"] = v.peak_gib ? nlohmann::ordered_json(*v.peak_gib) : nlohmann::ordered_json();
       x["analytic_flops"] = v.analytic_flops ? nlohmann::ordered_json(*v.analytic_flops) : nlohmann::ordered_json();
+      if (v.tiles) {
+        x["tiles"] = *v.tiles;
+        x["tiling"] = v.tiling;
+      }
       off.push_back(x);
     }
     e["official"] = off;

@@ -1,8 +1,9 @@
 #pragma once
-// The `ltx bench` library: times one denoising forward of the transformer and the conv video VAE
-// decode at full (or preset) size with random weights made on the target device, measures peak
-// device memory, and sets each case next to its analytic FLOP floor and, when given, the official
-// Python stack's numbers from the same GPU (tools/bench/bench_official.py's JSON).
+// The `ltx bench` library: times one denoising forward of the transformer, the conv video VAE
+// decode and the LTX-2.5 diffusion video decode at full (or preset) size with random weights made
+// on the target device, measures peak device memory, and sets each case next to its analytic FLOP
+// floor and, when given, the official Python stack's numbers from the same GPU
+// (tools/bench/bench_official.py's and tools/bench/bench_official_diffdec.py's JSON).
 //
 //   bench::BenchOptions o;  o.preset = "tiny";  o.device = Device::cpu();
 //   bench::BenchReport r = bench::plan(o, bench::BenchTarget::All);   // shapes + FLOPs
@@ -21,7 +22,8 @@
 
 namespace ltx::bench {
 
-enum class BenchTarget { All, Transformer, Vae };
+// All: the transformer, the conv VAE and (presets that have one) the diffusion decoder.
+enum class BenchTarget { All, Transformer, Vae, DiffusionDecoder };
 
 struct BenchOptions {
   std::string preset = "ltx23-22b";
@@ -31,11 +33,15 @@ struct BenchOptions {
   int64_t iters = 5;
   uint64_t seed = 0;
   std::vector<VideoSize> sizes;     // transformer sizes; empty: the preset's
-  std::optional<VideoSize> vae_size;
+  std::optional<VideoSize> vae_size;   // both video decoders
   std::optional<int64_t> frames;       // default: the preset's (121)
   std::optional<int64_t> text_tokens;  // default: the preset's (1024)
   bool audio = true;
   bool vae_tiling = true;  // the pipelines' automatic decode tiling (else one tile)
+  // Memory budget of the diffusion decoder's automatic tiling (the reference's free_bytes);
+  // nullopt: what is free on the device when the cases are planned (CUDA: the driver's free
+  // memory, as the official script reads it before building the decoder; CPU: the host's).
+  std::optional<int64_t> decode_free_bytes;
   double sigma = 0.725;    // the official benchmark's mid-schedule step
   Ceilings ceilings;
 
@@ -60,16 +66,23 @@ struct OfficialValue {
   double median_ms = 0, min_ms = 0;
   std::optional<double> peak_gib;
   std::optional<double> analytic_flops;  // its own FLOP count, when it wrote one
+  std::optional<int64_t> tiles;          // diffusion decode: its tile count
+  std::string tiling;                    // diffusion decode: its tiling, as it printed it
 };
 
 struct BenchCase {
-  std::string kind;   // "transformer" or "vae_decode"
+  std::string kind;   // "transformer", "vae_decode" or "diffusion_decode"
   std::string label;  // "transformer 768x512x121 +audio"
   VideoSize size;
   int64_t frames = 0;
   TransformerTokens tokens;  // transformer only
-  Shape latent;              // vae only: [B, C, F, H, W]
-  int64_t tiles = 1;         // vae only
+  Shape latent;              // decoders: [B, C, F, H, W]
+  int64_t tiles = 1;         // decoders
+  // diffusion decode: the tiling it runs with (nullopt: one tile), the free bytes it was chosen
+  // for, and the stage-5 mode.
+  std::optional<models::tiling::TilingConfig> decode_tiling;
+  std::optional<int64_t> decode_free_bytes;
+  std::string mode;
   FlopCount flops;
   double floor_ms = 0;
   std::optional<Timing> ours;
@@ -86,8 +99,8 @@ struct BenchReport {
   std::string preset_description;
   std::string device_description;
   std::vector<BenchCase> cases;
-  std::string official_file;
-  nlohmann::json official_env;  // the official run's "env" object
+  std::vector<std::string> official_files;  // each --official FILE attached
+  std::vector<nlohmann::json> official_envs;  // their "env" objects
 };
 
 // The cases of `target` with their shapes and FLOPs (nothing runs; no device needed).
@@ -100,10 +113,19 @@ void run(BenchReport& report);
 // eager / torch.compile / compile + CUDA-graph run ("eager", "compiled", "capture").
 enum class OfficialChoice { Best, Eager, Compiled, Capture };
 OfficialChoice parse_official_choice(const std::string& text);
-// Reads bench_official.py's JSON (`--official FILE`): {"env": ..., "sections": {"LTX-2.3 eager":
-// {"stage1 768x512": {"median_ms": ...}, ...}, "VAE decode": {"median_ms": ...}, ...}}, and attaches
-// the values whose shapes match each case (121 frames, 1024 text tokens, audio on for the
-// transformer; 1536x1024x121 tiled for the VAE). Throws naming the file when it is not such a file.
+// Reads an official result (`--official FILE`, repeatable) and attaches the values whose shapes
+// match each case; the file's kind decides which cases it fills (and clears):
+//  - bench_official.py: {"env": ..., "sections": {"LTX-2.3 eager": {"stage1 768x512":
+//    {"median_ms": ...}, ...}, "LTX-2.5 eager": ..., "VAE decode": {"median_ms": ...}, ...}}: the
+//    transformer cases (121 frames, 1024 text tokens, audio on; the LTX-2.3 sections for preset
+//    ltx23-22b, "LTX-2.5 eager" for ltx25-22b) and the conv VAE decode (1536x1024x121 tiled);
+//  - bench_official_diffdec.py: {"env": ..., "mode": {"mode": "chunked_eager", ...},
+//    "free_bytes": ..., "runs": [{"label", "latent", "n_tiles", "wall_s", "peak_allocated_GiB",
+//    ...}], ...}: the diffusion decode of preset ltx25-22b with automatic tiling, from the runs of
+//    its latent except the cold calibration run: the median and minimum wall time of the warm runs
+//    (all but the first when there are several, the script's own rule) and the largest peak; a
+//    warning when its tile count differs from ours (another free-memory budget).
+// Throws naming the file when it is neither.
 void attach_official(BenchReport& report, const std::string& path, OfficialChoice choice);
 // Same from an already parsed document (`source` names it in errors).
 void attach_official(BenchReport& report, const nlohmann::json& doc, const std::string& source,

@@ -71,6 +71,16 @@ void reset_peak_memory(Device d) {
 #endif
 }
 
+int64_t free_memory_bytes(Device d) {
+  if (d.is_cpu()) return host_available_bytes();
+  check_device(d);
+#if LTX_WITH_CUDA
+  return static_cast<int64_t>(cuda::memory_info(d.index).free_bytes);
+#else
+  return 0;  // not reached: check_device throws without the CUDA backend
+#endif
+}
+
 void release_cached_memory(Device d) {
 #if LTX_WITH_CUDA
   if (d.is_cuda()) cuda::empty_cache(d.index);

@@ -27,6 +27,10 @@ struct MemoryStats {
 MemoryStats memory_stats(Device d);
 // Restarts peak tracking from the current allocation.
 void reset_peak_memory(Device d);
+// Bytes still free for new allocations on `d`: CUDA: the driver's free memory on the device (what
+// the reference's cuda_activation_budget_bytes returns in a fresh process); CPU: the host's
+// available memory (core/storage.h host_available_bytes).
+int64_t free_memory_bytes(Device d);
 // Gives cached device memory back (CUDA empty_cache); a no-op on the CPU.
 void release_cached_memory(Device d);
 

@@ -1,9 +1,12 @@
 #include "bench/flops.h"
 
+#include <algorithm>
 #include <array>
 
 #include "core/error.h"
 #include "models/video_vae/conv_video_decoder.h"
+#include "models/video_vae/diffusion_tiling.h"
+#include "models/video_vae/transformer/layers.h"
 
 namespace ltx::bench {
 
@@ -223,6 +226,135 @@ FlopCount tiled_decoder_flops(const vae::DecoderConfig& config, const Shape& lat
     Shape tile = latent;
     for (int d = 0; d < 5; ++d) tile[d] = t.in[static_cast<size_t>(d)].length();
     f.add(conv_decoder_flops(config, tile));
+  }
+  return f;
+}
+
+// ------------------------------------------------------------------------------- diffusion decoder
+
+int64_t na_window(const vae::Axis3& kernel, const vae::Axis3& volume) {
+  int64_t w = 1;
+  for (int a = 0; a < 3; ++a) w *= std::min(kernel[a], volume[a]);
+  return w;
+}
+
+namespace {
+
+int64_t volume_of(const vae::Axis3& v) { return v[0] * v[1] * v[2]; }
+
+// `depth` NA blocks of width `ch` on `batch` volumes `v`: attention (qkv + proj GEMMs, the
+// windowed product) into `attn`, the SwiGLU into `mlp`.
+void na_blocks(FlopCount& f, const std::string& attn, const std::string& mlp, int64_t batch,
+               const vae::Axis3& v, int64_t ch, const vae::Axis3& kernel, int64_t depth) {
+  const int64_t rows = batch * volume_of(v), hidden = vae::SwiGLU::hidden_dim(ch);
+  f.add(attn, depth * (linear_flops(rows, ch, 3 * ch) + linear_flops(rows, ch, ch)),
+        depth * 4 * rows * na_window(kernel, v) * ch);
+  f.add(mlp, depth * (2 * linear_flops(rows, ch, hidden) + linear_flops(rows, hidden, ch)));
+}
+
+// One upsample hop (the linear on the input rows) and the volume it produces.
+vae::Axis3 upsample(FlopCount& f, const std::string& name, int64_t batch, const vae::Axis3& v,
+                    int64_t ch, const vae::Upsample& u, bool drop_leading_frame) {
+  const int64_t cells = u.stride[0] * u.stride[1] * u.stride[2];
+  f.add(name, linear_flops(batch * volume_of(v), ch, cells * ch / u.reduction));
+  vae::Axis3 out{v[0] * u.stride[0], v[1] * u.stride[1], v[2] * u.stride[2]};
+  if (u.stride[0] == 2 && drop_leading_frame) out[0] -= 1;
+  return out;
+}
+
+}  // namespace
+
+FlopCount diffusion_decoder_flops(const vae::DiffusionDecoderConfig& c, const Shape& latent,
+                                  const std::optional<models::tiling::TilingConfig>& tiling,
+                                  vae::Stage5Attention layout, int64_t w_chunks, int64_t* tiles_out) {
+  LTX_CHECK(latent.size() == 5 && latent[1] == c.in_channels,
+            "diffusion decoder FLOPs: expected a latent [B, ", c.in_channels, ", F, H, W], got ",
+            latent.str());
+  for (int64_t d : latent) LTX_CHECK(d >= 1, "diffusion decoder FLOPs: empty latent ", latent.str());
+  LTX_CHECK(layout == vae::Stage5Attention::FullVolume || w_chunks >= 1,
+            "diffusion decoder FLOPs: w_chunks must be >= 1, got ", w_chunks);
+  const vae::DiffusionTilingGeometry g = vae::diffusion_tiling_geometry(c);
+  const int64_t b = latent[0];
+  // The size floor, then the ghost frames (tiled_decode).
+  const vae::Axis3 floor = vae::all_stages_min_tile_size(c.stage_kernels, c.upsamples, c.stage5_kernel);
+  const vae::Axis3 padded{std::max(latent[2], floor[0]), std::max(latent[3], floor[1]),
+                          std::max(latent[4], floor[2])};
+  const int64_t ghost = g.trailing_pad_latent_frames;
+
+  FlopCount f;
+  vae::Axis3 v{padded[0] + ghost, padded[1], padded[2]};
+  f.add("conv_in", linear_flops(b * volume_of(v), c.in_channels, c.stage_channels[0]));
+  for (size_t s = 0; s < 3; ++s) {
+    const std::string stage = str("stage", s + 1);
+    na_blocks(f, stage + ".attn", stage + ".mlp", b, v, c.stage_channels[s], c.stage_kernels[s],
+              c.stage_depths[s]);
+    v = upsample(f, str("upsamples.", s), b, v, c.stage_channels[s], c.upsamples[s], true);
+  }
+  const int64_t feat_frames = v[0];  // content + ghost frames on the stage-4 grid
+
+  const vae::Axis3 s4 = vae::stage4_thw_from_latent(c.upsamples, padded, true);
+  const Shape pixels = {b, c.out_channels, 8 * (padded[0] - 1) + 1, 32 * padded[1], 32 * padded[2]};
+  const vae::Axis3& stride3 = c.upsamples[3].stride;
+  const std::vector<models::tiling::Tile> tiles = vae::prepare_tile_schedule(
+      s4, pixels, b, c.stage_channels[3], tiling, stride3, c.patch_size, g.min_tile_size_s4, g.tile_halos);
+  if (tiles_out != nullptr) *tiles_out = static_cast<int64_t>(tiles.size());
+  const int64_t c3 = c.stage_channels[3], c5 = c.diffusion_channels(), ctx = c.context_channels();
+  const int64_t k5t = c.stage5_kernel[0], up_t = stride3[0];
+  const int64_t noised = c.out_channels * c.patch_size * c.patch_size;
+  const int64_t steps = c.default_num_inference_steps, depth5 = c.stage_depths[4];
+  for (const models::tiling::Tile& tile : tiles) {
+    const models::tiling::Range t_in = tile.in[1];
+    const bool is_origin = t_in.start == 0, pad_trailing = t_in.stop == s4[0];
+    // Stage 4 on the tile's slice (trailing tiles keep the ghost frames).
+    const vae::Axis3 feat{(pad_trailing ? feat_frames : t_in.stop) - t_in.start, tile.in[2].length(),
+                          tile.in[3].length()};
+    na_blocks(f, "stage4.attn", "stage4.mlp", b, feat, c3, c.stage_kernels[3], c.stage_depths[3]);
+    vae::Axis3 up_in = feat;
+    // W-chunked: the ghost frames are cropped before upsamples[3] (at the stage-4 resolution).
+    if (layout == vae::Stage5Attention::WChunked && pad_trailing)
+      up_in[0] = vae::trailing_ghost_keep(feat[0], ghost * (8 / up_t),
+                                          std::max<int64_t>(1, (k5t + up_t - 1) / up_t));
+    vae::Axis3 context = upsample(f, "upsamples.3", b, up_in, c3, c.upsamples[3], is_origin);
+    if (layout == vae::Stage5Attention::FullVolume && pad_trailing)
+      context[0] = vae::trailing_ghost_keep(context[0], ghost * 8, k5t);
+    // Stage 5 on the tile's canvas, patchified: one token per context cell.
+    const vae::Axis3 canvas = vae::stage5_pixel_shape_from_stage4(
+        {t_in.length(), tile.in[2].length(), tile.in[3].length()}, stride3, c.patch_size, k5t,
+        is_origin, pad_trailing);
+    const vae::Axis3 grid{canvas[0], canvas[1] / c.patch_size, canvas[2] / c.patch_size};
+    LTX_CHECK(grid == context, "diffusion decoder FLOPs: stage-5 canvas ", grid[0], "x", grid[1],
+              "x", grid[2], " does not match its context ", context[0], "x", context[1], "x",
+              context[2]);
+    const int64_t rows = b * volume_of(grid);
+    FlopCount step;
+    step.add("stage5.conv_in_x_t", linear_flops(rows, noised, c5));
+    step.add("stage5.context_proj", depth5 * linear_flops(rows, ctx, c5));
+    if (layout == vae::Stage5Attention::WChunked) {
+      const int64_t width = grid[2], chunk = (width + w_chunks - 1) / w_chunks;
+      const int64_t halo = c.stage5_kernel[2] / 2, extent = chunk + 2 * halo;
+      const vae::Axis3 slab{grid[0], grid[1], extent};
+      const int64_t window = na_window(c.stage5_kernel, slab), plane = b * grid[0] * grid[1];
+      const auto attention = [&](int64_t r) {
+        return std::pair<int64_t, int64_t>{depth5 * (linear_flops(r, c5, 3 * c5) + linear_flops(r, c5, c5)),
+                                           depth5 * 4 * r * window * c5};
+      };
+      for (int64_t i = 0; i < w_chunks && i * chunk < width; ++i) {
+        const int64_t core = std::min(width, (i + 1) * chunk) - i * chunk;
+        const auto [core_gemm, core_attn] = attention(plane * core);
+        const auto [halo_gemm, halo_attn] = attention(plane * (extent - core));
+        step.add("stage5.attn", core_gemm, core_attn);
+        step.add("stage5.attn_halo", halo_gemm, halo_attn);
+      }
+    } else {
+      step.add("stage5.attn",
+               depth5 * (linear_flops(rows, c5, 3 * c5) + linear_flops(rows, c5, c5)),
+               depth5 * 4 * rows * na_window(c.stage5_kernel, grid) * c5);
+    }
+    const int64_t hidden = vae::SwiGLU::hidden_dim(c5);
+    step.add("stage5.mlp",
+             depth5 * (2 * linear_flops(rows, c5, hidden) + linear_flops(rows, hidden, c5)));
+    step.add("stage5.conv_out", linear_flops(rows, c5, noised));
+    f.add(step, steps);
   }
   return f;
 }

@@ -15,6 +15,7 @@
 #include "models/tiling.h"
 #include "models/transformer/config.h"
 #include "models/video_vae/model_configurator.h"
+#include "models/video_vae/transformer/blocks.h"
 
 namespace ltx::bench {
 
@@ -72,6 +73,37 @@ FlopCount conv_decoder_flops(const models::video_vae::DecoderConfig& config, con
 // overlaps count as often as they are decoded. No config: one tile.
 FlopCount tiled_decoder_flops(const models::video_vae::DecoderConfig& config, const Shape& latent,
                               const std::optional<models::tiling::TilingConfig>& tiling);
+
+// The LTX-2.5 diffusion video decoder (DiffusionVideoDecoder::tiled_decode) on one latent
+// [B, C, F, H, W] with `tiling` (nullopt: one tile), counted as the decoder runs it:
+//   - the latent padded to the stages' size floor, plus the trailing ghost frames through
+//     stages 1-3 (once), stage 4 and stage 5 per tile on the tile's stage-4 slice (trailing tiles
+//     with the ghost frames), stage 5 for every Euler step (default_num_inference_steps);
+//   - an NA block on rows = B T H W tokens of width C: qkv (C -> 3C) and proj (C -> C) GEMMs, the
+//     neighbourhood attention 4 * rows * window * C (= 4 * heads * queries * keys * head_dim), the
+//     window Kt Kh Kw with each kernel side clamped to its axis length (NATTEN: whole axis when
+//     shorter), and the SwiGLU w_gate, w_up (C -> hidden) and w_down (hidden -> C);
+//   - upsamples: their linear on the input rows (C -> prod(stride) C / reduction);
+//   - stage 5: conv_in_x_t (48 -> C5), per block context_proj (C_ctx -> C5) + attention + SwiGLU,
+//     conv_out (C5 -> 48).
+// Stage-5 attention in the W-chunked layout (`w_chunks` > 0, the pipelines' CHUNKED_EAGER): W is
+// cut into w_chunks chunks of ceil(W / w_chunks) columns and each chunk's attention (qkv, the
+// product and proj) runs on a slab of the chunk plus Kw / 2 halo columns per side, every slab
+// column computed and the halo results dropped; the halo work is the separate term
+// "stage5.attn_halo" (GEMM and attention of the halo columns), "stage5.attn" is the chunk cores.
+// The window is clamped to the slab's width. FullVolume: one call over the volume, no halo.
+// Terms: "conv_in", "stage<s>.attn", "stage<s>.mlp" (s = 1..4), "upsamples.<i>" (i = 0..3),
+// "stage5.conv_in_x_t", "stage5.context_proj", "stage5.attn", "stage5.attn_halo", "stage5.mlp",
+// "stage5.conv_out". Not counted: norms, RoPE, modulation, the timestep embedding and
+// shared_adaln (a few per-sample GEMMs), the Euler updates, padding / slab copies and blending.
+// `tiles` (optional) receives the number of tiles.
+FlopCount diffusion_decoder_flops(
+    const models::video_vae::DiffusionDecoderConfig& config, const Shape& latent,
+    const std::optional<models::tiling::TilingConfig>& tiling,
+    models::video_vae::Stage5Attention layout = models::video_vae::Stage5Attention::WChunked,
+    int64_t w_chunks = 4, int64_t* tiles = nullptr);
+// The NA window of one query: prod over axes of min(kernel, length).
+int64_t na_window(const models::video_vae::Axis3& kernel, const models::video_vae::Axis3& volume);
 
 // Ceilings of the device the floor is computed for, in TFLOP/s.
 struct Ceilings {

@@ -57,6 +57,22 @@ constexpr const char* kLtx23Vae = R"json({
   "spatial_padding_mode": "zeros"
 })json";
 
+// config.vae of the LTX-2.5 diffusion video VAE file (CausalDiffusionVAE / NADiffusionDecoder),
+// decoder part, as tools/bench/bench_official_diffdec.py builds it from the published header
+// (docs: reference map 4.4): t_emb_dim is absent in the file (-> 384).
+constexpr const char* kLtx25DiffusionVae = R"json({
+  "_class_name": "CausalDiffusionVAE", "dims": 3, "model_output_type": "x0",
+  "spatial_padding_mode": "zeros",
+  "decoder": {
+    "_class_name": "NADiffusionDecoder", "in_channels": 128, "out_channels": 3, "patch_size": 4,
+    "head_dim": 64, "stage_channels": [2048, 1024, 512, 512, 256], "stage_depths": [4, 6, 4, 2, 8],
+    "stage_kernels": [[3, 7, 7], [3, 7, 7], [3, 5, 5], [3, 5, 5], [11, 11, 11]],
+    "upsamples": [[[1, 2, 2], 2], [[2, 1, 1], 2], [[2, 2, 2], 1], [[2, 2, 2], 2]],
+    "spatial_padding_mode": "zeros", "resampler_kind": "linear", "stage5_kernel": [11, 11, 11],
+    "timestep_scale_multiplier": 1000.0, "default_num_inference_steps": 1
+  }
+})json";
+
 Preset ltx23_22b() {
   Preset p;
   p.name = "ltx23-22b";
@@ -70,10 +86,23 @@ Preset ltx23_22b() {
   return p;
 }
 
+// LTX-2.5 22B: the 2.3 transformer with a bias-free video FF and the keyframe position embedding
+// (reference map 2.2), the conv VAE (2.5 ships a conv VAE file too) and the diffusion VAE.
+Preset ltx25_22b() {
+  Preset p = ltx23_22b();
+  p.name = "ltx25-22b";
+  p.description = "LTX-2.5 22B audio-video transformer + conv video VAE + diffusion video decoder";
+  p.transformer["ff_bias"] = false;
+  p.transformer["use_keyframes_abs_pos_embedding"] = true;
+  p.diffusion_vae = nlohmann::json::parse(kLtx25DiffusionVae);
+  return p;
+}
+
 Preset tiny() {
   Preset p = ltx23_22b();
   p.name = "tiny";
-  p.description = "LTX-2.3 structure at toy widths (CPU smoke test)";
+  p.description =
+      "LTX-2.3 transformer + conv VAE and an LTX-2.5 diffusion decoder at toy widths (CPU smoke test)";
   const nlohmann::json small = {
       {"num_layers", 2},           {"num_attention_heads", 2},       {"attention_head_dim", 16},
       {"cross_attention_dim", 32}, {"audio_num_attention_heads", 2}, {"audio_attention_head_dim", 8},
@@ -89,6 +118,18 @@ Preset tiny() {
   for (const char* key : {"encoder_blocks", "decoder_blocks"})
     for (auto& block : p.vae[key])
       if (block[1].contains("num_layers")) block[1]["num_layers"] = 1;
+  // A diffusion decoder at toy widths: 16 latent channels like the conv VAE above, head_dim 16,
+  // reductions that keep 16 channels after the first upsample, kernels below the real ones.
+  p.diffusion_vae = nlohmann::json::parse(kLtx25DiffusionVae);
+  p.diffusion_vae["decoder"].update(nlohmann::json{
+      {"in_channels", 16},
+      {"head_dim", 16},
+      {"t_emb_dim", 32},
+      {"stage_channels", {32, 16, 16, 16, 16}},
+      {"stage_depths", {1, 1, 1, 1, 2}},
+      {"stage_kernels", {{3, 1, 3}, {3, 3, 5}, {3, 3, 3}, {3, 3, 3}, {3, 3, 3}}},
+      {"upsamples", nlohmann::json::parse("[[[1, 2, 2], 2], [[2, 1, 1], 1], [[2, 2, 2], 1], [[2, 2, 2], 1]]")},
+      {"stage5_kernel", {3, 3, 3}}});
   p.transformer_sizes = {{64, 64}, {128, 64}};
   p.vae_size = {64, 64};
   p.frames = 9;
@@ -108,12 +149,20 @@ models::video_vae::DecoderConfig Preset::decoder_config() const {
   return models::video_vae::decoder_config_from_json(vae, "bench preset '" + name + "'");
 }
 
-std::vector<std::string> preset_names() { return {"ltx23-22b", "tiny"}; }
+models::video_vae::DiffusionDecoderConfig Preset::diffusion_decoder_config() const {
+  LTX_CHECK(has_diffusion_decoder(), "bench preset '", name, "' has no diffusion video decoder; "
+            "use --preset ltx25-22b or tiny");
+  return models::video_vae::diffusion_decoder_config_from_json(diffusion_vae,
+                                                               "bench preset '" + name + "'");
+}
+
+std::vector<std::string> preset_names() { return {"ltx23-22b", "ltx25-22b", "tiny"}; }
 
 Preset preset(const std::string& name) {
   if (name == "ltx23-22b") return ltx23_22b();
+  if (name == "ltx25-22b") return ltx25_22b();
   if (name == "tiny") return tiny();
-  fail("--preset: unknown preset '", name, "'; choose one of: ltx23-22b, tiny");
+  fail("--preset: unknown preset '", name, "'; choose one of: ltx23-22b, ltx25-22b, tiny");
 }
 
 VideoSize parse_video_size(const std::string& text, const char* what) {

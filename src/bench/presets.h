@@ -4,8 +4,13 @@
 //   ltx23-22b  the published LTX-2.3 22B audio-video transformer and its conv video VAE; the
 //              issue's shapes: 121 frames at 768x512 and 1536x1024, audio on, 1024 text tokens;
 //              VAE decode of 121 frames at 1536x1024 with the pipelines' automatic tiling.
-//   tiny       the same structure at toy widths (2 layers, 2 heads) and shapes (9 frames at 64x64
-//              and 128x64, 16 text tokens): runs on the CPU in well under a second, for smoke tests.
+//   ltx25-22b  LTX-2.5 22B: the 2.3 transformer with ff_bias=false and the keyframe position
+//              embedding, the same conv VAE, and the diffusion video decoder (config.vae of the 2.5
+//              diffusion VAE file); its decode of 121 frames at 1536x1024 with the reference's
+//              memory-aware automatic tiling (tools/bench/bench_official_diffdec.py's case).
+//   tiny       the same structure at toy widths (2 layers, 2 heads; a diffusion decoder of 16-32
+//              channels) and shapes (9 frames at 64x64 and 128x64, 16 text tokens): runs on the CPU
+//              in about a second, for smoke tests.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,19 +34,23 @@ struct Preset {
   std::string name;
   std::string description;
   nlohmann::json transformer;  // metadata config.transformer
-  nlohmann::json vae;          // metadata config.vae
+  nlohmann::json vae;          // metadata config.vae (the conv video VAE)
+  nlohmann::json diffusion_vae;  // config.vae of the diffusion video VAE file; null: none
   // Default shapes.
   std::vector<VideoSize> transformer_sizes;
-  VideoSize vae_size;
+  VideoSize vae_size;  // both video decoders
   int64_t frames = 121;
   double fps = 24.0;
   int64_t text_tokens = 1024;
 
   models::transformer::LTXModelConfig transformer_config() const;
   models::video_vae::DecoderConfig decoder_config() const;
+  bool has_diffusion_decoder() const { return !diffusion_vae.is_null(); }
+  // Throws naming the preset when it has none.
+  models::video_vae::DiffusionDecoderConfig diffusion_decoder_config() const;
 };
 
-// "ltx23-22b" or "tiny"; throws listing the names otherwise.
+// "ltx23-22b", "ltx25-22b" or "tiny"; throws listing the names otherwise.
 Preset preset(const std::string& name);
 std::vector<std::string> preset_names();
 

@@ -24,6 +24,21 @@ Init vae_init(const std::string& name, const Shape& shape) {
   return Init::constant(name.ends_with("weight") || name.ends_with("gamma") ? 1 : 0);
 }
 
+Init diffusion_vae_init(const std::string& name, const Shape& shape) {
+  if (name.ends_with("scale_shift_table")) return Init::normal(0.02);
+  return vae_init(name, shape);
+}
+
+int64_t count_parameters(const std::function<void(io::WeightMap&)>& load) {
+  int64_t total = 0;
+  io::WeightMap w = io::WeightMap::synthetic([&total](const std::string&, const Shape& shape, DType dtype, Device) {
+    total += shape.numel();
+    return Tensor::zeros(Shape(std::vector<int64_t>(shape.size(), 1)), dtype).expand(shape);
+  });
+  load(w);
+  return total;
+}
+
 RandomWeights::RandomWeights(InitRule rule, uint64_t seed, int64_t pool_size)
     : rule_(std::move(rule)), seed_(seed), pool_size_(pool_size) {
   LTX_CHECK(static_cast<bool>(rule_), "RandomWeights: no init rule");

@@ -37,6 +37,13 @@ Init transformer_init(const std::string& name, const Shape& shape);
 // The official benchmark's VAE init: tensors of >= 2 dims N(0, 1 / fan_in) (fan_in = numel /
 // shape[0]), per-channel statistics: std 1 / mean 0, other 1-D weights 1, biases and the rest 0.
 Init vae_init(const std::string& name, const Shape& shape);
+// The official diffusion-decoder benchmark's init (bench_official_diffdec.py): vae_init, except
+// the stage-5 blocks' scale_shift_table N(0, 0.02^2).
+Init diffusion_vae_init(const std::string& name, const Shape& shape);
+
+// Elements of every parameter that `load` takes from a synthetic weight map, without making
+// them (each is a broadcast view of one host zero): the size of a model before building it.
+int64_t count_parameters(const std::function<void(io::WeightMap&)>& load);
 
 class RandomWeights {
  public:

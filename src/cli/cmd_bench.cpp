@@ -1,6 +1,7 @@
-// `ltx bench [all|transformer|vae|flops] [--preset ltx23-22b|tiny] [--device cpu|cuda[:N]] ...`:
-// times one transformer denoising forward and the conv VAE decode with random weights made on the
-// device, next to the FLOP floor and (with --official FILE) the official stack's numbers.
+// `ltx bench [all|transformer|vae|diffdec|flops] [--preset ltx23-22b|ltx25-22b|tiny]
+// [--device cpu|cuda[:N]] ...`: times one transformer denoising forward, the conv VAE decode and
+// the LTX-2.5 diffusion video decode with random weights made on the device, next to the FLOP floor
+// and (with --official FILE, repeatable) the official stack's numbers.
 // bench/README.md has the commands for the GPU runs.
 #include <cstdio>
 #include <fstream>
@@ -29,7 +30,9 @@ struct BenchCliOptions {
   int64_t warmup = 2, iters = 5;
   uint64_t seed = 0;
   bool no_audio = false, no_tiling = false;
-  std::string official, official_section = "best";
+  double decode_free_gib = 0;  // 0: the device's free memory
+  std::vector<std::string> official;
+  std::string official_section = "best";
   double gemm_tflops = 790, attention_tflops = 690;
   bool json = false;
   std::string out;
@@ -53,6 +56,8 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.seed = c.seed;
   o.audio = !c.no_audio;
   o.vae_tiling = !c.no_tiling;
+  if (c.decode_free_gib > 0)
+    o.decode_free_bytes = static_cast<int64_t>(c.decode_free_gib * 1024.0 * 1024.0 * 1024.0);
   o.ceilings.gemm_tflops = c.gemm_tflops;
   o.ceilings.attention_tflops = c.attention_tflops;
   return o;
@@ -73,11 +78,12 @@ int run_bench(const BenchCliOptions& c) {
   const bench::BenchOptions o = to_options(c);
   const bench::BenchTarget target = c.what == "transformer" ? bench::BenchTarget::Transformer
                                     : c.what == "vae"       ? bench::BenchTarget::Vae
+                                    : c.what == "diffdec"   ? bench::BenchTarget::DiffusionDecoder
                                                             : bench::BenchTarget::All;
   const bench::OfficialChoice choice = bench::parse_official_choice(c.official_section);
   bench::BenchReport report = bench::plan(o, target);
   // Read the official file before the (long) run, so that a bad path fails at once.
-  if (!c.official.empty()) bench::attach_official(report, c.official, choice);
+  for (const std::string& file : c.official) bench::attach_official(report, file, choice);
   if (c.what != "flops") bench::run(report);
   const std::string json = bench::to_json(report).dump(2) + "\n";
   if (!c.out.empty()) write_text_atomically(c.out, json);
@@ -93,11 +99,12 @@ int run_bench(const BenchCliOptions& c) {
 Command add_bench(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "bench",
-      "Time a transformer denoising step and the VAE decode with random weights (bench/README.md)");
+      "Time a transformer denoising step and the video decoders with random weights (bench/README.md)");
   auto o = std::make_shared<BenchCliOptions>();
   sub->add_option("what", o->what,
-                  "all (default), transformer, vae, or flops (shapes and FLOP floors only, runs nothing)")
-      ->check(CLI::IsMember({"all", "transformer", "vae", "flops"}));
+                  "all (default), transformer, vae (conv VAE decode), diffdec (LTX-2.5 diffusion video "
+                  "decode), or flops (shapes and FLOP floors only, runs nothing)")
+      ->check(CLI::IsMember({"all", "transformer", "vae", "diffdec", "flops"}));
   std::string presets;
   for (const std::string& p : bench::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   sub->add_option("--preset", o->preset, "Model preset: " + presets + " (default ltx23-22b)")
@@ -105,19 +112,25 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu (default) or cuda[:N]");
   sub->add_option("--dtype", o->dtype, "Weight/activation dtype: bf16 (CUDA default) or f32 (CPU)");
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
-  sub->add_option("--vae-size", o->vae_size, "VAE decode video size WxH (default: the preset's)");
+  sub->add_option("--vae-size", o->vae_size,
+                  "Video size WxH of both decoders (default: the preset's, 1536x1024)");
   // 0 stands for "the preset's" internally, so it is rejected here.
   sub->add_option("--frames", o->frames, "Video frames, 8k+1 (default: the preset's, 121)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_option("--text-tokens", o->text_tokens, "Text-context tokens (default: the preset's, 1024)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_flag("--no-audio", o->no_audio, "Transformer without the audio stream");
-  sub->add_flag("--no-tiling", o->no_tiling, "VAE decode in one tile (default: the pipelines' auto tiling)");
+  sub->add_flag("--no-tiling", o->no_tiling, "Decode in one tile (default: the pipelines' auto tiling)");
+  sub->add_option("--decode-free-gib", o->decode_free_gib,
+                  "Memory budget in GiB of the diffusion decoder's automatic tiling (default: what is "
+                  "free on the device when the run starts, as the official script reads it)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--warmup", o->warmup, "Untimed calls first (default 2)");
   sub->add_option("--iters", o->iters, "Timed calls (default 5); the table shows median and min");
   sub->add_option("--seed", o->seed, "Seed of the random weights and inputs (default 0)");
   sub->add_option("--official", o->official,
-                  "JSON written by tools/bench/bench_official.py on the same GPU (adds the official columns)");
+                  "JSON written by tools/bench/bench_official.py or bench_official_diffdec.py on the same "
+                  "GPU (adds the official columns; repeatable)");
   sub->add_option("--official-section", o->official_section,
                   "Official run shown: best (default, the fastest), eager, compiled or capture");
   sub->add_option("--gemm-tflops", o->gemm_tflops, "GEMM ceiling for the floor, TFLOP/s (default 790)");

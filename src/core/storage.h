@@ -39,4 +39,19 @@ HostAllocationStats host_allocation_stats();
 // Restarts peak tracking from the current live bytes.
 void reset_host_allocation_peak();
 
+// How many Storage::allocate calls have been made so far, per device type (process-wide, never
+// reset). Every op returns a freshly allocated tensor on its inputs' device, so the change of
+// these counts over a piece of work says where that work ran (`ltx generate` reports it per
+// stage; tests check that a component ran on the GPU).
+struct AllocationCounts {
+  int64_t host = 0;
+  int64_t cuda = 0;
+};
+AllocationCounts allocation_counts();
+
+// Bytes the host can still give to new allocations: /proc/meminfo's MemAvailable, else the free
+// pages (0 when neither is known). The budget of memory-aware choices made for the CPU (the
+// diffusion decoder's automatic tiling in generate and bench).
+int64_t host_available_bytes();
+
 }  // namespace ltx

@@ -1,14 +1,13 @@
 #include "generate/decode.h"
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
-#include <sstream>
+#include <utility>
 #include <variant>
 
-#include <unistd.h>
-
+#include "bench/device.h"
 #include "core/error.h"
+#include "generate/placement.h"
 #include "generate/progress.h"
 #include "io/safetensors.h"
 #include "models/audio_vae/audio_vae.h"
@@ -16,6 +15,7 @@
 #include "models/video_vae/diffusion_tiling.h"
 #include "models/video_vae/model_configurator.h"
 #include "models/video_vae/video_decoder.h"
+#include "ops/shape.h"
 #include "pipelines/pipeline.h"
 #include "sampling/noise.h"
 
@@ -23,36 +23,39 @@ namespace ltx::generate {
 
 namespace {
 
-models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::string& path) {
+models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::string& path,
+                                           const nn::LoadOptions& where) {
   const auto file = io::SafetensorsFile::open(path);
-  const auto decoder = models::audio_vae::AudioDecoder::from_file(file);
-  const auto vocoder = models::audio_vae::VocoderModel::from_file(file);
+  const auto decoder = models::audio_vae::AudioDecoder::from_file(file, where);
+  const auto vocoder = models::audio_vae::VocoderModel::from_file(file, where);
   LTX_CHECK(latent.size(1) == decoder.config().z_channels, "decode: the audio latent has ",
             latent.size(1), " channels but the audio VAE decoder of '", path, "' takes ",
             decoder.config().z_channels, "; were the latents made with another model?");
-  return models::audio_vae::decode_audio(latent, decoder, vocoder);
+  models::audio_vae::Audio audio =
+      models::audio_vae::decode_audio(latent.to(where.device), decoder, vocoder);
+  audio.waveform = audio.waveform.to(Device::cpu(), DType::F32);  // the one trip back
+  return audio;
 }
 
-// Bytes the host can still give: MemAvailable, else the free pages.
-int64_t host_available_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    std::istringstream in(line.substr(13));
-    int64_t kib = 0;
-    if (in >> kib) return kib * 1024;
-  }
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+// The bytes the diffusion decoder's automatic tiling may plan with: given, or what the decoding
+// device has free now (bench::free_memory_bytes: cudaMemGetInfo on a GPU, MemAvailable on the
+// host). On a GPU the allocator's cache is released first: the freed diffusion models' blocks are
+// free memory for the decode (the reference empties its cache between the blocks, and its
+// cuda_activation_budget_bytes counts cached blocks as used).
+int64_t decode_budget_bytes(const DecodeOptions& options, Device device) {
+  if (options.decode_free_bytes) return *options.decode_free_bytes;
+  bench::release_cached_memory(device);  // then cudaMemGetInfo's free = min(free, total - reserved)
+  return bench::free_memory_bytes(device);
 }
 
 // The pipelines' tiling for the decoder (reference: ensure_tiling_config): a given layout is
 // checked against the decoder's grid (and the diffusion decoder's overlap floors) before any work;
 // automatic tiling is the conv VAE's long-side layout or the diffusion decoder's memory-aware
-// recommendation.
+// recommendation for `free_bytes` on the decoding device.
 std::optional<models::tiling::TilingConfig> decode_tiling(
     const models::video_vae::VideoDecoder& decoder, const std::string& path,
-    const DecodeResult& video, const DecodeOptions& options) {
+    const DecodeResult& video, const DecodeOptions& options, int64_t free_bytes,
+    const nn::LoadOptions& where) {
   namespace vae = models::video_vae;
   namespace tiling = models::tiling;
   const auto* diffusion = std::get_if<vae::DiffusionVideoDecoder>(&decoder);
@@ -79,18 +82,54 @@ std::optional<models::tiling::TilingConfig> decode_tiling(
   if (!options.auto_tiling) return std::nullopt;
   if (!diffusion) return tiling::auto_tiling_config(video.height, video.width);
   vae::DiffusionTilingBudget budget;
-  budget.free_bytes = options.decode_free_bytes.value_or(host_available_bytes());
+  budget.free_bytes = free_bytes;
   budget.model_bytes = vae::diffusion_decoder_weight_bytes(*io::SafetensorsFile::open(path));
+  if (where.device.is_cuda()) {
+    // On a GPU the memory model must hold: the decoder's activations are f32 whatever its weights
+    // (it widens the latent and the noise), and its weights take the load dtype's bytes (the
+    // header estimate counts 2 per element).
+    budget.element_size = 4;
+    budget.model_bytes = budget.model_bytes / 2 * static_cast<int64_t>(dtype_size(where.dtype));
+  }
   return vae::recommended_decode_tiling(geometry, video.height, video.width, video.frames, budget);
 }
 
 }  // namespace
 
-DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent_in,
-                           const Tensor& audio_latent_in, const std::string& video_vae_path,
-                           const std::string& audio_vae_path, const DecodeOptions& options,
-                           Progress* progress) {
-  // The pipelines' latents are bf16 by default; the CPU decoders compute in f32.
+Mp4Sink::Mp4Sink(std::string path, media::Mp4Options options)
+    : path_(std::move(path)), options_(std::move(options)) {}
+Mp4Sink::~Mp4Sink() = default;
+
+void Mp4Sink::begin(const MediaFormat& format) {
+  media::Mp4Options mp4 = options_;
+  mp4.audio_sample_rate = static_cast<int>(format.audio_sample_rate);
+  if (format.audio_sample_rate > 0) mp4.audio_channels = static_cast<int>(format.audio_channels);
+  writer_ = std::make_unique<media::Mp4Writer>(path_, format.fps, mp4);
+}
+
+void Mp4Sink::write_frames(const Tensor& frames) { writer_->write_frames(frames); }
+void Mp4Sink::write_audio(const Tensor& waveform) { writer_->write_audio(waveform); }
+void Mp4Sink::finish() { writer_->finish(); }
+
+void MemorySink::begin(const MediaFormat& format) {
+  media_ = {};
+  media_.format = format;
+  chunks_.clear();
+}
+
+void MemorySink::write_frames(const Tensor& frames) { chunks_.push_back(frames); }
+void MemorySink::write_audio(const Tensor& waveform) { media_.waveform = waveform; }
+
+void MemorySink::finish() {
+  LTX_CHECK(!chunks_.empty(), "decode: no video frames were decoded");
+  media_.frames = chunks_.size() == 1 ? chunks_[0] : ops::concat(chunks_, 0);
+  chunks_.clear();
+}
+
+DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_latent_in,
+                            const std::string& video_vae_path, const std::string& audio_vae_path,
+                            MediaSink& sink, const DecodeOptions& options, Progress* progress) {
+  // The pipelines' latents are bf16 by default; the decoders take them in f32.
   const Tensor video_latent = video_latent_in.defined() ? video_latent_in.to(DType::F32) : Tensor();
   const Tensor audio_latent = audio_latent_in.defined() ? audio_latent_in.to(DType::F32) : Tensor();
   LTX_CHECK(video_latent.defined() && video_latent.dim() == 5 && video_latent.size(0) == 1,
@@ -100,11 +139,16 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
             "decode: the audio latent must be [1, C, T, mel], got ", audio_latent.describe());
   LTX_CHECK(options.fps > 0, "decode: the frame rate must be positive, got ", options.fps);
 
+  const nn::LoadOptions video_where = model_placement(options.device, options.dtype);
+  // The audio VAE decoder and vocoder take f32 weights only.
+  const nn::LoadOptions audio_where{DType::F32, options.device};
+
   DecodeResult r;
   models::audio_vae::Audio audio;
   if (audio_latent.defined()) {
     if (progress) progress->stage("audio decode");
-    audio = decode_audio_file(audio_latent, audio_vae_path);
+    log_placement("audio decoder + vocoder", audio_where);
+    audio = decode_audio_file(audio_latent, audio_vae_path, audio_where);
     LTX_CHECK(audio.waveform.dim() == 2, "decode: the vocoder returned ", audio.waveform.describe(),
               ", expected [channels, samples]");
     pipelines::GenerationResult cut;  // the pipelines' rule for the cut
@@ -122,10 +166,15 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
   // Convolutional or diffusion decoder, chosen from the file's metadata like the reference.
   const bool diffusion_file = models::video_vae::is_diffusion_video_vae(
       io::SafetensorsFile::open(video_vae_path)->metadata_json());
-  const Device device = diffusion_file ? Device::cpu() : options.device;
-  const nn::LoadOptions load{device.is_cuda() ? DType::BF16 : DType::F32, device};
+  // The automatic diffusion tiling's budget: on a GPU measured before the decoder's weights
+  // arrive, as the reference (the budget counts them apart); on the CPU after the load, as before.
+  const bool needs_budget = diffusion_file && !options.tiling && options.auto_tiling;
+  std::optional<int64_t> free_bytes;
+  if (needs_budget && video_where.device.is_cuda())
+    free_bytes = decode_budget_bytes(options, video_where.device);
+  log_placement(diffusion_file ? "diffusion video decoder" : "video decoder", video_where);
   const models::video_vae::VideoDecoder decoder =
-      models::video_vae::load_video_decoder(video_vae_path, load);
+      models::video_vae::load_video_decoder(video_vae_path, video_where);
   const auto* diffusion = std::get_if<models::video_vae::DiffusionVideoDecoder>(&decoder);
   const int64_t latent_channels =
       diffusion ? diffusion->config().in_channels
@@ -139,35 +188,48 @@ DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_l
   r.frames = out_shape[2];
   r.height = out_shape[3];
   r.width = out_shape[4];
+  if (needs_budget && !free_bytes) free_bytes = decode_budget_bytes(options, video_where.device);
   const std::optional<models::tiling::TilingConfig> tiling =
-      decode_tiling(decoder, video_vae_path, r, options);
+      decode_tiling(decoder, video_vae_path, r, options, free_bytes.value_or(0), video_where);
   const int64_t chunks = models::tiling::video_chunks_number(r.frames, tiling);
 
-  media::Mp4Options mp4 = options.mp4;
+  MediaFormat format;
+  format.fps = options.fps;
   if (audio.waveform.defined()) {
-    mp4.audio_sample_rate = static_cast<int>(audio.sampling_rate);
-    mp4.audio_channels = static_cast<int>(audio.waveform.size(0));
-  } else {
-    mp4.audio_sample_rate = 0;
+    format.audio_sample_rate = audio.sampling_rate;
+    format.audio_channels = audio.waveform.size(0);
   }
-  media::Mp4Writer writer(output_path, options.fps, mp4);
+  sink.begin(format);
+  const Device device = video_where.device;
   sampling::TorchCpuGenerator generator(options.noise_seed);
   const models::video_vae::NoiseFn noise = [&](const Shape& shape) {
     return generator.randn(shape, DType::F32).to(device);  // drawn on the host, as before
   };
-  int64_t done = 0;
+  int64_t done = 0, frames_written = 0;
   if (progress) progress->step(0, chunks);
-  const Tensor latent_on_device = video_latent.to(device, load.dtype);
+  const Tensor latent_on_device = video_latent.to(device, video_where.dtype);
   models::video_vae::decode_video(decoder, latent_on_device, tiling, noise, [&](const Tensor& chunk) {
-    if (chunk.size(0) > 0) writer.write_frames(chunk.to(Device::cpu(), DType::F32));
+    if (chunk.size(0) > 0) {
+      sink.write_frames(chunk.to(Device::cpu(), DType::F32));
+      frames_written += chunk.size(0);
+    }
     if (progress) progress->step(++done, std::max(chunks, done));
   });
-  LTX_CHECK(writer.frames_written() == r.frames, "decode: the video decoder produced ",
-            writer.frames_written(), " frames, expected ", r.frames);
-  if (audio.waveform.defined()) writer.write_audio(audio.waveform);
-  writer.finish();
+  LTX_CHECK(frames_written == r.frames, "decode: the video decoder produced ", frames_written,
+            " frames, expected ", r.frames);
+  if (audio.waveform.defined()) sink.write_audio(audio.waveform);
+  sink.finish();
   if (progress) progress->end_stage();
   return r;
+}
+
+DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent,
+                           const Tensor& audio_latent, const std::string& video_vae_path,
+                           const std::string& audio_vae_path, const DecodeOptions& options,
+                           Progress* progress) {
+  Mp4Sink sink(output_path, options.mp4);
+  return decode_latents(video_latent, audio_latent, video_vae_path, audio_vae_path, sink, options,
+                        progress);
 }
 
 }  // namespace ltx::generate

@@ -2,14 +2,17 @@
 // The decode stage of every pipeline (the reference's VideoDecoder / AudioDecoder blocks and
 // encode_video): final latents -> pixels through the video VAE decoder (the convolutional one or
 // LTX-2.5's diffusion decoder, chosen from the file's metadata; tiled with the pipelines'
-// automatic layout for that decoder), -> waveform through the audio VAE decoder + vocoder, -> one MP4 (H.264
-// yuv420p + AAC at the vocoder's rate). Each decoder is loaded from its file, used and freed (the
-// audio ones first, so the video decoder runs alone). Video chunks stream into the encoder as the
-// tiled decode yields them. The file appears only when everything succeeded (media::Mp4Writer
-// writes a temporary and renames it).
+// automatic layout for that decoder), -> waveform through the audio VAE decoder + vocoder, -> a
+// MediaSink: one MP4 (H.264 yuv420p + AAC at the vocoder's rate), or memory. Each decoder is loaded
+// from its file onto DecodeOptions::device, used and freed (the audio ones first, so the video
+// decoder runs alone). Video chunks stream into the sink as the tiled decode yields them, each
+// brought to the host once; the waveform comes back once. An MP4 appears only when everything
+// succeeded (media::Mp4Writer writes a temporary and renames it).
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "media/video_writer.h"
@@ -21,10 +24,11 @@ class Progress;
 
 struct DecodeOptions {
   double fps = 24.0;
-  // Where the convolutional video decoder runs: the CPU (f32), or a GPU (bf16 weights and
-  // activations, as the reference; chunks come back to the host for the encoder). The diffusion
-  // decoder and the audio decoder + vocoder run on the CPU.
+  // Where the decoders run: the CPU (f32), or a GPU (generate::model_placement: the video
+  // decoder's weights in `dtype`, default bf16 as the reference; the audio decoder + vocoder in
+  // f32). Chunks and the waveform come back to the host for the sink.
   Device device = Device::cpu();
+  std::optional<DType> dtype;
   // Decode tiling, checked against the decoder's grid and (diffusion decoder) its overlap floors;
   // nullopt with auto_tiling: the pipelines' automatic layout (reference: tiling_config_for_vae):
   // conv VAE models::tiling::auto_tiling_config, diffusion decoder
@@ -32,8 +36,10 @@ struct DecodeOptions {
   std::optional<models::tiling::TilingConfig> tiling;
   bool auto_tiling = true;
   // Memory budget (bytes free on the decoding device) of the diffusion decoder's automatic
-  // tiling; nullopt: the host's available memory, as the decode runs on the CPU. (The reference
-  // passes the CUDA device's free memory, and 0 off CUDA, with which no layout fits.)
+  // tiling; nullopt: what the decoding device has free before the decoder is loaded
+  // (bench::free_memory_bytes: on a GPU its free memory after the cache is released, as the
+  // reference's cuda_activation_budget_bytes; on the CPU the host's available memory, where the
+  // reference passes 0, with which no layout fits).
   std::optional<int64_t> decode_free_bytes;
   // Seed of the decoder noise of timestep-conditioned video decoders (torch CPU generator; the
   // reference continues the pipeline's generator on its device, which is not reproduced).
@@ -41,7 +47,7 @@ struct DecodeOptions {
   // > 0: cut the waveform to this many seconds (DFR pads its canvas; the reference cuts the audio
   // to the video's length, pipelines::audio_samples_to_keep).
   double audio_max_seconds = 0.0;
-  media::Mp4Options mp4;
+  media::Mp4Options mp4;  // decode_to_mp4's encoder settings
 };
 
 struct DecodeResult {
@@ -50,11 +56,71 @@ struct DecodeResult {
   int64_t audio_sample_rate = 0;
 };
 
+// Where decoded media goes, in this order: begin() once (after the audio decode and the video
+// decoder's checks, before any frame), write_frames() per chunk, write_audio() once when there is
+// audio, finish(). Everything it gets is on the host.
+struct MediaFormat {
+  double fps = 24.0;
+  int64_t audio_sample_rate = 0;  // 0: no audio
+  int64_t audio_channels = 0;
+};
+class MediaSink {
+ public:
+  virtual ~MediaSink() = default;
+  virtual void begin(const MediaFormat& format) = 0;
+  // frames: [f, H, W, 3] f32 in [0, 1], the next f frames.
+  virtual void write_frames(const Tensor& frames) = 0;
+  // waveform: [channels, samples] f32.
+  virtual void write_audio(const Tensor& waveform) = 0;
+  virtual void finish() = 0;
+};
+
+// An MP4 file through media::Mp4Writer (opened in begin(); the file appears in finish()).
+class Mp4Sink final : public MediaSink {
+ public:
+  explicit Mp4Sink(std::string path, media::Mp4Options options = {});
+  ~Mp4Sink() override;
+  void begin(const MediaFormat& format) override;
+  void write_frames(const Tensor& frames) override;
+  void write_audio(const Tensor& waveform) override;
+  void finish() override;
+
+ private:
+  std::string path_;
+  media::Mp4Options options_;
+  std::unique_ptr<media::Mp4Writer> writer_;
+};
+
+// Decoded media kept in memory (library callers, tests; no FFmpeg needed).
+struct DecodedMedia {
+  MediaFormat format;
+  Tensor frames;    // [F, H, W, 3] f32 in [0, 1], on the host
+  Tensor waveform;  // [channels, samples] f32 on the host; undefined without audio
+};
+class MemorySink final : public MediaSink {
+ public:
+  void begin(const MediaFormat& format) override;
+  void write_frames(const Tensor& frames) override;
+  void write_audio(const Tensor& waveform) override;
+  void finish() override;  // joins the chunks
+  const DecodedMedia& media() const { return media_; }
+
+ private:
+  DecodedMedia media_;
+  std::vector<Tensor> chunks_;
+};
+
 // video_latent: [1, C, F, H, W] normalised video latent (the pipeline's result); audio_latent:
 // [1, z, T, mel] normalised audio latent, or undefined for a silent video. video_vae_path /
 // audio_vae_path: files holding the video VAE decoder / the audio VAE decoder + vocoder (a
 // single-file checkpoint may be both). `progress` (optional) gets the stages "audio decode" and
-// "video decode" (one step per decoded chunk).
+// "video decode" (one step per decoded chunk). Checks run before the sink sees anything.
+DecodeResult decode_latents(const Tensor& video_latent, const Tensor& audio_latent,
+                            const std::string& video_vae_path, const std::string& audio_vae_path,
+                            MediaSink& sink, const DecodeOptions& options = {},
+                            Progress* progress = nullptr);
+
+// decode_latents into an Mp4Sink(output_path, options.mp4).
 DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent,
                            const Tensor& audio_latent, const std::string& video_vae_path,
                            const std::string& audio_vae_path, const DecodeOptions& options = {},

@@ -12,6 +12,7 @@
 #include "generate/components.h"
 #include "generate/decode.h"
 #include "generate/demo_bundle.h"
+#include "generate/placement.h"
 #include "generate/progress.h"
 #include "io/weights.h"
 #include "media/image.h"
@@ -93,7 +94,8 @@ struct StageTransformer {
 };
 
 std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, PipelineKind kind,
-                                                   const pipelines::GenerationRequest& request, Device device) {
+                                                   const pipelines::GenerationRequest& request,
+                                                   const nn::LoadOptions& opt) {
   auto st = std::make_unique<StageTransformer>();
   const lora::LoraSet user = lora::open_set(paths.loras);
   std::shared_ptr<const lora::LoraFile> distilled, detailing;
@@ -112,8 +114,6 @@ std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, Pipe
   const auto file = io::SafetensorsFile::open(paths.transformer.path);
   const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
   io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
-  // bf16 weights on CUDA (the reference's inference dtype), f32 on the CPU (which computes in f32).
-  const nn::LoadOptions opt{device.is_cuda() ? DType::BF16 : DType::F32, device};
   if (any)
     st->fuser = std::make_unique<lora::Fuser>(
         w, std::vector<lora::LoraSet>(std::begin(st->sets), std::end(st->sets)), opt);
@@ -123,17 +123,19 @@ std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, Pipe
 
 }  // namespace
 
-void validate_options(const GenerateOptions& o) {
+void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
   bench::check_device(o.device, "--device");  // CUDA compiled in, the GPU index exists
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
-  LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
-  {
+  if (to_file) {
+    LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
     std::error_code ec;
     LTX_CHECK(!fs::is_directory(o.output_path, ec), "--output-path '", o.output_path,
               "' is a folder: name the MP4 file to write");
   }
+  LTX_CHECK(!o.dtype || *o.dtype == DType::BF16 || *o.dtype == DType::F32, "generate: dtype ",
+            o.dtype ? dtype_name(*o.dtype) : "", " is not supported (bf16 or f32)");
   if (o.num_frames)
     LTX_CHECK(*o.num_frames >= 1 && (*o.num_frames - 1) % 8 == 0, "--num-frames ", *o.num_frames,
               " must be 8k + 1 (1, 9, 17, ..., 121), e.g. ",
@@ -226,12 +228,14 @@ void validate_options(const GenerateOptions& o) {
             "one of them");
 }
 
-GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
-  validate_options(options);
+namespace {
+
+GenerateResult generate(const GenerateOptions& options, Progress& progress, MediaSink& sink) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  // Every model on the one device, in one dtype (generate/placement.h).
+  const nn::LoadOptions where = model_placement(options.device, options.dtype);
   GenerateResult result;
   result.pipeline = pipelines::pipeline_name(kind);
-  result.output_path = options.output_path;
 
   // ---- models
   ModelFlags flags = options.models;
@@ -270,6 +274,7 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
 
   // ---- request: the reference's preset for this model, then the flags
   pipelines::GenerationRequest req = pipelines::default_request(kind, report.model_version);
+  if (options.dtype) req.dtype = *options.dtype;  // the latents between the steps
   if (result.demo) {
     req.height = kDemoHeight;
     req.width = kDemoWidth;
@@ -324,7 +329,8 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   // --num-frames then).
   std::optional<duration_head::DurationHead> head;
   if (paths.duration_head.given())
-    head = duration_head::DurationHead::try_from_file(paths.duration_head.path);
+    head = duration_head::DurationHead::try_from_file(paths.duration_head.path, where);
+  if (head) log_placement("duration head", where);
   duration_head::NumFramesRequest frames_request = req.num_frames;
   if (options.num_frames || options.auto_duration || head) {
     std::optional<duration_head::AutoDuration> range;
@@ -340,14 +346,12 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
   std::string prompt = options.prompt;
   pipelines::TextContexts contexts;
   {
-    // On a GPU the text models load there in bf16 (as the reference runs them); the contexts come
-    // back to the host in f32 (exact) for the duration head and the pipeline, which moves them to
-    // the transformer's device once.
+    // The text models load on the device (bf16 on a GPU, as the reference runs them); the duration
+    // head reads the contexts there, then they come back to the host in f32 (exact) for the
+    // pipeline, which moves them to the transformer's device once.
     text::PromptEncoderOptions text_options;
-    if (options.device.is_cuda()) {
-      text_options.load = nn::LoadOptions{DType::BF16, options.device};
-      log_info("device: text encoding runs on ", bench::device_description(options.device), " (bf16 weights)");
-    }
+    text_options.load = where;
+    log_placement("text encoder", where);
     text::PromptEncoder encoder(paths.text_encoder.path, paths.embeddings_weight_paths, text_options);
     if (options.enhance_prompt) {
       progress.stage("prompt enhancement");
@@ -358,7 +362,7 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
       // encoding that follows).
       prompt = options.prompt_enhancer_gemma_root.empty()
                    ? encoder.enhance(prompt, eo)
-                   : text::enhance_prompt(options.prompt_enhancer_gemma_root, prompt, eo);
+                   : text::enhance_prompt(options.prompt_enhancer_gemma_root, prompt, eo, where);
       log_info("enhanced prompt: ", prompt);
       progress.stage("text encoding");
     }
@@ -369,13 +373,14 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
          sampling::MultiModalGuider(req.audio_guider).do_unconditional_generation());
     if (negative) prompts.push_back(options.negative_prompt.value_or(kDefaultNegativePrompt));
     std::vector<text::PromptContext> ctx = encoder.encode(prompts);
+    req.num_frames = duration_head::resolve_num_frames(frames_request, head ? &*head : nullptr,
+                                                       ctx[0].video, ctx[0].audio, req.frame_rate);
+    head.reset();
     for (text::PromptContext& c : ctx) {
       c.video = c.video.to(Device::cpu(), DType::F32);
       if (c.audio.defined()) c.audio = c.audio.to(Device::cpu(), DType::F32);
       if (c.mask.defined()) c.mask = c.mask.to(Device::cpu());
     }
-    req.num_frames = duration_head::resolve_num_frames(frames_request, head ? &*head : nullptr,
-                                                       ctx[0].video, ctx[0].audio, req.frame_rate);
     if (std::holds_alternative<duration_head::AutoDuration>(frames_request))
       log_info("duration head: ", req.num_frames, " frames at ", req.frame_rate, " fps");
     contexts.video_positive = ctx[0].video;
@@ -390,21 +395,27 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
 
   // ---- diffusion
   progress.stage("model loading");
-  if (options.device.is_cuda())
-    log_info("device: the transformer and the denoising loops run on ", bench::device_description(options.device),
-             " (bf16 weights), and so does the convolutional video decode; image encoding, latent "
-             "upsampling, the diffusion video decoder and the audio decode run on the CPU");
-  std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req, options.device);
+  log_placement("transformer (denoising loops)", where);
+  std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req, where);
   std::optional<models::video_vae::VideoEncoder> video_encoder;
-  if (needs.video_encoder)
-    video_encoder.emplace(models::video_vae::VideoEncoder::from_file(paths.video_vae.path));
+  if (needs.video_encoder) {
+    log_placement(options.images.empty() ? "video encoder (latent statistics)"
+                                         : "video encoder (image conditioning)",
+                  where);
+    video_encoder.emplace(models::video_vae::VideoEncoder::from_file(paths.video_vae.path, where));
+  }
   std::optional<models::upsampler::LatentUpsampler> upsampler;
-  if (needs.spatial_upsampler)
-    upsampler.emplace(models::upsampler::LatentUpsampler::from_file(paths.spatial_upsampler.path));
+  if (needs.spatial_upsampler) {
+    log_placement("spatial latent upsampler", where);
+    upsampler.emplace(
+        models::upsampler::LatentUpsampler::from_file(paths.spatial_upsampler.path, where));
+  }
   std::optional<models::upsampler::LatentUpsampler> temporal_upsampler;
-  if (needs.temporal_upsampler)
+  if (needs.temporal_upsampler) {
+    log_placement("temporal latent upsampler", where);
     temporal_upsampler.emplace(
-        models::upsampler::LatentUpsampler::from_file(paths.temporal_upsampler.path));
+        models::upsampler::LatentUpsampler::from_file(paths.temporal_upsampler.path, where));
+  }
   progress.end_stage();
 
   pipelines::Components comp;
@@ -439,13 +450,29 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
              " generated keyframes are not written (as the reference's scripts)");
   DecodeOptions dec;
   dec.device = options.device;
+  dec.dtype = options.dtype;
   dec.fps = out.frame_rate;
   dec.noise_seed = req.seed;
   dec.audio_max_seconds = out.audio_max_seconds;
-  result.decoded = decode_to_mp4(options.output_path, out.video_latent, out.audio_latent,
-                                 paths.video_vae.path, paths.audio_vae.path, dec, &progress);
+  result.decoded = decode_latents(out.video_latent, out.audio_latent, paths.video_vae.path,
+                                  paths.audio_vae.path, sink, dec, &progress);
   result.frame_rate = out.frame_rate;
   return result;
+}
+
+}  // namespace
+
+GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
+  validate_options(options);
+  Mp4Sink sink(options.output_path);
+  GenerateResult result = generate(options, progress, sink);
+  result.output_path = options.output_path;
+  return result;
+}
+
+GenerateResult run_generation(const GenerateOptions& options, Progress& progress, MediaSink& sink) {
+  validate_options(options, /*to_file=*/false);
+  return generate(options, progress, sink);
 }
 
 }  // namespace ltx::generate

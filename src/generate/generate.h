@@ -44,9 +44,15 @@ struct GenerateOptions {
   std::optional<int64_t> seed, height, width, num_frames, num_inference_steps;
   std::optional<double> frame_rate;
   std::optional<int64_t> max_batch_size;  // guided passes per transformer call (0 = all)
-  // --device: the transformer's device (bf16 weights on CUDA, f32 on the CPU); the denoising loops
-  // run there. The other models run on the CPU.
+  // --device: where every model runs (generate/placement.h): the text encoder, the duration head,
+  // the transformer with the denoising loops, the video encoder, the latent upsamplers, the video
+  // decoder (convolutional or diffusion) and the audio decoder + vocoder. The CPU computes in f32;
+  // a GPU in bf16 (the audio models in f32).
   Device device = Device::cpu();
+  // Precision (library only; the CLI runs the reference's): unset = bf16 models on a GPU and bf16
+  // latents between the denoising steps, as the reference; F32 = full precision, f32 models on a
+  // GPU too and f32 latents between steps (e.g. to compare a GPU run with a CPU run).
+  std::optional<DType> dtype;
   ModelFlags models;
   std::vector<ImageFlag> images;
   GuidanceFlags video_guidance, audio_guidance;
@@ -63,7 +69,7 @@ struct GenerateOptions {
 };
 
 struct GenerateResult {
-  std::string output_path;
+  std::string output_path;  // empty when the media went to a caller's sink
   bool demo = false;
   std::string pipeline;
   std::string prompt;  // after enhancement
@@ -76,10 +82,14 @@ struct GenerateResult {
 // positive frame rate and steps, image frame indices and strengths, flags that the chosen
 // pipeline does not use (guidance for distilled / dfr, the second-stage files for one-stage, the
 // DFR flags for the others), a --device this build or machine cannot use. Throws an ltx::Error
-// naming the flag.
-void validate_options(const GenerateOptions& options);
+// naming the flag. `to_file`: the output path is checked too (not when a sink takes the media).
+void validate_options(const GenerateOptions& options, bool to_file = true);
 
+// Writes the MP4 at options.output_path.
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);
+// The same generation with the decoded frames and audio handed to `sink` (e.g. a MemorySink)
+// instead of an MP4 file; options.output_path is not used.
+GenerateResult run_generation(const GenerateOptions& options, Progress& progress, MediaSink& sink);
 
 // The reference's default negative prompt (DEFAULT_NEGATIVE_PROMPT, a model input: kept verbatim).
 extern const char* const kDefaultNegativePrompt;

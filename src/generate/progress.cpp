@@ -24,6 +24,7 @@ void Progress::stage(const std::string& name) {
   end_stage();
   current_ = name;
   stage_start_ = Clock::now();
+  stage_allocations_ = allocation_counts();
   in_stage_ = true;
   if (mode_ != Mode::Off) {
     std::fprintf(out_, "ltx: %s ...\n", name.c_str());
@@ -70,13 +71,18 @@ void Progress::end_stage() {
   if (!in_stage_) return;
   in_stage_ = false;
   const double s = std::chrono::duration<double>(Clock::now() - stage_start_).count();
+  const AllocationCounts now = allocation_counts();
+  const AllocationCounts made{now.host - stage_allocations_.host, now.cuda - stage_allocations_.cuda};
   // A stage entered twice (e.g. "decode" per chunk) accumulates.
   auto it = std::find_if(timings_.begin(), timings_.end(),
                          [&](const Timing& t) { return t.stage == current_; });
-  if (it == timings_.end())
-    timings_.push_back({current_, s});
-  else
+  if (it == timings_.end()) {
+    timings_.push_back({current_, s, made});
+  } else {
     it->seconds += s;
+    it->allocations.host += made.host;
+    it->allocations.cuda += made.cuda;
+  }
   if (bar_drawn_) {
     std::fputc('\n', out_);
     bar_drawn_ = false;

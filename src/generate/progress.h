@@ -2,12 +2,15 @@
 // Progress and timings of a generation on stderr. Work is split into named stages ("text
 // encoding", "stage 1", "decode", ...). A stage with steps shows a bar with the step count, the
 // elapsed time and an ETA: redrawn in place on a terminal, as plain lines otherwise (one per
-// step, so logs stay readable). Every stage's wall time is kept for the summary at the end.
+// step, so logs stay readable). Every stage's wall time is kept for the summary at the end, with
+// the tensor allocations the stage made on the host and on the GPUs (which say where its work ran).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "core/storage.h"
 
 namespace ltx::generate {
 
@@ -31,6 +34,7 @@ class Progress {
   struct Timing {
     std::string stage;
     double seconds = 0.0;
+    AllocationCounts allocations;  // Storage::allocate calls during the stage, per device type
   };
   const std::vector<Timing>& timings() const { return timings_; }
   double total_seconds() const;
@@ -47,6 +51,7 @@ class Progress {
   Clock::time_point start_;
   std::string current_;
   Clock::time_point stage_start_;
+  AllocationCounts stage_allocations_;  // the counts when the stage started
   bool in_stage_ = false;
   bool bar_drawn_ = false;  // a bar line without its newline is on screen
   std::vector<Timing> timings_;

@@ -169,7 +169,7 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
     if (progress) progress("image conditioning", 1, 1);
   }
   auto conditionings = [&](const std::vector<PreparedImage>& ims, int64_t h, int64_t w) {
-    return ims.empty() ? sampling::ConditioningItems{} : image_conditionings(ims, h, w, *c.video_encoder, r.dtype);
+    return ims.empty() ? sampling::ConditioningItems{} : image_conditionings(ims, h, w, *c.video_encoder, r.dtype, c.device);
   };
 
   // ---- stage 1: half size, keyframe slots at every segment end.
@@ -201,8 +201,8 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
   if (progress) progress("upsample", 0, 1);
   const Tensor half_size_video = out1.video_latent.narrow(0, 0, 1).contiguous();
   const Tensor upsampled_keyframes =
-      models::upsampler::upsample_video(out1.generated_keyframes, stats, *c.spatial_upsampler).to(r.dtype);
-  const Tensor upscaled = models::upsampler::upsample_video(half_size_video, stats, *c.spatial_upsampler).to(r.dtype);
+      upsample_on_device(out1.generated_keyframes, stats, *c.spatial_upsampler, r.dtype, c.device);
+  const Tensor upscaled = upsample_on_device(half_size_video, stats, *c.spatial_upsampler, r.dtype, c.device);
   if (progress) progress("upsample", 1, 1);
 
   // ---- stage 2: full-size detailing pass (its audio is discarded: stage 1's ships).
@@ -247,7 +247,7 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
               " has no carried keyframes");
     if (progress) progress("temporal upsample", 0, 1);
     const Tensor upsampled =
-        models::upsampler::upsample_video(video.narrow(0, 0, 1).contiguous(), stats, *c.temporal_upsampler).to(r.dtype);
+        upsample_on_device(video.narrow(0, 0, 1).contiguous(), stats, *c.temporal_upsampler, r.dtype, c.device);
     if (progress) progress("temporal upsample", 1, 1);
     frames = 2 * (frames - 1) + 1;
     fps *= 2.0;

@@ -233,7 +233,7 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   }
   auto conditionings = [&](int64_t h, int64_t w) {
     return images.empty() ? sampling::ConditioningItems{}
-                          : image_conditionings(images, h, w, *c.video_encoder, r.dtype);
+                          : image_conditionings(images, h, w, *c.video_encoder, r.dtype, c.device);
   };
 
   ModalityInput video1;
@@ -295,7 +295,7 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   const models::video_vae::PerChannelStatistics& stats =
       c.latent_statistics ? *c.latent_statistics : c.video_encoder->per_channel_statistics();
   const Tensor upscaled =
-      models::upsampler::upsample_video(out1.video_latent.narrow(0, 0, 1), stats, *c.spatial_upsampler).to(r.dtype);
+      upsample_on_device(out1.video_latent.narrow(0, 0, 1), stats, *c.spatial_upsampler, r.dtype, c.device);
   if (progress) progress("upsample", 1, 1);
 
   const models::transformer::LTXModel& model2 = stage_model(c, Stage::Two);

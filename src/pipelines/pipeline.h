@@ -148,8 +148,10 @@ struct Components {
   // The transformer checkpoint's `model_version` metadata ("" when absent): selects the image CRF
   // default and, for the distilled pipeline from 2.5 on, the ancestral stage-1 sampler.
   std::string model_version;
-  // The device the denoising loops run on: the transformer's (its weights must live there). The
-  // text contexts are moved there; noise, conditioning, upsampling and the results stay on the CPU.
+  // The device every model above lives on (the caller loads them there): the denoising loops, the
+  // image encoding and the latent upsampling run there. The text contexts are moved there once;
+  // each stage's state is built on the CPU (seeded noise, conditionings) and moved there once,
+  // and each stage's, encoding's and upsampling's result comes back to the CPU (the results too).
   Device device = Device::cpu();
 };
 

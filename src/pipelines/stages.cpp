@@ -6,6 +6,7 @@
 #include "media/image.h"
 #include "media/preprocess.h"
 #include "models/transformer/config.h"
+#include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "sampling/params.h"
 #include "sampling/steps.h"
@@ -49,18 +50,23 @@ std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& 
 
 sampling::ConditioningItems image_conditionings(const std::vector<PreparedImage>& images, int64_t height,
                                                 int64_t width, const models::video_vae::VideoEncoder& encoder,
-                                                DType dtype) {
+                                                DType dtype, Device device) {
   sampling::ConditioningItems items;
   for (const PreparedImage& im : images) {
-    const Tensor pixels =
-        media::normalize_to_unit_range(media::resize_and_center_crop(im.pixels, height, width), dtype).to(DType::F32);
-    const Tensor latent = encoder(pixels).to(dtype);
+    const Tensor pixels = media::normalize_to_unit_range(media::resize_and_center_crop(im.pixels, height, width), dtype)
+                              .to(device, DType::F32);
+    const Tensor latent = encoder(pixels).to(Device::cpu(), dtype);
     if (im.frame_index == 0)
       items.push_back(std::make_shared<sampling::VideoConditionByLatentIndex>(latent, im.strength, 0));
     else
       items.push_back(std::make_shared<sampling::VideoConditionByKeyframeIndex>(latent, im.frame_index, im.strength));
   }
   return items;
+}
+
+Tensor upsample_on_device(const Tensor& latent, const models::video_vae::PerChannelStatistics& stats,
+                          const models::upsampler::LatentUpsampler& upsampler, DType dtype, Device device) {
+  return models::upsampler::upsample_video(latent.to(device), stats, upsampler).to(Device::cpu(), dtype);
 }
 
 std::vector<int64_t> resolve_generated_keyframes(int64_t count, const std::vector<int64_t>& explicit_positions,

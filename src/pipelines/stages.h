@@ -41,12 +41,18 @@ struct PreparedImage {
 std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf);
 
 // combined_image_conditionings at one stage's size: resize + center crop to height x width,
-// [-1, 1] rounded through `dtype` (the reference prepares images in the pipeline dtype), encode,
-// latent cast to `dtype`; frame 0 -> VideoConditionByLatentIndex(latent, strength, 0), any other
+// [-1, 1] rounded through `dtype` (the reference prepares images in the pipeline dtype), encode on
+// `device` (the encoder's; the pixels go there once), latent cast to `dtype` on the CPU, where the
+// states are built; frame 0 -> VideoConditionByLatentIndex(latent, strength, 0), any other
 // frame -> VideoConditionByKeyframeIndex(latent, frame, strength).
 sampling::ConditioningItems image_conditionings(const std::vector<PreparedImage>& images, int64_t height,
                                                 int64_t width, const models::video_vae::VideoEncoder& encoder,
-                                                DType dtype);
+                                                DType dtype, Device device = Device::cpu());
+
+// upsample_video on `device` (the upsampler's and the statistics'): the latent goes there once and
+// the result comes back to the CPU in `dtype` (the next stage builds its state there).
+Tensor upsample_on_device(const Tensor& latent, const models::video_vae::PerChannelStatistics& stats,
+                          const models::upsampler::LatentUpsampler& upsampler, DType dtype, Device device);
 
 // Generated keyframe positions of a request: the explicit positions (sorted, duplicates dropped,
 // each in [0, num_frames)) or `count` evenly spaced interior frames; empty = off.

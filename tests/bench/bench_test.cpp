@@ -10,6 +10,8 @@
 #include "io/io_test_util.h"
 #include "io/weights.h"
 #include "models/transformer/model.h"
+#include "models/video_vae/diffusion_video_decoder.h"
+#include "sampling/noise.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -23,6 +25,15 @@ bench::BenchOptions tiny_options() {
   o.device = Device::cpu();
   o.warmup = 1;
   o.iters = 3;
+  o.decode_free_bytes = int64_t{8} << 30;  // the diffusion tiling's budget, not this host's
+  return o;
+}
+
+// The ltx25-22b preset planned for an H200's free memory (one diffusion decode tile).
+bench::BenchOptions ltx25_options() {
+  bench::BenchOptions o;
+  o.preset = "ltx25-22b";
+  o.decode_free_bytes = int64_t{139} << 30;
   return o;
 }
 
@@ -56,6 +67,62 @@ TEST(BenchPlan, HasTheIssueShapesForTheFullPreset) {
   EXPECT_EQ(bench::plan(o, bench::BenchTarget::Vae).cases.size(), 1u);
 }
 
+TEST(BenchPlan, Ltx25PresetAddsTheDiffusionDecodeWithTheReferenceTiling) {
+  const bench::BenchReport r = bench::plan(ltx25_options(), bench::BenchTarget::All);
+  ASSERT_EQ(r.cases.size(), 4u);
+  EXPECT_EQ(r.cases[0].label, "transformer 768x512x121 +audio");
+  EXPECT_EQ(r.cases[2].kind, "vae_decode");  // 2.5 ships the conv VAE too
+  const bench::BenchCase& d = r.cases[3];
+  EXPECT_EQ(d.kind, "diffusion_decode");
+  EXPECT_EQ(d.label, "diffusion decode 1536x1024x121 (1 tile, chunked_eager)");
+  EXPECT_EQ(d.latent, Shape({1, 128, 16, 32, 48}));
+  EXPECT_EQ(d.tiles, 1);
+  ASSERT_TRUE(d.decode_tiling.has_value());
+  EXPECT_EQ(models::tiling::describe(*d.decode_tiling),
+            "TileSizeConfig(frames=128/40, height=1024/160, width=1536/160)");
+  EXPECT_EQ(d.decode_free_bytes, int64_t{139} << 30);
+  const auto cfg = bench::preset("ltx25-22b").diffusion_decoder_config();
+  EXPECT_EQ(d.flops.total(), bench::diffusion_decoder_flops(cfg, d.latent, d.decode_tiling).total());
+  EXPECT_NEAR(d.floor_ms, 583.1, 0.1);
+  // The 2.5 transformer: bias-free video FF, keyframe position embedding; same FLOPs as 2.3.
+  const auto tcfg = bench::preset("ltx25-22b").transformer_config();
+  EXPECT_FALSE(tcfg.ff_bias);
+  EXPECT_TRUE(tcfg.audio_ff_bias);
+  EXPECT_TRUE(tcfg.use_keyframes_abs_pos_embedding);
+  EXPECT_EQ(r.cases[1].flops.total(), bench::plan(bench::BenchOptions{}, bench::BenchTarget::All).cases[1].flops.total());
+  // A smaller budget splits the decode (and costs the overlaps); --no-tiling is one tile.
+  bench::BenchOptions small = ltx25_options();
+  small.decode_free_bytes = int64_t{20} << 30;
+  const bench::BenchReport s = bench::plan(small, bench::BenchTarget::DiffusionDecoder);
+  ASSERT_EQ(s.cases.size(), 1u);
+  EXPECT_GT(s.cases[0].tiles, 1);
+  EXPECT_GT(s.cases[0].flops.total(), d.flops.total());
+  bench::BenchOptions untiled = ltx25_options();
+  untiled.vae_tiling = false;
+  const bench::BenchCase u = bench::plan(untiled, bench::BenchTarget::DiffusionDecoder).cases.at(0);
+  EXPECT_EQ(u.label, "diffusion decode 1536x1024x121 (untiled, chunked_eager)");
+  EXPECT_FALSE(u.decode_tiling.has_value());
+  EXPECT_EQ(u.flops.total(), d.flops.total());
+  // Without a budget the free memory of the device (here the host) decides.
+  bench::BenchOptions host = tiny_options();
+  host.decode_free_bytes.reset();
+  const bench::BenchCase h = bench::plan(host, bench::BenchTarget::DiffusionDecoder).cases.at(0);
+  EXPECT_GE(h.tiles, 1);
+  EXPECT_GT(h.decode_free_bytes.value_or(0), 0);
+}
+
+TEST(BenchPlan, DiffusionDecodeNeedsAPresetWithOneAndABudgetThatFits) {
+  // ltx23-22b has none: `all` leaves it out, `diffdec` says so.
+  EXPECT_EQ(bench::plan(bench::BenchOptions{}, bench::BenchTarget::All).cases.size(), 3u);
+  expect_error_containing([] { (void)bench::plan(bench::BenchOptions{}, bench::BenchTarget::DiffusionDecoder); },
+                          {"ltx23-22b", "no diffusion video decoder", "ltx25-22b"});
+  bench::BenchOptions o = ltx25_options();
+  o.decode_free_bytes = int64_t{3} << 30;  // below the weights, the reserve and the stage-4 feature
+  expect_error_containing([&] { (void)bench::plan(o, bench::BenchTarget::DiffusionDecoder); },
+                          {"diffusion decode 1536x1024x121", "no decode tile fits", "--decode-free-gib",
+                           "--no-tiling"});
+}
+
 TEST(BenchOptions, RejectValuesThatCannotRun) {
   const auto with = [](auto change) {
     bench::BenchOptions o = tiny_options();
@@ -70,6 +137,7 @@ TEST(BenchOptions, RejectValuesThatCannotRun) {
   expect_error_containing(with([](auto& o) { o.dtype = DType::BF16; }), {"--dtype bf16", "f32"});
   expect_error_containing(with([](auto& o) { o.dtype = DType::I32; }), {"--dtype", "i32"});
   expect_error_containing(with([](auto& o) { o.ceilings.gemm_tflops = 0; }), {"--gemm-tflops"});
+  expect_error_containing(with([](auto& o) { o.decode_free_bytes = 0; }), {"--decode-free-gib"});
   EXPECT_NO_THROW(tiny_options().validate());
   EXPECT_EQ(tiny_options().model_dtype(), DType::F32);
   bench::BenchOptions g;
@@ -88,7 +156,7 @@ TEST(BenchOptions, VideoSizesAreWidthByHeightInMultiplesOf32) {
 
 TEST(BenchRun, TimesTheTinyPresetOnTheCpu) {
   bench::BenchReport r = bench::plan(tiny_options(), bench::BenchTarget::All);
-  ASSERT_EQ(r.cases.size(), 3u);
+  ASSERT_EQ(r.cases.size(), 4u);
   bench::run(r);
   for (const auto& c : r.cases) {
     ASSERT_TRUE(c.ours.has_value()) << c.label;
@@ -105,10 +173,16 @@ TEST(BenchRun, TimesTheTinyPresetOnTheCpu) {
   EXPECT_NE(r.device_description.find("CPU"), std::string::npos) << r.device_description;
   const std::string table = bench::format_table(r);
   for (const char* needle : {"ours ms", "official ms", "ours/off", "% floor", "transformer 64x64x9 +audio",
-                             "transformer 128x64x9 +audio", "vae decode 64x64x9"})
+                             "transformer 128x64x9 +audio", "vae decode 64x64x9",
+                             "diffusion decode 64x64x9 (4 tiles, chunked_eager)"})
     EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
   const auto j = bench::to_json(r);
-  EXPECT_EQ(j["cases"].size(), 3u);
+  EXPECT_EQ(j["cases"].size(), 4u);
+  EXPECT_EQ(j["cases"][3]["kind"], "diffusion_decode");
+  EXPECT_EQ(j["cases"][3]["tiles"], 4);
+  EXPECT_EQ(j["cases"][3]["mode"], "chunked_eager");
+  EXPECT_EQ(j["cases"][3]["decode_free_bytes"], int64_t{8} << 30);
+  EXPECT_NE(j["cases"][3]["tiling"].get<std::string>().find("TileSizeConfig"), std::string::npos);
   EXPECT_EQ(j["cases"][0]["ours"]["all_ms"].size(), 3u);
   EXPECT_EQ(j["cases"][2]["flops"]["total"].get<int64_t>(), r.cases[2].flops.total());
 }
@@ -184,6 +258,54 @@ TEST(RandomWeights, BuildTheTinyTransformerThroughASyntheticWeightMap) {
   EXPECT_GT(rw.tensors_made(), 100);
 }
 
+TEST(RandomWeights, CountParametersWithoutMakingThem) {
+  const auto cfg = bench::preset("tiny").diffusion_decoder_config();
+  const auto load = [&](io::WeightMap& w) { (void)models::video_vae::DiffusionVideoDecoder::load(w, cfg); };
+  bench::RandomWeights rw(bench::diffusion_vae_init);
+  io::WeightMap w = io::WeightMap::synthetic(rw.synthesizer());
+  load(w);
+  EXPECT_EQ(bench::count_parameters(load) * 4, rw.bytes_made());  // f32
+  // The full 2.5 decoder without allocating it: ~0.42 B parameters (0.83 GB in bf16).
+  const auto real = bench::preset("ltx25-22b").diffusion_decoder_config();
+  const int64_t live = host_allocation_stats().live_bytes;
+  const int64_t n = bench::count_parameters(
+      [&](io::WeightMap& m) { (void)models::video_vae::DiffusionVideoDecoder::load(m, real); });
+  EXPECT_GT(n, 400'000'000);
+  EXPECT_LT(n, 440'000'000);
+  EXPECT_LT(host_allocation_stats().live_bytes - live, 1 << 20);
+  EXPECT_EQ(bench::diffusion_vae_init("diff_blocks.0.scale_shift_table", {7, 256}).value, 0.02);
+  EXPECT_EQ(bench::diffusion_vae_init("diff_blocks.0.attn.qkv.weight", {768, 256}).value, 1.0 / 16.0);
+  EXPECT_EQ(bench::diffusion_vae_init("diff_blocks.0.attn.q_norm.weight", {64}).value, 1.0);
+}
+
+// The FLOP model walks the decoder's own geometry: one noise draw per tile (the 1-step x0
+// decoder), each of the stage-5 canvas the FLOP count uses.
+TEST(DiffusionDecoderFlops, FollowTheTilesAndCanvasesTheDecoderRuns) {
+  bench::BenchOptions o = tiny_options();
+  o.vae_size = bench::VideoSize{128, 64};
+  const bench::BenchCase c = bench::plan(o, bench::BenchTarget::DiffusionDecoder).cases.at(0);
+  ASSERT_GT(c.tiles, 1);
+  const auto cfg = bench::preset("tiny").diffusion_decoder_config();
+  bench::RandomWeights rw(bench::diffusion_vae_init);
+  io::WeightMap w = io::WeightMap::synthetic(rw.synthesizer());
+  const auto dec = models::video_vae::DiffusionVideoDecoder::load(w, cfg);
+  sampling::TorchCpuGenerator gen(3);
+  int64_t draws = 0, tokens = 0, frames = 0;
+  const models::video_vae::NoiseFn noise = [&](const Shape& s) {
+    ++draws;
+    tokens += s[2] * (s[3] / cfg.patch_size) * (s[4] / cfg.patch_size);
+    return gen.randn(s);
+  };
+  dec.decode_video(gen.randn(c.latent), c.decode_tiling, noise, [&](const Tensor& t) { frames += t.size(0); });
+  EXPECT_EQ(frames, 9);
+  EXPECT_EQ(draws, c.tiles);
+  const int64_t c5 = cfg.diffusion_channels(), noised = 3 * cfg.patch_size * cfg.patch_size;
+  int64_t counted = -1;
+  for (const auto& t : c.flops.terms)
+    if (t.name == "stage5.conv_in_x_t") counted = t.gemm;
+  EXPECT_EQ(counted, 2 * tokens * noised * c5);
+}
+
 // ---------------------------------------------------------------- official results
 
 // What tools/bench/bench_official.py writes (trimmed to the fields we read).
@@ -254,10 +376,124 @@ TEST(BenchOfficial, IgnoresRunsOfOtherShapes) {
   for (const auto& c : t.cases) EXPECT_TRUE(c.official.empty()) << c.label;
 }
 
+// What tools/bench/bench_official_diffdec.py writes: its whole layout, runs trimmed of the
+// breakdown entries we do not read.
+nlohmann::json official_diffdec_doc() {
+  const auto run = [](const std::string& label, int64_t frames, int64_t t, double wall, double peak) {
+    return nlohmann::json{{"label", label},
+                          {"frames", frames},
+                          {"latent", {1, 128, t, 32, 48}},
+                          {"tiling", "TileSizeConfig(frames=128/40, height=1024/160, width=1536/160)"},
+                          {"n_tiles", 1},
+                          {"wall_s", wall},
+                          {"gpu_event_ms", wall * 1e3 - 5},
+                          {"peak_allocated_GiB", peak},
+                          {"peak_reserved_GiB", peak + 2},
+                          {"chunks_frames", {frames}},
+                          {"out_shape", {1024, 1536, 3}},
+                          {"breakdown_ms", {{"stage_5 (8 diffusion blocks + out)", {{"calls", 1}, {"ms", wall * 900}}}}},
+                          {"out_finite", true},
+                          {"out_mean", 0.5}};
+  };
+  nlohmann::json d;
+  d["runs"] = {run("calibration 25 frames (cold: includes Triton na3d JIT compile)", 25, 4, 60.0, 12.0),
+               run("FULL 121 frames #1", 121, 16, 150.2, 30.1), run("FULL 121 frames #2", 121, 16, 140.0, 30.5),
+               run("FULL 121 frames #3", 121, 16, 142.0, 30.2)};
+  d["env"] = {{"torch", "2.11.0"}, {"cuda", "12.8"}, {"triton", "3.5.0"}, {"gpu", "NVIDIA H200"},
+              {"stubbed", nlohmann::json::array()}, {"triton_cache_files_before", 0}};
+  d["mode"] = {{"mode", "chunked_eager"}, {"resolved", "DiffVAEConfig(...)"}, {"natten", true}, {"triton_na", true}};
+  d["config_vae"] = {{"_class_name", "CausalDiffusionVAE"}};
+  d["params"] = {{"total", 416000000}, {"groups", nlohmann::json::object()}, {"model_bytes", 832000000}};
+  d["tiling"] = {{"25", "TileSizeConfig(...)"}, {"49", "TileSizeConfig(...)"}, {"121", "TileSizeConfig(...)"}};
+  d["free_bytes"] = int64_t{149} << 30;
+  d["backend"] = {{"stage5_w_chunks", 4}};
+  d["full_121"] = {{"walls_s", {150.2, 140.0, 142.0}}, {"warm_median_s", 141.0}, {"first_includes_compile", false}};
+  return d;
+}
+
+TEST(BenchOfficial, AttachesTheDiffusionDecoderWarmRuns) {
+  bench::BenchReport r = bench::plan(ltx25_options(), bench::BenchTarget::All);
+  bench::attach_official(r, official_diffdec_doc(), "diffdec.json", bench::OfficialChoice::Best);
+  const bench::BenchCase& d = r.cases[3];
+  ASSERT_EQ(d.official.size(), 1u);
+  ASSERT_TRUE(d.official_choice.has_value());
+  // Runs #2 and #3 (the script's warm_median_s); the calibration run is never used.
+  EXPECT_DOUBLE_EQ(d.official[0].median_ms, 141000.0);
+  EXPECT_DOUBLE_EQ(d.official[0].min_ms, 140000.0);
+  EXPECT_DOUBLE_EQ(d.official[0].peak_gib.value_or(0), 30.5);
+  EXPECT_EQ(d.official[0].section, "diffusion decoder (chunked_eager)");
+  EXPECT_EQ(d.official[0].tiles, 1);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(r.cases[i].official.empty()) << r.cases[i].label;
+  // The bench_official.py file fills the other cases and leaves this one alone (LTX-2.5 eager
+  // for the 2.5 transformer, the shared conv VAE).
+  nlohmann::json sections = official_doc();
+  sections["sections"]["LTX-2.5 eager"] = {{"stage1 768x512", {{"median_ms", 470.0}, {"peak_allocated_GiB", 37.0}}}};
+  bench::attach_official(r, sections, "off.json", bench::OfficialChoice::Best);
+  ASSERT_EQ(r.cases[0].official.size(), 1u);
+  EXPECT_EQ(r.cases[0].official[0].section, "LTX-2.5 eager");
+  EXPECT_TRUE(r.cases[1].official.empty());  // no 2.5 run at 1536x1024 in that file
+  EXPECT_EQ(r.cases[2].official.at(0).median_ms, 2078);
+  ASSERT_EQ(r.cases[3].official.size(), 1u);
+  r.cases[3].ours = bench::Timing{};
+  r.cases[3].ours->median_ms = 70500;
+  EXPECT_DOUBLE_EQ(*r.cases[3].ratio(), 0.5);
+  const std::string table = bench::format_table(r);
+  for (const char* needle : {"official: diffdec.json (torch 2.11.0, NVIDIA H200)", "official: off.json",
+                             "141000.0 (eager)", "30.5", "0.50", "470.0 (eager)"})
+    EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
+  const auto j = bench::to_json(r);
+  EXPECT_EQ(j["official_files"].size(), 2u);
+  EXPECT_EQ(j["cases"][3]["official"][0]["tiles"], 1);
+  EXPECT_EQ(j["cases"][3]["official_shown"], "diffusion decoder (chunked_eager)");
+  // Attaching the same file again replaces its values, not adds to them.
+  bench::attach_official(r, official_diffdec_doc(), "diffdec.json", bench::OfficialChoice::Best);
+  EXPECT_EQ(r.official_files.size(), 2u);
+  EXPECT_EQ(r.cases[3].official.size(), 1u);
+}
+
+TEST(BenchOfficial, DiffusionRunsOfOtherShapesModesOrPresetsAreIgnored) {
+  // Only the calibration run has a matching latent (--frames 25): never a warm number.
+  bench::BenchOptions o = ltx25_options();
+  o.frames = 25;
+  bench::BenchReport r = bench::plan(o, bench::BenchTarget::DiffusionDecoder);
+  bench::attach_official(r, official_diffdec_doc(), "diffdec.json", bench::OfficialChoice::Best);
+  EXPECT_TRUE(r.cases[0].official.empty());
+  // One full run: it is the number.
+  nlohmann::json one = official_diffdec_doc();
+  one["runs"] = {one["runs"][0], one["runs"][1]};
+  bench::BenchReport full = bench::plan(ltx25_options(), bench::BenchTarget::DiffusionDecoder);
+  bench::attach_official(full, one, "diffdec.json", bench::OfficialChoice::Best);
+  ASSERT_EQ(full.cases[0].official.size(), 1u);
+  EXPECT_DOUBLE_EQ(full.cases[0].official[0].median_ms, 150200.0);
+  // Another stage-5 mode, an untiled run of ours, the tiny preset, or a compiled choice.
+  nlohmann::json combined = official_diffdec_doc();
+  combined["mode"]["mode"] = "combined_compile";
+  bench::attach_official(full, combined, "diffdec.json", bench::OfficialChoice::Best);
+  EXPECT_TRUE(full.cases[0].official.empty());
+  bench::BenchOptions untiled = ltx25_options();
+  untiled.vae_tiling = false;
+  bench::BenchReport u = bench::plan(untiled, bench::BenchTarget::DiffusionDecoder);
+  bench::attach_official(u, official_diffdec_doc(), "diffdec.json", bench::OfficialChoice::Best);
+  EXPECT_TRUE(u.cases[0].official.empty());
+  bench::BenchReport t = bench::plan(tiny_options(), bench::BenchTarget::DiffusionDecoder);
+  bench::attach_official(t, official_diffdec_doc(), "diffdec.json", bench::OfficialChoice::Best);
+  EXPECT_TRUE(t.cases[0].official.empty());
+  bench::attach_official(full, official_diffdec_doc(), "diffdec.json", bench::OfficialChoice::Compiled);
+  EXPECT_EQ(full.cases[0].official.size(), 1u);
+  EXPECT_FALSE(full.cases[0].official_choice.has_value());
+  // Runs without a wall time are skipped, not an error.
+  nlohmann::json broken = official_diffdec_doc();
+  for (auto& run : broken["runs"]) run.erase("wall_s");
+  bench::attach_official(full, broken, "diffdec.json", bench::OfficialChoice::Best);
+  EXPECT_TRUE(full.cases[0].official.empty());
+}
+
 TEST(BenchOfficial, RejectsFilesThatAreNotOfficialResults) {
   bench::BenchReport r = bench::plan(tiny_options(), bench::BenchTarget::All);
   expect_error_containing([&] { bench::attach_official(r, nlohmann::json::array(), "x.json", {}); },
-                          {"x.json", "sections"});
+                          {"x.json", "sections", "runs", "bench_official_diffdec.py"});
+  expect_error_containing(
+      [&] { bench::attach_official(r, nlohmann::json{{"runs", "none"}}, "y.json", {}); }, {"y.json", "runs"});
   expect_error_containing(
       [&] { bench::attach_official(r, "/nonexistent/off.json", bench::OfficialChoice::Best); },
       {"/nonexistent/off.json", "cannot open"});

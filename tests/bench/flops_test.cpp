@@ -6,6 +6,7 @@
 #include "bench/presets.h"
 #include "io/io_test_util.h"
 #include "models/tiling.h"
+#include "models/video_vae/diffusion_tiling.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -194,6 +195,111 @@ TEST(VaeFlops, TiledDecodeCountsEveryTileIncludingOverlaps) {
   // The pipelines' automatic tiling costs more than one tile (overlaps decode twice).
   const auto autotile = models::tiling::auto_tiling_config(1024, 1536);
   EXPECT_GT(bench::tiled_decoder_flops(cfg, latent, autotile).total(), whole.total());
+}
+
+// ---------------------------------------------------------------- diffusion decoder
+
+using models::video_vae::Stage5Attention;
+
+TEST(DiffusionDecoderFlops, NeighbourhoodWindowsAreClampedToTheAxes) {
+  EXPECT_EQ(bench::na_window({11, 11, 11}, {121, 256, 106}), 1331);
+  EXPECT_EQ(bench::na_window({3, 7, 7}, {2, 5, 40}), 2 * 5 * 7);
+  EXPECT_EQ(bench::na_window({3, 1, 3}, {1, 1, 1}), 1);
+}
+
+// The LTX-2.5 decoder (the preset's config.vae) at 1536x1024x121 in one tile, the pipelines'
+// CHUNKED_EAGER layout, against a stage-by-stage count.
+TEST(DiffusionDecoderFlops, TheLtx25DecodeAt1536x1024x121MatchesAStageByStageCount) {
+  const auto cfg = bench::preset("ltx25-22b").diffusion_decoder_config();
+  int64_t tiles = 0;
+  const FlopCount f = bench::diffusion_decoder_flops(cfg, {1, 128, 16, 32, 48}, std::nullopt,
+                                                     Stage5Attention::WChunked, 4, &tiles);
+  EXPECT_EQ(tiles, 1);
+  // Stages 1-3 on the latent plus 2 ghost frames; the upsamples (1,2,2), (2,1,1), (2,2,2) drop
+  // the duplicated leading frame of every time doubling.
+  const int64_t v1 = 18 * 32 * 48, v2 = 18 * 64 * 96, v3 = 35 * 64 * 96, v4 = 69 * 128 * 192;
+  EXPECT_EQ(term(f, "conv_in").gemm, 2 * v1 * 128 * 2048);
+  // 4 blocks at 2048 (32 heads of 64), window 3 x 7 x 7; SwiGLU hidden 8192.
+  EXPECT_EQ(term(f, "stage1.attn").gemm, 4 * (2 * v1 * 2048 * 6144 + 2 * v1 * 2048 * 2048));
+  EXPECT_EQ(term(f, "stage1.attn").attention, 4 * (4 * 32 * v1 * 147 * 64));
+  EXPECT_EQ(term(f, "stage1.mlp").gemm, 4 * 3 * (2 * v1 * 2048 * 8192));
+  EXPECT_EQ(term(f, "upsamples.0").gemm, 2 * v1 * 2048 * 4096);  // 2048 -> 4 cells x 1024
+  EXPECT_EQ(term(f, "stage2.attn").attention, 6 * (4 * 16 * v2 * 147 * 64));
+  EXPECT_EQ(term(f, "upsamples.1").gemm, 2 * v2 * 1024 * 1024);  // 1024 -> 2 cells x 512
+  EXPECT_EQ(term(f, "stage3.attn").attention, 4 * (4 * 8 * v3 * 75 * 64));
+  EXPECT_EQ(term(f, "upsamples.2").gemm, 2 * v3 * 512 * 4096);  // 512 -> 8 cells x 512
+  // Stage 4 on the whole 69-frame feature (61 content + 8 ghost frames); the ghost frames are
+  // cropped before upsamples[3] (512 -> 8 cells x 256).
+  EXPECT_EQ(term(f, "stage4.attn").attention, 2 * (4 * 8 * v4 * 75 * 64));
+  EXPECT_EQ(term(f, "upsamples.3").gemm, int64_t{2} * (61 * 128 * 192) * 512 * 2048);
+  // Stage 5: 121 x 256 x 384 tokens of 256 channels (4 heads), 8 blocks, window 11^3, 1 step.
+  const int64_t n5 = 121 * 256 * 384;
+  EXPECT_EQ(term(f, "stage5.conv_in_x_t").gemm, 2 * n5 * 48 * 256);
+  EXPECT_EQ(term(f, "stage5.context_proj").gemm, 8 * 2 * n5 * 256 * 256);
+  EXPECT_EQ(term(f, "stage5.attn").gemm, 8 * (2 * n5 * 256 * 768 + 2 * n5 * 256 * 256));
+  EXPECT_EQ(term(f, "stage5.attn").attention, 8 * (4 * 4 * n5 * 1331 * 64));
+  // 4 W chunks of 96 columns, each run with 5 halo columns per side: 40 extra columns.
+  const int64_t halo = 121 * 256 * 40;
+  EXPECT_EQ(term(f, "stage5.attn_halo").gemm, 8 * (2 * halo * 256 * 768 + 2 * halo * 256 * 256));
+  EXPECT_EQ(term(f, "stage5.attn_halo").attention, 8 * (4 * 4 * halo * 1331 * 64));
+  EXPECT_EQ(term(f, "stage5.mlp").gemm, 8 * 3 * (2 * n5 * 256 * 1024));
+  EXPECT_EQ(term(f, "stage5.conv_out").gemm, 2 * n5 * 256 * 48);
+  EXPECT_EQ(f.terms.size(), 19u);
+  // The totals the docs quote (bench/README.md).
+  EXPECT_NEAR(static_cast<double>(f.total()) / 1e12, 439.7, 0.05);
+  EXPECT_NEAR(static_cast<double>(f.attention()) / 1e12, 144.4, 0.05);
+  EXPECT_NEAR(bench::floor_ms(f, {}), 583.1, 0.1);
+}
+
+TEST(DiffusionDecoderFlops, FullVolumeAttentionHasNoHaloAndTheSameCore) {
+  const auto cfg = bench::preset("ltx25-22b").diffusion_decoder_config();
+  const Shape latent = {1, 128, 16, 32, 48};
+  const FlopCount chunked = bench::diffusion_decoder_flops(cfg, latent, std::nullopt);
+  const FlopCount full =
+      bench::diffusion_decoder_flops(cfg, latent, std::nullopt, Stage5Attention::FullVolume);
+  EXPECT_EQ(term(full, "stage5.attn").gemm, term(chunked, "stage5.attn").gemm);
+  EXPECT_EQ(term(full, "stage5.attn").attention, term(chunked, "stage5.attn").attention);
+  for (const auto& t : full.terms) EXPECT_NE(t.name, "stage5.attn_halo");
+  // FullVolume crops the ghost frames after upsamples[3], so it upsamples all 69 frames.
+  EXPECT_EQ(term(full, "upsamples.3").gemm, int64_t{2} * (69 * 128 * 192) * 512 * 2048);
+  EXPECT_EQ(full.total() - term(full, "upsamples.3").gemm + term(chunked, "stage5.attn_halo").gemm +
+                term(chunked, "stage5.attn_halo").attention,
+            chunked.total() - term(chunked, "upsamples.3").gemm);
+  // One chunk: the slab is the volume plus edge copies, still counted.
+  const FlopCount one = bench::diffusion_decoder_flops(cfg, latent, std::nullopt, Stage5Attention::WChunked, 1);
+  EXPECT_EQ(term(one, "stage5.attn_halo").attention, 8 * (int64_t{4} * 4 * (121 * 256 * 10) * 1331 * 64));
+  test::expect_error_containing(
+      [&] { (void)bench::diffusion_decoder_flops(cfg, latent, std::nullopt, Stage5Attention::WChunked, 0); },
+      {"w_chunks"});
+  test::expect_error_containing([&] { (void)bench::diffusion_decoder_flops(cfg, {1, 16, 2, 2, 2}, std::nullopt); },
+                                {"expected a latent [B, 128"});
+}
+
+TEST(DiffusionDecoderFlops, TilesRepeatStagesFourAndFiveOnly) {
+  const auto cfg = bench::preset("ltx25-22b").diffusion_decoder_config();
+  const Shape latent = {1, 128, 16, 32, 48};
+  const FlopCount whole = bench::diffusion_decoder_flops(cfg, latent, std::nullopt);
+  // The reference's recommendation for a 20 GiB budget splits the decode.
+  models::video_vae::DiffusionTilingBudget budget;
+  budget.free_bytes = int64_t{20} << 30;
+  const auto tiling = models::video_vae::recommended_decode_tiling(
+      models::video_vae::diffusion_tiling_geometry(cfg), 1024, 1536, 121, budget);
+  int64_t tiles = 0;
+  const FlopCount tiled =
+      bench::diffusion_decoder_flops(cfg, latent, tiling, Stage5Attention::WChunked, 4, &tiles);
+  EXPECT_GT(tiles, 1);
+  for (const char* once : {"conv_in", "stage1.attn", "stage2.mlp", "stage3.attn", "upsamples.2"})
+    EXPECT_EQ(term(tiled, once).gemm, term(whole, once).gemm) << once;
+  // Overlapping tiles recompute stages 4 and 5 where they overlap.
+  for (const char* per_tile : {"stage4.attn", "upsamples.3", "stage5.attn", "stage5.mlp"})
+    EXPECT_GT(term(tiled, per_tile).gemm, term(whole, per_tile).gemm) << per_tile;
+  // A tiling that keeps every axis whole is the single tile.
+  models::tiling::TileSizeConfig whole_axes;
+  whole_axes.frames = {128, 40};
+  whole_axes.height = {1024, 160};
+  whole_axes.width = {1536, 160};
+  EXPECT_EQ(bench::diffusion_decoder_flops(cfg, latent, models::tiling::TilingConfig(whole_axes)).total(),
+            whole.total());
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ TEST(BenchCli, TinyPresetOnTheCpuPrintsTheTable) {
   for (const char* needle : {"preset tiny", "cpu CPU (", "f32", "0 warm-up + 2 timed", "case", "TFLOP",
                              "floor ms", "ours ms", "peak GiB", "official ms", "ours/off", "% floor",
                              "transformer 64x64x9 +audio", "transformer 128x64x9 +audio",
-                             "vae decode 64x64x9", "790 TFLOP/s"})
+                             "vae decode 64x64x9", "diffusion decode 64x64x9 (", "chunked_eager)",
+                             "790 TFLOP/s"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
 }
 
@@ -63,6 +64,54 @@ TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
                              "transformer 1536x1024x121 +audio", "1149.1", "1545.8",
                              "vae decode 1536x1024x121"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+}
+
+TEST(BenchCli, FlopsModeShowsTheLtx25DiffusionDecode) {
+  TempDir dir;
+  const auto r = test::run_ltx(dir, {"bench", "flops", "--preset", "ltx25-22b", "--decode-free-gib", "139"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"preset ltx25-22b", "transformer 1536x1024x121 +audio", "vae decode 1536x1024x121",
+                             "diffusion decode 1536x1024x121 (1 tile, chunked_eager)", "439.7", "583.1"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  // `diffdec` alone (the tiny decoder on the CPU), as JSON, with the per-stage terms.
+  const auto j = test::run_ltx(dir, {"bench", "diffdec", "--preset", "tiny", "--decode-free-gib", "8", "--json",
+                                     "--iters", "1", "--warmup", "0"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["cases"].size(), 1u);
+  EXPECT_EQ(doc["cases"][0]["kind"], "diffusion_decode");
+  EXPECT_TRUE(doc["cases"][0]["flops"]["terms"].contains("stage5.attn_halo"));
+  EXPECT_GT(doc["cases"][0]["ours"]["median_ms"].get<double>(), 0);
+}
+
+TEST(BenchCli, OfficialDiffusionFileFillsTheDiffusionRow) {
+  TempDir dir;
+  const std::string off = dir.file("bench_official_diffdec.json");
+  const auto run = [](const char* label, int64_t t, double wall) {
+    return nlohmann::json{{"label", label}, {"frames", 8 * (t - 1) + 1}, {"latent", {1, 128, t, 32, 48}},
+                          {"tiling", "TileSizeConfig(frames=128/40, height=1024/160, width=1536/160)"},
+                          {"n_tiles", 1}, {"wall_s", wall}, {"gpu_event_ms", wall * 1e3},
+                          {"peak_allocated_GiB", 31.25}, {"peak_reserved_GiB", 33.0}};
+  };
+  const nlohmann::json doc = {
+      {"runs", {run("calibration 25 frames (cold: includes Triton na3d JIT compile)", 4, 50.0),
+                run("FULL 121 frames #1", 16, 120.0)}},
+      {"env", {{"torch", "2.11.0"}, {"gpu", "NVIDIA H200"}}},
+      {"mode", {{"mode", "chunked_eager"}}},
+      {"free_bytes", int64_t{139} << 30}};
+  test::write_bytes(off, doc.dump(1));
+  const auto r = test::run_ltx(dir, {"bench", "flops", "--preset", "ltx25-22b", "--decode-free-gib", "139",
+                                     "--official", off});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"120000.0 (eager)", "31.2", "bench_official_diffdec.json"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  EXPECT_EQ(r.err.find("not comparable"), std::string::npos) << r.err;
+  // Planned for another budget, ours runs more tiles than the official decode: a warning.
+  const auto w = test::run_ltx(dir, {"bench", "flops", "--preset", "ltx25-22b", "--decode-free-gib", "20",
+                                     "--official", off});
+  ASSERT_EQ(w.code, 0) << w.err;
+  for (const char* needle : {"the official decode ran 1 tile(s)", "139.0 GiB free", "not comparable", "--decode-free-gib 139"})
+    EXPECT_NE(w.err.find(needle), std::string::npos) << needle << "\n" << w.err;
 }
 
 TEST(BenchCli, OfficialFileFillsTheOfficialColumns) {
@@ -102,6 +151,8 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--official", dir.file("missing.json")}, "cannot open"},
       {{"--official-section", "fastest"}, "fastest"},
       {{"--gemm-tflops", "0"}, "--gemm-tflops"},
+      {{"--decode-free-gib", "0"}, "--decode-free-gib"},
+      {{"diffdec", "--decode-free-gib", "0.5"}, "--decode-free-gib"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.
@@ -112,6 +163,10 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
     EXPECT_EQ(r.out.find("ours ms"), std::string::npos) << c.needle;
   }
   EXPECT_FALSE(std::filesystem::exists(out));
+  // The LTX-2.3 preset has no diffusion decoder.
+  const auto r = test::run_ltx(dir, {"bench", "diffdec", "--preset", "ltx23-22b"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("no diffusion video decoder"), std::string::npos) << r.err;
 }
 
 TEST(BenchCli, CudaWithoutABackendOrGpuSaysSo) {

@@ -39,6 +39,12 @@ TEST(GenerateCli, DemoWritesAPlayableMp4WithAudio) {
   EXPECT_NE(r.err.find("timings:"), std::string::npos) << r.err;
   for (const char* stage : {"text encoding", "stage 1", "upsample", "stage 2", "video decode"})
     EXPECT_NE(r.err.find(str("ltx: ", stage, " ...")), std::string::npos) << stage << "\n" << r.err;
+  // Every component says where it runs.
+  for (const char* component :
+       {"text encoder", "transformer (denoising loops)", "video encoder (latent statistics)",
+        "spatial latent upsampler", "audio decoder + vocoder", "video decoder"})
+    EXPECT_NE(r.err.find(str(component, " runs on CPU (")), std::string::npos)
+        << component << "\n" << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir.file("cache/ltx/demo-v1/ltx-2.3-demo.safetensors")));
 
   test::expect_mp4(out, 128, 64, 9, "25/1", 48000);
@@ -118,6 +124,7 @@ TEST(GenerateCli, DiffusionVideoVaeDecodesTheVideo) {
   const test::CliResult r = generate(dir, args);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("ltx: video decode ..."), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("diffusion video decoder runs on CPU ("), std::string::npos) << r.err;
   test::expect_mp4(out, 96, 64, 9, "25/1", 48000);
 
   // The two-stage pipeline encodes latents for its upsampler: the missing encoder is named.

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "core/parallel.h"
+#include "core/storage.h"
 #include "core/tensor.h"
 #include "support/test_support.h"
 
@@ -119,6 +120,18 @@ TEST(Tensor, ViewAsDtypeReinterpretsBytes) {
   Tensor t = Tensor::from_vector<uint8_t>({0x38, 0x7E}, {2});
   EXPECT_EQ(t.view_as_dtype(DType::F8E4M3FN).to_float_vector(), (std::vector<float>{1.f, 448.f}));
   EXPECT_THROW(t.view_as_dtype(DType::F16), Error);
+}
+
+TEST(Tensor, AllocationCountsCountStorageNotViews) {
+  const AllocationCounts before = allocation_counts();
+  const Tensor t = Tensor::empty({3, 4});
+  const Tensor copy = t.clone();
+  const Tensor view = t.narrow(1, 0, 2).transpose(0, 1);  // views share the storage
+  const Tensor same = t.to(DType::F32);                   // already f32: no copy
+  const AllocationCounts after = allocation_counts();
+  EXPECT_EQ(after.host - before.host, 2);
+  EXPECT_EQ(after.cuda, before.cuda);
+  (void)copy, (void)view, (void)same;
 }
 
 TEST(Parallel, CoversRangeExactlyOnceAndPropagatesErrors) {

@@ -36,6 +36,38 @@ TEST(Decode, LatentsBecomeAnMp4WithTheVideoAndTheVocoderAudio) {
   test::expect_mp4(out, 96, 64, 9, "25/1", 48000);
 }
 
+TEST(Decode, IntoMemoryNeedsNoEncoder) {
+  const auto& b = test::shared_demo_bundle();
+  const Tensor video = test::random_tensor({1, 16, 2, 2, 3}, 1);
+  const Tensor audio = test::random_tensor({1, 2, 25, 16}, 2);
+  generate::DecodeOptions opt;
+  opt.fps = 25.0;
+  // Tiles of 64 x 64 pixels: the 96-pixel width comes in two overlapping tiles, the frames in
+  // one chunk; the sink gets whole frames.
+  models::tiling::TileSizeConfig tiles;
+  tiles.width = {64, 32};
+  opt.tiling = tiles;
+  generate::MemorySink sink;
+  const generate::DecodeResult r = generate::decode_latents(video, audio, b.checkpoint,
+                                                            b.checkpoint, sink, opt);
+  const generate::DecodedMedia& m = sink.media();
+  EXPECT_EQ(m.frames.shape(), (Shape{9, 64, 96, 3}));
+  EXPECT_TRUE(m.frames.device().is_cpu());
+  EXPECT_EQ(m.format.fps, 25.0);
+  EXPECT_EQ(m.format.audio_sample_rate, 48000);
+  EXPECT_EQ(m.format.audio_channels, 2);
+  ASSERT_TRUE(m.waveform.defined());
+  EXPECT_EQ(m.waveform.shape(), (Shape{2, r.audio_samples}));
+  // Without an audio latent the sink hears of no audio track.
+  generate::MemorySink silent;
+  generate::decode_latents(video, Tensor(), b.checkpoint, b.checkpoint, silent, opt);
+  EXPECT_EQ(silent.media().frames.shape(), (Shape{9, 64, 96, 3}));
+  EXPECT_FALSE(silent.media().waveform.defined());
+  EXPECT_EQ(silent.media().format.audio_sample_rate, 0);
+  // The sink got the tiles blended into whole frames: the same pixels as the first decode.
+  EXPECT_ALLCLOSE(silent.media().frames, m.frames, 0.0);
+}
+
 TEST(Decode, SilentVideoWithoutAudioLatent) {
   if (const std::string why = test::mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const auto& b = test::shared_demo_bundle();

@@ -8,8 +8,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "generate/decode.h"
 #include "generate/demo_bundle.h"
+#include "generate/generate.h"
+#include "generate/progress.h"
 #include "io/io_test_util.h"
 #include "media/support.h"
 
@@ -26,6 +30,49 @@ inline const generate::DemoBundle& shared_demo_bundle() {
     return b;
   }();
   return bundle;
+}
+
+// The built-in demo (the shared bundle) at a small size: `pipeline`, height x width, 9 frames, 2
+// steps.
+inline generate::GenerateOptions small_demo_options(const std::string& pipeline, int64_t height,
+                                                    int64_t width) {
+  generate::GenerateOptions o;
+  o.pipeline = pipeline;
+  o.prompt = "a red ball bouncing on a wooden floor";
+  o.demo_dir = shared_demo_bundle().dir;
+  o.height = height;
+  o.width = width;
+  o.num_frames = 9;
+  if (pipeline != "distilled") o.num_inference_steps = 2;
+  return o;
+}
+
+// One generation into memory (no FFmpeg needed): the result, the decoded media and the stages'
+// timings with their allocation counts.
+struct InMemoryGeneration {
+  generate::GenerateResult result;
+  generate::DecodedMedia media;
+  std::vector<generate::Progress::Timing> timings;
+
+  // The stage's timing entry; fails the test when the run had no such stage.
+  const generate::Progress::Timing& stage(const std::string& name) const {
+    for (const auto& t : timings)
+      if (t.stage == name) return t;
+    ADD_FAILURE() << "the run has no stage '" << name << "'";
+    static const generate::Progress::Timing none;
+    return none;
+  }
+};
+
+inline InMemoryGeneration generate_in_memory(const generate::GenerateOptions& options) {
+  generate::MemorySink sink;
+  generate::Progress progress(nullptr, generate::Progress::Mode::Off);
+  InMemoryGeneration g;
+  g.result = generate::run_generation(options, progress, sink);
+  progress.end_stage();
+  g.media = sink.media();
+  g.timings = progress.timings();
+  return g;
 }
 
 // Why MP4 files cannot be checked here ("" when they can): no FFmpeg in this build, or no

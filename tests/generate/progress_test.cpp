@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/tensor.h"
 #include "io/io_test_util.h"
 
 namespace ltx {
@@ -76,6 +77,23 @@ TEST(Progress, OffWritesNothingButStillTimes) {
   });
   EXPECT_EQ(out, "");
   EXPECT_EQ(summary.rfind("timings: text encoding 0 s, decode 0 s, total ", 0), 0u) << summary;
+}
+
+TEST(Progress, StagesCountTheTensorsTheyAllocate) {
+  Progress p(nullptr, Progress::Mode::Off);
+  p.stage("encode");
+  const Tensor a = Tensor::empty({4}, DType::F32, Device::cpu());
+  const Tensor b = Tensor::zeros({2, 3}, DType::F32, Device::cpu());
+  p.stage("view");
+  const Tensor v = b.narrow(1, 0, 2);  // a view allocates nothing
+  p.stage("encode");                   // re-entered: accumulates
+  const Tensor c = Tensor::empty({1}, DType::F32, Device::cpu());
+  p.end_stage();
+  (void)a, (void)v, (void)c;
+  ASSERT_EQ(p.timings().size(), 2u);
+  EXPECT_EQ(p.timings()[0].allocations.host, 3);
+  EXPECT_EQ(p.timings()[0].allocations.cuda, 0);
+  EXPECT_EQ(p.timings()[1].allocations.host, 0);
 }
 
 TEST(Progress, DurationsReadLikeAClock) {

@@ -9,6 +9,7 @@
 #include "core/dtype_bits.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
 
 namespace ltx::lora {
@@ -91,18 +92,27 @@ std::vector<std::string> checked_targets(const io::WeightMap& w, const LoraSet& 
 
 }  // namespace
 
-Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products) {
+namespace {
+
+// Every pair must fit the 2-D floating-point weight [out, in].
+void check_products(const Tensor& weight, const std::vector<Product>& products) {
   LTX_CHECK(weight.defined() && weight.dim() == 2 && dtype_is_floating(weight.dtype()),
             "LoRA fusion: the weight must be a 2-D floating-point [out, in] tensor, got ",
             weight.defined() ? weight.describe() : std::string("an undefined tensor"));
-  const int64_t rows = weight.size(0), cols = weight.size(1), n = rows * cols;
   for (const Product& p : products) {
     LTX_CHECK(p.pair != nullptr, "LoRA fusion: null factor pair");
-    LTX_CHECK(p.pair->b.size(0) == rows && p.pair->a.size(1) == cols &&
+    LTX_CHECK(p.pair->b.size(0) == weight.size(0) && p.pair->a.size(1) == weight.size(1) &&
                   p.pair->a.size(0) == p.pair->b.size(1),
               "LoRA fusion: lora_B ", p.pair->b.describe(), " @ lora_A ", p.pair->a.describe(),
               " does not fit the weight ", weight.describe());
   }
+}
+
+}  // namespace
+
+Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products) {
+  check_products(weight, products);
+  const int64_t n = weight.size(0) * weight.size(1);
   if (products.empty()) return weight.to(Device::cpu()).clone();
 
   Tensor agg;  // f32 holding bf16 values: the reference's bf16 aggregator
@@ -131,6 +141,25 @@ Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products) 
   float* pg = agg.data<float>();
   for_each_element(n, [&](int64_t i) { pg[i] = round_bf16(pg[i] + pw[i]); });
   return agg.to(weight.dtype());
+}
+
+Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& products, Device device) {
+  if (device.is_cpu() || products.empty()) return fused_weight(weight, products).to(device);
+  check_products(weight, products);
+  // The same roundings as fused_weight, each step an op on the device: f32 values rounded to bf16
+  // by a bf16 round trip (round to nearest even, as round_bf16).
+  const auto bf16_round = [](const Tensor& t) { return t.to(DType::BF16).to(DType::F32); };
+  Tensor agg;
+  for (const Product& p : products) {
+    const double s = static_cast<float>(p.strength);
+    const Tensor a = p.pair->a.to(device, DType::BF16).to(DType::F32);
+    const Tensor b = p.pair->b.to(device, DType::BF16).to(DType::F32);
+    if (!agg.defined())
+      agg = bf16_round(ops::matmul(bf16_round(ops::mul(b, s)), a));
+    else
+      agg = bf16_round(ops::add(agg, ops::mul(ops::matmul(b, a), s)));
+  }
+  return bf16_round(ops::add(agg, weight.to(device, DType::F32))).to(weight.dtype());
 }
 
 std::vector<Product> products_for(const LoraSet& set, const std::string& target) {
@@ -200,7 +229,7 @@ void Fuser::apply(const LoraSet& set) {
       s.fused = false;
       continue;
     }
-    s.bound.copy_from(fused_weight(s.base, products));
+    s.bound.copy_from(fused_weight_on(s.base, products, s.bound.device()));
     s.fused = true;
     ++fused;
   }

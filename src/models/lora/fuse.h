@@ -53,6 +53,11 @@ struct Product {
 // Checks that every pair fits [out, in].
 Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products);
 
+// fused_weight computed on `device` (the Fuser's, for a model on a GPU): the same roundings, each
+// step an op there; the result lives there, in weight's dtype. On the CPU it is fused_weight. On a
+// GPU the factor GEMMs sum in another order, so a value can land one bf16 step away from the CPU's.
+Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& products, Device device);
+
 // The products of `set` for `target`, in set order (zero strengths included: they take part in
 // the reference's rounding).
 std::vector<Product> products_for(const LoraSet& set, const std::string& target);

@@ -1,0 +1,23 @@
+#include "generate/placement.h"
+
+#include "bench/device.h"
+#include "core/log.h"
+
+namespace ltx::generate {
+
+nn::LoadOptions model_placement(Device device, std::optional<DType> dtype) {
+  if (device.is_cpu()) return {DType::F32, device};
+  return {dtype.value_or(DType::BF16), device};
+}
+
+std::string describe_placement(const nn::LoadOptions& where) {
+  std::string s = bench::device_description(where.device);
+  if (where.device.is_cuda()) s += " " + where.device.str();
+  return s + ", " + dtype_name(where.dtype) + " weights";
+}
+
+void log_placement(const std::string& component, const nn::LoadOptions& where) {
+  log_info(component, " runs on ", describe_placement(where));
+}
+
+}  // namespace ltx::generate

@@ -1,0 +1,26 @@
+#pragma once
+// Where a generation's models run and in which dtype their weights are loaded (`ltx generate
+// --device`). Every model of the run goes to the one device: the CPU computes in f32 (bf16
+// checkpoints are widened at load, as always); a GPU keeps the reference's inference dtype, bf16,
+// unless a full-precision run asks for f32. The audio VAE decoder and vocoder load f32 weights on
+// every device (their loaders take f32 only).
+#include <optional>
+#include <string>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "nn/module.h"
+
+namespace ltx::generate {
+
+// {f32, cpu} on the CPU; {dtype or bf16, device} on a GPU.
+nn::LoadOptions model_placement(Device device, std::optional<DType> dtype = std::nullopt);
+
+// "NVIDIA H200 (139.8 GiB) cuda:0, bf16 weights" / "CPU (16 threads), f32 weights", for the
+// per-component device lines of the progress log.
+std::string describe_placement(const nn::LoadOptions& where);
+
+// Logs "<component> runs on <describe_placement(where)>" (info level).
+void log_placement(const std::string& component, const nn::LoadOptions& where);
+
+}  // namespace ltx::generate

@@ -1,0 +1,205 @@
+// `ltx generate --device cuda` end to end: the same generation on the CPU and on the GPU, through
+// run_generation into a MemorySink (decoded frames + waveform in memory; no FFmpeg, which the GPU
+// machine lacks), with the built-in demo bundle (tiny LTX-2.3 layout, random weights) and with the
+// demo transformer + the tiny LTX-2.5 diffusion decoder fixture.
+//
+// Tolerance of the f32 runs (GenerateOptions::dtype = F32: f32 weights and activations on both
+// devices, f32 latents between the steps): the devices differ only in summation order (cuBLASLt /
+// im2col GEMMs, reductions, attention), ~1e-6 relative per op; the component parity tests hold each
+// model on CUDA to rel L2 1e-4 of the reference. Through the whole chain (text encoder, 2 + 2
+// denoising steps, upsampler, decoders) we allow rel L2 2e-4 over all pixels / samples, and a
+// largest pixel difference below one 8-bit level (1/255, what the MP4 writer would quantise to)
+// and a largest audio sample difference of 1e-3 (-60 dB).
+//
+// Where the work ran: Progress counts the tensor allocations of every stage per device type (every
+// op returns a new tensor on its inputs' device, every weight is stored on the model's device). In
+// the GPU run each component's stage must have made most of its tensors on the GPU, and fewer
+// host tensors than the CPU run's same stage (what stays on the host: building the states from
+// the seeded noise, image resizing, small tables uploaded per call, the results coming back).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.h"
+#include "generate/generate_test_util.h"
+#include "media/image.h"
+#include "media/support.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::InMemoryGeneration;
+
+double max_abs_difference(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
+  double m = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
+}
+
+bool all_finite(const Tensor& t) {
+  for (const double v : t.to_double_vector())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+struct Tolerance {
+  double rel_l2;
+  double max_abs_pixel;
+  double max_abs_audio;
+};
+constexpr Tolerance kF32{2e-4, 1.0 / 255.0, 1e-3};
+
+// The GPU run's frames and waveform against the CPU run's.
+void expect_same_media(const InMemoryGeneration& gpu, const InMemoryGeneration& cpu,
+                       const Tolerance& tol, const std::string& what) {
+  const generate::DecodedMedia &g = gpu.media, &c = cpu.media;
+  ASSERT_TRUE(g.frames.defined() && c.frames.defined()) << what;
+  ASSERT_EQ(g.frames.shape(), c.frames.shape()) << what;
+  EXPECT_EQ(g.format.fps, c.format.fps) << what;
+  EXPECT_TRUE(all_finite(g.frames)) << what;
+  const double v_rel = test::rel_l2(g.frames, c.frames);
+  const double v_abs = max_abs_difference(g.frames, c.frames);
+  std::printf("[%s] video %s: rel_l2 %.3e max_abs %.3e\n", what.c_str(),
+              g.frames.shape().str().c_str(), v_rel, v_abs);
+  EXPECT_LE(v_rel, tol.rel_l2) << what << ": video";
+  EXPECT_LE(v_abs, tol.max_abs_pixel) << what << ": video";
+  ASSERT_EQ(g.waveform.defined(), c.waveform.defined()) << what;
+  if (!c.waveform.defined()) return;
+  ASSERT_EQ(g.waveform.shape(), c.waveform.shape()) << what;
+  EXPECT_EQ(g.format.audio_sample_rate, c.format.audio_sample_rate) << what;
+  EXPECT_TRUE(all_finite(g.waveform)) << what;
+  const double a_rel = test::rel_l2(g.waveform, c.waveform);
+  const double a_abs = max_abs_difference(g.waveform, c.waveform);
+  std::printf("[%s] audio %s: rel_l2 %.3e max_abs %.3e\n", what.c_str(),
+              g.waveform.shape().str().c_str(), a_rel, a_abs);
+  EXPECT_LE(a_rel, tol.rel_l2) << what << ": audio";
+  EXPECT_LE(a_abs, tol.max_abs_audio) << what << ": audio";
+}
+
+// Each named stage of the GPU run made its tensors on the GPU (see the file comment).
+void expect_ran_on_gpu(const InMemoryGeneration& gpu, const InMemoryGeneration& cpu,
+                       const std::vector<std::string>& stages) {
+  for (const std::string& s : stages) {
+    const AllocationCounts on_gpu = gpu.stage(s).allocations, on_cpu = cpu.stage(s).allocations;
+    std::printf("  stage %-18s cpu run: %6lld host | gpu run: %6lld host, %6lld cuda\n", s.c_str(),
+                static_cast<long long>(on_cpu.host), static_cast<long long>(on_gpu.host),
+                static_cast<long long>(on_gpu.cuda));
+    EXPECT_EQ(on_cpu.cuda, 0) << s;
+    EXPECT_GT(on_gpu.cuda, on_gpu.host)
+        << s << ": the GPU run made " << on_gpu.cuda << " tensors on the GPU and " << on_gpu.host
+        << " on the host: the stage's work did not run on the GPU";
+    EXPECT_LT(on_gpu.host, on_cpu.host)
+        << s << ": the GPU run made " << on_gpu.host << " host tensors, the CPU run "
+        << on_cpu.host;
+  }
+}
+
+struct Pair {
+  InMemoryGeneration cpu, gpu;
+};
+
+Pair run_on_both(generate::GenerateOptions o) {
+  Pair p;
+  o.device = Device::cpu();
+  p.cpu = test::generate_in_memory(o);
+  o.device = test::kGpu;
+  p.gpu = test::generate_in_memory(o);
+  return p;
+}
+
+TEST(GenerateOnCuda, DemoTwoStageMatchesTheCpuInF32) {
+  LTX_REQUIRE_CUDA();
+  // Guided stage 1 (negative prompt), the spatial upsampler with the video encoder's statistics,
+  // stage 2 with the distilled LoRA fused, the conv video decoder, the audio decoder + vocoder.
+  generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);
+  o.dtype = DType::F32;
+  const Pair p = run_on_both(o);
+  expect_same_media(p.gpu, p.cpu, kF32, "two-stage f32");
+  expect_ran_on_gpu(p.gpu, p.cpu,
+                    {"text encoding", "stage 1", "upsample", "stage 2", "audio decode",
+                     "video decode"});
+}
+
+TEST(GenerateOnCuda, ImageConditionedDistilledMatchesTheCpuInF32) {
+  LTX_REQUIRE_CUDA();
+  if (!media::image_io_available()) GTEST_SKIP() << "this build cannot read images (LTX_IMAGE_IO=OFF)";
+  test::TempDir dir;
+  // Frame 0 replaces the first latent frame, frame 8 adds keyframe tokens; CRF 0 skips the H.264
+  // round trip (FFmpeg).
+  const std::string first = dir.file("first.png"), last = dir.file("last.png");
+  media::write_png(first, test::random_tensor({80, 120, 3}, 21, 0.f, 255.f).to(DType::U8));
+  media::write_png(last, test::random_tensor({70, 150, 3}, 22, 0.f, 255.f).to(DType::U8));
+  generate::GenerateOptions o = test::small_demo_options("distilled", 64, 128);
+  o.dtype = DType::F32;
+  o.images = {{first, 0, 1.0, 0}, {last, 8, 0.7, 0}};
+  const Pair p = run_on_both(o);
+  expect_same_media(p.gpu, p.cpu, kF32, "distilled + images f32");
+  expect_ran_on_gpu(p.gpu, p.cpu,
+                    {"text encoding", "image conditioning", "stage 1", "upsample", "stage 2",
+                     "audio decode", "video decode"});
+}
+
+TEST(GenerateOnCuda, DfrWithATemporalRoundMatchesTheCpuInF32) {
+  LTX_REQUIRE_CUDA();
+  // Keyframe slots, the detailing pass and one temporal x2 round (the temporal upsampler).
+  generate::GenerateOptions o = test::small_demo_options("dfr", 64, 128);
+  o.dtype = DType::F32;
+  o.temporal_upsample_rounds = 1;
+  const Pair p = run_on_both(o);
+  EXPECT_EQ(p.gpu.media.frames.size(0), 17);
+  expect_same_media(p.gpu, p.cpu, kF32, "dfr + temporal round f32");
+  expect_ran_on_gpu(p.gpu, p.cpu,
+                    {"text encoding", "stage 1", "upsample", "stage 2", "temporal upsample",
+                     "audio decode", "video decode"});
+}
+
+TEST(GenerateOnCuda, DiffusionDecoderBundleMatchesTheCpuInF32) {
+  LTX_REQUIRE_CUDA();
+  // The demo transformer with LTX-2.5's tiny diffusion video decoder (16-channel latents like
+  // it); the one-stage pipeline needs no video encoder, which the decoder file lacks. The decode
+  // tiling is planned from the GPU's free memory.
+  const auto& demo = test::shared_demo_bundle();
+  generate::GenerateOptions o = test::small_demo_options("one-stage", 64, 96);
+  o.models.checkpoint_path = demo.checkpoint;
+  o.models.text_encoder_path = demo.text_encoder;
+  o.models.video_vae_path = test::fixture("diffdec_ltx25.weights.safetensors");
+  o.dtype = DType::F32;
+  const Pair p = run_on_both(o);
+  EXPECT_FALSE(p.gpu.result.demo);
+  EXPECT_EQ(p.gpu.media.frames.shape(), (Shape{9, 64, 96, 3}));
+  expect_same_media(p.gpu, p.cpu, kF32, "diffusion decoder f32");
+  expect_ran_on_gpu(p.gpu, p.cpu, {"text encoding", "stage 1", "audio decode", "video decode"});
+}
+
+TEST(GenerateOnCuda, DefaultPrecisionRunsEveryComponentOnTheGpu) {
+  LTX_REQUIRE_CUDA();
+  // The CLI's run: bf16 models on the GPU (the audio ones f32), bf16 latents between the steps on
+  // both devices; the CPU computes in f32. bf16 activations move the result by about a percent,
+  // so the comparison is a sanity bound (a wrong op gives rel L2 ~1), not parity.
+  const generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);
+  const Pair p = run_on_both(o);
+  const Tensor& frames = p.gpu.media.frames;
+  ASSERT_EQ(frames.shape(), p.cpu.media.frames.shape());
+  EXPECT_TRUE(all_finite(frames));
+  EXPECT_TRUE(all_finite(p.gpu.media.waveform));
+  const std::vector<double> px = frames.to_double_vector();
+  EXPECT_GE(*std::min_element(px.begin(), px.end()), 0.0);
+  EXPECT_LE(*std::max_element(px.begin(), px.end()), 1.0);
+  const double v_rel = test::rel_l2(frames, p.cpu.media.frames);
+  const double a_rel = test::rel_l2(p.gpu.media.waveform, p.cpu.media.waveform);
+  std::printf("[two-stage bf16 vs cpu f32] video rel_l2 %.3e, audio rel_l2 %.3e\n", v_rel, a_rel);
+  EXPECT_LT(v_rel, 0.25);
+  EXPECT_LT(a_rel, 0.25);
+  expect_ran_on_gpu(p.gpu, p.cpu,
+                    {"text encoding", "stage 1", "upsample", "stage 2", "audio decode",
+                     "video decode"});
+}
+
+}  // namespace
+}  // namespace ltx

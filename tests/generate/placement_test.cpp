@@ -1,0 +1,29 @@
+#include "generate/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ltx {
+namespace {
+
+TEST(Placement, CpuComputesInF32AndGpusInBf16UnlessF32IsAsked) {
+  const nn::LoadOptions cpu = generate::model_placement(Device::cpu());
+  EXPECT_EQ(cpu.dtype, DType::F32);
+  EXPECT_TRUE(cpu.device.is_cpu());
+  // The CPU has no bf16 compute: a bf16 request still loads f32 there.
+  EXPECT_EQ(generate::model_placement(Device::cpu(), DType::BF16).dtype, DType::F32);
+  const nn::LoadOptions gpu = generate::model_placement(Device::cuda(1));
+  EXPECT_EQ(gpu.dtype, DType::BF16);
+  EXPECT_EQ(gpu.device, Device::cuda(1));
+  EXPECT_EQ(generate::model_placement(Device::cuda(0), DType::F32).dtype, DType::F32);
+}
+
+TEST(Placement, DescriptionNamesTheDeviceAndTheDtype) {
+  const std::string d = generate::describe_placement(generate::model_placement(Device::cpu()));
+  EXPECT_EQ(d.rfind("CPU (", 0), 0u) << d;
+  EXPECT_NE(d.find(", f32 weights"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace ltx
