@@ -1,7 +1,13 @@
 #include "ops/rope.h"
 
+#include <utility>
+#include <vector>
+
 #include "backend/cpu/rope.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+#include "ops/shape.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/rope.h"
 #endif
@@ -38,6 +44,97 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLay
       check_float(op, "sin", sin);
       LTX_CUDA_DISPATCH(return cuda::apply_rope(x, cos.expand(target), sin.expand(target), layout),
                         op);
+  }
+  unreachable_device(op);
+}
+
+}  // namespace ltx::ops
+
+namespace ltx::ops {
+
+namespace {
+
+// x [B, T, H, W, heads, D] and tables that fit it (see Rope3dTables); returns (d_t, d_h, d_w).
+std::array<int64_t, 3> check_rope_3d(const char* op, const Tensor& x, const Rope3dTables& rope) {
+  LTX_CHECK(x.dim() == 6, op, ": expected x [B, T, H, W, heads, D], got ", x.describe());
+  static const char* const kAxis[3] = {"t", "h", "w"};
+  std::array<int64_t, 3> d{};
+  for (int a = 0; a < 3; ++a) {
+    const Tensor& c = rope.cos[a];
+    const Tensor& s = rope.sin[a];
+    LTX_CHECK(c.defined() && s.defined(), op, ": the ", kAxis[a], " table (cos and sin) is missing");
+    LTX_CHECK(c.dim() == 2 && c.shape() == s.shape() && c.size(0) == x.size(1 + a) &&
+                  c.size(1) > 0 && c.size(1) % 2 == 0,
+              op, ": the ", kAxis[a], " tables must be [", x.size(1 + a),
+              ", d] with d even and positive (one row per index along dim ", 1 + a, " of x ",
+              x.describe(), "), got cos ", c.describe(), ", sin ", s.describe());
+    d[a] = c.size(1);
+  }
+  LTX_CHECK(d[0] + d[1] + d[2] == x.size(5), op, ": the tables' widths ", d[0], " + ", d[1], " + ",
+            d[2], " must add up to the head dim of x ", x.describe());
+  return d;
+}
+
+}  // namespace
+
+Tensor apply_rope_3d(const Tensor& x, const Rope3dTables& rope) {
+  check_defined("apply_rope_3d", {&x});
+  const auto d = check_rope_3d("apply_rope_3d", x, rope);
+  // Axis a's table [L, d] broadcasts as [L, 1, .., 1, d] against [B, T, H, W, heads, d].
+  std::vector<Tensor> parts;
+  int64_t start = 0;
+  for (int a = 0; a < 3; ++a) {
+    Shape s{x.size(1 + a)};
+    for (int i = 0; i < 3 - a; ++i) s.push_back(1);
+    s.push_back(d[a]);
+    parts.push_back(apply_rope(x.narrow(5, start, d[a]), rope.cos[a].view(s), rope.sin[a].view(s),
+                               RopeLayout::Interleaved));
+    start += d[a];
+  }
+  return concat(parts, 5);
+}
+
+QkRope qk_norm_rope_3d_unfused(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                               const Tensor& k_weight, double eps, double q_scale,
+                               const Rope3dTables& rope) {
+  return {apply_rope_3d(mul(rms_norm(q, q_weight, eps), q_scale), rope),
+          apply_rope_3d(rms_norm(k, k_weight, eps), rope)};
+}
+
+QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                       const Tensor& k_weight, double eps, double q_scale,
+                       const Rope3dTables& rope) {
+  const char* op = "qk_norm_rope_3d";
+  check_defined(op, {&q, &k});
+  check_rope_3d(op, q, rope);
+  LTX_CHECK(k.shape() == q.shape() && k.dtype() == q.dtype(), op, ": q ", q.describe(), " and k ",
+            k.describe(), " must have one shape and dtype");
+  const int64_t d = q.size(5);
+  for (const auto& [name, w] : {std::pair<const char*, const Tensor*>{"q_weight", &q_weight},
+                                {"k_weight", &k_weight}}) {
+    if (!w->defined()) continue;
+    check_float(op, name, *w);
+    LTX_CHECK(w->dim() == 1 && w->size(0) == d, op, ": ", name, " must have shape [", d,
+              "] (the head dim of q ", q.describe(), "), got ", w->describe());
+  }
+  const Device dev = common_device(op, {&q, &k, &q_weight, &k_weight, &rope.cos[0], &rope.sin[0],
+                                        &rope.cos[1], &rope.sin[1], &rope.cos[2], &rope.sin[2]});
+  check_float(op, "q", q);
+  check_float(op, "k", k);
+  for (int a = 0; a < 3; ++a) {
+    check_float(op, "cos", rope.cos[a]);
+    check_float(op, "sin", rope.sin[a]);
+  }
+  const float scale = static_cast<float>(q_scale);  // as ops::mul(x, double)
+  switch (dev.type) {
+    case DeviceType::CPU:
+      return cpu::qk_norm_rope_3d(q, k, q_weight, k_weight, eps, scale, rope);
+    case DeviceType::CUDA:
+      // Head dims beyond the kernel's staging: the unfused ops (the same results, bit for bit).
+      LTX_CUDA_DISPATCH(
+          if (d > cuda::kQkNormRopeMaxDim) return qk_norm_rope_3d_unfused(
+              q, k, q_weight, k_weight, eps, q_scale, rope);
+          return cuda::qk_norm_rope_3d(q, k, q_weight, k_weight, eps, scale, rope), op);
   }
   unreachable_device(op);
 }

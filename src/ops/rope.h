@@ -1,5 +1,7 @@
 #pragma once
 // Rotary position embeddings (LTX's apply_rotary_emb), applied with precomputed cos/sin.
+#include <array>
+
 #include "core/tensor.h"
 
 namespace ltx::ops {
@@ -21,5 +23,47 @@ enum class RopeLayout {
 // fp32 mul + addcmul rounds them. The reference casts cos/sin to the model dtype first; callers
 // that want that round cos/sin themselves.
 Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLayout layout);
+
+}  // namespace ltx::ops
+
+namespace ltx::ops {
+
+// ---- 3-D absolute RoPE (the diffusion video decoder's neighborhood attention) ----
+
+// The tables of a 3-D interleaved RoPE on x [B, T, H, W, heads, D] with D = d_t + d_h + d_w: the
+// chunk of axis a (t, h, w = x's dims 1, 2, 3) rotates its interleaved pairs with
+// cos[a] / sin[a] [L_a, d_a] (one entry per element, as RopeLayout::Interleaved), row i being
+// the angles of index i along that axis. Built once per grid and reused across calls (the
+// decoder keeps them on the activations' device).
+struct Rope3dTables {
+  std::array<Tensor, 3> cos, sin;
+};
+
+// The composition: three apply_rope (Interleaved) on the t / h / w chunks of x + concat. A new
+// contiguous tensor of x's dtype.
+Tensor apply_rope_3d(const Tensor& x, const Rope3dTables& rope);
+
+struct QkRope {
+  Tensor q, k;
+};
+
+// The attention's q / k preparation in one pass: per row of D,
+//   q' = apply_rope_3d(rms_norm(q, q_weight, eps) * q_scale, rope)
+//   k' = apply_rope_3d(rms_norm(k, k_weight, eps), rope)
+// q, k [B, T, H, W, heads, D] of one shape, dtype and device, any strides (e.g. narrows of a fused
+// qkv projection); q_weight / k_weight [D] or undefined; q_scale is rounded to f32 as ops::mul
+// does with a double. Results are new contiguous tensors of q's dtype, bit-identical to
+// qk_norm_rope_3d_unfused on the same device: the same per-element roundings, including the
+// roundings to bf16 storage between the unfused ops, and on CUDA the rms_norm kernel's order of
+// the sum of squares. CUDA: one launch for both q and k.
+QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                       const Tensor& k_weight, double eps, double q_scale,
+                       const Rope3dTables& rope);
+
+// The unfused ops composition qk_norm_rope_3d reproduces (rms_norm -> mul (q only) ->
+// apply_rope_3d): the reference of the tests.
+QkRope qk_norm_rope_3d_unfused(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                               const Tensor& k_weight, double eps, double q_scale,
+                               const Rope3dTables& rope);
 
 }  // namespace ltx::ops

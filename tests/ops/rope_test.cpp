@@ -1,6 +1,10 @@
+#include <array>
+#include <cmath>
 #include <vector>
 
+#include "cuda/cuda_test_util.h"  // same_bytes (device-independent)
 #include "ops/rope.h"
+#include "support/rope3d_test_util.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -148,6 +152,125 @@ TEST(Rope, RejectsBadArguments) {
   EXPECT_THROW(ops::apply_rope(x.to(DType::BF16), c, s, RopeLayout::Split), Error);
   EXPECT_THROW(ops::apply_rope(x, c.to(DType::BF16), s.to(DType::BF16), RopeLayout::Split), Error);
   EXPECT_THROW(ops::apply_rope(x, c, Tensor(), RopeLayout::Split), Error);
+}
+
+// ---- qk_norm_rope_3d ----
+
+// The double-precision expectation: per row rms-normalised, weighted, scaled, then rotated.
+Tensor ref_qk_norm_rope(const Tensor& x, const Tensor& weight, double eps, double scale,
+                        const ops::Rope3dTables& rope) {
+  const Shape shape = x.shape();
+  const int64_t d = shape[5];
+  const auto vx = x.contiguous().to_double_vector();
+  const auto vw = weight.defined() ? weight.to_double_vector() : std::vector<double>(d, 1.0);
+  std::vector<std::vector<float>> vc(3), vs(3);
+  for (int a = 0; a < 3; ++a) {
+    vc[a] = rope.cos[a].contiguous().to_float_vector();
+    vs[a] = rope.sin[a].contiguous().to_float_vector();
+  }
+  std::vector<double> y(vx.size());
+  for (size_t r = 0; r < vx.size() / d; ++r) {
+    const std::vector<int64_t> idx = test::unravel(static_cast<int64_t>(r * d), shape);
+    const double* xr = &vx[r * d];
+    double ss = 0;
+    for (int64_t i = 0; i < d; ++i) ss += xr[i] * xr[i];
+    const double rs = 1.0 / std::sqrt(ss / d + eps);
+    std::vector<double> n(static_cast<size_t>(d));
+    for (int64_t i = 0; i < d; ++i) n[i] = xr[i] * rs * vw[i] * scale;
+    int64_t start = 0;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t w = rope.cos[a].size(1), p = idx[1 + a];
+      for (int64_t i = 0; i < w; i += 2) {
+        const size_t at = static_cast<size_t>(p * w + i);
+        const double c0 = vc[a][at], c1 = vc[a][at + 1], s0 = vs[a][at], s1 = vs[a][at + 1];
+        const double x0 = n[start + i], x1 = n[start + i + 1];
+        y[r * d + start + i] = x0 * c0 - x1 * s0;
+        y[r * d + start + i + 1] = x1 * c1 + x0 * s1;
+      }
+      start += w;
+    }
+  }
+  return Tensor::from_vector(y, shape);
+}
+
+TEST(QkNormRope3d, FusedIsBitIdenticalToTheUnfusedOpsAndMatchesDoubleReference) {
+  struct Case {
+    std::array<int64_t, 3> split;
+    Shape shape;  // [B, T, H, W, heads, D]
+    int64_t w_start;
+  };
+  const Case cases[] = {
+      {{4, 6, 6}, {1, 3, 5, 7, 2, 16}, 0},     // the tiny decoder's head dim
+      {{16, 24, 24}, {2, 3, 1, 5, 3, 64}, -3},  // the real one, W shifted left of 0
+      {{2, 4, 2}, {1, 1, 3, 33, 1, 8}, 17},     // odd split, one frame, W shifted right
+  };
+  uint64_t seed = 300;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.shape.str());
+    const auto [q, k, v] = test::fused_qkv_heads(c.shape, seed++);
+    EXPECT_FALSE(q.is_contiguous());
+    const int64_t d = c.shape[5];
+    const Tensor qw = random_tensor({d}, seed++, 0.5f, 1.5f), kw = random_tensor({d}, seed++, 0.5f, 1.5f);
+    const ops::Rope3dTables rope = test::rope3d_tables(c.split, c.shape[1], c.shape[2], c.shape[3], c.w_start);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    const ops::QkRope got = ops::qk_norm_rope_3d(q, k, qw, kw, 1e-6, scale, rope);
+    const ops::QkRope want = ops::qk_norm_rope_3d_unfused(q, k, qw, kw, 1e-6, scale, rope);
+    EXPECT_TRUE(got.q.is_contiguous() && got.k.is_contiguous());
+    EXPECT_TRUE(test::same_bytes(got.q, want.q));
+    EXPECT_TRUE(test::same_bytes(got.k, want.k));
+    EXPECT_ALLCLOSE(got.q, ref_qk_norm_rope(q, qw, 1e-6, scale, rope), 1e-5);
+    EXPECT_ALLCLOSE(got.k, ref_qk_norm_rope(k, kw, 1e-6, 1.0, rope), 1e-5);
+    // Strided everywhere (non-unit last-dim strides of x and the tables), no weights.
+    ops::Rope3dTables strided;
+    for (int a = 0; a < 3; ++a) {
+      strided.cos[a] = non_contiguous_copy(rope.cos[a]);
+      strided.sin[a] = non_contiguous_copy(rope.sin[a]);
+    }
+    const Tensor qs = non_contiguous_copy(q), ks = non_contiguous_copy(k);
+    const ops::QkRope g2 = ops::qk_norm_rope_3d(qs, ks, Tensor(), Tensor(), 1e-6, 0.3, strided);
+    const ops::QkRope w2 = ops::qk_norm_rope_3d_unfused(q, k, Tensor(), Tensor(), 1e-6, 0.3, rope);
+    EXPECT_TRUE(test::same_bytes(g2.q, w2.q));
+    EXPECT_TRUE(test::same_bytes(g2.k, w2.k));
+  }
+}
+
+TEST(QkNormRope3d, HandlesEmptyInputs) {
+  const Shape s{1, 2, 0, 3, 2, 8};
+  const Tensor q = Tensor::zeros(s), k = Tensor::zeros(s);
+  const ops::QkRope r =
+      ops::qk_norm_rope_3d(q, k, Tensor(), Tensor(), 1e-6, 1.0, test::rope3d_tables({2, 4, 2}, 2, 0, 3, 0));
+  EXPECT_EQ(r.q.shape(), s);
+  EXPECT_EQ(r.k.shape(), s);
+}
+
+TEST(QkNormRope3d, RejectsBadArguments) {
+  const Shape s{1, 2, 3, 4, 2, 8};
+  const Tensor q = random_tensor(s, 1), k = random_tensor(s, 2), w = random_tensor({8}, 3);
+  const ops::Rope3dTables rope = test::rope3d_tables({2, 4, 2}, 2, 3, 4, 0);
+  auto call = [&](const Tensor& qq, const Tensor& kk, const Tensor& qw,
+                  const ops::Rope3dTables& r) {
+    return ops::qk_norm_rope_3d(qq, kk, qw, w, 1e-6, 0.5, r);
+  };
+  EXPECT_NO_THROW(call(q, k, w, rope));
+  EXPECT_ERROR_HAS(call(q.select(0, 0), k.select(0, 0), w, rope), "[B, T, H, W, heads, D]");
+  EXPECT_ERROR_HAS(call(q, random_tensor({1, 2, 3, 4, 1, 8}, 4), w, rope), "one shape and dtype");
+  EXPECT_ERROR_HAS(call(q, k, random_tensor({6}, 5), rope), "q_weight must have shape [8]");
+  EXPECT_ERROR_HAS(call(q.to(DType::BF16), k.to(DType::BF16), w, rope), "f32");  // CPU: f32 only
+  EXPECT_ERROR_HAS(call(q, k, w, test::rope3d_tables({2, 4, 2}, 2, 3, 5, 0)), "the w tables");  // W 5 != 4
+  EXPECT_ERROR_HAS(call(q, k, w, test::rope3d_tables({2, 2, 2}, 2, 3, 4, 0)), "add up");
+  ops::Rope3dTables odd = rope;
+  odd.cos[0] = random_tensor({2, 3}, 7);
+  odd.sin[0] = random_tensor({2, 3}, 8);
+  odd.cos[1] = random_tensor({3, 3}, 9);
+  odd.sin[1] = random_tensor({3, 3}, 10);
+  EXPECT_ERROR_HAS(call(q, k, w, odd), "d even");
+  ops::Rope3dTables missing = rope;
+  missing.sin[1] = Tensor();
+  EXPECT_ERROR_HAS(call(q, k, w, missing), "the h table");
+  ops::Rope3dTables uneven = rope;
+  uneven.sin[2] = random_tensor({4, 4}, 6);
+  EXPECT_ERROR_HAS(call(q, k, w, uneven), "the w tables");
+  EXPECT_ERROR_HAS(ops::apply_rope_3d(q, missing), "the h table");
 }
 
 }  // namespace

@@ -29,11 +29,6 @@ void for_rows(int64_t rows, int64_t len, Fn fn) {
                });
 }
 
-// 1 / sqrt(mean + eps) rounded to f32; mean and eps in double.
-inline float rstd_of(double sum_sq, int64_t n, double eps) {
-  return static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
-}
-
 }  // namespace
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {

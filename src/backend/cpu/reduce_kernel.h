@@ -94,6 +94,23 @@ inline std::vector<double> sum_sq_3d(const float* x, Split3 s) {
       merge_sum);
 }
 
+// sum_sq_3d's value for one contiguous row of r elements (B == 1): the same chunks, each summed
+// in order from 0, merged in order; for the fused ops that must agree with it bit for bit.
+inline double row_sum_sq(const float* x, int64_t r) {
+  double total = 0.0;
+  for (int64_t r0 = 0; r0 < r; r0 += kReduceRowChunk) {
+    const int64_t r1 = std::min(r, r0 + kReduceRowChunk);
+    double acc = 0.0;
+    for (int64_t i = r0; i < r1; ++i) acc += static_cast<double>(x[i]) * x[i];
+    if (r0 == 0) {
+      total = acc;
+    } else {
+      merge_sum(total, acc);
+    }
+  }
+  return total;
+}
+
 // Per-output sum of (x - mean[o])^2 over R: the second pass of a two-pass variance, which stays
 // accurate when |mean| >> std (unlike E[x^2] - E[x]^2).
 inline std::vector<double> sum_sq_dev_3d(const float* x, Split3 s, const std::vector<double>& mean) {

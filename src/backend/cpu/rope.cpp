@@ -1,7 +1,11 @@
 #include "backend/cpu/rope.h"
 
 #include <algorithm>
+#include <array>
+#include <vector>
 
+#include "backend/cpu/norm.h"
+#include "backend/cpu/reduce_kernel.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {
@@ -85,6 +89,77 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::Ro
         oc -= cst[k] * (size[k] - 1);
         os -= sst[k] * (size[k] - 1);
         idx[k] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                            const Tensor& k_weight, double eps, float q_scale,
+                            const ops::Rope3dTables& rope) {
+  ops::QkRope out{Tensor::empty(q.shape()), Tensor::empty(k.shape())};
+  if (q.numel() == 0) return out;
+  const int64_t d = q.size(5), rows = q.numel() / d;
+  constexpr int kLead = 5;  // [B, T, H, W, heads]
+  int64_t size[kLead];
+  for (int i = 0; i < kLead; ++i) size[i] = q.size(i);
+  struct Side {
+    const float* x;
+    int64_t st[kLead + 1];
+    const float* w;
+    float* y;
+    bool scaled;
+  };
+  Tensor qw, kw;  // contiguous weights, kept alive
+  Side side[2];
+  for (int s = 0; s < 2; ++s) {
+    const Tensor& x = s == 0 ? q : k;
+    const Tensor& w = s == 0 ? q_weight : k_weight;
+    Tensor& keep = s == 0 ? qw : kw;
+    if (w.defined()) keep = w.contiguous();
+    side[s].x = x.data<float>();
+    for (int i = 0; i <= kLead; ++i) side[s].st[i] = x.stride(i);
+    side[s].w = w.defined() ? keep.data<float>() : nullptr;
+    side[s].y = (s == 0 ? out.q : out.k).data<float>();
+    side[s].scaled = s == 0;
+  }
+  std::array<Tensor, 3> cos, sin;  // contiguous [L, d_a]
+  std::array<int64_t, 3> width{}, start{};
+  for (int a = 0; a < 3; ++a) {
+    cos[a] = rope.cos[a].contiguous();
+    sin[a] = rope.sin[a].contiguous();
+    width[a] = cos[a].size(1);
+    start[a] = a == 0 ? 0 : start[a - 1] + width[a - 1];
+  }
+
+  parallel_for(0, 2 * rows, std::max<int64_t>(1, 8192 / d), [&](int64_t r0, int64_t r1) {
+    std::vector<float> buf(static_cast<size_t>(d));
+    for (int64_t g = r0; g < r1; ++g) {
+      const Side& sd = side[g < rows ? 0 : 1];
+      const int64_t row = g < rows ? g : g - rows;
+      int64_t idx[kLead], off = 0, rem = row;
+      for (int i = kLead - 1; i >= 0; --i) {
+        idx[i] = rem % size[i];
+        rem /= size[i];
+        off += idx[i] * sd.st[i];
+      }
+      const float* x = sd.x + off;
+      for (int64_t i = 0; i < d; ++i) buf[i] = x[i * sd.st[kLead]];
+      // rms_norm: y = (x * rs) * w, then mul(y, q_scale) for q (ops in the same f32 order).
+      const float rs = rstd_of(row_sum_sq(buf.data(), d), d, eps);
+      for (int64_t i = 0; i < d; ++i) {
+        float v = buf[i] * rs;
+        if (sd.w != nullptr) v = v * sd.w[i];
+        if (sd.scaled) v = v * q_scale;
+        buf[i] = v;
+      }
+      float* y = sd.y + row * d;
+      for (int a = 0; a < 3; ++a) {
+        const int64_t at = idx[1 + a] * width[a];
+        rotate_row<true>(buf.data() + start[a], 1, cos[a].data<float>() + at, 1,
+                         sin[a].data<float>() + at, 1, y + start[a], width[a],
+                         ops::RopeLayout::Interleaved);
       }
     }
   });

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/rms_row.cuh"
 #include "backend/reduce_plan.h"
 #include "backend/scalar_math.h"
 #include "backend/strided_layout.h"
@@ -29,14 +30,6 @@ struct RowArgs {
   int64_t rows, d;
   double eps;
 };
-
-__device__ __forceinline__ float inv_std(float sum_sq, int64_t n, double eps) {
-  return static_cast<float>(1.0 / sqrt(static_cast<double>(sum_sq) / static_cast<double>(n) + eps));
-}
-
-// One term of a sum of squares. nvcc contracts `ss += v * v` into an FMA; spelled out so that the
-// general and the vector kernels round every term the same way.
-__device__ __forceinline__ float add_square(float ss, float v) { return __fmaf_rn(v, v, ss); }
 
 // 1 / RMS of the row starting at `base` (every thread of the block gets it).
 __device__ float row_inv_rms(const RowArgs& a, int64_t base) {
@@ -70,11 +63,6 @@ struct ModArgs {
   const void* t = nullptr;
   DType s_dtype = DType::F32, t_dtype = DType::F32;
 };
-
-// x's own storage rounding of v (what rms_norm stores before modulate reloads it).
-__device__ __forceinline__ float round_to(DType dt, float v) {
-  return dt == DType::BF16 ? dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(v)) : v;
-}
 
 // Offsets of row r's scale and shift. The dims loop is unrolled over kMaxDims so that the
 // arguments are indexed statically (no local-memory copy of the struct); Index: the type of the
@@ -126,7 +114,6 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
 // Dynamic shared memory for the staged row; with the kernel's static reduction buffer it must
 // stay under the 48 KiB a launch gets without opting in (a 48 KiB row failed to launch).
 constexpr int64_t kRowVecMaxBytes = 32 * 1024;
-constexpr int kMaxRowThreads = 256;
 
 // The vector path of rms_norm (kModulate false) and rms_norm_modulate (true), taken when
 // rows_vec_ok holds: d % kVec == 0, every operand f32 or bf16 with 16-byte aligned vectors. The
@@ -265,13 +252,6 @@ __global__ void group_norm_kernel(RowArgs a, int64_t hw, int64_t cpg, int64_t gr
       store_f32(a.y, a.y_dtype, base + i, y);
     }
   }
-}
-
-// Threads per row block: a warp for short rows, up to 256 (each thread then handles d / 256).
-int row_threads(int64_t d) {
-  int t = 32;
-  while (t < kMaxRowThreads && t < d) t *= 2;
-  return t;
 }
 
 // Arguments for x (made contiguous into *xc), the optional affine tensors and a new output.

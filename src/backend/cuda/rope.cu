@@ -1,8 +1,10 @@
 #include "backend/cuda/rope.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/rms_row.cuh"
 
 namespace ltx::cuda {
 
@@ -174,6 +176,105 @@ bool rope_vec_ok(const RopeArgs& a, int64_t numel) {
          operand_ok(a.s, a.s_dtype, a.ss, a.sst);
 }
 
+// ---- qk_norm_rope_3d ----
+
+struct QkRopeArgs {
+  static constexpr int kLead = 5;  // [B, T, H, W, heads]
+  const void* x[2] = {};           // q, k
+  void* y[2] = {};
+  const void* w[2] = {};  // null: no weight
+  DType w_dtype[2] = {DType::F32, DType::F32};
+  DType dtype = DType::F32;  // of q, k and the results
+  int64_t size[kLead] = {};
+  int64_t xst[2][kLead + 1] = {};
+  const void* cos[3] = {};
+  const void* sin[3] = {};
+  DType c_dtype[3] = {}, s_dtype[3] = {};
+  int64_t cst[3][2] = {}, sst[3][2] = {};
+  int start[4] = {};  // first element of each axis' chunk; start[3] = d
+  int d = 0;
+  int norm_threads = 0;  // rms_norm's block size for rows of d
+  int64_t rows = 0;      // per tensor
+  float q_scale = 1.f;
+  double eps = 0.0;
+};
+
+// Stores the pair (v0, v1) at elements e, e + 1 (e even) of a contiguous f32 / bf16 buffer.
+__device__ __forceinline__ void store_pair(void* p, DType dt, int64_t e, float v0, float v1) {
+  if (dt == DType::BF16) {
+    *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p) + e) =
+        static_cast<uint32_t>(dtype_bits::f32_to_bf16(v0)) |
+        (static_cast<uint32_t>(dtype_bits::f32_to_bf16(v1)) << 16);
+  } else {
+    *reinterpret_cast<float2*>(static_cast<float*>(p) + e) = make_float2(v0, v1);
+  }
+}
+
+// One warp per row; rows [0, rows) of q, then [rows, 2 rows) of k. Index: the type of the row
+// index divisions (32-bit ones are several times cheaper). Dynamic shared memory: d floats per
+// warp.
+template <typename Index>
+__global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
+  extern __shared__ float qk_rows[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  float* buf = qk_rows + warp * a.d;
+  const int64_t total = 2 * a.rows;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * warps;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * warps + warp; g < total; g += step) {
+    const bool is_q = g < a.rows;
+    Index rem = static_cast<Index>(is_q ? g : g - a.rows);
+    const int64_t row = static_cast<int64_t>(rem);
+    int64_t off = 0, pos[3] = {};
+#pragma unroll
+    for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
+      const Index size = static_cast<Index>(a.size[k]);
+      const Index i = rem % size;
+      rem /= size;
+      off += static_cast<int64_t>(i) * (is_q ? a.xst[0][k] : a.xst[1][k]);
+      if (k >= 1 && k <= 3) pos[k - 1] = static_cast<int64_t>(i);
+    }
+    const void* x = is_q ? a.x[0] : a.x[1];
+    const int64_t xs = is_q ? a.xst[0][QkRopeArgs::kLead] : a.xst[1][QkRopeArgs::kLead];
+    for (int i = lane; i < a.d; i += 32) buf[i] = load_f32(x, a.dtype, off + i * xs);
+    __syncwarp();
+    // rms_norm: the row scale from its block's sum, then per element (x * rs) * w, stored.
+    const float rs =
+        inv_std(warp_row_sum_sq([buf](int i) { return buf[i]; }, a.d, a.norm_threads), a.d, a.eps);
+    const void* w = is_q ? a.w[0] : a.w[1];
+    const DType w_dtype = is_q ? a.w_dtype[0] : a.w_dtype[1];
+    void* y = is_q ? a.y[0] : a.y[1];
+    for (int e = 2 * lane; e < a.d; e += 64) {
+      float v[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float n = mul_rn(buf[e + j], rs);
+        if (w != nullptr) n = mul_rn(n, load_f32(w, w_dtype, e + j));
+        n = round_to(a.dtype, n);
+        if (is_q) n = round_to(a.dtype, mul_rn(n, a.q_scale));  // ops::mul(q, scale)
+        v[j] = n;
+      }
+      // apply_rope (Interleaved) with the table of the chunk's axis, at the row's index there.
+      float c0 = 0.f, c1 = 0.f, s0 = 0.f, s1 = 0.f;
+#pragma unroll
+      for (int ax = 0; ax < 3; ++ax) {
+        if (e >= a.start[ax] && e < a.start[ax + 1]) {
+          const int64_t j = e - a.start[ax];
+          const int64_t co = pos[ax] * a.cst[ax][0] + j * a.cst[ax][1];
+          const int64_t so = pos[ax] * a.sst[ax][0] + j * a.sst[ax][1];
+          c0 = load_f32(a.cos[ax], a.c_dtype[ax], co);
+          c1 = load_f32(a.cos[ax], a.c_dtype[ax], co + a.cst[ax][1]);
+          s0 = load_f32(a.sin[ax], a.s_dtype[ax], so);
+          s1 = load_f32(a.sin[ax], a.s_dtype[ax], so + a.sst[ax][1]);
+        }
+      }
+      float y0, y1;
+      rotate_interleaved(v[0], v[1], c0, c1, s0, s1, &y0, &y1);
+      store_pair(y, a.dtype, row * a.d + e, y0, y1);
+    }
+    __syncwarp();  // the warp is done with buf before the next row overwrites it
+  }
+}
+
 }  // namespace
 
 Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout) {
@@ -208,6 +309,69 @@ bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin,
                      ops::RopeLayout layout) {
   // x stands in for the output: a fresh allocation, aligned whenever x is.
   return rope_vec_ok(rope_args(x, cos, sin, layout, x), x.numel());
+}
+
+ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                            const Tensor& k_weight, double eps, float q_scale,
+                            const ops::Rope3dTables& rope) {
+  ops::QkRope out{Tensor::empty(q.shape(), q.dtype(), q.device()),
+                  Tensor::empty(k.shape(), k.dtype(), k.device())};
+  if (q.numel() == 0) return out;
+  const int64_t d = q.size(5);
+  LTX_CHECK(d <= kQkNormRopeMaxDim, "qk_norm_rope_3d: head dim ", d, " above the CUDA kernel's ",
+            kQkNormRopeMaxDim);
+  QkRopeArgs a;
+  const Tensor* xs[2] = {&q, &k};
+  const Tensor* ws[2] = {&q_weight, &k_weight};
+  Tensor wc[2];  // contiguous weights, kept alive until the launch is issued
+  for (int s = 0; s < 2; ++s) {
+    a.x[s] = xs[s]->raw_data();
+    a.y[s] = (s == 0 ? out.q : out.k).raw_data();
+    for (int i = 0; i <= QkRopeArgs::kLead; ++i) a.xst[s][i] = xs[s]->stride(i);
+    if (ws[s]->defined()) {
+      wc[s] = ws[s]->contiguous();
+      a.w[s] = wc[s].raw_data();
+      a.w_dtype[s] = wc[s].dtype();
+    }
+  }
+  a.dtype = q.dtype();
+  for (int i = 0; i < QkRopeArgs::kLead; ++i) a.size[i] = q.size(i);
+  int start = 0;
+  for (int ax = 0; ax < 3; ++ax) {
+    const Tensor& c = rope.cos[ax];
+    const Tensor& s = rope.sin[ax];
+    a.cos[ax] = c.raw_data();
+    a.sin[ax] = s.raw_data();
+    a.c_dtype[ax] = c.dtype();
+    a.s_dtype[ax] = s.dtype();
+    for (int i = 0; i < 2; ++i) {
+      a.cst[ax][i] = c.stride(i);
+      a.sst[ax][i] = s.stride(i);
+    }
+    a.start[ax] = start;
+    start += static_cast<int>(c.size(1));
+  }
+  a.start[3] = start;
+  a.d = static_cast<int>(d);
+  a.norm_threads = row_threads(d);
+  a.rows = q.numel() / d;
+  a.q_scale = q_scale;
+  a.eps = eps;
+
+  const int dev = q.device().index;
+  DeviceGuard guard(dev);
+  // Up to 8 warps (rows) per block, within 32 KiB of staged rows.
+  const int warps = static_cast<int>(std::clamp<int64_t>(8192 / d, 1, 8));
+  const size_t smem = static_cast<size_t>(warps) * static_cast<size_t>(d) * sizeof(float);
+  const unsigned grid = grid_for(2 * a.rows, warps, dev);  // a warp per row
+  const cudaStream_t stream = current_stream(dev).handle();
+  if (a.rows <= int64_t{UINT32_MAX}) {
+    qk_norm_rope_kernel<uint32_t><<<grid, warps * 32, smem, stream>>>(a);
+  } else {
+    qk_norm_rope_kernel<int64_t><<<grid, warps * 32, smem, stream>>>(a);
+  }
+  LTX_CUDA_CHECK_LAUNCH();
+  return out;
 }
 
 }  // namespace ltx::cuda

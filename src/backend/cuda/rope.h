@@ -16,4 +16,16 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::Ro
 // is taken for these arguments (cos/sin expanded as for apply_rope; for the tests):
 bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout);
 
+// The fused q / k preparation of ops::qk_norm_rope_3d (arguments validated there; q_scale
+// already rounded to f32): one launch for both tensors, one warp per row of D. Each row is staged
+// in shared memory as f32; its sum of squares replays rms_norm's block of row_threads(D) threads
+// (warp_row_sum_sq, rms_row.cuh), then every pair gets rms_norm's products, the storage rounding,
+// the product with q_scale (q) and its rounding, and apply_rope's rotation: bit-identical to the
+// unfused CUDA ops. Head dims up to kQkNormRopeMaxDim (larger ones: ops falls back to the unfused
+// ops).
+inline constexpr int64_t kQkNormRopeMaxDim = 8192;
+ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                            const Tensor& k_weight, double eps, float q_scale,
+                            const ops::Rope3dTables& rope);
+
 }  // namespace ltx::cuda

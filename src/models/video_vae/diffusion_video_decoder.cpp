@@ -25,6 +25,16 @@ constexpr std::pair<const char*, const char*> kGateFolds[] = {
 Tensor to_channels_last(const Tensor& x) { return x.permute({0, 2, 3, 4, 1}); }
 Tensor to_channels_first(const Tensor& x) { return x.permute({0, 4, 1, 2, 3}).contiguous(); }
 
+// A stage's blocks on x [B, T, H, W, C]; they keep x's grid, so one set of RoPE tables serves
+// them all. `first_probe` observes the first block.
+Tensor run_det_stage(const std::vector<NABlock>& blocks, Tensor x, const Probe& first_probe) {
+  if (blocks.empty()) return x;
+  const AbsRope3d rope =
+      blocks.front().attn.rope_tables(x.size(1), x.size(2), positions(x.size(3)), x.device());
+  for (size_t b = 0; b < blocks.size(); ++b) x = blocks[b](x, b == 0 ? first_probe : Probe{}, &rope);
+  return x;
+}
+
 }  // namespace
 
 void DiffusionVideoDecoder::fold_legacy_gates(io::WeightMap& w) {
@@ -125,12 +135,10 @@ Tensor DiffusionVideoDecoder::forward_stages_1_to_3(const Tensor& latent,
   Tensor x = conv_in_(to_channels_last(stats_.un_normalize(latent.to(DType::F32))));
   if (probe) probe("s0.conv_in", x);
   for (size_t s = 0; s < 3; ++s) {
-    for (size_t b = 0; b < det_stages_[s].size(); ++b) {
-      Probe na;
-      if (probe && s == 1 && b == 0)
-        na = [&probe](const std::string& n, const Tensor& t) { probe("na." + n, t); };
-      x = det_stages_[s][b](x, na);
-    }
+    Probe na;
+    if (probe && s == 1)
+      na = [&probe](const std::string& n, const Tensor& t) { probe("na." + n, t); };
+    x = run_det_stage(det_stages_[s], x, na);
     if (probe) probe(str("s", s + 1, ".blocks_out"), x);
     x = upsamples_[s](x, true);
     if (probe) probe(str("s", s + 1, ".upsample_out"), x);
@@ -142,7 +150,7 @@ Tensor DiffusionVideoDecoder::forward_stage_4(const Tensor& feat, bool drop_lead
                                               bool pad_trailing, Stage5Attention layout,
                                               Tensor* stage4_out) const {
   Tensor x = feat;
-  for (const NABlock& b : det_stages_[3]) x = b(x);
+  x = run_det_stage(det_stages_[3], x, {});
   const int64_t ghost_latent = trailing_ghost_frames(), k5t = config_.stage5_kernel[0];
   const int64_t up_t = upsamples_[3].stride[0];
   if (layout == Stage5Attention::WChunked) {
@@ -173,7 +181,8 @@ Tensor DiffusionVideoDecoder::modulation(const Tensor& t, Tensor* t_emb, Tensor*
 Tensor DiffusionVideoDecoder::forward_diff_step(const Tensor& x_t, const Tensor& context,
                                                 const Tensor& t,
                                                 const DiffusionDecodeOptions& options,
-                                                int step) const {
+                                                int step,
+                                                const std::vector<AbsRope3d>* rope) const {
   const Probe& probe = options.probe;
   const int64_t p = config_.patch_size;
   Tensor x = conv_in_x_t_(to_channels_last(patchify(x_t, p, 1)));
@@ -189,8 +198,14 @@ Tensor DiffusionVideoDecoder::forward_diff_step(const Tensor& x_t, const Tensor&
     probe(str("s5.t_emb.step", step), t_emb);
     probe(str("s5.modulation.step", step), mod);
   }
+  std::vector<AbsRope3d> built;
+  if (rope == nullptr && !diff_blocks_.empty()) {
+    built = diff_blocks_.front().rope_tables(x.shape(), options.layout, options.w_chunks,
+                                             x.device());
+    rope = &built;
+  }
   for (const DiffusionNABlock& b : diff_blocks_)
-    x = b(x, context, mod, options.layout, options.w_chunks);
+    x = b(x, context, mod, options.layout, options.w_chunks, rope);
   x = conv_out_(ops::rms_norm(x, norm_out_, kEps));
   return unpatchify(to_channels_first(x), p, 1);
 }
@@ -211,13 +226,19 @@ Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, const Ten
     const Tensor v = x0 ? sampling::to_velocity(x, t_now, out) : out;
     return ops::sub(x, ops::mul(v, static_cast<double>(t_now - t_next)));
   };
+  // Every step runs the blocks on the context's grid: one set of RoPE tables for the tile.
+  std::vector<AbsRope3d> rope;
+  if (!diff_blocks_.empty())
+    rope = diff_blocks_.front().rope_tables(context.shape(), options.layout, options.w_chunks,
+                                            context.device());
   Tensor x_t = x_t_init;
   for (int64_t i = 0; i + 1 < n; ++i) {
-    const Tensor out = forward_diff_step(x_t, context, t_at(ts[i]), options, static_cast<int>(i));
+    const Tensor out =
+        forward_diff_step(x_t, context, t_at(ts[i]), options, static_cast<int>(i), &rope);
     x_t = euler(x_t, out, ts[i], ts[i + 1]);
   }
   const Tensor out =
-      forward_diff_step(x_t, context, t_at(ts[n - 1]), options, static_cast<int>(n - 1));
+      forward_diff_step(x_t, context, t_at(ts[n - 1]), options, static_cast<int>(n - 1), &rope);
   return x0 ? out : euler(x_t, out, ts[n - 1], 0.f);
 }
 

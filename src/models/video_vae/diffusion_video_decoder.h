@@ -113,9 +113,11 @@ class DiffusionVideoDecoder {
   // t_emb (and the scaled timesteps) optionally returned.
   Tensor modulation(const Tensor& t, Tensor* t_emb = nullptr, Tensor* scaled = nullptr) const;
   // One stage-5 model call: x_t [B, 3, F, H, W] pixels -> the model output (x0 or v) [B, 3, F,
-  // H, W] given the context and t [B].
+  // H, W] given the context and t [B]. rope: the blocks' RoPE tables for this canvas
+  // (DiffusionNABlock::rope_tables, the same for every step of a tile) or null (built here).
   Tensor forward_diff_step(const Tensor& x_t, const Tensor& context, const Tensor& t,
-                           const DiffusionDecodeOptions& options, int step = -1) const;
+                           const DiffusionDecodeOptions& options, int step = -1,
+                           const std::vector<AbsRope3d>* rope = nullptr) const;
 
  private:
   DiffusionDecoderConfig config_;

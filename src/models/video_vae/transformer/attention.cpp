@@ -1,10 +1,10 @@
 #include "models/video_vae/transformer/attention.h"
 
+#include <array>
 #include <cmath>
 
-#include "ops/elementwise.h"
 #include "ops/neighborhood_attention.h"
-#include "ops/norm.h"
+#include "ops/rope.h"
 
 namespace ltx::models::video_vae {
 
@@ -31,22 +31,46 @@ NeighborhoodAttention3D NeighborhoodAttention3D::load(io::WeightMap& w, int64_t 
   return a;
 }
 
-NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project(
-    const Tensor& y, const std::vector<float>& w_positions) const {
-  LTX_CHECK(y.dim() == 5 && y.size(4) == dim, "neighborhood attention: expected [B, T, H, W, ", dim,
-            "], got ", y.describe());
-  const int64_t b = y.size(0), t = y.size(1), h = y.size(2), w = y.size(3);
-  const Tensor fused = qkv(y);  // [B, T, H, W, 3C]
-  auto heads = [&](int i) {
-    return fused.narrow(4, i * dim, dim).reshape({b, t, h, w, num_heads, head_dim});
-  };
-  const AbsRope3d rope = abs_rope_3d(rope_split, rope_inv, t, h, w_positions);
-  Qkv out;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  out.q = apply_abs_rope_3d(ops::mul(ops::rms_norm(heads(0), q_norm, kEps), scale), rope);
-  out.k = apply_abs_rope_3d(ops::rms_norm(heads(1), k_norm, kEps), rope);
-  out.v = heads(2);
+AbsRope3d NeighborhoodAttention3D::rope_tables(int64_t t, int64_t h,
+                                               const std::vector<float>& w_positions,
+                                               Device device) const {
+  return abs_rope_3d(rope_inv, t, h, w_positions, device);
+}
+
+namespace {
+
+// q, k, v views [B, T, H, W, heads, head_dim] of the fused projection of y.
+std::array<Tensor, 3> qkv_heads(const NeighborhoodAttention3D& a, const Tensor& y) {
+  LTX_CHECK(y.dim() == 5 && y.size(4) == a.dim, "neighborhood attention: expected [B, T, H, W, ",
+            a.dim, "], got ", y.describe());
+  const Tensor fused = a.qkv(y);  // [B, T, H, W, 3C]
+  std::array<Tensor, 3> out;
+  for (int i = 0; i < 3; ++i)
+    out[i] = fused.narrow(4, i * a.dim, a.dim)
+                 .reshape({y.size(0), y.size(1), y.size(2), y.size(3), a.num_heads, a.head_dim});
   return out;
+}
+
+double q_scale(const NeighborhoodAttention3D& a) {
+  return 1.0 / std::sqrt(static_cast<double>(a.head_dim));
+}
+
+}  // namespace
+
+NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project(const Tensor& y,
+                                                              const AbsRope3d& rope) const {
+  const auto h = qkv_heads(*this, y);
+  const ops::QkRope qk =
+      ops::qk_norm_rope_3d(h[0], h[1], q_norm, k_norm, kEps, q_scale(*this), rope);
+  return {qk.q, qk.k, h[2]};
+}
+
+NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project_unfused(const Tensor& y,
+                                                                      const AbsRope3d& rope) const {
+  const auto h = qkv_heads(*this, y);
+  const ops::QkRope qk =
+      ops::qk_norm_rope_3d_unfused(h[0], h[1], q_norm, k_norm, kEps, q_scale(*this), rope);
+  return {qk.q, qk.k, h[2]};
 }
 
 Tensor NeighborhoodAttention3D::attend(const Qkv& x) const {
@@ -55,8 +79,13 @@ Tensor NeighborhoodAttention3D::attend(const Qkv& x) const {
   return proj(o.reshape({s[0], s[1], s[2], s[3], dim}));
 }
 
-Tensor NeighborhoodAttention3D::operator()(const Tensor& y, const Probe& probe) const {
-  const Qkv x = project(y, positions(y.size(3)));
+Tensor NeighborhoodAttention3D::operator()(const Tensor& y, const Probe& probe,
+                                           const AbsRope3d* rope) const {
+  LTX_CHECK(y.dim() == 5, "neighborhood attention: expected [B, T, H, W, ", dim, "], got ",
+            y.describe());
+  const Qkv x = project(
+      y, rope != nullptr ? *rope
+                         : rope_tables(y.size(1), y.size(2), positions(y.size(3)), y.device()));
   if (!probe) return attend(x);
   probe("q", x.q);
   probe("k", x.k);

@@ -35,13 +35,24 @@ struct NeighborhoodAttention3D {
   struct Qkv {
     Tensor q, k, v;  // [B, T, H, W, heads, head_dim]; q and k normed, scaled (q) and rotated
   };
-  // Projections of y [B, T, H, W, C], RoPE with T / H positions 0.. and the given W positions.
-  Qkv project(const Tensor& y, const std::vector<float>& w_positions) const;
+  // The RoPE tables of a grid (T and H positions 0.., the given W positions) on `device`. Build
+  // them once per grid and pass them to every block that runs on it (the tables of one stage, or
+  // of one W chunk of stage 5, are the same for all of its blocks).
+  AbsRope3d rope_tables(int64_t t, int64_t h, const std::vector<float>& w_positions,
+                        Device device) const;
+  // Projections of y [B, T, H, W, C] with y's grid's tables: the q / k norms, q's scale and the
+  // RoPE in one op (ops::qk_norm_rope_3d).
+  Qkv project(const Tensor& y, const AbsRope3d& rope) const;
+  // The same through the unfused ops (rms_norm, mul, apply_rope_3d): the tests' reference,
+  // bit-identical to project on each device.
+  Qkv project_unfused(const Tensor& y, const AbsRope3d& rope) const;
   // proj(neighborhood attention of qkv) -> [B, T, H, W, C].
   Tensor attend(const Qkv& qkv) const;
-  // The full-volume call: W positions 0..W-1. Probe names: q, k, v (as attended), out (the
-  // attention output [B, T, H, W, heads, head_dim]), y (after proj).
-  Tensor operator()(const Tensor& y, const Probe& probe = {}) const;
+  // The full-volume call: W positions 0..W-1, with those tables or (null) tables built here.
+  // Probe names: q, k, v (as attended), out (the attention output [B, T, H, W, heads,
+  // head_dim]), y (after proj).
+  Tensor operator()(const Tensor& y, const Probe& probe = {},
+                    const AbsRope3d* rope = nullptr) const;
 };
 
 }  // namespace ltx::models::video_vae

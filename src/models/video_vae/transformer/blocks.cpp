@@ -20,6 +20,30 @@ Tensor chunk(const Tensor& modulation, const Tensor& table, int i) {
   return m.reshape({m.size(0), 1, 1, 1, m.size(1)});
 }
 
+// The W-chunked layout of a W-wide volume: chunks of chunk_w columns, each run on a slab of
+// extent = chunk_w + 2 halo columns at W positions core_start - halo + j.
+struct WChunking {
+  struct Core {
+    int64_t start, len;
+  };
+  int64_t chunk_w = 0, halo = 0, extent = 0;
+  std::vector<Core> cores;  // the non-empty chunks (trailing empty ones add nothing)
+};
+
+WChunking w_chunking(int64_t w, int64_t kernel_w, int64_t w_chunks) {
+  LTX_CHECK(w_chunks >= 1, "diffusion decoder: w_chunks must be >= 1, got ", w_chunks);
+  WChunking c;
+  c.halo = kernel_w / 2;
+  c.chunk_w = (w + w_chunks - 1) / w_chunks;
+  c.extent = c.chunk_w + 2 * c.halo;
+  for (int64_t i = 0; i < w_chunks; ++i) {
+    const int64_t start = i * c.chunk_w, end = std::min(w, (i + 1) * c.chunk_w);
+    if (end <= start) break;
+    c.cores.push_back({start, end - start});
+  }
+  return c;
+}
+
 }  // namespace
 
 NABlock NABlock::load(io::WeightMap& w, int64_t dim, const Kernel3& kernel, int64_t head_dim,
@@ -34,10 +58,10 @@ NABlock NABlock::load(io::WeightMap& w, int64_t dim, const Kernel3& kernel, int6
   return b;
 }
 
-Tensor NABlock::operator()(const Tensor& x, const Probe& probe) const {
+Tensor NABlock::operator()(const Tensor& x, const Probe& probe, const AbsRope3d* rope) const {
   const Tensor y = ops::rms_norm(x, norm1, kEps);
   if (probe) probe("x", y);
-  const Tensor h = ops::add(x, attn(y, probe));
+  const Tensor h = ops::add(x, attn(y, probe, rope));
   return ops::add(h, mlp(ops::rms_norm(h, norm2, kEps)));
 }
 
@@ -56,27 +80,47 @@ DiffusionNABlock DiffusionNABlock::load(io::WeightMap& w, int64_t dim, int64_t c
   return b;
 }
 
+std::vector<AbsRope3d> DiffusionNABlock::rope_tables(const Shape& x, Stage5Attention layout,
+                                                     int64_t w_chunks, Device device) const {
+  LTX_CHECK(x.size() == 5, "diffusion decoder: expected a stage-5 canvas [B, F, H, W, C], got ",
+            x.str());
+  if (layout == Stage5Attention::FullVolume)
+    return {attn.rope_tables(x[1], x[2], positions(x[3]), device)};
+  const WChunking c = w_chunking(x[3], attn.kernel[2], w_chunks);
+  std::vector<AbsRope3d> out;
+  for (const WChunking::Core& core : c.cores)
+    out.push_back(attn.rope_tables(x[1], x[2], positions(c.extent, core.start - c.halo), device));
+  return out;
+}
+
 Tensor DiffusionNABlock::w_chunked_attention_residual(const Tensor& x, const Tensor& scale,
-                                                      const Tensor& shift, int64_t w_chunks) const {
-  LTX_CHECK(w_chunks >= 1, "diffusion decoder: w_chunks must be >= 1, got ", w_chunks);
-  const int64_t w = x.size(3), halo = attn.kernel[2] / 2;
-  const int64_t chunk_w = (w + w_chunks - 1) / w_chunks, extent = chunk_w + 2 * halo;
+                                                      const Tensor& shift, int64_t w_chunks,
+                                                      const std::vector<AbsRope3d>* rope) const {
+  const int64_t w = x.size(3);
+  const WChunking c = w_chunking(w, attn.kernel[2], w_chunks);
+  const int64_t halo = c.halo, extent = c.extent;
+  std::vector<AbsRope3d> built;
+  if (rope == nullptr) {
+    built = rope_tables(x.shape(), Stage5Attention::WChunked, w_chunks, x.device());
+    rope = &built;
+  }
+  LTX_CHECK(rope->size() == c.cores.size(), "diffusion decoder: ", rope->size(),
+            " RoPE tables for ", c.cores.size(), " W chunks of ", x.describe());
   std::vector<Tensor> cores;
-  for (int64_t i = 0; i < w_chunks; ++i) {
-    const int64_t core_start = i * chunk_w, core_end = std::min(w, (i + 1) * chunk_w);
-    const int64_t core_len = core_end - core_start;
-    if (core_len <= 0) break;  // trailing empty chunks add nothing
+  for (size_t i = 0; i < c.cores.size(); ++i) {
+    const int64_t core_start = c.cores[i].start, core_len = c.cores[i].len;
+    const int64_t core_end = core_start + core_len;
     // Source column of every slab slot (-1: left as zeros, which the reference does when a chunk
     // is narrower than the halo).
     std::vector<int64_t> src(static_cast<size_t>(extent), -1);
     if (i > 0) {
-      const int64_t prev_len = std::min(chunk_w, w - (i - 1) * chunk_w);
+      const int64_t prev_len = c.cores[i - 1].len;
       const int64_t take = std::min(halo, prev_len);
       for (int64_t j = 0; j < take; ++j) src[halo - take + j] = core_start - take + j;
     }
     for (int64_t j = 0; j < core_len; ++j) src[halo + j] = core_start + j;
     int64_t right_filled = 0;
-    if (i + 1 < w_chunks) {
+    if (static_cast<int64_t>(i) + 1 < w_chunks) {
       right_filled = std::min(w, core_end + halo) - core_end;
       for (int64_t j = 0; j < right_filled; ++j) src[halo + core_len + j] = core_end + j;
     }
@@ -92,7 +136,7 @@ Tensor DiffusionNABlock::w_chunked_attention_residual(const Tensor& x, const Ten
       if (src[j] < 0) slab.narrow(3, j, 1).fill(0.0);
 
     const Tensor y = ops::modulate(ops::rms_norm(slab, norm1, kEps), scale, shift);
-    const Tensor out = attn.attend(attn.project(y, positions(extent, core_start - halo)));
+    const Tensor out = attn.attend(attn.project(y, (*rope)[i]));
     cores.push_back(out.narrow(3, halo, core_len));
   }
   const Tensor delta = cores.size() == 1 ? cores.front() : ops::concat(cores, 3);
@@ -101,17 +145,20 @@ Tensor DiffusionNABlock::w_chunked_attention_residual(const Tensor& x, const Ten
 
 Tensor DiffusionNABlock::operator()(const Tensor& x_in, const Tensor& context,
                                     const Tensor& modulation, Stage5Attention layout,
-                                    int64_t w_chunks) const {
+                                    int64_t w_chunks, const std::vector<AbsRope3d>* rope) const {
   const Tensor x = ops::add(x_in, context_proj(context));
   Tensor h;
   if (layout == Stage5Attention::WChunked) {
     h = w_chunked_attention_residual(x, chunk(modulation, scale_shift_table, kScaleMsa),
-                                     chunk(modulation, scale_shift_table, kShiftMsa), w_chunks);
+                                     chunk(modulation, scale_shift_table, kShiftMsa), w_chunks,
+                                     rope);
   } else {
     const Tensor y = ops::modulate(ops::rms_norm(x, norm1, kEps),
                                    chunk(modulation, scale_shift_table, kScaleMsa),
                                    chunk(modulation, scale_shift_table, kShiftMsa));
-    h = ops::add(x, attn(y));
+    LTX_CHECK(rope == nullptr || rope->size() == 1, "diffusion decoder: ", rope->size(),
+              " RoPE tables for one full-volume attention call");
+    h = ops::add(x, attn(y, {}, rope != nullptr ? rope->data() : nullptr));
   }
   const Tensor y =
       ops::modulate(ops::rms_norm(h, norm2, kEps), chunk(modulation, scale_shift_table, kScaleMlp),

@@ -18,6 +18,7 @@
 //    core_start - halo + j; only the core columns are kept. W windows are thus always centred.
 //  * FullVolume (COMBINED_* modes): one call over the volume, NATTEN's inward-shifted borders.
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "io/weights.h"
@@ -35,9 +36,11 @@ struct NABlock {
 
   static NABlock load(io::WeightMap& w, int64_t dim, const Kernel3& kernel, int64_t head_dim,
                       const nn::LoadOptions& opt);
-  // x [B, T, H, W, C] channels-last. Probe names: x (the attention input, norm1's output) and
-  // the attention's (NeighborhoodAttention3D::operator()).
-  Tensor operator()(const Tensor& x, const Probe& probe = {}) const;
+  // x [B, T, H, W, C] channels-last; rope: the tables of x's grid (attn.rope_tables, shared by a
+  // stage's blocks) or null (built here). Probe names: x (the attention input, norm1's output)
+  // and the attention's (NeighborhoodAttention3D::operator()).
+  Tensor operator()(const Tensor& x, const Probe& probe = {},
+                    const AbsRope3d* rope = nullptr) const;
 };
 
 enum class Stage5Attention { WChunked, FullVolume };
@@ -63,14 +66,23 @@ struct DiffusionNABlock {
 
   static DiffusionNABlock load(io::WeightMap& w, int64_t dim, int64_t context_channels,
                                const Kernel3& kernel, int64_t head_dim, const nn::LoadOptions& opt);
+  // The RoPE tables of the attention calls of one block on a canvas [B, F, H5, W5, C5] (one per
+  // non-empty W chunk, or one for the full volume) on `device`; the same for every stage-5 block
+  // and step on that canvas, so build them once and pass them to each call.
+  std::vector<AbsRope3d> rope_tables(const Shape& x, Stage5Attention layout, int64_t w_chunks,
+                                     Device device) const;
   // x [B, F, H5, W5, C5], context [B, F, H5, W5, C_ctx] (the upsampled stage-4 output),
-  // modulation [B, 7, C5] (shared_adaln chunks before the block's table).
+  // modulation [B, 7, C5] (shared_adaln chunks before the block's table); rope: rope_tables(x's
+  // shape, layout, w_chunks) or null (built here).
   Tensor operator()(const Tensor& x, const Tensor& context, const Tensor& modulation,
-                    Stage5Attention layout, int64_t w_chunks) const;
+                    Stage5Attention layout, int64_t w_chunks,
+                    const std::vector<AbsRope3d>* rope = nullptr) const;
 
-  // x + attn(modulate(norm1(x))) in the W-chunked layout (the reference's chunked.attn).
+  // x + attn(modulate(norm1(x))) in the W-chunked layout (the reference's chunked.attn); rope as
+  // for operator() with WChunked.
   Tensor w_chunked_attention_residual(const Tensor& x, const Tensor& scale, const Tensor& shift,
-                                      int64_t w_chunks) const;
+                                      int64_t w_chunks,
+                                      const std::vector<AbsRope3d>* rope = nullptr) const;
 };
 
 }  // namespace ltx::models::video_vae

@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "ops/rope.h"
-#include "ops/shape.h"
 
 namespace ltx::models::video_vae {
 
@@ -49,34 +47,16 @@ std::vector<float> positions(int64_t n, int64_t offset) {
   return p;
 }
 
-AbsRope3d abs_rope_3d(const RopeDimSplit& split, const std::array<Tensor, 3>& inv, int64_t t_len,
-                      int64_t h_len, const std::vector<float>& w_positions) {
+AbsRope3d abs_rope_3d(const std::array<Tensor, 3>& inv, int64_t t_len, int64_t h_len,
+                      const std::vector<float>& w_positions, Device device) {
+  const std::vector<float> pos[3] = {positions(t_len), positions(h_len), w_positions};
   AbsRope3d r;
-  r.split = split;
-  r.t = axis_rope(positions(t_len), inv[0]);
-  r.h = axis_rope(positions(h_len), inv[1]);
-  r.w = axis_rope(w_positions, inv[2]);
+  for (int a = 0; a < 3; ++a) {
+    const AxisRope t = axis_rope(pos[a], inv[a]);
+    r.cos[a] = t.cos.to(device);
+    r.sin[a] = t.sin.to(device);
+  }
   return r;
-}
-
-Tensor apply_abs_rope_3d(const Tensor& x, const AbsRope3d& r) {
-  const auto [dt, dh, dw] = r.split;
-  LTX_CHECK(x.dim() == 6 && x.size(5) == dt + dh + dw, "abs RoPE: expected x [B, T, H, W, heads, ",
-            dt + dh + dw, "], got ", x.describe());
-  LTX_CHECK(
-      r.t.cos.size(0) == x.size(1) && r.h.cos.size(0) == x.size(2) && r.w.cos.size(0) == x.size(3),
-      "abs RoPE: tables for (T, H, W) = (", r.t.cos.size(0), ", ", r.h.cos.size(0), ", ",
-      r.w.cos.size(0), ") do not fit ", x.describe());
-  // Per axis the table [L, d] broadcasts as [L, 1, .., 1, d] against [.., L, .., heads, d].
-  auto rotate = [&](int64_t start, int64_t d, const AxisRope& a, int trailing_ones) {
-    Shape s{a.cos.size(0)};
-    for (int i = 0; i < trailing_ones; ++i) s.push_back(1);
-    s.push_back(d);
-    return ops::apply_rope(x.narrow(5, start, d), a.cos.view(s), a.sin.view(s),
-                           ops::RopeLayout::Interleaved);
-  };
-  return ops::concat({rotate(0, dt, r.t, 3), rotate(dt, dh, r.h, 2), rotate(dt + dh, dw, r.w, 1)},
-                     5);
 }
 
 }  // namespace ltx::models::video_vae

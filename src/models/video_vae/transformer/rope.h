@@ -6,12 +6,14 @@
 // 64 -> (16, 24, 24)); each chunk rotates interleaved pairs (x[2i], x[2i+1]) by pos * inv_i along
 // its axis, with inv_i = base^(-2i/d) computed in float64 and rounded to f32, and the angle,
 // cos and sin in f32. Positions are the tensor's local indices along T and H and the given
-// (possibly shifted) positions along W.
+// (possibly shifted) positions along W. The rotation itself is ops::apply_rope_3d, or fused with
+// the q / k norms: ops::qk_norm_rope_3d.
 #include <array>
 #include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/rope.h"
 
 namespace ltx::models::video_vae {
 
@@ -31,16 +33,12 @@ struct AxisRope {
 };
 AxisRope axis_rope(const std::vector<float>& positions, const Tensor& inv);
 
-// The tables of one attention call: T and H positions 0.., W positions as given.
-struct AbsRope3d {
-  RopeDimSplit split{};
-  AxisRope t, h, w;
-};
-AbsRope3d abs_rope_3d(const RopeDimSplit& split, const std::array<Tensor, 3>& inv, int64_t t_len,
-                      int64_t h_len, const std::vector<float>& w_positions);
-
-// x [B, T, H, W, heads, d_t + d_h + d_w] -> the rotated copy (contiguous f32).
-Tensor apply_abs_rope_3d(const Tensor& x, const AbsRope3d& rope);
+// The tables of one attention grid (ops::Rope3dTables: cos / sin per axis) on `device`: T and H
+// positions 0.., W positions as given. Built once per grid and shared by the blocks that run on
+// it (see NeighborhoodAttention3D::project).
+using AbsRope3d = ops::Rope3dTables;
+AbsRope3d abs_rope_3d(const std::array<Tensor, 3>& inv, int64_t t_len, int64_t h_len,
+                      const std::vector<float>& w_positions, Device device = Device::cpu());
 
 // 0, 1, ..., n - 1 (+ offset) as floats.
 std::vector<float> positions(int64_t n, int64_t offset = 0);

@@ -1,0 +1,54 @@
+#pragma once
+// The per-row arithmetic of the CUDA RMSNorm (norm.cu), shared with the fused kernels that must
+// agree with it bit for bit (rope.cu's qk_norm_rope_3d): the block size per row length, the sum
+// of squares term, the row scale, the rounding to the storage dtype between ops, and the block
+// sum replayed by one warp.
+#include <cstdint>
+
+#include "backend/cuda/block_reduce.cuh"
+#include "core/dtype.h"
+#include "core/dtype_bits.h"
+
+namespace ltx::cuda {
+
+inline constexpr int kMaxRowThreads = 256;
+
+// Threads per row block: a warp for short rows, up to 256 (each thread then handles d / 256).
+inline int row_threads(int64_t d) {
+  int t = 32;
+  while (t < kMaxRowThreads && t < d) t *= 2;
+  return t;
+}
+
+__device__ __forceinline__ float inv_std(float sum_sq, int64_t n, double eps) {
+  return static_cast<float>(1.0 / sqrt(static_cast<double>(sum_sq) / static_cast<double>(n) + eps));
+}
+
+// One term of a sum of squares. nvcc contracts `ss += v * v` into an FMA; spelled out so that
+// every kernel rounds every term the same way.
+__device__ __forceinline__ float add_square(float ss, float v) { return __fmaf_rn(v, v, ss); }
+
+// dt's own storage rounding of v (what an op stores before the next op reloads it).
+__device__ __forceinline__ float round_to(DType dt, float v) {
+  return dt == DType::BF16 ? dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(v)) : v;
+}
+
+// The sum of squares of a row of d values as a block of `threads` threads forms it (thread t
+// sums elements t, t + threads, ... with add_square, then block_sum), computed by one warp: lane
+// l plays threads l, l + 32, ..., each warp's share goes through the same warp_sum, and the
+// warps' sums through the same final warp_sum with zeros in the missing slots. Every lane gets
+// the value. at(i): element i of the row.
+template <typename At>
+__device__ __forceinline__ float warp_row_sum_sq(At at, int d, int threads) {
+  const int lane = threadIdx.x & 31, warps = threads >> 5;
+  float mine = 0.f;
+  for (int w = 0; w < warps; ++w) {
+    float ss = 0.f;
+    for (int i = lane + 32 * w; i < d; i += threads) ss = add_square(ss, at(i));
+    ss = warp_sum(ss);
+    if (lane == w) mine = ss;
+  }
+  return warp_sum(mine);
+}
+
+}  // namespace ltx::cuda

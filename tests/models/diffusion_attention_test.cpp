@@ -1,0 +1,100 @@
+// The diffusion decoder's neighborhood attention with the fused q / k preparation
+// (ops::qk_norm_rope_3d) and RoPE tables built once per grid: bit-identical to the unfused ops,
+// and the tables the blocks share are the ones each call would build.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.h"  // same_bytes (device-independent)
+#include "models/na_test_util.h"
+#include "models/video_vae/transformer/attention.h"
+#include "models/video_vae/transformer/blocks.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using namespace models::video_vae;
+using test::same_bytes;
+
+TEST(NeighborhoodAttention3D, FusedProjectionIsBitIdenticalToTheUnfusedOps) {
+  uint64_t seed = 40;
+  for (int64_t head_dim : {16, 64}) {
+    const int64_t dim = 2 * head_dim;
+    const NeighborhoodAttention3D attn = test::random_na3d(dim, head_dim, {3, 3, 5}, {}, seed++);
+    const Tensor y = test::random_tensor({1, 3, 4, 9, dim}, seed++);
+    for (int64_t w_start : {0, -3, 5}) {  // full volume, and W chunks' shifted positions
+      SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " W from " + std::to_string(w_start));
+      const AbsRope3d rope = attn.rope_tables(3, 4, positions(9, w_start), Device::cpu());
+      const NeighborhoodAttention3D::Qkv got = attn.project(y, rope);
+      const NeighborhoodAttention3D::Qkv want = attn.project_unfused(y, rope);
+      EXPECT_TRUE(same_bytes(got.q, want.q));
+      EXPECT_TRUE(same_bytes(got.k, want.k));
+      EXPECT_TRUE(same_bytes(got.v, want.v));
+      EXPECT_EQ(got.q.shape(), Shape({1, 3, 4, 9, 2, head_dim}));
+    }
+  }
+}
+
+TEST(NeighborhoodAttention3D, RopeTablesAreTheAxisTables) {
+  const NeighborhoodAttention3D attn = test::random_na3d(32, 16, {3, 3, 3}, {}, 7);
+  const std::vector<float> w_pos = positions(6, -2);
+  const AbsRope3d rope = attn.rope_tables(3, 5, w_pos, Device::cpu());
+  const std::vector<float> pos[3] = {positions(3), positions(5), w_pos};
+  for (int a = 0; a < 3; ++a) {
+    const AxisRope want = axis_rope(pos[a], attn.rope_inv[a]);
+    EXPECT_TRUE(same_bytes(rope.cos[a], want.cos)) << a;
+    EXPECT_TRUE(same_bytes(rope.sin[a], want.sin)) << a;
+    EXPECT_EQ(rope.cos[a].size(1), attn.rope_split[a]);
+  }
+}
+
+TEST(NeighborhoodAttention3D, SharedTablesGiveTheOutputOfPerCallTables) {
+  const NeighborhoodAttention3D attn = test::random_na3d(32, 16, {3, 3, 3}, {}, 8);
+  const Tensor y = test::random_tensor({1, 4, 3, 5, 32}, 9);
+  const AbsRope3d rope = attn.rope_tables(4, 3, positions(5), Device::cpu());
+  Tensor probed_q;
+  const Tensor shared = attn(
+      y, [&](const std::string& name, const Tensor& t) { if (name == "q") probed_q = t; }, &rope);
+  EXPECT_TRUE(same_bytes(shared, attn(y)));
+  EXPECT_TRUE(same_bytes(probed_q, attn.project(y, rope).q));
+  // Tables of another grid are refused.
+  const AbsRope3d other = attn.rope_tables(4, 3, positions(6), Device::cpu());
+  EXPECT_ERROR_HAS(attn(y, {}, &other), "the w tables");
+}
+
+TEST(DiffusionNABlock, RopeTablesFollowTheWChunks) {
+  io::WeightMap w = test::random_decoder_weights(11);
+  const DiffusionNABlock block = DiffusionNABlock::load(w, 16, 8, {3, 3, 7}, 16, {});
+  // W 26 in 4 chunks of 7 columns, halo 3: slabs of 13 columns from core_start - 3.
+  const Shape canvas{1, 3, 4, 26, 16};
+  const std::vector<AbsRope3d> chunked =
+      block.rope_tables(canvas, Stage5Attention::WChunked, 4, Device::cpu());
+  ASSERT_EQ(chunked.size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) {
+    const AxisRope want = axis_rope(positions(13, 7 * i - 3), block.attn.rope_inv[2]);
+    EXPECT_TRUE(same_bytes(chunked[i].cos[2], want.cos)) << i;
+    EXPECT_TRUE(same_bytes(chunked[i].sin[2], want.sin)) << i;
+    EXPECT_EQ(chunked[i].cos[0].size(0), 3);
+    EXPECT_EQ(chunked[i].cos[1].size(0), 4);
+  }
+  const std::vector<AbsRope3d> full =
+      block.rope_tables(canvas, Stage5Attention::FullVolume, 4, Device::cpu());
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_TRUE(same_bytes(full[0].cos[2], axis_rope(positions(26), block.attn.rope_inv[2]).cos));
+  // Trailing empty chunks get no tables: W 10 in 8 chunks of 2 columns -> 5 chunks.
+  EXPECT_EQ(block.rope_tables({1, 3, 4, 10, 16}, Stage5Attention::WChunked, 8, Device::cpu()).size(),
+            5u);
+
+  // The residual with shared tables is the one with per-call tables; a wrong count is refused.
+  const Tensor x = test::random_tensor(canvas, 12);
+  const Tensor scale = test::random_tensor({1, 1, 1, 1, 16}, 13, -0.2f, 0.2f);
+  const Tensor shift = test::random_tensor({1, 1, 1, 1, 16}, 14, -0.2f, 0.2f);
+  EXPECT_TRUE(same_bytes(block.w_chunked_attention_residual(x, scale, shift, 4, &chunked),
+                         block.w_chunked_attention_residual(x, scale, shift, 4)));
+  EXPECT_ERROR_HAS(block.w_chunked_attention_residual(x, scale, shift, 4, &full), "W chunks");
+}
+
+}  // namespace
+}  // namespace ltx
