@@ -37,6 +37,30 @@ TEST(NeighborhoodAttention3D, FusedProjectionIsBitIdenticalToTheUnfusedOps) {
   }
 }
 
+TEST(SwiGLU, RowChunksGiveTheUnchunkedResult) {
+  // 3 x 5 x 7 = 105 tokens of width 8 (hidden 32) through chunks of 1, 4 and 13 rows, and a
+  // non-contiguous input.
+  const int64_t dim = 8, hidden = SwiGLU::hidden_dim(dim);
+  auto linear = [](int64_t in, int64_t out, uint64_t seed) {
+    nn::Linear l;
+    l.weight = test::random_tensor({out, in}, seed, -0.3f, 0.3f);
+    return l;
+  };
+  SwiGLU mlp;
+  mlp.w_gate = linear(dim, hidden, 1);
+  mlp.w_up = linear(dim, hidden, 2);
+  mlp.w_down = linear(hidden, dim, 3);
+  const Tensor y = test::non_contiguous_copy(test::random_tensor({1, 3, 5, 7, dim}, 4));
+  const Tensor whole = mlp(y);
+  for (int64_t rows : {1, 4, 13}) {
+    SwiGLU chunked = mlp;
+    chunked.max_hidden_elements = rows * hidden;
+    const Tensor got = chunked(y);
+    EXPECT_EQ(got.shape(), y.shape());
+    EXPECT_LE(test::max_abs_diff(got, whole), 1e-6) << rows << " rows per chunk";
+  }
+}
+
 TEST(NeighborhoodAttention3D, RopeTablesAreTheAxisTables) {
   const NeighborhoodAttention3D attn = test::random_na3d(32, 16, {3, 3, 3}, {}, 7);
   const std::vector<float> w_pos = positions(6, -2);

@@ -1,5 +1,7 @@
 #include "models/video_vae/transformer/layers.h"
 
+#include <algorithm>
+
 #include "ops/elementwise.h"
 
 namespace ltx::models::video_vae {
@@ -42,7 +44,22 @@ SwiGLU SwiGLU::load(io::WeightMap& w, int64_t dim, const nn::LoadOptions& opt) {
 }
 
 Tensor SwiGLU::operator()(const Tensor& y) const {
-  return w_down(ops::mul(ops::silu(w_gate(y)), w_up(y)));
+  const auto mlp = [&](const Tensor& x) { return w_down(ops::mul(ops::silu(w_gate(x)), w_up(x))); };
+  const int64_t dim = y.size(-1), rows = dim > 0 ? y.numel() / dim : 0;
+  const int64_t hidden = w_gate.weight.size(0);
+  const int64_t chunk = std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(hidden, 1));
+  if (rows <= chunk) return mlp(y);
+  const Tensor flat = y.reshape({rows, dim});
+  Tensor out;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t n = std::min(chunk, rows - r0);
+    const Tensor part = mlp(flat.narrow(0, r0, n));
+    if (!out.defined()) out = Tensor::empty({rows, part.size(1)}, part.dtype(), part.device());
+    out.narrow(0, r0, n).copy_from(part);
+  }
+  Shape shape = y.shape();
+  shape[shape.size() - 1] = out.size(1);
+  return out.view(shape);
 }
 
 }  // namespace ltx::models::video_vae

@@ -29,8 +29,12 @@ struct LinearPixelShuffleUpsample {
 };
 
 // w_down(silu(w_gate y) * w_up y), no biases; hidden = roundup(4 C, 16).
+// Rows go through in chunks of at most max_hidden_elements / hidden tokens: the stage-5 canvas of
+// a 1536 x 1024 x 121 decode is 12 M tokens, whose four hidden tensors would take 96 GB in bf16
+// at once. Every row is computed the same way whatever the chunking.
 struct SwiGLU {
   nn::Linear w_gate, w_up, w_down;
+  int64_t max_hidden_elements = int64_t{1} << 28;
   static int64_t hidden_dim(int64_t dim) { return (dim * 4 + 15) / 16 * 16; }
   static SwiGLU load(io::WeightMap& w, int64_t dim, const nn::LoadOptions& opt);
   Tensor operator()(const Tensor& y) const;
