@@ -35,13 +35,6 @@ namespace {
 
 using test::InMemoryGeneration;
 
-double max_abs_difference(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  double m = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
-  return m;
-}
-
 bool all_finite(const Tensor& t) {
   for (const double v : t.to_double_vector())
     if (!std::isfinite(v)) return false;
@@ -64,7 +57,7 @@ void expect_same_media(const InMemoryGeneration& gpu, const InMemoryGeneration& 
   EXPECT_EQ(g.format.fps, c.format.fps) << what;
   EXPECT_TRUE(all_finite(g.frames)) << what;
   const double v_rel = test::rel_l2(g.frames, c.frames);
-  const double v_abs = max_abs_difference(g.frames, c.frames);
+  const double v_abs = test::max_abs_diff(g.frames, c.frames);
   std::printf("[%s] video %s: rel_l2 %.3e max_abs %.3e\n", what.c_str(),
               g.frames.shape().str().c_str(), v_rel, v_abs);
   EXPECT_LE(v_rel, tol.rel_l2) << what << ": video";
@@ -75,7 +68,7 @@ void expect_same_media(const InMemoryGeneration& gpu, const InMemoryGeneration& 
   EXPECT_EQ(g.format.audio_sample_rate, c.format.audio_sample_rate) << what;
   EXPECT_TRUE(all_finite(g.waveform)) << what;
   const double a_rel = test::rel_l2(g.waveform, c.waveform);
-  const double a_abs = max_abs_difference(g.waveform, c.waveform);
+  const double a_abs = test::max_abs_diff(g.waveform, c.waveform);
   std::printf("[%s] audio %s: rel_l2 %.3e max_abs %.3e\n", what.c_str(),
               g.waveform.shape().str().c_str(), a_rel, a_abs);
   EXPECT_LE(a_rel, tol.rel_l2) << what << ": audio";

@@ -131,7 +131,7 @@ Tensor DiffusionNABlock::w_chunked_attention_residual(const Tensor& x, const Ten
     std::vector<int64_t> index(src.size());
     std::transform(src.begin(), src.end(), index.begin(),
                    [](int64_t s) { return std::max<int64_t>(s, 0); });
-    Tensor slab = ops::index_select(x, 3, Tensor::from_vector(index, {extent}));
+    Tensor slab = ops::index_select(x, 3, Tensor::from_vector(index, {extent}).to(x.device()));
     for (int64_t j = 0; j < extent; ++j)
       if (src[j] < 0) slab.narrow(3, j, 1).fill(0.0);
 
