@@ -80,15 +80,17 @@ std::array<int64_t, 3> check_rope_3d(const char* op, const Tensor& x, const Rope
 Tensor apply_rope_3d(const Tensor& x, const Rope3dTables& rope) {
   check_defined("apply_rope_3d", {&x});
   const auto d = check_rope_3d("apply_rope_3d", x, rope);
-  // Axis a's table [L, d] broadcasts as [L, 1, .., 1, d] against [B, T, H, W, heads, d].
+  // Axis a's table [L, d] broadcasts as [L, 1, .., 1, d] against [B, T, H, W, heads, d] (unit
+  // dims inserted, so tables of any strides do).
   std::vector<Tensor> parts;
   int64_t start = 0;
   for (int a = 0; a < 3; ++a) {
-    Shape s{x.size(1 + a)};
-    for (int i = 0; i < 3 - a; ++i) s.push_back(1);
-    s.push_back(d[a]);
-    parts.push_back(apply_rope(x.narrow(5, start, d[a]), rope.cos[a].view(s), rope.sin[a].view(s),
-                               RopeLayout::Interleaved));
+    Tensor c = rope.cos[a], s = rope.sin[a];
+    for (int i = 0; i < 3 - a; ++i) {
+      c = c.unsqueeze(1);
+      s = s.unsqueeze(1);
+    }
+    parts.push_back(apply_rope(x.narrow(5, start, d[a]), c, s, RopeLayout::Interleaved));
     start += d[a];
   }
   return concat(parts, 5);

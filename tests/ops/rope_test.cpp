@@ -231,6 +231,8 @@ TEST(QkNormRope3d, FusedIsBitIdenticalToTheUnfusedOpsAndMatchesDoubleReference) 
     const ops::QkRope w2 = ops::qk_norm_rope_3d_unfused(q, k, Tensor(), Tensor(), 1e-6, 0.3, rope);
     EXPECT_TRUE(test::same_bytes(g2.q, w2.q));
     EXPECT_TRUE(test::same_bytes(g2.k, w2.k));
+    // The unfused rotation takes strided tables too.
+    EXPECT_TRUE(test::same_bytes(ops::apply_rope_3d(qs, strided), ops::apply_rope_3d(q, rope)));
   }
 }
 
