@@ -27,6 +27,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const Tensor& mask, float scale,
                                     AttentionKernel kernel = AttentionKernel::Auto);
 
+// Whether the tensor-core kernels can stream `t`'s rows with 16-byte cp.async: a dense last dim,
+// every other stride a multiple of 8 elements (of a 2-byte type) and a 16-byte aligned start.
+bool bf16_rows_loadable(const Tensor& t);
+
 // Whether the tensor-core kernel takes these operands (dtypes, head dims, layout, GPU arch).
 bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
 

@@ -333,15 +333,16 @@ void launch(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t stre
   }
 }
 
-bool rows_aligned(const Tensor& t) {
-  // cp.async moves 16-byte chunks: the head dim must be dense and every row start 16-byte aligned.
-  if (t.stride(3) != 1) return false;
-  for (int i = 0; i < 3; ++i)
+}  // namespace
+
+bool bf16_rows_loadable(const Tensor& t) {
+  // cp.async moves 16-byte chunks: the last dim must be dense and every row start 16-byte aligned.
+  const int last = t.dim() - 1;
+  if (last < 0 || t.stride(last) != 1) return false;
+  for (int i = 0; i < last; ++i)
     if (t.size(i) > 1 && t.stride(i) % 8 != 0) return false;
   return reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0;
 }
-
-}  // namespace
 
 bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v) {
   if (q.dtype() != DType::BF16 || k.dtype() != DType::BF16 || v.dtype() != DType::BF16)
@@ -349,7 +350,7 @@ bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tenso
   const int64_t d = q.size(3);
   if (v.size(3) != d || (d != 32 && d != 64 && d != 128 && d != 256)) return false;
   if (q.size(0) * q.size(1) >= 65536) return false;  // grid.y
-  if (!rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v)) return false;
+  if (!bf16_rows_loadable(q) || !bf16_rows_loadable(k) || !bf16_rows_loadable(v)) return false;
   return compute_capability(q.device().index).major >= 8;
 }
 

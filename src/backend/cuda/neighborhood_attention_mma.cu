@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/neighborhood_attention.h"
@@ -435,13 +436,6 @@ bool groups_fit(const Tensor& q, const Tensor& k, const Tensor& v,
   return groups <= kMaxGroups && kspan < INT32_MAX && vspan < INT32_MAX;
 }
 
-bool rows_aligned(const Tensor& t) {
-  if (t.stride(5) != 1) return false;
-  for (int i = 0; i < 5; ++i)
-    if (t.size(i) > 1 && t.stride(i) % 8 != 0) return false;
-  return reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0;
-}
-
 }  // namespace
 
 bool tensor_core_neighborhood_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -453,7 +447,7 @@ bool tensor_core_neighborhood_attention_applies(const Tensor& q, const Tensor& k
   if (q.size(0) >= 65536) return false;  // grid.y
   for (int i = 1; i < 4; ++i)
     if (q.size(i) >= (int64_t{1} << 24)) return false;
-  if (!rows_aligned(q) || !rows_aligned(k) || !rows_aligned(v)) return false;
+  if (!bf16_rows_loadable(q) || !bf16_rows_loadable(k) || !bf16_rows_loadable(v)) return false;
   if (!groups_fit(q, k, v, kernel)) return false;
   return compute_capability(q.device().index).major >= 8;
 }
