@@ -94,11 +94,18 @@ std::array<int, kDims> channels_last_strides(const std::array<int, kDims>& dims)
 }
 
 // [N, C, *spatial] -> the same values stored channels-last ([N, *spatial, C] contiguous).
+// Channels-last and dense, starting on a 16-byte boundary: a contiguous view into a larger buffer
+// (a frame slice, say) can start anywhere, and cuDNN's algorithms may require aligned operands
+// (cudnnFind measures them on its own aligned scratch buffers).
 Tensor to_channels_last(const Tensor& t) {
   std::vector<int64_t> perm{0};
   for (int i = 2; i < t.dim(); ++i) perm.push_back(i);
   perm.push_back(1);
-  return t.permute(perm).contiguous();
+  const Tensor last = t.permute(perm).contiguous();
+  if (reinterpret_cast<uintptr_t>(last.raw_data()) % 16 == 0) return last;
+  Tensor copy = Tensor::empty(last.shape(), last.dtype(), last.device());
+  copy.copy_from(last);
+  return copy;
 }
 
 // RAII wrappers of the descriptors of one call.
