@@ -52,27 +52,24 @@ constexpr Tolerance kF32{2e-4, 1.0 / 255.0, 1e-3};
 void expect_same_media(const InMemoryGeneration& gpu, const InMemoryGeneration& cpu,
                        const Tolerance& tol, const std::string& what) {
   const generate::DecodedMedia &g = gpu.media, &c = cpu.media;
+  // One stream (video frames or waveform): same shape, finite, within the tolerance.
+  const auto expect_close = [&](const char* kind, const Tensor& got, const Tensor& want,
+                                double max_abs) {
+    ASSERT_EQ(got.shape(), want.shape()) << what << ": " << kind;
+    EXPECT_TRUE(all_finite(got)) << what << ": " << kind;
+    const double rel = test::rel_l2(got, want), abs = test::max_abs_diff(got, want);
+    std::printf("[%s] %s %s: rel_l2 %.3e max_abs %.3e\n", what.c_str(), kind,
+                got.shape().str().c_str(), rel, abs);
+    EXPECT_LE(rel, tol.rel_l2) << what << ": " << kind;
+    EXPECT_LE(abs, max_abs) << what << ": " << kind;
+  };
   ASSERT_TRUE(g.frames.defined() && c.frames.defined()) << what;
-  ASSERT_EQ(g.frames.shape(), c.frames.shape()) << what;
   EXPECT_EQ(g.format.fps, c.format.fps) << what;
-  EXPECT_TRUE(all_finite(g.frames)) << what;
-  const double v_rel = test::rel_l2(g.frames, c.frames);
-  const double v_abs = test::max_abs_diff(g.frames, c.frames);
-  std::printf("[%s] video %s: rel_l2 %.3e max_abs %.3e\n", what.c_str(),
-              g.frames.shape().str().c_str(), v_rel, v_abs);
-  EXPECT_LE(v_rel, tol.rel_l2) << what << ": video";
-  EXPECT_LE(v_abs, tol.max_abs_pixel) << what << ": video";
+  expect_close("video", g.frames, c.frames, tol.max_abs_pixel);
   ASSERT_EQ(g.waveform.defined(), c.waveform.defined()) << what;
   if (!c.waveform.defined()) return;
-  ASSERT_EQ(g.waveform.shape(), c.waveform.shape()) << what;
   EXPECT_EQ(g.format.audio_sample_rate, c.format.audio_sample_rate) << what;
-  EXPECT_TRUE(all_finite(g.waveform)) << what;
-  const double a_rel = test::rel_l2(g.waveform, c.waveform);
-  const double a_abs = test::max_abs_diff(g.waveform, c.waveform);
-  std::printf("[%s] audio %s: rel_l2 %.3e max_abs %.3e\n", what.c_str(),
-              g.waveform.shape().str().c_str(), a_rel, a_abs);
-  EXPECT_LE(a_rel, tol.rel_l2) << what << ": audio";
-  EXPECT_LE(a_abs, tol.max_abs_audio) << what << ": audio";
+  expect_close("audio", g.waveform, c.waveform, tol.max_abs_audio);
 }
 
 // Each named stage of the GPU run made its tensors on the GPU (see the file comment).
