@@ -48,10 +48,6 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLay
   unreachable_device(op);
 }
 
-}  // namespace ltx::ops
-
-namespace ltx::ops {
-
 namespace {
 
 // x [B, T, H, W, heads, D] and tables that fit it (see Rope3dTables); returns (d_t, d_h, d_w).

@@ -24,10 +24,6 @@ enum class RopeLayout {
 // that want that round cos/sin themselves.
 Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLayout layout);
 
-}  // namespace ltx::ops
-
-namespace ltx::ops {
-
 // ---- 3-D absolute RoPE (the diffusion video decoder's neighborhood attention) ----
 
 // The tables of a 3-D interleaved RoPE on x [B, T, H, W, heads, D] with D = d_t + d_h + d_w: the

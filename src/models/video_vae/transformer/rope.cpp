@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-
 namespace ltx::models::video_vae {
 
 RopeDimSplit default_rope_dim_split(int64_t head_dim) {
