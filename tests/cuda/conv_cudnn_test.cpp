@@ -43,10 +43,10 @@ struct Case {
 TEST(CudaCudnnConv, MatchesCpuConvOnBf16Inputs) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 1;
-  for (const Case& c : {Case{3, 1, 16, 32, 9, 3, 1, 1, 1, 1}, Case{3, 2, 8, 12, 7, 3, 2, 0, 1, 1},
-                        Case{3, 1, 12, 12, 6, 3, 1, 2, 2, 3}, Case{3, 1, 128, 64, 5, 1, 1, 0, 1, 1},
-                        Case{2, 2, 10, 6, 13, 3, 2, 1, 1, 2}, Case{1, 3, 6, 10, 33, 5, 1, 2, 1, 1},
-                        Case{1, 1, 4, 4, 17, 7, 3, 3, 2, 4}}) {
+  for (const Case& c : {Case{3, 1, 16, 32, 9, 3, 1, 1, 1, 1}, Case{3, 2, 8, 16, 7, 3, 2, 0, 1, 1},
+                        Case{3, 1, 24, 24, 6, 3, 1, 2, 2, 3}, Case{3, 1, 128, 64, 5, 1, 1, 0, 1, 1},
+                        Case{2, 2, 16, 16, 13, 3, 2, 1, 1, 2}, Case{1, 3, 8, 16, 33, 5, 1, 2, 1, 1},
+                        Case{1, 1, 32, 32, 17, 7, 3, 3, 2, 4}}) {
     SCOPED_TRACE("rank " + std::to_string(c.rank) + " C " + std::to_string(c.c) + " O " +
                  std::to_string(c.o) + " size " + std::to_string(c.size) + " k " +
                  std::to_string(c.k) + " stride " + std::to_string(c.stride) + " pad " +
@@ -75,17 +75,50 @@ TEST(CudaCudnnConv, MatchesCpuConvOnBf16Inputs) {
   }
 }
 
+// The video decoder's causal convolutions pad time by hand and pass (0, 1, 1) here.
+TEST(CudaCudnnConv, MatchesCpuConvWithUnevenPadding) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = bf16_cpu({1, 8, 11, 16, 32}, 11), w = bf16_cpu({8, 8, 3, 3, 3}, 12);
+  cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+  spec.padding[0] = 0;
+  const Tensor xg = x.to(kGpu, DType::BF16), wg = w.to(kGpu, DType::BF16);
+  ASSERT_TRUE(cuda::cudnn_conv_applies(xg, wg, Tensor(), spec));
+  const Tensor want = cpu::conv_nd(x, w, Tensor(), spec);
+  const Tensor got = cuda::cudnn_conv_nd(xg, wg, Tensor(), spec);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_LE(rel_l2(got, want), 8e-3);
+}
+
+// Channels-last bf16 wants 8-channel multiples per group: cuDNN rejected a 4-channel call (the
+// tiny demo model's latents) with CUDNN_STATUS_BAD_PARAM, so those stay on the im2col path.
+TEST(CudaCudnnConv, LeavesChannelCountsOffEightToTheGemmPath) {
+  LTX_REQUIRE_CUDA();
+  const cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+  const auto applies = [&](int64_t c, int64_t o, int64_t groups) {
+    const Tensor x = Tensor::zeros({1, c, 5, 5, 5}, DType::BF16, kGpu);
+    const Tensor w = Tensor::zeros({o, c / groups, 3, 3, 3}, DType::BF16, kGpu);
+    cpu::ConvSpec s = spec;
+    s.groups = groups;
+    return cuda::cudnn_conv_applies(x, w, Tensor(), s);
+  };
+  EXPECT_TRUE(applies(8, 16, 1));
+  EXPECT_TRUE(applies(16, 16, 2));
+  EXPECT_FALSE(applies(4, 8, 1));
+  EXPECT_FALSE(applies(8, 4, 1));
+  EXPECT_FALSE(applies(16, 16, 4));
+}
+
 TEST(CudaCudnnConv, TakesOnlyBf16) {
   LTX_REQUIRE_CUDA();
-  const Tensor x = Tensor::zeros({1, 4, 5, 5, 5}, DType::F32, kGpu);
-  const Tensor w = Tensor::zeros({4, 4, 3, 3, 3}, DType::F32, kGpu);
+  const Tensor x = Tensor::zeros({1, 8, 5, 5, 5}, DType::F32, kGpu);
+  const Tensor w = Tensor::zeros({8, 8, 3, 3, 3}, DType::F32, kGpu);
   const cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
   EXPECT_FALSE(cuda::cudnn_conv_applies(x, w, Tensor(), spec));
   EXPECT_FALSE(cuda::cudnn_conv_applies(x.to(DType::BF16), w, Tensor(), spec));
   EXPECT_TRUE(cuda::cudnn_conv_applies(x.to(DType::BF16), w.to(DType::BF16), Tensor(), spec));
   // An f32 bias keeps the f32 path (the op's result would be f32).
   EXPECT_FALSE(cuda::cudnn_conv_applies(x.to(DType::BF16), w.to(DType::BF16),
-                                        Tensor::zeros({4}, DType::F32, kGpu), spec));
+                                        Tensor::zeros({8}, DType::F32, kGpu), spec));
 }
 
 }  // namespace
