@@ -99,10 +99,11 @@ QkRope qk_norm_rope_3d_unfused(const Tensor& q, const Tensor& k, const Tensor& q
           apply_rope_3d(rms_norm(k, k_weight, eps), rope)};
 }
 
-QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
-                       const Tensor& k_weight, double eps, double q_scale,
-                       const Rope3dTables& rope) {
-  const char* op = "qk_norm_rope_3d";
+namespace {
+
+// Validates qk_norm_rope_3d's arguments; returns their device.
+Device check_qk_norm_rope(const char* op, const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                          const Tensor& k_weight, const Rope3dTables& rope) {
   check_defined(op, {&q, &k});
   check_rope_3d(op, q, rope);
   LTX_CHECK(k.shape() == q.shape() && k.dtype() == q.dtype(), op, ": q ", q.describe(), " and k ",
@@ -123,6 +124,16 @@ QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
     check_float(op, "cos", rope.cos[a]);
     check_float(op, "sin", rope.sin[a]);
   }
+  return dev;
+}
+
+}  // namespace
+
+QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                       const Tensor& k_weight, double eps, double q_scale,
+                       const Rope3dTables& rope) {
+  const char* op = "qk_norm_rope_3d";
+  const Device dev = check_qk_norm_rope(op, q, k, q_weight, k_weight, rope);
   const float scale = static_cast<float>(q_scale);  // as ops::mul(x, double)
   switch (dev.type) {
     case DeviceType::CPU:
@@ -130,11 +141,32 @@ QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
     case DeviceType::CUDA:
       // Head dims beyond the kernel's staging: the unfused ops (the same results, bit for bit).
       LTX_CUDA_DISPATCH(
-          if (d > cuda::kQkNormRopeMaxDim) return qk_norm_rope_3d_unfused(
+          if (q.size(5) > cuda::kQkNormRopeMaxDim) return qk_norm_rope_3d_unfused(
               q, k, q_weight, k_weight, eps, q_scale, rope);
           return cuda::qk_norm_rope_3d(q, k, q_weight, k_weight, eps, scale, rope), op);
   }
   unreachable_device(op);
+}
+
+void qk_norm_rope_3d_(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                      const Tensor& k_weight, double eps, double q_scale, const Rope3dTables& rope) {
+  const char* op = "qk_norm_rope_3d_";
+  const Device dev = check_qk_norm_rope(op, q, k, q_weight, k_weight, rope);
+  // The CUDA kernel writes rows with a dense head dim; anything else goes through new tensors.
+  if (dev.type == DeviceType::CUDA) {
+    bool done = false;
+    LTX_CUDA_DISPATCH(
+        if (q.size(5) <= cuda::kQkNormRopeMaxDim && q.stride(5) == 1 && k.stride(5) == 1) {
+          cuda::qk_norm_rope_3d(q, k, q_weight, k_weight, eps, static_cast<float>(q_scale), rope,
+                                &q, &k);
+          done = true;
+        },
+        op);
+    if (done) return;
+  }
+  const QkRope r = qk_norm_rope_3d(q, k, q_weight, k_weight, eps, q_scale, rope);
+  q.copy_from(r.q);
+  k.copy_from(r.k);
 }
 
 }  // namespace ltx::ops

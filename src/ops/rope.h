@@ -56,6 +56,11 @@ QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
                        const Tensor& k_weight, double eps, double q_scale,
                        const Rope3dTables& rope);
 
+// The same, written over q and k (the q / k parts of a fused projection, say: no second pair of
+// buffers). q and k must not overlap; every row's values are read before they are written.
+void qk_norm_rope_3d_(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                      const Tensor& k_weight, double eps, double q_scale, const Rope3dTables& rope);
+
 // The unfused ops composition qk_norm_rope_3d reproduces (rms_norm -> mul (q only) ->
 // apply_rope_3d): the reference of the tests.
 QkRope qk_norm_rope_3d_unfused(const Tensor& q, const Tensor& k, const Tensor& q_weight,

@@ -89,6 +89,30 @@ TEST(CudaQkNormRope3d, FusedIsBitIdenticalToTheUnfusedCudaOps) {
   }
 }
 
+// In place on the q / k parts of a fused projection (the decoder's way): the out-of-place bits,
+// on the head-dim-64 path and the general one, and v untouched.
+TEST(CudaQkNormRope3d, InPlaceOnTheFusedProjectionGivesTheSameBits) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 700;
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (const Case& c : kCases) {
+      if (c.shape[5] > 1024) continue;
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + c.shape.str());
+      const int64_t d = c.shape[5];
+      const auto qkv = test::fused_qkv_heads(c.shape, seed++, dt, kGpu);
+      const Tensor qw = test::random_tensor({d}, seed++, 0.5f, 1.5f).to(kGpu, dt);
+      const ops::Rope3dTables rope =
+          test::rope3d_tables(c.split, c.shape[1], c.shape[2], c.shape[3], c.w_start, kGpu);
+      const ops::QkRope want = ops::qk_norm_rope_3d(qkv[0], qkv[1], qw, Tensor(), 1e-6, 0.125, rope);
+      const Tensor v_before = qkv[2].contiguous();
+      ops::qk_norm_rope_3d_(qkv[0], qkv[1], qw, Tensor(), 1e-6, 0.125, rope);
+      EXPECT_TRUE(same_bytes(qkv[0].contiguous(), want.q));
+      EXPECT_TRUE(same_bytes(qkv[1].contiguous(), want.k));
+      EXPECT_TRUE(same_bytes(qkv[2].contiguous(), v_before));
+    }
+  }
+}
+
 TEST(CudaQkNormRope3d, MatchesTheCpuOp) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 600;

@@ -233,6 +233,12 @@ TEST(QkNormRope3d, FusedIsBitIdenticalToTheUnfusedOpsAndMatchesDoubleReference) 
     EXPECT_TRUE(test::same_bytes(g2.k, w2.k));
     // The unfused rotation takes strided tables too.
     EXPECT_TRUE(test::same_bytes(ops::apply_rope_3d(qs, strided), ops::apply_rope_3d(q, rope)));
+    // In place on the fused projection's views: the same values there, v untouched.
+    const Tensor v_before = v.contiguous();
+    ops::qk_norm_rope_3d_(q, k, qw, kw, 1e-6, scale, rope);
+    EXPECT_TRUE(test::same_bytes(q.contiguous(), got.q));
+    EXPECT_TRUE(test::same_bytes(k.contiguous(), got.k));
+    EXPECT_TRUE(test::same_bytes(v.contiguous(), v_before));
   }
 }
 

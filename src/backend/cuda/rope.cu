@@ -187,6 +187,7 @@ struct QkRopeArgs {
   DType dtype = DType::F32;  // of q, k and the results
   int64_t size[kLead] = {};
   int64_t xst[2][kLead + 1] = {};
+  int64_t yst[2][kLead] = {};  // output row strides (the head dim is dense)
   const void* cos[3] = {};
   const void* sin[3] = {};
   DType c_dtype[3] = {}, s_dtype[3] = {};
@@ -223,14 +224,14 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * warps + warp; g < total; g += step) {
     const bool is_q = g < a.rows;
     Index rem = static_cast<Index>(is_q ? g : g - a.rows);
-    const int64_t row = static_cast<int64_t>(rem);
-    int64_t off = 0, pos[3] = {};
+    int64_t off = 0, yoff = 0, pos[3] = {};
 #pragma unroll
     for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
       const Index size = static_cast<Index>(a.size[k]);
       const Index i = rem % size;
       rem /= size;
       off += static_cast<int64_t>(i) * (is_q ? a.xst[0][k] : a.xst[1][k]);
+      yoff += static_cast<int64_t>(i) * (is_q ? a.yst[0][k] : a.yst[1][k]);
       if (k >= 1 && k <= 3) pos[k - 1] = static_cast<int64_t>(i);
     }
     const void* x = is_q ? a.x[0] : a.x[1];
@@ -269,7 +270,7 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
       }
       float y0, y1;
       rotate_interleaved(v[0], v[1], c0, c1, s0, s1, &y0, &y1);
-      store_pair(y, a.dtype, row * a.d + e, y0, y1);
+      store_pair(y, a.dtype, yoff + e, y0, y1);
     }
     __syncwarp();  // the warp is done with buf before the next row overwrites it
   }
@@ -290,7 +291,7 @@ constexpr int kRope64Warps = 8;
 template <typename Index>
 struct Rope64Row {
   bool active = false, is_q = false;
-  int64_t row = 0, off = 0;  // row within q or k; element offset of its first value
+  int64_t off = 0, yoff = 0;  // element offsets of the row's first value in x and in y
   int pos[3] = {};           // t, h, w
 };
 
@@ -300,13 +301,13 @@ __device__ __forceinline__ Rope64Row<Index> rope64_row(const QkRopeArgs& a, int6
   r.active = g < 2 * a.rows;
   r.is_q = g < a.rows;
   Index rem = static_cast<Index>(r.active ? (r.is_q ? g : g - a.rows) : 0);
-  r.row = static_cast<int64_t>(rem);
 #pragma unroll
   for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
     const Index size = static_cast<Index>(a.size[k]);
     const Index i = rem % size;
     rem /= size;
     r.off += static_cast<int64_t>(i) * (r.is_q ? a.xst[0][k] : a.xst[1][k]);
+    r.yoff += static_cast<int64_t>(i) * (r.is_q ? a.yst[0][k] : a.yst[1][k]);
     if (k >= 1 && k <= 3) r.pos[k - 1] = static_cast<int>(i);
   }
   return r;
@@ -402,7 +403,7 @@ __global__ void __launch_bounds__(kRope64Warps * 32, 3) qk_rope64_kernel(QkRopeA
     }
     __syncwarp();
     if (cur.active) {
-      uint16_t* y = static_cast<uint16_t*>(cur.is_q ? a.y[0] : a.y[1]) + cur.row * 64;
+      uint16_t* y = static_cast<uint16_t*>(cur.is_q ? a.y[0] : a.y[1]) + cur.yoff;
       *reinterpret_cast<uint4*>(y + 8 * tl) = *reinterpret_cast<const uint4*>(&rows[sub][8 * tl]);
     }
     __syncwarp();
@@ -461,9 +462,16 @@ bool qk_norm_rope_d64_path(const Tensor& q, const Tensor& k) {
 
 ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
                             const Tensor& k_weight, double eps, float q_scale,
-                            const ops::Rope3dTables& rope) {
-  ops::QkRope out{Tensor::empty(q.shape(), q.dtype(), q.device()),
-                  Tensor::empty(k.shape(), k.dtype(), k.device())};
+                            const ops::Rope3dTables& rope, const Tensor* out_q,
+                            const Tensor* out_k) {
+  LTX_CHECK((out_q == nullptr) == (out_k == nullptr), "qk_norm_rope_3d: give both outputs or none");
+  ops::QkRope out{out_q != nullptr ? *out_q : Tensor::empty(q.shape(), q.dtype(), q.device()),
+                  out_k != nullptr ? *out_k : Tensor::empty(k.shape(), k.dtype(), k.device())};
+  for (const Tensor* o : {&out.q, &out.k})
+    LTX_CHECK(o->shape() == q.shape() && o->dtype() == q.dtype() && o->device() == q.device() &&
+                  o->stride(5) == 1,
+              "qk_norm_rope_3d: an output must have q's shape, dtype and device and a dense head "
+              "dim, got ", o->describe());
   if (q.numel() == 0) return out;
   const int64_t d = q.size(5);
   LTX_CHECK(d <= kQkNormRopeMaxDim, "qk_norm_rope_3d: head dim ", d, " above the CUDA kernel's ",
@@ -476,6 +484,7 @@ ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_we
     a.x[s] = xs[s]->raw_data();
     a.y[s] = (s == 0 ? out.q : out.k).raw_data();
     for (int i = 0; i <= QkRopeArgs::kLead; ++i) a.xst[s][i] = xs[s]->stride(i);
+    for (int i = 0; i < QkRopeArgs::kLead; ++i) a.yst[s][i] = (s == 0 ? out.q : out.k).stride(i);
     if (ws[s]->defined()) {
       wc[s] = ws[s]->contiguous();
       a.w[s] = wc[s].raw_data();
@@ -514,7 +523,7 @@ ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_we
     for (const Tensor* t : {&rope.cos[ax], &rope.sin[ax]})
       small_tables = small_tables && (t->size(0) - 1) * t->stride(0) + (t->size(1) - 1) * t->stride(1) <
                                          int64_t{INT32_MAX};
-  if (small_tables && qk_norm_rope_d64_path(q, k)) {
+  if (small_tables && qk_norm_rope_d64_path(q, k) && qk_norm_rope_d64_path(out.q, out.k)) {
     const unsigned grid = grid_for((2 * a.rows + 3) / 4, kRope64Warps, dev);  // a warp per 4 rows
     if (a.rows <= int64_t{UINT32_MAX}) {
       qk_rope64_kernel<uint32_t><<<grid, kRope64Warps * 32, 0, stream>>>(a);

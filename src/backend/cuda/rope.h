@@ -28,8 +28,12 @@ inline constexpr int64_t kQkNormRopeMaxDim = 8192;
 // dim takes a faster path: 8 lanes per row and 16-byte row loads and stores, the same sum of
 // squares bit for bit (rope.cu says how). Whether q and k take it (for the tests):
 bool qk_norm_rope_d64_path(const Tensor& q, const Tensor& k);
+// out_q / out_k (both or neither): write the results there (q's shape and dtype, a dense head
+// dim, any other strides; q and k themselves for in place: each row is read before it is
+// written) instead of into new contiguous tensors.
 ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
                             const Tensor& k_weight, double eps, float q_scale,
-                            const ops::Rope3dTables& rope);
+                            const ops::Rope3dTables& rope, const Tensor* out_q = nullptr,
+                            const Tensor* out_k = nullptr);
 
 }  // namespace ltx::cuda

@@ -59,10 +59,10 @@ double q_scale(const NeighborhoodAttention3D& a) {
 
 NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project(const Tensor& y,
                                                               const AbsRope3d& rope) const {
+  // In place on the fused projection: its q / k parts are dead once normalised and rotated.
   const auto h = qkv_heads(*this, y);
-  const ops::QkRope qk =
-      ops::qk_norm_rope_3d(h[0], h[1], q_norm, k_norm, kEps, q_scale(*this), rope);
-  return {qk.q, qk.k, h[2]};
+  ops::qk_norm_rope_3d_(h[0], h[1], q_norm, k_norm, kEps, q_scale(*this), rope);
+  return {h[0], h[1], h[2]};
 }
 
 NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project_unfused(const Tensor& y,

@@ -133,7 +133,7 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
     // Slab column j holds block-input column core_start - halo + j where it exists; the true left
     // edge repeats column 0, past the right neighbour's columns the chunk's last column repeats,
     // and left slots a narrower previous chunk cannot fill stay zero (as in the reference).
-    const Tensor slab = Tensor::empty(slab_shape, x.dtype(), x.device());
+    Tensor slab = Tensor::empty(slab_shape, x.dtype(), x.device());
     if (i == 0) {
       replicate(slab, x, core_start, 0, halo);
     } else {
@@ -151,8 +151,14 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
     const int64_t filled = halo + core_len + right_filled;
     replicate(slab, x, core_end - 1, filled, extent - filled);
 
-    const Tensor y = ops::modulate(ops::rms_norm(slab, norm1, kEps), scale, shift);
-    const Tensor out = attn.attend(attn.project(y, (*rope)[i]));
+    // Each buffer is released as soon as the next step has consumed it (the peak is the fused
+    // projection plus the attention output).
+    Tensor y = ops::modulate(ops::rms_norm(slab, norm1, kEps), scale, shift);
+    slab = Tensor();
+    NeighborhoodAttention3D::Qkv qkv = attn.project(y, (*rope)[i]);
+    y = Tensor();
+    const Tensor out = attn.attend(qkv);
+    qkv = {};
     if (i + 1 < c.cores.size()) {
       const int64_t take = std::min(halo, core_len);
       left_halo = x.narrow(3, core_end - take, take).contiguous();
