@@ -9,7 +9,7 @@
 #include <memory>
 #include <sstream>
 
-#include "bench/device.h"
+#include "backend/device_query.h"
 #include "bench/random_weights.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -69,20 +69,20 @@ double median_of(std::vector<double> v) {
 // covers all the work the call queued (and any host gaps inside it), like CUDA events around it.
 Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::function<void()>& step) {
   Timing t;
-  synchronize(device);
-  reset_peak_memory(device);
+  backend::synchronize(device);
+  backend::reset_peak_memory(device);
   for (int64_t i = 0; i < warmup; ++i) step();
-  synchronize(device);
+  backend::synchronize(device);
   for (int64_t i = 0; i < iters; ++i) {
     const Clock::time_point t0 = Clock::now();
     step();
-    synchronize(device);
+    backend::synchronize(device);
     t.ms.push_back(seconds_since(t0) * 1e3);
   }
   t.median_ms = median_of(t.ms);
   t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
   t.max_ms = *std::max_element(t.ms.begin(), t.ms.end());
-  const MemoryStats m = memory_stats(device);
+  const backend::MemoryStats m = backend::memory_stats(device);
   t.peak_bytes = m.peak_bytes;
   t.peak_reserved_bytes = m.peak_reserved_bytes;
   return t;
@@ -100,7 +100,7 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
   for (BenchCase& c : r.cases)
     if (c.kind == kind) cases.push_back(&c);
   if (cases.empty()) return;
-  release_cached_memory(o.device);
+  backend::release_cached_memory(o.device);
   const Clock::time_point t0 = Clock::now();
   std::optional<Model> model;
   int64_t weights_bytes = 0;
@@ -110,7 +110,7 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
     model.emplace(load(w));
     w.finish(what);
     weights_bytes = rw.bytes_made();
-    synchronize(o.device);
+    backend::synchronize(o.device);
   } catch (const Error& e) {
     fail("ltx bench: making the ", what, " with random weights on ", o.device.str(), " failed: ", e.what());
   }
@@ -369,7 +369,7 @@ BenchCase diffusion_case(const BenchOptions& o, const Preset& p, int64_t frames)
       budget.free_bytes = *o.decode_free_bytes;
     } else {
       try {
-        budget.free_bytes = free_memory_bytes(o.device);
+        budget.free_bytes = backend::free_memory_bytes(o.device);
       } catch (const Error& e) {
         fail("diffusion decode: its automatic tiling needs the free memory of ", o.device.str(), ": ", e.what(),
              "; give the budget with --decode-free-gib G to plan without the device");
@@ -466,13 +466,13 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
 void run(BenchReport& r) {
   const BenchOptions& o = r.options;
   o.validate();
-  check_device(o.device);
-  r.device_description = str(o.device.str(), " ", device_description(o.device));
+  backend::check_device(o.device);
+  r.device_description = str(o.device.str(), " ", backend::device_description(o.device));
   const Preset p = preset(o.preset);
   run_transformer_cases(r, p);
-  release_cached_memory(o.device);
+  backend::release_cached_memory(o.device);
   run_vae_cases(r, p);
-  release_cached_memory(o.device);
+  backend::release_cached_memory(o.device);
   run_diffusion_cases(r, p);
 }
 

@@ -5,7 +5,7 @@
 #include <utility>
 #include <variant>
 
-#include "bench/device.h"
+#include "backend/device_query.h"
 #include "core/error.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
@@ -38,14 +38,14 @@ models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::stri
 }
 
 // The bytes the diffusion decoder's automatic tiling may plan with: given, or what the decoding
-// device has free now (bench::free_memory_bytes: cudaMemGetInfo on a GPU, MemAvailable on the
+// device has free now (backend::free_memory_bytes: cudaMemGetInfo on a GPU, MemAvailable on the
 // host). On a GPU the allocator's cache is released first: the freed diffusion models' blocks are
 // free memory for the decode (the reference empties its cache between the blocks, and its
 // cuda_activation_budget_bytes counts cached blocks as used).
 int64_t decode_budget_bytes(const DecodeOptions& options, Device device) {
   if (options.decode_free_bytes) return *options.decode_free_bytes;
-  bench::release_cached_memory(device);  // then cudaMemGetInfo's free = min(free, total - reserved)
-  return bench::free_memory_bytes(device);
+  backend::release_cached_memory(device);  // then cudaMemGetInfo's free = min(free, total - reserved)
+  return backend::free_memory_bytes(device);
 }
 
 // The pipelines' tiling for the decoder (reference: ensure_tiling_config): a given layout is

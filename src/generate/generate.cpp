@@ -6,7 +6,7 @@
 #include <memory>
 #include <variant>
 
-#include "bench/device.h"
+#include "backend/device_query.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "generate/components.h"
@@ -126,7 +126,7 @@ std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, Pipe
 void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
-  bench::check_device(o.device, "--device");  // CUDA compiled in, the GPU index exists
+  backend::check_device(o.device, "--device");  // CUDA compiled in, the GPU index exists
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");

@@ -1,6 +1,6 @@
 #include "generate/placement.h"
 
-#include "bench/device.h"
+#include "backend/device_query.h"
 #include "core/log.h"
 
 namespace ltx::generate {
@@ -11,7 +11,7 @@ nn::LoadOptions model_placement(Device device, std::optional<DType> dtype) {
 }
 
 std::string describe_placement(const nn::LoadOptions& where) {
-  std::string s = bench::device_description(where.device);
+  std::string s = backend::device_description(where.device);
   if (where.device.is_cuda()) s += " " + where.device.str();
   return s + ", " + dtype_name(where.dtype) + " weights";
 }

@@ -1,4 +1,4 @@
-#include "bench/device.h"
+#include "backend/device_query.h"
 
 #include <cstdio>
 
@@ -11,7 +11,7 @@
 #include "backend/cuda/device.h"
 #endif
 
-namespace ltx::bench {
+namespace ltx::backend {
 
 void check_device(Device d, const char* what) {
   if (d.is_cpu()) return;
@@ -89,4 +89,4 @@ void release_cached_memory(Device d) {
 #endif
 }
 
-}  // namespace ltx::bench
+}  // namespace ltx::backend

@@ -1,14 +1,14 @@
 #pragma once
-// What a benchmark needs from the device it runs on, for the CPU and (when compiled in) CUDA
-// alike: a clear early error when the device cannot be used, waiting for queued work, and
-// allocation statistics (the CUDA caching allocator's; on the CPU the host-allocation accounting
+// What the pipelines and the benchmarks need from the device they run on, for the CPU and (when
+// compiled in) CUDA alike: a clear early error when the device cannot be used, waiting for queued
+// work, and allocation statistics (the CUDA caching allocator's; on the CPU the host-allocation accounting
 // of core/storage.h, which counts heap tensors but not mmap'd files).
 #include <cstdint>
 #include <string>
 
 #include "core/device.h"
 
-namespace ltx::bench {
+namespace ltx::backend {
 
 // Throws an ltx::Error naming `what` (a flag) when `d` cannot run here: CUDA not compiled into
 // this build, no such GPU.
@@ -34,4 +34,4 @@ int64_t free_memory_bytes(Device d);
 // Gives cached device memory back (CUDA empty_cache); a no-op on the CPU.
 void release_cached_memory(Device d);
 
-}  // namespace ltx::bench
+}  // namespace ltx::backend
