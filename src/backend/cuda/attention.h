@@ -12,7 +12,8 @@
 // Three kernels:
 //  - Wgmma (attention_wgmma.cu): Hopper only (compute capability 9.0 and a binary built with the
 //    sm_90a target), bf16 q/k/v, D == Dv in {64, 128}, the TensorCore kernel's layout rules and
-//    numerics (f32 accumulation, P rounded to bf16), warpgroup MMAs (wgmma) fed from shared memory.
+//    numerics (f32 accumulation, P rounded to bf16); K/V streamed by TMA, warpgroup MMAs (wgmma).
+//    Not for a broadcast (stride-0) dim or Tk == 0 (those go to TensorCore).
 //  - TensorCore (attention_mma.cu): bf16 q/k/v only, D == Dv in {32, 64, 128, 256}, unit stride on the
 //    head dim and 16-byte aligned rows. bf16 tensor-core MMAs with f32 accumulation; the softmax
 //    probabilities are rounded to bf16 before the P.V product (as every fused bf16 attention

@@ -1,18 +1,23 @@
 // Hopper (sm_90a) flash attention for bf16 q/k/v with warpgroup MMAs (see attention.h for the
-// contract).
+// contract). FlashAttention-3's structure:
 //
-// A block of two warpgroups owns 128 query rows of one (batch, head), each warpgroup 64. Q stays in
-// shared memory; keys and values stream through it 128 rows at a time in three stages loaded with
-// cp.async (rows past Tk zero-filled), all tiles in the 128-byte swizzle layout the tensor cores read
-// through matrix descriptors. Per key tile a warpgroup issues S = Q K^T (wgmma m64n128k16, both
-// operands from shared memory, K-major) and O += P V (m64nDk16, P from registers, V from shared
-// memory through the transposed "MN-major" descriptor, so V needs no transposed copy). The two
-// products of neighbouring tiles overlap: S of tile t + 1 and P.V of tile t are in flight together,
-// and the online softmax of tile t + 1 runs on the CUDA cores while the tensor cores finish P.V of
-// tile t. The softmax itself is the one of attention_mma.cu (the wgmma accumulator layout is the
-// mma.sync one, repeated), probabilities rounded to bf16 for P.V.
+// A block owns 128 query rows of one (batch, head) and has three warpgroups. The first is the
+// producer: one thread streams Q once and then K and V, 128 keys per tile, through three
+// shared-memory stages with TMA (tiled tensor maps over the [B, H, T, D] strides, 128-byte swizzle,
+// rows past T zero-filled), signalling "full" mbarriers; it gives most of its registers to the other
+// two (setmaxnreg). Those are the consumers, 64 query rows each. Per key tile a consumer issues
+// S = Q K^T (wgmma m64n128k16, both operands from shared memory through K-major descriptors) and
+// O += P V (m64nDk16, P from registers, V from shared memory through the transposed "MN-major"
+// descriptor, so V needs no transposed copy), and releases each stage through an "empty" mbarrier
+// as soon as the product that reads it has completed. S of tile t + 1 and P.V of tile t are in
+// flight together: the online softmax of tile t + 1 runs on the CUDA cores while the tensor cores
+// finish P.V of tile t. The softmax itself is attention_mma.cu's (the wgmma accumulator layout is
+// the mma.sync one, repeated), probabilities rounded to bf16 for P.V.
+#include <cuda.h>
 #include <cuda_bf16.h>
+#include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 
@@ -33,25 +38,18 @@ namespace ltx::cuda {
 
 namespace {
 
-using mma::cp_async_16;
-using mma::cp_async_commit;
-using mma::cp_async_wait;
-
 // 1 in the sm_90a image, 0 in every other one: the host reads it from the image the driver loaded
 // for a device to know whether the kernel below has a body there.
 __device__ int g_wgmma_image = LTX_WGMMA_DEVICE_CODE;
 
-constexpr int kGroups = 2;               // consumer warpgroups per block
-constexpr int kThreads = 128 * kGroups;
-constexpr int kRowsQ = 64 * kGroups;     // query rows per block
-constexpr int kKeys = 128;               // keys per tile
+constexpr int kConsumers = 2;                     // consumer warpgroups per block
+constexpr int kThreads = 128 * (kConsumers + 1);  // + the producer warpgroup
+[[maybe_unused]] constexpr int kConsumerThreads = 128 * kConsumers;
+constexpr int kRowsQ = 64 * kConsumers;  // query rows per block
+constexpr int kKeys = 128;               // keys per tile (and the TMA box's rows)
 constexpr int kStages = 3;               // K/V tiles in shared memory
 
 struct WgmmaArgs {
-  const __nv_bfloat16* q = nullptr;
-  const __nv_bfloat16* k = nullptr;
-  const __nv_bfloat16* v = nullptr;
-  int64_t qs[3] = {}, ks[3] = {}, vs[3] = {};  // strides of B, H, T (the head dim is dense)
   AttentionMask mask;
   __nv_bfloat16* out = nullptr;
   int64_t os[3] = {};  // out strides of B, H, T (the head dim is dense)
@@ -68,34 +66,21 @@ template <int kDim>
 constexpr uint32_t tile_bytes() {
   return kKeys * kDim * 2;
 }
+// The mbarriers: Q full, then K full, K empty, V full, V empty per stage.
+constexpr int kBarriers = 1 + 4 * kStages;
 // +1024: the dynamic shared memory is re-aligned to the 1024-byte swizzle atom.
 template <int kDim>
 constexpr size_t smem_bytes() {
-  return q_bytes<kDim>() + 2 * kStages * tile_bytes<kDim>() + 1024;
+  return q_bytes<kDim>() + 2 * kStages * tile_bytes<kDim>() + 8 * kBarriers + 1024;
 }
+
+// Tensor maps of q, k and v: dims (D, T, H, B), boxes of 64 x 128 (one 128-byte swizzle column
+// block of a tile).
+struct WgmmaMaps {
+  CUtensorMap q, k, v;
+};
 
 #if LTX_WGMMA_DEVICE_CODE
-// Copies rows [r0, r0 + kRows) of one (b, h) slice into the 128-byte swizzle layout: kDim / 64
-// column blocks of kRows rows x 128 bytes, 16-byte chunk c of row r at chunk c ^ (r % 8). Rows at
-// or past `limit` are zero-filled (so padded keys multiply as zeros, never as stale NaNs).
-template <int kDim, int kRows>
-__device__ __forceinline__ void load_tile(uint32_t smem, const __nv_bfloat16* base,
-                                          int64_t row_stride, int64_t r0, int64_t limit) {
-  constexpr int kChunks = kDim / 8;
-  constexpr int kRowsPerPass = kThreads / kChunks;
-  static_assert(kRowsPerPass % 8 == 0, "a thread's rows keep one swizzle phase");
-  const int c = static_cast<int>(threadIdx.x) % kChunks;
-  const int r_first = static_cast<int>(threadIdx.x) / kChunks;
-  const uint32_t dst0 = smem + (c / 8) * (kRows * 128) + r_first * 128 + (((c % 8) ^ (r_first & 7)) << 4);
-#pragma unroll
-  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
-    const int64_t row = r0 + r_first + i * kRowsPerPass;
-    const bool valid = row < limit;
-    const __nv_bfloat16* src = valid ? base + row * row_stride + c * 8 : base;
-    cp_async_16(dst0 + i * kRowsPerPass * 128, src, valid);
-  }
-}
-
 template <int kDim>
 __device__ __forceinline__ void wgmma_pv(float (&o)[kDim / 2], const uint32_t (&p)[4], uint64_t desc) {
   if constexpr (kDim == 128) {
@@ -107,43 +92,82 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[kDim / 2], const uint32_t (&
 #endif
 
 template <int kDim, bool kMasked>
-__global__ void __launch_bounds__(kThreads, 1) wgmma_attention_kernel(WgmmaArgs a) {
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_attention_kernel(const __grid_constant__ WgmmaMaps maps, const WgmmaArgs a) {
 #if LTX_WGMMA_DEVICE_CODE
   constexpr int kQkSteps = kDim / 16;   // k-steps of Q K^T (4 per 64-column block)
   constexpr int kPvSteps = kKeys / 16;  // k-steps of P V
   constexpr int kOut = kDim / 2;        // O accumulators per thread
   constexpr int kS = kKeys / 2;         // S accumulators per thread
+  constexpr int kBlocks = kDim / 64;    // 64-column (128-byte) blocks of a row
   constexpr uint32_t kQBytes = q_bytes<kDim>(), kTileBytes = tile_bytes<kDim>();
 
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
   const uint32_t q_smem = smem;
-  const auto k_smem = [=](int t) { return smem + kQBytes + (t % kStages) * kTileBytes; };
-  const auto v_smem = [=](int t) { return smem + kQBytes + (kStages + t % kStages) * kTileBytes; };
+  const auto k_smem = [=](int stage) { return smem + kQBytes + stage * kTileBytes; };
+  const auto v_smem = [=](int stage) { return smem + kQBytes + (kStages + stage) * kTileBytes; };
+  const uint32_t bars = smem + kQBytes + 2 * kStages * kTileBytes;
+  const uint32_t q_full = bars;
+  const auto k_full = [=](int stage) { return bars + 8 * (1 + stage); };
+  const auto k_empty = [=](int stage) { return bars + 8 * (1 + kStages + stage); };
+  const auto v_full = [=](int stage) { return bars + 8 * (1 + 2 * kStages + stage); };
+  const auto v_empty = [=](int stage) { return bars + 8 * (1 + 3 * kStages + stage); };
 
   const int bh = blockIdx.y;
   const int b = bh / a.heads, h = bh % a.heads;
   const int64_t q0 = static_cast<int64_t>(blockIdx.x) * kRowsQ;
   const int tid = static_cast<int>(threadIdx.x);
-  const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid & 31;
-  const int g = lane >> 2, c4 = lane & 3;  // accumulator coordinates: row group, column pair
-
-  const __nv_bfloat16* qb = a.q + b * a.qs[0] + h * a.qs[1];
-  const __nv_bfloat16* kb = a.k + b * a.ks[0] + h * a.ks[1];
-  const __nv_bfloat16* vb = a.v + b * a.vs[0] + h * a.vs[1];
+  const int wg = tid / 128;
   const int num_tiles = static_cast<int>((a.tk + kKeys - 1) / kKeys);
-  const auto load_kv = [&](int t) {
-    const int64_t key0 = t * int64_t{kKeys};
-    load_tile<kDim, kKeys>(k_smem(t), kb, a.ks[2], key0, a.tk);
-    load_tile<kDim, kKeys>(v_smem(t), vb, a.vs[2], key0, a.tk);
-  };
 
-  // Groups: {Q, tile 0}, {tile 1}; iteration t commits tile t + 2 (empty groups keep the count).
-  load_tile<kDim, kRowsQ>(q_smem, qb, a.qs[2], q0, a.tq);
-  if (num_tiles > 0) load_kv(0);
-  cp_async_commit();
-  if (num_tiles > 1) load_kv(1);
-  cp_async_commit();
+  if (tid == 0) {
+    wgmma::mbar_init(q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      wgmma::mbar_init(k_full(s), 1);
+      wgmma::mbar_init(v_full(s), 1);
+      wgmma::mbar_init(k_empty(s), kConsumerThreads);
+      wgmma::mbar_init(v_empty(s), kConsumerThreads);
+    }
+    wgmma::mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer: one thread issues every copy; stage t % kStages is refilled once both consumers
+    // released its previous tile.
+    wgmma::setmaxnreg_dec<24>();
+    if (tid == 0) {
+      wgmma::mbar_arrive_expect_tx(q_full, kQBytes);
+#pragma unroll
+      for (int c = 0; c < kBlocks; ++c)
+        wgmma::tma_load_4d(q_smem + c * (kRowsQ * 128), &maps.q, 64 * c, static_cast<int>(q0), h, b,
+                           q_full);
+      for (int t = 0; t < num_tiles; ++t) {
+        const int stage = t % kStages;
+        const uint32_t parity = ((t / kStages) & 1) ^ 1;
+        const int key0 = t * kKeys;
+        wgmma::mbar_wait(k_empty(stage), parity);
+        wgmma::mbar_arrive_expect_tx(k_full(stage), kTileBytes);
+#pragma unroll
+        for (int c = 0; c < kBlocks; ++c)
+          wgmma::tma_load_4d(k_smem(stage) + c * (kKeys * 128), &maps.k, 64 * c, key0, h, b,
+                             k_full(stage));
+        wgmma::mbar_wait(v_empty(stage), parity);
+        wgmma::mbar_arrive_expect_tx(v_full(stage), kTileBytes);
+#pragma unroll
+        for (int c = 0; c < kBlocks; ++c)
+          wgmma::tma_load_4d(v_smem(stage) + c * (kKeys * 128), &maps.v, 64 * c, key0, h, b,
+                             v_full(stage));
+      }
+    }
+    return;
+  }
+  wgmma::setmaxnreg_inc<240>();
+
+  const int cw = wg - 1;  // consumer index
+  const int warp = (tid % 128) / 32, lane = tid & 31;
+  const int g = lane >> 2, c4 = lane & 3;  // accumulator coordinates: row group, column pair
 
   float o[kOut];
 #pragma unroll
@@ -152,18 +176,29 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_attention_kernel(WgmmaArgs 
   uint32_t p[kPvSteps][4];
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
   // This thread's query rows: row_base and row_base + 8.
-  const int64_t row_base = q0 + wg * 64 + warp * 16 + g;
+  const int64_t row_base = q0 + cw * 64 + warp * 16 + g;
   // exp(scale * (x - m)) = exp2(x * sl - m * sl); masked logits already carry the scale.
   const float sl = kMasked ? mma::kLog2e : a.scale * mma::kLog2e;
 
-  // S = Q K^T for this warpgroup's 64 rows and tile t's 128 keys (issued and committed only).
-  const auto issue_qk = [&](int t) {
+  // Pingpong: the two consumers take turns issuing their MMAs, so one's softmax runs while the
+  // other's products keep the tensor cores busy (measured on the H200, 32 x 6144 x 6144, D 128:
+  // 660 TFLOP/s with turns, 655 without; 6144 x 1024: 497 and 480). Consumer cw issues after
+  // named barrier 1 + cw, then hands the turn over; each takes one turn per MMA batch, consumer 1
+  // opens and skips its last hand-over, so every barrier sees as many arrivals as waits.
+  const auto turn_begin = [&] { wgmma::named_sync(1 + cw, kConsumerThreads); };
+  const auto turn_end = [&](bool last) {
+    if (!(last && cw == 1)) wgmma::named_arrive(2 - cw, kConsumerThreads);
+  };
+  if (cw == 1 && num_tiles > 0) wgmma::named_arrive(1, kConsumerThreads);
+
+  // S = Q K^T for this consumer's 64 rows and the 128 keys in `stage` (issued and committed only).
+  const auto issue_qk = [&](int stage) {
 #pragma unroll
     for (int kk = 0; kk < kQkSteps; ++kk) {
       const uint32_t col = (kk % 4) * 32;
       const uint64_t da = wgmma::smem_desc(
-          q_smem + (kk / 4) * (kRowsQ * 128) + wg * (64 * 128) + col, 16, 1024);
-      const uint64_t db = wgmma::smem_desc(k_smem(t) + (kk / 4) * (kKeys * 128) + col, 16, 1024);
+          q_smem + (kk / 4) * (kRowsQ * 128) + cw * (64 * 128) + col, 16, 1024);
+      const uint64_t db = wgmma::smem_desc(k_smem(stage) + (kk / 4) * (kKeys * 128) + col, 16, 1024);
       if (kk == 0) {
         wgmma::wgmma_ss_m64n128k16<false>(s, da, db);
       } else {
@@ -172,12 +207,12 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_attention_kernel(WgmmaArgs 
     }
     wgmma::commit();
   };
-  // O += P V for tile t (issued and committed only). V's 64-column blocks are kKeys * 128 bytes
-  // apart (the leading offset of the MN-major layout), its 8-key groups 1024.
-  const auto issue_pv = [&](int t) {
+  // O += P V for the values in `stage` (issued and committed only). V's 64-column blocks are
+  // kKeys * 128 bytes apart (the leading offset of the MN-major layout), its 8-key groups 1024.
+  const auto issue_pv = [&](int stage) {
 #pragma unroll
     for (int j = 0; j < kPvSteps; ++j) {
-      const uint64_t dv = wgmma::smem_desc(v_smem(t) + j * (16 * 128), kKeys * 128, 1024);
+      const uint64_t dv = wgmma::smem_desc(v_smem(stage) + j * (16 * 128), kKeys * 128, 1024);
       wgmma_pv<kDim>(o, p[j], dv);
     }
     wgmma::commit();
@@ -233,14 +268,16 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_attention_kernel(WgmmaArgs 
     }
   };
 
+  wgmma::mbar_wait(q_full, 0);
   if (num_tiles > 0) {
-    cp_async_wait<1>();
-    wgmma::fence_proxy_async();
-    __syncthreads();
+    wgmma::mbar_wait(k_full(0), 0);
+    turn_begin();
     wgmma::fence();
     issue_qk(0);
+    turn_end(false);
     wgmma::wait<0>();
     wgmma::fence_regs(s);
+    wgmma::mbar_arrive(k_empty(0));
     float corr[2];
     softmax(0, corr);  // o is still zero: nothing to rescale
     pack_p();
@@ -248,36 +285,41 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_attention_kernel(WgmmaArgs 
   // Tiles 0 .. n - 2: P V of tile t overlaps S and the softmax of tile t + 1. No branch around the
   // wgmma issues (ptxas serialises wgmma pipelines whose accumulators merge across branches).
   for (int t = 0; t + 1 < num_tiles; ++t) {
-    cp_async_wait<0>();  // tile t + 1 (this thread's copies)
-    wgmma::fence_proxy_async();
-    __syncthreads();  // everyone's copies landed; everyone is done with tile t - 1
-    if (t + 2 < num_tiles) load_kv(t + 2);  // into tile t - 1's stage
-    cp_async_commit();
+    const int cur = t % kStages, next = (t + 1) % kStages;
+    wgmma::mbar_wait(k_full(next), ((t + 1) / kStages) & 1);
+    wgmma::mbar_wait(v_full(cur), (t / kStages) & 1);
+    turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
     wgmma::fence();
-    issue_qk(t + 1);
-    issue_pv(t);
+    issue_qk(next);
+    issue_pv(cur);
+    turn_end(false);
     wgmma::wait<1>();  // S of tile t + 1; P V of tile t may still run
     wgmma::fence_regs(s);
+    wgmma::mbar_arrive(k_empty(next));
     float corr[2];
     softmax(t + 1, corr);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
+    wgmma::mbar_arrive(v_empty(cur));
 #pragma unroll
     for (int i = 0; i < kOut; ++i) o[i] *= corr[(i >> 1) & 1];
     pack_p();
   }
   if (num_tiles > 0) {  // the last tile's P V
+    const int last = num_tiles - 1;
+    wgmma::mbar_wait(v_full(last % kStages), (last / kStages) & 1);
+    turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
     wgmma::fence();
-    issue_pv(num_tiles - 1);
+    issue_pv(last % kStages);
+    turn_end(true);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
   }
-  cp_async_wait<0>();  // Tk == 0: the copies were never waited for
 
   // Normalise and store: this thread holds dims (8n + 2 c4, +1) of rows row_base (+8).
 #pragma unroll
@@ -301,7 +343,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_attention_kernel(WgmmaArgs 
 }
 
 template <int kDim, bool kMasked>
-void launch(const WgmmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
+void launch(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int device,
+            cudaStream_t stream) {
   static std::once_flag configured[64];
   constexpr size_t kSmem = smem_bytes<kDim>();
   std::call_once(configured[device % 64], [] {
@@ -311,17 +354,57 @@ void launch(const WgmmaArgs& a, int64_t batch_heads, int device, cudaStream_t st
   });
   const dim3 grid(static_cast<unsigned>((a.tq + kRowsQ - 1) / kRowsQ),
                   static_cast<unsigned>(batch_heads));
-  wgmma_attention_kernel<kDim, kMasked><<<grid, kThreads, kSmem, stream>>>(a);
+  wgmma_attention_kernel<kDim, kMasked><<<grid, kThreads, kSmem, stream>>>(maps, a);
   LTX_CUDA_CHECK_LAUNCH();
 }
 
 template <int kDim>
-void launch_dim(const WgmmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
+void launch_dim(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int device,
+                cudaStream_t stream) {
   if (a.mask.kind == MaskKind::None) {
-    launch<kDim, false>(a, batch_heads, device, stream);
+    launch<kDim, false>(maps, a, batch_heads, device, stream);
   } else {
-    launch<kDim, true>(a, batch_heads, device, stream);
+    launch<kDim, true>(maps, a, batch_heads, device, stream);
   }
+}
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    LTX_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                                    cudaEnableDefault, &found));
+    LTX_CHECK(found == cudaDriverEntryPointSuccess && f != nullptr,
+              "wgmma attention: the CUDA driver has no cuTensorMapEncodeTiled (driver too old)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// The TMA map of a bf16 [B, H, T, D] operand (D 64 or 128, dense): dims (D, T, H, B), 64 x 128
+// boxes with the 128-byte swizzle; rows past T read as zeros. A size-1 dim may carry any stride:
+// it gets the packed one (TMA wants 16-byte multiples).
+CUtensorMap tensor_map(const Tensor& t) {
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.size(3)),
+                              static_cast<cuuint64_t>(std::max<int64_t>(t.size(2), 1)),
+                              static_cast<cuuint64_t>(t.size(1)), static_cast<cuuint64_t>(t.size(0))};
+  cuuint64_t strides[3];
+  cuuint64_t packed = dims[0] * 2;
+  for (int i = 0; i < 3; ++i) {
+    const int dim = 2 - i;  // T, H, B
+    strides[i] = t.size(dim) > 1 ? static_cast<cuuint64_t>(t.stride(dim)) * 2 : packed;
+    packed = strides[i] * dims[i + 1];
+  }
+  const cuuint32_t box[4] = {64, kKeys, 1, 1}, element_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map;
+  const CUresult r = tensor_map_encoder()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(t.raw_data()), dims, strides,
+      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  LTX_CHECK(r == CUDA_SUCCESS, "wgmma attention: cuTensorMapEncodeTiled failed (CUresult ",
+            static_cast<int>(r), ") for ", t.describe());
+  return map;
 }
 
 }  // namespace
@@ -348,23 +431,26 @@ bool wgmma_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v) 
     return false;
   const int64_t d = q.size(3);
   if (v.size(3) != d || (d != 64 && d != 128)) return false;
+  if (k.size(2) == 0) return false;  // no keys: the mma kernel writes the zeros
   if (q.size(0) * q.size(1) >= 65536) return false;  // grid.y
   if (!bf16_rows_loadable(q) || !bf16_rows_loadable(k) || !bf16_rows_loadable(v)) return false;
+  // TMA strides: positive and below 2^40 bytes (a broadcast, stride-0 dim goes to the mma kernel).
+  for (const Tensor* t : {&q, &k, &v}) {
+    for (int i = 0; i < 3; ++i) {
+      if (t->size(i) > 1 && (t->stride(i) <= 0 || t->stride(i) >= (int64_t{1} << 38))) return false;
+    }
+  }
   return wgmma_attention_available(q.device().index);
 }
 
 void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                      float scale, Tensor& out) {
+  WgmmaMaps maps;
+  maps.q = tensor_map(q);
+  maps.k = tensor_map(k);
+  maps.v = tensor_map(v);
   WgmmaArgs a;
-  a.q = static_cast<const __nv_bfloat16*>(q.raw_data());
-  a.k = static_cast<const __nv_bfloat16*>(k.raw_data());
-  a.v = static_cast<const __nv_bfloat16*>(v.raw_data());
-  for (int i = 0; i < 3; ++i) {
-    a.qs[i] = q.stride(i);
-    a.ks[i] = k.stride(i);
-    a.vs[i] = v.stride(i);
-    a.os[i] = out.stride(i);
-  }
+  for (int i = 0; i < 3; ++i) a.os[i] = out.stride(i);
   a.mask = attention_mask(mask);
   a.out = static_cast<__nv_bfloat16*>(out.raw_data());
   a.heads = static_cast<int>(q.size(1));
@@ -376,9 +462,9 @@ void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
   if (q.size(3) == 64) {
-    launch_dim<64>(a, batch_heads, dev, s);
+    launch_dim<64>(maps, a, batch_heads, dev, s);
   } else {
-    launch_dim<128>(a, batch_heads, dev, s);
+    launch_dim<128>(maps, a, batch_heads, dev, s);
   }
 }
 
