@@ -224,6 +224,18 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
   unreachable_device("gated_add");
 }
 
+Tensor silu_mul(const Tensor& gate, const Tensor& up) {
+  check_defined("silu_mul", {&gate, &up});
+  check_f32("silu_mul", "gate", gate);
+  check_f32("silu_mul", "up", up);
+  broadcast_shapes(gate.shape(), up.shape(), "silu_mul");  // throws when they do not broadcast
+  switch (common_device("silu_mul", {&gate, &up}).type) {
+    case DeviceType::CPU: return cpu::silu_mul(gate, up);
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::silu_mul(gate, up), "silu_mul");
+  }
+  unreachable_device("silu_mul");
+}
+
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
   check_defined("modulate", {&x});
   check_f32("modulate", "x", x);

@@ -95,5 +95,8 @@ Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
 // Gated residual x + y * gate (all three broadcast together; one kernel on CUDA). Bit-identical to
 // add(x, mul(y, gate)): the product is rounded to mul's result dtype before the add.
 Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
+// The SwiGLU product silu(gate) * up (gate and up broadcast together; one kernel on CUDA).
+// Bit-identical to mul(silu(gate), up): silu's value is rounded to gate's dtype before the product.
+Tensor silu_mul(const Tensor& gate, const Tensor& up);
 
 }  // namespace ltx::ops

@@ -91,6 +91,31 @@ TEST(CudaCopy, StridedViewsOnTheDeviceMatchTheCpu) {
   check(h8.to(kGpu).permute(perm), h8.permute(perm));
 }
 
+// Same-dtype copies of views whose innermost run is dense move 16-, 8- or 4-byte words when the
+// run, the strides and both pointers allow it, element by element otherwise: every case must give
+// the CPU's bytes (channels-last slabs, the W-chunk halos of the diffusion decoder).
+TEST(CudaCopy, WideWordCopiesOfDenseRunsMatchTheCpu) {
+  LTX_REQUIRE_CUDA();
+  for (DType dt : {DType::BF16, DType::F32, DType::U8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor h = random_of(dt, {2, 3, 11, 48}, 21);
+    const Tensor d = h.to(kGpu);
+    const auto check = [](const Tensor& dv, const Tensor& hv) {
+      EXPECT_TRUE(same_bytes(dv.contiguous(), hv.contiguous()));
+      Tensor into = Tensor::zeros({dv.size(0), dv.size(1), dv.size(2) + 3, dv.size(3)}, dv.dtype(), kGpu);
+      Tensor into_h = Tensor::zeros(into.shape(), hv.dtype());
+      into.narrow(2, 1, dv.size(2)).copy_from(dv);  // a strided destination too
+      into_h.narrow(2, 1, hv.size(2)).copy_from(hv);
+      EXPECT_TRUE(same_bytes(into, into_h));
+    };
+    check(d.narrow(2, 2, 7), h.narrow(2, 2, 7));         // 16-byte words
+    check(d.narrow(3, 8, 24), h.narrow(3, 8, 24));       // runs of 24 elements
+    check(d.narrow(3, 2, 44), h.narrow(3, 2, 44));       // an offset start: narrower words
+    check(d.narrow(3, 1, 45), h.narrow(3, 1, 45));       // odd: element by element
+    check(d.narrow(1, 1, 2).narrow(2, 3, 5), h.narrow(1, 1, 2).narrow(2, 3, 5));
+  }
+}
+
 TEST(CudaCopy, CopyIntoNonContiguousDestinations) {
   LTX_REQUIRE_CUDA();
   const Tensor src = test::random_tensor({4, 6, 5}, 21);

@@ -1,5 +1,5 @@
-// The transformer's fused glue ops on CUDA: rms_norm_modulate (RMSNorm + AdaLN modulation) and
-// gated_add (x + y * gate). Each must equal the unfused CUDA composition bit for bit (f32 and
+// The fused glue ops on CUDA: rms_norm_modulate (RMSNorm + AdaLN modulation), gated_add
+// (x + y * gate) and silu_mul (the SwiGLU product). Each must equal the unfused CUDA composition bit for bit (f32 and
 // bf16 storage, per-sample and per-token scale/shift/gates, strided inputs) and the CPU op within
 // the rms_norm kernel's f32-sum tolerance.
 #include <gtest/gtest.h>
@@ -60,6 +60,28 @@ TEST(CudaFusedGlue, RmsNormModulateMixedDtypesFollowTheUnfusedPromotion) {
   const Tensor got = ops::rms_norm_modulate(x, scale, shift, 1e-6);
   EXPECT_EQ(got.dtype(), DType::F32);
   EXPECT_TRUE(same_bytes(got, ops::modulate(ops::rms_norm(x, Tensor(), 1e-6), scale, shift)));
+}
+
+// The SwiGLU product on the halves of one merged gate/up projection (strided views), as the
+// diffusion decoder runs it, and broadcast operands.
+TEST(CudaFusedGlue, SiluMulEqualsTheUnfusedOpsAndMatchesCpu) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1100;
+  const Tensor merged = test::random_tensor({37, 2 * 136}, seed++, -6.f, 6.f);
+  const Tensor bias_like = test::random_tensor({1, 136}, seed++);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor m = merged.to(kGpu, dt);
+    const Tensor gate = m.narrow(1, 0, 136), up = m.narrow(1, 136, 136);
+    const Tensor got = ops::silu_mul(gate, up);
+    EXPECT_EQ(got.dtype(), dt);
+    EXPECT_TRUE(same_bytes(got, ops::mul(ops::silu(gate), up)));
+    const Tensor b = bias_like.to(kGpu, dt);
+    EXPECT_TRUE(same_bytes(ops::silu_mul(gate, b), ops::mul(ops::silu(gate), b)));
+    // The device's expf and the host's differ in the last bit now and then.
+    const Tensor want = ops::silu_mul(gate.to(Device::cpu(), DType::F32), up.to(Device::cpu(), DType::F32));
+    EXPECT_TRUE(dt == DType::F32 ? near(got, want, 1e-6, 1e-6) : near(got, want, 4e-2, 1e-2));
+  }
 }
 
 TEST(CudaFusedGlue, GatedAddEqualsTheUnfusedOpsAndMatchesCpu) {

@@ -52,7 +52,9 @@ Tensor misaligned_copy(const Tensor& t) {
 
 // Row lengths of the vector path (multiples of 8, up to the 32 KiB staging limit: 8192 f32) and
 // ones that must fall back (not a multiple of 8).
-const int64_t kVecRows[] = {8, 24, 64, 2048, 4096, 8192};
+// Up to 1024 the vector path runs a warp per row (replaying the block's sums for 1, 2, 4 and 8
+// thread-warps, threads with one or several elements), above it a block per row.
+const int64_t kVecRows[] = {8, 24, 40, 64, 96, 136, 256, 1000, 1024, 2048, 4096, 8192};
 const int64_t kOddRows[] = {7, 33, 4100};
 
 TEST(CudaNorm, RmsNormVectorPathIsBitIdenticalToGeneralPath) {

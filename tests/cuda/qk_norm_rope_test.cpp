@@ -35,7 +35,21 @@ const Case kCases[] = {
     {{16, 24, 24}, {2, 3, 2, 5, 3, 64}, -3},  {{32, 32, 32}, {1, 2, 2, 3, 2, 96}, 4},
     {{40, 48, 48}, {1, 1, 2, 3, 2, 136}, -1}, {{128, 196, 196}, {1, 1, 1, 3, 2, 520}, 2},
     {{2000, 3100, 3100}, {1, 1, 1, 2, 1, 8200}, 0},
+    // Head dim 64 (bf16: the 8-lanes-per-row path): 21 rows per tensor, so one warp's 4 rows
+    // straddle q and k and the last group is partial.
+    {{16, 24, 24}, {1, 1, 3, 7, 1, 64}, 5},
 };
+
+TEST(CudaQkNormRope3d, TakesTheHeadDim64PathForAlignedBf16Rows) {
+  LTX_REQUIRE_CUDA();
+  const auto qkv = test::fused_qkv_heads({1, 2, 3, 4, 2, 64}, 7, DType::BF16, kGpu);
+  EXPECT_TRUE(cuda::qk_norm_rope_d64_path(qkv[0], qkv[1]));
+  const auto f32 = test::fused_qkv_heads({1, 2, 3, 4, 2, 64}, 7, DType::F32, kGpu);
+  EXPECT_FALSE(cuda::qk_norm_rope_d64_path(f32[0], f32[1]));
+  const auto d32 = test::fused_qkv_heads({1, 2, 3, 4, 2, 32}, 7, DType::BF16, kGpu);
+  EXPECT_FALSE(cuda::qk_norm_rope_d64_path(d32[0], d32[1]));
+  EXPECT_FALSE(cuda::qk_norm_rope_d64_path(test::non_contiguous_copy(qkv[0]), qkv[1]));
+}
 
 TEST(CudaQkNormRope3d, FusedIsBitIdenticalToTheUnfusedCudaOps) {
   LTX_REQUIRE_CUDA();

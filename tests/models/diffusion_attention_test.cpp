@@ -10,6 +10,7 @@
 #include "models/na_test_util.h"
 #include "models/video_vae/transformer/attention.h"
 #include "models/video_vae/transformer/blocks.h"
+#include "ops/elementwise.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -46,19 +47,26 @@ TEST(SwiGLU, RowChunksGiveTheUnchunkedResult) {
     l.weight = test::random_tensor({out, in}, seed, -0.3f, 0.3f);
     return l;
   };
-  SwiGLU mlp;
-  mlp.w_gate = linear(dim, hidden, 1);
-  mlp.w_up = linear(dim, hidden, 2);
-  mlp.w_down = linear(hidden, dim, 3);
+  const nn::Linear gate = linear(dim, hidden, 1), up = linear(dim, hidden, 2);
+  const nn::Linear down = linear(hidden, dim, 3);
+  const SwiGLU mlp = SwiGLU::from(gate, up, down);
   const Tensor y = test::non_contiguous_copy(test::random_tensor({1, 3, 5, 7, dim}, 4));
   const Tensor whole = mlp(y);
+  // The merged projection computes what the three separate layers do.
+  EXPECT_LE(test::max_abs_diff(whole, down(ops::mul(ops::silu(gate(y)), up(y)))), 1e-6);
+  const Tensor residual = test::random_tensor(y.shape(), 5);
   for (int64_t rows : {1, 4, 13}) {
     SwiGLU chunked = mlp;
     chunked.max_hidden_elements = rows * hidden;
     const Tensor got = chunked(y);
     EXPECT_EQ(got.shape(), y.shape());
     EXPECT_LE(test::max_abs_diff(got, whole), 1e-6) << rows << " rows per chunk";
+    // In place on a residual: the same bits as adding the whole output.
+    const Tensor acc = residual.contiguous().clone();
+    chunked.add_into(acc, y);
+    EXPECT_TRUE(test::same_bytes(acc, ops::add(residual, got))) << rows << " rows per chunk";
   }
+  EXPECT_THROW(mlp.add_into(test::non_contiguous_copy(residual), y), Error);
 }
 
 TEST(NeighborhoodAttention3D, RopeTablesAreTheAxisTables) {

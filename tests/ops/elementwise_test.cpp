@@ -466,6 +466,24 @@ TEST(GatedAdd, MatchesReferenceAndUnfusedCompositionWithBroadcasting) {
   EXPECT_GT(test::max_abs_diff(ops::gated_add(x, y, Tensor::full({1}, 0.25)), ops::add(x, y)), 1e-3);
 }
 
+TEST(SiluMul, MatchesReferenceAndUnfusedCompositionWithBroadcasting) {
+  uint64_t seed = 720;
+  const auto f = [](const auto& v) { return v[0] / (1.0 + std::exp(-v[0])) * v[1]; };
+  const std::vector<std::array<Shape, 2>> cases = {
+      {Shape{3, 129}, Shape{3, 129}}, {Shape{2, 7, 33}, Shape{2, 1, 33}}, {Shape{1}, Shape{5, 3}}};
+  for (const auto& [sg, su] : cases) {
+    const Tensor g = test::random_tensor(sg, seed++, -6.f, 6.f), u = test::random_tensor(su, seed++);
+    const Shape out = broadcast_shapes(sg, su, "t");
+    const Tensor got = ops::silu_mul(test::non_contiguous_copy(g), test::non_contiguous_copy(u));
+    expect_close(got, out, reference(out, {g, u}, f), 1e-6, 1e-6, "silu_mul " + out.str());
+    EXPECT_EQ(test::max_abs_diff(got, ops::mul(ops::silu(g), u)), 0.0) << out.str();
+  }
+  const Tensor x = test::random_tensor({2, 3}, 730);
+  expect_error_mentions([&] { ops::silu_mul(x, test::random_tensor({4, 3}, 731)); }, "silu_mul");
+  expect_error_mentions([&] { ops::silu_mul(x, x.to(DType::F64)); }, "f32");
+  EXPECT_THROW(ops::silu_mul(x, Tensor()), Error);
+}
+
 TEST(GatedAdd, RejectsBadArguments) {
   const Tensor x = test::random_tensor({2, 3}, 800);
   expect_error_mentions([&] { ops::gated_add(x, test::random_tensor({4, 3}, 801), x); }, "gated_add");

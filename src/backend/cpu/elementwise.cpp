@@ -91,4 +91,12 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
   return out;
 }
 
+Tensor silu_mul(const Tensor& gate, const Tensor& up) {
+  Tensor out = Tensor::empty(broadcast_shapes(gate.shape(), up.shape(), "silu_mul"));
+  map_into<2>(out, {&gate, &up}, [](float g, float u) {
+    return scalar::mul_rn(scalar::unary<ops::UnaryOp::Silu>(g), u);
+  });
+  return out;
+}
+
 }  // namespace ltx::cpu

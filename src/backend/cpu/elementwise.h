@@ -16,5 +16,6 @@ Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
 Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w);
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
 Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
+Tensor silu_mul(const Tensor& gate, const Tensor& up);
 
 }  // namespace ltx::cpu

@@ -7,6 +7,7 @@
 #include "backend/cuda/launch.h"
 #include "core/dtype_element.h"
 #include "core/error.h"
+#include "ops/op_profile.h"
 
 namespace ltx::cuda {
 
@@ -134,6 +135,54 @@ void launch_strided(const Tensor& dst, const Tensor& src, const Layout& l, int64
       static_cast<IndexT>(n));
 }
 
+// A same-dtype copy whose innermost dim is dense on both sides, as words of `word` bytes: the
+// innermost run, every other stride and both pointers must be multiples of the word. Moves 16
+// bytes per thread instead of one element (narrow/concat/contiguous of channels-last tensors).
+bool widen(Layout* l, int64_t elem, int64_t word, const void* src, const void* dst) {
+  const int last = l->nd - 1;
+  if (word <= elem || l->ss[last] != 1 || l->ds[last] != 1 || (l->size[last] * elem) % word != 0 ||
+      reinterpret_cast<uintptr_t>(src) % word != 0 || reinterpret_cast<uintptr_t>(dst) % word != 0)
+    return false;
+  for (int k = 0; k < last; ++k)
+    if ((l->ss[k] * elem) % word != 0 || (l->ds[k] * elem) % word != 0) return false;
+  for (int k = 0; k < last; ++k) {
+    l->ss[k] = l->ss[k] * elem / word;
+    l->ds[k] = l->ds[k] * elem / word;
+  }
+  l->size[last] = l->size[last] * elem / word;
+  return true;
+}
+
+// The widest word widen() accepts (16, 8 or 4 bytes), as a launch; false when none does.
+bool launch_wide_copy(const Tensor& dst, const Tensor& src, const Layout& l, Stream s) {
+  if (dst.dtype() != src.dtype()) return false;
+  const int64_t elem = dst.element_size();
+  for (const int64_t word : {16, 8, 4}) {
+    Layout w = l;
+    if (!widen(&w, elem, word, src.raw_data(), dst.raw_data())) continue;
+    int64_t n = 1;
+    for (int k = 0; k < w.nd; ++k) n *= w.size[k];
+    const bool narrow_index = fits_32bit(w, n);
+    const auto go = [&](auto word_type) {
+      using T = decltype(word_type);
+      if (narrow_index) {
+        launch_copy<T, uint32_t>(dst, src, w, n, s);
+      } else {
+        launch_copy<T, uint64_t>(dst, src, w, n, s);
+      }
+    };
+    if (word == 16) {
+      go(uint4{});
+    } else if (word == 8) {
+      go(uint2{});
+    } else {
+      go(uint32_t{});
+    }
+    return true;
+  }
+  return false;
+}
+
 void memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, Stream s) {
   if (bytes == 0) return;
   LTX_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s.handle()));
@@ -204,6 +253,7 @@ void device_to_other_device(const Tensor& dst, const Tensor& src) {
 }  // namespace
 
 void convert_on_device(const Tensor& dst, const Tensor& src, Stream stream) {
+  const ops::OpProfileScope profile("copy (on device)");
   LTX_CHECK(dst.device().is_cuda() && src.device() == dst.device() &&
                 stream.device() == dst.device().index,
             "convert_on_device: expected both tensors and the stream on one CUDA device, got ",
@@ -223,10 +273,12 @@ void convert_on_device(const Tensor& dst, const Tensor& src, Stream stream) {
         static_cast<const char*>(src.raw_data()), src.dtype(),
         static_cast<int>(src.element_size()), static_cast<char*>(dst.raw_data()), dst.dtype(),
         static_cast<int>(dst.element_size()), n);
-  } else if (fits_32bit(l, n)) {
-    launch_strided<uint32_t>(dst, src, l, n, stream);
-  } else {
-    launch_strided<uint64_t>(dst, src, l, n, stream);
+  } else if (!launch_wide_copy(dst, src, l, stream)) {
+    if (fits_32bit(l, n)) {
+      launch_strided<uint32_t>(dst, src, l, n, stream);
+    } else {
+      launch_strided<uint64_t>(dst, src, l, n, stream);
+    }
   }
   LTX_CUDA_CHECK_LAUNCH();
 }

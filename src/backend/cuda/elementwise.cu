@@ -46,6 +46,14 @@ struct GatedAddFn {
     return dtype_bits::add_rn(v[0], p);
   }
 };
+struct SiluMulFn {
+  bool bf16_silu;  // silu(gate) would be stored as bf16
+  __device__ float operator()(const float* v) const {
+    float s = scalar::unary<UnaryOp::Silu>(v[0]);
+    if (bf16_silu) s = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(s));
+    return dtype_bits::mul_rn(s, v[1]);
+  }
+};
 struct ModulateFn {
   __device__ float operator()(const float* v) const { return scalar::modulate(v[0], v[1], v[2]); }
 };
@@ -119,6 +127,13 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
   Tensor out = new_like(broadcast3(x, y, gate, "gated_add"), {&x, &y, &gate}, x.device());
   map_into<3>(out, {&x, &y, &gate},
               GatedAddFn{ops::float_result_dtype({&y, &gate}) == DType::BF16});
+  return out;
+}
+
+Tensor silu_mul(const Tensor& gate, const Tensor& up) {
+  Tensor out = new_like(broadcast_shapes(gate.shape(), up.shape(), "silu_mul"), {&gate, &up},
+                        gate.device());
+  map_into<2>(out, {&gate, &up}, SiluMulFn{gate.dtype() == DType::BF16});
   return out;
 }
 

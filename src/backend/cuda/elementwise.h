@@ -23,5 +23,7 @@ Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
 // x + y * gate with y * gate rounded to float_result_dtype(y, gate) first (bf16 when both are),
 // so that it matches add(x, mul(y, gate)) bit for bit.
 Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
+// silu(gate) rounded to gate's dtype, times up: matches mul(silu(gate), up) bit for bit.
+Tensor silu_mul(const Tensor& gate, const Tensor& up);
 
 }  // namespace ltx::cuda

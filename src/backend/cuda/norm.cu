@@ -122,6 +122,35 @@ constexpr int64_t kRowVecMaxBytes = 32 * 1024;
 // blockDim and block_sum), so the row's scale is the same float, and the outputs go out as
 // 16-byte vectors with the general kernels' per-element math: bit-identical results, x read from
 // memory once.
+// Elements i .. i + kVec - 1 of a staged row (x's dtype) normalised with the row scale rs, then
+// weighted (rms_norm) or modulated (rms_norm_modulate), stored as one vector: the general
+// kernels' per-element math.
+template <bool kModulate>
+__device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
+                                                const uint4* row_smem, int i, float rs, int64_t so,
+                                                int64_t to, void* y_row) {
+  float v[kVec];
+  load_vec(row_smem, a.x_dtype, i, v);
+  if constexpr (kModulate) {
+    float sc[kVec], sh[kVec];
+    load_vec(m.s, m.s_dtype, so + i, sc);
+    load_vec(m.t, m.t_dtype, to + i, sh);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      v[j] = scalar::modulate(round_to(a.x_dtype, mul_rn(v[j], rs)), sc[j], sh[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], rs);
+    if (a.w != nullptr) {
+      float w[kVec];
+      load_vec(a.w, a.w_dtype, i, w);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], w[j]);
+    }
+  }
+  store_vec(y_row, a.y_dtype, i, v);
+}
+
 template <bool kModulate>
 __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
   extern __shared__ uint4 row_smem[];
@@ -149,30 +178,66 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a,
     const float rs = inv_std(block_sum(ss), a.d, a.eps);  // block_sum syncs: row_smem stays
     int64_t so = 0, to = 0;
     if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
-    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-      const int i = c * kVec;
-      float v[kVec];
-      load_vec(row_smem, a.x_dtype, i, v);
-      if constexpr (kModulate) {
-        float sc[kVec], sh[kVec];
-        load_vec(m.s, m.s_dtype, so + i, sc);
-        load_vec(m.t, m.t_dtype, to + i, sh);
-#pragma unroll
-        for (int j = 0; j < kVec; ++j)
-          v[j] = scalar::modulate(round_to(a.x_dtype, mul_rn(v[j], rs)), sc[j], sh[j]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], rs);
-        if (a.w != nullptr) {
-          float w[kVec];
-          load_vec(a.w, a.w_dtype, i, w);
-#pragma unroll
-          for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], w[j]);
-        }
-      }
-      store_vec(y_row, a.y_dtype, i, v);
-    }
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+      rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, so, to, y_row);
     __syncthreads();  // every thread is done with row_smem before the next row overwrites it
+  }
+}
+
+// Rows of at most kWarpRowMaxD elements on the vector path: one warp per row, no block barriers
+// (a block per row spends most of its time synchronising on short rows: the diffusion decoder's
+// 256-wide rows, Gemma's head norms). The sum of squares is rms_norm_vec_kernel's bit for bit:
+// lane l plays threads l + 32 w (w < W = row_threads(d) / 32), each summing its elements in the
+// same order, then each thread-warp's butterfly (warp_sum of one w across the lanes), then the
+// block's final warp_sum over [s_0 .. s_W-1, 0, ...], whose zero terms add nothing, replayed in
+// registers (pairs w, w + W/2 first, down to w, w + 1).
+constexpr int64_t kWarpRowMaxD = 1024;
+constexpr int kWarpRowWarps = 8;
+
+template <bool kModulate>
+__global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_warp_kernel(RowArgs a, ModArgs m) {
+  extern __shared__ uint4 warp_rows_smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int d = static_cast<int>(a.d);
+  const int x_bytes = a.x_dtype == DType::BF16 ? 2 : 4, y_bytes = a.y_dtype == DType::BF16 ? 2 : 4;
+  const int vecs = d * x_bytes / 16, chunks = d / kVec;
+  const int threads = row_threads(a.d), W = threads / 32;
+  uint4* row_smem = warp_rows_smem + static_cast<int64_t>(warp) * (kWarpRowMaxD * 4 / 16);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpRowWarps;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowWarps + warp; r < a.rows; r += step) {
+    const int64_t base = r * a.d;
+    const auto* src = reinterpret_cast<const uint4*>(static_cast<const char*>(a.x) + base * x_bytes);
+    void* y_row = static_cast<char*>(a.y) + base * y_bytes;
+    for (int j = lane; j < vecs; j += 32) row_smem[j] = src[j];
+    __syncwarp();
+    float part[8];  // part[w]: thread l + 32 w's sum, then its warp's butterfly
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      float ss = 0.f;
+      if (w < W) {
+        if (a.x_dtype == DType::BF16) {
+          const uint16_t* xs = reinterpret_cast<const uint16_t*>(row_smem);
+          for (int i = lane + 32 * w; i < d; i += threads) ss = add_square(ss, dtype_bits::bf16_to_f32(xs[i]));
+        } else {
+          const float* xs = reinterpret_cast<const float*>(row_smem);
+          for (int i = lane + 32 * w; i < d; i += threads) ss = add_square(ss, xs[i]);
+        }
+        ss = warp_sum(ss);
+      }
+      part[w] = ss;
+    }
+#pragma unroll
+    for (int h = 4; h >= 1; h >>= 1) {
+#pragma unroll
+      for (int w = 0; w < 4; ++w)
+        if (w < h && h < W) part[w] = part[w] + part[w + h];
+    }
+    const float rs = inv_std(part[0], a.d, a.eps);
+    int64_t so = 0, to = 0;
+    if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
+    for (int c = lane; c < chunks; c += 32)
+      rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, so, to, y_row);
+    __syncwarp();  // the warp is done with its row before the next one overwrites it
   }
 }
 
@@ -343,7 +408,15 @@ Tensor run_rms(const RmsCall& c) {
   const cudaStream_t stream = current_stream(dev).handle();
   const unsigned blocks = row_blocks(c.a.rows);
   const int threads = row_threads(c.a.d);
-  if (rows_vec_ok(c)) {
+  if (rows_vec_ok(c) && c.a.d <= kWarpRowMaxD) {
+    const size_t smem = static_cast<size_t>(kWarpRowWarps) * kWarpRowMaxD * 4;
+    const unsigned grid = grid_for(c.a.rows, kWarpRowWarps, dev);  // a warp per row
+    if (c.modulate) {
+      rms_norm_warp_kernel<true><<<grid, kWarpRowWarps * 32, smem, stream>>>(c.a, c.m);
+    } else {
+      rms_norm_warp_kernel<false><<<grid, kWarpRowWarps * 32, smem, stream>>>(c.a, c.m);
+    }
+  } else if (rows_vec_ok(c)) {
     const size_t smem = static_cast<size_t>(c.a.d) * dtype_size(c.a.x_dtype);
     if (c.modulate) {
       rms_norm_vec_kernel<true><<<blocks, threads, smem, stream>>>(c.a, c.m);

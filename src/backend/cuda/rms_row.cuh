@@ -14,7 +14,7 @@ namespace ltx::cuda {
 inline constexpr int kMaxRowThreads = 256;
 
 // Threads per row block: a warp for short rows, up to 256 (each thread then handles d / 256).
-inline int row_threads(int64_t d) {
+__host__ __device__ inline int row_threads(int64_t d) {
   int t = 32;
   while (t < kMaxRowThreads && t < d) t *= 2;
   return t;

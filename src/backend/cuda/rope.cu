@@ -275,6 +275,142 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
   }
 }
 
+// The head-dim-64 bf16 path of qk_norm_rope_3d (qk_norm_rope_d64_path): 8 lanes per row, 4 rows per warp.
+// rms_norm's block for D = 64 is two full warps, one element per thread: its sum of squares is
+// warp_sum over elements 0-31 (a butterfly pairing index bits 4, 3, 2, 1, 0 in that order) plus
+// the same over 32-63. Lane (half h, quarter i) here holds elements 32 h + i + 4 a, a = 0..7, so
+// it forms the bit-4, bit-3 and bit-2 pairs of that tree in registers (the same pairs, added in
+// the same order up to commutativity, which float addition has), then the bit-1 and bit-0 pairs
+// with two shuffles and the halves with a third: the same row scale, bit for bit. Rows go through
+// shared memory as 16-byte vectors both ways (row pitch 144 bytes: conflict-free element reads).
+constexpr int kRope64Pitch = 72;  // bf16 elements per staged row (64 + 8 padding)
+constexpr int kRope64Warps = 8;
+
+// Where row g (q rows first, then k rows) of the launch lives.
+template <typename Index>
+struct Rope64Row {
+  bool active = false, is_q = false;
+  int64_t row = 0, off = 0;  // row within q or k; element offset of its first value
+  int pos[3] = {};           // t, h, w
+};
+
+template <typename Index>
+__device__ __forceinline__ Rope64Row<Index> rope64_row(const QkRopeArgs& a, int64_t g) {
+  Rope64Row<Index> r;
+  r.active = g < 2 * a.rows;
+  r.is_q = g < a.rows;
+  Index rem = static_cast<Index>(r.active ? (r.is_q ? g : g - a.rows) : 0);
+  r.row = static_cast<int64_t>(rem);
+#pragma unroll
+  for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
+    const Index size = static_cast<Index>(a.size[k]);
+    const Index i = rem % size;
+    rem /= size;
+    r.off += static_cast<int64_t>(i) * (r.is_q ? a.xst[0][k] : a.xst[1][k]);
+    if (k >= 1 && k <= 3) r.pos[k - 1] = static_cast<int>(i);
+  }
+  return r;
+}
+
+template <typename Index>
+__global__ void __launch_bounds__(kRope64Warps * 32, 3) qk_rope64_kernel(QkRopeArgs a) {
+  __shared__ __align__(16) uint16_t stage[kRope64Warps][4][kRope64Pitch];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int sub = lane >> 3, tl = lane & 7, half = tl >> 2, quarter = tl & 3;
+  const bool even = (quarter & 1) == 0;
+  uint16_t(*rows)[kRope64Pitch] = stage[warp];
+  // This lane's element of slot j is e = 32 half + quarter + 4 j; its norm weights are fixed
+  // for every row (its table axis and column are recomputed per row: fewer registers).
+  float wq[8], wk[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int e = 32 * half + quarter + 4 * j;
+    wq[j] = a.w[0] != nullptr ? load_f32(a.w[0], a.w_dtype[0], e) : 1.f;
+    wk[j] = a.w[1] != nullptr ? load_f32(a.w[1], a.w_dtype[1], e) : 1.f;
+  }
+  const int cpos[3] = {static_cast<int>(a.cst[0][0]), static_cast<int>(a.cst[1][0]),
+                       static_cast<int>(a.cst[2][0])};
+  const int spos[3] = {static_cast<int>(a.sst[0][0]), static_cast<int>(a.sst[1][0]),
+                       static_cast<int>(a.sst[2][0])};
+  const int64_t groups = (2 * a.rows + 3) / 4;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kRope64Warps;
+  int64_t grp = static_cast<int64_t>(blockIdx.x) * kRope64Warps + warp;
+  // Lane tl moves elements 8 tl .. 8 tl + 7 of its row; the next group's are loaded before this
+  // group is worked on (two rows in flight per lane).
+  const auto fetch = [&](const Rope64Row<Index>& r) {
+    if (!r.active) return make_uint4(0, 0, 0, 0);
+    const uint16_t* x = static_cast<const uint16_t*>(r.is_q ? a.x[0] : a.x[1]) + r.off;
+    return *reinterpret_cast<const uint4*>(x + 8 * tl);
+  };
+  Rope64Row<Index> cur = rope64_row<Index>(a, grp * 4 + sub);
+  uint4 data = grp < groups ? fetch(cur) : make_uint4(0, 0, 0, 0);
+  for (; grp < groups; grp += step) {
+    const Rope64Row<Index> nxt = rope64_row<Index>(a, (grp + step) * 4 + sub);
+    const uint4 next_data = grp + step < groups ? fetch(nxt) : make_uint4(0, 0, 0, 0);
+    *reinterpret_cast<uint4*>(&rows[sub][8 * tl]) = data;
+    __syncwarp();
+    float v[8];
+    float ss = 0.f;
+    {
+      float sq[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        v[j] = dtype_bits::bf16_to_f32(rows[sub][32 * half + quarter + 4 * j]);
+        sq[j] = add_square(0.f, v[j]);
+      }
+      // Bit 4 of the in-half index is bit 2 of j, bit 3 is bit 1, bit 2 is bit 0.
+      float l1[4], l2[2];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) l1[j] = sq[j] + sq[j + 4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) l2[j] = l1[j] + l1[j + 2];
+      ss = l2[0] + l2[1];
+    }
+    ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+    ss += __shfl_xor_sync(0xffffffffu, ss, 4);
+    const float rs = inv_std(ss, 64, a.eps);
+    const bool is_q = cur.is_q;
+    const bool has_w = a.w[is_q ? 0 : 1] != nullptr;
+    float n[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      float t = mul_rn(v[j], rs);
+      if (has_w) t = mul_rn(t, is_q ? wq[j] : wk[j]);
+      t = round_to(DType::BF16, t);
+      if (is_q) t = round_to(DType::BF16, mul_rn(t, a.q_scale));
+      n[j] = t;
+    }
+    __syncwarp();  // every lane has read its elements before the outputs overwrite them
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      // The pair partner (element e ^ 1, same slot) is the neighbouring lane.
+      const float other = __shfl_xor_sync(0xffffffffu, n[j], 1);
+      const float x0 = even ? n[j] : other, x1 = even ? other : n[j];
+      const int e = 32 * half + quarter + 4 * j, pair = e & ~1;
+      const int ax = pair >= a.start[2] ? 2 : (pair >= a.start[1] ? 1 : 0);
+      const int col = e - a.start[ax];
+      const int p = ax == 0 ? cur.pos[0] : (ax == 1 ? cur.pos[1] : cur.pos[2]);
+      const int cp = ax == 0 ? cpos[0] : (ax == 1 ? cpos[1] : cpos[2]);
+      const int sp = ax == 0 ? spos[0] : (ax == 1 ? spos[1] : spos[2]);
+      const float c = load_f32(a.cos[ax], a.c_dtype[ax], p * cp + col * static_cast<int>(a.cst[ax][1]));
+      const float s = load_f32(a.sin[ax], a.s_dtype[ax], p * sp + col * static_cast<int>(a.sst[ax][1]));
+      // rotate_interleaved's outputs: y0 = x0 c0 - x1 s0 (even), y1 = x1 c1 + x0 s1 (odd), each
+      // with the table entries at its own element.
+      const float y = even ? add_rn(mul_rn(x0, c), -mul_rn(x1, s)) : add_rn(mul_rn(x1, c), mul_rn(x0, s));
+      rows[sub][32 * half + quarter + 4 * j] = dtype_bits::f32_to_bf16(y);
+    }
+    __syncwarp();
+    if (cur.active) {
+      uint16_t* y = static_cast<uint16_t*>(cur.is_q ? a.y[0] : a.y[1]) + cur.row * 64;
+      *reinterpret_cast<uint4*>(y + 8 * tl) = *reinterpret_cast<const uint4*>(&rows[sub][8 * tl]);
+    }
+    __syncwarp();
+    cur = nxt;
+    data = next_data;
+  }
+}
+
 }  // namespace
 
 Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout) {
@@ -309,6 +445,18 @@ bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin,
                      ops::RopeLayout layout) {
   // x stands in for the output: a fresh allocation, aligned whenever x is.
   return rope_vec_ok(rope_args(x, cos, sin, layout, x), x.numel());
+}
+
+bool qk_norm_rope_d64_path(const Tensor& q, const Tensor& k) {
+  const auto rows_ok = [](const Tensor& t) {
+    if (t.dtype() != DType::BF16 || t.dim() != 6 || t.size(5) != 64 || t.stride(5) != 1 ||
+        reinterpret_cast<uintptr_t>(t.raw_data()) % 16 != 0)
+      return false;
+    for (int i = 0; i < 5; ++i)
+      if (t.stride(i) % 8 != 0) return false;
+    return true;
+  };
+  return rows_ok(q) && rows_ok(k);
 }
 
 ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
@@ -360,11 +508,26 @@ ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_we
 
   const int dev = q.device().index;
   DeviceGuard guard(dev);
+  const cudaStream_t stream = current_stream(dev).handle();
+  bool small_tables = true;  // the head-dim-64 kernel takes 32-bit table offsets
+  for (int ax = 0; ax < 3; ++ax)
+    for (const Tensor* t : {&rope.cos[ax], &rope.sin[ax]})
+      small_tables = small_tables && (t->size(0) - 1) * t->stride(0) + (t->size(1) - 1) * t->stride(1) <
+                                         int64_t{INT32_MAX};
+  if (small_tables && qk_norm_rope_d64_path(q, k)) {
+    const unsigned grid = grid_for((2 * a.rows + 3) / 4, kRope64Warps, dev);  // a warp per 4 rows
+    if (a.rows <= int64_t{UINT32_MAX}) {
+      qk_rope64_kernel<uint32_t><<<grid, kRope64Warps * 32, 0, stream>>>(a);
+    } else {
+      qk_rope64_kernel<int64_t><<<grid, kRope64Warps * 32, 0, stream>>>(a);
+    }
+    LTX_CUDA_CHECK_LAUNCH();
+    return out;
+  }
   // Up to 8 warps (rows) per block, within 32 KiB of staged rows.
   const int warps = static_cast<int>(std::clamp<int64_t>(8192 / d, 1, 8));
   const size_t smem = static_cast<size_t>(warps) * static_cast<size_t>(d) * sizeof(float);
   const unsigned grid = grid_for(2 * a.rows, warps, dev);  // a warp per row
-  const cudaStream_t stream = current_stream(dev).handle();
   if (a.rows <= int64_t{UINT32_MAX}) {
     qk_norm_rope_kernel<uint32_t><<<grid, warps * 32, smem, stream>>>(a);
   } else {

@@ -24,6 +24,10 @@ bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin, ops:
 // unfused CUDA ops. Head dims up to kQkNormRopeMaxDim (larger ones: ops falls back to the unfused
 // ops).
 inline constexpr int64_t kQkNormRopeMaxDim = 8192;
+// Head dim 64 in bf16 (the LTX-2.5 diffusion decoder) with 16-byte aligned rows and a dense head
+// dim takes a faster path: 8 lanes per row and 16-byte row loads and stores, the same sum of
+// squares bit for bit (rope.cu says how). Whether q and k take it (for the tests):
+bool qk_norm_rope_d64_path(const Tensor& q, const Tensor& k);
 ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_weight,
                             const Tensor& k_weight, double eps, float q_scale,
                             const ops::Rope3dTables& rope);

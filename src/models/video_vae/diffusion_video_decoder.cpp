@@ -205,7 +205,7 @@ Tensor DiffusionVideoDecoder::forward_diff_step(const Tensor& x_t, const Tensor&
     rope = &built;
   }
   for (const DiffusionNABlock& b : diff_blocks_)
-    x = b(x, context, mod, options.layout, options.w_chunks, rope);
+    x = b(std::move(x), context, mod, options.layout, options.w_chunks, rope);
   x = conv_out_(ops::rms_norm(x, norm_out_, kEps));
   return unpatchify(to_channels_first(x), p, 1);
 }

@@ -96,6 +96,16 @@ std::vector<AbsRope3d> DiffusionNABlock::rope_tables(const Shape& x, Stage5Atten
 Tensor DiffusionNABlock::w_chunked_attention_residual(const Tensor& x, const Tensor& scale,
                                                       const Tensor& shift, int64_t w_chunks,
                                                       const std::vector<AbsRope3d>* rope) const {
+  const Tensor out = x.contiguous().clone();
+  add_w_chunked_attention(out, scale, shift, w_chunks, rope);
+  return out;
+}
+
+void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& scale,
+                                               const Tensor& shift, int64_t w_chunks,
+                                               const std::vector<AbsRope3d>* rope) const {
+  LTX_CHECK(x.dim() == 5 && x.is_contiguous(), "diffusion decoder: the W-chunked attention adds "
+            "into a contiguous [B, F, H, W, C] canvas, got ", x.describe());
   const int64_t w = x.size(3);
   const WChunking c = w_chunking(w, attn.kernel[2], w_chunks);
   const int64_t halo = c.halo, extent = c.extent;
@@ -106,64 +116,85 @@ Tensor DiffusionNABlock::w_chunked_attention_residual(const Tensor& x, const Ten
   }
   LTX_CHECK(rope->size() == c.cores.size(), "diffusion decoder: ", rope->size(),
             " RoPE tables for ", c.cores.size(), " W chunks of ", x.describe());
-  std::vector<Tensor> cores;
+  Shape slab_shape = x.shape();
+  slab_shape[3] = extent;
+  // Copies of column `col` of the block input into slab columns [j0, j0 + n).
+  const auto replicate = [&](const Tensor& slab, const Tensor& from, int64_t col, int64_t j0,
+                             int64_t n) {
+    if (n <= 0) return;
+    Shape s = slab_shape;
+    s[3] = n;
+    slab.narrow(3, j0, n).copy_from(from.narrow(3, col, 1).expand(s));
+  };
+  Tensor left_halo;  // the previous chunk's last columns before its update
   for (size_t i = 0; i < c.cores.size(); ++i) {
     const int64_t core_start = c.cores[i].start, core_len = c.cores[i].len;
     const int64_t core_end = core_start + core_len;
-    // Source column of every slab slot (-1: left as zeros, which the reference does when a chunk
-    // is narrower than the halo).
-    std::vector<int64_t> src(static_cast<size_t>(extent), -1);
-    if (i > 0) {
-      const int64_t prev_len = c.cores[i - 1].len;
-      const int64_t take = std::min(halo, prev_len);
-      for (int64_t j = 0; j < take; ++j) src[halo - take + j] = core_start - take + j;
+    // Slab column j holds block-input column core_start - halo + j where it exists; the true left
+    // edge repeats column 0, past the right neighbour's columns the chunk's last column repeats,
+    // and left slots a narrower previous chunk cannot fill stay zero (as in the reference).
+    const Tensor slab = Tensor::empty(slab_shape, x.dtype(), x.device());
+    if (i == 0) {
+      replicate(slab, x, core_start, 0, halo);
+    } else {
+      const int64_t take = left_halo.size(3);
+      if (take < halo) slab.narrow(3, 0, halo - take).fill(0.0);
+      slab.narrow(3, halo - take, take).copy_from(left_halo);
     }
-    for (int64_t j = 0; j < core_len; ++j) src[halo + j] = core_start + j;
+    slab.narrow(3, halo, core_len).copy_from(x.narrow(3, core_start, core_len));
     int64_t right_filled = 0;
     if (static_cast<int64_t>(i) + 1 < w_chunks) {
       right_filled = std::min(w, core_end + halo) - core_end;
-      for (int64_t j = 0; j < right_filled; ++j) src[halo + core_len + j] = core_end + j;
+      if (right_filled > 0)
+        slab.narrow(3, halo + core_len, right_filled).copy_from(x.narrow(3, core_end, right_filled));
     }
-    if (i == 0)  // the true left edge: copies of column 0
-      for (int64_t j = 0; j < halo; ++j) src[j] = core_start;
-    for (int64_t j = halo + core_len + right_filled; j < extent; ++j)
-      src[j] = core_end - 1;  // the right edge: copies of the chunk's last column
-    std::vector<int64_t> index(src.size());
-    std::transform(src.begin(), src.end(), index.begin(),
-                   [](int64_t s) { return std::max<int64_t>(s, 0); });
-    Tensor slab = ops::index_select(x, 3, Tensor::from_vector(index, {extent}).to(x.device()));
-    for (int64_t j = 0; j < extent; ++j)
-      if (src[j] < 0) slab.narrow(3, j, 1).fill(0.0);
+    const int64_t filled = halo + core_len + right_filled;
+    replicate(slab, x, core_end - 1, filled, extent - filled);
 
     const Tensor y = ops::modulate(ops::rms_norm(slab, norm1, kEps), scale, shift);
     const Tensor out = attn.attend(attn.project(y, (*rope)[i]));
-    cores.push_back(out.narrow(3, halo, core_len));
+    if (i + 1 < c.cores.size()) {
+      const int64_t take = std::min(halo, core_len);
+      left_halo = x.narrow(3, core_end - take, take).contiguous();
+    }
+    ops::add_(x.narrow(3, core_start, core_len), out.narrow(3, halo, core_len));
   }
-  const Tensor delta = cores.size() == 1 ? cores.front() : ops::concat(cores, 3);
-  return ops::add(x, delta);
 }
 
-Tensor DiffusionNABlock::operator()(const Tensor& x_in, const Tensor& context,
-                                    const Tensor& modulation, Stage5Attention layout,
-                                    int64_t w_chunks, const std::vector<AbsRope3d>* rope) const {
-  const Tensor x = ops::add(x_in, context_proj(context));
-  Tensor h;
+Tensor DiffusionNABlock::operator()(Tensor x_in, const Tensor& context, const Tensor& modulation,
+                                    Stage5Attention layout, int64_t w_chunks,
+                                    const std::vector<AbsRope3d>* rope) const {
+  // x_in + context_proj(context), formed in the projection's buffer (addition commutes, so the
+  // bits are those of add(x_in, projection)).
+  Tensor x = context_proj(context);
+  ops::add_(x, x_in);
+  x_in = Tensor();
   if (layout == Stage5Attention::WChunked) {
-    h = w_chunked_attention_residual(x, chunk(modulation, scale_shift_table, kScaleMsa),
-                                     chunk(modulation, scale_shift_table, kShiftMsa), w_chunks,
-                                     rope);
+    add_w_chunked_attention(x, chunk(modulation, scale_shift_table, kScaleMsa),
+                            chunk(modulation, scale_shift_table, kShiftMsa), w_chunks, rope);
   } else {
     const Tensor y = ops::modulate(ops::rms_norm(x, norm1, kEps),
                                    chunk(modulation, scale_shift_table, kScaleMsa),
                                    chunk(modulation, scale_shift_table, kShiftMsa));
     LTX_CHECK(rope == nullptr || rope->size() == 1, "diffusion decoder: ", rope->size(),
               " RoPE tables for one full-volume attention call");
-    h = ops::add(x, attn(y, {}, rope != nullptr ? rope->data() : nullptr));
+    ops::add_(x, attn(y, {}, rope != nullptr ? rope->data() : nullptr));
   }
-  const Tensor y =
-      ops::modulate(ops::rms_norm(h, norm2, kEps), chunk(modulation, scale_shift_table, kScaleMlp),
-                    chunk(modulation, scale_shift_table, kShiftMlp));
-  return ops::add(h, mlp(y));
+  // x += mlp(modulate(norm2(x))), a chunk of rows at a time (each chunk's rows are read before
+  // they are updated).
+  const Tensor scale = chunk(modulation, scale_shift_table, kScaleMlp);
+  const Tensor shift = chunk(modulation, scale_shift_table, kShiftMlp);
+  const int64_t per_sample = x.size(0) > 0 ? x.numel() / x.size(0) / x.size(4) : 1;
+  mlp.add_into(
+      x,
+      [&](const Tensor& rows, int64_t first) {
+        const int64_t b = first / per_sample;  // chunks stay within one sample
+        const int64_t c = x.size(4);
+        return ops::modulate(ops::rms_norm(rows, norm2, kEps), scale.select(0, b).reshape({1, c}),
+                             shift.select(0, b).reshape({1, c}));
+      },
+      per_sample);
+  return x;
 }
 
 }  // namespace ltx::models::video_vae

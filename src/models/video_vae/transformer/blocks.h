@@ -74,7 +74,10 @@ struct DiffusionNABlock {
   // x [B, F, H5, W5, C5], context [B, F, H5, W5, C_ctx] (the upsampled stage-4 output),
   // modulation [B, 7, C5] (shared_adaln chunks before the block's table); rope: rope_tables(x's
   // shape, layout, w_chunks) or null (built here).
-  Tensor operator()(const Tensor& x, const Tensor& context, const Tensor& modulation,
+  // Pass x by value (std::move it in): it is released as soon as the context is added, and the
+  // residual adds then run in place on one buffer (at most one canvas-sized activation besides
+  // x and the context, as the reference's in-place chunked path keeps it).
+  Tensor operator()(Tensor x, const Tensor& context, const Tensor& modulation,
                     Stage5Attention layout, int64_t w_chunks,
                     const std::vector<AbsRope3d>* rope = nullptr) const;
 
@@ -83,6 +86,10 @@ struct DiffusionNABlock {
   Tensor w_chunked_attention_residual(const Tensor& x, const Tensor& scale, const Tensor& shift,
                                       int64_t w_chunks,
                                       const std::vector<AbsRope3d>* rope = nullptr) const;
+  // The same, added into x in place (x contiguous); every slab reads the block input, as above:
+  // a chunk's left halo is saved before its neighbour's update.
+  void add_w_chunked_attention(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                               int64_t w_chunks, const std::vector<AbsRope3d>* rope = nullptr) const;
 };
 
 }  // namespace ltx::models::video_vae

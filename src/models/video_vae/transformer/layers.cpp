@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/elementwise.h"
+#include "ops/shape.h"
 
 namespace ltx::models::video_vae {
 
@@ -36,30 +37,79 @@ Tensor LinearPixelShuffleUpsample::operator()(const Tensor& x, bool drop_leading
 
 SwiGLU SwiGLU::load(io::WeightMap& w, int64_t dim, const nn::LoadOptions& opt) {
   const int64_t hidden = hidden_dim(dim);
+  return from(nn::Linear::load(w, "w_gate", dim, hidden, false, opt),
+              nn::Linear::load(w, "w_up", dim, hidden, false, opt),
+              nn::Linear::load(w, "w_down", hidden, dim, false, opt));
+}
+
+SwiGLU SwiGLU::from(const nn::Linear& w_gate, const nn::Linear& w_up, const nn::Linear& w_down) {
+  LTX_CHECK(w_gate.weight.shape() == w_up.weight.shape() &&
+                w_down.in_features() == w_gate.out_features() && !w_gate.bias.defined() &&
+                !w_up.bias.defined(),
+            "SwiGLU: gate ", w_gate.weight.describe(), " and up ", w_up.weight.describe(),
+            " projections must match (no biases) and feed down ", w_down.weight.describe());
   SwiGLU m;
-  m.w_gate = nn::Linear::load(w, "w_gate", dim, hidden, false, opt);
-  m.w_up = nn::Linear::load(w, "w_up", dim, hidden, false, opt);
-  m.w_down = nn::Linear::load(w, "w_down", hidden, dim, false, opt);
+  m.w_gate_up.weight = ops::concat({w_gate.weight, w_up.weight}, 0);
+  m.w_down = w_down;
   return m;
 }
 
-Tensor SwiGLU::operator()(const Tensor& y) const {
-  const auto mlp = [&](const Tensor& x) { return w_down(ops::mul(ops::silu(w_gate(x)), w_up(x))); };
-  const int64_t dim = y.size(-1), rows = dim > 0 ? y.numel() / dim : 0;
-  const int64_t hidden = w_gate.weight.size(0);
+template <typename Fn>
+void SwiGLU::for_each_chunk(int64_t rows, int64_t segment, const Fn& fn) const {
+  const int64_t hidden = w_down.in_features();
   const int64_t chunk = std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(hidden, 1));
-  if (rows <= chunk) return mlp(y);
+  segment = std::max<int64_t>(1, segment);
+  for (int64_t s0 = 0; s0 < rows; s0 += segment) {
+    const int64_t s1 = std::min(rows, s0 + segment);
+    for (int64_t r0 = s0; r0 < s1; r0 += chunk) fn(r0, std::min(chunk, s1 - r0));
+  }
+}
+
+Tensor SwiGLU::rows_forward(const Tensor& y_rows) const {
+  const int64_t hidden = w_down.in_features();
+  const Tensor gate_up = w_gate_up(y_rows);  // [n, 2 hidden]
+  return w_down(ops::silu_mul(gate_up.narrow(1, 0, hidden), gate_up.narrow(1, hidden, hidden)));
+}
+
+Tensor SwiGLU::operator()(const Tensor& y) const {
+  const int64_t dim = y.size(-1), rows = dim > 0 ? y.numel() / dim : 0;
   const Tensor flat = y.reshape({rows, dim});
   Tensor out;
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const int64_t n = std::min(chunk, rows - r0);
-    const Tensor part = mlp(flat.narrow(0, r0, n));
+  for_each_chunk(rows, rows, [&](int64_t r0, int64_t n) {
+    const Tensor part = rows_forward(flat.narrow(0, r0, n));
+    if (n == rows) {
+      out = part;
+      return;
+    }
     if (!out.defined()) out = Tensor::empty({rows, part.size(1)}, part.dtype(), part.device());
     out.narrow(0, r0, n).copy_from(part);
-  }
+  });
+  if (!out.defined()) out = Tensor::empty({0, w_down.out_features()}, y.dtype(), y.device());
   Shape shape = y.shape();
   shape[shape.size() - 1] = out.size(1);
   return out.view(shape);
+}
+
+void SwiGLU::add_into(const Tensor& residual, const Tensor& y) const {
+  LTX_CHECK(residual.shape() == y.shape(), "SwiGLU::add_into: the residual ", residual.describe(),
+            " must have the input's shape ", y.describe());
+  const int64_t dim = y.size(-1), rows = dim > 0 ? y.numel() / dim : 0;
+  const Tensor flat = y.reshape({rows, dim});
+  add_into(
+      residual,
+      [&](const Tensor& target, int64_t first) { return flat.narrow(0, first, target.size(0)); },
+      rows);
+}
+
+void SwiGLU::add_into(const Tensor& residual, const RowInput& input, int64_t segment) const {
+  LTX_CHECK(residual.is_contiguous() && residual.dim() >= 1,
+            "SwiGLU::add_into: the residual must be contiguous, got ", residual.describe());
+  const int64_t dim = residual.size(-1), rows = dim > 0 ? residual.numel() / dim : 0;
+  const Tensor flat = residual.view({rows, dim});
+  for_each_chunk(rows, segment, [&](int64_t r0, int64_t n) {
+    const Tensor target = flat.narrow(0, r0, n);
+    ops::add_(target, rows_forward(input(target, r0)));
+  });
 }
 
 }  // namespace ltx::models::video_vae

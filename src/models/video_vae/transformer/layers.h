@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdint>
 
+#include <functional>
+
 #include "core/tensor.h"
 #include "io/weights.h"
 #include "nn/linear.h"
@@ -28,16 +30,36 @@ struct LinearPixelShuffleUpsample {
   Tensor shuffle(const Tensor& projected, bool drop_leading_frame) const;
 };
 
-// w_down(silu(w_gate y) * w_up y), no biases; hidden = roundup(4 C, 16).
-// Rows go through in chunks of at most max_hidden_elements / hidden tokens: the stage-5 canvas of
-// a 1536 x 1024 x 121 decode is 12 M tokens, whose four hidden tensors would take 96 GB in bf16
-// at once. Every row is computed the same way whatever the chunking.
+// w_down(silu(w_gate y) * w_up y), no biases; hidden = roundup(4 C, 16). w_gate and w_up run as
+// one GEMM over their stacked weights (w_gate_up [2 hidden, C]: gate rows first) and silu_mul
+// reads its two halves in place. Rows go through in chunks of at most max_hidden_elements /
+// hidden tokens: the stage-5 canvas of a 1536 x 1024 x 121 decode is 12 M tokens, whose hidden
+// tensors would take tens of GB in bf16 at once. Every row is computed the same way whatever the
+// chunking.
 struct SwiGLU {
-  nn::Linear w_gate, w_up, w_down;
+  nn::Linear w_gate_up, w_down;
   int64_t max_hidden_elements = int64_t{1} << 28;
   static int64_t hidden_dim(int64_t dim) { return (dim * 4 + 15) / 16 * 16; }
   static SwiGLU load(io::WeightMap& w, int64_t dim, const nn::LoadOptions& opt);
+  // From separate gate / up / down layers (w_gate [hidden, C], w_up [hidden, C]).
+  static SwiGLU from(const nn::Linear& w_gate, const nn::Linear& w_up, const nn::Linear& w_down);
   Tensor operator()(const Tensor& y) const;
+  // residual += (*this)(y), chunk by chunk (no whole-size output): bit-identical to
+  // add(residual, (*this)(y)). residual: contiguous, y's shape.
+  void add_into(const Tensor& residual, const Tensor& y) const;
+  // The MLP input of residual rows [first, first + rows.size(0)), given those rows [n, C] before
+  // their update.
+  using RowInput = std::function<Tensor(const Tensor& rows, int64_t first)>;
+  // residual += (*this)(input(rows)) chunk by chunk, so that the input (a norm of the residual,
+  // say) is never whole-size either; chunks stay within segments of `segment` rows (one sample's
+  // rows when the input depends on the sample).
+  void add_into(const Tensor& residual, const RowInput& input, int64_t segment) const;
+
+ private:
+  // fn(first, n) for consecutive row chunks of `rows` rows, within segments of `segment` rows.
+  template <typename Fn>
+  void for_each_chunk(int64_t rows, int64_t segment, const Fn& fn) const;
+  Tensor rows_forward(const Tensor& y_rows) const;  // [n, C] -> [n, C]
 };
 
 }  // namespace ltx::models::video_vae
