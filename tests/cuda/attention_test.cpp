@@ -209,21 +209,28 @@ void expect_tensor_core_matches(const Heads& q, const Heads& k, const Heads& v, 
   expect_fused_matches(q, k, v, mask, scale, max_rel_l2, cuda::AttentionKernel::TensorCore);
 }
 
-TEST(CudaTensorCoreAttention, MatchesCpuAcrossHeadDimsAndLengths) {
-  LTX_REQUIRE_CUDA();
-  uint64_t seed = 100;
-  const std::vector<std::pair<int64_t, int64_t>> lens = {{1, 1},    {7, 33},   {129, 7},
-                                                         {200, 130}, {300, 513}, {128, 64}};
-  for (int64_t d : {32, 64, 128, 256}) {
+// `kernel` against the CPU for every head dim x (Tq, Tk), batch 2 x 3 heads, [B, T, H, D] views,
+// the default scale and 0.3; seeds count up from `seed`.
+void expect_matches_across(const std::vector<int64_t>& dims,
+                           const std::vector<std::pair<int64_t, int64_t>>& lens, uint64_t seed,
+                           cuda::AttentionKernel kernel) {
+  for (int64_t d : dims) {
     for (const auto& [tq, tk] : lens) {
       SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
                    std::to_string(tk));
       const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
       const Heads v = heads(2, tk, 3, d, seed++);
-      expect_tensor_core_matches(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)));
-      expect_tensor_core_matches(q, k, v, Tensor(), 0.3);
+      expect_fused_matches(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)), 1e-2, kernel);
+      expect_fused_matches(q, k, v, Tensor(), 0.3, 1e-2, kernel);
     }
   }
+}
+
+TEST(CudaTensorCoreAttention, MatchesCpuAcrossHeadDimsAndLengths) {
+  LTX_REQUIRE_CUDA();
+  expect_matches_across({32, 64, 128, 256},
+                        {{1, 1}, {7, 33}, {129, 7}, {200, 130}, {300, 513}, {128, 64}}, 100,
+                        cuda::AttentionKernel::TensorCore);
 }
 
 TEST(CudaTensorCoreAttention, SharpSoftmaxOverManyKeyTiles) {
@@ -234,32 +241,44 @@ TEST(CudaTensorCoreAttention, SharpSoftmaxOverManyKeyTiles) {
   expect_tensor_core_matches(q, k, v, Tensor(), 1.0 / std::sqrt(128.0), 2e-2);
 }
 
+// Masks over [Tq >= 11, Tk] with the hard cases of the fused kernels: bool [Tq, Tk] (random, row 3
+// attending nothing -> zeros, row 5 only key `single_key`), additive f32 [B, 1, Tq, Tk] (random
+// biases, a -inf row 4 -> zeros, an all -FLT_MAX row 6 of batch 1 -> uniform, -FLT_MAX padding
+// from key 50 in row 10 of batch 1) and u8 key padding [B, 1, 1, Tk] (batch 1 from `pad_from`).
+struct EdgeMasks {
+  Tensor bool_mask, add_mask, key_mask;
+};
+EdgeMasks edge_masks(int64_t b, int64_t tq, int64_t tk, uint64_t seed, int64_t single_key,
+                     int64_t pad_from) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  std::vector<uint8_t> bm(static_cast<size_t>(tq * tk));
+  const std::vector<float> r = test::random_tensor({tq, tk}, seed).to_float_vector();
+  for (size_t i = 0; i < bm.size(); ++i) bm[i] = r[i] > -0.3f;
+  for (int64_t j = 0; j < tk; ++j) {
+    bm[static_cast<size_t>(3 * tk + j)] = 0;
+    bm[static_cast<size_t>(5 * tk + j)] = j == single_key;
+  }
+  std::vector<float> am =
+      test::random_tensor({b, 1, tq, tk}, seed + 1, -3.f, 1.f).to_float_vector();
+  for (int64_t j = 0; j < tk; ++j) {
+    am[static_cast<size_t>(4 * tk + j)] = -kInf;
+    am[static_cast<size_t>(tq * tk + 6 * tk + j)] = kLowest;
+    if (j >= 50) am[static_cast<size_t>(tq * tk + 10 * tk + j)] = kLowest;
+  }
+  std::vector<uint8_t> km(static_cast<size_t>(b * tk), 1);
+  for (int64_t j = pad_from; j < tk; ++j) km[static_cast<size_t>(tk + j)] = 0;
+  return {Tensor::from_vector(bm, {tq, tk}).view_as_dtype(DType::Bool),
+          Tensor::from_vector(am, {b, 1, tq, tk}), Tensor::from_vector(km, {b, 1, 1, tk})};
+}
+
 TEST(CudaTensorCoreAttention, MasksIncludingFullyMaskedAndPaddingRows) {
   LTX_REQUIRE_CUDA();
   const int64_t b = 2, h = 2, tq = 37, tk = 140, d = 64;
   const Heads q = heads(b, tq, h, d, 130, 2.f), k = heads(b, tk, h, d, 131, 2.f);
   const Heads v = heads(b, tk, h, d, 132);
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  constexpr float kLowest = std::numeric_limits<float>::lowest();
-
-  std::vector<uint8_t> bm(static_cast<size_t>(tq * tk));
-  const std::vector<float> r = test::random_tensor({tq, tk}, 133).to_float_vector();
-  for (size_t i = 0; i < bm.size(); ++i) bm[i] = r[i] > -0.3f;
-  for (int64_t j = 0; j < tk; ++j) {
-    bm[static_cast<size_t>(3 * tk + j)] = 0;        // row 3: nothing attended -> zeros
-    bm[static_cast<size_t>(5 * tk + j)] = j == 131;  // row 5: one key in the last tile
-  }
-  const Tensor bool_mask = Tensor::from_vector(bm, {tq, tk}).view_as_dtype(DType::Bool);
-  std::vector<float> am = test::random_tensor({b, 1, tq, tk}, 134, -3.f, 1.f).to_float_vector();
-  for (int64_t j = 0; j < tk; ++j) {
-    am[static_cast<size_t>(4 * tk + j)] = -kInf;                   // -inf row -> zeros
-    am[static_cast<size_t>(tq * tk + 6 * tk + j)] = kLowest;       // all -FLT_MAX -> uniform
-    if (j >= 50) am[static_cast<size_t>(tq * tk + 10 * tk + j)] = kLowest;  // padding
-  }
-  const Tensor add_mask = Tensor::from_vector(am, {b, 1, tq, tk});
-  std::vector<uint8_t> km(static_cast<size_t>(b * tk), 1);
-  for (int64_t j = 40; j < tk; ++j) km[static_cast<size_t>(tk + j)] = 0;
-  const Tensor key_mask = Tensor::from_vector(km, {b, 1, 1, tk});
+  const EdgeMasks masks = edge_masks(b, tq, tk, 133, 131, 40);
+  const Tensor &bool_mask = masks.bool_mask, &add_mask = masks.add_mask, &key_mask = masks.key_mask;
   const double scale = 1.0 / 8.0;
   for (const Tensor* m : {&bool_mask, &add_mask, &key_mask}) {
     SCOPED_TRACE(m->describe());
@@ -325,20 +344,10 @@ void expect_wgmma_matches(const Heads& q, const Heads& k, const Heads& v, const 
 
 TEST(CudaWgmmaAttention, MatchesCpuAcrossHeadDimsAndLengths) {
   LTX_REQUIRE_WGMMA();
-  uint64_t seed = 200;
   // Query blocks are 128 rows, key tiles 128 keys: partial, exact and multi-tile cases of both.
-  const std::vector<std::pair<int64_t, int64_t>> lens = {
-      {1, 1}, {7, 33}, {77, 1000}, {129, 7}, {200, 130}, {300, 513}, {128, 256}, {256, 384}};
-  for (int64_t d : {64, 128}) {
-    for (const auto& [tq, tk] : lens) {
-      SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
-                   std::to_string(tk));
-      const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
-      const Heads v = heads(2, tk, 3, d, seed++);
-      expect_wgmma_matches(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)));
-      expect_wgmma_matches(q, k, v, Tensor(), 0.3);
-    }
-  }
+  expect_matches_across(
+      {64, 128}, {{1, 1}, {7, 33}, {77, 1000}, {129, 7}, {200, 130}, {300, 513}, {128, 256}, {256, 384}},
+      200, cuda::AttentionKernel::Wgmma);
 }
 
 TEST(CudaWgmmaAttention, SharpSoftmaxOverManyKeyTiles) {
@@ -354,27 +363,9 @@ TEST(CudaWgmmaAttention, SharpSoftmaxOverManyKeyTiles) {
 
 TEST(CudaWgmmaAttention, MasksIncludingFullyMaskedAndPaddingRows) {
   LTX_REQUIRE_WGMMA();
-  const int64_t b = 2, h = 2, tq = 37, tk = 300;
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  constexpr float kLowest = std::numeric_limits<float>::lowest();
-  std::vector<uint8_t> bm(static_cast<size_t>(tq * tk));
-  const std::vector<float> r = test::random_tensor({tq, tk}, 233).to_float_vector();
-  for (size_t i = 0; i < bm.size(); ++i) bm[i] = r[i] > -0.3f;
-  for (int64_t j = 0; j < tk; ++j) {
-    bm[static_cast<size_t>(3 * tk + j)] = 0;        // row 3: nothing attended -> zeros
-    bm[static_cast<size_t>(5 * tk + j)] = j == 290;  // row 5: one key in the last tile
-  }
-  const Tensor bool_mask = Tensor::from_vector(bm, {tq, tk}).view_as_dtype(DType::Bool);
-  std::vector<float> am = test::random_tensor({b, 1, tq, tk}, 234, -3.f, 1.f).to_float_vector();
-  for (int64_t j = 0; j < tk; ++j) {
-    am[static_cast<size_t>(4 * tk + j)] = -kInf;                   // -inf row -> zeros
-    am[static_cast<size_t>(tq * tk + 6 * tk + j)] = kLowest;       // all -FLT_MAX -> uniform
-    if (j >= 50) am[static_cast<size_t>(tq * tk + 10 * tk + j)] = kLowest;  // padding
-  }
-  const Tensor add_mask = Tensor::from_vector(am, {b, 1, tq, tk});
-  std::vector<uint8_t> km(static_cast<size_t>(b * tk), 1);
-  for (int64_t j = 140; j < tk; ++j) km[static_cast<size_t>(tk + j)] = 0;
-  const Tensor key_mask = Tensor::from_vector(km, {b, 1, 1, tk});
+  const int64_t b = 2, h = 2, tq = 37, tk = 300;  // 3 key tiles, the last partial
+  const EdgeMasks masks = edge_masks(b, tq, tk, 233, 290, 140);
+  const Tensor &bool_mask = masks.bool_mask, &add_mask = masks.add_mask, &key_mask = masks.key_mask;
   for (int64_t d : {64, 128}) {
     const Heads q = heads(b, tq, h, d, 230 + d, 2.f), k = heads(b, tk, h, d, 231 + d, 2.f);
     const Heads v = heads(b, tk, h, d, 232 + d);

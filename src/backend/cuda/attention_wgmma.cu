@@ -49,14 +49,8 @@ constexpr int kRowsQ = 64 * kConsumers;  // query rows per block
 constexpr int kKeys = 128;               // keys per tile (and the TMA box's rows)
 constexpr int kStages = 3;               // K/V tiles in shared memory
 
-struct WgmmaArgs {
-  AttentionMask mask;
-  __nv_bfloat16* out = nullptr;
-  int64_t os[3] = {};  // out strides of B, H, T (the head dim is dense)
-  int heads = 0;
-  int64_t tq = 0, tk = 0;
-  float scale = 0.f;
-};
+// Besides the tensor maps, the kernel needs what every fused kernel does.
+using WgmmaArgs = FusedAttentionParams;
 
 template <int kDim>
 constexpr uint32_t q_bytes() {
@@ -138,6 +132,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     // released its previous tile.
     wgmma::setmaxnreg_dec<24>();
     if (tid == 0) {
+      // One K or V tile into `dst` once its stage is released (`empty` completed phase `parity`).
+      const auto load_tile = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty,
+                                 uint32_t parity, int key0) {
+        wgmma::mbar_wait(empty, parity);
+        wgmma::mbar_arrive_expect_tx(full, kTileBytes);
+#pragma unroll
+        for (int c = 0; c < kBlocks; ++c)
+          wgmma::tma_load_4d(dst + c * (kKeys * 128), map, 64 * c, key0, h, b, full);
+      };
       wgmma::mbar_arrive_expect_tx(q_full, kQBytes);
 #pragma unroll
       for (int c = 0; c < kBlocks; ++c)
@@ -147,18 +150,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int stage = t % kStages;
         const uint32_t parity = ((t / kStages) & 1) ^ 1;
         const int key0 = t * kKeys;
-        wgmma::mbar_wait(k_empty(stage), parity);
-        wgmma::mbar_arrive_expect_tx(k_full(stage), kTileBytes);
-#pragma unroll
-        for (int c = 0; c < kBlocks; ++c)
-          wgmma::tma_load_4d(k_smem(stage) + c * (kKeys * 128), &maps.k, 64 * c, key0, h, b,
-                             k_full(stage));
-        wgmma::mbar_wait(v_empty(stage), parity);
-        wgmma::mbar_arrive_expect_tx(v_full(stage), kTileBytes);
-#pragma unroll
-        for (int c = 0; c < kBlocks; ++c)
-          wgmma::tma_load_4d(v_smem(stage) + c * (kKeys * 128), &maps.v, 64 * c, key0, h, b,
-                             v_full(stage));
+        load_tile(&maps.k, k_smem(stage), k_full(stage), k_empty(stage), parity, key0);
+        load_tile(&maps.v, v_smem(stage), v_full(stage), v_empty(stage), parity, key0);
       }
     }
     return;
@@ -449,14 +442,7 @@ void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   maps.q = tensor_map(q);
   maps.k = tensor_map(k);
   maps.v = tensor_map(v);
-  WgmmaArgs a;
-  for (int i = 0; i < 3; ++i) a.os[i] = out.stride(i);
-  a.mask = attention_mask(mask);
-  a.out = static_cast<__nv_bfloat16*>(out.raw_data());
-  a.heads = static_cast<int>(q.size(1));
-  a.tq = q.size(2);
-  a.tk = k.size(2);
-  a.scale = scale;
+  const WgmmaArgs a = fused_attention_params(q, k, mask, scale, out);
   const int64_t batch_heads = q.size(0) * q.size(1);
   const int dev = q.device().index;
   DeviceGuard guard(dev);
