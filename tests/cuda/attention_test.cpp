@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -163,48 +164,73 @@ double max_abs_diff(const Tensor& got, const Tensor& want) {
 Tensor bf16(const Tensor& t) { return t.to(DType::BF16); }
 Tensor f32_of_bf16(const Tensor& t) { return t.to(DType::BF16).to(DType::F32); }
 
-// The tensor-core result vs the f32 CPU attention of the same (bf16-rounded) inputs. P is rounded
-// to bf16 before P.V and the output is bf16, so the expected error is a few 1e-3 relative.
-void expect_tensor_core_matches(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
-                                double scale, double max_rel_l2 = 1e-2) {
-  ASSERT_TRUE(cuda::tensor_core_attention_applies(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu)));
+// The kernel Auto runs for bf16 operands: the first of Wgmma, TensorCore, Simple that applies.
+cuda::AttentionKernel auto_choice(const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (cuda::wgmma_attention_applies(q, k, v)) return cuda::AttentionKernel::Wgmma;
+  if (cuda::tensor_core_attention_applies(q, k, v)) return cuda::AttentionKernel::TensorCore;
+  return cuda::AttentionKernel::Simple;
+}
+
+// A fused bf16 kernel's result vs the f32 CPU attention of the same (bf16-rounded) inputs. P is
+// rounded to bf16 before P.V and the output is bf16, so the expected error is a few 1e-3 relative.
+void expect_fused_matches(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
+                          double scale, double max_rel_l2, cuda::AttentionKernel kernel) {
+  const Tensor qb = bf16(q.gpu), kb = bf16(k.gpu), vb = bf16(v.gpu);
+  if (kernel == cuda::AttentionKernel::Wgmma) {
+    ASSERT_TRUE(cuda::wgmma_attention_applies(qb, kb, vb));
+  } else {
+    ASSERT_TRUE(cuda::tensor_core_attention_applies(qb, kb, vb));
+  }
   const Tensor m_cpu = !mask.defined()                ? Tensor()
                        : dtype_is_floating(mask.dtype()) ? mask.to(Device::cpu(), DType::F32)
                                                          : mask.to(Device::cpu());
   const Tensor want = ops::scaled_dot_product_attention(f32_of_bf16(q.cpu), f32_of_bf16(k.cpu),
                                                         f32_of_bf16(v.cpu), m_cpu, scale);
   const Tensor m_gpu = mask.defined() ? gpu(mask) : Tensor();
-  const Tensor got =
-      ops::scaled_dot_product_attention(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu), m_gpu, scale);
+  const Tensor got = cuda::scaled_dot_product_attention(
+      qb, kb, vb,
+      mask.defined() ? m_gpu.expand({q.gpu.size(0), q.gpu.size(1), q.gpu.size(2), k.gpu.size(2)})
+                     : Tensor(),
+      static_cast<float>(scale), kernel);
   ASSERT_EQ(got.dtype(), DType::BF16);
   ASSERT_EQ(got.shape(), want.shape());
   const double rel = rel_l2(got, want), worst = max_abs_diff(got, want);
   EXPECT_LE(rel, max_rel_l2) << "rel L2 " << rel << ", max |diff| " << worst;
   EXPECT_LE(worst, 3e-2) << "rel L2 " << rel << ", max |diff| " << worst;
-  // The explicit choice runs the same kernel as Auto, bit for bit.
-  const Tensor forced = cuda::scaled_dot_product_attention(
-      bf16(q.gpu), bf16(k.gpu), bf16(v.gpu),
-      mask.defined() ? m_gpu.expand({q.gpu.size(0), q.gpu.size(1), q.gpu.size(2), k.gpu.size(2)})
-                     : Tensor(),
-      static_cast<float>(scale), cuda::AttentionKernel::TensorCore);
-  EXPECT_TRUE(test::same_bytes(forced, got));
+  // Auto through the op runs the same kernel as the explicit choice, bit for bit.
+  if (auto_choice(qb, kb, vb) == kernel) {
+    EXPECT_TRUE(test::same_bytes(
+        ops::scaled_dot_product_attention(qb, kb, vb, m_gpu, scale), got));
+  }
 }
 
-TEST(CudaTensorCoreAttention, MatchesCpuAcrossHeadDimsAndLengths) {
-  LTX_REQUIRE_CUDA();
-  uint64_t seed = 100;
-  const std::vector<std::pair<int64_t, int64_t>> lens = {{1, 1},    {7, 33},   {129, 7},
-                                                         {200, 130}, {300, 513}, {128, 64}};
-  for (int64_t d : {32, 64, 128, 256}) {
+void expect_tensor_core_matches(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
+                                double scale, double max_rel_l2 = 1e-2) {
+  expect_fused_matches(q, k, v, mask, scale, max_rel_l2, cuda::AttentionKernel::TensorCore);
+}
+
+// `kernel` against the CPU for every head dim x (Tq, Tk), batch 2 x 3 heads, [B, T, H, D] views,
+// the default scale and 0.3; seeds count up from `seed`.
+void expect_matches_across(const std::vector<int64_t>& dims,
+                           const std::vector<std::pair<int64_t, int64_t>>& lens, uint64_t seed,
+                           cuda::AttentionKernel kernel) {
+  for (int64_t d : dims) {
     for (const auto& [tq, tk] : lens) {
       SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
                    std::to_string(tk));
       const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
       const Heads v = heads(2, tk, 3, d, seed++);
-      expect_tensor_core_matches(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)));
-      expect_tensor_core_matches(q, k, v, Tensor(), 0.3);
+      expect_fused_matches(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)), 1e-2, kernel);
+      expect_fused_matches(q, k, v, Tensor(), 0.3, 1e-2, kernel);
     }
   }
+}
+
+TEST(CudaTensorCoreAttention, MatchesCpuAcrossHeadDimsAndLengths) {
+  LTX_REQUIRE_CUDA();
+  expect_matches_across({32, 64, 128, 256},
+                        {{1, 1}, {7, 33}, {129, 7}, {200, 130}, {300, 513}, {128, 64}}, 100,
+                        cuda::AttentionKernel::TensorCore);
 }
 
 TEST(CudaTensorCoreAttention, SharpSoftmaxOverManyKeyTiles) {
@@ -215,32 +241,44 @@ TEST(CudaTensorCoreAttention, SharpSoftmaxOverManyKeyTiles) {
   expect_tensor_core_matches(q, k, v, Tensor(), 1.0 / std::sqrt(128.0), 2e-2);
 }
 
+// Masks over [Tq >= 11, Tk] with the hard cases of the fused kernels: bool [Tq, Tk] (random, row 3
+// attending nothing -> zeros, row 5 only key `single_key`), additive f32 [B, 1, Tq, Tk] (random
+// biases, a -inf row 4 -> zeros, an all -FLT_MAX row 6 of batch 1 -> uniform, -FLT_MAX padding
+// from key 50 in row 10 of batch 1) and u8 key padding [B, 1, 1, Tk] (batch 1 from `pad_from`).
+struct EdgeMasks {
+  Tensor bool_mask, add_mask, key_mask;
+};
+EdgeMasks edge_masks(int64_t b, int64_t tq, int64_t tk, uint64_t seed, int64_t single_key,
+                     int64_t pad_from) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  std::vector<uint8_t> bm(static_cast<size_t>(tq * tk));
+  const std::vector<float> r = test::random_tensor({tq, tk}, seed).to_float_vector();
+  for (size_t i = 0; i < bm.size(); ++i) bm[i] = r[i] > -0.3f;
+  for (int64_t j = 0; j < tk; ++j) {
+    bm[static_cast<size_t>(3 * tk + j)] = 0;
+    bm[static_cast<size_t>(5 * tk + j)] = j == single_key;
+  }
+  std::vector<float> am =
+      test::random_tensor({b, 1, tq, tk}, seed + 1, -3.f, 1.f).to_float_vector();
+  for (int64_t j = 0; j < tk; ++j) {
+    am[static_cast<size_t>(4 * tk + j)] = -kInf;
+    am[static_cast<size_t>(tq * tk + 6 * tk + j)] = kLowest;
+    if (j >= 50) am[static_cast<size_t>(tq * tk + 10 * tk + j)] = kLowest;
+  }
+  std::vector<uint8_t> km(static_cast<size_t>(b * tk), 1);
+  for (int64_t j = pad_from; j < tk; ++j) km[static_cast<size_t>(tk + j)] = 0;
+  return {Tensor::from_vector(bm, {tq, tk}).view_as_dtype(DType::Bool),
+          Tensor::from_vector(am, {b, 1, tq, tk}), Tensor::from_vector(km, {b, 1, 1, tk})};
+}
+
 TEST(CudaTensorCoreAttention, MasksIncludingFullyMaskedAndPaddingRows) {
   LTX_REQUIRE_CUDA();
   const int64_t b = 2, h = 2, tq = 37, tk = 140, d = 64;
   const Heads q = heads(b, tq, h, d, 130, 2.f), k = heads(b, tk, h, d, 131, 2.f);
   const Heads v = heads(b, tk, h, d, 132);
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  constexpr float kLowest = std::numeric_limits<float>::lowest();
-
-  std::vector<uint8_t> bm(static_cast<size_t>(tq * tk));
-  const std::vector<float> r = test::random_tensor({tq, tk}, 133).to_float_vector();
-  for (size_t i = 0; i < bm.size(); ++i) bm[i] = r[i] > -0.3f;
-  for (int64_t j = 0; j < tk; ++j) {
-    bm[static_cast<size_t>(3 * tk + j)] = 0;        // row 3: nothing attended -> zeros
-    bm[static_cast<size_t>(5 * tk + j)] = j == 131;  // row 5: one key in the last tile
-  }
-  const Tensor bool_mask = Tensor::from_vector(bm, {tq, tk}).view_as_dtype(DType::Bool);
-  std::vector<float> am = test::random_tensor({b, 1, tq, tk}, 134, -3.f, 1.f).to_float_vector();
-  for (int64_t j = 0; j < tk; ++j) {
-    am[static_cast<size_t>(4 * tk + j)] = -kInf;                   // -inf row -> zeros
-    am[static_cast<size_t>(tq * tk + 6 * tk + j)] = kLowest;       // all -FLT_MAX -> uniform
-    if (j >= 50) am[static_cast<size_t>(tq * tk + 10 * tk + j)] = kLowest;  // padding
-  }
-  const Tensor add_mask = Tensor::from_vector(am, {b, 1, tq, tk});
-  std::vector<uint8_t> km(static_cast<size_t>(b * tk), 1);
-  for (int64_t j = 40; j < tk; ++j) km[static_cast<size_t>(tk + j)] = 0;
-  const Tensor key_mask = Tensor::from_vector(km, {b, 1, 1, tk});
+  const EdgeMasks masks = edge_masks(b, tq, tk, 133, 131, 40);
+  const Tensor &bool_mask = masks.bool_mask, &add_mask = masks.add_mask, &key_mask = masks.key_mask;
   const double scale = 1.0 / 8.0;
   for (const Tensor* m : {&bool_mask, &add_mask, &key_mask}) {
     SCOPED_TRACE(m->describe());
@@ -286,6 +324,116 @@ TEST(CudaTensorCoreAttention, AppliesOnlyWhereItCanAndFallsBack) {
   const Tensor want = ops::scaled_dot_product_attention(
       offset.to(Device::cpu(), DType::F32), f32_of_bf16(k.cpu), f32_of_bf16(v.cpu));
   EXPECT_LE(rel_l2(fallback, want), 5e-3);
+}
+
+
+// ---- The Hopper wgmma kernel (bf16 q/k/v, head dims 64 and 128) ----
+
+// Skips unless device 0 runs the wgmma kernel (an sm_90 GPU and a binary with sm_90a code).
+#define LTX_REQUIRE_WGMMA()                                                          \
+  do {                                                                               \
+    LTX_REQUIRE_CUDA();                                                              \
+    if (!cuda::wgmma_attention_available(0))                                         \
+      GTEST_SKIP() << "the wgmma attention kernel needs an sm_90 GPU and sm_90a code"; \
+  } while (0)
+
+void expect_wgmma_matches(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
+                          double scale, double max_rel_l2 = 1e-2) {
+  expect_fused_matches(q, k, v, mask, scale, max_rel_l2, cuda::AttentionKernel::Wgmma);
+}
+
+TEST(CudaWgmmaAttention, MatchesCpuAcrossHeadDimsAndLengths) {
+  LTX_REQUIRE_WGMMA();
+  // Query blocks are 128 rows, key tiles 128 keys: partial, exact and multi-tile cases of both.
+  expect_matches_across(
+      {64, 128}, {{1, 1}, {7, 33}, {77, 1000}, {129, 7}, {200, 130}, {300, 513}, {128, 256}, {256, 384}},
+      200, cuda::AttentionKernel::Wgmma);
+}
+
+TEST(CudaWgmmaAttention, SharpSoftmaxOverManyKeyTiles) {
+  LTX_REQUIRE_WGMMA();
+  // Logits up to ~+-60, the running max moving between the 16 key tiles (3 stages reused 5 times).
+  const Heads q = heads(1, 300, 2, 128, 220, 3.f), k = heads(1, 2000, 2, 128, 221, 3.f);
+  const Heads v = heads(1, 2000, 2, 128, 222);
+  expect_wgmma_matches(q, k, v, Tensor(), 1.0 / std::sqrt(128.0), 2e-2);
+  const Heads q64 = heads(1, 300, 2, 64, 223, 3.f), k64 = heads(1, 2000, 2, 64, 224, 3.f);
+  const Heads v64 = heads(1, 2000, 2, 64, 225);
+  expect_wgmma_matches(q64, k64, v64, Tensor(), 0.125, 2e-2);
+}
+
+TEST(CudaWgmmaAttention, MasksIncludingFullyMaskedAndPaddingRows) {
+  LTX_REQUIRE_WGMMA();
+  const int64_t b = 2, h = 2, tq = 37, tk = 300;  // 3 key tiles, the last partial
+  const EdgeMasks masks = edge_masks(b, tq, tk, 233, 290, 140);
+  const Tensor &bool_mask = masks.bool_mask, &add_mask = masks.add_mask, &key_mask = masks.key_mask;
+  for (int64_t d : {64, 128}) {
+    const Heads q = heads(b, tq, h, d, 230 + d, 2.f), k = heads(b, tk, h, d, 231 + d, 2.f);
+    const Heads v = heads(b, tk, h, d, 232 + d);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    const Shape full{b, h, tq, tk};
+    for (const Tensor* m : {&bool_mask, &add_mask, &key_mask}) {
+      SCOPED_TRACE("D " + std::to_string(d) + " " + m->describe());
+      expect_wgmma_matches(q, k, v, m->expand(full), scale);
+    }
+    expect_wgmma_matches(q, k, v, bf16(add_mask).expand(full), scale);
+    const Tensor got = cuda::scaled_dot_product_attention(
+        bf16(q.gpu), bf16(k.gpu), bf16(v.gpu), gpu(bool_mask).expand(full),
+        static_cast<float>(scale), cuda::AttentionKernel::Wgmma);
+    for (float x : got.select(2, 3).to_float_vector()) EXPECT_EQ(x, 0.f);
+    const Tensor got_add = cuda::scaled_dot_product_attention(
+        bf16(q.gpu), bf16(k.gpu), bf16(v.gpu), gpu(add_mask).expand(full),
+        static_cast<float>(scale), cuda::AttentionKernel::Wgmma);
+    for (float x : got_add.select(0, 0).select(1, 4).to_float_vector()) EXPECT_EQ(x, 0.f);
+  }
+}
+
+TEST(CudaWgmmaAttention, StridedViewsAndAgreementWithTheMmaKernel) {
+  LTX_REQUIRE_WGMMA();
+  // Rows 256 bytes apart (every other half of a D 128 tensor) and the [B, T, H, D] views.
+  const Tensor wide_k = bf16(test::random_tensor({1, 700, 2, 128}, 240, -2.f, 2.f).to(kGpu));
+  const Tensor wide_v = bf16(test::random_tensor({1, 700, 2, 128}, 241).to(kGpu));
+  const Tensor q = bf16(test::random_tensor({1, 333, 2, 64}, 242, -2.f, 2.f).to(kGpu)).transpose(1, 2);
+  const Tensor k = wide_k.narrow(3, 64, 64).transpose(1, 2), v = wide_v.narrow(3, 0, 64).transpose(1, 2);
+  ASSERT_TRUE(cuda::wgmma_attention_applies(q, k, v));
+  const Tensor want = ops::scaled_dot_product_attention(
+      q.to(Device::cpu(), DType::F32), k.to(Device::cpu(), DType::F32),
+      v.to(Device::cpu(), DType::F32), Tensor(), 0.125);
+  const Tensor got = cuda::scaled_dot_product_attention(q, k, v, Tensor(), 0.125f,
+                                                        cuda::AttentionKernel::Wgmma);
+  EXPECT_LE(rel_l2(got, want), 1e-2);
+  // The video self-attention layout at a size the CPU need not check: against the mma kernel.
+  const Heads qb = heads(1, 1500, 4, 128, 243, 2.f), kb = heads(1, 1700, 4, 128, 244, 2.f);
+  const Heads vb = heads(1, 1700, 4, 128, 245);
+  const Tensor w = cuda::scaled_dot_product_attention(bf16(qb.gpu), bf16(kb.gpu), bf16(vb.gpu),
+                                                      Tensor(), 0.088f, cuda::AttentionKernel::Wgmma);
+  const Tensor m = cuda::scaled_dot_product_attention(
+      bf16(qb.gpu), bf16(kb.gpu), bf16(vb.gpu), Tensor(), 0.088f, cuda::AttentionKernel::TensorCore);
+  const double rel = rel_l2(w, m);
+  EXPECT_LE(rel, 5e-3) << "wgmma vs mma rel L2 " << rel;
+  std::printf("[wgmma] rel L2 vs CPU (strided D 64) %.2e, vs mma (1500 x 1700, D 128) %.2e\n",
+              rel_l2(got, want), rel);
+}
+
+TEST(CudaWgmmaAttention, AppliesOnlyWhereItCan) {
+  LTX_REQUIRE_CUDA();
+  const Heads q = heads(1, 20, 2, 64, 250), k = heads(1, 30, 2, 64, 251), v = heads(1, 30, 2, 64, 252);
+  const bool hopper = cuda::wgmma_attention_available(0);
+  EXPECT_EQ(cuda::wgmma_attention_applies(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu)), hopper);
+  // f32 operands, head dims 32 and 256 (the mma kernel's), a misaligned row start.
+  EXPECT_FALSE(cuda::wgmma_attention_applies(q.gpu, k.gpu, v.gpu));
+  const Heads q32 = heads(1, 20, 2, 32, 253), k32 = heads(1, 30, 2, 32, 254);
+  EXPECT_FALSE(cuda::wgmma_attention_applies(bf16(q32.gpu), bf16(k32.gpu), bf16(k32.gpu)));
+  const Heads q256 = heads(1, 20, 2, 256, 255), k256 = heads(1, 30, 2, 256, 256);
+  EXPECT_FALSE(cuda::wgmma_attention_applies(bf16(q256.gpu), bf16(k256.gpu), bf16(k256.gpu)));
+  const Tensor wide = bf16(test::random_tensor({1, 2, 20, 128}, 257).to(kGpu));
+  EXPECT_FALSE(cuda::wgmma_attention_applies(wide.narrow(3, 1, 64), bf16(k.gpu), bf16(v.gpu)));
+  // Forcing it where it does not apply is an error that says why.
+  EXPECT_ERROR_HAS(cuda::scaled_dot_product_attention(bf16(q32.gpu), bf16(k32.gpu), bf16(k32.gpu),
+                                                      Tensor(), 0.125f, cuda::AttentionKernel::Wgmma),
+                   "wgmma kernel needs");
+  // Head dim 32 with Auto: the mma kernel.
+  EXPECT_EQ(auto_choice(bf16(q32.gpu), bf16(k32.gpu), bf16(k32.gpu)),
+            cuda::AttentionKernel::TensorCore);
 }
 
 }  // namespace

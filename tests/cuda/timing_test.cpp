@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backend/cuda/device.h"
 #include "cuda/cuda_test_util.h"
@@ -60,9 +61,14 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
       const Tensor v = rand_gpu({1, c.tk, c.h, c.d}, 3, dt).transpose(1, 2);
       const double flops = 4.0 * c.h * c.tq * c.tk * c.d;
       const float scale = 1.f / std::sqrt(static_cast<float>(c.d));
-      for (const auto& [kname, kernel] :
-           {std::pair{"auto", cuda::AttentionKernel::Auto},
-            std::pair{"simple", cuda::AttentionKernel::Simple}}) {
+      // bf16: each fused kernel that applies (wgmma on Hopper with sm_90a code, mma), then Auto.
+      std::vector<std::pair<const char*, cuda::AttentionKernel>> kernels;
+      if (cuda::wgmma_attention_applies(q, k, v)) kernels.emplace_back("wgmma", cuda::AttentionKernel::Wgmma);
+      if (cuda::tensor_core_attention_applies(q, k, v))
+        kernels.emplace_back("mma", cuda::AttentionKernel::TensorCore);
+      kernels.emplace_back("auto", cuda::AttentionKernel::Auto);
+      kernels.emplace_back("simple", cuda::AttentionKernel::Simple);
+      for (const auto& [kname, kernel] : kernels) {
         const double s = seconds_per_call(
             [&] { (void)cuda::scaled_dot_product_attention(q, k, v, Tensor(), scale, kernel); }, 3);
         std::printf("[timing %s] attention %-10s %-6s %.3f ms  %.1f TFLOP/s\n", dn, c.name, kname,

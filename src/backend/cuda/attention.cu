@@ -165,6 +165,18 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const int64_t width = std::max(d, dv);
   LTX_CHECK(width <= 256, "scaled_dot_product_attention: head dims up to 256 are supported on "
             "CUDA, got q ", q.describe(), " and v ", v.describe(), "; run it on the CPU");
+  const bool wgmma = wgmma_attention_applies(q, k, v);
+  LTX_CHECK(kernel != AttentionKernel::Wgmma || wgmma,
+            "scaled_dot_product_attention: the wgmma kernel needs an sm_90 GPU, a binary built for "
+            "sm_90a (CMAKE_CUDA_ARCHITECTURES with 90a), bf16 q/k/v with equal head dims of 64 or "
+            "128, a dense head dim and 16-byte aligned rows; got q ",
+            q.describe(), ", k ", k.describe(), ", v ", v.describe());
+  if (wgmma && (kernel == AttentionKernel::Auto || kernel == AttentionKernel::Wgmma) &&
+      q.numel() > 0) {
+    Tensor out = Tensor::empty({batch, tq, heads, dv}, DType::BF16, q.device()).transpose(1, 2);
+    wgmma_attention(q, k, v, mask, scale, out);  // Tk == 0 gives zeros
+    return out;
+  }
   const bool tensor_cores = tensor_core_attention_applies(q, k, v);
   LTX_CHECK(kernel != AttentionKernel::TensorCore || tensor_cores,
             "scaled_dot_product_attention: the tensor-core kernel needs bf16 q/k/v with equal head "

@@ -9,19 +9,23 @@
 //   CUDA-core kernel, a transposed view of a contiguous [B, Tq, H, Dv] from the tensor-core one.
 // A row whose logits are all -inf gets zeros (torch's _safe_softmax), like the CPU.
 //
-// Two kernels:
+// Three kernels:
+//  - Wgmma (attention_wgmma.cu): Hopper only (compute capability 9.0 and a binary built with the
+//    sm_90a target), bf16 q/k/v, D == Dv in {64, 128}, the TensorCore kernel's layout rules and
+//    numerics (f32 accumulation, P rounded to bf16); K/V streamed by TMA, warpgroup MMAs (wgmma).
+//    Not for a broadcast (stride-0) dim or Tk == 0 (those go to TensorCore).
 //  - TensorCore (attention_mma.cu): bf16 q/k/v only, D == Dv in {32, 64, 128, 256}, unit stride on the
 //    head dim and 16-byte aligned rows. bf16 tensor-core MMAs with f32 accumulation; the softmax
 //    probabilities are rounded to bf16 before the P.V product (as every fused bf16 attention
 //    does), so it matches the f32 math to bf16 accuracy (~1e-3 relative), not bit for bit.
 //  - Simple (attention.cu): every supported case, scores and softmax in f32 on CUDA cores. It is
 //    the f32 path (parity runs) and the fallback.
-// Auto picks TensorCore whenever it applies.
+// Auto picks the first that applies: Wgmma, TensorCore, Simple.
 #include "core/tensor.h"
 
 namespace ltx::cuda {
 
-enum class AttentionKernel { Auto, TensorCore, Simple };
+enum class AttentionKernel { Auto, Wgmma, TensorCore, Simple };
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask, float scale,
@@ -39,5 +43,16 @@ bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tenso
 // rows: D even).
 void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                            float scale, Tensor& out);
+
+// Whether device `device` runs the wgmma kernel: compute capability 9.0 and the sm_90a image
+// loaded (the binary was built with 90a in CMAKE_CUDA_ARCHITECTURES). Cached per device.
+bool wgmma_attention_available(int device);
+
+// Whether the wgmma kernel takes these operands (dtypes, head dims, layout, GPU and binary).
+bool wgmma_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
+
+// The wgmma kernel itself (attention_wgmma.cu); same calling rules as tensor_core_attention.
+void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                     float scale, Tensor& out);
 
 }  // namespace ltx::cuda

@@ -28,17 +28,11 @@ using namespace mma;
 
 constexpr int kRowsK = 64;  // keys per tile
 
-struct MmaArgs {
+struct MmaArgs : FusedAttentionParams {
   const __nv_bfloat16* q = nullptr;
   const __nv_bfloat16* k = nullptr;
   const __nv_bfloat16* v = nullptr;
   int64_t qs[3] = {}, ks[3] = {}, vs[3] = {};  // strides of B, H, T (the head dim is dense)
-  AttentionMask mask;
-  __nv_bfloat16* out = nullptr;
-  int64_t os[3] = {};  // out strides of B, H, T (the head dim is dense)
-  int heads = 0;
-  int64_t tq = 0, tk = 0;
-  float scale = 0.f;
 };
 
 // Loads `rows` rows of D bf16 starting at row r0 of one (b, h) slice into swizzled shared memory;
@@ -357,6 +351,7 @@ bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tenso
 void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                            float scale, Tensor& out) {
   MmaArgs a;
+  static_cast<FusedAttentionParams&>(a) = fused_attention_params(q, k, mask, scale, out);
   a.q = static_cast<const __nv_bfloat16*>(q.raw_data());
   a.k = static_cast<const __nv_bfloat16*>(k.raw_data());
   a.v = static_cast<const __nv_bfloat16*>(v.raw_data());
@@ -365,13 +360,6 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     a.ks[i] = k.stride(i);
     a.vs[i] = v.stride(i);
   }
-  a.mask = attention_mask(mask);
-  a.out = static_cast<__nv_bfloat16*>(out.raw_data());
-  for (int i = 0; i < 3; ++i) a.os[i] = out.stride(i);
-  a.heads = static_cast<int>(q.size(1));
-  a.tq = q.size(2);
-  a.tk = k.size(2);
-  a.scale = scale;
   const int64_t batch_heads = q.size(0) * q.size(1);
   const int dev = q.device().index;
   DeviceGuard guard(dev);
