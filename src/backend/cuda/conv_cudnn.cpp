@@ -259,9 +259,10 @@ Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
             describe(g.dilation), ", groups ", g.groups);
   std::vector<int64_t> back{0, out_shape.size() - 1};
   for (int i = 1; i + 1 < out_shape.size(); ++i) back.push_back(i);
-  const Tensor out = out_last.permute(back).contiguous();
-  if (!bias.defined()) return out;
-  // PyTorch adds the bias after cuDNN's convolution too (a separate add in the output dtype).
+  const Tensor out = out_last.permute(back);
+  if (!bias.defined()) return out.contiguous();
+  // PyTorch adds the bias after cuDNN's convolution too (a separate add in the output dtype); here
+  // the add also turns the channels-last result back into NC(D)HW (one pass instead of two).
   Shape bias_shape;
   for (int i = 0; i < out_shape.size(); ++i) bias_shape.push_back(i == 1 ? w.size(0) : 1);
   return ops::add(out, bias.view(bias_shape));
