@@ -18,7 +18,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 // per sample or [B, T, D] per token for x [B, T, D]); the result has x's shape and the dtype of
 // modulate(rms_norm(x), scale, shift), with which it agrees bit for bit on each backend (the
 // normalised value is rounded to x's dtype before the modulation, as the unfused pair stores it).
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps);
+// With `weight` ([D], the diffusion decoder's weighted norms): modulate(rms_norm(x, weight, eps),
+// scale, shift), bit for bit as well.
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+                         const Tensor& weight = Tensor());
 
 // Over an arbitrary dim, no affine: y = x / sqrt(mean(x^2, dim) + eps)  (the video VAE's
 // PixelNorm, which normalises over channels, dim 1).

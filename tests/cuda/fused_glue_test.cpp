@@ -50,6 +50,26 @@ TEST(CudaFusedGlue, RmsNormModulateEqualsTheUnfusedOpsAndMatchesCpu) {
   }
 }
 
+// With a weight (the diffusion decoder's weighted norms), on the warp-per-row, block-per-row and
+// general paths: the unfused pair's bits.
+TEST(CudaFusedGlue, WeightedRmsNormModulateEqualsTheUnfusedOps) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1200;
+  for (int64_t d : {7, 256, 2048}) {
+    const Tensor x = test::random_tensor({2, 19, d}, seed++, -3.f, 5.f);
+    const Tensor scale = test::random_tensor({2, 1, d}, seed++), shift = test::random_tensor({2, 1, d}, seed++);
+    const Tensor w = test::random_tensor({d}, seed++, 0.5f, 1.5f);
+    for (DType dt : {DType::F32, DType::BF16}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " d " + std::to_string(d));
+      const Tensor sg = scale.to(kGpu, dt), tg = shift.to(kGpu, dt), wg = w.to(kGpu, dt);
+      for (const Tensor& xg : {x.to(kGpu, dt), test::non_contiguous_copy(x.to(kGpu, dt))}) {
+        const Tensor got = ops::rms_norm_modulate(xg, sg, tg, 1e-6, wg);
+        EXPECT_TRUE(same_bytes(got, ops::modulate(ops::rms_norm(xg, wg, 1e-6), sg, tg)));
+      }
+    }
+  }
+}
+
 TEST(CudaFusedGlue, RmsNormModulateMixedDtypesFollowTheUnfusedPromotion) {
   LTX_REQUIRE_CUDA();
   // bf16 x with f32 scale/shift: the normalised value is rounded to bf16 (as rms_norm stores it),

@@ -249,6 +249,13 @@ TEST(RmsNormModulate, EqualsTheUnfusedOpsBitForBit) {
   EXPECT_EQ(test::max_abs_diff(ops::rms_norm_modulate(x, scale, shift, 1e-6), want), 0.0);
   // Guards against the modulation being skipped.
   EXPECT_GT(test::max_abs_diff(want, ops::rms_norm(x, Tensor(), 1e-6)), 1e-2);
+  // With a weight (the diffusion decoder's norms): the weighted norm, then the modulation.
+  const Tensor w = test::random_tensor({40}, 323, 0.5f, 1.5f);
+  const Tensor want_w = ops::modulate(ops::rms_norm(x, w, 1e-6), scale, shift);
+  EXPECT_EQ(test::max_abs_diff(ops::rms_norm_modulate(x, scale, shift, 1e-6, w), want_w), 0.0);
+  EXPECT_GT(test::max_abs_diff(want_w, want), 1e-3);
+  expect_error_mentions([&] { ops::rms_norm_modulate(x, scale, shift, 1e-6, test::random_tensor({39}, 324)); },
+                        "weight");
 }
 
 TEST(RmsNormModulate, RejectsBadArguments) {

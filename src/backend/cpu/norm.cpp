@@ -54,8 +54,9 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   return out;
 }
 
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
-  return modulate(rms_norm(x, Tensor(), eps), scale, shift);
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+                         const Tensor& weight) {
+  return modulate(rms_norm(x, weight, eps), scale, shift);
 }
 
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {

@@ -16,7 +16,8 @@ inline float rstd_of(double sum_sq, int64_t n, double eps) {
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 // rms_norm(x) then modulate (the CPU's f32 composition: already exact per op, and the CPU is not
 // the speed target).
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps);
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+                         const Tensor& weight);
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,

@@ -102,7 +102,9 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
     int64_t so, to;
     mod_offsets(m, a.rows, r, &so, &to);
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
-      const float y = round_to(a.x_dtype, mul_rn(load_f32(a.x, a.x_dtype, base + i), rs));
+      float n = mul_rn(load_f32(a.x, a.x_dtype, base + i), rs);
+      if (a.w != nullptr) n = mul_rn(n, load_f32(a.w, a.w_dtype, i));
+      const float y = round_to(a.x_dtype, n);
       const float sc = load_f32(m.s, m.s_dtype, so + i * m.s_last);
       const float sh = load_f32(m.t, m.t_dtype, to + i * m.t_last);
       store_f32(a.y, a.y_dtype, base + i, scalar::modulate(y, sc, sh));
@@ -135,9 +137,15 @@ __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs&
     float sc[kVec], sh[kVec];
     load_vec(m.s, m.s_dtype, so + i, sc);
     load_vec(m.t, m.t_dtype, to + i, sh);
+    float w[kVec];
+    if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
 #pragma unroll
-    for (int j = 0; j < kVec; ++j)
-      v[j] = scalar::modulate(round_to(a.x_dtype, mul_rn(v[j], rs)), sc[j], sh[j]);
+    for (int j = 0; j < kVec; ++j) {
+      // rms_norm's value (weighted when there is a weight) as it would be stored, then modulate.
+      float n = mul_rn(v[j], rs);
+      if (a.w != nullptr) n = mul_rn(n, w[j]);
+      v[j] = scalar::modulate(round_to(a.x_dtype, n), sc[j], sh[j]);
+    }
   } else {
 #pragma unroll
     for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], rs);
@@ -466,8 +474,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   return run_rows(layer_norm_kernel, x, weight, bias, eps);
 }
 
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
-  return run_rms(rms_call(x, Tensor(), scale, shift, eps));
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+                         const Tensor& weight) {
+  return run_rms(rms_call(x, weight, scale, shift, eps));
 }
 
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {

@@ -15,7 +15,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // One kernel for modulate(rms_norm(x), scale, shift): the rms_norm kernel's row statistics, the
 // normalised value rounded to x's dtype, then the modulation of ops::modulate; bit-identical to
 // the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's.
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps);
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+                         const Tensor& weight = Tensor());
 // rms_norm / rms_norm_modulate take a vector path when the last dim is a multiple of 8 (and at
 // most 48 KiB), x, weight, scale and shift are f32 or bf16, 16-byte aligned with unit stride along
 // the last dim (scale/shift: any broadcast of the leading dims, offsets multiples of 8 elements):

@@ -153,7 +153,7 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
 
     // Each buffer is released as soon as the next step has consumed it (the peak is the fused
     // projection plus the attention output).
-    Tensor y = ops::modulate(ops::rms_norm(slab, norm1, kEps), scale, shift);
+    Tensor y = ops::rms_norm_modulate(slab, scale, shift, kEps, norm1);
     slab = Tensor();
     NeighborhoodAttention3D::Qkv qkv = attn.project(y, (*rope)[i]);
     y = Tensor();
@@ -179,9 +179,9 @@ Tensor DiffusionNABlock::operator()(Tensor x_in, const Tensor& context, const Te
     add_w_chunked_attention(x, chunk(modulation, scale_shift_table, kScaleMsa),
                             chunk(modulation, scale_shift_table, kShiftMsa), w_chunks, rope);
   } else {
-    const Tensor y = ops::modulate(ops::rms_norm(x, norm1, kEps),
-                                   chunk(modulation, scale_shift_table, kScaleMsa),
-                                   chunk(modulation, scale_shift_table, kShiftMsa));
+    const Tensor y = ops::rms_norm_modulate(x, chunk(modulation, scale_shift_table, kScaleMsa),
+                                            chunk(modulation, scale_shift_table, kShiftMsa), kEps,
+                                            norm1);
     LTX_CHECK(rope == nullptr || rope->size() == 1, "diffusion decoder: ", rope->size(),
               " RoPE tables for one full-volume attention call");
     ops::add_(x, attn(y, {}, rope != nullptr ? rope->data() : nullptr));
@@ -196,8 +196,8 @@ Tensor DiffusionNABlock::operator()(Tensor x_in, const Tensor& context, const Te
       [&](const Tensor& rows, int64_t first) {
         const int64_t b = first / per_sample;  // chunks stay within one sample
         const int64_t c = x.size(4);
-        return ops::modulate(ops::rms_norm(rows, norm2, kEps), scale.select(0, b).reshape({1, c}),
-                             shift.select(0, b).reshape({1, c}));
+        return ops::rms_norm_modulate(rows, scale.select(0, b).reshape({1, c}),
+                                      shift.select(0, b).reshape({1, c}), kEps, norm2);
       },
       per_sample);
   return x;
