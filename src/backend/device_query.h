@@ -1,8 +1,8 @@
 #pragma once
 // What the pipelines and the benchmarks need from the device they run on, for the CPU and (when
 // compiled in) CUDA alike: a clear early error when the device cannot be used, waiting for queued
-// work, and allocation statistics (the CUDA caching allocator's; on the CPU the host-allocation accounting
-// of core/storage.h, which counts heap tensors but not mmap'd files).
+// work, and allocation statistics (the CUDA caching allocator's; on the CPU the host-allocation
+// accounting of core/storage.h, which counts heap tensors but not mmap'd files).
 #include <cstdint>
 #include <string>
 

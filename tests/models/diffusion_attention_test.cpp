@@ -55,6 +55,10 @@ TEST(SwiGLU, RowChunksGiveTheUnchunkedResult) {
   // The merged projection computes what the three separate layers do.
   EXPECT_LE(test::max_abs_diff(whole, down(ops::mul(ops::silu(gate(y)), up(y)))), 1e-6);
   const Tensor residual = test::random_tensor(y.shape(), 5);
+  const Tensor y_flat = y.reshape({y.numel() / dim, dim});
+  const SwiGLU::RowInput y_rows = [&](const Tensor& target, int64_t first) {
+    return y_flat.narrow(0, first, target.size(0));
+  };
   for (int64_t rows : {1, 4, 13}) {
     SwiGLU chunked = mlp;
     chunked.max_hidden_elements = rows * hidden;
@@ -62,11 +66,11 @@ TEST(SwiGLU, RowChunksGiveTheUnchunkedResult) {
     EXPECT_EQ(got.shape(), y.shape());
     EXPECT_LE(test::max_abs_diff(got, whole), 1e-6) << rows << " rows per chunk";
     // In place on a residual: the same bits as adding the whole output.
-    const Tensor acc = residual.contiguous().clone();
-    chunked.add_into(acc, y);
+    const Tensor acc = residual.clone();
+    chunked.add_into(acc, y_rows, y_flat.size(0));
     EXPECT_TRUE(test::same_bytes(acc, ops::add(residual, got))) << rows << " rows per chunk";
   }
-  EXPECT_THROW(mlp.add_into(test::non_contiguous_copy(residual), y), Error);
+  EXPECT_THROW(mlp.add_into(test::non_contiguous_copy(residual), y_rows, y_flat.size(0)), Error);
 }
 
 TEST(NeighborhoodAttention3D, RopeTablesAreTheAxisTables) {

@@ -103,10 +103,7 @@ Tensor to_channels_last(const Tensor& t) {
   for (int i = 2; i < t.dim(); ++i) perm.push_back(i);
   perm.push_back(1);
   const Tensor last = t.permute(perm).contiguous();
-  if (reinterpret_cast<uintptr_t>(last.raw_data()) % 16 == 0) return last;
-  Tensor copy = Tensor::empty(last.shape(), last.dtype(), last.device());
-  copy.copy_from(last);
-  return copy;
+  return reinterpret_cast<uintptr_t>(last.raw_data()) % 16 == 0 ? last : last.clone();
 }
 
 // RAII wrappers of the descriptors of one call.

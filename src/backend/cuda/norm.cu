@@ -112,21 +112,9 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
   }
 }
 
-// Most bytes of a row the vector path stages in shared memory (the default dynamic limit).
-// Dynamic shared memory for the staged row; with the kernel's static reduction buffer it must
-// stay under the 48 KiB a launch gets without opting in (a 48 KiB row failed to launch).
-constexpr int64_t kRowVecMaxBytes = 32 * 1024;
-
-// The vector path of rms_norm (kModulate false) and rms_norm_modulate (true), taken when
-// rows_vec_ok holds: d % kVec == 0, every operand f32 or bf16 with 16-byte aligned vectors. The
-// row is staged in shared memory with 16-byte loads; the sum of squares then runs over the staged
-// row in the general kernels' order (thread t sums elements t, t + blockDim, ... with the same
-// blockDim and block_sum), so the row's scale is the same float, and the outputs go out as
-// 16-byte vectors with the general kernels' per-element math: bit-identical results, x read from
-// memory once.
-// Elements i .. i + kVec - 1 of a staged row (x's dtype) normalised with the row scale rs, then
-// weighted (rms_norm) or modulated (rms_norm_modulate), stored as one vector: the general
-// kernels' per-element math.
+// Elements i .. i + kVec - 1 of a staged row (x's dtype) normalised with the row scale rs and
+// weighted when there is a weight (rms_norm's value), then for rms_norm_modulate rounded as
+// rms_norm stores it and modulated; stored as one vector: the general kernels' per-element math.
 template <bool kModulate>
 __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
                                                 const uint4* row_smem, int i, float rs, int64_t so,
@@ -141,7 +129,6 @@ __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs&
     if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
-      // rms_norm's value (weighted when there is a weight) as it would be stored, then modulate.
       float n = mul_rn(v[j], rs);
       if (a.w != nullptr) n = mul_rn(n, w[j]);
       v[j] = scalar::modulate(round_to(a.x_dtype, n), sc[j], sh[j]);
@@ -159,6 +146,18 @@ __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs&
   store_vec(y_row, a.y_dtype, i, v);
 }
 
+// Most bytes of a row the vector path stages in shared memory (the default dynamic limit).
+// Dynamic shared memory for the staged row; with the kernel's static reduction buffer it must
+// stay under the 48 KiB a launch gets without opting in (a 48 KiB row failed to launch).
+constexpr int64_t kRowVecMaxBytes = 32 * 1024;
+
+// The vector path of rms_norm (kModulate false) and rms_norm_modulate (true), taken when
+// rows_vec_ok holds: d % kVec == 0, every operand f32 or bf16 with 16-byte aligned vectors. The
+// row is staged in shared memory with 16-byte loads; the sum of squares then runs over the staged
+// row in the general kernels' order (thread t sums elements t, t + blockDim, ... with the same
+// blockDim and block_sum), so the row's scale is the same float, and the outputs go out as
+// 16-byte vectors with the general kernels' per-element math: bit-identical results, x read from
+// memory once.
 template <bool kModulate>
 __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
   extern __shared__ uint4 row_smem[];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/attention.h"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/rms_row.cuh"
 
@@ -211,9 +212,34 @@ __device__ __forceinline__ void store_pair(void* p, DType dt, int64_t e, float v
   }
 }
 
-// One warp per row; rows [0, rows) of q, then [rows, 2 rows) of k. Index: the type of the row
-// index divisions (32-bit ones are several times cheaper). Dynamic shared memory: d floats per
-// warp.
+// Where row g (q rows first, then k rows) of the launch lives (inactive past the last row). Index:
+// the type of the row index divisions (32-bit ones are several times cheaper).
+struct QkRopeRow {
+  bool active = false, is_q = false;
+  int64_t off = 0, yoff = 0;  // element offsets of the row's first value in x and in y
+  int pos[3] = {};           // t, h, w
+};
+
+template <typename Index>
+__device__ __forceinline__ QkRopeRow qk_rope_row(const QkRopeArgs& a, int64_t g) {
+  QkRopeRow r;
+  r.active = g < 2 * a.rows;
+  r.is_q = g < a.rows;
+  Index rem = static_cast<Index>(r.active ? (r.is_q ? g : g - a.rows) : 0);
+#pragma unroll
+  for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
+    const Index size = static_cast<Index>(a.size[k]);
+    const Index i = rem % size;
+    rem /= size;
+    r.off += static_cast<int64_t>(i) * (r.is_q ? a.xst[0][k] : a.xst[1][k]);
+    r.yoff += static_cast<int64_t>(i) * (r.is_q ? a.yst[0][k] : a.yst[1][k]);
+    if (k >= 1 && k <= 3) r.pos[k - 1] = static_cast<int>(i);
+  }
+  return r;
+}
+
+// One warp per row; rows [0, rows) of q, then [rows, 2 rows) of k (Index as for qk_rope_row).
+// Dynamic shared memory: d floats per warp.
 template <typename Index>
 __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
   extern __shared__ float qk_rows[];
@@ -222,18 +248,9 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
   const int64_t total = 2 * a.rows;
   const int64_t step = static_cast<int64_t>(gridDim.x) * warps;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * warps + warp; g < total; g += step) {
-    const bool is_q = g < a.rows;
-    Index rem = static_cast<Index>(is_q ? g : g - a.rows);
-    int64_t off = 0, yoff = 0, pos[3] = {};
-#pragma unroll
-    for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
-      const Index size = static_cast<Index>(a.size[k]);
-      const Index i = rem % size;
-      rem /= size;
-      off += static_cast<int64_t>(i) * (is_q ? a.xst[0][k] : a.xst[1][k]);
-      yoff += static_cast<int64_t>(i) * (is_q ? a.yst[0][k] : a.yst[1][k]);
-      if (k >= 1 && k <= 3) pos[k - 1] = static_cast<int64_t>(i);
-    }
+    const QkRopeRow row = qk_rope_row<Index>(a, g);
+    const bool is_q = row.is_q;
+    const int64_t off = row.off, yoff = row.yoff;
     const void* x = is_q ? a.x[0] : a.x[1];
     const int64_t xs = is_q ? a.xst[0][QkRopeArgs::kLead] : a.xst[1][QkRopeArgs::kLead];
     for (int i = lane; i < a.d; i += 32) buf[i] = load_f32(x, a.dtype, off + i * xs);
@@ -260,8 +277,8 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
       for (int ax = 0; ax < 3; ++ax) {
         if (e >= a.start[ax] && e < a.start[ax + 1]) {
           const int64_t j = e - a.start[ax];
-          const int64_t co = pos[ax] * a.cst[ax][0] + j * a.cst[ax][1];
-          const int64_t so = pos[ax] * a.sst[ax][0] + j * a.sst[ax][1];
+          const int64_t co = row.pos[ax] * a.cst[ax][0] + j * a.cst[ax][1];
+          const int64_t so = row.pos[ax] * a.sst[ax][0] + j * a.sst[ax][1];
           c0 = load_f32(a.cos[ax], a.c_dtype[ax], co);
           c1 = load_f32(a.cos[ax], a.c_dtype[ax], co + a.cst[ax][1]);
           s0 = load_f32(a.sin[ax], a.s_dtype[ax], so);
@@ -276,7 +293,8 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
   }
 }
 
-// The head-dim-64 bf16 path of qk_norm_rope_3d (qk_norm_rope_d64_path): 8 lanes per row, 4 rows per warp.
+// The head-dim-64 bf16 path of qk_norm_rope_3d (qk_norm_rope_d64_path): 8 lanes per row, 4 rows
+// per warp.
 // rms_norm's block for D = 64 is two full warps, one element per thread: its sum of squares is
 // warp_sum over elements 0-31 (a butterfly pairing index bits 4, 3, 2, 1, 0 in that order) plus
 // the same over 32-63. Lane (half h, quarter i) here holds elements 32 h + i + 4 a, a = 0..7, so
@@ -286,32 +304,6 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
 // shared memory as 16-byte vectors both ways (row pitch 144 bytes: conflict-free element reads).
 constexpr int kRope64Pitch = 72;  // bf16 elements per staged row (64 + 8 padding)
 constexpr int kRope64Warps = 8;
-
-// Where row g (q rows first, then k rows) of the launch lives.
-template <typename Index>
-struct Rope64Row {
-  bool active = false, is_q = false;
-  int64_t off = 0, yoff = 0;  // element offsets of the row's first value in x and in y
-  int pos[3] = {};           // t, h, w
-};
-
-template <typename Index>
-__device__ __forceinline__ Rope64Row<Index> rope64_row(const QkRopeArgs& a, int64_t g) {
-  Rope64Row<Index> r;
-  r.active = g < 2 * a.rows;
-  r.is_q = g < a.rows;
-  Index rem = static_cast<Index>(r.active ? (r.is_q ? g : g - a.rows) : 0);
-#pragma unroll
-  for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
-    const Index size = static_cast<Index>(a.size[k]);
-    const Index i = rem % size;
-    rem /= size;
-    r.off += static_cast<int64_t>(i) * (r.is_q ? a.xst[0][k] : a.xst[1][k]);
-    r.yoff += static_cast<int64_t>(i) * (r.is_q ? a.yst[0][k] : a.yst[1][k]);
-    if (k >= 1 && k <= 3) r.pos[k - 1] = static_cast<int>(i);
-  }
-  return r;
-}
 
 template <typename Index>
 __global__ void __launch_bounds__(kRope64Warps * 32, 3) qk_rope64_kernel(QkRopeArgs a) {
@@ -338,15 +330,15 @@ __global__ void __launch_bounds__(kRope64Warps * 32, 3) qk_rope64_kernel(QkRopeA
   int64_t grp = static_cast<int64_t>(blockIdx.x) * kRope64Warps + warp;
   // Lane tl moves elements 8 tl .. 8 tl + 7 of its row; the next group's are loaded before this
   // group is worked on (two rows in flight per lane).
-  const auto fetch = [&](const Rope64Row<Index>& r) {
+  const auto fetch = [&](const QkRopeRow& r) {
     if (!r.active) return make_uint4(0, 0, 0, 0);
     const uint16_t* x = static_cast<const uint16_t*>(r.is_q ? a.x[0] : a.x[1]) + r.off;
     return *reinterpret_cast<const uint4*>(x + 8 * tl);
   };
-  Rope64Row<Index> cur = rope64_row<Index>(a, grp * 4 + sub);
+  QkRopeRow cur = qk_rope_row<Index>(a, grp * 4 + sub);
   uint4 data = grp < groups ? fetch(cur) : make_uint4(0, 0, 0, 0);
   for (; grp < groups; grp += step) {
-    const Rope64Row<Index> nxt = rope64_row<Index>(a, (grp + step) * 4 + sub);
+    const QkRopeRow nxt = qk_rope_row<Index>(a, (grp + step) * 4 + sub);
     const uint4 next_data = grp + step < groups ? fetch(nxt) : make_uint4(0, 0, 0, 0);
     *reinterpret_cast<uint4*>(&rows[sub][8 * tl]) = data;
     __syncwarp();
@@ -450,12 +442,7 @@ bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin,
 
 bool qk_norm_rope_d64_path(const Tensor& q, const Tensor& k) {
   const auto rows_ok = [](const Tensor& t) {
-    if (t.dtype() != DType::BF16 || t.dim() != 6 || t.size(5) != 64 || t.stride(5) != 1 ||
-        reinterpret_cast<uintptr_t>(t.raw_data()) % 16 != 0)
-      return false;
-    for (int i = 0; i < 5; ++i)
-      if (t.stride(i) % 8 != 0) return false;
-    return true;
+    return t.dtype() == DType::BF16 && t.dim() == 6 && t.size(5) == 64 && bf16_rows_loadable(t);
   };
   return rows_ok(q) && rows_ok(k);
 }

@@ -96,7 +96,7 @@ std::vector<AbsRope3d> DiffusionNABlock::rope_tables(const Shape& x, Stage5Atten
 Tensor DiffusionNABlock::w_chunked_attention_residual(const Tensor& x, const Tensor& scale,
                                                       const Tensor& shift, int64_t w_chunks,
                                                       const std::vector<AbsRope3d>* rope) const {
-  const Tensor out = x.contiguous().clone();
+  const Tensor out = x.clone();
   add_w_chunked_attention(out, scale, shift, w_chunks, rope);
   return out;
 }

@@ -90,17 +90,6 @@ Tensor SwiGLU::operator()(const Tensor& y) const {
   return out.view(shape);
 }
 
-void SwiGLU::add_into(const Tensor& residual, const Tensor& y) const {
-  LTX_CHECK(residual.shape() == y.shape(), "SwiGLU::add_into: the residual ", residual.describe(),
-            " must have the input's shape ", y.describe());
-  const int64_t dim = y.size(-1), rows = dim > 0 ? y.numel() / dim : 0;
-  const Tensor flat = y.reshape({rows, dim});
-  add_into(
-      residual,
-      [&](const Tensor& target, int64_t first) { return flat.narrow(0, first, target.size(0)); },
-      rows);
-}
-
 void SwiGLU::add_into(const Tensor& residual, const RowInput& input, int64_t segment) const {
   LTX_CHECK(residual.is_contiguous() && residual.dim() >= 1,
             "SwiGLU::add_into: the residual must be contiguous, got ", residual.describe());

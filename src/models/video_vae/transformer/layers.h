@@ -3,7 +3,6 @@
 // model/video_vae/transformer/layers.py, swiglu.py).
 #include <array>
 #include <cstdint>
-
 #include <functional>
 
 #include "core/tensor.h"
@@ -44,15 +43,13 @@ struct SwiGLU {
   // From separate gate / up / down layers (w_gate [hidden, C], w_up [hidden, C]).
   static SwiGLU from(const nn::Linear& w_gate, const nn::Linear& w_up, const nn::Linear& w_down);
   Tensor operator()(const Tensor& y) const;
-  // residual += (*this)(y), chunk by chunk (no whole-size output): bit-identical to
-  // add(residual, (*this)(y)). residual: contiguous, y's shape.
-  void add_into(const Tensor& residual, const Tensor& y) const;
   // The MLP input of residual rows [first, first + rows.size(0)), given those rows [n, C] before
   // their update.
   using RowInput = std::function<Tensor(const Tensor& rows, int64_t first)>;
-  // residual += (*this)(input(rows)) chunk by chunk, so that the input (a norm of the residual,
-  // say) is never whole-size either; chunks stay within segments of `segment` rows (one sample's
-  // rows when the input depends on the sample).
+  // residual += (*this)(input(rows)) chunk by chunk (residual contiguous), so that neither the
+  // output nor the input (a norm of the residual, say) is ever whole-size: bit-identical to adding
+  // the whole output. Chunks stay within segments of `segment` rows (one sample's rows when the
+  // input depends on the sample).
   void add_into(const Tensor& residual, const RowInput& input, int64_t segment) const;
 
  private:
