@@ -229,26 +229,42 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int pt = wq_t + warp;
   const int ws_t = window_start(min(pt, a.len[0] - 1), a.len[0], a.kern[0]) - lo_t;
   // hw_mask[sub][r]: bit ci says whether the key of this thread's S column ci of sub-tile `sub` is in
-  // row r's (h, w) window.
+  // row r's (h, w) window. Both rows share w (pw); the key's (hh, ww) advance with the column (by 1
+  // or 7 keys) instead of dividing by BW per column.
   uint32_t hw_mask[kSub][2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int ph = q0[1] + g / 4 + 2 * r, pw = q0[2] + g % 4;
-    const int ws_h = window_start(min(ph, a.len[1] - 1), a.len[1], a.kern[1]) - lo_h;
+  {
+    const int pw = q0[2] + g % 4;
     const int ws_w = window_start(min(pw, a.len[2] - 1), a.len[2], a.kern[2]) - lo_w;
+    int ws_h[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int ph = q0[1] + g / 4 + 2 * r;
+      ws_h[r] = window_start(min(ph, a.len[1] - 1), a.len[1], a.kern[1]) - lo_h;
+    }
 #pragma unroll
     for (int sub = 0; sub < kSub; ++sub) {
-      uint32_t m = 0;
+      const int j0 = sub * kN + 2 * c4;  // the key (plane row) of column 0
+      int hh = j0 / a.box_w, ww = j0 % a.box_w;
+      uint32_t m0 = 0, m1 = 0;
 #pragma unroll 1
       for (int ci = 0; ci < kCols; ++ci) {
-        const int j = sub * kN + 8 * (ci / 2) + 2 * c4 + (ci & 1);  // the key (plane row)
-        const int hh = j / a.box_w, ww = j % a.box_w;
-        const bool ok = j < plane_keys &&
-                        static_cast<unsigned>(hh - ws_h) < static_cast<unsigned>(a.kern[1]) &&
+        const int j = j0 + 8 * (ci / 2) + (ci & 1);
+        const bool in = j < plane_keys &&
                         static_cast<unsigned>(ww - ws_w) < static_cast<unsigned>(a.kern[2]);
-        m |= static_cast<uint32_t>(ok) << ci;
+        m0 |= static_cast<uint32_t>(in && static_cast<unsigned>(hh - ws_h[0]) <
+                                              static_cast<unsigned>(a.kern[1]))
+              << ci;
+        m1 |= static_cast<uint32_t>(in && static_cast<unsigned>(hh - ws_h[1]) <
+                                              static_cast<unsigned>(a.kern[1]))
+              << ci;
+        ww += (ci & 1) ? 7 : 1;
+        while (ww >= a.box_w) {
+          ww -= a.box_w;
+          ++hh;
+        }
       }
-      hw_mask[sub][r] = m;
+      hw_mask[sub][0] = m0;
+      hw_mask[sub][1] = m1;
     }
   }
 
