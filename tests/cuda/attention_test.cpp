@@ -329,14 +329,6 @@ TEST(CudaTensorCoreAttention, AppliesOnlyWhereItCanAndFallsBack) {
 
 // ---- The Hopper wgmma kernel (bf16 q/k/v, head dims 64 and 128) ----
 
-// Skips unless device 0 runs the wgmma kernel (an sm_90 GPU and a binary with sm_90a code).
-#define LTX_REQUIRE_WGMMA()                                                          \
-  do {                                                                               \
-    LTX_REQUIRE_CUDA();                                                              \
-    if (!cuda::wgmma_attention_available(0))                                         \
-      GTEST_SKIP() << "the wgmma attention kernel needs an sm_90 GPU and sm_90a code"; \
-  } while (0)
-
 void expect_wgmma_matches(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
                           double scale, double max_rel_l2 = 1e-2) {
   expect_fused_matches(q, k, v, mask, scale, max_rel_l2, cuda::AttentionKernel::Wgmma);

@@ -9,7 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/attention.h"
 #include "core/tensor.h"
+#include "support/test_support.h"
+
+// Skips unless device 0 runs the wgmma kernels (an sm_90 GPU and a binary with sm_90a code).
+#define LTX_REQUIRE_WGMMA()                                                         \
+  do {                                                                              \
+    LTX_REQUIRE_CUDA();                                                             \
+    if (!::ltx::cuda::wgmma_attention_available(0))                                 \
+      GTEST_SKIP() << "the wgmma kernels need an sm_90 GPU and sm_90a code";        \
+  } while (0)
 
 namespace ltx::test {
 

@@ -40,50 +40,115 @@ TEST(CudaNeighborhoodAttention, MatchesCpuWithBorderWindows) {
   }
 }
 
+struct KernelCase {
+  Shape grid;  // B, T, H, W, heads
+  std::array<int64_t, 3> kernel;
+  int64_t dim;
+};
+
+// [.., 3 * heads * D] bf16 on the GPU: q, k and v are its non-contiguous slices, as the decoder's
+// fused qkv projection gives them.
+Tensor fused_qkv(const KernelCase& c, uint64_t seed) {
+  return test::random_tensor({c.grid[0], c.grid[1], c.grid[2], c.grid[3], 3 * c.grid[4] * c.dim},
+                             seed)
+      .to(DType::BF16)
+      .to(kGpu);
+}
+Tensor qkv_part(const Tensor& fused, const KernelCase& c, int i) {
+  const int64_t n = c.grid[4];
+  return fused.narrow(4, i * n * c.dim, n * c.dim)
+      .view({c.grid[0], c.grid[1], c.grid[2], c.grid[3], n, c.dim});
+}
+float default_scale(const KernelCase& c) { return 1.f / std::sqrt(static_cast<float>(c.dim)); }
+
+// Runs kernel `which` on the slices of `fused` and compares with the f32 CPU op on the same bf16
+// values; returns the GPU result.
+Tensor expect_kernel_matches_cpu(const KernelCase& c, const Tensor& fused,
+                                 cuda::NeighborhoodKernel which) {
+  const float scale = default_scale(c);
+  const Tensor got = cuda::neighborhood_attention_3d(
+      qkv_part(fused, c, 0), qkv_part(fused, c, 1), qkv_part(fused, c, 2), c.kernel, scale, which);
+  EXPECT_EQ(got.dtype(), DType::BF16);
+  const Tensor f32 = fused.to(DType::F32).to(Device::cpu());
+  const Tensor want = ops::neighborhood_attention_3d(qkv_part(f32, c, 0), qkv_part(f32, c, 1),
+                                                     qkv_part(f32, c, 2), c.kernel,
+                                                     static_cast<double>(scale));
+  EXPECT_TRUE(near(got, want, 2e-2, 2e-2))
+      << "grid " << c.grid[1] << "x" << c.grid[2] << "x" << c.grid[3] << " kernel " << c.kernel[0]
+      << "x" << c.kernel[1] << "x" << c.kernel[2] << " dim " << c.dim;
+  return got;
+}
+
 // The tensor-core kernel (bf16) against the f32 CPU op on the same bf16-rounded inputs: window
 // shapes of the LTX-2.5 decoder (3x7x7, 3x5x5, 11^3), kernels longer than an axis, partial block
 // tiles at every border, q/k/v as non-contiguous slices of one fused projection, head dims 32-128.
 TEST(CudaNeighborhoodAttention, TensorCoreKernelMatchesCpu) {
   LTX_REQUIRE_CUDA();
-  struct Case {
-    Shape grid;  // B, T, H, W, heads
-    std::array<int64_t, 3> kernel;
-    int64_t dim;
-  };
-  const Case cases[] = {{{1, 12, 13, 21, 2}, {11, 11, 11}, 64},
-                        {{2, 5, 11, 17, 2}, {3, 7, 7}, 64},
-                        {{1, 7, 9, 10, 3}, {3, 5, 5}, 128},
-                        {{1, 3, 6, 19, 1}, {5, 11, 4}, 32},
-                        {{1, 1, 1, 9, 2}, {3, 3, 3}, 64}};
+  const KernelCase cases[] = {{{1, 12, 13, 21, 2}, {11, 11, 11}, 64},
+                              {{2, 5, 11, 17, 2}, {3, 7, 7}, 64},
+                              {{1, 7, 9, 10, 3}, {3, 5, 5}, 128},
+                              {{1, 3, 6, 19, 1}, {5, 11, 4}, 32},
+                              {{1, 1, 1, 9, 2}, {3, 3, 3}, 64}};
   uint64_t seed = 100;
-  for (const Case& c : cases) {
-    const int64_t b = c.grid[0], t = c.grid[1], h = c.grid[2], w = c.grid[3], n = c.grid[4];
-    // [.., 3 * heads * D]: q, k, v are strided views, as the decoder's fused qkv gives them.
-    const Tensor fused =
-        test::random_tensor({b, t, h, w, 3 * n * c.dim}, seed++).to(DType::BF16).to(kGpu);
-    auto part = [&](int i) {
-      return fused.narrow(4, i * n * c.dim, n * c.dim).view({b, t, h, w, n, c.dim});
-    };
-    const float scale = 1.f / std::sqrt(static_cast<float>(c.dim));
-    ASSERT_TRUE(
-        cuda::tensor_core_neighborhood_attention_applies(part(0), part(1), part(2), c.kernel));
-    const Tensor got = cuda::neighborhood_attention_3d(part(0), part(1), part(2), c.kernel, scale,
-                                                       cuda::NeighborhoodKernel::TensorCore);
-    ASSERT_EQ(got.dtype(), DType::BF16);
-    const Tensor f32 = fused.to(DType::F32).to(Device::cpu());
-    auto cpu_part = [&](int i) {
-      return f32.narrow(4, i * n * c.dim, n * c.dim).view({b, t, h, w, n, c.dim});
-    };
-    const Tensor want = ops::neighborhood_attention_3d(cpu_part(0), cpu_part(1), cpu_part(2),
-                                                       c.kernel, static_cast<double>(scale));
-    EXPECT_TRUE(near(got, want, 2e-2, 2e-2)) << "kernel "
-                                             << c.kernel[0] << "x" << c.kernel[1] << "x"
-                                             << c.kernel[2] << " dim " << c.dim;
+  for (const KernelCase& c : cases) {
+    const Tensor fused = fused_qkv(c, seed++);
+    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    ASSERT_TRUE(cuda::tensor_core_neighborhood_attention_applies(q, k, v, c.kernel));
+    const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::TensorCore);
     // The op's automatic choice is the tensor-core kernel: same bits.
-    const Tensor autod = ops::neighborhood_attention_3d(part(0), part(1), part(2), c.kernel,
-                                                        static_cast<double>(scale));
+    const Tensor autod = ops::neighborhood_attention_3d(q, k, v, c.kernel,
+                                                        static_cast<double>(default_scale(c)));
     EXPECT_TRUE(test::same_bytes(autod, got));
   }
+}
+
+// The Hopper wgmma kernel (head dim 64) on the tensor-core test's shapes and more: planes of one
+// (3x5x5: 8x8 keys) and two sub-tiles (11^3: 13x14 and 14x14 keys, 3x11x9: 14x12), kernels
+// clamped to short axes, T not a multiple of the block's 8 planes (a second consumer warpgroup
+// with partial or no queries), batches of two.
+TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
+  LTX_REQUIRE_WGMMA();
+  const KernelCase cases[] = {{{1, 12, 13, 21, 2}, {11, 11, 11}, 64},
+                              {{1, 19, 17, 18, 1}, {11, 11, 11}, 64},
+                              {{2, 5, 11, 17, 2}, {3, 7, 7}, 64},
+                              {{1, 7, 9, 10, 3}, {3, 5, 5}, 64},
+                              {{1, 3, 6, 19, 1}, {5, 11, 4}, 64},
+                              {{1, 1, 1, 9, 2}, {3, 3, 3}, 64},
+                              {{1, 9, 7, 11, 1}, {11, 11, 11}, 64},
+                              {{2, 10, 15, 13, 1}, {3, 11, 9}, 64},
+                              {{1, 4, 5, 6, 2}, {1, 1, 1}, 64}};
+  uint64_t seed = 200;
+  for (const KernelCase& c : cases) {
+    const Tensor fused = fused_qkv(c, seed++);
+    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    ASSERT_TRUE(cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel))
+        << c.kernel[0] << "x" << c.kernel[1] << "x" << c.kernel[2];
+    const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::Wgmma);
+    // The tensor-core kernel on the same inputs: same numerics (P rounded to bf16), close results.
+    const Tensor tc = cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
+                                                      cuda::NeighborhoodKernel::TensorCore);
+    EXPECT_TRUE(near(got, tc, 1e-2, 1e-2));
+  }
+}
+
+TEST(CudaNeighborhoodAttention, WgmmaKernelRefusesWhatItCannotTake) {
+  LTX_REQUIRE_CUDA();
+  const Tensor q128 = Tensor::empty({1, 3, 3, 3, 1, 128}, DType::BF16, kGpu);
+  EXPECT_FALSE(cuda::wgmma_neighborhood_attention_applies(q128, q128, q128, {3, 3, 3}));
+  EXPECT_THROW(cuda::neighborhood_attention_3d(q128, q128, q128, {3, 3, 3}, 1.f,
+                                               cuda::NeighborhoodKernel::Wgmma),
+               Error);
+  // A (4 + 15 - 1)^2 = 324-key plane is more than the kernel's 208 keys.
+  const Tensor big = Tensor::empty({1, 2, 20, 20, 1, 64}, DType::BF16, kGpu);
+  EXPECT_FALSE(cuda::wgmma_neighborhood_attention_applies(big, big, big, {3, 15, 15}));
+  const Tensor f = Tensor::empty({1, 3, 3, 3, 1, 64}, DType::F32, kGpu);
+  EXPECT_FALSE(cuda::wgmma_neighborhood_attention_applies(f, f, f, {3, 3, 3}));
+  // Auto never picks it (yet): the tensor-core kernel's bits.
+  const Tensor x = test::random_tensor({1, 4, 5, 6, 2, 64}, 7).to(DType::BF16).to(kGpu);
+  EXPECT_TRUE(test::same_bytes(
+      cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f),
+      cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f,
+                                      cuda::NeighborhoodKernel::TensorCore)));
 }
 
 TEST(CudaNeighborhoodAttention, TensorCoreKernelRefusesWhatItCannotTake) {

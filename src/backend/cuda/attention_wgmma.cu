@@ -28,12 +28,6 @@
 #include "backend/cuda/stream.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define LTX_WGMMA_DEVICE_CODE 1
-#else
-#define LTX_WGMMA_DEVICE_CODE 0
-#endif
-
 namespace ltx::cuda {
 
 namespace {
@@ -361,20 +355,6 @@ void launch_dim(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, 
   }
 }
 
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    LTX_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
-                                                    cudaEnableDefault, &found));
-    LTX_CHECK(found == cudaDriverEntryPointSuccess && f != nullptr,
-              "wgmma attention: the CUDA driver has no cuTensorMapEncodeTiled (driver too old)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
 // The TMA map of a bf16 [B, H, T, D] operand (D 64 or 128, dense): dims (D, T, H, B), 64 x 128
 // boxes with the 128-byte swizzle; rows past T read as zeros. A size-1 dim may carry any stride:
 // it gets the packed one (TMA wants 16-byte multiples).
@@ -401,6 +381,20 @@ CUtensorMap tensor_map(const Tensor& t) {
 }
 
 }  // namespace
+
+// Declared in wgmma_primitives.cuh (shared with neighborhood_attention_wgmma.cu).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    LTX_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                                    cudaEnableDefault, &found));
+    LTX_CHECK(found == cudaDriverEntryPointSuccess && f != nullptr,
+              "wgmma kernels: the CUDA driver has no cuTensorMapEncodeTiled (driver too old)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
 
 bool wgmma_attention_available(int device) {
   static std::once_flag once[64];

@@ -6,9 +6,13 @@
 //    dim and 16-byte aligned rows; fused flash-style (window keys streamed through shared memory,
 //    online softmax, bf16 MMAs with f32 accumulation, probabilities rounded to bf16 for P V), so it
 //    matches the f32 math to bf16 accuracy, not bit for bit.
+//  - Wgmma (neighborhood_attention_wgmma.cu): Hopper only (compute capability 9.0 and a binary
+//    built with the sm_90a image), bf16 q/k/v with D == Dv == 64, dense head dim, 16-byte aligned
+//    rows and 16-byte multiple strides, (4 + Kh - 1) x (4 + Kw - 1) <= 208 (clipped to H, W); same
+//    numerics as TensorCore. Compiled, not yet run on a GPU: only used when asked for explicitly.
 //  - Simple (neighborhood_attention.cu): one warp per (query, head), the window's scores in shared
 //    memory, f32 math on CUDA cores; any strides, f32 or bf16. The f32 (parity) path and fallback.
-// Auto picks TensorCore whenever it applies.
+// Auto picks TensorCore whenever it applies (never Wgmma, until it is measured).
 #include <array>
 #include <cstdint>
 
@@ -16,7 +20,7 @@
 
 namespace ltx::cuda {
 
-enum class NeighborhoodKernel { Auto, TensorCore, Simple };
+enum class NeighborhoodKernel { Auto, TensorCore, Wgmma, Simple };
 
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
                                  const std::array<int64_t, 3>& kernel, float scale,
@@ -32,5 +36,13 @@ bool tensor_core_neighborhood_attention_applies(const Tensor& q, const Tensor& k
 void tensor_core_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const std::array<int64_t, 3>& kernel, float scale,
                                         Tensor& out);
+
+// Whether the wgmma kernel takes these operands (dtypes, head dim, layout, plane box, GPU, binary).
+bool wgmma_neighborhood_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
+                                          const std::array<int64_t, 3>& kernel);
+// The wgmma kernel (the caller checked that it applies and allocated `out`: contiguous bf16
+// [B, T, H, W, heads, 64]).
+void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const std::array<int64_t, 3>& kernel, float scale, Tensor& out);
 
 }  // namespace ltx::cuda

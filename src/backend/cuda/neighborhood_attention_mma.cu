@@ -24,6 +24,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/neighborhood_attention.h"
+#include "backend/cuda/neighborhood_window.cuh"
 #include "backend/cuda/stream.h"
 
 namespace ltx::cuda {
@@ -60,23 +61,6 @@ struct NaMmaArgs {
   int heads = 0;
   float scale = 0.f;
 };
-
-__host__ __device__ __forceinline__ int window_start(int i, int len, int k) {
-  const int s = i - k / 2;
-  return s < 0 ? 0 : (s > len - k ? len - k : s);
-}
-
-// The union [lo, hi) of the windows of queries [q0, q0 + n) (clipped to the axis) and their
-// intersection [in_lo, in_hi) (empty when in_lo >= in_hi). Window starts grow with the query.
-struct AxisRange {
-  int lo, hi, in_lo, in_hi;
-};
-__host__ __device__ __forceinline__ AxisRange axis_range(int q0, int n, int len, int k) {
-  const int last = min(q0 + n, len) - 1;
-  const int first = min(q0, len - 1);
-  const int s_first = window_start(first, len, k), s_last = window_start(last, len, k);
-  return {s_first, s_last + k, s_last, s_first + k};
-}
 
 // Group (gt, gh, gw) packed as bytes.
 __device__ __forceinline__ int unpack(int packed, int d) { return (packed >> (8 * (2 - d))) & 0xff; }

@@ -1,0 +1,575 @@
+// Hopper (sm_90a) 3-D neighborhood attention for bf16 q/k/v, head dim 64, with warpgroup MMAs
+// (natten.na3d semantics, see src/ops/neighborhood_attention.h; the dispatch is in
+// neighborhood_attention.cu, `NeighborhoodKernel::Wgmma`). STATUS: compiled, not yet run on a GPU.
+//
+// Design (attention_wgmma.cu's FlashAttention-3 structure on a neighborhood):
+// - A block owns an 8 x 4 x 4 (t, h, w) query tile of one (batch, head) and has three warpgroups.
+//   Consumer warpgroup c (1 and 2) owns the 4 x 4 x 4 sub-tile at t offset 4 (c - 1): 64 query rows,
+//   one wgmma M. Row m of a consumer is (m / 16, (m / 4) % 4, m % 4), so warp w of the warpgroup
+//   owns the query plane t = 4 (c - 1) + w (its window along t is warp-uniform). Q is gathered once
+//   by the consumer's own threads with cp.async into the 128-byte-swizzled layout.
+// - The block's keys are one box: the union of its queries' windows along t (up to 8 + Kt - 1
+//   planes) times a fixed BH x BW (h, w) rectangle, BH = min(4 + Kh - 1, H), BW = min(4 + Kw - 1, W),
+//   starting at the union's low corner (it always covers the union; the part past the volume reads
+//   as zeros). The K/V tile is one t-plane of that box: BH x BW keys ordered h-major (row
+//   hh * BW + ww). That plane is a rectangular slice of the strided [T, H, W, heads, D] view, so the
+//   producer warpgroup loads it with a single 5-D TMA box (D, heads, W, H, T) = (64, 1, BW, BH, 1)
+//   with the 128-byte swizzle, K and V through their own mbarrier stages (full / empty), kStages
+//   planes ahead. The consumers work on sub-tiles of kN keys (64 or 104; a plane of up to 208 keys
+//   is two sub-tiles of 104, so that S, P and O fit the 168 registers ptxas allots every thread of a
+//   384-thread block); rows past the plane are zeros (written once, never by TMA).
+// - Per sub-tile a consumer issues S = Q K^T (wgmma m64nNk16, both operands from shared memory,
+//   K-major) and O += P V (m64n64k16, P from registers, V through the transposed MN-major
+//   descriptor); S of sub-tile u + 1 and P V of sub-tile u are in flight together, the online softmax
+//   of u + 1 runs meanwhile (as attention_wgmma.cu, without the consumers' turn taking: their plane
+//   ranges differ).
+// - Masks: the (h, w) part of the window rule does not depend on the plane, so each thread builds
+//   one 32-bit mask per query row and sub-tile over its kN / 4 accumulator columns once; per plane
+//   an element is kept iff its bit is set and the plane is in the row's t window (warp-uniform; a
+//   warp-uniform branch that skipped the softmax of such planes made ptxas spill, so those planes
+//   are masked whole instead).
+// - Skipping: a consumer only computes the planes of its own t union (its 4 planes' windows: 14 of
+//   the block's 18 for Kt = 11); for the others it waits for the plane and releases it.
+//
+// Expected efficiency (11^3 window, interior; unmeasured): a consumer scores 14 planes x 208
+// columns = 2912 keys per query row for 1331 window keys (46% of the Q K^T work; P V runs 112 keys
+// per 104-key sub-tile, 42%). The mma.sync kernel scores 66% useful keys but is issue bound at
+// 62.5 TFLOP/s of window FLOPs; wgmma needs far fewer issue slots per key and the CUDA-core work
+// per scored element is the dense kernel's (mask test, max, one exp2, sum). If the loop runs near
+// the dense wgmma kernel's D 64 rate, that is ~150-200 TFLOP/s of window FLOPs; the short loops
+// (28 sub-tiles per consumer) and the per-block prologue (mask build, Q gather, pipeline fill) will
+// cost some of it. K/V traffic per block is the tensor-core kernel's box (3528 keys per 128
+// queries; L2 was at 10% there).
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+
+#include "backend/cuda/attention.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/mma_primitives.cuh"
+#include "backend/cuda/neighborhood_attention.h"
+#include "backend/cuda/neighborhood_window.cuh"
+#include "backend/cuda/stream.h"
+#include "backend/cuda/wgmma_primitives.cuh"
+
+namespace ltx::cuda {
+
+namespace {
+
+constexpr int kConsumers = 2;                     // consumer warpgroups per block
+constexpr int kThreads = 128 * (kConsumers + 1);  // + the producer warpgroup
+[[maybe_unused]] constexpr int kConsumerThreads = 128 * kConsumers;
+constexpr int kDim = 64;                          // head dim (one 128-byte swizzle row)
+constexpr int kWgT = 4, kWgH = 4, kWgW = 4;       // a consumer's query tile (64 rows)
+constexpr int kBlockT = kWgT * kConsumers;        // the block's: 8 x 4 x 4
+constexpr int kRowsQ = 64 * kConsumers;
+constexpr int kStages = 3;                        // K/V planes in shared memory
+constexpr int kMaxKeys = 208;                     // the largest plane (2 x 104 keys)
+
+struct NaWgmmaArgs {
+  const __nv_bfloat16* q = nullptr;  // batch b's origin, head dim dense
+  __nv_bfloat16* out = nullptr;      // batch b's origin of the contiguous [B, T, H, W, heads, 64]
+  int64_t qs[4] = {};                // strides of T, H, W, head
+  int len[3] = {};                   // T, H, W
+  int kern[3] = {};                  // clamped to the lengths
+  int box_h = 0, box_w = 0;          // the plane rectangle BH x BW
+  int tiles[3] = {};                 // block tiles along t, h, w
+  int heads = 0;
+  float scale = 0.f;
+};
+
+// Tensor maps of k and v for one batch: dims (D, heads, W, H, T), boxes (64, 1, BW, BH, 1).
+struct NaWgmmaMaps {
+  CUtensorMap k, v;
+};
+
+constexpr uint32_t kQBytes = kRowsQ * kDim * 2;
+// A plane stage holds kSub sub-tiles of kN keys; the last sub-tile's P V reads whole k16 steps, so
+// the stage has rows up to the next multiple of 16 (zeros past the plane).
+template <int kN, int kSub>
+constexpr int plane_rows() {
+  return (kSub - 1) * kN + (kN + 15) / 16 * 16;
+}
+template <int kN, int kSub>
+constexpr uint32_t tile_bytes() {
+  return plane_rows<kN, kSub>() * kDim * 2;
+}
+// The mbarriers: K full, K empty, V full, V empty per stage.
+constexpr int kBarriers = 4 * kStages;
+// +1024: the dynamic shared memory is re-aligned to the 1024-byte swizzle atom.
+template <int kN, int kSub>
+constexpr size_t smem_bytes() {
+  return kQBytes + 2 * kStages * tile_bytes<kN, kSub>() + 8 * kBarriers + 1024;
+}
+
+#if LTX_WGMMA_DEVICE_CODE
+template <int kN, bool kAccumulate>
+__device__ __forceinline__ void wgmma_qk(float (&s)[kN / 2], uint64_t da, uint64_t db) {
+  if constexpr (kN == 64) {
+    wgmma::wgmma_ss_m64n64k16<kAccumulate>(s, da, db);
+  } else {
+    static_assert(kN == 104, "sub-tiles of 64 or 104 keys");
+    wgmma::wgmma_ss_m64n104k16<kAccumulate>(s, da, db);
+  }
+}
+#endif
+
+template <int kN, int kSub>
+__global__ void __launch_bounds__(kThreads, 1)
+    na_wgmma_kernel(const __grid_constant__ NaWgmmaMaps maps, const NaWgmmaArgs a) {
+#if LTX_WGMMA_DEVICE_CODE
+  constexpr int kQkSteps = kDim / 16;  // k-steps of Q K^T
+  constexpr int kPvSteps = (kN + 15) / 16;  // k-steps of P V (the last one half empty for 104)
+  constexpr int kOut = kDim / 2;       // O accumulators per thread
+  constexpr int kS = kN / 2;           // S accumulators per thread
+  constexpr int kCols = kN / 4;        // S columns per thread (per row)
+  constexpr int kRows = plane_rows<kN, kSub>();
+  constexpr uint32_t kTileBytes = tile_bytes<kN, kSub>();
+  constexpr uint32_t kSubBytes = kN * kDim * 2;  // 1024-byte multiple: kN is one of 8
+  static_assert(kCols <= 32 && kN % 8 == 0, "one 32-bit mask per row and sub-tile");
+
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t smem = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
+  const uint32_t q_smem = smem;
+  const auto k_smem = [=](int stage) { return smem + kQBytes + stage * kTileBytes; };
+  const auto v_smem = [=](int stage) { return smem + kQBytes + (kStages + stage) * kTileBytes; };
+  const uint32_t bars = smem + kQBytes + 2 * kStages * kTileBytes;
+  const auto k_full = [=](int stage) { return bars + 8 * stage; };
+  const auto k_empty = [=](int stage) { return bars + 8 * (kStages + stage); };
+  const auto v_full = [=](int stage) { return bars + 8 * (2 * kStages + stage); };
+  const auto v_empty = [=](int stage) { return bars + 8 * (3 * kStages + stage); };
+
+  // Heads vary fastest: the blocks of one query tile run together and share their K/V planes in L2.
+  const int head = blockIdx.x % a.heads;
+  int rest = blockIdx.x / a.heads;
+  const int tile_w = rest % a.tiles[2];
+  rest /= a.tiles[2];
+  const int tile_h = rest % a.tiles[1], tile_t = rest / a.tiles[1];
+  const int q0[3] = {tile_t * kBlockT, tile_h * kWgH, tile_w * kWgW};
+  const AxisRange rt = axis_range(q0[0], kBlockT, a.len[0], a.kern[0]);
+  const int lo_t = rt.lo, num_tiles = rt.hi - rt.lo;  // the block's planes
+  const int lo_h = axis_range(q0[1], kWgH, a.len[1], a.kern[1]).lo;
+  const int lo_w = axis_range(q0[2], kWgW, a.len[2], a.kern[2]).lo;
+  const int plane_keys = a.box_h * a.box_w;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid / 128;
+
+  // Zero the padding rows [plane_keys, kRows) of every stage once (TMA never writes them; V's must
+  // be finite for P V, where their probabilities are 0), then make them visible to the async proxy.
+  for (int i = tid; i < 2 * kStages * (kRows - plane_keys) * 8; i += kThreads) {
+    const int chunk = i % 8, row = plane_keys + (i / 8) % (kRows - plane_keys),
+              tile = i / (8 * (kRows - plane_keys));
+    const uint32_t addr = smem + kQBytes + tile * kTileBytes + mma::swizzled<8>(row, chunk);
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
+  }
+  wgmma::fence_proxy_async();
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      wgmma::mbar_init(k_full(s), 1);
+      wgmma::mbar_init(v_full(s), 1);
+      wgmma::mbar_init(k_empty(s), kConsumerThreads);
+      wgmma::mbar_init(v_empty(s), kConsumerThreads);
+    }
+    wgmma::mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer: one thread issues every copy; stage t % kStages is refilled once both consumers
+    // released its previous plane.
+    wgmma::setmaxnreg_dec<24>();
+    if (tid == 0) {
+      const uint32_t bytes = static_cast<uint32_t>(plane_keys) * kDim * 2;
+      for (int t = 0; t < num_tiles; ++t) {
+        const int stage = t % kStages;
+        const uint32_t parity = ((t / kStages) & 1) ^ 1;
+        wgmma::mbar_wait(k_empty(stage), parity);
+        wgmma::mbar_arrive_expect_tx(k_full(stage), bytes);
+        wgmma::tma_load_5d(k_smem(stage), &maps.k, 0, head, lo_w, lo_h, lo_t + t, k_full(stage));
+        wgmma::mbar_wait(v_empty(stage), parity);
+        wgmma::mbar_arrive_expect_tx(v_full(stage), bytes);
+        wgmma::tma_load_5d(v_smem(stage), &maps.v, 0, head, lo_w, lo_h, lo_t + t, v_full(stage));
+      }
+    }
+    return;
+  }
+  wgmma::setmaxnreg_inc<240>();
+
+  const int cw = wg - 1;  // consumer index
+  const int ltid = tid % 128;
+  const int warp = ltid / 32, lane = tid & 31;
+  const int g = lane >> 2, c4 = lane & 3;  // accumulator coordinates: row group, column pair
+  const int wq_t = q0[0] + cw * kWgT;      // this consumer's first query plane
+  const uint32_t q_wg = q_smem + cw * (64 * 128);
+
+  // Q: row m = (m / 16, (m / 4) % 4, m % 4) of the consumer's tile; rows past the volume are zeros.
+  {
+    const __nv_bfloat16* qb = a.q + head * a.qs[3];
+#pragma unroll
+    for (int i = ltid; i < 64 * 8; i += 128) {
+      const int m = i / 8, c = i % 8;
+      const int t = wq_t + m / 16, h = q0[1] + (m / 4) % 4, w = q0[2] + m % 4;
+      const bool valid = t < a.len[0] && h < a.len[1] && w < a.len[2];
+      const int64_t off = valid ? t * a.qs[0] + h * a.qs[1] + w * a.qs[2] + c * 8 : 0;
+      mma::cp_async_16(q_wg + mma::swizzled<8>(m, c), qb + off, valid);
+    }
+    mma::cp_async_commit();
+    mma::cp_async_wait<0>();
+    wgmma::fence_proxy_async();  // generic-proxy writes, read by wgmma
+    wgmma::named_sync(1 + cw, 128);
+  }
+
+  // This thread's rows: m = 16 warp + g + 8 r -> (warp, g / 4 + 2 r, g % 4). Window starts relative
+  // to the key box (positions clamped for rows past the volume; those are never stored).
+  const int pt = wq_t + warp;
+  const int ws_t = window_start(min(pt, a.len[0] - 1), a.len[0], a.kern[0]) - lo_t;
+  // hw_mask[sub][r]: bit ci says whether the key of this thread's S column ci of sub-tile `sub` is in
+  // row r's (h, w) window. Both rows share w (pw); the key's (hh, ww) advance with the column (by 1
+  // or 7 keys) instead of dividing by BW per column.
+  uint32_t hw_mask[kSub][2];
+  {
+    const int pw = q0[2] + g % 4;
+    const int ws_w = window_start(min(pw, a.len[2] - 1), a.len[2], a.kern[2]) - lo_w;
+    int ws_h[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int ph = q0[1] + g / 4 + 2 * r;
+      ws_h[r] = window_start(min(ph, a.len[1] - 1), a.len[1], a.kern[1]) - lo_h;
+    }
+#pragma unroll
+    for (int sub = 0; sub < kSub; ++sub) {
+      const int j0 = sub * kN + 2 * c4;  // the key (plane row) of column 0
+      int hh = j0 / a.box_w, ww = j0 % a.box_w;
+      uint32_t m0 = 0, m1 = 0;
+#pragma unroll 1
+      for (int ci = 0; ci < kCols; ++ci) {
+        const int j = j0 + 8 * (ci / 2) + (ci & 1);
+        const bool in = j < plane_keys &&
+                        static_cast<unsigned>(ww - ws_w) < static_cast<unsigned>(a.kern[2]);
+        m0 |= static_cast<uint32_t>(in && static_cast<unsigned>(hh - ws_h[0]) <
+                                              static_cast<unsigned>(a.kern[1]))
+              << ci;
+        m1 |= static_cast<uint32_t>(in && static_cast<unsigned>(hh - ws_h[1]) <
+                                              static_cast<unsigned>(a.kern[1]))
+              << ci;
+        ww += (ci & 1) ? 7 : 1;
+        while (ww >= a.box_w) {
+          ww -= a.box_w;
+          ++hh;
+        }
+      }
+      hw_mask[sub][0] = m0;
+      hw_mask[sub][1] = m1;
+    }
+  }
+
+  // The consumer's planes: the union of its query planes' t windows (none when all its queries lie
+  // past the volume).
+  int first = 0, end = 0;
+  if (wq_t < a.len[0]) {
+    const AxisRange r = axis_range(wq_t, kWgT, a.len[0], a.kern[0]);
+    first = r.lo - lo_t;
+    end = r.hi - lo_t;
+  }
+
+  float o[kOut];
+#pragma unroll
+  for (int i = 0; i < kOut; ++i) o[i] = 0.f;
+  float s[kS];
+  uint32_t p[kPvSteps][4];
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  const float sl = a.scale * mma::kLog2e;
+
+  const auto stage_of = [](int t) { return t % kStages; };
+  const auto parity_of = [](int t) { return static_cast<uint32_t>((t / kStages) & 1); };
+  // A plane outside this consumer's range: wait for it (so that the arrival counts for this
+  // plane's phase, not an earlier one) and release it.
+  const auto pass = [&](int t) {
+    wgmma::mbar_wait(k_full(stage_of(t)), parity_of(t));
+    wgmma::mbar_arrive(k_empty(stage_of(t)));
+    wgmma::mbar_wait(v_full(stage_of(t)), parity_of(t));
+    wgmma::mbar_arrive(v_empty(stage_of(t)));
+  };
+  // Work unit u: sub-tile u % kSub of the block's plane u / kSub.
+  const auto plane_of = [](int u) { return u / kSub; };
+  const auto sub_of = [](int u) { return u % kSub; };
+  // S = Q K^T for this consumer's 64 rows and unit u's keys (issued and committed only).
+  const auto issue_qk = [&](int u) {
+    const uint32_t k_base = k_smem(stage_of(plane_of(u))) + sub_of(u) * kSubBytes;
+#pragma unroll
+    for (int kk = 0; kk < kQkSteps; ++kk) {
+      const uint64_t da = wgmma::smem_desc(q_wg + kk * 32, 16, 1024);
+      const uint64_t db = wgmma::smem_desc(k_base + kk * 32, 16, 1024);
+      if (kk == 0) {
+        wgmma_qk<kN, false>(s, da, db);
+      } else {
+        wgmma_qk<kN, true>(s, da, db);
+      }
+    }
+    wgmma::commit();
+  };
+  // O += P V for unit u's values (issued and committed only; MN-major V, 8-key groups 1024 bytes
+  // apart).
+  const auto issue_pv = [&](int u) {
+    const uint32_t v_base = v_smem(stage_of(plane_of(u))) + sub_of(u) * kSubBytes;
+#pragma unroll
+    for (int j = 0; j < kPvSteps; ++j) {
+      const uint64_t dv = wgmma::smem_desc(v_base + j * (16 * 128), kRows * 128, 1024);
+      wgmma::wgmma_rs_m64n64k16_tb(o, p[j], dv);
+    }
+    wgmma::commit();
+  };
+  // Online softmax of unit u's scores in s (in place: s becomes the probabilities); corr[r] is the
+  // factor that moves row r's accumulator to the new running max.
+  const auto softmax = [&](int u, float (&corr)[2]) {
+    uint32_t mask[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mask[r] = hw_mask[0][r];
+#pragma unroll
+      for (int sub = 1; sub < kSub; ++sub)
+        if (sub_of(u) == sub) mask[r] = hw_mask[sub][r];
+      if (static_cast<unsigned>(plane_of(u) - ws_t) >= static_cast<unsigned>(a.kern[0])) mask[r] = 0;
+    }
+#pragma unroll
+    for (int i = 0; i < kS; ++i) {
+      const int ci = 2 * (i / 4) + (i & 1);
+      if (!((mask[(i >> 1) & 1] >> ci) & 1u)) s[i] = -INFINITY;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < kS / 4; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_run[r], mx);
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: p = 0
+      corr[r] = mma::fast_exp2((m_run[r] - m_use) * sl);
+      const float m_scaled = m_use * sl;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < kS / 4; ++n) {
+#pragma unroll
+        for (int e = 2 * r; e < 2 * r + 2; ++e) {
+          float& x = s[4 * n + e];
+          x = mma::fast_exp2(fmaf(x, sl, -m_scaled));
+          sum += x;
+        }
+      }
+      l_run[r] = l_run[r] * corr[r] + sum;  // this lane's columns; the quad is summed at the end
+      m_run[r] = m_new;
+    }
+  };
+  // The probabilities as the A operand of P V: k-step j covers n-tiles 2j and 2j + 1 of S.
+  const auto pack_p = [&] {
+#pragma unroll
+    for (int j = 0; j < kPvSteps; ++j) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int e = 8 * j + 2 * i;  // past kS: keys past the sub-tile (kN 104), p = 0
+        p[j][i] = e < kS ? mma::pack_bf16(s[e], s[e + 1]) : 0u;
+      }
+    }
+  };
+
+  for (int t = 0; t < first; ++t) pass(t);
+  // Units [u0, u1) of planes [first, end). A plane's K stage is released after the S of its last
+  // sub-tile, its V stage after that sub-tile's P V.
+  const int u0 = first * kSub, u1 = end * kSub;
+  if (u0 < u1) {
+    wgmma::mbar_wait(k_full(stage_of(first)), parity_of(first));
+    wgmma::fence();
+    issue_qk(u0);
+    wgmma::wait<0>();
+    wgmma::fence_regs(s);
+    if (sub_of(u0) == kSub - 1) wgmma::mbar_arrive(k_empty(stage_of(first)));
+    float corr[2];
+    softmax(u0, corr);  // o is still zero: nothing to rescale
+    pack_p();
+  }
+  // Units u0 .. u1 - 2: P V of unit u overlaps S and the softmax of unit u + 1. No branch around the
+  // wgmma issues (ptxas serialises wgmma pipelines whose accumulators merge across branches).
+  for (int u = u0; u + 1 < u1; ++u) {
+    const int cur = plane_of(u), next = plane_of(u + 1);
+    wgmma::mbar_wait(k_full(stage_of(next)), parity_of(next));
+    wgmma::mbar_wait(v_full(stage_of(cur)), parity_of(cur));
+    wgmma::fence_regs(o);
+    wgmma::fence_regs(p);
+    wgmma::fence();
+    issue_qk(u + 1);
+    issue_pv(u);
+    wgmma::wait<1>();  // S of unit u + 1; P V of unit u may still run
+    wgmma::fence_regs(s);
+    if (sub_of(u + 1) == kSub - 1) wgmma::mbar_arrive(k_empty(stage_of(next)));
+    float corr[2];
+    softmax(u + 1, corr);
+    wgmma::wait<0>();
+    wgmma::fence_regs(o);
+    wgmma::fence_regs(p);
+    if (sub_of(u) == kSub - 1) wgmma::mbar_arrive(v_empty(stage_of(cur)));
+#pragma unroll
+    for (int i = 0; i < kOut; ++i) o[i] *= corr[(i >> 1) & 1];
+    pack_p();
+  }
+  if (u0 < u1) {  // the last unit's P V
+    const int last = end - 1;
+    wgmma::mbar_wait(v_full(stage_of(last)), parity_of(last));
+    wgmma::fence_regs(o);
+    wgmma::fence_regs(p);
+    wgmma::fence();
+    issue_pv(u1 - 1);
+    wgmma::wait<0>();
+    wgmma::fence_regs(o);
+    wgmma::mbar_arrive(v_empty(stage_of(last)));  // the producer may still need the stage
+  }
+  for (int t = end; t < num_tiles; ++t) pass(t);
+
+  // Normalise and store: this thread holds dims (8n + 2 c4, +1) of its rows.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = l_run[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int ph = q0[1] + g / 4 + 2 * r, pw = q0[2] + g % 4;
+    if (pt >= a.len[0] || ph >= a.len[1] || pw >= a.len[2]) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int64_t row =
+        ((static_cast<int64_t>(pt) * a.len[1] + ph) * a.len[2] + pw) * a.heads + head;
+    __nv_bfloat16* dst = a.out + row * kDim + 2 * c4;
+#pragma unroll
+    for (int n = 0; n < kDim / 8; ++n) {
+      *reinterpret_cast<uint32_t*>(dst + n * 8) =
+          mma::pack_bf16(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv);
+    }
+  }
+#else
+  (void)maps;
+  (void)a;  // no sm_90a image: the host never launches this (wgmma_attention_available)
+#endif
+}
+
+// The plane rectangle of a block (BH, BW) and the sub-tiles holding it: `keys` of 64 (one
+// sub-tile), 104 (one) or 208 (two of 104); 0: none fits.
+struct PlaneShape {
+  int box_h, box_w, keys;
+};
+PlaneShape plane_shape(const Tensor& q, const std::array<int64_t, 3>& kernel) {
+  PlaneShape p{};
+  p.box_h = static_cast<int>(std::min(kWgH + std::min(kernel[1], q.size(2)) - 1, q.size(2)));
+  p.box_w = static_cast<int>(std::min(kWgW + std::min(kernel[2], q.size(3)) - 1, q.size(3)));
+  const int64_t n = static_cast<int64_t>(p.box_h) * p.box_w;
+  p.keys = n <= 64 ? 64 : n <= 104 ? 104 : n <= kMaxKeys ? kMaxKeys : 0;
+  return p;
+}
+
+// TMA maps take 16-byte multiples below 2^40 bytes as strides; a size-1 dim may carry any stride:
+// it gets the packed one.
+bool tma_strides_ok(const Tensor& t) {
+  for (int i = 1; i < 5; ++i) {
+    if (t.size(i) > 1 && (t.stride(i) <= 0 || t.stride(i) % 8 != 0 || t.stride(i) >= (int64_t{1} << 38)))
+      return false;
+  }
+  return true;
+}
+
+// The TMA map of batch `b` of a bf16 [B, T, H, W, heads, 64] operand: dims (D, heads, W, H, T),
+// boxes (64, 1, BW, BH, 1) with the 128-byte swizzle; keys past the volume read as zeros.
+CUtensorMap plane_map(const Tensor& t, int64_t b, const PlaneShape& ps) {
+  const cuuint64_t dims[5] = {static_cast<cuuint64_t>(kDim), static_cast<cuuint64_t>(t.size(4)),
+                              static_cast<cuuint64_t>(t.size(3)), static_cast<cuuint64_t>(t.size(2)),
+                              static_cast<cuuint64_t>(t.size(1))};
+  cuuint64_t strides[4];
+  cuuint64_t packed = kDim * 2;
+  for (int i = 0; i < 4; ++i) {
+    const int dim = 4 - i;  // heads, W, H, T
+    strides[i] = t.size(dim) > 1 ? static_cast<cuuint64_t>(t.stride(dim)) * 2 : packed;
+    packed = strides[i] * dims[i + 1];
+  }
+  const cuuint32_t box[5] = {static_cast<cuuint32_t>(kDim), 1, static_cast<cuuint32_t>(ps.box_w),
+                             static_cast<cuuint32_t>(ps.box_h), 1};
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  const auto* base = static_cast<const __nv_bfloat16*>(t.raw_data()) + b * t.stride(0);
+  CUtensorMap map;
+  const CUresult r = tensor_map_encoder()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, const_cast<__nv_bfloat16*>(base), dims, strides,
+      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  LTX_CHECK(r == CUDA_SUCCESS, "neighborhood_attention_3d (wgmma): cuTensorMapEncodeTiled failed ",
+            "(CUresult ", static_cast<int>(r), ") for ", t.describe());
+  return map;
+}
+
+template <int kN, int kSub>
+void launch(const NaWgmmaMaps& maps, const NaWgmmaArgs& a, int device, cudaStream_t stream) {
+  static std::once_flag configured[64];
+  constexpr size_t kSmem = smem_bytes<kN, kSub>();
+  std::call_once(configured[device % 64], [] {
+    LTX_CUDA_CHECK(cudaFuncSetAttribute(na_wgmma_kernel<kN, kSub>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmem)));
+  });
+  const int64_t blocks = static_cast<int64_t>(a.tiles[0]) * a.tiles[1] * a.tiles[2] * a.heads;
+  na_wgmma_kernel<kN, kSub><<<static_cast<unsigned>(blocks), kThreads, kSmem, stream>>>(maps, a);
+  LTX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool wgmma_neighborhood_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
+                                          const std::array<int64_t, 3>& kernel) {
+  if (q.dtype() != DType::BF16 || k.dtype() != DType::BF16 || v.dtype() != DType::BF16)
+    return false;
+  if (q.size(5) != kDim || v.size(5) != kDim) return false;
+  for (int i = 1; i < 4; ++i)
+    if (q.size(i) >= (int64_t{1} << 24)) return false;
+  if (q.size(4) >= (int64_t{1} << 24)) return false;
+  if (!bf16_rows_loadable(q) || !bf16_rows_loadable(k) || !bf16_rows_loadable(v)) return false;
+  if (!tma_strides_ok(k) || !tma_strides_ok(v)) return false;
+  if (plane_shape(q, kernel).keys == 0) return false;  // the (h, w) box exceeds 208 keys
+  int64_t blocks = q.size(4);
+  const int64_t bd[3] = {kBlockT, kWgH, kWgW};
+  for (int d = 0; d < 3; ++d) blocks *= (q.size(1 + d) + bd[d] - 1) / bd[d];
+  if (blocks >= (int64_t{1} << 31)) return false;
+  return wgmma_attention_available(q.device().index);
+}
+
+void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const std::array<int64_t, 3>& kernel, float scale, Tensor& out) {
+  const PlaneShape ps = plane_shape(q, kernel);
+  NaWgmmaArgs a;
+  for (int i = 0; i < 4; ++i) a.qs[i] = q.stride(1 + i);
+  const int64_t bd[3] = {kBlockT, kWgH, kWgW};
+  for (int d = 0; d < 3; ++d) {
+    a.len[d] = static_cast<int>(q.size(1 + d));
+    a.kern[d] = static_cast<int>(std::min(kernel[d], q.size(1 + d)));
+    a.tiles[d] = static_cast<int>((q.size(1 + d) + bd[d] - 1) / bd[d]);
+  }
+  a.box_h = ps.box_h;
+  a.box_w = ps.box_w;
+  a.heads = static_cast<int>(q.size(4));
+  a.scale = scale;
+  const int dev = q.device().index;
+  DeviceGuard guard(dev);
+  const cudaStream_t s = current_stream(dev).handle();
+  // One launch per batch entry: the 5-D maps have no room for the batch dim.
+  for (int64_t b = 0; b < q.size(0); ++b) {
+    NaWgmmaMaps maps;
+    maps.k = plane_map(k, b, ps);
+    maps.v = plane_map(v, b, ps);
+    a.q = static_cast<const __nv_bfloat16*>(q.raw_data()) + b * q.stride(0);
+    a.out = static_cast<__nv_bfloat16*>(out.raw_data()) + b * (out.numel() / q.size(0));
+    switch (ps.keys) {
+      case 64: launch<64, 1>(maps, a, dev, s); break;
+      case 104: launch<104, 1>(maps, a, dev, s); break;
+      default: launch<104, 2>(maps, a, dev, s); break;
+    }
+  }
+}
+
+}  // namespace ltx::cuda
