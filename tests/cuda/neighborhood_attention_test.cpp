@@ -95,10 +95,15 @@ TEST(CudaNeighborhoodAttention, TensorCoreKernelMatchesCpu) {
     const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
     ASSERT_TRUE(cuda::tensor_core_neighborhood_attention_applies(q, k, v, c.kernel));
     const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::TensorCore);
-    // The op's automatic choice is the tensor-core kernel: same bits.
+    // The op's automatic choice: the wgmma kernel where it applies (Hopper, head dim 64), else
+    // the tensor-core kernel, bit for bit.
     const Tensor autod = ops::neighborhood_attention_3d(q, k, v, c.kernel,
                                                         static_cast<double>(default_scale(c)));
-    EXPECT_TRUE(test::same_bytes(autod, got));
+    const Tensor want = cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)
+                            ? cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
+                                                              cuda::NeighborhoodKernel::Wgmma)
+                            : got;
+    EXPECT_TRUE(test::same_bytes(autod, want));
   }
 }
 
@@ -143,12 +148,20 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelRefusesWhatItCannotTake) {
   EXPECT_FALSE(cuda::wgmma_neighborhood_attention_applies(big, big, big, {3, 15, 15}));
   const Tensor f = Tensor::empty({1, 3, 3, 3, 1, 64}, DType::F32, kGpu);
   EXPECT_FALSE(cuda::wgmma_neighborhood_attention_applies(f, f, f, {3, 3, 3}));
-  // Auto never picks it (yet): the tensor-core kernel's bits.
+  // Auto: head dim 128 goes to the tensor-core kernel (same bits); head dim 64 to the wgmma one
+  // where the GPU has it.
+  const Tensor x128 = test::random_tensor({1, 4, 5, 6, 2, 128}, 8).to(DType::BF16).to(kGpu);
+  EXPECT_TRUE(test::same_bytes(
+      cuda::neighborhood_attention_3d(x128, x128, x128, {3, 3, 3}, 0.125f),
+      cuda::neighborhood_attention_3d(x128, x128, x128, {3, 3, 3}, 0.125f,
+                                      cuda::NeighborhoodKernel::TensorCore)));
   const Tensor x = test::random_tensor({1, 4, 5, 6, 2, 64}, 7).to(DType::BF16).to(kGpu);
+  const bool hopper = cuda::wgmma_neighborhood_attention_applies(x, x, x, {3, 3, 3});
   EXPECT_TRUE(test::same_bytes(
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f),
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f,
-                                      cuda::NeighborhoodKernel::TensorCore)));
+                                      hopper ? cuda::NeighborhoodKernel::Wgmma
+                                             : cuda::NeighborhoodKernel::TensorCore)));
 }
 
 TEST(CudaNeighborhoodAttention, TensorCoreKernelRefusesWhatItCannotTake) {

@@ -106,8 +106,10 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
   const DType ot = ops::float_result_dtype({&q, &k, &v});
   Tensor out = Tensor::empty({a.B, a.T, a.H, a.W, a.NH, a.Dv}, ot, dev);
   if (out.numel() == 0) return out;
-  if (which == NeighborhoodKernel::Wgmma) {
-    LTX_CHECK(wgmma_neighborhood_attention_applies(q, k, v, kernel),
+  const bool wgmma_ok = (which == NeighborhoodKernel::Auto || which == NeighborhoodKernel::Wgmma) &&
+                        wgmma_neighborhood_attention_applies(q, k, v, kernel);
+  if (which == NeighborhoodKernel::Wgmma || wgmma_ok) {
+    LTX_CHECK(wgmma_ok,
               "neighborhood_attention_3d: the wgmma kernel needs a Hopper GPU (sm_90, binary built "
               "for sm_90a), bf16 q/k/v with head dim 64 (q and v), a dense head dim, 16-byte aligned "
               "rows and strides, and (4 + Kh - 1) x (4 + Kw - 1) <= 208 keys (clipped to H, W); got q ",

@@ -1,6 +1,6 @@
 // Hopper (sm_90a) 3-D neighborhood attention for bf16 q/k/v, head dim 64, with warpgroup MMAs
 // (natten.na3d semantics, see src/ops/neighborhood_attention.h; the dispatch is in
-// neighborhood_attention.cu, `NeighborhoodKernel::Wgmma`). STATUS: compiled, not yet run on a GPU.
+// neighborhood_attention.cu: Auto takes it wherever it applies).
 //
 // Design (attention_wgmma.cu's FlashAttention-3 structure on a neighborhood):
 // - A block owns an 8 x 4 x 4 (t, h, w) query tile of one (batch, head) and has three warpgroups.
