@@ -14,6 +14,7 @@ namespace {
 
 std::shared_ptr<void> cuda_allocate(size_t, int) { no_cuda(); }
 void cuda_copy(const Tensor&, const Tensor&) { no_cuda(); }
+void cuda_fill(const Tensor&, const void*) { no_cuda(); }
 bool cuda_compiled() { return false; }
 
 }  // namespace ltx::detail

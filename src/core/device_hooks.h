@@ -14,6 +14,9 @@ std::shared_ptr<void> cuda_allocate(size_t bytes, int index);
 // dst = src (same shape), where at least one of them lives on a CUDA device; converts dtypes
 // with the same rounding rules as the CPU conversion. Stream-ordered on the current stream.
 void cuda_copy(const Tensor& dst, const Tensor& src);
+// Sets every element of dst (on a CUDA device) to the element whose bytes are at `element`
+// (dst's dtype, already converted), on the device. Stream-ordered on the current stream.
+void cuda_fill(const Tensor& dst, const void* element);
 // True when this build has the CUDA backend compiled in (whether or not a GPU is present).
 bool cuda_compiled();
 

@@ -426,9 +426,7 @@ void Tensor::fill(double value) const {
   alignas(8) unsigned char elem[8];
   convert_dense(&value, DType::F64, elem, dtype_, 1);
   if (device().is_cuda()) {
-    Tensor host = empty(shape_, dtype_, Device::cpu());
-    host.fill(value);
-    copy_from(host);
+    detail::cuda_fill(*this, elem);  // on the device: no host buffer or transfer
     return;
   }
   const size_t es = element_size();

@@ -242,6 +242,31 @@ TEST(CudaCopy, E4M3FnOverflowGivesNaNLikeTheCpu) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(p[i], want[i]) << v[i];
 }
 
+// Tensor::fill on the device (no host buffer): every dtype and element width, zero (memset) and
+// non-zero values, special values, dense and strided destinations, byte for byte the CPU's fill.
+TEST(CudaCopy, FillOnTheDeviceMatchesTheCpu) {
+  LTX_REQUIRE_CUDA();
+  for (DType dt : kAll) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (double value : {0.0, 1.0, -2.5, 3.0e38, -0.0}) {
+      for (int64_t n : {1, 7, 65537}) {
+        const Tensor want = Tensor::full({n}, value, dt);
+        EXPECT_TRUE(same_bytes(Tensor::full({n}, value, dt, kGpu).to(Device::cpu()), want))
+            << value << " x " << n;
+      }
+      // A strided view: only its elements change, the rest keep their bytes.
+      const Tensor base_host = random_of(dt, {6, 10}, 5 + static_cast<int>(dt));
+      const Tensor base = base_host.to(kGpu);
+      base.narrow(1, 2, 5).fill(value);
+      base_host.narrow(1, 2, 5).fill(value);
+      EXPECT_TRUE(same_bytes(base.to(Device::cpu()), base_host)) << value;
+    }
+  }
+  const Tensor nan = Tensor::full({33}, std::numeric_limits<double>::quiet_NaN(), DType::BF16, kGpu);
+  EXPECT_TRUE(same_bytes(nan.to(Device::cpu()),
+                         Tensor::full({33}, std::numeric_limits<double>::quiet_NaN(), DType::BF16)));
+}
+
 TEST(CudaCopy, ItemAndVectorsReadDeviceValues) {
   LTX_REQUIRE_CUDA();
   const Tensor d = Tensor::from_vector(std::vector<float>{1.5f, -2.0f, 3.25f}, {3}).to(kGpu);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/launch.h"
@@ -250,7 +251,52 @@ void device_to_other_device(const Tensor& dst, const Tensor& src) {
   if (!direct) convert_on_device(dst, target, ds);
 }
 
+template <typename T>
+__global__ void fill_kernel(T* __restrict__ dst, T value, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = value;
+}
+
+template <typename T>
+void launch_fill(void* dst, const void* element, int64_t n, Stream s) {
+  T value;
+  std::memcpy(&value, element, sizeof(T));
+  fill_kernel<T><<<grid_for(n, s.device()), kThreads, 0, s.handle()>>>(static_cast<T*>(dst), value, n);
+  LTX_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
+
+void fill(const Tensor& dst, const void* element) {
+  const ops::OpProfileScope profile("fill (on device)");
+  LTX_CHECK(dst.device().is_cuda(), "cuda::fill: ", dst.describe(), " is not on a CUDA device");
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  const int dev = dst.device().index;
+  DeviceGuard guard(dev);
+  const Stream s = current_stream(dev);
+  if (!dst.is_contiguous()) {
+    // Fill a dense buffer, then scatter it with the strided copy.
+    const Tensor dense = Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+    fill(dense, element);
+    convert_on_device(dst, dense, s);
+    return;
+  }
+  const size_t es = dst.element_size();
+  const auto* bytes = static_cast<const unsigned char*>(element);
+  if (std::all_of(bytes, bytes + es, [](unsigned char b) { return b == 0; })) {
+    LTX_CUDA_CHECK(cudaMemsetAsync(dst.raw_data(), 0, dst.nbytes(), s.handle()));
+    return;
+  }
+  switch (es) {
+    case 1: launch_fill<uint8_t>(dst.raw_data(), element, n, s); break;
+    case 2: launch_fill<uint16_t>(dst.raw_data(), element, n, s); break;
+    case 4: launch_fill<uint32_t>(dst.raw_data(), element, n, s); break;
+    case 8: launch_fill<uint64_t>(dst.raw_data(), element, n, s); break;
+    default: fail("cuda::fill: unsupported element size ", es, " for ", dst.describe());
+  }
+}
 
 void convert_on_device(const Tensor& dst, const Tensor& src, Stream stream) {
   const ops::OpProfileScope profile("copy (on device)");

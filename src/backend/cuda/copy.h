@@ -22,6 +22,10 @@ namespace ltx::cuda {
 // dst = src (same shape; any dtypes, strides and devices as long as one side is CUDA).
 void copy(const Tensor& dst, const Tensor& src);
 
+// Every element of dst (a CUDA tensor, any strides) set to the dst-dtype element at `element`
+// (host memory, read before returning), on dst's current stream.
+void fill(const Tensor& dst, const void* element);
+
 // dst = src converted, both on the same CUDA device, enqueued on `stream` (of that device).
 void convert_on_device(const Tensor& dst, const Tensor& src, Stream stream);
 

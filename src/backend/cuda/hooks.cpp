@@ -11,6 +11,8 @@ std::shared_ptr<void> cuda_allocate(size_t bytes, int index) {
 
 void cuda_copy(const Tensor& dst, const Tensor& src) { cuda::copy(dst, src); }
 
+void cuda_fill(const Tensor& dst, const void* element) { cuda::fill(dst, element); }
+
 bool cuda_compiled() { return true; }
 
 }  // namespace ltx::detail
