@@ -38,6 +38,8 @@ const Case kCases[] = {
     // Head dim 64 (bf16: the 8-lanes-per-row path): 21 rows per tensor, so one warp's 4 rows
     // straddle q and k and the last group is partial.
     {{16, 24, 24}, {1, 1, 3, 7, 1, 64}, 5},
+    // Head dim 64 with axis starts off the 8-element lane groups: per-element table reads.
+    {{20, 20, 24}, {1, 2, 3, 5, 2, 64}, 1},
 };
 
 TEST(CudaQkNormRope3d, TakesTheHeadDim64PathForAlignedBf16Rows) {
@@ -85,6 +87,11 @@ TEST(CudaQkNormRope3d, FusedIsBitIdenticalToTheUnfusedCudaOps) {
                                                           kw.to(DType::F32), 1e-6, 0.3, rope);
       EXPECT_TRUE(same_bytes(g2.q, w2.q));
       EXPECT_TRUE(same_bytes(g2.k, w2.k));
+      // Dense q / k with the strided tables (head dim 64 bf16: that path's per-element table reads).
+      const ops::QkRope g3 = ops::qk_norm_rope_3d(qkv[0], qkv[1], Tensor(), kw.to(DType::F32),
+                                                  1e-6, 0.3, strided);
+      EXPECT_TRUE(same_bytes(g3.q, w2.q));
+      EXPECT_TRUE(same_bytes(g3.k, w2.k));
     }
   }
 }

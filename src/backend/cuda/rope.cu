@@ -294,113 +294,149 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
 }
 
 // The head-dim-64 bf16 path of qk_norm_rope_3d (qk_norm_rope_d64_path): 8 lanes per row, 4 rows
-// per warp.
+// per warp; lane tl of a row holds its elements 8 tl .. 8 tl + 7 (one 16-byte load and store, and
+// the interleaved RoPE pairs are inside the lane).
 // rms_norm's block for D = 64 is two full warps, one element per thread: its sum of squares is
-// warp_sum over elements 0-31 (a butterfly pairing index bits 4, 3, 2, 1, 0 in that order) plus
-// the same over 32-63. Lane (half h, quarter i) here holds elements 32 h + i + 4 a, a = 0..7, so
-// it forms the bit-4, bit-3 and bit-2 pairs of that tree in registers (the same pairs, added in
-// the same order up to commutativity, which float addition has), then the bit-1 and bit-0 pairs
-// with two shuffles and the halves with a third: the same row scale, bit for bit. Rows go through
-// shared memory as 16-byte vectors both ways (row pitch 144 bytes: conflict-free element reads).
-constexpr int kRope64Pitch = 72;  // bf16 elements per staged row (64 + 8 padding)
+// warp_sum over elements 0-31 (a butterfly pairing in-half index bits 4, 3, 2, 1, 0 in that order)
+// plus the same over 32-63. Here the in-half index is 8 q + k (q = tl % 4 across lanes, k in
+// registers), so bits 4 and 3 pair lanes (xor 2, xor 1) and bits 2-0 pair registers. Each level
+// adds the same two partial sums as the butterfly (float addition is commutative), split between
+// the two lanes that hold them so that every level moves half the values: 4 + 2 + 1 + 1 + 1
+// shuffles, and one more for the halves. The same row scale, bit for bit.
+// Tables: with kVecTables, each lane's 8 elements lie in one axis (the axis starts are multiples
+// of 8) and the f32 tables are read as float4s; otherwise per element.
 constexpr int kRope64Warps = 8;
 
-template <typename Index>
-__global__ void __launch_bounds__(kRope64Warps * 32, 3) qk_rope64_kernel(QkRopeArgs a) {
-  __shared__ __align__(16) uint16_t stage[kRope64Warps][4][kRope64Pitch];
+template <bool kVecTables>
+__device__ __forceinline__ void rope64_tables(const QkRopeArgs& a, const int (&pos)[3], int e0,
+                                              float (&c)[8], float (&s)[8]) {
+  if constexpr (kVecTables) {
+    const int ax = e0 >= a.start[2] ? 2 : (e0 >= a.start[1] ? 1 : 0);
+    const int p = ax == 0 ? pos[0] : (ax == 1 ? pos[1] : pos[2]);
+    const int col = e0 - (ax == 0 ? a.start[0] : (ax == 1 ? a.start[1] : a.start[2]));
+    const float* cp = static_cast<const float*>(a.cos[ax]) + p * static_cast<int>(a.cst[ax][0]) + col;
+    const float* sp = static_cast<const float*>(a.sin[ax]) + p * static_cast<int>(a.sst[ax][0]) + col;
+    const float4 c0 = *reinterpret_cast<const float4*>(cp), c1 = *reinterpret_cast<const float4*>(cp + 4);
+    const float4 s0 = *reinterpret_cast<const float4*>(sp), s1 = *reinterpret_cast<const float4*>(sp + 4);
+    c[0] = c0.x; c[1] = c0.y; c[2] = c0.z; c[3] = c0.w; c[4] = c1.x; c[5] = c1.y; c[6] = c1.z; c[7] = c1.w;
+    s[0] = s0.x; s[1] = s0.y; s[2] = s0.z; s[3] = s0.w; s[4] = s1.x; s[5] = s1.y; s[6] = s1.z; s[7] = s1.w;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int e = e0 + k, pair = e & ~1;
+      const int ax = pair >= a.start[2] ? 2 : (pair >= a.start[1] ? 1 : 0);
+      const int col = e - a.start[ax];
+      const int p = ax == 0 ? pos[0] : (ax == 1 ? pos[1] : pos[2]);
+      c[k] = load_f32(a.cos[ax], a.c_dtype[ax],
+                      p * static_cast<int>(a.cst[ax][0]) + col * static_cast<int>(a.cst[ax][1]));
+      s[k] = load_f32(a.sin[ax], a.s_dtype[ax],
+                      p * static_cast<int>(a.sst[ax][0]) + col * static_cast<int>(a.sst[ax][1]));
+    }
+  }
+}
+
+// rms_norm's sum of squares of a 64-element row (see above); sq: this lane's 8 squares.
+__device__ __forceinline__ float rope64_row_sum(const float (&sq)[8], int tl) {
+  const bool hi2 = (tl & 2) != 0, hi1 = (tl & 1) != 0;
+  float l1[4], l2[2];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {  // bit 4: lanes q, q ^ 2; the low lane keeps k 0-3, the high 4-7
+    const float other = __shfl_xor_sync(0xffffffffu, hi2 ? sq[k] : sq[k + 4], 2);
+    l1[k] = (hi2 ? sq[k + 4] : sq[k]) + other;
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {  // bit 3: lanes q, q ^ 1
+    const float other = __shfl_xor_sync(0xffffffffu, hi1 ? l1[j] : l1[j + 2], 1);
+    l2[j] = (hi1 ? l1[j + 2] : l1[j]) + other;
+  }
+  float l3 = (hi2 ? l2[1] : l2[0]) + __shfl_xor_sync(0xffffffffu, hi2 ? l2[0] : l2[1], 2);  // bit 2
+  l3 += __shfl_xor_sync(0xffffffffu, l3, 1);  // bit 1
+  l3 += __shfl_xor_sync(0xffffffffu, l3, 2);  // bit 0: the half's sum
+  return l3 + __shfl_xor_sync(0xffffffffu, l3, 4);  // the two halves
+}
+
+template <typename Index, bool kVecTables>
+__global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_kernel(QkRopeArgs a) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int sub = lane >> 3, tl = lane & 7, half = tl >> 2, quarter = tl & 3;
-  const bool even = (quarter & 1) == 0;
-  uint16_t(*rows)[kRope64Pitch] = stage[warp];
-  // This lane's element of slot j is e = 32 half + quarter + 4 j; its norm weights are fixed
-  // for every row (its table axis and column are recomputed per row: fewer registers).
+  const int sub = lane >> 3, tl = lane & 7, e0 = 8 * tl;
   float wq[8], wk[8];
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int e = 32 * half + quarter + 4 * j;
-    wq[j] = a.w[0] != nullptr ? load_f32(a.w[0], a.w_dtype[0], e) : 1.f;
-    wk[j] = a.w[1] != nullptr ? load_f32(a.w[1], a.w_dtype[1], e) : 1.f;
+  for (int k = 0; k < 8; ++k) {
+    wq[k] = a.w[0] != nullptr ? load_f32(a.w[0], a.w_dtype[0], e0 + k) : 1.f;
+    wk[k] = a.w[1] != nullptr ? load_f32(a.w[1], a.w_dtype[1], e0 + k) : 1.f;
   }
-  const int cpos[3] = {static_cast<int>(a.cst[0][0]), static_cast<int>(a.cst[1][0]),
-                       static_cast<int>(a.cst[2][0])};
-  const int spos[3] = {static_cast<int>(a.sst[0][0]), static_cast<int>(a.sst[1][0]),
-                       static_cast<int>(a.sst[2][0])};
   const int64_t groups = (2 * a.rows + 3) / 4;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kRope64Warps;
   int64_t grp = static_cast<int64_t>(blockIdx.x) * kRope64Warps + warp;
-  // Lane tl moves elements 8 tl .. 8 tl + 7 of its row; the next group's are loaded before this
-  // group is worked on (two rows in flight per lane).
+  // The next group's rows are loaded before this group is worked on (two rows in flight per lane).
   const auto fetch = [&](const QkRopeRow& r) {
     if (!r.active) return make_uint4(0, 0, 0, 0);
     const uint16_t* x = static_cast<const uint16_t*>(r.is_q ? a.x[0] : a.x[1]) + r.off;
-    return *reinterpret_cast<const uint4*>(x + 8 * tl);
+    return *reinterpret_cast<const uint4*>(x + e0);
   };
   QkRopeRow cur = qk_rope_row<Index>(a, grp * 4 + sub);
   uint4 data = grp < groups ? fetch(cur) : make_uint4(0, 0, 0, 0);
   for (; grp < groups; grp += step) {
     const QkRopeRow nxt = qk_rope_row<Index>(a, (grp + step) * 4 + sub);
     const uint4 next_data = grp + step < groups ? fetch(nxt) : make_uint4(0, 0, 0, 0);
-    *reinterpret_cast<uint4*>(&rows[sub][8 * tl]) = data;
-    __syncwarp();
-    float v[8];
-    float ss = 0.f;
-    {
-      float sq[8];
+    float c[8], s[8];
+    rope64_tables<kVecTables>(a, cur.pos, e0, c, s);
+    const uint32_t words[4] = {data.x, data.y, data.z, data.w};
+    float v[8], sq[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        v[j] = dtype_bits::bf16_to_f32(rows[sub][32 * half + quarter + 4 * j]);
-        sq[j] = add_square(0.f, v[j]);
-      }
-      // Bit 4 of the in-half index is bit 2 of j, bit 3 is bit 1, bit 2 is bit 0.
-      float l1[4], l2[2];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) l1[j] = sq[j] + sq[j + 4];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) l2[j] = l1[j] + l1[j + 2];
-      ss = l2[0] + l2[1];
+    for (int k = 0; k < 8; ++k) {
+      v[k] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k & 1))));
+      sq[k] = add_square(0.f, v[k]);
     }
-    ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-    ss += __shfl_xor_sync(0xffffffffu, ss, 4);
-    const float rs = inv_std(ss, 64, a.eps);
+    const float rs = inv_std(rope64_row_sum(sq, tl), 64, a.eps);
     const bool is_q = cur.is_q;
     const bool has_w = a.w[is_q ? 0 : 1] != nullptr;
     float n[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      float t = mul_rn(v[j], rs);
-      if (has_w) t = mul_rn(t, is_q ? wq[j] : wk[j]);
+    for (int k = 0; k < 8; ++k) {
+      float t = mul_rn(v[k], rs);
+      if (has_w) t = mul_rn(t, is_q ? wq[k] : wk[k]);
       t = round_to(DType::BF16, t);
       if (is_q) t = round_to(DType::BF16, mul_rn(t, a.q_scale));
-      n[j] = t;
+      n[k] = t;
     }
-    __syncwarp();  // every lane has read its elements before the outputs overwrite them
+    uint32_t out[4];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      // The pair partner (element e ^ 1, same slot) is the neighbouring lane.
-      const float other = __shfl_xor_sync(0xffffffffu, n[j], 1);
-      const float x0 = even ? n[j] : other, x1 = even ? other : n[j];
-      const int e = 32 * half + quarter + 4 * j, pair = e & ~1;
-      const int ax = pair >= a.start[2] ? 2 : (pair >= a.start[1] ? 1 : 0);
-      const int col = e - a.start[ax];
-      const int p = ax == 0 ? cur.pos[0] : (ax == 1 ? cur.pos[1] : cur.pos[2]);
-      const int cp = ax == 0 ? cpos[0] : (ax == 1 ? cpos[1] : cpos[2]);
-      const int sp = ax == 0 ? spos[0] : (ax == 1 ? spos[1] : spos[2]);
-      const float c = load_f32(a.cos[ax], a.c_dtype[ax], p * cp + col * static_cast<int>(a.cst[ax][1]));
-      const float s = load_f32(a.sin[ax], a.s_dtype[ax], p * sp + col * static_cast<int>(a.sst[ax][1]));
-      // rotate_interleaved's outputs: y0 = x0 c0 - x1 s0 (even), y1 = x1 c1 + x0 s1 (odd), each
-      // with the table entries at its own element.
-      const float y = even ? add_rn(mul_rn(x0, c), -mul_rn(x1, s)) : add_rn(mul_rn(x1, c), mul_rn(x0, s));
-      rows[sub][32 * half + quarter + 4 * j] = dtype_bits::f32_to_bf16(y);
+    for (int k = 0; k < 8; k += 2) {
+      float y0, y1;
+      rotate_interleaved(n[k], n[k + 1], c[k], c[k + 1], s[k], s[k + 1], &y0, &y1);
+      out[k / 2] = static_cast<uint32_t>(dtype_bits::f32_to_bf16(y0)) |
+                   (static_cast<uint32_t>(dtype_bits::f32_to_bf16(y1)) << 16);
     }
-    __syncwarp();
     if (cur.active) {
       uint16_t* y = static_cast<uint16_t*>(cur.is_q ? a.y[0] : a.y[1]) + cur.yoff;
-      *reinterpret_cast<uint4*>(y + 8 * tl) = *reinterpret_cast<const uint4*>(&rows[sub][8 * tl]);
+      *reinterpret_cast<uint4*>(y + e0) = make_uint4(out[0], out[1], out[2], out[3]);
     }
-    __syncwarp();
     cur = nxt;
     data = next_data;
+  }
+}
+
+// Whether the head-dim-64 kernel can read the tables as float4s: f32, unit column stride, 16-byte
+// aligned rows, and axis starts on 8-element boundaries.
+bool rope64_vec_tables(const QkRopeArgs& a) {
+  if (a.start[1] % 8 != 0 || a.start[2] % 8 != 0) return false;
+  for (int ax = 0; ax < 3; ++ax) {
+    if (a.c_dtype[ax] != DType::F32 || a.s_dtype[ax] != DType::F32) return false;
+    if (a.cst[ax][1] != 1 || a.sst[ax][1] != 1 || a.cst[ax][0] % 4 != 0 || a.sst[ax][0] % 4 != 0)
+      return false;
+    if (reinterpret_cast<uintptr_t>(a.cos[ax]) % 16 != 0 || reinterpret_cast<uintptr_t>(a.sin[ax]) % 16 != 0)
+      return false;
+  }
+  return true;
+}
+
+template <typename Index>
+void launch_rope64(const QkRopeArgs& a, unsigned grid, cudaStream_t stream) {
+  if (rope64_vec_tables(a)) {
+    qk_rope64_kernel<Index, true><<<grid, kRope64Warps * 32, 0, stream>>>(a);
+  } else {
+    qk_rope64_kernel<Index, false><<<grid, kRope64Warps * 32, 0, stream>>>(a);
   }
 }
 
@@ -513,9 +549,9 @@ ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_we
   if (small_tables && qk_norm_rope_d64_path(q, k) && qk_norm_rope_d64_path(out.q, out.k)) {
     const unsigned grid = grid_for((2 * a.rows + 3) / 4, kRope64Warps, dev);  // a warp per 4 rows
     if (a.rows <= int64_t{UINT32_MAX}) {
-      qk_rope64_kernel<uint32_t><<<grid, kRope64Warps * 32, 0, stream>>>(a);
+      launch_rope64<uint32_t>(a, grid, stream);
     } else {
-      qk_rope64_kernel<int64_t><<<grid, kRope64Warps * 32, 0, stream>>>(a);
+      launch_rope64<int64_t>(a, grid, stream);
     }
     LTX_CUDA_CHECK_LAUNCH();
     return out;
