@@ -12,6 +12,7 @@
 
 #if LTX_WITH_CUDA
 #include "backend/cuda/device.h"
+#include "backend/cuda/stream.h"
 #endif
 
 namespace ltx::ops {
@@ -33,18 +34,91 @@ struct Entry {
   long calls = 0;
 };
 
+// LTX_PROFILE_OPS=events: instead of synchronising, each outermost op records a start and an end
+// CUDA event on the current stream; the GPU timeline (op spans and the gaps between ops, where
+// the GPU ran something outside an op or sat idle) is read back at exit.
+enum class Mode { Off, Sync, Events };
+
+Mode mode() {
+  static const Mode m = [] {
+    const char* e = std::getenv("LTX_PROFILE_OPS");
+    if (e == nullptr || e[0] == '\0' || std::strcmp(e, "0") == 0) return Mode::Off;
+    return std::strcmp(e, "events") == 0 ? Mode::Events : Mode::Sync;
+  }();
+  return m;
+}
+
+#if LTX_WITH_CUDA
+struct TimedOp {
+  std::string name;  // copied: some scopes pass a temporary's characters
+  cudaEvent_t start, end;
+};
+#endif
+
 // Leaked on purpose so ops running during static destruction still find it.
 struct Profile {
   std::mutex mu;
   std::map<std::string, Entry> ops;
   double first = -1.0, last = 0.0;
+#if LTX_WITH_CUDA
+  std::vector<TimedOp> timeline;  // events mode, in issue order
+#endif
 };
 
 Profile* the_profile = nullptr;
 
+#if LTX_WITH_CUDA
+// Events mode: op spans from their events; the gaps between consecutive ops (largest first, with
+// their neighbours) show GPU time spent outside ops.
+void fold_timeline(Profile& pr) {
+  if (pr.timeline.empty()) return;
+  sync_gpus();
+  struct Gap {
+    float ms;
+    size_t after;
+  };
+  std::vector<Gap> gaps;
+  double between = 0.0;
+  for (size_t i = 0; i < pr.timeline.size(); ++i) {
+    const TimedOp& t = pr.timeline[i];
+    float ms = 0.f;
+    if (cudaEventElapsedTime(&ms, t.start, t.end) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    Entry& e = pr.ops[t.name];
+    e.seconds += ms * 1e-3;
+    ++e.calls;
+    if (i > 0) {
+      float g = 0.f;
+      if (cudaEventElapsedTime(&g, pr.timeline[i - 1].end, t.start) == cudaSuccess) {
+        between += g * 1e-3;
+        gaps.push_back({g, i - 1});
+      } else {
+        (void)cudaGetLastError();
+      }
+    }
+  }
+  float span_ms = 0.f;
+  if (cudaEventElapsedTime(&span_ms, pr.timeline.front().start, pr.timeline.back().end) == cudaSuccess) {
+    pr.first = 0.0;
+    pr.last = span_ms * 1e-3;
+  }
+  std::sort(gaps.begin(), gaps.end(), [](const Gap& a, const Gap& b) { return a.ms > b.ms; });
+  std::fprintf(stderr, "\nLTX_PROFILE_OPS=events: %.1f ms of GPU time between ops; the largest gaps:\n",
+               between * 1e3);
+  for (size_t i = 0; i < std::min<size_t>(gaps.size(), 12); ++i)
+    std::fprintf(stderr, "  %10.3f ms after op #%zu %-28s before %s\n", gaps[i].ms, gaps[i].after,
+                 pr.timeline[gaps[i].after].name.c_str(), pr.timeline[gaps[i].after + 1].name.c_str());
+}
+#endif
+
 void print_profile() {
   Profile& pr = *the_profile;
   std::lock_guard<std::mutex> lock(pr.mu);
+#if LTX_WITH_CUDA
+  fold_timeline(pr);
+#endif
   std::vector<std::pair<std::string, Entry>> rows(pr.ops.begin(), pr.ops.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
@@ -77,17 +151,27 @@ thread_local int depth = 0;
 }  // namespace
 
 bool op_profiling_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("LTX_PROFILE_OPS");
-    return e != nullptr && std::strcmp(e, "0") != 0 && e[0] != '\0';
-  }();
-  return on;
+  return mode() != Mode::Off;
 }
 
 OpProfileScope::OpProfileScope(const char* op) {
   if (!op_profiling_enabled() || depth++ > 0) return;
-  sync_gpus();
   op_ = op;
+#if LTX_WITH_CUDA
+  if (mode() == Mode::Events) {
+    cudaEvent_t start = nullptr, end = nullptr;
+    const bool ok = cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&end) == cudaSuccess &&
+                    cudaEventRecord(start, cuda::current_stream().handle()) == cudaSuccess;
+    start_event_ = start;
+    end_event_ = end;
+    if (!ok) {
+      (void)cudaGetLastError();
+      op_ = nullptr;
+    }
+    return;
+  }
+#endif
+  sync_gpus();
   start_ = now_s();
 }
 
@@ -95,6 +179,20 @@ OpProfileScope::~OpProfileScope() {
   if (!op_profiling_enabled()) return;
   --depth;
   if (op_ == nullptr) return;
+#if LTX_WITH_CUDA
+  if (mode() == Mode::Events) {
+    if (cudaEventRecord(static_cast<cudaEvent_t>(end_event_), cuda::current_stream().handle()) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    Profile& p = profile();
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.timeline.push_back({std::string(op_), static_cast<cudaEvent_t>(start_event_),
+                          static_cast<cudaEvent_t>(end_event_)});
+    return;
+  }
+#endif
   sync_gpus();
   const double end = now_s();
   Profile& p = profile();

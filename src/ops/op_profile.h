@@ -5,7 +5,9 @@
 // outermost op of a nested call is counted (a fused op calling another op counts once). Copies
 // and work outside ops are reported as the remainder of the profiled span. Off (one branch on a
 // cached flag) otherwise; the synchronisation makes profiled runs slower, so use it to find where
-// time goes, not for benchmarks.
+// time goes, not for benchmarks. LTX_PROFILE_OPS=events records CUDA events around each op
+// instead (no synchronisation): op times from the GPU timeline plus the time between ops, with
+// the largest gaps and the ops around them.
 namespace ltx::ops {
 
 bool op_profiling_enabled();
@@ -20,6 +22,8 @@ class OpProfileScope {
  private:
   const char* op_ = nullptr;  // null: not recording (profiling off or nested)
   double start_ = 0.0;
+  void* start_event_ = nullptr;  // events mode: cudaEvent_t
+  void* end_event_ = nullptr;
 };
 
 }  // namespace ltx::ops
