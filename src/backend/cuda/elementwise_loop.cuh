@@ -166,23 +166,27 @@ __global__ void map_dense_kernel(MapArgs<K> a, int64_t n, F f) {
 // multiple of kVec elements; every input's innermost stride is 1 (read as 16-byte vectors) or 0
 // (one value per chunk, e.g. a per-row gate). The outer dims may broadcast any way (the AdaLN
 // table + per-token values, [B, T, D] x [B, 1, D] gates). Each thread handles kVec consecutive
-// elements of one row; the outer offsets are computed once per chunk.
-template <int K, typename F>
+// elements of one row; the outer offsets are computed once per chunk. Index: the type of the
+// chunk index divisions (32-bit ones are several times cheaper than 64-bit ones, which made this
+// loop instruction bound); the outermost dim needs no division.
+template <int K, typename F, typename Index>
 __global__ void map_inner_vec_kernel(MapArgs<K> a, int64_t chunks, F f) {
   const int last = a.nd - 1;
-  const int64_t row_chunks = a.size[last] / kVec;
+  const Index row_chunks = static_cast<Index>(a.size[last] / kVec);
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += step) {
-    const int64_t col = (c % row_chunks) * kVec;
+    const Index ci = static_cast<Index>(c);
+    const int64_t col = static_cast<int64_t>(ci % row_chunks) * kVec;
     int64_t off[K + 1];
 #pragma unroll
     for (int k = 0; k <= K; ++k) off[k] = col * a.stride[k][last];
-    int64_t rem = c / row_chunks;
+    Index rem = ci / row_chunks;
     for (int d = last - 1; d >= 0; --d) {
-      const int64_t idx = rem % a.size[d];
-      rem /= a.size[d];
+      const Index size = static_cast<Index>(a.size[d]);
+      const Index idx = d == 0 ? rem : rem % size;
+      if (d > 0) rem /= size;
 #pragma unroll
-      for (int k = 0; k <= K; ++k) off[k] += idx * a.stride[k][d];
+      for (int k = 0; k <= K; ++k) off[k] += static_cast<int64_t>(idx) * a.stride[k][d];
     }
     float v[K][kVec];
 #pragma unroll
@@ -267,7 +271,11 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
     map_dense_kernel<K, F><<<grid_for(chunks > 0 ? chunks : 1, kThreads, dev), kThreads, 0, s>>>(a, n, f);
   } else if (inner_vec_ok(a)) {
     const int64_t chunks = n / kVec;
-    map_inner_vec_kernel<K, F><<<grid_for(chunks, kThreads, dev), kThreads, 0, s>>>(a, chunks, f);
+    if (chunks <= int64_t{UINT32_MAX}) {
+      map_inner_vec_kernel<K, F, uint32_t><<<grid_for(chunks, kThreads, dev), kThreads, 0, s>>>(a, chunks, f);
+    } else {
+      map_inner_vec_kernel<K, F, int64_t><<<grid_for(chunks, kThreads, dev), kThreads, 0, s>>>(a, chunks, f);
+    }
   } else {
     map_kernel<K, F><<<grid_for(n, kThreads, dev), kThreads, 0, s>>>(a, n, f);
   }
