@@ -56,11 +56,13 @@ void swiglu_add_unfused(const Tensor& residual, const Tensor& y, const Tensor& w
   add_(residual, linear(silu_mul(gate_up.narrow(1, 0, h), gate_up.narrow(1, h, h)), w_down));
 }
 
-bool swiglu_add_fuses(const Tensor& residual, const Tensor& w_gate_up, const Tensor& w_down) {
+bool swiglu_add_fuses(const Tensor& residual, const Tensor& y, const Tensor& w_gate_up,
+                      const Tensor& w_down) {
   if (residual.device().type != DeviceType::CUDA) return false;
 #if LTX_WITH_CUDA
-  return cuda::swiglu_wgmma_applies(residual, residual, w_gate_up, w_down);
+  return cuda::swiglu_wgmma_applies(residual, y.defined() ? y : residual, w_gate_up, w_down);
 #else
+  (void)y;
   (void)w_gate_up;
   (void)w_down;
   return false;

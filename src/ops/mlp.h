@@ -22,9 +22,10 @@ void swiglu_add_(const Tensor& residual, const Tensor& y, const Tensor& w_gate_u
 void swiglu_add_unfused(const Tensor& residual, const Tensor& y, const Tensor& w_gate_up,
                         const Tensor& w_down);
 
-// Whether swiglu_add_ takes the fused kernel for this residual and these weights and a y laid out
-// like the residual: callers that compute y in row chunks (to bound the memory of the unfused
-// path's [rows, 2 H] activations) can take far larger chunks then.
-bool swiglu_add_fuses(const Tensor& residual, const Tensor& w_gate_up, const Tensor& w_down);
+// Whether swiglu_add_ takes the fused kernel for these operands (y undefined: a y laid out like
+// the residual): callers that compute y in row chunks (to bound the memory of the unfused path's
+// [rows, 2 H] activations) can take far larger chunks then.
+bool swiglu_add_fuses(const Tensor& residual, const Tensor& y, const Tensor& w_gate_up,
+                      const Tensor& w_down);
 
 }  // namespace ltx::ops

@@ -46,6 +46,7 @@ Problem make_problem(int64_t n, int64_t c, int64_t h, uint64_t seed, DType dt = 
 //   kernel that skipped a rounding would differ in most elements).
 void expect_fused_matches_unfused(const Problem& p, const char* what) {
   ASSERT_TRUE(cuda::swiglu_wgmma_applies(p.residual, p.y, p.gate_up, p.down)) << what;
+  EXPECT_TRUE(ops::swiglu_add_fuses(p.residual, p.y, p.gate_up, p.down)) << what;
   const Tensor want = p.residual.clone();
   ops::swiglu_add_unfused(want, p.y, p.gate_up, p.down);
   const Tensor got = p.residual.clone();
@@ -111,9 +112,7 @@ TEST(CudaSwiglu, OtherShapesAndDtypesFallBackToTheUnfusedOps) {
                         Case{65, 256, 128, DType::BF16, 3, "rows not 16-byte aligned"}}) {
     const Problem p = make_problem(k.n, k.c, k.h, 7, k.dt, k.row_pad);
     EXPECT_FALSE(cuda::swiglu_wgmma_applies(p.residual, p.y, p.gate_up, p.down)) << k.what;
-    if (k.row_pad == 0) {  // (swiglu_add_fuses sees only the residual's layout, not y's)
-      EXPECT_FALSE(ops::swiglu_add_fuses(p.residual, p.gate_up, p.down)) << k.what;
-    }
+    EXPECT_FALSE(ops::swiglu_add_fuses(p.residual, p.y, p.gate_up, p.down)) << k.what;
     const Tensor want = p.residual.clone();
     ops::swiglu_add_unfused(want, p.y, p.gate_up, p.down);
     const Tensor got = p.residual.clone();

@@ -212,7 +212,7 @@ TEST(CudaTiming, DISABLED_PrintsSwigluMlpTimes) {
       seconds_per_call([&] { ops::swiglu_add_unfused(residual, y, gate_up, down); }, 5);
   std::printf("[timing bf16] swiglu mlp 262144x256x1024 unfused %.3f ms  %.1f TFLOP/s\n",
               unfused * 1e3, flops / unfused / 1e12);
-  if (ops::swiglu_add_fuses(residual, gate_up, down)) {
+  if (ops::swiglu_add_fuses(residual, y, gate_up, down)) {
     const double fused = seconds_per_call([&] { ops::swiglu_add_(residual, y, gate_up, down); }, 5);
     std::printf("[timing bf16] swiglu mlp 262144x256x1024 fused %.3f ms  %.1f TFLOP/s\n",
                 fused * 1e3, flops / fused / 1e12);

@@ -85,7 +85,7 @@ TEST(SwigluAdd, CpuIsTheUnfusedCompositionBitForBit) {
   const Tensor got = residual.clone();
   ops::swiglu_add_(got, y, w.gate_up, w.down);
   EXPECT_TRUE(test::max_abs_diff(got, want) == 0.0);
-  EXPECT_FALSE(ops::swiglu_add_fuses(got, w.gate_up, w.down));
+  EXPECT_FALSE(ops::swiglu_add_fuses(got, y, w.gate_up, w.down));
 }
 
 TEST(SwigluAdd, EmptyRowsAreANoOp) {

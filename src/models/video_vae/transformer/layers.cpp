@@ -97,14 +97,23 @@ void SwiGLU::add_into(const Tensor& residual, const RowInput& input, int64_t seg
   const Tensor flat = residual.view({rows, dim});
   // The fused op stores no [rows, hidden] activations: only the input chunk ([rows, C]) bounds
   // the rows per call then.
-  const int64_t width = ops::swiglu_add_fuses(flat, w_gate_up.weight, w_down.weight)
-                            ? dim
-                            : w_down.in_features();
-  for_each_chunk(rows, segment, width, [&](int64_t r0, int64_t n) {
+  const int64_t hidden = w_down.in_features();
+  const bool fused = ops::swiglu_add_fuses(flat, Tensor(), w_gate_up.weight, w_down.weight);
+  for_each_chunk(rows, segment, fused ? dim : hidden, [&](int64_t r0, int64_t n) {
     const Tensor target = flat.narrow(0, r0, n);
     Tensor y = input(target, r0).reshape({n, dim});
     if (dim > 1 && y.stride(1) != 1) y = y.contiguous();  // the op reads rows with a dense last dim
-    ops::swiglu_add_(target, y, w_gate_up.weight, w_down.weight);
+    // A y the kernel does not take (another dtype, say) goes through the unfused ops in the
+    // hidden-sized chunks after all.
+    const int64_t step =
+        fused && !ops::swiglu_add_fuses(target, y, w_gate_up.weight, w_down.weight)
+            ? std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(hidden, 1))
+            : n;
+    for (int64_t s = 0; s < n; s += step) {
+      const int64_t m = std::min(step, n - s);
+      ops::swiglu_add_(target.narrow(0, s, m), y.narrow(0, s, m), w_gate_up.weight,
+                       w_down.weight);
+    }
   });
 }
 
