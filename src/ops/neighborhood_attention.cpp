@@ -18,7 +18,7 @@ int64_t neighborhood_window_start(int64_t i, int64_t length, int64_t kernel) {
 
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
                                  const std::array<int64_t, 3>& kernel,
-                                 std::optional<double> scale) {
+                                 std::optional<double> scale, const QueryColumns& cols) {
   const char* op = "neighborhood_attention_3d";
   check_defined(op, {&q, &k, &v});
   check_dim(op, "q [B, T, H, W, heads, D]", q, 6);
@@ -33,19 +33,25 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
   for (int a = 0; a < 3; ++a)
     LTX_CHECK(kernel[a] >= 1, op, ": kernel sizes must be >= 1, got (", kernel[0], ", ", kernel[1],
               ", ", kernel[2], ")");
+  const QueryColumns qc{cols.begin, cols.count < 0 ? q.size(3) - cols.begin : cols.count};
+  LTX_CHECK(qc.begin >= 0 && qc.count >= 0 && qc.begin + qc.count <= q.size(3), op,
+            ": query columns [", cols.begin, ", ", cols.begin, " + ", cols.count,
+            ") outside W = ", q.size(3), " of q ", q.describe());
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(5)));
   switch (common_device(op, {&q, &k, &v}).type) {
     case DeviceType::CPU:
       check_dtype(op, "q", q, DType::F32);
       check_dtype(op, "k", k, DType::F32);
       check_dtype(op, "v", v, DType::F32);
-      return cpu::neighborhood_attention_3d(q, k, v, kernel, static_cast<float>(sc));
+      return cpu::neighborhood_attention_3d(q, k, v, kernel, static_cast<float>(sc), qc);
     case DeviceType::CUDA:
       check_float(op, "q", q);
       check_float(op, "k", k);
       check_float(op, "v", v);
       LTX_CUDA_DISPATCH(
-          return cuda::neighborhood_attention_3d(q, k, v, kernel, static_cast<float>(sc)), op);
+          return cuda::neighborhood_attention_3d(q, k, v, kernel, static_cast<float>(sc),
+                                                 cuda::NeighborhoodKernel::Auto, qc),
+          op);
   }
   unreachable_device(op);
 }

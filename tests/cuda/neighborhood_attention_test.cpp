@@ -136,6 +136,42 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
   }
 }
 
+// Query columns: the wgmma kernel computes only those (its W tiles start at the first one, so
+// the blocks' key boxes move: close to, not bit-equal with, the full output's columns); the
+// other kernels compute everything and keep the columns (same bits). Against the CPU op too.
+TEST(CudaNeighborhoodAttention, QueryColumnsMatchTheFullOutput) {
+  LTX_REQUIRE_CUDA();
+  const KernelCase cases[] = {{{1, 9, 13, 26, 2}, {11, 11, 11}, 64},
+                              {{2, 5, 11, 17, 1}, {3, 7, 7}, 64}};
+  uint64_t seed = 300;
+  for (const KernelCase& c : cases) {
+    const Tensor fused = fused_qkv(c, seed++);
+    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    const int64_t w = q.size(3);
+    for (const ops::QueryColumns cols : {ops::QueryColumns{5, w - 10}, ops::QueryColumns{0, 3},
+                                         ops::QueryColumns{w - 6, 6}, ops::QueryColumns{7, 1}}) {
+      SCOPED_TRACE(std::to_string(cols.begin) + "+" + std::to_string(cols.count));
+      const Tensor full = ops::neighborhood_attention_3d(q, k, v, c.kernel, 0.125);
+      const Tensor part = ops::neighborhood_attention_3d(q, k, v, c.kernel, 0.125, cols);
+      const Tensor want = full.narrow(3, cols.begin, cols.count).contiguous();
+      ASSERT_EQ(part.shape(), want.shape());
+      EXPECT_TRUE(near(part, want, 1e-2, 1e-2));
+      const Tensor cpu = ops::neighborhood_attention_3d(q.to(Device::cpu()).to(DType::F32),
+                                                        k.to(Device::cpu()).to(DType::F32),
+                                                        v.to(Device::cpu()).to(DType::F32),
+                                                        c.kernel, 0.125, cols);
+      EXPECT_TRUE(near(part, cpu, 2e-2, 2e-2));
+      const Tensor tc = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                                        cuda::NeighborhoodKernel::TensorCore, cols);
+      EXPECT_TRUE(test::same_bytes(
+          tc, cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                              cuda::NeighborhoodKernel::TensorCore)
+                  .narrow(3, cols.begin, cols.count)
+                  .contiguous()));
+    }
+  }
+}
+
 TEST(CudaNeighborhoodAttention, WgmmaKernelRefusesWhatItCannotTake) {
   LTX_REQUIRE_CUDA();
   const Tensor q128 = Tensor::empty({1, 3, 3, 3, 1, 128}, DType::BF16, kGpu);

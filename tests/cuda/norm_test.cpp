@@ -89,6 +89,17 @@ TEST(CudaNorm, RmsNormVectorPathIsBitIdenticalToGeneralPath) {
       }
     }
   }
+  // bf16 rows of 256 (their own kernel) with more rows than one grid pass, so every warp takes
+  // several rows (the next one prefetched): norm, weighted norm and weighted modulate.
+  const Tensor x256 = test::random_tensor({4, 10000, 256}, seed++, -3.f, 5.f).to(kGpu, DType::BF16);
+  const Tensor w256 = test::random_tensor({256}, seed++).to(kGpu, DType::BF16);
+  const Tensor x256m = misaligned_copy(x256);
+  EXPECT_TRUE(same_bytes(ops::rms_norm(x256, w256, 1e-6), ops::rms_norm(x256m, w256, 1e-6)));
+  EXPECT_TRUE(same_bytes(ops::rms_norm(x256, Tensor(), 1e-6), ops::rms_norm(x256m, Tensor(), 1e-6)));
+  const Tensor sc256 = test::random_tensor({4, 1, 256}, seed++).to(kGpu, DType::BF16);
+  const Tensor sh256 = test::random_tensor({4, 1, 256}, seed++).to(kGpu, DType::BF16);
+  EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(x256, sc256, sh256, 1e-6, w256),
+                         ops::rms_norm_modulate(x256m, sc256, sh256, 1e-6, w256)));
   // [B, T, D] of the transformer's width: the vector path for bf16 and f32.
   const Tensor x3 = test::random_tensor({2, 5, 4096}, seed++).to(kGpu, DType::BF16);
   EXPECT_TRUE(cuda::rms_norm_vectorised(x3, Tensor()));

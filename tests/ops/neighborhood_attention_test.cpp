@@ -130,6 +130,27 @@ TEST(NeighborhoodAttention, MatchesTheReferenceUnitCase) {
   }
 }
 
+// A range of query columns: exactly the full output's columns (the same per-query code), windows
+// and keys still those of the whole W, including the border-shifted ones.
+TEST(NeighborhoodAttention, QueryColumnsAreTheFullOutputsColumns) {
+  const Tensor q = random_tensor({2, 3, 4, 13, 2, 8}, 11), k = random_tensor({2, 3, 4, 13, 2, 8}, 12),
+               v = random_tensor({2, 3, 4, 13, 2, 6}, 13);
+  const Tensor full = ops::neighborhood_attention_3d(q, k, v, {3, 3, 5}, 0.4);
+  for (const ops::QueryColumns c : {ops::QueryColumns{0, 13}, ops::QueryColumns{5, 3},
+                                    ops::QueryColumns{0, 1}, ops::QueryColumns{11, -1},
+                                    ops::QueryColumns{13, 0}}) {
+    const Tensor part = ops::neighborhood_attention_3d(q, k, v, {3, 3, 5}, 0.4, c);
+    const int64_t n = c.count < 0 ? 13 - c.begin : c.count;
+    ASSERT_EQ(part.shape(), Shape({2, 3, 4, n, 2, 6})) << c.begin;
+    EXPECT_EQ(part.to_float_vector(), full.narrow(3, c.begin, n).contiguous().to_float_vector())
+        << c.begin;
+  }
+  EXPECT_ERROR_HAS(ops::neighborhood_attention_3d(q, k, v, {3, 3, 5}, 0.4, {10, 4}),
+                   "query columns");
+  EXPECT_ERROR_HAS(ops::neighborhood_attention_3d(q, k, v, {3, 3, 5}, 0.4, {-1, 2}),
+                   "query columns");
+}
+
 TEST(NeighborhoodAttention, RejectsBadArguments) {
   const Tensor q = random_tensor({1, 3, 3, 3, 1, 4}, 1);
   EXPECT_ERROR_HAS(ops::neighborhood_attention_3d(q, q, q, {0, 3, 3}), "kernel sizes");

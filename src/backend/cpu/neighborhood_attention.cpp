@@ -32,14 +32,16 @@ std::vector<int64_t> window_starts(int64_t length, int64_t kernel) {
 }  // namespace
 
 Tensor neighborhood_attention_3d(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                                 const std::array<int64_t, 3>& kernel, float scale) {
+                                 const std::array<int64_t, 3>& kernel, float scale,
+                                 const ops::QueryColumns& cols) {
   // Rows along the head dim must be unit-stride; other strides are used as they are.
   const Tensor q = q_in.stride(5) == 1 ? q_in : q_in.contiguous();
   const Tensor k = k_in.stride(5) == 1 ? k_in : k_in.contiguous();
   const Tensor v = v_in.stride(5) == 1 ? v_in : v_in.contiguous();
   const int64_t batch = q.size(0), t_len = q.size(1), h_len = q.size(2), w_len = q.size(3);
   const int64_t heads = q.size(4), d = q.size(5), dv = v.size(5);
-  Tensor out = Tensor::empty({batch, t_len, h_len, w_len, heads, dv});
+  const int64_t w0 = cols.begin, w_out = cols.count < 0 ? w_len - w0 : cols.count;
+  Tensor out = Tensor::empty({batch, t_len, h_len, w_out, heads, dv});
   if (out.numel() == 0) return out;
 
   const int64_t kt = std::min(kernel[0], t_len), kh = std::min(kernel[1], h_len),
@@ -74,7 +76,7 @@ Tensor neighborhood_attention_3d(const Tensor& q_in, const Tensor& k_in, const T
       // The (t, h) part of the window is the same for the whole row.
       const float* k_row = kb + b * ks[0] + st[ti] * ks[1] + sh[hi] * ks[2] + hd * ks[4];
       const float* v_row = vb + b * vs[0] + st[ti] * vs[1] + sh[hi] * vs[2] + hd * vs[4];
-      for (int64_t wi = 0; wi < w_len; ++wi) {
+      for (int64_t wi = w0; wi < w0 + w_out; ++wi) {
         const float* qp = q_row + wi * qs[3];
         // Scores over the window, t outermost, w innermost (the key order of the reference).
         int64_t n = 0;
@@ -104,7 +106,7 @@ Tensor neighborhood_attention_3d(const Tensor& q_in, const Tensor& k_in, const T
             }
           }
         const float inv = 1.f / sum;
-        float* op = ob + ((((b * t_len + ti) * h_len + hi) * w_len + wi) * heads + hd) * dv;
+        float* op = ob + ((((b * t_len + ti) * h_len + hi) * w_out + (wi - w0)) * heads + hd) * dv;
         for (int64_t j = 0; j < dv; ++j) op[j] = acc[j] * inv;
       }
     }

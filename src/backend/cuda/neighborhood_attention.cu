@@ -89,7 +89,9 @@ __global__ void na3d_kernel(NaArgs a, int64_t queries) {
 
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
                                  const std::array<int64_t, 3>& kernel, float scale,
-                                 NeighborhoodKernel which) {
+                                 NeighborhoodKernel which, const ops::QueryColumns& cols) {
+  const int64_t col_count = cols.count < 0 ? q.size(3) - cols.begin : cols.count;
+  const bool all_cols = cols.begin == 0 && col_count == q.size(3);
   const Device dev = q.device();
   DeviceGuard guard(dev.index);
   NaArgs a{};
@@ -115,8 +117,14 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
               "rows and strides, and (4 + Kh - 1) x (4 + Kw - 1) <= 208 keys (clipped to H, W); got q ",
               q.describe(), ", v ", v.describe(), ", kernel ", kernel[0], "x", kernel[1], "x",
               kernel[2]);
-    wgmma_neighborhood_attention(q, k, v, kernel, scale, out);
+    if (!all_cols) out = Tensor::empty({a.B, a.T, a.H, col_count, a.NH, a.Dv}, ot, dev);
+    if (out.numel() > 0) wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out);
     return out;
+  }
+  if (!all_cols) {  // the other kernels compute every column
+    return neighborhood_attention_3d(q, k, v, kernel, scale, which)
+        .narrow(3, cols.begin, col_count)
+        .contiguous();
   }
   const bool mma_ok = tensor_core_neighborhood_attention_applies(q, k, v, kernel);
   LTX_CHECK(which != NeighborhoodKernel::TensorCore || mma_ok,

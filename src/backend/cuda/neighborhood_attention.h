@@ -18,14 +18,18 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/neighborhood_attention.h"
 
 namespace ltx::cuda {
 
 enum class NeighborhoodKernel { Auto, TensorCore, Wgmma, Simple };
 
+// cols: the query columns to compute (out [B, T, H, cols.count, heads, Dv]; checked by the op).
+// The wgmma kernel computes only those; the others compute every column and keep those.
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
                                  const std::array<int64_t, 3>& kernel, float scale,
-                                 NeighborhoodKernel which = NeighborhoodKernel::Auto);
+                                 NeighborhoodKernel which = NeighborhoodKernel::Auto,
+                                 const ops::QueryColumns& cols = {});
 
 // Whether the tensor-core kernel takes these operands (dtypes, head dims, layout, GPU arch).
 // (Also false when a block's key box would exceed the kernel's group table, i.e. for windows far
@@ -42,8 +46,9 @@ void tensor_core_neighborhood_attention(const Tensor& q, const Tensor& k, const 
 bool wgmma_neighborhood_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v,
                                           const std::array<int64_t, 3>& kernel);
 // The wgmma kernel (the caller checked that it applies and allocated `out`: contiguous bf16
-// [B, T, H, W, heads, 64]).
+// [B, T, H, cols.count, heads, 64]).
 void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const std::array<int64_t, 3>& kernel, float scale, Tensor& out);
+                                  const std::array<int64_t, 3>& kernel, float scale,
+                                  const ops::QueryColumns& cols, Tensor& out);
 
 }  // namespace ltx::cuda

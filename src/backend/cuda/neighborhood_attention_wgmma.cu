@@ -78,7 +78,8 @@ struct NaWgmmaArgs {
   int len[3] = {};                   // T, H, W
   int kern[3] = {};                  // clamped to the lengths
   int box_h = 0, box_w = 0;          // the plane rectangle BH x BW
-  int tiles[3] = {};                 // block tiles along t, h, w
+  int tiles[3] = {};                 // block tiles along t, h, w (w: over the query columns)
+  int q_w0 = 0, q_wn = 0;            // the query columns [q_w0, q_w0 + q_wn); out has q_wn
   int heads = 0;
   float scale = 0.f;
 };
@@ -150,7 +151,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tile_w = rest % a.tiles[2];
   rest /= a.tiles[2];
   const int tile_h = rest % a.tiles[1], tile_t = rest / a.tiles[1];
-  const int q0[3] = {tile_t * kBlockT, tile_h * kWgH, tile_w * kWgW};
+  const int q0[3] = {tile_t * kBlockT, tile_h * kWgH, a.q_w0 + tile_w * kWgW};
+  const int q_w_end = a.q_w0 + a.q_wn;
   const AxisRange rt = axis_range(q0[0], kBlockT, a.len[0], a.kern[0]);
   const int lo_t = rt.lo, num_tiles = rt.hi - rt.lo;  // the block's planes
   const int lo_h = axis_range(q0[1], kWgH, a.len[1], a.kern[1]).lo;
@@ -214,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = ltid; i < 64 * 8; i += 128) {
       const int m = i / 8, c = i % 8;
       const int t = wq_t + m / 16, h = q0[1] + (m / 4) % 4, w = q0[2] + m % 4;
-      const bool valid = t < a.len[0] && h < a.len[1] && w < a.len[2];
+      const bool valid = t < a.len[0] && h < a.len[1] && w < q_w_end;
       const int64_t off = valid ? t * a.qs[0] + h * a.qs[1] + w * a.qs[2] + c * 8 : 0;
       mma::cp_async_16(q_wg + mma::swizzled<8>(m, c), qb + off, valid);
     }
@@ -437,10 +439,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const int ph = q0[1] + g / 4 + 2 * r, pw = q0[2] + g % 4;
-    if (pt >= a.len[0] || ph >= a.len[1] || pw >= a.len[2]) continue;
+    if (pt >= a.len[0] || ph >= a.len[1] || pw >= q_w_end) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const int64_t row =
-        ((static_cast<int64_t>(pt) * a.len[1] + ph) * a.len[2] + pw) * a.heads + head;
+        ((static_cast<int64_t>(pt) * a.len[1] + ph) * a.q_wn + (pw - a.q_w0)) * a.heads + head;
     __nv_bfloat16* dst = a.out + row * kDim + 2 * c4;
 #pragma unroll
     for (int n = 0; n < kDim / 8; ++n) {
@@ -540,7 +542,8 @@ bool wgmma_neighborhood_attention_applies(const Tensor& q, const Tensor& k, cons
 }
 
 void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const std::array<int64_t, 3>& kernel, float scale, Tensor& out) {
+                                  const std::array<int64_t, 3>& kernel, float scale,
+                                  const ops::QueryColumns& cols, Tensor& out) {
   const PlaneShape ps = plane_shape(q, kernel);
   NaWgmmaArgs a;
   for (int i = 0; i < 4; ++i) a.qs[i] = q.stride(1 + i);
@@ -550,6 +553,9 @@ void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor
     a.kern[d] = static_cast<int>(std::min(kernel[d], q.size(1 + d)));
     a.tiles[d] = static_cast<int>((q.size(1 + d) + bd[d] - 1) / bd[d]);
   }
+  a.q_w0 = static_cast<int>(cols.begin);
+  a.q_wn = static_cast<int>(out.size(3));
+  a.tiles[2] = static_cast<int>((out.size(3) + kWgW - 1) / kWgW);
   a.box_h = ps.box_h;
   a.box_w = ps.box_w;
   a.heads = static_cast<int>(q.size(4));

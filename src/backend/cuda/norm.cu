@@ -116,11 +116,9 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
 // weighted when there is a weight (rms_norm's value), then for rms_norm_modulate rounded as
 // rms_norm stores it and modulated; stored as one vector: the general kernels' per-element math.
 template <bool kModulate>
-__device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
-                                                const uint4* row_smem, int i, float rs, int64_t so,
-                                                int64_t to, void* y_row) {
-  float v[kVec];
-  load_vec(row_smem, a.x_dtype, i, v);
+__device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs& m, float (&v)[kVec],
+                                                 int i, float rs, int64_t so, int64_t to,
+                                                 void* y_row) {
   if constexpr (kModulate) {
     float sc[kVec], sh[kVec];
     load_vec(m.s, m.s_dtype, so + i, sc);
@@ -144,6 +142,14 @@ __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs&
     }
   }
   store_vec(y_row, a.y_dtype, i, v);
+}
+template <bool kModulate>
+__device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
+                                                const uint4* row_smem, int i, float rs, int64_t so,
+                                                int64_t to, void* y_row) {
+  float v[kVec];
+  load_vec(row_smem, a.x_dtype, i, v);
+  rms_store_values<kModulate>(a, m, v, i, rs, so, to, y_row);
 }
 
 // Most bytes of a row the vector path stages in shared memory (the default dynamic limit).
@@ -245,6 +251,44 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_warp_kernel(RowAr
     for (int c = lane; c < chunks; c += 32)
       rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, so, to, y_row);
     __syncwarp();  // the warp is done with its row before the next one overwrites it
+  }
+}
+
+// bf16 rows of exactly 256 (the diffusion decoder's stage 5): one warp per row, lane l holds
+// elements 8 l .. 8 l + 7 in registers (one 16-byte load, one 16-byte store, no shared memory).
+// rms_norm's block for d = 256 is 256 threads, one element each: warp w's butterfly over
+// elements 32 w .. 32 w + 31 (held by lanes 4 w .. 4 w + 3: warp_sum_of_4x8), then the final
+// warp_sum over the 8 warp sums, whose pairs (w, w ^ 4), (w, w ^ 2), (w, w ^ 1) are lanes 16, 8
+// and 4 apart. The same row scale bit for bit, and rms_store_values' per-element math.
+template <bool kModulate>
+__global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(RowArgs a, ModArgs m) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpRowWarps;
+  int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowWarps + warp;
+  const auto fetch = [&](int64_t row) {
+    if (row >= a.rows) return make_uint4(0, 0, 0, 0);
+    return reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + row * 256)[lane];
+  };
+  uint4 data = fetch(r);
+  for (; r < a.rows; r += step) {
+    const uint4 next = fetch(r + step);  // the next row in flight while this one is worked on
+    const uint32_t words[4] = {data.x, data.y, data.z, data.w};
+    float v[kVec], sq[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      v[k] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k & 1))));
+      sq[k] = add_square(0.f, v[k]);
+    }
+    float ss = warp_sum_of_4x8(sq, lane & 3);
+    ss += __shfl_xor_sync(0xffffffffu, ss, 16);
+    ss += __shfl_xor_sync(0xffffffffu, ss, 8);
+    ss += __shfl_xor_sync(0xffffffffu, ss, 4);
+    const float rs = inv_std(ss, 256, a.eps);
+    int64_t so = 0, to = 0;
+    if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
+    void* y_row = static_cast<char*>(a.y) + r * 256 * (a.y_dtype == DType::BF16 ? 2 : 4);
+    rms_store_values<kModulate>(a, m, v, 8 * lane, rs, so, to, y_row);
+    data = next;
   }
 }
 
@@ -415,7 +459,14 @@ Tensor run_rms(const RmsCall& c) {
   const cudaStream_t stream = current_stream(dev).handle();
   const unsigned blocks = row_blocks(c.a.rows);
   const int threads = row_threads(c.a.d);
-  if (rows_vec_ok(c) && c.a.d <= kWarpRowMaxD) {
+  if (rows_vec_ok(c) && c.a.d == 256 && c.a.x_dtype == DType::BF16) {
+    const unsigned grid = grid_for(c.a.rows, kWarpRowWarps, dev);  // a warp per row
+    if (c.modulate) {
+      rms_norm_row256_kernel<true><<<grid, kWarpRowWarps * 32, 0, stream>>>(c.a, c.m);
+    } else {
+      rms_norm_row256_kernel<false><<<grid, kWarpRowWarps * 32, 0, stream>>>(c.a, c.m);
+    }
+  } else if (rows_vec_ok(c) && c.a.d <= kWarpRowMaxD) {
     const size_t smem = static_cast<size_t>(kWarpRowWarps) * kWarpRowMaxD * 4;
     const unsigned grid = grid_for(c.a.rows, kWarpRowWarps, dev);  // a warp per row
     if (c.modulate) {

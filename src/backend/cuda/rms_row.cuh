@@ -51,4 +51,28 @@ __device__ __forceinline__ float warp_row_sum_sq(At at, int d, int threads) {
   return warp_sum(mine);
 }
 
+// warp_sum of 32 values (one per thread l' of a warp), replayed by a group of 4 consecutive lanes
+// holding 8 values each: lane q = lane % 4 of the group holds threads 8 q .. 8 q + 7 in v[0..7].
+// warp_sum's butterfly pairs l' bits 4, 3, 2, 1, 0 in that order: bits 4 and 3 pair lanes (xor 2,
+// xor 1), bits 2-0 registers. Each level adds the same two partial sums as the butterfly (float
+// addition is commutative), split between the two lanes that hold them so that every level moves
+// half the values: 4 + 2 + 1 + 1 + 1 shuffles. Every lane of the group gets the sum, bit for bit.
+__device__ __forceinline__ float warp_sum_of_4x8(const float (&v)[8], int q) {
+  const bool hi2 = (q & 2) != 0, hi1 = (q & 1) != 0;
+  float l1[4], l2[2];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {  // bit 4: lanes q, q ^ 2; the low lane keeps k 0-3, the high 4-7
+    const float other = __shfl_xor_sync(0xffffffffu, hi2 ? v[k] : v[k + 4], 2);
+    l1[k] = (hi2 ? v[k + 4] : v[k]) + other;
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {  // bit 3: lanes q, q ^ 1
+    const float other = __shfl_xor_sync(0xffffffffu, hi1 ? l1[j] : l1[j + 2], 1);
+    l2[j] = (hi1 ? l1[j + 2] : l1[j]) + other;
+  }
+  float s = (hi2 ? l2[1] : l2[0]) + __shfl_xor_sync(0xffffffffu, hi2 ? l2[0] : l2[1], 2);  // bit 2
+  s += __shfl_xor_sync(0xffffffffu, s, 1);  // bit 1
+  return s + __shfl_xor_sync(0xffffffffu, s, 2);  // bit 0
+}
+
 }  // namespace ltx::cuda

@@ -299,10 +299,8 @@ __global__ void __launch_bounds__(256) qk_norm_rope_kernel(QkRopeArgs a) {
 // rms_norm's block for D = 64 is two full warps, one element per thread: its sum of squares is
 // warp_sum over elements 0-31 (a butterfly pairing in-half index bits 4, 3, 2, 1, 0 in that order)
 // plus the same over 32-63. Here the in-half index is 8 q + k (q = tl % 4 across lanes, k in
-// registers), so bits 4 and 3 pair lanes (xor 2, xor 1) and bits 2-0 pair registers. Each level
-// adds the same two partial sums as the butterfly (float addition is commutative), split between
-// the two lanes that hold them so that every level moves half the values: 4 + 2 + 1 + 1 + 1
-// shuffles, and one more for the halves. The same row scale, bit for bit.
+// registers): warp_sum_of_4x8 (rms_row.cuh) per half, and one more shuffle for the halves. The
+// same row scale, bit for bit.
 // Tables: with kVecTables, each lane's 8 elements lie in one axis (the axis starts are multiples
 // of 8) and the f32 tables are read as float4s; otherwise per element.
 constexpr int kRope64Warps = 8;
@@ -335,24 +333,11 @@ __device__ __forceinline__ void rope64_tables(const QkRopeArgs& a, const int (&p
   }
 }
 
-// rms_norm's sum of squares of a 64-element row (see above); sq: this lane's 8 squares.
+// rms_norm's sum of squares of a 64-element row (see above): each half's warp_sum by its 4 lanes,
+// then the two halves.
 __device__ __forceinline__ float rope64_row_sum(const float (&sq)[8], int tl) {
-  const bool hi2 = (tl & 2) != 0, hi1 = (tl & 1) != 0;
-  float l1[4], l2[2];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {  // bit 4: lanes q, q ^ 2; the low lane keeps k 0-3, the high 4-7
-    const float other = __shfl_xor_sync(0xffffffffu, hi2 ? sq[k] : sq[k + 4], 2);
-    l1[k] = (hi2 ? sq[k + 4] : sq[k]) + other;
-  }
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {  // bit 3: lanes q, q ^ 1
-    const float other = __shfl_xor_sync(0xffffffffu, hi1 ? l1[j] : l1[j + 2], 1);
-    l2[j] = (hi1 ? l1[j + 2] : l1[j]) + other;
-  }
-  float l3 = (hi2 ? l2[1] : l2[0]) + __shfl_xor_sync(0xffffffffu, hi2 ? l2[0] : l2[1], 2);  // bit 2
-  l3 += __shfl_xor_sync(0xffffffffu, l3, 1);  // bit 1
-  l3 += __shfl_xor_sync(0xffffffffu, l3, 2);  // bit 0: the half's sum
-  return l3 + __shfl_xor_sync(0xffffffffu, l3, 4);  // the two halves
+  const float half = warp_sum_of_4x8(sq, tl & 3);
+  return half + __shfl_xor_sync(0xffffffffu, half, 4);
 }
 
 template <typename Index, bool kVecTables>

@@ -73,8 +73,8 @@ NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project_unfused(const Tens
   return {qk.q, qk.k, h[2]};
 }
 
-Tensor NeighborhoodAttention3D::attend(const Qkv& x) const {
-  const Tensor o = ops::neighborhood_attention_3d(x.q, x.k, x.v, kernel, 1.0);
+Tensor NeighborhoodAttention3D::attend(const Qkv& x, const ops::QueryColumns& cols) const {
+  const Tensor o = ops::neighborhood_attention_3d(x.q, x.k, x.v, kernel, 1.0, cols);
   const Shape s = o.shape();
   return proj(o.reshape({s[0], s[1], s[2], s[3], dim}));
 }

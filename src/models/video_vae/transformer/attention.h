@@ -15,6 +15,7 @@
 #include "models/video_vae/video_vae.h"
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "ops/neighborhood_attention.h"
 
 namespace ltx::models::video_vae {
 
@@ -47,7 +48,9 @@ struct NeighborhoodAttention3D {
   // bit-identical to project on each device.
   Qkv project_unfused(const Tensor& y, const AbsRope3d& rope) const;
   // proj(neighborhood attention of qkv) -> [B, T, H, W, C].
-  Tensor attend(const Qkv& qkv) const;
+  // cols: the query columns to attend (the output has only those; keys and windows span the
+  // whole W).
+  Tensor attend(const Qkv& qkv, const ops::QueryColumns& cols = {}) const;
   // The full-volume call: W positions 0..W-1, with those tables or (null) tables built here.
   // Probe names: q, k, v (as attended), out (the attention output [B, T, H, W, heads,
   // head_dim]), y (after proj).

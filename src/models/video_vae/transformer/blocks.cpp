@@ -157,13 +157,14 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
     slab = Tensor();
     NeighborhoodAttention3D::Qkv qkv = attn.project(y, (*rope)[i]);
     y = Tensor();
-    const Tensor out = attn.attend(qkv);
+    // Only the core's queries: the halo columns' outputs would be dropped.
+    const Tensor out = attn.attend(qkv, {halo, core_len});
     qkv = {};
     if (i + 1 < c.cores.size()) {
       const int64_t take = std::min(halo, core_len);
       left_halo = x.narrow(3, core_end - take, take).contiguous();
     }
-    ops::add_(x.narrow(3, core_start, core_len), out.narrow(3, halo, core_len));
+    ops::add_(x.narrow(3, core_start, core_len), out);
   }
 }
 
