@@ -20,6 +20,7 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/mlp.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
 #include "support/rope3d_test_util.h"
@@ -194,6 +195,27 @@ TEST(CudaTiming, DISABLED_PrintsQkNormRopeTimes) {
         [&] { (void)ops::qk_norm_rope_3d_unfused(qkv[0], qkv[1], qw, kw, 1e-6, 0.125, rope); }, 2);
     std::printf("[timing bf16] qk_norm_rope_3d %-13s fused %.3f ms (%.0f GB/s)  unfused %.3f ms\n",
                 c.name, fused * 1e3, bytes / fused / 1e9, unfused * 1e3);
+  }
+}
+
+// The diffusion decoder's stage-5 SwiGLU MLP on one chunk of 262144 rows (C 256, hidden 1024):
+// residual += w_down(silu(gate) * up), fused (one kernel, no hidden activations in memory) and
+// unfused (GEMM to [n, 2048] bf16, silu_mul, GEMM, add_). FLOPs: 6 n C H.
+TEST(CudaTiming, DISABLED_PrintsSwigluMlpTimes) {
+  LTX_REQUIRE_CUDA();
+  const int64_t n = 262144, c = 256, h = 1024;
+  const Tensor y = rand_gpu({n, c}, 1, DType::BF16), residual = rand_gpu({n, c}, 2, DType::BF16);
+  const Tensor gate_up = test::random_tensor({2 * h, c}, 3, -0.1f, 0.1f).to(kGpu, DType::BF16);
+  const Tensor down = test::random_tensor({c, h}, 4, -0.05f, 0.05f).to(kGpu, DType::BF16);
+  const double flops = 6.0 * static_cast<double>(n) * c * h;
+  const double unfused =
+      seconds_per_call([&] { ops::swiglu_add_unfused(residual, y, gate_up, down); }, 5);
+  std::printf("[timing bf16] swiglu mlp 262144x256x1024 unfused %.3f ms  %.1f TFLOP/s\n",
+              unfused * 1e3, flops / unfused / 1e12);
+  if (ops::swiglu_add_fuses(residual, y, gate_up, down)) {
+    const double fused = seconds_per_call([&] { ops::swiglu_add_(residual, y, gate_up, down); }, 5);
+    std::printf("[timing bf16] swiglu mlp 262144x256x1024 fused %.3f ms  %.1f TFLOP/s\n",
+                fused * 1e3, flops / fused / 1e12);
   }
 }
 

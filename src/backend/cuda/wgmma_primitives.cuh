@@ -1,7 +1,8 @@
 #pragma once
 // Hopper (sm_90a) warpgroup MMA building blocks for attention_wgmma.cu: shared-memory matrix
 // descriptors for 128-byte-swizzled tiles, the wgmma fence / commit / wait instructions and the
-// bf16 wgmma shapes the attention kernels issue (attention_wgmma.cu, neighborhood_attention_wgmma.cu). Only meaningful inside code compiled for sm_90a
+// bf16 wgmma shapes the attention kernels (attention_wgmma.cu, neighborhood_attention_wgmma.cu)
+// and the fused MLP (swiglu_wgmma.cu) issue. Only meaningful inside code compiled for sm_90a
 // (guard callers with __CUDA_ARCH_FEAT_SM90_ALL).
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -86,6 +87,15 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
+// A 2-D tiled TMA load of one box into shared memory, completing on mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int c0, int c1,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
 // A 4-D tiled TMA load of one box into shared memory, completing on mbarrier `bar`.
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* map, int c0, int c1, int c2,
                                             int c3, uint32_t bar) {
@@ -145,6 +155,27 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), \
   "+f"(d[62]), "+f"(d[63])
+
+#define LTX_WGMMA_D128_NAMES \
+  LTX_WGMMA_D64_NAMES ", " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+
+#define LTX_WGMMA_D128_OPERANDS(d) \
+  LTX_WGMMA_D64_OPERANDS(d), \
+  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), \
+  "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), \
+  "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), \
+  "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), \
+  "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), \
+  "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), \
+  "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), \
+  "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), \
+  "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
 // The wrappers below were generated (64 / 32 accumulator operands each, through the lists above).
 // d (+)= A B for m64n128k16: A and B from shared memory (K-major descriptors); kAccumulate false
@@ -227,6 +258,41 @@ __device__ __forceinline__ void wgmma_rs_m64n64k16_tb(float (&d)[32], const uint
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
       LTX_WGMMA_D32_NAMES
       "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : LTX_WGMMA_D32_OPERANDS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+}
+
+
+// d += A B for m64nNk16 (N = 256 / 128 / 64): A from registers (4 per thread: the accumulator
+// layout of a k16 slice), B from shared memory through a K-major descriptor (B's N rows of K
+// contiguous, as a [N, K] row-major weight is stored).
+__device__ __forceinline__ void wgmma_rs_m64n256k16(float (&d)[128], const uint32_t (&a)[4],
+                                                    uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      LTX_WGMMA_D128_NAMES
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      : LTX_WGMMA_D128_OPERANDS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+}
+__device__ __forceinline__ void wgmma_rs_m64n128k16(float (&d)[64], const uint32_t (&a)[4],
+                                                    uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      LTX_WGMMA_D64_NAMES
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : LTX_WGMMA_D64_OPERANDS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+}
+__device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[32], const uint32_t (&a)[4],
+                                                   uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      LTX_WGMMA_D32_NAMES
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
       : LTX_WGMMA_D32_OPERANDS(d)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
 }

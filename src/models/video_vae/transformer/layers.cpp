@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/elementwise.h"
+#include "ops/mlp.h"
 #include "ops/shape.h"
 
 namespace ltx::models::video_vae {
@@ -45,7 +46,7 @@ SwiGLU SwiGLU::load(io::WeightMap& w, int64_t dim, const nn::LoadOptions& opt) {
 SwiGLU SwiGLU::from(const nn::Linear& w_gate, const nn::Linear& w_up, const nn::Linear& w_down) {
   LTX_CHECK(w_gate.weight.shape() == w_up.weight.shape() &&
                 w_down.in_features() == w_gate.out_features() && !w_gate.bias.defined() &&
-                !w_up.bias.defined(),
+                !w_up.bias.defined() && !w_down.bias.defined(),
             "SwiGLU: gate ", w_gate.weight.describe(), " and up ", w_up.weight.describe(),
             " projections must match (no biases) and feed down ", w_down.weight.describe());
   SwiGLU m;
@@ -55,9 +56,8 @@ SwiGLU SwiGLU::from(const nn::Linear& w_gate, const nn::Linear& w_up, const nn::
 }
 
 template <typename Fn>
-void SwiGLU::for_each_chunk(int64_t rows, int64_t segment, const Fn& fn) const {
-  const int64_t hidden = w_down.in_features();
-  const int64_t chunk = std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(hidden, 1));
+void SwiGLU::for_each_chunk(int64_t rows, int64_t segment, int64_t width, const Fn& fn) const {
+  const int64_t chunk = std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(width, 1));
   segment = std::max<int64_t>(1, segment);
   for (int64_t s0 = 0; s0 < rows; s0 += segment) {
     const int64_t s1 = std::min(rows, s0 + segment);
@@ -75,7 +75,7 @@ Tensor SwiGLU::operator()(const Tensor& y) const {
   const int64_t dim = y.size(-1), rows = dim > 0 ? y.numel() / dim : 0;
   const Tensor flat = y.reshape({rows, dim});
   Tensor out;
-  for_each_chunk(rows, rows, [&](int64_t r0, int64_t n) {
+  for_each_chunk(rows, rows, w_down.in_features(), [&](int64_t r0, int64_t n) {
     const Tensor part = rows_forward(flat.narrow(0, r0, n));
     if (n == rows) {
       out = part;
@@ -95,9 +95,25 @@ void SwiGLU::add_into(const Tensor& residual, const RowInput& input, int64_t seg
             "SwiGLU::add_into: the residual must be contiguous, got ", residual.describe());
   const int64_t dim = residual.size(-1), rows = dim > 0 ? residual.numel() / dim : 0;
   const Tensor flat = residual.view({rows, dim});
-  for_each_chunk(rows, segment, [&](int64_t r0, int64_t n) {
+  // The fused op stores no [rows, hidden] activations: only the input chunk ([rows, C]) bounds
+  // the rows per call then.
+  const int64_t hidden = w_down.in_features();
+  const bool fused = ops::swiglu_add_fuses(flat, Tensor(), w_gate_up.weight, w_down.weight);
+  for_each_chunk(rows, segment, fused ? dim : hidden, [&](int64_t r0, int64_t n) {
     const Tensor target = flat.narrow(0, r0, n);
-    ops::add_(target, rows_forward(input(target, r0)));
+    Tensor y = input(target, r0).reshape({n, dim});
+    if (dim > 1 && y.stride(1) != 1) y = y.contiguous();  // the op reads rows with a dense last dim
+    // A y the kernel does not take (another dtype, say) goes through the unfused ops in the
+    // hidden-sized chunks after all.
+    const int64_t step =
+        fused && !ops::swiglu_add_fuses(target, y, w_gate_up.weight, w_down.weight)
+            ? std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(hidden, 1))
+            : n;
+    for (int64_t s = 0; s < n; s += step) {
+      const int64_t m = std::min(step, n - s);
+      ops::swiglu_add_(target.narrow(0, s, m), y.narrow(0, s, m), w_gate_up.weight,
+                       w_down.weight);
+    }
   });
 }
 

@@ -49,13 +49,15 @@ struct SwiGLU {
   // residual += (*this)(input(rows)) chunk by chunk (residual contiguous), so that neither the
   // output nor the input (a norm of the residual, say) is ever whole-size: bit-identical to adding
   // the whole output. Chunks stay within segments of `segment` rows (one sample's rows when the
-  // input depends on the sample).
+  // input depends on the sample). Each chunk is one ops::swiglu_add_ (the fused kernel on
+  // Hopper, whose chunks are hidden / C times larger since it stores no hidden activations).
   void add_into(const Tensor& residual, const RowInput& input, int64_t segment) const;
 
  private:
-  // fn(first, n) for consecutive row chunks of `rows` rows, within segments of `segment` rows.
+  // fn(first, n) for consecutive row chunks of `rows` rows, within segments of `segment` rows;
+  // a chunk holds at most max_hidden_elements / width rows (width: the widest intermediate).
   template <typename Fn>
-  void for_each_chunk(int64_t rows, int64_t segment, const Fn& fn) const;
+  void for_each_chunk(int64_t rows, int64_t segment, int64_t width, const Fn& fn) const;
   Tensor rows_forward(const Tensor& y_rows) const;  // [n, C] -> [n, C]
 };
 
