@@ -298,6 +298,16 @@ std::vector<std::vector<Tile>> group_tiles_by_temporal_slice(const std::vector<T
   return groups;
 }
 
+const Tensor& GroupBuffers::values() {
+  if (!values_.defined()) values_ = Tensor::zeros(shape_, DType::F32, device_);
+  return values_;
+}
+
+const Tensor& GroupBuffers::weights() {
+  if (with_weights_ && !weights_.defined()) weights_ = Tensor::zeros(shape_, DType::F32, device_);
+  return weights_;
+}
+
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
                        const AccumulateFn& accumulate, const EmitFn& emit, Device device) {
   const bool complementary = masks_are_complementary(tiles, full);
@@ -312,9 +322,10 @@ void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
     const Range slice = group.front().out[2];
     Shape buffer_shape = full;
     buffer_shape[2] = slice.length();
-    Tensor buffer = Tensor::zeros(buffer_shape, DType::F32, device);
-    Tensor weights = complementary ? Tensor() : Tensor::zeros(buffer_shape, DType::F32, device);
-    for (const Tile& t : group) accumulate(t, buffer, weights, slice.start);
+    GroupBuffers buffers(buffer_shape, !complementary, device);
+    for (const Tile& t : group) accumulate(t, buffers, slice.start);
+    Tensor buffer = buffers.values();
+    Tensor weights = buffers.weights();
     if (prev.defined()) {
       // Blend the frames this group shares with the previous one, then hand out the previous
       // group's frames that no later group touches.

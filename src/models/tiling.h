@@ -104,11 +104,30 @@ bool masks_are_complementary(const std::vector<Tile>& tiles, const Shape& full_s
 // Consecutive tiles sharing the output range of axis 2 (frames).
 std::vector<std::vector<Tile>> group_tiles_by_temporal_slice(const std::vector<Tile>& tiles);
 
-// Adds one decoded tile into its temporal group's buffer: `buffer` (and `weights`, undefined when
-// the masks are complementary) have the shape of the whole output with the group's frames, whose
-// first frame is `group_start` of the output.
-using AccumulateFn = std::function<void(const Tile& tile, const Tensor& buffer,
-                                        const Tensor& weights, int64_t group_start)>;
+// The accumulation buffers of one temporal group: f32 zeros of the whole output's shape with the
+// group's frames, made on first use, so that the first tile's decode (the memory peak) runs
+// before they take memory.
+class GroupBuffers {
+ public:
+  GroupBuffers(Shape shape, bool with_weights, Device device)
+      : shape_(std::move(shape)), with_weights_(with_weights), device_(device) {}
+  const Tensor& values();
+  // Undefined when the masks are complementary (no weights are accumulated).
+  const Tensor& weights();
+  const Shape& shape() const { return shape_; }
+
+ private:
+  Shape shape_;
+  bool with_weights_;
+  Device device_;
+  Tensor values_, weights_;
+};
+
+// Adds one decoded tile into its temporal group's buffers (`buffers.values()` and, when the masks
+// are not complementary, `buffers.weights()`); the group's first frame is `group_start` of the
+// output.
+using AccumulateFn =
+    std::function<void(const Tile& tile, GroupBuffers& buffers, int64_t group_start)>;
 // Receives finished frames [B, C, f, H, W] (f may be 0) and the output index of their first frame.
 using EmitFn = std::function<void(const Tensor& frames, int64_t first_frame)>;
 // The blending loop of tiled decoding shared by the video decoders: tiles are accumulated group by

@@ -177,8 +177,10 @@ void ConvVideoDecoder::tiled_decode(const Tensor& latent,
       prepare_tiles_for_decoding(latent.shape(), full, video_downscale_factors(), config);
   blend_tile_groups(
       tiles, full,
-      [&](const Tile& t, const Tensor& buffer, const Tensor& weights, int64_t group_start) {
+      [&](const Tile& t, GroupBuffers& buffers, int64_t group_start) {
         Tensor decoded = (*this)(slice_ranges(latent, t.in), timestep, noise);
+        const Tensor& buffer = buffers.values();
+        const Tensor& weights = buffers.weights();
         const int64_t offset = t.out[2].start - group_start;
         const int64_t len = std::min({t.out[2].length(), decoded.size(2), buffer.size(2) - offset});
         std::vector<Range> where = {{0, full[0]}, {0, full[1]}, {offset, offset + len}, t.out[3],

@@ -178,7 +178,7 @@ Tensor DiffusionVideoDecoder::modulation(const Tensor& t, Tensor* t_emb, Tensor*
   return m.reshape({m.size(0), kAdaLnChunks, config_.diffusion_channels()});
 }
 
-Tensor DiffusionVideoDecoder::forward_diff_step(const Tensor& x_t, const Tensor& context,
+Tensor DiffusionVideoDecoder::forward_diff_step(Tensor x_t, const Tensor& context,
                                                 const Tensor& t,
                                                 const DiffusionDecodeOptions& options,
                                                 int step,
@@ -186,6 +186,7 @@ Tensor DiffusionVideoDecoder::forward_diff_step(const Tensor& x_t, const Tensor&
   const Probe& probe = options.probe;
   const int64_t p = config_.patch_size;
   Tensor x = conv_in_x_t_(to_channels_last(patchify(x_t, p, 1)));
+  x_t = Tensor();  // the caller's last reference (if moved in) goes before the blocks run
   LTX_CHECK(
       x.size(1) == context.size(1) && x.size(2) == context.size(2) && x.size(3) == context.size(3),
       "diffusion decoder: stage-5 canvas ", x.describe(), " does not match its context ",
@@ -210,7 +211,7 @@ Tensor DiffusionVideoDecoder::forward_diff_step(const Tensor& x_t, const Tensor&
   return unpatchify(to_channels_first(x), p, 1);
 }
 
-Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, const Tensor& x_t_init,
+Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, Tensor x_t_init,
                                               bool is_origin, bool pad_trailing,
                                               const DiffusionDecodeOptions& options) const {
   const Probe& probe = options.probe;
@@ -219,7 +220,8 @@ Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, const Ten
   if (probe) probe("s4.out", s4);
   const std::vector<float> ts = inference_timesteps();
   const int64_t batch = x_t_init.size(0), n = static_cast<int64_t>(ts.size());
-  auto t_at = [&](float v) { return Tensor::full({batch}, v, DType::F32, x_t_init.device()); };
+  const Device device = x_t_init.device();
+  auto t_at = [&](float v) { return Tensor::full({batch}, v, DType::F32, device); };
   const bool x0 = config_.model_output_type == ModelOutputType::X0;
   // x - (t_now - t_next) v in f32; an x0 output is turned into v = (x - x0) / t_now first.
   auto euler = [&](const Tensor& x, const Tensor& out, float t_now, float t_next) {
@@ -231,15 +233,20 @@ Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, const Ten
   if (!diff_blocks_.empty())
     rope = diff_blocks_.front().rope_tables(context.shape(), options.layout, options.w_chunks,
                                             context.device());
-  Tensor x_t = x_t_init;
+  Tensor x_t = std::move(x_t_init);
   for (int64_t i = 0; i + 1 < n; ++i) {
     const Tensor out =
         forward_diff_step(x_t, context, t_at(ts[i]), options, static_cast<int>(i), &rope);
     x_t = euler(x_t, out, ts[i], ts[i + 1]);
   }
+  // An x0 model's last step does not need x_t afterwards: hand it over so that the f32 canvas is
+  // released before the blocks run (the decode's memory peak).
+  if (x0)
+    return forward_diff_step(std::move(x_t), context, t_at(ts[n - 1]), options,
+                             static_cast<int>(n - 1), &rope);
   const Tensor out =
       forward_diff_step(x_t, context, t_at(ts[n - 1]), options, static_cast<int>(n - 1), &rope);
-  return x0 ? out : euler(x_t, out, ts[n - 1], 0.f);
+  return euler(x_t, out, ts[n - 1], 0.f);
 }
 
 void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
@@ -284,7 +291,7 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
   bool first_tile = true;
   tiling::blend_tile_groups(
       tiles, full,
-      [&](const tiling::Tile& tile, const Tensor& buffer, const Tensor& weights, int64_t) {
+      [&](const tiling::Tile& tile, tiling::GroupBuffers& buffers, int64_t) {
         const Range t_in = tile.in[1];
         const bool is_origin = t_in.start == 0, pad_trailing = t_in.stop == s4[0];
         const Axis3 content_s4{t_in.length(), tile.in[2].length(), tile.in[3].length()};
@@ -309,8 +316,12 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
         }
         if (!first_tile) tile_options.probe = {};
         first_tile = false;
+        // The tile's noise goes to the decode (which releases it once the stage-5 input is made).
+        init = init.contiguous();
         Tensor pixels =
-            decode_one_tile(feat_tile, init.contiguous(), is_origin, pad_trailing, tile_options);
+            decode_one_tile(feat_tile, std::move(init), is_origin, pad_trailing, tile_options);
+        const Tensor& buffer = buffers.values();  // made after the decode's peak
+        const Tensor& weights = buffers.weights();
         // Crop the canvas to the tile's output box (frames from the end, H / W symmetric).
         pixels = resize_axis(pixels, 2, tile.out[2].length(), ResizeMode::RepeatLast).first;
         pixels = resize_axis(pixels, 3, tile.out[3].length(), ResizeMode::Symmetric).first;

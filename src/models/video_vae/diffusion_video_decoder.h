@@ -115,7 +115,8 @@ class DiffusionVideoDecoder {
   // One stage-5 model call: x_t [B, 3, F, H, W] pixels -> the model output (x0 or v) [B, 3, F,
   // H, W] given the context and t [B]. rope: the blocks' RoPE tables for this canvas
   // (DiffusionNABlock::rope_tables, the same for every step of a tile) or null (built here).
-  Tensor forward_diff_step(const Tensor& x_t, const Tensor& context, const Tensor& t,
+  // x_t is taken by value: a caller that moves it in lets it go before the blocks run.
+  Tensor forward_diff_step(Tensor x_t, const Tensor& context, const Tensor& t,
                            const DiffusionDecodeOptions& options, int step = -1,
                            const std::vector<AbsRope3d>* rope = nullptr) const;
 
@@ -134,7 +135,7 @@ class DiffusionVideoDecoder {
   Axis3 stage_min_tile_sizes_{}, tile_min_sizes_{};
   std::pair<Axis3, Axis3> tile_halos_;
 
-  Tensor decode_one_tile(const Tensor& feat_tile, const Tensor& x_t_init, bool is_origin,
+  Tensor decode_one_tile(const Tensor& feat_tile, Tensor x_t_init, bool is_origin,
                          bool pad_trailing, const DiffusionDecodeOptions& options) const;
 };
 
