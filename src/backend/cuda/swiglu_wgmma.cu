@@ -45,7 +45,7 @@ constexpr int kThreads = 128 * (kConsumers + 1);  // + the producer warpgroup
 [[maybe_unused]] constexpr int kConsumerThreads = 128 * kConsumers;
 constexpr int kRows = 64 * kConsumers;  // rows of y per block
 constexpr int kChunk = 64;              // hidden units per chunk (one 128-byte swizzle row)
-constexpr uint32_t kBox = 64 * 128;     // bytes of one 64 x 64 bf16 TMA box
+[[maybe_unused]] constexpr uint32_t kBox = 64 * 128;  // bytes of one 64 x 64 bf16 TMA box
 
 template <int kC>
 constexpr uint32_t y_bytes() {
