@@ -114,7 +114,6 @@ class GroupBuffers {
   const Tensor& values();
   // Undefined when the masks are complementary (no weights are accumulated).
   const Tensor& weights();
-  const Shape& shape() const { return shape_; }
 
  private:
   Shape shape_;

@@ -106,19 +106,19 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
   a.kern[1] = std::min(kernel[1], a.H);
   a.kern[2] = std::min(kernel[2], a.W);
   const DType ot = ops::float_result_dtype({&q, &k, &v});
-  Tensor out = Tensor::empty({a.B, a.T, a.H, a.W, a.NH, a.Dv}, ot, dev);
-  if (out.numel() == 0) return out;
   const bool wgmma_ok = (which == NeighborhoodKernel::Auto || which == NeighborhoodKernel::Wgmma) &&
                         wgmma_neighborhood_attention_applies(q, k, v, kernel);
   if (which == NeighborhoodKernel::Wgmma || wgmma_ok) {
+    // Only the requested columns are computed and allocated.
+    Tensor out = Tensor::empty({a.B, a.T, a.H, col_count, a.NH, a.Dv}, ot, dev);
+    if (out.numel() == 0) return out;
     LTX_CHECK(wgmma_ok,
               "neighborhood_attention_3d: the wgmma kernel needs a Hopper GPU (sm_90, binary built "
               "for sm_90a), bf16 q/k/v with head dim 64 (q and v), a dense head dim, 16-byte aligned "
               "rows and strides, and (4 + Kh - 1) x (4 + Kw - 1) <= 208 keys (clipped to H, W); got q ",
               q.describe(), ", v ", v.describe(), ", kernel ", kernel[0], "x", kernel[1], "x",
               kernel[2]);
-    if (!all_cols) out = Tensor::empty({a.B, a.T, a.H, col_count, a.NH, a.Dv}, ot, dev);
-    if (out.numel() > 0) wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out);
+    wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out);
     return out;
   }
   if (!all_cols) {  // the other kernels compute every column
@@ -126,6 +126,8 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
         .narrow(3, cols.begin, col_count)
         .contiguous();
   }
+  Tensor out = Tensor::empty({a.B, a.T, a.H, a.W, a.NH, a.Dv}, ot, dev);
+  if (out.numel() == 0) return out;
   const bool mma_ok = tensor_core_neighborhood_attention_applies(q, k, v, kernel);
   LTX_CHECK(which != NeighborhoodKernel::TensorCore || mma_ok,
             "neighborhood_attention_3d: the tensor-core kernel needs bf16 q/k/v with head dim 32, 64 "

@@ -55,9 +55,13 @@ SwiGLU SwiGLU::from(const nn::Linear& w_gate, const nn::Linear& w_up, const nn::
   return m;
 }
 
+int64_t SwiGLU::chunk_rows(int64_t width) const {
+  return std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(width, 1));
+}
+
 template <typename Fn>
 void SwiGLU::for_each_chunk(int64_t rows, int64_t segment, int64_t width, const Fn& fn) const {
-  const int64_t chunk = std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(width, 1));
+  const int64_t chunk = chunk_rows(width);
   segment = std::max<int64_t>(1, segment);
   for (int64_t s0 = 0; s0 < rows; s0 += segment) {
     const int64_t s1 = std::min(rows, s0 + segment);
@@ -107,7 +111,7 @@ void SwiGLU::add_into(const Tensor& residual, const RowInput& input, int64_t seg
     // hidden-sized chunks after all.
     const int64_t step =
         fused && !ops::swiglu_add_fuses(target, y, w_gate_up.weight, w_down.weight)
-            ? std::max<int64_t>(1, max_hidden_elements / std::max<int64_t>(hidden, 1))
+            ? chunk_rows(hidden)
             : n;
     for (int64_t s = 0; s < n; s += step) {
       const int64_t m = std::min(step, n - s);

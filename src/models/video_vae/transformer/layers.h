@@ -58,6 +58,8 @@ struct SwiGLU {
   // a chunk holds at most max_hidden_elements / width rows (width: the widest intermediate).
   template <typename Fn>
   void for_each_chunk(int64_t rows, int64_t segment, int64_t width, const Fn& fn) const;
+  // Rows per chunk when an intermediate is `width` wide: max_hidden_elements / width, at least 1.
+  int64_t chunk_rows(int64_t width) const;
   Tensor rows_forward(const Tensor& y_rows) const;  // [n, C] -> [n, C]
 };
 
