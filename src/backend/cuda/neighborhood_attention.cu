@@ -108,9 +108,12 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
   const DType ot = ops::float_result_dtype({&q, &k, &v});
   Tensor out = Tensor::empty({a.B, a.T, a.H, a.W, a.NH, a.Dv}, ot, dev);
   if (out.numel() == 0) return out;
-  const bool wgmma_ok = (which == NeighborhoodKernel::Auto || which == NeighborhoodKernel::Wgmma) &&
+  const bool wgmma_asked = which == NeighborhoodKernel::Wgmma ||
+                           which == NeighborhoodKernel::WgmmaMmaMask ||
+                           which == NeighborhoodKernel::WgmmaPingpong;
+  const bool wgmma_ok = (which == NeighborhoodKernel::Auto || wgmma_asked) &&
                         wgmma_neighborhood_attention_applies(q, k, v, kernel);
-  if (which == NeighborhoodKernel::Wgmma || wgmma_ok) {
+  if (wgmma_asked || wgmma_ok) {
     LTX_CHECK(wgmma_ok,
               "neighborhood_attention_3d: the wgmma kernel needs a Hopper GPU (sm_90, binary built "
               "for sm_90a), bf16 q/k/v with head dim 64 (q and v), a dense head dim, 16-byte aligned "
@@ -118,7 +121,12 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
               q.describe(), ", v ", v.describe(), ", kernel ", kernel[0], "x", kernel[1], "x",
               kernel[2]);
     if (!all_cols) out = Tensor::empty({a.B, a.T, a.H, col_count, a.NH, a.Dv}, ot, dev);
-    if (out.numel() > 0) wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out);
+    const WgmmaNaVariant variant = which == NeighborhoodKernel::WgmmaPingpong ? WgmmaNaVariant::Pingpong
+                                   : which == NeighborhoodKernel::WgmmaMmaMask
+                                       ? WgmmaNaVariant::MmaMask
+                                       : WgmmaNaVariant::Plain;
+    if (out.numel() > 0)
+      wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out, variant);
     return out;
   }
   if (!all_cols) {  // the other kernels compute every column
