@@ -366,12 +366,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto plane_of = [](int u) { return u / kSub; };
   const auto sub_of = [](int u) { return u % kSub; };
   // S = Q K^T for this consumer's 64 rows and unit u's keys (issued and committed only).
+  // kMmaMask (the new variants) also builds the descriptors from block constants: a descriptor's
+  // low word is its address / 16 (shared addresses stay below 256 KB: no carry out of the 14-bit
+  // field), so an operand's offset is added to a base descriptor's low word.
+  const uint64_t q_desc0 = wgmma::smem_desc(q_wg, 16, 1024);
+  const uint64_t k_desc0 = wgmma::smem_desc(k_smem(0), 16, 1024);
+  const uint64_t v_desc0 = wgmma::smem_desc(v_smem(0), kRows * 128, 1024);
+  const auto desc_plus = [](uint64_t desc, uint32_t bytes) {
+    return (desc & 0xFFFFFFFF00000000ull) | (static_cast<uint32_t>(desc) + (bytes >> 4));
+  };
   const auto issue_qk = [&](int u) {
     const uint32_t k_base = k_smem(stage_of(plane_of(u))) + sub_of(u) * kSubBytes;
+    const uint32_t k_off = stage_of(plane_of(u)) * kTileBytes + sub_of(u) * kSubBytes;
 #pragma unroll
     for (int kk = 0; kk < kQkSteps; ++kk) {
-      const uint64_t da = wgmma::smem_desc(q_wg + kk * 32, 16, 1024);
-      const uint64_t db = wgmma::smem_desc(k_base + kk * 32, 16, 1024);
+      const uint64_t da = kMmaMask ? desc_plus(q_desc0, kk * 32)
+                                   : wgmma::smem_desc(q_wg + kk * 32, 16, 1024);
+      const uint64_t db = kMmaMask ? desc_plus(k_desc0, k_off + kk * 32)
+                                   : wgmma::smem_desc(k_base + kk * 32, 16, 1024);
       if (kk == 0) {
         wgmma_qk<kN, false>(s, da, db);
       } else {
@@ -389,9 +401,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // apart).
   const auto issue_pv = [&](int u) {
     const uint32_t v_base = v_smem(stage_of(plane_of(u))) + sub_of(u) * kSubBytes;
+    const uint32_t v_off = stage_of(plane_of(u)) * kTileBytes + sub_of(u) * kSubBytes;
 #pragma unroll
     for (int j = 0; j < kPvSteps; ++j) {
-      const uint64_t dv = wgmma::smem_desc(v_base + j * (16 * 128), kRows * 128, 1024);
+      const uint64_t dv = kMmaMask ? desc_plus(v_desc0, v_off + j * (16 * 128))
+                                   : wgmma::smem_desc(v_base + j * (16 * 128), kRows * 128, 1024);
       wgmma::wgmma_rs_m64n64k16_tb(o, p[j], dv);
     }
     wgmma::commit();
