@@ -31,6 +31,24 @@
 // - Skipping: a consumer only computes the planes of its own t union (its 4 planes' windows: 14 of
 //   the block's 18 for Kt = 11); for the others it waits for the plane and releases it.
 //
+// Variants (template flags, WgmmaNaVariant on the host; Plain is the measured kernel above):
+// - kMmaMask (MmaMask, Pingpong): the (h, w) window rule moves onto the tensor cores. Q gets a
+//   fifth k-step of one-hot columns (row m: a 1 in column m % 16, its (h, w) index in the 4 x 4
+//   tile; shared by both consumers) and K a fifth k-step of per-block bias rows (key j, column c:
+//   0 if j is in query c's (h, w) window, else -2^24; built once per block, the same for every
+//   plane), so S arrives masked and the softmax has no per-element mask work. A plane outside a
+//   warp's t window is dropped per row (the running max kept, p = exp2(x * 0 - inf) = 0). Costs a
+//   fifth m64nNk16 per sub-tile (+25% of the Q K^T tensor work, 8 + 27 KiB of shared memory).
+//   Same numerics for every key in a window (the bias step adds exact zeros); a row whose keys so
+//   far were all masked carries a biased max until its first window key, whose correction factor
+//   exp2(-(>= 2^24 - |logits|) * sl) flushes those terms to exactly 0. The loop's operand
+//   descriptors are also built from block constants (a low-word add each).
+// - kTurns (Pingpong): the consumers take turns at the tensor cores (named barriers 3 and 4, as
+//   attention_wgmma.cu), so that one's softmax runs while the other's MMAs do. Turn j of a
+//   consumer belongs to block unit j (S of j, P V of j - 1, or an empty turn that passes plane
+//   j / kSub at its last sub-tile); consumer 1 starts at unit d = min(its first unit, 2 kSub) so
+//   that both work on nearby planes within the 3-stage ring (see the schedule in the kernel).
+//
 // Expected efficiency (11^3 window, interior; unmeasured): a consumer scores 14 planes x 208
 // columns = 2912 keys per query row for 1331 window keys (46% of the Q K^T work; P V runs 112 keys
 // per 104-key sub-tile, 42%). The mma.sync kernel scores 66% useful keys but is issue bound at
