@@ -143,8 +143,9 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
 
 // The wgmma kernel's variants (WgmmaMmaMask: the window rule as a fifth Q K^T k-step;
 // WgmmaPingpong: that plus the consumers' turn taking) on the wgmma test's cases and on longer T
-// (the turn schedule's plane shift capped at one and two sub-tiles a plane: 7^3 and 3^3 windows
-// over 30 and 21 planes, 64- and 104-key planes), against the CPU op and the wgmma kernel. The turns
+// where the turn schedule's shift of consumer 1 hits its cap of two planes (7^3 over 30 planes:
+// 104-key planes; 3^3 over 21: 64 keys; 11^3 over 17: two sub-tiles a plane, and a last block
+// whose second consumer has no queries), against the CPU op and the wgmma kernel. The turns
 // change only the timing, not any consumer's sequence of operations: Pingpong gives MmaMask's bits.
 // A large scale (peaked softmax) checks that the masked logits' bias still vanishes.
 TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
