@@ -136,8 +136,8 @@ constexpr size_t smem_bytes() {
 static_assert(smem_bytes<104, 2, true>() <= 227 * 1024, "the largest instance fits an H100/H200 SM");
 // The masked logits' bias (-2^24 in bf16, exact): far enough below any real logit that their
 // exponentials underflow to 0 once the row has seen a key of its window.
-constexpr uint16_t kMaskBiasBf16 = 0xCB80;
-constexpr uint16_t kOneBf16 = 0x3F80;
+[[maybe_unused]] constexpr uint16_t kMaskBiasBf16 = 0xCB80;
+[[maybe_unused]] constexpr uint16_t kOneBf16 = 0x3F80;
 
 #if LTX_WGMMA_DEVICE_CODE
 template <int kN, bool kAccumulate>
