@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "backend/cuda/neighborhood_attention.h"
 #include "cuda/cuda_test_util.h"
@@ -111,19 +112,23 @@ TEST(CudaNeighborhoodAttention, TensorCoreKernelMatchesCpu) {
 // (3x5x5: 8x8 keys) and two sub-tiles (11^3: 13x14 and 14x14 keys, 3x11x9: 14x12), kernels
 // clamped to short axes, T not a multiple of the block's 8 planes (a second consumer warpgroup
 // with partial or no queries), batches of two.
+const std::vector<KernelCase>& wgmma_cases() {
+  static const std::vector<KernelCase> cases = {{{1, 12, 13, 21, 2}, {11, 11, 11}, 64},
+                                                {{1, 19, 17, 18, 1}, {11, 11, 11}, 64},
+                                                {{2, 5, 11, 17, 2}, {3, 7, 7}, 64},
+                                                {{1, 7, 9, 10, 3}, {3, 5, 5}, 64},
+                                                {{1, 3, 6, 19, 1}, {5, 11, 4}, 64},
+                                                {{1, 1, 1, 9, 2}, {3, 3, 3}, 64},
+                                                {{1, 9, 7, 11, 1}, {11, 11, 11}, 64},
+                                                {{2, 10, 15, 13, 1}, {3, 11, 9}, 64},
+                                                {{1, 4, 5, 6, 2}, {1, 1, 1}, 64}};
+  return cases;
+}
+
 TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
   LTX_REQUIRE_WGMMA();
-  const KernelCase cases[] = {{{1, 12, 13, 21, 2}, {11, 11, 11}, 64},
-                              {{1, 19, 17, 18, 1}, {11, 11, 11}, 64},
-                              {{2, 5, 11, 17, 2}, {3, 7, 7}, 64},
-                              {{1, 7, 9, 10, 3}, {3, 5, 5}, 64},
-                              {{1, 3, 6, 19, 1}, {5, 11, 4}, 64},
-                              {{1, 1, 1, 9, 2}, {3, 3, 3}, 64},
-                              {{1, 9, 7, 11, 1}, {11, 11, 11}, 64},
-                              {{2, 10, 15, 13, 1}, {3, 11, 9}, 64},
-                              {{1, 4, 5, 6, 2}, {1, 1, 1}, 64}};
   uint64_t seed = 200;
-  for (const KernelCase& c : cases) {
+  for (const KernelCase& c : wgmma_cases()) {
     const Tensor fused = fused_qkv(c, seed++);
     const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
     ASSERT_TRUE(cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel))
@@ -133,6 +138,57 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
     const Tensor tc = cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
                                                       cuda::NeighborhoodKernel::TensorCore);
     EXPECT_TRUE(near(got, tc, 1e-2, 1e-2));
+  }
+}
+
+// The wgmma kernel's variants (WgmmaMmaMask: the window rule as a fifth Q K^T k-step;
+// WgmmaPingpong: that plus the consumers' turn taking) on the wgmma test's cases and on longer T
+// where the turn schedule's shift of consumer 1 hits its cap of two planes (7^3 over 30 planes:
+// 104-key planes; 3^3 over 21: 64 keys; 11^3 over 17: two sub-tiles a plane, and a last block
+// whose second consumer has no queries), against the CPU op and the wgmma kernel. The turns
+// change only the timing, not any consumer's sequence of operations: Pingpong gives MmaMask's bits.
+// A large scale (peaked softmax) checks that the masked logits' bias still vanishes.
+TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
+  LTX_REQUIRE_WGMMA();
+  std::vector<KernelCase> cases = wgmma_cases();
+  cases.push_back({{1, 30, 9, 9, 1}, {7, 7, 7}, 64});
+  cases.push_back({{2, 21, 6, 7, 1}, {3, 3, 3}, 64});
+  cases.push_back({{1, 17, 14, 14, 1}, {11, 11, 11}, 64});
+  uint64_t seed = 400;
+  for (const KernelCase& c : cases) {
+    const Tensor fused = fused_qkv(c, seed++);
+    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    ASSERT_TRUE(cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel));
+    const Tensor masked = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::WgmmaMmaMask);
+    const Tensor turns = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::WgmmaPingpong);
+    const Tensor plain = cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
+                                                         cuda::NeighborhoodKernel::Wgmma);
+    EXPECT_TRUE(near(masked, plain, 1e-2, 1e-2));
+    EXPECT_TRUE(test::same_bytes(turns, masked));
+    for (const float scale : {2.f, 8.f}) {
+      const Tensor hot_plain = cuda::neighborhood_attention_3d(q, k, v, c.kernel, scale,
+                                                               cuda::NeighborhoodKernel::Wgmma);
+      for (const cuda::NeighborhoodKernel which :
+           {cuda::NeighborhoodKernel::WgmmaMmaMask, cuda::NeighborhoodKernel::WgmmaPingpong}) {
+        EXPECT_TRUE(near(cuda::neighborhood_attention_3d(q, k, v, c.kernel, scale, which),
+                         hot_plain, 1e-2, 1e-2))
+            << "scale " << scale;
+      }
+    }
+  }
+  // Query columns (the key boxes start at the first column's window).
+  const KernelCase c{{1, 9, 13, 26, 2}, {11, 11, 11}, 64};
+  const Tensor fused = fused_qkv(c, seed++);
+  const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+  for (const ops::QueryColumns cols : {ops::QueryColumns{5, 16}, ops::QueryColumns{23, 3}}) {
+    const Tensor plain = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                                         cuda::NeighborhoodKernel::Wgmma, cols);
+    for (const cuda::NeighborhoodKernel which :
+         {cuda::NeighborhoodKernel::WgmmaMmaMask, cuda::NeighborhoodKernel::WgmmaPingpong}) {
+      const Tensor got = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f, which, cols);
+      ASSERT_EQ(got.shape(), plain.shape());
+      EXPECT_TRUE(near(got, plain, 1e-2, 1e-2)) << cols.begin << "+" << cols.count;
+    }
   }
 }
 

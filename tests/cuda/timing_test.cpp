@@ -151,15 +151,17 @@ TEST(CudaTiming, DISABLED_PrintsNeighborhoodAttentionTimes) {
         3);
     std::printf("[timing bf16] neighborhood %-13s tensor-core %.3f ms  %.1f TFLOP/s (window)\n",
                 c.name, tc * 1e3, flops / tc / 1e12);
-    if (cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)) {
+    // The wgmma kernel and its variants (mask as a fifth k-step; + the consumers' turn taking).
+    const std::pair<const char*, cuda::NeighborhoodKernel> wgmma_kernels[] = {
+        {"wgmma", cuda::NeighborhoodKernel::Wgmma},
+        {"wgmma-mmamask", cuda::NeighborhoodKernel::WgmmaMmaMask},
+        {"wgmma-pingpong", cuda::NeighborhoodKernel::WgmmaPingpong}};
+    for (const auto& [label, which] : wgmma_kernels) {
+      if (!cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)) break;
       const double wg = seconds_per_call(
-          [&] {
-            (void)cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
-                                                  cuda::NeighborhoodKernel::Wgmma);
-          },
-          3);
-      std::printf("[timing bf16] neighborhood %-13s wgmma %.3f ms  %.1f TFLOP/s (window)\n", c.name,
-                  wg * 1e3, flops / wg / 1e12);
+          [&] { (void)cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f, which); }, 3);
+      std::printf("[timing bf16] neighborhood %-13s %s %.3f ms  %.1f TFLOP/s (window)\n", c.name,
+                  label, wg * 1e3, flops / wg / 1e12);
     }
     if (c.kernel[0] == 11) continue;  // the CUDA-core kernel takes minutes there
     const double sec = seconds_per_call(

@@ -106,9 +106,12 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
   a.kern[1] = std::min(kernel[1], a.H);
   a.kern[2] = std::min(kernel[2], a.W);
   const DType ot = ops::float_result_dtype({&q, &k, &v});
-  const bool wgmma_ok = (which == NeighborhoodKernel::Auto || which == NeighborhoodKernel::Wgmma) &&
+  const bool wgmma_asked = which == NeighborhoodKernel::Wgmma ||
+                           which == NeighborhoodKernel::WgmmaMmaMask ||
+                           which == NeighborhoodKernel::WgmmaPingpong;
+  const bool wgmma_ok = (which == NeighborhoodKernel::Auto || wgmma_asked) &&
                         wgmma_neighborhood_attention_applies(q, k, v, kernel);
-  if (which == NeighborhoodKernel::Wgmma || wgmma_ok) {
+  if (wgmma_asked || wgmma_ok) {
     // Only the requested columns are computed and allocated.
     Tensor out = Tensor::empty({a.B, a.T, a.H, col_count, a.NH, a.Dv}, ot, dev);
     if (out.numel() == 0) return out;
@@ -118,7 +121,11 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
               "rows and strides, and (4 + Kh - 1) x (4 + Kw - 1) <= 208 keys (clipped to H, W); got q ",
               q.describe(), ", v ", v.describe(), ", kernel ", kernel[0], "x", kernel[1], "x",
               kernel[2]);
-    wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out);
+    const WgmmaNaVariant variant = which == NeighborhoodKernel::WgmmaPingpong ? WgmmaNaVariant::Pingpong
+                                   : which == NeighborhoodKernel::WgmmaMmaMask
+                                       ? WgmmaNaVariant::MmaMask
+                                       : WgmmaNaVariant::Plain;
+    wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out, variant);
     return out;
   }
   if (!all_cols) {  // the other kernels compute every column

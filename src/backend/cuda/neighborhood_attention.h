@@ -22,7 +22,16 @@
 
 namespace ltx::cuda {
 
-enum class NeighborhoodKernel { Auto, TensorCore, Wgmma, Simple };
+// WgmmaMmaMask and WgmmaPingpong are the wgmma kernel's variants (see WgmmaNaVariant), selectable
+// so that they can be timed and tested against Wgmma; Auto keeps Wgmma until they are measured.
+enum class NeighborhoodKernel { Auto, TensorCore, Wgmma, Simple, WgmmaMmaMask, WgmmaPingpong };
+
+// The wgmma kernel's variants: Plain (the measured one: per-element (h, w) bit masks in the
+// softmax, consumers running freely); MmaMask (the window rule as a fifth k-step of Q K^T: one-hot
+// query columns times per-block bias rows, 0 in the window and -2^24 outside, so the softmax has
+// no per-element mask work); Pingpong (MmaMask plus the consumers taking turns at the tensor
+// cores, as attention_wgmma.cu).
+enum class WgmmaNaVariant { Plain, MmaMask, Pingpong };
 
 // cols: the query columns to compute (out [B, T, H, cols.count, heads, Dv]; checked by the op).
 // The wgmma kernel computes only those; the others compute every column and keep those.
@@ -49,6 +58,7 @@ bool wgmma_neighborhood_attention_applies(const Tensor& q, const Tensor& k, cons
 // [B, T, H, cols.count, heads, 64]).
 void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const std::array<int64_t, 3>& kernel, float scale,
-                                  const ops::QueryColumns& cols, Tensor& out);
+                                  const ops::QueryColumns& cols, Tensor& out,
+                                  WgmmaNaVariant variant = WgmmaNaVariant::Plain);
 
 }  // namespace ltx::cuda
