@@ -2,6 +2,7 @@
 
 #include "backend/cpu/linalg.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/linalg.h"
 #include "backend/cuda/matmul.h"
@@ -36,7 +37,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   unreachable_device("matmul");
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+namespace {
+
+// linear's shape checks; returns the common device.
+Device check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_defined("linear", {&x, &weight});
   LTX_CHECK(x.dim() >= 1, "linear: x must have at least 1 dim, got ", x.describe());
   check_dim("linear", "weight", weight, 2);
@@ -48,7 +52,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
               bias.describe(), " must be [", weight.size(0), "] to match weight ",
               weight.describe());
   }
-  switch (common_device("linear", {&x, &weight, &bias}).type) {
+  return common_device("linear", {&x, &weight, &bias});
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  switch (check_linear(x, weight, bias).type) {
     case DeviceType::CPU:
       check_dtype("linear", "x", x, DType::F32);
       check_dtype("linear", "weight", weight, DType::F32);
@@ -58,6 +68,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       LTX_CUDA_DISPATCH(return cuda::linear(x, weight, bias), "linear");
   }
   unreachable_device("linear");
+}
+
+Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+#if LTX_WITH_CUDA
+  // linear's checks first: the fused call fails as the two ops would.
+  if (check_linear(x, weight, bias).is_cuda() && cuda::linear_gelu_epilogue_applies(weight, bias))
+    LTX_CUDA_DISPATCH(return cuda::linear_gelu_tanh(x, weight, bias), "linear_gelu_tanh");
+#endif
+  return gelu_tanh(linear(x, weight, bias));
 }
 
 }  // namespace ltx::ops

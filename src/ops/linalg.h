@@ -15,4 +15,11 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // over all leading rows.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// gelu_tanh(linear(x, weight, bias)), the feed-forward's first layer. CPU (and CUDA with f32
+// weights or an f32 bias): exactly the two ops. CUDA with bf16 weights: one GEMM with cuBLASLt's
+// GELU epilogue, which applies the activation to the f32 accumulator instead of the bf16-rounded
+// linear output, so it matches the two ops to bf16 accuracy, not bit for bit
+// (tests/cuda/matmul_test.cpp states the bound).
+Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
 }  // namespace ltx::ops

@@ -9,6 +9,7 @@
 #include "backend/cuda/linalg.h"
 #include "core/tensor.h"
 #include "cuda/cuda_test_util.h"
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "support/test_support.h"
 
@@ -172,6 +173,50 @@ TEST(CudaLinear, F32WeightsGiveAFullPrecisionF32Gemm) {
       EXPECT_TRUE(test::near(ops::linear(xb.to(kGpu), w.to(kGpu), b.to(kGpu, DType::BF16)),
                              ops::linear(xb.to(DType::F32), w, b.to(DType::BF16).to(DType::F32)),
                              1e-5, 1e-5));
+    }
+  }
+}
+
+// The GELU epilogue (bf16 weights, no or a bf16 bias) against the two ops it replaces. The two
+// ops round the linear output z to bf16 before the GELU (|dz| <= 2^-9 |z|, and |gelu'| < 1.13) and
+// round the result (2^-9 |y|); the epilogue rounds once. Bound per element: 2^-7 (|z| + |y|).
+// f32 weights or an f32 bias take the two ops (same bytes).
+TEST(CudaLinear, GeluEpilogueMatchesLinearThenGelu) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 900;
+  for (const int64_t m : {1, 33, 257}) {
+    for (const int64_t k : {64, 200}) {
+      for (const int64_t n : {8, 136, 1024}) {
+        SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+        const Tensor x = test::random_tensor({m, k}, seed++, -2.f, 2.f).to(kGpu, DType::BF16);
+        const Tensor w = test::random_tensor({n, k}, seed++, -0.3f, 0.3f).to(kGpu, DType::BF16);
+        const Tensor b = test::random_tensor({n}, seed++).to(kGpu, DType::BF16);
+        for (const Tensor& bias : {b, Tensor()}) {
+          ASSERT_TRUE(cuda::linear_gelu_epilogue_applies(w, bias));
+          const Tensor got = ops::linear_gelu_tanh(x, w, bias);
+          ASSERT_EQ(got.dtype(), DType::BF16);
+          const Tensor z = ops::linear(x, w, bias);
+          const Tensor want = ops::gelu_tanh(z);
+          const auto g = got.to_double_vector(), y = want.to_double_vector(),
+                     zv = z.to_double_vector();
+          int bad = 0;
+          for (size_t i = 0; i < y.size() && bad < 5; ++i) {
+            const double tol = std::ldexp(std::fabs(zv[i]) + std::fabs(y[i]), -7) + 1e-6;
+            if (!(std::fabs(g[i] - y[i]) <= tol)) {
+              ++bad;
+              ADD_FAILURE() << "element " << i << ": got " << g[i] << ", want " << y[i] << " (z "
+                            << zv[i] << ")";
+            }
+          }
+        }
+        const Tensor bf = b.to(DType::F32);
+        EXPECT_FALSE(cuda::linear_gelu_epilogue_applies(w, bf));
+        EXPECT_TRUE(test::same_bytes(ops::linear_gelu_tanh(x, w, bf),
+                                     ops::gelu_tanh(ops::linear(x, w, bf))));
+        const Tensor wf = w.to(DType::F32);
+        EXPECT_FALSE(cuda::linear_gelu_epilogue_applies(wf, Tensor()));
+        EXPECT_TRUE(test::same_bytes(ops::linear_gelu_tanh(x, wf), ops::gelu_tanh(ops::linear(x, wf))));
+      }
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/cpu/linalg.h"
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "support/test_support.h"
 
@@ -250,6 +251,18 @@ TEST(Linear, ZeroInputFeaturesGiveTheBias) {
   EXPECT_ALLCLOSE(y0, Tensor::zeros({3, 4}), 0.0);
   EXPECT_EQ(ops::linear(Tensor::zeros({0, 5}), random_tensor({4, 5}, 1), b).shape(),
             Shape({0, 4}));
+}
+
+// On the CPU linear_gelu_tanh is exactly the two ops, and it checks its arguments as linear does.
+TEST(Linear, GeluTanhIsLinearThenGelu) {
+  const Tensor x = random_tensor({3, 9, 24}, 60), w = random_tensor({17, 24}, 61),
+               b = random_tensor({17}, 62);
+  EXPECT_EQ(ops::linear_gelu_tanh(x, w, b).to_float_vector(),
+            ops::gelu_tanh(ops::linear(x, w, b)).to_float_vector());
+  EXPECT_EQ(ops::linear_gelu_tanh(non_contiguous_copy(x), w).to_float_vector(),
+            ops::gelu_tanh(ops::linear(x, w)).to_float_vector());
+  EXPECT_THROW(ops::linear_gelu_tanh(x, random_tensor({3, 4}, 4), b), Error);
+  EXPECT_THROW(ops::linear_gelu_tanh(x, w, random_tensor({4}, 5)), Error);
 }
 
 TEST(Linear, RejectsBadArguments) {

@@ -67,7 +67,7 @@ struct Preference {
 
 // Heuristic results depend on the problem and on the pointers' alignments only.
 using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t,
-                           uint32_t, int, int, int>;
+                           uint32_t, int, int, int, bool>;
 struct AlgoChoice {
   cublasLtMatmulAlgo_t algo;
   size_t workspace;
@@ -105,10 +105,11 @@ bool rows_addressable(const Tensor& x, int64_t* ld) {
 
 cudaDataType_t cuda_type(DType t) { return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
 
-// D[M, N] (row-major, out's dtype) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]); X and W
-// have w's dtype (bf16, or f32 for the full-precision path: CUBLAS_COMPUTE_32F never uses TF32).
+// D[M, N] (row-major, out's dtype) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]), then
+// GELU (tanh approximation) when `gelu`; X and W have w's dtype (bf16, or f32 for the
+// full-precision path: CUBLAS_COMPUTE_32F never uses TF32).
 void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const Tensor& bias,
-          int64_t m, int64_t n, int64_t k, int device) {
+          int64_t m, int64_t n, int64_t k, int device, bool gelu = false) {
   const Stream stream = current_stream(device);
   cublasLtHandle_t handle = lt_handle(device);
   const bool has_bias = bias.defined();
@@ -121,10 +122,13 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
   LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
                                                   sizeof trans_b));
   const void* bias_ptr = has_bias ? bias.raw_data() : nullptr;
-  if (has_bias) {
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  if (has_bias || gelu) {
+    const cublasLtEpilogue_t epi = gelu ? (has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                        : CUBLASLT_EPILOGUE_BIAS;
     LTX_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  }
+  if (has_bias) {
     LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                     &bias_ptr, sizeof bias_ptr));
   }
@@ -145,7 +149,7 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
   const uint32_t al_bias = has_bias ? alignment_of(bias_ptr) : 256;
   const AlgoKey key{device, m, n, k, ldx, al_a, al_b, al_d, al_bias,
                     has_bias ? static_cast<int>(bias.dtype()) : -1, static_cast<int>(out_type),
-                    static_cast<int>(in_type)};
+                    static_cast<int>(in_type), gelu};
   AlgoChoice choice{};
   bool cached = false;
   {
@@ -181,7 +185,7 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
     LTX_CHECK(found > 0, "cuda::linear: cuBLASLt has no algorithm for x[", m, ", ", k,
               "] (row stride ", ldx, ", ", al_b, "-byte aligned) @ weight[", n, ", ", k,
               "]^T (", dtype_name(w.dtype()), ") with ", dtype_name(out.dtype()), " output",
-              has_bias ? " and bias" : "", " on cuda:", device,
+              has_bias ? " and bias" : "", gelu ? " and GELU" : "", " on cuda:", device,
               "; try a contiguous, 16-byte aligned input");
     choice = AlgoChoice{result.algo, result.workspaceSize};
     std::lock_guard<std::mutex> lock(algo_mutex());
@@ -198,7 +202,11 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
 
 }  // namespace
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+namespace {
+
+// linear's (and linear_gelu_tanh's) argument checks and GEMM; `gelu`: the GELU epilogue (the
+// caller checked linear_gelu_epilogue_applies).
+Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, bool gelu) {
   LTX_CHECK(x.defined() && weight.defined(), "cuda::linear: x and weight must be defined");
   const Device dev = x.device();
   LTX_CHECK(dev.is_cuda(), "cuda::linear: x is on ", dev.str(), ", expected a CUDA device");
@@ -256,9 +264,27 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     gemm(acc, xb.raw_data(), ldx, w, b, m, n, k, dev.index);
     convert_on_device(out, acc, current_stream(dev.index));
   } else {
-    gemm(out, xb.raw_data(), ldx, w, b, m, n, k, dev.index);
+    gemm(out, xb.raw_data(), ldx, w, b, m, n, k, dev.index, gelu);
   }
   return out;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear_impl(x, weight, bias, false);
+}
+
+bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias) {
+  return weight.defined() && weight.dtype() == DType::BF16 && weight.dim() == 2 &&
+         weight.size(1) > 0 && (!bias.defined() || bias.dtype() == DType::BF16);
+}
+
+Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  LTX_CHECK(linear_gelu_epilogue_applies(weight, bias),
+            "cuda::linear_gelu_tanh: the GELU epilogue takes a bf16 [out, in > 0] weight and no or a bf16 bias, "
+            "got weight ", weight.describe(), ", bias ", bias.describe());
+  return linear_impl(x, weight, bias, true);
 }
 
 }  // namespace ltx::cuda

@@ -21,4 +21,11 @@ namespace ltx::cuda {
 // All tensors must be on one CUDA device; dtype, shape and device mismatches throw ltx::Error.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// gelu_tanh(linear(x, weight, bias)) with cuBLASLt's GELU epilogue: the activation (its tanh
+// approximation) is applied to the f32 accumulator plus bias and rounded to bf16 once, where the
+// two ops round the linear output to bf16 first; so it matches them to bf16 accuracy, not bit for
+// bit. Takes bf16 weights [out, in > 0] with no bias or a bf16 bias (linear_gelu_epilogue_applies).
+Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias);
+bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias);
+
 }  // namespace ltx::cuda

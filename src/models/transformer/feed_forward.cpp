@@ -1,6 +1,6 @@
 #include "models/transformer/feed_forward.h"
 
-#include "ops/elementwise.h"
+#include "ops/linalg.h"
 
 namespace ltx::models::transformer {
 
@@ -13,7 +13,8 @@ FeedForward FeedForward::load(io::WeightMap& w, int64_t dim, int64_t dim_out, bo
 }
 
 Tensor FeedForward::operator()(const Tensor& x) const {
-  return proj_out(ops::gelu_tanh(proj_in(x)));
+  // proj_in and its GELU in one GEMM on CUDA with bf16 weights (ops::linear_gelu_tanh).
+  return proj_out(ops::linear_gelu_tanh(x, proj_in.weight, proj_in.bias));
 }
 
 }  // namespace ltx::models::transformer
