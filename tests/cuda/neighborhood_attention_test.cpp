@@ -96,13 +96,13 @@ TEST(CudaNeighborhoodAttention, TensorCoreKernelMatchesCpu) {
     const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
     ASSERT_TRUE(cuda::tensor_core_neighborhood_attention_applies(q, k, v, c.kernel));
     const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::TensorCore);
-    // The op's automatic choice: the wgmma kernel where it applies (Hopper, head dim 64), else
-    // the tensor-core kernel, bit for bit.
+    // The op's automatic choice: the wgmma kernel's MmaMask variant where it applies (Hopper,
+    // head dim 64), else the tensor-core kernel, bit for bit.
     const Tensor autod = ops::neighborhood_attention_3d(q, k, v, c.kernel,
                                                         static_cast<double>(default_scale(c)));
     const Tensor want = cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)
                             ? cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
-                                                              cuda::NeighborhoodKernel::Wgmma)
+                                                              cuda::NeighborhoodKernel::WgmmaMmaMask)
                             : got;
     EXPECT_TRUE(test::same_bytes(autod, want));
   }
@@ -252,7 +252,7 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelRefusesWhatItCannotTake) {
   EXPECT_TRUE(test::same_bytes(
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f),
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f,
-                                      hopper ? cuda::NeighborhoodKernel::Wgmma
+                                      hopper ? cuda::NeighborhoodKernel::WgmmaMmaMask
                                              : cuda::NeighborhoodKernel::TensorCore)));
 }
 
