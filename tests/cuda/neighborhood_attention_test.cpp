@@ -145,7 +145,10 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
 // WgmmaPingpong: that plus the consumers' turn taking) on the wgmma test's cases and on longer T
 // where the turn schedule's shift of consumer 1 hits its cap of two planes (7^3 over 30 planes:
 // 104-key planes; 3^3 over 21: 64 keys; 11^3 over 17: two sub-tiles a plane, and a last block
-// whose second consumer has no queries), against the CPU op and the wgmma kernel. The turns
+// whose second consumer has no queries; the stage-2 decoder's 3x7x7 over 18 planes, 104 keys, on
+// a small H x W), against the CPU op and the wgmma kernel. The one-unit planes (64 and 104 keys)
+// with consumer 0's planes ending before the block's hung Pingpong once (a plane consumer 0 never
+// released; tests/ops/neighborhood_turns_test.cpp checks the schedule on the host). The turns
 // change only the timing, not any consumer's sequence of operations: Pingpong gives MmaMask's bits.
 // A large scale (peaked softmax) checks that the masked logits' bias still vanishes.
 TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
@@ -154,6 +157,7 @@ TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
   cases.push_back({{1, 30, 9, 9, 1}, {7, 7, 7}, 64});
   cases.push_back({{2, 21, 6, 7, 1}, {3, 3, 3}, 64});
   cases.push_back({{1, 17, 14, 14, 1}, {11, 11, 11}, 64});
+  cases.push_back({{1, 18, 10, 12, 2}, {3, 7, 7}, 64});
   uint64_t seed = 400;
   for (const KernelCase& c : cases) {
     const Tensor fused = fused_qkv(c, seed++);
