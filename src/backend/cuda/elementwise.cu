@@ -58,9 +58,11 @@ struct ModulateFn {
   __device__ float operator()(const float* v) const { return scalar::modulate(v[0], v[1], v[2]); }
 };
 
+// The result: the float inputs' result dtype, laid out like the first of them that has the full
+// shape and is dense (empty_like_layout: channels-last stays channels-last), else contiguous.
 Tensor new_like(const Shape& shape, std::initializer_list<const Tensor*> float_inputs,
                 Device device) {
-  return Tensor::empty(shape, ops::float_result_dtype(float_inputs), device);
+  return empty_like_layout(shape, ops::float_result_dtype(float_inputs), device, float_inputs);
 }
 
 Shape broadcast3(const Tensor& a, const Tensor& b, const Tensor& c, const char* op) {
@@ -90,6 +92,12 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
 void binary_inplace(BinaryOp op, const Tensor& dst, const Tensor& src) {
   scalar::with_binary_op(op, [&](auto o) {
     map_into<2>(dst, {&dst, &src}, BinaryFn<decltype(o)::value>{});
+  });
+}
+
+void binary_into(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  scalar::with_binary_op(op, [&](auto o) {
+    map_into<2>(out, {&a, &b}, BinaryFn<decltype(o)::value>{});
   });
 }
 

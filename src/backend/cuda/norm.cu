@@ -352,6 +352,48 @@ __global__ void rms_norm_dim_kernel(RowArgs a, int64_t outer, int64_t inner) {
   }
 }
 
+// rms_norm_dim_kernel's math over rows whose normalised dim is innermost in memory (PixelNorm of
+// a channels-last activation: [positions, C] dense). A warp owns 32 rows, lane l row l: the rows
+// are read in 32 x 32 tiles with coalesced loads (lane = channel) through shared memory, and each
+// lane sums its row's squares in order 0 .. d - 1 in double, exactly as one thread of
+// rms_norm_dim_kernel sums a column, so the two layouts agree bit for bit. The output pass reads
+// and writes coalesced, the row's RMS broadcast from its lane.
+constexpr int kDimRowsWarps = 8;
+__global__ void rms_norm_dim_rows_kernel(RowArgs a) {
+  __shared__ float tile[kDimRowsWarps][32][33];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t groups = (a.rows + 31) / 32;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kDimRowsWarps;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * kDimRowsWarps + warp; g < groups; g += step) {
+    const int64_t r0 = g * 32;
+    const int nrows = a.rows - r0 < 32 ? static_cast<int>(a.rows - r0) : 32;
+    double ss = 0.0;
+    for (int64_t c0 = 0; c0 < a.d; c0 += 32) {
+      const int nc = a.d - c0 < 32 ? static_cast<int>(a.d - c0) : 32;
+      if (lane < nc) {
+#pragma unroll 8
+        for (int i = 0; i < nrows; ++i)
+          tile[warp][i][lane] = load_f32(a.x, a.x_dtype, (r0 + i) * a.d + c0 + lane);
+      }
+      __syncwarp();
+      if (lane < nrows) {
+        for (int c = 0; c < nc; ++c) {
+          const double v = tile[warp][lane][c];
+          ss += v * v;
+        }
+      }
+      __syncwarp();
+    }
+    const float rms = static_cast<float>(sqrt(ss / static_cast<double>(a.d) + a.eps));
+    for (int i = 0; i < nrows; ++i) {
+      const float ri = __shfl_sync(0xffffffffu, rms, i);
+      const int64_t base = (r0 + i) * a.d;
+      for (int64_t c = lane; c < a.d; c += 32)
+        store_f32(a.y, a.y_dtype, base + c, load_f32(a.x, a.x_dtype, base + c) / ri);
+    }
+  }
+}
+
 // GroupNorm: one block per (n, group), whose channels x positions are one contiguous run of
 // a.d elements in [N, C, *spatial]; `hw` positions per channel, `cpg` channels per group. The
 // runs can hold millions of elements, so the partial sums are double here.
@@ -582,16 +624,44 @@ void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& sc
   out.copy_from(rms_norm_modulate(x, scale, shift, eps, weight));
 }
 
+bool rms_norm_dim_rows_layout(const Tensor& x, int dim) {
+  if (x.dim() < 2 || x.size(dim) < 2 || x.stride(dim) != 1 || x.is_contiguous()) return false;
+  for (int d = 0; d < x.dim(); ++d)
+    if (d != dim && x.size(d) > 1 && x.stride(d) <= 1) return false;  // dim must be innermost
+  return true;
+}
+
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  constexpr int kThreads = 256;
+  if (rms_norm_dim_rows_layout(x, dim)) {
+    // dim innermost in memory: rows of x.size(dim) contiguous elements, the output in x's layout
+    // (a non-dense view of such a tensor, frames narrowed out of a batch, is made dense first).
+    const std::vector<int64_t> order = x.dim_order();
+    const Tensor xd = x.contiguous_in_order(order);
+    Tensor out = Tensor::empty_in_order(x.shape(), order, x.dtype(), x.device());
+    if (out.numel() == 0) return out;
+    RowArgs a{};
+    a.x = xd.raw_data();
+    a.x_dtype = xd.dtype();
+    a.y = out.raw_data();
+    a.y_dtype = out.dtype();
+    a.eps = eps;
+    a.d = x.size(dim);
+    a.rows = x.numel() / a.d;
+    const int64_t groups = (a.rows + 31) / 32;
+    rms_norm_dim_rows_kernel<<<grid_for(groups, kDimRowsWarps, dev), kDimRowsWarps * 32, 0,
+                               current_stream(dev).handle()>>>(a);
+    LTX_CUDA_CHECK_LAUNCH();
+    return out;
+  }
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
   const Split3 s = x.dim() == 0 ? Split3{} : split3(x.shape(), dim, dim);
   Tensor xc, wc, bc;
   RowArgs a = row_args(x, &xc, Tensor(), Tensor(), &wc, &bc, out, eps);
   a.d = s.r;
-  const int dev = x.device().index;
-  DeviceGuard guard(dev);
-  constexpr int kThreads = 256;
   rms_norm_dim_kernel<<<grid_for(s.a * s.b, kThreads, dev), kThreads, 0,
                         current_stream(dev).handle()>>>(a, s.a, s.b);
   LTX_CUDA_CHECK_LAUNCH();

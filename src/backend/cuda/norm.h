@@ -31,8 +31,14 @@ void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& sc
 // for these arguments (for the tests):
 bool rms_norm_vectorised(const Tensor& x, const Tensor& weight);
 bool rms_norm_modulate_vectorised(const Tensor& x, const Tensor& scale, const Tensor& shift);
-// PixelNorm over `dim` (no affine): one thread per position, sum of squares in double.
+// PixelNorm over `dim` (no affine): one thread per position, sum of squares in double. When x is
+// not contiguous and has `dim` innermost in memory with stride 1 (a channels-last activation with
+// dim = 1; a view with gaps is made dense in its order first), a row kernel (coalesced loads,
+// each row summed in the same order) writes a result in x's layout, bit-identical to the
+// contiguous path's values.
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
+// Whether rms_norm_dim takes the row kernel for x (for the tests).
+bool rms_norm_dim_rows_layout(const Tensor& x, int dim);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions
 // of elements); correctness first: only N * num_groups blocks.
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
