@@ -129,9 +129,17 @@ void print_profile() {
                "\nLTX_PROFILE_OPS: GPU time per op (synchronised; %.1f ms in ops over a %.1f ms span)\n",
                total * 1e3, span * 1e3);
   std::fprintf(stderr, "%-48s %12s %10s %7s\n", "op", "total ms", "calls", "share");
-  for (const auto& [name, e] : rows)
+  constexpr size_t kMaxRows = 80;  // ops split by shape can make hundreds of rows
+  for (size_t i = 0; i < std::min(rows.size(), kMaxRows); ++i) {
+    const auto& [name, e] = rows[i];
     std::fprintf(stderr, "%-48s %12.2f %10ld %6.1f%%\n", name.c_str(), e.seconds * 1e3, e.calls,
                  span > 0 ? 100.0 * e.seconds / span : 0.0);
+  }
+  if (rows.size() > kMaxRows) {
+    double rest = 0.0;
+    for (size_t i = kMaxRows; i < rows.size(); ++i) rest += rows[i].second.seconds;
+    std::fprintf(stderr, "(%zu more rows) %33s %12.2f\n", rows.size() - kMaxRows, "", rest * 1e3);
+  }
   if (span > 0)
     std::fprintf(stderr, "%-48s %12.2f %10s %6.1f%%\n", "(outside ops: copies, host)",
                  (span - total) * 1e3, "", 100.0 * (span - total) / span);

@@ -306,6 +306,11 @@ void fill(const Tensor& dst, const void* element) {
 
 void convert_on_device(const Tensor& dst, const Tensor& src, Stream stream) {
   const ops::OpProfileScope profile("copy (on device)");
+  // The profile splits copies by shape, dtypes and whether each side is dense.
+  if (ops::op_profiling_enabled())
+    ops::op_profile_detail(src.shape().str() + " " + dtype_name(src.dtype()) +
+                           (src.is_contiguous() ? "" : "(strided)") + "->" +
+                           dtype_name(dst.dtype()) + (dst.is_contiguous() ? "" : "(strided)"));
   LTX_CHECK(dst.device().is_cuda() && src.device() == dst.device() &&
                 stream.device() == dst.device().index,
             "convert_on_device: expected both tensors and the stream on one CUDA device, got ",
