@@ -456,7 +456,7 @@ struct RmsCall {
   RowArgs a{};
   ModArgs m;
   bool modulate = false;
-  bool segmented = false;  // x and out are segmented views (only the vector kernels take them)
+  bool segmented() const { return a.seg > 0; }  // x and out are segmented views (vector kernels only)
 };
 
 // A view of dense rows in segments (RowArgs::seg): unit stride along the last dim, dense rows
@@ -486,12 +486,12 @@ RmsCall rms_call(const Tensor& x, const Tensor& weight, const Tensor& scale, con
   c.out = into.defined() ? into : Tensor::empty(x.shape(), out_dtype, x.device());
   if (c.out.numel() == 0) return c;
   int64_t xs = 0, xo = 0, ys = 0, yo = 0;
-  c.segmented = into.defined() && !(x.is_contiguous() && into.is_contiguous()) &&
-                row_segments(x, &xs, &xo) && row_segments(into, &ys, &yo) && xs == ys;
-  c.a = row_args(x, &c.xc, weight, Tensor(), &c.wc, &c.bc, c.out, eps, c.segmented);
+  const bool segmented = into.defined() && !(x.is_contiguous() && into.is_contiguous()) &&
+                         row_segments(x, &xs, &xo) && row_segments(into, &ys, &yo) && xs == ys;
+  c.a = row_args(x, &c.xc, weight, Tensor(), &c.wc, &c.bc, c.out, eps, segmented);
   c.a.d = x.size(-1);
   c.a.rows = x.numel() / c.a.d;
-  if (c.segmented) {
+  if (segmented) {
     c.a.seg = xs;
     c.a.x_outer = xo;
     c.a.y_outer = yo;
@@ -617,7 +617,7 @@ void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& sc
                             const Tensor& shift, double eps, const Tensor& weight) {
   const RmsCall c = rms_call(x, weight, scale, shift, eps, out);
   if (c.out.numel() == 0) return;
-  if ((c.segmented && rows_vec_ok(c)) || (!c.segmented && out.is_contiguous())) {
+  if ((c.segmented() && rows_vec_ok(c)) || (!c.segmented() && out.is_contiguous())) {
     (void)run_rms(c);
     return;
   }

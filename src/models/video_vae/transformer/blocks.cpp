@@ -126,8 +126,11 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
   // and left slots a narrower previous chunk cannot fill are zero (as in the reference). The
   // halo columns must be the block input's, so each chunk's attention output is added to x only
   // after the next chunk has read its left halo.
-  Tensor pending;  // the previous chunk's output, for x's columns [pending_start, + its width)
-  int64_t pending_start = 0;
+  Tensor pending;  // the previous chunk's attention output, for its core columns of x
+  const auto add_pending = [&](size_t chunk) {
+    ops::add_(x.narrow(3, c.cores[chunk].start, c.cores[chunk].len), pending);
+    pending = Tensor();
+  };
   for (size_t i = 0; i < c.cores.size(); ++i) {
     const int64_t core_start = c.cores[i].start, core_len = c.cores[i].len;
     const int64_t core_end = core_start + core_len;
@@ -163,10 +166,7 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
     const int64_t filled = halo + core_len + right_filled;
     norm_cols(x, core_start - halo + first, first, filled - first);
     norm_repeat(core_end - 1, filled, extent - filled);
-    if (pending.defined()) {  // the previous chunk's columns have been read as this one's halo
-      ops::add_(x.narrow(3, pending_start, pending.size(3)), pending);
-      pending = Tensor();
-    }
+    if (i > 0) add_pending(i - 1);  // the previous chunk's columns were read as this halo
 
     // Each buffer is released as soon as the next step has consumed it (the peak is the fused
     // projection plus the attention output).
@@ -174,10 +174,9 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
     y = Tensor();
     // Only the core's queries: the halo columns' outputs would be dropped.
     pending = attn.attend(qkv, {halo, core_len});
-    pending_start = core_start;
     qkv = {};
   }
-  if (pending.defined()) ops::add_(x.narrow(3, pending_start, pending.size(3)), pending);
+  if (!c.cores.empty()) add_pending(c.cores.size() - 1);
 }
 
 Tensor DiffusionNABlock::operator()(Tensor x_in, const Tensor& context, const Tensor& modulation,
