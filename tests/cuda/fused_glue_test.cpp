@@ -1,15 +1,19 @@
 // The fused glue ops on CUDA: rms_norm_modulate (RMSNorm + AdaLN modulation), gated_add
-// (x + y * gate) and silu_mul (the SwiGLU product). Each must equal the unfused CUDA composition bit for bit (f32 and
-// bf16 storage, per-sample and per-token scale/shift/gates, strided inputs) and the CPU op within
-// the rms_norm kernel's f32-sum tolerance.
+// (x + y * gate) and silu_mul (the SwiGLU product), with the AdaLN operands given as ops::Summed
+// (table row + per-token slice, summed inside the consumer).
+// Each must equal the unfused CUDA composition bit for bit (f32 and bf16 storage, per-sample and
+// per-token scale/shift/gates, strided inputs) and the CPU op within the rms_norm kernel's f32-sum
+// tolerance.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "backend/cuda/norm.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "ops/summed.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -132,6 +136,52 @@ TEST(CudaFusedGlue, GatedAddEqualsTheUnfusedOpsAndMatchesCpu) {
           EXPECT_TRUE(same_bytes(got.to(Device::cpu()), want));
         } else {
           EXPECT_TRUE(near(got, want, 4e-2, 1e-2));
+        }
+      }
+    }
+  }
+}
+
+// The transformer's AdaLN operands as ops::Summed: row r of a table [K, D] + the strided slice r
+// of per-token values [B, T, K * D]. Each consumer equals ops::add then the op, bit for bit, on
+// every kernel path: D 33 (general / strided), 256 (bf16 row256 kernel), 1024 (warp per row),
+// 4096 (block per row, the real width), per-sample (T 1) and per-token values, bf16, f32 and
+// mixed summands (bf16 table + f32 values: an f32 sum, an f32 result).
+TEST(CudaFusedGlue, SummedAdaValuesEqualAddThenOpBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1300;
+  const int64_t k = 9;
+  for (int64_t d : {33, 256, 1024, 4096}) {
+    for (int64_t t : {1, 19}) {
+      const Tensor table = test::random_tensor({k, d}, seed++);
+      const Tensor ts = test::random_tensor({2, t, k * d}, seed++, -0.5f, 0.5f);
+      const Tensor x = test::random_tensor({2, 19, d}, seed++, -3.f, 5.f);
+      const Tensor y = test::random_tensor({2, 19, d}, seed++, -3.f, 3.f);
+      for (DType table_dt : {DType::BF16, DType::F32}) {
+        for (DType dt : {DType::BF16, DType::F32}) {
+          SCOPED_TRACE("D " + std::to_string(d) + " T " + std::to_string(t) + " table " +
+                       dtype_name(table_dt) + " values " + dtype_name(dt));
+          const Tensor tg = table.to(kGpu, table_dt);
+          const Tensor sg = ts.to(kGpu, dt).view({2, t, k, d});
+          const auto value = [&](int64_t row) { return ops::Summed(tg.select(0, row), sg.select(2, row)); };
+          const Tensor xg = x.to(kGpu, dt), yg = y.to(kGpu, dt);
+          const ops::Summed scale = value(1), shift = value(0), gate = value(2);
+          const Tensor scale_v = scale.value(), shift_v = shift.value(), gate_v = gate.value();
+
+          const Tensor norm = ops::rms_norm_modulate(xg, scale, shift, 1e-6);
+          EXPECT_TRUE(same_bytes(norm, ops::rms_norm_modulate(xg, scale_v, shift_v, 1e-6)));
+          EXPECT_TRUE(same_bytes(norm, ops::modulate(ops::rms_norm(xg, Tensor(), 1e-6), scale_v, shift_v)));
+          EXPECT_EQ(cuda::rms_norm_modulate_vectorised(xg, scale, shift), d % 8 == 0);
+          EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(xg, scale, shift_v, 1e-6),
+                                 ops::rms_norm_modulate(xg, scale_v, shift_v, 1e-6)));
+          EXPECT_TRUE(same_bytes(ops::modulate(xg, scale, shift), ops::modulate(xg, scale_v, shift_v)));
+          EXPECT_TRUE(same_bytes(ops::modulate(xg, scale_v, shift), ops::modulate(xg, scale_v, shift_v)));
+          EXPECT_TRUE(same_bytes(ops::gated_add(xg, yg, gate), ops::add(xg, ops::mul(yg, gate_v))));
+          // Non-contiguous x / y take the strided loops.
+          const Tensor xs = test::non_contiguous_copy(xg), ys = test::non_contiguous_copy(yg);
+          EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(xs, scale, shift, 1e-6),
+                                 ops::rms_norm_modulate(xs, scale_v, shift_v, 1e-6)));
+          EXPECT_TRUE(same_bytes(ops::gated_add(xs, ys, gate), ops::gated_add(xs, ys, gate_v)));
         }
       }
     }

@@ -23,6 +23,7 @@
 #include "ops/mlp.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "ops/summed.h"
 #include "support/rope3d_test_util.h"
 #include "support/test_support.h"
 
@@ -122,6 +123,33 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
     std::printf("[timing %s] linear 6144x4096x16384 %.3f ms  %.1f TFLOP/s\n", dn, sg * 1e3,
                 2.0 * 6144 * 4096 * 16384 / sg / 1e12);
   }
+}
+
+// The transformer block's fused glue against the unfused ops it replaces, bf16 video stream
+// [1, 6144, 4096]:
+// - the AdaLN values as ops::Summed (table row + per-token slice of [1, T, 9, D]) in
+//   rms_norm_modulate / gated_add;
+TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
+  LTX_REQUIRE_CUDA();
+  const DType dt = DType::BF16;
+  const int64_t t = 6144, d = 4096;
+  const Tensor x = rand_gpu({1, t, d}, 20, dt), y = rand_gpu({1, t, d}, 21, dt);
+  const Tensor table = rand_gpu({9, d}, 22, dt), ts = rand_gpu({1, t, 9 * d}, 23, dt);
+  const auto value = [&](int64_t r) {
+    return ops::Summed(table.select(0, r), ts.view({1, t, 9, d}).select(2, r));
+  };
+  const ops::Summed scale = value(1), shift = value(0), gate = value(2);
+  const auto report = [](const char* name, double s) {
+    std::printf("[timing bf16] %-34s %.3f ms\n", name, s * 1e3);
+  };
+  report("add x2 + rms_norm_modulate", seconds_per_call([&] {
+           (void)ops::rms_norm_modulate(x, scale.value(), shift.value(), 1e-6);
+         }, 10));
+  report("rms_norm_modulate (summed)",
+         seconds_per_call([&] { (void)ops::rms_norm_modulate(x, scale, shift, 1e-6); }, 10));
+  report("add + gated_add",
+         seconds_per_call([&] { (void)ops::gated_add(x, y, gate.value()); }, 10));
+  report("gated_add (summed)", seconds_per_call([&] { (void)ops::gated_add(x, y, gate); }, 10));
 }
 
 // The LTX-2.5 diffusion decoder's neighborhood attention at 1536 x 1024 x 121: stage 5 (one of the

@@ -7,6 +7,7 @@
 // 1 / sqrt(mean + eps) is formed in double and rounded to f32 like the CPU's; every product of the
 // normalisation rounds on its own (no FMA), as on the CPU.
 #include "core/tensor.h"
+#include "ops/summed.h"
 
 namespace ltx::cuda {
 
@@ -14,9 +15,11 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 // One kernel for modulate(rms_norm(x), scale, shift): the rms_norm kernel's row statistics, the
 // normalised value rounded to x's dtype, then the modulation of ops::modulate; bit-identical to
-// the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's.
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
-                         const Tensor& weight = Tensor());
+// the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's. Each may
+// be an ops::Summed pair, summed per element with ops::add's rounding (bit-identical to
+// materialising the sum first).
+Tensor rms_norm_modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift,
+                         double eps, const Tensor& weight = Tensor());
 // rms_norm / rms_norm_modulate take a vector path when the last dim is a multiple of 8 (and at
 // most 48 KiB), x, weight, scale and shift are f32 or bf16, 16-byte aligned with unit stride along
 // the last dim (scale/shift: any broadcast of the leading dims, offsets multiples of 8 elements):
@@ -24,7 +27,8 @@ Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shi
 // and written with 16-byte stores, bit-identical to the general path. Whether that path is taken
 // for these arguments (for the tests):
 bool rms_norm_vectorised(const Tensor& x, const Tensor& weight);
-bool rms_norm_modulate_vectorised(const Tensor& x, const Tensor& scale, const Tensor& shift);
+bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
+                                  const ops::Summed& shift);
 // PixelNorm over `dim` (no affine): one thread per position, sum of squares in double.
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions
