@@ -1,6 +1,7 @@
 // The fused glue ops on CUDA: rms_norm_modulate (RMSNorm + AdaLN modulation), gated_add
 // (x + y * gate) and silu_mul (the SwiGLU product), with the AdaLN operands given as ops::Summed
 // (table row + per-token slice, summed inside the consumer).
+// The transformer attention's q / k RMSNorm + RoPE (rms_norm_rope).
 // Each must equal the unfused CUDA composition bit for bit (f32 and bf16 storage, per-sample and
 // per-token scale/shift/gates, strided inputs) and the CPU op within the rms_norm kernel's f32-sum
 // tolerance.
@@ -10,9 +11,11 @@
 #include <vector>
 
 #include "backend/cuda/norm.h"
+#include "backend/cuda/rope.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "ops/rope.h"
 #include "ops/summed.h"
 #include "support/test_support.h"
 
@@ -182,6 +185,54 @@ TEST(CudaFusedGlue, SummedAdaValuesEqualAddThenOpBitForBit) {
           EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(xs, scale, shift, 1e-6),
                                  ops::rms_norm_modulate(xs, scale_v, shift_v, 1e-6)));
           EXPECT_TRUE(same_bytes(ops::gated_add(xs, ys, gate), ops::gated_add(xs, ys, gate_v)));
+        }
+      }
+    }
+  }
+}
+
+// q / k RMSNorm + RoPE of the transformer attention: the fused kernel equals rms_norm then
+// apply_rope on the GPU bit for bit, for the real widths (video 4096 = 32 x 128, audio 2048 =
+// 32 x 64), a narrow one (128: rms_norm's warp-per-row path), both RoPE layouts, per-batch and
+// shared tables, bf16 / f32 storage and tables; shapes off the kernel's path (a strided x, rows of
+// 20) fall back to the unfused ops with the same bits.
+TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1400;
+  struct Case {
+    int64_t b, t, d, heads;
+    bool fused;
+  };
+  const Case cases[] = {{1, 37, 4096, 32, true}, {2, 5, 2048, 32, true}, {2, 9, 128, 2, true},
+                        {1, 6, 20, 2, false}};
+  for (const Case& c : cases) {
+    for (const ops::RopeLayout layout : {ops::RopeLayout::Split, ops::RopeLayout::Interleaved}) {
+      const bool split = layout == ops::RopeLayout::Split;
+      const int64_t dh = c.d / c.heads;
+      for (const int64_t tb : {c.b, int64_t{1}}) {  // tables per batch or shared
+        const Shape ts = split ? Shape{tb, c.heads, c.t, dh / 2} : Shape{tb, c.t, c.d};
+        const Tensor x = test::random_tensor({c.b, c.t, c.d}, seed++, -3.f, 5.f);
+        const Tensor w = test::random_tensor({c.d}, seed++, 0.5f, 1.5f);
+        const Tensor cs = test::random_tensor(ts, seed++), sn = test::random_tensor(ts, seed++);
+        for (DType dt : {DType::BF16, DType::F32}) {
+          for (DType table_dt : {DType::BF16, DType::F32}) {
+            SCOPED_TRACE("x " + dims(x.shape()) + " heads " + std::to_string(c.heads) +
+                         (split ? " split" : " interleaved") + " tables " + dims(ts) + " " +
+                         dtype_name(table_dt) + ", x " + dtype_name(dt));
+            const Tensor xg = x.to(kGpu, dt), wg = w.to(kGpu, dt);
+            const Tensor cg = cs.to(kGpu, table_dt), sg = sn.to(kGpu, table_dt);
+            const Shape target = split ? Shape{c.b, c.heads, c.t, dh / 2} : x.shape();
+            EXPECT_EQ(cuda::rms_norm_rope_fusable(xg, wg, cg.expand(target), sg.expand(target), layout,
+                                                  c.heads),
+                      c.fused);
+            const Tensor got = ops::rms_norm_rope(xg, wg, 1e-6, cg, sg, layout, c.heads);
+            EXPECT_EQ(got.dtype(), dt);
+            EXPECT_TRUE(same_bytes(got, ops::rms_norm_rope_unfused(xg, wg, 1e-6, cg, sg, layout, c.heads)));
+            EXPECT_TRUE(same_bytes(ops::rms_norm_rope(xg, Tensor(), 1e-6, cg, sg, layout, c.heads),
+                                   ops::rms_norm_rope_unfused(xg, Tensor(), 1e-6, cg, sg, layout, c.heads)));
+            const Tensor xs = test::non_contiguous_copy(xg);
+            EXPECT_TRUE(same_bytes(ops::rms_norm_rope(xs, wg, 1e-6, cg, sg, layout, c.heads), got));
+          }
         }
       }
     }

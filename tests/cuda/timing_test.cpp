@@ -129,10 +129,11 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
 // [1, 6144, 4096]:
 // - the AdaLN values as ops::Summed (table row + per-token slice of [1, T, 9, D]) in
 //   rms_norm_modulate / gated_add;
+// - the q RMSNorm + split RoPE (32 heads of 128);
 TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   LTX_REQUIRE_CUDA();
   const DType dt = DType::BF16;
-  const int64_t t = 6144, d = 4096;
+  const int64_t t = 6144, d = 4096, heads = 32;
   const Tensor x = rand_gpu({1, t, d}, 20, dt), y = rand_gpu({1, t, d}, 21, dt);
   const Tensor table = rand_gpu({9, d}, 22, dt), ts = rand_gpu({1, t, 9 * d}, 23, dt);
   const auto value = [&](int64_t r) {
@@ -150,6 +151,15 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   report("add + gated_add",
          seconds_per_call([&] { (void)ops::gated_add(x, y, gate.value()); }, 10));
   report("gated_add (summed)", seconds_per_call([&] { (void)ops::gated_add(x, y, gate); }, 10));
+  const Tensor w = rand_gpu({d}, 24, dt);
+  const Tensor c = rand_gpu({1, heads, t, d / heads / 2}, 25, dt);
+  const Tensor sn = rand_gpu({1, heads, t, d / heads / 2}, 26, dt);
+  report("rms_norm + apply_rope (split)", seconds_per_call([&] {
+           (void)ops::rms_norm_rope_unfused(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
+         }, 10));
+  report("rms_norm_rope (split)", seconds_per_call([&] {
+           (void)ops::rms_norm_rope(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
+         }, 10));
 }
 
 // The LTX-2.5 diffusion decoder's neighborhood attention at 1536 x 1024 x 121: stage 5 (one of the

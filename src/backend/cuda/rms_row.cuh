@@ -1,6 +1,6 @@
 #pragma once
 // The per-row arithmetic of the CUDA RMSNorm (norm.cu), shared with the fused kernels that must
-// agree with it bit for bit (rope.cu's qk_norm_rope_3d): the block size per row
+// agree with it bit for bit (rope.cu's qk_norm_rope_3d and rms_norm_rope): the block size per row
 // length, the sum of squares term, the row scale, the rounding to the storage dtype between ops,
 // the vector path's staged row and block sum, and the block sum replayed by one warp.
 #include <cstdint>
