@@ -235,6 +235,18 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
   unreachable_device("silu_mul");
 }
 
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
+  check_defined("mul_2sigmoid", {&x, &logits});
+  check_f32("mul_2sigmoid", "x", x);
+  check_f32("mul_2sigmoid", "logits", logits);
+  broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid");  // throws when they do not broadcast
+  switch (common_device("mul_2sigmoid", {&x, &logits}).type) {
+    case DeviceType::CPU: return cpu::mul_2sigmoid(x, logits);
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::mul_2sigmoid(x, logits), "mul_2sigmoid");
+  }
+  unreachable_device("mul_2sigmoid");
+}
+
 Tensor modulate(const Tensor& x, const Summed& scale, const Summed& shift) {
   check_defined("modulate", {&x});
   check_f32("modulate", "x", x);

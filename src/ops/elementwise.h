@@ -102,5 +102,10 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const Summed& gate);
 // The SwiGLU product silu(gate) * up (gate and up broadcast together; one kernel on CUDA).
 // Bit-identical to mul(silu(gate), up): silu's value is rounded to gate's dtype before the product.
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
+// The gated attention's per-head gate x * (2 * sigmoid(logits)), logits broadcast against x (e.g.
+// [B, T, H, 1] against [B, T, H, Dh]; one kernel on CUDA). Bit-identical to
+// mul(x, mul(sigmoid(logits), 2.0)): sigmoid's value and the doubled gate are rounded to logits'
+// dtype as those ops store them.
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits);
 
 }  // namespace ltx::ops

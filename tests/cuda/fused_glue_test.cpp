@@ -2,6 +2,7 @@
 // (x + y * gate) and silu_mul (the SwiGLU product), with the AdaLN operands given as ops::Summed
 // (table row + per-token slice, summed inside the consumer).
 // The transformer attention's q / k RMSNorm + RoPE (rms_norm_rope).
+// The attention's per-head gate (mul_2sigmoid).
 // Each must equal the unfused CUDA composition bit for bit (f32 and bf16 storage, per-sample and
 // per-token scale/shift/gates, strided inputs) and the CPU op within the rms_norm kernel's f32-sum
 // tolerance.
@@ -235,6 +236,25 @@ TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
           }
         }
       }
+    }
+  }
+}
+
+// The per-head gate out * (2 * sigmoid(logits)): logits [B, T, H, 1] against [B, T, H, Dh] (the
+// inner-vector loop with a per-row gate) and a strided out, bf16 / f32 / mixed.
+TEST(CudaFusedGlue, Mul2SigmoidEqualsTheUnfusedOps) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = test::random_tensor({2, 37, 32, 128}, 1500, -4.f, 4.f);
+  const Tensor l = test::random_tensor({2, 37, 32, 1}, 1501, -9.f, 9.f);
+  for (DType xd : {DType::BF16, DType::F32}) {
+    for (DType ld : {DType::BF16, DType::F32}) {
+      SCOPED_TRACE(std::string("x ") + dtype_name(xd) + ", logits " + dtype_name(ld));
+      const Tensor xg = x.to(kGpu, xd), lg = l.to(kGpu, ld);
+      const Tensor want = ops::mul(xg, ops::mul(ops::sigmoid(lg), 2.0));
+      const Tensor got = ops::mul_2sigmoid(xg, lg);
+      EXPECT_EQ(got.dtype(), want.dtype());
+      EXPECT_TRUE(same_bytes(got, want));
+      EXPECT_TRUE(same_bytes(ops::mul_2sigmoid(test::non_contiguous_copy(xg), lg), want));
     }
   }
 }

@@ -130,6 +130,7 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
 // - the AdaLN values as ops::Summed (table row + per-token slice of [1, T, 9, D]) in
 //   rms_norm_modulate / gated_add;
 // - the q RMSNorm + split RoPE (32 heads of 128);
+// - the per-head gate (logits [1, T, 32, 1]).
 TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   LTX_REQUIRE_CUDA();
   const DType dt = DType::BF16;
@@ -160,6 +161,13 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   report("rms_norm_rope (split)", seconds_per_call([&] {
            (void)ops::rms_norm_rope(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
          }, 10));
+  const Tensor out = x.view({1, t, heads, d / heads});
+  const Tensor logits = rand_gpu({1, t, heads, 1}, 27, dt);
+  report("sigmoid + mul + mul (gate)", seconds_per_call([&] {
+           (void)ops::mul(out, ops::mul(ops::sigmoid(logits), 2.0));
+         }, 10));
+  report("mul_2sigmoid (gate)",
+         seconds_per_call([&] { (void)ops::mul_2sigmoid(out, logits); }, 10));
 }
 
 // The LTX-2.5 diffusion decoder's neighborhood attention at 1536 x 1024 x 121: stage 5 (one of the

@@ -42,6 +42,17 @@ struct LerpScalarFn {
   float w;
   __device__ float operator()(const float* v) const { return scalar::lerp(v[0], v[1], w); }
 };
+struct Mul2SigmoidFn {
+  bool bf16_gate;  // sigmoid(logits) and mul(., 2.0) would be stored as bf16
+  __device__ float operator()(const float* v) const {
+    float g = scalar::unary<UnaryOp::Sigmoid>(v[1]);
+    if (bf16_gate) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
+    g = scalar::binary<BinaryOp::Mul>(g, 2.f);
+    if (bf16_gate) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
+    return scalar::binary<BinaryOp::Mul>(v[0], g);
+  }
+};
+
 // The map_into slots of an ops::Summed operand (a, then b when summed) and its value.
 template <bool kSummed>
 struct SummedSlots {
@@ -196,6 +207,13 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
   Tensor out = new_like(broadcast_shapes(gate.shape(), up.shape(), "silu_mul"), {&gate, &up},
                         gate.device());
   map_into<2>(out, {&gate, &up}, SiluMulFn{gate.dtype() == DType::BF16});
+  return out;
+}
+
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
+  Tensor out = new_like(broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid"), {&x, &logits},
+                        x.device());
+  map_into<2>(out, {&x, &logits}, Mul2SigmoidFn{logits.dtype() == DType::BF16});
   return out;
 }
 

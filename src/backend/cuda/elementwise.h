@@ -27,5 +27,8 @@ Tensor modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& sh
 Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate);
 // silu(gate) rounded to gate's dtype, times up: matches mul(silu(gate), up) bit for bit.
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
+// x * (2 * sigmoid(logits)) with sigmoid's value and the doubled gate rounded to logits' dtype:
+// matches mul(x, mul(sigmoid(logits), 2.0)) bit for bit.
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits);
 
 }  // namespace ltx::cuda

@@ -71,8 +71,9 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
   }
   if (to_gate_logits) {
     // Per-head gate in (0, 2), also on the STG shortcut; x is the query-side input.
-    const Tensor gates = ops::mul(ops::sigmoid((*to_gate_logits)(x)), 2.0);  // [B, T, H]
-    out = ops::mul(out.view({b, t, heads, dim_head}), gates.unsqueeze(-1)).view({b, t, heads * dim_head});
+    const Tensor logits = (*to_gate_logits)(x);  // [B, T, H]
+    out = ops::mul_2sigmoid(out.view({b, t, heads, dim_head}), logits.unsqueeze(-1))
+              .view({b, t, heads * dim_head});
   }
   return to_out(out);
 }
