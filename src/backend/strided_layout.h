@@ -2,6 +2,7 @@
 // Broadcast strides and dim coalescing for N operands that share one iteration space: the layout
 // step of every elementwise loop, shared by the CPU loop (backend/cpu/elementwise_loop.h) and the
 // CUDA kernels (backend/cuda/elementwise_loop.cuh).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -28,10 +29,19 @@ struct StridedLoop {
   std::array<std::array<int64_t, kMaxDims>, N> stride{};
 };
 
+// Dims are visited in the memory order of operand 0 (the output: decreasing stride, ties in
+// logical order), so operands that share a permuted dense layout (channels-last outputs and
+// inputs, say) collapse to one dense dim like contiguous ones; for a row-major output this is the
+// logical order. The iteration order never changes an elementwise result.
 template <int N>
 StridedLoop<N> coalesce(const Shape& shape, const std::array<Strides, N>& strides) {
   StridedLoop<N> L;
-  for (int d = 0; d < shape.size(); ++d) {
+  std::array<int, kMaxDims> order{};
+  for (int d = 0; d < shape.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.begin() + shape.size(),
+                   [&](int a, int b) { return strides[0][a] > strides[0][b]; });
+  for (int i = 0; i < shape.size(); ++i) {
+    const int d = order[i];
     if (shape[d] == 1) continue;
     if (L.ndim > 0) {
       const int p = L.ndim - 1;

@@ -135,6 +135,26 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return t;
 }
 
+Tensor Tensor::empty_in_order(const Shape& shape, const std::vector<int64_t>& order, DType dtype,
+                              Device device) {
+  LTX_CHECK(static_cast<int>(order.size()) == shape.size(), "empty_in_order: order ",
+            Dims(order).str(), " for shape ", shape.str(), " must list every dim once");
+  bool seen[kMaxDims] = {};
+  for (const int64_t d : order) {
+    LTX_CHECK(d >= 0 && d < shape.size() && !seen[d], "empty_in_order: order ", Dims(order).str(),
+              " is not a permutation of the dims of ", shape.str());
+    seen[d] = true;
+  }
+  Tensor t = empty(shape, dtype, device);
+  int64_t acc = 1;
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    const int d = static_cast<int>(order[static_cast<size_t>(i)]);
+    t.strides_[d] = acc;
+    acc *= std::max<int64_t>(shape[d], 1);
+  }
+  return t;
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   return full(shape, 0.0, dtype, device);
 }
@@ -181,6 +201,38 @@ bool Tensor::is_contiguous() const {
     expected *= shape_[i];
   }
   return true;
+}
+
+std::vector<int64_t> Tensor::dim_order() const {
+  std::vector<int64_t> order(static_cast<size_t>(dim()));
+  for (int i = 0; i < dim(); ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return strides_[int(a)] > strides_[int(b)]; });
+  return order;
+}
+
+bool Tensor::is_dense_in_order(const std::vector<int64_t>& order) const {
+  if (static_cast<int>(order.size()) != dim()) return false;
+  int64_t expected = 1;
+  for (int i = dim() - 1; i >= 0; --i) {
+    const int d = static_cast<int>(order[static_cast<size_t>(i)]);
+    if (d < 0 || d >= dim()) return false;
+    if (shape_[d] == 1) continue;
+    if (strides_[d] != expected) return false;
+    expected *= shape_[d];
+  }
+  return true;
+}
+
+bool Tensor::is_dense() const { return is_dense_in_order(dim_order()); }
+
+std::vector<int64_t> Tensor::channels_last_order(int ndim) {
+  LTX_CHECK(ndim >= 3, "channels-last layout needs [N, C, *spatial] (>= 3 dims), got ", ndim,
+            " dims");
+  std::vector<int64_t> order{0};
+  for (int i = 2; i < ndim; ++i) order.push_back(i);
+  order.push_back(1);
+  return order;
 }
 
 std::string Tensor::describe() const {
@@ -388,6 +440,13 @@ Tensor Tensor::contiguous() const {
   return clone();
 }
 
+Tensor Tensor::contiguous_in_order(const std::vector<int64_t>& order) const {
+  if (is_dense_in_order(order)) return *this;
+  Tensor t = empty_in_order(shape_, order, dtype_, device());
+  t.copy_from(*this);
+  return t;
+}
+
 Tensor Tensor::clone() const {
   Tensor t = empty(shape_, dtype_, device());
   t.copy_from(*this);
@@ -439,6 +498,16 @@ void Tensor::fill(double value) const {
     return;
   }
   cpu_copy(*this, one.expand(shape_));
+}
+
+Tensor empty_like_layout(const Shape& shape, DType dtype, Device device,
+                         std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs) {
+    if (t == nullptr || !t->defined() || t->shape() != shape || !t->is_dense()) continue;
+    if (t->is_contiguous()) break;
+    return Tensor::empty_in_order(shape, t->dim_order(), dtype, device);
+  }
+  return Tensor::empty(shape, dtype, device);
 }
 
 }  // namespace ltx

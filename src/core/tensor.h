@@ -3,6 +3,7 @@
 // and a device. Views share storage; contiguous()/clone()/to() make copies. Eager and without
 // autograd. Ops live in ltx::ops (src/ops); this class only handles layout, memory and copies.
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ class Tensor {
   static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dtype = DType::F32,
                      Device device = Device::cpu());
+  // A dense tensor of `shape` whose dims are laid out in `order` (a permutation of the dims,
+  // order[0] outermost): empty_in_order(s, channels_last_order(5)) is PyTorch's channels_last_3d.
+  static Tensor empty_in_order(const Shape& shape, const std::vector<int64_t>& order,
+                               DType dtype = DType::F32, Device device = Device::cpu());
   // Wraps existing memory without copying; `owner` keeps it alive (may be null for borrowed data).
   static Tensor from_blob(void* data, const Shape& shape, DType dtype, Device device,
                           std::shared_ptr<void> owner, const Strides* strides = nullptr);
@@ -53,6 +58,19 @@ class Tensor {
   size_t element_size() const { return dtype_size(dtype_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   bool is_contiguous() const;
+  // Memory layout beyond row-major (PyTorch's memory formats, generalised): a tensor is dense when
+  // its elements fill one gap-free block of numel() elements in some order of its dims, e.g.
+  // contiguous, channels-last ([N, C, D, H, W] stored as [N, D, H, W, C]) or any permute() of a
+  // contiguous tensor. Size-1 dims never matter. dim_order() lists the dims from the outermost
+  // (largest stride) to the innermost, ties in logical order; for a contiguous tensor 0, 1, ...
+  bool is_dense() const;
+  std::vector<int64_t> dim_order() const;
+  // Whether the tensor is dense with its dims laid out in `order` (order[0] outermost).
+  bool is_dense_in_order(const std::vector<int64_t>& order) const;
+  // Channels-last: dim 1 innermost, then the others in logical order ([N, *spatial, C] memory);
+  // rank >= 3. channels_last_order(n) = {0, 2, 3, ..., n - 1, 1}.
+  static std::vector<int64_t> channels_last_order(int ndim);
+  bool is_channels_last() const { return dim() >= 3 && is_dense_in_order(channels_last_order(dim())); }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   // "f32[2, 3] cpu"
   std::string describe() const;
@@ -95,6 +113,11 @@ class Tensor {
 
   // ---- copies ----
   Tensor contiguous() const;  // self when already contiguous
+  // Self when already dense in `order` (see is_dense_in_order), else a copy laid out that way.
+  Tensor contiguous_in_order(const std::vector<int64_t>& order) const;
+  // contiguous_in_order(channels_last_order(dim())): [N, C, *spatial] kept as is logically, stored
+  // [N, *spatial, C] (PyTorch's .to(memory_format=torch.channels_last_3d)).
+  Tensor to_channels_last() const { return contiguous_in_order(channels_last_order(dim())); }
   Tensor clone() const;
   Tensor to(DType dtype) const;  // self when already that dtype
   Tensor to(Device device) const;
@@ -113,6 +136,13 @@ class Tensor {
 
   Tensor with_layout(const Shape& shape, const Strides& strides, int64_t offset) const;
 };
+
+// The result of an elementwise op over `inputs` (PyTorch's layout rule, simplified): a new tensor
+// of `shape` laid out in the dim order of the first input that has exactly that shape and is
+// dense (so a channels-last input gives a channels-last result), else contiguous. Null or
+// undefined entries are skipped.
+Tensor empty_like_layout(const Shape& shape, DType dtype, Device device,
+                         std::initializer_list<const Tensor*> inputs);
 
 // Describes where two tensors first differ in shape etc., for error messages: "f32[2, 3] cpu".
 inline std::string describe(const Tensor& t) { return t.describe(); }

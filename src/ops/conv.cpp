@@ -4,7 +4,9 @@
 #include "ops/dispatch.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/conv.h"
+#include "backend/cuda/conv_cudnn.h"
 #endif
+#include "ops/shape.h"
 
 namespace ltx::ops {
 
@@ -99,6 +101,35 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvArg<3>& stride,
               const ConvArg<3>& padding, const ConvArg<3>& dilation, int64_t groups) {
   return conv_forward<3>("conv3d", x, weight, bias, stride, padding, dilation, groups);
+}
+
+Tensor conv3d_replicate_time(Tensor x, const Tensor& weight, const Tensor& bias,
+                             const ConvArg<3>& stride, const ConvArg<2>& padding,
+                             int64_t pad_front, int64_t pad_back) {
+  const char* op = "conv3d_replicate_time";
+  check_defined(op, {&x, &weight});
+  check_dim(op, "input", x, 5);
+  LTX_CHECK(pad_front >= 0 && pad_back >= 0, op, ": temporal pads must be >= 0, got front ",
+            pad_front, ", back ", pad_back);
+  LTX_CHECK(x.size(2) >= 1 || pad_front + pad_back == 0, op, ": cannot replicate frames of the ",
+            "empty input ", x.describe());
+#if LTX_WITH_CUDA
+  if (x.device().is_cuda() && weight.device() == x.device() &&
+      (!bias.defined() || bias.device() == x.device())) {
+    const cpu::ConvSpec spec = check_common<3>(op, x, weight, bias, stride,
+                                               {0, padding[0], padding[1]}, {1, 1, 1}, 1);
+    if (weight.size(1) == x.size(1) && (!bias.defined() || bias.size(0) == weight.size(0)) &&
+        cuda::cudnn_replicate_time_applies(x, weight, bias, spec, pad_front, pad_back))
+      LTX_CUDA_DISPATCH(
+          return cuda::cudnn_conv3d_replicate_time(x, weight, bias, spec, pad_front, pad_back), op);
+  }
+#endif
+  // The reference composition (and the CPU path): replicate-pad in time, conv with spatial zeros.
+  Tensor xp = pad_front + pad_back == 0
+                  ? std::move(x)
+                  : pad(x, {0, 0, 0, 0, pad_front, pad_back}, PadMode::Replicate);
+  x = Tensor();  // the padded copy is all the conv needs
+  return conv3d(xp, weight, bias, stride, {0, padding[0], padding[1]});
 }
 
 Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias,

@@ -30,6 +30,21 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
               const ConvArg<3>& stride = {1, 1, 1}, const ConvArg<3>& padding = {0, 0, 0},
               const ConvArg<3>& dilation = {1, 1, 1}, int64_t groups = 1);
 
+// The video VAE's CausalConv3d with its temporal replicate padding folded in:
+//   conv3d(pad(x, {0, 0, 0, 0, pad_front, pad_back}, PadMode::Replicate), weight, bias, stride,
+//          {0, padding[0], padding[1]})
+// i.e. pad_front copies of frame 0 in front, pad_back copies of frame T - 1 behind, zero padding
+// `padding` (height, width) in space. The CPU (and any case below) runs exactly that composition.
+// CUDA bf16 with pad_front == pad_back == k_t / 2 and temporal stride 1 (the non-causal 3x3x3
+// convs) runs without the padded copy (cuda::cudnn_conv3d_replicate_time): not bit-identical to
+// the composition, the boundary frames add in one more bf16 rounding (relative L2 error of order
+// 1e-3; tests bound it by 8e-3). Channels-last inputs give channels-last results there.
+// x is taken by value: pass std::move(x) when it is the last use, so that the composition frees it
+// once the padded copy exists (as CausalConv3d always did).
+Tensor conv3d_replicate_time(Tensor x, const Tensor& weight, const Tensor& bias,
+                             const ConvArg<3>& stride, const ConvArg<2>& padding,
+                             int64_t pad_front, int64_t pad_back);
+
 // torch.nn.functional.conv_transpose1d (argument order as in torch): x [N, C, L],
 // weight [C, O / groups, K], bias [O] or undefined. Output length
 //   (L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1,

@@ -128,7 +128,12 @@ Tensor depth_to_space(const Tensor& x, const std::vector<int64_t>& factors,
     perm.push_back(static_cast<int64_t>(2 + pos));
     out_shape.push_back(x.size(2 + i) * factors[i]);
   }
-  return x.reshape(split).permute(perm).clone().view(out_shape);
+  const Tensor moved = x.reshape(split).permute(perm);
+  // A channels-last input gives a channels-last result ([N, S_0, q_0, ..., C] memory: the pairs
+  // still merge); otherwise contiguous. The same single copy either way.
+  if (x.is_channels_last() && !x.is_contiguous())
+    return moved.contiguous_in_order(Tensor::channels_last_order(moved.dim())).view(out_shape);
+  return moved.clone().view(out_shape);
 }
 
 Tensor space_to_depth(const Tensor& x, const std::vector<int64_t>& factors,
@@ -151,7 +156,15 @@ Tensor space_to_depth(const Tensor& x, const std::vector<int64_t>& factors,
   std::vector<int64_t> perm = {0, 1};
   for (size_t j = 0; j < R; ++j) perm.push_back(3 + 2 * order[j]);
   for (size_t i = 0; i < R; ++i) perm.push_back(static_cast<int64_t>(2 + 2 * i));
-  return x.reshape(split).permute(perm).clone().view(out_shape);
+  const Tensor moved = x.reshape(split).permute(perm);  // [N, C, q..., S'...]
+  if (x.is_channels_last() && !x.is_contiguous()) {
+    // Channels-last result: [N, S'..., C, q...] memory, so (C, q...) merge into the channels.
+    std::vector<int64_t> order = {0};
+    for (size_t i = 0; i < R; ++i) order.push_back(static_cast<int64_t>(2 + R + i));
+    for (size_t j = 0; j <= R; ++j) order.push_back(static_cast<int64_t>(1 + j));
+    return moved.contiguous_in_order(order).view(out_shape);
+  }
+  return moved.clone().view(out_shape);
 }
 
 namespace {

@@ -38,7 +38,9 @@ Tensor interpolate_scale(const Tensor& x, const std::vector<double>& scale_facto
 //     (video VAE DepthToSpaceUpsample, upsampler PixelShuffleND(3); {0, 1} is PixelShuffleND(2))
 //   channel_order {0, 2, 1}: "b (c p r q) f h w -> b c (f p) (h q) (w r)" (VAE unpatchify, 3-D)
 //   channel_order {1, 0}:    "b (c r q) h w -> b c (h q) (w r)"           (VAE unpatchify, 2-D)
-// Factors of 1 are allowed (PixelShuffleND(1) is factors {p, 1, 1}).
+// Factors of 1 are allowed (PixelShuffleND(1) is factors {p, 1, 1}). Both ops make one copy; a
+// channels-last input (Tensor::is_channels_last, not contiguous) gives a channels-last result,
+// anything else a contiguous one.
 Tensor depth_to_space(const Tensor& x, const std::vector<int64_t>& factors,
                       const std::vector<int64_t>& channel_order = {});
 // The exact inverse of depth_to_space with the same factors and channel_order:

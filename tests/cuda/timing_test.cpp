@@ -18,11 +18,13 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/neighborhood_attention.h"
 #include "ops/attention.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/mlp.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "ops/shape.h"
 #include "ops/summed.h"
 #include "support/rope3d_test_util.h"
 #include "support/test_support.h"
@@ -265,6 +267,34 @@ TEST(CudaTiming, DISABLED_PrintsSwigluMlpTimes) {
     std::printf("[timing bf16] swiglu mlp 262144x256x1024 fused %.3f ms  %.1f TFLOP/s\n",
                 fused * 1e3, flops / fused / 1e12);
   }
+}
+
+// One CausalConv3d of the conv video decoder's 512-channel stage on a tile's shape
+// (1 x 512 x 31 x 128 x 192, 3x3x3, non-causal): the old replicate pad + conv on contiguous
+// activations, the same on channels-last ones, and the folded conv3d_replicate_time (channels-last).
+// FLOPs: 2 N O C 27 T H W.
+TEST(CudaTiming, DISABLED_PrintsVaeConvTimes) {
+  LTX_REQUIRE_CUDA();
+  const int64_t c = 512, t = 31, h = 128, w = 192;
+  const Tensor x = rand_gpu({1, c, t, h, w}, 1, DType::BF16);
+  const Tensor xl = x.to_channels_last();
+  const Tensor wt = test::random_tensor({c, c, 3, 3, 3}, 2, -0.02f, 0.02f).to(kGpu, DType::BF16);
+  const Tensor wl = wt.to_channels_last();
+  const Tensor b = rand_gpu({c}, 3, DType::BF16);
+  const double flops = 2.0 * c * c * 27.0 * static_cast<double>(t * h * w);
+  const auto composed = [&](const Tensor& in, const Tensor& weight) {
+    return ops::conv3d(ops::pad(in, {0, 0, 0, 0, 1, 1}, ops::PadMode::Replicate), weight, b,
+                       {1, 1, 1}, {0, 1, 1});
+  };
+  const double plain = seconds_per_call([&] { composed(x, wt); }, 3);
+  const double last = seconds_per_call([&] { composed(xl, wl); }, 3);
+  const double fold = seconds_per_call(
+      [&] { ops::conv3d_replicate_time(xl, wl, b, {1, 1, 1}, {1, 1}, 1, 1); }, 3);
+  for (const auto& [name, sec] : {std::pair<const char*, double>{"pad + conv, contiguous", plain},
+                                  {"pad + conv, channels-last", last},
+                                  {"conv3d_replicate_time, channels-last", fold}})
+    std::printf("[timing bf16] vae conv 512x31x128x192 %s %.3f ms  %.1f TFLOP/s\n", name,
+                sec * 1e3, flops / sec / 1e12);
 }
 
 }  // namespace

@@ -10,6 +10,12 @@ namespace {
 using ops::BinaryOp;
 using ops::UnaryOp;
 
+// A new f32 result laid out like the first input with the full shape that is dense
+// (empty_like_layout), else contiguous.
+Tensor new_like(const Shape& shape, std::initializer_list<const Tensor*> inputs) {
+  return empty_like_layout(shape, DType::F32, Device::cpu(), inputs);
+}
+
 Shape broadcast3(const Tensor& a, const Tensor& b, const Tensor& c, const char* op) {
   return broadcast_shapes(broadcast_shapes(a.shape(), b.shape(), op), c.shape(), op);
 }
@@ -17,7 +23,7 @@ Shape broadcast3(const Tensor& a, const Tensor& b, const Tensor& c, const char* 
 }  // namespace
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), ops::binary_op_name(op)));
+  Tensor out = new_like(broadcast_shapes(a.shape(), b.shape(), ops::binary_op_name(op)), {&a, &b});
   scalar::with_binary_op(op, [&](auto o) {
     map_into<2>(out, {&a, &b},
                 [](float x, float y) { return scalar::binary<decltype(o)::value>(x, y); });
@@ -27,7 +33,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
   const float s = static_cast<float>(b);
-  Tensor out = Tensor::empty(a.shape());
+  Tensor out = new_like(a.shape(), {&a});
   scalar::with_binary_op(op, [&](auto o) {
     map_into<1>(out, {&a}, [s](float x) { return scalar::binary<decltype(o)::value>(x, s); });
   });
@@ -42,7 +48,7 @@ void binary_inplace(BinaryOp op, const Tensor& dst, const Tensor& src) {
 }
 
 Tensor unary(UnaryOp op, const Tensor& x) {
-  Tensor out = Tensor::empty(x.shape());
+  Tensor out = new_like(x.shape(), {&x});
   scalar::with_unary_op(op, [&](auto o) {
     map_into<1>(out, {&x}, [](float v) { return scalar::unary<decltype(o)::value>(v); });
   });
@@ -51,20 +57,20 @@ Tensor unary(UnaryOp op, const Tensor& x) {
 
 Tensor clamp(const Tensor& x, double lo, double hi) {
   const float l = static_cast<float>(lo), h = static_cast<float>(hi);
-  Tensor out = Tensor::empty(x.shape());
+  Tensor out = new_like(x.shape(), {&x});
   map_into<1>(out, {&x}, [l, h](float v) { return scalar::clamp(v, l, h); });
   return out;
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Tensor c = cond.dtype() == DType::F32 ? cond : cond.to(DType::F32);
-  Tensor out = Tensor::empty(broadcast3(c, a, b, "where"));
+  Tensor out = new_like(broadcast3(c, a, b, "where"), {&a, &b});
   map_into<3>(out, {&c, &a, &b}, [](float m, float x, float y) { return m != 0.f ? x : y; });
   return out;
 }
 
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
-  Tensor out = Tensor::empty(broadcast3(a, b, w, "lerp"));
+  Tensor out = new_like(broadcast3(a, b, w, "lerp"), {&a, &b, &w});
   map_into<3>(out, {&a, &b, &w},
               [](float x, float y, float v) { return scalar::lerp(x, y, v); });
   return out;
@@ -72,27 +78,27 @@ Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) {
 
 Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w) {
   const float wf = static_cast<float>(w);
-  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), "lerp"));
+  Tensor out = new_like(broadcast_shapes(a.shape(), b.shape(), "lerp"), {&a, &b});
   map_into<2>(out, {&a, &b}, [wf](float x, float y) { return scalar::lerp(x, y, wf); });
   return out;
 }
 
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
-  Tensor out = Tensor::empty(broadcast3(x, scale, shift, "modulate"));
+  Tensor out = new_like(broadcast3(x, scale, shift, "modulate"), {&x, &scale, &shift});
   map_into<3>(out, {&x, &scale, &shift},
               [](float v, float s, float t) { return scalar::modulate(v, s, t); });
   return out;
 }
 
 Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
-  Tensor out = Tensor::empty(broadcast3(x, y, gate, "gated_add"));
+  Tensor out = new_like(broadcast3(x, y, gate, "gated_add"), {&x, &y, &gate});
   map_into<3>(out, {&x, &y, &gate},
               [](float a, float b, float g) { return scalar::gated_add(a, b, g); });
   return out;
 }
 
 Tensor silu_mul(const Tensor& gate, const Tensor& up) {
-  Tensor out = Tensor::empty(broadcast_shapes(gate.shape(), up.shape(), "silu_mul"));
+  Tensor out = new_like(broadcast_shapes(gate.shape(), up.shape(), "silu_mul"), {&gate, &up});
   map_into<2>(out, {&gate, &up}, [](float g, float u) {
     return scalar::mul_rn(scalar::unary<ops::UnaryOp::Silu>(g), u);
   });
@@ -100,7 +106,7 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
 }
 
 Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
-  Tensor out = Tensor::empty(broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid"));
+  Tensor out = new_like(broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid"), {&x, &logits});
   map_into<2>(out, {&x, &logits}, [](float v, float l) {
     return scalar::mul_rn(v, scalar::mul_rn(scalar::unary<ops::UnaryOp::Sigmoid>(l), 2.f));
   });

@@ -78,6 +78,8 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
     const float* rr = rms.data() + (row / D) * B;
     for (int64_t b = 0; b < B; ++b) yr[b] = xr[b] / rr[b];
   });
+  // A dense permuted input (channels-last) gets its layout back, like the CUDA op's result.
+  if (!x.is_contiguous() && x.is_dense()) return out.contiguous_in_order(x.dim_order());
   return out;
 }
 

@@ -2,7 +2,9 @@
 
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/elementwise.h"
 #include "backend/cuda/stream.h"
 #include "core/error.h"
 #include "ops/elementwise.h"
@@ -94,16 +97,16 @@ std::array<int, kDims> channels_last_strides(const std::array<int, kDims>& dims)
   return s;
 }
 
-// [N, C, *spatial] -> the same values stored channels-last ([N, *spatial, C] contiguous).
-// Channels-last and dense, starting on a 16-byte boundary: a contiguous view into a larger buffer
-// (a frame slice, say) can start anywhere, and cuDNN's algorithms may require aligned operands
-// (cudnnFind measures them on its own aligned scratch buffers).
-Tensor to_channels_last(const Tensor& t) {
-  std::vector<int64_t> perm{0};
-  for (int i = 2; i < t.dim(); ++i) perm.push_back(i);
-  perm.push_back(1);
-  const Tensor last = t.permute(perm).contiguous();
-  return reinterpret_cast<uintptr_t>(last.raw_data()) % 16 == 0 ? last : last.clone();
+// t as a dense channels-last operand ([N, *spatial, C] memory) starting on a 16-byte boundary:
+// t itself when it already is (a channels-last activation), else a copy. A dense view into a
+// larger buffer (a frame slice, say) can start anywhere, and cuDNN's algorithms may require
+// aligned operands (cudnnFind measures them on its own aligned scratch buffers).
+Tensor channels_last_operand(const Tensor& t) {
+  if (t.is_channels_last() && reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0) return t;
+  Tensor last = Tensor::empty_in_order(t.shape(), Tensor::channels_last_order(t.dim()), t.dtype(),
+                                       t.device());
+  last.copy_from(t);
+  return last;
 }
 
 // RAII wrappers of the descriptors of one call.
@@ -223,21 +226,12 @@ bool cudnn_conv_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
   return cudnn_works();
 }
 
-Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
-                     const cpu::ConvSpec& spec) {
-  const int device = x_in.device().index;
-  DeviceGuard guard(device);
-  const cpu::ConvGeometry c = cpu::conv_geometry(x_in, w_in, spec, false);
-  const Geometry g = geometry(c);
-  const Shape out_shape = cpu::conv_output_shape(c, spec.rank);
-  if (out_shape.numel() == 0) return Tensor::empty(out_shape, DType::BF16, x_in.device());
-  const Tensor x = to_channels_last(x_in), w = to_channels_last(w_in);
-  // The result is computed channels-last, then handed back as a contiguous NC(D)HW tensor.
-  Shape last_shape{out_shape[0]};
-  for (int i = 2; i < out_shape.size(); ++i) last_shape.push_back(out_shape[i]);
-  last_shape.push_back(out_shape[1]);
-  Tensor out_last = Tensor::empty(last_shape, DType::BF16, x.device());
+namespace {
 
+// y = conv(x, w) + beta * y through cuDNN (beta 0: overwrite; 1: accumulate onto y, computed in
+// f32 and rounded once). x, w and y are dense channels-last and 16-byte aligned; g describes them.
+void run_forward(int device, const Geometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
+                 float beta) {
   const Stream stream = current_stream(device);
   cudnnHandle_t h = handle_for(device);
   LTX_CUDNN_CHECK(cudnnSetStream(h, stream.handle()));
@@ -245,24 +239,173 @@ Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
   const AlgoChoice choice = choose_algorithm(device, g, d);
   std::shared_ptr<void> workspace;
   if (choice.workspace > 0) workspace = allocate(choice.workspace, stream);
-  const float alpha = 1.f, beta = 0.f;
+  const float alpha = 1.f;
   const cudnnStatus_t status =
       cudnnConvolutionForward(h, &alpha, d.x, x.raw_data(), d.w, w.raw_data(), d.conv, choice.algo,
-                              workspace.get(), choice.workspace, &beta, d.y, out_last.raw_data());
+                              workspace.get(), choice.workspace, &beta, d.y, y.raw_data());
   LTX_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN convolution (algorithm ", int(choice.algo),
-            ", workspace ", choice.workspace, " B) failed: ", cudnnGetErrorString(status),
-            "; input ", describe(g.x), ", filter ", describe(g.w), ", output ", describe(g.y),
-            ", pad ", describe(g.pad), ", stride ", describe(g.stride), ", dilation ",
-            describe(g.dilation), ", groups ", g.groups);
-  std::vector<int64_t> back{0, out_shape.size() - 1};
-  for (int i = 1; i + 1 < out_shape.size(); ++i) back.push_back(i);
-  const Tensor out = out_last.permute(back);
-  if (!bias.defined()) return out.contiguous();
-  // PyTorch adds the bias after cuDNN's convolution too (a separate add in the output dtype); here
-  // the add also turns the channels-last result back into NC(D)HW (one pass instead of two).
+            ", workspace ", choice.workspace, " B, beta ", beta, ") failed: ",
+            cudnnGetErrorString(status), "; input ", describe(g.x), ", filter ", describe(g.w),
+            ", output ", describe(g.y), ", pad ", describe(g.pad), ", stride ", describe(g.stride),
+            ", dilation ", describe(g.dilation), ", groups ", g.groups);
+}
+
+// The channels-last result `out` with the bias added, in the layout the caller gets: channels-last
+// when the input was (added in place), else a contiguous NC(D)HW tensor (the add writes it, one
+// pass instead of a copy and an add). PyTorch adds the bias after cuDNN's convolution too (a
+// separate add in the output dtype), so the result rounds twice: conv result, then + bias.
+Tensor finish(const Tensor& out, const Tensor& bias, bool channels_last) {
   Shape bias_shape;
-  for (int i = 0; i < out_shape.size(); ++i) bias_shape.push_back(i == 1 ? w.size(0) : 1);
-  return ops::add(out, bias.view(bias_shape));
+  for (int i = 0; i < out.dim(); ++i) bias_shape.push_back(i == 1 ? out.size(1) : 1);
+  if (channels_last) {
+    if (bias.defined()) ops::add_(out, bias.view(bias_shape));
+    return out;
+  }
+  Tensor res = Tensor::empty(out.shape(), out.dtype(), out.device());
+  if (bias.defined()) {
+    binary_into(ops::BinaryOp::Add, res, out, bias.view(bias_shape));
+  } else {
+    res.copy_from(out);
+  }
+  return res;
+}
+
+// Whether the caller's x is a channels-last activation, possibly a non-dense view of one (the
+// frames narrowed out of a batch > 1): its result stays channels-last.
+bool channels_last_input(const Tensor& x) {
+  return x.is_channels_last() ||
+         (x.size(1) > 1 && x.stride(1) == 1 && x.dim_order() == Tensor::channels_last_order(x.dim()));
+}
+
+Tensor empty_channels_last(const Shape& shape, Device device) {
+  return Tensor::empty_in_order(shape, Tensor::channels_last_order(shape.size()), DType::BF16,
+                                device);
+}
+
+// Summed temporal weight slices for the replicate-padding fold, per conv weight: front[m - 1] =
+// sum_{t < m} w[:, :, t] and back[m - 1] = sum_{t >= k - m} w[:, :, t] for m = 1 .. pad, each a
+// channels-last bf16 [O, C / groups, 1, kh, kw] (summed in f32, rounded once). Cached per weight
+// storage; an entry dies with its weight (checked through a weak pointer, swept on every miss).
+struct FoldWeights {
+  std::vector<Tensor> front, back;
+};
+
+struct FoldKey {
+  const void* storage;
+  int64_t offset;
+  std::array<int64_t, 5> shape;
+  int64_t pad;
+  bool operator<(const FoldKey& o) const {
+    return std::tie(storage, offset, shape, pad) < std::tie(o.storage, o.offset, o.shape, o.pad);
+  }
+};
+
+Tensor summed_slices(const Tensor& w, int64_t t0, int64_t t1) {
+  Tensor acc = w.narrow(2, t0, 1).to(DType::F32);
+  for (int64_t t = t0 + 1; t < t1; ++t) acc = ops::add(acc, w.narrow(2, t, 1));
+  return channels_last_operand(acc.to(DType::BF16));
+}
+
+std::shared_ptr<const FoldWeights> fold_weights(const Tensor& w, int64_t pad) {
+  struct Entry {
+    std::weak_ptr<Storage> owner;
+    std::shared_ptr<const FoldWeights> weights;
+  };
+  static std::mutex mu;
+  static auto* cache = new std::map<FoldKey, Entry>();
+  const FoldKey key{w.storage().get(), w.offset(),
+                    {w.size(0), w.size(1), w.size(2), w.size(3), w.size(4)}, pad};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache->find(key);
+    if (it != cache->end() && it->second.owner.lock() == w.storage()) return it->second.weights;
+  }
+  auto fw = std::make_shared<FoldWeights>();
+  const int64_t k = w.size(2);
+  for (int64_t m = 1; m <= pad; ++m) {
+    fw->front.push_back(summed_slices(w, 0, m));
+    fw->back.push_back(summed_slices(w, k - m, k));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto it = cache->begin(); it != cache->end();)
+    it = it->second.owner.expired() ? cache->erase(it) : std::next(it);
+  (*cache)[key] = Entry{w.storage(), fw};
+  return fw;
+}
+
+}  // namespace
+
+Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
+                     const cpu::ConvSpec& spec) {
+  const int device = x_in.device().index;
+  DeviceGuard guard(device);
+  const cpu::ConvGeometry c = cpu::conv_geometry(x_in, w_in, spec, false);
+  const Shape out_shape = cpu::conv_output_shape(c, spec.rank);
+  const bool keep_last = channels_last_input(x_in);
+  const Tensor out = empty_channels_last(out_shape, x_in.device());
+  if (out_shape.numel() == 0) return finish(out, Tensor(), keep_last);
+  run_forward(device, geometry(c), channels_last_operand(x_in), channels_last_operand(w_in), out,
+              0.f);
+  return finish(out, bias, keep_last);
+}
+
+bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                  const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back) {
+  if (spec.rank != 3 || x.dim() != 5 || w.dim() != 5 || spec.groups != 1) return false;
+  const int64_t k = w.size(2), p = k / 2;
+  if (pad_front != p || pad_back != p || p < 1 || spec.stride[0] != 1 || spec.dilation[0] != 1 ||
+      spec.padding[0] != 0 || x.size(2) < 1)
+    return false;
+  cpu::ConvSpec padded = spec;
+  padded.padding[0] = p;  // the conv the fold runs
+  return cudnn_conv_applies(x, w, bias, padded);
+}
+
+Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
+                                   const cpu::ConvSpec& spec, int64_t pad_front,
+                                   int64_t pad_back) {
+  LTX_CHECK(cudnn_replicate_time_applies(x_in, w_in, bias, spec, pad_front, pad_back),
+            "conv3d_replicate_time (cuDNN): the fold does not apply to input ", x_in.describe(),
+            ", weight ", w_in.describe(), ", temporal pads ", pad_front, "/", pad_back,
+            "; call ops::conv3d_replicate_time, which falls back to pad + conv3d");
+  const int device = x_in.device().index;
+  DeviceGuard guard(device);
+  const int64_t k = w_in.size(2), p = k / 2, T = x_in.size(2), N = x_in.size(0);
+  // 1. The conv with zero temporal padding p: every tap that reads a real frame.
+  cpu::ConvSpec main = spec;
+  main.padding[0] = p;
+  const cpu::ConvGeometry c = cpu::conv_geometry(x_in, w_in, main, false);
+  const Shape out_shape = cpu::conv_output_shape(c, 3);
+  const bool keep_last = channels_last_input(x_in);
+  const Tensor out = empty_channels_last(out_shape, x_in.device());
+  if (out_shape.numel() == 0) return finish(out, Tensor(), keep_last);
+  const Tensor x = channels_last_operand(x_in);
+  run_forward(device, geometry(c), x, channels_last_operand(w_in), out, 0.f);
+  // 2. The taps that read the replicated frames: output frame j misses taps t < p - j (they read
+  // frame 0) and taps t >= T + p - j (they read frame T - 1); each set is one 1-frame conv with
+  // the summed weight slices, accumulated onto the frame (beta = 1). Per sample, so that every
+  // operand is a dense channels-last block.
+  const std::shared_ptr<const FoldWeights> fw = fold_weights(w_in, p);
+  cpu::ConvSpec frame = spec;  // spatial padding / stride / dilation as given, 1 frame in time
+  frame.padding[0] = 0;
+  const int64_t T_out = out_shape[2];
+  for (int64_t j = 0; j < T_out; ++j) {
+    const int64_t m_front = std::max<int64_t>(0, p - j);
+    const int64_t m_back = std::max<int64_t>(0, k - std::max<int64_t>(0, T + p - j));
+    for (int side = 0; side < 2; ++side) {
+      const int64_t m = side == 0 ? m_front : m_back;
+      if (m == 0) continue;
+      const Tensor& ws = side == 0 ? fw->front[static_cast<size_t>(m - 1)]
+                                   : fw->back[static_cast<size_t>(m - 1)];
+      const int64_t src = side == 0 ? 0 : T - 1;
+      for (int64_t n = 0; n < N; ++n) {
+        const Tensor xs = x.narrow(0, n, 1).narrow(2, src, 1);
+        const Tensor ys = out.narrow(0, n, 1).narrow(2, j, 1);
+        run_forward(device, geometry(cpu::conv_geometry(xs, ws, frame, false)), xs, ws, ys, 1.f);
+      }
+    }
+  }
+  return finish(out, bias, keep_last);
 }
 
 }  // namespace ltx::cuda

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/launch.h"
@@ -25,9 +26,14 @@ struct Layout {
   int64_t ds[kMaxDims] = {};  // dst strides (elements)
 };
 
+// Dims are taken in dst's memory order (decreasing stride), so that the writes are coalesced and
+// two tensors of one permuted layout (channels-last narrow / concat) merge like contiguous ones;
+// for a row-major dst that is the logical order.
 Layout collapse(const Tensor& dst, const Tensor& src) {
   Layout l;
-  for (int d = 0; d < dst.dim(); ++d) {
+  const std::vector<int64_t> order = dst.dim_order();
+  for (const int64_t od : order) {
+    const int d = static_cast<int>(od);
     const int64_t n = dst.size(d);
     if (n == 1) continue;
     if (l.nd > 0 && l.ss[l.nd - 1] == src.stride(d) * n && l.ds[l.nd - 1] == dst.stride(d) * n) {

@@ -120,9 +120,11 @@ struct ModulateFn {
   }
 };
 
+// The result: the float inputs' result dtype, laid out like the first of them that has the full
+// shape and is dense (empty_like_layout: channels-last stays channels-last), else contiguous.
 Tensor new_like(const Shape& shape, std::initializer_list<const Tensor*> float_inputs,
                 Device device) {
-  return Tensor::empty(shape, ops::float_result_dtype(float_inputs), device);
+  return empty_like_layout(shape, ops::float_result_dtype(float_inputs), device, float_inputs);
 }
 
 Shape broadcast3(const Tensor& a, const Tensor& b, const Tensor& c, const char* op) {
@@ -152,6 +154,12 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
 void binary_inplace(BinaryOp op, const Tensor& dst, const Tensor& src) {
   scalar::with_binary_op(op, [&](auto o) {
     map_into<2>(dst, {&dst, &src}, BinaryFn<decltype(o)::value>{});
+  });
+}
+
+void binary_into(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  scalar::with_binary_op(op, [&](auto o) {
+    map_into<2>(out, {&a, &b}, BinaryFn<decltype(o)::value>{});
   });
 }
 
@@ -193,7 +201,8 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate) {
   const bool bf16_gate = gate.dtype() == DType::BF16;
   const bool bf16_product = bf16_gate && y.dtype() == DType::BF16;
   const bool bf16 = bf16_product && x.dtype() == DType::BF16;
-  Tensor out = Tensor::empty(shape, bf16 ? DType::BF16 : DType::F32, x.device());
+  Tensor out = empty_like_layout(shape, bf16 ? DType::BF16 : DType::F32, x.device(),
+                                 {&x, &y, &gate.a, &gate.b});
   with_summed(gate, [&](auto g) {
     constexpr bool kG = decltype(g)::value;
     constexpr int K = 2 + SummedSlots<kG>::kCount;
@@ -223,7 +232,8 @@ Tensor modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& sh
       broadcast_shapes(x.shape(), scale.check(op, "scale"), op), shift.check(op, "shift"), op);
   const bool bf16_scale = scale.dtype() == DType::BF16, bf16_shift = shift.dtype() == DType::BF16;
   const bool bf16 = x.dtype() == DType::BF16 && bf16_scale && bf16_shift;
-  Tensor out = Tensor::empty(shape, bf16 ? DType::BF16 : DType::F32, x.device());
+  Tensor out = empty_like_layout(shape, bf16 ? DType::BF16 : DType::F32, x.device(),
+                                 {&x, &scale.a, &scale.b, &shift.a, &shift.b});
   with_summed(scale, [&](auto s) {
     with_summed(shift, [&](auto t) {
       constexpr bool kS = decltype(s)::value, kT = decltype(t)::value;

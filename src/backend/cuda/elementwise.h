@@ -2,9 +2,10 @@
 // CUDA elementwise ops (the CPU's backend/cpu/elementwise.h on the GPU), through the
 // dtype-generic loop of elementwise_loop.cuh and the per-element math shared with the CPU
 // (backend/scalar_math.h). Operands are f32 or bf16 (where's cond also bool/u8), any strides,
-// broadcast; the math is f32; results are new contiguous tensors of ops::float_result_dtype of
-// the float operands (bf16 only when all are bf16). Arguments are checked by
-// src/ops/elementwise.cpp.
+// broadcast; the math is f32; results are new tensors of ops::float_result_dtype of the float
+// operands (bf16 only when all are bf16), laid out like the first dense input of the full shape
+// (core's empty_like_layout: channels-last in, channels-last out), else contiguous. Arguments
+// are checked by src/ops/elementwise.cpp.
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 
@@ -14,6 +15,10 @@ Tensor binary(ops::BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar(ops::BinaryOp op, const Tensor& a, double b);
 // dst (f32 or bf16, any non-expanded strides) = dst op src, computed in f32.
 void binary_inplace(ops::BinaryOp op, const Tensor& dst, const Tensor& src);
+// out = a op b (broadcast to out's shape) into an existing f32/bf16 tensor of any non-expanded
+// strides: lets a backend choose the result's layout (cuDNN's channels-last conv result plus the
+// bias, written as NCDHW in one pass).
+void binary_into(ops::BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
 Tensor unary(ops::UnaryOp op, const Tensor& x);
 Tensor clamp(const Tensor& x, double lo, double hi);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);

@@ -20,6 +20,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // materialising the sum first).
 Tensor rms_norm_modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift,
                          double eps, const Tensor& weight = Tensor());
+// rms_norm_modulate written into `out` (x's shape, the result dtype). x and out may both be
+// segmented views, e.g. the same W-narrowing of contiguous [B, T, H, W, C] tensors (unit stride
+// along C, dense rows along W, the leading dims collapsible): then the vector kernels read and
+// write them in place, same bits; other layouts compute and copy.
+void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
+                            const Tensor& shift, double eps, const Tensor& weight = Tensor());
 // rms_norm / rms_norm_modulate take a vector path when the last dim is a multiple of 8 (and at
 // most 48 KiB), x, weight, scale and shift are f32 or bf16, 16-byte aligned with unit stride along
 // the last dim (scale/shift: any broadcast of the leading dims, offsets multiples of 8 elements):
@@ -29,8 +35,14 @@ Tensor rms_norm_modulate(const Tensor& x, const ops::Summed& scale, const ops::S
 bool rms_norm_vectorised(const Tensor& x, const Tensor& weight);
 bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
                                   const ops::Summed& shift);
-// PixelNorm over `dim` (no affine): one thread per position, sum of squares in double.
+// PixelNorm over `dim` (no affine): one thread per position, sum of squares in double. When x is
+// not contiguous and has `dim` innermost in memory with stride 1 (a channels-last activation with
+// dim = 1; a view with gaps is made dense in its order first), a row kernel (coalesced loads,
+// each row summed in the same order) writes a result in x's layout, bit-identical to the
+// contiguous path's values.
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
+// Whether rms_norm_dim takes the row kernel for x (for the tests).
+bool rms_norm_dim_rows_layout(const Tensor& x, int dim);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions
 // of elements); correctness first: only N * num_groups blocks.
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,

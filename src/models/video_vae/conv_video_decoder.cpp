@@ -108,6 +108,11 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
   // The activations run in the weights' dtype after the f32 un-normalisation (a bf16 decoder
   // computes in bf16 like the reference; an f32 one stays f32).
   x = stats_.un_normalize(x).to(conv_in_.weight.dtype());
+  // On CUDA the activations run channels-last ([B, F, H, W, C] memory, logically still
+  // [B, C, F, H, W]) like PyTorch's channels_last_3d: cuDNN's tensor-core convs read and write
+  // that layout, and every op on the way keeps it (elementwise ops, PixelNorm, depth-to-space).
+  // The CPU convs are im2col over NCDHW, so the CPU stays contiguous.
+  if (x.device().is_cuda() && cuda_channels_last_) x = x.to_channels_last();
   Tensor scaled_timestep;
   if (tc) {
     Tensor t = timestep ? timestep->to(DType::F32).contiguous()
@@ -142,7 +147,7 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
   }
   x = ops::silu(x);
   x = conv_out_(std::move(x), causal);
-  return unpatchify(x, config_.patch_size, 1);
+  return unpatchify(x, config_.patch_size, 1).contiguous();  // callers get NCDHW
 }
 
 std::vector<tiling::Tile> prepare_tiles_for_decoding(

@@ -17,6 +17,9 @@ CausalConv3d CausalConv3d::load(io::WeightMap& w, const std::string& name, int64
   c.weight = w.take(p + "weight", {out_channels, in_channels, kernel, kernel, kernel}, opt.dtype,
                     opt.device);
   c.bias = w.take(p + "bias", {out_channels}, opt.dtype, opt.device);
+  // cuDNN's bf16 convs read filters channels-last ([out, k, k, k, in]); storing them that way once
+  // saves a weight copy per call. Logically still [out, in, k, k, k].
+  if (opt.device.is_cuda() && opt.dtype == DType::BF16) c.weight = c.weight.to_channels_last();
   return c;
 }
 
@@ -26,14 +29,15 @@ Tensor CausalConv3d::operator()(Tensor x, bool causal) const {
   const int64_t k = kernel, half = k / 2;
   // Temporal padding by frame replication, then the spatial padding of the conv's padding_mode.
   const int64_t front = causal ? k - 1 : (k - 1) / 2, back = causal ? 0 : (k - 1) / 2;
+  if (spatial_padding == PaddingMode::Zeros || half == 0) {
+    // One op: on CUDA (bf16) the replicated frames are folded into the conv, no padded copy.
+    return ops::conv3d_replicate_time(std::move(x), weight, bias, {stride[0], stride[1], stride[2]},
+                                      {half, half}, front, back);
+  }
   Tensor xp = ops::pad(x, {0, 0, 0, 0, front, back}, ops::PadMode::Replicate);
   x = Tensor();  // the padded copy is all the conv needs
-  ops::ConvArg<3> padding{0, half, half};
-  if (spatial_padding != PaddingMode::Zeros && half > 0) {
-    xp = ops::pad(xp, {half, half, half, half, 0, 0}, to_pad_mode(spatial_padding));
-    padding = {0, 0, 0};
-  }
-  return ops::conv3d(xp, weight, bias, {stride[0], stride[1], stride[2]}, padding);
+  xp = ops::pad(xp, {half, half, half, half, 0, 0}, to_pad_mode(spatial_padding));
+  return ops::conv3d(xp, weight, bias, {stride[0], stride[1], stride[2]}, {0, 0, 0});
 }
 
 PointwiseConv3d PointwiseConv3d::load(io::WeightMap& w, const std::string& name,
