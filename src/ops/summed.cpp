@@ -8,7 +8,7 @@
 namespace ltx::ops {
 
 Shape Summed::check(const char* op, const char* arg) const {
-  check_defined(op, {&a});
+  LTX_CHECK(a.defined(), op, ": ", arg, " is an undefined tensor");
   check_float(op, arg, a);
   if (!b.defined()) return a.shape();
   check_float(op, (std::string(arg) + " (second summand)").c_str(), b);
