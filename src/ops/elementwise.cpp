@@ -166,15 +166,14 @@ Tensor clamp(const Tensor& x, double lo, double hi) {
 
 namespace {
 
-// Checks that b and c are f32 (the caller checks a's dtype) and that all three broadcast
-// together; returns their common device.
-Device check_ternary(const char* op, const Tensor& a, const char* nb, const Tensor& b,
-                     const char* nc, const Tensor& c) {
-  check_defined(op, {&a, &b, &c});
-  check_f32(op, nb, b);
-  check_f32(op, nc, c);
-  broadcast_shapes(broadcast_shapes(a.shape(), b.shape(), op), c.shape(), op);
-  return common_device(op, {&a, &b, &c});
+// Checks that b and c (each a tensor or the parts of a Summed) are float storage (the caller
+// checks a's dtype) and that all three broadcast together; returns their common device.
+Device check_ternary(const char* op, const Tensor& a, const char* nb, const Summed& b,
+                     const char* nc, const Summed& c) {
+  check_defined(op, {&a});
+  const Shape bs = b.check(op, nb), cs = c.check(op, nc);
+  broadcast_shapes(broadcast_shapes(a.shape(), bs, op), cs, op);
+  return common_device(op, {&a, &b.a, &b.b, &c.a, &c.b});
 }
 
 }  // namespace
@@ -214,11 +213,11 @@ Tensor lerp(const Tensor& a, const Tensor& b, double w) {
   unreachable_device("lerp");
 }
 
-Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
+Tensor gated_add(const Tensor& x, const Tensor& y, const Summed& gate) {
   check_defined("gated_add", {&x});
   check_f32("gated_add", "x", x);
   switch (check_ternary("gated_add", x, "y", y, "gate", gate).type) {
-    case DeviceType::CPU: return cpu::gated_add(x, y, gate);
+    case DeviceType::CPU: return cpu::gated_add(x, y, gate.value());
     case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::gated_add(x, y, gate), "gated_add");
   }
   unreachable_device("gated_add");
@@ -236,11 +235,23 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
   unreachable_device("silu_mul");
 }
 
-Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
+  check_defined("mul_2sigmoid", {&x, &logits});
+  check_f32("mul_2sigmoid", "x", x);
+  check_f32("mul_2sigmoid", "logits", logits);
+  broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid");  // throws when they do not broadcast
+  switch (common_device("mul_2sigmoid", {&x, &logits}).type) {
+    case DeviceType::CPU: return cpu::mul_2sigmoid(x, logits);
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::mul_2sigmoid(x, logits), "mul_2sigmoid");
+  }
+  unreachable_device("mul_2sigmoid");
+}
+
+Tensor modulate(const Tensor& x, const Summed& scale, const Summed& shift) {
   check_defined("modulate", {&x});
   check_f32("modulate", "x", x);
   switch (check_ternary("modulate", x, "scale", scale, "shift", shift).type) {
-    case DeviceType::CPU: return cpu::modulate(x, scale, shift);
+    case DeviceType::CPU: return cpu::modulate(x, scale.value(), shift.value());
     case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::modulate(x, scale, shift), "modulate");
   }
   unreachable_device("modulate");

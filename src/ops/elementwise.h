@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/summed.h"
 
 namespace ltx::ops {
 
@@ -90,13 +91,21 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // a + w * (b - a), evaluated as torch.lerp does (exact at w = 0 and w = 1).
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
 Tensor lerp(const Tensor& a, const Tensor& b, double w);
-// AdaLN modulation x * (1 + scale) + shift (one fused kernel on CUDA; plain math on CPU).
-Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+// AdaLN modulation x * (1 + scale) + shift (one fused kernel on CUDA; plain math on CPU). scale
+// and shift may each be a Summed{a, b} (e.g. a table row + a per-token slice): bit-identical to
+// modulate(x, add(a, b), ...), one kernel on CUDA (the CPU materialises the sum).
+Tensor modulate(const Tensor& x, const Summed& scale, const Summed& shift);
 // Gated residual x + y * gate (all three broadcast together; one kernel on CUDA). Bit-identical to
-// add(x, mul(y, gate)): the product is rounded to mul's result dtype before the add.
-Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
+// add(x, mul(y, gate)): the product is rounded to mul's result dtype before the add. gate may be a
+// Summed{a, b}: bit-identical to gated_add(x, y, add(a, b)).
+Tensor gated_add(const Tensor& x, const Tensor& y, const Summed& gate);
 // The SwiGLU product silu(gate) * up (gate and up broadcast together; one kernel on CUDA).
 // Bit-identical to mul(silu(gate), up): silu's value is rounded to gate's dtype before the product.
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
+// The gated attention's per-head gate x * (2 * sigmoid(logits)), logits broadcast against x (e.g.
+// [B, T, H, 1] against [B, T, H, Dh]; one kernel on CUDA). Bit-identical to
+// mul(x, mul(sigmoid(logits), 2.0)): sigmoid's value and the doubled gate are rounded to logits'
+// dtype as those ops store them.
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits);
 
 }  // namespace ltx::ops

@@ -38,25 +38,24 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
 }
 
 namespace {
-void check_rms_norm_modulate(const char* op, const Tensor& x, const Tensor& scale,
-                             const Tensor& shift, const Tensor& weight) {
+void check_rms_norm_modulate(const char* op, const Tensor& x, const Summed& scale,
+                             const Summed& shift, const Tensor& weight) {
   check_input(op, x, 1);
   check_affine(op, "weight", weight, x.size(-1), x);
-  check_defined(op, {&scale, &shift});
-  check_float(op, "scale", scale);
-  check_float(op, "shift", shift);
-  const Shape b = broadcast_shapes(broadcast_shapes(x.shape(), scale.shape(), op), shift.shape(), op);
-  LTX_CHECK(b == x.shape(), op, ": scale ", scale.describe(), " and shift ", shift.describe(),
+  const Shape ss = scale.check(op, "scale"), ts = shift.check(op, "shift");
+  const Shape b = broadcast_shapes(broadcast_shapes(x.shape(), ss, op), ts, op);
+  LTX_CHECK(b == x.shape(), op, ": scale ", ss.str(), " and shift ", ts.str(),
             " must broadcast to x's shape ", x.describe());
 }
 }  // namespace
 
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+Tensor rms_norm_modulate(const Tensor& x, const Summed& scale, const Summed& shift, double eps,
                          const Tensor& weight) {
   const char* op = "rms_norm_modulate";
   check_rms_norm_modulate(op, x, scale, shift, weight);
-  switch (common_device(op, {&x, &scale, &shift, &weight}).type) {
-    case DeviceType::CPU: return cpu::rms_norm_modulate(x, scale, shift, eps, weight);
+  switch (common_device(op, {&x, &scale.a, &scale.b, &shift.a, &shift.b, &weight}).type) {
+    case DeviceType::CPU:
+      return cpu::rms_norm_modulate(x, scale.value(), shift.value(), eps, weight);
     case DeviceType::CUDA:
       LTX_CUDA_DISPATCH(return cuda::rms_norm_modulate(x, scale, shift, eps, weight), op);
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/summed.h"
 
 namespace ltx::ops {
 
@@ -19,8 +20,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 // modulate(rms_norm(x), scale, shift), with which it agrees bit for bit on each backend (the
 // normalised value is rounded to x's dtype before the modulation, as the unfused pair stores it).
 // With `weight` ([D], the diffusion decoder's weighted norms): modulate(rms_norm(x, weight, eps),
-// scale, shift), bit for bit as well.
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+// scale, shift), bit for bit as well. scale and shift may each be a Summed{a, b} (the AdaLN table
+// row + the per-token timestep slice): bit-identical to the same call with add(a, b), one kernel
+// on CUDA (the CPU materialises the sum).
+Tensor rms_norm_modulate(const Tensor& x, const Summed& scale, const Summed& shift, double eps,
                          const Tensor& weight = Tensor());
 
 // rms_norm_modulate's result written into `out` (x's shape and the result dtype; any strides),

@@ -48,6 +48,43 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLay
   unreachable_device(op);
 }
 
+Tensor rms_norm_rope_unfused(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                             const Tensor& sin, RopeLayout layout, int64_t heads) {
+  const Tensor n = rms_norm(x, weight, eps);
+  if (layout == RopeLayout::Interleaved) return apply_rope(n, cos, sin, layout);
+  const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
+  return apply_rope(n.view({b, t, heads, d / heads}).transpose(1, 2), cos, sin, layout);
+}
+
+Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                     const Tensor& sin, RopeLayout layout, int64_t heads) {
+  const char* op = "rms_norm_rope";
+  check_defined(op, {&x, &cos, &sin});
+  LTX_CHECK(x.dim() == 3, op, ": x must be [B, T, D], got ", x.describe());
+  const int64_t d = x.size(2);
+  LTX_CHECK(heads > 0 && d % heads == 0 && (d / heads) % 2 == 0, op, ": ", heads,
+            " heads must split D of x ", x.describe(), " into heads of an even size");
+  LTX_CHECK(!weight.defined() || (weight.dim() == 1 && weight.size(0) == d), op, ": weight ",
+            weight.describe(), " must be [", d, "] for x ", x.describe());
+  const bool split = layout == RopeLayout::Split;
+  const Shape target = split ? Shape{x.size(0), heads, x.size(1), d / heads / 2} : x.shape();
+  LTX_CHECK(cos.shape() == sin.shape() && cos.dim() <= target.size() &&
+                broadcast_shapes(cos.shape(), target, op) == target,
+            op, ": cos ", cos.describe(), " and sin ", sin.describe(), " must broadcast to ",
+            target.str(), " for x ", x.describe());
+  switch (common_device(op, {&x, &weight, &cos, &sin}).type) {
+    case DeviceType::CPU: return rms_norm_rope_unfused(x, weight, eps, cos, sin, layout, heads);
+    case DeviceType::CUDA:
+      // Rows off the kernel's vector path run the unfused ops (the same bits).
+      LTX_CUDA_DISPATCH(
+          const Tensor c = cos.expand(target); const Tensor s = sin.expand(target);
+          if (!cuda::rms_norm_rope_fusable(x, weight, c, s, layout, heads))
+              return rms_norm_rope_unfused(x, weight, eps, cos, sin, layout, heads);
+          return cuda::rms_norm_rope(x, weight, eps, c, s, layout, heads), op);
+  }
+  unreachable_device(op);
+}
+
 namespace {
 
 // x [B, T, H, W, heads, D] and tables that fit it (see Rope3dTables); returns (d_t, d_h, d_w).

@@ -24,6 +24,25 @@ enum class RopeLayout {
 // that want that round cos/sin themselves.
 Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeLayout layout);
 
+// ---- the transformer attention's q / k preparation ----
+
+// rms_norm over the last dim of x [B, T, D] (weight [D] or undefined), then the rotary embedding
+// of `heads` attention heads of D / heads:
+//   Interleaved: apply_rope(n, cos, sin, Interleaved), tables broadcasting to [B, T, D]; the
+//                result is [B, T, D].
+//   Split:       apply_rope(n.view({B, T, heads, D / heads}).transpose(1, 2), cos, sin, Split),
+//                tables broadcasting to [B, heads, T, D / heads / 2]; the result is [B, heads, T,
+//                D / heads], contiguous (the attention's head-major layout).
+// Bit-identical to rms_norm_rope_unfused (that composition) on each device: the normalised value
+// is rounded to x's dtype as rms_norm stores it, then rotated with apply_rope's arithmetic. CUDA:
+// one kernel when the rows take the vector path (backend/cuda/rope.h), the unfused ops otherwise;
+// the CPU runs the composition.
+Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                     const Tensor& sin, RopeLayout layout, int64_t heads);
+// The composition rms_norm_rope reproduces (the reference of the tests).
+Tensor rms_norm_rope_unfused(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                             const Tensor& sin, RopeLayout layout, int64_t heads);
+
 // ---- 3-D absolute RoPE (the diffusion video decoder's neighborhood attention) ----
 
 // The tables of a 3-D interleaved RoPE on x [B, T, H, W, heads, D] with D = d_t + d_h + d_w: the

@@ -1,15 +1,23 @@
 // The fused glue ops on CUDA: rms_norm_modulate (RMSNorm + AdaLN modulation), gated_add
-// (x + y * gate) and silu_mul (the SwiGLU product). Each must equal the unfused CUDA composition bit for bit (f32 and
-// bf16 storage, per-sample and per-token scale/shift/gates, strided inputs) and the CPU op within
-// the rms_norm kernel's f32-sum tolerance.
+// (x + y * gate) and silu_mul (the SwiGLU product), with the AdaLN operands given as ops::Summed
+// (table row + per-token slice, summed inside the consumer).
+// The transformer attention's q / k RMSNorm + RoPE (rms_norm_rope).
+// The attention's per-head gate (mul_2sigmoid).
+// Each must equal the unfused CUDA composition bit for bit (f32 and bf16 storage, per-sample and
+// per-token scale/shift/gates, strided inputs) and the CPU op within the rms_norm kernel's f32-sum
+// tolerance.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "backend/cuda/norm.h"
+#include "backend/cuda/rope.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "ops/rope.h"
+#include "ops/summed.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -134,6 +142,119 @@ TEST(CudaFusedGlue, GatedAddEqualsTheUnfusedOpsAndMatchesCpu) {
           EXPECT_TRUE(near(got, want, 4e-2, 1e-2));
         }
       }
+    }
+  }
+}
+
+// The transformer's AdaLN operands as ops::Summed: row r of a table [K, D] + the strided slice r
+// of per-token values [B, T, K * D]. Each consumer equals ops::add then the op, bit for bit, on
+// every kernel path: D 33 (general / strided), 256 (bf16 row256 kernel), 1024 (warp per row),
+// 4096 (block per row, the real width), per-sample (T 1) and per-token values, bf16, f32 and
+// mixed summands (bf16 table + f32 values: an f32 sum, an f32 result).
+TEST(CudaFusedGlue, SummedAdaValuesEqualAddThenOpBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1300;
+  const int64_t k = 9;
+  for (int64_t d : {33, 256, 1024, 4096}) {
+    for (int64_t t : {1, 19}) {
+      const Tensor table = test::random_tensor({k, d}, seed++);
+      const Tensor ts = test::random_tensor({2, t, k * d}, seed++, -0.5f, 0.5f);
+      const Tensor x = test::random_tensor({2, 19, d}, seed++, -3.f, 5.f);
+      const Tensor y = test::random_tensor({2, 19, d}, seed++, -3.f, 3.f);
+      for (DType table_dt : {DType::BF16, DType::F32}) {
+        for (DType dt : {DType::BF16, DType::F32}) {
+          SCOPED_TRACE("D " + std::to_string(d) + " T " + std::to_string(t) + " table " +
+                       dtype_name(table_dt) + " values " + dtype_name(dt));
+          const Tensor tg = table.to(kGpu, table_dt);
+          const Tensor sg = ts.to(kGpu, dt).view({2, t, k, d});
+          const auto value = [&](int64_t row) { return ops::Summed(tg.select(0, row), sg.select(2, row)); };
+          const Tensor xg = x.to(kGpu, dt), yg = y.to(kGpu, dt);
+          const ops::Summed scale = value(1), shift = value(0), gate = value(2);
+          const Tensor scale_v = scale.value(), shift_v = shift.value(), gate_v = gate.value();
+
+          const Tensor norm = ops::rms_norm_modulate(xg, scale, shift, 1e-6);
+          EXPECT_TRUE(same_bytes(norm, ops::rms_norm_modulate(xg, scale_v, shift_v, 1e-6)));
+          EXPECT_TRUE(same_bytes(norm, ops::modulate(ops::rms_norm(xg, Tensor(), 1e-6), scale_v, shift_v)));
+          EXPECT_EQ(cuda::rms_norm_modulate_vectorised(xg, scale, shift), d % 8 == 0);
+          EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(xg, scale, shift_v, 1e-6),
+                                 ops::rms_norm_modulate(xg, scale_v, shift_v, 1e-6)));
+          EXPECT_TRUE(same_bytes(ops::modulate(xg, scale, shift), ops::modulate(xg, scale_v, shift_v)));
+          EXPECT_TRUE(same_bytes(ops::modulate(xg, scale_v, shift), ops::modulate(xg, scale_v, shift_v)));
+          EXPECT_TRUE(same_bytes(ops::gated_add(xg, yg, gate), ops::add(xg, ops::mul(yg, gate_v))));
+          // Non-contiguous x / y take the strided loops.
+          const Tensor xs = test::non_contiguous_copy(xg), ys = test::non_contiguous_copy(yg);
+          EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(xs, scale, shift, 1e-6),
+                                 ops::rms_norm_modulate(xs, scale_v, shift_v, 1e-6)));
+          EXPECT_TRUE(same_bytes(ops::gated_add(xs, ys, gate), ops::gated_add(xs, ys, gate_v)));
+        }
+      }
+    }
+  }
+}
+
+// q / k RMSNorm + RoPE of the transformer attention: the fused kernel equals rms_norm then
+// apply_rope on the GPU bit for bit, for the real widths (video 4096 = 32 x 128, audio 2048 =
+// 32 x 64), a narrow one (128: rms_norm's warp-per-row path), both RoPE layouts, per-batch and
+// shared tables, bf16 / f32 storage and tables; shapes off the kernel's path (a strided x, rows of
+// 20) fall back to the unfused ops with the same bits.
+TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1400;
+  struct Case {
+    int64_t b, t, d, heads;
+    bool fused;
+  };
+  const Case cases[] = {{1, 37, 4096, 32, true}, {2, 5, 2048, 32, true}, {2, 9, 128, 2, true},
+                        {1, 6, 20, 2, false}};
+  for (const Case& c : cases) {
+    for (const ops::RopeLayout layout : {ops::RopeLayout::Split, ops::RopeLayout::Interleaved}) {
+      const bool split = layout == ops::RopeLayout::Split;
+      const int64_t dh = c.d / c.heads;
+      for (const int64_t tb : {c.b, int64_t{1}}) {  // tables per batch or shared
+        const Shape ts = split ? Shape{tb, c.heads, c.t, dh / 2} : Shape{tb, c.t, c.d};
+        const Tensor x = test::random_tensor({c.b, c.t, c.d}, seed++, -3.f, 5.f);
+        const Tensor w = test::random_tensor({c.d}, seed++, 0.5f, 1.5f);
+        const Tensor cs = test::random_tensor(ts, seed++), sn = test::random_tensor(ts, seed++);
+        for (DType dt : {DType::BF16, DType::F32}) {
+          for (DType table_dt : {DType::BF16, DType::F32}) {
+            SCOPED_TRACE("x " + dims(x.shape()) + " heads " + std::to_string(c.heads) +
+                         (split ? " split" : " interleaved") + " tables " + dims(ts) + " " +
+                         dtype_name(table_dt) + ", x " + dtype_name(dt));
+            const Tensor xg = x.to(kGpu, dt), wg = w.to(kGpu, dt);
+            const Tensor cg = cs.to(kGpu, table_dt), sg = sn.to(kGpu, table_dt);
+            const Shape target = split ? Shape{c.b, c.heads, c.t, dh / 2} : x.shape();
+            EXPECT_EQ(cuda::rms_norm_rope_fusable(xg, wg, cg.expand(target), sg.expand(target), layout,
+                                                  c.heads),
+                      c.fused);
+            const Tensor got = ops::rms_norm_rope(xg, wg, 1e-6, cg, sg, layout, c.heads);
+            EXPECT_EQ(got.dtype(), dt);
+            EXPECT_TRUE(same_bytes(got, ops::rms_norm_rope_unfused(xg, wg, 1e-6, cg, sg, layout, c.heads)));
+            EXPECT_TRUE(same_bytes(ops::rms_norm_rope(xg, Tensor(), 1e-6, cg, sg, layout, c.heads),
+                                   ops::rms_norm_rope_unfused(xg, Tensor(), 1e-6, cg, sg, layout, c.heads)));
+            const Tensor xs = test::non_contiguous_copy(xg);
+            EXPECT_TRUE(same_bytes(ops::rms_norm_rope(xs, wg, 1e-6, cg, sg, layout, c.heads), got));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The per-head gate out * (2 * sigmoid(logits)): logits [B, T, H, 1] against [B, T, H, Dh] (the
+// inner-vector loop with a per-row gate) and a strided out, bf16 / f32 / mixed.
+TEST(CudaFusedGlue, Mul2SigmoidEqualsTheUnfusedOps) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = test::random_tensor({2, 37, 32, 128}, 1500, -4.f, 4.f);
+  const Tensor l = test::random_tensor({2, 37, 32, 1}, 1501, -9.f, 9.f);
+  for (DType xd : {DType::BF16, DType::F32}) {
+    for (DType ld : {DType::BF16, DType::F32}) {
+      SCOPED_TRACE(std::string("x ") + dtype_name(xd) + ", logits " + dtype_name(ld));
+      const Tensor xg = x.to(kGpu, xd), lg = l.to(kGpu, ld);
+      const Tensor want = ops::mul(xg, ops::mul(ops::sigmoid(lg), 2.0));
+      const Tensor got = ops::mul_2sigmoid(xg, lg);
+      EXPECT_EQ(got.dtype(), want.dtype());
+      EXPECT_TRUE(same_bytes(got, want));
+      EXPECT_TRUE(same_bytes(ops::mul_2sigmoid(test::non_contiguous_copy(xg), lg), want));
     }
   }
 }

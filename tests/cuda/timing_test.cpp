@@ -25,6 +25,7 @@
 #include "ops/norm.h"
 #include "ops/rope.h"
 #include "ops/shape.h"
+#include "ops/summed.h"
 #include "support/rope3d_test_util.h"
 #include "support/test_support.h"
 
@@ -124,6 +125,51 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
     std::printf("[timing %s] linear 6144x4096x16384 %.3f ms  %.1f TFLOP/s\n", dn, sg * 1e3,
                 2.0 * 6144 * 4096 * 16384 / sg / 1e12);
   }
+}
+
+// The transformer block's fused glue against the unfused ops it replaces, bf16 video stream
+// [1, 6144, 4096]:
+// - the AdaLN values as ops::Summed (table row + per-token slice of [1, T, 9, D]) in
+//   rms_norm_modulate / gated_add;
+// - the q RMSNorm + split RoPE (32 heads of 128);
+// - the per-head gate (logits [1, T, 32, 1]).
+TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
+  LTX_REQUIRE_CUDA();
+  const DType dt = DType::BF16;
+  const int64_t t = 6144, d = 4096, heads = 32;
+  const Tensor x = rand_gpu({1, t, d}, 20, dt), y = rand_gpu({1, t, d}, 21, dt);
+  const Tensor table = rand_gpu({9, d}, 22, dt), ts = rand_gpu({1, t, 9 * d}, 23, dt);
+  const auto value = [&](int64_t r) {
+    return ops::Summed(table.select(0, r), ts.view({1, t, 9, d}).select(2, r));
+  };
+  const ops::Summed scale = value(1), shift = value(0), gate = value(2);
+  const auto report = [](const char* name, double s) {
+    std::printf("[timing bf16] %-34s %.3f ms\n", name, s * 1e3);
+  };
+  report("add x2 + rms_norm_modulate", seconds_per_call([&] {
+           (void)ops::rms_norm_modulate(x, scale.value(), shift.value(), 1e-6);
+         }, 10));
+  report("rms_norm_modulate (summed)",
+         seconds_per_call([&] { (void)ops::rms_norm_modulate(x, scale, shift, 1e-6); }, 10));
+  report("add + gated_add",
+         seconds_per_call([&] { (void)ops::gated_add(x, y, gate.value()); }, 10));
+  report("gated_add (summed)", seconds_per_call([&] { (void)ops::gated_add(x, y, gate); }, 10));
+  const Tensor w = rand_gpu({d}, 24, dt);
+  const Tensor c = rand_gpu({1, heads, t, d / heads / 2}, 25, dt);
+  const Tensor sn = rand_gpu({1, heads, t, d / heads / 2}, 26, dt);
+  report("rms_norm + apply_rope (split)", seconds_per_call([&] {
+           (void)ops::rms_norm_rope_unfused(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
+         }, 10));
+  report("rms_norm_rope (split)", seconds_per_call([&] {
+           (void)ops::rms_norm_rope(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
+         }, 10));
+  const Tensor out = x.view({1, t, heads, d / heads});
+  const Tensor logits = rand_gpu({1, t, heads, 1}, 27, dt);
+  report("sigmoid + mul + mul (gate)", seconds_per_call([&] {
+           (void)ops::mul(out, ops::mul(ops::sigmoid(logits), 2.0));
+         }, 10));
+  report("mul_2sigmoid (gate)",
+         seconds_per_call([&] { (void)ops::mul_2sigmoid(out, logits); }, 10));
 }
 
 // The LTX-2.5 diffusion decoder's neighborhood attention at 1536 x 1024 x 121: stage 5 (one of the

@@ -485,6 +485,25 @@ TEST(SiluMul, MatchesReferenceAndUnfusedCompositionWithBroadcasting) {
   EXPECT_THROW(ops::silu_mul(x, Tensor()), Error);
 }
 
+TEST(Mul2Sigmoid, MatchesReferenceAndUnfusedCompositionWithBroadcasting) {
+  uint64_t seed = 740;
+  const auto f = [](const auto& v) { return v[0] * (2.0 / (1.0 + std::exp(-v[1]))); };
+  // (x, logits): the per-head gate [B, T, H, 1] against [B, T, H, Dh], and odd shapes.
+  const std::vector<std::array<Shape, 2>> cases = {
+      {Shape{2, 5, 3, 16}, Shape{2, 5, 3, 1}}, {Shape{3, 129}, Shape{3, 129}}, {Shape{1, 7}, Shape{4, 1}}};
+  for (const auto& [sx, sl] : cases) {
+    const Tensor x = test::random_tensor(sx, seed++, -3.f, 3.f), l = test::random_tensor(sl, seed++, -8.f, 8.f);
+    const Shape out = broadcast_shapes(sx, sl, "t");
+    const Tensor got = ops::mul_2sigmoid(test::non_contiguous_copy(x), test::non_contiguous_copy(l));
+    expect_close(got, out, reference(out, {x, l}, f), 1e-6, 1e-6, "mul_2sigmoid " + out.str());
+    EXPECT_EQ(test::max_abs_diff(got, ops::mul(x, ops::mul(ops::sigmoid(l), 2.0))), 0.0) << out.str();
+  }
+  const Tensor x = test::random_tensor({2, 3}, 760);
+  expect_error_mentions([&] { ops::mul_2sigmoid(x, test::random_tensor({4, 3}, 761)); }, "mul_2sigmoid");
+  expect_error_mentions([&] { ops::mul_2sigmoid(x, x.to(DType::F64)); }, "f32");
+  EXPECT_THROW(ops::mul_2sigmoid(x, Tensor()), Error);
+}
+
 TEST(GatedAdd, RejectsBadArguments) {
   const Tensor x = test::random_tensor({2, 3}, 800);
   expect_error_mentions([&] { ops::gated_add(x, test::random_tensor({4, 3}, 801), x); }, "gated_add");

@@ -1,5 +1,6 @@
 #include <array>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_test_util.h"  // same_bytes (device-independent)
@@ -279,6 +280,70 @@ TEST(QkNormRope3d, RejectsBadArguments) {
   uneven.sin[2] = random_tensor({4, 4}, 6);
   EXPECT_ERROR_HAS(call(q, k, w, uneven), "the w tables");
   EXPECT_ERROR_HAS(ops::apply_rope_3d(q, missing), "the h table");
+}
+
+// rms_norm then the transformer's RoPE, as a naive double reference: x [B, T, D] normalised over
+// D with the weight, then Interleaved over D or Split per head into [B, heads, T, Dh].
+Tensor ref_rms_norm_rope(const Tensor& x, const Tensor& w, double eps, const Tensor& cos,
+                         const Tensor& sin, RopeLayout layout, int64_t heads) {
+  const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
+  const auto vx = x.to_double_vector(), vw = w.to_double_vector();
+  std::vector<double> n(vx.size());
+  for (int64_t r = 0; r < b * t; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < d; ++i) ss += vx[r * d + i] * vx[r * d + i];
+    const double rs = 1.0 / std::sqrt(ss / static_cast<double>(d) + eps);
+    for (int64_t i = 0; i < d; ++i) n[r * d + i] = vx[r * d + i] * rs * vw[i];
+  }
+  const Tensor normed = Tensor::from_vector(n, x.shape());
+  if (layout == RopeLayout::Interleaved) return ref_rope(normed, cos, sin, layout);
+  return ref_rope(normed.view({b, t, heads, d / heads}).transpose(1, 2).contiguous(), cos, sin, layout);
+}
+
+TEST(RmsNormRope, EqualsTheUnfusedOpsAndMatchesDoubleReference) {
+  uint64_t seed = 500;
+  for (const RopeLayout layout : {RopeLayout::Split, RopeLayout::Interleaved}) {
+    for (const int64_t heads : {1, 3}) {
+      const int64_t B = 2, T = 7, Dh = 16, D = heads * Dh;
+      SCOPED_TRACE(std::string(layout == RopeLayout::Split ? "split" : "interleaved") + " heads " +
+                   std::to_string(heads));
+      const Tensor x = random_tensor({B, T, D}, seed++, -3.f, 3.f);
+      const Tensor w = random_tensor({D}, seed++, 0.5f, 1.5f);
+      // The transformer's tables: Split [B, H, T, Dh / 2], Interleaved [B, T, D] (or shared by
+      // the batch).
+      const Shape ts = layout == RopeLayout::Split ? Shape{B, heads, T, Dh / 2} : Shape{1, T, D};
+      const Tensor c = random_tensor(ts, seed++), sn = random_tensor(ts, seed++);
+      const Tensor got = ops::rms_norm_rope(non_contiguous_copy(x), w, 1e-6, c, sn, layout, heads);
+      const Shape want_shape = layout == RopeLayout::Split ? Shape{B, heads, T, Dh} : Shape{B, T, D};
+      EXPECT_EQ(got.shape(), want_shape);
+      EXPECT_TRUE(got.is_contiguous());
+      EXPECT_TRUE(test::same_bytes(got, ops::rms_norm_rope_unfused(x, w, 1e-6, c, sn, layout, heads)));
+      EXPECT_ALLCLOSE(got, ref_rms_norm_rope(x, w, 1e-6, c, sn, layout, heads), 1e-5);
+      // No weight.
+      EXPECT_TRUE(test::same_bytes(ops::rms_norm_rope(x, Tensor(), 1e-6, c, sn, layout, heads),
+                                   ops::rms_norm_rope_unfused(x, Tensor(), 1e-6, c, sn, layout, heads)));
+    }
+  }
+}
+
+TEST(RmsNormRope, RejectsBadArguments) {
+  const Tensor x = random_tensor({2, 5, 12}, 1), w = random_tensor({12}, 2);
+  const Tensor cs = random_tensor({2, 3, 5, 2}, 3), ci = random_tensor({2, 5, 12}, 4);
+  EXPECT_NO_THROW(ops::rms_norm_rope(x, w, 1e-6, cs, cs, RopeLayout::Split, 3));
+  EXPECT_NO_THROW(ops::rms_norm_rope(x, w, 1e-6, ci, ci, RopeLayout::Interleaved, 3));
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x.select(0, 0), w, 1e-6, ci, ci, RopeLayout::Interleaved, 3),
+                   "[B, T, D]");
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x, w, 1e-6, cs, cs, RopeLayout::Split, 5), "heads must split");
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x, w, 1e-6, cs, cs, RopeLayout::Split, 4), "heads must split");
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x, random_tensor({6}, 5), 1e-6, cs, cs, RopeLayout::Split, 3),
+                   "weight");
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x, w, 1e-6, ci, ci, RopeLayout::Split, 3), "rms_norm_rope");
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x, w, 1e-6, random_tensor({3, 2, 3, 5, 2}, 6),
+                                      random_tensor({3, 2, 3, 5, 2}, 7), RopeLayout::Split, 3),
+                   "must broadcast");
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x, w, 1e-6, cs, ci, RopeLayout::Split, 3), "must broadcast");
+  EXPECT_ERROR_HAS(ops::rms_norm_rope(x.to(DType::BF16), w, 1e-6, ci, ci, RopeLayout::Interleaved, 3),
+                   "f32");
 }
 
 }  // namespace

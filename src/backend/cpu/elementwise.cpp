@@ -105,4 +105,12 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
   return out;
 }
 
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
+  Tensor out = new_like(broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid"), {&x, &logits});
+  map_into<2>(out, {&x, &logits}, [](float v, float l) {
+    return scalar::mul_rn(v, scalar::mul_rn(scalar::unary<ops::UnaryOp::Sigmoid>(l), 2.f));
+  });
+  return out;
+}
+
 }  // namespace ltx::cpu

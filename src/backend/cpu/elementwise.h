@@ -17,5 +17,6 @@ Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w);
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
 Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits);
 
 }  // namespace ltx::cpu

@@ -1,5 +1,9 @@
 #include "backend/cuda/elementwise.h"
 
+#include <array>
+#include <initializer_list>
+#include <type_traits>
+
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/scalar_math.h"
 #include "ops/dispatch.h"
@@ -38,10 +42,61 @@ struct LerpScalarFn {
   float w;
   __device__ float operator()(const float* v) const { return scalar::lerp(v[0], v[1], w); }
 };
+struct Mul2SigmoidFn {
+  bool bf16_gate;  // sigmoid(logits) and mul(., 2.0) would be stored as bf16
+  __device__ float operator()(const float* v) const {
+    float g = scalar::unary<UnaryOp::Sigmoid>(v[1]);
+    if (bf16_gate) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
+    g = scalar::binary<BinaryOp::Mul>(g, 2.f);
+    if (bf16_gate) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
+    return scalar::binary<BinaryOp::Mul>(v[0], g);
+  }
+};
+
+// The map_into slots of an ops::Summed operand (a, then b when summed) and its value.
+template <bool kSummed>
+struct SummedSlots {
+  static constexpr int kCount = kSummed ? 2 : 1;
+  __device__ static float value(const float* v, bool bf16_sum) {
+    if constexpr (kSummed) {
+      return summed_value(v[0], v[1], bf16_sum);
+    } else {
+      return v[0];
+    }
+  }
+};
+
+// Calls f(std::bool_constant<s.summed()>).
+template <typename F>
+void with_summed(const ops::Summed& s, F&& f) {
+  if (s.summed()) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+// The defined tensors among `ts`, in order: map_into's K inputs (a Summed's parts, say).
+template <int K>
+std::array<const Tensor*, K> defined_operands(std::initializer_list<const Tensor*> ts) {
+  std::array<const Tensor*, K> out{};
+  int k = 0;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    LTX_CHECK(k < K, "map_into: more operands than slots");
+    out[k++] = t;
+  }
+  LTX_CHECK(k == K, "map_into: fewer operands than slots");
+  return out;
+}
+
+// x + y * gate; gate takes the slots from 2 on (SummedSlots).
+template <bool kGateSummed>
 struct GatedAddFn {
   bool bf16_product;  // mul(y, gate) would be stored as bf16
+  bool bf16_gate;     // add(gate.a, gate.b) would be stored as bf16
   __device__ float operator()(const float* v) const {
-    float p = dtype_bits::mul_rn(v[1], v[2]);
+    float p = dtype_bits::mul_rn(v[1], SummedSlots<kGateSummed>::value(v + 2, bf16_gate));
     if (bf16_product) p = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(p));
     return dtype_bits::add_rn(v[0], p);
   }
@@ -54,8 +109,15 @@ struct SiluMulFn {
     return dtype_bits::mul_rn(s, v[1]);
   }
 };
+// x * (1 + scale) + shift; scale takes the slots from 1 on, shift the ones after (SummedSlots).
+template <bool kScaleSummed, bool kShiftSummed>
 struct ModulateFn {
-  __device__ float operator()(const float* v) const { return scalar::modulate(v[0], v[1], v[2]); }
+  bool bf16_scale, bf16_shift;  // a summed scale / shift would be stored as bf16
+  __device__ float operator()(const float* v) const {
+    using S = SummedSlots<kScaleSummed>;
+    return scalar::modulate(v[0], S::value(v + 1, bf16_scale),
+                            SummedSlots<kShiftSummed>::value(v + 1 + S::kCount, bf16_shift));
+  }
 };
 
 // The result: the float inputs' result dtype, laid out like the first of them that has the full
@@ -131,10 +193,22 @@ Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w) {
   return out;
 }
 
-Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate) {
-  Tensor out = new_like(broadcast3(x, y, gate, "gated_add"), {&x, &y, &gate}, x.device());
-  map_into<3>(out, {&x, &y, &gate},
-              GatedAddFn{ops::float_result_dtype({&y, &gate}) == DType::BF16});
+Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate) {
+  const char* op = "gated_add";
+  const Shape shape =
+      broadcast_shapes(broadcast_shapes(x.shape(), y.shape(), op), gate.check(op, "gate"), op);
+  // Result dtypes as the unfused add(gate.a, gate.b), mul(y, gate), add(x, product) store them.
+  const bool bf16_gate = gate.dtype() == DType::BF16;
+  const bool bf16_product = bf16_gate && y.dtype() == DType::BF16;
+  const bool bf16 = bf16_product && x.dtype() == DType::BF16;
+  Tensor out = empty_like_layout(shape, bf16 ? DType::BF16 : DType::F32, x.device(),
+                                 {&x, &y, &gate.a, &gate.b});
+  with_summed(gate, [&](auto g) {
+    constexpr bool kG = decltype(g)::value;
+    constexpr int K = 2 + SummedSlots<kG>::kCount;
+    map_into<K>(out, defined_operands<K>({&x, &y, &gate.a, &gate.b}),
+                GatedAddFn<kG>{bf16_product, bf16_gate});
+  });
   return out;
 }
 
@@ -145,9 +219,29 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
   return out;
 }
 
-Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
-  Tensor out = new_like(broadcast3(x, scale, shift, "modulate"), {&x, &scale, &shift}, x.device());
-  map_into<3>(out, {&x, &scale, &shift}, ModulateFn{});
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
+  Tensor out = new_like(broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid"), {&x, &logits},
+                        x.device());
+  map_into<2>(out, {&x, &logits}, Mul2SigmoidFn{logits.dtype() == DType::BF16});
+  return out;
+}
+
+Tensor modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift) {
+  const char* op = "modulate";
+  const Shape shape = broadcast_shapes(
+      broadcast_shapes(x.shape(), scale.check(op, "scale"), op), shift.check(op, "shift"), op);
+  const bool bf16_scale = scale.dtype() == DType::BF16, bf16_shift = shift.dtype() == DType::BF16;
+  const bool bf16 = x.dtype() == DType::BF16 && bf16_scale && bf16_shift;
+  Tensor out = empty_like_layout(shape, bf16 ? DType::BF16 : DType::F32, x.device(),
+                                 {&x, &scale.a, &scale.b, &shift.a, &shift.b});
+  with_summed(scale, [&](auto s) {
+    with_summed(shift, [&](auto t) {
+      constexpr bool kS = decltype(s)::value, kT = decltype(t)::value;
+      constexpr int K = 1 + SummedSlots<kS>::kCount + SummedSlots<kT>::kCount;
+      map_into<K>(out, defined_operands<K>({&x, &scale.a, &scale.b, &shift.a, &shift.b}),
+                  ModulateFn<kS, kT>{bf16_scale, bf16_shift});
+    });
+  });
   return out;
 }
 

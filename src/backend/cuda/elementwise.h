@@ -24,11 +24,16 @@ Tensor clamp(const Tensor& x, double lo, double hi);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
 Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w);
-Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+// scale / shift: tensors or ops::Summed pairs, whose sum is formed per element and rounded to
+// add's result dtype before use (bit-identical to materialising it with ops::add).
+Tensor modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift);
 // x + y * gate with y * gate rounded to float_result_dtype(y, gate) first (bf16 when both are),
-// so that it matches add(x, mul(y, gate)) bit for bit.
-Tensor gated_add(const Tensor& x, const Tensor& y, const Tensor& gate);
+// so that it matches add(x, mul(y, gate)) bit for bit; gate may be an ops::Summed as above.
+Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate);
 // silu(gate) rounded to gate's dtype, times up: matches mul(silu(gate), up) bit for bit.
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
+// x * (2 * sigmoid(logits)) with sigmoid's value and the doubled gate rounded to logits' dtype:
+// matches mul(x, mul(sigmoid(logits), 2.0)) bit for bit.
+Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits);
 
 }  // namespace ltx::cuda

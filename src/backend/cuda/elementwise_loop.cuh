@@ -45,6 +45,13 @@ __device__ __forceinline__ void store_f32(void* p, DType dt, int64_t i, float v)
   }
 }
 
+// The value of an ops::Summed operand from its two parts: ops::add's sum, rounded to bf16 when
+// the sum's dtype is bf16 (as add stores it before the consumer reloads it).
+__device__ __forceinline__ float summed_value(float a, float b, bool bf16) {
+  const float s = dtype_bits::add_rn(a, b);
+  return bf16 ? dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(s)) : s;
+}
+
 template <int K>
 struct MapArgs {
   int nd = 0;

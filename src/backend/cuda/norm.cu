@@ -65,46 +65,70 @@ __global__ void rms_norm_kernel(RowArgs a) {
   }
 }
 
-// Where scale and shift of rms_norm_modulate live: x's leading dims (all but the last) with their
-// broadcast strides, and their stride along the last dim.
+// The operands of rms_norm_modulate's modulation: scale and shift, and the second summands of
+// the ones given as an ops::Summed (null when not summed).
+enum ModOperand : int { kScale, kShift, kScale2, kShift2, kModOperands };
+
+// Where the modulation operands live: x's leading dims (all but the last) with their broadcast
+// strides, and their stride along the last dim.
 struct ModArgs {
   int lead = 0;
   int64_t size[kMaxDims] = {};
-  int64_t s_stride[kMaxDims] = {}, t_stride[kMaxDims] = {};
-  int64_t s_last = 0, t_last = 0;
-  const void* s = nullptr;
-  const void* t = nullptr;
-  DType s_dtype = DType::F32, t_dtype = DType::F32;
+  int64_t stride[kModOperands][kMaxDims] = {};
+  int64_t last[kModOperands] = {};
+  const void* p[kModOperands] = {};
+  DType dtype[kModOperands] = {};
+  bool bf16_sum[2] = {};  // scale's / shift's sum is stored as bf16 by the unfused ops::add
 };
 
-// Offsets of row r's scale and shift. The dims loop is unrolled over kMaxDims so that the
-// arguments are indexed statically (no local-memory copy of the struct); Index: the type of the
-// divisions (32-bit ones are several times cheaper than 64-bit ones).
+// One row's offsets of the modulation operands.
+struct ModOffsets {
+  int64_t o[kModOperands] = {};
+};
+
+// Offsets of row r's operands. The dims loop is unrolled over kMaxDims so that the arguments are
+// indexed statically (no local-memory copy of the struct); Index: the type of the divisions
+// (32-bit ones are several times cheaper than 64-bit ones).
 template <typename Index>
-__device__ __forceinline__ void mod_offsets_as(const ModArgs& m, Index rem, int64_t* so,
-                                               int64_t* to) {
-  int64_t s = 0, t = 0;
+__device__ __forceinline__ ModOffsets mod_offsets_as(const ModArgs& m, Index rem) {
+  ModOffsets off;
 #pragma unroll
   for (int d = kMaxDims - 1; d >= 0; --d) {
     if (d < m.lead) {
       const Index size = static_cast<Index>(m.size[d]);
       const Index idx = rem % size;
       rem /= size;
-      s += static_cast<int64_t>(idx) * m.s_stride[d];
-      t += static_cast<int64_t>(idx) * m.t_stride[d];
+#pragma unroll
+      for (int k = 0; k < kModOperands; ++k) off.o[k] += static_cast<int64_t>(idx) * m.stride[k][d];
     }
   }
-  *so = s;
-  *to = t;
+  return off;
 }
 
-__device__ __forceinline__ void mod_offsets(const ModArgs& m, int64_t rows, int64_t r, int64_t* so,
-                                            int64_t* to) {
-  if (rows <= int64_t{UINT32_MAX}) {
-    mod_offsets_as<uint32_t>(m, static_cast<uint32_t>(r), so, to);
-  } else {
-    mod_offsets_as<int64_t>(m, r, so, to);
-  }
+__device__ __forceinline__ ModOffsets mod_offsets(const ModArgs& m, int64_t rows, int64_t r) {
+  if (rows <= int64_t{UINT32_MAX}) return mod_offsets_as<uint32_t>(m, static_cast<uint32_t>(r));
+  return mod_offsets_as<int64_t>(m, r);
+}
+
+// Element i of the row's scale (j = kScale) or shift (kShift): the operand, or the sum of its
+// two summands as ops::add stores it.
+__device__ __forceinline__ float mod_value(const ModArgs& m, int j, const ModOffsets& off, int64_t i) {
+  const float v = load_f32(m.p[j], m.dtype[j], off.o[j] + i * m.last[j]);
+  const int j2 = j + kScale2;
+  if (m.p[j2] == nullptr) return v;
+  return summed_value(v, load_f32(m.p[j2], m.dtype[j2], off.o[j2] + i * m.last[j2]), m.bf16_sum[j]);
+}
+
+// mod_value of elements i .. i + kVec - 1 (unit strides along the row, 16-byte aligned vectors).
+__device__ __forceinline__ void mod_vec(const ModArgs& m, int j, const ModOffsets& off, int i,
+                                        float (&v)[kVec]) {
+  load_vec(m.p[j], m.dtype[j], off.o[j] + i, v);
+  const int j2 = j + kScale2;
+  if (m.p[j2] == nullptr) return;
+  float w[kVec];
+  load_vec(m.p[j2], m.dtype[j2], off.o[j2] + i, w);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) v[k] = summed_value(v[k], w[k], m.bf16_sum[j]);
 }
 
 // rms_norm_kernel's statistics (same thread layout and sums), then scalar::modulate.
@@ -112,14 +136,12 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
     const float rs = row_inv_rms(a, base);
-    int64_t so, to;
-    mod_offsets(m, a.rows, r, &so, &to);
+    const ModOffsets off = mod_offsets(m, a.rows, r);
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
       float n = mul_rn(load_f32(a.x, a.x_dtype, base + i), rs);
       if (a.w != nullptr) n = mul_rn(n, load_f32(a.w, a.w_dtype, i));
       const float y = round_to(a.x_dtype, n);
-      const float sc = load_f32(m.s, m.s_dtype, so + i * m.s_last);
-      const float sh = load_f32(m.t, m.t_dtype, to + i * m.t_last);
+      const float sc = mod_value(m, kScale, off, i), sh = mod_value(m, kShift, off, i);
       store_f32(a.y, a.y_dtype, base + i, scalar::modulate(y, sc, sh));
     }
   }
@@ -130,12 +152,12 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
 // rms_norm stores it and modulated; stored as one vector: the general kernels' per-element math.
 template <bool kModulate>
 __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs& m, float (&v)[kVec],
-                                                 int i, float rs, int64_t so, int64_t to,
+                                                 int i, float rs, const ModOffsets& off,
                                                  void* y_row) {
   if constexpr (kModulate) {
     float sc[kVec], sh[kVec];
-    load_vec(m.s, m.s_dtype, so + i, sc);
-    load_vec(m.t, m.t_dtype, to + i, sh);
+    mod_vec(m, kScale, off, i, sc);
+    mod_vec(m, kShift, off, i, sh);
     float w[kVec];
     if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
 #pragma unroll
@@ -158,17 +180,12 @@ __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs
 }
 template <bool kModulate>
 __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
-                                                const uint4* row_smem, int i, float rs, int64_t so,
-                                                int64_t to, void* y_row) {
+                                                const uint4* row_smem, int i, float rs,
+                                                const ModOffsets& off, void* y_row) {
   float v[kVec];
   load_vec(row_smem, a.x_dtype, i, v);
-  rms_store_values<kModulate>(a, m, v, i, rs, so, to, y_row);
+  rms_store_values<kModulate>(a, m, v, i, rs, off, y_row);
 }
-
-// Most bytes of a row the vector path stages in shared memory (the default dynamic limit).
-// Dynamic shared memory for the staged row; with the kernel's static reduction buffer it must
-// stay under the 48 KiB a launch gets without opting in (a 48 KiB row failed to launch).
-constexpr int64_t kRowVecMaxBytes = 32 * 1024;
 
 // The vector path of rms_norm (kModulate false) and rms_norm_modulate (true), taken when
 // rows_vec_ok holds: d % kVec == 0, every operand f32 or bf16 with 16-byte aligned vectors. The
@@ -182,29 +199,18 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a,
   extern __shared__ uint4 row_smem[];
   const int d = static_cast<int>(a.d);
   const int x_bytes = a.x_dtype == DType::BF16 ? 2 : 4, y_bytes = a.y_dtype == DType::BF16 ? 2 : 4;
-  const int vecs = d * x_bytes / 16, chunks = d / kVec;
+  const int chunks = d / kVec;
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    const auto* src = reinterpret_cast<const uint4*>(static_cast<const char*>(a.x) +
-                                                     row_base(a, r, a.x_outer) * x_bytes);
     // Stores through the row's pointer with a chunk index: with an index that is not visibly a
     // multiple of kVec (`a.y, base + i`) nvcc splits the vector stores into 4-byte ones.
     void* y_row = static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * y_bytes;
-    for (int j = threadIdx.x; j < vecs; j += blockDim.x) row_smem[j] = src[j];
-    __syncthreads();
-    float ss = 0.f;
-    if (a.x_dtype == DType::BF16) {
-      const uint16_t* xs = reinterpret_cast<const uint16_t*>(row_smem);
-      for (int i = threadIdx.x; i < d; i += blockDim.x)
-        ss = add_square(ss, dtype_bits::bf16_to_f32(xs[i]));
-    } else {
-      const float* xs = reinterpret_cast<const float*>(row_smem);
-      for (int i = threadIdx.x; i < d; i += blockDim.x) ss = add_square(ss, xs[i]);
-    }
-    const float rs = inv_std(block_sum(ss), a.d, a.eps);  // block_sum syncs: row_smem stays
-    int64_t so = 0, to = 0;
-    if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
+    const float rs = stage_row_inv_rms(
+        static_cast<const char*>(a.x) + row_base(a, r, a.x_outer) * x_bytes, a.x_dtype, d, a.eps,
+        row_smem);
+    ModOffsets off;
+    if constexpr (kModulate) off = mod_offsets(m, a.rows, r);
     for (int c = threadIdx.x; c < chunks; c += blockDim.x)
-      rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, so, to, y_row);
+      rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, off, y_row);
     __syncthreads();  // every thread is done with row_smem before the next row overwrites it
   }
 }
@@ -258,10 +264,10 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_warp_kernel(RowAr
         if (w < h && h < W) part[w] = part[w] + part[w + h];
     }
     const float rs = inv_std(part[0], a.d, a.eps);
-    int64_t so = 0, to = 0;
-    if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
+    ModOffsets off;
+    if constexpr (kModulate) off = mod_offsets(m, a.rows, r);
     for (int c = lane; c < chunks; c += 32)
-      rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, so, to, y_row);
+      rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, off, y_row);
     __syncwarp();  // the warp is done with its row before the next one overwrites it
   }
 }
@@ -297,11 +303,11 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
     ss += __shfl_xor_sync(0xffffffffu, ss, 8);
     ss += __shfl_xor_sync(0xffffffffu, ss, 4);
     const float rs = inv_std(ss, 256, a.eps);
-    int64_t so = 0, to = 0;
-    if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
+    ModOffsets off;
+    if constexpr (kModulate) off = mod_offsets(m, a.rows, r);
     void* y_row =
         static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * (a.y_dtype == DType::BF16 ? 2 : 4);
-    rms_store_values<kModulate>(a, m, v, 8 * lane, rs, so, to, y_row);
+    rms_store_values<kModulate>(a, m, v, 8 * lane, rs, off, y_row);
     data = next;
   }
 }
@@ -477,12 +483,13 @@ bool row_segments(const Tensor& t, int64_t* seg, int64_t* outer) {
 // `into` (x's shape and the result dtype) the result goes there; x and `into` are read / written
 // in place when both are contiguous or both segmented views (RmsCall::segmented), else x is
 // copied and `into` must be contiguous.
-RmsCall rms_call(const Tensor& x, const Tensor& weight, const Tensor& scale, const Tensor& shift,
-                 double eps, const Tensor& into = Tensor()) {
+RmsCall rms_call(const Tensor& x, const Tensor& weight, const ops::Summed& scale,
+                 const ops::Summed& shift, double eps, const Tensor& into = Tensor()) {
   RmsCall c;
-  c.modulate = scale.defined();
-  const DType out_dtype =
-      c.modulate ? ops::float_result_dtype({&x, &scale, &shift}) : x.dtype();
+  c.modulate = scale.a.defined();
+  DType out_dtype = x.dtype();  // rms_norm's; modulate's is bf16 only when all its operands are
+  if (c.modulate && (scale.dtype() != DType::BF16 || shift.dtype() != DType::BF16))
+    out_dtype = DType::F32;
   c.out = into.defined() ? into : Tensor::empty(x.shape(), out_dtype, x.device());
   if (c.out.numel() == 0) return c;
   int64_t xs = 0, xo = 0, ys = 0, yo = 0;
@@ -497,20 +504,21 @@ RmsCall rms_call(const Tensor& x, const Tensor& weight, const Tensor& scale, con
     c.a.y_outer = yo;
   }
   if (!c.modulate) return c;
-  const Strides ss = broadcast_strides(scale, x.shape()), ts = broadcast_strides(shift, x.shape());
   ModArgs& m = c.m;
   m.lead = x.dim() - 1;
-  for (int d = 0; d < m.lead; ++d) {
-    m.size[d] = x.size(d);
-    m.s_stride[d] = ss[d];
-    m.t_stride[d] = ts[d];
+  for (int d = 0; d < m.lead; ++d) m.size[d] = x.size(d);
+  const Tensor* operands[kModOperands] = {&scale.a, &shift.a, &scale.b, &shift.b};
+  for (int k = 0; k < kModOperands; ++k) {
+    const Tensor& t = *operands[k];
+    if (!t.defined()) continue;
+    const Strides st = broadcast_strides(t, x.shape());
+    for (int d = 0; d < m.lead; ++d) m.stride[k][d] = st[d];
+    m.last[k] = st[x.dim() - 1];
+    m.p[k] = t.raw_data();
+    m.dtype[k] = t.dtype();
   }
-  m.s_last = ss[x.dim() - 1];
-  m.t_last = ts[x.dim() - 1];
-  m.s = scale.raw_data();
-  m.t = shift.raw_data();
-  m.s_dtype = scale.dtype();
-  m.t_dtype = shift.dtype();
+  m.bf16_sum[kScale] = scale.dtype() == DType::BF16;
+  m.bf16_sum[kShift] = shift.dtype() == DType::BF16;
   return c;
 }
 
@@ -524,16 +532,15 @@ bool rows_vec_ok(const RmsCall& c) {
   if (a.w != nullptr && (!vec_dtype(a.w_dtype) || !aligned16(a.w))) return false;
   if (a.seg > 0 && (a.x_outer % kVec != 0 || a.y_outer % kVec != 0)) return false;
   if (!c.modulate) return true;
-  // Every row's scale/shift vectors: unit stride along d, row offsets multiples of kVec.
+  // Every row's modulation vectors: unit stride along d, row offsets multiples of kVec.
   const ModArgs& m = c.m;
-  const auto operand_ok = [&](const void* p, DType dt, int64_t last, const int64_t* lead) {
-    if (last != 1 || !vec_dtype(dt) || !aligned16(p)) return false;
+  for (int k = 0; k < kModOperands; ++k) {
+    if (m.p[k] == nullptr) continue;
+    if (m.last[k] != 1 || !vec_dtype(m.dtype[k]) || !aligned16(m.p[k])) return false;
     for (int d = 0; d < m.lead; ++d)
-      if (lead[d] % kVec != 0) return false;
-    return true;
-  };
-  return operand_ok(m.s, m.s_dtype, m.s_last, m.s_stride) &&
-         operand_ok(m.t, m.t_dtype, m.t_last, m.t_stride);
+      if (m.stride[k][d] % kVec != 0) return false;
+  }
+  return true;
 }
 
 Tensor run_rms(const RmsCall& c) {
@@ -600,7 +607,8 @@ bool rms_norm_vectorised(const Tensor& x, const Tensor& weight) {
   return rows_vec_ok(rms_call(x, weight, Tensor(), Tensor(), 0.0));
 }
 
-bool rms_norm_modulate_vectorised(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
+                                  const ops::Summed& shift) {
   return rows_vec_ok(rms_call(x, Tensor(), scale, shift, 0.0));
 }
 
@@ -608,8 +616,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   return run_rows(layer_norm_kernel, x, weight, bias, eps);
 }
 
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
-                         const Tensor& weight) {
+Tensor rms_norm_modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift,
+                         double eps, const Tensor& weight) {
   return run_rms(rms_call(x, weight, scale, shift, eps));
 }
 

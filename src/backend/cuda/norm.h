@@ -7,6 +7,7 @@
 // 1 / sqrt(mean + eps) is formed in double and rounded to f32 like the CPU's; every product of the
 // normalisation rounds on its own (no FMA), as on the CPU.
 #include "core/tensor.h"
+#include "ops/summed.h"
 
 namespace ltx::cuda {
 
@@ -14,9 +15,11 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 // One kernel for modulate(rms_norm(x), scale, shift): the rms_norm kernel's row statistics, the
 // normalised value rounded to x's dtype, then the modulation of ops::modulate; bit-identical to
-// the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's.
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
-                         const Tensor& weight = Tensor());
+// the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's. Each may
+// be an ops::Summed pair, summed per element with ops::add's rounding (bit-identical to
+// materialising the sum first).
+Tensor rms_norm_modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift,
+                         double eps, const Tensor& weight = Tensor());
 // rms_norm_modulate written into `out` (x's shape, the result dtype). x and out may both be
 // segmented views, e.g. the same W-narrowing of contiguous [B, T, H, W, C] tensors (unit stride
 // along C, dense rows along W, the leading dims collapsible): then the vector kernels read and
@@ -30,7 +33,8 @@ void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& sc
 // and written with 16-byte stores, bit-identical to the general path. Whether that path is taken
 // for these arguments (for the tests):
 bool rms_norm_vectorised(const Tensor& x, const Tensor& weight);
-bool rms_norm_modulate_vectorised(const Tensor& x, const Tensor& scale, const Tensor& shift);
+bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
+                                  const ops::Summed& shift);
 // PixelNorm over `dim` (no affine): one thread per position, sum of squares in double. When x is
 // not contiguous and has `dim` innermost in memory with stride 1 (a channels-last activation with
 // dim = 1; a view with gaps is made dense in its order first), a row kernel (coalesced loads,

@@ -1,8 +1,8 @@
 #pragma once
 // The per-row arithmetic of the CUDA RMSNorm (norm.cu), shared with the fused kernels that must
-// agree with it bit for bit (rope.cu's qk_norm_rope_3d): the block size per row length, the sum
-// of squares term, the row scale, the rounding to the storage dtype between ops, and the block
-// sum replayed by one warp.
+// agree with it bit for bit (rope.cu's qk_norm_rope_3d and rms_norm_rope): the block size per row
+// length, the sum of squares term, the row scale, the rounding to the storage dtype between ops,
+// the vector path's staged row and block sum, and the block sum replayed by one warp.
 #include <cstdint>
 
 #include "backend/cuda/block_reduce.cuh"
@@ -49,6 +49,36 @@ __device__ __forceinline__ float warp_row_sum_sq(At at, int d, int threads) {
     if (lane == w) mine = ss;
   }
   return warp_sum(mine);
+}
+
+// Most bytes of a row the vector paths stage in shared memory (stage_row_inv_rms). Dynamic shared
+// memory for the staged row; with the kernel's static reduction buffer it must stay under the
+// 48 KiB a launch gets without opting in (a 48 KiB row failed to launch).
+inline constexpr int64_t kRowVecMaxBytes = 32 * 1024;
+
+// The vector paths' row statistics (rms_norm_vec_kernel, and the fused kernels that must agree
+// with it): the row of d values at `row` (f32 or bf16, 16-byte aligned, d * element size a
+// multiple of 16) is staged in `smem` with 16-byte loads, then summed in the general rms_norm
+// kernel's order (thread t of the block sums elements t, t + blockDim.x, ... with add_square,
+// then block_sum). Every thread of the block must call it; every thread gets 1 / RMS, and the
+// staged row is visible to the whole block on return (block_sum synchronises). The caller
+// synchronises again before the next row overwrites smem.
+__device__ __forceinline__ float stage_row_inv_rms(const void* row, DType dt, int d, double eps,
+                                                   uint4* smem) {
+  const int vecs = d * (dt == DType::BF16 ? 2 : 4) / 16;
+  const uint4* src = static_cast<const uint4*>(row);
+  for (int j = threadIdx.x; j < vecs; j += blockDim.x) smem[j] = src[j];
+  __syncthreads();
+  float ss = 0.f;
+  if (dt == DType::BF16) {
+    const uint16_t* xs = reinterpret_cast<const uint16_t*>(smem);
+    for (int i = threadIdx.x; i < d; i += blockDim.x)
+      ss = add_square(ss, dtype_bits::bf16_to_f32(xs[i]));
+  } else {
+    const float* xs = reinterpret_cast<const float*>(smem);
+    for (int i = threadIdx.x; i < d; i += blockDim.x) ss = add_square(ss, xs[i]);
+  }
+  return inv_std(block_sum(ss), d, eps);
 }
 
 // warp_sum of 32 values (one per thread l' of a warp), replayed by a group of 4 consecutive lanes

@@ -177,6 +177,83 @@ bool rope_vec_ok(const RopeArgs& a, int64_t numel) {
          operand_ok(a.s, a.s_dtype, a.ss, a.sst);
 }
 
+// ---- rms_norm_rope ----
+
+struct NormRopeArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+  DType dtype = DType::F32;  // of x and y
+  const void* w = nullptr;   // null: no weight
+  DType w_dtype = DType::F32;
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  DType c_dtype = DType::F32, s_dtype = DType::F32;
+  // The tables' strides over (b, t) Interleaved or (b, head, t) Split; the last dim is dense.
+  int64_t cst[3] = {}, sst[3] = {};
+  int d = 0, heads = 0, dh = 0;
+  int64_t tokens = 0, rows = 0;
+  double eps = 0.0;
+};
+
+// Elements i .. i + kVec - 1 of the staged row as rms_norm stores them: (x * rs) * w, rounded to
+// x's dtype.
+__device__ __forceinline__ void norm_rope_load(const NormRopeArgs& a, const uint4* row, int i,
+                                               float rs, float (&v)[kVec]) {
+  load_vec(row, a.dtype, i, v);
+  float w[kVec];
+  if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    float n = mul_rn(v[j], rs);
+    if (a.w != nullptr) n = mul_rn(n, w[j]);
+    v[j] = round_to(a.dtype, n);
+  }
+}
+
+// One block of row_threads(d) threads per row (see rope.h); dynamic shared memory: one row.
+template <bool kSplit>
+__global__ void __launch_bounds__(kMaxRowThreads) rms_norm_rope_kernel(NormRopeArgs a) {
+  extern __shared__ uint4 norm_rope_row[];
+  const int x_bytes = a.dtype == DType::BF16 ? 2 : 4;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const float rs = stage_row_inv_rms(static_cast<const char*>(a.x) + r * a.d * x_bytes, a.dtype,
+                                       a.d, a.eps, norm_rope_row);
+    const int64_t b = r / a.tokens, t = r - b * a.tokens;
+    if constexpr (kSplit) {
+      // Chunk c: kVec pairs (j, j + dh / 2) of head h.
+      const int half = a.dh / 2, head_chunks = half / kVec;
+      for (int c = threadIdx.x; c < a.heads * head_chunks; c += blockDim.x) {
+        const int h = c / head_chunks, j = (c - h * head_chunks) * kVec;
+        float x1[kVec], x2[kVec], cs[kVec], sn[kVec], y1[kVec], y2[kVec];
+        norm_rope_load(a, norm_rope_row, h * a.dh + j, rs, x1);
+        norm_rope_load(a, norm_rope_row, h * a.dh + half + j, rs, x2);
+        load_vec(a.cos, a.c_dtype, b * a.cst[0] + h * a.cst[1] + t * a.cst[2] + j, cs);
+        load_vec(a.sin, a.s_dtype, b * a.sst[0] + h * a.sst[1] + t * a.sst[2] + j, sn);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) rotate_split(x1[e], x2[e], cs[e], sn[e], &y1[e], &y2[e]);
+        // Stores through the head row's pointers with a chunk index (see rope_vec_kernel).
+        char* y_row = static_cast<char*>(a.y) + ((b * a.heads + h) * a.tokens + t) * a.dh * x_bytes;
+        store_vec(y_row, a.dtype, j, y1);
+        store_vec(y_row + half * x_bytes, a.dtype, j, y2);
+      }
+    } else {
+      char* y_row = static_cast<char*>(a.y) + r * a.d * x_bytes;
+      for (int c = threadIdx.x; c < a.d / kVec; c += blockDim.x) {
+        const int i = c * kVec;
+        float x[kVec], cs[kVec], sn[kVec], y[kVec];
+        norm_rope_load(a, norm_rope_row, i, rs, x);
+        load_vec(a.cos, a.c_dtype, b * a.cst[0] + t * a.cst[1] + i, cs);
+        load_vec(a.sin, a.s_dtype, b * a.sst[0] + t * a.sst[1] + i, sn);
+#pragma unroll
+        for (int e = 0; e < kVec; e += 2)
+          rotate_interleaved(x[e], x[e + 1], cs[e], cs[e + 1], sn[e], sn[e + 1], &y[e], &y[e + 1]);
+        store_vec(y_row, a.dtype, i, y);
+      }
+    }
+    __syncthreads();  // the block is done with the staged row before the next one overwrites it
+  }
+}
+
 // ---- qk_norm_rope_3d ----
 
 struct QkRopeArgs {
@@ -459,6 +536,69 @@ bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin,
                      ops::RopeLayout layout) {
   // x stands in for the output: a fresh allocation, aligned whenever x is.
   return rope_vec_ok(rope_args(x, cos, sin, layout, x), x.numel());
+}
+
+bool rms_norm_rope_fusable(const Tensor& x, const Tensor& weight, const Tensor& cos,
+                           const Tensor& sin, ops::RopeLayout layout, int64_t heads) {
+  const bool split = layout == ops::RopeLayout::Split;
+  const int64_t d = x.size(-1), dh = d / heads;
+  if (x.numel() == 0 || !x.is_contiguous() || !vec_dtype(x.dtype()) || !aligned16(x.raw_data()) ||
+      d % kVec != 0 || (split && dh % (2 * kVec) != 0) ||
+      d * static_cast<int64_t>(dtype_size(x.dtype())) > kRowVecMaxBytes)
+    return false;
+  if (weight.defined() &&
+      (!weight.is_contiguous() || !vec_dtype(weight.dtype()) || !aligned16(weight.raw_data())))
+    return false;
+  for (const Tensor* t : {&cos, &sin}) {
+    if (!vec_dtype(t->dtype()) || !aligned16(t->raw_data()) || t->stride(-1) != 1) return false;
+    for (int k = 0; k + 1 < t->dim(); ++k)
+      if (t->stride(k) % kVec != 0) return false;
+  }
+  return true;
+}
+
+Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                     const Tensor& sin, ops::RopeLayout layout, int64_t heads) {
+  const bool split = layout == ops::RopeLayout::Split;
+  const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
+  Tensor out = split ? Tensor::empty({b, heads, t, d / heads}, x.dtype(), x.device())
+                     : Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+  NormRopeArgs a;
+  a.x = x.raw_data();
+  a.y = out.raw_data();
+  a.dtype = x.dtype();
+  if (wc.defined()) {
+    a.w = wc.raw_data();
+    a.w_dtype = wc.dtype();
+  }
+  a.cos = cos.raw_data();
+  a.sin = sin.raw_data();
+  a.c_dtype = cos.dtype();
+  a.s_dtype = sin.dtype();
+  for (int k = 0; k + 1 < cos.dim(); ++k) {  // (b, t) or (b, head, t)
+    a.cst[k] = cos.stride(k);
+    a.sst[k] = sin.stride(k);
+  }
+  a.d = static_cast<int>(d);
+  a.heads = static_cast<int>(heads);
+  a.dh = static_cast<int>(d / heads);
+  a.tokens = t;
+  a.rows = b * t;
+  a.eps = eps;
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  const cudaStream_t stream = current_stream(dev).handle();
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.rows, int64_t{1} << 20));
+  const size_t smem = static_cast<size_t>(d) * dtype_size(x.dtype());
+  if (split) {
+    rms_norm_rope_kernel<true><<<blocks, row_threads(d), smem, stream>>>(a);
+  } else {
+    rms_norm_rope_kernel<false><<<blocks, row_threads(d), smem, stream>>>(a);
+  }
+  LTX_CUDA_CHECK_LAUNCH();
+  return out;
 }
 
 bool qk_norm_rope_d64_path(const Tensor& q, const Tensor& k) {

@@ -16,6 +16,19 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::Ro
 // is taken for these arguments (cos/sin expanded as for apply_rope; for the tests):
 bool rope_vectorised(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeLayout layout);
 
+// ops::rms_norm_rope (arguments validated there; cos / sin expanded to [B, T, D] Interleaved or
+// [B, heads, T, D / heads / 2] Split) in one kernel: one block of row_threads(D) threads per row
+// of x, the row staged in shared memory with rms_norm's vector-path statistics
+// (stage_row_inv_rms), every element normalised as rms_norm stores it, then rotated as apply_rope
+// does and stored as 16-byte vectors (Split: into the head-major [B, heads, T, Dh] layout).
+// Bit-identical to the unfused CUDA ops. It runs when rms_norm_rope_fusable holds: x contiguous,
+// D a multiple of 8 (Split: Dh a multiple of 16) and at most 32 KiB a row, x / weight / tables f32
+// or bf16, 16-byte aligned, the tables' last stride 1 and other strides multiples of 8.
+bool rms_norm_rope_fusable(const Tensor& x, const Tensor& weight, const Tensor& cos,
+                           const Tensor& sin, ops::RopeLayout layout, int64_t heads);
+Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                     const Tensor& sin, ops::RopeLayout layout, int64_t heads);
+
 // The fused q / k preparation of ops::qk_norm_rope_3d (arguments validated there; q_scale
 // already rounded to f32): one launch for both tensors, one warp per row of D. Each row is staged
 // in shared memory as f32; its sum of squares replays rms_norm's block of row_threads(D) threads

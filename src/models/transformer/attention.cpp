@@ -3,6 +3,7 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "ops/rope.h"
 
 namespace ltx::models::transformer {
 
@@ -41,21 +42,21 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
   if (all_perturbed) {
     out = v;  // STG shortcut: the value projection stands in for the attention output
   } else {
-    Tensor q = ops::rms_norm(to_q(x), q_norm, norm_eps);
-    Tensor k = ops::rms_norm(to_k(context), k_norm, norm_eps);
+    // q_norm / k_norm over the inner dim, then the RoPE (both as one op), as [B, H, T, Dh].
     const RopeTables* kp = k_pe != nullptr ? k_pe : pe;
-    if (rope_type == LTXRopeType::Interleaved && pe != nullptr) {
-      q = apply_rotary_emb(q, *pe, rope_type);
-      k = apply_rotary_emb(k, *kp, rope_type);
-    }
-    // [B, T, H*Dh] -> [B, H, T, Dh] views.
-    Tensor qh = q.view({b, t, heads, dim_head}).transpose(1, 2);
-    Tensor kh = k.view({b, s, heads, dim_head}).transpose(1, 2);
+    const auto prepare = [&](const Tensor& y, const Tensor& norm, const RopeTables* tables) {
+      const int64_t rows = y.size(1);
+      if (tables == nullptr)
+        return ops::rms_norm(y, norm, norm_eps).view({b, rows, heads, dim_head}).transpose(1, 2);
+      const bool split = rope_type == LTXRopeType::Split;
+      const Tensor r =
+          ops::rms_norm_rope(y, norm, norm_eps, tables->cos, tables->sin,
+                             split ? ops::RopeLayout::Split : ops::RopeLayout::Interleaved, heads);
+      return split ? r : r.view({b, rows, heads, dim_head}).transpose(1, 2);  // Split: [B, H, T, Dh]
+    };
+    const Tensor qh = prepare(to_q(x), q_norm, pe);
+    const Tensor kh = prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
     const Tensor vh = v.view({b, s, heads, dim_head}).transpose(1, 2);
-    if (rope_type == LTXRopeType::Split && pe != nullptr) {
-      qh = apply_rotary_emb(qh, *pe, rope_type);
-      kh = apply_rotary_emb(kh, *kp, rope_type);
-    }
     Tensor mask = mask_in;
     if (mask.defined() && mask.dim() == 2) mask = mask.unsqueeze(0);
     if (mask.defined() && mask.dim() == 3) mask = mask.unsqueeze(1);
@@ -70,8 +71,9 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
   }
   if (to_gate_logits) {
     // Per-head gate in (0, 2), also on the STG shortcut; x is the query-side input.
-    const Tensor gates = ops::mul(ops::sigmoid((*to_gate_logits)(x)), 2.0);  // [B, T, H]
-    out = ops::mul(out.view({b, t, heads, dim_head}), gates.unsqueeze(-1)).view({b, t, heads * dim_head});
+    const Tensor logits = (*to_gate_logits)(x);  // [B, T, H]
+    out = ops::mul_2sigmoid(out.view({b, t, heads, dim_head}), logits.unsqueeze(-1))
+              .view({b, t, heads * dim_head});
   }
   return to_out(out);
 }

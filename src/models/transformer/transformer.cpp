@@ -8,17 +8,18 @@ namespace ltx::models::transformer {
 namespace {
 
 // Row `row` of an AdaLN table [K, D] plus the matching slice of the timestep values [B, T, K*D]
-// (get_ada_values): [B, T, D].
-Tensor ada_value(const Tensor& table, const Tensor& timestep, int64_t row) {
+// (get_ada_values): [B, T, D]. Lazy: the consuming op (rms_norm_modulate, modulate, gated_add)
+// forms the sum per element, bit-identical to materialising it with ops::add.
+ops::Summed ada_value(const Tensor& table, const Tensor& timestep, int64_t row) {
   const int64_t k = table.size(0);
   const Tensor ts = timestep.view({timestep.size(0), timestep.size(1), k, -1});
-  return ops::add(table.select(0, row), ts.select(2, row));
+  return {table.select(0, row), ts.select(2, row)};
 }
 
 // get_av_ca_ada_values: rows `first`, `first + 1` of the 4 scale/shift rows (scale, then shift)
 // with the per-token cross timestep, and row 4 (the gate) with the gate timestep.
 struct AvCaValues {
-  Tensor scale, shift, gate;
+  ops::Summed scale, shift, gate;
 };
 AvCaValues av_ca_values(const Tensor& table, const Tensor& scale_shift_timestep,
                         const Tensor& gate_timestep, int64_t first, bool with_gate) {
@@ -34,14 +35,14 @@ Tensor rms(const Tensor& x, double eps) { return ops::rms_norm(x, Tensor(), eps)
 
 // rms_norm(x) * (1 + scale) + shift (the reference's ada_zero function), one fused op; equal bit
 // for bit to ops::modulate(rms(x, eps), scale, shift) (tests/ops, tests/cuda).
-Tensor ada_zero(const Tensor& x, double eps, const Tensor& scale, const Tensor& shift) {
+Tensor ada_zero(const Tensor& x, double eps, const ops::Summed& scale, const ops::Summed& shift) {
   return ops::rms_norm_modulate(x, scale, shift, eps);
 }
 
 // x + y * gate [* mask], in the reference's order: (y * gate) * mask, then the residual add.
-Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate, const Tensor& mask) {
+Tensor gated_residual(const Tensor& x, const Tensor& y, const ops::Summed& gate, const Tensor& mask) {
   if (!mask.defined()) return ops::gated_add(x, y, gate);
-  return ops::gated_add(x, ops::mul(y, gate), mask);
+  return ops::gated_add(x, ops::mul(y, gate.value()), mask);
 }
 
 }  // namespace
@@ -113,17 +114,16 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
                               nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
   Tensor x = ops::gated_add(x_in, sa, ada_value(table, ts, 2));
-  const Tensor x_normed = rms(x, eps);
-  if (!cross_attention_adaln) return ops::add(x, text_attn(x_normed, args.context, args.context_mask));
+  if (!cross_attention_adaln) return ops::add(x, text_attn(rms(x, eps), args.context, args.context_mask));
 
-  // 2.3 / 2.5: query AdaLN from rows 6-8; K/V modulation from the prompt table (+ prompt timestep).
-  const int64_t b = x.size(0), d = x.size(2);
-  Tensor kv = prompt_table.view({1, 1, 2, d});
-  if (args.prompt_timestep.defined())
-    kv = ops::add(kv, args.prompt_timestep.view({b, args.prompt_timestep.size(1), 2, d}));
-  const Tensor shift_kv = kv.select(2, 0), scale_kv = kv.select(2, 1);
-  const Tensor q_in = ops::modulate(x_normed, ada_value(table, ts, 7), ada_value(table, ts, 6));
-  const Tensor ctx = ops::modulate(args.context, scale_kv, shift_kv);
+  // 2.3 / 2.5: query AdaLN from rows 6-8 (modulate(rms(x)) as one op); K/V modulation from the
+  // prompt table (+ prompt timestep).
+  const auto kv_value = [&](int64_t row) {  // row 0: shift, 1: scale
+    return args.prompt_timestep.defined() ? ada_value(prompt_table, args.prompt_timestep, row)
+                                          : ops::Summed(prompt_table.select(0, row));
+  };
+  const Tensor q_in = ada_zero(x, eps, ada_value(table, ts, 7), ada_value(table, ts, 6));
+  const Tensor ctx = ops::modulate(args.context, kv_value(1), kv_value(0));
   return ops::gated_add(x, text_attn(q_in, ctx, args.context_mask), ada_value(table, ts, 8));
 }
 
