@@ -18,6 +18,7 @@
 #include "models/video_vae/conv_video_decoder.h"
 #include "models/video_vae/diffusion_tiling.h"
 #include "models/video_vae/diffusion_video_decoder.h"
+#include "ops/op_profile.h"
 #include "pipelines/denoisers.h"
 #include "sampling/latent.h"
 #include "sampling/noise.h"
@@ -73,6 +74,7 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
   backend::reset_peak_memory(device);
   for (int64_t i = 0; i < warmup; ++i) step();
   backend::synchronize(device);
+  ops::op_profile_reset();  // LTX_PROFILE_OPS: profile the timed calls only
   for (int64_t i = 0; i < iters; ++i) {
     const Clock::time_point t0 = Clock::now();
     step();

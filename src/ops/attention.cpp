@@ -1,6 +1,7 @@
 #include "ops/attention.h"
 
 #include <cmath>
+#include <string>
 
 #include "backend/cpu/attention.h"
 #include "ops/dispatch.h"
@@ -49,8 +50,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       check_float(op, "q", q);
       check_float(op, "k", k);
       check_float(op, "v", v);
-      LTX_CUDA_DISPATCH(
-          return cuda::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc)), op);
+      LTX_CUDA_DISPATCH_DETAIL(
+          return cuda::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc)), op,
+          "H" + std::to_string(q.size(1)) + " " + std::to_string(q.size(2)) + "x" +
+              std::to_string(k.size(2)) + " D" + std::to_string(q.size(3)) +
+              (mask.defined() ? " masked" : ""));
   }
   unreachable_device(op);
 }

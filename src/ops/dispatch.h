@@ -42,6 +42,15 @@ void check_dim(const char* op, const char* arg, const Tensor& t, int n);
     const ::ltx::ops::OpProfileScope ltx_op_scope(op); \
     stmt;                                              \
   } while (0)
+// As LTX_CUDA_DISPATCH; the profile counts the op under its name plus `detail` (a std::string
+// expression, evaluated only while profiling), e.g. a GEMM's sizes.
+#define LTX_CUDA_DISPATCH_DETAIL(stmt, op, detail)                                  \
+  do {                                                                              \
+    const ::ltx::ops::OpProfileScope ltx_op_scope(op);                              \
+    if (::ltx::ops::op_profiling_enabled()) ::ltx::ops::op_profile_detail(detail); \
+    stmt;                                                                           \
+  } while (0)
 #else
 #define LTX_CUDA_DISPATCH(stmt, op) ::ltx::ops::unsupported_on(op, ::ltx::Device::cuda())
+#define LTX_CUDA_DISPATCH_DETAIL(stmt, op, detail) LTX_CUDA_DISPATCH(stmt, op)
 #endif

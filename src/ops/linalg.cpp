@@ -1,5 +1,7 @@
 #include "ops/linalg.h"
 
+#include <string>
+
 #include "backend/cpu/linalg.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
@@ -55,6 +57,12 @@ Device check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return common_device("linear", {&x, &weight, &bias});
 }
 
+// The profile's GEMM sizes: rows x in -> out.
+[[maybe_unused]] std::string gemm_detail(const Tensor& x, const Tensor& weight) {
+  return std::to_string(x.numel() / x.size(-1)) + "x" + std::to_string(weight.size(1)) + "->" +
+         std::to_string(weight.size(0));
+}
+
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -65,7 +73,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       if (bias.defined()) check_dtype("linear", "bias", bias, DType::F32);
       return cpu::linear(x, weight, bias);
     case DeviceType::CUDA:
-      LTX_CUDA_DISPATCH(return cuda::linear(x, weight, bias), "linear");
+      LTX_CUDA_DISPATCH_DETAIL(return cuda::linear(x, weight, bias), "linear",
+                               gemm_detail(x, weight));
   }
   unreachable_device("linear");
 }
@@ -74,7 +83,8 @@ Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bia
 #if LTX_WITH_CUDA
   // linear's checks first: the fused call fails as the two ops would.
   if (check_linear(x, weight, bias).is_cuda() && cuda::linear_gelu_epilogue_applies(weight, bias))
-    LTX_CUDA_DISPATCH(return cuda::linear_gelu_tanh(x, weight, bias), "linear_gelu_tanh");
+    LTX_CUDA_DISPATCH_DETAIL(return cuda::linear_gelu_tanh(x, weight, bias), "linear_gelu_tanh",
+                             gemm_detail(x, weight));
 #endif
   return gelu_tanh(linear(x, weight, bias));
 }

@@ -37,9 +37,9 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   unreachable_device("rms_norm");
 }
 
-Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
-                         const Tensor& weight) {
-  const char* op = "rms_norm_modulate";
+namespace {
+void check_rms_norm_modulate(const char* op, const Tensor& x, const Tensor& scale,
+                             const Tensor& shift, const Tensor& weight) {
   check_input(op, x, 1);
   check_affine(op, "weight", weight, x.size(-1), x);
   check_defined(op, {&scale, &shift});
@@ -48,10 +48,35 @@ Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shi
   const Shape b = broadcast_shapes(broadcast_shapes(x.shape(), scale.shape(), op), shift.shape(), op);
   LTX_CHECK(b == x.shape(), op, ": scale ", scale.describe(), " and shift ", shift.describe(),
             " must broadcast to x's shape ", x.describe());
+}
+}  // namespace
+
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
+                         const Tensor& weight) {
+  const char* op = "rms_norm_modulate";
+  check_rms_norm_modulate(op, x, scale, shift, weight);
   switch (common_device(op, {&x, &scale, &shift, &weight}).type) {
     case DeviceType::CPU: return cpu::rms_norm_modulate(x, scale, shift, eps, weight);
     case DeviceType::CUDA:
       LTX_CUDA_DISPATCH(return cuda::rms_norm_modulate(x, scale, shift, eps, weight), op);
+  }
+  unreachable_device(op);
+}
+
+void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
+                            const Tensor& shift, double eps, const Tensor& weight) {
+  const char* op = "rms_norm_modulate_into";
+  check_rms_norm_modulate(op, x, scale, shift, weight);
+  check_defined(op, {&out});
+  const DType dt = float_result_dtype({&x, &scale, &shift});
+  LTX_CHECK(out.shape() == x.shape() && out.dtype() == dt, op, ": out ", out.describe(),
+            " must have x's shape ", x.shape().str(), " and dtype ", dtype_name(dt));
+  switch (common_device(op, {&out, &x, &scale, &shift, &weight}).type) {
+    case DeviceType::CPU:
+      out.copy_from(cpu::rms_norm_modulate(x, scale, shift, eps, weight));
+      return;
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::rms_norm_modulate_into(out, x, scale, shift, eps, weight), op);
   }
   unreachable_device(op);
 }

@@ -23,6 +23,12 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
                          const Tensor& weight = Tensor());
 
+// rms_norm_modulate's result written into `out` (x's shape and the result dtype; any strides),
+// the same bits. On CUDA, x and out that are both the same kind of row view (e.g. a W-narrowing
+// of contiguous [B, T, H, W, C] tensors) are read and written in place, without copies.
+void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
+                            const Tensor& shift, double eps, const Tensor& weight = Tensor());
+
 // Over an arbitrary dim, no affine: y = x / sqrt(mean(x^2, dim) + eps)  (the video VAE's
 // PixelNorm, which normalises over channels, dim 1).
 Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);

@@ -128,12 +128,12 @@ void print_profile() {
   std::fprintf(stderr,
                "\nLTX_PROFILE_OPS: GPU time per op (synchronised; %.1f ms in ops over a %.1f ms span)\n",
                total * 1e3, span * 1e3);
-  std::fprintf(stderr, "%-32s %12s %10s %7s\n", "op", "total ms", "calls", "share");
+  std::fprintf(stderr, "%-48s %12s %10s %7s\n", "op", "total ms", "calls", "share");
   for (const auto& [name, e] : rows)
-    std::fprintf(stderr, "%-32s %12.2f %10ld %6.1f%%\n", name.c_str(), e.seconds * 1e3, e.calls,
+    std::fprintf(stderr, "%-48s %12.2f %10ld %6.1f%%\n", name.c_str(), e.seconds * 1e3, e.calls,
                  span > 0 ? 100.0 * e.seconds / span : 0.0);
   if (span > 0)
-    std::fprintf(stderr, "%-32s %12.2f %10s %6.1f%%\n", "(outside ops: copies, host)",
+    std::fprintf(stderr, "%-48s %12.2f %10s %6.1f%%\n", "(outside ops: copies, host)",
                  (span - total) * 1e3, "", 100.0 * (span - total) / span);
 }
 
@@ -147,6 +147,7 @@ Profile& profile() {
 }
 
 thread_local int depth = 0;
+thread_local std::string* current_detail = nullptr;  // the outermost recording scope's
 
 }  // namespace
 
@@ -154,9 +155,31 @@ bool op_profiling_enabled() {
   return mode() != Mode::Off;
 }
 
+void op_profile_reset() {
+  if (!op_profiling_enabled()) return;
+  sync_gpus();
+  Profile& p = profile();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.ops.clear();
+  p.first = -1.0;
+  p.last = 0.0;
+#if LTX_WITH_CUDA
+  for (const TimedOp& t : p.timeline) {
+    (void)cudaEventDestroy(t.start);
+    (void)cudaEventDestroy(t.end);
+  }
+  p.timeline.clear();
+#endif
+}
+
+void op_profile_detail(const std::string& detail) {
+  if (current_detail != nullptr) *current_detail += " " + detail;
+}
+
 OpProfileScope::OpProfileScope(const char* op) {
   if (!op_profiling_enabled() || depth++ > 0) return;
   op_ = op;
+  current_detail = &detail_;
 #if LTX_WITH_CUDA
   if (mode() == Mode::Events) {
     cudaEvent_t start = nullptr, end = nullptr;
@@ -179,6 +202,8 @@ OpProfileScope::~OpProfileScope() {
   if (!op_profiling_enabled()) return;
   --depth;
   if (op_ == nullptr) return;
+  current_detail = nullptr;
+  const std::string name = detail_.empty() ? std::string(op_) : op_ + detail_;
 #if LTX_WITH_CUDA
   if (mode() == Mode::Events) {
     if (cudaEventRecord(static_cast<cudaEvent_t>(end_event_), cuda::current_stream().handle()) !=
@@ -188,7 +213,7 @@ OpProfileScope::~OpProfileScope() {
     }
     Profile& p = profile();
     std::lock_guard<std::mutex> lock(p.mu);
-    p.timeline.push_back({std::string(op_), static_cast<cudaEvent_t>(start_event_),
+    p.timeline.push_back({name, static_cast<cudaEvent_t>(start_event_),
                           static_cast<cudaEvent_t>(end_event_)});
     return;
   }
@@ -197,7 +222,7 @@ OpProfileScope::~OpProfileScope() {
   const double end = now_s();
   Profile& p = profile();
   std::lock_guard<std::mutex> lock(p.mu);
-  Entry& e = p.ops[op_];
+  Entry& e = p.ops[name];
   e.seconds += end - start_;
   ++e.calls;
   if (p.first < 0) p.first = start_;

@@ -1,4 +1,6 @@
 #pragma once
+#include <string>
+
 // Per-op GPU time profile for performance work: with LTX_PROFILE_OPS=1 in the environment, every
 // op that dispatches to CUDA (LTX_CUDA_DISPATCH) synchronises the GPU before and after it and adds
 // the wall time to its op name; at exit a table (total ms, calls, share) goes to stderr. Only the
@@ -12,6 +14,14 @@ namespace ltx::ops {
 
 bool op_profiling_enabled();
 
+// Forgets everything recorded so far (synchronising first), e.g. after a benchmark's warm-up so
+// the table covers the timed calls only.
+void op_profile_reset();
+
+// Appends a detail (e.g. a GEMM's sizes) to the name the current outermost op is counted under,
+// so one op's calls split by shape. Call only when op_profiling_enabled().
+void op_profile_detail(const std::string& detail);
+
 class OpProfileScope {
  public:
   explicit OpProfileScope(const char* op);
@@ -21,6 +31,7 @@ class OpProfileScope {
 
  private:
   const char* op_ = nullptr;  // null: not recording (profiling off or nested)
+  std::string detail_;        // op_profile_detail's text, if any
   double start_ = 0.0;
   void* start_event_ = nullptr;  // events mode: cudaEvent_t
   void* end_event_ = nullptr;

@@ -60,6 +60,18 @@ Tensor qkv_part(const Tensor& fused, const KernelCase& c, int i) {
   return fused.narrow(4, i * n * c.dim, n * c.dim)
       .view({c.grid[0], c.grid[1], c.grid[2], c.grid[3], n, c.dim});
 }
+// fused_qkv and its q, k, v slices.
+struct FusedQkv {
+  Tensor fused, q, k, v;
+};
+FusedQkv fused_qkv_parts(const KernelCase& c, uint64_t seed) {
+  FusedQkv t;
+  t.fused = fused_qkv(c, seed);
+  t.q = qkv_part(t.fused, c, 0);
+  t.k = qkv_part(t.fused, c, 1);
+  t.v = qkv_part(t.fused, c, 2);
+  return t;
+}
 float default_scale(const KernelCase& c) { return 1.f / std::sqrt(static_cast<float>(c.dim)); }
 
 // Runs kernel `which` on the slices of `fused` and compares with the f32 CPU op on the same bf16
@@ -92,17 +104,17 @@ TEST(CudaNeighborhoodAttention, TensorCoreKernelMatchesCpu) {
                               {{1, 1, 1, 9, 2}, {3, 3, 3}, 64}};
   uint64_t seed = 100;
   for (const KernelCase& c : cases) {
-    const Tensor fused = fused_qkv(c, seed++);
-    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    const FusedQkv t = fused_qkv_parts(c, seed++);
+    const Tensor &fused = t.fused, &q = t.q, &k = t.k, &v = t.v;
     ASSERT_TRUE(cuda::tensor_core_neighborhood_attention_applies(q, k, v, c.kernel));
     const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::TensorCore);
-    // The op's automatic choice: the wgmma kernel where it applies (Hopper, head dim 64), else
-    // the tensor-core kernel, bit for bit.
+    // The op's automatic choice: the wgmma kernel's MmaMask variant where it applies (Hopper,
+    // head dim 64), else the tensor-core kernel, bit for bit.
     const Tensor autod = ops::neighborhood_attention_3d(q, k, v, c.kernel,
                                                         static_cast<double>(default_scale(c)));
     const Tensor want = cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)
                             ? cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
-                                                              cuda::NeighborhoodKernel::Wgmma)
+                                                              cuda::NeighborhoodKernel::WgmmaMmaMask)
                             : got;
     EXPECT_TRUE(test::same_bytes(autod, want));
   }
@@ -129,8 +141,8 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
   LTX_REQUIRE_WGMMA();
   uint64_t seed = 200;
   for (const KernelCase& c : wgmma_cases()) {
-    const Tensor fused = fused_qkv(c, seed++);
-    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    const FusedQkv t = fused_qkv_parts(c, seed++);
+    const Tensor &fused = t.fused, &q = t.q, &k = t.k, &v = t.v;
     ASSERT_TRUE(cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel))
         << c.kernel[0] << "x" << c.kernel[1] << "x" << c.kernel[2];
     const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::Wgmma);
@@ -145,7 +157,10 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
 // WgmmaPingpong: that plus the consumers' turn taking) on the wgmma test's cases and on longer T
 // where the turn schedule's shift of consumer 1 hits its cap of two planes (7^3 over 30 planes:
 // 104-key planes; 3^3 over 21: 64 keys; 11^3 over 17: two sub-tiles a plane, and a last block
-// whose second consumer has no queries), against the CPU op and the wgmma kernel. The turns
+// whose second consumer has no queries; the stage-2 decoder's 3x7x7 over 18 planes, 104 keys, on
+// a small H x W), against the CPU op and the wgmma kernel. The one-unit planes (64 and 104 keys)
+// with consumer 0's planes ending before the block's hung Pingpong once (a plane consumer 0 never
+// released; tests/ops/neighborhood_turns_test.cpp checks the schedule on the host). The turns
 // change only the timing, not any consumer's sequence of operations: Pingpong gives MmaMask's bits.
 // A large scale (peaked softmax) checks that the masked logits' bias still vanishes.
 TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
@@ -154,10 +169,11 @@ TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
   cases.push_back({{1, 30, 9, 9, 1}, {7, 7, 7}, 64});
   cases.push_back({{2, 21, 6, 7, 1}, {3, 3, 3}, 64});
   cases.push_back({{1, 17, 14, 14, 1}, {11, 11, 11}, 64});
+  cases.push_back({{1, 18, 10, 12, 2}, {3, 7, 7}, 64});
   uint64_t seed = 400;
   for (const KernelCase& c : cases) {
-    const Tensor fused = fused_qkv(c, seed++);
-    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    const FusedQkv t = fused_qkv_parts(c, seed++);
+    const Tensor &fused = t.fused, &q = t.q, &k = t.k, &v = t.v;
     ASSERT_TRUE(cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel));
     const Tensor masked = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::WgmmaMmaMask);
     const Tensor turns = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::WgmmaPingpong);
@@ -178,8 +194,8 @@ TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
   }
   // Query columns (the key boxes start at the first column's window).
   const KernelCase c{{1, 9, 13, 26, 2}, {11, 11, 11}, 64};
-  const Tensor fused = fused_qkv(c, seed++);
-  const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+  const FusedQkv t = fused_qkv_parts(c, seed++);
+  const Tensor &q = t.q, &k = t.k, &v = t.v;
   for (const ops::QueryColumns cols : {ops::QueryColumns{5, 16}, ops::QueryColumns{23, 3}}) {
     const Tensor plain = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
                                                          cuda::NeighborhoodKernel::Wgmma, cols);
@@ -201,8 +217,8 @@ TEST(CudaNeighborhoodAttention, QueryColumnsMatchTheFullOutput) {
                               {{2, 5, 11, 17, 1}, {3, 7, 7}, 64}};
   uint64_t seed = 300;
   for (const KernelCase& c : cases) {
-    const Tensor fused = fused_qkv(c, seed++);
-    const Tensor q = qkv_part(fused, c, 0), k = qkv_part(fused, c, 1), v = qkv_part(fused, c, 2);
+    const FusedQkv t = fused_qkv_parts(c, seed++);
+    const Tensor &q = t.q, &k = t.k, &v = t.v;
     const int64_t w = q.size(3);
     for (const ops::QueryColumns cols : {ops::QueryColumns{5, w - 10}, ops::QueryColumns{0, 3},
                                          ops::QueryColumns{w - 6, 6}, ops::QueryColumns{7, 1}}) {
@@ -252,7 +268,7 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelRefusesWhatItCannotTake) {
   EXPECT_TRUE(test::same_bytes(
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f),
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f,
-                                      hopper ? cuda::NeighborhoodKernel::Wgmma
+                                      hopper ? cuda::NeighborhoodKernel::WgmmaMmaMask
                                              : cuda::NeighborhoodKernel::TensorCore)));
 }
 

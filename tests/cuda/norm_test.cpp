@@ -147,6 +147,44 @@ TEST(CudaNorm, RmsNormModulateVectorPathIsBitIdenticalToGeneralPath) {
   }
 }
 
+// rms_norm_modulate_into on W-narrowed views of [B, T, H, W, C] (the diffusion decoder's slab
+// columns): in place on both views (bf16 rows of 256: the row kernel; f32 and other widths: the
+// warp / block vector kernels), the other layouts through a copy; all bit-identical to
+// rms_norm_modulate of the contiguous columns, and the columns around the target untouched.
+TEST(CudaNorm, RmsNormModulateIntoWritesColumnViewsInPlace) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 700;
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (const int64_t c : {int64_t{256}, int64_t{64}, int64_t{2048}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
+      const Tensor x = test::random_tensor({2, 3, 4, 13, c}, seed++, -3.f, 5.f).to(kGpu, dt);
+      const Tensor sc = test::random_tensor({2, 1, 1, 1, c}, seed++).to(kGpu, dt);
+      const Tensor sh = test::random_tensor({2, 1, 1, 1, c}, seed++).to(kGpu, dt);
+      const Tensor wt = test::random_tensor({c}, seed++).to(kGpu, dt);
+      const Tensor src = x.narrow(3, 3, 6);
+      const Tensor want = ops::rms_norm_modulate(src.contiguous(), sc, sh, 1e-6, wt);
+      Tensor canvas = Tensor::full({2, 3, 4, 10, c}, 7.0, dt, kGpu);
+      ops::rms_norm_modulate_into(canvas.narrow(3, 2, 6), src, sc, sh, 1e-6, wt);
+      EXPECT_TRUE(same_bytes(canvas.narrow(3, 2, 6).contiguous(), want));
+      EXPECT_TRUE(same_bytes(canvas.narrow(3, 0, 2).contiguous(),
+                             Tensor::full({2, 3, 4, 2, c}, 7.0, dt, kGpu)));
+      EXPECT_TRUE(same_bytes(canvas.narrow(3, 8, 2).contiguous(),
+                             Tensor::full({2, 3, 4, 2, c}, 7.0, dt, kGpu)));
+      // A contiguous source into a view, a view into a contiguous output, a transposed source.
+      Tensor canvas2 = Tensor::zeros({2, 3, 4, 10, c}, dt, kGpu);
+      ops::rms_norm_modulate_into(canvas2.narrow(3, 4, 6), src.contiguous(), sc, sh, 1e-6, wt);
+      EXPECT_TRUE(same_bytes(canvas2.narrow(3, 4, 6).contiguous(), want));
+      Tensor dense = Tensor::empty(src.shape(), dt, kGpu);
+      ops::rms_norm_modulate_into(dense, src, sc, sh, 1e-6, wt);
+      EXPECT_TRUE(same_bytes(dense, want));
+      const Tensor xt = x.transpose(1, 2).contiguous().transpose(1, 2).narrow(3, 3, 6);
+      Tensor canvas3 = Tensor::zeros({2, 3, 4, 10, c}, dt, kGpu);
+      ops::rms_norm_modulate_into(canvas3.narrow(3, 2, 6), xt, sc, sh, 1e-6, wt);
+      EXPECT_TRUE(same_bytes(canvas3.narrow(3, 2, 6).contiguous(), want));
+    }
+  }
+}
+
 TEST(CudaNorm, ThreeDimInputsAndLargeOffsets) {
   LTX_REQUIRE_CUDA();
   // The transformer's [B, T, D] streams. A mean of 1e4 with a spread of 1: a plain f32 sum for

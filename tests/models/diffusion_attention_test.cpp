@@ -3,6 +3,7 @@
 // and the tables the blocks share are the ones each call would build.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "models/video_vae/transformer/attention.h"
 #include "models/video_vae/transformer/blocks.h"
 #include "ops/elementwise.h"
+#include "ops/norm.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -130,6 +132,47 @@ TEST(DiffusionNABlock, RopeTablesFollowTheWChunks) {
   EXPECT_TRUE(same_bytes(block.w_chunked_attention_residual(x, scale, shift, 4, &chunked),
                          block.w_chunked_attention_residual(x, scale, shift, 4)));
   EXPECT_ERROR_HAS(block.w_chunked_attention_residual(x, scale, shift, 4, &full), "W chunks");
+}
+
+// The W-chunked attention (normalising straight from the canvas, each chunk's output added once
+// the next chunk has read its halo) against the slab composition written out here: each chunk's
+// slab of block-input columns (left edge repeating column 0, columns past the right neighbour
+// repeating the chunk's last one, left slots a narrow previous chunk cannot fill zero), normalised,
+// attended for the core columns and added; bit for bit.
+TEST(DiffusionNABlock, WChunkedAttentionMatchesTheSlabComposition) {
+  io::WeightMap w = test::random_decoder_weights(12);
+  const DiffusionNABlock block = DiffusionNABlock::load(w, 16, 8, {3, 3, 7}, 16, {});
+  struct Case {
+    int64_t width, chunks;
+  };
+  for (const Case c : {Case{26, 1}, Case{26, 3}, Case{26, 4}, Case{10, 8}}) {
+    const Tensor x = test::random_tensor({1, 3, 4, c.width, 16}, 20 + c.width + c.chunks);
+    const Tensor scale = test::random_tensor({1, 1, 1, 1, 16}, 4, -0.2f, 0.2f);
+    const Tensor shift = test::random_tensor({1, 1, 1, 1, 16}, 5, -0.2f, 0.2f);
+    const int64_t halo = 3, chunk_w = (c.width + c.chunks - 1) / c.chunks, extent = chunk_w + 2 * halo;
+    const std::vector<AbsRope3d> rope =
+        block.rope_tables(x.shape(), Stage5Attention::WChunked, c.chunks, Device::cpu());
+    Tensor want = x.clone();
+    for (int64_t i = 0; i * chunk_w < c.width; ++i) {
+      const int64_t start = i * chunk_w, len = std::min(c.width, start + chunk_w) - start;
+      const int64_t prev_len = i == 0 ? 0 : std::min(c.width, i * chunk_w) - (i - 1) * chunk_w;
+      const int64_t right = i + 1 < c.chunks ? std::min(c.width, start + len + halo) - start - len : 0;
+      Tensor slab = Tensor::zeros({1, 3, 4, extent, 16});
+      for (int64_t j = 0; j < extent; ++j) {
+        int64_t col = start - halo + j;
+        if (j < halo && i == 0) col = start;
+        else if (j < halo && j < halo - std::min(halo, prev_len)) continue;  // stays zero
+        if (j >= halo + len + right) col = start + len - 1;
+        slab.narrow(3, j, 1).copy_from(x.narrow(3, col, 1));
+      }
+      const Tensor y = ops::rms_norm_modulate(slab, scale, shift, 1e-6, block.norm1);
+      const Tensor out = block.attn.attend(block.attn.project(y, rope[static_cast<size_t>(i)]),
+                                           {halo, len});
+      ops::add_(want.narrow(3, start, len), out);
+    }
+    EXPECT_TRUE(same_bytes(block.w_chunked_attention_residual(x, scale, shift, c.chunks), want))
+        << c.width << " in " << c.chunks;
+  }
 }
 
 }  // namespace

@@ -258,6 +258,23 @@ TEST(RmsNormModulate, EqualsTheUnfusedOpsBitForBit) {
                         "weight");
 }
 
+TEST(RmsNormModulate, IntoWritesAViewWithTheSameBits) {
+  const Tensor x = test::random_tensor({2, 3, 9, 8}, 340, -2.f, 2.f);
+  const Tensor scale = test::random_tensor({2, 1, 1, 8}, 341), shift = test::random_tensor({2, 1, 1, 8}, 342);
+  const Tensor w = test::random_tensor({8}, 343, 0.5f, 1.5f);
+  const Tensor src = x.narrow(2, 2, 5);
+  Tensor canvas = Tensor::full({2, 3, 7, 8}, 3.0);
+  ops::rms_norm_modulate_into(canvas.narrow(2, 1, 5), src, scale, shift, 1e-6, w);
+  EXPECT_EQ(test::max_abs_diff(canvas.narrow(2, 1, 5), ops::rms_norm_modulate(src, scale, shift, 1e-6, w)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(canvas.narrow(2, 0, 1), Tensor::full({2, 3, 1, 8}, 3.0)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(canvas.narrow(2, 6, 1), Tensor::full({2, 3, 1, 8}, 3.0)), 0.0);
+  expect_error_mentions([&] { ops::rms_norm_modulate_into(canvas.narrow(2, 0, 4), src, scale, shift, 1e-6); },
+                        "x's shape");
+  expect_error_mentions(
+      [&] { ops::rms_norm_modulate_into(Tensor::zeros(src.shape(), DType::BF16), src, scale, shift, 1e-6); },
+      "dtype");
+}
+
 TEST(RmsNormModulate, RejectsBadArguments) {
   const Tensor x = test::random_tensor({2, 3, 4}, 330), ok = test::random_tensor({2, 1, 4}, 331);
   expect_error_mentions([&] { ops::rms_norm_modulate(x, Tensor::zeros({2, 3, 5}), ok, 1e-6); }, "rms_norm_modulate");

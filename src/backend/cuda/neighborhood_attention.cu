@@ -121,10 +121,10 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
               "rows and strides, and (4 + Kh - 1) x (4 + Kw - 1) <= 208 keys (clipped to H, W); got q ",
               q.describe(), ", v ", v.describe(), ", kernel ", kernel[0], "x", kernel[1], "x",
               kernel[2]);
+    // Auto: MmaMask (stage-2 1.33 vs 1.6 ms, the decode 2.14 vs 2.24 s; bench/RESULTS.md).
     const WgmmaNaVariant variant = which == NeighborhoodKernel::WgmmaPingpong ? WgmmaNaVariant::Pingpong
-                                   : which == NeighborhoodKernel::WgmmaMmaMask
-                                       ? WgmmaNaVariant::MmaMask
-                                       : WgmmaNaVariant::Plain;
+                                   : which == NeighborhoodKernel::Wgmma       ? WgmmaNaVariant::Plain
+                                                                              : WgmmaNaVariant::MmaMask;
     wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out, variant);
     return out;
   }

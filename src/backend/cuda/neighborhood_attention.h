@@ -13,7 +13,8 @@
 //    shapes (bench/RESULTS.md).
 //  - Simple (neighborhood_attention.cu): one warp per (query, head), the window's scores in shared
 //    memory, f32 math on CUDA cores; any strides, f32 or bf16. The f32 (parity) path and fallback.
-// Auto picks Wgmma where it applies, else TensorCore where it applies, else Simple.
+// Auto picks the wgmma kernel (its MmaMask variant) where it applies, else TensorCore where it
+// applies, else Simple.
 #include <array>
 #include <cstdint>
 
@@ -22,11 +23,11 @@
 
 namespace ltx::cuda {
 
-// WgmmaMmaMask and WgmmaPingpong are the wgmma kernel's variants (see WgmmaNaVariant), selectable
-// so that they can be timed and tested against Wgmma; Auto keeps Wgmma until they are measured.
+// Wgmma, WgmmaMmaMask and WgmmaPingpong select the wgmma kernel's variants (see WgmmaNaVariant);
+// Auto takes WgmmaMmaMask, the fastest measured (Pingpong hung on the H200 on some shapes).
 enum class NeighborhoodKernel { Auto, TensorCore, Wgmma, Simple, WgmmaMmaMask, WgmmaPingpong };
 
-// The wgmma kernel's variants: Plain (the measured one: per-element (h, w) bit masks in the
+// The wgmma kernel's variants: Plain (per-element (h, w) bit masks in the
 // softmax, consumers running freely); MmaMask (the window rule as a fifth k-step of Q K^T: one-hot
 // query columns times per-block bias rows, 0 in the window and -2^24 outside, so the softmax has
 // no per-element mask work); Pingpong (MmaMask plus the consumers taking turns at the tensor

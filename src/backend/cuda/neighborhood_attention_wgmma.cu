@@ -71,6 +71,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/neighborhood_attention.h"
+#include "backend/cuda/neighborhood_turns.h"
 #include "backend/cuda/neighborhood_window.cuh"
 #include "backend/cuda/stream.h"
 #include "backend/cuda/wgmma_primitives.cuh"
@@ -571,38 +572,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (u0 < u1) last_turn(u1 - 1, true);
     for (int t = end; t < num_tiles; ++t) pass(t);
   } else {
-    // The turn schedule. Turn j of a consumer would issue S of block unit j and P V of unit j - 1
-    // (first_turn at j = u0, mid_turn(j - 1) for u0 < j < u1, last_turn at j = u1); the other j
-    // are empty turns, which pass plane j / kSub (wait for it, release it) at its last sub-tile.
-    // Consumer 0 takes turns j = 0 .. n - 1, consumer 1 turns j = d .. d + n - 1: its units start
-    // later (its queries' windows along t), and the shift d keeps both on nearby planes. The
-    // producer refills a stage once both consumers released the plane kStages back, and a
-    // consumer waits for its planes before its turn; with d <= (kStages - 1) kSub the planes that
-    // consumer 1 waits for in its turn k were released by consumer 0 in its turns <= k (which
-    // never wait for consumer 1's turn k), and the other way round consumer 0 is behind: no
-    // cycle. Planes before consumer 1's first turn (< d / kSub <= kStages - 1 of them: loaded
-    // without any release) are passed up front, the planes after the last turn at the end.
-    const bool has1 = end1 > first1;
-    const int d = has1 ? min((first1 - first0) * kSub, (kStages - 1) * kSub) : 0;
-    const int n = max(end0 * kSub + 1, has1 ? end1 * kSub + 1 - d : 0);
-    const int j0 = cw == 0 ? 0 : d, j_end = j0 + n;
-    const auto empty_turn = [&](int j) {
-      turn_begin();
-      turn_end(j == j_end - 1);
-      if (sub_of(j) == kSub - 1 && plane_of(j) < num_tiles) pass(plane_of(j));
-    };
-    for (int t = 0; (t + 1) * kSub <= j0; ++t) pass(t);
-    if (cw == 1) wgmma::named_arrive(3, kConsumerThreads);  // consumer 0 opens
-    int j = j0;
-    for (; j < (u0 < u1 ? u0 : j_end); ++j) empty_turn(j);
-    if (u0 < u1) {
-      first_turn(u0);
-      for (int u = u0; u + 1 < u1; ++u) mid_turn(u);
-      last_turn(u1 - 1, u1 == j_end - 1);
-      j = u1 + 1;
-    }
-    for (; j < j_end; ++j) empty_turn(j);
-    for (int t = j_end / kSub; t < num_tiles; ++t) pass(t);
+    // The turn schedule (neighborhood_turns.h, checked on the host for many shapes). Consumer 1's
+    // turns are shifted by d = min(its first unit, (kStages - 1) kSub) so that both work on nearby
+    // planes: the producer refills a stage once both consumers released the plane kStages back,
+    // and a consumer waits for its planes before its turn; with d <= (kStages - 1) kSub the planes
+    // that consumer 1 waits for in its turn k were released by consumer 0 in its turns <= k (which
+    // never wait for consumer 1's turn k), and the other way round consumer 0 is behind: no cycle.
+    const NaTurnPlan plan = na_turn_plan(num_tiles, kSub, kStages, first0, end0, first1, end1);
+    na_consumer_turns(plan, cw, [&](NaTurnOp op, int x, bool last) {
+      switch (op) {
+        case NaTurnOp::kPass: pass(x); break;
+        case NaTurnOp::kOpen: wgmma::named_arrive(3, kConsumerThreads); break;  // consumer 0 opens
+        case NaTurnOp::kEmptyTurn:
+          turn_begin();
+          turn_end(last);
+          break;
+        case NaTurnOp::kFirstTurn: first_turn(x); break;
+        case NaTurnOp::kMidTurn: mid_turn(x); break;
+        case NaTurnOp::kLastTurn: last_turn(x, last); break;
+      }
+    });
   }
 
   // Normalise and store: this thread holds dims (8n + 2 c4, +1) of its rows.

@@ -29,7 +29,20 @@ struct RowArgs {
   DType y_dtype;
   int64_t rows, d;
   double eps;
+  // Segmented rows (seg > 0): x / y are views of `seg` dense rows per outer index (e.g. a
+  // W-narrowed [B, T, H, W, C]), the outer index stepping x_outer / y_outer elements.
+  int64_t seg = 0, x_outer = 0, y_outer = 0;
 };
+
+// Row r's first element: r * d, or (r / seg) * outer + (r % seg) * d for segmented rows.
+__device__ __forceinline__ int64_t row_base(const RowArgs& a, int64_t r, int64_t outer) {
+  if (a.seg == 0) return r * a.d;
+  if (r <= int64_t{UINT32_MAX} && a.seg <= int64_t{UINT32_MAX}) {
+    const uint32_t rr = static_cast<uint32_t>(r), sg = static_cast<uint32_t>(a.seg);
+    return static_cast<int64_t>(rr / sg) * outer + static_cast<int64_t>(rr % sg) * a.d;
+  }
+  return (r / a.seg) * outer + (r % a.seg) * a.d;
+}
 
 // 1 / RMS of the row starting at `base` (every thread of the block gets it).
 __device__ float row_inv_rms(const RowArgs& a, int64_t base) {
@@ -171,12 +184,11 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a,
   const int x_bytes = a.x_dtype == DType::BF16 ? 2 : 4, y_bytes = a.y_dtype == DType::BF16 ? 2 : 4;
   const int vecs = d * x_bytes / 16, chunks = d / kVec;
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    const int64_t base = r * a.d;
-    const auto* src =
-        reinterpret_cast<const uint4*>(static_cast<const char*>(a.x) + base * x_bytes);
+    const auto* src = reinterpret_cast<const uint4*>(static_cast<const char*>(a.x) +
+                                                     row_base(a, r, a.x_outer) * x_bytes);
     // Stores through the row's pointer with a chunk index: with an index that is not visibly a
     // multiple of kVec (`a.y, base + i`) nvcc splits the vector stores into 4-byte ones.
-    void* y_row = static_cast<char*>(a.y) + base * y_bytes;
+    void* y_row = static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * y_bytes;
     for (int j = threadIdx.x; j < vecs; j += blockDim.x) row_smem[j] = src[j];
     __syncthreads();
     float ss = 0.f;
@@ -218,9 +230,9 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_warp_kernel(RowAr
   uint4* row_smem = warp_rows_smem + static_cast<int64_t>(warp) * (kWarpRowMaxD * 4 / 16);
   const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpRowWarps;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowWarps + warp; r < a.rows; r += step) {
-    const int64_t base = r * a.d;
-    const auto* src = reinterpret_cast<const uint4*>(static_cast<const char*>(a.x) + base * x_bytes);
-    void* y_row = static_cast<char*>(a.y) + base * y_bytes;
+    const auto* src = reinterpret_cast<const uint4*>(static_cast<const char*>(a.x) +
+                                                     row_base(a, r, a.x_outer) * x_bytes);
+    void* y_row = static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * y_bytes;
     for (int j = lane; j < vecs; j += 32) row_smem[j] = src[j];
     __syncwarp();
     float part[8];  // part[w]: thread l + 32 w's sum, then its warp's butterfly
@@ -267,7 +279,8 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
   int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowWarps + warp;
   const auto fetch = [&](int64_t row) {
     if (row >= a.rows) return make_uint4(0, 0, 0, 0);
-    return reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + row * 256)[lane];
+    return reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) +
+                                          row_base(a, row, a.x_outer))[lane];
   };
   uint4 data = fetch(r);
   for (; r < a.rows; r += step) {
@@ -286,7 +299,8 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
     const float rs = inv_std(ss, 256, a.eps);
     int64_t so = 0, to = 0;
     if constexpr (kModulate) mod_offsets(m, a.rows, r, &so, &to);
-    void* y_row = static_cast<char*>(a.y) + r * 256 * (a.y_dtype == DType::BF16 ? 2 : 4);
+    void* y_row =
+        static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * (a.y_dtype == DType::BF16 ? 2 : 4);
     rms_store_values<kModulate>(a, m, v, 8 * lane, rs, so, to, y_row);
     data = next;
   }
@@ -414,8 +428,9 @@ __global__ void group_norm_kernel(RowArgs a, int64_t hw, int64_t cpg, int64_t gr
 
 // Arguments for x (made contiguous into *xc), the optional affine tensors and a new output.
 RowArgs row_args(const Tensor& x, Tensor* xc, const Tensor& weight, const Tensor& bias,
-                 Tensor* keep_w, Tensor* keep_b, const Tensor& out, double eps) {
-  *xc = x.contiguous();
+                 Tensor* keep_w, Tensor* keep_b, const Tensor& out, double eps,
+                 bool keep_layout = false) {
+  *xc = keep_layout ? x : x.contiguous();
   *keep_w = weight.defined() ? weight.contiguous() : Tensor();
   *keep_b = bias.defined() ? bias.contiguous() : Tensor();
   RowArgs a{};
@@ -441,20 +456,46 @@ struct RmsCall {
   RowArgs a{};
   ModArgs m;
   bool modulate = false;
+  bool segmented = false;  // x and out are segmented views (only the vector kernels take them)
 };
 
-// Without scale/shift: rms_norm(x, weight); with them: rms_norm_modulate(x, scale, shift).
+// A view of dense rows in segments (RowArgs::seg): unit stride along the last dim, dense rows
+// along dim -2, and the leading dims collapsing into one index of stride *outer.
+bool row_segments(const Tensor& t, int64_t* seg, int64_t* outer) {
+  const int n = t.dim();
+  if (n < 3) return false;
+  const Strides& st = t.strides();
+  if (st[n - 1] != 1 || st[n - 2] != t.size(n - 1)) return false;
+  for (int i = 0; i + 3 < n; ++i)
+    if (st[i] != st[i + 1] * t.size(i + 1)) return false;
+  *seg = t.size(n - 2);
+  *outer = st[n - 3];
+  return true;
+}
+
+// Without scale/shift: rms_norm(x, weight); with them: rms_norm_modulate(x, scale, shift). With
+// `into` (x's shape and the result dtype) the result goes there; x and `into` are read / written
+// in place when both are contiguous or both segmented views (RmsCall::segmented), else x is
+// copied and `into` must be contiguous.
 RmsCall rms_call(const Tensor& x, const Tensor& weight, const Tensor& scale, const Tensor& shift,
-                 double eps) {
+                 double eps, const Tensor& into = Tensor()) {
   RmsCall c;
   c.modulate = scale.defined();
   const DType out_dtype =
       c.modulate ? ops::float_result_dtype({&x, &scale, &shift}) : x.dtype();
-  c.out = Tensor::empty(x.shape(), out_dtype, x.device());
+  c.out = into.defined() ? into : Tensor::empty(x.shape(), out_dtype, x.device());
   if (c.out.numel() == 0) return c;
-  c.a = row_args(x, &c.xc, weight, Tensor(), &c.wc, &c.bc, c.out, eps);
+  int64_t xs = 0, xo = 0, ys = 0, yo = 0;
+  c.segmented = into.defined() && !(x.is_contiguous() && into.is_contiguous()) &&
+                row_segments(x, &xs, &xo) && row_segments(into, &ys, &yo) && xs == ys;
+  c.a = row_args(x, &c.xc, weight, Tensor(), &c.wc, &c.bc, c.out, eps, c.segmented);
   c.a.d = x.size(-1);
   c.a.rows = x.numel() / c.a.d;
+  if (c.segmented) {
+    c.a.seg = xs;
+    c.a.x_outer = xo;
+    c.a.y_outer = yo;
+  }
   if (!c.modulate) return c;
   const Strides ss = broadcast_strides(scale, x.shape()), ts = broadcast_strides(shift, x.shape());
   ModArgs& m = c.m;
@@ -481,6 +522,7 @@ bool rows_vec_ok(const RmsCall& c) {
       !aligned16(a.y))
     return false;
   if (a.w != nullptr && (!vec_dtype(a.w_dtype) || !aligned16(a.w))) return false;
+  if (a.seg > 0 && (a.x_outer % kVec != 0 || a.y_outer % kVec != 0)) return false;
   if (!c.modulate) return true;
   // Every row's scale/shift vectors: unit stride along d, row offsets multiples of kVec.
   const ModArgs& m = c.m;
@@ -569,6 +611,17 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
                          const Tensor& weight) {
   return run_rms(rms_call(x, weight, scale, shift, eps));
+}
+
+void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
+                            const Tensor& shift, double eps, const Tensor& weight) {
+  const RmsCall c = rms_call(x, weight, scale, shift, eps, out);
+  if (c.out.numel() == 0) return;
+  if ((c.segmented && rows_vec_ok(c)) || (!c.segmented && out.is_contiguous())) {
+    (void)run_rms(c);
+    return;
+  }
+  out.copy_from(rms_norm_modulate(x, scale, shift, eps, weight));
 }
 
 bool rms_norm_dim_rows_layout(const Tensor& x, int dim) {

@@ -17,6 +17,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // the two ops. scale/shift broadcast to x (any strides); result dtype as ops::modulate's.
 Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
                          const Tensor& weight = Tensor());
+// rms_norm_modulate written into `out` (x's shape, the result dtype). x and out may both be
+// segmented views, e.g. the same W-narrowing of contiguous [B, T, H, W, C] tensors (unit stride
+// along C, dense rows along W, the leading dims collapsible): then the vector kernels read and
+// write them in place, same bits; other layouts compute and copy.
+void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
+                            const Tensor& shift, double eps, const Tensor& weight = Tensor());
 // rms_norm / rms_norm_modulate take a vector path when the last dim is a multiple of 8 (and at
 // most 48 KiB), x, weight, scale and shift are f32 or bf16, 16-byte aligned with unit stride along
 // the last dim (scale/shift: any broadcast of the leading dims, offsets multiples of 8 elements):

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "ops/shape.h"
@@ -118,54 +119,65 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
             " RoPE tables for ", c.cores.size(), " W chunks of ", x.describe());
   Shape slab_shape = x.shape();
   slab_shape[3] = extent;
-  // Copies of column `col` of the block input into slab columns [j0, j0 + n).
-  const auto replicate = [&](const Tensor& slab, const Tensor& from, int64_t col, int64_t j0,
-                             int64_t n) {
-    if (n <= 0) return;
-    Shape s = slab_shape;
-    s[3] = n;
-    slab.narrow(3, j0, n).copy_from(from.narrow(3, col, 1).expand(s));
-  };
-  Tensor left_halo;  // the previous chunk's last columns before its update
+  const DType y_dtype = ops::float_result_dtype({&x, &scale, &shift});
+  // The slab's normalised rows go straight from x into y (no copy of the slab itself):
+  // slab column j holds block-input column core_start - halo + j where it exists; the true left
+  // edge repeats column 0, past the right neighbour's columns the chunk's last column repeats,
+  // and left slots a narrower previous chunk cannot fill are zero (as in the reference). The
+  // halo columns must be the block input's, so each chunk's attention output is added to x only
+  // after the next chunk has read its left halo.
+  Tensor pending;  // the previous chunk's output, for x's columns [pending_start, + its width)
+  int64_t pending_start = 0;
   for (size_t i = 0; i < c.cores.size(); ++i) {
     const int64_t core_start = c.cores[i].start, core_len = c.cores[i].len;
     const int64_t core_end = core_start + core_len;
-    // Slab column j holds block-input column core_start - halo + j where it exists; the true left
-    // edge repeats column 0, past the right neighbour's columns the chunk's last column repeats,
-    // and left slots a narrower previous chunk cannot fill stay zero (as in the reference).
-    Tensor slab = Tensor::empty(slab_shape, x.dtype(), x.device());
+    Tensor y = Tensor::empty(slab_shape, y_dtype, x.device());
+    // Normalises source columns [col, col + n) of `from` into slab columns [j0, j0 + n).
+    const auto norm_cols = [&](const Tensor& from, int64_t col, int64_t j0, int64_t n) {
+      ops::rms_norm_modulate_into(y.narrow(3, j0, n), from.narrow(3, col, n), scale, shift, kEps,
+                                  norm1);
+    };
+    // Slab columns [j0, j0 + n) all hold x's column `col`: normalised once, then repeated.
+    const auto norm_repeat = [&](int64_t col, int64_t j0, int64_t n) {
+      if (n <= 0) return;
+      norm_cols(x, col, j0, 1);
+      if (n == 1) return;
+      Shape s = slab_shape;
+      s[3] = n - 1;
+      y.narrow(3, j0 + 1, n - 1).copy_from(y.narrow(3, j0, 1).expand(s));
+    };
+    int64_t first = halo;  // the first slab column filled from x's columns in order
     if (i == 0) {
-      replicate(slab, x, core_start, 0, halo);
+      norm_repeat(core_start, 0, halo);
     } else {
-      const int64_t take = left_halo.size(3);
-      if (take < halo) slab.narrow(3, 0, halo - take).fill(0.0);
-      slab.narrow(3, halo - take, take).copy_from(left_halo);
+      const int64_t take = std::min(halo, c.cores[i - 1].len);
+      first = halo - take;
+      if (first > 0) {
+        Shape s = slab_shape;
+        s[3] = first;
+        norm_cols(Tensor::zeros(s, x.dtype(), x.device()), 0, 0, first);
+      }
     }
-    slab.narrow(3, halo, core_len).copy_from(x.narrow(3, core_start, core_len));
     int64_t right_filled = 0;
-    if (static_cast<int64_t>(i) + 1 < w_chunks) {
-      right_filled = std::min(w, core_end + halo) - core_end;
-      if (right_filled > 0)
-        slab.narrow(3, halo + core_len, right_filled).copy_from(x.narrow(3, core_end, right_filled));
-    }
+    if (static_cast<int64_t>(i) + 1 < w_chunks) right_filled = std::min(w, core_end + halo) - core_end;
     const int64_t filled = halo + core_len + right_filled;
-    replicate(slab, x, core_end - 1, filled, extent - filled);
+    norm_cols(x, core_start - halo + first, first, filled - first);
+    norm_repeat(core_end - 1, filled, extent - filled);
+    if (pending.defined()) {  // the previous chunk's columns have been read as this one's halo
+      ops::add_(x.narrow(3, pending_start, pending.size(3)), pending);
+      pending = Tensor();
+    }
 
     // Each buffer is released as soon as the next step has consumed it (the peak is the fused
     // projection plus the attention output).
-    Tensor y = ops::rms_norm_modulate(slab, scale, shift, kEps, norm1);
-    slab = Tensor();
     NeighborhoodAttention3D::Qkv qkv = attn.project(y, (*rope)[i]);
     y = Tensor();
     // Only the core's queries: the halo columns' outputs would be dropped.
-    const Tensor out = attn.attend(qkv, {halo, core_len});
+    pending = attn.attend(qkv, {halo, core_len});
+    pending_start = core_start;
     qkv = {};
-    if (i + 1 < c.cores.size()) {
-      const int64_t take = std::min(halo, core_len);
-      left_halo = x.narrow(3, core_end - take, take).contiguous();
-    }
-    ops::add_(x.narrow(3, core_start, core_len), out);
   }
+  if (pending.defined()) ops::add_(x.narrow(3, pending_start, pending.size(3)), pending);
 }
 
 Tensor DiffusionNABlock::operator()(Tensor x_in, const Tensor& context, const Tensor& modulation,
