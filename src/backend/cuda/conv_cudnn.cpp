@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -282,55 +281,15 @@ Tensor empty_channels_last(const Shape& shape, Device device) {
                                 device);
 }
 
-// Summed temporal weight slices for the replicate-padding fold, per conv weight: front[m - 1] =
-// sum_{t < m} w[:, :, t] and back[m - 1] = sum_{t >= k - m} w[:, :, t] for m = 1 .. pad, each a
-// channels-last bf16 [O, C / groups, 1, kh, kw] (summed in f32, rounded once). Cached per weight
-// storage; an entry dies with its weight (checked through a weak pointer, swept on every miss).
-struct FoldWeights {
-  std::vector<Tensor> front, back;
-};
-
-struct FoldKey {
-  const void* storage;
-  int64_t offset;
-  std::array<int64_t, 5> shape;
-  int64_t pad;
-  bool operator<(const FoldKey& o) const {
-    return std::tie(storage, offset, shape, pad) < std::tie(o.storage, o.offset, o.shape, o.pad);
-  }
-};
-
+// sum_{t0 <= t < t1} w[:, :, t] as a channels-last bf16 [O, C / groups, 1, kh, kw] (summed in
+// f32, rounded once; one slice is just copied): the weight of a fold's boundary taps. Made per
+// call (one small copy per side for k_t = 3) rather than cached per weight: a cache held ~2/3 of
+// the 3x3x3 weights again for the whole decode.
 Tensor summed_slices(const Tensor& w, int64_t t0, int64_t t1) {
+  if (t1 - t0 == 1) return channels_last_operand(w.narrow(2, t0, 1));
   Tensor acc = w.narrow(2, t0, 1).to(DType::F32);
   for (int64_t t = t0 + 1; t < t1; ++t) acc = ops::add(acc, w.narrow(2, t, 1));
   return channels_last_operand(acc.to(DType::BF16));
-}
-
-std::shared_ptr<const FoldWeights> fold_weights(const Tensor& w, int64_t pad) {
-  struct Entry {
-    std::weak_ptr<Storage> owner;
-    std::shared_ptr<const FoldWeights> weights;
-  };
-  static std::mutex mu;
-  static auto* cache = new std::map<FoldKey, Entry>();
-  const FoldKey key{w.storage().get(), w.offset(),
-                    {w.size(0), w.size(1), w.size(2), w.size(3), w.size(4)}, pad};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = cache->find(key);
-    if (it != cache->end() && it->second.owner.lock() == w.storage()) return it->second.weights;
-  }
-  auto fw = std::make_shared<FoldWeights>();
-  const int64_t k = w.size(2);
-  for (int64_t m = 1; m <= pad; ++m) {
-    fw->front.push_back(summed_slices(w, 0, m));
-    fw->back.push_back(summed_slices(w, k - m, k));
-  }
-  std::lock_guard<std::mutex> lock(mu);
-  for (auto it = cache->begin(); it != cache->end();)
-    it = it->second.owner.expired() ? cache->erase(it) : std::next(it);
-  (*cache)[key] = Entry{w.storage(), fw};
-  return fw;
 }
 
 }  // namespace
@@ -385,7 +344,8 @@ Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const
   // frame 0) and taps t >= T + p - j (they read frame T - 1); each set is one 1-frame conv with
   // the summed weight slices, accumulated onto the frame (beta = 1). Per sample, so that every
   // operand is a dense channels-last block.
-  const std::shared_ptr<const FoldWeights> fw = fold_weights(w_in, p);
+  // front[m] / back[m]: the summed first / last m slices, made when a frame first needs them.
+  std::vector<Tensor> front(static_cast<size_t>(p + 1)), back(static_cast<size_t>(p + 1));
   cpu::ConvSpec frame = spec;  // spatial padding / stride / dilation as given, 1 frame in time
   frame.padding[0] = 0;
   const int64_t T_out = out_shape[2];
@@ -395,8 +355,8 @@ Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const
     for (int side = 0; side < 2; ++side) {
       const int64_t m = side == 0 ? m_front : m_back;
       if (m == 0) continue;
-      const Tensor& ws = side == 0 ? fw->front[static_cast<size_t>(m - 1)]
-                                   : fw->back[static_cast<size_t>(m - 1)];
+      Tensor& ws = side == 0 ? front[static_cast<size_t>(m)] : back[static_cast<size_t>(m)];
+      if (!ws.defined()) ws = side == 0 ? summed_slices(w_in, 0, m) : summed_slices(w_in, k - m, k);
       const int64_t src = side == 0 ? 0 : T - 1;
       for (int64_t n = 0; n < N; ++n) {
         const Tensor xs = x.narrow(0, n, 1).narrow(2, src, 1);

@@ -31,8 +31,8 @@ bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor
                                   const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back);
 // conv3d(pad(x, time front/back by replicating frames), w, bias, spec) without the padded copy:
 // one cuDNN conv with zero temporal padding k_t / 2, then the taps that read replicated frames
-// as 1-frame convs of frame 0 / frame T - 1 with the summed weight slices (cached per weight
-// storage), accumulated onto the boundary output frames (cuDNN beta = 1), then the bias once.
+// as 1-frame convs of frame 0 / frame T - 1 with the summed weight slices (made per call: one
+// small copy per side for k_t = 3), accumulated onto the boundary output frames (cuDNN beta = 1), then the bias once.
 // Not bit-identical to the composition (the boundary frames round once more); layouts as
 // cudnn_conv_nd. Throws unless cudnn_replicate_time_applies.
 Tensor cudnn_conv3d_replicate_time(const Tensor& x, const Tensor& w, const Tensor& bias,

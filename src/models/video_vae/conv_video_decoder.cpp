@@ -111,8 +111,9 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
   // On CUDA the activations run channels-last ([B, F, H, W, C] memory, logically still
   // [B, C, F, H, W]) like PyTorch's channels_last_3d: cuDNN's tensor-core convs read and write
   // that layout, and every op on the way keeps it (elementwise ops, PixelNorm, depth-to-space).
-  // The CPU convs are im2col over NCDHW, so the CPU stays contiguous.
-  if (x.device().is_cuda() && cuda_channels_last_) x = x.to_channels_last();
+  // The CPU convs (and the f32 CUDA ones, parity runs) are im2col over NCDHW: those stay contiguous.
+  if (x.device().is_cuda() && x.dtype() == DType::BF16 && cuda_channels_last_)
+    x = x.to_channels_last();
   Tensor scaled_timestep;
   if (tc) {
     Tensor t = timestep ? timestep->to(DType::F32).contiguous()

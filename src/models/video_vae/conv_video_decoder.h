@@ -84,7 +84,7 @@ class ConvVideoDecoder {
   void decode_video(const Tensor& latent, const std::optional<tiling::TilingConfig>& config,
                     const NoiseFn& noise, const ChunkFn& on_chunk) const;
 
-  // On CUDA the activations run channels-last (the default; see operator()); off keeps them
+  // On CUDA (bf16) the activations run channels-last (the default; see operator()); off keeps them
   // contiguous NCDHW (the layout before, for tests and comparisons). No effect on the CPU.
   void set_cuda_channels_last(bool on) { cuda_channels_last_ = on; }
 
