@@ -18,8 +18,10 @@
 // takes the strided loop.
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/fast_div.cuh"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/stream.h"
 #include "backend/strided_layout.h"
@@ -61,6 +63,8 @@ struct MapArgs {
   DType in_dtype[K] = {};
   void* out = nullptr;
   DType out_dtype = DType::F32;
+  // map_inner_vec_kernel's 32-bit path: the chunks per row and size[d] as fast divisors.
+  FastDivU32 frow, fsize[kMaxDims];
 };
 
 template <int K, typename F>
@@ -183,15 +187,28 @@ __global__ void map_inner_vec_kernel(MapArgs<K> a, int64_t chunks, F f) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += step) {
     const Index ci = static_cast<Index>(c);
-    const int64_t col = static_cast<int64_t>(ci % row_chunks) * kVec;
+    Index rem, col_chunk;
+    if constexpr (std::is_same_v<Index, uint32_t>) {
+      rem = a.frow.divmod(ci, &col_chunk);
+    } else {
+      col_chunk = ci % row_chunks;
+      rem = ci / row_chunks;
+    }
+    const int64_t col = static_cast<int64_t>(col_chunk) * kVec;
     int64_t off[K + 1];
 #pragma unroll
     for (int k = 0; k <= K; ++k) off[k] = col * a.stride[k][last];
-    Index rem = ci / row_chunks;
     for (int d = last - 1; d >= 0; --d) {
-      const Index size = static_cast<Index>(a.size[d]);
-      const Index idx = d == 0 ? rem : rem % size;
-      if (d > 0) rem /= size;
+      Index idx = rem;
+      if (d > 0) {
+        if constexpr (std::is_same_v<Index, uint32_t>) {
+          rem = a.fsize[d].divmod(rem, &idx);
+        } else {
+          const Index size = static_cast<Index>(a.size[d]);
+          idx = rem % size;
+          rem /= size;
+        }
+      }
 #pragma unroll
       for (int k = 0; k <= K; ++k) off[k] += static_cast<int64_t>(idx) * a.stride[k][d];
     }
@@ -278,7 +295,9 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
     map_dense_kernel<K, F><<<grid_for(chunks > 0 ? chunks : 1, kThreads, dev), kThreads, 0, s>>>(a, n, f);
   } else if (inner_vec_ok(a)) {
     const int64_t chunks = n / kVec;
-    if (chunks <= int64_t{UINT32_MAX}) {
+    if (fast_div_fits(chunks)) {
+      a.frow = FastDivU32(static_cast<uint32_t>(a.size[a.nd - 1] / kVec));
+      for (int d = 0; d + 1 < a.nd; ++d) a.fsize[d] = FastDivU32(static_cast<uint32_t>(a.size[d]));
       map_inner_vec_kernel<K, F, uint32_t><<<grid_for(chunks, kThreads, dev), kThreads, 0, s>>>(a, chunks, f);
     } else {
       map_inner_vec_kernel<K, F, int64_t><<<grid_for(chunks, kThreads, dev), kThreads, 0, s>>>(a, chunks, f);

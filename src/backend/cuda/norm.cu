@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/fast_div.cuh"
 #include "backend/cuda/rms_row.cuh"
 #include "backend/reduce_plan.h"
 #include "backend/scalar_math.h"
@@ -32,11 +34,18 @@ struct RowArgs {
   // Segmented rows (seg > 0): x / y are views of `seg` dense rows per outer index (e.g. a
   // W-narrowed [B, T, H, W, C]), the outer index stepping x_outer / y_outer elements.
   int64_t seg = 0, x_outer = 0, y_outer = 0;
+  bool seg_fast = false;  // every row index below 2^31: r / seg through fseg
+  FastDivU32 fseg;
 };
 
 // Row r's first element: r * d, or (r / seg) * outer + (r % seg) * d for segmented rows.
 __device__ __forceinline__ int64_t row_base(const RowArgs& a, int64_t r, int64_t outer) {
   if (a.seg == 0) return r * a.d;
+  if (a.seg_fast) {
+    uint32_t rem;
+    const uint32_t q = a.fseg.divmod(static_cast<uint32_t>(r), &rem);
+    return static_cast<int64_t>(q) * outer + static_cast<int64_t>(rem) * a.d;
+  }
   if (r <= int64_t{UINT32_MAX} && a.seg <= int64_t{UINT32_MAX}) {
     const uint32_t rr = static_cast<uint32_t>(r), sg = static_cast<uint32_t>(a.seg);
     return static_cast<int64_t>(rr / sg) * outer + static_cast<int64_t>(rr % sg) * a.d;
@@ -79,6 +88,8 @@ struct ModArgs {
   const void* p[kModOperands] = {};
   DType dtype[kModOperands] = {};
   bool bf16_sum[2] = {};  // scale's / shift's sum is stored as bf16 by the unfused ops::add
+  bool fast = false;      // every row index below 2^31: the divisions go through fsize
+  FastDivU32 fsize[kMaxDims];
 };
 
 // One row's offsets of the modulation operands.
@@ -95,9 +106,14 @@ __device__ __forceinline__ ModOffsets mod_offsets_as(const ModArgs& m, Index rem
 #pragma unroll
   for (int d = kMaxDims - 1; d >= 0; --d) {
     if (d < m.lead) {
-      const Index size = static_cast<Index>(m.size[d]);
-      const Index idx = rem % size;
-      rem /= size;
+      Index idx;
+      if constexpr (std::is_same_v<Index, uint32_t>) {
+        rem = m.fsize[d].divmod(rem, &idx);
+      } else {
+        const Index size = static_cast<Index>(m.size[d]);
+        idx = rem % size;
+        rem /= size;
+      }
 #pragma unroll
       for (int k = 0; k < kModOperands; ++k) off.o[k] += static_cast<int64_t>(idx) * m.stride[k][d];
     }
@@ -105,8 +121,8 @@ __device__ __forceinline__ ModOffsets mod_offsets_as(const ModArgs& m, Index rem
   return off;
 }
 
-__device__ __forceinline__ ModOffsets mod_offsets(const ModArgs& m, int64_t rows, int64_t r) {
-  if (rows <= int64_t{UINT32_MAX}) return mod_offsets_as<uint32_t>(m, static_cast<uint32_t>(r));
+__device__ __forceinline__ ModOffsets mod_offsets(const ModArgs& m, int64_t /*rows*/, int64_t r) {
+  if (m.fast) return mod_offsets_as<uint32_t>(m, static_cast<uint32_t>(r));
   return mod_offsets_as<int64_t>(m, r);
 }
 
@@ -281,6 +297,7 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_warp_kernel(RowAr
 template <bool kModulate>
 __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(RowArgs a, ModArgs m) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int e0 = 8 * lane;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpRowWarps;
   int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowWarps + warp;
   const auto fetch = [&](int64_t row) {
@@ -288,6 +305,15 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
     return reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) +
                                           row_base(a, row, a.x_outer))[lane];
   };
+  // The lane's weights, and its scale / shift values of the last modulation row read: rows that
+  // share their modulation (all of them when it broadcasts over x's rows) load it once.
+  float w[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) w[k] = 1.f;
+  if (a.w != nullptr) load_vec(a.w, a.w_dtype, e0, w);
+  float sc[kVec] = {}, sh[kVec] = {};
+  ModOffsets have;
+  bool loaded = false;
   uint4 data = fetch(r);
   for (; r < a.rows; r += step) {
     const uint4 next = fetch(r + step);  // the next row in flight while this one is worked on
@@ -303,11 +329,35 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
     ss += __shfl_xor_sync(0xffffffffu, ss, 8);
     ss += __shfl_xor_sync(0xffffffffu, ss, 4);
     const float rs = inv_std(ss, 256, a.eps);
-    ModOffsets off;
-    if constexpr (kModulate) off = mod_offsets(m, a.rows, r);
     void* y_row =
         static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * (a.y_dtype == DType::BF16 ? 2 : 4);
-    rms_store_values<kModulate>(a, m, v, 8 * lane, rs, off, y_row);
+    if constexpr (kModulate) {
+      const ModOffsets off = mod_offsets(m, a.rows, r);
+      bool same = loaded;
+#pragma unroll
+      for (int k = 0; k < kModOperands; ++k) same = same && off.o[k] == have.o[k];
+      if (!same) {
+        mod_vec(m, kScale, off, e0, sc);
+        mod_vec(m, kShift, off, e0, sh);
+        have = off;
+        loaded = true;
+      }
+      // rms_store_values' math: rms_norm's value (weighted when there is a weight), rounded as
+      // rms_norm stores it, then modulated.
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        float n = mul_rn(v[j], rs);
+        if (a.w != nullptr) n = mul_rn(n, w[j]);
+        v[j] = scalar::modulate(round_to(a.x_dtype, n), sc[j], sh[j]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        v[j] = mul_rn(v[j], rs);
+        if (a.w != nullptr) v[j] = mul_rn(v[j], w[j]);
+      }
+    }
+    store_vec(y_row, a.y_dtype, e0, v);
     data = next;
   }
 }
@@ -479,6 +529,47 @@ bool row_segments(const Tensor& t, int64_t* seg, int64_t* outer) {
   return true;
 }
 
+// Fewer row-index divisions for the same offsets: dims of size 1 go, a dim merges into its inner
+// neighbour when every operand steps through both as through one (broadcast dims, stride 0, merge
+// with each other), and outermost dims that move no operand go (nothing inside depends on them).
+// A modulation broadcast over all of x's rows ([B = 1, 1, .., C]) needs no division at all.
+void compact_lead_dims(ModArgs* m) {
+  ModArgs out = *m;
+  out.lead = 0;
+  for (int d = 0; d < m->lead; ++d) {
+    if (m->size[d] == 1) continue;
+    bool merge = out.lead > 0;
+    for (int k = 0; k < kModOperands && merge; ++k)
+      merge = m->p[k] == nullptr || out.stride[k][out.lead - 1] == m->stride[k][d] * m->size[d];
+    if (merge) {
+      out.size[out.lead - 1] *= m->size[d];
+      for (int k = 0; k < kModOperands; ++k) out.stride[k][out.lead - 1] = m->stride[k][d];
+      continue;
+    }
+    out.size[out.lead] = m->size[d];
+    for (int k = 0; k < kModOperands; ++k) out.stride[k][out.lead] = m->stride[k][d];
+    ++out.lead;
+  }
+  int drop = 0;  // outermost dims that move no operand
+  while (drop < out.lead) {
+    bool moves = false;
+    for (int k = 0; k < kModOperands; ++k) moves = moves || (out.p[k] != nullptr && out.stride[k][drop] != 0);
+    if (moves) break;
+    ++drop;
+  }
+  ModArgs res = out;
+  res.lead = out.lead - drop;
+  for (int d = 0; d < res.lead; ++d) {
+    res.size[d] = out.size[d + drop];
+    for (int k = 0; k < kModOperands; ++k) res.stride[k][d] = out.stride[k][d + drop];
+  }
+  for (int d = res.lead; d < kMaxDims; ++d) {
+    res.size[d] = 0;
+    for (int k = 0; k < kModOperands; ++k) res.stride[k][d] = 0;
+  }
+  *m = res;
+}
+
 // Without scale/shift: rms_norm(x, weight); with them: rms_norm_modulate(x, scale, shift). With
 // `into` (x's shape and the result dtype) the result goes there; x and `into` are read / written
 // in place when both are contiguous or both segmented views (RmsCall::segmented), else x is
@@ -502,6 +593,8 @@ RmsCall rms_call(const Tensor& x, const Tensor& weight, const ops::Summed& scale
     c.a.seg = xs;
     c.a.x_outer = xo;
     c.a.y_outer = yo;
+    c.a.seg_fast = fast_div_fits(c.a.rows);
+    if (c.a.seg_fast) c.a.fseg = FastDivU32(static_cast<uint32_t>(xs));
   }
   if (!c.modulate) return c;
   ModArgs& m = c.m;
@@ -519,6 +612,10 @@ RmsCall rms_call(const Tensor& x, const Tensor& weight, const ops::Summed& scale
   }
   m.bf16_sum[kScale] = scale.dtype() == DType::BF16;
   m.bf16_sum[kShift] = shift.dtype() == DType::BF16;
+  compact_lead_dims(&m);
+  m.fast = fast_div_fits(c.a.rows);
+  if (m.fast)
+    for (int d = 0; d < m.lead; ++d) m.fsize[d] = FastDivU32(static_cast<uint32_t>(m.size[d]));
   return c;
 }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/fast_div.cuh"
 #include "backend/cuda/rms_row.cuh"
 
 namespace ltx::cuda {
@@ -276,6 +278,7 @@ struct QkRopeArgs {
   int64_t rows = 0;      // per tensor
   float q_scale = 1.f;
   double eps = 0.0;
+  FastDivU32 fdiv[kLead];  // size[k] as fast divisors (the 32-bit index path)
 };
 
 // Stores the pair (v0, v1) at elements e, e + 1 (e even) of a contiguous f32 / bf16 buffer.
@@ -305,9 +308,14 @@ __device__ __forceinline__ QkRopeRow qk_rope_row(const QkRopeArgs& a, int64_t g)
   Index rem = static_cast<Index>(r.active ? (r.is_q ? g : g - a.rows) : 0);
 #pragma unroll
   for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
-    const Index size = static_cast<Index>(a.size[k]);
-    const Index i = rem % size;
-    rem /= size;
+    Index i;
+    if constexpr (std::is_same_v<Index, uint32_t>) {
+      rem = a.fdiv[k].divmod(rem, &i);
+    } else {
+      const Index size = static_cast<Index>(a.size[k]);
+      i = rem % size;
+      rem /= size;
+    }
     r.off += static_cast<int64_t>(i) * (r.is_q ? a.xst[0][k] : a.xst[1][k]);
     r.yoff += static_cast<int64_t>(i) * (r.is_q ? a.yst[0][k] : a.yst[1][k]);
     if (k >= 1 && k <= 3) r.pos[k - 1] = static_cast<int>(i);
@@ -663,6 +671,11 @@ ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_we
   a.q_scale = q_scale;
   a.eps = eps;
 
+  // The 32-bit row index path: a row's index within q or k below 2^31 (inactive look-ahead rows
+  // decompose index 0), so its coordinates come from fast divisions.
+  const bool row_index_32 = fast_div_fits(a.rows);
+  if (row_index_32)
+    for (int i = 0; i < QkRopeArgs::kLead; ++i) a.fdiv[i] = FastDivU32(static_cast<uint32_t>(a.size[i]));
   const int dev = q.device().index;
   DeviceGuard guard(dev);
   const cudaStream_t stream = current_stream(dev).handle();
@@ -673,7 +686,7 @@ ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_we
                                          int64_t{INT32_MAX};
   if (small_tables && qk_norm_rope_d64_path(q, k) && qk_norm_rope_d64_path(out.q, out.k)) {
     const unsigned grid = grid_for((2 * a.rows + 3) / 4, kRope64Warps, dev);  // a warp per 4 rows
-    if (a.rows <= int64_t{UINT32_MAX}) {
+    if (row_index_32) {
       launch_rope64<uint32_t>(a, grid, stream);
     } else {
       launch_rope64<int64_t>(a, grid, stream);
@@ -685,7 +698,7 @@ ops::QkRope qk_norm_rope_3d(const Tensor& q, const Tensor& k, const Tensor& q_we
   const int warps = static_cast<int>(std::clamp<int64_t>(8192 / d, 1, 8));
   const size_t smem = static_cast<size_t>(warps) * static_cast<size_t>(d) * sizeof(float);
   const unsigned grid = grid_for(2 * a.rows, warps, dev);  // a warp per row
-  if (a.rows <= int64_t{UINT32_MAX}) {
+  if (row_index_32) {
     qk_norm_rope_kernel<uint32_t><<<grid, warps * 32, smem, stream>>>(a);
   } else {
     qk_norm_rope_kernel<int64_t><<<grid, warps * 32, smem, stream>>>(a);
