@@ -92,6 +92,12 @@ TEST(CudaQkNormRope3d, FusedIsBitIdenticalToTheUnfusedCudaOps) {
                                                   1e-6, 0.3, strided);
       EXPECT_TRUE(same_bytes(g3.q, w2.q));
       EXPECT_TRUE(same_bytes(g3.k, w2.k));
+      // q and k stepping differently (a dense q beside the fused k): the kernel that takes q and
+      // k rows one at a time, not the q / k pair kernel.
+      const ops::QkRope g4 =
+          ops::qk_norm_rope_3d(qkv[0].contiguous(), qkv[1], qw, kw, 1e-6, scale, rope);
+      EXPECT_TRUE(same_bytes(g4.q, want.q));
+      EXPECT_TRUE(same_bytes(g4.k, want.k));
     }
   }
 }

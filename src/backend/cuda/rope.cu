@@ -487,6 +487,86 @@ __global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_kernel(QkRopeArgs
   }
 }
 
+// qk_rope64_kernel with a row's q and k together (q and k views of one fused projection: the
+// same strides on both sides): a lane group's 8 lanes take q row i and k row i, so the row's
+// coordinates, offsets and RoPE table values are found once for both. The kernel was bound by
+// those per-row instructions. The same per-row math, bit for bit.
+template <bool kVecTables>
+__global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_pair_kernel(QkRopeArgs a) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int sub = lane >> 3, tl = lane & 7, e0 = 8 * tl;
+  float wq[8], wk[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    wq[k] = a.w[0] != nullptr ? load_f32(a.w[0], a.w_dtype[0], e0 + k) : 1.f;
+    wk[k] = a.w[1] != nullptr ? load_f32(a.w[1], a.w_dtype[1], e0 + k) : 1.f;
+  }
+  const int64_t groups = (a.rows + 3) / 4;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kRope64Warps;
+  int64_t grp = static_cast<int64_t>(blockIdx.x) * kRope64Warps + warp;
+  // q row g's place (qk_rope_row of a q row); k's offsets are q's plus the base difference.
+  const auto fetch = [&](const QkRopeRow& r, int side) {
+    if (!r.active) return make_uint4(0, 0, 0, 0);
+    return *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x[side]) + r.off + e0);
+  };
+  QkRopeRow cur = qk_rope_row<uint32_t>(a, grp * 4 + sub);
+  cur.active = cur.active && grp * 4 + sub < a.rows;
+  uint4 dq = fetch(cur, 0), dk = fetch(cur, 1);
+  for (; grp < groups; grp += step) {
+    QkRopeRow nxt = qk_rope_row<uint32_t>(a, (grp + step) * 4 + sub);
+    nxt.active = nxt.active && (grp + step) * 4 + sub < a.rows;
+    const uint4 nq = fetch(nxt, 0), nk = fetch(nxt, 1);
+    float c[8], s[8];
+    rope64_tables<kVecTables>(a, cur.pos, e0, c, s);
+#pragma unroll
+    for (int side = 0; side < 2; ++side) {
+      const uint4 data = side == 0 ? dq : dk;
+      const uint32_t words[4] = {data.x, data.y, data.z, data.w};
+      float v[8], sq[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        v[k] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k & 1))));
+        sq[k] = add_square(0.f, v[k]);
+      }
+      const float rs = inv_std(rope64_row_sum(sq, tl), 64, a.eps);
+      const bool has_w = a.w[side] != nullptr;
+      float n[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        float t = mul_rn(v[k], rs);
+        if (has_w) t = mul_rn(t, side == 0 ? wq[k] : wk[k]);
+        t = round_to(DType::BF16, t);
+        if (side == 0) t = round_to(DType::BF16, mul_rn(t, a.q_scale));
+        n[k] = t;
+      }
+      uint32_t out[4];
+#pragma unroll
+      for (int k = 0; k < 8; k += 2) {
+        float y0, y1;
+        rotate_interleaved(n[k], n[k + 1], c[k], c[k + 1], s[k], s[k + 1], &y0, &y1);
+        out[k / 2] = static_cast<uint32_t>(dtype_bits::f32_to_bf16(y0)) |
+                     (static_cast<uint32_t>(dtype_bits::f32_to_bf16(y1)) << 16);
+      }
+      if (cur.active) {
+        uint16_t* y = static_cast<uint16_t*>(a.y[side]) + cur.yoff;
+        *reinterpret_cast<uint4*>(y + e0) = make_uint4(out[0], out[1], out[2], out[3]);
+      }
+    }
+    cur = nxt;
+    dq = nq;
+    dk = nk;
+  }
+}
+
+// Whether q and k (and their outputs) step alike, for qk_rope64_pair_kernel.
+bool qk_rope_pairs(const QkRopeArgs& a) {
+  for (int i = 0; i <= QkRopeArgs::kLead; ++i)
+    if (a.xst[0][i] != a.xst[1][i]) return false;
+  for (int i = 0; i < QkRopeArgs::kLead; ++i)
+    if (a.yst[0][i] != a.yst[1][i]) return false;
+  return true;
+}
+
 // Whether the head-dim-64 kernel can read the tables as float4s: f32, unit column stride, 16-byte
 // aligned rows, and axis starts on 8-element boundaries.
 bool rope64_vec_tables(const QkRopeArgs& a) {
@@ -503,6 +583,15 @@ bool rope64_vec_tables(const QkRopeArgs& a) {
 
 template <typename Index>
 void launch_rope64(const QkRopeArgs& a, unsigned grid, cudaStream_t stream) {
+  if (std::is_same_v<Index, uint32_t> && qk_rope_pairs(a)) {
+    // A warp per 4 q / k row pairs: half the groups, on the same grid-stride grid.
+    if (rope64_vec_tables(a)) {
+      qk_rope64_pair_kernel<true><<<grid, kRope64Warps * 32, 0, stream>>>(a);
+    } else {
+      qk_rope64_pair_kernel<false><<<grid, kRope64Warps * 32, 0, stream>>>(a);
+    }
+    return;
+  }
   if (rope64_vec_tables(a)) {
     qk_rope64_kernel<Index, true><<<grid, kRope64Warps * 32, 0, stream>>>(a);
   } else {
