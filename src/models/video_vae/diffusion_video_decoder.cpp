@@ -23,7 +23,25 @@ constexpr std::pair<const char*, const char*> kGateFolds[] = {
 
 // [B, C, T, H, W] <-> channels-last [B, T, H, W, C].
 Tensor to_channels_last(const Tensor& x) { return x.permute({0, 2, 3, 4, 1}); }
-Tensor to_channels_first(const Tensor& x) { return x.permute({0, 4, 1, 2, 3}).contiguous(); }
+
+// The stage-5 pixels <-> its patch tokens in one copy each way (instead of patchify / unpatchify
+// and a channels-first transpose, two copies of the whole canvas): pixels [B, C, T, H p, W p],
+// tokens [B, T, H, W, C p p] with the patchify channel order (c r q), r the width digit and q the
+// height digit (ops.h: patchify).
+Tensor pixels_to_patch_tokens(const Tensor& x, int64_t p) {
+  const int64_t b = x.size(0), c = x.size(1), t = x.size(2), h = x.size(3) / p, w = x.size(4) / p;
+  return x.reshape({b, c, t, h, p, w, p})
+      .permute({0, 2, 3, 5, 1, 6, 4})
+      .contiguous()
+      .view({b, t, h, w, c * p * p});
+}
+Tensor patch_tokens_to_pixels(const Tensor& x, int64_t p) {
+  const int64_t b = x.size(0), t = x.size(1), h = x.size(2), w = x.size(3), c = x.size(4) / (p * p);
+  return x.reshape({b, t, h, w, c, p, p})
+      .permute({0, 4, 1, 2, 6, 3, 5})
+      .contiguous()
+      .view({b, c, t, h * p, w * p});
+}
 
 // A stage's blocks on x [B, T, H, W, C]; they keep x's grid, so one set of RoPE tables serves
 // them all. `first_probe` observes the first block.
@@ -185,7 +203,7 @@ Tensor DiffusionVideoDecoder::forward_diff_step(Tensor x_t, const Tensor& contex
                                                 const std::vector<AbsRope3d>* rope) const {
   const Probe& probe = options.probe;
   const int64_t p = config_.patch_size;
-  Tensor x = conv_in_x_t_(to_channels_last(patchify(x_t, p, 1)));
+  Tensor x = conv_in_x_t_(pixels_to_patch_tokens(x_t, p));
   x_t = Tensor();  // the caller's last reference (if moved in) goes before the blocks run
   LTX_CHECK(
       x.size(1) == context.size(1) && x.size(2) == context.size(2) && x.size(3) == context.size(3),
@@ -208,7 +226,7 @@ Tensor DiffusionVideoDecoder::forward_diff_step(Tensor x_t, const Tensor& contex
   for (const DiffusionNABlock& b : diff_blocks_)
     x = b(std::move(x), context, mod, options.layout, options.w_chunks, rope);
   x = conv_out_(ops::rms_norm(x, norm_out_, kEps));
-  return unpatchify(to_channels_first(x), p, 1);
+  return patch_tokens_to_pixels(x, p);
 }
 
 Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, Tensor x_t_init,
