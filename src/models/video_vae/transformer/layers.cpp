@@ -18,15 +18,25 @@ LinearPixelShuffleUpsample LinearPixelShuffleUpsample::load(io::WeightMap& w, in
   const int64_t proj_out = cells * in_channels / reduction;
   u.out_channels = proj_out / cells;
   u.proj = nn::Linear::load(w, "proj", in_channels, proj_out, true, opt);
+  // The checkpoint orders the projection's outputs (c p1 p2 p3): the shuffle would then gather
+  // each output channel at a stride of prod(stride) elements (a 6 GB copy of the stage-5 context
+  // ran at ~0.3 TB/s on an H200). Its rows are reordered once to (p1 p2 p3 c) here, the same dot
+  // products in another order, so the shuffle moves runs of out_channels contiguous values.
+  const int64_t c = u.out_channels;
+  u.proj.weight = u.proj.weight.reshape({c, cells, in_channels})
+                      .permute({1, 0, 2})
+                      .contiguous()
+                      .reshape({proj_out, in_channels});
+  u.proj.bias = u.proj.bias.reshape({c, cells}).permute({1, 0}).contiguous().reshape({proj_out});
   return u;
 }
 
 Tensor LinearPixelShuffleUpsample::shuffle(const Tensor& y, bool drop_leading_frame) const {
   const auto [p1, p2, p3] = stride;
   const int64_t b = y.size(0), t = y.size(1), h = y.size(2), w = y.size(3);
-  // (c p1 p2 p3): c is the outermost factor of the channel index.
-  Tensor x = y.reshape({b, t, h, w, out_channels, p1, p2, p3})
-                 .permute({0, 1, 5, 2, 6, 3, 7, 4})
+  // (p1 p2 p3 c): the projection's rows were reordered at load (see load()).
+  Tensor x = y.reshape({b, t, h, w, p1, p2, p3, out_channels})
+                 .permute({0, 1, 4, 2, 5, 3, 6, 7})
                  .reshape({b, t * p1, h * p2, w * p3, out_channels});
   if (p1 == 2 && drop_leading_frame) x = x.narrow(1, 1, x.size(1) - 1);
   return x;
