@@ -223,6 +223,66 @@ TEST(CudaNorm, PixelNormAndGroupNormMatchCpu) {
                    ops::group_norm(big, 2, Tensor(), Tensor(), 1e-6), 1e-5, 1e-5));
 }
 
+// x (a GPU [N, C, T, H, W] tensor) stored channels-last one element into a larger buffer: dense
+// with C innermost, but not 16-byte aligned, so PixelNorm takes its scalar row kernel.
+Tensor misaligned_channels_last(const Tensor& x) {
+  const Shape& s = x.shape();
+  const Tensor buf = Tensor::empty({x.numel() + 1}, x.dtype(), kGpu);
+  const Tensor view =
+      buf.narrow(0, 1, x.numel()).view({s[0], s[2], s[3], s[4], s[1]}).permute({0, 4, 1, 2, 3});
+  view.copy_from(x);
+  return view;
+}
+
+// PixelNorm's kernels sum in one order (norm.cu), so every layout gives the same bits: the column
+// kernel (contiguous [N, C, T, H, W]), the vector row kernel (channels-last, C % 8 == 0: C <= 256
+// one warp per 32 / g rows of g lanes, C <= 1024 held in registers, longer rows read twice), the
+// scalar row kernel (C % 8 != 0, or a misaligned x), and the last dim of a contiguous tensor.
+// 2 x 3 x 5 x 7 = 210 positions: not a multiple of the rows a warp takes.
+TEST(CudaNorm, PixelNormKernelsAgreeBitForBitAndMatchCpu) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 900;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (int64_t c : {3, 8, 40, 128, 256, 512, 1024, 1056, 2048}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
+      const Tensor x = test::random_tensor({2, c, 3, 5, 7}, seed++, -3.f, 5.f).to(kGpu, dt);
+      const Tensor xl = x.to_channels_last(), xm = misaligned_channels_last(x);
+      ASSERT_TRUE(cuda::rms_norm_dim_rows_layout(xl, 1));
+      ASSERT_TRUE(cuda::rms_norm_dim_rows_layout(xm, 1));
+      const Tensor col = ops::rms_norm_dim(x, 1, 1e-8);
+      const Tensor rows = ops::rms_norm_dim(xl, 1, 1e-8);
+      EXPECT_EQ(rows.dtype(), dt);
+      EXPECT_TRUE(rows.strides() == xl.strides()) << rows.strides().str();
+      EXPECT_TRUE(same_bytes(rows, col));
+      EXPECT_TRUE(same_bytes(ops::rms_norm_dim(xm, 1, 1e-8), col));
+      const Tensor last = xl.permute({0, 2, 3, 4, 1});  // contiguous [N, T, H, W, C]
+      ASSERT_TRUE(last.is_contiguous());
+      EXPECT_TRUE(same_bytes(ops::rms_norm_dim(last, 4, 1e-8), col.permute({0, 2, 3, 4, 1})));
+      // The CPU op on the same values sums in double in another order: the same f32 RMS but for
+      // rare last-bit ties; bf16 results are within their rounding of the CPU's f32 ones.
+      const Tensor want = ops::rms_norm_dim(x.to(Device::cpu(), DType::F32), 1, 1e-8);
+      const double rtol = dt == DType::F32 ? 1e-6 : 1.0 / 256;
+      EXPECT_TRUE(near(col, want, 1e-7, rtol));
+      EXPECT_TRUE(near(rows, want, 1e-7, rtol));
+    }
+  }
+}
+
+// Enough channels-last rows (20435 positions) that every warp of the vector row kernels takes
+// several in turn, the next one loaded while the current one is worked on.
+TEST(CudaNorm, PixelNormRowKernelsTakeManyRowsPerWarp) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 950;
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t c : {128, 256, 1024}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
+      const Tensor x = test::random_tensor({1, c, 5, 61, 67}, seed++, -3.f, 5.f).to(kGpu, dt);
+      EXPECT_TRUE(same_bytes(ops::rms_norm_dim(x.to_channels_last(), 1, 1e-6),
+                             ops::rms_norm_dim(x, 1, 1e-6)));
+    }
+  }
+}
+
 TEST(CudaNorm, Bf16StorageKeepsItsDtype) {
   LTX_REQUIRE_CUDA();
   const Tensor x = test::random_tensor({9, 300}, 20).to(DType::BF16);

@@ -388,19 +388,68 @@ __global__ void layer_norm_kernel(RowArgs a) {
   }
 }
 
-// PixelNorm over the middle dim of [A, R, B]: one thread per (a, b) column, neighbouring threads
-// on neighbouring columns; the sum of squares in double like the CPU's.
+// PixelNorm (rms_norm_dim): one summation order for every kernel and layout, so that a
+// channels-last activation and its contiguous copy normalise to the same bits. The d values of a
+// row (or column) form chunks of 8 consecutive elements (one 16-byte bf16 vector); element r goes
+// to partial p[(r / 8) % 32], each partial summed in increasing r in double (a float's square is
+// exact in double, so fused or not every term rounds the same), then p[l] = p[l] + p[l + s] for
+// l < s, s = 16, 8, 4, 2, 1; the sum of squares is p[0]. A warp reading a row chunk by chunk
+// (lane l: chunks l, l + 32, ...) holds p[l] in lane l, and the xor butterfly over lanes 16 .. 1
+// leaves p[0] in every lane bit for bit (it adds the tree's pairs; a + b == b + a). Empty
+// partials, and zero chunks added past the row's end, are +0, which changes no sum (all sums are
+// >= +0), so a row of at most 8 g chunks (g a power of 2) needs only g lanes and the levels s < g.
+// The RMS is float(sqrt(ss / d + eps)) and y = x / rms with an IEEE f32 division per element, like
+// the CPU's (PixelNorm divides by the RMS rather than multiplying by its inverse).
+constexpr int kDimChunk = 8;
+constexpr int kDimPartials = 32;
+
+__device__ __forceinline__ double add_square_d(double ss, float v) {
+  const double dv = v;
+  return ss + dv * dv;
+}
+
+__device__ __forceinline__ float dim_rms(double ss, int64_t d, double eps) {
+  return static_cast<float>(sqrt(ss / static_cast<double>(d) + eps));
+}
+
+// The butterfly over aligned groups of `lanes` lanes (a power of 2, at most 32).
+__device__ __forceinline__ double dim_lanes_sum(double ss, int lanes) {
+  for (int s = lanes / 2; s >= 1; s >>= 1) ss = ss + __shfl_xor_sync(0xffffffffu, ss, s);
+  return ss;
+}
+
+// One level of the partials' tree: p[l] = p[l] + p[l + S] for l < S (static indices).
+template <int S>
+__device__ __forceinline__ void dim_tree_level(double (&p)[kDimPartials]) {
+#pragma unroll
+  for (int l = 0; l < S; ++l) p[l] = p[l] + p[l + S];
+}
+
+// PixelNorm over the middle dim of [A, R, B] (x contiguous): one thread per (a, b) column,
+// neighbouring threads on neighbouring columns, the 32 partials of the order above in registers
+// (static indices), combined by the same tree.
 __global__ void rms_norm_dim_kernel(RowArgs a, int64_t outer, int64_t inner) {
   const int64_t n = outer * inner, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < n; o += step) {
     const int64_t base = (o / inner) * a.d * inner + o % inner;
-    double ss = 0.0;
-    for (int64_t r = 0; r < a.d; ++r) {
-      const double v = load_f32(a.x, a.x_dtype, base + r * inner);
-      ss += v * v;
+    double p[kDimPartials];
+#pragma unroll
+    for (int q = 0; q < kDimPartials; ++q) p[q] = 0.0;
+    for (int64_t r0 = 0; r0 < a.d; r0 += kDimChunk * kDimPartials) {
+#pragma unroll
+      for (int q = 0; q < kDimPartials; ++q) {
+        const int64_t e0 = r0 + q * kDimChunk;
+        const int64_t e1 = e0 + kDimChunk < a.d ? e0 + kDimChunk : a.d;
+        for (int64_t r = e0; r < e1; ++r)
+          p[q] = add_square_d(p[q], load_f32(a.x, a.x_dtype, base + r * inner));
+      }
     }
-    // PixelNorm divides by the RMS (not a multiply by its inverse): keep that rounding.
-    const float rms = static_cast<float>(sqrt(ss / static_cast<double>(a.d) + a.eps));
+    dim_tree_level<16>(p);
+    dim_tree_level<8>(p);
+    dim_tree_level<4>(p);
+    dim_tree_level<2>(p);
+    dim_tree_level<1>(p);
+    const float rms = dim_rms(p[0], a.d, a.eps);
     for (int64_t r = 0; r < a.d; ++r) {
       const int64_t i = base + r * inner;
       store_f32(a.y, a.y_dtype, i, load_f32(a.x, a.x_dtype, i) / rms);
@@ -408,45 +457,195 @@ __global__ void rms_norm_dim_kernel(RowArgs a, int64_t outer, int64_t inner) {
   }
 }
 
-// rms_norm_dim_kernel's math over rows whose normalised dim is innermost in memory (PixelNorm of
-// a channels-last activation: [positions, C] dense). A warp owns 32 rows, lane l row l: the rows
-// are read in 32 x 32 tiles with coalesced loads (lane = channel) through shared memory, and each
-// lane sums its row's squares in order 0 .. d - 1 in double, exactly as one thread of
-// rms_norm_dim_kernel sums a column, so the two layouts agree bit for bit. The output pass reads
-// and writes coalesced, the row's RMS broadcast from its lane.
+// The row kernels below: rows whose normalised dim is innermost in memory (PixelNorm of a
+// channels-last activation, [positions, d] dense), a warp per row (or per 32 / g rows of g lanes),
+// grid-strided over the rows (blocks of kDimRowsWarps warps, dim_rows_grid).
 constexpr int kDimRowsWarps = 8;
-__global__ void rms_norm_dim_rows_kernel(RowArgs a) {
-  __shared__ float tile[kDimRowsWarps][32][33];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t groups = (a.rows + 31) / 32;
+
+// Any d, any alignment, any f32 / bf16 mix: lane l sums chunks l, l + 32, ... with scalar loads,
+// then the butterfly; the output pass reads and writes coalesced.
+__global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_kernel(RowArgs a) {
+  const int lane = threadIdx.x & 31;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kDimRowsWarps;
-  for (int64_t g = static_cast<int64_t>(blockIdx.x) * kDimRowsWarps + warp; g < groups; g += step) {
-    const int64_t r0 = g * 32;
-    const int nrows = a.rows - r0 < 32 ? static_cast<int>(a.rows - r0) : 32;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kDimRowsWarps + threadIdx.x / 32; r < a.rows;
+       r += step) {
+    const int64_t base = r * a.d;
     double ss = 0.0;
-    for (int64_t c0 = 0; c0 < a.d; c0 += 32) {
-      const int nc = a.d - c0 < 32 ? static_cast<int>(a.d - c0) : 32;
-      if (lane < nc) {
-#pragma unroll 8
-        for (int i = 0; i < nrows; ++i)
-          tile[warp][i][lane] = load_f32(a.x, a.x_dtype, (r0 + i) * a.d + c0 + lane);
-      }
-      __syncwarp();
-      if (lane < nrows) {
-        for (int c = 0; c < nc; ++c) {
-          const double v = tile[warp][lane][c];
-          ss += v * v;
-        }
-      }
-      __syncwarp();
+    for (int64_t e0 = int64_t{lane} * kDimChunk; e0 < a.d; e0 += 32 * kDimChunk) {
+      const int64_t e1 = e0 + kDimChunk < a.d ? e0 + kDimChunk : a.d;
+      for (int64_t e = e0; e < e1; ++e) ss = add_square_d(ss, load_f32(a.x, a.x_dtype, base + e));
     }
-    const float rms = static_cast<float>(sqrt(ss / static_cast<double>(a.d) + a.eps));
-    for (int i = 0; i < nrows; ++i) {
-      const float ri = __shfl_sync(0xffffffffu, rms, i);
-      const int64_t base = (r0 + i) * a.d;
-      for (int64_t c = lane; c < a.d; c += 32)
-        store_f32(a.y, a.y_dtype, base + c, load_f32(a.x, a.x_dtype, base + c) / ri);
+    const float rms = dim_rms(dim_lanes_sum(ss, 32), a.d, a.eps);
+    for (int64_t e = lane; e < a.d; e += 32)
+      store_f32(a.y, a.y_dtype, base + e, load_f32(a.x, a.x_dtype, base + e) / rms);
+  }
+}
+
+// One chunk (8 elements of kDt, f32 or bf16) as raw 16-byte words: loaded ahead without being
+// unpacked, so that nothing waits on the load until the values are used.
+template <DType kDt>
+struct DimChunkBits {
+  uint4 w[kDt == DType::BF16 ? 1 : 2];
+};
+
+template <DType kDt>
+__device__ __forceinline__ float chunk_value(const DimChunkBits<kDt>& c, int j) {
+  const uint4& q = c.w[kDt == DType::BF16 ? 0 : j / 4];
+  const int k = kDt == DType::BF16 ? j / 2 : j % 4;
+  const uint32_t word = k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w;
+  if constexpr (kDt == DType::BF16) {
+    return dtype_bits::bf16_to_f32(static_cast<uint16_t>(word >> (16 * (j & 1))));
+  } else {
+    return __uint_as_float(word);
+  }
+}
+
+// Chunk c of a row as whole 16-byte loads (a chunk read through a reference is loaded word by
+// word, as its values are used).
+template <DType kDt>
+__device__ __forceinline__ DimChunkBits<kDt> load_chunk(const char* row, int c) {
+  DimChunkBits<kDt> q;
+  constexpr int kWords = sizeof(q.w) / sizeof(uint4);
+  const uint4* p = reinterpret_cast<const uint4*>(row) + int64_t{c} * kWords;
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) q.w[w] = p[w];
+  return q;
+}
+
+template <DType kDt>
+__device__ __forceinline__ double add_chunk_squares(double ss, const DimChunkBits<kDt>& c) {
+#pragma unroll
+  for (int j = 0; j < kDimChunk; ++j) ss = add_square_d(ss, chunk_value(c, j));
+  return ss;
+}
+
+// Chunk `c` of a row divided by rms, stored at chunk c of y_row as one or two 16-byte vectors.
+template <DType kDt>
+__device__ __forceinline__ void store_chunk_over(void* y_row, int c, const DimChunkBits<kDt>& q,
+                                                 float rms) {
+  float v[kDimChunk];
+#pragma unroll
+  for (int j = 0; j < kDimChunk; ++j) v[j] = chunk_value(q, j) / rms;
+  store_vec(y_row, kDt, int64_t{c} * kDimChunk, v);
+}
+
+// x and y of dtype kDt, d a multiple of 8, 16-byte aligned rows: 16-byte loads and stores.
+// K > 0: rows of at most 8 * 32 * K elements held in registers, lane g of a row's group of `lanes`
+// lanes holding chunks g + lanes * k (k < K; lanes < 32 only when K is 1, for rows of at most 8
+// lanes chunks, 32 / lanes rows per warp), the warp's next rows loaded before its current ones
+// are summed; x is read once. K == 0: longer rows (lanes 32), read twice, the second time mostly
+// from L2.
+template <DType kDt, int K>
+__global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kernel(RowArgs a,
+                                                                                   int lanes) {
+  using Chunk = DimChunkBits<kDt>;
+  constexpr int64_t kBytes = kDt == DType::BF16 ? 2 : 4;
+  const int lane = threadIdx.x & 31, g = lane & (lanes - 1), per_warp = 32 / lanes;
+  const int chunks = static_cast<int>(a.d / kDimChunk);
+  const char* x = static_cast<const char*>(a.x);
+  char* y = static_cast<char*>(a.y);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kDimRowsWarps * per_warp;
+  // The warp's first row; the whole warp iterates together (the shuffles need every lane) and
+  // lane group lane / lanes takes row r0 + lane / lanes, idle past the last row.
+  const int64_t first =
+      (static_cast<int64_t>(blockIdx.x) * kDimRowsWarps + threadIdx.x / 32) * per_warp;
+  if constexpr (K == 0) {
+    for (int64_t r = first; r < a.rows; r += step) {
+      const char* row = x + r * a.d * kBytes;
+      double ss = 0.0;
+#pragma unroll 4
+      for (int c = lane; c < chunks; c += 32) ss = add_chunk_squares(ss, load_chunk<kDt>(row, c));
+      const float rms = dim_rms(dim_lanes_sum(ss, 32), a.d, a.eps);
+      void* y_row = y + r * a.d * kBytes;
+#pragma unroll 4
+      for (int c = lane; c < chunks; c += 32)
+        store_chunk_over(y_row, c, load_chunk<kDt>(row, c), rms);
     }
+  } else {
+    const int64_t sub = lane / lanes;
+    const auto fetch = [&](int64_t r0, Chunk(&q)[K]) {
+      const int64_t r = r0 + sub;
+      const char* row = x + r * a.d * kBytes;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int c = g + lanes * k;
+        q[k] = r < a.rows && c < chunks ? load_chunk<kDt>(row, c) : Chunk{};  // zeros add nothing
+      }
+    };
+    Chunk q[K];
+    fetch(first, q);
+    for (int64_t r0 = first; r0 < a.rows; r0 += step) {
+      Chunk next[K];
+      fetch(r0 + step, next);  // in flight while this row is worked on
+      double ss = 0.0;
+#pragma unroll
+      for (int k = 0; k < K; ++k) ss = add_chunk_squares(ss, q[k]);
+      const float rms = dim_rms(dim_lanes_sum(ss, lanes), a.d, a.eps);
+      const int64_t r = r0 + sub;
+      void* y_row = y + r * a.d * kBytes;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int c = g + lanes * k;
+        if (r < a.rows && c < chunks) store_chunk_over(y_row, c, q[k], rms);
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) q[k] = next[k];
+    }
+  }
+}
+
+constexpr int kDimRowsThreads = kDimRowsWarps * 32;
+
+// A grid for a grid-stride row kernel over `warp_iterations` warp-sized steps: enough blocks to
+// cover them, at most as many as fit on the device at once, so that every warp takes an equal
+// share of the rows (the next one prefetched) and no partial second wave runs at low occupancy.
+template <typename Kernel>
+unsigned dim_rows_grid(Kernel kernel, int64_t warp_iterations, int dev) {
+  int per_sm = 0;
+  LTX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kDimRowsThreads, 0));
+  const int64_t resident = int64_t{std::max(per_sm, 1)} * multiprocessor_count(dev);
+  const int64_t want = (warp_iterations + kDimRowsWarps - 1) / kDimRowsWarps;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, resident)));
+}
+
+template <DType kDt, int K>
+void launch_dim_rows_vec(const RowArgs& a, int lanes, int dev, cudaStream_t stream) {
+  const int per_warp = 32 / lanes;
+  const auto kernel = rms_norm_dim_rows_vec_kernel<kDt, K>;
+  const unsigned grid = dim_rows_grid(kernel, (a.rows + per_warp - 1) / per_warp, dev);
+  kernel<<<grid, kDimRowsThreads, 0, stream>>>(a, lanes);
+}
+
+template <int K>
+void launch_dim_rows_vec(const RowArgs& a, int lanes, int dev, cudaStream_t stream) {
+  if (a.x_dtype == DType::BF16) {
+    launch_dim_rows_vec<DType::BF16, K>(a, lanes, dev, stream);
+  } else {
+    launch_dim_rows_vec<DType::F32, K>(a, lanes, dev, stream);
+  }
+}
+
+// rms_norm_dim's row kernels for a: the vector kernel when the rows allow it, else the scalar one.
+void launch_dim_rows(const RowArgs& a, int dev, cudaStream_t stream) {
+  const bool vec = a.d % kDimChunk == 0 && a.d / kDimChunk <= INT32_MAX &&
+                   a.x_dtype == a.y_dtype && vec_dtype(a.x_dtype) && aligned16(a.x) &&
+                   aligned16(a.y);
+  if (!vec) {
+    const unsigned grid = dim_rows_grid(rms_norm_dim_rows_kernel, a.rows, dev);
+    rms_norm_dim_rows_kernel<<<grid, kDimRowsThreads, 0, stream>>>(a);
+    return;
+  }
+  const int64_t chunks = a.d / kDimChunk;
+  int lanes = 1;
+  while (lanes < 32 && lanes < chunks) lanes *= 2;
+  if (chunks <= 32) {
+    launch_dim_rows_vec<1>(a, lanes, dev, stream);
+  } else if (chunks <= 64) {
+    launch_dim_rows_vec<2>(a, lanes, dev, stream);
+  } else if (chunks <= 128) {
+    launch_dim_rows_vec<4>(a, lanes, dev, stream);
+  } else {
+    launch_dim_rows_vec<0>(a, lanes, dev, stream);
   }
 }
 
@@ -739,13 +938,22 @@ bool rms_norm_dim_rows_layout(const Tensor& x, int dim) {
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
   const int dev = x.device().index;
   DeviceGuard guard(dev);
-  constexpr int kThreads = 256;
+  const cudaStream_t stream = current_stream(dev).handle();
+  // Rows of x.size(dim) contiguous elements: dim innermost in memory with stride 1 in a permuted
+  // layout (a channels-last activation, the output in x's layout; a non-dense view of such a
+  // tensor, frames narrowed out of a batch, is made dense first), or dim the last of x's
+  // non-trivial dims (x made contiguous). Same order of sums as the column kernel, same bits.
+  const Split3 s = x.dim() == 0 ? Split3{} : split3(x.shape(), dim, dim);
+  Tensor xd, out;
   if (rms_norm_dim_rows_layout(x, dim)) {
-    // dim innermost in memory: rows of x.size(dim) contiguous elements, the output in x's layout
-    // (a non-dense view of such a tensor, frames narrowed out of a batch, is made dense first).
     const std::vector<int64_t> order = x.dim_order();
-    const Tensor xd = x.contiguous_in_order(order);
-    Tensor out = Tensor::empty_in_order(x.shape(), order, x.dtype(), x.device());
+    xd = x.contiguous_in_order(order);
+    out = Tensor::empty_in_order(x.shape(), order, x.dtype(), x.device());
+  } else if (x.dim() > 0 && s.b == 1) {
+    xd = x.contiguous();
+    out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  }
+  if (xd.defined()) {
     if (out.numel() == 0) return out;
     RowArgs a{};
     a.x = xd.raw_data();
@@ -755,20 +963,17 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
     a.eps = eps;
     a.d = x.size(dim);
     a.rows = x.numel() / a.d;
-    const int64_t groups = (a.rows + 31) / 32;
-    rms_norm_dim_rows_kernel<<<grid_for(groups, kDimRowsWarps, dev), kDimRowsWarps * 32, 0,
-                               current_stream(dev).handle()>>>(a);
+    launch_dim_rows(a, dev, stream);
     LTX_CUDA_CHECK_LAUNCH();
     return out;
   }
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  const Split3 s = x.dim() == 0 ? Split3{} : split3(x.shape(), dim, dim);
   Tensor xc, wc, bc;
   RowArgs a = row_args(x, &xc, Tensor(), Tensor(), &wc, &bc, out, eps);
   a.d = s.r;
-  rms_norm_dim_kernel<<<grid_for(s.a * s.b, kThreads, dev), kThreads, 0,
-                        current_stream(dev).handle()>>>(a, s.a, s.b);
+  constexpr int kThreads = 256;
+  rms_norm_dim_kernel<<<grid_for(s.a * s.b, kThreads, dev), kThreads, 0, stream>>>(a, s.a, s.b);
   LTX_CUDA_CHECK_LAUNCH();
   return out;
 }

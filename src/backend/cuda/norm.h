@@ -35,11 +35,13 @@ void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& sc
 bool rms_norm_vectorised(const Tensor& x, const Tensor& weight);
 bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
                                   const ops::Summed& shift);
-// PixelNorm over `dim` (no affine): one thread per position, sum of squares in double. When x is
-// not contiguous and has `dim` innermost in memory with stride 1 (a channels-last activation with
-// dim = 1; a view with gaps is made dense in its order first), a row kernel (coalesced loads,
-// each row summed in the same order) writes a result in x's layout, bit-identical to the
-// contiguous path's values.
+// PixelNorm over `dim` (no affine): y = x / rms, rms = float(sqrt(ss / d + eps)) with the sum of
+// squares ss in double in one fixed order (element r into partial (r / 8) % 32, each partial in
+// increasing r, then a pairwise tree over the 32 partials; norm.cu describes it), so every
+// kernel gives the same bits. When `dim` is innermost in memory with stride 1 (a channels-last
+// activation with dim = 1, a view with gaps made dense in its order first; or the last
+// non-trivial dim) a warp per row reads it (16-byte vectors when d % 8 == 0 and the rows are
+// aligned) and the result keeps x's layout; otherwise one thread per position sums its column.
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
 // Whether rms_norm_dim takes the row kernel for x (for the tests).
 bool rms_norm_dim_rows_layout(const Tensor& x, int dim);
