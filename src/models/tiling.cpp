@@ -299,17 +299,18 @@ std::vector<std::vector<Tile>> group_tiles_by_temporal_slice(const std::vector<T
 }
 
 const Tensor& GroupBuffers::values() {
-  if (!values_.defined()) values_ = Tensor::zeros(shape_, DType::F32, device_);
+  if (!values_.defined()) values_ = Tensor::zeros(shape_, dtype_, device_);
   return values_;
 }
 
 const Tensor& GroupBuffers::weights() {
-  if (with_weights_ && !weights_.defined()) weights_ = Tensor::zeros(shape_, DType::F32, device_);
+  if (with_weights_ && !weights_.defined()) weights_ = Tensor::zeros(shape_, dtype_, device_);
   return weights_;
 }
 
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
-                       const AccumulateFn& accumulate, const EmitFn& emit, Device device) {
+                       const AccumulateFn& accumulate, const EmitFn& emit, Device device,
+                       DType accum) {
   const bool complementary = masks_are_complementary(tiles, full);
   auto finished = [](const Tensor& values, const Tensor& weights, int64_t frames) {
     const Tensor v = values.narrow(2, 0, frames);
@@ -322,7 +323,7 @@ void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
     const Range slice = group.front().out[2];
     Shape buffer_shape = full;
     buffer_shape[2] = slice.length();
-    GroupBuffers buffers(buffer_shape, !complementary, device);
+    GroupBuffers buffers(buffer_shape, !complementary, device, accum);
     for (const Tile& t : group) accumulate(t, buffers, slice.start);
     Tensor buffer = buffers.values();
     Tensor weights = buffers.weights();

@@ -104,13 +104,13 @@ bool masks_are_complementary(const std::vector<Tile>& tiles, const Shape& full_s
 // Consecutive tiles sharing the output range of axis 2 (frames).
 std::vector<std::vector<Tile>> group_tiles_by_temporal_slice(const std::vector<Tile>& tiles);
 
-// The accumulation buffers of one temporal group: f32 zeros of the whole output's shape with the
-// group's frames, made on first use, so that the first tile's decode (the memory peak) runs
-// before they take memory.
+// The accumulation buffers of one temporal group: zeros of the whole output's shape with the
+// group's frames in the accumulation dtype, made on first use, so that the first tile's decode
+// (the memory peak) runs before they take memory.
 class GroupBuffers {
  public:
-  GroupBuffers(Shape shape, bool with_weights, Device device)
-      : shape_(std::move(shape)), with_weights_(with_weights), device_(device) {}
+  GroupBuffers(Shape shape, bool with_weights, Device device, DType dtype = DType::F32)
+      : shape_(std::move(shape)), with_weights_(with_weights), device_(device), dtype_(dtype) {}
   const Tensor& values();
   // Undefined when the masks are complementary (no weights are accumulated).
   const Tensor& weights();
@@ -119,6 +119,7 @@ class GroupBuffers {
   Shape shape_;
   bool with_weights_;
   Device device_;
+  DType dtype_;
   Tensor values_, weights_;
 };
 
@@ -134,10 +135,11 @@ using EmitFn = std::function<void(const Tensor& frames, int64_t first_frame)>;
 // frames a group shares with the previous one are blended into it, and the previous group's
 // frames that no later group touches are emitted (divided by the accumulated weights, clamped to
 // 1e-8, when the masks of `tiles` are not complementary). The last group is emitted whole. The
-// buffers live on `device` (the decoded tiles' device).
+// buffers live on `device` (the decoded tiles' device) in `accum` (the conv decoder: its latent's
+// dtype, as the reference's buffers).
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
                        const AccumulateFn& accumulate, const EmitFn& emit,
-                       Device device = Device::cpu());
+                       Device device = Device::cpu(), DType accum = DType::F32);
 
 // x * mask_0 * mask_1 * ... (each mask broadcast along its axis), in that order.
 Tensor scale_by_masks_1d(const Tensor& x, const std::vector<std::vector<float>>& masks);

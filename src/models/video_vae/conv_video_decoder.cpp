@@ -200,7 +200,9 @@ void ConvVideoDecoder::tiled_decode(const Tensor& latent,
                     scale_by_masks_1d(Tensor::full(part.shape(), 1.0, DType::F32, part.device()),
                                       masks));
       },
-      [&](const Tensor& frames, int64_t) { on_chunk(frames); }, latent.device());
+      [&](const Tensor& frames, int64_t) { on_chunk(frames); }, latent.device(),
+      // The reference accumulates in the latent's dtype (bf16 on the GPU: half the f32 buffers).
+      latent.dtype() == DType::BF16 || latent.dtype() == DType::F16 ? latent.dtype() : DType::F32);
 }
 
 Tensor ConvVideoDecoder::tiled_decode_all(const Tensor& latent,
