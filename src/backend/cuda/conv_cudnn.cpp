@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -149,25 +148,8 @@ struct AlgoChoice {
 using AlgoKey = std::tuple<int, std::array<int, kDims>, std::array<int, kDims>, std::array<int, 3>,
                            std::array<int, 3>, std::array<int, 3>, int>;
 
-// The largest workspace a conv may take: 2 GiB, or LTX_CUDNN_WORKSPACE_MIB (a developer knob for
-// trading conv speed against the decode's memory peak; read once).
-size_t max_workspace_bytes() {
-  static const size_t bytes = [] {
-    size_t b = size_t{2} << 30;
-    if (const char* e = std::getenv("LTX_CUDNN_WORKSPACE_MIB")) {
-      char* end = nullptr;
-      const unsigned long long mib = std::strtoull(e, &end, 10);
-      LTX_CHECK(end != e && *end == '\0', "LTX_CUDNN_WORKSPACE_MIB: expected a number of MiB, got '",
-                e, "'");
-      b = static_cast<size_t>(mib) << 20;
-    }
-    return b;
-  }();
-  return bytes;
-}
-
 // The fastest algorithm cuDNN measures for this geometry, among those whose workspace stays under
-// a quarter of the free memory (at most max_workspace_bytes()), measured once per geometry.
+// a quarter of the free memory (at most 2 GiB), measured once per geometry.
 AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d) {
   static std::mutex mu;
   static auto* cache = new std::map<AlgoKey, AlgoChoice>();
@@ -185,7 +167,7 @@ AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d)
   LTX_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxAlgos, &found,
                                                          perf.data()));
   const MemoryInfo mem = memory_info(device);
-  const size_t limit = std::min<size_t>(mem.free_bytes / 4, max_workspace_bytes());
+  const size_t limit = std::min<size_t>(mem.free_bytes / 4, size_t{2} << 30);
   AlgoChoice best;
   bool have = false;
   for (int i = 0; i < found && !have; ++i) {
