@@ -869,7 +869,8 @@ def section_vae(R: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--budget", type=float, default=float(os.environ.get("BENCH_BUDGET_S", 570)))
-    ap.add_argument("--skip", default="", help="comma list: ltx25,vae,compile,capture,profile,count,micro")
+    ap.add_argument("--skip", default="",
+                    help="comma list: transformer,ltx25,vae,compile,capture,profile,count,micro")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
 
@@ -940,7 +941,8 @@ def main() -> None:
         ("LTX-2.3 compiled+capture", lambda: section_transformer_compiled(
             R, "LTX-2.3 22B", LTX23_TRANSFORMER, True), 100),
     ]
-    keys = {"LTX-2.5 eager": "ltx25", "VAE decode": "vae", "LTX-2.3 compiled": "compile",
+    keys = {"LTX-2.3 eager": "transformer", "LTX-2.5 eager": "ltx25", "VAE decode": "vae",
+            "LTX-2.3 compiled": "compile",
             "LTX-2.3 compiled+capture": "capture"}
     for title, fn, need_s in sections:
         if keys.get(title) in skip:
