@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "backend/device_query.h"
+#include "backend/step_graph.h"
 #include "bench/random_weights.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -206,11 +207,19 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
         auto in = std::make_shared<const TransformerInputs>(transformer_inputs(c, p, cfg, o));
         log_info("bench: ", c.label, ": ", c.tokens.video, " video + ", c.tokens.audio, " audio tokens, ",
                  c.tokens.video_text, " text tokens");
-        return [&model, in] {
+        auto step = [&model, in] {
           const bool audio = in->audio.latent.defined();
           const tf::ModelOutputs out = tf::X0Model{model}(&in->video, audio ? &in->audio : nullptr, nullptr);
           (void)out;
         };
+        if (!o.cuda_graph) return step;
+        // Recorded here, untimed: one eager run, then the recording (and its launch).
+        auto graph = std::make_shared<backend::StepGraph>(o.device);
+        graph->run(step);
+        graph->run(step);
+        backend::synchronize(o.device);
+        log_info("bench: ", c.label, ": step recorded as a CUDA graph");
+        return [graph, step] { graph->run(step); };
       });
 }
 
@@ -336,6 +345,8 @@ void BenchOptions::validate() const {
             "--gemm-tflops / --attention-tflops: must be positive, got ", ceilings.gemm_tflops, " / ",
             ceilings.attention_tflops);
   LTX_CHECK(sigma >= 0 && sigma <= 1, "sigma: must be in [0, 1], got ", sigma);
+  LTX_CHECK(!cuda_graph || device.is_cuda(),
+            "--cuda-graph: CUDA graphs need --device cuda (the CPU runs every step as it comes)");
   if (decode_free_bytes)
     LTX_CHECK(*decode_free_bytes > 0, "--decode-free-gib: must be positive, got ", *decode_free_bytes, " bytes");
 }
@@ -430,7 +441,8 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
             sampling::AudioLatentShape::from_video_pixel_shape(pixels, cfg.audio_in_channels / 16).token_count();
         c.tokens.audio_text = c.tokens.video_text;
       }
-      c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "");
+      c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "",
+                    o.cuda_graph ? " graph" : "");
       c.flops = transformer_flops(cfg, c.tokens);
       c.floor_ms = floor_ms(c.flops, o.ceilings);
       r.cases.push_back(std::move(c));
@@ -701,6 +713,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["device_description"] = r.device_description;
   j["dtype"] = dtype_name(o.model_dtype());
   j["warmup"] = o.warmup;
+  j["cuda_graph"] = o.cuda_graph;
   j["iters"] = o.iters;
   j["seed"] = o.seed;
   j["sigma"] = o.sigma;

@@ -38,6 +38,9 @@ struct BenchOptions {
   std::optional<int64_t> text_tokens;  // default: the preset's (1024)
   bool audio = true;
   bool vae_tiling = true;  // the pipelines' automatic decode tiling (else one tile)
+  // The transformer step recorded once as a CUDA graph and replayed (backend/step_graph.h);
+  // the recording runs before the timed calls.
+  bool cuda_graph = false;
   // Memory budget of the diffusion decoder's automatic tiling (the reference's free_bytes);
   // nullopt: what is free on the device when the cases are planned (CUDA: the driver's free
   // memory, as the official script reads it before building the decoder; CPU: the host's).

@@ -29,7 +29,7 @@ struct BenchCliOptions {
   int64_t frames = 0, text_tokens = 0;
   int64_t warmup = 2, iters = 5;
   uint64_t seed = 0;
-  bool no_audio = false, no_tiling = false;
+  bool no_audio = false, no_tiling = false, cuda_graph = false;
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -56,6 +56,7 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.seed = c.seed;
   o.audio = !c.no_audio;
   o.vae_tiling = !c.no_tiling;
+  o.cuda_graph = c.cuda_graph;
   if (c.decode_free_gib > 0)
     o.decode_free_bytes = static_cast<int64_t>(c.decode_free_gib * 1024.0 * 1024.0 * 1024.0);
   o.ceilings.gemm_tflops = c.gemm_tflops;
@@ -121,6 +122,8 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_flag("--no-audio", o->no_audio, "Transformer without the audio stream");
   sub->add_flag("--no-tiling", o->no_tiling, "Decode in one tile (default: the pipelines' auto tiling)");
+  sub->add_flag("--cuda-graph", o->cuda_graph,
+                "Record the transformer step once as a CUDA graph and time its replays (CUDA only)");
   sub->add_option("--decode-free-gib", o->decode_free_gib,
                   "Memory budget in GiB of the diffusion decoder's automatic tiling (default: what is "
                   "free on the device when the run starts, as the official script reads it)")

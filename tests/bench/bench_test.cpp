@@ -138,6 +138,7 @@ TEST(BenchOptions, RejectValuesThatCannotRun) {
   expect_error_containing(with([](auto& o) { o.dtype = DType::I32; }), {"--dtype", "i32"});
   expect_error_containing(with([](auto& o) { o.ceilings.gemm_tflops = 0; }), {"--gemm-tflops"});
   expect_error_containing(with([](auto& o) { o.decode_free_bytes = 0; }), {"--decode-free-gib"});
+  expect_error_containing(with([](auto& o) { o.cuda_graph = true; }), {"--cuda-graph", "--device cuda"});
   EXPECT_NO_THROW(tiny_options().validate());
   EXPECT_EQ(tiny_options().model_dtype(), DType::F32);
   bench::BenchOptions g;

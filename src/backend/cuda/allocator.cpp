@@ -142,6 +142,15 @@ class DeviceAllocator {
     b->stream_uses.push_back(stream);
   }
 
+  void pin_stream(cudaStream_t stream, bool pinned) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pinned) {
+      pinned_.insert(stream);
+    } else {
+      pinned_.erase(stream);
+    }
+  }
+
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mu_);
     DeviceGuard guard(device_);
@@ -268,7 +277,7 @@ class DeviceAllocator {
     for (Pool* pool : {&small_, &large_}) {
       for (auto it = pool->begin(); it != pool->end();) {
         Block* b = *it;
-        if (b->prev != nullptr || b->next != nullptr) {
+        if (b->prev != nullptr || b->next != nullptr || pinned_.count(b->stream) != 0) {
           ++it;
           continue;
         }
@@ -298,6 +307,7 @@ class DeviceAllocator {
   const int device_;
   std::mutex mu_;
   Pool small_, large_;
+  std::set<cudaStream_t> pinned_;  // streams whose cached segments stay (pin_stream_memory)
   std::unordered_map<void*, Block*> active_;
   std::deque<std::pair<cudaEvent_t, Block*>> pending_;
   std::vector<cudaEvent_t> events_;
@@ -340,6 +350,10 @@ std::shared_ptr<void> allocate(size_t bytes, int device) {
 void record_stream(const void* ptr, Stream stream) {
   if (ptr == nullptr) return;
   device_allocator(stream.device()).record_stream(ptr, stream.handle());
+}
+
+void pin_stream_memory(Stream stream, bool pinned) {
+  device_allocator(stream.device()).pin_stream(stream.handle(), pinned);
 }
 
 void empty_cache() {

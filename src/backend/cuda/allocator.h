@@ -45,6 +45,11 @@ std::shared_ptr<void> allocate(size_t bytes, int device);
 // does not own are ignored.
 void record_stream(const void* ptr, Stream stream);
 
+// While pinned, the cached segments of `stream` are never given back to the driver (empty_cache,
+// the retry after a failed cudaMalloc): a CUDA graph captured on that stream replays into its
+// freed-but-cached blocks (cuda/graph.h).
+void pin_stream_memory(Stream stream, bool pinned);
+
 // Releases every cached, fully unused segment (cudaFree), on all devices / on one device.
 void empty_cache();
 void empty_cache(int device);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/constant_cache.h"
+#include "core/error.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 
@@ -14,16 +16,20 @@ Tensor timestep_sinusoid(const Tensor& timesteps, int64_t dim, bool flip_sin_to_
   LTX_CHECK(dim >= 2, "timestep embedding: dim must be >= 2");
   const int64_t half = dim / 2;
   // Same f32 steps as the reference: exponent = (-ln(P) * j) / (half - shift); freq = exp(.).
-  // The frequency ladder is a constant (made on the host, uploaded); the rest runs as ops on the
-  // timesteps' device, so a GPU step never waits for the host here.
-  const float neg_log_p = static_cast<float>(-std::log(max_period));
-  const float denom = static_cast<float>(static_cast<double>(half) - downscale_freq_shift);
-  std::vector<float> freq(static_cast<size_t>(half));
-  for (int64_t j = 0; j < half; ++j) {
-    const float e = (neg_log_p * static_cast<float>(j)) / denom;
-    freq[static_cast<size_t>(j)] = std::exp(e);
-  }
-  const Tensor ladder = Tensor::from_vector(freq, {1, half}).to(timesteps.device());
+  // The frequency ladder is a constant (made on the host once per device); the rest runs as ops
+  // on the timesteps' device, so a GPU step never waits for the host here.
+  const Tensor ladder = cached_constant(
+      str("timestep_ladder half=", half, " period=", max_period, " shift=", downscale_freq_shift),
+      timesteps.device(), [&] {
+        const float neg_log_p = static_cast<float>(-std::log(max_period));
+        const float denom = static_cast<float>(static_cast<double>(half) - downscale_freq_shift);
+        std::vector<float> freq(static_cast<size_t>(half));
+        for (int64_t j = 0; j < half; ++j) {
+          const float e = (neg_log_p * static_cast<float>(j)) / denom;
+          freq[static_cast<size_t>(j)] = std::exp(e);
+        }
+        return Tensor::from_vector(freq, {1, half});
+      });
   Tensor a = ops::mul(timesteps.to(DType::F32).unsqueeze(1), ladder);  // t * freq, [n, half]
   if (scale != 1.0) a = ops::mul(a, static_cast<double>(static_cast<float>(scale)));
   const Tensor sv = ops::sin(a), cv = ops::cos(a);
