@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "backend/cuda/allocator.h"
 #include "backend/device_query.h"
@@ -94,6 +95,23 @@ TEST(CudaGraph, AStepThatWaitsForTheHostFailsToRecordWithAClearError) {
   // The device keeps working.
   EXPECT_FLOAT_EQ(ops::mul(x, 2.0).to(Device::cpu()).data<float>()[0],
                   2.f * x.to(Device::cpu()).data<float>()[0]);
+}
+
+TEST(CudaGraph, AStepThatCopiesFromTheHostFailsToRecordInsteadOfReplayingAStaleBuffer) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = test::random_tensor({16}, 5).to(kGpu);
+  backend::StepGraph graph(kGpu);
+  const auto step = [&] {
+    (void)ops::add(x, Tensor::from_vector(std::vector<float>(16, 1.f), {16}).to(kGpu));
+  };
+  graph.run(step);
+  try {
+    graph.run(step);
+    FAIL() << "a host-to-device copy was recorded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("copy from host memory"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(graph.captured());
 }
 
 TEST(CudaGraph, BenchRecordsTheTransformerStep) {

@@ -199,6 +199,13 @@ void host_to_device(const Tensor& dst, const Tensor& src) {
   const int dev = dst.device().index;
   DeviceGuard guard(dev);
   const Stream s = current_stream(dev);
+  // A copy recorded into a CUDA graph would read the host buffer again at every replay, long
+  // after it is gone (the capture itself accepts it silently).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  LTX_CUDA_CHECK(cudaStreamIsCapturing(s.handle(), &capture));
+  LTX_CHECK(capture == cudaStreamCaptureStatusNone, "copy from host memory into ", dst.describe(),
+            " while a CUDA graph is recorded: a replay would read the host buffer after it is "
+            "gone; make the value a device constant (core/constant_cache.h) or a graph input");
   // Pageable host memory: cudaMemcpyAsync returns once the bytes are staged, so a temporary
   // contiguous host copy may be released right after the call.
   const Tensor hsrc = src.contiguous();

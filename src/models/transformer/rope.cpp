@@ -42,6 +42,26 @@ Tensor rope_freq_grid(double theta, int64_t n_pos_dims, int64_t inner_dim, bool 
   return Tensor::from_vector(ladder, {count});
 }
 
+namespace {
+
+// `pad` columns of `value` before x's last dim, and every last-dim value twice in a row: plain
+// device fills and copies (ops::pad / repeat_interleave upload index maps from the host on each
+// call, which a step recorded as a CUDA graph cannot do).
+Tensor pad_front(const Tensor& x, int64_t pad, double value) {
+  Shape s = x.shape();
+  s[s.size() - 1] = pad;
+  return ops::concat({Tensor::full(s, value, x.dtype(), x.device()), x}, -1);
+}
+Tensor repeat_each_twice(const Tensor& x) {
+  Shape twice = x.shape();
+  twice[twice.size() - 1] *= 2;
+  Shape expanded = x.shape();
+  expanded.push_back(2);
+  return x.unsqueeze(-1).expand(expanded).contiguous().view(twice);
+}
+
+}  // namespace
+
 RopeTables precompute_freqs_cis(const Tensor& positions, int64_t inner_dim, double theta,
                                 const std::vector<double>& max_pos, int64_t num_attention_heads,
                                 LTXRopeType rope_type, bool double_precision) {
@@ -74,19 +94,19 @@ RopeTables precompute_freqs_cis(const Tensor& positions, int64_t inner_dim, doub
               "rope: inner dim ", inner_dim, " cannot be split into ", num_attention_heads,
               " heads of rotation pairs");
     if (pad > 0) {
-      cos = ops::pad(cos, {pad, 0}, ops::PadMode::Constant, 1.0);
-      sin = ops::pad(sin, {pad, 0}, ops::PadMode::Constant, 0.0);
+      cos = pad_front(cos, pad, 1.0);
+      sin = pad_front(sin, pad, 0.0);
     }
     const Shape heads{b, t, num_attention_heads, half / num_attention_heads};
     return {cos.view(heads).permute({0, 2, 1, 3}).contiguous(),
             sin.view(heads).permute({0, 2, 1, 3}).contiguous()};
   }
   const int64_t pad = inner_dim % (2 * n);
-  cos = ops::repeat_interleave(cos, 2, -1);
-  sin = ops::repeat_interleave(sin, 2, -1);
+  cos = repeat_each_twice(cos);
+  sin = repeat_each_twice(sin);
   if (pad > 0) {
-    cos = ops::pad(cos, {pad, 0}, ops::PadMode::Constant, 1.0);
-    sin = ops::pad(sin, {pad, 0}, ops::PadMode::Constant, 0.0);
+    cos = pad_front(cos, pad, 1.0);
+    sin = pad_front(sin, pad, 0.0);
   }
   return {cos, sin};
 }

@@ -35,7 +35,9 @@ Tensor timestep_sinusoid(const Tensor& timesteps, int64_t dim, bool flip_sin_to_
   const Tensor sv = ops::sin(a), cv = ops::cos(a);
   const Tensor emb = flip_sin_to_cos ? ops::concat({cv, sv}, 1) : ops::concat({sv, cv}, 1);
   // An odd dim gets a zero last column, as the reference pads.
-  return dim % 2 == 1 ? ops::pad(emb, {0, 1}, ops::PadMode::Constant, 0.0) : emb;
+  if (dim % 2 == 0) return emb;
+  // A device fill and a copy (ops::pad would upload an index map from the host).
+  return ops::concat({emb, Tensor::zeros({emb.size(0), 1}, emb.dtype(), emb.device())}, 1);
 }
 
 TimestepEmbedding TimestepEmbedding::load(io::WeightMap& w, int64_t in_channels,
