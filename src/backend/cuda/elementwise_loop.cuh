@@ -187,28 +187,15 @@ __global__ void map_inner_vec_kernel(MapArgs<K> a, int64_t chunks, F f) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += step) {
     const Index ci = static_cast<Index>(c);
-    Index rem, col_chunk;
-    if constexpr (std::is_same_v<Index, uint32_t>) {
-      rem = a.frow.divmod(ci, &col_chunk);
-    } else {
-      col_chunk = ci % row_chunks;
-      rem = ci / row_chunks;
-    }
+    Index col_chunk;
+    Index rem = divmod_index<Index>(ci, row_chunks, a.frow, &col_chunk);
     const int64_t col = static_cast<int64_t>(col_chunk) * kVec;
     int64_t off[K + 1];
 #pragma unroll
     for (int k = 0; k <= K; ++k) off[k] = col * a.stride[k][last];
     for (int d = last - 1; d >= 0; --d) {
       Index idx = rem;
-      if (d > 0) {
-        if constexpr (std::is_same_v<Index, uint32_t>) {
-          rem = a.fsize[d].divmod(rem, &idx);
-        } else {
-          const Index size = static_cast<Index>(a.size[d]);
-          idx = rem % size;
-          rem /= size;
-        }
-      }
+      if (d > 0) rem = divmod_index<Index>(rem, a.size[d], a.fsize[d], &idx);
 #pragma unroll
       for (int k = 0; k <= K; ++k) off[k] += static_cast<int64_t>(idx) * a.stride[k][d];
     }

@@ -5,6 +5,7 @@
 // Method: Granlund and Montgomery, "Division by invariant integers using multiplication" (1994),
 // with a 33-bit multiplier whose top bit is the explicit `+ n`.
 #include <cstdint>
+#include <type_traits>
 
 namespace ltx::cuda {
 
@@ -36,6 +37,21 @@ struct FastDivU32 {
   }
 #endif
 };
+
+#if defined(__CUDACC__)
+// n / d, and n % d in *rem: through fd (d's FastDivU32) when Index is 32-bit, else a plain
+// division (the kernels' 64-bit index path).
+template <typename Index>
+__device__ __forceinline__ Index divmod_index(Index n, int64_t d, const FastDivU32& fd, Index* rem) {
+  if constexpr (std::is_same_v<Index, uint32_t>) {
+    return fd.divmod(n, rem);
+  } else {
+    const Index dd = static_cast<Index>(d);
+    *rem = n % dd;
+    return n / dd;
+  }
+}
+#endif
 
 // Whether FastDivU32 serves every index of a launch: dividends and divisors below 2^31.
 inline bool fast_div_fits(int64_t max_index) { return max_index >= 0 && max_index < (int64_t{1} << 31); }

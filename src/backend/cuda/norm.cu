@@ -107,13 +107,7 @@ __device__ __forceinline__ ModOffsets mod_offsets_as(const ModArgs& m, Index rem
   for (int d = kMaxDims - 1; d >= 0; --d) {
     if (d < m.lead) {
       Index idx;
-      if constexpr (std::is_same_v<Index, uint32_t>) {
-        rem = m.fsize[d].divmod(rem, &idx);
-      } else {
-        const Index size = static_cast<Index>(m.size[d]);
-        idx = rem % size;
-        rem /= size;
-      }
+      rem = divmod_index<Index>(rem, m.size[d], m.fsize[d], &idx);
 #pragma unroll
       for (int k = 0; k < kModOperands; ++k) off.o[k] += static_cast<int64_t>(idx) * m.stride[k][d];
     }
@@ -163,6 +157,19 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
   }
 }
 
+// rms_norm_modulate's per-element math on a vector of x's values: normalised with the row scale rs
+// (weighted by w when there is a weight), rounded as rms_norm stores it, then modulated.
+__device__ __forceinline__ void modulate_vec(const RowArgs& a, float (&v)[kVec], float rs,
+                                             const float (&w)[kVec], const float (&sc)[kVec],
+                                             const float (&sh)[kVec]) {
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    float n = mul_rn(v[j], rs);
+    if (a.w != nullptr) n = mul_rn(n, w[j]);
+    v[j] = scalar::modulate(round_to(a.x_dtype, n), sc[j], sh[j]);
+  }
+}
+
 // Elements i .. i + kVec - 1 of a staged row (x's dtype) normalised with the row scale rs and
 // weighted when there is a weight (rms_norm's value), then for rms_norm_modulate rounded as
 // rms_norm stores it and modulated; stored as one vector: the general kernels' per-element math.
@@ -174,14 +181,9 @@ __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs
     float sc[kVec], sh[kVec];
     mod_vec(m, kScale, off, i, sc);
     mod_vec(m, kShift, off, i, sh);
-    float w[kVec];
+    float w[kVec] = {};
     if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      float n = mul_rn(v[j], rs);
-      if (a.w != nullptr) n = mul_rn(n, w[j]);
-      v[j] = scalar::modulate(round_to(a.x_dtype, n), sc[j], sh[j]);
-    }
+    modulate_vec(a, v, rs, w, sc, sh);
   } else {
 #pragma unroll
     for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], rs);
@@ -342,14 +344,7 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
         have = off;
         loaded = true;
       }
-      // rms_store_values' math: rms_norm's value (weighted when there is a weight), rounded as
-      // rms_norm stores it, then modulated.
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        float n = mul_rn(v[j], rs);
-        if (a.w != nullptr) n = mul_rn(n, w[j]);
-        v[j] = scalar::modulate(round_to(a.x_dtype, n), sc[j], sh[j]);
-      }
+      modulate_vec(a, v, rs, w, sc, sh);
     } else {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {

@@ -309,13 +309,7 @@ __device__ __forceinline__ QkRopeRow qk_rope_row(const QkRopeArgs& a, int64_t g)
 #pragma unroll
   for (int k = QkRopeArgs::kLead - 1; k >= 0; --k) {
     Index i;
-    if constexpr (std::is_same_v<Index, uint32_t>) {
-      rem = a.fdiv[k].divmod(rem, &i);
-    } else {
-      const Index size = static_cast<Index>(a.size[k]);
-      i = rem % size;
-      rem /= size;
-    }
+    rem = divmod_index<Index>(rem, a.size[k], a.fdiv[k], &i);
     r.off += static_cast<int64_t>(i) * (r.is_q ? a.xst[0][k] : a.xst[1][k]);
     r.yoff += static_cast<int64_t>(i) * (r.is_q ? a.yst[0][k] : a.yst[1][k]);
     if (k >= 1 && k <= 3) r.pos[k - 1] = static_cast<int>(i);
@@ -425,16 +419,57 @@ __device__ __forceinline__ float rope64_row_sum(const float (&sq)[8], int tl) {
   return half + __shfl_xor_sync(0xffffffffu, half, 4);
 }
 
-template <typename Index, bool kVecTables>
-__global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_kernel(QkRopeArgs a) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int sub = lane >> 3, tl = lane & 7, e0 = 8 * tl;
-  float wq[8], wk[8];
+// Lane elements e0 .. e0 + 7 of the q and k norm weights (1 where there is none).
+__device__ __forceinline__ void rope64_weights(const QkRopeArgs& a, int e0, float (&wq)[8],
+                                               float (&wk)[8]) {
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     wq[k] = a.w[0] != nullptr ? load_f32(a.w[0], a.w_dtype[0], e0 + k) : 1.f;
     wk[k] = a.w[1] != nullptr ? load_f32(a.w[1], a.w_dtype[1], e0 + k) : 1.f;
   }
+}
+
+// One q or k row of the head-dim-64 kernels, lane tl's 8 elements (`data`): rms_norm with the
+// row's weights w (when has_w), the q scale for a q row, then the interleaved rotation by the
+// lane's table values c / s; the bf16 pairs to store. The weights are picked into registers by
+// value (wq or wk), not through a pointer, which would put the arrays in local memory.
+__device__ __forceinline__ uint4 rope64_row(const QkRopeArgs& a, uint4 data, int tl, bool is_q,
+                                           bool has_w, const float (&wq)[8], const float (&wk)[8],
+                                           const float (&c)[8], const float (&s)[8]) {
+  const uint32_t words[4] = {data.x, data.y, data.z, data.w};
+  float v[8], sq[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    v[k] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k & 1))));
+    sq[k] = add_square(0.f, v[k]);
+  }
+  const float rs = inv_std(rope64_row_sum(sq, tl), 64, a.eps);
+  float n[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    float t = mul_rn(v[k], rs);
+    if (has_w) t = mul_rn(t, is_q ? wq[k] : wk[k]);
+    t = round_to(DType::BF16, t);
+    if (is_q) t = round_to(DType::BF16, mul_rn(t, a.q_scale));
+    n[k] = t;
+  }
+  uint32_t out[4];
+#pragma unroll
+  for (int k = 0; k < 8; k += 2) {
+    float y0, y1;
+    rotate_interleaved(n[k], n[k + 1], c[k], c[k + 1], s[k], s[k + 1], &y0, &y1);
+    out[k / 2] = static_cast<uint32_t>(dtype_bits::f32_to_bf16(y0)) |
+                 (static_cast<uint32_t>(dtype_bits::f32_to_bf16(y1)) << 16);
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+template <typename Index, bool kVecTables>
+__global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_kernel(QkRopeArgs a) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int sub = lane >> 3, tl = lane & 7, e0 = 8 * tl;
+  float wq[8], wk[8];
+  rope64_weights(a, e0, wq, wk);
   const int64_t groups = (2 * a.rows + 3) / 4;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kRope64Warps;
   int64_t grp = static_cast<int64_t>(blockIdx.x) * kRope64Warps + warp;
@@ -451,36 +486,12 @@ __global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_kernel(QkRopeArgs
     const uint4 next_data = grp + step < groups ? fetch(nxt) : make_uint4(0, 0, 0, 0);
     float c[8], s[8];
     rope64_tables<kVecTables>(a, cur.pos, e0, c, s);
-    const uint32_t words[4] = {data.x, data.y, data.z, data.w};
-    float v[8], sq[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      v[k] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k & 1))));
-      sq[k] = add_square(0.f, v[k]);
-    }
-    const float rs = inv_std(rope64_row_sum(sq, tl), 64, a.eps);
     const bool is_q = cur.is_q;
     const bool has_w = a.w[is_q ? 0 : 1] != nullptr;
-    float n[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      float t = mul_rn(v[k], rs);
-      if (has_w) t = mul_rn(t, is_q ? wq[k] : wk[k]);
-      t = round_to(DType::BF16, t);
-      if (is_q) t = round_to(DType::BF16, mul_rn(t, a.q_scale));
-      n[k] = t;
-    }
-    uint32_t out[4];
-#pragma unroll
-    for (int k = 0; k < 8; k += 2) {
-      float y0, y1;
-      rotate_interleaved(n[k], n[k + 1], c[k], c[k + 1], s[k], s[k + 1], &y0, &y1);
-      out[k / 2] = static_cast<uint32_t>(dtype_bits::f32_to_bf16(y0)) |
-                   (static_cast<uint32_t>(dtype_bits::f32_to_bf16(y1)) << 16);
-    }
+    const uint4 out = rope64_row(a, data, tl, is_q, has_w, wq, wk, c, s);
     if (cur.active) {
       uint16_t* y = static_cast<uint16_t*>(cur.is_q ? a.y[0] : a.y[1]) + cur.yoff;
-      *reinterpret_cast<uint4*>(y + e0) = make_uint4(out[0], out[1], out[2], out[3]);
+      *reinterpret_cast<uint4*>(y + e0) = out;
     }
     cur = nxt;
     data = next_data;
@@ -496,11 +507,7 @@ __global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_pair_kernel(QkRop
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int sub = lane >> 3, tl = lane & 7, e0 = 8 * tl;
   float wq[8], wk[8];
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    wq[k] = a.w[0] != nullptr ? load_f32(a.w[0], a.w_dtype[0], e0 + k) : 1.f;
-    wk[k] = a.w[1] != nullptr ? load_f32(a.w[1], a.w_dtype[1], e0 + k) : 1.f;
-  }
+  rope64_weights(a, e0, wq, wk);
   const int64_t groups = (a.rows + 3) / 4;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kRope64Warps;
   int64_t grp = static_cast<int64_t>(blockIdx.x) * kRope64Warps + warp;
@@ -520,36 +527,11 @@ __global__ void __launch_bounds__(kRope64Warps * 32) qk_rope64_pair_kernel(QkRop
     rope64_tables<kVecTables>(a, cur.pos, e0, c, s);
 #pragma unroll
     for (int side = 0; side < 2; ++side) {
-      const uint4 data = side == 0 ? dq : dk;
-      const uint32_t words[4] = {data.x, data.y, data.z, data.w};
-      float v[8], sq[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        v[k] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(words[k / 2] >> (16 * (k & 1))));
-        sq[k] = add_square(0.f, v[k]);
-      }
-      const float rs = inv_std(rope64_row_sum(sq, tl), 64, a.eps);
-      const bool has_w = a.w[side] != nullptr;
-      float n[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        float t = mul_rn(v[k], rs);
-        if (has_w) t = mul_rn(t, side == 0 ? wq[k] : wk[k]);
-        t = round_to(DType::BF16, t);
-        if (side == 0) t = round_to(DType::BF16, mul_rn(t, a.q_scale));
-        n[k] = t;
-      }
-      uint32_t out[4];
-#pragma unroll
-      for (int k = 0; k < 8; k += 2) {
-        float y0, y1;
-        rotate_interleaved(n[k], n[k + 1], c[k], c[k + 1], s[k], s[k + 1], &y0, &y1);
-        out[k / 2] = static_cast<uint32_t>(dtype_bits::f32_to_bf16(y0)) |
-                     (static_cast<uint32_t>(dtype_bits::f32_to_bf16(y1)) << 16);
-      }
+      const uint4 out = rope64_row(a, side == 0 ? dq : dk, tl, side == 0, a.w[side] != nullptr,
+                                   wq, wk, c, s);
       if (cur.active) {
         uint16_t* y = static_cast<uint16_t*>(a.y[side]) + cur.yoff;
-        *reinterpret_cast<uint4*>(y + e0) = make_uint4(out[0], out[1], out[2], out[3]);
+        *reinterpret_cast<uint4*>(y + e0) = out;
       }
     }
     cur = nxt;
