@@ -11,8 +11,8 @@
 namespace ltx {
 
 // The tensor `make()` returns (a host tensor) for `key`, on `device`. `key` must name every
-// input of `make` (e.g. "timestep_ladder half=128 period=10000 shift=1"). Thread-safe; the
-// tensors live until the process ends.
+// input of `make` exactly (floating-point inputs in hex, `str(std::hexfloat, ...)`: six digits
+// could make two inputs one key). Thread-safe; the tensors live until the process ends.
 Tensor cached_constant(const std::string& key, Device device, const std::function<Tensor()>& make);
 
 }  // namespace ltx

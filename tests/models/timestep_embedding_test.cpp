@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "models/transformer/timestep_embedding.h"
 
@@ -29,6 +30,21 @@ TEST(TimestepSinusoid, MatchesDoubleFormulaWithFlipAndShift) {
     }
   }
   EXPECT_THROW(models::transformer::timestep_sinusoid(Tensor::zeros({2, 2}), 8, true, 0), Error);
+}
+
+// The frequency ladder is a cached device constant keyed by its inputs: periods that agree to six
+// digits (10000 and 10000.04) must still get their own ladders.
+TEST(TimestepSinusoid, PeriodsThatDifferPastSixDigitsGetTheirOwnLadder) {
+  const Tensor t = Tensor::from_vector(std::vector<float>{999.f}, {1});
+  const auto at = [&](double period) {
+    return models::transformer::timestep_sinusoid(t, 16, false, 0.0, 1.0, period)
+        .to_double_vector();
+  };
+  const std::vector<double> a = at(10000.0), b = at(10000.04);
+  const double f = std::exp(-std::log(10000.04) * 7 / 8.0);
+  EXPECT_NE(a, b);
+  EXPECT_NEAR(b[7], std::sin(999.0 * f), 2e-4);
+  EXPECT_EQ(at(10000.0), a);
 }
 
 }  // namespace

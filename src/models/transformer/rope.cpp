@@ -1,6 +1,7 @@
 #include "models/transformer/rope.h"
 
 #include <cmath>
+#include <ios>
 
 #include "core/constant_cache.h"
 #include "core/error.h"
@@ -80,7 +81,8 @@ RopeTables precompute_freqs_cis(const Tensor& positions, int64_t inner_dim, doub
   const Tensor frac = ops::stack(fracs, -1);
   // angle[b, t, a, j] = ladder_j * (2 frac - 1), then [B, T, count, n] flattened (j outer).
   const Tensor ladder = cached_constant(
-      str("rope_ladder theta=", theta, " axes=", n, " dim=", inner_dim, " f64=", double_precision),
+      str(std::hexfloat, "rope_ladder theta=", theta, " axes=", n, " dim=", inner_dim,
+          " f64=", double_precision),
       pos.device(), [&] { return rope_freq_grid(theta, n, inner_dim, double_precision); });
   const int64_t count = ladder.size(0);
   const Tensor signed_frac = ops::sub(ops::mul(frac, 2.0), 1.0).unsqueeze(-1);  // [B, T, n, 1]

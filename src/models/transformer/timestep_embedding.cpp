@@ -1,6 +1,7 @@
 #include "models/transformer/timestep_embedding.h"
 
 #include <cmath>
+#include <ios>
 
 #include "core/constant_cache.h"
 #include "core/error.h"
@@ -19,7 +20,8 @@ Tensor timestep_sinusoid(const Tensor& timesteps, int64_t dim, bool flip_sin_to_
   // The frequency ladder is a constant (made on the host once per device); the rest runs as ops
   // on the timesteps' device, so a GPU step never waits for the host here.
   const Tensor ladder = cached_constant(
-      str("timestep_ladder half=", half, " period=", max_period, " shift=", downscale_freq_shift),
+      str(std::hexfloat, "timestep_ladder half=", half, " period=", max_period,
+          " shift=", downscale_freq_shift),
       timesteps.device(), [&] {
         const float neg_log_p = static_cast<float>(-std::log(max_period));
         const float denom = static_cast<float>(static_cast<double>(half) - downscale_freq_shift);
