@@ -8,7 +8,6 @@
 namespace ltx::backend {
 
 struct StepGraph::Impl {
-  Device device;
 #if LTX_WITH_CUDA
   std::unique_ptr<cuda::CudaGraph> graph;
 #endif
@@ -16,7 +15,6 @@ struct StepGraph::Impl {
 
 StepGraph::StepGraph(Device device) : impl_(std::make_unique<Impl>()) {
   check_device(device);
-  impl_->device = device;
 #if LTX_WITH_CUDA
   if (device.is_cuda()) impl_->graph = std::make_unique<cuda::CudaGraph>(device.index);
 #endif

@@ -18,7 +18,6 @@
 // takes the strided loop.
 #include <array>
 #include <cstdint>
-#include <type_traits>
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/fast_div.cuh"

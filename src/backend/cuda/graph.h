@@ -28,7 +28,6 @@ class CudaGraph {
   void run(const std::function<void()>& call);
   // Whether the graph is recorded (after the second run).
   bool captured() const { return exec_ != nullptr; }
-  int device() const { return device_; }
 
  private:
   int device_;

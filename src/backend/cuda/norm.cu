@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
+#include <vector>
 
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
@@ -115,7 +115,7 @@ __device__ __forceinline__ ModOffsets mod_offsets_as(const ModArgs& m, Index rem
   return off;
 }
 
-__device__ __forceinline__ ModOffsets mod_offsets(const ModArgs& m, int64_t /*rows*/, int64_t r) {
+__device__ __forceinline__ ModOffsets mod_offsets(const ModArgs& m, int64_t r) {
   if (m.fast) return mod_offsets_as<uint32_t>(m, static_cast<uint32_t>(r));
   return mod_offsets_as<int64_t>(m, r);
 }
@@ -146,7 +146,7 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
     const float rs = row_inv_rms(a, base);
-    const ModOffsets off = mod_offsets(m, a.rows, r);
+    const ModOffsets off = mod_offsets(m, r);
     for (int64_t i = threadIdx.x; i < a.d; i += blockDim.x) {
       float n = mul_rn(load_f32(a.x, a.x_dtype, base + i), rs);
       if (a.w != nullptr) n = mul_rn(n, load_f32(a.w, a.w_dtype, i));
@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a,
         static_cast<const char*>(a.x) + row_base(a, r, a.x_outer) * x_bytes, a.x_dtype, d, a.eps,
         row_smem);
     ModOffsets off;
-    if constexpr (kModulate) off = mod_offsets(m, a.rows, r);
+    if constexpr (kModulate) off = mod_offsets(m, r);
     for (int c = threadIdx.x; c < chunks; c += blockDim.x)
       rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, off, y_row);
     __syncthreads();  // every thread is done with row_smem before the next row overwrites it
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_warp_kernel(RowAr
     }
     const float rs = inv_std(part[0], a.d, a.eps);
     ModOffsets off;
-    if constexpr (kModulate) off = mod_offsets(m, a.rows, r);
+    if constexpr (kModulate) off = mod_offsets(m, r);
     for (int c = lane; c < chunks; c += 32)
       rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, off, y_row);
     __syncwarp();  // the warp is done with its row before the next one overwrites it
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
     void* y_row =
         static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * (a.y_dtype == DType::BF16 ? 2 : 4);
     if constexpr (kModulate) {
-      const ModOffsets off = mod_offsets(m, a.rows, r);
+      const ModOffsets off = mod_offsets(m, r);
       bool same = loaded;
 #pragma unroll
       for (int k = 0; k < kModOperands; ++k) same = same && off.o[k] == have.o[k];
@@ -723,45 +723,40 @@ bool row_segments(const Tensor& t, int64_t* seg, int64_t* outer) {
   return true;
 }
 
-// Fewer row-index divisions for the same offsets: dims of size 1 go, a dim merges into its inner
-// neighbour when every operand steps through both as through one (broadcast dims, stride 0, merge
-// with each other), and outermost dims that move no operand go (nothing inside depends on them).
-// A modulation broadcast over all of x's rows ([B = 1, 1, .., C]) needs no division at all.
+// Fewer row-index divisions for the same offsets: x's lead dims coalesced (the shared
+// `coalesce`, with the row index itself as the first operand so that the dims keep their logical
+// order; broadcast dims merge with each other), then the outermost dims that move no operand
+// dropped (nothing inside depends on them). A modulation broadcast over all of x's rows
+// ([B = 1, 1, .., C]) needs no division at all.
 void compact_lead_dims(ModArgs* m) {
-  ModArgs out = *m;
-  out.lead = 0;
+  Shape shape;
+  std::array<Strides, kModOperands + 1> strides;
+  int64_t row = 1;
+  std::vector<int64_t> row_stride(static_cast<size_t>(m->lead));
+  for (int d = m->lead - 1; d >= 0; --d) {
+    row_stride[static_cast<size_t>(d)] = row;
+    row *= m->size[d];
+  }
   for (int d = 0; d < m->lead; ++d) {
-    if (m->size[d] == 1) continue;
-    bool merge = out.lead > 0;
-    for (int k = 0; k < kModOperands && merge; ++k)
-      merge = m->p[k] == nullptr || out.stride[k][out.lead - 1] == m->stride[k][d] * m->size[d];
-    if (merge) {
-      out.size[out.lead - 1] *= m->size[d];
-      for (int k = 0; k < kModOperands; ++k) out.stride[k][out.lead - 1] = m->stride[k][d];
-      continue;
-    }
-    out.size[out.lead] = m->size[d];
-    for (int k = 0; k < kModOperands; ++k) out.stride[k][out.lead] = m->stride[k][d];
-    ++out.lead;
+    shape.push_back(m->size[d]);
+    strides[0].push_back(row_stride[static_cast<size_t>(d)]);
+    for (int k = 0; k < kModOperands; ++k)
+      strides[k + 1].push_back(m->p[k] != nullptr ? m->stride[k][d] : 0);
   }
-  int drop = 0;  // outermost dims that move no operand
-  while (drop < out.lead) {
-    bool moves = false;
-    for (int k = 0; k < kModOperands; ++k) moves = moves || (out.p[k] != nullptr && out.stride[k][drop] != 0);
-    if (moves) break;
-    ++drop;
+  const StridedLoop<kModOperands + 1> loop = coalesce<kModOperands + 1>(shape, strides);
+  const auto moves = [&](int d) {
+    for (int k = 1; k <= kModOperands; ++k)
+      if (loop.stride[k][d] != 0) return true;
+    return false;
+  };
+  int drop = 0;
+  while (drop < loop.ndim && !moves(drop)) ++drop;
+  m->lead = loop.ndim - drop;
+  for (int d = 0; d < kMaxDims; ++d) {
+    const bool kept = d < m->lead;
+    m->size[d] = kept ? loop.size[d + drop] : 0;
+    for (int k = 0; k < kModOperands; ++k) m->stride[k][d] = kept ? loop.stride[k + 1][d + drop] : 0;
   }
-  ModArgs res = out;
-  res.lead = out.lead - drop;
-  for (int d = 0; d < res.lead; ++d) {
-    res.size[d] = out.size[d + drop];
-    for (int k = 0; k < kModOperands; ++k) res.stride[k][d] = out.stride[k][d + drop];
-  }
-  for (int d = res.lead; d < kMaxDims; ++d) {
-    res.size[d] = 0;
-    for (int k = 0; k < kModOperands; ++k) res.stride[k][d] = 0;
-  }
-  *m = res;
 }
 
 // Without scale/shift: rms_norm(x, weight); with them: rms_norm_modulate(x, scale, shift). With

@@ -14,8 +14,9 @@ namespace ltx::models::video_vae {
 
 // Channels-last upsampler: Linear(C -> prod(stride) * C / reduction), then
 // "b t h w (c p1 p2 p3) -> b (t p1) (h p2) (w p3) c" (held with the projection's rows reordered
-// to (p1 p2 p3 c) at load, so the shuffle copies contiguous channel runs); with a time stride of 2 the duplicate
-// leading frame is dropped when `drop_leading_frame` (the tile holds the video's first frame).
+// to (p1 p2 p3 c) at load, so the shuffle copies contiguous channel runs); with a time stride of
+// 2 the duplicate leading frame is dropped when `drop_leading_frame` (the tile holds the video's
+// first frame).
 struct LinearPixelShuffleUpsample {
   nn::Linear proj;
   std::array<int64_t, 3> stride{};
