@@ -135,8 +135,8 @@ using EmitFn = std::function<void(const Tensor& frames, int64_t first_frame)>;
 // frames a group shares with the previous one are blended into it, and the previous group's
 // frames that no later group touches are emitted (divided by the accumulated weights, clamped to
 // 1e-8, when the masks of `tiles` are not complementary). The last group is emitted whole. The
-// buffers live on `device` (the decoded tiles' device) in `accum` (the conv decoder: its latent's
-// dtype, as the reference's buffers).
+// buffers live on `device` (the decoded tiles' device) in `accum` (the conv decoder on CUDA: its
+// latent's dtype, as the reference's buffers; the CPU's ops accumulate in f32).
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
                        const AccumulateFn& accumulate, const EmitFn& emit,
                        Device device = Device::cpu(), DType accum = DType::F32);

@@ -284,6 +284,13 @@ TEST(VideoVaeTiling, TiledDecodeMatchesUntiledForAPointwiseModel) {
     EXPECT_EQ(total, full.size(2));
   }
   EXPECT_EQ(weighted, 1);
+  // A bf16 latent on the CPU: its f32 backend accumulates the tiles in f32 (on CUDA they are
+  // accumulated in bf16, the latent's dtype, like the reference's buffers).
+  {
+    const Tensor tiled = dec.tiled_decode_all(latent.to(DType::BF16), configs[1].second);
+    EXPECT_EQ(tiled.dtype(), DType::F32);
+    EXPECT_LE(test::max_rel_err(tiled, full), 2e-2);
+  }
   // A tile covering the whole latent (here: the automatic config) is the untiled decode, bit for
   // bit.
   EXPECT_EQ(test::max_abs_diff(dec.tiled_decode_all(latent, tiling::auto_tiling_config(32, 96)),

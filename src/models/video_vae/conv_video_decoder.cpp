@@ -181,6 +181,10 @@ void ConvVideoDecoder::tiled_decode(const Tensor& latent,
   const Shape full = output_shape(latent.shape());
   const std::vector<Tile> tiles =
       prepare_tiles_for_decoding(latent.shape(), full, video_downscale_factors(), config);
+  // The reference accumulates in the latent's dtype (bf16 on the GPU: half the f32 buffers); the
+  // CPU backend computes and accumulates in f32 whatever the latent's storage.
+  const bool half_latent = latent.dtype() == DType::BF16 || latent.dtype() == DType::F16;
+  const DType accum_dtype = latent.device().is_cuda() && half_latent ? latent.dtype() : DType::F32;
   blend_tile_groups(
       tiles, full,
       [&](const Tile& t, GroupBuffers& buffers, int64_t group_start) {
@@ -200,9 +204,7 @@ void ConvVideoDecoder::tiled_decode(const Tensor& latent,
                     scale_by_masks_1d(Tensor::full(part.shape(), 1.0, DType::F32, part.device()),
                                       masks));
       },
-      [&](const Tensor& frames, int64_t) { on_chunk(frames); }, latent.device(),
-      // The reference accumulates in the latent's dtype (bf16 on the GPU: half the f32 buffers).
-      latent.dtype() == DType::BF16 || latent.dtype() == DType::F16 ? latent.dtype() : DType::F32);
+      [&](const Tensor& frames, int64_t) { on_chunk(frames); }, latent.device(), accum_dtype);
 }
 
 Tensor ConvVideoDecoder::tiled_decode_all(const Tensor& latent,
