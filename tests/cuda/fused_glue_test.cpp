@@ -240,6 +240,19 @@ TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
   }
 }
 
+// The transformer's video q / k rows at full size (bf16, 6144 x 4096 = 32 heads x 128, split
+// tables per head and token).
+TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
+  LTX_REQUIRE_CUDA();
+  const int64_t t = 6144, d = 4096, heads = 32;
+  const Tensor x = test::random_tensor({1, t, d}, 1450, -3.f, 5.f).to(kGpu, DType::BF16);
+  const Tensor w = test::random_tensor({d}, 1451, 0.5f, 1.5f).to(kGpu, DType::BF16);
+  const Tensor cs = test::random_tensor({1, heads, t, d / heads / 2}, 1452).to(kGpu, DType::BF16);
+  const Tensor sn = test::random_tensor({1, heads, t, d / heads / 2}, 1453).to(kGpu, DType::BF16);
+  EXPECT_TRUE(same_bytes(ops::rms_norm_rope(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads),
+                         ops::rms_norm_rope_unfused(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads)));
+}
+
 // The per-head gate out * (2 * sigmoid(logits)): logits [B, T, H, 1] against [B, T, H, Dh] (the
 // inner-vector loop with a per-row gate) and a strided out, bf16 / f32 / mixed.
 TEST(CudaFusedGlue, Mul2SigmoidEqualsTheUnfusedOps) {

@@ -7,6 +7,7 @@
 #include "cuda/cuda_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "ops/summed.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -52,8 +53,9 @@ Tensor misaligned_copy(const Tensor& t) {
 
 // Row lengths of the vector path (multiples of 8, up to the 32 KiB staging limit: 8192 f32) and
 // ones that must fall back (not a multiple of 8).
-// Up to 1024 the vector path runs a warp per row (replaying the block's sums for 1, 2, 4 and 8
-// thread-warps, threads with one or several elements), above it a block per row.
+// Rows of up to 8 KiB (bf16 up to 4096, f32 up to 2048) run a warp per row (replaying the block's
+// sums for 1, 2, 4 and 8 thread-warps, threads with one or several elements), longer ones a block
+// per row.
 const int64_t kVecRows[] = {8, 24, 40, 64, 96, 136, 256, 1000, 1024, 2048, 4096, 8192};
 const int64_t kOddRows[] = {7, 33, 4100};
 
@@ -145,6 +147,27 @@ TEST(CudaNorm, RmsNormModulateVectorPathIsBitIdenticalToGeneralPath) {
       }
     }
   }
+}
+
+// The transformer's video rows (bf16, 6144 x 4096: the register-staged row kernel, two chunks per
+// thread) with per-token scale / shift summed with a table row (ops::Summed, as the AdaLN passes
+// them), plain and weighted. Bit-identical to the general path.
+TEST(CudaNorm, RmsNormModulateTransformerVideoRowsAreBitIdenticalToGeneralPath) {
+  LTX_REQUIRE_CUDA();
+  const int64_t rows = 6144, d = 4096;
+  const Tensor x = test::random_tensor({1, rows, d}, 250, -3.f, 5.f).to(kGpu, DType::BF16);
+  const Tensor emb = test::random_tensor({1, rows, 2, d}, 251).to(kGpu, DType::BF16);
+  const Tensor table = test::random_tensor({2, d}, 252).to(kGpu, DType::BF16);
+  const ops::Summed sc{table.select(0, 0), emb.select(2, 0)}, sh{table.select(0, 1), emb.select(2, 1)};
+  ASSERT_TRUE(cuda::rms_norm_modulate_vectorised(x, sc, sh));
+  const Tensor got = ops::rms_norm_modulate(x, sc, sh, 1e-6);
+  EXPECT_TRUE(same_bytes(got, ops::rms_norm_modulate(misaligned_copy(x), sc, sh, 1e-6)));
+  EXPECT_TRUE(same_bytes(ops::rms_norm(x, Tensor(), 1e-6),
+                         ops::rms_norm(misaligned_copy(x), Tensor(), 1e-6)));
+  const Tensor w = test::random_tensor({d}, 253, 0.5f, 1.5f).to(kGpu, DType::BF16);
+  EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(x, sc, sh, 1e-6, w),
+                         ops::rms_norm_modulate(misaligned_copy(x), sc, sh, 1e-6, w)));
+  EXPECT_TRUE(same_bytes(ops::rms_norm(x, w, 1e-6), ops::rms_norm(misaligned_copy(x), w, 1e-6)));
 }
 
 // rms_norm_modulate_into on W-narrowed views of [B, T, H, W, C] (the diffusion decoder's slab
