@@ -111,6 +111,18 @@ LTX_HOST_DEVICE inline float gated_add(float x, float y, float gate) {
   return add_rn(x, mul_rn(y, gate));
 }
 
+// The gated attention's gate 2 * sigmoid(logit) as mul(sigmoid(logit), 2.0) computes it: with bf16
+// logits both ops store bf16, so both results are rounded to bf16 here. The one definition for
+// mul_2sigmoid (both backends) and the CUDA attention kernels' gated epilogue, so the fused gate
+// equals the unfused one bit for bit.
+LTX_HOST_DEVICE inline float two_sigmoid(float logit, bool bf16) {
+  float g = unary<ops::UnaryOp::Sigmoid>(logit);
+  if (bf16) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
+  g = mul_rn(g, 2.f);
+  if (bf16) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
+  return g;
+}
+
 // Turns a runtime op into a compile-time one: g(std::integral_constant<BinaryOp, op>{}).
 template <typename G>
 void with_binary_op(ops::BinaryOp op, G&& g) {

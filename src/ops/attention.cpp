@@ -5,15 +5,39 @@
 
 #include "backend/cpu/attention.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/attention.h"
 #endif
 
 namespace ltx::ops {
 
+namespace {
+
+// Whether `t` expands to `target` (as many dims or fewer, each equal or 1): the check before
+// expand, without broadcast_shapes' generic error, so the message can name the argument.
+bool expands_to(const Tensor& t, const Shape& target) {
+  const int n = t.dim(), m = target.size();
+  if (n > m) return false;
+  for (int i = 0; i < n; ++i) {
+    const int64_t size = t.size(i);
+    if (size != 1 && size != target[m - n + i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask, std::optional<double> scale) {
+  return scaled_dot_product_attention(q, k, v, AttentionOptions{.mask = mask, .scale = scale});
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options) {
   const char* op = "scaled_dot_product_attention";
+  const Tensor& mask = options.mask;
+  const Tensor& gate = options.head_gate_logits;
   check_defined(op, {&q, &k, &v});
   check_dim(op, "q [B, H, Tq, D]", q, 4);
   check_dim(op, "k [B, H, Tk, D]", k, 4);
@@ -34,27 +58,41 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                   (mask.dtype() == DType::BF16 && mask.device().is_cuda()),
               op, ": mask ", mask.describe(),
               " must be bool/u8 (nonzero = attend) or f32 (added to the logits)");
-    LTX_CHECK(mask.dim() <= 4 && broadcast_shapes(mask.shape(), scores, op) == scores, op,
-              ": mask ", mask.describe(), " does not broadcast to the score shape [B, H, Tq, Tk] = ",
-              scores.str());
+    LTX_CHECK(expands_to(mask, scores), op, ": mask ", mask.describe(),
+              " does not broadcast to the score shape [B, H, Tq, Tk] = ", scores.str());
     m = mask.expand(scores);
   }
-  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
-  switch (common_device(op, {&q, &k, &v, &mask}).type) {
-    case DeviceType::CPU:
+  Tensor g;
+  if (gate.defined()) {
+    check_float(op, "head_gate_logits", gate);
+    const Shape gates{q.size(0), q.size(2), q.size(1)};
+    LTX_CHECK(expands_to(gate, gates), op, ": head_gate_logits ", gate.describe(),
+              " does not broadcast to [B, Tq, H] = ", gates.str(), " (q [B, H, Tq, D] is ",
+              q.describe(), ")");
+    g = gate.expand(gates);
+  }
+  const double sc =
+      options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  switch (common_device(op, {&q, &k, &v, &mask, &gate}).type) {
+    case DeviceType::CPU: {
       check_dtype(op, "q", q, DType::F32);
       check_dtype(op, "k", k, DType::F32);
       check_dtype(op, "v", v, DType::F32);
-      return cpu::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc));
+      const Tensor out = cpu::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc));
+      // The unfused reference: the gate of row (b, t, h) broadcast over Dv.
+      return g.defined() ? mul_2sigmoid(out, g.transpose(1, 2).unsqueeze(-1)) : out;
+    }
     case DeviceType::CUDA:
       check_float(op, "q", q);
       check_float(op, "k", k);
       check_float(op, "v", v);
       LTX_CUDA_DISPATCH_DETAIL(
-          return cuda::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc)), op,
+          return cuda::scaled_dot_product_attention(q, k, v, m, static_cast<float>(sc),
+                                                    cuda::AttentionKernel::Auto, g),
+          op,
           "H" + std::to_string(q.size(1)) + " " + std::to_string(q.size(2)) + "x" +
               std::to_string(k.size(2)) + " D" + std::to_string(q.size(3)) +
-              (mask.defined() ? " masked" : ""));
+              (mask.defined() ? " masked" : "") + (gate.defined() ? " gated" : ""));
   }
   unreachable_device(op);
 }

@@ -24,4 +24,22 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const Tensor& mask = Tensor(),
                                     std::optional<double> scale = std::nullopt);
 
+// The arguments after q, k, v, by name: scaled_dot_product_attention(q, k, v, {.mask = m,
+// .head_gate_logits = g}).
+struct AttentionOptions {
+  Tensor mask;                  // as above
+  std::optional<double> scale;  // as above
+  // Optional per-head output gate (the transformer's gated attention): out[b, h, t, :] *=
+  // 2 * sigmoid(head_gate_logits[b, t, h]). Any shape broadcastable to [B, Tq, H], any strides;
+  // f32 (bf16 too on CUDA). The result is the composition
+  //   mul_2sigmoid(scaled_dot_product_attention(q, k, v, mask, scale),
+  //                g.transpose(1, 2).unsqueeze(-1))   (g: the logits expanded to [B, Tq, H])
+  // bit for bit, with its dtype (bf16 only when the attention output and the logits both are).
+  // The CPU and the CUDA-core kernel run that composition; the CUDA tensor-core kernels apply the
+  // gate in their epilogue, so the output is written once, not written, read back and rewritten.
+  Tensor head_gate_logits;
+};
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options);
+
 }  // namespace ltx::ops

@@ -14,6 +14,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
 #include "cuda/cuda_test_util.h"
+#include "models/transformer/attention.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "support/test_support.h"
@@ -171,6 +172,13 @@ cuda::AttentionKernel auto_choice(const Tensor& q, const Tensor& k, const Tensor
   return cuda::AttentionKernel::Simple;
 }
 
+// A mask as the CPU attention takes it: bool/u8 as is, a bf16 bias as f32.
+Tensor cpu_mask(const Tensor& mask) {
+  if (!mask.defined()) return Tensor();
+  return dtype_is_floating(mask.dtype()) ? mask.to(Device::cpu(), DType::F32)
+                                         : mask.to(Device::cpu());
+}
+
 // A fused bf16 kernel's result vs the f32 CPU attention of the same (bf16-rounded) inputs. P is
 // rounded to bf16 before P.V and the output is bf16, so the expected error is a few 1e-3 relative.
 void expect_fused_matches(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
@@ -181,11 +189,8 @@ void expect_fused_matches(const Heads& q, const Heads& k, const Heads& v, const 
   } else {
     ASSERT_TRUE(cuda::tensor_core_attention_applies(qb, kb, vb));
   }
-  const Tensor m_cpu = !mask.defined()                ? Tensor()
-                       : dtype_is_floating(mask.dtype()) ? mask.to(Device::cpu(), DType::F32)
-                                                         : mask.to(Device::cpu());
   const Tensor want = ops::scaled_dot_product_attention(f32_of_bf16(q.cpu), f32_of_bf16(k.cpu),
-                                                        f32_of_bf16(v.cpu), m_cpu, scale);
+                                                        f32_of_bf16(v.cpu), cpu_mask(mask), scale);
   const Tensor m_gpu = mask.defined() ? gpu(mask) : Tensor();
   const Tensor got = cuda::scaled_dot_product_attention(
       qb, kb, vb,
@@ -426,6 +431,218 @@ TEST(CudaWgmmaAttention, AppliesOnlyWhereItCan) {
   // Head dim 32 with Auto: the mma kernel.
   EXPECT_EQ(auto_choice(bf16(q32.gpu), bf16(k32.gpu), bf16(k32.gpu)),
             cuda::AttentionKernel::TensorCore);
+}
+
+
+
+// ---- The per-head output gate (AttentionOptions::head_gate_logits) ----
+
+// [B, Tq, H] gate logits in [-6, 6] (gates from 0.005 to 1.995), on the GPU as `dt`.
+Tensor gate_logits(int64_t b, int64_t tq, int64_t h, uint64_t seed, DType dt) {
+  return test::random_tensor({b, tq, h}, seed, -6.f, 6.f).to(kGpu, dt);
+}
+
+// What the transformer ran before the gate moved into the kernels: `kernel`'s ungated output,
+// then mul_2sigmoid with the [B, Tq, H] logits as [B, H, Tq, 1].
+Tensor unfused_gate(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                    double scale, cuda::AttentionKernel kernel, const Tensor& logits) {
+  const Tensor plain =
+      cuda::scaled_dot_product_attention(q, k, v, mask, static_cast<float>(scale), kernel);
+  return ops::mul_2sigmoid(plain, logits.transpose(1, 2).unsqueeze(-1));
+}
+
+// `kernel` with the gate on bf16 q/k/v, with bf16 and f32 logits: bit for bit the unfused
+// composition (its dtype too: f32 for f32 logits), Auto through the op the same bits when it
+// picks `kernel`, and the CPU's gated attention of the bf16-rounded inputs within bf16 accuracy.
+// `mask`: undefined or on the GPU, broadcastable to [B, H, Tq, Tk].
+void expect_gate_fused(const Heads& q, const Heads& k, const Heads& v, const Tensor& mask,
+                       double scale, cuda::AttentionKernel kernel, uint64_t seed) {
+  const Tensor qb = bf16(q.gpu), kb = bf16(k.gpu), vb = bf16(v.gpu);
+  if (kernel == cuda::AttentionKernel::Wgmma) {
+    ASSERT_TRUE(cuda::wgmma_attention_applies(qb, kb, vb));
+  } else if (kernel == cuda::AttentionKernel::TensorCore) {
+    ASSERT_TRUE(cuda::tensor_core_attention_applies(qb, kb, vb));
+  }
+  const int64_t b = qb.size(0), h = qb.size(1), tq = qb.size(2), tk = kb.size(2);
+  const Tensor m = mask.defined() ? mask.expand({b, h, tq, tk}) : Tensor();
+  for (DType dt : {DType::BF16, DType::F32}) {
+    SCOPED_TRACE(std::string("logits ") + dtype_name(dt));
+    const Tensor logits = gate_logits(b, tq, h, seed, dt);
+    const Tensor got = cuda::scaled_dot_product_attention(qb, kb, vb, m, static_cast<float>(scale),
+                                                          kernel, logits);
+    const Tensor want = unfused_gate(qb, kb, vb, m, scale, kernel, logits);
+    EXPECT_EQ(got.dtype(), dt);  // mul_2sigmoid's result dtype for a bf16 attention output
+    EXPECT_TRUE(test::same_bytes(got, want));
+    if (auto_choice(qb, kb, vb) == kernel) {
+      EXPECT_TRUE(test::same_bytes(
+          ops::scaled_dot_product_attention(
+              qb, kb, vb, {.mask = mask, .scale = scale, .head_gate_logits = logits}),
+          want));
+    }
+    const Tensor cpu = ops::scaled_dot_product_attention(
+        f32_of_bf16(q.cpu), f32_of_bf16(k.cpu), f32_of_bf16(v.cpu),
+        {.mask = cpu_mask(mask), .scale = scale,
+         .head_gate_logits = logits.to(Device::cpu(), DType::F32)});
+    const double rel = rel_l2(got, cpu);
+    EXPECT_LE(rel, 1e-2) << "vs the CPU: rel L2 " << rel << ", max |diff| "
+                         << max_abs_diff(got, cpu);
+  }
+}
+
+TEST(CudaGatedAttention, WgmmaEpilogueEqualsTheUnfusedGateBitForBit) {
+  LTX_REQUIRE_WGMMA();
+  // The video self-attention (a few hundred of the 6144 tokens: exact and partial 128-row query
+  // blocks and key tiles), text cross-attention (Tq != Tk, one partial key tile) and the reverse.
+  const std::vector<std::pair<int64_t, int64_t>> lens = {{384, 384}, {300, 300}, {300, 77},
+                                                         {77, 1000}, {1, 7}};
+  uint64_t seed = 300;
+  for (int64_t d : {64, 128}) {
+    for (const auto& [tq, tk] : lens) {
+      SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
+                   std::to_string(tk));
+      const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
+      const Heads v = heads(2, tk, 3, d, seed++);
+      expect_gate_fused(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)),
+                        cuda::AttentionKernel::Wgmma, seed++);
+    }
+  }
+}
+
+TEST(CudaGatedAttention, TensorCoreEpilogueEqualsTheUnfusedGateBitForBit) {
+  LTX_REQUIRE_CUDA();
+  const std::vector<std::pair<int64_t, int64_t>> lens = {{300, 300}, {200, 77}, {77, 513}, {1, 7}};
+  uint64_t seed = 400;
+  for (int64_t d : {32, 64, 128, 256}) {
+    for (const auto& [tq, tk] : lens) {
+      SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
+                   std::to_string(tk));
+      const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
+      const Heads v = heads(2, tk, 3, d, seed++);
+      expect_gate_fused(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)),
+                        cuda::AttentionKernel::TensorCore, seed++);
+    }
+  }
+}
+
+// The masked kernels (with fully masked rows: zeros, gated zeros) and the Simple kernel (the
+// composition itself), bf16 and f32 q/k/v.
+TEST(CudaGatedAttention, MasksAndTheSimpleKernel) {
+  LTX_REQUIRE_CUDA();
+  const int64_t b = 2, h = 2, tq = 37, tk = 300;
+  const EdgeMasks masks = edge_masks(b, tq, tk, 500, 290, 140);
+  for (int64_t d : {64, 128}) {
+    const Heads q = heads(b, tq, h, d, 510 + d, 2.f), k = heads(b, tk, h, d, 511 + d, 2.f);
+    const Heads v = heads(b, tk, h, d, 512 + d);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    for (const Tensor* m : {&masks.bool_mask, &masks.add_mask, &masks.key_mask}) {
+      SCOPED_TRACE("D " + std::to_string(d) + " " + m->describe());
+      if (cuda::wgmma_attention_available(0))
+        expect_gate_fused(q, k, v, gpu(*m), scale, cuda::AttentionKernel::Wgmma, 520);
+      expect_gate_fused(q, k, v, gpu(*m), scale, cuda::AttentionKernel::TensorCore, 521);
+      expect_gate_fused(q, k, v, gpu(*m), scale, cuda::AttentionKernel::Simple, 522);
+    }
+    // f32 q/k/v: only the Simple kernel; f32 result.
+    const Tensor logits = gate_logits(b, tq, h, 523, DType::BF16);
+    const Tensor m = gpu(masks.add_mask).expand({b, h, tq, tk});
+    const Tensor got = cuda::scaled_dot_product_attention(
+        q.gpu, k.gpu, v.gpu, m, static_cast<float>(scale), cuda::AttentionKernel::Auto, logits);
+    EXPECT_EQ(got.dtype(), DType::F32);
+    EXPECT_TRUE(test::same_bytes(
+        got, unfused_gate(q.gpu, k.gpu, v.gpu, m, scale, cuda::AttentionKernel::Auto, logits)));
+  }
+}
+
+// Logits of any strides and broadcast shapes, through the op (which expands them): every other
+// head of a wider tensor (2-byte aligned: read per element), stored [B, H, Tq] and viewed, one
+// per (batch, head), one row for the whole batch.
+TEST(CudaGatedAttention, StridedAndBroadcastLogits) {
+  LTX_REQUIRE_CUDA();
+  const int64_t b = 2, h = 4, tq = 200, tk = 150, d = 128;
+  const Heads q = heads(b, tq, h, d, 600, 2.f), k = heads(b, tk, h, d, 601, 2.f);
+  const Heads v = heads(b, tk, h, d, 602);
+  const Tensor qb = bf16(q.gpu), kb = bf16(k.gpu), vb = bf16(v.gpu);
+  for (DType dt : {DType::BF16, DType::F32}) {
+    const Tensor wide = gate_logits(b, tq, 2 * h, 603, dt);
+    const std::vector<Tensor> gates = {
+        wide.narrow(2, 1, h), gate_logits(b, h, tq, 604, dt).transpose(1, 2),
+        gate_logits(b, 1, h, 605, dt), gate_logits(1, tq, h, 606, dt).select(0, 0)};
+    for (const Tensor& g : gates) {
+      SCOPED_TRACE(g.describe());
+      const Tensor got = ops::scaled_dot_product_attention(qb, kb, vb, {.head_gate_logits = g});
+      const Tensor plain = ops::scaled_dot_product_attention(qb, kb, vb);
+      const Tensor want =
+          ops::mul_2sigmoid(plain, g.expand({b, tq, h}).transpose(1, 2).unsqueeze(-1));
+      EXPECT_TRUE(test::same_bytes(got, want));
+      const Tensor cpu = ops::scaled_dot_product_attention(
+          f32_of_bf16(q.cpu), f32_of_bf16(k.cpu), f32_of_bf16(v.cpu),
+          {.head_gate_logits = g.to(Device::cpu(), DType::F32)});
+      EXPECT_LE(rel_l2(got, cpu), 1e-2);
+    }
+  }
+}
+
+TEST(CudaGatedAttention, RejectsGatesOfTheWrongShapeOrDevice) {
+  LTX_REQUIRE_CUDA();
+  const Heads q = heads(2, 40, 3, 64, 700), k = heads(2, 50, 3, 64, 701);
+  const Heads v = heads(2, 50, 3, 64, 702);
+  const auto gated = [&](const Tensor& g) {
+    return ops::scaled_dot_product_attention(bf16(q.gpu), bf16(k.gpu), bf16(v.gpu),
+                                             {.head_gate_logits = g});
+  };
+  EXPECT_NO_THROW(gated(gate_logits(2, 40, 3, 703, DType::BF16)));
+  // [B, Tq, H] = [2, 40, 3]: wrong batch, query length (the key length), heads, [B, H, Tq] order.
+  for (const Shape& bad : {Shape{3, 40, 3}, Shape{2, 50, 3}, Shape{2, 40, 4}, Shape{2, 3, 40}}) {
+    SCOPED_TRACE(bad.str());
+    EXPECT_ERROR_HAS(gated(Tensor::zeros(bad, DType::BF16, kGpu)),
+                     "head_gate_logits bf16" + bad.str());
+    EXPECT_ERROR_HAS(gated(Tensor::zeros(bad, DType::BF16, kGpu)), "[B, Tq, H] = [2, 40, 3]");
+  }
+  EXPECT_ERROR_HAS(gated(Tensor::zeros({2, 40, 3}, DType::F16, kGpu)), "head_gate_logits");
+  EXPECT_ERROR_HAS(gated(Tensor::zeros({2, 40, 3})), "different devices");
+}
+
+// The transformer's attention module with gate logits: the gate goes into the kernels (no
+// perturbation) and the output is what the unfused gate gives; the STG blend path (all-keep
+// perturbation mask, the unfused gate) agrees. to_out is the identity, so the module returns the
+// gated attention output itself.
+TEST(CudaGatedAttention, TransformerAttentionModule) {
+  LTX_REQUIRE_CUDA();
+  const int64_t b = 2, t = 300, heads_n = 4, dh = 64, inner = heads_n * dh;
+  uint64_t seed = 800;
+  const auto weight = [&](int64_t out, int64_t in, float r) {
+    return test::random_tensor({out, in}, seed++, -r, r).to(kGpu, DType::BF16);
+  };
+  const auto bias = [&](int64_t n) {
+    return test::random_tensor({n}, seed++, -0.1f, 0.1f).to(kGpu, DType::BF16);
+  };
+  models::transformer::Attention attn;
+  attn.heads = heads_n;
+  attn.dim_head = dh;
+  attn.to_q = {weight(inner, inner, 0.1f), bias(inner)};
+  attn.to_k = {weight(inner, inner, 0.1f), bias(inner)};
+  attn.to_v = {weight(inner, inner, 0.1f), bias(inner)};
+  attn.q_norm = test::random_tensor({inner}, seed++, 0.5f, 1.5f).to(kGpu, DType::BF16);
+  attn.k_norm = test::random_tensor({inner}, seed++, 0.5f, 1.5f).to(kGpu, DType::BF16);
+  std::vector<float> eye(static_cast<size_t>(inner * inner), 0.f);
+  for (int64_t i = 0; i < inner; ++i) eye[static_cast<size_t>(i * inner + i)] = 1.f;
+  attn.to_out = {Tensor::from_vector(eye, {inner, inner}).to(kGpu, DType::BF16),
+                 Tensor::zeros({inner}, DType::BF16, kGpu)};
+  const nn::Linear gate{weight(heads_n, inner, 0.2f), bias(heads_n)};
+  attn.to_gate_logits = gate;
+  models::transformer::Attention ungated = attn;
+  ungated.to_gate_logits.reset();
+
+  const Tensor x = test::random_tensor({b, t, inner}, seed++).to(kGpu, DType::BF16);
+  const Tensor got = attn(x);
+  const Tensor want =
+      ops::mul_2sigmoid(ungated(x).view({b, t, heads_n, dh}), gate(x).unsqueeze(-1))
+          .view({b, t, inner});
+  // Values, not bits: the identity projection may turn a -0 into +0.
+  EXPECT_EQ(got.dtype(), want.dtype());
+  EXPECT_EQ(got.to_float_vector(), want.to_float_vector());
+  const Tensor keep = Tensor::full({b, 1, 1}, 1.0, DType::BF16, kGpu);
+  EXPECT_EQ(attn(x, Tensor(), Tensor(), nullptr, nullptr, keep).to_float_vector(),
+            want.to_float_vector());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/attention.h"
+#include "ops/elementwise.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -189,6 +190,61 @@ TEST(Attention, HandlesEmptySequences) {
                                               random_tensor({1, 2, 4, 5}, 2))
                 .shape(),
             Shape({1, 2, 0, 5}));
+}
+
+// The optional per-head gate: out[b, h, t, :] * 2 * sigmoid(g[b, t, h]), on the CPU exactly the
+// composition with mul_2sigmoid; logits of any broadcastable shape and strides.
+TEST(Attention, HeadGateIsTheMul2SigmoidComposition) {
+  const int64_t B = 2, H = 3, Tq = 37, Tk = 70, D = 24, Dv = 16;
+  const Tensor q = random_tensor({B, H, Tq, D}, 90), k = random_tensor({B, H, Tk, D}, 91),
+               v = random_tensor({B, H, Tk, Dv}, 92);
+  const Tensor mask = random_mask({B, 1, Tq, Tk}, 93, DType::Bool);
+  const Tensor plain = ref_sdpa(q, k, v, mask, 0.3);
+  // A view of a wider [B, Tq, 2H] tensor (the logits of every other head), [1, Tq, H] and [Tq, H]
+  // (batch broadcast), [B, 1, H] (one gate per batch and head), and a dense one.
+  const Tensor wide = random_tensor({B, Tq, 2 * H}, 94, -6.f, 6.f);
+  const std::vector<Tensor> gates = {
+      wide.narrow(2, 1, H), random_tensor({1, Tq, H}, 95, -6.f, 6.f),
+      random_tensor({Tq, H}, 96, -6.f, 6.f), random_tensor({B, 1, H}, 97, -6.f, 6.f),
+      non_contiguous_copy(random_tensor({B, Tq, H}, 98, -6.f, 6.f))};
+  for (const Tensor& g : gates) {
+    SCOPED_TRACE(g.describe());
+    const Tensor got = ops::scaled_dot_product_attention(
+        q, k, v, {.mask = mask, .scale = 0.3, .head_gate_logits = g});
+    const Tensor gb = g.expand({B, Tq, H});
+    const Tensor unfused = ops::mul_2sigmoid(ops::scaled_dot_product_attention(q, k, v, mask, 0.3),
+                                             gb.transpose(1, 2).unsqueeze(-1));
+    EXPECT_EQ(got.dtype(), DType::F32);
+    ASSERT_EQ(got.shape(), Shape({B, H, Tq, Dv}));
+    EXPECT_EQ(got.to_float_vector(), unfused.to_float_vector());
+    const std::vector<double> gv = gb.to_double_vector(), pv = plain.to_double_vector();
+    const Tensor want = test::make_ref({B, H, Tq, Dv}, [&](const std::vector<int64_t>& i) {
+      const double logit = gv[static_cast<size_t>((i[0] * Tq + i[2]) * H + i[1])];
+      return pv[static_cast<size_t>(test::ravel(i, {B, H, Tq, Dv}))] * 2 / (1 + std::exp(-logit));
+    });
+    EXPECT_ALLCLOSE(got, want, 2 * kTol);
+  }
+  // The AttentionOptions overload without a gate is the plain call.
+  EXPECT_EQ(ops::scaled_dot_product_attention(q, k, v, {.mask = mask}).to_float_vector(),
+            ops::scaled_dot_product_attention(q, k, v, mask).to_float_vector());
+}
+
+TEST(Attention, RejectsBadHeadGates) {
+  const Tensor q = random_tensor({2, 3, 4, 8}, 1), k = random_tensor({2, 3, 5, 8}, 2),
+               v = random_tensor({2, 3, 5, 6}, 3);
+  const auto gated = [&](const Tensor& g) {
+    return ops::scaled_dot_product_attention(q, k, v, {.head_gate_logits = g});
+  };
+  EXPECT_NO_THROW(gated(random_tensor({2, 4, 3}, 4)));
+  // [B, Tq, H] = [2, 4, 3]: a wrong batch, query length or head count, the [B, H, Tq] order, 4-D.
+  for (const Shape& bad : {Shape{3, 4, 3}, Shape{2, 5, 3}, Shape{2, 4, 2}, Shape{2, 3, 4},
+                           Shape{2, 4, 3, 1}}) {
+    SCOPED_TRACE(bad.str());
+    EXPECT_ERROR_HAS(gated(random_tensor(bad, 5)), "head_gate_logits");
+    EXPECT_ERROR_HAS(gated(random_tensor(bad, 5)), "[B, Tq, H] = [2, 4, 3]");
+  }
+  EXPECT_ERROR_HAS(gated(random_tensor({2, 4, 3}, 6).to(DType::BF16)), "head_gate_logits");
+  EXPECT_ERROR_HAS(gated(Tensor::zeros({2, 4, 3}, DType::I32)), "head_gate_logits");
 }
 
 TEST(Attention, RejectsBadArguments) {

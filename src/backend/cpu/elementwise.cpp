@@ -107,9 +107,8 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
 
 Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
   Tensor out = new_like(broadcast_shapes(x.shape(), logits.shape(), "mul_2sigmoid"), {&x, &logits});
-  map_into<2>(out, {&x, &logits}, [](float v, float l) {
-    return scalar::mul_rn(v, scalar::mul_rn(scalar::unary<ops::UnaryOp::Sigmoid>(l), 2.f));
-  });
+  map_into<2>(out, {&x, &logits},
+              [](float v, float l) { return scalar::mul_rn(v, scalar::two_sigmoid(l, false)); });
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/attention_mask.cuh"
 #include "backend/cuda/block_reduce.cuh"
+#include "backend/cuda/elementwise.h"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "ops/dispatch.h"
 
@@ -159,7 +160,8 @@ Operand operand(const Tensor& t) {
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor& mask, float scale, AttentionKernel kernel) {
+                                    const Tensor& mask, float scale, AttentionKernel kernel,
+                                    const Tensor& head_gate_logits) {
   const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), d = q.size(3);
   const int64_t tk = k.size(2), dv = v.size(3);
   const int64_t width = std::max(d, dv);
@@ -171,10 +173,17 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             "sm_90a (CMAKE_CUDA_ARCHITECTURES with 90a), bf16 q/k/v with equal head dims of 64 or "
             "128, a dense head dim and 16-byte aligned rows; got q ",
             q.describe(), ", k ", k.describe(), ", v ", v.describe());
+  const Tensor& gate = head_gate_logits;
+  // The fused kernels' result: stored as [B, Tq, H, Dv] (the output projection reads it without a
+  // transpose copy); bf16, or f32 when f32 gate logits make mul_2sigmoid's result f32.
+  const auto fused_out = [&] {
+    const DType dt = gate.defined() && gate.dtype() != DType::BF16 ? DType::F32 : DType::BF16;
+    return Tensor::empty({batch, tq, heads, dv}, dt, q.device()).transpose(1, 2);
+  };
   if (wgmma && (kernel == AttentionKernel::Auto || kernel == AttentionKernel::Wgmma) &&
       q.numel() > 0) {
-    Tensor out = Tensor::empty({batch, tq, heads, dv}, DType::BF16, q.device()).transpose(1, 2);
-    wgmma_attention(q, k, v, mask, scale, out);  // Tk == 0 gives zeros
+    Tensor out = fused_out();
+    wgmma_attention(q, k, v, mask, gate, scale, out);  // Tk == 0 gives zeros
     return out;
   }
   const bool tensor_cores = tensor_core_attention_applies(q, k, v);
@@ -183,14 +192,17 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             "dims of 32, 64, 128 or 256, a dense head dim and 16-byte aligned rows on an sm_80+ GPU; got q ",
             q.describe(), ", k ", k.describe(), ", v ", v.describe());
   if (tensor_cores && kernel != AttentionKernel::Simple && q.numel() > 0) {
-    // Stored as [B, Tq, H, Dv]: the output projection reads it without a transpose copy.
-    Tensor out = Tensor::empty({batch, tq, heads, dv}, DType::BF16, q.device()).transpose(1, 2);
-    tensor_core_attention(q, k, v, mask, scale, out);  // Tk == 0 gives zeros
+    Tensor out = fused_out();
+    tensor_core_attention(q, k, v, mask, gate, scale, out);  // Tk == 0 gives zeros
     return out;
   }
   Tensor out = Tensor::empty({batch, heads, tq, dv}, ops::float_result_dtype({&q, &k, &v}),
                              q.device());
-  if (out.numel() == 0) return out;
+  // Simple: the gate as the composition (the [B, Tq, H] logits as [B, H, Tq, 1]).
+  const auto gated = [&](const Tensor& o) {
+    return gate.defined() ? mul_2sigmoid(o, gate.transpose(1, 2).unsqueeze(-1)) : o;
+  };
+  if (out.numel() == 0) return gated(out);
   AttnArgs a;
   a.q = operand(q);
   a.k = operand(k);
@@ -221,7 +233,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   } else {
     launch_simple<256>(a, grid, dev, s);
   }
-  return out;
+  return gated(out);
 }
 
 }  // namespace ltx::cuda

@@ -21,6 +21,12 @@
 //  - Simple (attention.cu): every supported case, scores and softmax in f32 on CUDA cores. It is
 //    the f32 path (parity runs) and the fallback.
 // Auto picks the first that applies: Wgmma, TensorCore, Simple.
+//
+// head_gate_logits: undefined, or f32/bf16 logits already expanded to [B, Tq, H] (any strides):
+// out[b, h, t, :] *= 2 * sigmoid(logits[b, t, h]), bit for bit as cuda::mul_2sigmoid applied to
+// the ungated result (logits viewed as [B, H, Tq, 1]), with its result dtype (f32 for f32
+// logits). Wgmma and TensorCore apply it in their epilogue: the bf16-rounded output times the
+// gate (scalar::two_sigmoid), rounded to the result dtype; Simple runs the composition.
 #include "core/tensor.h"
 
 namespace ltx::cuda {
@@ -29,7 +35,8 @@ enum class AttentionKernel { Auto, Wgmma, TensorCore, Simple };
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask, float scale,
-                                    AttentionKernel kernel = AttentionKernel::Auto);
+                                    AttentionKernel kernel = AttentionKernel::Auto,
+                                    const Tensor& head_gate_logits = Tensor());
 
 // Whether the tensor-core kernels can stream `t`'s rows with 16-byte cp.async: a dense last dim,
 // every other stride a multiple of 8 elements (of a 2-byte type) and a 16-byte aligned start.
@@ -39,10 +46,10 @@ bool bf16_rows_loadable(const Tensor& t);
 bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
 
 // The tensor-core kernel itself (attention_mma.cu); the caller has checked that it applies and
-// allocated `out`: bf16 [B, H, Tq, D] with a dense head dim, any other strides (16-byte aligned
-// rows: D even).
+// allocated `out`: [B, H, Tq, D] with a dense head dim, any other strides (even ones: D is even),
+// bf16, or f32 with f32 gate logits. `gate`: undefined or the expanded [B, Tq, H] logits.
 void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                           float scale, Tensor& out);
+                           const Tensor& gate, float scale, Tensor& out);
 
 // Whether device `device` runs the wgmma kernel: compute capability 9.0 and the sm_90a image
 // loaded (the binary was built with 90a in CMAKE_CUDA_ARCHITECTURES). Cached per device.
@@ -53,6 +60,6 @@ bool wgmma_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
 
 // The wgmma kernel itself (attention_wgmma.cu); same calling rules as tensor_core_attention.
 void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                     float scale, Tensor& out);
+                     const Tensor& gate, float scale, Tensor& out);
 
 }  // namespace ltx::cuda

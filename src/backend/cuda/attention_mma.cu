@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
   }
   cp_async_wait<0>();  // Tk == 0: the first tile's copies were never waited for
 
-  // Normalise and store: lane holds dims (8t + 2 c4, +1) of its rows.
+  // Normalise, gate and store: lane holds dims (8t + 2 c4, +1) of its rows.
 #pragma unroll
   for (int mi = 0; mi < kM; ++mi) {
 #pragma unroll
@@ -283,12 +283,11 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
       const int64_t row = row_base + mi * 16 + r * 8;
       if (row >= a.tq) continue;
       const float inv = l > 0.f ? 1.f / l : 0.f;  // no attended key: zeros
-      __nv_bfloat16* dst = a.out + b * a.os[0] + h * a.os[1] + row * a.os[2] + 2 * c4;
+      const float gate = a.gate_factor(b, h, row);
+      const int64_t dst = b * a.os[0] + h * a.os[1] + row * a.os[2] + 2 * c4;
 #pragma unroll
-      for (int t = 0; t < kOutTiles; ++t) {
-        const uint32_t packed = pack_bf16(o[mi][t][2 * r] * inv, o[mi][t][2 * r + 1] * inv);
-        *reinterpret_cast<uint32_t*>(dst + t * 8) = packed;
-      }
+      for (int t = 0; t < kOutTiles; ++t)
+        a.store_pair(dst + t * 8, o[mi][t][2 * r] * inv, o[mi][t][2 * r + 1] * inv, gate);
     }
   }
 }
@@ -349,9 +348,9 @@ bool tensor_core_attention_applies(const Tensor& q, const Tensor& k, const Tenso
 }
 
 void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                           float scale, Tensor& out) {
+                           const Tensor& gate, float scale, Tensor& out) {
   MmaArgs a;
-  static_cast<FusedAttentionParams&>(a) = fused_attention_params(q, k, mask, scale, out);
+  static_cast<FusedAttentionParams&>(a) = fused_attention_params(q, k, mask, gate, scale, out);
   a.q = static_cast<const __nv_bfloat16*>(q.raw_data());
   a.k = static_cast<const __nv_bfloat16*>(k.raw_data());
   a.v = static_cast<const __nv_bfloat16*>(v.raw_data());

@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma::fence_regs(o);
   }
 
-  // Normalise and store: this thread holds dims (8n + 2 c4, +1) of rows row_base (+8).
+  // Normalise, gate and store: this thread holds dims (8n + 2 c4, +1) of rows row_base (+8).
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float l = l_run[r];
@@ -317,12 +317,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t row = row_base + r * 8;
     if (row >= a.tq) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;  // no attended key: zeros
-    __nv_bfloat16* dst = a.out + b * a.os[0] + h * a.os[1] + row * a.os[2] + 2 * c4;
+    const float gate = a.gate_factor(b, h, row);
+    const int64_t dst = b * a.os[0] + h * a.os[1] + row * a.os[2] + 2 * c4;
 #pragma unroll
-    for (int n = 0; n < kDim / 8; ++n) {
-      *reinterpret_cast<uint32_t*>(dst + n * 8) =
-          mma::pack_bf16(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv);
-    }
+    for (int n = 0; n < kDim / 8; ++n)
+      a.store_pair(dst + n * 8, o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv, gate);
   }
 #else
   (void)a;  // no sm_90a image: the host never launches this (wgmma_attention_applies)
@@ -431,12 +430,12 @@ bool wgmma_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v) 
 }
 
 void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                     float scale, Tensor& out) {
+                     const Tensor& gate, float scale, Tensor& out) {
   WgmmaMaps maps;
   maps.q = tensor_map(q);
   maps.k = tensor_map(k);
   maps.v = tensor_map(v);
-  const WgmmaArgs a = fused_attention_params(q, k, mask, scale, out);
+  const WgmmaArgs a = fused_attention_params(q, k, mask, gate, scale, out);
   const int64_t batch_heads = q.size(0) * q.size(1);
   const int dev = q.device().index;
   DeviceGuard guard(dev);

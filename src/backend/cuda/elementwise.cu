@@ -45,11 +45,7 @@ struct LerpScalarFn {
 struct Mul2SigmoidFn {
   bool bf16_gate;  // sigmoid(logits) and mul(., 2.0) would be stored as bf16
   __device__ float operator()(const float* v) const {
-    float g = scalar::unary<UnaryOp::Sigmoid>(v[1]);
-    if (bf16_gate) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
-    g = scalar::binary<BinaryOp::Mul>(g, 2.f);
-    if (bf16_gate) g = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(g));
-    return scalar::binary<BinaryOp::Mul>(v[0], g);
+    return scalar::binary<BinaryOp::Mul>(v[0], scalar::two_sigmoid(v[1], bf16_gate));
   }
 };
 

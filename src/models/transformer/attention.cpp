@@ -38,6 +38,10 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
             x.describe());
   const int64_t b = x.size(0), t = x.size(1), s = context.size(1);
   Tensor v = to_v(context);  // [B, S, inner]
+  // Per-head gate in (0, 2), also on the STG shortcut; x is the query-side input.
+  const Tensor logits = to_gate_logits ? (*to_gate_logits)(x) : Tensor();  // [B, T, H]
+  // Without a perturbation blend the attention kernels apply the gate as they store the output.
+  const bool gate_in_sdpa = logits.defined() && !all_perturbed && !perturbation_mask.defined();
   Tensor out;
   if (all_perturbed) {
     out = v;  // STG shortcut: the value projection stands in for the attention output
@@ -60,7 +64,8 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
     Tensor mask = mask_in;
     if (mask.defined() && mask.dim() == 2) mask = mask.unsqueeze(0);
     if (mask.defined() && mask.dim() == 3) mask = mask.unsqueeze(1);
-    out = ops::scaled_dot_product_attention(qh, kh, vh, mask)
+    out = ops::scaled_dot_product_attention(
+              qh, kh, vh, {.mask = mask, .head_gate_logits = gate_in_sdpa ? logits : Tensor()})
               .transpose(1, 2)
               .contiguous()
               .view({b, t, heads * dim_head});
@@ -69,9 +74,7 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
       out = ops::add(ops::mul(out, keep), ops::mul(v, drop));  // out * m + v * (1 - m)
     }
   }
-  if (to_gate_logits) {
-    // Per-head gate in (0, 2), also on the STG shortcut; x is the query-side input.
-    const Tensor logits = (*to_gate_logits)(x);  // [B, T, H]
+  if (logits.defined() && !gate_in_sdpa) {
     out = ops::mul_2sigmoid(out.view({b, t, heads, dim_head}), logits.unsqueeze(-1))
               .view({b, t, heads * dim_head});
   }

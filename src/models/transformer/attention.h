@@ -2,7 +2,8 @@
 // Attention (reference: model/transformer/attention.py, ops.py): to_q/to_k/to_v/to_out.0 with
 // biases, q_norm/k_norm (RMSNorm with weight over the whole inner dim), RoPE, scaled dot-product
 // attention per head, the STG perturbation blend, and the optional per-head gate
-// 2 * sigmoid(to_gate_logits(x)) (2.3 / 2.5).
+// 2 * sigmoid(to_gate_logits(x)) (2.3 / 2.5; applied by the attention kernels as they store their
+// output, unless the STG blend comes between).
 #include <optional>
 
 #include "models/transformer/rope.h"
