@@ -53,9 +53,8 @@ Tensor misaligned_copy(const Tensor& t) {
 
 // Row lengths of the vector path (multiples of 8, up to the 32 KiB staging limit: 8192 f32) and
 // ones that must fall back (not a multiple of 8).
-// Rows of up to 8 KiB (bf16 up to 4096, f32 up to 2048) run a warp per row (replaying the block's
-// sums for 1, 2, 4 and 8 thread-warps, threads with one or several elements), longer ones a block
-// per row.
+// Up to 1024 the vector path runs a warp per row (replaying the block's sums for 1, 2, 4 and 8
+// thread-warps, threads with one or several elements), above it a block per row.
 const int64_t kVecRows[] = {8, 24, 40, 64, 96, 136, 256, 1000, 1024, 2048, 4096, 8192};
 const int64_t kOddRows[] = {7, 33, 4100};
 
@@ -149,8 +148,7 @@ TEST(CudaNorm, RmsNormModulateVectorPathIsBitIdenticalToGeneralPath) {
   }
 }
 
-// The transformer's video rows (bf16, 6144 x 4096: the register-staged row kernel, two chunks per
-// thread) with per-token scale / shift summed with a table row (ops::Summed, as the AdaLN passes
+// The transformer's video rows (bf16, 6144 x 4096: the block-per-row vector kernel) with per-token scale / shift summed with a table row (ops::Summed, as the AdaLN passes
 // them), plain and weighted. Bit-identical to the general path.
 TEST(CudaNorm, RmsNormModulateTransformerVideoRowsAreBitIdenticalToGeneralPath) {
   LTX_REQUIRE_CUDA();
