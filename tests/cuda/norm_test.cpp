@@ -148,8 +148,9 @@ TEST(CudaNorm, RmsNormModulateVectorPathIsBitIdenticalToGeneralPath) {
   }
 }
 
-// The transformer's video rows (bf16, 6144 x 4096: the block-per-row vector kernel) with per-token scale / shift summed with a table row (ops::Summed, as the AdaLN passes
-// them), plain and weighted. Bit-identical to the general path.
+// The transformer's video rows (bf16, 6144 x 4096: the block-per-row vector kernel) with per-token
+// scale / shift summed with a table row (ops::Summed, as the AdaLN passes them), plain and
+// weighted. Bit-identical to the general path.
 TEST(CudaNorm, RmsNormModulateTransformerVideoRowsAreBitIdenticalToGeneralPath) {
   LTX_REQUIRE_CUDA();
   const int64_t rows = 6144, d = 4096;
