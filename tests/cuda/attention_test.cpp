@@ -214,21 +214,32 @@ void expect_tensor_core_matches(const Heads& q, const Heads& k, const Heads& v, 
   expect_fused_matches(q, k, v, mask, scale, max_rel_l2, cuda::AttentionKernel::TensorCore);
 }
 
-// `kernel` against the CPU for every head dim x (Tq, Tk), batch 2 x 3 heads, [B, T, H, D] views,
-// the default scale and 0.3; seeds count up from `seed`.
-void expect_matches_across(const std::vector<int64_t>& dims,
-                           const std::vector<std::pair<int64_t, int64_t>>& lens, uint64_t seed,
-                           cuda::AttentionKernel kernel) {
+// f(q, k, v, d, seed) for every head dim x (Tq, Tk): batch 2 x 3 heads, [B, T, H, D] views, q and
+// k in [-2, 2]; seeds count up from `seed` (f may take more).
+template <typename F>
+void across_cases(const std::vector<int64_t>& dims,
+                  const std::vector<std::pair<int64_t, int64_t>>& lens, uint64_t seed, F f) {
   for (int64_t d : dims) {
     for (const auto& [tq, tk] : lens) {
       SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
                    std::to_string(tk));
       const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
       const Heads v = heads(2, tk, 3, d, seed++);
-      expect_fused_matches(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)), 1e-2, kernel);
-      expect_fused_matches(q, k, v, Tensor(), 0.3, 1e-2, kernel);
+      f(q, k, v, d, seed);
     }
   }
+}
+
+// `kernel` against the CPU for every head dim x (Tq, Tk), the default scale and 0.3.
+void expect_matches_across(const std::vector<int64_t>& dims,
+                           const std::vector<std::pair<int64_t, int64_t>>& lens, uint64_t seed,
+                           cuda::AttentionKernel kernel) {
+  across_cases(dims, lens, seed,
+               [&](const Heads& q, const Heads& k, const Heads& v, int64_t d, uint64_t&) {
+                 const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+                 expect_fused_matches(q, k, v, Tensor(), scale, 1e-2, kernel);
+                 expect_fused_matches(q, k, v, Tensor(), 0.3, 1e-2, kernel);
+               });
 }
 
 TEST(CudaTensorCoreAttention, MatchesCpuAcrossHeadDimsAndLengths) {
@@ -489,39 +500,29 @@ void expect_gate_fused(const Heads& q, const Heads& k, const Heads& v, const Ten
   }
 }
 
+// expect_gate_fused on unmasked attention through `kernel` for every head dim and (Tq, Tk).
+void expect_gate_fused_over(const std::vector<int64_t>& dims,
+                            const std::vector<std::pair<int64_t, int64_t>>& lens, uint64_t seed,
+                            cuda::AttentionKernel kernel) {
+  across_cases(dims, lens, seed,
+               [&](const Heads& q, const Heads& k, const Heads& v, int64_t d, uint64_t& s) {
+                 expect_gate_fused(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)),
+                                   kernel, s++);
+               });
+}
+
 TEST(CudaGatedAttention, WgmmaEpilogueEqualsTheUnfusedGateBitForBit) {
   LTX_REQUIRE_WGMMA();
   // The video self-attention (a few hundred of the 6144 tokens: exact and partial 128-row query
   // blocks and key tiles), text cross-attention (Tq != Tk, one partial key tile) and the reverse.
-  const std::vector<std::pair<int64_t, int64_t>> lens = {{384, 384}, {300, 300}, {300, 77},
-                                                         {77, 1000}, {1, 7}};
-  uint64_t seed = 300;
-  for (int64_t d : {64, 128}) {
-    for (const auto& [tq, tk] : lens) {
-      SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
-                   std::to_string(tk));
-      const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
-      const Heads v = heads(2, tk, 3, d, seed++);
-      expect_gate_fused(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)),
-                        cuda::AttentionKernel::Wgmma, seed++);
-    }
-  }
+  expect_gate_fused_over({64, 128}, {{384, 384}, {300, 300}, {300, 77}, {77, 1000}, {1, 7}}, 300,
+                         cuda::AttentionKernel::Wgmma);
 }
 
 TEST(CudaGatedAttention, TensorCoreEpilogueEqualsTheUnfusedGateBitForBit) {
   LTX_REQUIRE_CUDA();
-  const std::vector<std::pair<int64_t, int64_t>> lens = {{300, 300}, {200, 77}, {77, 513}, {1, 7}};
-  uint64_t seed = 400;
-  for (int64_t d : {32, 64, 128, 256}) {
-    for (const auto& [tq, tk] : lens) {
-      SCOPED_TRACE("D " + std::to_string(d) + " Tq " + std::to_string(tq) + " Tk " +
-                   std::to_string(tk));
-      const Heads q = heads(2, tq, 3, d, seed++, 2.f), k = heads(2, tk, 3, d, seed++, 2.f);
-      const Heads v = heads(2, tk, 3, d, seed++);
-      expect_gate_fused(q, k, v, Tensor(), 1.0 / std::sqrt(static_cast<double>(d)),
-                        cuda::AttentionKernel::TensorCore, seed++);
-    }
-  }
+  expect_gate_fused_over({32, 64, 128, 256}, {{300, 300}, {200, 77}, {77, 513}, {1, 7}}, 400,
+                         cuda::AttentionKernel::TensorCore);
 }
 
 // The masked kernels (with fully masked rows: zeros, gated zeros) and the Simple kernel (the
