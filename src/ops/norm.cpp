@@ -1,6 +1,7 @@
 #include "ops/norm.h"
 
 #include "backend/cpu/norm.h"
+#include "ops/elementwise.h"
 #include "ops/dispatch.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/norm.h"
@@ -43,9 +44,18 @@ void check_rms_norm_modulate(const char* op, const Tensor& x, const Summed& scal
   check_input(op, x, 1);
   check_affine(op, "weight", weight, x.size(-1), x);
   const Shape ss = scale.check(op, "scale"), ts = shift.check(op, "shift");
-  const Shape b = broadcast_shapes(broadcast_shapes(x.shape(), ss, op), ts, op);
-  LTX_CHECK(b == x.shape(), op, ": scale ", ss.str(), " and shift ", ts.str(),
-            " must broadcast to x's shape ", x.describe());
+  const auto broadcasts_to_x = [&](const Shape& s) {
+    if (s.size() > x.dim()) return false;
+    for (int i = 1; i <= s.size(); ++i) {
+      const int64_t n = s[s.size() - i];
+      if (n != 1 && n != x.size(-i)) return false;
+    }
+    return true;
+  };
+  LTX_CHECK(broadcasts_to_x(ss), op, ": scale ", ss.str(), " must broadcast to x's shape ",
+            x.describe());
+  LTX_CHECK(broadcasts_to_x(ts), op, ": shift ", ts.str(), " must broadcast to x's shape ",
+            x.describe());
 }
 }  // namespace
 
@@ -60,6 +70,24 @@ Tensor rms_norm_modulate(const Tensor& x, const Summed& scale, const Summed& shi
       LTX_CUDA_DISPATCH(return cuda::rms_norm_modulate(x, scale, shift, eps, weight), op);
   }
   unreachable_device(op);
+}
+
+ResidualNorm gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const Summed& gate,
+                                         const Summed& scale, const Summed& shift, double eps) {
+  const char* op = "gated_add_rms_norm_modulate";
+  check_defined(op, {&x, &y, &gate.a, &scale.a, &shift.a});
+  check_rms_norm_modulate(op, x, scale, shift, Tensor());
+  ResidualNorm r;
+#if LTX_WITH_CUDA
+  if (x.device().is_cuda() && cuda::gated_add_rms_norm_modulate_fusable(x, y, gate, scale, shift)) {
+    LTX_CUDA_DISPATCH(cuda::gated_add_rms_norm_modulate(x, y, gate, scale, shift, eps, &r.x, &r.h),
+                      op);
+    return r;
+  }
+#endif
+  r.x = gated_add(x, y, gate);
+  r.h = rms_norm_modulate(r.x, scale, shift, eps);
+  return r;
 }
 
 void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,

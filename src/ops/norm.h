@@ -32,6 +32,17 @@ Tensor rms_norm_modulate(const Tensor& x, const Summed& scale, const Summed& shi
 void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
                             const Tensor& shift, double eps, const Tensor& weight = Tensor());
 
+// A gated residual and the AdaLN input of the next step in one op (the transformer block's
+// gated_add followed by ada_zero of its result): x_next = gated_add(x, y, gate) and h =
+// rms_norm_modulate(x_next, scale, shift, eps), each bit-identical to those two ops. On CUDA the
+// bf16 vector case is one pass (x_next is not read back); elsewhere it is the two ops.
+struct ResidualNorm {
+  Tensor x;  // the updated residual stream
+  Tensor h;  // the modulated norm of it
+};
+ResidualNorm gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const Summed& gate,
+                                         const Summed& scale, const Summed& shift, double eps);
+
 // Over an arbitrary dim, no affine: y = x / sqrt(mean(x^2, dim) + eps)  (the video VAE's
 // PixelNorm, which normalises over channels, dim 1).
 Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);

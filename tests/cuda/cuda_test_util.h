@@ -46,6 +46,15 @@ inline ::testing::AssertionResult same_bytes(const Tensor& got, const Tensor& wa
   return ::testing::AssertionSuccess();
 }
 
+// The same values as the GPU tensor t, one element into a larger buffer: contiguous but not
+// 16-byte aligned, so the row kernels take their general (scalar) path.
+inline Tensor misaligned_copy(const Tensor& t) {
+  const Tensor buf = Tensor::empty({t.numel() + 1}, t.dtype(), t.device());
+  const Tensor view = buf.narrow(0, 1, t.numel()).view(t.shape());
+  view.copy_from(t);
+  return view;
+}
+
 // ||got - want|| / ||want|| over all elements (compared as doubles on the host; any layouts,
 // dtypes and devices).
 inline double rel_l2(const Tensor& got, const Tensor& want) {

@@ -24,6 +24,7 @@ namespace ltx {
 namespace {
 
 using test::kGpu;
+using test::misaligned_copy;
 using test::near;
 using test::same_bytes;
 
@@ -251,6 +252,59 @@ TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
   const Tensor sn = test::random_tensor({1, heads, t, d / heads / 2}, 1453).to(kGpu, DType::BF16);
   EXPECT_TRUE(same_bytes(ops::rms_norm_rope(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads),
                          ops::rms_norm_rope_unfused(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads)));
+}
+
+// The gated residual and the next AdaLN input in one pass (gated_add_rms_norm_modulate): both
+// results bit-identical to gated_add then rms_norm_modulate, for the real widths (video 4096,
+// audio 2048), narrow rows and 8, per-token and per-sample AdaLN values given as ops::Summed
+// (table row + timestep slice) or plain; arguments off the fused kernel (f32, a misaligned x, a
+// broadcast y) take the two ops, with the same bits.
+TEST(CudaFusedGlue, GatedAddRmsNormModulateEqualsTheTwoOps) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1460;
+  struct Case {
+    int64_t b, t, d;
+  };
+  for (const Case c : {Case{2, 37, 4096}, Case{1, 5, 2048}, Case{3, 9, 256}, Case{2, 3, 8}}) {
+    for (const int64_t st : {c.t, int64_t{1}}) {  // per-token or per-sample AdaLN values
+      SCOPED_TRACE("[" + std::to_string(c.b) + ", " + std::to_string(c.t) + ", " +
+                   std::to_string(c.d) + "], AdaLN rows " + std::to_string(st));
+      const auto gpu = [&](const Shape& s, float lo = -1.f, float hi = 1.f) {
+        return test::random_tensor(s, seed++, lo, hi).to(kGpu, DType::BF16);
+      };
+      const Tensor x = gpu({c.b, c.t, c.d}, -3.f, 5.f), y = gpu({c.b, c.t, c.d}, -2.f, 2.f);
+      const Tensor table = gpu({3, c.d}), emb = gpu({c.b, st, 3, c.d});
+      const ops::Summed gate{table.select(0, 0), emb.select(2, 0)};
+      const ops::Summed scale{table.select(0, 1), emb.select(2, 1)}, shift = emb.select(2, 2);
+      EXPECT_TRUE(cuda::gated_add_rms_norm_modulate_fusable(x, y, gate, scale, shift));
+      const ops::ResidualNorm got = ops::gated_add_rms_norm_modulate(x, y, gate, scale, shift, 1e-6);
+      const Tensor want_x = ops::gated_add(x, y, gate);
+      const Tensor want_h = ops::rms_norm_modulate(want_x, scale, shift, 1e-6);
+      EXPECT_EQ(got.x.dtype(), DType::BF16);
+      EXPECT_TRUE(same_bytes(got.x, want_x));
+      EXPECT_TRUE(same_bytes(got.h, want_h));
+      // Plain (not summed) operands.
+      const ops::ResidualNorm plain =
+          ops::gated_add_rms_norm_modulate(x, y, gate.value(), scale.value(), shift, 1e-6);
+      EXPECT_TRUE(same_bytes(plain.x, want_x));
+      EXPECT_TRUE(same_bytes(plain.h, want_h));
+      // Off the kernel: the two ops, the same bits.
+      const Tensor xm = misaligned_copy(x);
+      EXPECT_FALSE(cuda::gated_add_rms_norm_modulate_fusable(xm, y, gate, scale, shift));
+      const ops::ResidualNorm off = ops::gated_add_rms_norm_modulate(xm, y, gate, scale, shift, 1e-6);
+      EXPECT_TRUE(same_bytes(off.x, want_x));
+      EXPECT_TRUE(same_bytes(off.h, want_h));
+      const Tensor xf = x.to(DType::F32), yf = y.to(DType::F32);
+      EXPECT_FALSE(cuda::gated_add_rms_norm_modulate_fusable(xf, yf, gate, scale, shift));
+      const ops::ResidualNorm f32 = ops::gated_add_rms_norm_modulate(xf, yf, gate, scale, shift, 1e-6);
+      EXPECT_TRUE(same_bytes(f32.x, ops::gated_add(xf, yf, gate)));
+      EXPECT_TRUE(same_bytes(f32.h, ops::rms_norm_modulate(f32.x, scale, shift, 1e-6)));
+      const Tensor y_row = y.narrow(1, 0, 1);  // broadcast over the tokens
+      EXPECT_FALSE(cuda::gated_add_rms_norm_modulate_fusable(x, y_row, gate, scale, shift));
+      EXPECT_TRUE(same_bytes(ops::gated_add_rms_norm_modulate(x, y_row, gate, scale, shift, 1e-6).x,
+                             ops::gated_add(x, y_row, gate)));
+    }
+  }
 }
 
 // The per-head gate out * (2 * sigmoid(logits)): logits [B, T, H, 1] against [B, T, H, Dh] (the

@@ -14,6 +14,7 @@ namespace ltx {
 namespace {
 
 using test::kGpu;
+using test::misaligned_copy;
 using test::near;
 using test::same_bytes;
 
@@ -42,14 +43,6 @@ TEST(CudaNorm, RmsNormAndLayerNormMatchCpu) {
   }
 }
 
-// The same values as the GPU tensor t, one element into a larger buffer: contiguous but not
-// 16-byte aligned, so the row kernels take their general (scalar) path.
-Tensor misaligned_copy(const Tensor& t) {
-  const Tensor buf = Tensor::empty({t.numel() + 1}, t.dtype(), kGpu);
-  const Tensor view = buf.narrow(0, 1, t.numel()).view(t.shape());
-  view.copy_from(t);
-  return view;
-}
 
 // Row lengths of the vector path (multiples of 8, up to the 32 KiB staging limit: 8192 f32) and
 // ones that must fall back (not a multiple of 8).

@@ -154,6 +154,12 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   report("add + gated_add",
          seconds_per_call([&] { (void)ops::gated_add(x, y, gate.value()); }, 10));
   report("gated_add (summed)", seconds_per_call([&] { (void)ops::gated_add(x, y, gate); }, 10));
+  report("gated_add + rms_norm_modulate", seconds_per_call([&] {
+           (void)ops::rms_norm_modulate(ops::gated_add(x, y, gate), scale, shift, 1e-6);
+         }, 10));
+  report("gated_add_rms_norm_modulate", seconds_per_call([&] {
+           (void)ops::gated_add_rms_norm_modulate(x, y, gate, scale, shift, 1e-6);
+         }, 10));
   const Tensor w = rand_gpu({d}, 24, dt);
   const Tensor c = rand_gpu({1, heads, t, d / heads / 2}, 25, dt);
   const Tensor sn = rand_gpu({1, heads, t, d / heads / 2}, 26, dt);

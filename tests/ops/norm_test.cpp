@@ -258,6 +258,27 @@ TEST(RmsNormModulate, EqualsTheUnfusedOpsBitForBit) {
                         "weight");
 }
 
+// The transformer block's gated residual and the next AdaLN input in one op: on the CPU exactly
+// the two ops, Summed gate / scale / shift included; bad shapes fail naming the argument.
+TEST(GatedAddRmsNormModulate, EqualsGatedAddThenRmsNormModulate) {
+  const Tensor x = test::random_tensor({2, 17, 40}, 330, -2.f, 2.f);
+  const Tensor y = test::random_tensor({2, 17, 40}, 331, -2.f, 2.f);
+  const Tensor table = test::random_tensor({3, 40}, 332), emb = test::random_tensor({2, 17, 3, 40}, 333);
+  const ops::Summed gate{table.select(0, 0), emb.select(2, 0)};
+  const ops::Summed scale{table.select(0, 1), emb.select(2, 1)}, shift = emb.select(2, 2);
+  const ops::ResidualNorm got = ops::gated_add_rms_norm_modulate(x, y, gate, scale, shift, 1e-6);
+  const Tensor want_x = ops::gated_add(x, y, gate);
+  EXPECT_EQ(test::max_abs_diff(got.x, want_x), 0.0);
+  EXPECT_EQ(test::max_abs_diff(got.h, ops::rms_norm_modulate(want_x, scale, shift, 1e-6)), 0.0);
+  EXPECT_GT(test::max_abs_diff(got.x, x), 1e-3);  // the residual was added
+  expect_error_mentions(
+      [&] { ops::gated_add_rms_norm_modulate(x, test::random_tensor({2, 17, 39}, 334), gate, scale, shift, 1e-6); },
+      "gated_add");
+  expect_error_mentions(
+      [&] { ops::gated_add_rms_norm_modulate(x, y, gate, test::random_tensor({2, 17, 39}, 335), shift, 1e-6); },
+      "scale");
+}
+
 TEST(RmsNormModulate, IntoWritesAViewWithTheSameBits) {
   const Tensor x = test::random_tensor({2, 3, 9, 8}, 340, -2.f, 2.f);
   const Tensor scale = test::random_tensor({2, 1, 1, 8}, 341), shift = test::random_tensor({2, 1, 1, 8}, 342);

@@ -233,6 +233,39 @@ __global__ void __launch_bounds__(kMaxRowThreads) rms_norm_vec_kernel(RowArgs a,
   }
 }
 
+// ops::gated_add_rms_norm_modulate in one pass over bf16 rows (contiguous x, y; the gate in
+// g's kScale / kScale2 slots; scale / shift in m; a.x: x, a.y: h): a block per row forms x_next =
+// x + gate * y with gated_add's arithmetic (the product rounded to bf16, then the sum), stores it
+// and stages it in shared memory, then runs rms_norm_vec_kernel's statistics and modulation on the
+// staged row: both results bit-identical to the two ops, x_next never read back from memory.
+__global__ void __launch_bounds__(kMaxRowThreads)
+    gated_add_rms_norm_modulate_kernel(RowArgs a, ModArgs m, ModArgs g, const void* y, void* x_next) {
+  extern __shared__ uint4 residual_row[];
+  const int d = static_cast<int>(a.d), chunks = d / kVec;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t base = r * a.d;
+    const ModOffsets goff = mod_offsets(g, r);
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+      const int i = c * kVec;
+      float xv[kVec], yv[kVec], gv[kVec];
+      load_vec(a.x, DType::BF16, base + i, xv);
+      load_vec(y, DType::BF16, base + i, yv);
+      mod_vec(g, kScale, goff, i, gv);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        xv[j] = add_rn(xv[j], round_to(DType::BF16, mul_rn(yv[j], gv[j])));
+      store_vec(static_cast<uint16_t*>(x_next) + base, DType::BF16, i, xv);
+      store_vec(residual_row, DType::BF16, i, xv);
+    }
+    const float rs = staged_row_inv_rms(DType::BF16, d, a.eps, residual_row);
+    const ModOffsets off = mod_offsets(m, r);
+    void* h_row = static_cast<uint16_t*>(a.y) + base;
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+      rms_store_chunk<true>(a, m, residual_row, c * kVec, rs, off, h_row);
+    __syncthreads();  // every thread is done with the staged row before the next row overwrites it
+  }
+}
+
 // Rows of at most kWarpRowMaxD elements on the vector path: one warp per row, no block barriers
 // (a block per row spends most of its time synchronising on short rows: the diffusion decoder's
 // 256-wide rows, Gemma's head norms). The sum of squares is rms_norm_vec_kernel's bit for bit:
@@ -759,6 +792,42 @@ void compact_lead_dims(ModArgs* m) {
   }
 }
 
+// The modulation operands scale / shift (each possibly a Summed pair) of x's `rows` rows.
+ModArgs mod_args(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift, int64_t rows) {
+  ModArgs m;
+  m.lead = x.dim() - 1;
+  for (int d = 0; d < m.lead; ++d) m.size[d] = x.size(d);
+  const Tensor* operands[kModOperands] = {&scale.a, &shift.a, &scale.b, &shift.b};
+  for (int k = 0; k < kModOperands; ++k) {
+    const Tensor& t = *operands[k];
+    if (!t.defined()) continue;
+    const Strides st = broadcast_strides(t, x.shape());
+    for (int d = 0; d < m.lead; ++d) m.stride[k][d] = st[d];
+    m.last[k] = st[x.dim() - 1];
+    m.p[k] = t.raw_data();
+    m.dtype[k] = t.dtype();
+  }
+  m.bf16_sum[kScale] = scale.dtype() == DType::BF16;
+  m.bf16_sum[kShift] = shift.dtype() == DType::BF16;
+  compact_lead_dims(&m);
+  m.fast = fast_div_fits(rows);
+  if (m.fast)
+    for (int d = 0; d < m.lead; ++d) m.fsize[d] = FastDivU32(static_cast<uint32_t>(m.size[d]));
+  return m;
+}
+
+// Whether every row's modulation vectors can be loaded as 16-byte vectors: unit stride along d,
+// row offsets multiples of kVec, f32 / bf16, aligned.
+bool mod_vec_ok(const ModArgs& m) {
+  for (int k = 0; k < kModOperands; ++k) {
+    if (m.p[k] == nullptr) continue;
+    if (m.last[k] != 1 || !vec_dtype(m.dtype[k]) || !aligned16(m.p[k])) return false;
+    for (int d = 0; d < m.lead; ++d)
+      if (m.stride[k][d] % kVec != 0) return false;
+  }
+  return true;
+}
+
 // Without scale/shift: rms_norm(x, weight); with them: rms_norm_modulate(x, scale, shift). With
 // `into` (x's shape and the result dtype) the result goes there; x and `into` are read / written
 // in place when both are contiguous or both segmented views (RmsCall::segmented), else x is
@@ -785,26 +854,7 @@ RmsCall rms_call(const Tensor& x, const Tensor& weight, const ops::Summed& scale
     c.a.seg_fast = fast_div_fits(c.a.rows);
     if (c.a.seg_fast) c.a.fseg = FastDivU32(static_cast<uint32_t>(xs));
   }
-  if (!c.modulate) return c;
-  ModArgs& m = c.m;
-  m.lead = x.dim() - 1;
-  for (int d = 0; d < m.lead; ++d) m.size[d] = x.size(d);
-  const Tensor* operands[kModOperands] = {&scale.a, &shift.a, &scale.b, &shift.b};
-  for (int k = 0; k < kModOperands; ++k) {
-    const Tensor& t = *operands[k];
-    if (!t.defined()) continue;
-    const Strides st = broadcast_strides(t, x.shape());
-    for (int d = 0; d < m.lead; ++d) m.stride[k][d] = st[d];
-    m.last[k] = st[x.dim() - 1];
-    m.p[k] = t.raw_data();
-    m.dtype[k] = t.dtype();
-  }
-  m.bf16_sum[kScale] = scale.dtype() == DType::BF16;
-  m.bf16_sum[kShift] = shift.dtype() == DType::BF16;
-  compact_lead_dims(&m);
-  m.fast = fast_div_fits(c.a.rows);
-  if (m.fast)
-    for (int d = 0; d < m.lead; ++d) m.fsize[d] = FastDivU32(static_cast<uint32_t>(m.size[d]));
+  if (c.modulate) c.m = mod_args(x, scale, shift, c.a.rows);
   return c;
 }
 
@@ -817,16 +867,7 @@ bool rows_vec_ok(const RmsCall& c) {
     return false;
   if (a.w != nullptr && (!vec_dtype(a.w_dtype) || !aligned16(a.w))) return false;
   if (a.seg > 0 && (a.x_outer % kVec != 0 || a.y_outer % kVec != 0)) return false;
-  if (!c.modulate) return true;
-  // Every row's modulation vectors: unit stride along d, row offsets multiples of kVec.
-  const ModArgs& m = c.m;
-  for (int k = 0; k < kModOperands; ++k) {
-    if (m.p[k] == nullptr) continue;
-    if (m.last[k] != 1 || !vec_dtype(m.dtype[k]) || !aligned16(m.p[k])) return false;
-    for (int d = 0; d < m.lead; ++d)
-      if (m.stride[k][d] % kVec != 0) return false;
-  }
-  return true;
+  return !c.modulate || mod_vec_ok(c.m);
 }
 
 Tensor run_rms(const RmsCall& c) {
@@ -896,6 +937,67 @@ bool rms_norm_vectorised(const Tensor& x, const Tensor& weight) {
 bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
                                   const ops::Summed& shift) {
   return rows_vec_ok(rms_call(x, Tensor(), scale, shift, 0.0));
+}
+
+namespace {
+
+// The fused residual + norm call's arguments when it applies (see norm.h), else nullopt-like:
+// ok false.
+struct ResidualNormCall {
+  bool ok = false;
+  RmsCall c;  // the norm of x_next: a.x is x (read), c.out is h
+  ModArgs g;  // the gate in the kScale / kScale2 slots
+};
+ResidualNormCall residual_norm_call(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                    const ops::Summed& scale, const ops::Summed& shift, double eps) {
+  ResidualNormCall r;
+  const auto bf16_on = [&](const Tensor& t) {
+    return !t.defined() || (t.dtype() == DType::BF16 && t.device() == x.device());
+  };
+  if (!x.defined() || !y.defined() || !gate.a.defined() || !scale.a.defined() ||
+      !shift.a.defined() || !x.device().is_cuda() || x.dim() < 1 || x.numel() == 0)
+    return r;
+  for (const Tensor* t : {&x, &y, &gate.a, &gate.b, &scale.a, &scale.b, &shift.a, &shift.b})
+    if (!bf16_on(*t)) return r;
+  if (!x.is_contiguous() || !y.is_contiguous() || y.shape() != x.shape()) return r;
+  for (const ops::Summed* s : {&gate, &scale, &shift}) {
+    for (const Tensor* t : {&s->a, &s->b}) {
+      if (!t->defined()) continue;
+      if (t->dim() > x.dim()) return r;
+      for (int i = 1; i <= t->dim(); ++i)  // broadcasts to x's shape
+        if (t->size(-i) != 1 && t->size(-i) != x.size(-i)) return r;
+    }
+  }
+  r.c = rms_call(x, Tensor(), scale, shift, eps);
+  if (!rows_vec_ok(r.c) || !aligned16(y.raw_data())) return r;
+  r.g = mod_args(x, gate, gate, r.c.a.rows);
+  r.g.p[kShift] = r.g.p[kShift2] = nullptr;  // the gate uses the scale slots only
+  r.ok = mod_vec_ok(r.g);
+  return r;
+}
+
+}  // namespace
+
+bool gated_add_rms_norm_modulate_fusable(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                         const ops::Summed& scale, const ops::Summed& shift) {
+  return residual_norm_call(x, y, gate, scale, shift, 0.0).ok;
+}
+
+void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                 const ops::Summed& scale, const ops::Summed& shift, double eps,
+                                 Tensor* x_next, Tensor* h) {
+  const ResidualNormCall r = residual_norm_call(x, y, gate, scale, shift, eps);
+  LTX_CHECK(r.ok, "cuda::gated_add_rms_norm_modulate: arguments the fused kernel does not take (x ",
+            x.describe(), ", y ", y.describe(), "); check gated_add_rms_norm_modulate_fusable first");
+  *x_next = Tensor::empty(x.shape(), DType::BF16, x.device());
+  *h = r.c.out;
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  const size_t smem = static_cast<size_t>(r.c.a.d) * 2;
+  gated_add_rms_norm_modulate_kernel<<<row_blocks(r.c.a.rows), row_threads(r.c.a.d), smem,
+                                       current_stream(dev).handle()>>>(r.c.a, r.c.m, r.g,
+                                                                      y.raw_data(), x_next->raw_data());
+  LTX_CUDA_CHECK_LAUNCH();
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

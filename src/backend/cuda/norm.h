@@ -26,6 +26,17 @@ Tensor rms_norm_modulate(const Tensor& x, const ops::Summed& scale, const ops::S
 // write them in place, same bits; other layouts compute and copy.
 void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
                             const Tensor& shift, double eps, const Tensor& weight = Tensor());
+// ops::gated_add_rms_norm_modulate's one-pass kernel: x_next = gated_add(x, y, gate) and h =
+// rms_norm_modulate(x_next, scale, shift, eps) from one block per row (x, y and the gate read
+// once, x_next written once and staged in shared memory for the norm, which then runs as
+// rms_norm_vec_kernel does), bit-identical to the two ops. Takes bf16 x and y of one contiguous
+// shape, bf16 gate / scale / shift (each possibly an ops::Summed pair) broadcasting to it with
+// the vector path's layout rules, all on x's device: gated_add_rms_norm_modulate_fusable says.
+bool gated_add_rms_norm_modulate_fusable(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                         const ops::Summed& scale, const ops::Summed& shift);
+void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                 const ops::Summed& scale, const ops::Summed& shift, double eps,
+                                 Tensor* x_next, Tensor* h);
 // rms_norm / rms_norm_modulate take a vector path when the last dim is a multiple of 8 (and at
 // most 48 KiB), x, weight, scale and shift are f32 or bf16, 16-byte aligned with unit stride along
 // the last dim (scale/shift: any broadcast of the leading dims, offsets multiples of 8 elements):

@@ -56,6 +56,22 @@ __device__ __forceinline__ float warp_row_sum_sq(At at, int d, int threads) {
 // 48 KiB a launch gets without opting in (a 48 KiB row failed to launch).
 inline constexpr int64_t kRowVecMaxBytes = 32 * 1024;
 
+// The sum of stage_row_inv_rms (below) over a row a kernel staged in `smem` itself (e.g. values it
+// computed): every thread of the block calls it after its own stores to `smem`.
+__device__ __forceinline__ float staged_row_inv_rms(DType dt, int d, double eps, const uint4* smem) {
+  __syncthreads();
+  float ss = 0.f;
+  if (dt == DType::BF16) {
+    const uint16_t* xs = reinterpret_cast<const uint16_t*>(smem);
+    for (int i = threadIdx.x; i < d; i += blockDim.x)
+      ss = add_square(ss, dtype_bits::bf16_to_f32(xs[i]));
+  } else {
+    const float* xs = reinterpret_cast<const float*>(smem);
+    for (int i = threadIdx.x; i < d; i += blockDim.x) ss = add_square(ss, xs[i]);
+  }
+  return inv_std(block_sum(ss), d, eps);
+}
+
 // The vector paths' row statistics (rms_norm_vec_kernel, and the fused kernels that must agree
 // with it): the row of d values at `row` (f32 or bf16, 16-byte aligned, d * element size a
 // multiple of 16) is staged in `smem` with 16-byte loads, then summed in the general rms_norm
@@ -68,17 +84,7 @@ __device__ __forceinline__ float stage_row_inv_rms(const void* row, DType dt, in
   const int vecs = d * (dt == DType::BF16 ? 2 : 4) / 16;
   const uint4* src = static_cast<const uint4*>(row);
   for (int j = threadIdx.x; j < vecs; j += blockDim.x) smem[j] = src[j];
-  __syncthreads();
-  float ss = 0.f;
-  if (dt == DType::BF16) {
-    const uint16_t* xs = reinterpret_cast<const uint16_t*>(smem);
-    for (int i = threadIdx.x; i < d; i += blockDim.x)
-      ss = add_square(ss, dtype_bits::bf16_to_f32(xs[i]));
-  } else {
-    const float* xs = reinterpret_cast<const float*>(smem);
-    for (int i = threadIdx.x; i < d; i += blockDim.x) ss = add_square(ss, xs[i]);
-  }
-  return inv_std(block_sum(ss), d, eps);
+  return staged_row_inv_rms(dt, d, eps, smem);
 }
 
 // warp_sum of 32 values (one per thread l' of a warp), replayed by a group of 4 consecutive lanes

@@ -113,26 +113,49 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, ts, 1), ada_value(table, ts, 0));
   const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
                               nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
-  Tensor x = ops::gated_add(x_in, sa, ada_value(table, ts, 2));
-  if (!cross_attention_adaln) return ops::add(x, text_attn(rms(x, eps), args.context, args.context_mask));
+  if (!cross_attention_adaln) {
+    const Tensor x = ops::gated_add(x_in, sa, ada_value(table, ts, 2));
+    return ops::add(x, text_attn(rms(x, eps), args.context, args.context_mask));
+  }
 
-  // 2.3 / 2.5: query AdaLN from rows 6-8 (modulate(rms(x)) as one op); K/V modulation from the
-  // prompt table (+ prompt timestep).
+  // 2.3 / 2.5: query AdaLN from rows 6-8 (modulate(rms(x)) fused with the gated residual before
+  // it); K/V modulation from the prompt table (+ prompt timestep).
   const auto kv_value = [&](int64_t row) {  // row 0: shift, 1: scale
     return args.prompt_timestep.defined() ? ada_value(prompt_table, args.prompt_timestep, row)
                                           : ops::Summed(prompt_table.select(0, row));
   };
-  const Tensor q_in = ada_zero(x, eps, ada_value(table, ts, 7), ada_value(table, ts, 6));
+  const auto [x, q_in] = ops::gated_add_rms_norm_modulate(
+      x_in, sa, ada_value(table, ts, 2), ada_value(table, ts, 7), ada_value(table, ts, 6), eps);
   const Tensor ctx = ops::modulate(args.context, kv_value(1), kv_value(0));
   return ops::gated_add(x, text_attn(q_in, ctx, args.context_mask), ada_value(table, ts, 8));
 }
 
-// FFN step of one stream.
-Tensor feed_forward_step(const Tensor& x, const TransformerArgs& args, const FeedForward& ff,
-                         const Tensor& table, double eps) {
-  const Tensor& ts = args.timesteps;
-  const Tensor h = ada_zero(x, eps, ada_value(table, ts, 4), ada_value(table, ts, 3));
-  return ops::gated_add(x, ff(h), ada_value(table, ts, 5));
+// The FFN input AdaLN of one stream (rows 3-4).
+ops::Summed ff_scale(const TransformerArgs& args, const Tensor& table) {
+  return ada_value(table, args.timesteps, 4);
+}
+ops::Summed ff_shift(const TransformerArgs& args, const Tensor& table) {
+  return ada_value(table, args.timesteps, 3);
+}
+
+// FFN step of one stream; h: its AdaLN input when already formed (fused with the residual before
+// it), else undefined.
+Tensor feed_forward_step(const Tensor& x, const Tensor& h_in, const TransformerArgs& args,
+                         const FeedForward& ff, const Tensor& table, double eps) {
+  const Tensor h = h_in.defined() ? h_in : ada_zero(x, eps, ff_scale(args, table), ff_shift(args, table));
+  return ops::gated_add(x, ff(h), ada_value(table, args.timesteps, 5));
+}
+
+// The cross-modal attention's gated residual; when no mask applies and the stream's FFN runs next,
+// fused with that FFN's AdaLN input (returned in *ff_h).
+Tensor cross_residual(const Tensor& x, const Tensor& out, const ops::Summed& gate, const Tensor& mask,
+                      bool ff_next, const TransformerArgs& args, const Tensor& table, double eps,
+                      Tensor* ff_h) {
+  if (mask.defined() || !ff_next) return gated_residual(x, out, gate, mask);
+  ops::ResidualNorm r =
+      ops::gated_add_rms_norm_modulate(x, out, gate, ff_scale(args, table), ff_shift(args, table), eps);
+  *ff_h = std::move(r.h);
+  return std::move(r.x);
 }
 
 }  // namespace
@@ -156,6 +179,7 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
     ax = self_and_text_attention(ax, *audio, *audio_attn1, *audio_attn2, audio_scale_shift_table,
                                  audio_prompt_scale_shift_table, cross_attention_adaln, norm_eps);
 
+  Tensor vx_ff_h, ax_ff_h;  // the FFN inputs when formed with the cross-modal residual
   if ((run_a2v || run_v2a) && audio_to_video_attn) {
     // Both directions read the snapshots taken after self- and text attention.
     const Tensor vx0 = vx, ax0 = ax;
@@ -168,7 +192,8 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
           (*audio_to_video_attn)(ada_zero(vx0, norm_eps, v.scale, v.shift),
                                  ada_zero(ax0, norm_eps, a.scale, a.shift), Tensor(),
                                  &video->cross_positional_embeddings, &audio->cross_positional_embeddings);
-      vx = gated_residual(vx, out, v.gate, video->cross_attn_perturbation_mask);
+      vx = cross_residual(vx, out, v.gate, video->cross_attn_perturbation_mask, run_vx, *video,
+                          scale_shift_table, norm_eps, &vx_ff_h);
     }
     if (run_v2a && !audio->cross_attn_skip_all) {
       const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
@@ -179,12 +204,13 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
           (*video_to_audio_attn)(ada_zero(ax0, norm_eps, a.scale, a.shift),
                                  ada_zero(vx0, norm_eps, v.scale, v.shift), Tensor(),
                                  &audio->cross_positional_embeddings, &video->cross_positional_embeddings);
-      ax = gated_residual(ax, out, a.gate, audio->cross_attn_perturbation_mask);
+      ax = cross_residual(ax, out, a.gate, audio->cross_attn_perturbation_mask, run_ax, *audio,
+                          audio_scale_shift_table, norm_eps, &ax_ff_h);
     }
   }
 
-  if (run_vx) vx = feed_forward_step(vx, *video, *ff, scale_shift_table, norm_eps);
-  if (run_ax) ax = feed_forward_step(ax, *audio, *audio_ff, audio_scale_shift_table, norm_eps);
+  if (run_vx) vx = feed_forward_step(vx, vx_ff_h, *video, *ff, scale_shift_table, norm_eps);
+  if (run_ax) ax = feed_forward_step(ax, ax_ff_h, *audio, *audio_ff, audio_scale_shift_table, norm_eps);
   if (video != nullptr) video->x = vx;
   if (audio != nullptr) audio->x = ax;
 }
