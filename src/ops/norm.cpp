@@ -108,14 +108,24 @@ void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& sc
   unreachable_device(op);
 }
 
-Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
-  check_input("rms_norm_dim", x, 0);
-  const int d = wrap_dim(dim, x.dim(), "rms_norm_dim");
+namespace {
+Tensor rms_norm_dim_op(const char* op, const Tensor& x, int64_t dim, double eps, bool silu) {
+  check_input(op, x, 0);
+  const int d = wrap_dim(dim, x.dim(), op);
   switch (x.device().type) {
-    case DeviceType::CPU: return cpu::rms_norm_dim(x, d, eps);
-    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps), "rms_norm_dim");
+    case DeviceType::CPU: return cpu::rms_norm_dim(x, d, eps, silu);
+    case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps, silu), op);
   }
-  unreachable_device("rms_norm_dim");
+  unreachable_device(op);
+}
+}  // namespace
+
+Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
+  return rms_norm_dim_op("rms_norm_dim", x, dim, eps, false);
+}
+
+Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps) {
+  return rms_norm_dim_op("rms_norm_dim_silu", x, dim, eps, true);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

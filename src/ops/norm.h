@@ -47,6 +47,11 @@ ResidualNorm gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const
 // PixelNorm, which normalises over channels, dim 1).
 Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);
 
+// silu(rms_norm_dim(x, dim, eps)) in one pass (the video VAE's PixelNorm + SiLU), bit for bit on
+// each backend: the normalised value is rounded to x's dtype before ops::silu's function, as the
+// unfused pair stores it. The result has rms_norm_dim's dtype and layout.
+Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps);
+
 // Over the last dim D with the biased variance: y = (x - mean) / sqrt(var + eps) * weight + bias.
 // weight, bias: [D] or undefined.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);

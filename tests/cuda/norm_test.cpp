@@ -298,6 +298,60 @@ TEST(CudaNorm, PixelNormRowKernelsTakeManyRowsPerWarp) {
   }
 }
 
+// rms_norm_dim_silu applies the SiLU at each PixelNorm kernel's store, to the normalised value
+// rounded to x's dtype: the bits and layout of rms_norm_dim then silu for the column kernel
+// (contiguous), the vector row kernel (channels-last, C % 8 == 0: one warp per 32 / g rows,
+// registers for C <= 1024, longer rows read twice), the scalar row kernel (odd C, a misaligned x),
+// a gappy channels-last view and the last dim of a contiguous tensor; close to the CPU's f32
+// composition.
+TEST(CudaNorm, PixelNormSiluEqualsPixelNormThenSiluBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 970;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (int64_t c : {3, 8, 40, 128, 256, 512, 1024, 1056, 2048}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
+      const Tensor x = test::random_tensor({2, c, 3, 5, 7}, seed++, -3.f, 5.f).to(kGpu, dt);
+      const Tensor xl = x.to_channels_last();
+      const Tensor last = xl.permute({0, 2, 3, 4, 1});  // contiguous [N, T, H, W, C]
+      struct Case {
+        Tensor x;
+        int dim;
+      };
+      for (const Case& k : {Case{x, 1}, Case{xl, 1}, Case{misaligned_channels_last(x), 1},
+                            Case{xl.narrow(2, 1, 2), 1}, Case{last, 4}}) {
+        SCOPED_TRACE(k.x.describe());
+        const Tensor got = ops::rms_norm_dim_silu(k.x, k.dim, 1e-8);
+        const Tensor want = ops::silu(ops::rms_norm_dim(k.x, k.dim, 1e-8));
+        EXPECT_EQ(got.dtype(), dt);
+        EXPECT_TRUE(got.strides() == want.strides()) << got.strides().str();
+        EXPECT_TRUE(same_bytes(got, want));
+      }
+      // silu's expf differs from glibc's by a few ulp; bf16 rounds the norm and the result.
+      const Tensor cpu = ops::silu(ops::rms_norm_dim(x.to(Device::cpu(), DType::F32), 1, 1e-8));
+      const bool f32 = dt == DType::F32;
+      EXPECT_TRUE(near(ops::rms_norm_dim_silu(x, 1, 1e-8), cpu, f32 ? 1e-6 : 2e-2,
+                       f32 ? 1e-5 : 1.0 / 128));
+    }
+  }
+}
+
+// Many rows per warp (20435 channels-last positions), the VAE's widths.
+TEST(CudaNorm, PixelNormSiluRowKernelsTakeManyRowsPerWarp) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 990;
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t c : {128, 256, 512, 1024}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
+      const Tensor x = test::random_tensor({1, c, 5, 61, 67}, seed++, -3.f, 5.f).to(kGpu, dt);
+      const Tensor xl = x.to_channels_last();
+      EXPECT_TRUE(same_bytes(ops::rms_norm_dim_silu(xl, 1, 1e-6),
+                             ops::silu(ops::rms_norm_dim(xl, 1, 1e-6))));
+      EXPECT_TRUE(same_bytes(ops::rms_norm_dim_silu(x, 1, 1e-6),
+                             ops::silu(ops::rms_norm_dim(x, 1, 1e-6))));
+    }
+  }
+}
+
 TEST(CudaNorm, Bf16StorageKeepsItsDtype) {
   LTX_REQUIRE_CUDA();
   const Tensor x = test::random_tensor({9, 300}, 20).to(DType::BF16);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -116,6 +117,30 @@ TEST(RmsNormDim, MatchesPixelNormOnEveryDim) {
   const Tensor img = test::random_tensor({1, 7, 300}, 21);
   expect_close(ops::rms_norm_dim(img, 1, 1e-8), img.shape(), ref_norm_dim(img, 1, false, 1e-8, Tensor(), Tensor()),
                2e-6, "pixel norm 300 columns");
+}
+
+// The fused PixelNorm + SiLU is silu(rms_norm_dim) bit for bit (f32: nothing rounds between),
+// with its layout, on every dim and layout (contiguous, strided, channels-last, a gappy view of
+// channels-last), and within f32 rounding of the double reference.
+TEST(RmsNormDimSilu, EqualsSiluOfRmsNormDimBitForBit) {
+  const Tensor base = test::random_tensor({2, 6, 3, 5, 7}, 22, -4.f, 4.f);
+  const Tensor cl = base.to_channels_last();
+  for (const Tensor& x : {base, test::non_contiguous_copy(base), cl, cl.narrow(2, 1, 2)}) {
+    for (int dim : {0, 1, 4, -2}) {
+      SCOPED_TRACE(x.describe() + " dim " + std::to_string(dim));
+      const Tensor got = ops::rms_norm_dim_silu(x, dim, 1e-8);
+      const Tensor norm = ops::rms_norm_dim(x, dim, 1e-8);
+      const Tensor want = ops::silu(norm);
+      EXPECT_EQ(got.strides(), want.strides());
+      const Values g = got.to_double_vector(), w = want.to_double_vector();
+      ASSERT_EQ(g.size(), w.size());
+      EXPECT_EQ(std::memcmp(g.data(), w.data(), g.size() * sizeof(double)), 0);
+      EXPECT_GT(test::max_abs_diff(got, norm), 0.1);  // the SiLU was applied
+    }
+  }
+  Values want = ref_norm_dim(base, 1, false, 1e-8, Tensor(), Tensor());
+  for (double& v : want) v = v / (1.0 + std::exp(-v));
+  expect_close(ops::rms_norm_dim_silu(base, 1, 1e-8), base.shape(), want, 4e-6, "vs double");
 }
 
 TEST(LayerNorm, MatchesDoubleReferenceForEachAffineCombination) {
@@ -322,6 +347,7 @@ TEST(Norms, RejectBadArguments) {
   expect_error_mentions([&] { ops::layer_norm(x.to(DType::BF16), Tensor(), Tensor(), 1e-6); }, "f32");
   expect_error_mentions([&] { ops::rms_norm_dim(x, 3, 1e-6); }, "rms_norm_dim");
   expect_error_mentions([&] { ops::rms_norm_dim(x.to(DType::F16), 1, 1e-6); }, "f32");
+  expect_error_mentions([&] { ops::rms_norm_dim_silu(x, -4, 1e-6); }, "rms_norm_dim_silu");
   EXPECT_THROW(ops::layer_norm(Tensor(), Tensor(), Tensor(), 1e-6), Error);
 }
 
@@ -330,6 +356,7 @@ TEST(Norms, EmptyInputsGiveEmptyOutputs) {
   EXPECT_EQ(ops::layer_norm(Tensor::zeros({3, 0}), Tensor(), Tensor(), 1e-6).shape(), Shape({3, 0}));
   EXPECT_EQ(ops::group_norm(Tensor::zeros({0, 4, 3}), 2, Tensor(), Tensor(), 1e-6).shape(), Shape({0, 4, 3}));
   EXPECT_EQ(ops::rms_norm_dim(Tensor::zeros({2, 0, 3}), 1, 1e-6).shape(), Shape({2, 0, 3}));
+  EXPECT_EQ(ops::rms_norm_dim_silu(Tensor::zeros({2, 0, 3}), 1, 1e-6).shape(), Shape({2, 0, 3}));
 }
 
 }  // namespace

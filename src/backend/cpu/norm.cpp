@@ -6,6 +6,7 @@
 
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/reduce_kernel.h"
+#include "backend/scalar_math.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {
@@ -59,7 +60,7 @@ Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shi
   return modulate(rms_norm(x, weight, eps), scale, shift);
 }
 
-Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
+Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu) {
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() == 0) return out;
   const Tensor xc = x.contiguous();
@@ -76,7 +77,11 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
     const float* xr = in + row * B;
     float* yr = o + row * B;
     const float* rr = rms.data() + (row / D) * B;
-    for (int64_t b = 0; b < B; ++b) yr[b] = xr[b] / rr[b];
+    if (silu) {
+      for (int64_t b = 0; b < B; ++b) yr[b] = scalar::unary<ops::UnaryOp::Silu>(xr[b] / rr[b]);
+    } else {
+      for (int64_t b = 0; b < B; ++b) yr[b] = xr[b] / rr[b];
+    }
   });
   // A dense permuted input (channels-last) gets its layout back, like the CUDA op's result.
   if (!x.is_contiguous() && x.is_dense()) return out.contiguous_in_order(x.dim_order());

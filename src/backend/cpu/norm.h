@@ -18,7 +18,8 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 // the speed target).
 Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps,
                          const Tensor& weight);
-Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
+// silu: ops::silu's function applied to each result (rms_norm_dim_silu; f32: no rounding between).
+Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu = false);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
                   double eps);

@@ -427,7 +427,8 @@ __global__ void layer_norm_kernel(RowArgs a) {
 // partials, and zero chunks added past the row's end, are +0, which changes no sum (all sums are
 // >= +0), so a row of at most 8 g chunks (g a power of 2) needs only g lanes and the levels s < g.
 // The RMS is float(sqrt(ss / d + eps)) and y = x / rms with an IEEE f32 division per element, like
-// the CPU's (PixelNorm divides by the RMS rather than multiplying by its inverse).
+// the CPU's (PixelNorm divides by the RMS rather than multiplying by its inverse). kSilu (the
+// fused rms_norm_dim_silu): each kernel stores silu(y) instead, through dim_out.
 constexpr int kDimChunk = 8;
 constexpr int kDimPartials = 32;
 
@@ -438,6 +439,18 @@ __device__ __forceinline__ double add_square_d(double ss, float v) {
 
 __device__ __forceinline__ float dim_rms(double ss, int64_t d, double eps) {
   return static_cast<float>(sqrt(ss / static_cast<double>(d) + eps));
+}
+
+// The value stored for the normalised y: y, or (kSilu) ops::silu's function of y rounded to the
+// output dtype first, as rms_norm_dim stores y and silu reloads it.
+template <bool kSilu>
+__device__ __forceinline__ float dim_out(float y, [[maybe_unused]] DType y_dtype) {
+  if constexpr (kSilu) {
+    if (y_dtype == DType::BF16) y = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(y));
+    return scalar::unary<ops::UnaryOp::Silu>(y);
+  } else {
+    return y;
+  }
 }
 
 // The butterfly over aligned groups of `lanes` lanes (a power of 2, at most 32).
@@ -456,6 +469,7 @@ __device__ __forceinline__ void dim_tree_level(double (&p)[kDimPartials]) {
 // PixelNorm over the middle dim of [A, R, B] (x contiguous): one thread per (a, b) column,
 // neighbouring threads on neighbouring columns, the 32 partials of the order above in registers
 // (static indices), combined by the same tree.
+template <bool kSilu>
 __global__ void rms_norm_dim_kernel(RowArgs a, int64_t outer, int64_t inner) {
   const int64_t n = outer * inner, step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < n; o += step) {
@@ -480,7 +494,7 @@ __global__ void rms_norm_dim_kernel(RowArgs a, int64_t outer, int64_t inner) {
     const float rms = dim_rms(p[0], a.d, a.eps);
     for (int64_t r = 0; r < a.d; ++r) {
       const int64_t i = base + r * inner;
-      store_f32(a.y, a.y_dtype, i, load_f32(a.x, a.x_dtype, i) / rms);
+      store_f32(a.y, a.y_dtype, i, dim_out<kSilu>(load_f32(a.x, a.x_dtype, i) / rms, a.y_dtype));
     }
   }
 }
@@ -492,6 +506,7 @@ constexpr int kDimRowsWarps = 8;
 
 // Any d, any alignment, any f32 / bf16 mix: lane l sums chunks l, l + 32, ... with scalar loads,
 // then the butterfly; the output pass reads and writes coalesced.
+template <bool kSilu>
 __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_kernel(RowArgs a) {
   const int lane = threadIdx.x & 31;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kDimRowsWarps;
@@ -504,8 +519,10 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_kernel(R
       for (int64_t e = e0; e < e1; ++e) ss = add_square_d(ss, load_f32(a.x, a.x_dtype, base + e));
     }
     const float rms = dim_rms(dim_lanes_sum(ss, 32), a.d, a.eps);
-    for (int64_t e = lane; e < a.d; e += 32)
-      store_f32(a.y, a.y_dtype, base + e, load_f32(a.x, a.x_dtype, base + e) / rms);
+    for (int64_t e = lane; e < a.d; e += 32) {
+      const float y = load_f32(a.x, a.x_dtype, base + e) / rms;
+      store_f32(a.y, a.y_dtype, base + e, dim_out<kSilu>(y, a.y_dtype));
+    }
   }
 }
 
@@ -547,13 +564,14 @@ __device__ __forceinline__ double add_chunk_squares(double ss, const DimChunkBit
   return ss;
 }
 
-// Chunk `c` of a row divided by rms, stored at chunk c of y_row as one or two 16-byte vectors.
-template <DType kDt>
+// Chunk `c` of a row divided by rms (then dim_out), stored at chunk c of y_row as one or two
+// 16-byte vectors.
+template <DType kDt, bool kSilu>
 __device__ __forceinline__ void store_chunk_over(void* y_row, int c, const DimChunkBits<kDt>& q,
                                                  float rms) {
   float v[kDimChunk];
 #pragma unroll
-  for (int j = 0; j < kDimChunk; ++j) v[j] = chunk_value(q, j) / rms;
+  for (int j = 0; j < kDimChunk; ++j) v[j] = dim_out<kSilu>(chunk_value(q, j) / rms, kDt);
   store_vec(y_row, kDt, int64_t{c} * kDimChunk, v);
 }
 
@@ -563,7 +581,7 @@ __device__ __forceinline__ void store_chunk_over(void* y_row, int c, const DimCh
 // lanes chunks, 32 / lanes rows per warp), the warp's next rows loaded before its current ones
 // are summed; x is read once. K == 0: longer rows (lanes 32), read twice, the second time mostly
 // from L2.
-template <DType kDt, int K>
+template <DType kDt, int K, bool kSilu>
 __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kernel(RowArgs a,
                                                                                    int lanes) {
   using Chunk = DimChunkBits<kDt>;
@@ -587,7 +605,7 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
       void* y_row = y + r * a.d * kBytes;
 #pragma unroll 4
       for (int c = lane; c < chunks; c += 32)
-        store_chunk_over(y_row, c, load_chunk<kDt>(row, c), rms);
+        store_chunk_over<kDt, kSilu>(y_row, c, load_chunk<kDt>(row, c), rms);
     }
   } else {
     const int64_t sub = lane / lanes;
@@ -614,7 +632,7 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int c = g + lanes * k;
-        if (r < a.rows && c < chunks) store_chunk_over(y_row, c, q[k], rms);
+        if (r < a.rows && c < chunks) store_chunk_over<kDt, kSilu>(y_row, c, q[k], rms);
       }
 #pragma unroll
       for (int k = 0; k < K; ++k) q[k] = next[k];
@@ -636,44 +654,45 @@ unsigned dim_rows_grid(Kernel kernel, int64_t warp_iterations, int dev) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, resident)));
 }
 
-template <DType kDt, int K>
+template <DType kDt, int K, bool kSilu>
 void launch_dim_rows_vec(const RowArgs& a, int lanes, int dev, cudaStream_t stream) {
   const int per_warp = 32 / lanes;
-  const auto kernel = rms_norm_dim_rows_vec_kernel<kDt, K>;
+  const auto kernel = rms_norm_dim_rows_vec_kernel<kDt, K, kSilu>;
   const unsigned grid = dim_rows_grid(kernel, (a.rows + per_warp - 1) / per_warp, dev);
   kernel<<<grid, kDimRowsThreads, 0, stream>>>(a, lanes);
 }
 
-template <int K>
+template <int K, bool kSilu>
 void launch_dim_rows_vec(const RowArgs& a, int lanes, int dev, cudaStream_t stream) {
   if (a.x_dtype == DType::BF16) {
-    launch_dim_rows_vec<DType::BF16, K>(a, lanes, dev, stream);
+    launch_dim_rows_vec<DType::BF16, K, kSilu>(a, lanes, dev, stream);
   } else {
-    launch_dim_rows_vec<DType::F32, K>(a, lanes, dev, stream);
+    launch_dim_rows_vec<DType::F32, K, kSilu>(a, lanes, dev, stream);
   }
 }
 
 // rms_norm_dim's row kernels for a: the vector kernel when the rows allow it, else the scalar one.
+template <bool kSilu>
 void launch_dim_rows(const RowArgs& a, int dev, cudaStream_t stream) {
   const bool vec = a.d % kDimChunk == 0 && a.d / kDimChunk <= INT32_MAX &&
                    a.x_dtype == a.y_dtype && vec_dtype(a.x_dtype) && aligned16(a.x) &&
                    aligned16(a.y);
   if (!vec) {
-    const unsigned grid = dim_rows_grid(rms_norm_dim_rows_kernel, a.rows, dev);
-    rms_norm_dim_rows_kernel<<<grid, kDimRowsThreads, 0, stream>>>(a);
+    const auto kernel = rms_norm_dim_rows_kernel<kSilu>;
+    kernel<<<dim_rows_grid(kernel, a.rows, dev), kDimRowsThreads, 0, stream>>>(a);
     return;
   }
   const int64_t chunks = a.d / kDimChunk;
   int lanes = 1;
   while (lanes < 32 && lanes < chunks) lanes *= 2;
   if (chunks <= 32) {
-    launch_dim_rows_vec<1>(a, lanes, dev, stream);
+    launch_dim_rows_vec<1, kSilu>(a, lanes, dev, stream);
   } else if (chunks <= 64) {
-    launch_dim_rows_vec<2>(a, lanes, dev, stream);
+    launch_dim_rows_vec<2, kSilu>(a, lanes, dev, stream);
   } else if (chunks <= 128) {
-    launch_dim_rows_vec<4>(a, lanes, dev, stream);
+    launch_dim_rows_vec<4, kSilu>(a, lanes, dev, stream);
   } else {
-    launch_dim_rows_vec<0>(a, lanes, dev, stream);
+    launch_dim_rows_vec<0, kSilu>(a, lanes, dev, stream);
   }
 }
 
@@ -1027,7 +1046,7 @@ bool rms_norm_dim_rows_layout(const Tensor& x, int dim) {
   return true;
 }
 
-Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
+Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu) {
   const int dev = x.device().index;
   DeviceGuard guard(dev);
   const cudaStream_t stream = current_stream(dev).handle();
@@ -1055,7 +1074,7 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
     a.eps = eps;
     a.d = x.size(dim);
     a.rows = x.numel() / a.d;
-    launch_dim_rows(a, dev, stream);
+    (silu ? launch_dim_rows<true> : launch_dim_rows<false>)(a, dev, stream);
     LTX_CUDA_CHECK_LAUNCH();
     return out;
   }
@@ -1065,7 +1084,8 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps) {
   RowArgs a = row_args(x, &xc, Tensor(), Tensor(), &wc, &bc, out, eps);
   a.d = s.r;
   constexpr int kThreads = 256;
-  rms_norm_dim_kernel<<<grid_for(s.a * s.b, kThreads, dev), kThreads, 0, stream>>>(a, s.a, s.b);
+  const auto kernel = silu ? rms_norm_dim_kernel<true> : rms_norm_dim_kernel<false>;
+  kernel<<<grid_for(s.a * s.b, kThreads, dev), kThreads, 0, stream>>>(a, s.a, s.b);
   LTX_CUDA_CHECK_LAUNCH();
   return out;
 }

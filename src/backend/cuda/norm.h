@@ -53,7 +53,9 @@ bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
 // activation with dim = 1, a view with gaps made dense in its order first; or the last
 // non-trivial dim) a warp per row reads it (16-byte vectors when d % 8 == 0 and the rows are
 // aligned) and the result keeps x's layout; otherwise one thread per position sums its column.
-Tensor rms_norm_dim(const Tensor& x, int dim, double eps);
+// silu: every kernel applies ops::silu's function at its store, to the value rounded to x's dtype
+// (ops::rms_norm_dim_silu, bit-identical to the two ops).
+Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu = false);
 // Whether rms_norm_dim takes the row kernel for x (for the tests).
 bool rms_norm_dim_rows_layout(const Tensor& x, int dim);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions

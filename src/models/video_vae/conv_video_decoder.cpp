@@ -138,15 +138,17 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
         up_blocks_[i]);
     if (probe) probe(str("up_blocks.", i), x);
   }
-  x = conv_norm_out_(x);
   if (tc) {
+    x = conv_norm_out_(x);
     const int64_t c = last_scale_shift_table_.size(1);
     Tensor emb = (*last_time_embedder_)(scaled_timestep.flatten());  // [B, 2C]
     Tensor ada = ops::add(last_scale_shift_table_.view({1, 2, c, 1, 1, 1}),
                           emb.reshape({batch, 2, c, 1, 1, 1}));
     x = ops::modulate(x, ada.select(1, 1), ada.select(1, 0));
+    x = ops::silu(x);
+  } else {
+    x = conv_norm_out_.then_silu(std::move(x));  // one pass for PixelNorm
   }
-  x = ops::silu(x);
   x = conv_out_(std::move(x), causal);
   return unpatchify(x, config_.patch_size, 1).contiguous();  // callers get NCDHW
 }

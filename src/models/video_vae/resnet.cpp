@@ -27,6 +27,12 @@ Tensor Norm::operator()(const Tensor& x) const {
   return ops::group_norm(x, groups, weight, bias, eps);
 }
 
+Tensor Norm::then_silu(Tensor x) const {
+  if (type == NormLayer::PixelNorm) return ops::rms_norm_dim_silu(x, 1, kPixelNormEps);
+  x = (*this)(x);
+  return ops::silu(x);
+}
+
 ResnetBlock3D ResnetBlock3D::load(io::WeightMap& w, int64_t in_channels, int64_t out_channels,
                                   NormLayer norm, double eps, int64_t groups,
                                   bool timestep_conditioning, PaddingMode padding,
@@ -62,13 +68,16 @@ Tensor ResnetBlock3D::operator()(Tensor x, bool causal, const Tensor& timestep_e
     shift2 = ada.select(1, 2);
     scale2 = ada.select(1, 3);
   }
-  Tensor h = norm1(x);
-  if (timestep_conditioning) h = ops::modulate(h, scale1, shift1);
-  h = ops::silu(h);
-  h = conv1(std::move(h), causal);
-  h = norm2(h);
-  if (timestep_conditioning) h = ops::modulate(h, scale2, shift2);
-  h = ops::silu(h);
+  // norm -> [modulate] -> silu, each step releasing its input; without the modulation the norm
+  // and the silu are one pass.
+  const auto norm_silu = [&](const Norm& norm, Tensor h, const Tensor& scale, const Tensor& shift) {
+    if (!timestep_conditioning) return norm.then_silu(std::move(h));
+    h = norm(h);
+    h = ops::modulate(h, scale, shift);
+    return ops::silu(h);
+  };
+  Tensor h = conv1(norm_silu(norm1, x, scale1, shift1), causal);
+  h = norm_silu(norm2, std::move(h), scale2, shift2);
   h = conv2(std::move(h), causal);
   Tensor shortcut = std::move(x);
   if (norm3) shortcut = (*norm3)(shortcut);

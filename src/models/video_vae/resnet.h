@@ -16,7 +16,8 @@
 namespace ltx::models::video_vae {
 
 // PixelNorm: x / sqrt(mean_c(x^2) + 1e-8) over channels (no parameters).
-Tensor pixel_norm(const Tensor& x, double eps = 1e-8);
+inline constexpr double kPixelNormEps = 1e-8;
+Tensor pixel_norm(const Tensor& x, double eps = kPixelNormEps);
 
 // The configured norm: PixelNorm, or GroupNorm(groups, eps) with an affine `<name>.{weight,bias}`.
 struct Norm {
@@ -27,6 +28,9 @@ struct Norm {
   static Norm load(io::WeightMap& w, const std::string& name, NormLayer type, int64_t channels,
                    int64_t groups, double eps, const nn::LoadOptions& opt);
   Tensor operator()(const Tensor& x) const;
+  // silu((*this)(x)); one pass for PixelNorm (ops::rms_norm_dim_silu, the same bits). x by
+  // value: pass std::move(x) so that GroupNorm's input is released before the silu.
+  Tensor then_silu(Tensor x) const;
 };
 
 // norm1 -> [x * (1 + scale1) + shift1] -> SiLU -> conv1 -> norm2 -> [modulate 2] -> SiLU -> conv2,

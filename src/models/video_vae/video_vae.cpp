@@ -112,7 +112,7 @@ Tensor VideoEncoder::operator()(const Tensor& video, const Probe& probe) const {
         down_blocks_[i]);
     if (probe) probe(str("down_blocks.", i), x);
   }
-  x = ops::silu(conv_norm_out_(x));
+  x = conv_norm_out_.then_silu(std::move(x));
   x = conv_out_(std::move(x), true);
   if (probe) probe("conv_out", x);
   // Means are the first C channels for every log-variance layout (uniform / constant: C + 1
