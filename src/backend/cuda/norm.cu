@@ -960,15 +960,18 @@ bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
 
 namespace {
 
-// The fused residual + norm call's arguments when it applies (see norm.h), else nullopt-like:
-// ok false.
+// The fused residual + norm call's arguments; ok false when the kernel does not take them (see
+// norm.h).
 struct ResidualNormCall {
   bool ok = false;
   RmsCall c;  // the norm of x_next: a.x is x (read), c.out is h
   ModArgs g;  // the gate in the kScale / kScale2 slots
 };
+// h: where the norm goes (bf16, x's shape), or x itself to only ask whether the call applies (the
+// same verdict: a fresh h is aligned like x must be; nothing is allocated).
 ResidualNormCall residual_norm_call(const Tensor& x, const Tensor& y, const ops::Summed& gate,
-                                    const ops::Summed& scale, const ops::Summed& shift, double eps) {
+                                    const ops::Summed& scale, const ops::Summed& shift, double eps,
+                                    const Tensor& h) {
   ResidualNormCall r;
   const auto bf16_on = [&](const Tensor& t) {
     return !t.defined() || (t.dtype() == DType::BF16 && t.device() == x.device());
@@ -987,7 +990,7 @@ ResidualNormCall residual_norm_call(const Tensor& x, const Tensor& y, const ops:
         if (t->size(-i) != 1 && t->size(-i) != x.size(-i)) return r;
     }
   }
-  r.c = rms_call(x, Tensor(), scale, shift, eps);
+  r.c = rms_call(x, Tensor(), scale, shift, eps, h);
   if (!rows_vec_ok(r.c) || !aligned16(y.raw_data())) return r;
   r.g = mod_args(x, gate, gate, r.c.a.rows);
   r.g.p[kShift] = r.g.p[kShift2] = nullptr;  // the gate uses the scale slots only
@@ -999,13 +1002,14 @@ ResidualNormCall residual_norm_call(const Tensor& x, const Tensor& y, const ops:
 
 bool gated_add_rms_norm_modulate_fusable(const Tensor& x, const Tensor& y, const ops::Summed& gate,
                                          const ops::Summed& scale, const ops::Summed& shift) {
-  return residual_norm_call(x, y, gate, scale, shift, 0.0).ok;
+  return residual_norm_call(x, y, gate, scale, shift, 0.0, x).ok;
 }
 
 void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Summed& gate,
                                  const ops::Summed& scale, const ops::Summed& shift, double eps,
                                  Tensor* x_next, Tensor* h) {
-  const ResidualNormCall r = residual_norm_call(x, y, gate, scale, shift, eps);
+  const ResidualNormCall r = residual_norm_call(
+      x, y, gate, scale, shift, eps, Tensor::empty(x.shape(), DType::BF16, x.device()));
   LTX_CHECK(r.ok, "cuda::gated_add_rms_norm_modulate: arguments the fused kernel does not take (x ",
             x.describe(), ", y ", y.describe(), "); check gated_add_rms_norm_modulate_fusable first");
   *x_next = Tensor::empty(x.shape(), DType::BF16, x.device());
