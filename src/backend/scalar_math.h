@@ -110,6 +110,14 @@ LTX_HOST_DEVICE inline float modulate(float x, float scale, float shift) {
 LTX_HOST_DEVICE inline float gated_add(float x, float y, float gate) {
   return add_rn(x, mul_rn(y, gate));
 }
+// The same as ops::gated_add computes it on CUDA: with bf16_product (mul(y, gate) would be stored
+// as bf16) the product is rounded to bf16 before the sum. The one definition for the gated_add
+// kernel and the fused residual + norm kernel.
+LTX_HOST_DEVICE inline float gated_add(float x, float y, float gate, bool bf16_product) {
+  float p = mul_rn(y, gate);
+  if (bf16_product) p = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(p));
+  return add_rn(x, p);
+}
 
 // The gated attention's gate 2 * sigmoid(logit) as mul(sigmoid(logit), 2.0) computes it: with bf16
 // logits both ops store bf16, so both results are rounded to bf16 here. The one definition for

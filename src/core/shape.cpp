@@ -35,4 +35,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+bool broadcasts_to(const Shape& s, const Shape& target) {
+  const int n = s.size(), m = target.size();
+  if (n > m) return false;
+  for (int i = 0; i < n; ++i)
+    if (s[i] != 1 && s[i] != target[m - n + i]) return false;
+  return true;
+}
+
 }  // namespace ltx

@@ -83,5 +83,8 @@ Strides contiguous_strides(const Shape& shape);
 int wrap_dim(int64_t dim, int ndim, const char* op);
 // NumPy/PyTorch broadcast of two shapes; throws naming `op` when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Whether `s` broadcasts to `target` itself (as many dims or fewer, each equal or 1): the check
+// before an expand, for callers whose error names the argument.
+bool broadcasts_to(const Shape& s, const Shape& target);
 
 }  // namespace ltx

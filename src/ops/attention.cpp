@@ -12,22 +12,6 @@
 
 namespace ltx::ops {
 
-namespace {
-
-// Whether `t` expands to `target` (as many dims or fewer, each equal or 1): the check before
-// expand, without broadcast_shapes' generic error, so the message can name the argument.
-bool expands_to(const Tensor& t, const Shape& target) {
-  const int n = t.dim(), m = target.size();
-  if (n > m) return false;
-  for (int i = 0; i < n; ++i) {
-    const int64_t size = t.size(i);
-    if (size != 1 && size != target[m - n + i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask, std::optional<double> scale) {
   return scaled_dot_product_attention(q, k, v, AttentionOptions{.mask = mask, .scale = scale});
@@ -58,7 +42,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                   (mask.dtype() == DType::BF16 && mask.device().is_cuda()),
               op, ": mask ", mask.describe(),
               " must be bool/u8 (nonzero = attend) or f32 (added to the logits)");
-    LTX_CHECK(expands_to(mask, scores), op, ": mask ", mask.describe(),
+    LTX_CHECK(broadcasts_to(mask.shape(), scores), op, ": mask ", mask.describe(),
               " does not broadcast to the score shape [B, H, Tq, Tk] = ", scores.str());
     m = mask.expand(scores);
   }
@@ -66,7 +50,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (gate.defined()) {
     check_float(op, "head_gate_logits", gate);
     const Shape gates{q.size(0), q.size(2), q.size(1)};
-    LTX_CHECK(expands_to(gate, gates), op, ": head_gate_logits ", gate.describe(),
+    LTX_CHECK(broadcasts_to(gate.shape(), gates), op, ": head_gate_logits ", gate.describe(),
               " does not broadcast to [B, Tq, H] = ", gates.str(), " (q [B, H, Tq, D] is ",
               q.describe(), ")");
     g = gate.expand(gates);

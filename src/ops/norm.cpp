@@ -1,8 +1,8 @@
 #include "ops/norm.h"
 
 #include "backend/cpu/norm.h"
-#include "ops/elementwise.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/norm.h"
 #endif
@@ -44,17 +44,9 @@ void check_rms_norm_modulate(const char* op, const Tensor& x, const Summed& scal
   check_input(op, x, 1);
   check_affine(op, "weight", weight, x.size(-1), x);
   const Shape ss = scale.check(op, "scale"), ts = shift.check(op, "shift");
-  const auto broadcasts_to_x = [&](const Shape& s) {
-    if (s.size() > x.dim()) return false;
-    for (int i = 1; i <= s.size(); ++i) {
-      const int64_t n = s[s.size() - i];
-      if (n != 1 && n != x.size(-i)) return false;
-    }
-    return true;
-  };
-  LTX_CHECK(broadcasts_to_x(ss), op, ": scale ", ss.str(), " must broadcast to x's shape ",
+  LTX_CHECK(broadcasts_to(ss, x.shape()), op, ": scale ", ss.str(), " must broadcast to x's shape ",
             x.describe());
-  LTX_CHECK(broadcasts_to_x(ts), op, ": shift ", ts.str(), " must broadcast to x's shape ",
+  LTX_CHECK(broadcasts_to(ts, x.shape()), op, ": shift ", ts.str(), " must broadcast to x's shape ",
             x.describe());
 }
 }  // namespace

@@ -79,5 +79,21 @@ TEST(Layout, EmptyLikeLayoutFollowsTheFirstDenseFullShapeInput) {
   EXPECT_TRUE(empty_like_layout(s, DType::F32, Device::cpu(), {nullptr}).is_contiguous());
 }
 
+// broadcasts_to: fewer or as many dims, each equal or 1, against the target itself (not the
+// two-way broadcast of broadcast_shapes, which would also grow the target).
+TEST(Layout, BroadcastsToAcceptsOnlyShapesThatExpandToTheTarget) {
+  const Shape target{2, 17, 40};
+  EXPECT_TRUE(broadcasts_to(Shape{2, 17, 40}, target));
+  EXPECT_TRUE(broadcasts_to(Shape{40}, target));
+  EXPECT_TRUE(broadcasts_to(Shape{2, 1, 40}, target));
+  EXPECT_TRUE(broadcasts_to(Shape{1, 1, 1}, target));
+  EXPECT_TRUE(broadcasts_to(Shape{}, target));
+  EXPECT_FALSE(broadcasts_to(Shape{2, 17, 39}, target));
+  EXPECT_TRUE(broadcasts_to(Shape{17, 1}, target));  // right-aligned: 17 vs 17, 1 vs 40
+  EXPECT_FALSE(broadcasts_to(Shape{2, 40}, target));  // 2 vs 17
+  EXPECT_FALSE(broadcasts_to(Shape{1, 2, 17, 40}, target));  // more dims
+  EXPECT_FALSE(broadcasts_to(Shape{2, 17, 40}, Shape{2, 1, 40}));  // would grow the target
+}
+
 }  // namespace
 }  // namespace ltx

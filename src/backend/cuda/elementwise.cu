@@ -92,9 +92,8 @@ struct GatedAddFn {
   bool bf16_product;  // mul(y, gate) would be stored as bf16
   bool bf16_gate;     // add(gate.a, gate.b) would be stored as bf16
   __device__ float operator()(const float* v) const {
-    float p = dtype_bits::mul_rn(v[1], SummedSlots<kGateSummed>::value(v + 2, bf16_gate));
-    if (bf16_product) p = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(p));
-    return dtype_bits::add_rn(v[0], p);
+    return scalar::gated_add(v[0], v[1], SummedSlots<kGateSummed>::value(v + 2, bf16_gate),
+                             bf16_product);
   }
 };
 struct SiluMulFn {

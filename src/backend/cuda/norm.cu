@@ -252,8 +252,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
       load_vec(y, DType::BF16, base + i, yv);
       mod_vec(g, kScale, goff, i, gv);
 #pragma unroll
-      for (int j = 0; j < kVec; ++j)
-        xv[j] = add_rn(xv[j], round_to(DType::BF16, mul_rn(yv[j], gv[j])));
+      for (int j = 0; j < kVec; ++j) xv[j] = scalar::gated_add(xv[j], yv[j], gv[j], true);
       store_vec(static_cast<uint16_t*>(x_next) + base, DType::BF16, i, xv);
       store_vec(residual_row, DType::BF16, i, xv);
     }
@@ -973,23 +972,15 @@ ResidualNormCall residual_norm_call(const Tensor& x, const Tensor& y, const ops:
                                     const ops::Summed& scale, const ops::Summed& shift, double eps,
                                     const Tensor& h) {
   ResidualNormCall r;
-  const auto bf16_on = [&](const Tensor& t) {
-    return !t.defined() || (t.dtype() == DType::BF16 && t.device() == x.device());
-  };
   if (!x.defined() || !y.defined() || !gate.a.defined() || !scale.a.defined() ||
       !shift.a.defined() || !x.device().is_cuda() || x.dim() < 1 || x.numel() == 0)
     return r;
+  // bf16 on x's device; x and y contiguous of one shape, the rest broadcasting to it.
   for (const Tensor* t : {&x, &y, &gate.a, &gate.b, &scale.a, &scale.b, &shift.a, &shift.b})
-    if (!bf16_on(*t)) return r;
+    if (t->defined() && (t->dtype() != DType::BF16 || t->device() != x.device() ||
+                         !broadcasts_to(t->shape(), x.shape())))
+      return r;
   if (!x.is_contiguous() || !y.is_contiguous() || y.shape() != x.shape()) return r;
-  for (const ops::Summed* s : {&gate, &scale, &shift}) {
-    for (const Tensor* t : {&s->a, &s->b}) {
-      if (!t->defined()) continue;
-      if (t->dim() > x.dim()) return r;
-      for (int i = 1; i <= t->dim(); ++i)  // broadcasts to x's shape
-        if (t->size(-i) != 1 && t->size(-i) != x.size(-i)) return r;
-    }
-  }
   r.c = rms_call(x, Tensor(), scale, shift, eps, h);
   if (!rows_vec_ok(r.c) || !aligned16(y.raw_data())) return r;
   r.g = mod_args(x, gate, gate, r.c.a.rows);
