@@ -43,6 +43,33 @@ LTX_HOST_DEVICE inline float binary(float a, float b) {
   }
 }
 
+// NaN-propagating max / min in double.
+LTX_HOST_DEVICE inline double max_nan(double a, double b) { return (a > b || a != a) ? a : b; }
+LTX_HOST_DEVICE inline double min_nan(double a, double b) { return (a < b || a != a) ? a : b; }
+
+// Whether the float64 binary ops compute `op` (all but pow, whose libm results differ between the
+// host and the device).
+constexpr bool binary_has_f64(ops::BinaryOp op) { return op != ops::BinaryOp::Pow; }
+
+// binary() in double, every operation correctly rounded on both backends.
+template <ops::BinaryOp Op>
+LTX_HOST_DEVICE inline double binary_f64(double a, double b) {
+  if constexpr (Op == ops::BinaryOp::Add) {
+    return add_rn(a, b);
+  } else if constexpr (Op == ops::BinaryOp::Sub) {
+    return add_rn(a, -b);
+  } else if constexpr (Op == ops::BinaryOp::Mul) {
+    return mul_rn(a, b);
+  } else if constexpr (Op == ops::BinaryOp::Div) {
+    return dtype_bits::div_rn(a, b);
+  } else if constexpr (Op == ops::BinaryOp::Maximum) {
+    return max_nan(a, b);
+  } else {
+    static_assert(Op == ops::BinaryOp::Minimum, "pow has no float64 form (binary_has_f64)");
+    return min_nan(a, b);
+  }
+}
+
 inline constexpr float kInvSqrt2 = 0.70710678118654752f;
 inline constexpr float kSqrt2OverPi = 0.79788456080286536f;
 inline constexpr float kGeluTanhCoef = 0.044715f;
@@ -145,6 +172,15 @@ void with_binary_op(ops::BinaryOp op, G&& g) {
     case B::Pow: return g(std::integral_constant<B, B::Pow>{});
   }
   fail("binary: unknown op ", static_cast<int>(op));
+}
+
+// with_binary_op for the float64 ops: every op but pow (binary_has_f64).
+template <typename G>
+void with_binary_op_f64(ops::BinaryOp op, G&& g) {
+  LTX_CHECK(binary_has_f64(op), "binary: op ", static_cast<int>(op), " has no float64 form");
+  with_binary_op(op, [&](auto o) {
+    if constexpr (decltype(o)::value != ops::BinaryOp::Pow) g(o);
+  });
 }
 
 template <typename G>

@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "core/device_hooks.h"
@@ -9,6 +10,8 @@
 namespace ltx {
 
 namespace {
+
+std::atomic<int64_t> g_device_to_host_copies{0};
 
 // PyTorch's rule for when a reshape can be a view: each run of dims that is contiguous in the old
 // layout must map to whole dims of the new shape. Returns false when a copy is needed.
@@ -469,11 +472,14 @@ Tensor Tensor::to(Device dev, DType dtype) const {
   return t;
 }
 
+int64_t device_to_host_copies() { return g_device_to_host_copies.load(std::memory_order_relaxed); }
+
 void Tensor::copy_from(const Tensor& src) const {
   LTX_CHECK(defined() && src.defined(), "copy_from: undefined tensor");
   LTX_CHECK(shape_ == src.shape_, "copy_from: shape mismatch, destination ", describe(),
             ", source ", src.describe());
   if (device().is_cuda() || src.device().is_cuda()) {
+    if (!device().is_cuda()) g_device_to_host_copies.fetch_add(1, std::memory_order_relaxed);
     detail::cuda_copy(*this, src);
     return;
   }

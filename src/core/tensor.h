@@ -144,6 +144,11 @@ class Tensor {
 Tensor empty_like_layout(const Shape& shape, DType dtype, Device device,
                          std::initializer_list<const Tensor*> inputs);
 
+// Device -> host copies made by Tensor::copy_from (so by to(), to_float_vector(), item(), ...) in
+// this process. Each one waits for the device, so a denoising step should make none: the
+// generation's progress records them per stage and the GPU tests check that they stay at 0.
+int64_t device_to_host_copies();
+
 // Describes where two tensors first differ in shape etc., for error messages: "f32[2, 3] cpu".
 inline std::string describe(const Tensor& t) { return t.describe(); }
 

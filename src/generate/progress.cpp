@@ -25,6 +25,8 @@ void Progress::stage(const std::string& name) {
   current_ = name;
   stage_start_ = Clock::now();
   stage_allocations_ = allocation_counts();
+  step_mark_ = -1;
+  stage_step_read_backs_ = 0;
   in_stage_ = true;
   if (mode_ != Mode::Off) {
     std::fprintf(out_, "ltx: %s ...\n", name.c_str());
@@ -33,6 +35,11 @@ void Progress::stage(const std::string& name) {
 }
 
 void Progress::step(int64_t done, int64_t total) {
+  if (in_stage_ && done >= 1) {
+    const int64_t now = device_to_host_copies();
+    if (step_mark_ >= 0) stage_step_read_backs_ += now - step_mark_;
+    step_mark_ = now;
+  }
   if (!in_stage_ || total <= 0 || mode_ == Mode::Off) return;
   done = std::clamp<int64_t>(done, 0, total);
   const double elapsed = std::chrono::duration<double>(Clock::now() - stage_start_).count();
@@ -77,11 +84,12 @@ void Progress::end_stage() {
   auto it = std::find_if(timings_.begin(), timings_.end(),
                          [&](const Timing& t) { return t.stage == current_; });
   if (it == timings_.end()) {
-    timings_.push_back({current_, s, made});
+    timings_.push_back({current_, s, made, stage_step_read_backs_});
   } else {
     it->seconds += s;
     it->allocations.host += made.host;
     it->allocations.cuda += made.cuda;
+    it->step_read_backs += stage_step_read_backs_;
   }
   if (bar_drawn_) {
     std::fputc('\n', out_);

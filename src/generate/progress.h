@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/storage.h"
+#include "core/tensor.h"
 
 namespace ltx::generate {
 
@@ -35,6 +36,9 @@ class Progress {
     std::string stage;
     double seconds = 0.0;
     AllocationCounts allocations;  // Storage::allocate calls during the stage, per device type
+    // Device -> host copies (core's device_to_host_copies) between the stage's first and last
+    // completed step: what its steps after the first read back (0 on a GPU run).
+    int64_t step_read_backs = 0;
   };
   const std::vector<Timing>& timings() const { return timings_; }
   double total_seconds() const;
@@ -52,6 +56,8 @@ class Progress {
   std::string current_;
   Clock::time_point stage_start_;
   AllocationCounts stage_allocations_;  // the counts when the stage started
+  int64_t step_mark_ = -1;              // device_to_host_copies() at the last completed step
+  int64_t stage_step_read_backs_ = 0;
   bool in_stage_ = false;
   bool bar_drawn_ = false;  // a bar line without its newline is on screen
   std::vector<Timing> timings_;

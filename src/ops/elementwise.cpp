@@ -3,6 +3,7 @@
 #include <string>
 
 #include "backend/cpu/elementwise.h"
+#include "backend/scalar_math.h"
 #include "ops/dispatch.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/elementwise.h"
@@ -49,6 +50,15 @@ namespace {
 
 void check_f32(const char* op, const char* arg, const Tensor& t) { check_float(op, arg, t); }
 
+bool is_f64(const Tensor& t) { return t.dtype() == DType::F64; }
+
+// The float64 form's checks: pow has none, and the other operand (if any) is float storage.
+void check_f64_binary(BinaryOp op, const char* name, const Tensor* other, const char* other_arg) {
+  LTX_CHECK(scalar::binary_has_f64(op), name, ": float64 operands are supported by add, sub, mul, div, maximum and ",
+            "minimum only; convert to f32 first");
+  if (other != nullptr && !is_f64(*other)) check_f32(name, other_arg, *other);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- generic entry points
@@ -56,6 +66,15 @@ void check_f32(const char* op, const char* arg, const Tensor& t) { check_float(o
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_op_name(op);
   check_defined(name, {&a, &b});
+  if (is_f64(a) || is_f64(b)) {
+    check_f64_binary(op, name, is_f64(a) ? &b : &a, is_f64(a) ? "b" : "a");
+    broadcast_shapes(a.shape(), b.shape(), name);
+    switch (common_device(name, {&a, &b}).type) {
+      case DeviceType::CPU: return cpu::binary_f64(op, a, b);
+      case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary_f64(op, a, b), name);
+    }
+    unreachable_device(name);
+  }
   check_f32(name, "a", a);
   check_f32(name, "b", b);
   broadcast_shapes(a.shape(), b.shape(), name);  // throws when they do not broadcast
@@ -69,6 +88,15 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 Tensor binary(BinaryOp op, const Tensor& a, double b) {
   const char* name = binary_op_name(op);
   check_defined(name, {&a});
+  if (is_f64(a)) {
+    // An f64 tensor keeps the scalar in double (torch: a Python float with a float64 tensor).
+    check_f64_binary(op, name, nullptr, nullptr);
+    switch (a.device().type) {
+      case DeviceType::CPU: return cpu::binary_scalar_f64(op, a, b);
+      case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary_scalar_f64(op, a, b), name);
+    }
+    unreachable_device(name);
+  }
   check_f32(name, "a", a);
   // torch rewrites these exponents to cheaper exact forms; do the same so results match it.
   if (op == BinaryOp::Pow) {

@@ -4,7 +4,8 @@
 // Inputs may be non-contiguous or expanded (stride 0); results are new contiguous f32 tensors.
 // On CUDA every float operand may also be bf16 (math in f32; the result is bf16 when all float
 // operands are, see ops::float_result_dtype); the per-element math is shared by both backends
-// (backend/scalar_math.h), so the arithmetic ops agree bit for bit.
+// (backend/scalar_math.h), so the arithmetic ops agree bit for bit. The binary ops also take f64
+// operands (see binary()).
 #include <cstdint>
 
 #include "core/tensor.h"
@@ -37,8 +38,12 @@ const char* binary_op_name(BinaryOp op);
 const char* unary_op_name(UnaryOp op);
 
 // ---- generic entry points (the named ops below are thin wrappers) ----
+// Float64: when either operand of a binary op (all but pow) is f64, the other is widened (f32,
+// or bf16 on CUDA), the math and the result are f64 and every operation is correctly rounded, so
+// both backends agree bit for bit (torch's type promotion; the res_2s sampler's float64 maths).
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
-// Scalar on the right, converted to f32 as torch does for a Python float.
+// Scalar on the right, converted to f32 as torch does for a Python float (kept in double for an
+// f64 tensor).
 Tensor binary(BinaryOp op, const Tensor& a, double b);
 // dst = dst (op) src in place; src is broadcast to dst's shape; dst may be a strided view but
 // must not have expanded (stride-0) dims.

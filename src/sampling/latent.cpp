@@ -373,22 +373,13 @@ Tensor post_process_latent(const Tensor& denoised, const Tensor& mask_t, const T
   LTX_CHECK(mask_t.dim() == 3 && mask_t.size(0) == denoised.size(0) && mask_t.size(1) == denoised.size(1) &&
                 mask_t.size(2) == 1,
             "post_process_latent: mask ", mask_t.describe(), " must be [B, T, 1] for ", denoised.describe());
-  if (denoised.dtype() == DType::F64) {
-    // The res_2s loop's float64 path: host maths (the ops compute in f32 only).
-    const int64_t c = denoised.size(2), n = denoised.numel();
-    const std::vector<float> mask = mask_t.to_float_vector(), clean = clean_t.to_float_vector();
-    const std::vector<double> d = denoised.to_double_vector();
-    std::vector<double> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const float m = mask[static_cast<size_t>(i / c)];
-      const float keep = clean[static_cast<size_t>(i)] * (1.0f - m);  // clean.float() * (1 - mask): f32
-      out[static_cast<size_t>(i)] = d[static_cast<size_t>(i)] * static_cast<double>(m) + static_cast<double>(keep);
-    }
-    return Tensor::from_vector(out, denoised.shape());
-  }
-  // f32 ops on the tensors' device: d * m + clean * (1 - m), one rounding per op.
   const Tensor m = mask_t.to(DType::F32);
   const Tensor keep = ops::add(ops::neg(m), 1.0);  // -m + 1 == 1 - m exactly
+  if (denoised.dtype() == DType::F64) {
+    // The res_2s loop's float64 path: clean.float() * (1 - mask) in f32, then d * mask + that in f64.
+    return ops::add(ops::mul(denoised, m), ops::mul(clean_t.to(DType::F32), keep));
+  }
+  // f32 ops on the tensors' device: d * m + clean * (1 - m), one rounding per op.
   return ops::add(ops::mul(denoised.to(DType::F32), m), ops::mul(clean_t.to(DType::F32), keep)).to(denoised.dtype());
 }
 

@@ -155,8 +155,8 @@ struct AudioLatentTools {
 };
 
 // x0 * mask + clean * (1 - mask), the reference's post_process_latent: float32 maths as tensor ops
-// on the inputs' device, result in denoised's dtype (f64 denoised, the res_2s loop's host path:
-// the clean term is formed in f32, then added in f64; a CPU result).
+// on the inputs' device, result in denoised's dtype (f64 denoised, the res_2s loop's path: the
+// clean term is formed in f32, then added in f64).
 Tensor post_process_latent(const Tensor& denoised, const Tensor& denoise_mask, const Tensor& clean);
 // denoise_mask * sigma (per-token timesteps), f32 on the mask's device.
 Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma);

@@ -29,12 +29,6 @@ Tensor pinned(const std::optional<LatentState>& state, const DenoisedLatent& r) 
   return post_process_latent(r.denoised, state->denoise_mask, state->clean_latent);
 }
 
-// pinned() for the res_2s loop's host states: the prediction is downloaded first.
-Tensor pinned_on_host(const std::optional<LatentState>& state, const DenoisedLatent& r) {
-  if (!state || !r.has()) return Tensor();
-  return post_process_latent(r.denoised.to(Device::cpu()), state->denoise_mask, state->clean_latent);
-}
-
 DType target_dtype(const std::optional<DType>& model_dtype, const LatentState& s) {
   return model_dtype.value_or(s.latent.dtype());
 }
@@ -184,38 +178,28 @@ AVState euler_cfg_pp_loop(const Sigmas& sigmas, AVState st, const Denoiser& deno
 
 namespace {
 
-struct Res2sModality {
-  std::optional<LatentState>* state;
-  const char* name;
-};
-
-std::vector<double> to_f64(const Tensor& t) { return t.to_double_vector(); }
-
-Tensor f64_tensor(std::vector<double> v, const Shape& shape) { return Tensor::from_vector(v, shape); }
-
-// mask (as f64) * sigma, one value per token.
-std::vector<double> token_sigmas(const LatentState& s, double sigma) {
-  std::vector<double> m = s.denoise_mask.to_double_vector();
+// mask * sigma per token, from the mask's host copy (no device read).
+std::vector<double> token_sigmas(const std::vector<double>& mask, double sigma) {
+  std::vector<double> m = mask;
   for (double& v : m) v *= sigma;
   return m;
 }
 
 }  // namespace
 
-AVState res2s_loop(const Sigmas& sigmas_in, AVState dev_st, const Denoiser& denoiser, NoiseSource& step_generator,
+AVState res2s_loop(const Sigmas& sigmas_in, AVState st, const Denoiser& denoiser, NoiseSource& step_generator,
                    NoiseSource& substep_generator, const Res2sLoopOptions& o) {
   check_schedule("res2s_loop", sigmas_in);
-  check_state("res2s_loop", dev_st);
-  // The res_2s maths is float64, which the ops do not compute: it runs on host copies of the states
-  // (`st`), and only the latents the denoiser sees go to the states' device (`dev_st`, returned).
-  const Device dev = state_device(dev_st);
-  AVState st = on_device(dev_st, Device::cpu());
-  std::optional<LatentState>* dev_states[2] = {&dev_st.video, &dev_st.audio};
-  // Sets modality m's host latent and uploads it to the device state.
-  auto commit = [&](std::optional<LatentState>& host, int m, const Tensor& latent) {
-    host = host->with_latent(latent);
-    *dev_states[m] = (*dev_states[m])->with_latent(latent.to(dev));
-  };
+  check_state("res2s_loop", st);
+  // The float64 maths runs as f64 ops on the states' device: nothing is read back inside a step.
+  // Only the noise (drawn on the host generators) and, in non-legacy mode, the per-token SDE
+  // coefficients (from a host copy of the masks, taken once here) are uploaded.
+  const Device dev = state_device(st);
+  std::optional<LatentState>* states[2] = {&st.video, &st.audio};
+  std::vector<double> host_mask[2];
+  if (!o.legacy_mode)
+    for (int m = 0; m < 2; ++m)
+      if (*states[m]) host_mask[m] = (*states[m])->denoise_mask.to_double_vector();
   const int64_t n_full = static_cast<int64_t>(sigmas_in.size()) - 1;
   Sigmas sigmas = sigmas_in;
   if (sigmas.back() == 0.0f) {
@@ -227,17 +211,18 @@ AVState res2s_loop(const Sigmas& sigmas_in, AVState dev_st, const Denoiser& deno
   std::vector<double> hs(sigmas.size() - 1);
   for (size_t i = 0; i + 1 < sigmas.size(); ++i) hs[i] = -std::log(sd[i + 1] / sd[i]);
 
-  Res2sModality mods[2] = {{&st.video, "video"}, {&st.audio, "audio"}};
   constexpr double kC2 = 0.5;
   constexpr double kSubstepEta = 0.5;
 
   // Noise injection after an update (the reference's _inject_sde_noise). `f32_sigmas` selects the
   // step-level legacy path, whose SDE coefficients are float32 maths on the float32 schedule.
-  auto inject = [&](const LatentState& s, const Tensor& sample, const Tensor& denoised, double sigma,
-                    double sigma_next, bool f32_sigmas, double eta, NoiseSource& gen) {
-    const Tensor noise = o.new_noise(s.latent.shape(), s.latent.dtype(), gen);
+  auto inject = [&](int m, const Tensor& sample, const Tensor& denoised, double sigma, double sigma_next,
+                    bool f32_sigmas, double eta, NoiseSource& gen) {
+    const LatentState& s = **states[m];
+    const Tensor noise = o.new_noise(s.latent.shape(), s.latent.dtype(), gen).to(dev);
     if (!o.legacy_mode)
-      return res2s_step_per_token(sample, denoised, token_sigmas(s, sigma), token_sigmas(s, sigma_next), noise, eta);
+      return res2s_step_per_token(sample, denoised, token_sigmas(host_mask[m], sigma),
+                                  token_sigmas(host_mask[m], sigma_next), noise, eta);
     Tensor x = f32_sigmas ? res2s_step_f32_coefficients(sample, denoised, static_cast<float>(sigma),
                                                         static_cast<float>(sigma_next), noise, eta)
                           : res2s_step(sample, denoised, {sigma, sigma_next}, 0, noise, eta);
@@ -252,88 +237,67 @@ AVState res2s_loop(const Sigmas& sigmas_in, AVState dev_st, const Denoiser& deno
     const double h_a21 = h * c.a21;
 
     Tensor anchor[2], d1[2], eps1[2], mid[2];
-    const DenoiseOutput out1 = call(denoiser, dev_st, sd, i);
+    const DenoiseOutput out1 = call(denoiser, st, sd, i);
     const DenoisedLatent* r1[2] = {&out1.video, &out1.audio};
     for (int m = 0; m < 2; ++m) {
-      if (!*mods[m].state) continue;
-      anchor[m] = (*mods[m].state)->latent.to(DType::F64);
-      d1[m] = pinned_on_host(*mods[m].state, *r1[m]);
+      if (!*states[m]) continue;
+      anchor[m] = (*states[m])->latent.to(DType::F64);
+      if (Tensor d = pinned(*states[m], *r1[m]); d.defined()) d1[m] = d.to(DType::F64);
     }
     // Midpoint x_mid = x + h a21 (x0_1 - x).
-    std::vector<double> d1v[2];
     for (int m = 0; m < 2; ++m) {
       if (!anchor[m].defined() || !d1[m].defined()) continue;
-      d1v[m] = to_f64(d1[m]);
-      const std::vector<double> x = to_f64(anchor[m]);
-      std::vector<double> e(x.size()), xm(x.size());
-      for (size_t k = 0; k < x.size(); ++k) {
-        e[k] = d1v[m][k] - x[k];
-        xm[k] = x[k] + h_a21 * e[k];
-      }
-      eps1[m] = f64_tensor(e, anchor[m].shape());
-      mid[m] = f64_tensor(xm, anchor[m].shape());
+      eps1[m] = ops::sub(d1[m], anchor[m]);
+      mid[m] = ops::add(anchor[m], ops::mul(eps1[m], h_a21));
     }
     for (int m = 0; m < 2; ++m)
-      if (mid[m].defined())
-        mid[m] = inject(**mods[m].state, anchor[m], mid[m], sigma, sub_sigma, false, kSubstepEta, substep_generator);
+      if (mid[m].defined()) mid[m] = inject(m, anchor[m], mid[m], sigma, sub_sigma, false, kSubstepEta, substep_generator);
     // Bong iteration: move the anchor so that the midpoint is consistent with eps_1.
     if (o.bongmath && h < 0.5 && sigma > 0.03) {
       for (int m = 0; m < 2; ++m) {
         if (!mid[m].defined()) continue;
-        const std::vector<double> xm = to_f64(mid[m]);
-        std::vector<double> x(xm.size()), e = to_f64(eps1[m]);
-        for (int it = 0; it < o.bongmath_max_iter; ++it)
-          for (size_t k = 0; k < xm.size(); ++k) {
-            x[k] = xm[k] - h_a21 * e[k];
-            e[k] = d1v[m][k] - x[k];
-          }
-        anchor[m] = f64_tensor(x, mid[m].shape());
-        eps1[m] = f64_tensor(e, mid[m].shape());
+        for (int it = 0; it < o.bongmath_max_iter; ++it) {
+          anchor[m] = ops::sub(mid[m], ops::mul(eps1[m], h_a21));
+          eps1[m] = ops::sub(d1[m], anchor[m]);
+        }
       }
     }
     // Second evaluation at the midpoint.
     AVState mid_state;
     for (int m = 0; m < 2; ++m) {
       if (!mid[m].defined()) continue;
-      const LatentState& s = **dev_states[m];
-      (m == 0 ? mid_state.video : mid_state.audio) =
-          s.with_latent(mid[m].to(target_dtype(o.model_dtype, s)).to(dev));
+      const LatentState& s = **states[m];
+      (m == 0 ? mid_state.video : mid_state.audio) = s.with_latent(mid[m].to(target_dtype(o.model_dtype, s)));
     }
     const DenoiseOutput out2 = call(denoiser, mid_state, {sub_sigma}, 0);
     const DenoisedLatent* r2[2] = {&out2.video, &out2.audio};
     Tensor next[2];
     for (int m = 0; m < 2; ++m) {
       if (!anchor[m].defined() || !eps1[m].defined()) continue;
-      const Tensor d2 = pinned_on_host(*mods[m].state, *r2[m]);
+      const Tensor d2 = pinned(*states[m], *r2[m]);
       if (!d2.defined()) continue;
-      const std::vector<double> x = to_f64(anchor[m]), e1 = to_f64(eps1[m]), d2v = to_f64(d2);
-      std::vector<double> xn(x.size());
-      for (size_t k = 0; k < x.size(); ++k) {
-        const double e2 = d2v[k] - x[k];
-        xn[k] = x[k] + h * (c.b1 * e1[k] + c.b2 * e2);
-      }
-      next[m] = f64_tensor(xn, anchor[m].shape());
+      // x + h (b1 eps_1 + b2 eps_2), eps_2 = x0_2 - x.
+      const Tensor eps2 = ops::sub(d2.to(DType::F64), anchor[m]);
+      next[m] = ops::add(anchor[m], ops::mul(ops::add(ops::mul(eps1[m], c.b1), ops::mul(eps2, c.b2)), h));
     }
     for (int m = 0; m < 2; ++m)
+      if (next[m].defined()) next[m] = inject(m, anchor[m], next[m], sigma, sigma_next, true, o.eta, step_generator);
+    for (int m = 0; m < 2; ++m)
       if (next[m].defined())
-        next[m] = inject(**mods[m].state, anchor[m], next[m], sigma, sigma_next, true, o.eta, step_generator);
-    for (int m = 0; m < 2; ++m) {
-      if (!next[m].defined()) continue;
-      commit(*mods[m].state, m, next[m].to(target_dtype(o.model_dtype, **mods[m].state)));
-    }
+        *states[m] = (*states[m])->with_latent(next[m].to(target_dtype(o.model_dtype, **states[m])));
     progress(o.on_step, i + 1, n_full);
   }
 
   if (sigmas.back() == 0.0f) {
-    const DenoiseOutput out = call(denoiser, dev_st, sd, n_full);
+    const DenoiseOutput out = call(denoiser, st, sd, n_full);
     const DenoisedLatent* r[2] = {&out.video, &out.audio};
     for (int m = 0; m < 2; ++m) {
-      const Tensor d = pinned_on_host(*mods[m].state, *r[m]);
+      const Tensor d = pinned(*states[m], *r[m]);
       if (!d.defined()) continue;
-      commit(*mods[m].state, m, d.to(target_dtype(o.model_dtype, **mods[m].state)));
+      *states[m] = (*states[m])->with_latent(d.to(target_dtype(o.model_dtype, **states[m])));
     }
   }
-  return dev_st;
+  return st;
 }
 
 AVState res2s_loop(const Sigmas& sigmas, AVState state, const Denoiser& denoiser, int64_t noise_seed,

@@ -78,9 +78,8 @@ struct Res2sLoopOptions {
 // res2s_audio_video_denoising_loop: second-order RK (c2 = 0.5) in float64 with SDE noise at the
 // midpoint (substep generator) and after each step (step generator); draws per step: substep
 // video, substep audio, step video, step audio. A final sigma 0 becomes [0.0011, 0] and one more
-// denoiser call at 0.0011 gives the result. The float64 maths runs on host copies of the states
-// (the ops compute in f32 only): each denoiser call gets its latents uploaded to the states'
-// device and its predictions downloaded; the result is on the states' device.
+// denoiser call at 0.0011 gives the result. The float64 maths runs as f64 ops on the states'
+// device (no read-back inside a step: only the host-drawn noise is uploaded); the result is there.
 AVState res2s_loop(const Sigmas& sigmas, AVState state, const Denoiser& denoiser, NoiseSource& step_generator,
                    NoiseSource& substep_generator, const Res2sLoopOptions& options = {});
 // Same with torch CPU generators seeded like the reference: step noise `noise_seed`, substep noise

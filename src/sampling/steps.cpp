@@ -118,20 +118,39 @@ template SdeCoefficients<double> sde_coefficients<double>(double, double);
 
 namespace {
 
-// The SDE mix with coefficients already widened to double.
-Tensor res2s_mix(const Tensor& sample, const Tensor& denoised, double sigma, double sigma_minus_next,
-                 const SdeCoefficients<double>& c, const Tensor& noise_t) {
-  check_pair("res2s_step", sample, denoised, "denoised");
-  check_pair("res2s_step", sample, noise_t, "noise");
-  const std::vector<double> x = sample.to_double_vector(), d = denoised.to_double_vector(),
-                            n = noise_t.to_double_vector();
-  std::vector<double> out(x.size());
-  for (size_t k = 0; k < x.size(); ++k) {
-    const double eps_next = (x[k] - d[k]) / sigma_minus_next;
-    const double x0 = x[k] - sigma * eps_next;
-    out[k] = c.alpha_ratio * (x0 + c.sigma_down * eps_next) + c.sigma_up * n[k];
-  }
-  return Tensor::from_vector(out, sample.shape());
+// One coefficient of the res_2s SDE mix: a value for every token, or one per token ([B, T, 1] f64
+// on the sample's device, broadcast over the channels).
+struct MixFactor {
+  double value = 0;
+  Tensor per_token;
+};
+
+Tensor times(const Tensor& x, const MixFactor& f) {
+  return f.per_token.defined() ? ops::mul(x, f.per_token) : ops::mul(x, f.value);
+}
+
+Tensor over(const Tensor& x, const MixFactor& f) {
+  return f.per_token.defined() ? ops::div(x, f.per_token) : ops::div(x, f.value);
+}
+
+struct MixFactors {
+  MixFactor sigma, sigma_minus_next, alpha_ratio, sigma_down, sigma_up;
+};
+
+// eps = (x - d) / (sigma - sigma_next), x0 = x - sigma eps, alpha_ratio (x0 + sigma_down eps) +
+// sigma_up noise: float64 ops on the sample's device, one rounding each, as the reference's float64
+// tensors compute it (no host copy: the loop calls this inside a denoising step).
+Tensor res2s_mix(const char* op, const Tensor& sample, const Tensor& denoised, const MixFactors& f,
+                 const Tensor& noise_t) {
+  check_pair(op, sample, noise_t, "noise");
+  const Tensor x = sample.to(DType::F64), d = denoised.to(DType::F64), n = noise_t.to(DType::F64);
+  const Tensor eps_next = over(ops::sub(x, d), f.sigma_minus_next);
+  const Tensor x0 = ops::sub(x, times(eps_next, f.sigma));
+  return ops::add(times(ops::add(x0, times(eps_next, f.sigma_down)), f.alpha_ratio), times(n, f.sigma_up));
+}
+
+MixFactors scalar_factors(double sigma, double sigma_minus_next, const SdeCoefficients<double>& c) {
+  return {{sigma, {}}, {sigma_minus_next, {}}, {c.alpha_ratio, {}}, {c.sigma_down, {}}, {c.sigma_up, {}}};
 }
 
 }  // namespace
@@ -139,18 +158,22 @@ Tensor res2s_mix(const Tensor& sample, const Tensor& denoised, double sigma, dou
 Tensor res2s_step(const Tensor& sample, const Tensor& denoised, const std::vector<double>& sigmas, int64_t i,
                   const Tensor& noise, double eta) {
   check_index("res2s_step", sigmas.size(), i);
+  check_pair("res2s_step", sample, denoised, "denoised");
   const double sigma = sigmas[static_cast<size_t>(i)], sigma_next = sigmas[static_cast<size_t>(i) + 1];
   const SdeCoefficients<double> c = sde_coefficients<double>(sigma_next, sigma_next * eta);
-  if (c.sigma_up == 0 || sigma_next == 0) return denoised.to(Device::cpu(), DType::F64);
-  return res2s_mix(sample, denoised, sigma, sigma - sigma_next, c, noise);
+  if (c.sigma_up == 0 || sigma_next == 0) return denoised.to(DType::F64);
+  return res2s_mix("res2s_step", sample, denoised, scalar_factors(sigma, sigma - sigma_next, c), noise);
 }
 
 Tensor res2s_step_f32_coefficients(const Tensor& sample, const Tensor& denoised, float sigma, float sigma_next,
                                    const Tensor& noise, double eta) {
+  check_pair("res2s_step", sample, denoised, "denoised");
   const SdeCoefficients<float> c = sde_coefficients<float>(sigma_next, sigma_next * static_cast<float>(eta));
-  if (c.sigma_up == 0 || sigma_next == 0) return denoised.to(Device::cpu(), DType::F64);
-  return res2s_mix(sample, denoised, sigma, static_cast<double>(sigma - sigma_next),
-                   {c.alpha_ratio, c.sigma_down, c.sigma_up}, noise);
+  if (c.sigma_up == 0 || sigma_next == 0) return denoised.to(DType::F64);
+  return res2s_mix("res2s_step", sample, denoised,
+                   scalar_factors(sigma, static_cast<double>(sigma - sigma_next),
+                                  {c.alpha_ratio, c.sigma_down, c.sigma_up}),
+                   noise);
 }
 
 Tensor res2s_step_per_token(const Tensor& sample, const Tensor& denoised, const std::vector<double>& sigma,
@@ -160,25 +183,23 @@ Tensor res2s_step_per_token(const Tensor& sample, const Tensor& denoised, const 
                 sigma_next.size() == sigma.size(),
             "res2s_step_per_token: need one sigma per token of ", sample.describe(), ", got ", sigma.size(),
             " and ", sigma_next.size());
-  std::vector<SdeCoefficients<double>> coef(sigma.size());
-  for (size_t t = 0; t < sigma.size(); ++t) {
-    coef[t] = sde_coefficients<double>(sigma_next[t], sigma_next[t] * eta);
+  // The per-token coefficients come from the host schedule values; only they are uploaded.
+  const size_t tokens = sigma.size();
+  std::vector<double> smn(tokens), ar(tokens), sd(tokens), su(tokens);
+  for (size_t t = 0; t < tokens; ++t) {
+    const SdeCoefficients<double> c = sde_coefficients<double>(sigma_next[t], sigma_next[t] * eta);
     // One zero anywhere disables the injection for the whole tensor (torch.any in the reference).
-    if (coef[t].sigma_up == 0 || sigma_next[t] == 0) return denoised.to(Device::cpu(), DType::F64);
+    if (c.sigma_up == 0 || sigma_next[t] == 0) return denoised.to(DType::F64);
+    smn[t] = sigma[t] - sigma_next[t];
+    ar[t] = c.alpha_ratio;
+    sd[t] = c.sigma_down;
+    su[t] = c.sigma_up;
   }
-  check_pair("res2s_step_per_token", sample, noise_t, "noise");
-  const std::vector<double> x = sample.to_double_vector(), d = denoised.to_double_vector(),
-                            n = noise_t.to_double_vector();
-  const size_t channels = static_cast<size_t>(sample.size(2));
-  std::vector<double> out(x.size());
-  for (size_t k = 0; k < x.size(); ++k) {
-    const size_t t = k / channels;
-    const SdeCoefficients<double>& c = coef[t];
-    const double eps_next = (x[k] - d[k]) / (sigma[t] - sigma_next[t]);
-    const double x0 = x[k] - sigma[t] * eps_next;
-    out[k] = c.alpha_ratio * (x0 + c.sigma_down * eps_next) + c.sigma_up * n[k];
-  }
-  return Tensor::from_vector(out, sample.shape());
+  const Shape per_token{sample.size(0), sample.size(1), 1};
+  const Device dev = sample.device();
+  auto upload = [&](const std::vector<double>& v) { return MixFactor{0, Tensor::from_vector(v, per_token).to(dev)}; };
+  return res2s_mix("res2s_step_per_token", sample, denoised,
+                   {upload(sigma), upload(smn), upload(ar), upload(sd), upload(su)}, noise_t);
 }
 
 double res2s_phi(int j, double z) {

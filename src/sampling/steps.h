@@ -57,7 +57,7 @@ SdeCoefficients<T> sde_coefficients(T sigma_next, T sigma_up);
 // Res2sDiffusionStep.step in float64: eps = (x - d) / (sigma - sigma_next), x0 = x - sigma * eps,
 // result alpha_ratio * (x0 + sigma_down * eps) + sigma_up * noise, with the coefficients for
 // sigma_up = eta * sigma_next. Returns `denoised` unchanged when sigma_up or sigma_next is 0.
-// `sigmas` are the float64 schedule values. Result F64.
+// `sigmas` are the float64 schedule values. Result F64, on the sample's device (float64 ops).
 Tensor res2s_step(const Tensor& sample, const Tensor& denoised, const std::vector<double>& sigmas,
                   int64_t step_index, const Tensor& noise, double eta = 0.5);
 // The same step with the SDE coefficients formed in float32 (what the res_2s loop's step-level

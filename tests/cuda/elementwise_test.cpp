@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -259,6 +260,43 @@ TEST(CudaElementwise, BroadcastVectorPathEqualsStridedLoopBitForBit) {
       }
     }
   }
+}
+
+// Uniform doubles using all 53 bits.
+Tensor random_f64(const Shape& shape, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(static_cast<size_t>(shape.numel()));
+  for (double& e : v) e = u(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+TEST(CudaElementwise, Float64BinaryOpsEqualCpuBitForBit) {
+  LTX_REQUIRE_CUDA();
+  const BinaryOp f64_ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul,
+                              BinaryOp::Div, BinaryOp::Maximum, BinaryOp::Minimum};
+  const Shape out{3, 7, 33};
+  const std::vector<Shape> b_shapes = {{3, 7, 33}, {7, 1}, {33}, {}, {3, 1, 1}};
+  uint64_t seed = 300;
+  for (BinaryOp op : f64_ops) {
+    for (const Shape& bs : b_shapes) {
+      SCOPED_TRACE(std::string(ops::binary_op_name(op)) + " b=" + bs.str());
+      const Tensor a = random_f64(out, seed++, -2.0, 2.0), b = random_f64(bs, seed++, 0.25, 2.0);
+      const Tensor got = ops::binary(op, gpu(a), gpu(b));
+      EXPECT_EQ(got.device(), kGpu);
+      EXPECT_EQ(got.dtype(), DType::F64);
+      EXPECT_TRUE(same_bytes(got, ops::binary(op, a, b)));
+      // A transposed operand, an f32 one and a bf16 one (widened exactly, as on the CPU).
+      const Tensor at = gpu(a.transpose(0, 2).contiguous()).transpose(0, 2);
+      EXPECT_TRUE(same_bytes(ops::binary(op, at, gpu(b)), ops::binary(op, a, b)));
+      const Tensor f = test::random_tensor(out, seed++, -2.f, 2.f);
+      EXPECT_TRUE(same_bytes(ops::binary(op, gpu(f), gpu(b)), ops::binary(op, f, b)));
+      const Tensor h = f.to(DType::BF16);
+      EXPECT_TRUE(same_bytes(ops::binary(op, gpu(b), gpu(h)), ops::binary(op, b, h.to(DType::F32))));
+      EXPECT_TRUE(same_bytes(ops::binary(op, gpu(a), 0.1), ops::binary(op, a, 0.1)));
+    }
+  }
+  EXPECT_ERROR_HAS(ops::pow(gpu(random_f64({3}, 1, 0.5, 1.0)), 2.0), "float64");
 }
 
 TEST(CudaElementwise, RejectsBadDtypesAndMixedDevices) {

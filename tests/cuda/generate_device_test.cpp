@@ -90,6 +90,15 @@ void expect_ran_on_gpu(const InMemoryGeneration& gpu, const InMemoryGeneration& 
   }
 }
 
+// The GPU run's denoising steps read nothing back from the device (the sampling loops keep their
+// maths there): no device -> host copy between a stage's first and last completed step.
+void expect_no_read_backs_in_steps(const InMemoryGeneration& gpu, const std::vector<std::string>& stages) {
+  for (const std::string& s : stages)
+    EXPECT_EQ(gpu.stage(s).step_read_backs, 0)
+        << s << ": the GPU run's denoising steps copied " << gpu.stage(s).step_read_backs
+        << " tensors back to the host";
+}
+
 struct Pair {
   InMemoryGeneration cpu, gpu;
 };
@@ -114,6 +123,19 @@ TEST(GenerateOnCuda, DemoTwoStageMatchesTheCpuInF32) {
   expect_ran_on_gpu(p.gpu, p.cpu,
                     {"text encoding", "stage 1", "upsample", "stage 2", "audio decode",
                      "video decode"});
+  expect_no_read_backs_in_steps(p.gpu, {"stage 1", "stage 2"});
+}
+
+TEST(GenerateOnCuda, HqRes2sMatchesTheCpuInF32) {
+  LTX_REQUIRE_CUDA();
+  // The res_2s sampler in both stages (float64 maths as device ops), three steps in stage 1.
+  generate::GenerateOptions o = test::small_demo_options("two-stage-hq", 64, 128);
+  o.num_inference_steps = 3;
+  o.dtype = DType::F32;
+  const Pair p = run_on_both(o);
+  expect_same_media(p.gpu, p.cpu, kF32, "two-stage-hq f32");
+  expect_ran_on_gpu(p.gpu, p.cpu, {"text encoding", "stage 1", "upsample", "stage 2"});
+  expect_no_read_backs_in_steps(p.gpu, {"stage 1", "stage 2"});
 }
 
 TEST(GenerateOnCuda, ImageConditionedDistilledMatchesTheCpuInF32) {
@@ -133,6 +155,7 @@ TEST(GenerateOnCuda, ImageConditionedDistilledMatchesTheCpuInF32) {
   expect_ran_on_gpu(p.gpu, p.cpu,
                     {"text encoding", "image conditioning", "stage 1", "upsample", "stage 2",
                      "audio decode", "video decode"});
+  expect_no_read_backs_in_steps(p.gpu, {"stage 1", "stage 2"});
 }
 
 TEST(GenerateOnCuda, DfrWithATemporalRoundMatchesTheCpuInF32) {
@@ -147,6 +170,7 @@ TEST(GenerateOnCuda, DfrWithATemporalRoundMatchesTheCpuInF32) {
   expect_ran_on_gpu(p.gpu, p.cpu,
                     {"text encoding", "stage 1", "upsample", "stage 2", "temporal upsample",
                      "audio decode", "video decode"});
+  expect_no_read_backs_in_steps(p.gpu, {"stage 1", "stage 2"});
 }
 
 TEST(GenerateOnCuda, DiffusionDecoderBundleMatchesTheCpuInF32) {
@@ -165,6 +189,7 @@ TEST(GenerateOnCuda, DiffusionDecoderBundleMatchesTheCpuInF32) {
   EXPECT_EQ(p.gpu.media.frames.shape(), (Shape{9, 64, 96, 3}));
   expect_same_media(p.gpu, p.cpu, kF32, "diffusion decoder f32");
   expect_ran_on_gpu(p.gpu, p.cpu, {"text encoding", "stage 1", "audio decode", "video decode"});
+  expect_no_read_backs_in_steps(p.gpu, {"stage 1"});
 }
 
 TEST(GenerateOnCuda, DefaultPrecisionRunsEveryComponentOnTheGpu) {

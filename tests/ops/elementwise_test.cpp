@@ -5,7 +5,9 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -204,11 +206,88 @@ TEST(Binary, EdgeShapes) {
 TEST(Binary, RejectsBadArguments) {
   const Tensor a = test::random_tensor({3, 4}, 51);
   expect_error_mentions([&] { ops::add(a, test::random_tensor({5}, 52)); }, "add");
-  expect_error_mentions([&] { ops::mul(a, a.to(DType::F64)); }, "f32");
+  expect_error_mentions([&] { ops::mul(a, a.to(DType::I32)); }, "f32");
   expect_error_mentions([&] { ops::sub(a.to(DType::BF16), a); }, "f32");
   expect_error_mentions([&] { ops::pow(a.to(DType::I32), 2.0); }, "pow");
   EXPECT_THROW(ops::div(a, Tensor()), Error);
   EXPECT_THROW(ops::maximum(Tensor(), 1.0), Error);
+}
+
+// ---- float64 (the res_2s sampler's maths) ----
+
+// Uniform doubles in [lo, hi) using all 53 bits (an f32 tensor widened would make many products exact).
+Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -2.0, double hi = 2.0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(static_cast<size_t>(shape.numel()));
+  for (double& e : v) e = u(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+// got is f64 of `shape` and equal to want bit for bit (NaNs included).
+void expect_same_f64(const Tensor& got, const Shape& shape, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.dtype(), DType::F64) << what;
+  ASSERT_EQ(got.shape(), shape) << what;
+  const std::vector<double> g = got.to_double_vector();
+  ASSERT_EQ(g.size(), want.size()) << what;
+  EXPECT_EQ(std::memcmp(g.data(), want.data(), 8 * g.size()), 0) << what;
+}
+
+const std::vector<BinaryOp> kF64Ops = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul,
+                                       BinaryOp::Div, BinaryOp::Maximum, BinaryOp::Minimum};
+
+TEST(BinaryF64, EqualsDoubleArithmeticBitForBitWithBroadcasting) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{7}, {7}}, {{2, 1, 5}, {4, 1}}, {{}, {3, 7}}, {{3, 40, 16}, {3, 40, 1}}, {{2, 3, 4, 5}, {3, 1, 5}}};
+  uint64_t seed = 100;
+  for (BinaryOp op : kF64Ops) {
+    for (const auto& [sa, sb] : cases) {
+      const Tensor a = random_f64(sa, seed++), b = random_f64(sb, seed++, 0.25, 2.0);
+      const Shape out = broadcast_shapes(sa, sb, "test");
+      const auto want = reference(out, {a, b}, [op](const std::vector<double>& v) { return binary_ref(op, v[0], v[1]); });
+      const std::string what = std::string(ops::binary_op_name(op)) + " " + sa.str() + " " + sb.str();
+      expect_same_f64(ops::binary(op, a, b), out, want, what);
+      expect_same_f64(ops::binary(op, test::non_contiguous_copy(a), b), out, want, what + " (a non-contiguous)");
+    }
+  }
+  // A transposed view and an expanded one.
+  const Tensor t = random_f64({9, 5}, 7).permute({1, 0}), row = random_f64({1, 9}, 8).expand({5, 9});
+  const auto want = reference({5, 9}, {t.contiguous(), row.contiguous()}, [](const auto& v) { return v[0] * v[1]; });
+  expect_same_f64(ops::mul(t, row), {5, 9}, want, "transposed * expanded");
+}
+
+TEST(BinaryF64, AnF32OperandIsWidenedFirst) {
+  const Tensor a = test::random_tensor({4, 33}, 9, -2.f, 2.f);
+  const Tensor b = random_f64({33}, 10);
+  for (BinaryOp op : kF64Ops) {
+    const std::string what = std::string(ops::binary_op_name(op)) + " f32 . f64";
+    const Tensor wide = a.to(DType::F64);
+    expect_same_f64(ops::binary(op, a, b), a.shape(), ops::binary(op, wide, b).to_double_vector(), what);
+    expect_same_f64(ops::binary(op, b, a), a.shape(), ops::binary(op, b, wide).to_double_vector(), what + " (swapped)");
+  }
+  // Not the f32 arithmetic: the f64 sum keeps bits an f32 sum rounds away.
+  EXPECT_GT(test::max_abs_diff(ops::add(a, b), ops::add(a, b.to(DType::F32)).to(DType::F64)), 0.0);
+}
+
+TEST(BinaryF64, AScalarStaysDouble) {
+  const Tensor x = random_f64({3, 17}, 11);
+  const std::vector<double> xv = x.to_double_vector();
+  for (BinaryOp op : kF64Ops) {
+    std::vector<double> want(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) want[i] = binary_ref(op, xv[i], 0.1);
+    expect_same_f64(ops::binary(op, x, 0.1), x.shape(), want, std::string(ops::binary_op_name(op)) + " scalar");
+  }
+  // 0.1 is not rounded to f32 first (as it is for an f32 tensor).
+  EXPECT_NE(ops::mul(x, 0.1).to_double_vector(), ops::mul(x, static_cast<double>(0.1f)).to_double_vector());
+}
+
+TEST(BinaryF64, RejectsPowAndNonFloatOperands) {
+  const Tensor x = random_f64({3}, 12);
+  expect_error_mentions([&] { ops::pow(x, x); }, "float64");
+  expect_error_mentions([&] { ops::pow(x, 3.0); }, "float64");
+  expect_error_mentions([&] { ops::add(x, Tensor::zeros({3}, DType::I32)); }, "f32");
+  expect_error_mentions([&] { ops::add(Tensor::zeros({3}, DType::BF16), x); }, "f32");
+  expect_error_mentions([&] { ops::add(x, random_f64({4}, 13)); }, "add");
 }
 
 TEST(InPlace, AddUpdatesStridedViewWithBroadcastSource) {

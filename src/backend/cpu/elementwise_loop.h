@@ -6,7 +6,8 @@
 // dims dropped, adjacent dims merged when every operand steps through them as one dim), so the
 // common cases collapse to a single long row. Rows of the innermost dim are split over the thread
 // pool; a row whose output is dense and whose inputs are dense or constant (stride 0) runs a
-// specialised loop the compiler can vectorise, anything else a plain strided loop.
+// specialised loop the compiler can vectorise, anything else a plain strided loop. The element
+// type is f32 (every op) or f64 (the float64 binary ops), the same for all operands.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -23,8 +24,8 @@ namespace ltx::cpu {
 inline constexpr int64_t kElementwiseGrain = 1 << 15;
 
 // Calls row(ptrs, inner_strides, n) for every innermost row of the loop, in parallel.
-template <int N, typename RowFn>
-void for_each_row(const StridedLoop<N>& L, const std::array<float*, N>& base, RowFn&& row) {
+template <int N, typename T, typename RowFn>
+void for_each_row(const StridedLoop<N>& L, const std::array<T*, N>& base, RowFn&& row) {
   const int nd = L.ndim;
   const int64_t inner = L.size[nd - 1];
   int64_t rows = 1;
@@ -40,7 +41,7 @@ void for_each_row(const StridedLoop<N>& L, const std::array<float*, N>& base, Ro
       idx[d] = rem % L.size[d];
       rem /= L.size[d];
     }
-    std::array<float*, N> p;
+    std::array<T*, N> p;
     for (int k = 0; k < N; ++k) {
       int64_t off = 0;
       for (int d = 0; d + 1 < nd; ++d) off += idx[d] * L.stride[k][d];
@@ -63,8 +64,8 @@ void for_each_row(const StridedLoop<N>& L, const std::array<float*, N>& base, Ro
 
 namespace detail {
 
-template <bool Constant>
-inline float load(const float* p, int64_t i) {
+template <bool Constant, typename T>
+inline T load(const T* p, int64_t i) {
   if constexpr (Constant) {
     return *p;
   } else {
@@ -73,15 +74,15 @@ inline float load(const float* p, int64_t i) {
 }
 
 // Dense output; input k is dense unless bit k of Mask says it is constant along the row.
-template <unsigned Mask, int N, typename F, size_t... I>
-inline void dense_row(const std::array<float*, N>& p, int64_t n, F& f, std::index_sequence<I...>) {
+template <unsigned Mask, int N, typename T, typename F, size_t... I>
+inline void dense_row(const std::array<T*, N>& p, int64_t n, F& f, std::index_sequence<I...>) {
   // No __restrict: in-place ops pass the output as an input too; gcc versions the loop instead.
-  float* out = p[0];
+  T* out = p[0];
   for (int64_t i = 0; i < n; ++i) out[i] = f(load<((Mask >> I) & 1u) != 0>(p[I + 1], i)...);
 }
 
-template <int N, typename F, size_t... I>
-inline void strided_row(const std::array<float*, N>& p, const std::array<int64_t, N>& s, int64_t n,
+template <int N, typename T, typename F, size_t... I>
+inline void strided_row(const std::array<T*, N>& p, const std::array<int64_t, N>& s, int64_t n,
                         F& f, std::index_sequence<I...>) {
   for (int64_t i = 0; i < n; ++i) p[0][i * s[0]] = f(p[I + 1][i * s[I + 1]]...);
 }
@@ -101,24 +102,24 @@ inline void dispatch_mask(unsigned mask, G&& g) {
 }  // namespace detail
 
 // out[i] = f(ins[0][i], ins[1][i], ...) with each input broadcast to out's shape. All tensors are
-// f32 CPU tensors (checked by the caller); `out` may itself be a strided view and may also appear
-// among the inputs (in-place ops) as long as positions coincide exactly.
-template <int K, typename F>
+// CPU tensors of element type T (f32 or f64, checked by the caller); `out` may itself be a strided
+// view and may also appear among the inputs (in-place ops) as long as positions coincide exactly.
+template <int K, typename T = float, typename F>
 void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
   constexpr int N = K + 1;
   if (out.numel() == 0) return;
   const Shape& shape = out.shape();
   std::array<Strides, N> strides;
-  std::array<float*, N> base;
+  std::array<T*, N> base;
   strides[0] = out.strides();
-  base[0] = out.data<float>();
+  base[0] = out.data<T>();
   for (int k = 0; k < K; ++k) {
     const Tensor& in = *ins[k];
     strides[k + 1] = broadcast_strides(in, shape);
-    base[k + 1] = in.data<float>();
+    base[k + 1] = in.data<T>();
   }
   const StridedLoop<N> L = coalesce<N>(shape, strides);
-  for_each_row<N>(L, base, [&](const std::array<float*, N>& p, const std::array<int64_t, N>& s,
+  for_each_row<N, T>(L, base, [&](const std::array<T*, N>& p, const std::array<int64_t, N>& s,
                                int64_t n) {
     bool dense = s[0] == 1;
     unsigned mask = 0;
@@ -131,10 +132,10 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
     }
     if (dense) {
       detail::dispatch_mask<K>(mask, [&](auto m) {
-        detail::dense_row<decltype(m)::value, N>(p, n, f, std::make_index_sequence<K>{});
+        detail::dense_row<decltype(m)::value, N, T>(p, n, f, std::make_index_sequence<K>{});
       });
     } else {
-      detail::strided_row<N>(p, s, n, f, std::make_index_sequence<K>{});
+      detail::strided_row<N, T>(p, s, n, f, std::make_index_sequence<K>{});
     }
   });
 }

@@ -294,4 +294,58 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
   LTX_CUDA_CHECK_LAUNCH();
 }
 
+// The float64 loop (ops::binary with an f64 operand): every operand and the output are f64, any
+// strides, broadcast; F has `__device__ double operator()(const double* v) const`. A plain strided
+// loop: these tensors are latents (a few MB), computed a few times per denoising step.
+template <int K, typename F>
+__global__ void map_f64_kernel(MapArgs<K> a, int64_t n, F f) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t off[K + 1] = {};
+    int64_t rem = i;
+    for (int d = a.nd - 1; d >= 0; --d) {
+      const int64_t idx = rem % a.size[d];
+      rem /= a.size[d];
+#pragma unroll
+      for (int k = 0; k <= K; ++k) off[k] += idx * a.stride[k][d];
+    }
+    double v[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = static_cast<const double*>(a.in[k])[off[k + 1]];
+    static_cast<double*>(a.out)[off[0]] = f(v);
+  }
+}
+
+template <int K, typename F>
+void map_into_f64(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  LTX_CHECK(out.dtype() == DType::F64, "map_into_f64: the output is ", out.describe());
+  const Shape& shape = out.shape();
+  std::array<Strides, K + 1> strides;
+  strides[0] = out.strides();
+  for (int k = 0; k < K; ++k) {
+    LTX_CHECK(ins[k]->dtype() == DType::F64, "map_into_f64: input ", k, " is ", ins[k]->describe());
+    strides[k + 1] = broadcast_strides(*ins[k], shape);
+  }
+  const StridedLoop<K + 1> L = coalesce<K + 1>(shape, strides);
+  MapArgs<K> a;
+  a.nd = L.ndim;
+  for (int d = 0; d < L.ndim; ++d) {
+    a.size[d] = L.size[d];
+    for (int k = 0; k <= K; ++k) a.stride[k][d] = L.stride[k][d];
+  }
+  for (int k = 0; k < K; ++k) {
+    a.in[k] = ins[k]->raw_data();
+    a.in_dtype[k] = DType::F64;
+  }
+  a.out = out.raw_data();
+  a.out_dtype = DType::F64;
+  const int dev = out.device().index;
+  DeviceGuard guard(dev);
+  constexpr int kThreads = 256;
+  map_f64_kernel<K, F><<<grid_for(n, kThreads, dev), kThreads, 0, current_stream(dev).handle()>>>(a, n, f);
+  LTX_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace ltx::cuda
