@@ -4,7 +4,7 @@
 // windowed-sinc kernel, a centred STFT magnitude (torch.stft, reflect padding, periodic Hann
 // window), torchaudio's slaney mel filterbank and log(clamp(., 1e-5)).
 //
-// The STFT is computed here with a double-precision FFT (exact to ~1e-15 relative; the reference
+// The STFT is ops::stft_magnitude (double-precision sums, exact to ~1e-15 relative; the reference
 // runs a float32 FFT), the constants the reference computes in float32 (window, resampling
 // kernel) are computed with the same float32 steps, and the mel filterbank in double.
 #include <cstdint>
@@ -38,10 +38,6 @@ Tensor resample_kernel(int64_t orig_freq, int64_t new_freq, int64_t* width);
 // torchaudio.functional.resample(waveform, orig_freq, new_freq) for a float32 waveform
 // [..., L] -> [..., ceil(L * new / orig)]; returns the input when the rates are equal.
 Tensor resample(const Tensor& waveform, int64_t orig_freq, int64_t new_freq);
-
-// |torch.stft(x, n_fft, hop, window=window (length n_fft), center=True, pad_mode="reflect",
-// onesided=True)| for x [..., L] (L > n_fft / 2) -> [..., n_fft / 2 + 1, 1 + L / hop], f32.
-Tensor stft_magnitude(const Tensor& x, const Tensor& window, int64_t n_fft, int64_t hop);
 
 // The reference's AudioProcessor(target_sample_rate, mel_bins, mel_hop_length, n_fft):
 // MelSpectrogram(n_fft, win_length = n_fft, hop, f_min 0, f_max = rate / 2, n_mels, Hann,
