@@ -20,40 +20,22 @@ using dtype_bits::add_rn;
 using dtype_bits::mul_rn;
 
 // NaN-propagating max / min (a NaN in either argument wins), like torch.maximum / minimum.
-LTX_HOST_DEVICE inline float max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
-LTX_HOST_DEVICE inline float min_nan(float a, float b) { return (a < b || a != a) ? a : b; }
-
-template <ops::BinaryOp Op>
-LTX_HOST_DEVICE inline float binary(float a, float b) {
-  if constexpr (Op == ops::BinaryOp::Add) {
-    return add_rn(a, b);
-  } else if constexpr (Op == ops::BinaryOp::Sub) {
-    return add_rn(a, -b);
-  } else if constexpr (Op == ops::BinaryOp::Mul) {
-    return mul_rn(a, b);
-  } else if constexpr (Op == ops::BinaryOp::Div) {
-    return a / b;
-  } else if constexpr (Op == ops::BinaryOp::Maximum) {
-    return max_nan(a, b);
-  } else if constexpr (Op == ops::BinaryOp::Minimum) {
-    return min_nan(a, b);
-  } else {
-    static_assert(Op == ops::BinaryOp::Pow);
-    return powf(a, b);
-  }
+template <typename T>
+LTX_HOST_DEVICE inline T max_nan(T a, T b) {
+  return (a > b || a != a) ? a : b;
 }
-
-// NaN-propagating max / min in double.
-LTX_HOST_DEVICE inline double max_nan(double a, double b) { return (a > b || a != a) ? a : b; }
-LTX_HOST_DEVICE inline double min_nan(double a, double b) { return (a < b || a != a) ? a : b; }
+template <typename T>
+LTX_HOST_DEVICE inline T min_nan(T a, T b) {
+  return (a < b || a != a) ? a : b;
+}
 
 // Whether the float64 binary ops compute `op` (all but pow, whose libm results differ between the
 // host and the device).
 constexpr bool binary_has_f64(ops::BinaryOp op) { return op != ops::BinaryOp::Pow; }
 
-// binary() in double, every operation correctly rounded on both backends.
-template <ops::BinaryOp Op>
-LTX_HOST_DEVICE inline double binary_f64(double a, double b) {
+// One binary op on floats, or on doubles (the float64 ops; no pow, see binary_has_f64).
+template <ops::BinaryOp Op, typename T>
+LTX_HOST_DEVICE inline T binary(T a, T b) {
   if constexpr (Op == ops::BinaryOp::Add) {
     return add_rn(a, b);
   } else if constexpr (Op == ops::BinaryOp::Sub) {
@@ -64,9 +46,11 @@ LTX_HOST_DEVICE inline double binary_f64(double a, double b) {
     return dtype_bits::div_rn(a, b);
   } else if constexpr (Op == ops::BinaryOp::Maximum) {
     return max_nan(a, b);
-  } else {
-    static_assert(Op == ops::BinaryOp::Minimum, "pow has no float64 form (binary_has_f64)");
+  } else if constexpr (Op == ops::BinaryOp::Minimum) {
     return min_nan(a, b);
+  } else {
+    static_assert(Op == ops::BinaryOp::Pow && sizeof(T) == 4, "pow has no float64 form (binary_has_f64)");
+    return powf(a, b);
   }
 }
 

@@ -38,40 +38,40 @@ LTX_HOST_DEVICE inline float f32_from_bits(uint32_t u) {
 #endif
 }
 
-// One correctly rounded (to nearest even) float add / multiply, never fused with a neighbour.
-LTX_HOST_DEVICE inline float add_rn(float a, float b) {
+// One correctly rounded (to nearest even) add / multiply / divide of floats or doubles, never
+// fused with a neighbour (the float64 ops use the double ones).
+template <typename T>
+LTX_HOST_DEVICE inline T add_rn(T a, T b) {
 #if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
+  if constexpr (sizeof(T) == 8) {
+    return __dadd_rn(a, b);
+  } else {
+    return __fadd_rn(a, b);
+  }
 #else
   return a + b;
 #endif
 }
-LTX_HOST_DEVICE inline float mul_rn(float a, float b) {
+template <typename T>
+LTX_HOST_DEVICE inline T mul_rn(T a, T b) {
 #if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
+  if constexpr (sizeof(T) == 8) {
+    return __dmul_rn(a, b);
+  } else {
+    return __fmul_rn(a, b);
+  }
 #else
   return a * b;
 #endif
 }
-// The same for double (the float64 binary ops), plus the division, spelled out on the device so
-// that no reader has to ask whether it is the IEEE one.
-LTX_HOST_DEVICE inline double add_rn(double a, double b) {
+template <typename T>
+LTX_HOST_DEVICE inline T div_rn(T a, T b) {
 #if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-LTX_HOST_DEVICE inline double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-LTX_HOST_DEVICE inline double div_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __ddiv_rn(a, b);
+  if constexpr (sizeof(T) == 8) {
+    return __ddiv_rn(a, b);
+  } else {
+    return __fdiv_rn(a, b);
+  }
 #else
   return a / b;
 #endif

@@ -69,9 +69,11 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (is_f64(a) || is_f64(b)) {
     check_f64_binary(op, name, is_f64(a) ? &b : &a, is_f64(a) ? "b" : "a");
     broadcast_shapes(a.shape(), b.shape(), name);
-    switch (common_device(name, {&a, &b}).type) {
-      case DeviceType::CPU: return cpu::binary_f64(op, a, b);
-      case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary_f64(op, a, b), name);
+    const Device device = common_device(name, {&a, &b});
+    const Tensor a64 = a.to(DType::F64), b64 = b.to(DType::F64);  // the other operand widened (exact)
+    switch (device.type) {
+      case DeviceType::CPU: return cpu::binary_f64(op, a64, b64);
+      case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary_f64(op, a64, b64), name);
     }
     unreachable_device(name);
   }

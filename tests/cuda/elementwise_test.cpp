@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -262,15 +261,6 @@ TEST(CudaElementwise, BroadcastVectorPathEqualsStridedLoopBitForBit) {
   }
 }
 
-// Uniform doubles using all 53 bits.
-Tensor random_f64(const Shape& shape, uint64_t seed, double lo, double hi) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(static_cast<size_t>(shape.numel()));
-  for (double& e : v) e = u(rng);
-  return Tensor::from_vector(v, shape);
-}
-
 TEST(CudaElementwise, Float64BinaryOpsEqualCpuBitForBit) {
   LTX_REQUIRE_CUDA();
   const BinaryOp f64_ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul,
@@ -281,7 +271,7 @@ TEST(CudaElementwise, Float64BinaryOpsEqualCpuBitForBit) {
   for (BinaryOp op : f64_ops) {
     for (const Shape& bs : b_shapes) {
       SCOPED_TRACE(std::string(ops::binary_op_name(op)) + " b=" + bs.str());
-      const Tensor a = random_f64(out, seed++, -2.0, 2.0), b = random_f64(bs, seed++, 0.25, 2.0);
+      const Tensor a = test::random_f64(out, seed++, -2.0, 2.0), b = test::random_f64(bs, seed++, 0.25, 2.0);
       const Tensor got = ops::binary(op, gpu(a), gpu(b));
       EXPECT_EQ(got.device(), kGpu);
       EXPECT_EQ(got.dtype(), DType::F64);
@@ -296,7 +286,7 @@ TEST(CudaElementwise, Float64BinaryOpsEqualCpuBitForBit) {
       EXPECT_TRUE(same_bytes(ops::binary(op, gpu(a), 0.1), ops::binary(op, a, 0.1)));
     }
   }
-  EXPECT_ERROR_HAS(ops::pow(gpu(random_f64({3}, 1, 0.5, 1.0)), 2.0), "float64");
+  EXPECT_ERROR_HAS(ops::pow(gpu(test::random_f64({3}, 1, 0.5, 1.0)), 2.0), "float64");
 }
 
 TEST(CudaElementwise, RejectsBadDtypesAndMixedDevices) {

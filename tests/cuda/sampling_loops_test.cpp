@@ -27,24 +27,10 @@ sampling::Sigmas schedule() {
   return {v.begin(), v.end()};
 }
 
-// The loop fixture's states (video tokens 0..23 conditioned) on `device`; `video_mask` replaces the
-// video mask (a value in every token turns the non-legacy per-token noise on).
+// The loop fixture's states on `device` (see loop_fixture_state).
 AVState states(Device device, double video_mask = -1) {
-  AVState st;
-  LatentState v;
-  v.latent = in("in.video.init");
-  v.clean_latent = in("in.video.clean");
-  v.denoise_mask = video_mask < 0 ? in("in.video.denoise_mask")
-                                  : Tensor::full(in("in.video.denoise_mask").shape(), video_mask);
-  v.positions = Tensor::zeros({1, 3, 48, 2});
-  LatentState a;
-  a.latent = in("in.audio.init");
-  a.clean_latent = in("in.audio.clean");
-  a.denoise_mask = in("in.audio.denoise_mask");
-  a.positions = Tensor::zeros({1, 1, 9, 2});
-  st.video = v.to(device);
-  st.audio = a.to(device);
-  return st;
+  const AVState st = test::loop_fixture_state(video_mask);
+  return sampling::on_device(st, device);
 }
 
 // denoised = 0.9 tanh(latent) + 0.05 sigma, computed on the host and returned on the latent's

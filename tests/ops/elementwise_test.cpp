@@ -7,7 +7,6 @@
 #include <functional>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -215,15 +214,6 @@ TEST(Binary, RejectsBadArguments) {
 
 // ---- float64 (the res_2s sampler's maths) ----
 
-// Uniform doubles in [lo, hi) using all 53 bits (an f32 tensor widened would make many products exact).
-Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -2.0, double hi = 2.0) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(static_cast<size_t>(shape.numel()));
-  for (double& e : v) e = u(rng);
-  return Tensor::from_vector(v, shape);
-}
-
 // got is f64 of `shape` and equal to want bit for bit (NaNs included).
 void expect_same_f64(const Tensor& got, const Shape& shape, const std::vector<double>& want, const std::string& what) {
   ASSERT_EQ(got.dtype(), DType::F64) << what;
@@ -242,7 +232,7 @@ TEST(BinaryF64, EqualsDoubleArithmeticBitForBitWithBroadcasting) {
   uint64_t seed = 100;
   for (BinaryOp op : kF64Ops) {
     for (const auto& [sa, sb] : cases) {
-      const Tensor a = random_f64(sa, seed++), b = random_f64(sb, seed++, 0.25, 2.0);
+      const Tensor a = test::random_f64(sa, seed++), b = test::random_f64(sb, seed++, 0.25, 2.0);
       const Shape out = broadcast_shapes(sa, sb, "test");
       const auto want = reference(out, {a, b}, [op](const std::vector<double>& v) { return binary_ref(op, v[0], v[1]); });
       const std::string what = std::string(ops::binary_op_name(op)) + " " + sa.str() + " " + sb.str();
@@ -251,14 +241,14 @@ TEST(BinaryF64, EqualsDoubleArithmeticBitForBitWithBroadcasting) {
     }
   }
   // A transposed view and an expanded one.
-  const Tensor t = random_f64({9, 5}, 7).permute({1, 0}), row = random_f64({1, 9}, 8).expand({5, 9});
+  const Tensor t = test::random_f64({9, 5}, 7).permute({1, 0}), row = test::random_f64({1, 9}, 8).expand({5, 9});
   const auto want = reference({5, 9}, {t.contiguous(), row.contiguous()}, [](const auto& v) { return v[0] * v[1]; });
   expect_same_f64(ops::mul(t, row), {5, 9}, want, "transposed * expanded");
 }
 
 TEST(BinaryF64, AnF32OperandIsWidenedFirst) {
   const Tensor a = test::random_tensor({4, 33}, 9, -2.f, 2.f);
-  const Tensor b = random_f64({33}, 10);
+  const Tensor b = test::random_f64({33}, 10);
   for (BinaryOp op : kF64Ops) {
     const std::string what = std::string(ops::binary_op_name(op)) + " f32 . f64";
     const Tensor wide = a.to(DType::F64);
@@ -270,7 +260,7 @@ TEST(BinaryF64, AnF32OperandIsWidenedFirst) {
 }
 
 TEST(BinaryF64, AScalarStaysDouble) {
-  const Tensor x = random_f64({3, 17}, 11);
+  const Tensor x = test::random_f64({3, 17}, 11);
   const std::vector<double> xv = x.to_double_vector();
   for (BinaryOp op : kF64Ops) {
     std::vector<double> want(xv.size());
@@ -282,12 +272,12 @@ TEST(BinaryF64, AScalarStaysDouble) {
 }
 
 TEST(BinaryF64, RejectsPowAndNonFloatOperands) {
-  const Tensor x = random_f64({3}, 12);
+  const Tensor x = test::random_f64({3}, 12);
   expect_error_mentions([&] { ops::pow(x, x); }, "float64");
   expect_error_mentions([&] { ops::pow(x, 3.0); }, "float64");
   expect_error_mentions([&] { ops::add(x, Tensor::zeros({3}, DType::I32)); }, "f32");
   expect_error_mentions([&] { ops::add(Tensor::zeros({3}, DType::BF16), x); }, "f32");
-  expect_error_mentions([&] { ops::add(x, random_f64({4}, 13)); }, "add");
+  expect_error_mentions([&] { ops::add(x, test::random_f64({4}, 13)); }, "add");
 }
 
 TEST(InPlace, AddUpdatesStridedViewWithBroadcastSource) {

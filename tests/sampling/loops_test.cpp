@@ -25,24 +25,7 @@ sampling::Sigmas sigmas_of(const std::string& loop) {
   return {v.begin(), v.end()};
 }
 
-// The fixture's initial states: video tokens 0..23 conditioned (mask 0, random clean latent),
-// audio fully generated from zeros.
-AVState initial_state() {
-  AVState st;
-  LatentState v;
-  v.latent = in("in.video.init");
-  v.clean_latent = in("in.video.clean");
-  v.denoise_mask = in("in.video.denoise_mask");
-  v.positions = Tensor::zeros({1, 3, 48, 2});
-  LatentState a;
-  a.latent = in("in.audio.init");
-  a.clean_latent = in("in.audio.clean");
-  a.denoise_mask = in("in.audio.denoise_mask");
-  a.positions = Tensor::zeros({1, 1, 9, 2});
-  st.video = v;
-  st.audio = a;
-  return st;
-}
+AVState initial_state() { return test::loop_fixture_state(); }
 
 // The fixture's analytic mock: denoised = 0.9 tanh(latent) + 0.05 sigma (f32); records inputs.
 struct MockDenoiser {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "io/safetensors.h"
+#include "sampling/loops.h"
 #include "support/test_support.h"
 
 namespace ltx::test {
@@ -29,6 +30,28 @@ inline nlohmann::json golden_meta(const std::string& file, const std::string& ke
   auto it = md.find(key);
   if (it == md.end()) return nlohmann::json();
   return nlohmann::json::parse(it->second);
+}
+
+// The loop fixture's initial states (tests/fixtures/sampling_loops): video tokens 0..23 conditioned
+// (mask 0, a random clean latent), audio fully generated from zeros; CPU tensors. A `video_mask`
+// >= 0 replaces the video mask with that value for every token.
+inline sampling::AVState loop_fixture_state(double video_mask = -1) {
+  const auto in = [](const std::string& name) { return golden_tensor("sampling_loops", name); };
+  sampling::LatentState v;
+  v.latent = in("in.video.init");
+  v.clean_latent = in("in.video.clean");
+  v.denoise_mask = in("in.video.denoise_mask");
+  if (video_mask >= 0) v.denoise_mask = Tensor::full(v.denoise_mask.shape(), video_mask);
+  v.positions = Tensor::zeros({1, 3, 48, 2});
+  sampling::LatentState a;
+  a.latent = in("in.audio.init");
+  a.clean_latent = in("in.audio.clean");
+  a.denoise_mask = in("in.audio.denoise_mask");
+  a.positions = Tensor::zeros({1, 1, 9, 2});
+  sampling::AVState st;
+  st.video = v;
+  st.audio = a;
+  return st;
 }
 
 }  // namespace ltx::test

@@ -9,13 +9,22 @@
 
 namespace ltx::test {
 
-Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
+namespace {
+
+template <typename T>
+Tensor uniform(const Shape& shape, uint64_t seed, T lo, T hi) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(shape.numel()));
-  for (float& x : v) x = dist(rng);
+  std::uniform_real_distribution<T> dist(lo, hi);
+  std::vector<T> v(static_cast<size_t>(shape.numel()));
+  for (T& x : v) x = dist(rng);
   return Tensor::from_vector(v, shape);
 }
+
+}  // namespace
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) { return uniform(shape, seed, lo, hi); }
+
+Tensor random_f64(const Shape& shape, uint64_t seed, double lo, double hi) { return uniform(shape, seed, lo, hi); }
 
 Tensor non_contiguous_copy(const Tensor& t) {
   if (t.dim() == 0) return t.clone();

@@ -13,6 +13,8 @@ namespace ltx::test {
 
 // Deterministic uniform values in [lo, hi) (f32 CPU tensor).
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.f, float hi = 1.f);
+// The same in f64 with all 53 bits random (an f32 tensor widened would make many products exact).
+Tensor random_f64(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0);
 // Same values as `t` but laid out non-contiguously: stored transposed in a padded buffer and
 // viewed back, so strides differ from row-major while the logical contents are identical.
 Tensor non_contiguous_copy(const Tensor& t);

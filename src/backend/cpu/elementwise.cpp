@@ -40,29 +40,19 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
   return out;
 }
 
-namespace {
-
-// t as a CPU f64 tensor (widening is exact; an f64 tensor is used as it is).
-Tensor as_f64(const Tensor& t) { return t.dtype() == DType::F64 ? t : t.to(DType::F64); }
-
-}  // namespace
-
 Tensor binary_f64(BinaryOp op, const Tensor& a, const Tensor& b) {
-  const Tensor a64 = as_f64(a), b64 = as_f64(b);
   Tensor out = empty_like_layout(broadcast_shapes(a.shape(), b.shape(), ops::binary_op_name(op)), DType::F64,
-                                 Device::cpu(), {&a64, &b64});
+                                 Device::cpu(), {&a, &b});
   scalar::with_binary_op_f64(op, [&](auto o) {
-    map_into<2, double>(out, {&a64, &b64},
-                        [](double x, double y) { return scalar::binary_f64<decltype(o)::value>(x, y); });
+    map_into<2, double>(out, {&a, &b}, [](double x, double y) { return scalar::binary<decltype(o)::value>(x, y); });
   });
   return out;
 }
 
 Tensor binary_scalar_f64(BinaryOp op, const Tensor& a, double b) {
-  const Tensor a64 = as_f64(a);
-  Tensor out = empty_like_layout(a.shape(), DType::F64, Device::cpu(), {&a64});
+  Tensor out = empty_like_layout(a.shape(), DType::F64, Device::cpu(), {&a});
   scalar::with_binary_op_f64(op, [&](auto o) {
-    map_into<1, double>(out, {&a64}, [b](double x) { return scalar::binary_f64<decltype(o)::value>(x, b); });
+    map_into<1, double>(out, {&a}, [b](double x) { return scalar::binary<decltype(o)::value>(x, b); });
   });
   return out;
 }

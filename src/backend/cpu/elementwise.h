@@ -8,7 +8,8 @@ namespace ltx::cpu {
 
 Tensor binary(ops::BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar(ops::BinaryOp op, const Tensor& a, double b);
-// The float64 forms (ops::binary with an f64 operand): f32 operands are widened, the result is f64.
+// The float64 forms (ops::binary with an f64 operand, which widens the other first): f64 operands
+// and result.
 Tensor binary_f64(ops::BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar_f64(ops::BinaryOp op, const Tensor& a, double b);
 void binary_inplace(ops::BinaryOp op, const Tensor& dst, const Tensor& src);

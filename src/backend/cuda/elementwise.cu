@@ -15,23 +15,15 @@ namespace {
 using ops::BinaryOp;
 using ops::UnaryOp;
 
-template <BinaryOp Op>
+// T: float (map_into) or double (map_into_f64).
+template <BinaryOp Op, typename T = float>
 struct BinaryFn {
-  __device__ float operator()(const float* v) const { return scalar::binary<Op>(v[0], v[1]); }
+  __device__ T operator()(const T* v) const { return scalar::binary<Op>(v[0], v[1]); }
 };
-template <BinaryOp Op>
+template <BinaryOp Op, typename T = float>
 struct BinaryScalarFn {
-  float b;
-  __device__ float operator()(const float* v) const { return scalar::binary<Op>(v[0], b); }
-};
-template <BinaryOp Op>
-struct BinaryF64Fn {
-  __device__ double operator()(const double* v) const { return scalar::binary_f64<Op>(v[0], v[1]); }
-};
-template <BinaryOp Op>
-struct BinaryScalarF64Fn {
-  double b;
-  __device__ double operator()(const double* v) const { return scalar::binary_f64<Op>(v[0], b); }
+  T b;
+  __device__ T operator()(const T* v) const { return scalar::binary<Op>(v[0], b); }
 };
 template <UnaryOp Op>
 struct UnaryFn {
@@ -155,28 +147,19 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
   return out;
 }
 
-namespace {
-
-// t as an f64 tensor on its device (widening is exact; an f64 tensor is used as it is).
-Tensor as_f64(const Tensor& t) { return t.dtype() == DType::F64 ? t : t.to(DType::F64); }
-
-}  // namespace
-
 Tensor binary_f64(BinaryOp op, const Tensor& a, const Tensor& b) {
-  const Tensor a64 = as_f64(a), b64 = as_f64(b);
   Tensor out = empty_like_layout(broadcast_shapes(a.shape(), b.shape(), ops::binary_op_name(op)), DType::F64,
-                                 a.device(), {&a64, &b64});
+                                 a.device(), {&a, &b});
   scalar::with_binary_op_f64(op, [&](auto o) {
-    map_into_f64<2>(out, {&a64, &b64}, BinaryF64Fn<decltype(o)::value>{});
+    map_into_f64<2>(out, {&a, &b}, BinaryFn<decltype(o)::value, double>{});
   });
   return out;
 }
 
 Tensor binary_scalar_f64(BinaryOp op, const Tensor& a, double b) {
-  const Tensor a64 = as_f64(a);
-  Tensor out = empty_like_layout(a.shape(), DType::F64, a.device(), {&a64});
+  Tensor out = empty_like_layout(a.shape(), DType::F64, a.device(), {&a});
   scalar::with_binary_op_f64(op, [&](auto o) {
-    map_into_f64<1>(out, {&a64}, BinaryScalarF64Fn<decltype(o)::value>{b});
+    map_into_f64<1>(out, {&a}, BinaryScalarFn<decltype(o)::value, double>{b});
   });
   return out;
 }

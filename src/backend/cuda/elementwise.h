@@ -13,8 +13,8 @@ namespace ltx::cuda {
 
 Tensor binary(ops::BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar(ops::BinaryOp op, const Tensor& a, double b);
-// The float64 forms (ops::binary with an f64 operand): f32 / bf16 operands are widened, the math
-// and the result are f64, each operation correctly rounded (bit-identical to the CPU).
+// The float64 forms (ops::binary with an f64 operand, which widens the other first): f64 operands
+// and result, each operation correctly rounded (bit-identical to the CPU).
 Tensor binary_f64(ops::BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar_f64(ops::BinaryOp op, const Tensor& a, double b);
 // dst (f32 or bf16, any non-expanded strides) = dst op src, computed in f32.

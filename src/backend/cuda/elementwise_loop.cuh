@@ -66,25 +66,31 @@ struct MapArgs {
   FastDivU32 frow, fsize[kMaxDims];
 };
 
+// The element offsets of loop index i in the output (off[0]) and in each input (off[k + 1]).
+template <int K>
+__device__ __forceinline__ void strided_offsets(const MapArgs<K>& a, int64_t i, int64_t (&off)[K + 1]) {
+  if (a.nd == 1) {
+#pragma unroll
+    for (int k = 0; k <= K; ++k) off[k] = i * a.stride[k][0];
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k <= K; ++k) off[k] = 0;
+  int64_t rem = i;
+  for (int d = a.nd - 1; d >= 0; --d) {
+    const int64_t idx = rem % a.size[d];
+    rem /= a.size[d];
+#pragma unroll
+    for (int k = 0; k <= K; ++k) off[k] += idx * a.stride[k][d];
+  }
+}
+
 template <int K, typename F>
 __global__ void map_kernel(MapArgs<K> a, int64_t n, F f) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t off[K + 1];
-    if (a.nd == 1) {
-#pragma unroll
-      for (int k = 0; k <= K; ++k) off[k] = i * a.stride[k][0];
-    } else {
-#pragma unroll
-      for (int k = 0; k <= K; ++k) off[k] = 0;
-      int64_t rem = i;
-      for (int d = a.nd - 1; d >= 0; --d) {
-        const int64_t idx = rem % a.size[d];
-        rem /= a.size[d];
-#pragma unroll
-        for (int k = 0; k <= K; ++k) off[k] += idx * a.stride[k][d];
-      }
-    }
+    strided_offsets(a, i, off);
     float v[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) v[k] = load_f32(a.in[k], a.in_dtype[k], off[k + 1]);
@@ -249,12 +255,9 @@ bool dense_ok(const MapArgs<K>& a) {
   return true;
 }
 
-// See the file comment. `out` must be f32 or bf16 and on the inputs' CUDA device; F is a functor
-// with `__device__ float operator()(const float* v) const`.
-template <int K, typename F>
-void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
-  const int64_t n = out.numel();
-  if (n == 0) return;
+// The coalesced loop of out[i] = f(ins[0][i], ...) with the inputs broadcast to out's shape.
+template <int K>
+MapArgs<K> map_args(const Tensor& out, const std::array<const Tensor*, K>& ins) {
   const Shape& shape = out.shape();
   std::array<Strides, K + 1> strides;
   strides[0] = out.strides();
@@ -272,6 +275,16 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
   }
   a.out = out.raw_data();
   a.out_dtype = out.dtype();
+  return a;
+}
+
+// See the file comment. `out` must be f32 or bf16 and on the inputs' CUDA device; F is a functor
+// with `__device__ float operator()(const float* v) const`.
+template <int K, typename F>
+void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  MapArgs<K> a = map_args<K>(out, ins);
   const int dev = out.device().index;
   DeviceGuard guard(dev);
   constexpr int kThreads = 256;
@@ -301,14 +314,8 @@ template <int K, typename F>
 __global__ void map_f64_kernel(MapArgs<K> a, int64_t n, F f) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t off[K + 1] = {};
-    int64_t rem = i;
-    for (int d = a.nd - 1; d >= 0; --d) {
-      const int64_t idx = rem % a.size[d];
-      rem /= a.size[d];
-#pragma unroll
-      for (int k = 0; k <= K; ++k) off[k] += idx * a.stride[k][d];
-    }
+    int64_t off[K + 1];
+    strided_offsets(a, i, off);
     double v[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) v[k] = static_cast<const double*>(a.in[k])[off[k + 1]];
@@ -321,26 +328,9 @@ void map_into_f64(const Tensor& out, const std::array<const Tensor*, K>& ins, F 
   const int64_t n = out.numel();
   if (n == 0) return;
   LTX_CHECK(out.dtype() == DType::F64, "map_into_f64: the output is ", out.describe());
-  const Shape& shape = out.shape();
-  std::array<Strides, K + 1> strides;
-  strides[0] = out.strides();
-  for (int k = 0; k < K; ++k) {
+  for (int k = 0; k < K; ++k)
     LTX_CHECK(ins[k]->dtype() == DType::F64, "map_into_f64: input ", k, " is ", ins[k]->describe());
-    strides[k + 1] = broadcast_strides(*ins[k], shape);
-  }
-  const StridedLoop<K + 1> L = coalesce<K + 1>(shape, strides);
-  MapArgs<K> a;
-  a.nd = L.ndim;
-  for (int d = 0; d < L.ndim; ++d) {
-    a.size[d] = L.size[d];
-    for (int k = 0; k <= K; ++k) a.stride[k][d] = L.stride[k][d];
-  }
-  for (int k = 0; k < K; ++k) {
-    a.in[k] = ins[k]->raw_data();
-    a.in_dtype[k] = DType::F64;
-  }
-  a.out = out.raw_data();
-  a.out_dtype = DType::F64;
+  const MapArgs<K> a = map_args<K>(out, ins);
   const int dev = out.device().index;
   DeviceGuard guard(dev);
   constexpr int kThreads = 256;
