@@ -109,8 +109,17 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
     l_run[mi][0] = l_run[mi][1] = 0.f;
   }
 
-  // This lane's query rows: row_base + 16 mi + 8 r for r in {0, 1}.
+  // This lane's query rows: row_base + 16 mi + 8 r for r in {0, 1}, and their gate factors,
+  // loaded now (as the wgmma kernel does): at the store the logit's load latency would stall it.
   const int64_t row_base = q0 + warp * kWarpRows + g;
+  float gates[kM][2];
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int64_t row = row_base + mi * 16 + r * 8;
+      gates[mi][r] = row < a.tq ? a.gate_factor(b, h, row) : 1.f;
+    }
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int buf = tile & 1;
@@ -283,11 +292,10 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
       const int64_t row = row_base + mi * 16 + r * 8;
       if (row >= a.tq) continue;
       const float inv = l > 0.f ? 1.f / l : 0.f;  // no attended key: zeros
-      const float gate = a.gate_factor(b, h, row);
       const int64_t dst = b * a.os[0] + h * a.os[1] + row * a.os[2] + 2 * c4;
 #pragma unroll
       for (int t = 0; t < kOutTiles; ++t)
-        a.store_pair(dst + t * 8, o[mi][t][2 * r] * inv, o[mi][t][2 * r + 1] * inv, gate);
+        a.store_pair(dst + t * 8, o[mi][t][2 * r] * inv, o[mi][t][2 * r + 1] * inv, gates[mi][r]);
     }
   }
 }
