@@ -54,8 +54,8 @@ template <int kDim>
 constexpr uint32_t tile_bytes() {
   return kKeys * kDim * 2;
 }
-// The mbarriers: Q full, then K full, K empty, V full, V empty per stage.
-constexpr int kBarriers = 1 + 4 * kStages;
+// The mbarriers: Q full, then the K / V ring's (wgmma::KvBarriers).
+constexpr int kBarriers = 1 + wgmma::KvBarriers<kStages>::kCount;
 // +1024: the dynamic shared memory is re-aligned to the 1024-byte swizzle atom.
 template <int kDim>
 constexpr size_t smem_bytes() {
@@ -97,10 +97,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto v_smem = [=](int stage) { return smem + kQBytes + (kStages + stage) * kTileBytes; };
   const uint32_t bars = smem + kQBytes + 2 * kStages * kTileBytes;
   const uint32_t q_full = bars;
-  const auto k_full = [=](int stage) { return bars + 8 * (1 + stage); };
-  const auto k_empty = [=](int stage) { return bars + 8 * (1 + kStages + stage); };
-  const auto v_full = [=](int stage) { return bars + 8 * (1 + 2 * kStages + stage); };
-  const auto v_empty = [=](int stage) { return bars + 8 * (1 + 3 * kStages + stage); };
+  const wgmma::KvBarriers<kStages> kv{bars + 8};
 
   const int bh = blockIdx.y;
   const int b = bh / a.heads, h = bh % a.heads;
@@ -111,12 +108,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (tid == 0) {
     wgmma::mbar_init(q_full, 1);
-    for (int s = 0; s < kStages; ++s) {
-      wgmma::mbar_init(k_full(s), 1);
-      wgmma::mbar_init(v_full(s), 1);
-      wgmma::mbar_init(k_empty(s), kConsumerThreads);
-      wgmma::mbar_init(v_empty(s), kConsumerThreads);
-    }
+    kv.init(kConsumerThreads);
     wgmma::mbar_init_fence();
   }
   __syncthreads();
@@ -144,8 +136,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int stage = t % kStages;
         const uint32_t parity = ((t / kStages) & 1) ^ 1;
         const int key0 = t * kKeys;
-        load_tile(&maps.k, k_smem(stage), k_full(stage), k_empty(stage), parity, key0);
-        load_tile(&maps.v, v_smem(stage), v_full(stage), v_empty(stage), parity, key0);
+        load_tile(&maps.k, k_smem(stage), kv.k_full(stage), kv.k_empty(stage), parity, key0);
+        load_tile(&maps.v, v_smem(stage), kv.v_full(stage), kv.v_empty(stage), parity, key0);
       }
     }
     return;
@@ -263,14 +255,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   wgmma::mbar_wait(q_full, 0);
   if (num_tiles > 0) {
-    wgmma::mbar_wait(k_full(0), 0);
+    wgmma::mbar_wait(kv.k_full(0), 0);
     turn_begin();
     wgmma::fence();
     issue_qk(0);
     turn_end(false);
     wgmma::wait<0>();
     wgmma::fence_regs(s);
-    wgmma::mbar_arrive(k_empty(0));
+    wgmma::mbar_arrive(kv.k_empty(0));
     float corr[2];
     softmax(0, corr);  // o is still zero: nothing to rescale
     pack_p();
@@ -279,8 +271,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // wgmma issues (ptxas serialises wgmma pipelines whose accumulators merge across branches).
   for (int t = 0; t + 1 < num_tiles; ++t) {
     const int cur = t % kStages, next = (t + 1) % kStages;
-    wgmma::mbar_wait(k_full(next), ((t + 1) / kStages) & 1);
-    wgmma::mbar_wait(v_full(cur), (t / kStages) & 1);
+    wgmma::mbar_wait(kv.k_full(next), ((t + 1) / kStages) & 1);
+    wgmma::mbar_wait(kv.v_full(cur), (t / kStages) & 1);
     turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
@@ -290,20 +282,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     turn_end(false);
     wgmma::wait<1>();  // S of tile t + 1; P V of tile t may still run
     wgmma::fence_regs(s);
-    wgmma::mbar_arrive(k_empty(next));
+    wgmma::mbar_arrive(kv.k_empty(next));
     float corr[2];
     softmax(t + 1, corr);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
-    wgmma::mbar_arrive(v_empty(cur));
+    wgmma::mbar_arrive(kv.v_empty(cur));
 #pragma unroll
     for (int i = 0; i < kOut; ++i) o[i] *= corr[(i >> 1) & 1];
     pack_p();
   }
   if (num_tiles > 0) {  // the last tile's P V
     const int last = num_tiles - 1;
-    wgmma::mbar_wait(v_full(last % kStages), (last / kStages) & 1);
+    wgmma::mbar_wait(kv.v_full(last % kStages), (last / kStages) & 1);
     turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);

@@ -119,8 +119,8 @@ template <int kN, int kSub>
 constexpr uint32_t tile_bytes() {
   return plane_rows<kN, kSub>() * kDim * 2;
 }
-// The mbarriers: K full, K empty, V full, V empty per stage.
-constexpr int kBarriers = 4 * kStages;
+// The mbarriers: the K / V ring's (wgmma::KvBarriers).
+constexpr int kBarriers = wgmma::KvBarriers<kStages>::kCount;
 // The MMA mask's operands (kMmaMask): the one-hot rows of the fifth Q k-step (64 rows, shared by
 // both consumers) and the block's (h, w) window biases as a fifth K k-step (a plane's rows), each
 // row in a 128-byte swizzled row of its own (only its first 32 bytes are read).
@@ -178,10 +178,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto k_smem = [=](int stage) { return stages + stage * kTileBytes; };
   const auto v_smem = [=](int stage) { return stages + (kStages + stage) * kTileBytes; };
   const uint32_t bars = stages + 2 * kStages * kTileBytes;
-  const auto k_full = [=](int stage) { return bars + 8 * stage; };
-  const auto k_empty = [=](int stage) { return bars + 8 * (kStages + stage); };
-  const auto v_full = [=](int stage) { return bars + 8 * (2 * kStages + stage); };
-  const auto v_empty = [=](int stage) { return bars + 8 * (3 * kStages + stage); };
+  const wgmma::KvBarriers<kStages> kv{bars};
 
   // Heads vary fastest: the blocks of one query tile run together and share their K/V planes in L2.
   const int head = blockIdx.x % a.heads;
@@ -250,12 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   wgmma::fence_proxy_async();
   if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      wgmma::mbar_init(k_full(s), 1);
-      wgmma::mbar_init(v_full(s), 1);
-      wgmma::mbar_init(k_empty(s), kConsumerThreads);
-      wgmma::mbar_init(v_empty(s), kConsumerThreads);
-    }
+    kv.init(kConsumerThreads);
     wgmma::mbar_init_fence();
   }
   __syncthreads();
@@ -269,12 +261,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int t = 0; t < num_tiles; ++t) {
         const int stage = t % kStages;
         const uint32_t parity = ((t / kStages) & 1) ^ 1;
-        wgmma::mbar_wait(k_empty(stage), parity);
-        wgmma::mbar_arrive_expect_tx(k_full(stage), bytes);
-        wgmma::tma_load_5d(k_smem(stage), &maps.k, 0, head, lo_w, lo_h, lo_t + t, k_full(stage));
-        wgmma::mbar_wait(v_empty(stage), parity);
-        wgmma::mbar_arrive_expect_tx(v_full(stage), bytes);
-        wgmma::tma_load_5d(v_smem(stage), &maps.v, 0, head, lo_w, lo_h, lo_t + t, v_full(stage));
+        wgmma::mbar_wait(kv.k_empty(stage), parity);
+        wgmma::mbar_arrive_expect_tx(kv.k_full(stage), bytes);
+        wgmma::tma_load_5d(k_smem(stage), &maps.k, 0, head, lo_w, lo_h, lo_t + t, kv.k_full(stage));
+        wgmma::mbar_wait(kv.v_empty(stage), parity);
+        wgmma::mbar_arrive_expect_tx(kv.v_full(stage), bytes);
+        wgmma::tma_load_5d(v_smem(stage), &maps.v, 0, head, lo_w, lo_h, lo_t + t, kv.v_full(stage));
       }
     }
     return;
@@ -376,10 +368,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // A plane outside this consumer's range: wait for it (so that the arrival counts for this
   // plane's phase, not an earlier one) and release it.
   const auto pass = [&](int t) {
-    wgmma::mbar_wait(k_full(stage_of(t)), parity_of(t));
-    wgmma::mbar_arrive(k_empty(stage_of(t)));
-    wgmma::mbar_wait(v_full(stage_of(t)), parity_of(t));
-    wgmma::mbar_arrive(v_empty(stage_of(t)));
+    wgmma::mbar_wait(kv.k_full(stage_of(t)), parity_of(t));
+    wgmma::mbar_arrive(kv.k_empty(stage_of(t)));
+    wgmma::mbar_wait(kv.v_full(stage_of(t)), parity_of(t));
+    wgmma::mbar_arrive(kv.v_empty(stage_of(t)));
   };
   // Work unit u: sub-tile u % kSub of the block's plane u / kSub.
   const auto plane_of = [](int u) { return u / kSub; };
@@ -508,14 +500,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // The turn with S of the consumer's first unit u.
   const auto first_turn = [&](int u) {
-    wgmma::mbar_wait(k_full(stage_of(plane_of(u))), parity_of(plane_of(u)));
+    wgmma::mbar_wait(kv.k_full(stage_of(plane_of(u))), parity_of(plane_of(u)));
     turn_begin();
     wgmma::fence();
     issue_qk(u);
     turn_end(false);
     wgmma::wait<0>();
     wgmma::fence_regs(s);
-    if (sub_of(u) == kSub - 1) wgmma::mbar_arrive(k_empty(stage_of(plane_of(u))));
+    if (sub_of(u) == kSub - 1) wgmma::mbar_arrive(kv.k_empty(stage_of(plane_of(u))));
     float corr[2];
     softmax(u, corr);  // o is still zero: nothing to rescale
     pack_p();
@@ -526,8 +518,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // accumulators merge across branches).
   const auto mid_turn = [&](int u) {
     const int cur = plane_of(u), next = plane_of(u + 1);
-    wgmma::mbar_wait(k_full(stage_of(next)), parity_of(next));
-    wgmma::mbar_wait(v_full(stage_of(cur)), parity_of(cur));
+    wgmma::mbar_wait(kv.k_full(stage_of(next)), parity_of(next));
+    wgmma::mbar_wait(kv.v_full(stage_of(cur)), parity_of(cur));
     turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
@@ -537,13 +529,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     turn_end(false);
     wgmma::wait<1>();  // S of unit u + 1; P V of unit u may still run
     wgmma::fence_regs(s);
-    if (sub_of(u + 1) == kSub - 1) wgmma::mbar_arrive(k_empty(stage_of(next)));
+    if (sub_of(u + 1) == kSub - 1) wgmma::mbar_arrive(kv.k_empty(stage_of(next)));
     float corr[2];
     softmax(u + 1, corr);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
-    if (sub_of(u) == kSub - 1) wgmma::mbar_arrive(v_empty(stage_of(cur)));
+    if (sub_of(u) == kSub - 1) wgmma::mbar_arrive(kv.v_empty(stage_of(cur)));
 #pragma unroll
     for (int i = 0; i < kOut; ++i) o[i] *= corr[(i >> 1) & 1];
     pack_p();
@@ -551,7 +543,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The turn with P V of the consumer's last unit u (the last sub-tile of its plane).
   const auto last_turn = [&](int u, bool last) {
     const int plane = plane_of(u);
-    wgmma::mbar_wait(v_full(stage_of(plane)), parity_of(plane));
+    wgmma::mbar_wait(kv.v_full(stage_of(plane)), parity_of(plane));
     turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
@@ -560,7 +552,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     turn_end(last);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
-    wgmma::mbar_arrive(v_empty(stage_of(plane)));  // the producer may still need the stage
+    wgmma::mbar_arrive(kv.v_empty(stage_of(plane)));  // the producer may still need the stage
   };
 
   // Units [u0, u1) of planes [first, end).

@@ -87,6 +87,28 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
+// The K / V ring's mbarriers from shared address `base`: kStages each of K full, K empty, V full,
+// V empty (8 bytes apiece). A full barrier takes the producer's one arrival plus the TMA bytes, an
+// empty one every consumer thread's arrival.
+template <int kStages>
+struct KvBarriers {
+  static constexpr int kCount = 4 * kStages;
+  uint32_t base;
+  __device__ __forceinline__ uint32_t k_full(int stage) const { return base + 8 * stage; }
+  __device__ __forceinline__ uint32_t k_empty(int stage) const { return base + 8 * (kStages + stage); }
+  __device__ __forceinline__ uint32_t v_full(int stage) const { return base + 8 * (2 * kStages + stage); }
+  __device__ __forceinline__ uint32_t v_empty(int stage) const { return base + 8 * (3 * kStages + stage); }
+  // By one thread, before mbar_init_fence.
+  __device__ __forceinline__ void init(uint32_t consumer_threads) const {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(k_full(s), 1);
+      mbar_init(v_full(s), 1);
+      mbar_init(k_empty(s), consumer_threads);
+      mbar_init(v_empty(s), consumer_threads);
+    }
+  }
+};
+
 // A 2-D tiled TMA load of one box into shared memory, completing on mbarrier `bar`.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int c0, int c1,
                                             uint32_t bar) {
