@@ -373,14 +373,13 @@ Tensor post_process_latent(const Tensor& denoised, const Tensor& mask_t, const T
   LTX_CHECK(mask_t.dim() == 3 && mask_t.size(0) == denoised.size(0) && mask_t.size(1) == denoised.size(1) &&
                 mask_t.size(2) == 1,
             "post_process_latent: mask ", mask_t.describe(), " must be [B, T, 1] for ", denoised.describe());
+  // d * m + clean * (1 - m), ops on the tensors' device with one rounding each, in f32; an f64
+  // denoised (the res_2s loop) keeps d * m and the sum in f64 while clean * (1 - m) stays f32, as
+  // the reference's clean.float() * (1 - mask).
   const Tensor m = mask_t.to(DType::F32);
   const Tensor keep = ops::add(ops::neg(m), 1.0);  // -m + 1 == 1 - m exactly
-  if (denoised.dtype() == DType::F64) {
-    // The res_2s loop's float64 path: clean.float() * (1 - mask) in f32, then d * mask + that in f64.
-    return ops::add(ops::mul(denoised, m), ops::mul(clean_t.to(DType::F32), keep));
-  }
-  // f32 ops on the tensors' device: d * m + clean * (1 - m), one rounding per op.
-  return ops::add(ops::mul(denoised.to(DType::F32), m), ops::mul(clean_t.to(DType::F32), keep)).to(denoised.dtype());
+  const Tensor d = denoised.dtype() == DType::F64 ? denoised : denoised.to(DType::F32);
+  return ops::add(ops::mul(d, m), ops::mul(clean_t.to(DType::F32), keep)).to(denoised.dtype());
 }
 
 Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma) {

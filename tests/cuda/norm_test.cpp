@@ -249,6 +249,10 @@ Tensor misaligned_channels_last(const Tensor& x) {
   return view;
 }
 
+// Channel counts that reach every PixelNorm kernel path: odd (the scalar row kernel), multiples
+// of 8 up to 256 (a warp per 32 / g rows), up to 1024 (held in registers), longer (read twice).
+constexpr int64_t kPixelNormChannels[] = {3, 8, 40, 128, 256, 512, 1024, 1056, 2048};
+
 // PixelNorm's kernels sum in one order (norm.cu), so every layout gives the same bits: the column
 // kernel (contiguous [N, C, T, H, W]), the vector row kernel (channels-last, C % 8 == 0: C <= 256
 // one warp per 32 / g rows of g lanes, C <= 1024 held in registers, longer rows read twice), the
@@ -258,7 +262,7 @@ TEST(CudaNorm, PixelNormKernelsAgreeBitForBitAndMatchCpu) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 900;
   for (DType dt : {DType::F32, DType::BF16}) {
-    for (int64_t c : {3, 8, 40, 128, 256, 512, 1024, 1056, 2048}) {
+    for (int64_t c : kPixelNormChannels) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
       const Tensor x = test::random_tensor({2, c, 3, 5, 7}, seed++, -3.f, 5.f).to(kGpu, dt);
       const Tensor xl = x.to_channels_last(), xm = misaligned_channels_last(x);
@@ -308,7 +312,7 @@ TEST(CudaNorm, PixelNormSiluEqualsPixelNormThenSiluBitForBit) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 970;
   for (DType dt : {DType::F32, DType::BF16}) {
-    for (int64_t c : {3, 8, 40, 128, 256, 512, 1024, 1056, 2048}) {
+    for (int64_t c : kPixelNormChannels) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
       const Tensor x = test::random_tensor({2, c, 3, 5, 7}, seed++, -3.f, 5.f).to(kGpu, dt);
       const Tensor xl = x.to_channels_last();

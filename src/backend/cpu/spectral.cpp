@@ -3,23 +3,18 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/stft_frames.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 // DFT bins 0 .. n/2 of a real sequence, in double: an iterative radix-2 FFT when n is a power of
 // two, a direct sum over a twiddle table otherwise.
 class RealDft {
  public:
-  explicit RealDft(int64_t n) : n_(n), cos_(n), sin_(n) {
-    for (int64_t k = 0; k < n; ++k) {
-      cos_[k] = std::cos(2.0 * kPi * static_cast<double>(k) / static_cast<double>(n));
-      sin_[k] = std::sin(2.0 * kPi * static_cast<double>(k) / static_cast<double>(n));
-    }
+  explicit RealDft(int64_t n) : n_(n), tw_(n) {
     pow2_ = n > 0 && (n & (n - 1)) == 0;
     if (pow2_) {
       int bits = 0;
@@ -43,8 +38,8 @@ class RealDft {
         double sr = 0, si = 0;
         int64_t idx = 0;  // (j * k) mod n
         for (int64_t j = 0; j < n; ++j) {
-          sr += x[j] * cos_[idx];
-          si -= x[j] * sin_[idx];
+          sr += x[j] * tw_.cos[idx];
+          si -= x[j] * tw_.sin[idx];
           idx += k;
           if (idx >= n) idx -= n;
         }
@@ -60,7 +55,7 @@ class RealDft {
       const int64_t half = len / 2, step = n / len;
       for (int64_t i = 0; i < n; i += len) {
         for (int64_t j = 0; j < half; ++j) {
-          const double wr = cos_[j * step], wi = -sin_[j * step];
+          const double wr = tw_.cos[j * step], wi = -tw_.sin[j * step];
           const int64_t a = i + j, b = a + half;
           const double vr = re[b] * wr - im[b] * wi, vi = re[b] * wi + im[b] * wr;
           re[b] = re[a] - vr;
@@ -76,8 +71,8 @@ class RealDft {
 
  private:
   int64_t n_;
+  stft::Twiddles tw_;
   bool pow2_ = false;
-  std::vector<double> cos_, sin_;
   std::vector<int64_t> rev_;
 };
 
@@ -97,9 +92,7 @@ Tensor stft_magnitude(const Tensor& x, const Tensor& window, int64_t n_fft, int6
       const int64_t r = it / frames, t = it % frames;
       const float* row = xv.data() + r * length;
       for (int64_t j = 0; j < n_fft; ++j) {
-        int64_t idx = t * hop + j - half;  // index into the reflect-padded signal
-        if (idx < 0) idx = -idx;
-        if (idx >= length) idx = 2 * (length - 1) - idx;
+        const int64_t idx = stft::reflect_index(t * hop + j - half, length);
         frame[j] = static_cast<double>(row[idx]) * static_cast<double>(wv[j]);
       }
       dft.magnitude(frame.data(), mag.data(), re.data(), im.data());

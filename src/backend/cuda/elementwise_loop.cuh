@@ -18,6 +18,7 @@
 // takes the strided loop.
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/fast_div.cuh"
@@ -85,16 +86,36 @@ __device__ __forceinline__ void strided_offsets(const MapArgs<K>& a, int64_t i, 
   }
 }
 
-template <int K, typename F>
+// Element i of an operand as the loop's value type V: f32 from any storage dtype (load_f32), or
+// f64 as stored (the float64 loop, whose operands are all f64); and the store back.
+template <typename V>
+__device__ __forceinline__ V load_value(const void* p, [[maybe_unused]] DType dt, int64_t i) {
+  if constexpr (std::is_same_v<V, double>) {
+    return static_cast<const double*>(p)[i];
+  } else {
+    return load_f32(p, dt, i);
+  }
+}
+template <typename V>
+__device__ __forceinline__ void store_value(void* p, [[maybe_unused]] DType dt, int64_t i, V v) {
+  if constexpr (std::is_same_v<V, double>) {
+    static_cast<double*>(p)[i] = v;
+  } else {
+    store_f32(p, dt, i, v);
+  }
+}
+
+// The general strided loop; V = double is the float64 loop (map_into_f64).
+template <int K, typename F, typename V = float>
 __global__ void map_kernel(MapArgs<K> a, int64_t n, F f) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t off[K + 1];
     strided_offsets(a, i, off);
-    float v[K];
+    V v[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) v[k] = load_f32(a.in[k], a.in_dtype[k], off[k + 1]);
-    store_f32(a.out, a.out_dtype, off[0], f(v));
+    for (int k = 0; k < K; ++k) v[k] = load_value<V>(a.in[k], a.in_dtype[k], off[k + 1]);
+    store_value<V>(a.out, a.out_dtype, off[0], f(v));
   }
 }
 
@@ -308,21 +329,8 @@ void map_into(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
 }
 
 // The float64 loop (ops::binary with an f64 operand): every operand and the output are f64, any
-// strides, broadcast; F has `__device__ double operator()(const double* v) const`. A plain strided
-// loop: these tensors are latents (a few MB), computed a few times per denoising step.
-template <int K, typename F>
-__global__ void map_f64_kernel(MapArgs<K> a, int64_t n, F f) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t off[K + 1];
-    strided_offsets(a, i, off);
-    double v[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) v[k] = static_cast<const double*>(a.in[k])[off[k + 1]];
-    static_cast<double*>(a.out)[off[0]] = f(v);
-  }
-}
-
+// strides, broadcast; F has `__device__ double operator()(const double* v) const`. Only the general
+// strided kernel: these tensors are latents (a few MB), computed a few times per denoising step.
 template <int K, typename F>
 void map_into_f64(const Tensor& out, const std::array<const Tensor*, K>& ins, F f) {
   const int64_t n = out.numel();
@@ -334,7 +342,7 @@ void map_into_f64(const Tensor& out, const std::array<const Tensor*, K>& ins, F 
   const int dev = out.device().index;
   DeviceGuard guard(dev);
   constexpr int kThreads = 256;
-  map_f64_kernel<K, F><<<grid_for(n, kThreads, dev), kThreads, 0, current_stream(dev).handle()>>>(a, n, f);
+  map_kernel<K, F, double><<<grid_for(n, kThreads, dev), kThreads, 0, current_stream(dev).handle()>>>(a, n, f);
   LTX_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,17 +1,13 @@
 #include "backend/cuda/spectral.h"
 
-#include <cmath>
-#include <vector>
-
 #include "backend/cuda/device.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/stream.h"
+#include "backend/stft_frames.h"
 
 namespace ltx::cuda {
 
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 struct StftArgs {
   const float* x;       // [rows, length]
@@ -34,9 +30,7 @@ __global__ void stft_magnitude_kernel(StftArgs a) {
     double re = 0, im = 0;
     int64_t m = 0;  // (j k) mod n_fft
     for (int64_t j = 0; j < a.n_fft; ++j) {
-      int64_t idx = start + j;  // reflect padding, as torch.stft(center=True, pad_mode="reflect")
-      if (idx < 0) idx = -idx;
-      if (idx >= a.length) idx = 2 * (a.length - 1) - idx;
+      const int64_t idx = stft::reflect_index(start + j, a.length);
       const double v = static_cast<double>(row[idx]) * static_cast<double>(a.window[j]);  // exact
       re += v * a.cos_t[m];
       im -= v * a.sin_t[m];
@@ -54,13 +48,9 @@ Tensor stft_magnitude(const Tensor& x, const Tensor& window, int64_t n_fft, int6
   const int64_t length = x.size(-1), rows = x.numel() / length, frames = 1 + length / hop, nb = n_fft / 2 + 1;
   const Tensor xs = x.to(DType::F32).contiguous();  // exact for bf16 samples
   const Tensor w = window.to(DType::F32).contiguous();
-  // The twiddles as the CPU's DFT builds them, uploaded once per call (the op runs once per clip).
-  std::vector<double> c(static_cast<size_t>(n_fft)), s(static_cast<size_t>(n_fft));
-  for (int64_t m = 0; m < n_fft; ++m) {
-    c[static_cast<size_t>(m)] = std::cos(2.0 * kPi * static_cast<double>(m) / static_cast<double>(n_fft));
-    s[static_cast<size_t>(m)] = std::sin(2.0 * kPi * static_cast<double>(m) / static_cast<double>(n_fft));
-  }
-  const Tensor ct = Tensor::from_vector(c, {n_fft}).to(device), st = Tensor::from_vector(s, {n_fft}).to(device);
+  // The CPU's twiddles, uploaded once per call (the op runs once per clip).
+  const stft::Twiddles tw(n_fft);
+  const Tensor ct = Tensor::from_vector(tw.cos, {n_fft}).to(device), st = Tensor::from_vector(tw.sin, {n_fft}).to(device);
   std::vector<int64_t> shape = x.shape().vec();
   shape.back() = nb;
   shape.push_back(frames);
