@@ -1,6 +1,8 @@
 // `ltx parity <component> --weights F [--weights F2 ...] --inputs IO --out OUT [--device cpu|cuda]
 // [--dtype f32|bf16]`
 #include <memory>
+#include <set>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -25,7 +27,8 @@ Command add_parity(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu or cuda[:N]");
   sub->add_option("--dtype", o->dtype,
                   "f32 (default) or bf16: load the weights in this dtype and compute in it "
-                  "(bf16: transformer or diffusion-decoder, with --device cuda only)");
+                  "(bf16: transformer, diffusion-decoder, video-vae, upsampler or audio, with "
+                  "--device cuda only)");
   return {sub, [o]() -> int {
             o->args.device = parse_device(o->device, "--device");
             LTX_CHECK(o->dtype == "f32" || o->dtype == "bf16", "parity: --dtype must be f32 or bf16, got '",
@@ -33,10 +36,11 @@ Command add_parity(CLI::App& app) {
             if (o->dtype == "bf16") {
               LTX_CHECK(o->args.device.is_cuda(), "parity: --dtype bf16 needs --device cuda (the CPU ",
                         "backend computes in f32 only)");
-              LTX_CHECK(o->component == "transformer" || o->component == "diffusion-decoder",
-                        "parity ", o->component,
-                        ": --dtype bf16 is supported for the transformer and the diffusion decoder "
-                        "only");
+              static const std::set<std::string> kBf16 = {"transformer", "diffusion-decoder",
+                                                          "video-vae", "upsampler", "audio"};
+              LTX_CHECK(kBf16.contains(o->component), "parity ", o->component,
+                        ": --dtype bf16 is supported for the transformer, the diffusion decoder, "
+                        "the video VAE, the upsamplers and the audio VAE only");
               o->args.dtype = DType::BF16;
             }
             for (const auto& c : parity::components()) {

@@ -23,11 +23,14 @@ namespace ltx::generate {
 
 namespace {
 
+// The audio decoder in the pipeline dtype (`where`), the vocoder in f32 on the same device, as the
+// reference's AudioDecoder block (its vocoder computes in f32 and returns the mel's dtype).
 models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::string& path,
                                            const nn::LoadOptions& where) {
   const auto file = io::SafetensorsFile::open(path);
   const auto decoder = models::audio_vae::AudioDecoder::from_file(file, where);
-  const auto vocoder = models::audio_vae::VocoderModel::from_file(file, where);
+  const auto vocoder =
+      models::audio_vae::VocoderModel::from_file(file, nn::LoadOptions{DType::F32, where.device});
   LTX_CHECK(latent.size(1) == decoder.config().z_channels, "decode: the audio latent has ",
             latent.size(1), " channels but the audio VAE decoder of '", path, "' takes ",
             decoder.config().z_channels, "; were the latents made with another model?");
@@ -131,7 +134,8 @@ void MemorySink::finish() {
 DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_latent_in,
                             const std::string& video_vae_path, const std::string& audio_vae_path,
                             MediaSink& sink, const DecodeOptions& options, Progress* progress) {
-  // The pipelines' latents are bf16 by default; the decoders take them in f32.
+  // The pipelines' latents are bf16 by default; widened here exactly (each decoder casts its input
+  // to its weights' dtype).
   const Tensor video_latent = video_latent_in.defined() ? video_latent_in.to(DType::F32) : Tensor();
   const Tensor audio_latent = audio_latent_in.defined() ? audio_latent_in.to(DType::F32) : Tensor();
   LTX_CHECK(video_latent.defined() && video_latent.dim() == 5 && video_latent.size(0) == 1,
@@ -142,14 +146,14 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
   LTX_CHECK(options.fps > 0, "decode: the frame rate must be positive, got ", options.fps);
 
   const nn::LoadOptions video_where = model_placement(options.device, options.dtype);
-  // The audio VAE decoder and vocoder take f32 weights only.
-  const nn::LoadOptions audio_where{DType::F32, options.device};
+  const nn::LoadOptions& audio_where = video_where;
 
   DecodeResult r;
   models::audio_vae::Audio audio;
   if (audio_latent.defined()) {
     if (progress) progress->stage("audio decode");
-    log_placement("audio decoder + vocoder", audio_where);
+    log_placement("audio decoder", audio_where);
+    log_placement("vocoder", nn::LoadOptions{DType::F32, audio_where.device});
     audio = decode_audio_file(audio_latent, audio_vae_path, audio_where);
     LTX_CHECK(audio.waveform.dim() == 2, "decode: the vocoder returned ", audio.waveform.describe(),
               ", expected [channels, samples]");

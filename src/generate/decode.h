@@ -25,8 +25,8 @@ class Progress;
 struct DecodeOptions {
   double fps = 24.0;
   // Where the decoders run: the CPU (f32), or a GPU (generate::model_placement: the video
-  // decoder's weights in `dtype`, default bf16 as the reference; the audio decoder + vocoder in
-  // f32). Chunks and the waveform come back to the host for the sink.
+  // decoders' weights in `dtype`, default bf16 as the reference; the vocoder in f32, as the
+  // reference computes it). Chunks and the waveform come back to the host for the sink.
   Device device = Device::cpu();
   std::optional<DType> dtype;
   // Decode tiling, checked against the decoder's grid and (diffusion decoder) its overlap floors;

@@ -47,7 +47,7 @@ struct GenerateOptions {
   // --device: where every model runs (generate/placement.h): the text encoder, the duration head,
   // the transformer with the denoising loops, the video encoder, the latent upsamplers, the video
   // decoder (convolutional or diffusion) and the audio decoder + vocoder. The CPU computes in f32;
-  // a GPU in bf16 (the audio models in f32).
+  // a GPU in bf16 (the vocoder in f32, as the reference computes it).
   Device device = Device::cpu();
   // Precision (library only; the CLI runs the reference's): unset = bf16 models on a GPU and bf16
   // latents between the denoising steps, as the reference; F32 = full precision, f32 models on a

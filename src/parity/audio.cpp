@@ -105,17 +105,18 @@ bool video_geometry(const json& meta, const char* key, const char* call, const s
 }  // namespace
 
 void run_audio_parity(Run& run) {
-  // --device cuda: the decoder and the vocoder run on the GPU; the encoder side (STFT/mel of
-  // waveforms) stays on the CPU for now.
+  // --device cuda: the decoder, the encoder and the vocoder run on the GPU (waveform -> mel stays
+  // on the CPU, where the waveforms are). --dtype bf16: the audio VAE in bf16 weights and
+  // activations, the vocoder in f32, as the pipelines (and the reference's AudioDecoder block).
   const Device dev = run.args().device;
   LTX_CHECK(run.args().weights.size() == 1,
             "parity audio: pass exactly one --weights (audio_<case>.weights.safetensors)");
   const auto file = io::SafetensorsFile::open(run.args().weights[0]);
   const json meta = run.io().metadata_json();
-  const nn::LoadOptions opt{DType::F32, dev};
+  const nn::LoadOptions opt{run.args().dtype, dev};
   const av::AudioDecoder decoder = av::AudioDecoder::from_file(file, opt);
-  const av::AudioEncoder encoder = av::AudioEncoder::from_file(file);
-  const av::VocoderModel vocoder = av::VocoderModel::from_file(file, opt);
+  const av::AudioEncoder encoder = av::AudioEncoder::from_file(file, opt);
+  const av::VocoderModel vocoder = av::VocoderModel::from_file(file, nn::LoadOptions{DType::F32, dev});
   log_info("parity audio: vocoder ", vocoder.has_bwe() ? "BigVGAN + BWE" : "HiFi-GAN", ", ",
            vocoder.output_sampling_rate(), " Hz");
 

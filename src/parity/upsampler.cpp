@@ -12,7 +12,7 @@ void upsampler_component(Run& run) {
   using namespace models;
   const auto& weights = run.args().weights;
   const Device dev = run.args().device;
-  const nn::LoadOptions opt{DType::F32, dev};
+  const nn::LoadOptions opt{run.args().dtype, dev};  // --dtype bf16: weights and activations
   const upsampler::LatentUpsampler up = upsampler::LatentUpsampler::from_file(weights.at(0), opt);
   video_vae::PerChannelStatistics stats;
   if (weights.size() >= 2) {
@@ -20,8 +20,8 @@ void upsampler_component(Run& run) {
   } else {
     log_warn("parity upsampler: no video VAE file given (second --weights); using the io "
              "file's in.vae.per_channel_statistics.* copies");
-    stats.mean_of_means = run.tensor("in.vae.per_channel_statistics.mean-of-means").to(dev);
-    stats.std_of_means = run.tensor("in.vae.per_channel_statistics.std-of-means").to(dev);
+    stats.mean_of_means = run.tensor("in.vae.per_channel_statistics.mean-of-means").to(dev, opt.dtype);
+    stats.std_of_means = run.tensor("in.vae.per_channel_statistics.std-of-means").to(dev, opt.dtype);
   }
   const Tensor latent = run.tensor("in.latent").to(dev);
   Tensor out = upsampler::upsample_video(latent, stats, up, [&run](const std::string& name,

@@ -64,7 +64,7 @@ struct FlatNoise {
 void encode(Run& run, const std::string& weights) {
   if (!run.has("in.encode.pixels_u8")) return;
   const Device dev = run.args().device;
-  const VideoEncoder encoder = VideoEncoder::from_file(weights, nn::LoadOptions{DType::F32, dev});
+  const VideoEncoder encoder = VideoEncoder::from_file(weights, nn::LoadOptions{run.args().dtype, dev});
   // pixels_u8.float() / 127.5 - 1.0, in f32 as the pipelines do.
   Tensor pixels = ops::sub(ops::div(run.tensor("in.encode.pixels_u8").to(dev), 127.5), 1.0);
   Tensor latent = encoder(pixels, probe_into(run, "encode"));
@@ -88,7 +88,7 @@ void decode(Run& run, const std::string& weights) {
   DecoderConfig config = decoder_config_from_metadata(file->metadata_json(), weights);
   auto build = [&](const DecoderConfig& c) {
     io::WeightMap w({file}, decoder_key_map());
-    ConvVideoDecoder d = ConvVideoDecoder::load(w, c, nn::LoadOptions{DType::F32, dev});
+    ConvVideoDecoder d = ConvVideoDecoder::load(w, c, nn::LoadOptions{run.args().dtype, dev});
     w.finish("video VAE decoder");
     return d;
   };

@@ -42,7 +42,7 @@ TEST(GenerateCli, DemoWritesAPlayableMp4WithAudio) {
   // Every component says where it runs.
   for (const char* component :
        {"text encoder", "transformer (denoising loops)", "video encoder (latent statistics)",
-        "spatial latent upsampler", "audio decoder + vocoder", "video decoder"})
+        "spatial latent upsampler", "audio decoder", "vocoder", "video decoder"})
     EXPECT_NE(r.err.find(str(component, " runs on CPU (")), std::string::npos)
         << component << "\n" << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir.file("cache/ltx/demo-v1/ltx-2.3-demo.safetensors")));

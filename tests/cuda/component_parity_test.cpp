@@ -2,7 +2,9 @@
 // CUDA (--device cuda: weights and inputs moved to the GPU, every op there) against the golden
 // references: every output the CPU run of the same component produces must also come out of the
 // CUDA run, within rel L2 1e-4 of the reference (or, where the CPU itself is further off, within
-// the CPU's own error plus 1e-5).
+// the CPU's own error plus 1e-5). The components the pipelines run in bf16 on a GPU (video VAE,
+// upsamplers, audio VAE) also run with bf16 weights and activations, every output within 2e-2 of
+// the f32 reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +16,8 @@
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "models/audio_vae/audio_vae.h"
+#include "models/audio_vae/vocoder.h"
 #include "parity/parity.h"
 #include "support/test_support.h"
 
@@ -27,8 +31,9 @@ struct Case {
 };
 
 std::string run_component(const Case& c, Device device, const test::TempDir& dir,
-                          const std::string& tag) {
+                          const std::string& tag, DType dtype = DType::F32) {
   parity::Args args;
+  args.dtype = dtype;
   for (const auto& w : c.weights) args.weights.push_back(test::fixture(w));
   args.inputs = test::fixture(c.io);
   args.out = dir.file(tag + ".safetensors");
@@ -97,6 +102,71 @@ TEST_P(CudaComponentParity, EveryOutputMatchesTheReferenceLikeTheCpu) {
     ++compared;
   }
   EXPECT_GE(compared, 1) << c.io;
+}
+
+bool runs_in_bf16_in_the_pipelines(const Case& c) {
+  const std::string name = c.component;
+  return name == "video-vae" || name == "upsampler" || name == "audio";
+}
+
+// bf16 weights and activations (the pipelines' precision on a GPU, as the reference's bf16
+// builds) against the f32 reference: every float output within 2e-2 relative L2 (the bf16
+// tolerance of the transformer and the diffusion decoder). The waveform -> mel transform stays
+// f32 on the CPU in both runs, so those outputs match closely; at least one output must show bf16
+// rounding, or the run silently stayed in f32.
+TEST_P(CudaComponentParity, EveryOutputInBf16IsWithin2e2OfTheF32Reference) {
+  LTX_REQUIRE_CUDA();
+  const Case& c = GetParam();
+  if (!runs_in_bf16_in_the_pipelines(c)) GTEST_SKIP() << c.component << " runs in f32 here";
+  test::TempDir dir;
+  std::string gpu;
+  try {
+    gpu = run_component(c, Device::cuda(0), dir, "cuda_bf16", DType::BF16);
+  } catch (const std::exception& e) {
+    FAIL() << c.io << ": the bf16 CUDA run threw: " << e.what();
+  }
+  const io::SafetensorsFile out(gpu), ref(test::fixture(c.io));
+  int compared = 0;
+  double worst = 0;
+  for (const std::string& name : out.names()) {
+    if (!ref.contains(name) || name.rfind("out.", 0) != 0) continue;
+    const Tensor want = ref.tensor(name);
+    if (want.dtype() != DType::F32 && want.dtype() != DType::F64) continue;
+    const Tensor got = out.tensor(name);
+    ASSERT_EQ(got.shape(), want.shape()) << c.io << ": " << name;
+    const parity::ErrorStats s = parity::compare(got, want);
+    std::printf("[%s cuda bf16] %-44s rel_l2 %.3e max_abs %.3e%s\n", c.io, name.c_str(), s.rel_l2,
+                s.max_abs, s.rel_l2 > 2e-2 ? "  <-- over 2e-2" : "");
+    EXPECT_LE(s.rel_l2, 2e-2) << c.io << ": " << name << " (bf16 vs the f32 reference)";
+    worst = std::max(worst, s.rel_l2);
+    ++compared;
+  }
+  EXPECT_GE(compared, 1) << c.io;
+  EXPECT_GT(worst, 1e-4) << c.io << ": no output shows bf16 rounding; did it run in f32?";
+}
+
+// The pipelines' audio decode on a GPU (generate/decode.cpp): the decoder in bf16 gives a bf16
+// mel, the f32 vocoder gives the waveform back in the mel's dtype (the reference's cast to its
+// input's dtype), and both stay within bf16 rounding of the f32 run.
+TEST(CudaAudioDecode, Bf16DecoderGivesABf16MelAndWaveform) {
+  LTX_REQUIRE_CUDA();
+  namespace av = models::audio_vae;
+  const auto file = io::SafetensorsFile::open(test::fixture("audio_ltx23.weights.safetensors"));
+  const io::SafetensorsFile io(test::fixture("audio_ltx23.io.safetensors"));
+  const Device gpu = Device::cuda(0);
+  const Tensor latent = io.tensor("in.decoder.latent").to(gpu);
+  const av::VocoderModel vocoder = av::VocoderModel::from_file(file, {DType::F32, gpu});
+  const av::Audio a32 = av::decode_audio(latent, av::AudioDecoder::from_file(file, {DType::F32, gpu}), vocoder);
+  const av::AudioDecoder dec16 = av::AudioDecoder::from_file(file, {DType::BF16, gpu});
+  const Tensor mel16 = dec16.forward(latent);
+  EXPECT_EQ(mel16.dtype(), DType::BF16);
+  const av::Audio a16 = av::decode_audio(latent, dec16, vocoder);
+  EXPECT_EQ(a16.waveform.dtype(), DType::BF16);
+  EXPECT_EQ(a32.waveform.dtype(), DType::F32);
+  const double err = parity::compare(a16.waveform.to(Device::cpu(), DType::F32),
+                                     a32.waveform.to(Device::cpu())).rel_l2;
+  EXPECT_LT(err, 2e-2);
+  EXPECT_GT(err, 1e-4) << "no bf16 rounding: did the decoder stay in f32?";
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -194,7 +194,7 @@ TEST(GenerateOnCuda, DiffusionDecoderBundleMatchesTheCpuInF32) {
 
 TEST(GenerateOnCuda, DefaultPrecisionRunsEveryComponentOnTheGpu) {
   LTX_REQUIRE_CUDA();
-  // The CLI's run: bf16 models on the GPU (the audio ones f32), bf16 latents between the steps on
+  // The CLI's run: bf16 models on the GPU (the vocoder f32), bf16 latents between the steps on
   // both devices; the CPU computes in f32. bf16 activations move the result by about a percent,
   // so the comparison is a sanity bound (a wrong op gives rel L2 ~1), not parity.
   const generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);

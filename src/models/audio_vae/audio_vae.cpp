@@ -9,10 +9,11 @@ namespace ltx::models::audio_vae {
 
 namespace {
 
-// f32 weights on any device (the CPU, or CUDA where every op of the audio VAE runs).
-void require_f32(const nn::LoadOptions& opt, const char* what) {
-  LTX_CHECK(opt.dtype == DType::F32, what, ": only f32 weights are supported for now (asked for ",
-            dtype_name(opt.dtype), " on ", opt.device.str(), ")");
+// f32 anywhere; bf16 (the pipelines' precision on a GPU) on CUDA, where every op has a bf16 path.
+void require_supported_dtype(const nn::LoadOptions& opt, const char* what) {
+  LTX_CHECK(opt.dtype == DType::F32 || (opt.dtype == DType::BF16 && opt.device.is_cuda()), what,
+            ": ", dtype_name(opt.dtype), " weights on ", opt.device.str(),
+            " are not supported: bf16 runs on CUDA, the CPU computes in f32 (load with f32)");
 }
 
 void run_attn(const std::vector<std::optional<AttnBlock>>& attn, size_t j, Tensor& h) {
@@ -115,7 +116,7 @@ AudioEncoder AudioEncoder::load(io::WeightMap& w, const AudioVaeConfig& cfg,
 
 AudioEncoder AudioEncoder::from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                      const nn::LoadOptions& opt) {
-  require_f32(opt, "audio VAE encoder");
+  require_supported_dtype(opt, "audio VAE encoder");
   const AudioVaeConfig cfg = AudioVaeConfig::from_config(file->metadata_json("config"), file->path());
   io::WeightMap w({file}, encoder_key_map());
   AudioEncoder e = load(w, cfg, opt);
@@ -134,7 +135,10 @@ Tensor AudioEncoder::forward(const Tensor& mel, const Probe& probe) const {
   LTX_CHECK(mel.dim() == 4 && mel.size(1) == cfg_.in_channels, "audio VAE encoder: expects a ",
             "log-mel [B, ", cfg_.in_channels, ", T, mel_bins] (stereo for the released models; ",
             "mono is not up-mixed), got ", mel.describe());
-  Tensor h = conv_in_(mel.to(DType::F32));
+  // On the weights' device and in their dtype, as the reference (it casts the mel to the encoder's
+  // dtype).
+  const Tensor& w = conv_in_.conv.weight;
+  Tensor h = conv_in_(mel.to(w.device(), w.dtype()));
   observe(probe, "conv_in", h);
   for (size_t l = 0; l < down_.size(); ++l) {
     const DownLevel& lv = down_[l];
@@ -176,7 +180,7 @@ AudioDecoder AudioDecoder::load(io::WeightMap& w, const AudioVaeConfig& cfg,
 
 AudioDecoder AudioDecoder::from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                      const nn::LoadOptions& opt) {
-  require_f32(opt, "audio VAE decoder");
+  require_supported_dtype(opt, "audio VAE decoder");
   const AudioVaeConfig cfg = AudioVaeConfig::from_config(file->metadata_json("config"), file->path());
   io::WeightMap w({file}, decoder_key_map());
   AudioDecoder d = load(w, cfg, opt);
@@ -189,7 +193,9 @@ Tensor AudioDecoder::forward(const Tensor& latent, const Probe& probe) const {
             "audio VAE decoder: expects a latent [B, ", cfg_.z_channels, ", T, mel_bins], got ",
             latent.describe());
   const int64_t c = latent.size(1), t = latent.size(2), f = latent.size(3);
-  const Tensor tokens = patchify_audio(latent.to(DType::F32));
+  // The activations run in the weights' dtype (bf16 in the pipelines on a GPU, as the
+  // reference's AudioDecoder block builds it).
+  const Tensor tokens = patchify_audio(latent.to(conv_in_.conv.weight.dtype()));
   observe(probe, "latent_tokens", tokens);
   const Tensor denorm = stats_.un_normalize(tokens);
   observe(probe, "latent_tokens_denorm", denorm);

@@ -265,7 +265,7 @@ VocoderModel VocoderModel::from_file(const std::shared_ptr<const io::Safetensors
 
 Tensor VocoderModel::forward(const Tensor& mel, const Probe& probe) const {
   Tensor x = vocoder_.forward(mel, prefixed(probe, "vocoder."));
-  if (!cfg_.has_bwe) return x;
+  if (!cfg_.has_bwe) return x.to(mel.dtype());
   observe(probe, "bwe.low_rate", x);
   const BweConfig& bwe = cfg_.bwe;
   const int64_t b = x.size(0), c = x.size(1), length = x.size(2);
@@ -287,7 +287,7 @@ Tensor VocoderModel::forward(const Tensor& mel, const Probe& probe) const {
   LTX_CHECK(residual.shape() == skip.shape(), "vocoder BWE: the generator's residual ",
             residual.describe(), " and the resampled waveform ", skip.describe(),
             " differ in shape");
-  return ops::clamp(ops::add(residual, skip), -1.0, 1.0).narrow(2, 0, out_length).contiguous();
+  return ops::clamp(ops::add(residual, skip), -1.0, 1.0).narrow(2, 0, out_length).to(mel.dtype()).contiguous();
 }
 
 }  // namespace ltx::models::audio_vae

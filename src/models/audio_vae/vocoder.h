@@ -100,11 +100,15 @@ class VocoderModel {
  public:
   static VocoderModel load(io::WeightMap& w, const VocoderConfig& cfg, const nn::LoadOptions& opt);
   // Reads config.vocoder from the file's metadata, binds `vocoder.*` and reports every missing,
-  // misshaped or unused tensor in one error. f32 weights, on the CPU or CUDA.
+  // misshaped or unused tensor in one error. f32 weights, on the CPU or CUDA: the vocoder computes
+  // in f32 whatever the pipeline dtype, as the reference's BWE vocoder (autocast to f32 over
+  // bf16-stored weights; the bf16 file's values load exactly).
   static VocoderModel from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                 const nn::LoadOptions& opt = {});
 
-  // log-mel [B, 2, T, mel_bins] -> waveform [B, 2, N] at output_sampling_rate().
+  // log-mel [B, 2, T, mel_bins] -> waveform [B, 2, N] at output_sampling_rate(), computed in f32
+  // and returned in the mel's dtype (the reference casts the waveform back to its input's dtype:
+  // a bf16 audio decoder gives a bf16-rounded waveform).
   // Probes: "vocoder.*" (the main generator, see Vocoder::forward); with BWE also
   // "bwe_generator.*", "bwe.low_rate" (main output), "bwe.resampler_in" (it padded to whole
   // hops), "bwe.mel" (generator input [B, 2, T', 64]), "bwe.residual", "bwe.skip" (resampled).

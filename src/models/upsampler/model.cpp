@@ -72,7 +72,8 @@ Tensor LatentUpsampler::operator()(const Tensor& latent, const Probe& probe) con
             "latent upsampler: expected a latent [B, ", config_.in_channels, ", F, H, W], got ",
             latent.describe());
   const bool per_frame = config_.dims == 2;
-  Tensor x = initial_conv_(latent.to(DType::F32));
+  // The activations run in the weights' dtype, as the reference's upsampler built in that dtype.
+  Tensor x = initial_conv_(latent.to(initial_conv_.weight.dtype()));
   x = ops::silu(group_norm_32(x, initial_norm_weight_, initial_norm_bias_, per_frame));
   if (probe) probe("after_initial", x);
   for (const ResBlock& b : res_blocks_) x = b(x);
@@ -120,7 +121,9 @@ video_vae::PerChannelStatistics load_video_latent_statistics(const std::string& 
 
 Tensor upsample_video(const Tensor& latent, const video_vae::PerChannelStatistics& stats,
                       const LatentUpsampler& upsampler, const Probe& probe) {
-  Tensor x = stats.un_normalize(latent.to(DType::F32));
+  // In the statistics' dtype (the model dtype in the pipelines): a bf16 un-normalisation rounds
+  // per op, as the reference's.
+  Tensor x = stats.un_normalize(latent.to(stats.mean_of_means.dtype()));
   if (probe) probe("unnormalized", x);
   x = upsampler(x, probe);
   if (probe) probe("upsampled_raw", x);

@@ -94,7 +94,10 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
   const int64_t batch = latent.size(0);
   const bool tc = config_.timestep_conditioning;
   const bool causal = config_.causal;
-  Tensor x = latent.to(DType::F32);
+  // The activations run in the weights' dtype from the start, as the reference's decoder (the
+  // noise blend and the un-normalisation round per op in bf16 for a bf16 decoder).
+  const DType dtype = conv_in_.weight.dtype();
+  Tensor x = latent.to(dtype);
   if (tc) {
     LTX_CHECK(static_cast<bool>(noise),
               "video VAE decoder: this decoder is timestep-conditioned and draws noise; pass a "
@@ -102,12 +105,9 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
     Tensor n = noise(x.shape());
     LTX_CHECK(n.shape() == x.shape(), "video VAE decoder: the noise source returned ",
               n.describe(), " for a latent ", x.describe());
-    x = ops::add(ops::mul(n.to(DType::F32), kDecodeNoiseScale),
-                 ops::mul(x, 1.0 - kDecodeNoiseScale));
+    x = ops::add(ops::mul(n.to(dtype), kDecodeNoiseScale), ops::mul(x, 1.0 - kDecodeNoiseScale));
   }
-  // The activations run in the weights' dtype after the f32 un-normalisation (a bf16 decoder
-  // computes in bf16 like the reference; an f32 one stays f32).
-  x = stats_.un_normalize(x).to(conv_in_.weight.dtype());
+  x = stats_.un_normalize(x).to(dtype);
   // On CUDA the activations run channels-last ([B, F, H, W, C] memory, logically still
   // [B, C, F, H, W]) like PyTorch's channels_last_3d: cuDNN's tensor-core convs read and write
   // that layout, and every op on the way keeps it (elementwise ops, PixelNorm, depth-to-space).

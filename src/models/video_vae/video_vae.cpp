@@ -100,7 +100,8 @@ Tensor VideoEncoder::operator()(const Tensor& video, const Probe& probe) const {
              "k; cropping the last ", video.size(2) - frames);
     x = x.narrow(2, 0, frames);
   }
-  x = patchify(x.to(DType::F32), config_.patch_size, 1);
+  // The activations run in the weights' dtype, as the reference's encoder built in that dtype.
+  x = patchify(x.to(conv_in_.weight.dtype()), config_.patch_size, 1);
   x = conv_in_(std::move(x), true);
   for (size_t i = 0; i < down_blocks_.size(); ++i) {
     x = std::visit(
@@ -183,8 +184,11 @@ Tensor VideoEncoder::tiled_encode(const Tensor& video_in,
                      video.size(4) / s.width};
   const std::vector<Tile> tiles = prepare_tiles_for_encoding(video.shape(), c, config, s);
   const bool complementary = masks_are_complementary(tiles, latent);
-  Tensor acc = Tensor::zeros(latent, DType::F32, video.device());
-  Tensor weights = complementary ? Tensor() : Tensor::zeros(latent, DType::F32, video.device());
+  // The buffers are in the model's dtype, as the reference's (a bf16 encoder accumulates in bf16,
+  // each masked tile added in f32 and rounded).
+  const DType dtype = conv_in_.weight.dtype();
+  Tensor acc = Tensor::zeros(latent, dtype, video.device());
+  Tensor weights = complementary ? Tensor() : Tensor::zeros(latent, dtype, video.device());
   for (const Tile& t : tiles) {
     Tensor tile_latent = (*this)(slice_ranges(video, t.in));
     LTX_CHECK(tile_latent.shape() == Shape({b, c, t.out[2].length(), t.out[3].length(),

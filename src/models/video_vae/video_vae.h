@@ -44,7 +44,8 @@ class VideoEncoder {
   int64_t latent_channels() const { return config_.latent_channels; }
   const PerChannelStatistics& per_channel_statistics() const { return stats_; }
 
-  // video [B, in_channels, F, H, W] f32 in [-1, 1] -> normalised latent means
+  // video [B, in_channels, F, H, W] in [-1, 1] -> normalised latent means in the weights' dtype
+  // (the pixels are cast to it, as the reference's encoder built in the pipeline dtype)
   // [B, C, (F-1)/t + 1, H/s, W/s]. Frames beyond the last 1 + t*k are cropped (with a warning).
   Tensor operator()(const Tensor& video, const Probe& probe = {}) const;
   // The same through tiles on the latent grid (causal temporal split, trapezoid masks, weight
