@@ -150,7 +150,7 @@ std::vector<float> DiffusionVideoDecoder::inference_timesteps() const {
 
 Tensor DiffusionVideoDecoder::forward_stages_1_to_3(const Tensor& latent,
                                                     const Probe& probe) const {
-  Tensor x = conv_in_(to_channels_last(stats_.un_normalize(latent.to(DType::F32))));
+  Tensor x = conv_in_(to_channels_last(stats_.un_normalize(latent.to(conv_in_.weight.dtype()))));
   if (probe) probe("s0.conv_in", x);
   for (size_t s = 0; s < 3; ++s) {
     Probe na;
@@ -241,10 +241,12 @@ Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, Tensor x_
   const Device device = x_t_init.device();
   auto t_at = [&](float v) { return Tensor::full({batch}, v, DType::F32, device); };
   const bool x0 = config_.model_output_type == ModelOutputType::X0;
-  // x - (t_now - t_next) v in f32; an x0 output is turned into v = (x - x0) / t_now first.
+  // x - (t_now - t_next) v in f32, stored back in x's dtype (the model's, as the reference keeps
+  // x_t); an x0 output is turned into v = (x - x0) / t_now first.
   auto euler = [&](const Tensor& x, const Tensor& out, float t_now, float t_next) {
-    const Tensor v = x0 ? sampling::to_velocity(x, t_now, out) : out;
-    return ops::sub(x, ops::mul(v, static_cast<double>(t_now - t_next)));
+    const Tensor x32 = x.to(DType::F32), out32 = out.to(DType::F32);
+    const Tensor v = x0 ? sampling::to_velocity(x32, t_now, out32) : out32;
+    return ops::sub(x32, ops::mul(v, static_cast<double>(t_now - t_next))).to(x.dtype());
   };
   // Every step runs the blocks on the context's grid: one set of RoPE tables for the tile.
   std::vector<AbsRope3d> rope;
@@ -257,7 +259,7 @@ Tensor DiffusionVideoDecoder::decode_one_tile(const Tensor& feat_tile, Tensor x_
         forward_diff_step(x_t, context, t_at(ts[i]), options, static_cast<int>(i), &rope);
     x_t = euler(x_t, out, ts[i], ts[i + 1]);
   }
-  // An x0 model's last step does not need x_t afterwards: hand it over so that the f32 canvas is
+  // An x0 model's last step does not need x_t afterwards: hand it over so that the canvas is
   // released before the blocks run (the decode's memory peak).
   if (x0)
     return forward_diff_step(std::move(x_t), context, t_at(ts[n - 1]), options,
@@ -295,14 +297,17 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
 
   const bool single_step_x0 =
       config_.default_num_inference_steps == 1 && config_.model_output_type == ModelOutputType::X0;
+  // The stage-5 canvas x_t (and its noise) in the model's dtype, as the reference draws and keeps
+  // it (its Euler updates run in f32 and round back).
+  const DType canvas_dtype = conv_in_x_t_.weight.dtype();
   Tensor x_t_init = options.initial_noise;
   if (x_t_init.defined()) {
     LTX_CHECK(x_t_init.shape() == full, "diffusion decoder: initial noise ", x_t_init.describe(),
               " must cover the work canvas ", full.str());
-    x_t_init = x_t_init.to(DType::F32);
+    x_t_init = x_t_init.to(canvas_dtype);
   } else if (!single_step_x0) {
     LTX_CHECK(static_cast<bool>(noise), "diffusion decoder: no noise source");
-    x_t_init = noise(full).to(DType::F32);
+    x_t_init = noise(full).to(canvas_dtype);
   }
 
   DiffusionDecodeOptions tile_options = options;
@@ -330,7 +335,7 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
         } else {
           LTX_CHECK(static_cast<bool>(noise), "diffusion decoder: no noise source");
           init =
-              noise({batch, config_.out_channels, canvas[0], canvas[1], canvas[2]}).to(DType::F32);
+              noise({batch, config_.out_channels, canvas[0], canvas[1], canvas[2]}).to(canvas_dtype);
         }
         if (!first_tile) tile_options.probe = {};
         first_tile = false;
