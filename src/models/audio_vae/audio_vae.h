@@ -56,8 +56,8 @@ class AudioEncoder {
  public:
   static AudioEncoder load(io::WeightMap& w, const AudioVaeConfig& cfg, const nn::LoadOptions& opt);
   // Reads config.audio_vae, binds with encoder_key_map() and reports every missing, misshaped or
-  // unused tensor in one error. f32 or bf16 weights (the activations follow them), on the CPU or
-  // CUDA.
+  // unused tensor in one error. f32 weights on the CPU or CUDA, bf16 on CUDA (the activations
+  // follow the weights' dtype).
   static AudioEncoder from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                 const nn::LoadOptions& opt = {});
 
@@ -84,7 +84,7 @@ class AudioDecoder {
   static AudioDecoder from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                 const nn::LoadOptions& opt = {});
 
-  // f32 or bf16 weights; the activations run in the weights' dtype (the reference's AudioDecoder
+  // f32 weights, or bf16 on CUDA; the activations run in the weights' dtype (the reference's AudioDecoder
   // block builds it in the pipeline dtype, bf16 on a GPU), so the mel comes out in that dtype.
   // Normalised latent [B, z, T, F] -> log-mel [B, out_ch, T_mel, mel_bins] with
   // T_mel = max(4T - 3, 1) (causal) or 4T, mel_bins from the config (else F), cropped / zero-padded

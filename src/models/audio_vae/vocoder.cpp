@@ -287,7 +287,8 @@ Tensor VocoderModel::forward(const Tensor& mel, const Probe& probe) const {
   LTX_CHECK(residual.shape() == skip.shape(), "vocoder BWE: the generator's residual ",
             residual.describe(), " and the resampled waveform ", skip.describe(),
             " differ in shape");
-  return ops::clamp(ops::add(residual, skip), -1.0, 1.0).narrow(2, 0, out_length).to(mel.dtype()).contiguous();
+  const Tensor wave = ops::clamp(ops::add(residual, skip), -1.0, 1.0).narrow(2, 0, out_length);
+  return wave.to(mel.dtype()).contiguous();
 }
 
 }  // namespace ltx::models::audio_vae
