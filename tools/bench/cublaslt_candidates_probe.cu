@@ -1,4 +1,7 @@
-// Probe: every cuBLASLt heuristic candidate on the step's skinny / narrow GEMM shapes.
+// Times every cuBLASLt heuristic candidate (up to 64) on the transformer step's skinny / narrow
+// GEMM shapes, y[M, N] = x[M, K] W[N, K]^T + bias in bf16 with f32 accumulation, as ops::linear
+// calls it. Standalone (no ltx code), for experiments on the GPU machine:
+//   nvcc -O2 -arch=sm_90a tools/bench/cublaslt_candidates_probe.cu -lcublasLt -o probe && ./probe
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cstdio>
