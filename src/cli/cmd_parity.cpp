@@ -27,8 +27,8 @@ Command add_parity(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu or cuda[:N]");
   sub->add_option("--dtype", o->dtype,
                   "f32 (default) or bf16: load the weights in this dtype and compute in it "
-                  "(bf16: transformer, diffusion-decoder, video-vae, upsampler or audio, with "
-                  "--device cuda only)");
+                  "(bf16: transformer, diffusion-decoder, video-vae, upsampler, audio, "
+                  "text-encoder or connector, with --device cuda only)");
   return {sub, [o]() -> int {
             o->args.device = parse_device(o->device, "--device");
             LTX_CHECK(o->dtype == "f32" || o->dtype == "bf16", "parity: --dtype must be f32 or bf16, got '",
@@ -36,11 +36,13 @@ Command add_parity(CLI::App& app) {
             if (o->dtype == "bf16") {
               LTX_CHECK(o->args.device.is_cuda(), "parity: --dtype bf16 needs --device cuda (the CPU ",
                         "backend computes in f32 only)");
-              static const std::set<std::string> kBf16 = {"transformer", "diffusion-decoder",
-                                                          "video-vae", "upsampler", "audio"};
+              static const std::set<std::string> kBf16 = {
+                  "transformer", "diffusion-decoder", "video-vae", "upsampler",
+                  "audio",       "text-encoder",      "connector"};
               LTX_CHECK(kBf16.contains(o->component), "parity ", o->component,
                         ": --dtype bf16 is supported for the transformer, the diffusion decoder, "
-                        "the video VAE, the upsamplers and the audio VAE only");
+                        "the video VAE, the upsamplers, the audio VAE, the text encoder and the "
+                        "connectors only");
               o->args.dtype = DType::BF16;
             }
             for (const auto& c : parity::components()) {

@@ -37,7 +37,7 @@ void emit_batch_prefix(Run& run, const std::string& name, const Tensor& value) {
 void run_connector(Run& run) {
   const Args& args = run.args();
   const Device device = args.device;
-  const nn::LoadOptions opt{DType::F32, device};
+  const nn::LoadOptions opt{args.dtype, device};  // --dtype bf16: the pipelines' GPU precision
 
   Tensor hidden;  // [B, T, D, L]
   if (run.has("in.hidden_states")) {

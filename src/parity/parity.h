@@ -20,7 +20,8 @@ struct Args {
   std::string out;                   // --out OUT.safetensors
   Device device = Device::cpu();     // --device
   // --dtype: the weights' (and so the compute) dtype. bf16 needs --device cuda and a component that
-  // supports it (transformer, diffusion-decoder, video-vae, upsampler, audio); f32 elsewhere.
+  // supports it (transformer, diffusion-decoder, video-vae, upsampler, audio, text-encoder,
+  // connector); f32 elsewhere.
   DType dtype = DType::F32;
 };
 

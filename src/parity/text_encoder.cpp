@@ -81,7 +81,7 @@ void run_text_encoder(Run& run) {
   const std::string& gemma_path = args.weights[0];
   const std::vector<std::string> ltx(args.weights.begin() + 1, args.weights.end());
   text::PromptEncoderOptions po;
-  po.load = nn::LoadOptions{DType::F32, args.device};
+  po.load = nn::LoadOptions{args.dtype, args.device};  // --dtype bf16: the pipelines' GPU precision
   po.keep_loaded = true;
   if (run.has("in.input_ids")) po.max_length = run.io().info("in.input_ids").shape[1];
   text::PromptEncoder enc(gemma_path, ltx, po);  // the version check runs here

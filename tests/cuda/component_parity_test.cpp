@@ -3,8 +3,8 @@
 // references: every output the CPU run of the same component produces must also come out of the
 // CUDA run, within rel L2 1e-4 of the reference (or, where the CPU itself is further off, within
 // the CPU's own error plus 1e-5). The components the pipelines run in bf16 on a GPU (video VAE,
-// upsamplers, audio VAE) also run with bf16 weights and activations, every output within 2e-2 of
-// the f32 reference.
+// upsamplers, audio VAE, text encoder, connectors) also run with bf16 weights and activations,
+// every output within 2e-2 of the f32 reference (the prompt enhancer's decoded logits: 0.15).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -106,15 +106,23 @@ TEST_P(CudaComponentParity, EveryOutputMatchesTheReferenceLikeTheCpu) {
 
 bool runs_in_bf16_in_the_pipelines(const Case& c) {
   const std::string name = c.component;
-  return name == "video-vae" || name == "upsampler" || name == "audio";
+  return name == "video-vae" || name == "upsampler" || name == "audio" || name == "text-encoder" ||
+         name == "connector";
+}
+
+// The bf16 bound of an output: 2e-2 relative L2 (the bf16 tolerance of the transformer and the
+// diffusion decoder), except the prompt enhancer's logits, which come out of a greedy decode of
+// many tokens, each step's bf16 rounding feeding the next: for those the golden README-text.md
+// (section 6) gives bf16 on its tiny random Gemma models as a smoke check only, <= 0.15.
+double bf16_bound(const std::string& name) {
+  return name.rfind("out.enhance.", 0) == 0 ? 0.15 : 2e-2;
 }
 
 // bf16 weights and activations (the pipelines' precision on a GPU, as the reference's bf16
-// builds) against the f32 reference: every float output within 2e-2 relative L2 (the bf16
-// tolerance of the transformer and the diffusion decoder). The waveform -> mel transform stays
+// builds) against the f32 reference: every float output within bf16_bound. The waveform -> mel transform stays
 // f32 on the CPU in both runs, so those outputs match closely; at least one output must show bf16
 // rounding, or the run silently stayed in f32.
-TEST_P(CudaComponentParity, EveryOutputInBf16IsWithin2e2OfTheF32Reference) {
+TEST_P(CudaComponentParity, EveryOutputInBf16MatchesTheF32ReferenceWithinBf16Rounding) {
   LTX_REQUIRE_CUDA();
   const Case& c = GetParam();
   if (!runs_in_bf16_in_the_pipelines(c)) GTEST_SKIP() << c.component << " runs in f32 here";
@@ -137,7 +145,7 @@ TEST_P(CudaComponentParity, EveryOutputInBf16IsWithin2e2OfTheF32Reference) {
     const parity::ErrorStats s = parity::compare(got, want);
     std::printf("[%s cuda bf16] %-44s rel_l2 %.3e max_abs %.3e%s\n", c.io, name.c_str(), s.rel_l2,
                 s.max_abs, s.rel_l2 > 2e-2 ? "  <-- over 2e-2" : "");
-    EXPECT_LE(s.rel_l2, 2e-2) << c.io << ": " << name << " (bf16 vs the f32 reference)";
+    EXPECT_LE(s.rel_l2, bf16_bound(name)) << c.io << ": " << name << " (bf16 vs the f32 reference)";
     worst = std::max(worst, s.rel_l2);
     ++compared;
   }
