@@ -76,12 +76,14 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
   for (int64_t i = 0; i < warmup; ++i) step();
   backend::synchronize(device);
   ops::op_profile_reset();  // LTX_PROFILE_OPS: profile the timed calls only
+  backend::GpuMonitor monitor(device);  // clock and power during the timed calls
   for (int64_t i = 0; i < iters; ++i) {
     const Clock::time_point t0 = Clock::now();
     step();
     backend::synchronize(device);
     t.ms.push_back(seconds_since(t0) * 1e3);
   }
+  t.gpu = monitor.finish();
   t.median_ms = median_of(t.ms);
   t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
   t.max_ms = *std::max_element(t.ms.begin(), t.ms.end());
@@ -700,6 +702,9 @@ std::string format_table(const BenchReport& r) {
   }
   os << "floor: GEMM/conv FLOPs at " << fmt("%g", o.ceilings.gemm_tflops) << " TFLOP/s + attention FLOPs at "
      << fmt("%g", o.ceilings.attention_tflops) << " TFLOP/s; ours/off < 1: faster than the official stack\n";
+  // The clock the times were made at (a GPU at its power limit runs below its maximum clock).
+  for (const BenchCase& c : r.cases)
+    if (c.ours && c.ours->gpu) os << "GPU during " << c.label << ": " << backend::describe(*c.ours->gpu) << "\n";
   return os.str();
 }
 
@@ -762,6 +767,18 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
                    {"weights_gib", static_cast<double>(t.weights_bytes) / kGiB},
                    {"setup_s", t.setup_s},
                    {"achieved_tflops", static_cast<double>(c.flops.total()) / (t.median_ms * 1e9)}};
+      if (t.gpu) {
+        const backend::GpuStateSummary& g = *t.gpu;
+        e["ours"]["gpu"] = {{"samples", g.samples},
+                            {"mean_sm_mhz", g.mean_sm_mhz},
+                            {"min_sm_mhz", g.min_sm_mhz},
+                            {"max_sm_mhz", g.max_sm_mhz},
+                            {"mean_power_w", g.mean_power_w},
+                            {"power_limit_w", g.power_limit_w},
+                            {"power_capped_fraction", g.power_capped_fraction}};
+      } else {
+        e["ours"]["gpu"] = nullptr;
+      }
     } else {
       e["ours"] = nullptr;
     }

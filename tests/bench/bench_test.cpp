@@ -172,7 +172,10 @@ TEST(BenchRun, TimesTheTinyPresetOnTheCpu) {
     EXPECT_FALSE(c.ratio().has_value());  // no official numbers given
   }
   EXPECT_NE(r.device_description.find("CPU"), std::string::npos) << r.device_description;
+  // No GPU clock / power on the CPU: null in the JSON, no line in the table.
+  for (const auto& c : r.cases) EXPECT_FALSE(c.ours->gpu.has_value()) << c.label;
   const std::string table = bench::format_table(r);
+  EXPECT_EQ(table.find("GPU during"), std::string::npos) << table;
   for (const char* needle : {"ours ms", "official ms", "ours/off", "% floor", "transformer 64x64x9 +audio",
                              "transformer 128x64x9 +audio", "vae decode 64x64x9",
                              "diffusion decode 64x64x9 (4 tiles, chunked_eager)"})
@@ -180,6 +183,7 @@ TEST(BenchRun, TimesTheTinyPresetOnTheCpu) {
   const auto j = bench::to_json(r);
   EXPECT_EQ(j["cases"].size(), 4u);
   EXPECT_EQ(j["cases"][3]["kind"], "diffusion_decode");
+  EXPECT_TRUE(j["cases"][0]["ours"]["gpu"].is_null());
   EXPECT_EQ(j["cases"][3]["tiles"], 4);
   EXPECT_EQ(j["cases"][3]["mode"], "chunked_eager");
   EXPECT_EQ(j["cases"][3]["decode_free_bytes"], int64_t{8} << 30);

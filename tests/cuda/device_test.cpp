@@ -7,6 +7,8 @@
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/stream.h"
+#include "backend/gpu_monitor.h"
+#include "ops/linalg.h"
 #include "core/device_hooks.h"
 #include "core/tensor.h"
 #include "support/test_support.h"
@@ -57,6 +59,28 @@ TEST(CudaDevice, QueriesDescribeTheGpu) {
   EXPECT_GT(cuda::multiprocessor_count(0), 0);
   EXPECT_NO_THROW(cuda::synchronize());
   EXPECT_NO_THROW(cuda::synchronize(0));
+}
+
+// The clock / power monitor `ltx bench` runs during its timed calls: on a GPU with the NVIDIA
+// driver it samples the SM clock (within the GPU's maximum), the power draw and the power limit
+// while the GPU works.
+TEST(CudaDevice, MonitorSamplesClockAndPowerWhileTheGpuWorks) {
+  LTX_REQUIRE_CUDA();
+  const std::string pci = cuda::pci_bus_id(0);
+  EXPECT_EQ(pci.size(), 12u) << pci;  // "0000:19:00.0"
+  const Tensor a = Tensor::full({4096, 4096}, 0.5, DType::BF16, Device::cuda(0));
+  backend::GpuMonitor monitor(Device::cuda(0), std::chrono::milliseconds(5));
+  for (int i = 0; i < 200; ++i) (void)ops::matmul(a, a);
+  cuda::synchronize(0);
+  const std::optional<backend::GpuStateSummary> s = monitor.finish();
+  ASSERT_TRUE(s.has_value()) << "no samples: is the driver's libnvidia-ml.so.1 there?";
+  std::printf("[gpu monitor] %s\n", backend::describe(*s).c_str());
+  EXPECT_GE(s->samples, 1);
+  EXPECT_GT(s->mean_sm_mhz, 0);
+  EXPECT_GT(s->max_sm_mhz, 0);
+  EXPECT_LE(s->min_sm_mhz, s->max_sm_mhz);
+  EXPECT_GT(s->mean_power_w, 0);
+  EXPECT_GT(s->power_limit_w, 0);
 }
 
 TEST(CudaDevice, OutOfRangeIndexNamesRequestAndCount) {

@@ -77,6 +77,13 @@ std::string device_name(int index) {
   return prop.name;
 }
 
+std::string pci_bus_id(int index) {
+  check_device(index, "pci_bus_id");
+  char id[32] = {};
+  LTX_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, index));
+  return id;
+}
+
 MemoryInfo memory_info(int index) {
   DeviceGuard guard(index);
   MemoryInfo m;

@@ -44,6 +44,8 @@ struct ComputeCapability {
 };
 
 std::string device_name(int index);
+// "0000:19:00.0": the PCI bus id, which names the same GPU to the driver's tools (NVML).
+std::string pci_bus_id(int index);
 MemoryInfo memory_info(int index);
 ComputeCapability compute_capability(int index);
 int multiprocessor_count(int index);
