@@ -23,14 +23,13 @@ namespace ltx::generate {
 
 namespace {
 
-// The audio decoder in the pipeline dtype (`where`), the vocoder in f32 on the same device, as the
-// reference's AudioDecoder block (its vocoder computes in f32 and returns the mel's dtype).
+// The audio decoder at `where` (the pipeline dtype), the vocoder at `vocoder_where`.
 models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::string& path,
-                                           const nn::LoadOptions& where) {
+                                           const nn::LoadOptions& where,
+                                           const nn::LoadOptions& vocoder_where) {
   const auto file = io::SafetensorsFile::open(path);
   const auto decoder = models::audio_vae::AudioDecoder::from_file(file, where);
-  const auto vocoder =
-      models::audio_vae::VocoderModel::from_file(file, nn::LoadOptions{DType::F32, where.device});
+  const auto vocoder = models::audio_vae::VocoderModel::from_file(file, vocoder_where);
   LTX_CHECK(latent.size(1) == decoder.config().z_channels, "decode: the audio latent has ",
             latent.size(1), " channels but the audio VAE decoder of '", path, "' takes ",
             decoder.config().z_channels, "; were the latents made with another model?");
@@ -146,15 +145,17 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
   LTX_CHECK(options.fps > 0, "decode: the frame rate must be positive, got ", options.fps);
 
   const nn::LoadOptions video_where = model_placement(options.device, options.dtype);
-  const nn::LoadOptions& audio_where = video_where;
+  // The audio decoder in the pipeline dtype; the vocoder in f32, as the reference's AudioDecoder
+  // block computes it (its waveform comes back in the mel's dtype).
+  const nn::LoadOptions vocoder_where{DType::F32, options.device};
 
   DecodeResult r;
   models::audio_vae::Audio audio;
   if (audio_latent.defined()) {
     if (progress) progress->stage("audio decode");
-    log_placement("audio decoder", audio_where);
-    log_placement("vocoder", nn::LoadOptions{DType::F32, audio_where.device});
-    audio = decode_audio_file(audio_latent, audio_vae_path, audio_where);
+    log_placement("audio decoder", video_where);
+    log_placement("vocoder", vocoder_where);
+    audio = decode_audio_file(audio_latent, audio_vae_path, video_where, vocoder_where);
     LTX_CHECK(audio.waveform.dim() == 2, "decode: the vocoder returned ", audio.waveform.describe(),
               ", expected [channels, samples]");
     pipelines::GenerationResult cut;  // the pipelines' rule for the cut

@@ -119,9 +119,9 @@ double bf16_bound(const std::string& name) {
 }
 
 // bf16 weights and activations (the pipelines' precision on a GPU, as the reference's bf16
-// builds) against the f32 reference: every float output within bf16_bound. The waveform -> mel transform stays
-// f32 on the CPU in both runs, so those outputs match closely; at least one output must show bf16
-// rounding, or the run silently stayed in f32.
+// builds) against the f32 reference: every float output within bf16_bound. The waveform -> mel
+// transform stays f32 on the CPU in both runs, so those outputs match closely; at least one output
+// must show bf16 rounding, or the run silently stayed in f32.
 TEST_P(CudaComponentParity, EveryOutputInBf16MatchesTheF32ReferenceWithinBf16Rounding) {
   LTX_REQUIRE_CUDA();
   const Case& c = GetParam();

@@ -84,8 +84,9 @@ class AudioDecoder {
   static AudioDecoder from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                 const nn::LoadOptions& opt = {});
 
-  // f32 weights, or bf16 on CUDA; the activations run in the weights' dtype (the reference's AudioDecoder
-  // block builds it in the pipeline dtype, bf16 on a GPU), so the mel comes out in that dtype.
+  // f32 weights, or bf16 on CUDA; the activations run in the weights' dtype (the reference's
+  // AudioDecoder block builds it in the pipeline dtype, bf16 on a GPU), so the mel comes out in
+  // that dtype.
   // Normalised latent [B, z, T, F] -> log-mel [B, out_ch, T_mel, mel_bins] with
   // T_mel = max(4T - 3, 1) (causal) or 4T, mel_bins from the config (else F), cropped / zero-padded
   // to that shape. Probes: latent_tokens, latent_tokens_denorm, latent_denorm, conv_in, mid,
