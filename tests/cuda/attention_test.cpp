@@ -444,6 +444,133 @@ TEST(CudaWgmmaAttention, AppliesOnlyWhereItCan) {
             cuda::AttentionKernel::TensorCore);
 }
 
+Tensor gate_logits(int64_t b, int64_t tq, int64_t h, uint64_t seed, DType dt);  // below
+
+// The wgmma kernel with its keys split across blocks (few query rows over many keys: the audio
+// stream's 126 queries over the video tokens) against the CPU and against the unsplit kernel:
+// ranges of unequal length (more ranges asked for than tiles too), masks that leave whole ranges
+// without an attended key (rows 3 / 4 zeros, row 5 one key in the last range, an all -FLT_MAX row
+// uniform), the gate in the merge's epilogue, and what Auto picks.
+TEST(CudaWgmmaAttention, SplitKeysMatchTheCpuAndTheUnsplitKernel) {
+  LTX_REQUIRE_WGMMA();
+  struct Case {
+    int64_t b, h, tq, tk, d;
+  };
+  uint64_t seed = 600;
+  // Batch 2: edge_masks writes rows of both samples.
+  for (const Case& c : {Case{2, 4, 126, 3000, 64}, Case{2, 2, 50, 2000, 128}, Case{2, 1, 11, 1100, 64}}) {
+    SCOPED_TRACE("B " + std::to_string(c.b) + " H " + std::to_string(c.h) + " Tq " + std::to_string(c.tq) +
+                 " Tk " + std::to_string(c.tk) + " D " + std::to_string(c.d));
+    const Heads q = heads(c.b, c.tq, c.h, c.d, seed++, 2.f), k = heads(c.b, c.tk, c.h, c.d, seed++, 2.f);
+    const Heads v = heads(c.b, c.tk, c.h, c.d, seed++);
+    const Tensor qb = bf16(q.gpu), kb = bf16(k.gpu), vb = bf16(v.gpu);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+    const EdgeMasks masks = edge_masks(c.b, c.tq, c.tk, seed++, c.tk - 3, c.tk / 3);
+    const Shape full{c.b, c.h, c.tq, c.tk};
+    const Tensor no_mask;
+    for (const Tensor* m : {&no_mask, &masks.bool_mask, &masks.add_mask, &masks.key_mask}) {
+      SCOPED_TRACE(m->defined() ? m->describe() : std::string("no mask"));
+      const Tensor mg = m->defined() ? gpu(*m).expand(full) : Tensor();
+      const Tensor want = ops::scaled_dot_product_attention(f32_of_bf16(q.cpu), f32_of_bf16(k.cpu),
+                                                            f32_of_bf16(v.cpu), cpu_mask(*m), scale);
+      const auto run = [&](int splits, const Tensor& gate) {
+        Tensor out = Tensor::empty({c.b, c.tq, c.h, c.d}, gate.defined() && gate.dtype() == DType::F32
+                                                              ? DType::F32 : DType::BF16, kGpu)
+                         .transpose(1, 2);
+        cuda::wgmma_attention(qb, kb, vb, mg, gate, static_cast<float>(scale), out, splits);
+        return out;
+      };
+      const Tensor unsplit = run(1, Tensor());
+      for (int splits : {2, 3, 7, 64}) {
+        SCOPED_TRACE("splits " + std::to_string(splits));
+        const Tensor got = run(splits, Tensor());
+        const double rel = rel_l2(got, want), vs_unsplit = rel_l2(got, unsplit);
+        EXPECT_LE(rel, 1e-2) << "vs the CPU: rel L2 " << rel << ", max |diff| " << max_abs_diff(got, want);
+        EXPECT_LE(max_abs_diff(got, want), 3e-2);
+        EXPECT_LE(vs_unsplit, 5e-3) << "vs unsplit: rel L2 " << vs_unsplit;
+        // Rows that attend nothing are zeros, as unsplit.
+        if (m == &masks.bool_mask) {
+          for (float x : got.select(2, 3).to_float_vector()) ASSERT_EQ(x, 0.f);
+        }
+        if (m == &masks.add_mask) {
+          for (float x : got.select(0, 0).select(1, 4).to_float_vector()) ASSERT_EQ(x, 0.f);
+        }
+        // The gate in the merge: bit for bit the split kernel's output times the gate, as mul_2sigmoid.
+        for (DType dt : {DType::BF16, DType::F32}) {
+          const Tensor logits = gate_logits(c.b, c.tq, c.h, seed, dt);
+          EXPECT_TRUE(test::same_bytes(run(splits, logits),
+                                       ops::mul_2sigmoid(got, logits.transpose(1, 2).unsqueeze(-1))));
+        }
+      }
+    }
+  }
+  // Auto: the step's audio queries over 6144 video keys (32 blocks) split to fill the SMs once;
+  // the video self-attention (1536 blocks) and short key sequences are not split.
+  const int sms = cuda::multiprocessor_count(0);
+  const Tensor qa = Tensor::empty({1, 126, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
+  const Tensor kv = Tensor::empty({1, 6144, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
+  EXPECT_EQ(cuda::wgmma_attention_auto_splits(qa, kv), sms >= 64 ? std::min(sms / 32, 12) : 1);
+  EXPECT_EQ(cuda::wgmma_attention_auto_splits(kv, kv), 1);
+  EXPECT_EQ(cuda::wgmma_attention_auto_splits(qa, qa), 1);
+}
+
+// The wgmma kernel with several query tiles per block over resident keys (many queries over at
+// most 3 key tiles: the video tokens over the 126 audio keys) is the one-tile kernel bit for bit:
+// unmasked and masked, gated, the last block's tiles partial or past the end; Auto's choice; and
+// the error when the keys do not fit.
+TEST(CudaWgmmaAttention, ResidentKeysEqualOneQueryTilePerBlockBitForBit) {
+  LTX_REQUIRE_WGMMA();
+  struct Case {
+    int64_t h, tq, tk, d;
+  };
+  uint64_t seed = 700;
+  for (const Case& c : {Case{2, 1000, 126, 64}, Case{3, 700, 384, 128}, Case{1, 530, 300, 64}}) {
+    SCOPED_TRACE("H " + std::to_string(c.h) + " Tq " + std::to_string(c.tq) + " Tk " + std::to_string(c.tk) +
+                 " D " + std::to_string(c.d));
+    const int64_t b = 2;  // edge_masks writes rows of both samples
+    const Heads q = heads(b, c.tq, c.h, c.d, seed++, 2.f), k = heads(b, c.tk, c.h, c.d, seed++, 2.f);
+    const Heads v = heads(b, c.tk, c.h, c.d, seed++);
+    const Tensor qb = bf16(q.gpu), kb = bf16(k.gpu), vb = bf16(v.gpu);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+    const EdgeMasks masks = edge_masks(b, c.tq, c.tk, seed++, c.tk - 3, c.tk / 3);
+    const Shape full{b, c.h, c.tq, c.tk};
+    const Tensor no_mask;
+    for (const Tensor* m : {&no_mask, &masks.bool_mask, &masks.add_mask, &masks.key_mask}) {
+      SCOPED_TRACE(m->defined() ? m->describe() : std::string("no mask"));
+      const Tensor mg = m->defined() ? gpu(*m).expand(full) : Tensor();
+      const auto run = [&](int per, const Tensor& gate) {
+        Tensor out = Tensor::empty({b, c.tq, c.h, c.d}, gate.defined() && gate.dtype() == DType::F32
+                                                            ? DType::F32 : DType::BF16, kGpu)
+                         .transpose(1, 2);
+        cuda::wgmma_attention(qb, kb, vb, mg, gate, static_cast<float>(scale), out, 1, per);
+        return out;
+      };
+      const Tensor one = run(1, Tensor());
+      const Tensor want = ops::scaled_dot_product_attention(f32_of_bf16(q.cpu), f32_of_bf16(k.cpu),
+                                                            f32_of_bf16(v.cpu), cpu_mask(*m), scale);
+      EXPECT_LE(rel_l2(one, want), 1e-2);
+      const Tensor logits = gate_logits(b, c.tq, c.h, seed, DType::BF16);
+      const Tensor gated_one = run(1, logits);
+      for (int per : {2, 3, 5, 100}) {
+        SCOPED_TRACE("query tiles per block " + std::to_string(per));
+        EXPECT_TRUE(test::same_bytes(run(per, Tensor()), one));
+        EXPECT_TRUE(test::same_bytes(run(per, logits), gated_one));
+      }
+    }
+  }
+  const int sms = cuda::multiprocessor_count(0);
+  const Tensor qv = Tensor::empty({1, 6144, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
+  const Tensor ka = Tensor::empty({1, 126, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
+  const int64_t blocks = 48 * 32;
+  const int64_t per_head = std::max(1, sms / 32);
+  EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(qv, ka), blocks >= 2 * sms ? (48 + per_head - 1) / per_head : 1);
+  EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(qv, qv), 1);  // 48 key tiles: not resident
+  EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(ka, ka), 1);  // one wave of blocks
+  Tensor out = Tensor::empty({1, 6144, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
+  EXPECT_ERROR_HAS(cuda::wgmma_attention(qv, qv, qv, Tensor(), Tensor(), 0.125f, out, 1, 4),
+                   "every key tile resident");
+}
+
 
 
 // ---- The per-head output gate (AttentionOptions::head_gate_logits) ----

@@ -60,8 +60,10 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
     };
     for (const Case& c :
          {Case{"video self", 32, 6144, 6144, 128}, Case{"video text", 32, 6144, 1024, 128},
-          Case{"audio self", 32, 126, 126, 64}, Case{"video self 1536", 32, 24576, 24576, 128},
-          Case{"video text 1536", 32, 24576, 1024, 128}}) {
+          Case{"audio self", 32, 126, 126, 64}, Case{"audio-video", 32, 126, 6144, 64},
+          Case{"video-audio", 32, 6144, 126, 64}, Case{"video self 1536", 32, 24576, 24576, 128},
+          Case{"video text 1536", 32, 24576, 1024, 128}, Case{"audio-video 1536", 32, 126, 24576, 64},
+          Case{"video-audio 1536", 32, 24576, 126, 64}}) {
       if (dt == DType::F32 && c.tq > 6144) continue;  // the f32 kernels take minutes there
       const Tensor q = rand_gpu({1, c.tq, c.h, c.d}, 1, dt).transpose(1, 2);
       const Tensor k = rand_gpu({1, c.tk, c.h, c.d}, 2, dt).transpose(1, 2);
@@ -78,8 +80,30 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
       for (const auto& [kname, kernel] : kernels) {
         const double s = seconds_per_call(
             [&] { (void)cuda::scaled_dot_product_attention(q, k, v, Tensor(), scale, kernel); }, 3);
-        std::printf("[timing %s] attention %-10s %-6s %.3f ms  %.1f TFLOP/s\n", dn, c.name, kname,
+        std::printf("[timing %s] attention %-16s %-6s %.3f ms  %.1f TFLOP/s\n", dn, c.name, kname,
                     s * 1e3, flops / s / 1e12);
+      }
+      // The wgmma kernel with the keys unsplit and split in 2, 4, 8 ranges (Auto's choice noted).
+      if (cuda::wgmma_attention_applies(q, k, v) && c.tq < 1024) {
+        Tensor out = Tensor::empty({1, c.tq, c.h, c.d}, DType::BF16, kGpu).transpose(1, 2);
+        for (int splits : {1, 2, 4, 8}) {
+          const double s = seconds_per_call(
+              [&] { cuda::wgmma_attention(q, k, v, Tensor(), Tensor(), scale, out, splits); }, 10);
+          std::printf("[timing %s] attention %-16s wgmma split %d%s %.3f ms  %.1f TFLOP/s\n", dn,
+                      c.name, splits, cuda::wgmma_attention_auto_splits(q, k) == splits ? " (auto)" : "",
+                      s * 1e3, flops / s / 1e12);
+        }
+      }
+      // Several query tiles per block over resident keys (Auto's choice noted).
+      if (cuda::wgmma_attention_applies(q, k, v) && c.tk <= 384 && c.tq >= 1024) {
+        Tensor out = Tensor::empty({1, c.tq, c.h, c.d}, DType::BF16, kGpu).transpose(1, 2);
+        for (int per : {1, 2, 4, 8, 12, 16, 48}) {
+          const double s = seconds_per_call(
+              [&] { cuda::wgmma_attention(q, k, v, Tensor(), Tensor(), scale, out, 1, per); }, 10);
+          std::printf("[timing %s] attention %-16s wgmma %d q tiles%s %.3f ms  %.1f TFLOP/s\n", dn,
+                      c.name, per, cuda::wgmma_attention_auto_q_tiles(q, k) == per ? " (auto)" : "",
+                      s * 1e3, flops / s / 1e12);
+        }
       }
     }
     // Memory-bound ops on the video stream [1, 6144, 4096].

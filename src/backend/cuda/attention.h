@@ -13,7 +13,9 @@
 //  - Wgmma (attention_wgmma.cu): Hopper only (compute capability 9.0 and a binary built with the
 //    sm_90a target), bf16 q/k/v, D == Dv in {64, 128}, the TensorCore kernel's layout rules and
 //    numerics (f32 accumulation, P rounded to bf16); K/V streamed by TMA, warpgroup MMAs (wgmma).
-//    Not for a broadcast (stride-0) dim or Tk == 0 (those go to TensorCore).
+//    Not for a broadcast (stride-0) dim or Tk == 0 (those go to TensorCore). Few query tiles over
+//    many keys split the keys across blocks and merge the ranges (wgmma_attention's kv_splits);
+//    many query tiles over a few keys run several tiles per block with the keys loaded once.
 //  - TensorCore (attention_mma.cu): bf16 q/k/v only, D == Dv in {32, 64, 128, 256}, unit stride on the
 //    head dim and 16-byte aligned rows. bf16 tensor-core MMAs with f32 accumulation; the softmax
 //    probabilities are rounded to bf16 before the P.V product (as every fused bf16 attention
@@ -59,7 +61,24 @@ bool wgmma_attention_available(int device);
 bool wgmma_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
 
 // The wgmma kernel itself (attention_wgmma.cu); same calling rules as tensor_core_attention.
+// kv_splits: the key tiles split into that many ranges run as separate blocks and merged after
+// (split keys, for few query tiles over many keys; not bit-identical to 1, the probabilities are
+// rounded against each range's own running max), 1 = unsplit, 0 = wgmma_attention_auto_splits.
+// q_tiles_per_block: consecutive 128-row query tiles per block with every key tile kept in
+// shared memory (Tk <= 384; bit-identical to 1), 1 = one tile, 0 = wgmma_attention_auto_q_tiles;
+// ignored (1) when the keys are split.
 void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                     const Tensor& gate, float scale, Tensor& out);
+                     const Tensor& gate, float scale, Tensor& out, int kv_splits = 0,
+                     int q_tiles_per_block = 0);
+
+// The key ranges Auto gives the wgmma kernel: 1 unless its (query tile, batch, head) blocks fill
+// at most half the GPU's SMs and there are at least 8 key tiles of 128; then enough ranges to
+// fill the SMs once, each of at least 4 tiles (at most 16).
+int wgmma_attention_auto_splits(const Tensor& q, const Tensor& k);
+
+// The query tiles per block Auto gives the wgmma kernel: 1 unless the keys fit its 3 stages (Tk <=
+// 384) and there are at least two waves of (query tile, batch, head) blocks; then each (batch,
+// head) gets max(1, SMs / (B H)) blocks with the query tiles dealt out evenly.
+int wgmma_attention_auto_q_tiles(const Tensor& q, const Tensor& k);
 
 }  // namespace ltx::cuda
