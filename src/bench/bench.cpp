@@ -23,6 +23,7 @@
 #include "pipelines/denoisers.h"
 #include "sampling/latent.h"
 #include "sampling/noise.h"
+#include "sampling/params.h"
 
 namespace ltx::bench {
 
@@ -199,6 +200,58 @@ TransformerInputs transformer_inputs(const BenchCase& c, const Preset& p, const 
   return in;
 }
 
+// --guided: the LTX-2.3 default guidance, its STG block moved into a smaller preset's range.
+sampling::PipelineParams guided_params(int64_t num_blocks) {
+  sampling::PipelineParams q = sampling::ltx_2_3_params();
+  for (sampling::GuiderParams* g : {&q.video_guider, &q.audio_guider})
+    for (int& b : g->stg_blocks) b = std::min<int>(b, static_cast<int>(num_blocks) - 1);
+  return q;
+}
+
+int64_t guided_pass_count(bool audio) {
+  const sampling::PipelineParams q = sampling::ltx_2_3_params();
+  const sampling::GuidancePlan plan = sampling::plan_guidance(
+      sampling::MultiModalGuider(q.video_guider), sampling::MultiModalGuider(q.audio_guider), true, audio, 0);
+  return static_cast<int64_t>(plan.passes.size());
+}
+
+// What one guided step reads: the states (as transformer_inputs makes them) and a positive and a
+// negative context per stream.
+struct GuidedInputs {
+  sampling::LatentState video, audio;
+  bool has_audio = false;
+  pipelines::ModalityContext video_context, audio_context;
+  std::vector<double> sigmas;
+};
+
+GuidedInputs guided_inputs(const BenchCase& c, const Preset& p, const tf::LTXModelConfig& cfg,
+                           const BenchOptions& o) {
+  sampling::TorchCpuGenerator gen(static_cast<int64_t>(o.seed) + 10);
+  const sampling::VideoPixelShape pixels = pixel_shape(c, p);
+  GuidedInputs in;
+  const int64_t ctx_dim = cfg.caption_projection ? cfg.caption_channels : cfg.cross_attention_dim;
+  const int64_t audio_ctx_dim =
+      cfg.caption_projection ? cfg.caption_channels : cfg.audio_cross_attention_dim;
+  const auto context = [&](int64_t tokens, int64_t dim) {
+    return gen.randn({1, tokens, dim}).to(o.device, o.model_dtype());
+  };
+  sampling::VideoLatentTools vt;
+  vt.target = sampling::VideoLatentShape::from_pixel_shape(pixels, cfg.in_channels);
+  vt.fps = p.fps;
+  in.video = vt.create_initial_state(DType::F32, gen.randn(vt.target.shape())).to(o.device);
+  in.video_context = {context(c.tokens.video_text, ctx_dim), context(c.tokens.video_text, ctx_dim)};
+  if (c.tokens.audio > 0) {
+    sampling::AudioLatentTools at;
+    at.target = sampling::AudioLatentShape::from_video_pixel_shape(pixels, cfg.audio_in_channels / 16);
+    in.audio = at.create_initial_state(DType::F32, gen.randn(at.target.shape())).to(o.device);
+    in.audio_context = {context(c.tokens.audio_text, audio_ctx_dim),
+                        context(c.tokens.audio_text, audio_ctx_dim)};
+    in.has_audio = true;
+  }
+  in.sigmas = {o.sigma, 0.0};
+  return in;
+}
+
 void run_transformer_cases(BenchReport& r, const Preset& p) {
   const tf::LTXModelConfig cfg = p.transformer_config();
   const BenchOptions& o = r.options;
@@ -206,6 +259,18 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
       r, "transformer", p.name + " transformer", transformer_init,
       [&](io::WeightMap& w) { return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device}); },
       [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
+        if (o.guided) {
+          auto in = std::make_shared<GuidedInputs>(guided_inputs(c, p, cfg, o));
+          const sampling::PipelineParams q = guided_params(model.num_blocks());
+          auto denoiser = std::make_shared<pipelines::GuidedDenoiser>(
+              model, in->video_context, in->audio_context, q.video_guider, q.audio_guider);
+          denoiser->set_share_text_kv(o.share_text_kv);
+          log_info("bench: ", c.label, ": one guided step, ", c.passes, " passes batched (",
+                   o.share_text_kv ? "text K/V shared by the positive passes" : "text K/V per pass", ")");
+          return [in, denoiser] {
+            (void)(*denoiser)(&in->video, in->has_audio ? &in->audio : nullptr, in->sigmas, 0);
+          };
+        }
         auto in = std::make_shared<const TransformerInputs>(transformer_inputs(c, p, cfg, o));
         log_info("bench: ", c.label, ": ", c.tokens.video, " video + ", c.tokens.audio, " audio tokens, ",
                  c.tokens.video_text, " text tokens");
@@ -349,6 +414,9 @@ void BenchOptions::validate() const {
   LTX_CHECK(sigma >= 0 && sigma <= 1, "sigma: must be in [0, 1], got ", sigma);
   LTX_CHECK(!cuda_graph || device.is_cuda(),
             "--cuda-graph: CUDA graphs need --device cuda (the CPU runs every step as it comes)");
+  LTX_CHECK(!(cuda_graph && guided), "--cuda-graph with --guided: the guided step is timed eagerly, "
+            "as the pipelines run it; drop one of the two");
+  LTX_CHECK(guided || share_text_kv, "--no-text-kv-share applies to --guided only");
   if (decode_free_bytes)
     LTX_CHECK(*decode_free_bytes > 0, "--decode-free-gib: must be positive, got ", *decode_free_bytes, " bytes");
 }
@@ -446,6 +514,13 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
       c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "",
                     o.cuda_graph ? " graph" : "");
       c.flops = transformer_flops(cfg, c.tokens);
+      if (o.guided) {
+        c.passes = guided_pass_count(o.audio);
+        FlopCount all;
+        all.add(c.flops, c.passes);
+        c.flops = all;
+        c.label += str(" guided x", c.passes, o.share_text_kv ? "" : " kv-per-pass");
+      }
       c.floor_ms = floor_ms(c.flops, o.ceilings);
       r.cases.push_back(std::move(c));
     }
@@ -719,6 +794,8 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["dtype"] = dtype_name(o.model_dtype());
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
+  j["guided"] = o.guided;
+  if (o.guided) j["share_text_kv"] = o.share_text_kv;
   j["iters"] = o.iters;
   j["seed"] = o.seed;
   j["sigma"] = o.sigma;
@@ -742,6 +819,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
                      {"audio", c.tokens.audio},
                      {"video_text", c.tokens.video_text},
                      {"audio_text", c.tokens.audio_text}};
+      if (c.passes > 1) e["passes"] = c.passes;
     } else {
       e["latent"] = c.latent.vec();
       e["tiles"] = c.tiles;

@@ -42,6 +42,15 @@ struct BenchOptions {
   // The transformer step recorded once as a CUDA graph and replayed (backend/step_graph.h);
   // the recording runs before the timed calls.
   bool cuda_graph = false;
+  // The transformer case as one step of the guided denoiser with the LTX-2.3 default guidance
+  // (video cfg 3 / STG 1 on block 28 / modality 3, audio cfg 7 / STG 1 / modality 3: cond,
+  // uncond, perturbed and isolated-modality passes in one batch of 4), a negative context of
+  // its own; FLOPs counted as passes x one forward (the skipped STG block and cross-modal
+  // attentions, and the shared text K / V, make the true count a little lower).
+  bool guided = false;
+  // Guided: the passes that read the positive prompt share their text K / V (the pipelines'
+  // default); false recomputes them per pass, as the reference does (for A/B timing).
+  bool share_text_kv = true;
   // Memory budget of the diffusion decoder's automatic tiling (the reference's free_bytes);
   // nullopt: what is free on the device when the cases are planned (CUDA: the driver's free
   // memory, as the official script reads it before building the decoder; CPU: the host's).
@@ -83,6 +92,7 @@ struct BenchCase {
   VideoSize size;
   int64_t frames = 0;
   TransformerTokens tokens;  // transformer only
+  int64_t passes = 1;        // transformer: guidance passes batched in one call (--guided)
   Shape latent;              // decoders: [B, C, F, H, W]
   int64_t tiles = 1;         // decoders
   // diffusion decode: the tiling it runs with (nullopt: one tile), the free bytes it was chosen

@@ -29,7 +29,7 @@ struct BenchCliOptions {
   int64_t frames = 0, text_tokens = 0;
   int64_t warmup = 2, iters = 5;
   uint64_t seed = 0;
-  bool no_audio = false, no_tiling = false, cuda_graph = false;
+  bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false;
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -57,6 +57,8 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.audio = !c.no_audio;
   o.vae_tiling = !c.no_tiling;
   o.cuda_graph = c.cuda_graph;
+  o.guided = c.guided;
+  o.share_text_kv = !c.no_text_kv_share;
   if (c.decode_free_gib > 0)
     o.decode_free_bytes = static_cast<int64_t>(c.decode_free_gib * 1024.0 * 1024.0 * 1024.0);
   o.ceilings.gemm_tflops = c.gemm_tflops;
@@ -124,6 +126,12 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--no-tiling", o->no_tiling, "Decode in one tile (default: the pipelines' auto tiling)");
   sub->add_flag("--cuda-graph", o->cuda_graph,
                 "Record the transformer step once as a CUDA graph and time its replays (CUDA only)");
+  sub->add_flag("--guided", o->guided,
+                "Time one guided denoising step (LTX-2.3 default guidance: cond, uncond, STG and "
+                "isolated-modality passes batched) instead of one forward");
+  sub->add_flag("--no-text-kv-share", o->no_text_kv_share,
+                "With --guided: recompute the text K/V in every pass (as the reference) instead of "
+                "once per prompt");
   sub->add_option("--decode-free-gib", o->decode_free_gib,
                   "Memory budget in GiB of the diffusion decoder's automatic tiling (default: what is "
                   "free on the device when the run starts, as the official script reads it)")

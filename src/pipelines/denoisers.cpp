@@ -129,6 +129,8 @@ mt::Modality narrow_modality(const mt::Modality& m, int64_t start, int64_t len) 
   for (Tensor* t : {&r.latent, &r.sigma, &r.timesteps, &r.positions, &r.context, &r.context_mask, &r.attention_mask,
                     &r.keyframes_mask})
     *t = narrow_batch(*t, start, len);
+  if (!m.context_groups.empty())
+    r.context_groups.assign(m.context_groups.begin() + start, m.context_groups.begin() + start + len);
   return r;
 }
 
@@ -209,6 +211,20 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
   std::vector<mt::PerturbationConfig> per_sample;
   for (const GuidancePass& p : plan.passes)
     for (int64_t b = 0; b < batch; ++b) per_sample.push_back(perturbation_of(p));
+  // Sample b of a pass reads item b of the positive or the negative context (batched_context), at
+  // the step's one sigma: equal ids, equal text K / V.
+  if (share_text_kv_ && n > 1) {
+    const auto groups = [&](const ModalityContext& ctx) {
+      std::vector<int64_t> g;
+      for (const GuidancePass& p : plan.passes) {
+        const bool neg = p.negative_context && ctx.negative.defined();
+        for (int64_t b = 0; b < batch; ++b) g.push_back((neg ? batch : 0) + b);
+      }
+      return g;
+    };
+    if (bv) bv->context_groups = groups(video_context_);
+    if (ba) ba->context_groups = groups(audio_context_);
+  }
   const mt::ModelOutputs all = run_batched(model_, bv, ba, per_sample, max_batch_size_);
   ++calls_;
 

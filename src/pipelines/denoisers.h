@@ -66,6 +66,11 @@ class GuidedDenoiser {
   // at the cost of smaller GEMMs. 0 (default): all passes in one call.
   void set_max_batch_size(int64_t max_batch_size) { max_batch_size_ = max_batch_size; }
 
+  // Whether the passes that read the same prompt (cond, perturbed, isolated modality: all but
+  // uncond) compute their text cross-attention K / V once (Modality::context_groups). Default on;
+  // off recomputes them per pass, as the reference does (same values; for A/B timing).
+  void set_share_text_kv(bool share) { share_text_kv_ = share; }
+
   // Steps that ran the transformer so far (every step unless all guiders skipped it; a step run
   // in chunks counts once).
   int64_t transformer_calls() const { return calls_; }
@@ -79,6 +84,7 @@ class GuidedDenoiser {
   Tensor last_video_, last_audio_;
   int64_t calls_ = 0;
   int64_t max_batch_size_ = 0;
+  bool share_text_kv_ = true;
 };
 
 }  // namespace ltx::pipelines

@@ -139,6 +139,13 @@ TEST(BenchOptions, RejectValuesThatCannotRun) {
   expect_error_containing(with([](auto& o) { o.ceilings.gemm_tflops = 0; }), {"--gemm-tflops"});
   expect_error_containing(with([](auto& o) { o.decode_free_bytes = 0; }), {"--decode-free-gib"});
   expect_error_containing(with([](auto& o) { o.cuda_graph = true; }), {"--cuda-graph", "--device cuda"});
+  expect_error_containing(with([](auto& o) { o.share_text_kv = false; }), {"--no-text-kv-share", "--guided"});
+  expect_error_containing(with([](auto& o) {
+                            o.device = Device::cuda();
+                            o.dtype = DType::BF16;
+                            o.guided = o.cuda_graph = true;
+                          }),
+                          {"--cuda-graph", "--guided"});
   EXPECT_NO_THROW(tiny_options().validate());
   EXPECT_EQ(tiny_options().model_dtype(), DType::F32);
   bench::BenchOptions g;
@@ -202,6 +209,35 @@ TEST(BenchRun, TinyTransformerWithoutAudioRunsTheVideoStreamOnly) {
   ASSERT_EQ(r.cases.size(), 2u);
   EXPECT_TRUE(r.cases[0].ours.has_value());
   EXPECT_EQ(r.cases[0].tokens.audio, 0);
+}
+
+// --guided: one step of the guided denoiser with the LTX-2.3 default guidance (4 passes batched:
+// cond, uncond, STG, isolated modality), its FLOPs 4 forwards, its label and JSON saying so; with
+// and without the shared text K / V.
+TEST(BenchRun, GuidedStepRunsTheDefaultGuidanceAsOneBatch) {
+  for (bool share : {true, false}) {
+    bench::BenchOptions o = tiny_options();
+    o.guided = true;
+    o.share_text_kv = share;
+    o.iters = 1;
+    o.warmup = 0;
+    bench::BenchReport r = bench::plan(o, bench::BenchTarget::Transformer);
+    bench::BenchOptions single = o;
+    single.guided = false;
+    single.share_text_kv = true;
+    const bench::BenchReport one = bench::plan(single, bench::BenchTarget::Transformer);
+    ASSERT_EQ(r.cases.size(), one.cases.size());
+    EXPECT_EQ(r.cases[0].passes, 4);
+    EXPECT_EQ(r.cases[0].flops.total(), 4 * one.cases[0].flops.total());
+    EXPECT_NE(r.cases[0].label.find(share ? "guided x4" : "guided x4 kv-per-pass"), std::string::npos)
+        << r.cases[0].label;
+    bench::run(r);
+    ASSERT_TRUE(r.cases[0].ours.has_value());
+    const auto j = bench::to_json(r);
+    EXPECT_EQ(j["guided"], true);
+    EXPECT_EQ(j["share_text_kv"], share);
+    EXPECT_EQ(j["cases"][0]["passes"], 4);
+  }
 }
 
 // ---------------------------------------------------------------- random weights

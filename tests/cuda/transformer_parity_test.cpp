@@ -11,7 +11,11 @@
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "models/transformer/model.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
 #include "parity/parity.h"
+#include "cuda/cuda_test_util.h"
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
@@ -101,6 +105,46 @@ TEST_P(CudaTransformerParity, EveryOutputInBf16IsWithin2e2OfTheF32Reference) {
   EXPECT_GE(outputs, 20) << c;
   // A bf16 run that silently stayed f32 would match far better than bf16 rounding allows.
   EXPECT_GT(worst, 1e-4) << c << ": no output shows bf16 rounding; did the model run in f32?";
+}
+
+// The guided step's shared text K / V (Modality::context_groups, set by the GuidedDenoiser) on
+// the GPU in bf16: against the K / V computed per pass. cuBLASLt may pick another kernel for the
+// smaller row count, so the bound is bf16 rounding.
+TEST(CudaTransformerParity, ContextGroupsShareTheTextKeysAndValuesInBf16) {
+  LTX_REQUIRE_CUDA();
+  for (const char* c : {"ltx2", "ltx23"}) {
+    SCOPED_TRACE(c);
+    const io::SafetensorsFile io(test::fixture(std::string(c) + ".io.safetensors"));
+    const auto model = models::transformer::LTXModel::from_files(
+        {test::fixture(std::string(c) + ".weights.safetensors")},
+        models::transformer::LTXModelType::AudioVideo, {DType::BF16, Device::cuda(0)});
+    const auto batch3 = [&](const std::string& stream) {
+      const std::string p = "in." + stream + ".";
+      models::transformer::Modality m;
+      const auto three = [&](const std::string& name, DType dt) {
+        const Tensor one = io.tensor(p + name).narrow(0, 0, 1).to(Device::cuda(0), dt);
+        return ops::concat({one, one, one}, 0);
+      };
+      m.latent = three("latent", DType::BF16);
+      m.sigma = three("sigma", DType::F32);
+      m.timesteps = three("timesteps", DType::F32);
+      m.positions = three("positions", DType::F32);
+      const Tensor a = io.tensor(p + "context").narrow(0, 0, 1).to(Device::cuda(0), DType::BF16);
+      m.context = ops::concat({a, ops::mul(a, 0.5), a}, 0);
+      return m;
+    };
+    models::transformer::Modality video = batch3("video"), audio = batch3("audio");
+    const auto plain = models::transformer::X0Model{model}(&video, &audio, nullptr);
+    video.context_groups = audio.context_groups = {0, 1, 0};
+    const auto shared = models::transformer::X0Model{model}(&video, &audio, nullptr);
+    for (const auto& [got, want] : {std::pair{shared.video, plain.video}, std::pair{shared.audio, plain.audio}}) {
+      const parity::ErrorStats e = parity::compare(got.to(Device::cpu(), DType::F32), want.to(Device::cpu(), DType::F32));
+      EXPECT_LE(e.rel_l2, 1e-2) << "shared vs per-pass K/V";
+      const parity::ErrorStats same = parity::compare(got.narrow(0, 0, 1).to(Device::cpu(), DType::F32),
+                                                      got.narrow(0, 2, 1).to(Device::cpu(), DType::F32));
+      EXPECT_LE(same.rel_l2, 1e-2) << "the two samples of context A";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaTransformerParity,

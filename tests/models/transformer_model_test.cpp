@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "models/transformer/model.h"
 #include "ops/elementwise.h"
+#include "ops/shape.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -477,6 +478,43 @@ TEST(TransformerModel, X0ModelIsLatentMinusVelocityTimesTimesteps) {
   for (size_t i = 0; i < lat.size(); ++i) EXPECT_EQ(den[i], lat[i] - vel[i] * ts[i / c]) << i;
   // Tokens with timestep 0 (conditioning) come back unchanged.
   EXPECT_EQ(den[static_cast<size_t>(48 * c)], lat[static_cast<size_t>(48 * c)]);
+}
+
+// Modality::context_groups: samples of one group (same context and sigma) compute the text
+// K / V once. Against the same batch without groups, on the 19B path (no K/V AdaLN), 2.3 (K/V
+// modulated by the prompt timestep) and the KV-cacheable 2.5 (static table only): equal to BLAS's
+// summation order for another row count (OpenBLAS's threads split rows by position, so even two
+// identical samples of one batch can differ in the last bits).
+TEST(TransformerModel, ContextGroupsShareTheTextKeysAndValues) {
+  for (const char* c : {"ltx2", "ltx23", "ltx25_kvcache"}) {
+    SCOPED_TRACE(c);
+    const io::SafetensorsFile io(test::fixture(std::string(c) + ".io.safetensors"));
+    const auto model = tf::LTXModel::from_files({test::fixture(std::string(c) + ".weights.safetensors")},
+                                                LTXModelType::AudioVideo);
+    // Three samples of the fixture's first: contexts A, B (A scaled), A.
+    const auto batch3 = [&](const tf::Modality& m) {
+      tf::Modality r = m;
+      for (Tensor* t : {&r.latent, &r.sigma, &r.timesteps, &r.positions}) {
+        const Tensor one = t->narrow(0, 0, 1);
+        *t = ops::concat({one, one, one}, 0);
+      }
+      const Tensor a = m.context.narrow(0, 0, 1);
+      r.context = ops::concat({a, ops::mul(a, 0.5), a}, 0);
+      return r;
+    };
+    tf::Modality video = batch3(fixture_modality(io, "video")), audio = batch3(fixture_modality(io, "audio"));
+    const tf::ModelOutputs plain = model.forward(&video, &audio, nullptr);
+    video.context_groups = audio.context_groups = {7, 3, 7};
+    const tf::ModelOutputs shared = model.forward(&video, &audio, nullptr);
+    for (const auto& [got, want] : {std::pair{shared.video, plain.video}, std::pair{shared.audio, plain.audio}}) {
+      EXPECT_LE(test::max_rel_err(got, want), 2e-5);
+      EXPECT_LE(test::max_rel_err(got.narrow(0, 0, 1), got.narrow(0, 2, 1)), 2e-5);  // both A
+      EXPECT_GT(test::max_rel_err(got.narrow(0, 0, 1), got.narrow(0, 1, 1)), 1e-4);  // B differs
+    }
+    video.context_groups = {0, 1};
+    test::expect_error_containing([&] { model.forward(&video, &audio, nullptr); },
+                                  {"2 context groups", "batch of 3"});
+  }
 }
 
 }  // namespace

@@ -146,6 +146,29 @@ TEST(GuidedDenoiser, ChunkedPassesGiveTheSameResultAsOneBatchedCall) {
   }
 }
 
+// The cond, perturbed and isolated passes read the positive prompt and share its text K / V (the
+// default); the reference computes them per pass. Same values to BLAS's summation order for
+// another row count, batched and chunked.
+TEST(GuidedDenoiser, SharedTextKvEqualsKvPerPass) {
+  const Fixture& f = fixture();
+  const LatentState v = f.video_state(f.t("in.video.latent")), a = f.audio_state(f.t("in.audio.latent"));
+  GuidedDenoiser per_pass = f.denoiser();
+  per_pass.set_share_text_kv(false);
+  const auto ref = per_pass(&v, &a, f.sigmas(), 1);
+  for (int64_t chunk : {0, 3}) {
+    GuidedDenoiser d = f.denoiser();
+    d.set_max_batch_size(chunk);
+    const auto out = d(&v, &a, f.sigmas(), 1);
+    for (const auto& [got, want] : {std::pair{&out.video, &ref.video}, std::pair{&out.audio, &ref.audio}}) {
+      EXPECT_LE(test::max_rel_err(got->cond, want->cond), 2e-5) << chunk;
+      EXPECT_LE(test::max_rel_err(got->uncond, want->uncond), 2e-5) << chunk;
+      EXPECT_LE(test::max_rel_err(got->ptb, want->ptb), 2e-5) << chunk;
+      EXPECT_LE(test::max_rel_err(got->mod, want->mod), 2e-5) << chunk;
+      EXPECT_LE(test::max_rel_err(got->denoised, want->denoised), 2e-5) << chunk;
+    }
+  }
+}
+
 TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {
   const Fixture& f = fixture();
   GuidedDenoiser d(f.model, {f.t("in.video.context_pos"), Tensor()}, {f.t("in.audio.context_pos"), Tensor()},

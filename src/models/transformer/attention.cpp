@@ -4,6 +4,7 @@
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "ops/shape.h"
 
 namespace ltx::models::transformer {
 
@@ -28,16 +29,73 @@ Attention Attention::load(io::WeightMap& w, int64_t query_dim, int64_t context_d
   return a;
 }
 
+namespace {
+
+// Whether `groups` names a sample that repeats an earlier one (the only case worth a gather).
+bool has_repeats(const std::vector<int64_t>& groups) {
+  for (size_t i = 0; i < groups.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (groups[j] == groups[i]) return true;
+  return false;
+}
+
+}  // namespace
+
+AttentionKv Attention::key_values(const Tensor& context, const std::vector<int64_t>& groups) const {
+  LTX_CHECK(context.dim() == 3, "attention: context must be [B, S, D], got ", context.describe());
+  const int64_t b = context.size(0), s = context.size(1);
+  LTX_CHECK(groups.empty() || static_cast<int64_t>(groups.size()) == b, "attention: ", groups.size(),
+            " context groups for a batch of ", b);
+  const auto project = [&](const Tensor& c) {
+    const int64_t n = c.size(0);
+    AttentionKv kv;
+    kv.k = ops::rms_norm(to_k(c), k_norm, norm_eps).view({n, s, heads, dim_head}).transpose(1, 2);
+    kv.v = to_v(c);
+    return kv;
+  };
+  if (!has_repeats(groups)) return project(context);
+  // The first sample of each group, projected as one batch; then every sample takes its group's.
+  std::vector<int64_t> firsts, slot(static_cast<size_t>(b));
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t found = -1;
+    for (size_t u = 0; u < firsts.size(); ++u)
+      if (groups[static_cast<size_t>(firsts[u])] == groups[static_cast<size_t>(i)]) found = static_cast<int64_t>(u);
+    if (found < 0) {
+      found = static_cast<int64_t>(firsts.size());
+      firsts.push_back(i);
+      parts.push_back(context.narrow(0, i, 1));
+    }
+    slot[static_cast<size_t>(i)] = found;
+  }
+  const AttentionKv unique = project(parts.size() == 1 ? parts.front() : ops::concat(parts, 0));
+  std::vector<Tensor> ks, vs;
+  for (int64_t i = 0; i < b; ++i) {
+    ks.push_back(unique.k.narrow(0, slot[static_cast<size_t>(i)], 1));
+    vs.push_back(unique.v.narrow(0, slot[static_cast<size_t>(i)], 1));
+  }
+  // k back in the [B, H, S, Dh] view of a [B, S, H, Dh] tensor, as project() leaves it.
+  AttentionKv kv;
+  for (Tensor& k : ks) k = k.transpose(1, 2);
+  kv.k = ops::concat(ks, 0).transpose(1, 2);
+  kv.v = ops::concat(vs, 0);
+  return kv;
+}
+
 Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Tensor& mask_in,
                              const RopeTables* pe, const RopeTables* k_pe,
-                             const Tensor& perturbation_mask, bool all_perturbed) const {
+                             const Tensor& perturbation_mask, bool all_perturbed,
+                             const AttentionKv* kv) const {
   LTX_CHECK(x.dim() == 3, "attention: x must be [B, T, D], got ", x.describe());
   const Tensor& context = context_in.defined() ? context_in : x;
   LTX_CHECK(context.dim() == 3 && context.size(0) == x.size(0),
             "attention: context must be [B, S, D] with x's batch, got ", context.describe(), " for x ",
             x.describe());
   const int64_t b = x.size(0), t = x.size(1), s = context.size(1);
-  Tensor v = to_v(context);  // [B, S, inner]
+  LTX_CHECK(kv == nullptr || (pe == nullptr && kv->k.size(0) == b && kv->k.size(2) == s),
+            "attention: precomputed keys/values take no RoPE and must match the context's batch and "
+            "length");
+  Tensor v = kv != nullptr ? kv->v : to_v(context);  // [B, S, inner]
   // Per-head gate in (0, 2), also on the STG shortcut; x is the query-side input.
   const Tensor logits = to_gate_logits ? (*to_gate_logits)(x) : Tensor();  // [B, T, H]
   // Without a perturbation blend the attention kernels apply the gate as they store the output.
@@ -59,7 +117,7 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
       return split ? r : r.view({b, rows, heads, dim_head}).transpose(1, 2);  // Split: [B, H, T, Dh]
     };
     const Tensor qh = prepare(to_q(x), q_norm, pe);
-    const Tensor kh = prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
+    const Tensor kh = kv != nullptr ? kv->k : prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
     const Tensor vh = v.view({b, s, heads, dim_head}).transpose(1, 2);
     Tensor mask = mask_in;
     if (mask.defined() && mask.dim() == 2) mask = mask.unsqueeze(0);

@@ -11,6 +11,13 @@
 
 namespace ltx::models::transformer {
 
+// The keys (normalised by k_norm, [B, H, S, Dh]) and values ([B, S, inner]) of a context without
+// RoPE on the keys (the text cross-attention), computed once and passed to operator() in place of
+// the context's own projections.
+struct AttentionKv {
+  Tensor k, v;
+};
+
 struct Attention {
   nn::Linear to_q, to_k, to_v, to_out;
   Tensor q_norm, k_norm;                 // [inner]
@@ -31,9 +38,19 @@ struct Attention {
   // batch dim, a 3-D one a head dim, as the reference's SDPA wrapper does). pe: tables for q (and
   // k unless k_pe is given). perturbation_mask [B, 1, 1] (undefined: none) blends
   // out * m + to_v(context) * (1 - m); all_perturbed skips q/k entirely (out = to_v(context)).
+  // kv: the context's key_values (then `context` only gives the batch and length checks; no RoPE
+  // on the keys: pe must be null).
   Tensor operator()(const Tensor& x, const Tensor& context = Tensor(), const Tensor& mask = Tensor(),
                     const RopeTables* pe = nullptr, const RopeTables* k_pe = nullptr,
-                    const Tensor& perturbation_mask = Tensor(), bool all_perturbed = false) const;
+                    const Tensor& perturbation_mask = Tensor(), bool all_perturbed = false,
+                    const AttentionKv* kv = nullptr) const;
+
+  // to_k + k_norm and to_v of `context` [B, S, context_dim], as operator() forms them without
+  // key RoPE. `groups` (empty, or one id per sample): samples of equal id have equal contexts;
+  // the projections run on the first sample of each id and are copied to the others: the same
+  // math, equal to the last bit unless the GEMM library sums in another order for the smaller
+  // row count (cuBLASLt may pick another kernel).
+  AttentionKv key_values(const Tensor& context, const std::vector<int64_t>& groups = {}) const;
 };
 
 }  // namespace ltx::models::transformer

@@ -1,6 +1,9 @@
 #pragma once
 // Modality: what the pipelines pass the transformer for one stream (reference:
 // model/transformer/modality.py).
+#include <cstdint>
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace ltx::models::transformer {
@@ -17,6 +20,11 @@ struct Modality {
   Tensor context_mask;
   Tensor attention_mask;  // optional [B, T, T] self-attention strengths in [0, 1]
   Tensor keyframes_mask;  // optional [B, T, 1]: tokens that get keyframes_abs_pos_embedding
+  // Optional, one id per sample: samples with equal ids have the same context, context mask and
+  // sigma (the guidance passes that read the same prompt), so their text cross-attention K / V
+  // are equal and computed once (bit-identical per sample; see Attention::key_values). Empty:
+  // every sample its own. The caller vouches for the equality; nothing checks the data.
+  std::vector<int64_t> context_groups;
 };
 
 }  // namespace ltx::models::transformer

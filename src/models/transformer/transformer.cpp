@@ -113,9 +113,15 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, ts, 1), ada_value(table, ts, 0));
   const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
                               nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
+  // The text K / V once per group of samples that share the prompt (the guidance passes).
+  const auto text = [&](const Tensor& q_in, const Tensor& ctx) {
+    if (args.context_groups.empty()) return text_attn(q_in, ctx, args.context_mask);
+    const AttentionKv kv = text_attn.key_values(ctx, args.context_groups);
+    return text_attn(q_in, ctx, args.context_mask, nullptr, nullptr, Tensor(), false, &kv);
+  };
   if (!cross_attention_adaln) {
     const Tensor x = ops::gated_add(x_in, sa, ada_value(table, ts, 2));
-    return ops::add(x, text_attn(rms(x, eps), args.context, args.context_mask));
+    return ops::add(x, text(rms(x, eps), args.context));
   }
 
   // 2.3 / 2.5: query AdaLN from rows 6-8 (modulate(rms(x)) fused with the gated residual before
@@ -127,7 +133,7 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const auto [x, q_in] = ops::gated_add_rms_norm_modulate(
       x_in, sa, ada_value(table, ts, 2), ada_value(table, ts, 7), ada_value(table, ts, 6), eps);
   const Tensor ctx = ops::modulate(args.context, kv_value(1), kv_value(0));
-  return ops::gated_add(x, text_attn(q_in, ctx, args.context_mask), ada_value(table, ts, 8));
+  return ops::gated_add(x, text(q_in, ctx), ada_value(table, ts, 8));
 }
 
 // The FFN input AdaLN of one stream (rows 3-4).

@@ -116,6 +116,9 @@ TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const st
   Tensor context = m.context.to(dtype);
   if (caption_projection != nullptr) context = (*caption_projection)(context);
   a.context = context.reshape({b, -1, a.x.size(-1)});
+  LTX_CHECK(m.context_groups.empty() || static_cast<int64_t>(m.context_groups.size()) == b, name,
+            ": ", m.context_groups.size(), " context groups for a batch of ", b);
+  a.context_groups = m.context_groups;
   observe("context", a.context);
   if (m.context_mask.defined()) {
     a.context_mask = context_attention_bias(m.context_mask, dtype);

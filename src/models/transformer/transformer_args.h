@@ -23,6 +23,7 @@ struct TransformerArgs {
   Tensor x;                  // [B, T, D] residual stream
   Tensor context;            // [B, L, D]
   Tensor context_mask;       // additive text bias ([B, 1, 1, L] from an integer mask) or undefined
+  std::vector<int64_t> context_groups;  // Modality::context_groups (empty: all samples distinct)
   Tensor timesteps;          // AdaLN values [B, T', k * D] (T' = T for per-token timesteps)
   Tensor embedded_timestep;  // [B, T', D]
   RopeTables positional_embeddings;
