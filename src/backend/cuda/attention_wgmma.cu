@@ -24,7 +24,8 @@
 // of one key tile each, every block a serial chain of loads, two products and a store) keeps all
 // key tiles in their stages (at most kStages of them) and gives each block several consecutive
 // query tiles of its (batch, head): the keys are loaded once, and the next tile's Q load overlaps
-// the current tile's softmax, P V and store (a q_empty mbarrier hands the Q buffer back).
+// the current tile's softmax, P V and store (a q_empty mbarrier hands a Q buffer back; D 64 has
+// two, so the next tile's Q is in flight while the current one's products run).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cudaTypedefs.h>
@@ -75,11 +76,18 @@ constexpr uint32_t tile_bytes() {
   return kKeys * kDim * 2;
 }
 // The mbarriers: Q full, Q empty, then the K / V ring's (wgmma::KvBarriers).
-constexpr int kBarriers = 2 + wgmma::KvBarriers<kStages>::kCount;
+// The mbarriers: Q full and Q empty per Q buffer (up to two), then the K / V ring's.
+constexpr int kBarriers = 4 + wgmma::KvBarriers<kStages>::kCount;
+// Q buffers: two for resident keys with D 64 (D 128's second buffer would not fit with the
+// stages), else one.
+template <int kDim, bool kResident>
+constexpr int q_buffers() {
+  return kResident && kDim == 64 ? 2 : 1;
+}
 // +1024: the dynamic shared memory is re-aligned to the 1024-byte swizzle atom.
 template <int kDim>
-constexpr size_t smem_bytes() {
-  return q_bytes<kDim>() + 2 * kStages * tile_bytes<kDim>() + 8 * kBarriers + 1024;
+constexpr size_t smem_bytes(int q_bufs = 1) {
+  return q_bufs * q_bytes<kDim>() + 2 * kStages * tile_bytes<kDim>() + 8 * kBarriers + 1024;
 }
 
 // Tensor maps of q, k and v: dims (D, T, H, B), boxes of 64 x 128 (one 128-byte swizzle column
@@ -112,12 +120,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
-  const uint32_t q_smem = smem;
-  const auto k_smem = [=](int stage) { return smem + kQBytes + stage * kTileBytes; };
-  const auto v_smem = [=](int stage) { return smem + kQBytes + (kStages + stage) * kTileBytes; };
-  const uint32_t bars = smem + kQBytes + 2 * kStages * kTileBytes;
-  const uint32_t q_full = bars, q_empty = bars + 8;
-  const wgmma::KvBarriers<kStages> kv{bars + 16};
+  constexpr int kQBufs = q_buffers<kDim, kResident>();
+  // Query tile qi sits in Q buffer qi % kQBufs, filled for the (qi / kQBufs)-th time.
+  const auto q_smem = [=](int qi) { return smem + (qi % kQBufs) * kQBytes; };
+  const uint32_t kv0 = smem + kQBufs * kQBytes;
+  const auto k_smem = [=](int stage) { return kv0 + stage * kTileBytes; };
+  const auto v_smem = [=](int stage) { return kv0 + (kStages + stage) * kTileBytes; };
+  const uint32_t bars = kv0 + 2 * kStages * kTileBytes;
+  const auto q_full = [=](int qi) { return bars + 8 * (qi % kQBufs); };
+  const auto q_empty = [=](int qi) { return bars + 16 + 8 * (qi % kQBufs); };
+  const wgmma::KvBarriers<kStages> kv{bars + 32};
 
   const int bh = blockIdx.y;
   const int b = bh / a.heads, h = bh % a.heads;
@@ -134,8 +146,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int num_tiles = max(0, min(a.tiles_per_split, all_tiles - tile0));
 
   if (tid == 0) {
-    wgmma::mbar_init(q_full, 1);
-    wgmma::mbar_init(q_empty, kConsumerThreads);
+    for (int i = 0; i < kQBufs; ++i) {
+      wgmma::mbar_init(q_full(i), 1);
+      wgmma::mbar_init(q_empty(i), kConsumerThreads);
+    }
     kv.init(kConsumerThreads);
     wgmma::mbar_init_fence();
   }
@@ -156,13 +170,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma::tma_load_4d(dst + c * (kKeys * 128), map, 64 * c, key0, h, b, full);
       };
       const auto load_q = [&](int qi) {
-        wgmma::mbar_arrive_expect_tx(q_full, kQBytes);
+        wgmma::mbar_arrive_expect_tx(q_full(qi), kQBytes);
         const int row0 = static_cast<int>((q_tile0 + qi) * kRowsQ);
 #pragma unroll
         for (int c = 0; c < kBlocks; ++c)
-          wgmma::tma_load_4d(q_smem + c * (kRowsQ * 128), &maps.q, 64 * c, row0, h, b, q_full);
+          wgmma::tma_load_4d(q_smem(qi) + c * (kRowsQ * 128), &maps.q, 64 * c, row0, h, b, q_full(qi));
       };
-      load_q(0);
+      for (int qi = 0; qi < kQBufs && qi < q_count; ++qi) load_q(qi);
       // Resident: every tile has a stage of its own, so each is loaded once (its first "empty" wait
       // passes at once) and never released.
       for (int t = 0; t < num_tiles; ++t) {
@@ -172,9 +186,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_tile(&maps.k, k_smem(stage), kv.k_full(stage), kv.k_empty(stage), parity, key0);
         load_tile(&maps.v, v_smem(stage), kv.v_full(stage), kv.v_empty(stage), parity, key0);
       }
-      // The next query tile once both consumers' products have read the previous one.
-      for (int qi = 1; qi < q_count; ++qi) {
-        wgmma::mbar_wait(q_empty, (qi - 1) & 1);
+      // Each further query tile once both consumers' products have read the buffer's last one.
+      for (int qi = kQBufs; qi < q_count; ++qi) {
+        wgmma::mbar_wait(q_empty(qi), (qi / kQBufs - 1) & 1);
         load_q(qi);
       }
     }
@@ -222,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int kk = 0; kk < kQkSteps; ++kk) {
       const uint32_t col = (kk % 4) * 32;
       const uint64_t da = wgmma::smem_desc(
-          q_smem + (kk / 4) * (kRowsQ * 128) + cw * (64 * 128) + col, 16, 1024);
+          q_smem(qi) + (kk / 4) * (kRowsQ * 128) + cw * (64 * 128) + col, 16, 1024);
       const uint64_t db = wgmma::smem_desc(k_smem(stage) + (kk / 4) * (kKeys * 128) + col, 16, 1024);
       if (kk == 0) {
         wgmma::wgmma_ss_m64n128k16<false>(s, da, db);
@@ -293,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  wgmma::mbar_wait(q_full, qi & 1);
+  wgmma::mbar_wait(q_full(qi), (qi / kQBufs) & 1);
   if (num_tiles > 0) {
     wgmma::mbar_wait(kv.k_full(0), 0);
     turn_begin();
@@ -347,7 +361,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // Every product that reads Q has completed: the producer may load the next query tile.
-  if constexpr (kResident) wgmma::mbar_arrive(q_empty);
+  if constexpr (kResident) wgmma::mbar_arrive(q_empty(qi));
 
   // Normalise, gate and store: this thread holds dims (8n + 2 c4, +1) of rows row_base (+8).
 #pragma unroll
@@ -424,7 +438,7 @@ template <int kDim, bool kMasked, bool kSplit, bool kResident = false>
 void launch(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int splits, int device,
             cudaStream_t stream) {
   static std::once_flag configured[64];
-  constexpr size_t kSmem = smem_bytes<kDim>();
+  constexpr size_t kSmem = smem_bytes<kDim>(q_buffers<kDim, kResident>());
   std::call_once(configured[device % 64], [] {
     LTX_CUDA_CHECK(cudaFuncSetAttribute(wgmma_attention_kernel<kDim, kMasked, kSplit, kResident>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
