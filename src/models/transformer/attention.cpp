@@ -59,8 +59,9 @@ AttentionKv Attention::key_values(const Tensor& context, const std::vector<int64
   std::vector<Tensor> parts;
   for (int64_t i = 0; i < b; ++i) {
     int64_t found = -1;
+    const int64_t id = groups[static_cast<size_t>(i)];
     for (size_t u = 0; u < firsts.size(); ++u)
-      if (groups[static_cast<size_t>(firsts[u])] == groups[static_cast<size_t>(i)]) found = static_cast<int64_t>(u);
+      if (groups[static_cast<size_t>(firsts[u])] == id) found = static_cast<int64_t>(u);
     if (found < 0) {
       found = static_cast<int64_t>(firsts.size());
       firsts.push_back(i);
@@ -117,7 +118,8 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
       return split ? r : r.view({b, rows, heads, dim_head}).transpose(1, 2);  // Split: [B, H, T, Dh]
     };
     const Tensor qh = prepare(to_q(x), q_norm, pe);
-    const Tensor kh = kv != nullptr ? kv->k : prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
+    const Tensor kh =
+        kv != nullptr ? kv->k : prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
     const Tensor vh = v.view({b, s, heads, dim_head}).transpose(1, 2);
     Tensor mask = mask_in;
     if (mask.defined() && mask.dim() == 2) mask = mask.unsqueeze(0);

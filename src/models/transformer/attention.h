@@ -4,7 +4,9 @@
 // attention per head, the STG perturbation blend, and the optional per-head gate
 // 2 * sigmoid(to_gate_logits(x)) (2.3 / 2.5; applied by the attention kernels as they store their
 // output, unless the STG blend comes between).
+#include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "models/transformer/rope.h"
 #include "nn/linear.h"

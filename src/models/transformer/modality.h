@@ -22,8 +22,8 @@ struct Modality {
   Tensor keyframes_mask;  // optional [B, T, 1]: tokens that get keyframes_abs_pos_embedding
   // Optional, one id per sample: samples with equal ids have the same context, context mask and
   // sigma (the guidance passes that read the same prompt), so their text cross-attention K / V
-  // are equal and computed once (bit-identical per sample; see Attention::key_values). Empty:
-  // every sample its own. The caller vouches for the equality; nothing checks the data.
+  // are equal and computed once (Attention::key_values). Empty: every sample its own. The caller
+  // vouches for the equality; nothing checks the data.
   std::vector<int64_t> context_groups;
 };
 
