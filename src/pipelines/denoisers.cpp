@@ -36,13 +36,22 @@ DenoiseOutput SimpleDenoiser::operator()(const LatentState* video, const LatentS
             step_index, " outside the ", sigmas.size(), " sigmas");
   const double sigma = sigmas[static_cast<size_t>(step_index)];
   std::optional<mt::Modality> v, a;
+  // Each sample its own context; the ids only key the text K / V cache (text_kv_cache.h).
+  const auto own_groups = [](mt::Modality& m) {
+    m.context_groups.resize(static_cast<size_t>(m.latent.size(0)));
+    for (size_t i = 0; i < m.context_groups.size(); ++i) m.context_groups[i] = static_cast<int64_t>(i);
+  };
   if (video) {
     LTX_CHECK(video_context_.defined(), "SimpleDenoiser: a video state needs the video context");
     v = modality_from_state(*video, video_context_, sigma);
+    own_groups(*v);
+    v->text_kv_cache = &text_kv_cache_;
   }
   if (audio) {
     LTX_CHECK(audio_context_.defined(), "SimpleDenoiser: an audio state needs the audio context");
     a = modality_from_state(*audio, audio_context_, sigma);
+    own_groups(*a);
+    a->text_kv_cache = &text_kv_cache_;
   }
   const mt::ModelOutputs out = mt::X0Model{model_}(v ? &*v : nullptr, a ? &*a : nullptr, nullptr);
   DenoiseOutput r;
@@ -212,8 +221,8 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
   for (const GuidancePass& p : plan.passes)
     for (int64_t b = 0; b < batch; ++b) per_sample.push_back(perturbation_of(p));
   // Sample b of a pass reads item b of the positive or the negative context (batched_context), at
-  // the step's one sigma: equal ids, equal text K / V.
-  if (share_text_kv_ && n > 1) {
+  // the step's one sigma: equal ids, equal text K / V; the same ids in every step (the cache).
+  if (share_text_kv_) {
     const auto groups = [&](const ModalityContext& ctx) {
       std::vector<int64_t> g;
       for (const GuidancePass& p : plan.passes) {
@@ -224,6 +233,8 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
     };
     if (bv) bv->context_groups = groups(video_context_);
     if (ba) ba->context_groups = groups(audio_context_);
+    if (bv) bv->text_kv_cache = &text_kv_cache_;
+    if (ba) ba->text_kv_cache = &text_kv_cache_;
   }
   const mt::ModelOutputs all = run_batched(model_, bv, ba, per_sample, max_batch_size_);
   ++calls_;

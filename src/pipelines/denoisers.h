@@ -35,10 +35,14 @@ class SimpleDenoiser {
                                      const std::vector<double>& sigmas, int64_t step_index) const;
   // A callback for the sampling loops (refers to this object: keep it alive while the loop runs).
   sampling::Denoiser callback() const;
+  // The text K / V kept across steps where no prompt timestep modulates them (19B,
+  // use_prompt_adaln_single=false; text_kv_cache.h). Same values as computing them per step.
+  const models::transformer::TextKvCache& text_kv_cache() const { return text_kv_cache_; }
 
  private:
   const models::transformer::LTXModel& model_;
   Tensor video_context_, audio_context_;
+  mutable models::transformer::TextKvCache text_kv_cache_;  // filled by the const step
 };
 
 // GuidedDenoiser / FactoryGuidedDenoiser. Guiders come from factories looked up by the step's sigma
@@ -67,9 +71,12 @@ class GuidedDenoiser {
   void set_max_batch_size(int64_t max_batch_size) { max_batch_size_ = max_batch_size; }
 
   // Whether the passes that read the same prompt (cond, perturbed, isolated modality: all but
-  // uncond) compute their text cross-attention K / V once (Modality::context_groups). Default on;
-  // off recomputes them per pass, as the reference does (same values; for A/B timing).
+  // uncond) compute their text cross-attention K / V once (Modality::context_groups), and, where
+  // no prompt timestep modulates them (19B, use_prompt_adaln_single=false), once per loop (the
+  // text K / V cache, text_kv_cache.h). Default on; off recomputes them per pass and step, as
+  // the reference does (same values; for A/B timing).
   void set_share_text_kv(bool share) { share_text_kv_ = share; }
+  const models::transformer::TextKvCache& text_kv_cache() const { return text_kv_cache_; }
 
   // Steps that ran the transformer so far (every step unless all guiders skipped it; a step run
   // in chunks counts once).
@@ -85,6 +92,7 @@ class GuidedDenoiser {
   int64_t calls_ = 0;
   int64_t max_batch_size_ = 0;
   bool share_text_kv_ = true;
+  models::transformer::TextKvCache text_kv_cache_;
 };
 
 }  // namespace ltx::pipelines

@@ -11,6 +11,7 @@
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "models/transformer/model.h"
+#include "models/transformer/text_kv_cache.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "support/test_support.h"
@@ -514,6 +515,44 @@ TEST(TransformerModel, ContextGroupsShareTheTextKeysAndValues) {
     video.context_groups = {0, 1};
     test::expect_error_containing([&] { model.forward(&video, &audio, nullptr); },
                                   {"2 context groups", "batch of 3"});
+  }
+}
+
+// The text K / V cache (text_kv_cache.h) across calls: filled on the first call for the models
+// whose K / V do not depend on sigma (19B, 2.5 KV-cacheable: blocks x streams x groups entries),
+// read on the next (at another sigma: the same outputs as computing them again), and never
+// consulted on 2.3 (its prompt timestep modulates K / V).
+TEST(TransformerModel, TextKvCacheKeepsSigmaIndependentKeysAndValuesAcrossCalls) {
+  for (const char* c : {"ltx2", "ltx25_kvcache", "ltx23"}) {
+    SCOPED_TRACE(c);
+    const bool cacheable = std::string(c) != "ltx23";
+    const io::SafetensorsFile io(test::fixture(std::string(c) + ".io.safetensors"));
+    const auto model = tf::LTXModel::from_files({test::fixture(std::string(c) + ".weights.safetensors")},
+                                                LTXModelType::AudioVideo);
+    tf::Modality video = fixture_modality(io, "video"), audio = fixture_modality(io, "audio");
+    const int64_t b = video.latent.size(0);
+    std::vector<int64_t> ids(static_cast<size_t>(b));
+    for (int64_t i = 0; i < b; ++i) ids[static_cast<size_t>(i)] = i;
+    tf::TextKvCache cache;
+    const auto at_sigma = [&](tf::Modality m, float scale, bool cached) {
+      m.sigma = ops::mul(m.sigma, scale);
+      m.timesteps = ops::mul(m.timesteps, scale);
+      if (cached) {
+        m.context_groups = ids;
+        m.text_kv_cache = &cache;
+      }
+      return m;
+    };
+    for (float scale : {1.f, 0.5f}) {
+      const tf::Modality v = at_sigma(video, scale, true), a = at_sigma(audio, scale, true);
+      const tf::Modality pv = at_sigma(video, scale, false), pa = at_sigma(audio, scale, false);
+      const tf::ModelOutputs got = model.forward(&v, &a, nullptr), want = model.forward(&pv, &pa, nullptr);
+      EXPECT_LE(test::max_rel_err(got.video, want.video), 2e-5) << scale;
+      EXPECT_LE(test::max_rel_err(got.audio, want.audio), 2e-5) << scale;
+      EXPECT_EQ(cache.entries(), cacheable ? static_cast<size_t>(model.num_blocks() * 2 * b) : 0u);
+    }
+    EXPECT_EQ(cache.refused(), 0);
+    EXPECT_EQ(cache.bytes() > 0, cacheable);
   }
 }
 

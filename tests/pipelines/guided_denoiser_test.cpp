@@ -2,6 +2,8 @@
 // (tests/fixtures/ltx23.guided.io.safetensors; golden README "Guided denoising").
 #include "io/safetensors.h"
 #include "models/transformer/model.h"
+#include "models/transformer/text_kv_cache.h"
+#include "ops/elementwise.h"
 #include "pipelines/denoisers.h"
 #include "sampling/loops.h"
 #include "support/test_support.h"
@@ -167,6 +169,44 @@ TEST(GuidedDenoiser, SharedTextKvEqualsKvPerPass) {
       EXPECT_LE(test::max_rel_err(got->denoised, want->denoised), 2e-5) << chunk;
     }
   }
+}
+
+// The 19B (its text K / V do not depend on sigma): the denoisers keep them across steps
+// (text_kv_cache.h), the same outputs as computing them per pass and step, for the guided and the
+// simple denoiser over two steps.
+TEST(GuidedDenoiser, TextKvCacheAcrossStepsOnThe19BEqualsPerStepKv) {
+  const io::SafetensorsFile io(test::fixture("ltx2.io.safetensors"));
+  const mt::LTXModel model =
+      mt::LTXModel::from_files({test::fixture("ltx2.weights.safetensors")}, mt::LTXModelType::AudioVideo);
+  const auto state = [&](const std::string& m) {
+    LatentState st;
+    st.latent = io.tensor("in." + m + ".latent").contiguous();
+    st.positions = io.tensor("in." + m + ".positions").contiguous();
+    st.denoise_mask = Tensor::full({st.latent.size(0), st.latent.size(1), 1}, 1.f, DType::F32, Device::cpu());
+    st.clean_latent = Tensor::zeros(st.latent.shape(), st.latent.dtype(), Device::cpu());
+    return st;
+  };
+  const LatentState v = state("video"), a = state("audio");
+  const Tensor vc = io.tensor("in.video.context").contiguous(), ac = io.tensor("in.audio.context").contiguous();
+  const pipelines::ModalityContext vctx{vc, ops::mul(vc, 0.5)}, actx{ac, ops::mul(ac, 0.5)};
+  const std::vector<double> sigmas{0.9, 0.5, 0.0};
+  GuidedDenoiser cached(model, vctx, actx, Fixture::params(3.0), Fixture::params(7.0));
+  GuidedDenoiser per_step(model, vctx, actx, Fixture::params(3.0), Fixture::params(7.0));
+  per_step.set_share_text_kv(false);
+  const pipelines::SimpleDenoiser simple(model, vc, ac);
+  for (int64_t step : {0, 1}) {
+    SCOPED_TRACE(step);
+    const auto got = cached(&v, &a, sigmas, step), want = per_step(&v, &a, sigmas, step);
+    EXPECT_LE(test::max_rel_err(got.video.denoised, want.video.denoised), 2e-5);
+    EXPECT_LE(test::max_rel_err(got.audio.denoised, want.audio.denoised), 2e-5);
+    // Two prompts x batch items x 2 streams x blocks, filled by the first step.
+    const int64_t b = v.batch();
+    EXPECT_EQ(cached.text_kv_cache().entries(), static_cast<size_t>(2 * b * 2 * model.num_blocks()));
+    const auto s = simple(&v, &a, sigmas, step);
+    EXPECT_LE(test::max_rel_err(s.video.denoised, got.video.cond), 2e-5);
+    EXPECT_EQ(simple.text_kv_cache().entries(), static_cast<size_t>(b * 2 * model.num_blocks()));
+  }
+  EXPECT_EQ(per_step.text_kv_cache().entries(), 0u);
 }
 
 TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {

@@ -70,16 +70,25 @@ AttentionKv Attention::key_values(const Tensor& context, const std::vector<int64
     slot[static_cast<size_t>(i)] = found;
   }
   const AttentionKv unique = project(parts.size() == 1 ? parts.front() : ops::concat(parts, 0));
-  std::vector<Tensor> ks, vs;
+  std::vector<AttentionKv> per;
   for (int64_t i = 0; i < b; ++i) {
-    ks.push_back(unique.k.narrow(0, slot[static_cast<size_t>(i)], 1));
-    vs.push_back(unique.v.narrow(0, slot[static_cast<size_t>(i)], 1));
+    const int64_t u = slot[static_cast<size_t>(i)];
+    per.push_back({unique.k.narrow(0, u, 1), unique.v.narrow(0, u, 1)});
   }
-  // k back in the [B, H, S, Dh] view of a [B, S, H, Dh] tensor, as project() leaves it.
+  return stack_key_values(per);
+}
+
+AttentionKv stack_key_values(const std::vector<AttentionKv>& per_sample) {
+  LTX_CHECK(!per_sample.empty(), "attention: no K/V to stack");
+  std::vector<Tensor> ks, vs;
+  // k in the [B, H, S, Dh] view of a [B, S, H, Dh] tensor, as Attention::key_values forms it.
+  for (const AttentionKv& kv : per_sample) {
+    ks.push_back(kv.k.transpose(1, 2));
+    vs.push_back(kv.v);
+  }
   AttentionKv kv;
-  for (Tensor& k : ks) k = k.transpose(1, 2);
-  kv.k = ops::concat(ks, 0).transpose(1, 2);
-  kv.v = ops::concat(vs, 0);
+  kv.k = (ks.size() == 1 ? ks.front().contiguous() : ops::concat(ks, 0)).transpose(1, 2);
+  kv.v = vs.size() == 1 ? vs.front() : ops::concat(vs, 0);
   return kv;
 }
 

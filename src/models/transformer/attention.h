@@ -20,6 +20,9 @@ struct AttentionKv {
   Tensor k, v;
 };
 
+// One sample's K / V each ([1, H, S, Dh] and [1, S, inner]) stacked into a batch in that order.
+AttentionKv stack_key_values(const std::vector<AttentionKv>& per_sample);
+
 struct Attention {
   nn::Linear to_q, to_k, to_v, to_out;
   Tensor q_norm, k_norm;                 // [inner]

@@ -8,6 +8,8 @@
 
 namespace ltx::models::transformer {
 
+class TextKvCache;
+
 struct Modality {
   Tensor latent;     // [B, T, C] patchified latent tokens (noisy + conditioning)
   Tensor sigma;      // [B] the sample's sigma: prompt AdaLN and the OTHER stream's A/V gate
@@ -25,6 +27,9 @@ struct Modality {
   // are equal and computed once (Attention::key_values). Empty: every sample its own. The caller
   // vouches for the equality; nothing checks the data.
   std::vector<int64_t> context_groups;
+  // Optional, with context_groups: K / V kept across calls for models whose K / V do not depend
+  // on sigma (text_kv_cache.h); the ids must name the same contexts in every call. Not owned.
+  TextKvCache* text_kv_cache = nullptr;
 };
 
 }  // namespace ltx::models::transformer

@@ -218,6 +218,8 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
             " samples and the model ", num_blocks(), " blocks");
 
   for (int64_t i = 0; i < num_blocks(); ++i) {
+    if (v) v->block_index = i;
+    if (a) a->block_index = i;
     if (v)
       apply_block_perturbations(*v, *perturbations, i, PerturbationType::SkipVideoSelfAttn,
                                 PerturbationType::SkipA2VCrossAttn);

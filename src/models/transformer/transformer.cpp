@@ -113,10 +113,15 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, ts, 1), ada_value(table, ts, 0));
   const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
                               nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
-  // The text K / V once per group of samples that share the prompt (the guidance passes).
+  // The text K / V once per group of samples that share the prompt (the guidance passes), and
+  // once per loop where no prompt timestep modulates them (the cache).
   const auto text = [&](const Tensor& q_in, const Tensor& ctx) {
     if (args.context_groups.empty()) return text_attn(q_in, ctx, args.context_mask);
-    const AttentionKv kv = text_attn.key_values(ctx, args.context_groups);
+    const bool steady = args.text_kv_cache != nullptr && !args.prompt_timestep.defined();
+    const AttentionKv kv =
+        steady ? args.text_kv_cache->key_values(text_attn, ctx, args.context_groups, args.block_index,
+                                                args.stream)
+               : text_attn.key_values(ctx, args.context_groups);
     return text_attn(q_in, ctx, args.context_mask, nullptr, nullptr, Tensor(), false, &kv);
   };
   if (!cross_attention_adaln) {

@@ -119,6 +119,8 @@ TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const st
   LTX_CHECK(m.context_groups.empty() || static_cast<int64_t>(m.context_groups.size()) == b, name,
             ": ", m.context_groups.size(), " context groups for a batch of ", b);
   a.context_groups = m.context_groups;
+  a.text_kv_cache = m.context_groups.empty() ? nullptr : m.text_kv_cache;
+  a.stream = name == "audio" ? 1 : 0;
   observe("context", a.context);
   if (m.context_mask.defined()) {
     a.context_mask = context_attention_bias(m.context_mask, dtype);

@@ -12,6 +12,7 @@
 #include "models/transformer/modality.h"
 #include "models/transformer/perturbations.h"
 #include "models/transformer/rope.h"
+#include "models/transformer/text_kv_cache.h"
 #include "models/transformer/text_projection.h"
 
 namespace ltx::models::transformer {
@@ -24,6 +25,9 @@ struct TransformerArgs {
   Tensor context;            // [B, L, D]
   Tensor context_mask;       // additive text bias ([B, 1, 1, L] from an integer mask) or undefined
   std::vector<int64_t> context_groups;  // Modality::context_groups (empty: all samples distinct)
+  TextKvCache* text_kv_cache = nullptr;  // Modality::text_kv_cache
+  int64_t block_index = 0;               // the block running (set by the model's block loop)
+  int stream = 0;                        // 0 video, 1 audio (the cache's key)
   Tensor timesteps;          // AdaLN values [B, T', k * D] (T' = T for per-token timesteps)
   Tensor embedded_timestep;  // [B, T', D]
   RopeTables positional_embeddings;
