@@ -169,33 +169,50 @@ sampling::VideoPixelShape pixel_shape(const BenchCase& c, const Preset& p) {
   return s;
 }
 
+// The pure-noise states of a case (on the CPU, f32, each drawn from `gen` when asked for) and the
+// widths of its text contexts (the connectors' output, or the 19B caption projection's input).
+struct CaseShapes {
+  const BenchCase& c;
+  const Preset& p;
+  const tf::LTXModelConfig& cfg;
+
+  int64_t video_context_dim() const {
+    return cfg.caption_projection ? cfg.caption_channels : cfg.cross_attention_dim;
+  }
+  int64_t audio_context_dim() const {
+    return cfg.caption_projection ? cfg.caption_channels : cfg.audio_cross_attention_dim;
+  }
+  sampling::LatentState video_state(sampling::TorchCpuGenerator& gen) const {
+    sampling::VideoLatentTools tools;
+    tools.target = sampling::VideoLatentShape::from_pixel_shape(pixel_shape(c, p), cfg.in_channels);
+    tools.fps = p.fps;
+    return tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
+  }
+  sampling::LatentState audio_state(sampling::TorchCpuGenerator& gen) const {
+    sampling::AudioLatentTools tools;
+    tools.target =
+        sampling::AudioLatentShape::from_video_pixel_shape(pixel_shape(c, p), cfg.audio_in_channels / 16);
+    return tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
+  }
+};
+
 // What the distilled pipeline's stage hands the transformer for pure noise (no conditioning):
 // noised latents, positions, per-token timesteps sigma * 1, and unit-variance text contexts of
 // the full length without a mask (the connectors' output stand-in).
 TransformerInputs transformer_inputs(const BenchCase& c, const Preset& p, const tf::LTXModelConfig& cfg,
                                      const BenchOptions& o) {
   sampling::TorchCpuGenerator gen(static_cast<int64_t>(o.seed) + 10);
-  const sampling::VideoPixelShape pixels = pixel_shape(c, p);
+  const CaseShapes shapes{c, p, cfg};
   TransformerInputs in;
-  const int64_t ctx_dim = cfg.caption_projection ? cfg.caption_channels : cfg.cross_attention_dim;
-  const int64_t audio_ctx_dim =
-      cfg.caption_projection ? cfg.caption_channels : cfg.audio_cross_attention_dim;
-  {
-    sampling::VideoLatentTools tools;
-    tools.target = sampling::VideoLatentShape::from_pixel_shape(pixels, cfg.in_channels);
-    tools.fps = p.fps;
-    const sampling::LatentState s =
-        tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
-    const Tensor ctx = gen.randn({1, c.tokens.video_text, ctx_dim});
-    in.video = modality_on(pipelines::modality_from_state(s, ctx, o.sigma), o.device, o.model_dtype());
-  }
+  const auto modality = [&](const sampling::LatentState& s, int64_t tokens, int64_t dim) {
+    const Tensor ctx = gen.randn({1, tokens, dim});
+    return modality_on(pipelines::modality_from_state(s, ctx, o.sigma), o.device, o.model_dtype());
+  };
+  const sampling::LatentState v = shapes.video_state(gen);
+  in.video = modality(v, c.tokens.video_text, shapes.video_context_dim());
   if (c.tokens.audio > 0) {
-    sampling::AudioLatentTools tools;
-    tools.target = sampling::AudioLatentShape::from_video_pixel_shape(pixels, cfg.audio_in_channels / 16);
-    const sampling::LatentState s =
-        tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
-    const Tensor ctx = gen.randn({1, c.tokens.audio_text, audio_ctx_dim});
-    in.audio = modality_on(pipelines::modality_from_state(s, ctx, o.sigma), o.device, o.model_dtype());
+    const sampling::LatentState a = shapes.audio_state(gen);
+    in.audio = modality(a, c.tokens.audio_text, shapes.audio_context_dim());
   }
   return in;
 }
@@ -227,25 +244,18 @@ struct GuidedInputs {
 GuidedInputs guided_inputs(const BenchCase& c, const Preset& p, const tf::LTXModelConfig& cfg,
                            const BenchOptions& o) {
   sampling::TorchCpuGenerator gen(static_cast<int64_t>(o.seed) + 10);
-  const sampling::VideoPixelShape pixels = pixel_shape(c, p);
+  const CaseShapes shapes{c, p, cfg};
   GuidedInputs in;
-  const int64_t ctx_dim = cfg.caption_projection ? cfg.caption_channels : cfg.cross_attention_dim;
-  const int64_t audio_ctx_dim =
-      cfg.caption_projection ? cfg.caption_channels : cfg.audio_cross_attention_dim;
   const auto context = [&](int64_t tokens, int64_t dim) {
     return gen.randn({1, tokens, dim}).to(o.device, o.model_dtype());
   };
-  sampling::VideoLatentTools vt;
-  vt.target = sampling::VideoLatentShape::from_pixel_shape(pixels, cfg.in_channels);
-  vt.fps = p.fps;
-  in.video = vt.create_initial_state(DType::F32, gen.randn(vt.target.shape())).to(o.device);
-  in.video_context = {context(c.tokens.video_text, ctx_dim), context(c.tokens.video_text, ctx_dim)};
+  in.video = shapes.video_state(gen).to(o.device);
+  const int64_t vd = shapes.video_context_dim();
+  in.video_context = {context(c.tokens.video_text, vd), context(c.tokens.video_text, vd)};
   if (c.tokens.audio > 0) {
-    sampling::AudioLatentTools at;
-    at.target = sampling::AudioLatentShape::from_video_pixel_shape(pixels, cfg.audio_in_channels / 16);
-    in.audio = at.create_initial_state(DType::F32, gen.randn(at.target.shape())).to(o.device);
-    in.audio_context = {context(c.tokens.audio_text, audio_ctx_dim),
-                        context(c.tokens.audio_text, audio_ctx_dim)};
+    in.audio = shapes.audio_state(gen).to(o.device);
+    const int64_t ad = shapes.audio_context_dim();
+    in.audio_context = {context(c.tokens.audio_text, ad), context(c.tokens.audio_text, ad)};
     in.has_audio = true;
   }
   in.sigmas = {o.sigma, 0.0};
