@@ -67,6 +67,15 @@ struct WgmmaArgs : FusedAttentionParams {
   float2* part_ml = nullptr;
 };
 
+// 128-row query tiles of tq queries, 128-key tiles of tk keys.
+__host__ __device__ constexpr int64_t query_tiles(int64_t tq) { return (tq + kRowsQ - 1) / kRowsQ; }
+__host__ __device__ constexpr int64_t key_tiles(int64_t tk) { return (tk + kKeys - 1) / kKeys; }
+// The softmax's exponent factor: exp(scale * (x - m)) = exp2((x - m) * factor); masked logits
+// already carry the scale.
+__host__ __device__ constexpr float exp2_factor(bool masked, float scale) {
+  return masked ? mma::kLog2e : scale * mma::kLog2e;
+}
+
 template <int kDim>
 constexpr uint32_t q_bytes() {
   return kRowsQ * kDim * 2;
@@ -75,7 +84,6 @@ template <int kDim>
 constexpr uint32_t tile_bytes() {
   return kKeys * kDim * 2;
 }
-// The mbarriers: Q full, Q empty, then the K / V ring's (wgmma::KvBarriers).
 // The mbarriers: Q full and Q empty per Q buffer (up to two), then the K / V ring's.
 constexpr int kBarriers = 4 + wgmma::KvBarriers<kStages>::kCount;
 // Q buffers: two for resident keys with D 64 (D 128's second buffer would not fit with the
@@ -135,13 +143,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int b = bh / a.heads, h = bh % a.heads;
   // This block's query tiles: [q_tile0, q_tile0 + q_count) (one unless the keys are resident).
   const int64_t q_tile0 = static_cast<int64_t>(blockIdx.x) * (kResident ? a.q_tiles_per_block : 1);
-  const int64_t q_left = (a.tq + kRowsQ - 1) / kRowsQ - q_tile0;
+  const int64_t q_left = query_tiles(a.tq) - q_tile0;
   const int q_count = kResident ? static_cast<int>(q_left < a.q_tiles_per_block ? q_left : a.q_tiles_per_block)
                                 : 1;
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid / 128;
   // This block's key tiles: [tile0, tile0 + num_tiles) (every tile unless the keys are split).
-  const int all_tiles = static_cast<int>((a.tk + kKeys - 1) / kKeys);
+  const int all_tiles = static_cast<int>(key_tiles(a.tk));
   const int tile0 = static_cast<int>(blockIdx.z) * a.tiles_per_split;
   const int num_tiles = max(0, min(a.tiles_per_split, all_tiles - tile0));
 
@@ -216,8 +224,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     gates[r] = row_base + r * 8 < a.tq ? a.gate_factor(b, h, row_base + r * 8) : 1.f;
-  // exp(scale * (x - m)) = exp2(x * sl - m * sl); masked logits already carry the scale.
-  const float sl = kMasked ? mma::kLog2e : a.scale * mma::kLog2e;
+  const float sl = exp2_factor(kMasked, a.scale);
 
   // Pingpong: the two consumers take turns issuing their MMAs, so one's softmax runs while the
   // other's products keep the tensor cores busy (measured on the H200, 32 x 6144 x 6144, D 128:
@@ -407,15 +414,17 @@ __global__ void __launch_bounds__(256) wgmma_attention_merge_kernel(const WgmmaA
   const int64_t bh = row_id / a.tq, row = row_id % a.tq;
   const int64_t b = bh / a.heads, h = bh % a.heads;
   constexpr int kPairs = kDim / 64;  // dim pairs per lane
+  // A range that attended some key (a NaN sum included, so NaN rows stay NaN as unsplit).
+  const auto attended = [](float2 ml) { return ml.y > 0.f || ml.y != ml.y; };
   float mx = -INFINITY;
   for (int s = 0; s < splits; ++s) {
     const float2 ml = a.part_ml[s * rows + row_id];
-    if (ml.y > 0.f || ml.y != ml.y) mx = fmaxf(mx, ml.x);  // ranges that attended some key
+    if (attended(ml)) mx = fmaxf(mx, ml.x);
   }
   float l = 0.f, acc[kPairs][2] = {};
   for (int s = 0; s < splits; ++s) {
     const float2 ml = a.part_ml[s * rows + row_id];
-    if (!(ml.y > 0.f || ml.y != ml.y)) continue;  // nothing attended in this range: adds zeros
+    if (!attended(ml)) continue;  // nothing attended in this range: adds zeros
     const float w = exp2f((ml.x - mx) * sl);
     l = fmaf(ml.y, w, l);
     const float* src = a.part_o + (s * rows + row_id) * kDim;
@@ -444,28 +453,32 @@ void launch(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int 
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kSmem)));
   });
-  const int64_t q_tiles = (a.tq + kRowsQ - 1) / kRowsQ;
+  const int64_t q_tiles = query_tiles(a.tq);
   const dim3 grid(static_cast<unsigned>((q_tiles + a.q_tiles_per_block - 1) / a.q_tiles_per_block),
                   static_cast<unsigned>(batch_heads), static_cast<unsigned>(splits));
   wgmma_attention_kernel<kDim, kMasked, kSplit, kResident><<<grid, kThreads, kSmem, stream>>>(maps, a);
   LTX_CUDA_CHECK_LAUNCH();
 }
 
+// launch<> with kMasked from the args' mask.
+template <int kDim, bool kSplit, bool kResident>
+void launch_masked(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int splits,
+                   int device, cudaStream_t stream) {
+  if (a.mask.kind != MaskKind::None) {
+    launch<kDim, true, kSplit, kResident>(maps, a, batch_heads, splits, device, stream);
+  } else {
+    launch<kDim, false, kSplit, kResident>(maps, a, batch_heads, splits, device, stream);
+  }
+}
+
 template <int kDim>
 void launch_dim(const WgmmaMaps& maps, WgmmaArgs a, int64_t batch_heads, int splits, int device,
                 cudaStream_t stream) {
-  const bool masked = a.mask.kind != MaskKind::None;
   if (splits <= 1) {
     if (a.q_tiles_per_block > 1) {
-      if (masked) {
-        launch<kDim, true, false, true>(maps, a, batch_heads, 1, device, stream);
-      } else {
-        launch<kDim, false, false, true>(maps, a, batch_heads, 1, device, stream);
-      }
-    } else if (masked) {
-      launch<kDim, true, false>(maps, a, batch_heads, 1, device, stream);
+      launch_masked<kDim, false, true>(maps, a, batch_heads, 1, device, stream);
     } else {
-      launch<kDim, false, false>(maps, a, batch_heads, 1, device, stream);
+      launch_masked<kDim, false, false>(maps, a, batch_heads, 1, device, stream);
     }
     return;
   }
@@ -476,14 +489,9 @@ void launch_dim(const WgmmaMaps& maps, WgmmaArgs a, int64_t batch_heads, int spl
   const Tensor part_ml = Tensor::empty({splits, rows, 2}, DType::F32, Device::cuda(device));
   a.part_o = static_cast<float*>(const_cast<void*>(part_o.raw_data()));
   a.part_ml = static_cast<float2*>(const_cast<void*>(part_ml.raw_data()));
-  if (masked) {
-    launch<kDim, true, true>(maps, a, batch_heads, splits, device, stream);
-  } else {
-    launch<kDim, false, true>(maps, a, batch_heads, splits, device, stream);
-  }
+  launch_masked<kDim, true, false>(maps, a, batch_heads, splits, device, stream);
   const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
-  // The kernel's exponent factor: masked logits carry the scale already.
-  const float sl = masked ? mma::kLog2e : a.scale * mma::kLog2e;
+  const float sl = exp2_factor(a.mask.kind != MaskKind::None, a.scale);
   wgmma_attention_merge_kernel<kDim><<<blocks, 256, 0, stream>>>(a, splits, rows, sl);
   LTX_CUDA_CHECK_LAUNCH();
 }
@@ -564,8 +572,8 @@ bool wgmma_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v) 
 }
 
 int wgmma_attention_auto_splits(const Tensor& q, const Tensor& k) {
-  const int64_t blocks = ((q.size(2) + kRowsQ - 1) / kRowsQ) * q.size(0) * q.size(1);
-  const int64_t tiles = (k.size(2) + kKeys - 1) / kKeys;
+  const int64_t blocks = query_tiles(q.size(2)) * q.size(0) * q.size(1);
+  const int64_t tiles = key_tiles(k.size(2));
   const int64_t sms = multiprocessor_count(q.device().index);
   // Only when fewer than half the SMs would get a block (one block per SM fits) and every range
   // keeps at least 4 key tiles, so the merge stays a small fraction of the work.
@@ -574,9 +582,9 @@ int wgmma_attention_auto_splits(const Tensor& q, const Tensor& k) {
 }
 
 int wgmma_attention_auto_q_tiles(const Tensor& q, const Tensor& k) {
-  const int64_t q_tiles = (q.size(2) + kRowsQ - 1) / kRowsQ;
+  const int64_t q_tiles = query_tiles(q.size(2));
   const int64_t blocks = q_tiles * q.size(0) * q.size(1);
-  const int64_t tiles = (k.size(2) + kKeys - 1) / kKeys;
+  const int64_t tiles = key_tiles(k.size(2));
   const int64_t sms = multiprocessor_count(q.device().index);
   // Keys that fit the stages, and at least two waves of blocks to fold into one: as many blocks
   // per (batch, head) as fit one wave, the query tiles dealt out evenly (a ragged last block
@@ -595,7 +603,7 @@ void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   maps.v = tensor_map(v);
   WgmmaArgs a;
   static_cast<FusedAttentionParams&>(a) = fused_attention_params(q, k, mask, gate, scale, out);
-  const int64_t tiles = (k.size(2) + kKeys - 1) / kKeys;
+  const int64_t tiles = key_tiles(k.size(2));
   int splits = kv_splits > 0 ? kv_splits : wgmma_attention_auto_splits(q, k);
   LTX_CHECK(splits <= 65535, "wgmma attention: ", splits, " key splits are too many for one launch");
   // Equal ranges, none empty: ceil(tiles / splits) tiles each, and as many ranges as that needs.

@@ -29,17 +29,17 @@ Attention Attention::load(io::WeightMap& w, int64_t query_dim, int64_t context_d
   return a;
 }
 
-namespace {
-
-// Whether `groups` names a sample that repeats an earlier one (the only case worth a gather).
-bool has_repeats(const std::vector<int64_t>& groups) {
-  for (size_t i = 0; i < groups.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (groups[j] == groups[i]) return true;
-  return false;
+ContextGroupSlots context_group_slots(const std::vector<int64_t>& groups) {
+  ContextGroupSlots g;
+  g.slot.resize(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    size_t u = 0;
+    while (u < g.firsts.size() && groups[static_cast<size_t>(g.firsts[u])] != groups[i]) ++u;
+    if (u == g.firsts.size()) g.firsts.push_back(static_cast<int64_t>(i));
+    g.slot[i] = static_cast<int64_t>(u);
+  }
+  return g;
 }
-
-}  // namespace
 
 AttentionKv Attention::key_values(const Tensor& context, const std::vector<int64_t>& groups) const {
   LTX_CHECK(context.dim() == 3, "attention: context must be [B, S, D], got ", context.describe());
@@ -53,28 +53,14 @@ AttentionKv Attention::key_values(const Tensor& context, const std::vector<int64
     kv.v = to_v(c);
     return kv;
   };
-  if (!has_repeats(groups)) return project(context);
+  const ContextGroupSlots g = context_group_slots(groups);
+  if (g.firsts.size() == groups.size()) return project(context);  // no sample repeats another
   // The first sample of each group, projected as one batch; then every sample takes its group's.
-  std::vector<int64_t> firsts, slot(static_cast<size_t>(b));
   std::vector<Tensor> parts;
-  for (int64_t i = 0; i < b; ++i) {
-    int64_t found = -1;
-    const int64_t id = groups[static_cast<size_t>(i)];
-    for (size_t u = 0; u < firsts.size(); ++u)
-      if (groups[static_cast<size_t>(firsts[u])] == id) found = static_cast<int64_t>(u);
-    if (found < 0) {
-      found = static_cast<int64_t>(firsts.size());
-      firsts.push_back(i);
-      parts.push_back(context.narrow(0, i, 1));
-    }
-    slot[static_cast<size_t>(i)] = found;
-  }
+  for (int64_t i : g.firsts) parts.push_back(context.narrow(0, i, 1));
   const AttentionKv unique = project(parts.size() == 1 ? parts.front() : ops::concat(parts, 0));
   std::vector<AttentionKv> per;
-  for (int64_t i = 0; i < b; ++i) {
-    const int64_t u = slot[static_cast<size_t>(i)];
-    per.push_back({unique.k.narrow(0, u, 1), unique.v.narrow(0, u, 1)});
-  }
+  for (int64_t u : g.slot) per.push_back({unique.k.narrow(0, u, 1), unique.v.narrow(0, u, 1)});
   return stack_key_values(per);
 }
 

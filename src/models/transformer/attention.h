@@ -23,6 +23,13 @@ struct AttentionKv {
 // One sample's K / V each ([1, H, S, Dh] and [1, S, inner]) stacked into a batch in that order.
 AttentionKv stack_key_values(const std::vector<AttentionKv>& per_sample);
 
+// The groups of Modality::context_groups as the K / V sharing walks them: `firsts` the first
+// sample of each distinct id (in order), `slot[i]` the index into `firsts` of sample i's id.
+struct ContextGroupSlots {
+  std::vector<int64_t> firsts, slot;
+};
+ContextGroupSlots context_group_slots(const std::vector<int64_t>& groups);
+
 struct Attention {
   nn::Linear to_q, to_k, to_v, to_out;
   Tensor q_norm, k_norm;                 // [inner]
