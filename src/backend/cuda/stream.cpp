@@ -24,6 +24,11 @@ DefaultStreams& default_streams() {
   return *ds;
 }
 
+DefaultStreams& side_streams() {
+  static DefaultStreams* ds = new DefaultStreams();
+  return *ds;
+}
+
 // Per-thread current stream for each device; nullptr means "the device's default stream".
 std::vector<cudaStream_t>& thread_streams() {
   thread_local std::vector<cudaStream_t> v;
@@ -59,6 +64,27 @@ Stream default_stream(int device) {
     LTX_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   }
   return Stream(s, device);
+}
+
+Stream side_stream(int device) {
+  check_device(device, "side_stream");
+  DefaultStreams& ds = side_streams();
+  std::lock_guard<std::mutex> lock(ds.mu);
+  if (ds.streams.empty()) ds.streams.assign(static_cast<size_t>(device_count()), nullptr);
+  cudaStream_t& s = ds.streams[static_cast<size_t>(device)];
+  if (s == nullptr) {
+    DeviceGuard guard(device);
+    int least = 0, greatest = 0;
+    LTX_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    LTX_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+  }
+  return Stream(s, device);
+}
+
+bool is_capturing(Stream s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  LTX_CUDA_CHECK(cudaStreamIsCapturing(s.handle(), &status));
+  return status != cudaStreamCaptureStatusNone;
 }
 
 Stream current_stream(int device) {

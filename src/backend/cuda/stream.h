@@ -32,6 +32,12 @@ class Stream {
 // The process-wide default stream of `device` (non-blocking, created on first use, never
 // destroyed).
 Stream default_stream(int device);
+// A second process-wide stream of `device` for work that runs beside the current stream's
+// (backend/stream_fork.h): non-blocking, at the device's highest priority so that its small
+// kernels are scheduled as soon as SMs free up. Created on first use, never destroyed.
+Stream side_stream(int device);
+// True when `s` is being captured into a CUDA graph.
+bool is_capturing(Stream s);
 // The calling thread's current stream on `device` (-1: the current device).
 Stream current_stream(int device = -1);
 // Makes `s` the calling thread's current stream on s.device().

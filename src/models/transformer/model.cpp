@@ -217,6 +217,9 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
             " samples and ", perturbations->num_blocks(), " blocks, the call has ", batch,
             " samples and the model ", num_blocks(), " blocks");
 
+  // With both streams, each block's audio half runs beside its video half on a GPU.
+  std::optional<backend::StreamFork> lines;
+  if (v && a) lines.emplace(v->x.device());
   for (int64_t i = 0; i < num_blocks(); ++i) {
     if (v) v->block_index = i;
     if (a) a->block_index = i;
@@ -226,7 +229,7 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
     if (a)
       apply_block_perturbations(*a, *perturbations, i, PerturbationType::SkipAudioSelfAttn,
                                 PerturbationType::SkipV2ACrossAttn);
-    transformer_blocks_[i].forward(v ? &*v : nullptr, a ? &*a : nullptr);
+    transformer_blocks_[i].forward(v ? &*v : nullptr, a ? &*a : nullptr, lines ? &*lines : nullptr);
     if (observer) {
       if (v) observer(str("block", i, ".video_x"), v->x);
       if (a) observer(str("block", i, ".audio_x"), a->x);

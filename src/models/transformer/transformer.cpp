@@ -1,5 +1,7 @@
 #include "models/transformer/transformer.h"
 
+#include <functional>
+
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 
@@ -171,7 +173,8 @@ Tensor cross_residual(const Tensor& x, const Tensor& out, const ops::Summed& gat
 
 }  // namespace
 
-void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* audio) const {
+void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* audio,
+                                      backend::StreamFork* lines) const {
   LTX_CHECK(video != nullptr || audio != nullptr,
             "transformer block: at least one of video or audio must be provided");
   const bool run_vx = video != nullptr && video->enabled && video->x.numel() > 0;
@@ -181,19 +184,39 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
   LTX_CHECK(!run_vx || attn1, "transformer block: this model has no video stream");
   LTX_CHECK(!run_ax || audio_attn1, "transformer block: this model has no audio stream");
 
+  // The audio half on the side line (when given): it reads only the audio state and the block's
+  // arguments, which the main line made before the fork.
+  const auto audio_line = [lines](const std::function<void()>& f) {
+    if (lines != nullptr) {
+      lines->on_side(f);
+    } else {
+      f();
+    }
+  };
+  if (lines != nullptr) lines->fork();
+
   Tensor vx = video != nullptr ? video->x : Tensor();
   Tensor ax = audio != nullptr ? audio->x : Tensor();
   if (run_vx)
     vx = self_and_text_attention(vx, *video, *attn1, *attn2, scale_shift_table,
                                  prompt_scale_shift_table, cross_attention_adaln, norm_eps);
   if (run_ax)
-    ax = self_and_text_attention(ax, *audio, *audio_attn1, *audio_attn2, audio_scale_shift_table,
-                                 audio_prompt_scale_shift_table, cross_attention_adaln, norm_eps);
+    audio_line([&] {
+      ax = self_and_text_attention(ax, *audio, *audio_attn1, *audio_attn2, audio_scale_shift_table,
+                                   audio_prompt_scale_shift_table, cross_attention_adaln, norm_eps);
+    });
 
   Tensor vx_ff_h, ax_ff_h;  // the FFN inputs when formed with the cross-modal residual
   if ((run_a2v || run_v2a) && audio_to_video_attn) {
-    // Both directions read the snapshots taken after self- and text attention.
+    // Both directions read the snapshots taken after self- and text attention: each line waits
+    // for the other's, and keeps the other's snapshot alive until its reads are done.
     const Tensor vx0 = vx, ax0 = ax;
+    if (lines != nullptr) {
+      lines->fork();
+      lines->join();
+      lines->read_on_side(vx0);
+      lines->read_on_main(ax0);
+    }
     if (run_a2v && !video->cross_attn_skip_all) {
       const AvCaValues v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
                                         video->cross_gate_timestep, 0, true);
@@ -206,7 +229,7 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
       vx = cross_residual(vx, out, v.gate, video->cross_attn_perturbation_mask, run_vx, *video,
                           scale_shift_table, norm_eps, &vx_ff_h);
     }
-    if (run_v2a && !audio->cross_attn_skip_all) {
+    if (run_v2a && !audio->cross_attn_skip_all) audio_line([&] {
       const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
                                         audio->cross_gate_timestep, 2, true);
       const AvCaValues v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
@@ -217,11 +240,16 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
                                  &audio->cross_positional_embeddings, &video->cross_positional_embeddings);
       ax = cross_residual(ax, out, a.gate, audio->cross_attn_perturbation_mask, run_ax, *audio,
                           audio_scale_shift_table, norm_eps, &ax_ff_h);
-    }
+    });
   }
 
   if (run_vx) vx = feed_forward_step(vx, vx_ff_h, *video, *ff, scale_shift_table, norm_eps);
-  if (run_ax) ax = feed_forward_step(ax, ax_ff_h, *audio, *audio_ff, audio_scale_shift_table, norm_eps);
+  if (run_ax)
+    audio_line([&] {
+      ax = feed_forward_step(ax, ax_ff_h, *audio, *audio_ff, audio_scale_shift_table, norm_eps);
+    });
+  // Before the old states are dropped: the main line's next allocations wait for the side's reads.
+  if (lines != nullptr) lines->join();
   if (video != nullptr) video->x = vx;
   if (audio != nullptr) audio->x = ax;
 }

@@ -5,6 +5,7 @@
 // audio<->video cross-attention on snapshots of both streams, then the AdaLN-modulated FFN.
 #include <optional>
 
+#include "backend/stream_fork.h"
 #include "models/transformer/attention.h"
 #include "models/transformer/feed_forward.h"
 #include "models/transformer/transformer_args.h"
@@ -47,8 +48,11 @@ struct BasicAVTransformerBlock {
                                       LTXRopeType rope_type, double norm_eps,
                                       const nn::LoadOptions& opt);
 
-  // Updates video->x / audio->x (either may be null, not both).
-  void forward(TransformerArgs* video, TransformerArgs* audio) const;
+  // Updates video->x / audio->x (either may be null, not both). With `lines` (both streams
+  // present), the audio half runs on its side line next to the video half (backend/stream_fork.h);
+  // the caller forks before and joins after the blocks.
+  void forward(TransformerArgs* video, TransformerArgs* audio,
+               backend::StreamFork* lines = nullptr) const;
 };
 
 }  // namespace ltx::models::transformer
