@@ -217,16 +217,17 @@ TransformerInputs transformer_inputs(const BenchCase& c, const Preset& p, const 
   return in;
 }
 
-// --guided: the LTX-2.3 default guidance, its STG block moved into a smaller preset's range.
-sampling::PipelineParams guided_params(int64_t num_blocks) {
-  sampling::PipelineParams q = sampling::ltx_2_3_params();
+// --guided: the default guidance of the preset's generation (LTX_2_PARAMS for the 19B, 2.3's for
+// 2.3 and the tiny preset, 2.4's for 2.5), its STG block moved into a smaller preset's range.
+sampling::PipelineParams guided_params(const Preset& p, int64_t num_blocks) {
+  sampling::PipelineParams q = sampling::detect_params(p.model_version);
   for (sampling::GuiderParams* g : {&q.video_guider, &q.audio_guider})
     for (int& b : g->stg_blocks) b = std::min<int>(b, static_cast<int>(num_blocks) - 1);
   return q;
 }
 
-int64_t guided_pass_count(bool audio) {
-  const sampling::PipelineParams q = sampling::ltx_2_3_params();
+int64_t guided_pass_count(const Preset& p, bool audio) {
+  const sampling::PipelineParams& q = sampling::detect_params(p.model_version);
   const sampling::GuidancePlan plan = sampling::plan_guidance(
       sampling::MultiModalGuider(q.video_guider), sampling::MultiModalGuider(q.audio_guider), true, audio, 0);
   return static_cast<int64_t>(plan.passes.size());
@@ -271,7 +272,7 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
       [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
         if (o.guided) {
           auto in = std::make_shared<GuidedInputs>(guided_inputs(c, p, cfg, o));
-          const sampling::PipelineParams q = guided_params(model.num_blocks());
+          const sampling::PipelineParams q = guided_params(p, model.num_blocks());
           auto denoiser = std::make_shared<pipelines::GuidedDenoiser>(
               model, in->video_context, in->audio_context, q.video_guider, q.audio_guider);
           denoiser->set_share_text_kv(o.share_text_kv);
@@ -308,6 +309,7 @@ std::optional<models::tiling::TilingConfig> vae_tiling(const BenchCase& c, const
 }
 
 void run_vae_cases(BenchReport& r, const Preset& p) {
+  if (!p.has_conv_vae()) return;  // plan() made no VAE case
   const vae::DecoderConfig cfg = p.decoder_config();
   const BenchOptions& o = r.options;
   time_model_cases<vae::ConvVideoDecoder>(
@@ -525,7 +527,7 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
                     o.cuda_graph ? " graph" : "");
       c.flops = transformer_flops(cfg, c.tokens);
       if (o.guided) {
-        c.passes = guided_pass_count(o.audio);
+        c.passes = guided_pass_count(p, o.audio);
         FlopCount all;
         all.add(c.flops, c.passes);
         c.flops = all;
@@ -535,8 +537,8 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
       r.cases.push_back(std::move(c));
     }
   }
-  if (target == BenchTarget::All || target == BenchTarget::Vae) {
-    const vae::DecoderConfig cfg = p.decoder_config();
+  if (target == BenchTarget::Vae || (target == BenchTarget::All && p.has_conv_vae())) {
+    const vae::DecoderConfig cfg = p.decoder_config();  // throws without one
     BenchCase c;
     c.kind = "vae_decode";
     c.size = o.vae_size.value_or(p.vae_size);

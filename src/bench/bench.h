@@ -42,8 +42,8 @@ struct BenchOptions {
   // The transformer step recorded once as a CUDA graph and replayed (backend/step_graph.h);
   // the recording runs before the timed calls.
   bool cuda_graph = false;
-  // The transformer case as one step of the guided denoiser with the LTX-2.3 default guidance
-  // (video cfg 3 / STG 1 on block 28 / modality 3, audio cfg 7 / STG 1 / modality 3: cond,
+  // The transformer case as one step of the guided denoiser with the default guidance of the
+  // preset's generation (2.3: video cfg 3 / STG 1 on block 28 / modality 3, audio cfg 7 / STG 1 / modality 3: cond,
   // uncond, perturbed and isolated-modality passes in one batch of 4), a negative context of
   // its own; FLOPs counted as passes x one forward (the skipped STG block and cross-modal
   // attentions, and the shared text K / V, make the true count a little lower).

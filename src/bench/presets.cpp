@@ -73,6 +73,44 @@ constexpr const char* kLtx25DiffusionVae = R"json({
   }
 })json";
 
+// config.transformer of the LTX-2 19B checkpoints: the keys its files carry (reference map 2.2:
+// no gated attention, no text-attention AdaLN, the caption projection inside the transformer) at
+// the 22B's published widths, which the 19B shares. Its connector keys are left out: the
+// transformer does not read them.
+constexpr const char* kLtx2Transformer = R"json({
+  "_class_name": "AVTransformer3DModel", "activation_fn": "gelu-approximate",
+  "attention_bias": true, "attention_head_dim": 128, "attention_type": "default",
+  "audio_attention_head_dim": 64, "audio_cross_attention_dim": 2048, "audio_in_channels": 128,
+  "audio_num_attention_heads": 32, "audio_out_channels": 128,
+  "audio_positional_embedding_max_pos": [20], "av_ca_timestep_scale_multiplier": 1000.0,
+  "av_cross_ada_norm": true, "caption_channels": 3840, "causal_temporal_positioning": true,
+  "cross_attention_dim": 4096, "cross_attention_norm": true, "double_self_attention": false,
+  "dropout": 0.0, "frequencies_precision": "float64", "in_channels": 128,
+  "norm_elementwise_affine": false, "norm_eps": 1e-06, "norm_num_groups": 32,
+  "num_attention_heads": 32, "num_embeds_ada_norm": 1000, "num_layers": 48,
+  "num_vector_embeds": null, "only_cross_attention": false, "out_channels": 128,
+  "positional_embedding_max_pos": [20, 2048, 2048], "positional_embedding_theta": 10000.0,
+  "positional_embedding_type": "rope", "qk_norm": "rms_norm", "rope_type": "split",
+  "share_ff": false, "standardization_norm": "rms_norm", "timestep_scale_multiplier": 1000,
+  "upcast_attention": false, "use_audio_video_cross_attention": true,
+  "use_embeddings_connector": true, "use_linear_projection": false, "use_middle_indices_grid": true
+})json";
+
+// LTX-2 19B: the transformer only. Its conv VAE's published block layout is not recorded here
+// (reference map 4.2 lists it as uncertain), so the preset has no VAE case.
+Preset ltx2_19b() {
+  Preset p;
+  p.name = "ltx2-19b";
+  p.description = "LTX-2 19B audio-video transformer (no VAE: its block layout is not recorded here)";
+  p.transformer = nlohmann::json::parse(kLtx2Transformer);
+  p.transformer_sizes = {{768, 512}, {1536, 1024}};
+  p.vae_size = {1536, 1024};
+  p.frames = 121;
+  p.text_tokens = 1024;
+  p.model_version = "";  // the 19B files carry none: LTX_2_PARAMS
+  return p;
+}
+
 Preset ltx23_22b() {
   Preset p;
   p.name = "ltx23-22b";
@@ -83,6 +121,7 @@ Preset ltx23_22b() {
   p.vae_size = {1536, 1024};
   p.frames = 121;
   p.text_tokens = 1024;
+  p.model_version = "2.3.0";
   return p;
 }
 
@@ -95,6 +134,7 @@ Preset ltx25_22b() {
   p.transformer["ff_bias"] = false;
   p.transformer["use_keyframes_abs_pos_embedding"] = true;
   p.diffusion_vae = nlohmann::json::parse(kLtx25DiffusionVae);
+  p.model_version = "2.5.0";
   return p;
 }
 
@@ -146,6 +186,8 @@ models::transformer::LTXModelConfig Preset::transformer_config() const {
 }
 
 models::video_vae::DecoderConfig Preset::decoder_config() const {
+  LTX_CHECK(has_conv_vae(), "bench preset '", name, "' has no conv video VAE; use --preset "
+            "ltx23-22b, ltx25-22b or tiny for the VAE decode");
   return models::video_vae::decoder_config_from_json(vae, "bench preset '" + name + "'");
 }
 
@@ -156,13 +198,14 @@ models::video_vae::DiffusionDecoderConfig Preset::diffusion_decoder_config() con
                                                                "bench preset '" + name + "'");
 }
 
-std::vector<std::string> preset_names() { return {"ltx23-22b", "ltx25-22b", "tiny"}; }
+std::vector<std::string> preset_names() { return {"ltx2-19b", "ltx23-22b", "ltx25-22b", "tiny"}; }
 
 Preset preset(const std::string& name) {
+  if (name == "ltx2-19b") return ltx2_19b();
   if (name == "ltx23-22b") return ltx23_22b();
   if (name == "ltx25-22b") return ltx25_22b();
   if (name == "tiny") return tiny();
-  fail("--preset: unknown preset '", name, "'; choose one of: ltx23-22b, ltx25-22b, tiny");
+  fail("--preset: unknown preset '", name, "'; choose one of: ltx2-19b, ltx23-22b, ltx25-22b, tiny");
 }
 
 VideoSize parse_video_size(const std::string& text, const char* what) {

@@ -42,15 +42,20 @@ struct Preset {
   int64_t frames = 121;
   double fps = 24.0;
   int64_t text_tokens = 1024;
+  // The checkpoint's `model_version` metadata: picks the pipeline defaults (the guidance of
+  // `--guided`) with the reference's rule, sampling::detect_params.
+  std::string model_version;
 
   models::transformer::LTXModelConfig transformer_config() const;
+  bool has_conv_vae() const { return !vae.is_null(); }
+  // Throws naming the preset when it has none.
   models::video_vae::DecoderConfig decoder_config() const;
   bool has_diffusion_decoder() const { return !diffusion_vae.is_null(); }
   // Throws naming the preset when it has none.
   models::video_vae::DiffusionDecoderConfig diffusion_decoder_config() const;
 };
 
-// "ltx23-22b", "ltx25-22b" or "tiny"; throws listing the names otherwise.
+// "ltx2-19b", "ltx23-22b", "ltx25-22b" or "tiny"; throws listing the names otherwise.
 Preset preset(const std::string& name);
 std::vector<std::string> preset_names();
 

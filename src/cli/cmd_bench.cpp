@@ -127,7 +127,7 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--cuda-graph", o->cuda_graph,
                 "Record the transformer step once as a CUDA graph and time its replays (CUDA only)");
   sub->add_flag("--guided", o->guided,
-                "Time one guided denoising step (LTX-2.3 default guidance: cond, uncond, STG and "
+                "Time one guided denoising step (the preset's default guidance: cond, uncond, STG and "
                 "isolated-modality passes batched) instead of one forward");
   sub->add_flag("--no-text-kv-share", o->no_text_kv_share,
                 "With --guided: recompute the text K/V in every pass (as the reference) instead of "

@@ -214,6 +214,33 @@ TEST(BenchRun, TinyTransformerWithoutAudioRunsTheVideoStreamOnly) {
 // --guided: one step of the guided denoiser with the LTX-2.3 default guidance (4 passes batched:
 // cond, uncond, STG, isolated modality), its FLOPs 4 forwards, its label and JSON saying so; with
 // and without the shared text K / V.
+// The 19B: its transformer layout (no gated attention, no text-attention AdaLN, the caption
+// projection inside), its generation's guidance (STG on block 29), and no VAE case.
+TEST(BenchPlan, Ltx2PresetIsThe19BTransformerOnly) {
+  const auto cfg = bench::preset("ltx2-19b").transformer_config();
+  EXPECT_FALSE(cfg.apply_gated_attention);
+  EXPECT_FALSE(cfg.cross_attention_adaln);
+  EXPECT_TRUE(cfg.caption_projection);
+  EXPECT_EQ(cfg.caption_channels, 3840);
+  EXPECT_EQ(cfg.num_layers, 48);
+  bench::BenchOptions o;
+  o.preset = "ltx2-19b";
+  const bench::BenchReport r = bench::plan(o, bench::BenchTarget::All);
+  ASSERT_EQ(r.cases.size(), 2u);
+  EXPECT_EQ(r.cases[0].label, "transformer 768x512x121 +audio");
+  EXPECT_EQ(r.cases[1].label, "transformer 1536x1024x121 +audio");
+  const bench::BenchReport t23 = bench::plan(bench::BenchOptions{}, bench::BenchTarget::Transformer);
+  // No gate logits and no prompt AdaLN, but the caption projections on the text tokens.
+  EXPECT_NE(r.cases[0].flops.total(), t23.cases[0].flops.total());
+  EXPECT_NEAR(static_cast<double>(r.cases[0].flops.total()) / static_cast<double>(t23.cases[0].flops.total()),
+              1.0, 0.02);
+  expect_error_containing([&] { (void)bench::plan(o, bench::BenchTarget::Vae); },
+                          {"ltx2-19b", "no conv video VAE", "ltx23-22b"});
+  o.guided = true;
+  EXPECT_EQ(bench::plan(o, bench::BenchTarget::Transformer).cases.at(0).passes, 4);
+  expect_error_containing([] { (void)bench::preset("ltx2"); }, {"ltx2-19b", "ltx23-22b", "tiny"});
+}
+
 TEST(BenchRun, GuidedStepRunsTheDefaultGuidanceAsOneBatch) {
   for (bool share : {true, false}) {
     bench::BenchOptions o = tiny_options();
