@@ -23,11 +23,20 @@ namespace ltx::generate {
 
 namespace {
 
-// The audio decoder at `where` (the pipeline dtype), the vocoder at `vocoder_where`.
+// The audio decoder at `where` (the pipeline dtype), the vocoder in the dtype the reference's
+// AudioDecoder block runs it in for that pipeline (models::audio_vae::vocoder_dtype: the BWE
+// vocoder in f32, the 19B's plain one in the pipeline dtype); the waveform comes back in the
+// mel's dtype.
 models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::string& path,
-                                           const nn::LoadOptions& where,
-                                           const nn::LoadOptions& vocoder_where) {
+                                           const nn::LoadOptions& where) {
   const auto file = io::SafetensorsFile::open(path);
+  const nn::LoadOptions vocoder_where{
+      models::audio_vae::vocoder_dtype(
+          models::audio_vae::VocoderConfig::from_config(file->metadata_json("config"), file->path()),
+          where.dtype),
+      where.device};
+  log_placement("audio decoder", where);
+  log_placement("vocoder", vocoder_where);
   const auto decoder = models::audio_vae::AudioDecoder::from_file(file, where);
   const auto vocoder = models::audio_vae::VocoderModel::from_file(file, vocoder_where);
   LTX_CHECK(latent.size(1) == decoder.config().z_channels, "decode: the audio latent has ",
@@ -145,17 +154,12 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
   LTX_CHECK(options.fps > 0, "decode: the frame rate must be positive, got ", options.fps);
 
   const nn::LoadOptions video_where = model_placement(options.device, options.dtype);
-  // The audio decoder in the pipeline dtype; the vocoder in f32, as the reference's AudioDecoder
-  // block computes it (its waveform comes back in the mel's dtype).
-  const nn::LoadOptions vocoder_where{DType::F32, options.device};
 
   DecodeResult r;
   models::audio_vae::Audio audio;
   if (audio_latent.defined()) {
     if (progress) progress->stage("audio decode");
-    log_placement("audio decoder", video_where);
-    log_placement("vocoder", vocoder_where);
-    audio = decode_audio_file(audio_latent, audio_vae_path, video_where, vocoder_where);
+    audio = decode_audio_file(audio_latent, audio_vae_path, video_where);
     LTX_CHECK(audio.waveform.dim() == 2, "decode: the vocoder returned ", audio.waveform.describe(),
               ", expected [channels, samples]");
     pipelines::GenerationResult cut;  // the pipelines' rule for the cut

@@ -107,7 +107,8 @@ bool video_geometry(const json& meta, const char* key, const char* call, const s
 void run_audio_parity(Run& run) {
   // --device cuda: the decoder, the encoder and the vocoder run on the GPU (waveform -> mel stays
   // on the CPU, where the waveforms are). --dtype bf16: the audio VAE in bf16 weights and
-  // activations, the vocoder in f32, as the pipelines (and the reference's AudioDecoder block).
+  // activations, the vocoder as the pipelines run it (the reference's AudioDecoder block): the
+  // BWE one in f32, the plain (19B) one in bf16 (av::vocoder_dtype).
   const Device dev = run.args().device;
   LTX_CHECK(run.args().weights.size() == 1,
             "parity audio: pass exactly one --weights (audio_<case>.weights.safetensors)");
@@ -116,9 +117,11 @@ void run_audio_parity(Run& run) {
   const nn::LoadOptions opt{run.args().dtype, dev};
   const av::AudioDecoder decoder = av::AudioDecoder::from_file(file, opt);
   const av::AudioEncoder encoder = av::AudioEncoder::from_file(file, opt);
-  const av::VocoderModel vocoder = av::VocoderModel::from_file(file, nn::LoadOptions{DType::F32, dev});
+  const DType vocoder_dt = av::vocoder_dtype(
+      av::VocoderConfig::from_config(file->metadata_json("config"), file->path()), run.args().dtype);
+  const av::VocoderModel vocoder = av::VocoderModel::from_file(file, nn::LoadOptions{vocoder_dt, dev});
   log_info("parity audio: vocoder ", vocoder.has_bwe() ? "BigVGAN + BWE" : "HiFi-GAN", ", ",
-           vocoder.output_sampling_rate(), " Hz");
+           vocoder.output_sampling_rate(), " Hz, ", dtype_name(vocoder_dt));
 
   // Audio VAE decoder.
   if (run.has("in.decoder.latent")) {

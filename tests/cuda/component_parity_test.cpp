@@ -177,6 +177,31 @@ TEST(CudaAudioDecode, Bf16DecoderGivesABf16MelAndWaveform) {
   EXPECT_GT(err, 1e-4) << "no bf16 rounding: did the decoder stay in f32?";
 }
 
+// The 19B's plain vocoder in a bf16 pipeline runs in bf16 like the reference's (built in the
+// pipeline dtype, no autocast): within bf16 rounding of the f32 reference waveform, and visibly
+// not the f32 computation; its waveform comes back in the mel's dtype.
+TEST(CudaAudioDecode, PlainVocoderRunsInBf16InABf16Pipeline) {
+  LTX_REQUIRE_CUDA();
+  namespace av = models::audio_vae;
+  const auto file = io::SafetensorsFile::open(test::fixture("audio_ltx2.weights.safetensors"));
+  const io::SafetensorsFile io(test::fixture("audio_ltx2.io.safetensors"));
+  const Device gpu = Device::cuda(0);
+  const av::VocoderModel v16 = av::VocoderModel::from_file(file, {DType::BF16, gpu});
+  ASSERT_FALSE(v16.has_bwe());
+  const Tensor mel = io.tensor("in.vocoder.mel").to(gpu);
+  const Tensor want = io.tensor("out.vocoder.waveform");
+  const Tensor got = v16.forward(mel);
+  EXPECT_EQ(got.dtype(), DType::F32);  // the mel's
+  const Tensor got16 = v16.forward(mel.to(DType::BF16));
+  EXPECT_EQ(got16.dtype(), DType::BF16);
+  const Tensor f32 = av::VocoderModel::from_file(file, {DType::F32, gpu}).forward(mel);
+  const double err = parity::compare(got.to(Device::cpu()), want).rel_l2;
+  const double err32 = parity::compare(f32.to(Device::cpu()), want).rel_l2;
+  std::printf("[19B vocoder] bf16 rel_l2 %.3e, f32 rel_l2 %.3e vs the reference's f32 waveform\n", err, err32);
+  EXPECT_LT(err, 2e-2);
+  EXPECT_GT(err, 10 * err32) << "no bf16 rounding: did the vocoder stay in f32?";
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Components, CudaComponentParity,
     ::testing::Values(

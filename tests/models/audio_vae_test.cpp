@@ -227,6 +227,24 @@ TEST(AudioBinding, Bf16OnlyOnCuda) {
                                 {"bf16", "CUDA", "f32"});
   test::expect_error_containing([&] { av::AudioEncoder::from_file(file, {DType::BF16}); },
                                 {"bf16", "CUDA", "f32"});
+  test::expect_error_containing([&] { av::VocoderModel::from_file(file, {DType::BF16}); },
+                                {"audio_ltx2.weights.safetensors", "bf16", "CUDA", "f32"});
+}
+
+// The pipelines run the 19B's plain vocoder in their dtype (the reference builds it so, without
+// autocast) and the BWE vocoder in f32 (its forward autocasts); a bf16 BWE load is refused.
+TEST(AudioBinding, VocoderDtypeFollowsTheReferencesAudioDecoderBlock) {
+  const auto plain = io::SafetensorsFile::open(test::fixture("audio_ltx2.weights.safetensors"));
+  const auto bwe = io::SafetensorsFile::open(test::fixture("audio_ltx23.weights.safetensors"));
+  const auto cfg = [](const std::shared_ptr<const io::SafetensorsFile>& f) {
+    return av::VocoderConfig::from_config(f->metadata_json("config"), f->path());
+  };
+  EXPECT_EQ(av::vocoder_dtype(cfg(plain), DType::BF16), DType::BF16);
+  EXPECT_EQ(av::vocoder_dtype(cfg(plain), DType::F32), DType::F32);
+  EXPECT_EQ(av::vocoder_dtype(cfg(bwe), DType::BF16), DType::F32);
+  EXPECT_EQ(av::vocoder_dtype(cfg(bwe), DType::F32), DType::F32);
+  test::expect_error_containing([&] { av::VocoderModel::from_file(bwe, {DType::BF16, Device::cuda(0)}); },
+                                {"audio_ltx23.weights.safetensors", "BWE", "f32"});
 }
 
 // ------------------------------------------------------------------------------------ latents

@@ -152,7 +152,7 @@ Tensor Vocoder::forward(const Tensor& mel, const Probe& probe) const {
             " bins");
   const int64_t b = mel.size(0), t = mel.size(2);
   // (b, s, t, c) -> (b, s, c, t) -> (b, s * c, t): channel = stereo * mel_bins + mel
-  Tensor x = mel.to(DType::F32).transpose(2, 3).contiguous().reshape({b, -1, t});
+  Tensor x = mel.to(conv_pre_.weight.dtype()).transpose(2, 3).contiguous().reshape({b, -1, t});
   x = conv_pre_(x);
   observe(probe, "conv_pre", x);
   const bool amp = cfg_.is_amp();
@@ -161,13 +161,16 @@ Tensor Vocoder::forward(const Tensor& mel, const Probe& probe) const {
     if (!amp) x = leaky_relu(x, ResBlock1::kSlope);
     x = ups_[i](x);
     observe(probe, str("ups", i), x);
-    // torch.stack([...]).mean(0): the blocks' sum, then / count.
+    // torch.stack([...]).mean(0): the blocks' sum in f32 (a bf16 mean accumulates in f32), then
+    // / count, rounded once to the blocks' dtype.
     Tensor acc;
+    DType block_dtype = x.dtype();
     for (size_t j = 0; j < nk; ++j) {
       const Tensor y = amp ? amp_[i * nk + j](x) : resblocks_[i * nk + j](x);
-      acc = j == 0 ? y : ops::add(acc, y);
+      block_dtype = y.dtype();
+      acc = j == 0 ? y.to(DType::F32) : ops::add(acc, y.to(DType::F32));
     }
-    x = ops::div(acc, static_cast<double>(nk));
+    x = ops::div(acc, static_cast<double>(nk)).to(block_dtype);
   }
   observe(probe, "stage_out", x);
   x = amp ? (*act_post_)(x) : leaky_relu(x, 0.01);  // nn.LeakyReLU() default slope
@@ -252,11 +255,18 @@ VocoderModel VocoderModel::load(io::WeightMap& w, const VocoderConfig& cfg,
   return m;
 }
 
+DType vocoder_dtype(const VocoderConfig& cfg, DType pipeline_dtype) {
+  return cfg.has_bwe ? DType::F32 : pipeline_dtype;
+}
+
 VocoderModel VocoderModel::from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                      const nn::LoadOptions& opt) {
-  LTX_CHECK(opt.dtype == DType::F32, "vocoder: only f32 weights are supported for now (asked ",
-            "for ", dtype_name(opt.dtype), " on ", opt.device.str(), ")");
   const VocoderConfig cfg = VocoderConfig::from_config(file->metadata_json("config"), file->path());
+  LTX_CHECK(opt.dtype == DType::F32 || (opt.dtype == DType::BF16 && !cfg.has_bwe && opt.device.is_cuda()),
+            "vocoder of ", file->path(), ": ", dtype_name(opt.dtype), " on ", opt.device.str(),
+            " is not a way the pipelines run it; ",
+            cfg.has_bwe ? "the BWE vocoder computes in f32 (the reference's autocast): load it in f32"
+                        : "the plain vocoder runs in f32, or in bf16 on CUDA (the CPU computes in f32)");
   io::WeightMap w({file}, vocoder_key_map());
   VocoderModel m = load(w, cfg, opt);
   w.finish(str("vocoder (", cfg.has_bwe ? "BigVGAN + BWE" : "HiFi-GAN", ") in ", file->path()));

@@ -94,21 +94,27 @@ struct MelSTFT {
 // computed in float32 as the reference computes it at construction: [1, 1, 2 * 7 * ratio + 1].
 Tensor bwe_resampler_filter(int64_t ratio);
 
+// The dtype the pipelines run a vocoder in (the reference's AudioDecoder block), for a pipeline
+// of `pipeline_dtype`: the BWE vocoder (2.3 / 2.5) in f32 whatever the weights (VocoderWithBWE
+// autocasts to f32 over bf16-stored weights); the plain HiFi-GAN (19B) in the pipeline's dtype,
+// as built (no autocast: in a bf16 pipeline every conv, activation and residual rounds to bf16).
+DType vocoder_dtype(const VocoderConfig& cfg, DType pipeline_dtype);
+
 // What the reference's VocoderConfigurator builds from config.vocoder: a plain Vocoder or a
 // VocoderWithBWE.
 class VocoderModel {
  public:
   static VocoderModel load(io::WeightMap& w, const VocoderConfig& cfg, const nn::LoadOptions& opt);
   // Reads config.vocoder from the file's metadata, binds `vocoder.*` and reports every missing,
-  // misshaped or unused tensor in one error. f32 weights, on the CPU or CUDA: the vocoder computes
-  // in f32 whatever the pipeline dtype, as the reference's BWE vocoder (autocast to f32 over
-  // bf16-stored weights; the bf16 file's values load exactly).
+  // misshaped or unused tensor in one error. f32 weights on the CPU or CUDA (the bf16 file's
+  // values load exactly), or bf16 on CUDA for the plain vocoder only: `opt.dtype` must be what
+  // vocoder_dtype gives for the pipeline.
   static VocoderModel from_file(const std::shared_ptr<const io::SafetensorsFile>& file,
                                 const nn::LoadOptions& opt = {});
 
-  // log-mel [B, 2, T, mel_bins] -> waveform [B, 2, N] at output_sampling_rate(), computed in f32
-  // and returned in the mel's dtype (the reference casts the waveform back to its input's dtype:
-  // a bf16 audio decoder gives a bf16-rounded waveform).
+  // log-mel [B, 2, T, mel_bins] -> waveform [B, 2, N] at output_sampling_rate(), computed in the
+  // weights' dtype and returned in the mel's dtype (the reference casts the BWE waveform back to
+  // its input's dtype: a bf16 audio decoder gives a bf16-rounded waveform).
   // Probes: "vocoder.*" (the main generator, see Vocoder::forward); with BWE also
   // "bwe_generator.*", "bwe.low_rate" (main output), "bwe.resampler_in" (it padded to whole
   // hops), "bwe.mel" (generator input [B, 2, T', 64]), "bwe.residual", "bwe.skip" (resampled).
