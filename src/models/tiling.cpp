@@ -308,12 +308,43 @@ const Tensor& GroupBuffers::weights() {
   return weights_;
 }
 
+void accumulate_into(const Tensor& slice, const Tensor& addend) {
+  if (slice.dtype() != DType::F16) {
+    ops::add_(slice, addend);
+    return;
+  }
+  slice.copy_from(ops::add(slice.to(DType::F32), addend.to(DType::F32)));  // rounded once to f16
+}
+
+namespace {
+
+// torch.finfo(dt).tiny: the smallest normal value.
+double smallest_normal(DType dt) {
+  switch (dt) {
+    case DType::F16: return 6.103515625e-05;  // 2^-14
+    case DType::BF16: return 1.1754943508222875e-38;
+    case DType::F64: return 2.2250738585072014e-308;
+    default: return 1.1754943508222875e-38;  // f32
+  }
+}
+
+}  // namespace
+
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
                        const AccumulateFn& accumulate, const EmitFn& emit, Device device,
-                       DType accum) {
+                       DType accum, const BlendEmit& emit_as) {
   const bool complementary = masks_are_complementary(tiles, full);
-  auto finished = [](const Tensor& values, const Tensor& weights, int64_t frames) {
+  const double floor = std::max(1e-8, smallest_normal(accum));
+  auto finished = [&](const Tensor& values, const Tensor& weights, int64_t frames) {
     const Tensor v = values.narrow(2, 0, frames);
+    if (emit_as.dtype) {
+      const Tensor cast = v.to(*emit_as.dtype);
+      if (!weights.defined() || frames == 0) return cast;
+      // The clamp is exact in the weights' dtype (the floor is one of its values); the division in
+      // f32, rounded to the emit dtype.
+      const Tensor w = ops::maximum(weights.narrow(2, 0, frames).to(DType::F32), floor);
+      return ops::div(cast.to(DType::F32), w).to(*emit_as.dtype);
+    }
     if (!weights.defined() || frames == 0) return v;
     return ops::div(v, ops::maximum(weights.narrow(2, 0, frames), 1e-8));
   };
@@ -333,11 +364,11 @@ void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
       if (prev_slice.stop > slice.start) {
         const int64_t overlap = prev_slice.stop - slice.start;
         Tensor prev_tail = prev.narrow(2, slice.start - prev_slice.start, overlap);
-        ops::add_(prev_tail, buffer.narrow(2, 0, overlap));
+        accumulate_into(prev_tail, buffer.narrow(2, 0, overlap));
         buffer.narrow(2, 0, overlap).copy_from(prev_tail);
         if (weights.defined()) {
           Tensor prev_wtail = prev_weights.narrow(2, slice.start - prev_slice.start, overlap);
-          ops::add_(prev_wtail, weights.narrow(2, 0, overlap));
+          accumulate_into(prev_wtail, weights.narrow(2, 0, overlap));
           weights.narrow(2, 0, overlap).copy_from(prev_wtail);
         }
       }

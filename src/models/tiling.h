@@ -130,16 +130,32 @@ using AccumulateFn =
     std::function<void(const Tile& tile, GroupBuffers& buffers, int64_t group_start)>;
 // Receives finished frames [B, C, f, H, W] (f may be 0) and the output index of their first frame.
 using EmitFn = std::function<void(const Tensor& frames, int64_t first_frame)>;
+// slice += addend as torch's in-place add on the slice's dtype computes it: the sum in f32,
+// stored in the slice's dtype. f16 slices (the diffusion decoder's blend buffers) go through an f32
+// copy, since the backends' elementwise ops take f32 / bf16; the rest is ops::add_.
+void accumulate_into(const Tensor& slice, const Tensor& addend);
+
+// How finished frames are handed out. Default (the conv decoder's): in the accumulation dtype,
+// divided by the weights clamped to 1e-8. With `dtype` (the diffusion decoder's emit): the values
+// cast to `dtype` first, then divided in f32 by the weights clamped to max(1e-8, the smallest
+// normal of the accumulation dtype) and rounded to `dtype` (the reference's as_fhwc emit:
+// video = buffer.to(latent dtype); video.div_(weights.clamp_min(floor))).
+struct BlendEmit {
+  std::optional<DType> dtype;
+};
+
 // The blending loop of tiled decoding shared by the video decoders: tiles are accumulated group by
 // group (group_tiles_by_temporal_slice) into zeroed buffers of `full` with the group's frames; the
-// frames a group shares with the previous one are blended into it, and the previous group's
-// frames that no later group touches are emitted (divided by the accumulated weights, clamped to
-// 1e-8, when the masks of `tiles` are not complementary). The last group is emitted whole. The
-// buffers live on `device` (the decoded tiles' device) in `accum` (the conv decoder on CUDA: its
-// latent's dtype, as the reference's buffers; the CPU's ops accumulate in f32).
+// frames a group shares with the previous one are blended into it (accumulate_into), and the
+// previous group's frames that no later group touches are emitted (divided by the accumulated
+// weights when the masks of `tiles` are not complementary; see BlendEmit). The last group is
+// emitted whole. The buffers live on `device` (the decoded tiles' device) in `accum` (on CUDA the
+// reference's: the conv decoder's latent dtype, f16 for the diffusion decoder's bf16 features;
+// the CPU's ops accumulate in f32).
 void blend_tile_groups(const std::vector<Tile>& tiles, const Shape& full,
                        const AccumulateFn& accumulate, const EmitFn& emit,
-                       Device device = Device::cpu(), DType accum = DType::F32);
+                       Device device = Device::cpu(), DType accum = DType::F32,
+                       const BlendEmit& emit_as = {});
 
 // x * mask_0 * mask_1 * ... (each mask broadcast along its axis), in that order.
 Tensor scale_by_masks_1d(const Tensor& x, const std::vector<std::vector<float>>& masks);

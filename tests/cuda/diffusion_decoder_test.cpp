@@ -77,6 +77,16 @@ TEST(CudaDiffusionDecoder, ShippedConfigMatchesTheReferenceInF32AndBf16) {
     EXPECT_LE(terr, tol) << dtype_name(dt);
     std::printf("[diffdec_ltx25 cuda %s] out.tiled.pixels[8:11] rel_l2 %.3e\n", dtype_name(dt),
                 terr);
+    if (dt == DType::BF16) {
+      // A bf16 latent, as the GPU pipelines pass it: the blend's f16 buffers hand the frames out
+      // in the latent's dtype (the reference's as_fhwc emit).
+      draws = 0;
+      const Tensor tiled16 = dec.tiled_decode_all(f.latent.to(kGpu, DType::BF16), cfg, per_tile, {});
+      EXPECT_EQ(tiled16.dtype(), DType::BF16);
+      const double err16 = rel_l2_vs(tiled16.narrow(2, 8, 3), want_tiled);
+      EXPECT_LE(err16, tol);
+      std::printf("[diffdec_ltx25 cuda bf16, bf16 latent] out.tiled.pixels[8:11] rel_l2 %.3e\n", err16);
+    }
   }
 }
 

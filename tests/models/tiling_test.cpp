@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/dtype_bits.h"
 #include "models/tiling.h"
 #include "support/test_support.h"
 
@@ -76,6 +77,72 @@ TEST(Tiling, SpatialMasksPartitionUnity) {
         if (ramps_overlap) continue;
         for (double a : acc) ASSERT_NEAR(a, 1.0, 1e-6) << size << "/" << overlap << " on " << len;
       }
+}
+
+// The diffusion decoder's blend (its reference's _decode_temporal_group_isolated and as_fhwc
+// emit) with f16 buffers for bf16 features: each tile rounded to f16, times the f32 masks, summed
+// in f32 and stored in f16; the overlap of two temporal groups summed the same way; the finished
+// frames cast to bf16 first, then divided in f32 by the weights clamped to f16's smallest normal
+// and rounded to bf16. Worked here with scalar roundings, element by element.
+TEST(Tiling, BlendInF16BuffersEmitsLikeTheDiffusionReference) {
+  const auto r16 = [](double v) {
+    return dtype_bits::f16_to_f32(dtype_bits::f32_to_f16(static_cast<float>(v)));
+  };
+  const auto rb = [](double v) {
+    return dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(static_cast<float>(v)));
+  };
+  const Shape full = {1, 1, 4, 1, 2};
+  Tile a, b;  // frames [0, 3) and [1, 4); their frame masks do not sum to one
+  a.in = b.in = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 2}};
+  a.out = {{0, 1}, {0, 1}, {0, 3}, {0, 1}, {0, 2}};
+  b.out = {{0, 1}, {0, 1}, {1, 4}, {0, 1}, {0, 2}};
+  a.masks = {{1.f}, {1.f}, {0.9f, 0.8f, 0.3f}, {1.f}, {1.f, 1.f}};
+  b.masks = {{1.f}, {1.f}, {0.7f, 0.6f, 1e-5f}, {1.f}, {1.f, 1.f}};
+  const std::vector<Tile> tiles = {a, b};
+  ASSERT_FALSE(masks_are_complementary(tiles, full));
+  // Pixel values with more mantissa than f16 keeps.
+  const auto pixel = [](int tile, int64_t f, int64_t w) {
+    return 0.123456789 * (tile + 1) + 0.0101 * static_cast<double>(f) - 0.3 * static_cast<double>(w);
+  };
+  std::vector<double> got(8, 0.0);
+  blend_tile_groups(
+      tiles, full,
+      [&](const Tile& t, GroupBuffers& buffers, int64_t) {
+        const int which = t.out[2].start == 0 ? 0 : 1;
+        std::vector<float> px;
+        for (int64_t f = 0; f < 3; ++f)
+          for (int64_t w = 0; w < 2; ++w) px.push_back(static_cast<float>(pixel(which, f, w)));
+        const Tensor pixels = Tensor::from_vector(px, {1, 1, 3, 1, 2}).to(DType::F16).to(DType::F32);
+        ASSERT_EQ(buffers.values().dtype(), DType::F16);
+        accumulate_into(buffers.values(), scale_by_masks_1d(pixels, t.masks));
+        accumulate_into(buffers.weights(),
+                        scale_by_masks_1d(Tensor::full({1, 1, 3, 1, 2}, 1.0), t.masks));
+      },
+      [&](const Tensor& frames, int64_t first) {
+        EXPECT_EQ(frames.dtype(), DType::BF16);
+        const std::vector<float> v = frames.contiguous().to_float_vector();
+        for (int64_t i = 0; i < frames.size(2); ++i)
+          for (int64_t w = 0; w < 2; ++w) got[static_cast<size_t>((first + i) * 2 + w)] = v[static_cast<size_t>(i * 2 + w)];
+      },
+      Device::cpu(), DType::F16, BlendEmit{DType::BF16});
+  const double floor16 = 6.103515625e-05;
+  for (int64_t f = 0; f < 4; ++f) {
+    for (int64_t w = 0; w < 2; ++w) {
+      double value = 0, weight = 0;  // f16 sums, tile A first (the earlier group's stub)
+      if (f < 3) {
+        value = r16(r16(pixel(0, f, w)) * static_cast<double>(a.masks[2][f]));
+        weight = r16(a.masks[2][f]);
+      }
+      if (f >= 1) {
+        const double vb = r16(r16(pixel(1, f - 1, w)) * static_cast<double>(b.masks[2][f - 1]));
+        const double wb = r16(b.masks[2][f - 1]);
+        value = f < 3 ? r16(static_cast<float>(value + vb)) : vb;
+        weight = f < 3 ? r16(static_cast<float>(weight + wb)) : wb;
+      }
+      const double want = rb(static_cast<float>(rb(value) / std::max(weight, floor16)));
+      EXPECT_EQ(got[static_cast<size_t>(f * 2 + w)], want) << "frame " << f << ", w " << w;
+    }
+  }
 }
 
 TEST(Tiling, MappingsAndTiles) {

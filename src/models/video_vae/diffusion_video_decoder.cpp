@@ -310,6 +310,14 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
     x_t_init = noise(full).to(canvas_dtype);
   }
 
+  // The blend as the reference's _decode_temporal_group_isolated: buffers in f16 when the features
+  // are bf16 (else their dtype), each tile cast to it before the f32 masks, the sums rounded to
+  // it; the finished frames emitted in the latent's dtype (bf16 in the GPU pipelines).
+  const DType feature_dtype = conv_in_x_t_.weight.dtype();
+  const DType accum = feature_dtype == DType::BF16 ? DType::F16 : DType::F32;
+  // (The CPU computes in f32: a bf16 latent there still gives f32 frames.)
+  const DType emit_dtype =
+      latent_in.device().is_cuda() && latent_in.dtype() == DType::BF16 ? DType::BF16 : DType::F32;
   DiffusionDecodeOptions tile_options = options;
   bool first_tile = true;
   tiling::blend_tile_groups(
@@ -351,13 +359,15 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
         pixels = resize_axis(pixels, 4, tile.out[4].length(), ResizeMode::Symmetric).first;
         const std::vector<Range> where = {
             tile.out[0], tile.out[1], {0, buffer.size(2)}, tile.out[3], tile.out[4]};
-        ops::add_(tiling::slice_ranges(buffer, where),
-                  tiling::scale_by_masks_1d(pixels, tile.masks));
+        // pixel_tile.to(buffer dtype) * masks (f32): an f16 tile is rounded, then widened exactly.
+        if (accum == DType::F16) pixels = pixels.to(DType::F16).to(DType::F32);
+        tiling::accumulate_into(tiling::slice_ranges(buffer, where),
+                                tiling::scale_by_masks_1d(pixels, tile.masks));
         if (weights.defined())
-          ops::add_(tiling::slice_ranges(weights, where),
-                    tiling::scale_by_masks_1d(
-                        Tensor::full(pixels.shape(), 1.0, DType::F32, pixels.device()),
-                        tile.masks));
+          tiling::accumulate_into(tiling::slice_ranges(weights, where),
+                                  tiling::scale_by_masks_1d(
+                                      Tensor::full(pixels.shape(), 1.0, DType::F32, pixels.device()),
+                                      tile.masks));
       },
       [&](const Tensor& frames, int64_t first_frame) {
         // Back to the content: drop padded frames and the size floor's rows / columns.
@@ -367,7 +377,7 @@ void DiffusionVideoDecoder::tiled_decode(const Tensor& latent_in,
                      .narrow(3, pads[1].before * 32, content[3])
                      .narrow(4, pads[2].before * 32, content[4]));
       },
-      latent.device());
+      latent.device(), accum, tiling::BlendEmit{emit_dtype});
 }
 
 Tensor DiffusionVideoDecoder::tiled_decode_all(const Tensor& latent,
