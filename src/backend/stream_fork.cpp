@@ -95,21 +95,16 @@ void StreamFork::on_side(const std::function<void()>& f) {
   f();
 }
 
-void StreamFork::read_on_side(const Tensor& made_on_main) {
-#if LTX_WITH_CUDA
-  if (impl_->active && made_on_main.defined() && made_on_main.device().is_cuda())
-    cuda::record_stream(made_on_main.storage()->data(), impl_->side);
-#else
-  (void)made_on_main;
-#endif
-}
+void StreamFork::read_on_side(const Tensor& made_on_main) { read_on(made_on_main, true); }
+void StreamFork::read_on_main(const Tensor& made_on_side) { read_on(made_on_side, false); }
 
-void StreamFork::read_on_main(const Tensor& made_on_side) {
+void StreamFork::read_on(const Tensor& t, bool side) {
 #if LTX_WITH_CUDA
-  if (impl_->active && made_on_side.defined() && made_on_side.device().is_cuda())
-    cuda::record_stream(made_on_side.storage()->data(), impl_->main);
+  if (impl_->active && t.defined() && t.device().is_cuda())
+    cuda::record_stream(t.storage()->data(), side ? impl_->side : impl_->main);
 #else
-  (void)made_on_side;
+  (void)t;
+  (void)side;
 #endif
 }
 

@@ -45,6 +45,8 @@ class StreamFork {
   void read_on_main(const Tensor& made_on_side);
 
  private:
+  // Declares `t` read by the side line (side) or by the main line.
+  void read_on(const Tensor& t, bool side);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

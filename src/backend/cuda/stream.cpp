@@ -53,33 +53,32 @@ bool Stream::query() const {
   return true;
 }
 
-Stream default_stream(int device) {
-  check_device(device, "default_stream");
-  DefaultStreams& ds = default_streams();
-  std::lock_guard<std::mutex> lock(ds.mu);
-  if (ds.streams.empty()) ds.streams.assign(static_cast<size_t>(device_count()), nullptr);
-  cudaStream_t& s = ds.streams[static_cast<size_t>(device)];
+namespace {
+
+// `device`'s stream in `table`, created on first use (non-blocking; at the device's highest
+// priority when asked, else the default one).
+Stream process_stream(DefaultStreams& table, int device, bool highest_priority, const char* what) {
+  check_device(device, what);
+  std::lock_guard<std::mutex> lock(table.mu);
+  if (table.streams.empty()) table.streams.assign(static_cast<size_t>(device_count()), nullptr);
+  cudaStream_t& s = table.streams[static_cast<size_t>(device)];
   if (s == nullptr) {
     DeviceGuard guard(device);
-    LTX_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    int least = 0, greatest = 0;
+    if (highest_priority) LTX_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    LTX_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
+                                                highest_priority ? greatest : 0));
   }
   return Stream(s, device);
 }
 
-Stream side_stream(int device) {
-  check_device(device, "side_stream");
-  DefaultStreams& ds = side_streams();
-  std::lock_guard<std::mutex> lock(ds.mu);
-  if (ds.streams.empty()) ds.streams.assign(static_cast<size_t>(device_count()), nullptr);
-  cudaStream_t& s = ds.streams[static_cast<size_t>(device)];
-  if (s == nullptr) {
-    DeviceGuard guard(device);
-    int least = 0, greatest = 0;
-    LTX_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    LTX_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
-  }
-  return Stream(s, device);
+}  // namespace
+
+Stream default_stream(int device) {
+  return process_stream(default_streams(), device, false, "default_stream");
 }
+
+Stream side_stream(int device) { return process_stream(side_streams(), device, true, "side_stream"); }
 
 bool is_capturing(Stream s) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
