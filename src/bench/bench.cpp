@@ -11,6 +11,7 @@
 
 #include "backend/device_query.h"
 #include "backend/step_graph.h"
+#include "backend/stream_fork.h"
 #include "bench/random_weights.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -806,6 +807,8 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["dtype"] = dtype_name(o.model_dtype());
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
+  // The transformer's audio half on a side stream (LTX_SIDE_STREAMS=0 turns it off; CUDA only).
+  j["side_streams"] = o.device.is_cuda() && backend::side_streams_enabled();
   j["guided"] = o.guided;
   if (o.guided) j["share_text_kv"] = o.share_text_kv;
   j["iters"] = o.iters;

@@ -262,6 +262,7 @@ TEST(BenchRun, GuidedStepRunsTheDefaultGuidanceAsOneBatch) {
     ASSERT_TRUE(r.cases[0].ours.has_value());
     const auto j = bench::to_json(r);
     EXPECT_EQ(j["guided"], true);
+    EXPECT_EQ(j["side_streams"], false);  // the CPU has none
     EXPECT_EQ(j["share_text_kv"], share);
     EXPECT_EQ(j["cases"][0]["passes"], 4);
   }
