@@ -30,11 +30,8 @@ namespace {
 models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::string& path,
                                            const nn::LoadOptions& where) {
   const auto file = io::SafetensorsFile::open(path);
-  const nn::LoadOptions vocoder_where{
-      models::audio_vae::vocoder_dtype(
-          models::audio_vae::VocoderConfig::from_config(file->metadata_json("config"), file->path()),
-          where.dtype),
-      where.device};
+  const nn::LoadOptions vocoder_where{models::audio_vae::vocoder_dtype(*file, where.dtype),
+                                     where.device};
   log_placement("audio decoder", where);
   log_placement("vocoder", vocoder_where);
   const auto decoder = models::audio_vae::AudioDecoder::from_file(file, where);

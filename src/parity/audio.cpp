@@ -117,8 +117,7 @@ void run_audio_parity(Run& run) {
   const nn::LoadOptions opt{run.args().dtype, dev};
   const av::AudioDecoder decoder = av::AudioDecoder::from_file(file, opt);
   const av::AudioEncoder encoder = av::AudioEncoder::from_file(file, opt);
-  const DType vocoder_dt = av::vocoder_dtype(
-      av::VocoderConfig::from_config(file->metadata_json("config"), file->path()), run.args().dtype);
+  const DType vocoder_dt = av::vocoder_dtype(*file, run.args().dtype);
   const av::VocoderModel vocoder = av::VocoderModel::from_file(file, nn::LoadOptions{vocoder_dt, dev});
   log_info("parity audio: vocoder ", vocoder.has_bwe() ? "BigVGAN + BWE" : "HiFi-GAN", ", ",
            vocoder.output_sampling_rate(), " Hz, ", dtype_name(vocoder_dt));

@@ -164,13 +164,11 @@ Tensor Vocoder::forward(const Tensor& mel, const Probe& probe) const {
     // torch.stack([...]).mean(0): the blocks' sum in f32 (a bf16 mean accumulates in f32), then
     // / count, rounded once to the blocks' dtype.
     Tensor acc;
-    DType block_dtype = x.dtype();
     for (size_t j = 0; j < nk; ++j) {
       const Tensor y = amp ? amp_[i * nk + j](x) : resblocks_[i * nk + j](x);
-      block_dtype = y.dtype();
       acc = j == 0 ? y.to(DType::F32) : ops::add(acc, y.to(DType::F32));
     }
-    x = ops::div(acc, static_cast<double>(nk)).to(block_dtype);
+    x = ops::div(acc, static_cast<double>(nk)).to(x.dtype());  // the blocks keep x's dtype
   }
   observe(probe, "stage_out", x);
   x = amp ? (*act_post_)(x) : leaky_relu(x, 0.01);  // nn.LeakyReLU() default slope
@@ -257,6 +255,11 @@ VocoderModel VocoderModel::load(io::WeightMap& w, const VocoderConfig& cfg,
 
 DType vocoder_dtype(const VocoderConfig& cfg, DType pipeline_dtype) {
   return cfg.has_bwe ? DType::F32 : pipeline_dtype;
+}
+
+DType vocoder_dtype(const io::SafetensorsFile& file, DType pipeline_dtype) {
+  return vocoder_dtype(VocoderConfig::from_config(file.metadata_json("config"), file.path()),
+                       pipeline_dtype);
 }
 
 VocoderModel VocoderModel::from_file(const std::shared_ptr<const io::SafetensorsFile>& file,

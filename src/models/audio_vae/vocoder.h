@@ -99,6 +99,8 @@ Tensor bwe_resampler_filter(int64_t ratio);
 // autocasts to f32 over bf16-stored weights); the plain HiFi-GAN (19B) in the pipeline's dtype,
 // as built (no autocast: in a bf16 pipeline every conv, activation and residual rounds to bf16).
 DType vocoder_dtype(const VocoderConfig& cfg, DType pipeline_dtype);
+// The same for the vocoder of `file` (its config.vocoder).
+DType vocoder_dtype(const io::SafetensorsFile& file, DType pipeline_dtype);
 
 // What the reference's VocoderConfigurator builds from config.vocoder: a plain Vocoder or a
 // VocoderWithBWE.

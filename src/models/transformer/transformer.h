@@ -50,7 +50,7 @@ struct BasicAVTransformerBlock {
 
   // Updates video->x / audio->x (either may be null, not both). With `lines` (both streams
   // present), the audio half runs on its side line next to the video half (backend/stream_fork.h);
-  // the caller forks before and joins after the blocks.
+  // the block forks at its start and joins before it returns.
   void forward(TransformerArgs* video, TransformerArgs* audio,
                backend::StreamFork* lines = nullptr) const;
 };
