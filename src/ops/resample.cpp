@@ -1,5 +1,6 @@
 #include "ops/resample.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/resample.h"
@@ -107,7 +108,7 @@ Tensor interpolate_scale(const Tensor& x, const std::vector<double>& scale_facto
 }
 
 Tensor depth_to_space(const Tensor& x, const std::vector<int64_t>& factors,
-                      const std::vector<int64_t>& channel_order) {
+                      const std::vector<int64_t>& channel_order, Subpositions subpositions) {
   check_factors("depth_to_space", x, factors);
   const size_t R = factors.size();
   const std::vector<int64_t> order = channel_order_of("depth_to_space", R, channel_order);
@@ -115,17 +116,23 @@ Tensor depth_to_space(const Tensor& x, const std::vector<int64_t>& factors,
   for (int64_t f : factors) F *= f;
   LTX_CHECK(x.size(1) % F == 0, "depth_to_space: channels of ", x.describe(),
             " are not divisible by the product ", F, " of factors ", Dims(factors).str());
-  // [N, C, f_{order[0]}, ..., S_0, ...] -> [N, C, S_0, q_0, S_1, q_1, ...] -> merge pairs.
-  Shape split = {x.size(0), x.size(1) / F};
+  // [N, C, f_{order[0]}, ..., S_0, ...] (Outer: [N, f_{order[0]}, ..., C, S_0, ...])
+  //   -> [N, C, S_0, q_0, S_1, q_1, ...] -> merge pairs.
+  const bool outer = subpositions == Subpositions::Outer;
+  const int64_t c_dim = outer ? static_cast<int64_t>(1 + R) : 1;  // where C sits in the split
+  const int64_t q_first = outer ? 1 : 2;                          // where the digits start
+  Shape split = {x.size(0)};
+  if (!outer) split.push_back(x.size(1) / F);
   for (size_t j = 0; j < R; ++j) split.push_back(factors[order[j]]);
+  if (outer) split.push_back(x.size(1) / F);
   for (size_t i = 0; i < R; ++i) split.push_back(x.size(2 + i));
-  std::vector<int64_t> perm = {0, 1};
+  std::vector<int64_t> perm = {0, c_dim};
   Shape out_shape = {x.size(0), x.size(1) / F};
   for (size_t i = 0; i < R; ++i) {
     size_t pos = 0;
     while (order[pos] != static_cast<int64_t>(i)) ++pos;
     perm.push_back(static_cast<int64_t>(2 + R + i));
-    perm.push_back(static_cast<int64_t>(2 + pos));
+    perm.push_back(q_first + static_cast<int64_t>(pos));
     out_shape.push_back(x.size(2 + i) * factors[i]);
   }
   const Tensor moved = x.reshape(split).permute(perm);
@@ -134,6 +141,15 @@ Tensor depth_to_space(const Tensor& x, const std::vector<int64_t>& factors,
   if (x.is_channels_last() && !x.is_contiguous())
     return moved.contiguous_in_order(Tensor::channels_last_order(moved.dim())).view(out_shape);
   return moved.clone().view(out_shape);
+}
+
+Tensor permute_depth_channels(const Tensor& w, int64_t F) {
+  check_defined("permute_depth_channels", {&w});
+  LTX_CHECK(F >= 1 && w.dim() >= 1 && w.size(0) % F == 0, "permute_depth_channels: ",
+            w.describe(), " has no [C * ", F, ", ...] channel rows");
+  // [C, F, rest] -> [F, C, rest]: row c * F + sub moves to sub * C + c.
+  Shape split = {w.size(0) / F, F, w.shape().numel() / std::max<int64_t>(w.size(0), 1)};
+  return w.contiguous().view(split).transpose(0, 1).contiguous().view(w.shape());
 }
 
 Tensor space_to_depth(const Tensor& x, const std::vector<int64_t>& factors,

@@ -41,8 +41,20 @@ Tensor interpolate_scale(const Tensor& x, const std::vector<double>& scale_facto
 // Factors of 1 are allowed (PixelShuffleND(1) is factors {p, 1, 1}). Both ops make one copy; a
 // channels-last input (Tensor::is_channels_last, not contiguous) gives a channels-last result,
 // anything else a contiguous one.
+//
+// `subpositions` says where `sub` sits in the input's channel index: Inner (the reference's
+// "(c p0 p1 p2)") is c * F + sub; Outer ("(p0 p1 p2 c)") is sub * C + c, for a conv whose output
+// channels were permuted that way at load (permute_depth_channels): on a channels-last input the
+// copy then moves runs of C contiguous channels on both sides (16-byte words) instead of
+// gathering each channel at a stride of F.
+enum class Subpositions { Inner, Outer };
 Tensor depth_to_space(const Tensor& x, const std::vector<int64_t>& factors,
-                      const std::vector<int64_t>& channel_order = {});
+                      const std::vector<int64_t>& channel_order = {},
+                      Subpositions subpositions = Subpositions::Inner);
+// The [C * F, ...] channel rows of w (a conv weight or bias, output channels first) reordered
+// from c * F + sub to sub * C + c: with it a conv's output feeds depth_to_space(..., Outer) and
+// gives the same tensor as the original conv with Inner.
+Tensor permute_depth_channels(const Tensor& w, int64_t F);
 // The exact inverse of depth_to_space with the same factors and channel_order:
 //   x [N, C, S_0 * f_0, ...] -> [N, C * F, S_0, ...]
 // e.g. channel_order {0, 1, 2}: "b c (d p0) (h p1) (w p2) -> b (c p0 p1 p2) d h w" (VAE

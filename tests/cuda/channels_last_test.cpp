@@ -175,6 +175,14 @@ TEST(CudaChannelsLast, DepthToSpaceKeepsTheLayoutOnTheGpu) {
   const Tensor got = ops::depth_to_space(x.to_channels_last(), {2, 2, 2}, {0, 1, 2});
   EXPECT_TRUE(keeps_channels_last(got));
   EXPECT_TRUE(same_bytes(got, ops::depth_to_space(x, {2, 2, 2}, {0, 1, 2})));
+  // Sub-positions outside the channels: runs of 4 channels move as 8-byte words; the CPU's
+  // copy of the same layouts is the reference.
+  const Tensor outer =
+      ops::depth_to_space(x.to_channels_last(), {2, 2, 2}, {0, 1, 2}, ops::Subpositions::Outer);
+  EXPECT_TRUE(keeps_channels_last(outer));
+  const Tensor x_cpu = x.to(Device::cpu()).to_channels_last();
+  EXPECT_TRUE(same_bytes(outer.to(Device::cpu()),
+                         ops::depth_to_space(x_cpu, {2, 2, 2}, {0, 1, 2}, ops::Subpositions::Outer)));
 }
 
 // A small LTX-2.3-like decoder (PixelNorm, zeros padding, non-causal, no timestep conditioning;

@@ -121,6 +121,11 @@ TEST(ChannelsLast, DepthToSpaceAndBackKeepTheLayout) {
   expect_same(s, x.contig, true, "space_to_depth inverts it");
   const Tensor s2 = ops::space_to_depth(u, {1, 2, 2}, {0, 2, 1});
   expect_same(s2, x.contig, true, "patchify-like");
+  // Sub-positions outside the channels (the VAE upsample convs' permuted outputs), as a batch.
+  const Tensor outer = ops::depth_to_space(x.cl, {2, 2, 2}, {0, 1, 2}, ops::Subpositions::Outer);
+  expect_same(outer,
+              ops::depth_to_space(x.contig, {2, 2, 2}, {0, 1, 2}, ops::Subpositions::Outer), true,
+              "depth_to_space, sub-positions outer");
 }
 
 // The public op against an explicit replicate pad + conv3d (the CPU path is that composition).

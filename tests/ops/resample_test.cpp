@@ -313,6 +313,41 @@ TEST(DepthToSpace, MatchesEinopsPatternsUsedByTheReference) {
   }
 }
 
+// Subpositions::Outer reads channel sub * C + c where Inner reads c * F + sub: a tensor whose
+// channels were permuted by permute_depth_channels gives exactly the Inner result of the original.
+TEST(DepthToSpace, OuterSubpositionsReadPermutedChannels) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> factors, order;
+  };
+  const std::vector<Case> cases = {
+      {{1, 24, 2, 3, 2}, {2, 3, 2}, {0, 1, 2}},
+      {{1, 48, 3, 2, 2}, {1, 4, 4}, {0, 2, 1}},
+      {{1, 6, 3, 2, 2}, {2, 1, 1}, {}},
+      {{1, 12, 3, 2}, {2, 3}, {1, 0}},
+  };
+  for (const Case& c : cases) {
+    int64_t F = 1;
+    for (int64_t f : c.factors) F *= f;
+    const Tensor x = random_tensor(c.in, 41);
+    Shape rows = c.in;
+    rows.erase(0);  // [C * F, *spatial]: the channel rows first, as a conv weight's
+    const Tensor permuted = ops::permute_depth_channels(x.view(rows), F).view(c.in);
+    EXPECT_NE(max_abs_diff(permuted, x), 0.0) << c.in.str();
+    const Tensor want = ops::depth_to_space(x, c.factors, c.order);
+    const Tensor got = ops::depth_to_space(non_contiguous_copy(permuted), c.factors, c.order,
+                                           ops::Subpositions::Outer);
+    ASSERT_EQ(got.shape(), want.shape()) << c.in.str();
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_EQ(max_abs_diff(got, want), 0.0) << c.in.str();
+  }
+  // The permutation itself: row c * F + sub moves to sub * C + c, of a weight or a bias.
+  const Tensor bias = Tensor::arange(6, DType::I64);
+  EXPECT_EQ(ops::permute_depth_channels(bias, 2).to_int_vector(),
+            (std::vector<int64_t>{0, 2, 4, 1, 3, 5}));
+  EXPECT_ERROR_HAS(ops::permute_depth_channels(bias, 4), "no [C * 4, ...] channel rows");
+}
+
 TEST(DepthToSpace, MovesAnyDtypeAndAlwaysCopies) {
   const Tensor x = Tensor::arange(16, DType::I64).reshape({1, 8, 2});
   const Tensor y = ops::depth_to_space(x, {2});

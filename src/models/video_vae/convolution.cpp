@@ -1,6 +1,7 @@
 #include "models/video_vae/convolution.h"
 
 #include "ops/conv.h"
+#include "ops/resample.h"
 #include "ops/shape.h"
 
 namespace ltx::models::video_vae {
@@ -21,6 +22,13 @@ CausalConv3d CausalConv3d::load(io::WeightMap& w, const std::string& name, int64
   // saves a weight copy per call. Logically still [out, in, k, k, k].
   if (opt.device.is_cuda() && opt.dtype == DType::BF16) c.weight = c.weight.to_channels_last();
   return c;
+}
+
+void CausalConv3d::permute_output_channels(int64_t F) {
+  const bool last = weight.is_channels_last() && !weight.is_contiguous();
+  weight = ops::permute_depth_channels(weight, F);
+  if (last) weight = weight.to_channels_last();
+  bias = ops::permute_depth_channels(bias, F);
 }
 
 Tensor CausalConv3d::operator()(Tensor x, bool causal) const {

@@ -30,6 +30,9 @@ struct CausalConv3d {
   int64_t out_channels() const { return weight.size(0); }
   // Takes x by value and drops it once padded: pass std::move(x) when it is the last use.
   Tensor operator()(Tensor x, bool causal) const;
+  // Reorders the output channels (weight rows and bias) from c * F + sub to sub * C + c
+  // (ops::permute_depth_channels), keeping the weight's memory layout.
+  void permute_output_channels(int64_t F);
 };
 
 // make_linear_nd(3): a 1x1x1 nn.Conv3d binding `<name>.{weight,bias}`.

@@ -27,7 +27,8 @@ struct SpaceToDepthDownsample {
 // Decoder compress_*: depth_to_space(causal_conv(x)) (conv to prod(stride)*in/reduction channels),
 // first frame dropped with a time stride of 2; `residual` adds depth_to_space(x) tiled
 // prod(stride)/reduction times along channels (first frame dropped likewise).
-// Binds `conv.conv.{weight,bias}`.
+// Binds `conv.conv.{weight,bias}`, keeping the conv's output channels permuted to
+// "(p1 p2 p3 c)" (ops::permute_depth_channels; depth_to_space with Subpositions::Outer).
 struct DepthToSpaceUpsample {
   CausalConv3d conv;
   std::array<int64_t, 3> stride{1, 1, 1};
