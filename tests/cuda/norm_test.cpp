@@ -1,7 +1,9 @@
 // CUDA RMSNorm / LayerNorm against the CPU ops on the same inputs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/norm.h"
 #include "cuda/cuda_test_util.h"
@@ -283,6 +285,35 @@ TEST(CudaNorm, PixelNormKernelsAgreeBitForBitAndMatchCpu) {
       const double rtol = dt == DType::F32 ? 1e-6 : 1.0 / 256;
       EXPECT_TRUE(near(col, want, 1e-7, rtol));
       EXPECT_TRUE(near(rows, want, 1e-7, rtol));
+    }
+  }
+}
+
+// The vector row kernels divide by the RMS through its reciprocal and one correction (norm.cu,
+// div_by_rms), falling back to the division outside the range where that is exact: rows whose
+// values span 2^-140 .. 2^100 (zeros of both signs, denormals, quotients that underflow), in
+// bf16 and f32, with and without the SiLU, give the column kernel's (plain division) bits. Enough
+// rows (4 x 11 x 13 positions) for the row groups, 3 of 4 of them partial.
+TEST(CudaNorm, PixelNormRowKernelsDivideLikeTheColumnKernelOnExtremeValues) {
+  LTX_REQUIRE_CUDA();
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t c : {64, 128, 256, 512, 1024}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
+      const Shape shape = {1, c, 4, 11, 13};
+      const Tensor e = test::random_tensor(shape, 1200 + static_cast<uint64_t>(c), -140.f, 100.f);
+      const Tensor m = test::random_tensor(shape, 1300 + static_cast<uint64_t>(c), -2.f, 2.f);
+      std::vector<float> v = m.to_float_vector();
+      const std::vector<float> ev = e.to_float_vector();
+      for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = std::ldexp(v[i], static_cast<int>(ev[i]));
+        if (i % 97 == 0) v[i] = 0.f;
+        if (i % 89 == 0) v[i] = -0.f;
+      }
+      const Tensor x = Tensor::from_vector(v, shape).to(kGpu, dt);
+      const Tensor xl = x.to_channels_last();
+      EXPECT_TRUE(same_bytes(ops::rms_norm_dim(xl, 1, 1e-8), ops::rms_norm_dim(x, 1, 1e-8)));
+      EXPECT_TRUE(
+          same_bytes(ops::rms_norm_dim_silu(xl, 1, 1e-8), ops::rms_norm_dim_silu(x, 1, 1e-8)));
     }
   }
 }

@@ -23,6 +23,7 @@
 #include "ops/linalg.h"
 #include "ops/mlp.h"
 #include "ops/norm.h"
+#include "ops/resample.h"
 #include "ops/rope.h"
 #include "ops/shape.h"
 #include "ops/summed.h"
@@ -328,6 +329,42 @@ TEST(CudaTiming, DISABLED_PrintsVaeConvTimes) {
                                   {"conv3d_replicate_time, channels-last", fold}})
     std::printf("[timing bf16] vae conv 512x31x128x192 %s %.3f ms  %.1f TFLOP/s\n", name,
                 sec * 1e3, flops / sec / 1e12);
+}
+
+// The conv video decoder's glue on its three largest tile activations (channels-last bf16, as the
+// 1536 x 1024 x 121 decode runs them): PixelNorm + SiLU, the plain PixelNorm, SiLU alone, a copy
+// of the same bytes (the bandwidth reference) and the depth-to-space of an upsample conv's output
+// with the sub-positions inside / outside the channels. GB/s count one read and one write.
+TEST(CudaTiming, DISABLED_PrintsVaeGlueTimes) {
+  LTX_REQUIRE_CUDA();
+  struct Case {
+    int64_t c, t, h, w;
+  };
+  for (const Case& k : {Case{512, 37, 64, 96}, Case{256, 73, 64, 96}, Case{128, 73, 128, 192}}) {
+    const Tensor x = rand_gpu({1, k.c, k.t, k.h, k.w}, 5, DType::BF16).to_channels_last();
+    const auto report = [&](const char* name, const Tensor& t, double sec) {
+      const double bytes = 2.0 * 2.0 * static_cast<double>(t.numel());
+      std::printf("[timing bf16] vae glue %lldx%lldx%lldx%lld %-28s %.3f ms  %.0f GB/s\n",
+                  static_cast<long long>(k.c), static_cast<long long>(k.t),
+                  static_cast<long long>(k.h), static_cast<long long>(k.w), name, sec * 1e3,
+                  bytes / sec / 1e9);
+    };
+    report("rms_norm_dim_silu", x,
+           seconds_per_call([&] { ops::rms_norm_dim_silu(x, 1, 1e-8); }, 5));
+    report("rms_norm_dim", x, seconds_per_call([&] { ops::rms_norm_dim(x, 1, 1e-8); }, 5));
+    report("silu", x, seconds_per_call([&] { ops::silu(x); }, 5));
+    const Tensor y = Tensor::empty_in_order(x.shape(), Tensor::channels_last_order(5), x.dtype(),
+                                            x.device());
+    report("copy", x, seconds_per_call([&] { y.copy_from(x); }, 5));
+    // An upsample conv's output (8 sub-positions times c channels at half the size in each
+    // axis): the result has x's volume at c channels.
+    const Tensor d =
+        rand_gpu({1, 8 * k.c, k.t / 2, k.h / 2, k.w / 2}, 6, DType::BF16).to_channels_last();
+    for (const auto sub : {ops::Subpositions::Inner, ops::Subpositions::Outer})
+      report(sub == ops::Subpositions::Inner ? "depth_to_space (c p1 p2 p3)"
+                                             : "depth_to_space (p1 p2 p3 c)",
+             d, seconds_per_call([&] { ops::depth_to_space(d, {2, 2, 2}, {0, 1, 2}, sub); }, 5));
+  }
 }
 
 }  // namespace
