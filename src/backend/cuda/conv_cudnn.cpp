@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -144,6 +146,7 @@ struct Descriptors {
 struct AlgoChoice {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   size_t workspace = 0;
+  float measured_ms = -1.f;  // cudnnFind's time of this algorithm (-1: heuristic pick, not timed)
 };
 using AlgoKey = std::tuple<int, std::array<int, kDims>, std::array<int, kDims>, std::array<int, 3>,
                            std::array<int, 3>, std::array<int, 3>, int>;
@@ -182,7 +185,7 @@ AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d)
                                            timed.data()) == CUDNN_STATUS_SUCCESS) {
     for (int i = 0; i < measured; ++i) {
       if (timed[i].status != CUDNN_STATUS_SUCCESS || timed[i].memory > limit) continue;
-      best = AlgoChoice{timed[i].algo, timed[i].memory};
+      best = AlgoChoice{timed[i].algo, timed[i].memory, timed[i].time};
       have = true;
       break;  // sorted fastest first
     }
@@ -193,6 +196,60 @@ AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d)
   std::lock_guard<std::mutex> lock(mu);
   cache->emplace(key, best);
   return best;
+}
+
+// LTX_CUDNN_STATS=1: every geometry's calls, algorithm and cudnnFind time, printed to stderr at
+// exit as `cudnn-conv N C D H W O kD kH kW padD padH padW calls # ...` lines, heaviest first (the
+// input format of tools/bench/cudnn_conv_engines_probe.cpp). Off by default: one map lookup per
+// convolution when on.
+struct GeometryStats {
+  AlgoChoice choice;
+  int64_t calls = 0;
+};
+
+bool stats_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LTX_CUDNN_STATS");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
+
+std::map<AlgoKey, GeometryStats>& stats_table() {
+  static auto* table = new std::map<AlgoKey, GeometryStats>();
+  return *table;
+}
+
+void print_stats() {
+  std::vector<std::pair<AlgoKey, GeometryStats>> rows(stats_table().begin(), stats_table().end());
+  const auto total = [](const GeometryStats& s) { return double(s.calls) * s.choice.measured_ms; };
+  std::sort(rows.begin(), rows.end(),
+            [&](const auto& a, const auto& b) { return total(a.second) > total(b.second); });
+  double sum = 0;
+  for (const auto& [key, st] : rows) sum += total(st);
+  std::fprintf(stderr, "# cuDNN convolutions (LTX_CUDNN_STATS): %zu geometries, ~%.1f ms at cudnnFind's times\n",
+               rows.size(), sum);
+  for (const auto& [key, st] : rows) {
+    const auto& [device, x, w, pad, stride, dilation, groups] = key;
+    std::fprintf(stderr,
+                 "cudnn-conv %d %d %d %d %d %d %d %d %d %d %d %d %lld # algo %d workspace %zu B "
+                 "find %.3f ms total %.1f ms stride %d,%d,%d dilation %d,%d,%d groups %d device %d\n",
+                 x[0], x[1], x[2], x[3], x[4], w[0], w[2], w[3], w[4], pad[0], pad[1], pad[2],
+                 static_cast<long long>(st.calls), int(st.choice.algo), st.choice.workspace,
+                 double(st.choice.measured_ms), total(st), stride[0], stride[1], stride[2],
+                 dilation[0], dilation[1], dilation[2], groups, device);
+  }
+}
+
+void count_call(int device, const Geometry& g, const AlgoChoice& choice) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  static const bool registered = [] { return std::atexit(print_stats) == 0; }();
+  (void)registered;
+  GeometryStats& st =
+      stats_table()[AlgoKey{device, g.x, g.w, g.pad, g.stride, g.dilation, g.groups}];
+  st.choice = choice;
+  ++st.calls;
 }
 
 template <size_t N>
@@ -236,6 +293,7 @@ void run_forward(int device, const Geometry& g, const Tensor& x, const Tensor& w
   LTX_CUDNN_CHECK(cudnnSetStream(h, stream.handle()));
   const Descriptors d(g);
   const AlgoChoice choice = choose_algorithm(device, g, d);
+  if (stats_enabled()) count_call(device, g, choice);
   std::shared_ptr<void> workspace;
   if (choice.workspace > 0) workspace = allocate(choice.workspace, stream);
   const float alpha = 1.f;
