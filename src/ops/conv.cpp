@@ -2,6 +2,7 @@
 
 #include "backend/cpu/conv.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/conv.h"
 #include "backend/cuda/conv_cudnn.h"
@@ -105,7 +106,7 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 
 Tensor conv3d_replicate_time(Tensor x, const Tensor& weight, const Tensor& bias,
                              const ConvArg<3>& stride, const ConvArg<2>& padding,
-                             int64_t pad_front, int64_t pad_back) {
+                             int64_t pad_front, int64_t pad_back, const Tensor& residual) {
   const char* op = "conv3d_replicate_time";
   check_defined(op, {&x, &weight});
   check_dim(op, "input", x, 5);
@@ -119,9 +120,24 @@ Tensor conv3d_replicate_time(Tensor x, const Tensor& weight, const Tensor& bias,
     const cpu::ConvSpec spec = check_common<3>(op, x, weight, bias, stride,
                                                {0, padding[0], padding[1]}, {1, 1, 1}, 1);
     if (weight.size(1) == x.size(1) && (!bias.defined() || bias.size(0) == weight.size(0)) &&
-        cuda::cudnn_replicate_time_applies(x, weight, bias, spec, pad_front, pad_back))
+        cuda::cudnn_replicate_time_applies(x, weight, bias, spec, pad_front, pad_back)) {
+      if (!residual.defined())
+        LTX_CUDA_DISPATCH(
+            return cuda::cudnn_conv3d_replicate_time(x, weight, bias, spec, pad_front, pad_back),
+            op);
+      // The bias and the residual in one pass over the conv's output (add_then_add_: the same
+      // two roundings as adding them in turn) instead of two.
+      Tensor out;
       LTX_CUDA_DISPATCH(
-          return cuda::cudnn_conv3d_replicate_time(x, weight, bias, spec, pad_front, pad_back), op);
+          out = cuda::cudnn_conv3d_replicate_time(x, weight, Tensor(), spec, pad_front, pad_back),
+          op);
+      if (bias.defined()) {
+        add_then_add_(out, bias.view({1, bias.size(0), 1, 1, 1}), residual);
+      } else {
+        add_(out, residual);
+      }
+      return out;
+    }
   }
 #endif
   // The reference composition (and the CPU path): replicate-pad in time, conv with spatial zeros.
@@ -129,7 +145,9 @@ Tensor conv3d_replicate_time(Tensor x, const Tensor& weight, const Tensor& bias,
                   ? std::move(x)
                   : pad(x, {0, 0, 0, 0, pad_front, pad_back}, PadMode::Replicate);
   x = Tensor();  // the padded copy is all the conv needs
-  return conv3d(xp, weight, bias, stride, {0, padding[0], padding[1]});
+  Tensor out = conv3d(xp, weight, bias, stride, {0, padding[0], padding[1]});
+  if (residual.defined()) add_(out, residual);
+  return out;
 }
 
 Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias,

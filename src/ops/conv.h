@@ -41,9 +41,12 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
 // 1e-3; tests bound it by 8e-3). Channels-last inputs give channels-last results there.
 // x is taken by value: pass std::move(x) when it is the last use, so that the composition frees it
 // once the padded copy exists (as CausalConv3d always did).
+// residual (optional, the conv output's shape): returns conv + bias + residual, added in that
+// order with each sum rounded (the ResNet block's `input + conv2(h)`); on CUDA the bias and the
+// residual go in one pass over the output.
 Tensor conv3d_replicate_time(Tensor x, const Tensor& weight, const Tensor& bias,
                              const ConvArg<3>& stride, const ConvArg<2>& padding,
-                             int64_t pad_front, int64_t pad_back);
+                             int64_t pad_front, int64_t pad_back, const Tensor& residual = {});
 
 // torch.nn.functional.conv_transpose1d (argument order as in torch): x [N, C, L],
 // weight [C, O / groups, K], bias [O] or undefined. Output length

@@ -165,6 +165,30 @@ Tensor pow(const Tensor& a, double b) { return binary(BinaryOp::Pow, a, b); }
 void add_(const Tensor& dst, const Tensor& src) { binary_(BinaryOp::Add, dst, src); }
 void mul_(const Tensor& dst, const Tensor& src) { binary_(BinaryOp::Mul, dst, src); }
 
+void add_then_add_(const Tensor& dst, const Tensor& a, const Tensor& b) {
+  const char* name = "add_then_add_";
+  check_defined(name, {&dst, &a, &b});
+  const Device device = common_device(name, {&dst, &a, &b});
+  // The CPU, and dtypes the fused kernel does not round to, run the two adds.
+  if (device.type == DeviceType::CPU || (dst.dtype() != DType::F32 && dst.dtype() != DType::BF16)) {
+    binary_(BinaryOp::Add, dst, a);
+    binary_(BinaryOp::Add, dst, b);
+    return;
+  }
+  // binary_'s checks for both operands (dtypes, broadcasting onto dst, no expanded dst).
+  check_f32(name, "dst", dst);
+  for (const Tensor* src : {&a, &b}) {
+    check_f32(name, "src", *src);
+    LTX_CHECK(broadcast_shapes(dst.shape(), src->shape(), name) == dst.shape(), name, ": ",
+              src->describe(), " cannot be broadcast to the shape of dst ", dst.describe());
+  }
+  for (int d = 0; d < dst.dim(); ++d) {
+    LTX_CHECK(dst.size(d) <= 1 || dst.stride(d) != 0, name, ": dst ", dst.describe(),
+              " is an expanded view (stride 0 in dim ", d, "); write into a dense tensor instead");
+  }
+  LTX_CUDA_DISPATCH(return cuda::add_then_add_(dst, a, b), name);
+}
+
 Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
 Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }

@@ -69,6 +69,9 @@ Tensor pow(const Tensor& a, double b);
 // ---- in place ----
 void add_(const Tensor& dst, const Tensor& src);
 void mul_(const Tensor& dst, const Tensor& src);
+// dst = (dst + a) + b, a and b broadcast to dst: bit-identical to add_(dst, a); add_(dst, b) (the
+// first sum rounded to dst's dtype), in one pass on CUDA (a conv's bias and the residual it feeds).
+void add_then_add_(const Tensor& dst, const Tensor& a, const Tensor& b);
 
 // ---- unary ----
 Tensor neg(const Tensor& x);

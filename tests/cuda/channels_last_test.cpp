@@ -155,6 +155,40 @@ TEST(CudaChannelsLast, ReplicateTimeFoldMatchesPadThenConv) {
   }
 }
 
+// The ResNet block's conv2 with its skip: conv3d_replicate_time's residual adds the bias and the
+// residual in one pass (add_then_add_), the bits of the conv with its bias and then add_; on a
+// channels-last activation and on a contiguous one, and with no bias.
+TEST(CudaChannelsLast, ReplicateTimeResidualEqualsConvThenAddBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 60;
+  for (const bool last : {true, false}) {
+    for (const bool with_bias : {true, false}) {
+      SCOPED_TRACE(std::string(last ? "channels-last" : "contiguous") +
+                   (with_bias ? ", bias" : ", no bias"));
+      const Tensor x = gpu(bf16_cpu({1, 16, 4, 6, 5}, ++seed));
+      const Tensor xg = last ? x.to_channels_last() : x;
+      const Tensor wg = gpu(bf16_cpu({16, 16, 3, 3, 3}, ++seed, 0.2f)).to_channels_last();
+      const Tensor bg = with_bias ? gpu(bf16_cpu({16}, ++seed)) : Tensor();
+      const Tensor res = gpu(bf16_cpu({1, 16, 4, 6, 5}, ++seed));
+      const Tensor resg = last ? res.to_channels_last() : res;
+      Tensor want = ops::conv3d_replicate_time(xg, wg, bg, {1, 1, 1}, {1, 1}, 1, 1);
+      ops::add_(want, resg);
+      const Tensor got = ops::conv3d_replicate_time(xg, wg, bg, {1, 1, 1}, {1, 1}, 1, 1, resg);
+      EXPECT_EQ(keeps_channels_last(got), last);
+      EXPECT_TRUE(same_bytes(got, want));
+    }
+  }
+  // add_then_add_ itself on the GPU: a channels-last dst, a per-channel bias, a contiguous skip.
+  const Tensor dst = gpu(bf16_cpu({2, 24, 3, 4, 5}, 70)).to_channels_last();
+  const Tensor bias = gpu(bf16_cpu({1, 24, 1, 1, 1}, 71));
+  const Tensor skip = gpu(bf16_cpu({2, 24, 3, 4, 5}, 72));
+  const Tensor want = dst.clone();
+  ops::add_(want, bias);
+  ops::add_(want, skip);
+  ops::add_then_add_(dst, bias, skip);
+  EXPECT_TRUE(same_bytes(dst, want));
+}
+
 TEST(CudaChannelsLast, ReplicateTimeFallsBackToTheCompositionElsewhere) {
   LTX_REQUIRE_CUDA();
   const Tensor x = gpu(bf16_cpu({1, 8, 3, 4, 4}, 40)), w = gpu(bf16_cpu({8, 8, 3, 3, 3}, 41, 0.2f));

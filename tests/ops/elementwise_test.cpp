@@ -320,6 +320,22 @@ TEST(InPlace, ResidualAccumulationOverManySteps) {
   expect_close(x, Shape({4, 129}), acc, 1e-6, 1e-6, "residual");
 }
 
+// add_then_add_ is add_ twice, a bias broadcast per row (the CPU's in-place ops are f32; the CUDA
+// kernel's bf16 rounding is tested in tests/cuda/channels_last_test.cpp).
+TEST(InPlace, AddThenAddIsTwoAdds) {
+  const Tensor dst = test::random_tensor({3, 8, 5}, 91);
+  const Tensor bias = test::random_tensor({1, 8, 1}, 92);
+  const Tensor res = test::non_contiguous_copy(test::random_tensor({3, 8, 5}, 93));
+  const Tensor want = dst.clone();
+  ops::add_(want, bias);
+  ops::add_(want, res);
+  ops::add_then_add_(dst, bias, res);
+  EXPECT_EQ(test::max_abs_diff(dst, want), 0.0);
+  expect_error_mentions(
+      [&] { ops::add_then_add_(Tensor::zeros({1, 4}), Tensor::zeros({3, 4}), Tensor::zeros({4})); },
+      "cannot be broadcast");
+}
+
 TEST(InPlace, RejectsBadArguments) {
   const Tensor dst = Tensor::zeros({3, 4});
   expect_error_mentions([&] { ops::add_(dst, Tensor::zeros({5, 4})); }, "add_");

@@ -170,6 +170,20 @@ void binary_inplace(BinaryOp op, const Tensor& dst, const Tensor& src) {
   });
 }
 
+// (x + a) + b with the first sum rounded as add_ would store it in x's dtype.
+struct AddThenAddFn {
+  bool bf16_first;
+  __device__ float operator()(const float* v) const {
+    float s = scalar::binary<BinaryOp::Add>(v[0], v[1]);
+    if (bf16_first) s = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(s));
+    return scalar::binary<BinaryOp::Add>(s, v[2]);
+  }
+};
+
+void add_then_add_(const Tensor& dst, const Tensor& a, const Tensor& b) {
+  map_into<3>(dst, {&dst, &a, &b}, AddThenAddFn{dst.dtype() == DType::BF16});
+}
+
 void binary_into(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   scalar::with_binary_op(op, [&](auto o) {
     map_into<2>(out, {&a, &b}, BinaryFn<decltype(o)::value>{});

@@ -19,6 +19,8 @@ Tensor binary_f64(ops::BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar_f64(ops::BinaryOp op, const Tensor& a, double b);
 // dst (f32 or bf16, any non-expanded strides) = dst op src, computed in f32.
 void binary_inplace(ops::BinaryOp op, const Tensor& dst, const Tensor& src);
+// ops::add_then_add_: dst = (dst + a) + b in one pass, the first sum rounded to dst's dtype.
+void add_then_add_(const Tensor& dst, const Tensor& a, const Tensor& b);
 // out = a op b (broadcast to out's shape) into an existing f32/bf16 tensor of any non-expanded
 // strides: lets a backend choose the result's layout (cuDNN's channels-last conv result plus the
 // bias, written as NCDHW in one pass).

@@ -1,6 +1,7 @@
 #include "models/video_vae/convolution.h"
 
 #include "ops/conv.h"
+#include "ops/elementwise.h"
 #include "ops/resample.h"
 #include "ops/shape.h"
 
@@ -31,7 +32,7 @@ void CausalConv3d::permute_output_channels(int64_t F) {
   bias = ops::permute_depth_channels(bias, F);
 }
 
-Tensor CausalConv3d::operator()(Tensor x, bool causal) const {
+Tensor CausalConv3d::operator()(Tensor x, bool causal, const Tensor& residual) const {
   LTX_CHECK(x.dim() == 5 && x.size(1) == in_channels(), "CausalConv3d: expected [B, ",
             in_channels(), ", F, H, W], got ", x.describe());
   const int64_t k = kernel, half = k / 2;
@@ -40,12 +41,14 @@ Tensor CausalConv3d::operator()(Tensor x, bool causal) const {
   if (spatial_padding == PaddingMode::Zeros || half == 0) {
     // One op: on CUDA (bf16) the replicated frames are folded into the conv, no padded copy.
     return ops::conv3d_replicate_time(std::move(x), weight, bias, {stride[0], stride[1], stride[2]},
-                                      {half, half}, front, back);
+                                      {half, half}, front, back, residual);
   }
   Tensor xp = ops::pad(x, {0, 0, 0, 0, front, back}, ops::PadMode::Replicate);
   x = Tensor();  // the padded copy is all the conv needs
   xp = ops::pad(xp, {half, half, half, half, 0, 0}, to_pad_mode(spatial_padding));
-  return ops::conv3d(xp, weight, bias, {stride[0], stride[1], stride[2]}, {0, 0, 0});
+  Tensor out = ops::conv3d(xp, weight, bias, {stride[0], stride[1], stride[2]}, {0, 0, 0});
+  if (residual.defined()) ops::add_(out, residual);
+  return out;
 }
 
 PointwiseConv3d PointwiseConv3d::load(io::WeightMap& w, const std::string& name,

@@ -29,7 +29,9 @@ struct CausalConv3d {
   int64_t in_channels() const { return weight.size(1); }
   int64_t out_channels() const { return weight.size(0); }
   // Takes x by value and drops it once padded: pass std::move(x) when it is the last use.
-  Tensor operator()(Tensor x, bool causal) const;
+  // residual (optional): returns conv(x) + residual (ops::conv3d_replicate_time's residual: the
+  // ResNet block's skip added with the bias in one pass on CUDA).
+  Tensor operator()(Tensor x, bool causal, const Tensor& residual = {}) const;
   // Reorders the output channels (weight rows and bias) from c * F + sub to sub * C + c
   // (ops::permute_depth_channels), keeping the weight's memory layout.
   void permute_output_channels(int64_t F);

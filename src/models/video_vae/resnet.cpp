@@ -78,6 +78,10 @@ Tensor ResnetBlock3D::operator()(Tensor x, bool causal, const Tensor& timestep_e
   };
   Tensor h = conv1(norm_silu(norm1, x, scale1, shift1), causal);
   h = norm_silu(norm2, std::move(h), scale2, shift2);
+  // An identity shortcut goes into conv2 (its bias and the skip added in one pass on CUDA; the
+  // same sums). A projected one is made after conv2, as before, so that it is not held beside
+  // conv2's input and output.
+  if (!norm3 && !conv_shortcut) return conv2(std::move(h), causal, x);
   h = conv2(std::move(h), causal);
   Tensor shortcut = std::move(x);
   if (norm3) shortcut = (*norm3)(shortcut);
