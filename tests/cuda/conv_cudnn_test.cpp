@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/conv_cudnn.h"
@@ -106,6 +107,68 @@ TEST(CudaCudnnConv, LeavesChannelCountsOffEightToTheGemmPath) {
   EXPECT_FALSE(applies(4, 8, 1));
   EXPECT_FALSE(applies(8, 4, 1));
   EXPECT_FALSE(applies(16, 16, 4));
+}
+
+// cuDNN's backend-API plans (kForced: the fastest plan runs even where the legacy algorithm is
+// faster) against the legacy algorithm (kOff) and the CPU, and the default timed choice, on the
+// VAE decoder's kinds of convs: a 3x3x3, a 1-frame 1x3x3, and the replicate-time fold, whose
+// boundary frames accumulate onto the output (beta 1).
+TEST(CudaCudnnConv, BackendPlansMatchLegacyAndCpu) {
+  LTX_REQUIRE_CUDA();
+  using cuda::CudnnBackendMode;
+  struct RestoreMode {
+    ~RestoreMode() { cuda::set_cudnn_backend_mode(CudnnBackendMode::kDefault); }
+  } restore;
+  struct Conv {
+    std::string name;
+    Shape x, w;
+    bool fold;      // ops::conv3d_replicate_time (time padded 1 / 1), else ops::conv3d (padding
+                    // k_t / 2 in time, 1 in space)
+    int64_t convs;  // cuDNN convolutions per call
+  };
+  uint64_t seed = 40;
+  for (const Conv& c : {Conv{"3x3x3", {1, 64, 5, 12, 16}, {64, 64, 3, 3, 3}, false, 1},
+                        Conv{"1-frame 1x3x3", {1, 64, 1, 12, 16}, {64, 64, 1, 3, 3}, false, 1},
+                        // the main conv, then one beta-1 conv per boundary frame
+                        Conv{"fold", {1, 64, 5, 12, 16}, {64, 64, 3, 3, 3}, true, 3}}) {
+    SCOPED_TRACE(c.name);
+    const Tensor x = bf16_cpu(c.x, seed++), w = bf16_cpu(c.w, seed++);
+    const Tensor b = bf16_cpu({c.w[0]}, seed++);
+    const Tensor xg = x.to(kGpu, DType::BF16), wg = w.to(kGpu, DType::BF16);
+    const Tensor bg = b.to(kGpu, DType::BF16);
+    const int64_t pad_t = c.w[2] / 2;
+    if (c.fold) {
+      cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+      spec.padding[0] = 0;
+      ASSERT_TRUE(cuda::cudnn_replicate_time_applies(xg, wg, bg, spec, 1, 1));
+    }
+    const auto run = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+      return c.fold ? ops::conv3d_replicate_time(xi, wi, bi, {1, 1, 1}, {1, 1}, 1, 1)
+                    : ops::conv3d(xi, wi, bi, {1, 1, 1}, {pad_t, 1, 1});
+    };
+    const Tensor want = run(x, w, b);
+    const auto on_gpu = [&](CudnnBackendMode mode) {
+      cuda::set_cudnn_backend_mode(mode);
+      const int64_t before = cuda::cudnn_backend_executions();
+      Tensor got = run(xg, wg, bg);
+      // The first call of a geometry chooses (and times); the second runs the cached choice.
+      got = run(xg, wg, bg);
+      return std::make_pair(got, cuda::cudnn_backend_executions() - before);
+    };
+    const auto [legacy, legacy_runs] = on_gpu(CudnnBackendMode::kOff);
+    const auto [backend, backend_runs] = on_gpu(CudnnBackendMode::kForced);
+    const auto [timed, timed_runs] = on_gpu(CudnnBackendMode::kTimed);
+    EXPECT_EQ(legacy_runs, 0);
+    // Every convolution of both calls ran a plan: a failure here means cuDNN offered no usable
+    // plan for the geometry (or beta), and it silently stays on the legacy path.
+    EXPECT_EQ(backend_runs, 2 * c.convs);
+    EXPECT_LE(timed_runs, 2 * c.convs);
+    ASSERT_EQ(backend.shape(), want.shape());
+    EXPECT_LE(rel_l2(backend, legacy), 1e-2);
+    EXPECT_LE(rel_l2(legacy, want), 8e-3);
+    EXPECT_LE(rel_l2(backend, want), 8e-3);
+    EXPECT_LE(rel_l2(timed, want), 8e-3);
+  }
 }
 
 TEST(CudaCudnnConv, TakesOnlyBf16) {

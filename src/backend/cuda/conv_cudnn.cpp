@@ -1,17 +1,26 @@
+// cuDNN forward convolutions (conv_cudnn.h). Every call ends in run_forward, which runs the
+// geometry's cached choice: a backend-API execution plan when one measured faster than the legacy
+// algorithm, else cudnnConvolutionForward with cudnnFind's pick (also the fallback whenever the
+// backend path fails). The choice costs one timing pass per geometry, on its first call.
 #include "backend/cuda/conv_cudnn.h"
 
+#include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/allocator.h"
@@ -151,8 +160,14 @@ struct AlgoChoice {
 using AlgoKey = std::tuple<int, std::array<int, kDims>, std::array<int, kDims>, std::array<int, 3>,
                            std::array<int, 3>, std::array<int, 3>, int>;
 
+// The largest workspace a convolution may take, either API: a quarter of the free memory, at most
+// 2 GiB.
+size_t workspace_limit(int device) {
+  return std::min<size_t>(memory_info(device).free_bytes / 4, size_t{2} << 30);
+}
+
 // The fastest algorithm cuDNN measures for this geometry, among those whose workspace stays under
-// a quarter of the free memory (at most 2 GiB), measured once per geometry.
+// workspace_limit, measured once per geometry.
 AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d) {
   static std::mutex mu;
   static auto* cache = new std::map<AlgoKey, AlgoChoice>();
@@ -169,8 +184,7 @@ AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d)
   // The heuristic list first: it never runs anything, and tells us the candidates' workspaces.
   LTX_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxAlgos, &found,
                                                          perf.data()));
-  const MemoryInfo mem = memory_info(device);
-  const size_t limit = std::min<size_t>(mem.free_bytes / 4, size_t{2} << 30);
+  const size_t limit = workspace_limit(device);
   AlgoChoice best;
   bool have = false;
   for (int i = 0; i < found && !have; ++i) {
@@ -192,19 +206,549 @@ AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d)
   }
   LTX_CHECK(have, "conv (cuDNN): no forward algorithm for input ", g.x[0], "x", g.x[1], "x", g.x[2],
             "x", g.x[3], "x", g.x[4], " and filter ", g.w[0], "x", g.w[1], "x", g.w[2], "x", g.w[3],
-            "x", g.w[4], " fits the memory left (", mem.free_bytes >> 20, " MiB free)");
+            "x", g.w[4], " fits the memory left (", memory_info(device).free_bytes >> 20,
+            " MiB free)");
   std::lock_guard<std::mutex> lock(mu);
   cache->emplace(key, best);
   return best;
 }
 
-// LTX_CUDNN_STATS=1: every geometry's calls, algorithm and cudnnFind time, printed to stderr at
-// exit as `cudnn-conv N C D H W O kD kH kW padD padH padW calls # ...` lines, heaviest first (the
-// input format of tools/bench/cudnn_conv_engines_probe.cpp). Off by default: one map lookup per
-// convolution when on.
+// The device pointers of one convolution: y = conv(x, w) + beta * y.
+struct Operands {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  void* y = nullptr;
+};
+
+// One legacy-API convolution with the chosen algorithm (the workspace holds algo.workspace bytes).
+cudnnStatus_t legacy_forward(cudnnHandle_t h, const Descriptors& d, const AlgoChoice& algo,
+                             const Operands& o, void* workspace, float beta) {
+  const float alpha = 1.f;
+  return cudnnConvolutionForward(h, &alpha, d.x, o.x, d.w, o.w, d.conv, algo.algo, workspace,
+                                 algo.workspace, &beta, d.y, o.y);
+}
+
+// ---- The backend (graph) API -----------------------------------------------------------------
+// One operation graph per geometry (a single convolution-forward op on bf16 channels-last
+// tensors, alpha 1, the call's beta), its candidate engine configs from cuDNN's heuristics, and
+// one execution plan per candidate. Building throws ltx::Error (LTX_CUDNN_CHECK, set_attr,
+// finalize); choose_backend catches it and leaves the geometry on the legacy path.
+
+// Which API run_forward may use (set_cudnn_backend_mode; kDefault: the environment).
+std::atomic<int> g_mode{static_cast<int>(CudnnBackendMode::kDefault)};
+std::atomic<int64_t> g_backend_executions{0};
+
+CudnnBackendMode effective_mode() {
+  const auto mode = static_cast<CudnnBackendMode>(g_mode.load(std::memory_order_relaxed));
+  if (mode != CudnnBackendMode::kDefault) return mode;
+  // LTX_CUDNN_BACKEND=0: the legacy API only (an A/B switch, and a way out should some cuDNN
+  // version's engine misbehave). Read once.
+  static const CudnnBackendMode from_env = [] {
+    const char* v = std::getenv("LTX_CUDNN_BACKEND");
+    return v != nullptr && std::string(v) == "0" ? CudnnBackendMode::kOff
+                                                 : CudnnBackendMode::kTimed;
+  }();
+  return from_env;
+}
+
+// Owns one backend descriptor (move-only).
+class BackendDesc {
+ public:
+  BackendDesc() = default;
+  explicit BackendDesc(cudnnBackendDescriptorType_t type) {
+    LTX_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_));
+  }
+  ~BackendDesc() {
+    if (d_ != nullptr) cudnnBackendDestroyDescriptor(d_);
+  }
+  BackendDesc(BackendDesc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  BackendDesc& operator=(BackendDesc&& o) noexcept {
+    std::swap(d_, o.d_);
+    return *this;
+  }
+  BackendDesc(const BackendDesc&) = delete;
+  BackendDesc& operator=(const BackendDesc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  // The handle as a one-element array, for descriptor-valued attributes.
+  const cudnnBackendDescriptor_t* array() const { return &d_; }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+void set_attr(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+              cudnnBackendAttributeType_t type, int64_t count, const void* values) {
+  const cudnnStatus_t s = cudnnBackendSetAttribute(d, name, type, count, values);
+  if (s != CUDNN_STATUS_SUCCESS)
+    fail("cuDNN backend: attribute ", int(name), " rejected: ", cudnnGetErrorString(s));
+}
+
+void finalize(cudnnBackendDescriptor_t d, const char* what) {
+  const cudnnStatus_t s = cudnnBackendFinalize(d);
+  if (s != CUDNN_STATUS_SUCCESS)
+    fail("cuDNN backend: the ", what, " does not finalize: ", cudnnGetErrorString(s));
+}
+
+// Up to `capacity` elements of an attribute; returns how many there are.
+int64_t get_attr(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                 cudnnBackendAttributeType_t type, int64_t capacity, void* values) {
+  int64_t count = 0;
+  const cudnnStatus_t s = cudnnBackendGetAttribute(d, name, type, capacity, &count, values);
+  if (s != CUDNN_STATUS_SUCCESS)
+    fail("cuDNN backend: attribute ", int(name), " unreadable: ", cudnnGetErrorString(s));
+  return count;
+}
+
+enum : int64_t { kUidX = 1, kUidW = 2, kUidY = 3 };  // the graph's tensors in a variant pack
+
+// A bf16 tensor of the graph: NCDHW-ordered dims stored channels-last, as the legacy descriptors
+// (filters [O, C / groups, kD, kH, kW] stored [O, kD, kH, kW, C / groups]).
+BackendDesc make_tensor(int64_t uid, const std::array<int, kDims>& dims) {
+  BackendDesc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  const std::array<int, kDims> strides = channels_last_strides(dims);
+  std::array<int64_t, kDims> d64{}, s64{};
+  for (int i = 0; i < kDims; ++i) {
+    d64[i] = dims[i];
+    s64[i] = strides[i];
+  }
+  const cudnnDataType_t type = CUDNN_DATA_BFLOAT16;
+  const int64_t alignment = 16;  // what channels_last_operand guarantees (run_forward checks)
+  set_attr(t.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  set_attr(t.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  set_attr(t.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, kDims, d64.data());
+  set_attr(t.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, kDims, s64.data());
+  set_attr(t.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  finalize(t.get(), "tensor descriptor");
+  return t;
+}
+
+// The descriptors of one geometry's operation graph (kept as long as its plans: they were built
+// from them).
+struct OpGraph {
+  BackendDesc x, w, y, conv, op, graph;
+};
+
+void build_graph(cudnnHandle_t h, const Geometry& g, float beta, OpGraph& og) {
+  og.x = make_tensor(kUidX, g.x);
+  og.w = make_tensor(kUidW, g.w);
+  og.y = make_tensor(kUidY, g.y);
+
+  og.conv = BackendDesc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const int64_t spatial = 3;
+  std::array<int64_t, 3> pad{}, stride{}, dilation{};
+  for (int i = 0; i < 3; ++i) {
+    pad[i] = g.pad[i];
+    stride[i] = g.stride[i];
+    dilation[i] = g.dilation[i];
+  }
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const cudnnBackendDescriptor_t c = og.conv.get();
+  set_attr(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+  set_attr(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  set_attr(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  set_attr(c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 3, pad.data());
+  set_attr(c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 3, pad.data());
+  set_attr(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 3, stride.data());
+  set_attr(c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 3, dilation.data());
+  finalize(c, "convolution descriptor");
+
+  // alpha and beta are floats: their type follows the compute type.
+  og.op = BackendDesc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  const float alpha = 1.f;
+  const cudnnBackendDescriptor_t op = og.op.get();
+  set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           og.x.array());
+  set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           og.w.array());
+  set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           og.y.array());
+  set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           og.conv.array());
+  set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+  set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  finalize(op, "convolution operation");
+
+  // The handle attribute is deprecated in newer cuDNN 9 releases but still accepted, and the
+  // runtime we deploy on (9.14) is older.
+  og.graph = BackendDesc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  set_attr(og.graph.get(), CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+  set_attr(og.graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           og.op.array());
+  finalize(og.graph.get(), "operation graph");
+}
+
+// Knob names by cudnnBackendKnobType_t value, for the stats report (as the probe names its
+// candidates); values past the table print as k<N>.
+const char* knob_name(int64_t type) {
+  static const char* const names[] = {
+      "SPLIT_K",     "SWIZZLE",     "TILE_SIZE",     "USE_TEX",     "EDGE",        "KBLOCK",
+      "LDGA",        "LDGB",        "CHUNK_K",       "SPLIT_H",     "WINO_TILE",   "MULTIPLY",
+      "SPLIT_K_BUF", "TILEK",       "STAGES",        "REDUCTION",   "CTA_SPLIT_K", "SPLIT_K_SLC",
+      "IDX_MODE",    "SLICED",      "SPLIT_RS",      "SINGLEBUF",   "LDGC",        "SPECFILT",
+      "KERNEL_CFG",  "WORKSPACE",   "TILE_CGA",      "TILE_CGA_M",  "TILE_CGA_N",  "BLOCK_SIZE",
+      "OCCUPANCY",   "ARR_PER_THR", "NUM_C_PER_BLK", "SPLIT_COLS",  "TILE_ROWS",   "TILE_COLS",
+      "LOAD_SIZE",   "CTA_COUNT",   "STREAM_K",      "SPLIT_P_SLC", "TILE_M",      "TILE_N",
+      "WARP_SPEC",   "SWAP_AB"};
+  constexpr int64_t n = sizeof(names) / sizeof(names[0]);
+  return type >= 0 && type < n ? names[type] : nullptr;
+}
+
+// What run_forward needs to know of an engine config before planning it.
+struct ConfigInfo {
+  std::string name;  // "e<engine global index>[KNOB=value,...]": the dedup key and report name
+  bool runtime_compiled = false;
+  bool nondeterministic = false;
+};
+
+ConfigInfo describe_config(cudnnBackendDescriptor_t config) {
+  ConfigInfo info;
+  BackendDesc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t e = engine.get();
+  get_attr(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &e);
+  int64_t index = -1;
+  get_attr(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index);
+
+  // Knob choices are copied into descriptors we create, one per possible knob type.
+  std::vector<BackendDesc> choices;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int i = 0; i < int(CUDNN_KNOB_TYPE_COUNTS); ++i) {
+    choices.emplace_back(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+    raw.push_back(choices.back().get());
+  }
+  const int64_t n = std::min<int64_t>(
+      get_attr(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               int64_t(raw.size()), raw.data()),
+      int64_t(raw.size()));
+  std::vector<std::pair<int64_t, int64_t>> knobs;
+  for (int64_t i = 0; i < n; ++i) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0;
+    get_attr(raw[size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type);
+    get_attr(raw[size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &value);
+    knobs.emplace_back(int64_t(type), value);
+  }
+  std::sort(knobs.begin(), knobs.end());  // one name per distinct config
+  info.name = "e" + std::to_string(index);
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    const char* kn = knob_name(knobs[i].first);
+    info.name += (i == 0 ? "[" : ",");
+    info.name += kn != nullptr ? std::string(kn) : "k" + std::to_string(knobs[i].first);
+    info.name += "=" + std::to_string(knobs[i].second);
+  }
+  if (!knobs.empty()) info.name += "]";
+
+  // Runtime-compiled engines finalize through NVRTC (seconds per plan): a config whose behaviour
+  // cannot be read is skipped (the caller catches). Determinism matches the legacy path's
+  // repeatable results; skipped only when the note says so.
+  std::array<cudnnBackendBehaviorNote_t, 16> behavior{};
+  const int64_t nb = get_attr(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                              int64_t(behavior.size()), behavior.data());
+  for (int64_t i = 0; i < std::min<int64_t>(nb, int64_t(behavior.size())); ++i)
+    if (behavior[size_t(i)] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)
+      info.runtime_compiled = true;
+  std::array<cudnnBackendNumericalNote_t, 16> numerical{};
+  int64_t nn = 0;
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               int64_t(numerical.size()), &nn,
+                               numerical.data()) == CUDNN_STATUS_SUCCESS) {
+    for (int64_t i = 0; i < std::min<int64_t>(nn, int64_t(numerical.size())); ++i)
+      if (numerical[size_t(i)] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)
+        info.nondeterministic = true;
+  }
+  return info;
+}
+
+// An engine config with its finalized plan.
+struct Candidate {
+  BackendDesc config, plan;
+  int64_t workspace = 0;
+  std::string name;
+  float ms = -1.f;  // measured by choose_backend (-1: failed)
+};
+
+// A geometry's operation graph and candidates; after the choice, only the chosen one.
+struct BackendState {
+  OpGraph graph;
+  std::vector<BackendDesc> heuristics;  // kept with the configs they returned
+  std::vector<Candidate> candidates;
+};
+
+// At most this many plans are timed per geometry: each costs a warm-up and two runs once.
+constexpr size_t kMaxCandidates = 8;
+
+// Appends the configs of one heuristics mode that qualify (not runtime-compiled, deterministic,
+// not seen yet, plan finalizes, workspace within `limit`) until there are kMaxCandidates.
+void add_candidates(cudnnHandle_t h, BackendState& st, cudnnBackendHeurMode_t mode, int64_t limit,
+                    std::set<std::string>& seen) {
+  BackendDesc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  set_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           st.graph.graph.array());
+  set_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  finalize(heur.get(), "engine heuristics");
+  // How many results (at most 256 are read: only the first few qualifying ones are used), then
+  // that many configs, created by us and filled by cuDNN.
+  const int64_t count = std::min<int64_t>(get_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, nullptr),
+                                          256);
+  std::vector<BackendDesc> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    raw.push_back(configs.back().get());
+  }
+  int64_t got = 0;
+  if (count > 0)
+    got = std::min(count, get_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, count, raw.data()));
+  st.heuristics.push_back(std::move(heur));
+  for (int64_t i = 0; i < got && st.candidates.size() < kMaxCandidates; ++i) {
+    try {
+      ConfigInfo info = describe_config(raw[size_t(i)]);
+      if (info.runtime_compiled || info.nondeterministic || !seen.insert(info.name).second)
+        continue;
+      Candidate c;
+      c.plan = BackendDesc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      // The handle attribute: as for the operation graph.
+      set_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+      set_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               1, &raw[size_t(i)]);
+      finalize(c.plan.get(), "execution plan");
+      get_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+               &c.workspace);
+      if (c.workspace < 0 || c.workspace > limit) continue;
+      c.config = std::move(configs[size_t(i)]);
+      c.name = std::move(info.name);
+      st.candidates.push_back(std::move(c));
+    } catch (const Error&) {
+      // This config only: heuristics list configs whose plans then do not finalize.
+    }
+  }
+}
+
+// Runs a plan on the operands (the workspace holds c.workspace bytes). False when cuDNN refuses;
+// never throws.
+bool execute_plan(cudnnHandle_t h, const Candidate& c, const Operands& o, void* workspace) {
+  try {
+    BackendDesc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    const std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
+    // The pack stores non-const pointers; x and w are only read.
+    const std::array<void*, 3> ptrs{const_cast<void*>(o.x), const_cast<void*>(o.w), o.y};
+    set_attr(pack.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data());
+    set_attr(pack.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+             ptrs.data());
+    set_attr(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+    finalize(pack.get(), "variant pack");
+    return cudnnBackendExecute(h, c.plan.get(), pack.get()) == CUDNN_STATUS_SUCCESS;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Times calls on one stream with a pair of CUDA events (the host waits for each).
+class StreamTimer {
+ public:
+  explicit StreamTimer(Stream s) : stream_(s) {
+    if (cudaEventCreate(&start_) != cudaSuccess || cudaEventCreate(&stop_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      destroy();
+      fail("cuDNN backend: cannot create timing events");
+    }
+  }
+  ~StreamTimer() { destroy(); }
+  StreamTimer(const StreamTimer&) = delete;
+  StreamTimer& operator=(const StreamTimer&) = delete;
+
+  // The faster of two timed runs after an untimed warm-up (which absorbs one-time costs such as
+  // loading the kernel's module), in ms; -1 when a run fails.
+  template <typename Run>
+  float best_of_two(const Run& run) {
+    if (once(run) < 0) return -1.f;
+    const float a = once(run), b = once(run);
+    return a < 0 || b < 0 ? -1.f : std::min(a, b);
+  }
+
+ private:
+  template <typename Run>
+  float once(const Run& run) {
+    LTX_CUDA_CHECK(cudaEventRecord(start_, stream_.handle()));
+    const bool ok = run();
+    LTX_CUDA_CHECK(cudaEventRecord(stop_, stream_.handle()));
+    LTX_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0.f;
+    LTX_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ok ? ms : -1.f;
+  }
+  void destroy() {
+    if (start_ != nullptr) cudaEventDestroy(start_);
+    if (stop_ != nullptr) cudaEventDestroy(stop_);
+    start_ = stop_ = nullptr;
+  }
+  Stream stream_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+// What one run_forward call works with.
+struct ConvCall {
+  int device;
+  cudnnHandle_t handle;
+  Stream stream;
+  const Geometry& g;
+  const Descriptors& d;
+  AlgoChoice algo;
+  float beta;
+  Operands ops;
+};
+
+// A geometry's decision (per mode and beta): a backend plan, or the legacy algorithm.
+struct ConvChoice {
+  AlgoChoice legacy;                      // cudnnFind's pick: the fallback, always ready
+  float legacy_ms = -1.f;                 // timed by choose_backend (-1: not timed)
+  std::unique_ptr<BackendState> backend;  // null: the legacy path
+  std::string best_backend;               // the fastest plan and its time, also when slower
+  float backend_ms = -1.f;
+  std::string note;                       // why the legacy path, when it is
+  mutable std::atomic<bool> failed{false};  // the plan failed at run time: legacy for good
+
+  const Candidate* plan() const {
+    return backend && !failed.load(std::memory_order_relaxed) ? &backend->candidates.front()
+                                                              : nullptr;
+  }
+};
+
+// Builds the graph and candidates of call.g and times them and the legacy algorithm once: with
+// beta 0 on the caller's y (the real call overwrites it next), with beta 1 on a scratch output
+// (every run accumulates; x and w are the caller's, only read). Keeps the fastest plan when it beats the legacy algorithm (kForced: in
+// any case). Never throws: a failure leaves `choice` on the legacy path, with the reason.
+void choose_backend(ConvChoice& choice, CudnnBackendMode mode, const ConvCall& call) {
+  try {
+    auto st = std::make_unique<BackendState>();
+    build_graph(call.handle, call.g, call.beta, st->graph);
+    // Plans with more workspace than this are not considered: the winners measured on the VAE's
+    // convs need 0-16 MiB, and a larger one would raise the decode's peak memory.
+    constexpr int64_t kPlanWorkspaceCap = int64_t{256} << 20;
+    const int64_t limit =
+        std::min(static_cast<int64_t>(workspace_limit(call.device)), kPlanWorkspaceCap);
+    std::set<std::string> seen;
+    for (const cudnnBackendHeurMode_t heur : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B}) {
+      if (st->candidates.size() >= kMaxCandidates) break;
+      try {
+        add_candidates(call.handle, *st, heur, limit, seen);
+      } catch (const Error&) {
+        // The other mode may still offer plans.
+      }
+    }
+    if (st->candidates.empty()) {
+      choice.note = "no plan qualifies";
+      return;
+    }
+
+    size_t y_bytes = sizeof(uint16_t);  // bf16
+    for (const int v : call.g.y) y_bytes *= static_cast<size_t>(v);
+    size_t workspace_bytes = choice.legacy.workspace;
+    for (const Candidate& c : st->candidates)
+      workspace_bytes = std::max(workspace_bytes, static_cast<size_t>(c.workspace));
+    // beta 0: the timing runs write the caller's y, which the real call then overwrites (no
+    // second output buffer, so the peak memory does not rise). beta 1 reads and accumulates
+    // into y: a zeroed scratch output then (the boundary frames', a single frame).
+    std::shared_ptr<void> y_scratch;
+    void* y = call.ops.y;
+    if (call.beta != 0.f) {
+      y_scratch = allocate(y_bytes, call.stream);
+      LTX_CUDA_CHECK(cudaMemsetAsync(y_scratch.get(), 0, y_bytes, call.stream.handle()));
+      y = y_scratch.get();
+    }
+    const std::shared_ptr<void> workspace = allocate(workspace_bytes, call.stream);
+    const Operands scratch{call.ops.x, call.ops.w, y};
+
+    StreamTimer timer(call.stream);
+    choice.legacy_ms = timer.best_of_two([&] {
+      return legacy_forward(call.handle, call.d, choice.legacy, scratch, workspace.get(),
+                            call.beta) == CUDNN_STATUS_SUCCESS;
+    });
+    Candidate* best = nullptr;
+    for (Candidate& c : st->candidates) {
+      // A plan cuDNN refuses to run is dropped; the others may still run.
+      c.ms = timer.best_of_two(
+          [&] { return execute_plan(call.handle, c, scratch, workspace.get()); });
+      if (c.ms >= 0 && (best == nullptr || c.ms < best->ms)) best = &c;
+    }
+    if (best == nullptr) {
+      choice.note = "no plan ran";
+      return;
+    }
+    choice.best_backend = best->name;
+    choice.backend_ms = best->ms;
+    if (mode == CudnnBackendMode::kTimed && choice.legacy_ms >= 0 &&
+        !(best->ms < choice.legacy_ms)) {
+      choice.note = "slower";
+      return;
+    }
+    Candidate kept = std::move(*best);
+    st->candidates.clear();
+    st->candidates.push_back(std::move(kept));
+    choice.backend = std::move(st);
+  } catch (const Error& e) {
+    choice.backend.reset();
+    choice.note = e.what();
+  }
+}
+
+using ConvKey = std::tuple<int, std::array<int, kDims>, std::array<int, kDims>, std::array<int, 3>,
+                           std::array<int, 3>, std::array<int, 3>, int, float, CudnnBackendMode>;
+
+ConvKey conv_key(const ConvCall& call, CudnnBackendMode mode) {
+  const Geometry& g = call.g;
+  return ConvKey{call.device, g.x, g.w, g.pad, g.stride, g.dilation, g.groups, call.beta, mode};
+}
+
+// The cached decision of the call's key, made on first use (never freed, like the handles). Null
+// while the stream is being captured into a CUDA graph and no decision exists yet: timing would
+// synchronise a capturing stream, so that call takes the legacy path and decides nothing.
+const ConvChoice* conv_choice(const ConvKey& key, CudnnBackendMode mode, const ConvCall& call) {
+  static std::mutex mu;
+  static auto* cache = new std::map<ConvKey, const ConvChoice*>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  auto choice = std::make_unique<ConvChoice>();
+  choice->legacy = call.algo;
+  if (mode == CudnnBackendMode::kOff) {
+    choice->note = "off";
+  } else if (call.g.groups != 1) {
+    // cuDNN's backend derives groups from C / (the filter's C); not needed by our models, so the
+    // legacy API (an explicit group count) keeps them.
+    choice->note = "grouped conv";
+  } else {
+    if (is_capturing(call.stream)) return nullptr;
+    choose_backend(*choice, mode, call);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  const auto [it, inserted] = cache->emplace(key, choice.get());
+  if (inserted) choice.release();  // another thread's decision wins a race
+  return it->second;
+}
+
+// LTX_CUDNN_STATS=1: every geometry's calls, path and times, printed to stderr at exit as
+// `cudnn-conv N C D H W O kD kH kW padD padH padW calls # ...` lines, heaviest first (the part
+// before '#' is the input format of tools/bench/cudnn_conv_engines_probe.cpp). Off by default:
+// one map lookup per convolution when on.
 struct GeometryStats {
-  AlgoChoice choice;
-  int64_t calls = 0;
+  const ConvChoice* choice = nullptr;  // null while undecided (graph capture)
+  AlgoChoice legacy;
+  int64_t backend_calls = 0, legacy_calls = 0;
+
+  // The legacy algorithm's time: as timed here, else cudnnFind's.
+  float legacy_ms() const {
+    return choice != nullptr && choice->legacy_ms >= 0 ? choice->legacy_ms : legacy.measured_ms;
+  }
+  // calls x time (an unknown time, -1, counts as 0).
+  double total_ms() const {
+    const double backend = choice != nullptr ? std::max(0.f, choice->backend_ms) : 0.0;
+    return double(backend_calls) * backend + double(legacy_calls) * std::max(0.f, legacy_ms());
+  }
 };
 
 bool stats_enabled() {
@@ -215,41 +759,73 @@ bool stats_enabled() {
   return on;
 }
 
-std::map<AlgoKey, GeometryStats>& stats_table() {
-  static auto* table = new std::map<AlgoKey, GeometryStats>();
+std::map<ConvKey, GeometryStats>& stats_table() {
+  static auto* table = new std::map<ConvKey, GeometryStats>();
   return *table;
 }
 
+// "backend engine E[knobs] X ms (legacy algo N Y ms)" or "legacy algo N Y ms (backend ...)".
+std::string describe_path(const GeometryStats& st) {
+  const ConvChoice* c = st.choice;
+  const auto ms = [](double v) {
+    char buf[32] = "? ms";
+    if (v >= 0) std::snprintf(buf, sizeof(buf), "%.4f ms", v);
+    return std::string(buf);
+  };
+  const std::string legacy =
+      str("legacy algo ", int(st.legacy.algo), " ", ms(st.legacy_ms()),
+          c != nullptr && c->legacy_ms >= 0 ? "" : " (cudnnFind)");
+  if (c != nullptr && c->backend != nullptr) {
+    const std::string backend =
+        str("backend engine ", c->backend->candidates.front().name, " ", ms(c->backend_ms));
+    if (c->failed) return str(legacy, " (", backend, " failed at run time)");
+    return str(backend, " (", legacy, ")");
+  }
+  if (c == nullptr) return str(legacy, " (undecided: graph capture)");
+  if (!c->best_backend.empty())
+    return str(legacy, " (backend ", c->best_backend, " ", ms(c->backend_ms), ": ", c->note, ")");
+  return str(legacy, " (backend: ", c->note, ")");
+}
+
 void print_stats() {
-  std::vector<std::pair<AlgoKey, GeometryStats>> rows(stats_table().begin(), stats_table().end());
-  const auto total = [](const GeometryStats& s) { return double(s.calls) * s.choice.measured_ms; };
+  std::vector<std::pair<ConvKey, GeometryStats>> rows(stats_table().begin(), stats_table().end());
   std::sort(rows.begin(), rows.end(),
-            [&](const auto& a, const auto& b) { return total(a.second) > total(b.second); });
+            [](const auto& a, const auto& b) { return a.second.total_ms() > b.second.total_ms(); });
   double sum = 0;
-  for (const auto& [key, st] : rows) sum += total(st);
-  std::fprintf(stderr, "# cuDNN convolutions (LTX_CUDNN_STATS): %zu geometries, ~%.1f ms at cudnnFind's times\n",
+  for (const auto& row : rows) sum += row.second.total_ms();
+  std::fprintf(stderr,
+               "# cuDNN convolutions (LTX_CUDNN_STATS): %zu geometries, ~%.1f ms at the measured "
+               "times\n",
                rows.size(), sum);
   for (const auto& [key, st] : rows) {
-    const auto& [device, x, w, pad, stride, dilation, groups] = key;
+    const auto& [device, x, w, pad, stride, dilation, groups, beta, mode] = key;
+    (void)mode;
     std::fprintf(stderr,
-                 "cudnn-conv %d %d %d %d %d %d %d %d %d %d %d %d %lld # algo %d workspace %zu B "
-                 "find %.3f ms total %.1f ms stride %d,%d,%d dilation %d,%d,%d groups %d device %d\n",
+                 "cudnn-conv %d %d %d %d %d %d %d %d %d %d %d %d %lld # %s; calls %lld backend "
+                 "%lld legacy; beta %g workspace %zu B total %.1f ms stride %d,%d,%d dilation "
+                 "%d,%d,%d groups %d device %d\n",
                  x[0], x[1], x[2], x[3], x[4], w[0], w[2], w[3], w[4], pad[0], pad[1], pad[2],
-                 static_cast<long long>(st.calls), int(st.choice.algo), st.choice.workspace,
-                 double(st.choice.measured_ms), total(st), stride[0], stride[1], stride[2],
-                 dilation[0], dilation[1], dilation[2], groups, device);
+                 static_cast<long long>(st.backend_calls + st.legacy_calls),
+                 describe_path(st).c_str(), static_cast<long long>(st.backend_calls),
+                 static_cast<long long>(st.legacy_calls), double(beta),
+                 st.choice != nullptr && st.choice->plan() != nullptr
+                     ? static_cast<size_t>(st.choice->plan()->workspace)
+                     : st.legacy.workspace,
+                 st.total_ms(), stride[0], stride[1], stride[2], dilation[0], dilation[1],
+                 dilation[2], groups, device);
   }
 }
 
-void count_call(int device, const Geometry& g, const AlgoChoice& choice) {
+void count_call(const ConvKey& key, const ConvChoice* choice, const AlgoChoice& algo,
+                bool ran_backend) {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
   static const bool registered = [] { return std::atexit(print_stats) == 0; }();
   (void)registered;
-  GeometryStats& st =
-      stats_table()[AlgoKey{device, g.x, g.w, g.pad, g.stride, g.dilation, g.groups}];
-  st.choice = choice;
-  ++st.calls;
+  GeometryStats& st = stats_table()[key];
+  if (choice != nullptr) st.choice = choice;
+  st.legacy = algo;
+  ++(ran_backend ? st.backend_calls : st.legacy_calls);
 }
 
 template <size_t N>
@@ -286,22 +862,40 @@ namespace {
 
 // y = conv(x, w) + beta * y through cuDNN (beta 0: overwrite; 1: accumulate onto y, computed in
 // f32 and rounded once). x, w and y are dense channels-last and 16-byte aligned; g describes them.
+// Runs the geometry's backend plan when it has one (conv_choice), else the legacy algorithm.
 void run_forward(int device, const Geometry& g, const Tensor& x, const Tensor& w, const Tensor& y,
                  float beta) {
   const Stream stream = current_stream(device);
   cudnnHandle_t h = handle_for(device);
   LTX_CUDNN_CHECK(cudnnSetStream(h, stream.handle()));
   const Descriptors d(g);
-  const AlgoChoice choice = choose_algorithm(device, g, d);
-  if (stats_enabled()) count_call(device, g, choice);
+  const Operands ops{x.raw_data(), w.raw_data(), y.raw_data()};
+  const ConvCall call{device, h, stream, g, d, choose_algorithm(device, g, d), beta, ops};
+  const CudnnBackendMode mode = effective_mode();
+  const ConvKey key = conv_key(call, mode);
+  const ConvChoice* choice = conv_choice(key, mode, call);
+  const Candidate* plan = choice != nullptr ? choice->plan() : nullptr;
+  // The plans were built for 16-byte aligned operands (channels_last_operand's guarantee; a
+  // misaligned caller takes the legacy path, which declares no alignment).
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  bool ran_backend = false;
+  if (plan != nullptr && aligned(call.ops.x) && aligned(call.ops.w) && aligned(call.ops.y)) {
+    std::shared_ptr<void> workspace;
+    if (plan->workspace > 0) workspace = allocate(static_cast<size_t>(plan->workspace), stream);
+    ran_backend = execute_plan(h, *plan, call.ops, workspace.get());
+    if (ran_backend) {
+      g_backend_executions.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      choice->failed = true;  // cuDNN refused the plan: this geometry stays on the legacy path
+    }
+  }
+  if (stats_enabled()) count_call(key, choice, call.algo, ran_backend);
+  if (ran_backend) return;
   std::shared_ptr<void> workspace;
-  if (choice.workspace > 0) workspace = allocate(choice.workspace, stream);
-  const float alpha = 1.f;
-  const cudnnStatus_t status =
-      cudnnConvolutionForward(h, &alpha, d.x, x.raw_data(), d.w, w.raw_data(), d.conv, choice.algo,
-                              workspace.get(), choice.workspace, &beta, d.y, y.raw_data());
-  LTX_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN convolution (algorithm ", int(choice.algo),
-            ", workspace ", choice.workspace, " B, beta ", beta, ") failed: ",
+  if (call.algo.workspace > 0) workspace = allocate(call.algo.workspace, stream);
+  const cudnnStatus_t status = legacy_forward(h, d, call.algo, call.ops, workspace.get(), beta);
+  LTX_CHECK(status == CUDNN_STATUS_SUCCESS, "cuDNN convolution (algorithm ", int(call.algo.algo),
+            ", workspace ", call.algo.workspace, " B, beta ", beta, ") failed: ",
             cudnnGetErrorString(status), "; input ", describe(g.x), ", filter ", describe(g.w),
             ", output ", describe(g.y), ", pad ", describe(g.pad), ", stride ", describe(g.stride),
             ", dilation ", describe(g.dilation), ", groups ", g.groups);
@@ -365,6 +959,12 @@ Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
               0.f);
   return finish(out, bias, keep_last);
 }
+
+void set_cudnn_backend_mode(CudnnBackendMode mode) {
+  g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
+}
+
+int64_t cudnn_backend_executions() { return g_backend_executions.load(std::memory_order_relaxed); }
 
 bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
                                   const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back) {

@@ -1,10 +1,24 @@
 #pragma once
-// Forward convolution through cuDNN's convolution API (cudnnConvolutionForward), the fast path of
-// cuda::conv_nd for bf16 (tensor cores, f32 accumulation). 1-3 spatial dims (fewer than 3 are run
-// as 3-D with size-1 dims), any stride / padding / dilation / groups; NC(D)HW tensors in any
-// layout (see cudnn_conv_nd for which are used without a copy). One cuDNN handle per device; the algorithm
-// per (device, shapes, spec, dtype) is chosen once by cudnnFindConvolutionForwardAlgorithm and
-// cached; the workspace comes from the caching allocator on the current stream.
+// Forward convolution through cuDNN, the fast path of cuda::conv_nd for bf16 (tensor cores, f32
+// accumulation). 1-3 spatial dims (fewer than 3 are run as 3-D with size-1 dims), any stride /
+// padding / dilation / groups; NC(D)HW tensors in any layout (see cudnn_conv_nd for which are used
+// without a copy). One cuDNN handle per device; the workspace comes from the caching allocator on
+// the current stream.
+//
+// Two cuDNN APIs, chosen once per (device, shapes, spec, beta) and cached:
+//   - legacy (cudnnConvolutionForward): the algorithm cudnnFindConvolutionForwardAlgorithm
+//     measures fastest; always prepared, it is the fallback;
+//   - backend (graph API execution plans; groups 1): the first 8 engine configs of cuDNN's
+//     heuristics (modes A, then B) that need no runtime compilation (seconds of NVRTC), are
+//     deterministic and fit the workspace limit. Their tuned knobs beat the legacy algorithms on
+//     the H200 by 2.6-2.8x on the VAE's 1-frame boundary convs, 1.09x over its decode
+//     (tools/bench/cudnn_conv_engines_probe.cpp).
+// The first call of a geometry times the legacy algorithm and each plan (on a scratch output) and
+// keeps a plan only when it ran faster, so it is never slower than the legacy path; a plan that
+// cuDNN refuses, now or later, sends the geometry to the legacy path for good. During CUDA graph
+// capture nothing is timed: a geometry without a decision runs the legacy path, undecided.
+// LTX_CUDNN_BACKEND=0 keeps the legacy path only. LTX_CUDNN_STATS=1 prints, at exit, every
+// geometry's calls, the path it took and the measured times.
 #include "backend/cpu/conv.h"
 #include "core/tensor.h"
 
@@ -37,5 +51,18 @@ bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor
 // cudnn_conv_nd. Throws unless cudnn_replicate_time_applies.
 Tensor cudnn_conv3d_replicate_time(const Tensor& x, const Tensor& w, const Tensor& bias,
                                    const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back);
+
+// Which cuDNN API the convolutions above use (process-wide; for tests and benchmarks). Decisions
+// are cached per mode, so switching never reuses another mode's choice.
+enum class CudnnBackendMode {
+  kDefault,  // from LTX_CUDNN_BACKEND (read once): "0" is kOff, anything else (or unset) kTimed
+  kOff,      // the legacy API only
+  kTimed,    // a backend plan where it measured faster than the legacy algorithm
+  kForced,   // the fastest backend plan even where slower (tests: runs the backend path); the
+             // legacy API only where no plan runs
+};
+void set_cudnn_backend_mode(CudnnBackendMode mode);
+// Convolutions run through a backend plan so far (process-wide; tests).
+int64_t cudnn_backend_executions();
 
 }  // namespace ltx::cuda
