@@ -116,8 +116,24 @@ Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
   return rms_norm_dim_op("rms_norm_dim", x, dim, eps, false);
 }
 
-Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps) {
-  return rms_norm_dim_op("rms_norm_dim_silu", x, dim, eps, true);
+Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps, const Tensor& bias) {
+  const char* op = "rms_norm_dim_silu";
+  if (!bias.defined()) return rms_norm_dim_op(op, x, dim, eps, true);
+  check_input(op, x, 0);
+  const int d = wrap_dim(dim, x.dim(), op);
+  check_defined(op, {&bias});
+  LTX_CHECK(bias.dim() == 1 && bias.size(0) == x.size(d), op, ": bias ", bias.describe(),
+            " must hold one value per entry of dim ", d, " of ", x.describe());
+  switch (common_device(op, {&x, &bias}).type) {
+    case DeviceType::CPU: {
+      Shape shape;
+      for (int i = 0; i < x.dim(); ++i) shape.push_back(i == d ? x.size(d) : 1);
+      return cpu::rms_norm_dim(add(x, bias.view(shape)), d, eps, true);
+    }
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps, true, bias), op);
+  }
+  unreachable_device(op);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

@@ -50,7 +50,10 @@ Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);
 // silu(rms_norm_dim(x, dim, eps)) in one pass (the video VAE's PixelNorm + SiLU), bit for bit on
 // each backend: the normalised value is rounded to x's dtype before ops::silu's function, as the
 // unfused pair stores it. The result has rms_norm_dim's dtype and layout.
-Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps);
+// bias (optional, x.size(dim) values): the same for x + bias, the sum rounded to x's dtype as
+// ops::add stores it (the VAE's conv1 output before its bias, then norm2 + SiLU; on CUDA the add
+// happens inside the norm's pass over channels-last bf16 / f32 activations).
+Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps, const Tensor& bias = {});
 
 // Over the last dim D with the biased variance: y = (x - mean) / sqrt(var + eps) * weight + bias.
 // weight, bias: [D] or undefined.

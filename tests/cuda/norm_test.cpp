@@ -387,6 +387,30 @@ TEST(CudaNorm, PixelNormSiluRowKernelsTakeManyRowsPerWarp) {
   }
 }
 
+// rms_norm_dim_silu with a bias (conv1's, folded into norm2's pass) gives the bits of the bias
+// added first (ops::add) and then the norm: fused in the channels-last vector kernel (every row
+// length: 32 / g rows per warp, held in registers, read twice), the add first elsewhere (a
+// contiguous x, a misaligned one, odd channel counts).
+TEST(CudaNorm, PixelNormSiluWithABiasEqualsTheBiasAddedFirst) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1400;
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t c : kPixelNormChannels) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c));
+      const Tensor x = test::random_tensor({2, c, 3, 5, 7}, seed++, -3.f, 5.f).to(kGpu, dt);
+      const Tensor bias = test::random_tensor({c}, seed++, -1.f, 1.f).to(kGpu, dt);
+      for (const Tensor& v : {x.to_channels_last(), x, misaligned_channels_last(x)}) {
+        SCOPED_TRACE(v.describe());
+        const Tensor want =
+            ops::rms_norm_dim_silu(ops::add(v, bias.view({1, c, 1, 1, 1})), 1, 1e-8);
+        const Tensor got = ops::rms_norm_dim_silu(v, 1, 1e-8, bias);
+        EXPECT_TRUE(got.strides() == want.strides()) << got.strides().str();
+        EXPECT_TRUE(same_bytes(got, want));
+      }
+    }
+  }
+}
+
 TEST(CudaNorm, Bf16StorageKeepsItsDtype) {
   LTX_REQUIRE_CUDA();
   const Tensor x = test::random_tensor({9, 300}, 20).to(DType::BF16);

@@ -351,6 +351,9 @@ TEST(CudaTiming, DISABLED_PrintsVaeGlueTimes) {
     };
     report("rms_norm_dim_silu", x,
            seconds_per_call([&] { ops::rms_norm_dim_silu(x, 1, 1e-8); }, 5));
+    const Tensor bias = rand_gpu({k.c}, 7, DType::BF16);
+    report("rms_norm_dim_silu + bias", x,
+           seconds_per_call([&] { ops::rms_norm_dim_silu(x, 1, 1e-8, bias); }, 5));
     report("rms_norm_dim", x, seconds_per_call([&] { ops::rms_norm_dim(x, 1, 1e-8); }, 5));
     report("silu", x, seconds_per_call([&] { ops::silu(x); }, 5));
     const Tensor y = Tensor::empty_in_order(x.shape(), Tensor::channels_last_order(5), x.dtype(),

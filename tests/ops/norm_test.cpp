@@ -143,6 +143,24 @@ TEST(RmsNormDimSilu, EqualsSiluOfRmsNormDimBitForBit) {
   expect_close(ops::rms_norm_dim_silu(base, 1, 1e-8), base.shape(), want, 4e-6, "vs double");
 }
 
+// With a bias (the conv's, folded into the norm's pass): the result of adding it first, on dims
+// 1 and 4 and a channels-last x; a bias of the wrong length is refused.
+TEST(RmsNormDimSilu, BiasIsAddedBeforeTheNorm) {
+  const Tensor base = test::random_tensor({2, 6, 3, 5, 7}, 23, -4.f, 4.f);
+  for (const Tensor& x : {base, base.to_channels_last()}) {
+    for (int dim : {1, 4}) {
+      SCOPED_TRACE(x.describe() + " dim " + std::to_string(dim));
+      const Tensor bias = test::random_tensor({x.size(dim)}, 24);
+      Shape shape;
+      for (int i = 0; i < x.dim(); ++i) shape.push_back(i == dim ? x.size(dim) : 1);
+      const Tensor want = ops::rms_norm_dim_silu(ops::add(x, bias.view(shape)), dim, 1e-8);
+      EXPECT_EQ(test::max_abs_diff(ops::rms_norm_dim_silu(x, dim, 1e-8, bias), want), 0.0);
+    }
+  }
+  EXPECT_ERROR_HAS(ops::rms_norm_dim_silu(base, 1, 1e-8, test::random_tensor({5}, 25)),
+                   "one value per entry of dim 1");
+}
+
 TEST(LayerNorm, MatchesDoubleReferenceForEachAffineCombination) {
   uint64_t seed = 30;
   for (const Shape& s : {Shape{3, 7}, Shape{2, 5, 33}, Shape{4, 129}, Shape{1}}) {

@@ -13,6 +13,7 @@
 #include "backend/scalar_math.h"
 #include "backend/strided_layout.h"
 #include "ops/dispatch.h"
+#include "ops/elementwise.h"
 
 namespace ltx::cuda {
 
@@ -37,6 +38,9 @@ struct RowArgs {
   int64_t seg = 0, x_outer = 0, y_outer = 0;
   bool seg_fast = false;  // every row index below 2^31: r / seg through fseg
   FastDivU32 fseg;
+  // PixelNorm's vector kernel only: d values (x's dtype) added to each row before it is
+  // normalised, the sum rounded to x's dtype (the bias of the conv that made x).
+  const void* pre_bias = nullptr;
 };
 
 // Row r's first element: r * d, or (r / seg) * outer + (r % seg) * d for segmented rows.
@@ -574,6 +578,34 @@ __device__ __forceinline__ DimChunkBits<kDt> load_chunk(const char* row, int c) 
   return q;
 }
 
+// c + b (chunk c of the bias), rounded to kDt per value as the bias add would store it (bf16: the
+// hardware's round-to-nearest-even, which differs from f32_to_bf16 only in a NaN's bits; a NaN
+// makes the whole row NaN either way, stored canonically).
+template <DType kDt>
+__device__ __forceinline__ DimChunkBits<kDt> add_chunk_bias(const DimChunkBits<kDt>& c,
+                                                            const DimChunkBits<kDt>& b) {
+  DimChunkBits<kDt> out;
+  if constexpr (kDt == DType::BF16) {
+    uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float lo = chunk_value(c, 2 * j) + chunk_value(b, 2 * j);
+      const float hi = chunk_value(c, 2 * j + 1) + chunk_value(b, 2 * j + 1);
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w[j]) : "f"(hi), "f"(lo));
+    }
+    out.w[0] = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    float v[kDimChunk];
+#pragma unroll
+    for (int j = 0; j < kDimChunk; ++j) v[j] = chunk_value(c, j) + chunk_value(b, j);
+    out.w[0] = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
+                          __float_as_uint(v[3]));
+    out.w[1] = make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]), __float_as_uint(v[6]),
+                          __float_as_uint(v[7]));
+  }
+  return out;
+}
+
 template <DType kDt>
 __device__ __forceinline__ double add_chunk_squares(double ss, const DimChunkBits<kDt>& c) {
 #pragma unroll
@@ -666,8 +698,9 @@ __device__ __forceinline__ void store_chunk_silu_table(void* y_row, int c,
 // lanes chunks, 32 / lanes rows per warp), the warp's next rows loaded before its current ones
 // are summed; x is read once. K == 0: longer rows (lanes 32), read twice, the second time mostly
 // from L2. kTable (kSilu on bf16, `table` the device's SiLU table): the block copies the table
-// into shared memory first and looks every SiLU up there.
-template <DType kDt, int K, bool kSilu, bool kTable>
+// into shared memory first and looks every SiLU up there. kBias: a.pre_bias is added to every
+// chunk as it is loaded (the lane's K bias chunks loaded once).
+template <DType kDt, int K, bool kSilu, bool kTable, bool kBias>
 __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kernel(
     RowArgs a, int lanes, const uint16_t* __restrict__ table) {
   static_assert(!kTable || (kSilu && kDt == DType::BF16), "the SiLU table is for bf16 SiLU");
@@ -698,19 +731,36 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
   // lane group lane / lanes takes row r0 + lane / lanes, idle past the last row.
   const int64_t first =
       (static_cast<int64_t>(blockIdx.x) * kDimRowsWarps + threadIdx.x / 32) * per_warp;
+  const char* bias = static_cast<const char*>(a.pre_bias);
   if constexpr (K == 0) {
+    // Chunk c of a row as the norm sees it (with the bias added).
+    const auto chunk = [&](const char* row, int c) {
+      if constexpr (kBias) {
+        return add_chunk_bias(load_chunk<kDt>(row, c), load_chunk<kDt>(bias, c));
+      } else {
+        return load_chunk<kDt>(row, c);
+      }
+    };
     for (int64_t r = first; r < a.rows; r += step) {
       const char* row = x + r * a.d * kBytes;
       double ss = 0.0;
 #pragma unroll 4
-      for (int c = lane; c < chunks; c += 32) ss = add_chunk_squares(ss, load_chunk<kDt>(row, c));
+      for (int c = lane; c < chunks; c += 32) ss = add_chunk_squares(ss, chunk(row, c));
       const float rms = dim_rms(dim_lanes_sum(ss, 32), a.d, a.eps), inv = 1.f / rms;
       void* y_row = y + r * a.d * kBytes;
 #pragma unroll 4
-      for (int c = lane; c < chunks; c += 32) store(y_row, c, load_chunk<kDt>(row, c), rms, inv);
+      for (int c = lane; c < chunks; c += 32) store(y_row, c, chunk(row, c), rms, inv);
     }
   } else {
     const int64_t sub = lane / lanes;
+    Chunk bias_chunk[K];  // this lane's chunks of the bias, the same for every row
+    if constexpr (kBias) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int c = g + lanes * k;
+        bias_chunk[k] = c < chunks ? load_chunk<kDt>(bias, c) : Chunk{};
+      }
+    }
     const auto fetch = [&](int64_t r0, Chunk(&q)[K]) {
       const int64_t r = r0 + sub;
       const char* row = x + r * a.d * kBytes;
@@ -725,6 +775,13 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
     for (int64_t r0 = first; r0 < a.rows; r0 += step) {
       Chunk next[K];
       fetch(r0 + step, next);  // in flight while this row is worked on
+      if constexpr (kBias) {
+        // Past the row's end (or the last row) the chunk stays zero: it must add nothing.
+        const bool live = r0 + sub < a.rows;
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+          if (live && g + lanes * k < chunks) q[k] = add_chunk_bias(q[k], bias_chunk[k]);
+      }
       double ss = 0.0;
 #pragma unroll
       for (int k = 0; k < K; ++k) ss = add_chunk_squares(ss, q[k]);
@@ -760,9 +817,16 @@ template <DType kDt, int K, bool kSilu, bool kTable>
 void launch_dim_rows_vec(const RowArgs& a, int lanes, const uint16_t* table, int dev,
                          cudaStream_t stream) {
   const int per_warp = 32 / lanes;
-  const auto kernel = rms_norm_dim_rows_vec_kernel<kDt, K, kSilu, kTable>;
-  const unsigned grid = dim_rows_grid(kernel, (a.rows + per_warp - 1) / per_warp, dev);
-  kernel<<<grid, kDimRowsThreads, 0, stream>>>(a, lanes, table);
+  const auto go = [&](auto kernel) {
+    const unsigned grid = dim_rows_grid(kernel, (a.rows + per_warp - 1) / per_warp, dev);
+    kernel<<<grid, kDimRowsThreads, 0, stream>>>(a, lanes, table);
+  };
+  // The pre-norm bias only with the SiLU (rms_norm_dim_silu's): fewer instantiations.
+  if (kSilu && a.pre_bias != nullptr) {
+    go(rms_norm_dim_rows_vec_kernel<kDt, K, kSilu, kTable, kSilu>);
+  } else {
+    go(rms_norm_dim_rows_vec_kernel<kDt, K, kSilu, kTable, false>);
+  }
 }
 
 template <int K, bool kSilu>
@@ -780,11 +844,17 @@ void launch_dim_rows_vec(const RowArgs& a, int lanes, int dev, cudaStream_t stre
 }
 
 // rms_norm_dim's row kernels for a: the vector kernel when the rows allow it, else the scalar one.
+// Whether the rows of a take the vector kernel.
+bool dim_rows_vec_ok(const RowArgs& a) {
+  return a.d % kDimChunk == 0 && a.d / kDimChunk <= INT32_MAX && a.x_dtype == a.y_dtype &&
+         vec_dtype(a.x_dtype) && aligned16(a.x) && aligned16(a.y);
+}
+
 template <bool kSilu>
 void launch_dim_rows(const RowArgs& a, int dev, cudaStream_t stream) {
-  const bool vec = a.d % kDimChunk == 0 && a.d / kDimChunk <= INT32_MAX &&
-                   a.x_dtype == a.y_dtype && vec_dtype(a.x_dtype) && aligned16(a.x) &&
-                   aligned16(a.y);
+  const bool vec = dim_rows_vec_ok(a);
+  LTX_CHECK(a.pre_bias == nullptr || (vec && kSilu), "rms_norm_dim: a pre-norm bias needs the "
+            "vector row kernel with the SiLU");
   if (!vec) {
     const auto kernel = rms_norm_dim_rows_kernel<kSilu>;
     kernel<<<dim_rows_grid(kernel, a.rows, dev), kDimRowsThreads, 0, stream>>>(a);
@@ -1150,7 +1220,24 @@ bool rms_norm_dim_rows_layout(const Tensor& x, int dim) {
   return true;
 }
 
-Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu) {
+namespace {
+// x + b with b's values along dim (the unfused bias add, in x's layout).
+Tensor add_along(const Tensor& x, int dim, const Tensor& b) {
+  Shape shape;
+  for (int i = 0; i < x.dim(); ++i) shape.push_back(i == dim ? x.size(dim) : 1);
+  return ops::add(x, b.view(shape));
+}
+}  // namespace
+
+Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu, const Tensor& pre_bias) {
+  if (pre_bias.defined()) {
+    // Fused into the vector row kernel (channels-last x, rows of a multiple of 8, a dense
+    // aligned bias of x's dtype, the SiLU variant); anything else adds the bias first.
+    const bool fuses = silu && rms_norm_dim_rows_layout(x, dim) && x.is_dense() &&
+                       pre_bias.is_contiguous() && pre_bias.dtype() == x.dtype() &&
+                       pre_bias.numel() == x.size(dim) && aligned16(pre_bias.raw_data());
+    if (!fuses) return rms_norm_dim(add_along(x, dim, pre_bias), dim, eps, silu, Tensor());
+  }
   const int dev = x.device().index;
   DeviceGuard guard(dev);
   const cudaStream_t stream = current_stream(dev).handle();
@@ -1178,6 +1265,11 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu) {
     a.eps = eps;
     a.d = x.size(dim);
     a.rows = x.numel() / a.d;
+    if (pre_bias.defined()) {
+      if (!dim_rows_vec_ok(a))  // e.g. a misaligned x: the bias add first, then the norm
+        return rms_norm_dim(add_along(x, dim, pre_bias), dim, eps, silu, Tensor());
+      a.pre_bias = pre_bias.raw_data();
+    }
     (silu ? launch_dim_rows<true> : launch_dim_rows<false>)(a, dev, stream);
     LTX_CUDA_CHECK_LAUNCH();
     return out;

@@ -55,7 +55,11 @@ bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
 // aligned) and the result keeps x's layout; otherwise one thread per position sums its column.
 // silu: every kernel applies ops::silu's function at its store, to the value rounded to x's dtype
 // (ops::rms_norm_dim_silu, bit-identical to the two ops).
-Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu = false);
+// pre_bias (optional, x.size(dim) values of x's dtype): normalises x + pre_bias, the sum rounded
+// to x's dtype (ops::rms_norm_dim_silu's bias; fused into the channels-last vector kernel with the
+// SiLU, else added first).
+Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu = false,
+                    const Tensor& pre_bias = {});
 // Whether rms_norm_dim takes the row kernel for x (for the tests).
 bool rms_norm_dim_rows_layout(const Tensor& x, int dim);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions

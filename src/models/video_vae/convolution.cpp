@@ -33,6 +33,14 @@ void CausalConv3d::permute_output_channels(int64_t F) {
 }
 
 Tensor CausalConv3d::operator()(Tensor x, bool causal, const Tensor& residual) const {
+  return run(std::move(x), causal, bias, residual);
+}
+
+Tensor CausalConv3d::unbiased(Tensor x, bool causal) const {
+  return run(std::move(x), causal, Tensor(), Tensor());
+}
+
+Tensor CausalConv3d::run(Tensor x, bool causal, const Tensor& b, const Tensor& residual) const {
   LTX_CHECK(x.dim() == 5 && x.size(1) == in_channels(), "CausalConv3d: expected [B, ",
             in_channels(), ", F, H, W], got ", x.describe());
   const int64_t k = kernel, half = k / 2;
@@ -40,13 +48,13 @@ Tensor CausalConv3d::operator()(Tensor x, bool causal, const Tensor& residual) c
   const int64_t front = causal ? k - 1 : (k - 1) / 2, back = causal ? 0 : (k - 1) / 2;
   if (spatial_padding == PaddingMode::Zeros || half == 0) {
     // One op: on CUDA (bf16) the replicated frames are folded into the conv, no padded copy.
-    return ops::conv3d_replicate_time(std::move(x), weight, bias, {stride[0], stride[1], stride[2]},
+    return ops::conv3d_replicate_time(std::move(x), weight, b, {stride[0], stride[1], stride[2]},
                                       {half, half}, front, back, residual);
   }
   Tensor xp = ops::pad(x, {0, 0, 0, 0, front, back}, ops::PadMode::Replicate);
   x = Tensor();  // the padded copy is all the conv needs
   xp = ops::pad(xp, {half, half, half, half, 0, 0}, to_pad_mode(spatial_padding));
-  Tensor out = ops::conv3d(xp, weight, bias, {stride[0], stride[1], stride[2]}, {0, 0, 0});
+  Tensor out = ops::conv3d(xp, weight, b, {stride[0], stride[1], stride[2]}, {0, 0, 0});
   if (residual.defined()) ops::add_(out, residual);
   return out;
 }

@@ -32,9 +32,15 @@ struct CausalConv3d {
   // residual (optional): returns conv(x) + residual (ops::conv3d_replicate_time's residual: the
   // ResNet block's skip added with the bias in one pass on CUDA).
   Tensor operator()(Tensor x, bool causal, const Tensor& residual = {}) const;
+  // conv(x) without the bias, for a caller that adds `bias` inside its next op (ResnetBlock3D:
+  // conv1's bias inside norm2's PixelNorm + SiLU, ops::rms_norm_dim_silu's bias).
+  Tensor unbiased(Tensor x, bool causal) const;
   // Reorders the output channels (weight rows and bias) from c * F + sub to sub * C + c
   // (ops::permute_depth_channels), keeping the weight's memory layout.
   void permute_output_channels(int64_t F);
+
+ private:
+  Tensor run(Tensor x, bool causal, const Tensor& b, const Tensor& residual) const;
 };
 
 // make_linear_nd(3): a 1x1x1 nn.Conv3d binding `<name>.{weight,bias}`.

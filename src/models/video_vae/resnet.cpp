@@ -27,8 +27,9 @@ Tensor Norm::operator()(const Tensor& x) const {
   return ops::group_norm(x, groups, weight, bias, eps);
 }
 
-Tensor Norm::then_silu(Tensor x) const {
-  if (type == NormLayer::PixelNorm) return ops::rms_norm_dim_silu(x, 1, kPixelNormEps);
+Tensor Norm::then_silu(Tensor x, const Tensor& pre_bias) const {
+  if (type == NormLayer::PixelNorm) return ops::rms_norm_dim_silu(x, 1, kPixelNormEps, pre_bias);
+  if (pre_bias.defined()) x = ops::add(x, pre_bias.view({1, pre_bias.size(0), 1, 1, 1}));
   x = (*this)(x);
   return ops::silu(x);
 }
@@ -76,8 +77,16 @@ Tensor ResnetBlock3D::operator()(Tensor x, bool causal, const Tensor& timestep_e
     h = ops::modulate(h, scale, shift);
     return ops::silu(h);
   };
-  Tensor h = conv1(norm_silu(norm1, x, scale1, shift1), causal);
-  h = norm_silu(norm2, std::move(h), scale2, shift2);
+  Tensor h;
+  if (timestep_conditioning) {
+    h = conv1(norm_silu(norm1, x, scale1, shift1), causal);
+    h = norm_silu(norm2, std::move(h), scale2, shift2);
+  } else {
+    // conv1's bias goes into norm2's pass (the same sum, rounded as the conv's bias add rounds
+    // it): one read and write of the activation fewer on CUDA.
+    h = conv1.unbiased(norm1.then_silu(x), causal);
+    h = norm2.then_silu(std::move(h), conv1.bias);
+  }
   // An identity shortcut goes into conv2 (its bias and the skip added in one pass on CUDA; the
   // same sums). A projected one is made after conv2, as before, so that it is not held beside
   // conv2's input and output.

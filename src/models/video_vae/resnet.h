@@ -28,9 +28,11 @@ struct Norm {
   static Norm load(io::WeightMap& w, const std::string& name, NormLayer type, int64_t channels,
                    int64_t groups, double eps, const nn::LoadOptions& opt);
   Tensor operator()(const Tensor& x) const;
-  // silu((*this)(x)); one pass for PixelNorm (ops::rms_norm_dim_silu, the same bits). x by
-  // value: pass std::move(x) so that GroupNorm's input is released before the silu.
-  Tensor then_silu(Tensor x) const;
+  // silu((*this)(x + pre_bias)) (pre_bias optional, per channel: the bias of the conv that made
+  // x, rounded in as the conv's bias add would); one pass for PixelNorm (ops::rms_norm_dim_silu,
+  // the same bits). x by value: pass std::move(x) so that GroupNorm's input is released before
+  // the silu.
+  Tensor then_silu(Tensor x, const Tensor& pre_bias = {}) const;
 };
 
 // norm1 -> [x * (1 + scale1) + shift1] -> SiLU -> conv1 -> norm2 -> [modulate 2] -> SiLU -> conv2,
