@@ -116,7 +116,7 @@ Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps) {
   return rms_norm_dim_op("rms_norm_dim", x, dim, eps, false);
 }
 
-Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps, const Tensor& bias) {
+Tensor rms_norm_dim_silu(Tensor x, int64_t dim, double eps, const Tensor& bias) {
   const char* op = "rms_norm_dim_silu";
   if (!bias.defined()) return rms_norm_dim_op(op, x, dim, eps, true);
   check_input(op, x, 0);
@@ -124,16 +124,19 @@ Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps, const Tensor&
   check_defined(op, {&bias});
   LTX_CHECK(bias.dim() == 1 && bias.size(0) == x.size(d), op, ": bias ", bias.describe(),
             " must hold one value per entry of dim ", d, " of ", x.describe());
-  switch (common_device(op, {&x, &bias}).type) {
-    case DeviceType::CPU: {
-      Shape shape;
-      for (int i = 0; i < x.dim(); ++i) shape.push_back(i == d ? x.size(d) : 1);
-      return cpu::rms_norm_dim(add(x, bias.view(shape)), d, eps, true);
-    }
-    case DeviceType::CUDA:
-      LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps, true, bias), op);
-  }
-  unreachable_device(op);
+  const DeviceType device = common_device(op, {&x, &bias}).type;
+#if LTX_WITH_CUDA
+  if (device == DeviceType::CUDA && cuda::rms_norm_dim_bias_fuses(x, d, bias))
+    LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps, true, bias), op);
+#endif
+  // The bias added first; x released before the norm, so that at most two activations are held
+  // (the pre-bias x moved in by the caller, then the sum and the result).
+  Shape shape;
+  for (int i = 0; i < x.dim(); ++i) shape.push_back(i == d ? x.size(d) : 1);
+  Tensor sum = add(x, bias.view(shape));
+  x = Tensor();
+  (void)device;
+  return rms_norm_dim_op(op, sum, d, eps, true);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

@@ -52,8 +52,9 @@ Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);
 // unfused pair stores it. The result has rms_norm_dim's dtype and layout.
 // bias (optional, x.size(dim) values): the same for x + bias, the sum rounded to x's dtype as
 // ops::add stores it (the VAE's conv1 output before its bias, then norm2 + SiLU; on CUDA the add
-// happens inside the norm's pass over channels-last bf16 / f32 activations).
-Tensor rms_norm_dim_silu(const Tensor& x, int64_t dim, double eps, const Tensor& bias = {});
+// happens inside the norm's pass over channels-last bf16 / f32 activations, elsewhere first).
+// x by value: pass std::move(x) when it is the last use, so that the unfused add releases it.
+Tensor rms_norm_dim_silu(Tensor x, int64_t dim, double eps, const Tensor& bias = {});
 
 // Over the last dim D with the biased variance: y = (x - mean) / sqrt(var + eps) * weight + bias.
 // weight, bias: [D] or undefined.

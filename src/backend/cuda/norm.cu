@@ -13,7 +13,6 @@
 #include "backend/scalar_math.h"
 #include "backend/strided_layout.h"
 #include "ops/dispatch.h"
-#include "ops/elementwise.h"
 
 namespace ltx::cuda {
 
@@ -1220,24 +1219,19 @@ bool rms_norm_dim_rows_layout(const Tensor& x, int dim) {
   return true;
 }
 
-namespace {
-// x + b with b's values along dim (the unfused bias add, in x's layout).
-Tensor add_along(const Tensor& x, int dim, const Tensor& b) {
-  Shape shape;
-  for (int i = 0; i < x.dim(); ++i) shape.push_back(i == dim ? x.size(dim) : 1);
-  return ops::add(x, b.view(shape));
+bool rms_norm_dim_bias_fuses(const Tensor& x, int dim, const Tensor& bias) {
+  // The vector row kernel's conditions (channels-last rows of a multiple of 8 values of f32 /
+  // bf16, dense and 16-byte aligned: the output is allocated aligned) and a dense aligned bias of
+  // x's dtype.
+  return rms_norm_dim_rows_layout(x, dim) && x.is_dense() && x.size(dim) % kDimChunk == 0 &&
+         vec_dtype(x.dtype()) && aligned16(x.raw_data()) && bias.is_contiguous() &&
+         bias.dtype() == x.dtype() && bias.numel() == x.size(dim) && aligned16(bias.raw_data());
 }
-}  // namespace
 
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu, const Tensor& pre_bias) {
-  if (pre_bias.defined()) {
-    // Fused into the vector row kernel (channels-last x, rows of a multiple of 8, a dense
-    // aligned bias of x's dtype, the SiLU variant); anything else adds the bias first.
-    const bool fuses = silu && rms_norm_dim_rows_layout(x, dim) && x.is_dense() &&
-                       pre_bias.is_contiguous() && pre_bias.dtype() == x.dtype() &&
-                       pre_bias.numel() == x.size(dim) && aligned16(pre_bias.raw_data());
-    if (!fuses) return rms_norm_dim(add_along(x, dim, pre_bias), dim, eps, silu, Tensor());
-  }
+  LTX_CHECK(!pre_bias.defined() || (silu && rms_norm_dim_bias_fuses(x, dim, pre_bias)),
+            "rms_norm_dim (CUDA): the pre-norm bias ", pre_bias.describe(), " does not fuse for ",
+            x.describe(), "; ops::rms_norm_dim_silu adds it first then");
   const int dev = x.device().index;
   DeviceGuard guard(dev);
   const cudaStream_t stream = current_stream(dev).handle();
@@ -1265,11 +1259,7 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu, const Tenso
     a.eps = eps;
     a.d = x.size(dim);
     a.rows = x.numel() / a.d;
-    if (pre_bias.defined()) {
-      if (!dim_rows_vec_ok(a))  // e.g. a misaligned x: the bias add first, then the norm
-        return rms_norm_dim(add_along(x, dim, pre_bias), dim, eps, silu, Tensor());
-      a.pre_bias = pre_bias.raw_data();
-    }
+    if (pre_bias.defined()) a.pre_bias = pre_bias.raw_data();
     (silu ? launch_dim_rows<true> : launch_dim_rows<false>)(a, dev, stream);
     LTX_CUDA_CHECK_LAUNCH();
     return out;

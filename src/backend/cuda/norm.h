@@ -55,11 +55,14 @@ bool rms_norm_modulate_vectorised(const Tensor& x, const ops::Summed& scale,
 // aligned) and the result keeps x's layout; otherwise one thread per position sums its column.
 // silu: every kernel applies ops::silu's function at its store, to the value rounded to x's dtype
 // (ops::rms_norm_dim_silu, bit-identical to the two ops).
-// pre_bias (optional, x.size(dim) values of x's dtype): normalises x + pre_bias, the sum rounded
-// to x's dtype (ops::rms_norm_dim_silu's bias; fused into the channels-last vector kernel with the
-// SiLU, else added first).
+// pre_bias (optional, x.size(dim) values of x's dtype; only with silu and where
+// rms_norm_dim_bias_fuses): normalises x + pre_bias, the sum rounded to x's dtype as ops::add
+// stores it, adding it in the channels-last vector kernel as rows are loaded.
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu = false,
                     const Tensor& pre_bias = {});
+// Whether the vector row kernel takes x with the pre-norm bias (ops::rms_norm_dim_silu adds the
+// bias first otherwise).
+bool rms_norm_dim_bias_fuses(const Tensor& x, int dim, const Tensor& bias);
 // Whether rms_norm_dim takes the row kernel for x (for the tests).
 bool rms_norm_dim_rows_layout(const Tensor& x, int dim);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions

@@ -28,7 +28,8 @@ Tensor Norm::operator()(const Tensor& x) const {
 }
 
 Tensor Norm::then_silu(Tensor x, const Tensor& pre_bias) const {
-  if (type == NormLayer::PixelNorm) return ops::rms_norm_dim_silu(x, 1, kPixelNormEps, pre_bias);
+  if (type == NormLayer::PixelNorm)
+    return ops::rms_norm_dim_silu(std::move(x), 1, kPixelNormEps, pre_bias);
   if (pre_bias.defined()) x = ops::add(x, pre_bias.view({1, pre_bias.size(0), 1, 1, 1}));
   x = (*this)(x);
   return ops::silu(x);
