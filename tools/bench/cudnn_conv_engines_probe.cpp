@@ -50,6 +50,8 @@
 #include <utility>
 #include <vector>
 
+#include "../../src/backend/cuda/cudnn_knob_names.h"
+
 namespace {
 
 constexpr int64_t kWsCap = int64_t(2) << 30;  // workspace limit for legacy and backend alike
@@ -542,21 +544,6 @@ bool build_graph(cudnnHandle_t h, const Geom& g, Graph* G) {
 // Candidate engine configs
 // ---------------------------------------------------------------------------------------------
 
-const char* knob_name(int t) {
-  // Indexed by cudnnBackendKnobType_t value (cuDNN 9.19 header); unknown values print as k<N>.
-  static const char* const names[] = {
-      "SPLIT_K",     "SWIZZLE",     "TILE_SIZE",     "USE_TEX",     "EDGE",        "KBLOCK",
-      "LDGA",        "LDGB",        "CHUNK_K",       "SPLIT_H",     "WINO_TILE",   "MULTIPLY",
-      "SPLIT_K_BUF", "TILEK",       "STAGES",        "REDUCTION",   "CTA_SPLIT_K", "SPLIT_K_SLC",
-      "IDX_MODE",    "SLICED",      "SPLIT_RS",      "SINGLEBUF",   "LDGC",        "SPECFILT",
-      "KERNEL_CFG",  "WORKSPACE",   "TILE_CGA",      "TILE_CGA_M",  "TILE_CGA_N",  "BLOCK_SIZE",
-      "OCCUPANCY",   "ARR_PER_THR", "NUM_C_PER_BLK", "SPLIT_COLS",  "TILE_ROWS",   "TILE_COLS",
-      "LOAD_SIZE",   "CTA_COUNT",   "STREAM_K",      "SPLIT_P_SLC", "TILE_M",      "TILE_N",
-      "WARP_SPEC",   "SWAP_AB"};
-  constexpr int n = int(sizeof names / sizeof names[0]);
-  return t >= 0 && t < n ? names[t] : nullptr;
-}
-
 struct Cand {
   BD cfg;
   BD engine;  // keeps a self-built engine alive for its config (global enumeration)
@@ -605,7 +592,7 @@ bool describe_cfg(cudnnBackendDescriptor_t cfg, std::string* name, std::string* 
   if (!knobs.empty()) {
     *name += "[";
     for (size_t i = 0; i < knobs.size(); ++i) {
-      const char* kn = knob_name(knobs[i].first);
+      const char* kn = ltx::cuda::cudnn_knob_name(knobs[i].first);
       *name += (i ? "," : "") + (kn ? std::string(kn) : "k" + std::to_string(knobs[i].first)) +
                "=" + std::to_string(knobs[i].second);
     }

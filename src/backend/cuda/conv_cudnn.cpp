@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/cuda/allocator.h"
+#include "backend/cuda/cudnn_knob_names.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/stream.h"
@@ -378,22 +379,6 @@ void build_graph(cudnnHandle_t h, const Geometry& g, float beta, OpGraph& og) {
   finalize(og.graph.get(), "operation graph");
 }
 
-// Knob names by cudnnBackendKnobType_t value, for the stats report (as the probe names its
-// candidates); values past the table print as k<N>.
-const char* knob_name(int64_t type) {
-  static const char* const names[] = {
-      "SPLIT_K",     "SWIZZLE",     "TILE_SIZE",     "USE_TEX",     "EDGE",        "KBLOCK",
-      "LDGA",        "LDGB",        "CHUNK_K",       "SPLIT_H",     "WINO_TILE",   "MULTIPLY",
-      "SPLIT_K_BUF", "TILEK",       "STAGES",        "REDUCTION",   "CTA_SPLIT_K", "SPLIT_K_SLC",
-      "IDX_MODE",    "SLICED",      "SPLIT_RS",      "SINGLEBUF",   "LDGC",        "SPECFILT",
-      "KERNEL_CFG",  "WORKSPACE",   "TILE_CGA",      "TILE_CGA_M",  "TILE_CGA_N",  "BLOCK_SIZE",
-      "OCCUPANCY",   "ARR_PER_THR", "NUM_C_PER_BLK", "SPLIT_COLS",  "TILE_ROWS",   "TILE_COLS",
-      "LOAD_SIZE",   "CTA_COUNT",   "STREAM_K",      "SPLIT_P_SLC", "TILE_M",      "TILE_N",
-      "WARP_SPEC",   "SWAP_AB"};
-  constexpr int64_t n = sizeof(names) / sizeof(names[0]);
-  return type >= 0 && type < n ? names[type] : nullptr;
-}
-
 // What run_forward needs to know of an engine config before planning it.
 struct ConfigInfo {
   std::string name;  // "e<engine global index>[KNOB=value,...]": the dedup key and report name
@@ -431,7 +416,7 @@ ConfigInfo describe_config(cudnnBackendDescriptor_t config) {
   std::sort(knobs.begin(), knobs.end());  // one name per distinct config
   info.name = "e" + std::to_string(index);
   for (size_t i = 0; i < knobs.size(); ++i) {
-    const char* kn = knob_name(knobs[i].first);
+    const char* kn = cudnn_knob_name(knobs[i].first);
     info.name += (i == 0 ? "[" : ",");
     info.name += kn != nullptr ? std::string(kn) : "k" + std::to_string(knobs[i].first);
     info.name += "=" + std::to_string(knobs[i].second);
