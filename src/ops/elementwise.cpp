@@ -114,9 +114,10 @@ Tensor binary(BinaryOp op, const Tensor& a, double b) {
   unreachable_device(name);
 }
 
-void binary_(BinaryOp op, const Tensor& dst, const Tensor& src) {
-  const std::string name_s = std::string(binary_op_name(op)) + "_";
-  const char* name = name_s.c_str();
+namespace {
+// The checks of an in-place op dst op= src: float dtypes, src broadcast onto dst's shape, and a
+// dst whose elements each have their own memory (not an expanded view).
+void check_inplace(const char* name, const Tensor& dst, const Tensor& src) {
   check_defined(name, {&dst, &src});
   check_f32(name, "dst", dst);
   check_f32(name, "src", src);
@@ -127,6 +128,13 @@ void binary_(BinaryOp op, const Tensor& dst, const Tensor& src) {
               " is an expanded view (stride 0 in dim ", d,
               "), so several elements share memory; write into a contiguous tensor instead");
   }
+}
+}  // namespace
+
+void binary_(BinaryOp op, const Tensor& dst, const Tensor& src) {
+  const std::string name_s = std::string(binary_op_name(op)) + "_";
+  const char* name = name_s.c_str();
+  check_inplace(name, dst, src);
   switch (common_device(name, {&dst, &src}).type) {
     case DeviceType::CPU: return cpu::binary_inplace(op, dst, src);
     case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::binary_inplace(op, dst, src), name);
@@ -175,17 +183,8 @@ void add_then_add_(const Tensor& dst, const Tensor& a, const Tensor& b) {
     binary_(BinaryOp::Add, dst, b);
     return;
   }
-  // binary_'s checks for both operands (dtypes, broadcasting onto dst, no expanded dst).
-  check_f32(name, "dst", dst);
-  for (const Tensor* src : {&a, &b}) {
-    check_f32(name, "src", *src);
-    LTX_CHECK(broadcast_shapes(dst.shape(), src->shape(), name) == dst.shape(), name, ": ",
-              src->describe(), " cannot be broadcast to the shape of dst ", dst.describe());
-  }
-  for (int d = 0; d < dst.dim(); ++d) {
-    LTX_CHECK(dst.size(d) <= 1 || dst.stride(d) != 0, name, ": dst ", dst.describe(),
-              " is an expanded view (stride 0 in dim ", d, "); write into a dense tensor instead");
-  }
+  check_inplace(name, dst, a);
+  check_inplace(name, dst, b);
   LTX_CUDA_DISPATCH(return cuda::add_then_add_(dst, a, b), name);
 }
 

@@ -124,9 +124,9 @@ Tensor rms_norm_dim_silu(Tensor x, int64_t dim, double eps, const Tensor& bias) 
   check_defined(op, {&bias});
   LTX_CHECK(bias.dim() == 1 && bias.size(0) == x.size(d), op, ": bias ", bias.describe(),
             " must hold one value per entry of dim ", d, " of ", x.describe());
-  const DeviceType device = common_device(op, {&x, &bias}).type;
+  common_device(op, {&x, &bias});  // throws unless both are on one device
 #if LTX_WITH_CUDA
-  if (device == DeviceType::CUDA && cuda::rms_norm_dim_bias_fuses(x, d, bias))
+  if (x.device().is_cuda() && cuda::rms_norm_dim_bias_fuses(x, d, bias))
     LTX_CUDA_DISPATCH(return cuda::rms_norm_dim(x, d, eps, true, bias), op);
 #endif
   // The bias added first; x released before the norm, so that at most two activations are held
@@ -135,7 +135,6 @@ Tensor rms_norm_dim_silu(Tensor x, int64_t dim, double eps, const Tensor& bias) 
   for (int i = 0; i < x.dim(); ++i) shape.push_back(i == d ? x.size(d) : 1);
   Tensor sum = add(x, bias.view(shape));
   x = Tensor();
-  (void)device;
   return rms_norm_dim_op(op, sum, d, eps, true);
 }
 

@@ -843,10 +843,14 @@ void launch_dim_rows_vec(const RowArgs& a, int lanes, int dev, cudaStream_t stre
 }
 
 // rms_norm_dim's row kernels for a: the vector kernel when the rows allow it, else the scalar one.
+// Whether rows of d values of dtype dt at x can be read by the vector kernel (16-byte chunks).
+bool dim_rows_vec_input(int64_t d, DType dt, const void* x) {
+  return d % kDimChunk == 0 && d / kDimChunk <= INT32_MAX && vec_dtype(dt) && aligned16(x);
+}
+
 // Whether the rows of a take the vector kernel.
 bool dim_rows_vec_ok(const RowArgs& a) {
-  return a.d % kDimChunk == 0 && a.d / kDimChunk <= INT32_MAX && a.x_dtype == a.y_dtype &&
-         vec_dtype(a.x_dtype) && aligned16(a.x) && aligned16(a.y);
+  return dim_rows_vec_input(a.d, a.x_dtype, a.x) && a.x_dtype == a.y_dtype && aligned16(a.y);
 }
 
 template <bool kSilu>
@@ -1220,11 +1224,10 @@ bool rms_norm_dim_rows_layout(const Tensor& x, int dim) {
 }
 
 bool rms_norm_dim_bias_fuses(const Tensor& x, int dim, const Tensor& bias) {
-  // The vector row kernel's conditions (channels-last rows of a multiple of 8 values of f32 /
-  // bf16, dense and 16-byte aligned: the output is allocated aligned) and a dense aligned bias of
-  // x's dtype.
-  return rms_norm_dim_rows_layout(x, dim) && x.is_dense() && x.size(dim) % kDimChunk == 0 &&
-         vec_dtype(x.dtype()) && aligned16(x.raw_data()) && bias.is_contiguous() &&
+  // The vector row kernel's conditions on dense channels-last rows (the output it writes is
+  // allocated in x's dtype, aligned) and a dense aligned bias of x's dtype.
+  return rms_norm_dim_rows_layout(x, dim) && x.is_dense() &&
+         dim_rows_vec_input(x.size(dim), x.dtype(), x.raw_data()) && bias.is_contiguous() &&
          bias.dtype() == x.dtype() && bias.numel() == x.size(dim) && aligned16(bias.raw_data());
 }
 
