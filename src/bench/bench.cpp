@@ -197,8 +197,13 @@ struct CaseShapes {
   }
 };
 
+pipelines::TimestepForm timestep_form(const BenchOptions& o) {
+  return o.per_token_timesteps ? pipelines::TimestepForm::PerToken : pipelines::TimestepForm::PerSampleWhenUniform;
+}
+
 // What the distilled pipeline's stage hands the transformer for pure noise (no conditioning):
-// noised latents, positions, per-token timesteps sigma * 1, and unit-variance text contexts of
+// noised latents, positions, timesteps sigma * 1 (one per sample, or per token with
+// --per-token-timesteps), and unit-variance text contexts of
 // the full length without a mask (the connectors' output stand-in).
 TransformerInputs transformer_inputs(const BenchCase& c, const Preset& p, const tf::LTXModelConfig& cfg,
                                      const BenchOptions& o) {
@@ -207,7 +212,8 @@ TransformerInputs transformer_inputs(const BenchCase& c, const Preset& p, const 
   TransformerInputs in;
   const auto modality = [&](const sampling::LatentState& s, int64_t tokens, int64_t dim) {
     const Tensor ctx = gen.randn({1, tokens, dim});
-    return modality_on(pipelines::modality_from_state(s, ctx, o.sigma), o.device, o.model_dtype());
+    return modality_on(pipelines::modality_from_state(s, ctx, o.sigma, true, timestep_form(o)), o.device,
+                       o.model_dtype());
   };
   const sampling::LatentState v = shapes.video_state(gen);
   in.video = modality(v, c.tokens.video_text, shapes.video_context_dim());
@@ -277,6 +283,7 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
           auto denoiser = std::make_shared<pipelines::GuidedDenoiser>(
               model, in->video_context, in->audio_context, q.video_guider, q.audio_guider);
           denoiser->set_share_text_kv(o.share_text_kv);
+          denoiser->set_timestep_form(timestep_form(o));
           log_info("bench: ", c.label, ": one guided step, ", c.passes, " passes batched (",
                    o.share_text_kv ? "text K/V shared by the positive passes" : "text K/V per pass", ")");
           return [in, denoiser] {
@@ -525,7 +532,7 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
         c.tokens.audio_text = c.tokens.video_text;
       }
       c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "",
-                    o.cuda_graph ? " graph" : "");
+                    o.cuda_graph ? " graph" : "", o.per_token_timesteps ? " per-token-ts" : "");
       c.flops = transformer_flops(cfg, c.tokens);
       if (o.guided) {
         c.passes = guided_pass_count(p, o.audio);
@@ -811,6 +818,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["side_streams"] = o.device.is_cuda() && backend::side_streams_enabled();
   j["guided"] = o.guided;
   if (o.guided) j["share_text_kv"] = o.share_text_kv;
+  j["per_token_timesteps"] = o.per_token_timesteps;
   j["iters"] = o.iters;
   j["seed"] = o.seed;
   j["sigma"] = o.sigma;

@@ -51,6 +51,10 @@ struct BenchOptions {
   // Guided: the passes that read the positive prompt share their text K / V (the pipelines'
   // default); false recomputes them per pass, as the reference does (for A/B timing).
   bool share_text_kv = true;
+  // The timesteps per token ([B, T, 1], as the reference builds them) instead of per sample
+  // where every token has the same one (pipelines::TimestepForm; the pipelines' default, and
+  // every bench case has no conditioning tokens); for A/B timing.
+  bool per_token_timesteps = false;
   // Memory budget of the diffusion decoder's automatic tiling (the reference's free_bytes);
   // nullopt: what is free on the device when the cases are planned (CUDA: the driver's free
   // memory, as the official script reads it before building the decoder; CPU: the host's).

@@ -29,7 +29,8 @@ struct BenchCliOptions {
   int64_t frames = 0, text_tokens = 0;
   int64_t warmup = 2, iters = 5;
   uint64_t seed = 0;
-  bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false;
+  bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false,
+       per_token_timesteps = false;
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -59,6 +60,7 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.cuda_graph = c.cuda_graph;
   o.guided = c.guided;
   o.share_text_kv = !c.no_text_kv_share;
+  o.per_token_timesteps = c.per_token_timesteps;
   if (c.decode_free_gib > 0)
     o.decode_free_bytes = static_cast<int64_t>(c.decode_free_gib * 1024.0 * 1024.0 * 1024.0);
   o.ceilings.gemm_tflops = c.gemm_tflops;
@@ -132,6 +134,9 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--no-text-kv-share", o->no_text_kv_share,
                 "With --guided: recompute the text K/V in every pass (as the reference) instead of "
                 "once per prompt");
+  sub->add_flag("--per-token-timesteps", o->per_token_timesteps,
+                "Hand the transformer one timestep per token, as the reference does, instead of one per "
+                "sample where all tokens share it (the pipelines' default; same values, for A/B timing)");
   sub->add_option("--decode-free-gib", o->decode_free_gib,
                   "Memory budget in GiB of the diffusion decoder's automatic tiling (default: what is "
                   "free on the device when the run starts, as the official script reads it)")

@@ -1,6 +1,7 @@
 #include "pipelines/denoisers.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "core/error.h"
@@ -15,13 +16,24 @@ using sampling::GuidancePass;
 using sampling::LatentState;
 using sampling::MultiModalGuider;
 
-mt::Modality modality_from_state(const LatentState& state, const Tensor& context, double sigma, bool enabled) {
+mt::Modality modality_from_state(const LatentState& state, const Tensor& context, double sigma, bool enabled,
+                                 TimestepForm form) {
   const int64_t batch = state.batch();
   const double s = state.frozen ? 0.0 : sigma;
+  const Device device = state.latent.device();
   mt::Modality m;
   m.latent = state.latent;
-  m.sigma = Tensor::full({batch}, static_cast<float>(s), DType::F32, state.latent.device());
-  m.timesteps = sampling::timesteps_from_mask(state.denoise_mask, s);
+  m.sigma = Tensor::full({batch}, static_cast<float>(s), DType::F32, device);
+  const std::optional<std::vector<float>> uniform =
+      form == TimestepForm::PerSampleWhenUniform ? sampling::uniform_mask_values(state) : std::nullopt;
+  if (uniform) {
+    // mask * sigma in f32, as timesteps_from_mask forms each token's value.
+    std::vector<float> t(uniform->size());
+    for (size_t i = 0; i < t.size(); ++i) t[i] = (*uniform)[i] * static_cast<float>(s);
+    m.timesteps = Tensor::from_vector(t, {batch, 1, 1}).to(device);
+  } else {
+    m.timesteps = sampling::timesteps_from_mask(state.denoise_mask, s);
+  }
   m.positions = state.positions;
   m.context = context;
   m.enabled = enabled;
@@ -93,6 +105,16 @@ LatentState repeat_state(const LatentState& s, int64_t n) {
   LatentState r = s;
   r.latent = repeat_batch(s.latent, n);
   r.denoise_mask = repeat_batch(s.denoise_mask, n);
+  if (n != 1 && r.denoise_mask.defined()) {
+    // The repeated mask's levels: the state's, tiled like the batch (no device read).
+    r.mask_levels = nullptr;
+    if (const std::optional<std::vector<float>> u = sampling::uniform_mask_values(s)) {
+      auto levels = std::make_shared<sampling::MaskLevels>();
+      levels->mask = r.denoise_mask;
+      for (int64_t k = 0; k < n; ++k) levels->per_sample.insert(levels->per_sample.end(), u->begin(), u->end());
+      r.mask_levels = std::move(levels);
+    }
+  }
   r.positions = repeat_batch(s.positions, n);
   r.clean_latent = repeat_batch(s.clean_latent, n);
   r.attention_mask = repeat_batch(s.attention_mask, n);
@@ -213,10 +235,10 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
   std::optional<mt::Modality> bv, ba;
   if (video)
     bv = modality_from_state(repeat_state(*video, n), batched_context(plan.passes, video_context_, "video"), sigma,
-                             !plan.skip_video);
+                             !plan.skip_video, timestep_form_);
   if (audio)
     ba = modality_from_state(repeat_state(*audio, n), batched_context(plan.passes, audio_context_, "audio"), sigma,
-                             !plan.skip_audio);
+                             !plan.skip_audio, timestep_form_);
   std::vector<mt::PerturbationConfig> per_sample;
   for (const GuidancePass& p : plan.passes)
     for (int64_t b = 0; b < batch; ++b) per_sample.push_back(perturbation_of(p));

@@ -15,10 +15,22 @@
 
 namespace ltx::pipelines {
 
+// How modality_from_state hands over the timesteps (denoise_mask * sigma, f32).
+enum class TimestepForm {
+  // [B, 1, 1] when every sample's mask is one value known on the host (no conditioning tokens:
+  // text-to-video, and any frozen state), else [B, T, 1]. The transformer then forms its AdaLN
+  // values once per sample instead of once per token (the same values: every token's row of the
+  // AdaLN input is equal), and its glue reads [B, 1, D] rows instead of [B, T, D] tensors.
+  PerSampleWhenUniform,
+  // Always [B, T, 1], as the reference builds them (an A/B for `ltx bench`).
+  PerToken,
+};
+
 // modality_from_latent_state: latent, positions, masks of `state`; sigma [B] (0 for a frozen
-// state); per-token timesteps = denoise_mask * sigma (f32).
+// state); timesteps = denoise_mask * sigma (f32) in the given form.
 models::transformer::Modality modality_from_state(const sampling::LatentState& state, const Tensor& context,
-                                                  double sigma, bool enabled = true);
+                                                  double sigma, bool enabled = true,
+                                                  TimestepForm form = TimestepForm::PerSampleWhenUniform);
 
 // Positive (and, for guidance, negative) text context of one modality, [B, L, D] each.
 struct ModalityContext {
@@ -78,6 +90,9 @@ class GuidedDenoiser {
   void set_share_text_kv(bool share) { share_text_kv_ = share; }
   const models::transformer::TextKvCache& text_kv_cache() const { return text_kv_cache_; }
 
+  // The timesteps' form (TimestepForm; default per sample where the masks allow it).
+  void set_timestep_form(TimestepForm form) { timestep_form_ = form; }
+
   // Steps that ran the transformer so far (every step unless all guiders skipped it; a step run
   // in chunks counts once).
   int64_t transformer_calls() const { return calls_; }
@@ -92,6 +107,7 @@ class GuidedDenoiser {
   int64_t calls_ = 0;
   int64_t max_batch_size_ = 0;
   bool share_text_kv_ = true;
+  TimestepForm timestep_form_ = TimestepForm::PerSampleWhenUniform;
   models::transformer::TextKvCache text_kv_cache_;
 };
 

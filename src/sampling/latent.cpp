@@ -16,6 +16,27 @@ Tensor clone_or_empty(const Tensor& t) { return t.defined() ? t.clone() : Tensor
 
 Tensor first_tokens(const Tensor& t, int64_t dim, int64_t n) { return t.narrow(dim, 0, n).contiguous(); }
 
+// The same view of the same storage (what MaskLevels are keyed on).
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.storage() == b.storage() && a.raw_data() == b.raw_data() &&
+         a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
+}
+
+// The mask levels of `src`'s denoise mask, re-keyed to `mask` (a copy of it with the same
+// values: moved or cloned). Read from the host when src's mask is there; null when unknown.
+std::shared_ptr<const MaskLevels> levels_for(const Tensor& mask, const LatentState& src) {
+  if (!mask.defined()) return nullptr;
+  std::vector<std::optional<float>> per_sample;
+  if (src.mask_levels && same_view(src.mask_levels->mask, src.denoise_mask)) {
+    per_sample = src.mask_levels->per_sample;
+  } else if (src.denoise_mask.device().is_cpu()) {
+    per_sample = mask_levels_of(src.denoise_mask);
+  } else {
+    return nullptr;
+  }
+  return std::make_shared<const MaskLevels>(MaskLevels{mask, std::move(per_sample)});
+}
+
 // [B, M, N] chunks of `chunk` bytes -> [B, N, M]: the patchifiers' (c, t) swaps as one blocked
 // copy (a generic permute().contiguous() is far slower on these sizes).
 Tensor swap_middle(const Tensor& x, int64_t b, int64_t m, int64_t n, int64_t chunk_elems, const Shape& out_shape) {
@@ -107,6 +128,7 @@ LatentState LatentState::clone() const {
   s.generated_keyframe_layout = generated_keyframe_layout;
   s.generated_keyframes = clone_or_empty(generated_keyframes);
   s.frozen = frozen;
+  s.mask_levels = levels_for(s.denoise_mask, *this);
   return s;
 }
 
@@ -115,6 +137,7 @@ LatentState LatentState::to(Device device) const {
   for (Tensor* t : {&s.latent, &s.denoise_mask, &s.positions, &s.clean_latent, &s.attention_mask, &s.keyframes_mask,
                     &s.generated_keyframes})
     if (t->defined()) *t = t->to(device);
+  s.mask_levels = levels_for(s.denoise_mask, *this);
   return s;
 }
 
@@ -384,6 +407,42 @@ Tensor post_process_latent(const Tensor& denoised, const Tensor& mask_t, const T
 
 Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma) {
   return ops::mul(denoise_mask.to(DType::F32), static_cast<float>(sigma));
+}
+
+std::vector<std::optional<float>> mask_levels_of(const Tensor& denoise_mask) {
+  LTX_CHECK(denoise_mask.defined() && denoise_mask.dim() >= 1, "mask_levels_of: the denoise mask must be [B, T, 1], got ",
+            denoise_mask.defined() ? denoise_mask.describe() : "nothing");
+  const int64_t b = denoise_mask.size(0);
+  const std::vector<float> v = denoise_mask.to_float_vector();
+  const size_t per = b > 0 ? v.size() / static_cast<size_t>(b) : 0;
+  std::vector<std::optional<float>> out(static_cast<size_t>(b));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (per == 0) continue;
+    const float* row = v.data() + i * per;
+    // Compared as bits: -0 and 0 or two NaNs are not "one value" here (either way the result is
+    // per-token values, which are always right).
+    const bool uniform = std::all_of(row, row + per, [&](float x) { return std::memcmp(&x, row, sizeof x) == 0; });
+    if (uniform) out[i] = row[0];
+  }
+  return out;
+}
+
+std::optional<std::vector<float>> uniform_mask_values(const LatentState& state) {
+  if (!state.denoise_mask.defined()) return std::nullopt;
+  std::vector<std::optional<float>> levels;
+  if (state.denoise_mask.device().is_cpu()) {
+    levels = mask_levels_of(state.denoise_mask);
+  } else if (state.mask_levels && same_view(state.mask_levels->mask, state.denoise_mask)) {
+    levels = state.mask_levels->per_sample;
+  } else {
+    return std::nullopt;
+  }
+  std::vector<float> out;
+  for (const std::optional<float>& l : levels) {
+    if (!l) return std::nullopt;
+    out.push_back(*l);
+  }
+  return out;
 }
 
 }  // namespace ltx::sampling

@@ -7,6 +7,7 @@
 // [start, end) per (time in seconds, y, x in pixels); [B, 1, T, 2] audio: seconds). Video tokens
 // are ordered (f, h, w) row-major; conditioning items append tokens at the end.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,15 @@ struct GeneratedKeyframeLayout {
   int64_t num_tokens() const { return num_keyframes() * tokens_per_keyframe; }
 };
 
+// Host facts about one denoise mask, so that a step on a GPU needs no device read: per sample
+// the value every token of it holds (nullopt: its tokens differ). They describe `mask`, the exact
+// view they were read from; a state whose denoise_mask is another tensor ignores them (masks are
+// not written in place once a state is made: conditioning writes into clones).
+struct MaskLevels {
+  Tensor mask;
+  std::vector<std::optional<float>> per_sample;
+};
+
 struct LatentState {
   Tensor latent;          // [B, T, C]
   Tensor denoise_mask;    // [B, T, 1] f32
@@ -89,6 +99,8 @@ struct LatentState {
   std::optional<GeneratedKeyframeLayout> generated_keyframe_layout;
   Tensor generated_keyframes;  // optional [B, C, K, H, W], filled by clear_conditioning
   bool frozen = false;         // held fixed: mask all zeros and the modality's sigma forced to 0
+  // Set by to() when the mask leaves the host, kept by with_latent() and clone(); see MaskLevels.
+  std::shared_ptr<const MaskLevels> mask_levels;
 
   int64_t batch() const { return latent.size(0); }
   int64_t tokens() const { return latent.size(1); }
@@ -160,5 +172,12 @@ struct AudioLatentTools {
 Tensor post_process_latent(const Tensor& denoised, const Tensor& denoise_mask, const Tensor& clean);
 // denoise_mask * sigma (per-token timesteps), f32 on the mask's device.
 Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma);
+// Per sample the value all tokens of `denoise_mask` [B, T, 1] hold (nullopt where they differ);
+// reads the mask on the host (a device mask is copied back: call it where a sync is harmless).
+std::vector<std::optional<float>> mask_levels_of(const Tensor& denoise_mask);
+// The state's mask value per sample when every sample's tokens share one value, known without a
+// device read: from the mask itself when it is on the host, else from state.mask_levels when they
+// describe it; nullopt otherwise (the caller then uses per-token values).
+std::optional<std::vector<float>> uniform_mask_values(const LatentState& state);
 
 }  // namespace ltx::sampling

@@ -209,6 +209,41 @@ TEST(GuidedDenoiser, TextKvCacheAcrossStepsOnThe19BEqualsPerStepKv) {
   EXPECT_EQ(per_step.text_kv_cache().entries(), 0u);
 }
 
+// Where every token of a sample has one timestep (no conditioning tokens), the denoisers hand the
+// transformer one per sample ([B, 1, 1]) and its AdaLN runs once per sample; the values equal the
+// per-token ones, so the results match the reference's per-token form to BLAS's summation order.
+TEST(GuidedDenoiser, PerSampleTimestepsEqualPerTokenOnesWhereTheMaskIsUniform) {
+  const Fixture& f = fixture();
+  LatentState v = f.video_state(f.t("in.video.latent"));
+  v.denoise_mask = Tensor::full(v.denoise_mask.shape(), 1.0);  // the fixture pins frame 0
+  const LatentState a = f.audio_state(f.t("in.audio.latent"));
+  const mt::Modality m = pipelines::modality_from_state(v, f.t("in.video.context_pos"), 0.5);
+  EXPECT_EQ(m.timesteps.shape(), (Shape{1, 1, 1}));
+  EXPECT_EQ(m.timesteps.to_float_vector(), std::vector<float>{0.5f});
+  const mt::Modality per_token = pipelines::modality_from_state(v, f.t("in.video.context_pos"), 0.5, true,
+                                                                pipelines::TimestepForm::PerToken);
+  EXPECT_EQ(per_token.timesteps.shape(), (Shape{1, v.tokens(), 1}));
+  // The fixture's own video mask (frame 0 pinned) stays per token.
+  EXPECT_EQ(pipelines::modality_from_state(f.video_state(f.t("in.video.latent")), f.t("in.video.context_pos"), 0.5)
+                .timesteps.shape(),
+            (Shape{1, v.tokens(), 1}));
+
+  GuidedDenoiser reference_form = f.denoiser();
+  reference_form.set_timestep_form(pipelines::TimestepForm::PerToken);
+  const auto ref = reference_form(&v, &a, f.sigmas(), 1);
+  GuidedDenoiser d = f.denoiser();
+  const auto out = d(&v, &a, f.sigmas(), 1);
+  for (const auto& [got, want] : {std::pair{&out.video, &ref.video}, std::pair{&out.audio, &ref.audio}}) {
+    EXPECT_LE(test::max_rel_err(got->cond, want->cond), 2e-5);
+    EXPECT_LE(test::max_rel_err(got->ptb, want->ptb), 2e-5);
+    EXPECT_LE(test::max_rel_err(got->denoised, want->denoised), 2e-5);
+  }
+  // The mask matters: the same state with frame 0 pinned gives another result.
+  const LatentState pinned = f.video_state(f.t("in.video.latent"));
+  GuidedDenoiser p = f.denoiser();
+  EXPECT_GT(test::max_rel_err(p(&pinned, &a, f.sigmas(), 1).video.denoised, out.video.denoised), 1e-3);
+}
+
 TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {
   const Fixture& f = fixture();
   GuidedDenoiser d(f.model, {f.t("in.video.context_pos"), Tensor()}, {f.t("in.audio.context_pos"), Tensor()},

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "sampling/latent.h"
@@ -129,6 +131,52 @@ TEST(LatentTools, ClearConditioningDropsAppendedTokens) {
   EXPECT_FALSE(c.attention_mask.defined());
   EXPECT_FALSE(c.keyframes_mask.defined());
   EXPECT_FALSE(c.generated_keyframes.defined());
+}
+
+// Mask levels: per sample the one value of its tokens, read on the host, so the denoisers can
+// hand the transformer one timestep per sample with no device read (pipelines::TimestepForm).
+TEST(MaskLevels, UniformMasksGiveOneValuePerSampleAndMixedOnesNone) {
+  const sampling::VideoLatentTools tools{VideoLatentShape{2, 4, 2, 3, 5}, 24.0};
+  sampling::LatentState s = tools.create_initial_state(DType::F32);
+  EXPECT_EQ(sampling::uniform_mask_values(s), (std::vector<float>{1.0f, 1.0f}));
+  // Sample 1 holds 0.25 everywhere: still one value per sample.
+  s.denoise_mask.narrow(0, 1, 1).fill(0.25);
+  EXPECT_EQ(sampling::uniform_mask_values(s), (std::vector<float>{1.0f, 0.25f}));
+  const std::vector<std::optional<float>> levels = sampling::mask_levels_of(s.denoise_mask);
+  ASSERT_EQ(levels.size(), 2u);
+  EXPECT_EQ(levels[1], std::optional<float>(0.25f));
+  // One conditioned token in sample 0 (an image at frame 0 would pin a whole frame): no
+  // per-sample form, the level of sample 1 stays known.
+  sampling::LatentState c = s.clone();
+  c.denoise_mask.narrow(0, 0, 1).narrow(1, 3, 1).fill(0.0);
+  EXPECT_FALSE(sampling::uniform_mask_values(c).has_value());
+  const std::vector<std::optional<float>> mixed = sampling::mask_levels_of(c.denoise_mask);
+  EXPECT_FALSE(mixed[0].has_value());
+  EXPECT_EQ(mixed[1], std::optional<float>(0.25f));
+  // -0 and 0 differ in their bits: not taken as one value (per-token values are always right).
+  c.denoise_mask.narrow(0, 0, 1).fill(0.0);
+  c.denoise_mask.narrow(0, 0, 1).narrow(1, 0, 1).fill(-0.0);
+  EXPECT_FALSE(sampling::mask_levels_of(c.denoise_mask)[0].has_value());
+  EXPECT_THROW(sampling::mask_levels_of(Tensor()), Error);
+}
+
+TEST(MaskLevels, TheyDescribeOnlyTheMaskTheyWereReadFrom) {
+  const sampling::VideoLatentTools tools{VideoLatentShape{1, 4, 2, 3, 5}, 24.0};
+  const sampling::LatentState s = tools.create_initial_state(DType::F32);
+  // to() and clone() key the host's levels to their copy; with_latent keeps them.
+  const sampling::LatentState moved = s.to(Device::cpu());
+  ASSERT_NE(moved.mask_levels, nullptr);
+  EXPECT_EQ(moved.mask_levels->mask.raw_data(), moved.denoise_mask.raw_data());
+  const sampling::LatentState cloned = s.clone();
+  ASSERT_NE(cloned.mask_levels, nullptr);
+  EXPECT_EQ(cloned.mask_levels->mask.raw_data(), cloned.denoise_mask.raw_data());
+  EXPECT_NE(cloned.denoise_mask.raw_data(), s.denoise_mask.raw_data());
+  const sampling::LatentState stepped = cloned.with_latent(Tensor::zeros(s.latent.shape()));
+  EXPECT_EQ(stepped.mask_levels, cloned.mask_levels);
+  // Levels that name another tensor are not used: a host mask is read itself.
+  sampling::LatentState other = cloned;
+  other.denoise_mask = Tensor::zeros(s.denoise_mask.shape());
+  EXPECT_EQ(sampling::uniform_mask_values(other), (std::vector<float>{0.0f}));
 }
 
 TEST(LatentHelpers, PostProcessPinsConditionedTokensInTheDenoisedDtype) {
