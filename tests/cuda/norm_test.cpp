@@ -164,6 +164,45 @@ TEST(CudaNorm, RmsNormModulateTransformerVideoRowsAreBitIdenticalToGeneralPath) 
   EXPECT_TRUE(same_bytes(ops::rms_norm(x, w, 1e-6), ops::rms_norm(misaligned_copy(x), w, 1e-6)));
 }
 
+// Per-sample AdaLN values (pipelines::TimestepForm: [B, 1, D] rows broadcast over the tokens):
+// the block-per-row kernels keep a run's scale / shift (and gate) in shared memory and take many
+// rows per block, so a block's rows cross sample boundaries. Bit-identical to the general path
+// and to the two ops, with summed and plain bf16 operands; f32 operands are not cached.
+TEST(CudaNorm, PerSampleModulationCachedPerRunIsBitIdentical) {
+  LTX_REQUIRE_CUDA();
+  const int64_t b = 3, t = 1100, d = 4096;  // 3300 rows: more than the resident blocks
+  const auto bf16 = [](const Shape& s, uint64_t seed, float lo = -1.f, float hi = 1.f) {
+    return test::random_tensor(s, seed, lo, hi).to(kGpu, DType::BF16);
+  };
+  const Tensor x = bf16({b, t, d}, 260, -3.f, 5.f), y = bf16({b, t, d}, 261, -2.f, 2.f);
+  const Tensor table = bf16({3, d}, 262), emb = bf16({b, 1, 3, d}, 263);
+  const ops::Summed gate{table.select(0, 0), emb.select(2, 0)};
+  const ops::Summed scale{table.select(0, 1), emb.select(2, 1)}, shift = emb.select(2, 2);
+  ASSERT_TRUE(cuda::rms_norm_modulate_vectorised(x, scale, shift));
+  const Tensor got = ops::rms_norm_modulate(x, scale, shift, 1e-6);
+  EXPECT_TRUE(same_bytes(got, ops::rms_norm_modulate(misaligned_copy(x), scale, shift, 1e-6)));
+  EXPECT_TRUE(same_bytes(got, ops::modulate(ops::rms_norm(x, Tensor(), 1e-6), scale, shift)));
+  // One row for every sample (B = 1 after broadcasting over all rows) and f32 values.
+  const Tensor row = bf16({1, 1, d}, 264);
+  EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(x, row, shift, 1e-6),
+                         ops::rms_norm_modulate(misaligned_copy(x), row, shift, 1e-6)));
+  const Tensor row_f32 = row.to(DType::F32);
+  EXPECT_TRUE(same_bytes(ops::rms_norm_modulate(x, row_f32, row_f32, 1e-6),
+                         ops::rms_norm_modulate(misaligned_copy(x), row_f32, row_f32, 1e-6)));
+  // The residual + norm kernel.
+  ASSERT_TRUE(cuda::gated_add_rms_norm_modulate_fusable(x, y, gate, scale, shift));
+  const ops::ResidualNorm r = ops::gated_add_rms_norm_modulate(x, y, gate, scale, shift, 1e-6);
+  const Tensor want_x = ops::gated_add(x, y, gate);
+  EXPECT_TRUE(same_bytes(r.x, want_x));
+  EXPECT_TRUE(same_bytes(r.h, ops::rms_norm_modulate(want_x, scale, shift, 1e-6)));
+  // A gate per token beside per-sample scale / shift: nothing cached, the same bits.
+  const Tensor gate_tokens = bf16({b, t, d}, 265);
+  const ops::ResidualNorm mixed = ops::gated_add_rms_norm_modulate(x, y, gate_tokens, scale, shift, 1e-6);
+  const Tensor want_mixed = ops::gated_add(x, y, gate_tokens);
+  EXPECT_TRUE(same_bytes(mixed.x, want_mixed));
+  EXPECT_TRUE(same_bytes(mixed.h, ops::rms_norm_modulate(want_mixed, scale, shift, 1e-6)));
+}
+
 // rms_norm_modulate_into on W-narrowed views of [B, T, H, W, C] (the diffusion decoder's slab
 // columns): in place on both views (bf16 rows of 256: the row kernel; f32 and other widths: the
 // warp / block vector kernels), the other layouts through a copy; all bit-identical to

@@ -188,6 +188,19 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   report("gated_add_rms_norm_modulate", seconds_per_call([&] {
            (void)ops::gated_add_rms_norm_modulate(x, y, gate, scale, shift, 1e-6);
          }, 10));
+  // Per-sample timesteps (pipelines::TimestepForm): the AdaLN rows broadcast over the tokens.
+  const Tensor ts1 = rand_gpu({1, 1, 9 * d}, 28, dt);
+  const auto value1 = [&](int64_t r) {
+    return ops::Summed(table.select(0, r), ts1.view({1, 1, 9, d}).select(2, r));
+  };
+  const ops::Summed scale1 = value1(1), shift1 = value1(0), gate1 = value1(2);
+  report("rms_norm_modulate (per-sample ts)",
+         seconds_per_call([&] { (void)ops::rms_norm_modulate(x, scale1, shift1, 1e-6); }, 20));
+  report("gated_add (per-sample ts)", seconds_per_call([&] { (void)ops::gated_add(x, y, gate1); }, 20));
+  report("gated_add_rms_norm_mod (per-sample)", seconds_per_call([&] {
+           (void)ops::gated_add_rms_norm_modulate(x, y, gate1, scale1, shift1, 1e-6);
+         }, 20));
+  report("rms_norm (no weight)", seconds_per_call([&] { (void)ops::rms_norm(x, Tensor(), 1e-6); }, 20));
   const Tensor w = rand_gpu({d}, 24, dt);
   const Tensor c = rand_gpu({1, heads, t, d / heads / 2}, 25, dt);
   const Tensor sn = rand_gpu({1, heads, t, d / heads / 2}, 26, dt);
@@ -196,7 +209,12 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
          }, 10));
   report("rms_norm_rope (split)", seconds_per_call([&] {
            (void)ops::rms_norm_rope(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
-         }, 10));
+         }, 20));
+  const Tensor x2 = rand_gpu({1, t, d / 2}, 29, dt), w2 = rand_gpu({d / 2}, 30, dt);
+  const Tensor c2 = rand_gpu({1, heads, t, d / heads / 4}, 31, dt), s2 = rand_gpu({1, heads, t, d / heads / 4}, 32, dt);
+  report("rms_norm_rope (split, 2048 wide)", seconds_per_call([&] {
+           (void)ops::rms_norm_rope(x2, w2, 1e-6, c2, s2, ops::RopeLayout::Split, heads);
+         }, 20));
   const Tensor out = x.view({1, t, heads, d / heads});
   const Tensor logits = rand_gpu({1, t, heads, 1}, 27, dt);
   report("sigmoid + mul + mul (gate)", seconds_per_call([&] {

@@ -4,6 +4,8 @@
 // length, the sum of squares term, the row scale, the rounding to the storage dtype between ops,
 // the vector path's staged row and block sum, and the block sum replayed by one warp.
 #include <cstdint>
+#include <cstdlib>
+#include <type_traits>
 
 #include "backend/cuda/block_reduce.cuh"
 #include "core/dtype.h"
@@ -12,6 +14,28 @@
 namespace ltx::cuda {
 
 inline constexpr int kMaxRowThreads = 256;
+
+// The minimum resident blocks per SM the 4096-wide block-per-row kernels are compiled for
+// (__launch_bounds__'s second argument: fewer registers, more rows in flight; small spills).
+// with_row_min_blocks(default, f) calls f(std::integral_constant<int, N>) with N = `default`, or
+// LTX_ROW_MIN_BLOCKS (1, 4, 6 or 8) when set: a knob for timing the kernels (session 15).
+inline int row_min_blocks_override() {
+  static const int v = [] {
+    const char* e = std::getenv("LTX_ROW_MIN_BLOCKS");
+    return e != nullptr ? std::atoi(e) : 0;
+  }();
+  return v;
+}
+template <typename F>
+void with_row_min_blocks(int default_blocks, F&& f) {
+  const int n = row_min_blocks_override() > 0 ? row_min_blocks_override() : default_blocks;
+  switch (n) {
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 6: f(std::integral_constant<int, 6>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    default: f(std::integral_constant<int, 1>{}); break;
+  }
+}
 
 // Threads per row block: a warp for short rows, up to 256 (each thread then handles d / 256).
 __host__ __device__ inline int row_threads(int64_t d) {
