@@ -1096,9 +1096,12 @@ unsigned resident_grid(Kernel kernel, int threads, size_t smem, int64_t rows, in
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(rows, cap)));
 }
 
-// The block-per-row norm kernels' minimum resident blocks (with_row_min_blocks): 6 (40
-// registers) against 4 (56): 0.068 vs 0.078 ms on a 6144 x 4096 rms_norm_modulate (session 15).
+// The block-per-row norm kernels' minimum resident blocks (with_row_min_blocks), timed on 6144 x
+// 4096 bf16 rows with per-sample AdaLN values (session 15): rms_norm(_modulate) 6 (40 registers,
+// 0.062 ms) against 4 (56 registers, 0.067 ms); the residual + norm kernel, whose 32 KiB of shared
+// memory allows 7 blocks anyway, 4 (0.098 ms) against 6 (0.104 ms, spilling).
 constexpr int kRowNormMinBlocks = 6;
+constexpr int kResidualNormMinBlocks = 4;
 
 // Whether every row's modulation vectors can be loaded as 16-byte vectors: unit stride along d,
 // row offsets multiples of kVec, f32 / bf16, aligned.
@@ -1292,7 +1295,7 @@ void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Su
   }
   const size_t smem = static_cast<size_t>(r.c.a.d) * (m.cache_rows > 0 ? 8 : 2);
   const int threads = row_threads(r.c.a.d);
-  with_row_min_blocks(kRowNormMinBlocks, [&](auto mb) {
+  with_row_min_blocks(kResidualNormMinBlocks, [&](auto mb) {
     const auto kernel = gated_add_rms_norm_modulate_kernel<decltype(mb)::value>;
     const unsigned grid = m.cache_rows > 0 ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
                                            : row_blocks(r.c.a.rows);
