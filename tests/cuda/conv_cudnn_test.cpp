@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backend/cuda/conv_cudnn.h"
+#include "backend/cuda/conv_tuning_cache.h"
 #include "cuda/cuda_test_util.h"
+#include "io/io_test_util.h"
 #include "ops/conv.h"
 #include "support/test_support.h"
 
@@ -169,6 +173,69 @@ TEST(CudaCudnnConv, BackendPlansMatchLegacyAndCpu) {
     EXPECT_LE(rel_l2(backend, want), 8e-3);
     EXPECT_LE(rel_l2(timed, want), 8e-3);
   }
+}
+
+// The timed decisions go to the tuning cache file; a process that has not decided yet (here: the
+// same process after forgetting its decisions) rebuilds them from it without timing anything and
+// computes the same bits. A malformed file is ignored and rewritten.
+TEST(CudaCudnnConv, TuningCacheRebuildsTheDecisionsWithoutTiming) {
+  LTX_REQUIRE_CUDA();
+  using cuda::CudnnBackendMode;
+  const test::TempDir dir;
+  const std::string file = dir.file("tuning/cudnn-conv.json");
+  struct Restore {
+    std::string path = cuda::conv_tuning::path();
+    ~Restore() {
+      cuda::conv_tuning::set_path_for_tests(path);
+      cuda::set_cudnn_backend_mode(CudnnBackendMode::kDefault);
+    }
+  } restore;
+  cuda::conv_tuning::set_path_for_tests(file);
+  cuda::set_cudnn_backend_mode(CudnnBackendMode::kTimed);
+  cuda::forget_cudnn_conv_choices_for_tests();
+
+  const Tensor x = bf16_cpu({1, 48, 5, 10, 14}, 90).to(kGpu, DType::BF16);
+  const Tensor w = bf16_cpu({48, 48, 3, 3, 3}, 91).to(kGpu, DType::BF16);
+  const Tensor b = bf16_cpu({48}, 92).to(kGpu, DType::BF16);
+  // A plain 3x3x3 and the replicate-time fold (its boundary frames: beta-1 convs).
+  const auto run = [&] {
+    return std::make_pair(ops::conv3d(x, w, b, {1, 1, 1}, {1, 1, 1}),
+                          ops::conv3d_replicate_time(x, w, b, {1, 1, 1}, {1, 1}, 1, 1));
+  };
+  const int64_t s0 = cuda::cudnn_conv_timed_searches();
+  const auto first = run();
+  const int64_t s1 = cuda::cudnn_conv_timed_searches();
+  EXPECT_GT(s1, s0) << "a fresh cache file: the first calls time their choices";
+  std::string text;
+  {
+    std::ifstream in(file);
+    ASSERT_TRUE(in.good()) << file << " was not written";
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  EXPECT_NE(text.find("\"legacy x 1,48,5,10,14"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"backend beta 0 x 1,48,5,10,14"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"backend beta 1 x 1,48,1,10,14"), std::string::npos) << text;
+
+  cuda::forget_cudnn_conv_choices_for_tests();
+  const auto second = run();
+  EXPECT_EQ(cuda::cudnn_conv_timed_searches(), s1) << "the stored choices were timed again";
+  EXPECT_TRUE(test::same_bytes(second.first, first.first));
+  EXPECT_TRUE(test::same_bytes(second.second, first.second));
+
+  // Not JSON: ignored (timed afresh) and replaced by a valid file.
+  { std::ofstream(file, std::ios::trunc) << "{ not json"; }
+  cuda::conv_tuning::set_path_for_tests(file);
+  cuda::forget_cudnn_conv_choices_for_tests();
+  const auto third = run();
+  EXPECT_GT(cuda::cudnn_conv_timed_searches(), s1);
+  EXPECT_LE(rel_l2(third.first, first.first), 1e-2);  // a fresh choice: maybe another plan
+  std::ifstream again(file);
+  std::stringstream rewritten;
+  rewritten << again.rdbuf();
+  EXPECT_EQ(rewritten.str().rfind("{", 0), 0u) << rewritten.str();
+  EXPECT_NE(rewritten.str().find("\"format\": 1"), std::string::npos);
 }
 
 TEST(CudaCudnnConv, TakesOnlyBf16) {

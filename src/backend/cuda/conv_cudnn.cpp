@@ -1,7 +1,8 @@
 // cuDNN forward convolutions (conv_cudnn.h). Every call ends in run_forward, which runs the
 // geometry's cached choice: a backend-API execution plan when one measured faster than the legacy
 // algorithm, else cudnnConvolutionForward with cudnnFind's pick (also the fallback whenever the
-// backend path fails). The choice costs one timing pass per geometry, on its first call.
+// backend path fails). The choice costs one timing pass per geometry, on its first call in the
+// first process: later processes find it in the tuning cache (conv_tuning_cache.h).
 #include "backend/cuda/conv_cudnn.h"
 
 #include <cuda_runtime.h>
@@ -17,13 +18,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "backend/cuda/allocator.h"
+#include "backend/cuda/conv_tuning_cache.h"
 #include "backend/cuda/cudnn_knob_names.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise.h"
@@ -94,6 +98,26 @@ Geometry geometry(const cpu::ConvGeometry& c) {
   g.groups = i32(c.G);
   return g;
 }
+
+// The geometry as the tuning cache's keys spell it (conv_tuning_cache.h).
+std::string geometry_key(const Geometry& g) {
+  std::ostringstream s;
+  const auto list = [&](const char* name, const auto& a) {
+    s << name;
+    for (size_t i = 0; i < a.size(); ++i) s << (i == 0 ? " " : ",") << a[i];
+    s << ' ';
+  };
+  list("x", g.x);
+  list("w", g.w);
+  list("pad", g.pad);
+  list("stride", g.stride);
+  list("dilation", g.dilation);
+  s << "groups " << g.groups;
+  return s.str();
+}
+
+// Timed searches run so far (cudnnFind calls and backend timing passes; tests).
+std::atomic<int64_t> g_timed_searches{0};
 
 // Strides of NCDHW-ordered dims stored as NDHWC.
 std::array<int, kDims> channels_last_strides(const std::array<int, kDims>& dims) {
@@ -169,14 +193,45 @@ size_t workspace_limit(int device) {
 
 // The fastest algorithm cuDNN measures for this geometry, among those whose workspace stays under
 // workspace_limit, measured once per geometry.
-AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d) {
-  static std::mutex mu;
+std::mutex g_algo_mu;
+std::map<AlgoKey, AlgoChoice>& algo_cache() {
   static auto* cache = new std::map<AlgoKey, AlgoChoice>();
+  return *cache;
+}
+
+// The legacy algorithm the tuning cache holds for g, when it still applies (its workspace within
+// `limit`); nullopt otherwise.
+std::optional<AlgoChoice> stored_algorithm(int device, const Geometry& g, const Descriptors& d,
+                                           size_t limit) {
+  const std::optional<std::string> v = conv_tuning::lookup(device, "legacy " + geometry_key(g));
+  if (!v) return std::nullopt;
+  std::istringstream in(*v);
+  std::string word;
+  int algo = -1;
+  float ms = -1.f;
+  while (in >> word) {
+    if (word == "algo") in >> algo;
+    if (word == "ms") in >> ms;
+  }
+  if (algo < 0 || algo >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) return std::nullopt;
+  AlgoChoice c{static_cast<cudnnConvolutionFwdAlgo_t>(algo), 0, ms};
+  if (cudnnGetConvolutionForwardWorkspaceSize(handle_for(device), d.x, d.w, d.conv, d.y, c.algo,
+                                              &c.workspace) != CUDNN_STATUS_SUCCESS ||
+      c.workspace > limit)
+    return std::nullopt;
+  return c;
+}
+
+AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d) {
   const AlgoKey key{device, g.x, g.w, g.pad, g.stride, g.dilation, g.groups};
   {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = cache->find(key);
-    if (it != cache->end()) return it->second;
+    std::lock_guard<std::mutex> lock(g_algo_mu);
+    const auto it = algo_cache().find(key);
+    if (it != algo_cache().end()) return it->second;
+  }
+  if (const std::optional<AlgoChoice> stored = stored_algorithm(device, g, d, workspace_limit(device))) {
+    std::lock_guard<std::mutex> lock(g_algo_mu);
+    return algo_cache().emplace(key, *stored).first->second;
   }
   cudnnHandle_t h = handle_for(device);
   constexpr int kMaxAlgos = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
@@ -196,22 +251,28 @@ AlgoChoice choose_algorithm(int device, const Geometry& g, const Descriptors& d)
   // Then a measured choice (runs each candidate once on scratch buffers cuDNN allocates itself).
   int measured = 0;
   std::array<cudnnConvolutionFwdAlgoPerf_t, kMaxAlgos> timed{};
+  g_timed_searches.fetch_add(1, std::memory_order_relaxed);
+  bool found_timed = false;
   if (cudnnFindConvolutionForwardAlgorithm(h, d.x, d.w, d.conv, d.y, kMaxAlgos, &measured,
                                            timed.data()) == CUDNN_STATUS_SUCCESS) {
     for (int i = 0; i < measured; ++i) {
       if (timed[i].status != CUDNN_STATUS_SUCCESS || timed[i].memory > limit) continue;
       best = AlgoChoice{timed[i].algo, timed[i].memory, timed[i].time};
-      have = true;
+      have = found_timed = true;
       break;  // sorted fastest first
     }
   }
+  // Only a measured pick is kept for later processes (a heuristic one is the fallback of a failed
+  // measurement, which the next process should retry).
+  if (found_timed)
+    conv_tuning::store(device, "legacy " + geometry_key(g),
+                       str("algo ", int(best.algo), " ms ", best.measured_ms));
   LTX_CHECK(have, "conv (cuDNN): no forward algorithm for input ", g.x[0], "x", g.x[1], "x", g.x[2],
             "x", g.x[3], "x", g.x[4], " and filter ", g.w[0], "x", g.w[1], "x", g.w[2], "x", g.w[3],
             "x", g.w[4], " fits the memory left (", memory_info(device).free_bytes >> 20,
             " MiB free)");
-  std::lock_guard<std::mutex> lock(mu);
-  cache->emplace(key, best);
-  return best;
+  std::lock_guard<std::mutex> lock(g_algo_mu);
+  return algo_cache().emplace(key, best).first->second;
 }
 
 // The device pointers of one convolution: y = conv(x, w) + beta * y.
@@ -462,17 +523,15 @@ struct BackendState {
 // At most this many plans are timed per geometry: each costs a warm-up and two runs once.
 constexpr size_t kMaxCandidates = 8;
 
-// Appends the configs of one heuristics mode that qualify (not runtime-compiled, deterministic,
-// not seen yet, plan finalizes, workspace within `limit`) until there are kMaxCandidates.
-void add_candidates(cudnnHandle_t h, BackendState& st, cudnnBackendHeurMode_t mode, int64_t limit,
-                    std::set<std::string>& seen) {
+// The engine configs cuDNN's heuristics (`mode`) list for st's graph, best first (at most 256 are
+// read: only the first few qualifying ones are used); the heuristics descriptor is kept in st.
+std::vector<BackendDesc> heuristic_configs(BackendState& st, cudnnBackendHeurMode_t mode) {
   BackendDesc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   set_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
            st.graph.graph.array());
   set_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
   finalize(heur.get(), "engine heuristics");
-  // How many results (at most 256 are read: only the first few qualifying ones are used), then
-  // that many configs, created by us and filled by cuDNN.
+  // How many results, then that many configs, created by us and filled by cuDNN.
   const int64_t count = std::min<int64_t>(get_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, nullptr),
                                           256);
@@ -487,28 +546,65 @@ void add_candidates(cudnnHandle_t h, BackendState& st, cudnnBackendHeurMode_t mo
     got = std::min(count, get_attr(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, count, raw.data()));
   st.heuristics.push_back(std::move(heur));
-  for (int64_t i = 0; i < got && st.candidates.size() < kMaxCandidates; ++i) {
+  configs.resize(static_cast<size_t>(std::max<int64_t>(got, 0)));
+  return configs;
+}
+
+// The execution plan of `config` as a candidate named `name`; nullopt when its workspace exceeds
+// `limit`. Throws when the plan does not finalize.
+std::optional<Candidate> plan_candidate(cudnnHandle_t h, BackendDesc& config, std::string name,
+                                        int64_t limit) {
+  Candidate c;
+  c.plan = BackendDesc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  // The handle attribute: as for the operation graph.
+  set_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+  cudnnBackendDescriptor_t raw = config.get();
+  set_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &raw);
+  finalize(c.plan.get(), "execution plan");
+  get_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+           &c.workspace);
+  if (c.workspace < 0 || c.workspace > limit) return std::nullopt;
+  c.config = std::move(config);
+  c.name = std::move(name);
+  return c;
+}
+
+// Appends the configs of one heuristics mode that qualify (not runtime-compiled, deterministic,
+// not seen yet, plan finalizes, workspace within `limit`) until there are kMaxCandidates.
+void add_candidates(cudnnHandle_t h, BackendState& st, cudnnBackendHeurMode_t mode, int64_t limit,
+                    std::set<std::string>& seen) {
+  std::vector<BackendDesc> configs = heuristic_configs(st, mode);
+  for (size_t i = 0; i < configs.size() && st.candidates.size() < kMaxCandidates; ++i) {
     try {
-      ConfigInfo info = describe_config(raw[size_t(i)]);
+      ConfigInfo info = describe_config(configs[i].get());
       if (info.runtime_compiled || info.nondeterministic || !seen.insert(info.name).second)
         continue;
-      Candidate c;
-      c.plan = BackendDesc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      // The handle attribute: as for the operation graph.
-      set_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
-      set_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-               1, &raw[size_t(i)]);
-      finalize(c.plan.get(), "execution plan");
-      get_attr(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-               &c.workspace);
-      if (c.workspace < 0 || c.workspace > limit) continue;
-      c.config = std::move(configs[size_t(i)]);
-      c.name = std::move(info.name);
-      st.candidates.push_back(std::move(c));
+      if (std::optional<Candidate> c = plan_candidate(h, configs[i], std::move(info.name), limit))
+        st.candidates.push_back(std::move(*c));
     } catch (const Error&) {
       // This config only: heuristics list configs whose plans then do not finalize.
     }
   }
+}
+
+// The config named `name` (describe_config's name) among the heuristics' lists (modes A, then B),
+// planned; nullopt when neither lists it or its plan does not finalize within `limit`.
+std::optional<Candidate> find_candidate(cudnnHandle_t h, BackendState& st, const std::string& name,
+                                        int64_t limit) {
+  for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B}) {
+    try {
+      std::vector<BackendDesc> configs = heuristic_configs(st, mode);
+      for (BackendDesc& config : configs) {
+        const ConfigInfo info = describe_config(config.get());
+        if (info.name != name || info.runtime_compiled || info.nondeterministic) continue;
+        return plan_candidate(h, config, info.name, limit);
+      }
+    } catch (const Error&) {
+      // The other mode may still list it.
+    }
+  }
+  return std::nullopt;
 }
 
 // Runs a plan on the operands (the workspace holds c.workspace bytes). False when cuDNN refuses;
@@ -646,6 +742,7 @@ void choose_backend(ConvChoice& choice, CudnnBackendMode mode, const ConvCall& c
     const std::shared_ptr<void> workspace = allocate(workspace_bytes, call.stream);
     const Operands scratch{call.ops.x, call.ops.w, y};
 
+    g_timed_searches.fetch_add(1, std::memory_order_relaxed);
     StreamTimer timer(call.stream);
     choice.legacy_ms = timer.best_of_two([&] {
       return legacy_forward(call.handle, call.d, choice.legacy, scratch, workspace.get(),
@@ -690,13 +787,80 @@ ConvKey conv_key(const ConvCall& call, CudnnBackendMode mode) {
 // The cached decision of the call's key, made on first use (never freed, like the handles). Null
 // while the stream is being captured into a CUDA graph and no decision exists yet: timing would
 // synchronise a capturing stream, so that call takes the legacy path and decides nothing.
-const ConvChoice* conv_choice(const ConvKey& key, CudnnBackendMode mode, const ConvCall& call) {
-  static std::mutex mu;
+std::mutex g_choice_mu;
+std::map<ConvKey, const ConvChoice*>& choice_cache() {
   static auto* cache = new std::map<ConvKey, const ConvChoice*>();
+  return *cache;
+}
+
+// The tuning cache's key of a timed backend decision (kTimed only: the other modes do not time).
+std::string backend_entry_key(const ConvCall& call) {
+  return str("backend beta ", call.beta, " ", geometry_key(call.g));
+}
+
+// The stored decision of a kTimed geometry into `choice`: "plan NAME ms T legacy_ms L" (the plan
+// rebuilt from cuDNN's heuristics lists, where it came from) or "legacy ms T legacy_ms L note N"
+// (the legacy path was faster, or no plan ran). False when there is none or the plan cannot be
+// rebuilt (the caller then times afresh). Never throws.
+bool restore_choice(ConvChoice& choice, const ConvCall& call) {
+  const std::optional<std::string> v = conv_tuning::lookup(call.device, backend_entry_key(call));
+  if (!v) return false;
+  std::istringstream in(*v);
+  std::string kind, word, name, note;
+  float ms = -1.f, legacy_ms = -1.f;
+  in >> kind;
+  if (kind == "plan") in >> name;
+  while (in >> word) {
+    if (word == "ms") in >> ms;
+    if (word == "legacy_ms") in >> legacy_ms;
+    if (word == "note") std::getline(in >> std::ws, note);
+  }
+  if (kind == "legacy") {
+    choice.backend_ms = ms;
+    choice.legacy_ms = legacy_ms;
+    choice.note = (note.empty() ? std::string("slower") : note) + " (tuning cache)";
+    return true;
+  }
+  if (kind != "plan" || name.empty()) return false;
+  try {
+    auto st = std::make_unique<BackendState>();
+    build_graph(call.handle, call.g, call.beta, st->graph);
+    constexpr int64_t kPlanWorkspaceCap = int64_t{256} << 20;  // as choose_backend
+    const int64_t limit =
+        std::min(static_cast<int64_t>(workspace_limit(call.device)), kPlanWorkspaceCap);
+    std::optional<Candidate> c = find_candidate(call.handle, *st, name, limit);
+    if (!c) return false;
+    st->candidates.push_back(std::move(*c));
+    choice.backend = std::move(st);
+    choice.best_backend = name;
+    choice.backend_ms = ms;
+    choice.legacy_ms = legacy_ms;
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Keeps a fresh kTimed decision for later processes: a plan, or the legacy path for a reason that
+// will hold next time (not for an error).
+void store_choice(const ConvChoice& choice, const ConvCall& call) {
+  std::string value;
+  if (choice.backend != nullptr) {
+    value = str("plan ", choice.backend->candidates.front().name, " ms ", choice.backend_ms,
+                " legacy_ms ", choice.legacy_ms);
+  } else if (choice.note == "slower" || choice.note == "no plan qualifies") {
+    value = str("legacy ms ", choice.backend_ms, " legacy_ms ", choice.legacy_ms, " note ", choice.note);
+  } else {
+    return;
+  }
+  conv_tuning::store(call.device, backend_entry_key(call), value);
+}
+
+const ConvChoice* conv_choice(const ConvKey& key, CudnnBackendMode mode, const ConvCall& call) {
   {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto it = cache->find(key);
-    if (it != cache->end()) return it->second;
+    std::lock_guard<std::mutex> lock(g_choice_mu);
+    const auto it = choice_cache().find(key);
+    if (it != choice_cache().end()) return it->second;
   }
   auto choice = std::make_unique<ConvChoice>();
   choice->legacy = call.algo;
@@ -706,12 +870,15 @@ const ConvChoice* conv_choice(const ConvKey& key, CudnnBackendMode mode, const C
     // cuDNN's backend derives groups from C / (the filter's C); not needed by our models, so the
     // legacy API (an explicit group count) keeps them.
     choice->note = "grouped conv";
+  } else if (mode == CudnnBackendMode::kTimed && restore_choice(*choice, call)) {
+    // Decided by an earlier process (nothing timed).
   } else {
     if (is_capturing(call.stream)) return nullptr;
     choose_backend(*choice, mode, call);
+    if (mode == CudnnBackendMode::kTimed) store_choice(*choice, call);
   }
-  std::lock_guard<std::mutex> lock(mu);
-  const auto [it, inserted] = cache->emplace(key, choice.get());
+  std::lock_guard<std::mutex> lock(g_choice_mu);
+  const auto [it, inserted] = choice_cache().emplace(key, choice.get());
   if (inserted) choice.release();  // another thread's decision wins a race
   return it->second;
 }
@@ -950,6 +1117,18 @@ void set_cudnn_backend_mode(CudnnBackendMode mode) {
 }
 
 int64_t cudnn_backend_executions() { return g_backend_executions.load(std::memory_order_relaxed); }
+
+int64_t cudnn_conv_timed_searches() { return g_timed_searches.load(std::memory_order_relaxed); }
+
+void forget_cudnn_conv_choices_for_tests() {
+  // The old choices are leaked, not freed: the stats table may still point at them.
+  {
+    std::lock_guard<std::mutex> lock(g_choice_mu);
+    choice_cache().clear();
+  }
+  std::lock_guard<std::mutex> lock(g_algo_mu);
+  algo_cache().clear();
+}
 
 bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
                                   const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back) {

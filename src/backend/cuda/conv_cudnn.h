@@ -18,7 +18,9 @@
 // cuDNN refuses, now or later, sends the geometry to the legacy path for good. During CUDA graph
 // capture nothing is timed: a geometry without a decision runs the legacy path, undecided.
 // LTX_CUDNN_BACKEND=0 keeps the legacy path only. LTX_CUDNN_STATS=1 prints, at exit, every
-// geometry's calls, the path it took and the measured times.
+// geometry's calls, the path it took and the measured times. The timed decisions (cudnnFind's
+// pick, and the backend-or-legacy choice with the plan's engine config) are kept on disk by
+// conv_tuning_cache.h, so a later process on the same GPU and cuDNN rebuilds them untimed.
 #include "backend/cpu/conv.h"
 #include "core/tensor.h"
 
@@ -64,5 +66,10 @@ enum class CudnnBackendMode {
 void set_cudnn_backend_mode(CudnnBackendMode mode);
 // Convolutions run through a backend plan so far (process-wide; tests).
 int64_t cudnn_backend_executions();
+// Timed searches so far (cudnnFind calls and backend timing passes; process-wide; tests).
+int64_t cudnn_conv_timed_searches();
+// Tests: drop this process's decisions, so the next call of a geometry decides again (from the
+// tuning cache when it holds one).
+void forget_cudnn_conv_choices_for_tests();
 
 }  // namespace ltx::cuda
