@@ -23,7 +23,9 @@
 //   -T    : wall-clock budget for the whole run (default 540 s); later geometries are skipped so
 //           that the SUMMARY line is still printed
 //
-// NOTE: -s and -f have only been compiled, not yet run on a GPU.
+// First run of -s and -f on the H200 (session 15, bench/RESULTS.md): the sweep found no config
+// faster than the heuristics' engine 62 picks on the decode's two heaviest geometries, and the
+// runtime-fused conv + bias + skip (engine 4, runtime-compiled) was slower than conv + epilogue.
 //
 // Per geometry: legacy cudnnFind picks its fastest algorithm (workspace <= 2 GiB), which is
 // re-timed here (2 warm-ups + median of 5, cudaEvents). Then every engine config offered by the
