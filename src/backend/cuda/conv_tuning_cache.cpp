@@ -64,6 +64,7 @@ struct Store {
   Json devices = Json::object();  // device key -> { entry key -> value }
   std::map<int, std::string> keys;
   bool warned = false;
+  bool announced = false;  // the first new choice of the process was logged
 
   const std::string& key_of(int device) {
     auto it = keys.find(device);
@@ -133,6 +134,12 @@ void store(int device, const std::string& key, const std::string& value) {
   Store& s = store_instance();
   std::lock_guard<std::mutex> lock(s.mu);
   s.load();
+  if (!s.announced) {
+    // Why this run's first convolutions take longer (seconds for a VAE decode), once.
+    log_info("cuDNN: timing the convolution algorithms of new shapes on this GPU (once; ",
+             s.file.empty() ? std::string("kept in memory only") : "kept in " + s.file, ")");
+    s.announced = true;
+  }
   s.devices[s.key_of(device)][key] = value;
   s.write();
 }
