@@ -18,7 +18,8 @@ inline constexpr int kMaxRowThreads = 256;
 // The minimum resident blocks per SM the 4096-wide block-per-row kernels are compiled for
 // (__launch_bounds__'s second argument: fewer registers, more rows in flight; small spills).
 // with_row_min_blocks(default, f) calls f(std::integral_constant<int, N>) with N = `default`, or
-// LTX_ROW_MIN_BLOCKS (1, 4, 6 or 8) when set: a knob for timing the kernels (session 15).
+// LTX_ROW_MIN_BLOCKS (1, 4 or 6) when set: a knob for timing the kernels (session 15). 8 (32
+// registers) spilled and was slower on the H200, and 8 x 256 threads exceed an sm_89 SM.
 inline int row_min_blocks_override() {
   static const int v = [] {
     const char* e = std::getenv("LTX_ROW_MIN_BLOCKS");
@@ -32,7 +33,6 @@ void with_row_min_blocks(int default_blocks, F&& f) {
   switch (n) {
     case 4: f(std::integral_constant<int, 4>{}); break;
     case 6: f(std::integral_constant<int, 6>{}); break;
-    case 8: f(std::integral_constant<int, 8>{}); break;
     default: f(std::integral_constant<int, 1>{}); break;
   }
 }
