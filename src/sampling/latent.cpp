@@ -419,8 +419,8 @@ std::vector<std::optional<float>> mask_levels_of(const Tensor& denoise_mask) {
   for (size_t i = 0; i < out.size(); ++i) {
     if (per == 0) continue;
     const float* row = v.data() + i * per;
-    // Compared as bits: -0 and 0 or two NaNs are not "one value" here (either way the result is
-    // per-token values, which are always right).
+    // Compared as bits, so -0 and 0 count as two values (the per-token form then, which is
+    // always right); a product with sigma keeps what the per-token values would hold.
     const bool uniform = std::all_of(row, row + per, [&](float x) { return std::memcmp(&x, row, sizeof x) == 0; });
     if (uniform) out[i] = row[0];
   }
