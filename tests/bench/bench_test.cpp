@@ -268,6 +268,33 @@ TEST(BenchRun, GuidedStepRunsTheDefaultGuidanceAsOneBatch) {
   }
 }
 
+// --per-token-timesteps: the reference's [B, T, 1] timesteps instead of one per sample; same
+// FLOP count (the floor keeps the per-token AdaLN either way), its own label and JSON key, and
+// both forms run, plain and guided.
+TEST(BenchRun, PerTokenTimestepsAreAnABOfTheSameCase) {
+  for (bool guided : {false, true}) {
+    SCOPED_TRACE(guided ? "guided" : "one forward");
+    bench::BenchOptions o = tiny_options();
+    o.guided = guided;
+    o.iters = 1;
+    o.warmup = 0;
+    bench::BenchOptions per_token = o;
+    per_token.per_token_timesteps = true;
+    bench::BenchReport a = bench::plan(o, bench::BenchTarget::Transformer);
+    bench::BenchReport b = bench::plan(per_token, bench::BenchTarget::Transformer);
+    ASSERT_EQ(a.cases.size(), b.cases.size());
+    EXPECT_EQ(a.cases[0].flops.total(), b.cases[0].flops.total());
+    EXPECT_EQ(a.cases[0].label.find("per-token-ts"), std::string::npos) << a.cases[0].label;
+    EXPECT_NE(b.cases[0].label.find("per-token-ts"), std::string::npos) << b.cases[0].label;
+    bench::run(a);
+    bench::run(b);
+    ASSERT_TRUE(a.cases[0].ours.has_value());
+    ASSERT_TRUE(b.cases[0].ours.has_value());
+    EXPECT_EQ(bench::to_json(a)["per_token_timesteps"], false);
+    EXPECT_EQ(bench::to_json(b)["per_token_timesteps"], true);
+  }
+}
+
 // ---------------------------------------------------------------- random weights
 
 TEST(RandomWeights, FollowTheOfficialInitRules) {
