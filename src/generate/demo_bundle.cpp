@@ -9,12 +9,14 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/cache_dir.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -348,13 +350,11 @@ bool complete(const DemoBundle& b) {
 }  // namespace
 
 std::string default_demo_dir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && *xdg != '\0') return (fs::path(xdg) / "ltx" / kDemoBundleVersion).string();
-  const char* home = std::getenv("HOME");
-  LTX_CHECK(home != nullptr && *home != '\0',
+  const std::optional<std::string> cache = user_cache_dir();
+  LTX_CHECK(cache.has_value(),
             "the built-in demo needs a cache folder: set XDG_CACHE_HOME or HOME, or pass model "
             "files (--checkpoint-path ...)");
-  return (fs::path(home) / ".cache" / "ltx" / kDemoBundleVersion).string();
+  return (fs::path(*cache) / kDemoBundleVersion).string();
 }
 
 void write_demo_bundle_files(const std::string& dir) {

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "backend/cuda/device.h"
+#include "core/cache_dir.h"
 #include "core/log.h"
 
 namespace ltx::cuda::conv_tuning {
@@ -29,11 +30,8 @@ std::string default_path() {
     const std::string v(e);
     return v == "0" || v == "off" ? std::string() : v;
   }
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
-    return (fs::path(x) / "ltx" / "cudnn-conv-v1.json").string();
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
-    return (fs::path(h) / ".cache" / "ltx" / "cudnn-conv-v1.json").string();
-  return std::string();
+  const std::optional<std::string> cache = user_cache_dir();
+  return cache ? (fs::path(*cache) / "cudnn-conv-v1.json").string() : std::string();
 }
 
 // The device section's name: what makes a stored choice valid.

@@ -1,0 +1,12 @@
+#pragma once
+// ltx's per-user cache folder: $XDG_CACHE_HOME/ltx when XDG_CACHE_HOME is set and not empty, else
+// $HOME/.cache/ltx; nullopt when neither is set. Shared by what ltx keeps between runs (the demo
+// bundle, the cuDNN tuning cache).
+#include <optional>
+#include <string>
+
+namespace ltx {
+
+std::optional<std::string> user_cache_dir();
+
+}  // namespace ltx
