@@ -1067,12 +1067,15 @@ ModArgs mod_args(const Tensor& x, const ops::Summed& scale, const ops::Summed& s
   return m;
 }
 
-// Sets m.cache_rows (see ModArgs) for x's `rows` rows when each operand's values are bf16 (a
-// plain bf16 operand or a sum stored as bf16) and runs of consecutive rows share them: all rows
-// (no lead dim left after compact_lead_dims) or the innermost lead dim broadcast. The vector
+// Sets m.cache_rows (see ModArgs) for x's `rows` rows of d values when each operand's values are
+// bf16 (a plain bf16 operand or a sum stored as bf16) and runs of consecutive rows share them: all
+// rows (no lead dim left after compact_lead_dims) or the innermost lead dim broadcast. Rows of at
+// most 4096 values only: the kernels' cached values (up to 3 operands, 6 d bytes) and the staged
+// row (up to 4 d bytes) then stay within the 48 KiB of shared memory a launch gets. The vector
 // kernels' loads (mod_vec_ok) are assumed.
-void set_row_cache(ModArgs* m, int64_t rows) {
+void set_row_cache(ModArgs* m, int64_t rows, int64_t d) {
   m->cache_rows = 0;
+  if (d > 4096) return;
   for (int j : {kScale, kShift})
     if (m->p[j] != nullptr && !m->bf16_sum[j]) return;
   if (m->lead == 0) {
@@ -1185,8 +1188,8 @@ Tensor run_rms(const RmsCall& c) {
       constexpr int kMb = decltype(mb)::value;
       if (c.modulate) {
         ModArgs m = c.m;
-        // The per-run values cached after the row: 2 d bf16 (at most 32 KiB of row + 16 KiB).
-        if (c.a.d <= 4096) set_row_cache(&m, c.a.rows);
+        // The per-run values cached after the row: 2 d bf16.
+        set_row_cache(&m, c.a.rows, c.a.d);
         const size_t cached_smem = smem + (m.cache_rows > 0 ? static_cast<size_t>(c.a.d) * 4 : 0);
         const unsigned grid = m.cache_rows > 0 ? resident_grid(rms_norm_vec_kernel<true, kMb>, threads,
                                                                cached_smem, c.a.rows, dev)
@@ -1288,11 +1291,9 @@ void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Su
   DeviceGuard guard(dev);
   ModArgs m = r.c.m, g = r.g;
   // The row's scale, shift and gate cached after it (6 d bf16) when they share their runs.
-  if (r.c.a.d <= 4096) {
-    set_row_cache(&m, r.c.a.rows);
-    set_row_cache(&g, r.c.a.rows);
-    if (m.cache_rows != g.cache_rows) m.cache_rows = g.cache_rows = 0;
-  }
+  set_row_cache(&m, r.c.a.rows, r.c.a.d);
+  set_row_cache(&g, r.c.a.rows, r.c.a.d);
+  if (m.cache_rows != g.cache_rows) m.cache_rows = g.cache_rows = 0;
   const size_t smem = static_cast<size_t>(r.c.a.d) * (m.cache_rows > 0 ? 8 : 2);
   const int threads = row_threads(r.c.a.d);
   with_row_min_blocks(kResidualNormMinBlocks, [&](auto mb) {
