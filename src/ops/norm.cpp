@@ -138,6 +138,27 @@ Tensor rms_norm_dim_silu(Tensor x, int64_t dim, double eps, const Tensor& bias) 
   return rms_norm_dim_op(op, sum, d, eps, true);
 }
 
+Tensor add_then_add_rms_norm_dim_silu_(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                       int64_t dim, double eps) {
+  const char* op = "add_then_add_rms_norm_dim_silu_";
+  check_input(op, x, 0);
+  const int d = wrap_dim(dim, x.dim(), op);
+  check_defined(op, {&bias, &residual});
+  LTX_CHECK(bias.dim() == 1 && bias.size(0) == x.size(d), op, ": bias ", bias.describe(),
+            " must hold one value per entry of dim ", d, " of ", x.describe());
+  LTX_CHECK(residual.shape() == x.shape(), op, ": residual ", residual.describe(),
+            " must have the shape of x ", x.describe());
+  common_device(op, {&x, &bias, &residual});  // throws unless all are on one device
+#if LTX_WITH_CUDA
+  if (x.device().is_cuda() && cuda::rms_norm_dim_residual_fuses(x, d, bias, residual))
+    LTX_CUDA_DISPATCH(return cuda::rms_norm_dim_silu_residual_(x, d, eps, bias, residual), op);
+#endif
+  Shape shape;
+  for (int i = 0; i < x.dim(); ++i) shape.push_back(i == d ? x.size(d) : 1);
+  add_then_add_(x, bias.view(shape), residual);
+  return rms_norm_dim_op(op, x, d, eps, true);
+}
+
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   check_input("layer_norm", x, 1);
   check_affine("layer_norm", "weight", weight, x.size(-1), x);

@@ -56,6 +56,15 @@ Tensor rms_norm_dim(const Tensor& x, int64_t dim, double eps);
 // x by value: pass std::move(x) when it is the last use, so that the unfused add releases it.
 Tensor rms_norm_dim_silu(Tensor x, int64_t dim, double eps, const Tensor& bias = {});
 
+// The VAE ResNet block's skip connection and the next PixelNorm + SiLU in one op: x = (x + bias)
+// + residual in place (add_then_add_ with bias along dim: each sum rounded to x's dtype), then
+// returns rms_norm_dim_silu(x, dim, eps), bit for bit those two ops on each backend. bias: x.size
+// (dim) values; residual: x's shape. On CUDA one pass over channels-last bf16 rows of at most 1024
+// channels with a residual in x's layout (the sum is stored, never read back); elsewhere the ops
+// in turn.
+Tensor add_then_add_rms_norm_dim_silu_(const Tensor& x, const Tensor& bias, const Tensor& residual,
+                                       int64_t dim, double eps);
+
 // Over the last dim D with the biased variance: y = (x - mean) / sqrt(var + eps) * weight + bias.
 // weight, bias: [D] or undefined.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);

@@ -450,6 +450,48 @@ TEST(CudaNorm, PixelNormSiluWithABiasEqualsTheBiasAddedFirst) {
   }
 }
 
+// The ResNet block's skip and the next PixelNorm + SiLU in one pass (channels-last bf16 rows of
+// at most 1024 channels, a residual in x's layout): the bits of add_then_add_ then
+// rms_norm_dim_silu for both the updated x and the activation, with x's layout; enough positions
+// (5 x 61 x 67) that every warp takes several rows in turn, the last row group partial. The other
+// cases (f32, contiguous, misaligned, longer rows, a residual in another layout) run the ops in
+// turn, with the same bits.
+TEST(CudaNorm, SkipThenPixelNormSiluEqualsTheOpsInTurnBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1500;
+  for (DType dt : {DType::BF16, DType::F32}) {
+    for (int64_t c : kPixelNormChannels) {
+      const Shape shape = c <= 1024 && dt == DType::BF16 ? Shape{1, c, 5, 61, 67} : Shape{2, c, 3, 5, 7};
+      const Tensor x = test::random_tensor(shape, seed++, -3.f, 5.f).to(kGpu, dt);
+      const Tensor bias = test::random_tensor({c}, seed++, -1.f, 1.f).to(kGpu, dt);
+      const Tensor res = test::random_tensor(shape, seed++, -2.f, 2.f).to(kGpu, dt);
+      // Each layout makes a fresh copy (x is updated in place).
+      using Layout = Tensor (*)(const Tensor&);
+      const Layout cl = [](const Tensor& t) { return t.to_channels_last(); };
+      const Layout plain = [](const Tensor& t) { return t.clone(); };
+      const Layout misaligned = [](const Tensor& t) { return misaligned_channels_last(t); };
+      struct Case {
+        Layout x, residual;
+        bool fused;
+      };
+      const bool rows = dt == DType::BF16 && c % 8 == 0 && c <= 1024;
+      for (const Case& k : {Case{cl, cl, rows}, Case{cl, plain, false}, Case{plain, plain, false},
+                            Case{misaligned, misaligned, false}}) {
+        const Tensor residual = k.residual(res), want_x = k.x(x), got_x = k.x(x);
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " C " + std::to_string(c) + " " +
+                     got_x.describe() + " residual " + residual.describe());
+        EXPECT_EQ(cuda::rms_norm_dim_residual_fuses(got_x, 1, bias, residual), k.fused);
+        ops::add_then_add_(want_x, bias.view({1, c, 1, 1, 1}), residual);
+        const Tensor want_h = ops::rms_norm_dim_silu(want_x, 1, 1e-8);
+        const Tensor got_h = ops::add_then_add_rms_norm_dim_silu_(got_x, bias, residual, 1, 1e-8);
+        EXPECT_TRUE(same_bytes(got_x, want_x));
+        EXPECT_TRUE(same_bytes(got_h, want_h));
+        EXPECT_TRUE(got_h.strides() == want_h.strides()) << got_h.strides().str();
+      }
+    }
+  }
+}
+
 TEST(CudaNorm, Bf16StorageKeepsItsDtype) {
   LTX_REQUIRE_CUDA();
   const Tensor x = test::random_tensor({9, 300}, 20).to(DType::BF16);

@@ -372,6 +372,18 @@ TEST(CudaTiming, DISABLED_PrintsVaeGlueTimes) {
     const Tensor bias = rand_gpu({k.c}, 7, DType::BF16);
     report("rms_norm_dim_silu + bias", x,
            seconds_per_call([&] { ops::rms_norm_dim_silu(x, 1, 1e-8, bias); }, 5));
+    // The ResNet block's skip (bias + residual into conv2's output), then the next block's
+    // PixelNorm + SiLU: as two ops, and in one pass (the GB/s column counts one read and one
+    // write of x for both).
+    const Tensor res = rand_gpu({1, k.c, k.t, k.h, k.w}, 8, DType::BF16).to_channels_last();
+    const Tensor xs = x.clone().to_channels_last();  // updated in place: a copy of x
+    report("add_then_add_ + norm + silu", x, seconds_per_call([&] {
+             ops::add_then_add_(xs, bias.view({1, k.c, 1, 1, 1}), res);
+             ops::rms_norm_dim_silu(xs, 1, 1e-8);
+           }, 5));
+    report("skip + norm + silu, one pass", x, seconds_per_call([&] {
+             ops::add_then_add_rms_norm_dim_silu_(xs, bias, res, 1, 1e-8);
+           }, 5));
     report("rms_norm_dim", x, seconds_per_call([&] { ops::rms_norm_dim(x, 1, 1e-8); }, 5));
     report("silu", x, seconds_per_call([&] { ops::silu(x); }, 5));
     const Tensor y = Tensor::empty_in_order(x.shape(), Tensor::channels_last_order(5), x.dtype(),

@@ -161,6 +161,40 @@ TEST(RmsNormDimSilu, BiasIsAddedBeforeTheNorm) {
                    "one value per entry of dim 1");
 }
 
+// The ResNet block's skip and the next PixelNorm + SiLU as one op: x becomes (x + bias) +
+// residual in place and the result is rms_norm_dim_silu of it, bit for bit the ops in turn, on
+// dims 1 and 4, contiguous and channels-last (the CPU's in-place adds are f32: bf16 is
+// tests/cuda's); mismatched operands are refused.
+TEST(AddThenAddRmsNormDimSilu, EqualsTheSkipThenTheNorm) {
+  uint64_t seed = 40;
+  for (DType dt : {DType::F32}) {
+    const Tensor base = test::random_tensor({2, 6, 3, 5, 7}, seed++, -4.f, 4.f).to(dt);
+    for (const Tensor& x0 : {base, base.to_channels_last()}) {
+      for (int dim : {1, 4}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " " + x0.describe() + " dim " + std::to_string(dim));
+        const Tensor bias = test::random_tensor({x0.size(dim)}, seed++).to(dt);
+        const Tensor residual = test::random_tensor(x0.shape(), seed++, -2.f, 2.f).to(dt);
+        Shape shape;
+        for (int i = 0; i < x0.dim(); ++i) shape.push_back(i == dim ? x0.size(dim) : 1);
+        const Tensor want_x = x0.clone();
+        ops::add_then_add_(want_x, bias.view(shape), residual);
+        const Tensor want_h = ops::rms_norm_dim_silu(want_x, dim, 1e-8);
+        const Tensor x = x0.clone();
+        const Tensor h = ops::add_then_add_rms_norm_dim_silu_(x, bias, residual, dim, 1e-8);
+        EXPECT_EQ(test::max_abs_diff(x, want_x), 0.0);
+        EXPECT_EQ(test::max_abs_diff(h, want_h), 0.0);
+        EXPECT_EQ(h.dtype(), dt);
+      }
+    }
+  }
+  const Tensor x = test::random_tensor({2, 6, 3, 5, 7}, 50);
+  EXPECT_ERROR_HAS(ops::add_then_add_rms_norm_dim_silu_(x, test::random_tensor({5}, 51), x.clone(), 1, 1e-8),
+                   "one value per entry of dim 1");
+  EXPECT_ERROR_HAS(ops::add_then_add_rms_norm_dim_silu_(x, test::random_tensor({6}, 52),
+                                                        test::random_tensor({2, 6, 3, 5, 6}, 53), 1, 1e-8),
+                   "must have the shape of x");
+}
+
 TEST(LayerNorm, MatchesDoubleReferenceForEachAffineCombination) {
   uint64_t seed = 30;
   for (const Shape& s : {Shape{3, 7}, Shape{2, 5, 33}, Shape{4, 129}, Shape{1}}) {

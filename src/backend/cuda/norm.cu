@@ -40,6 +40,11 @@ struct RowArgs {
   // PixelNorm's vector kernel only: d values (x's dtype) added to each row before it is
   // normalised, the sum rounded to x's dtype (the bias of the conv that made x).
   const void* pre_bias = nullptr;
+  // With pre_bias, bf16 rows of at most kDimResidualMaxD values only: a tensor laid out as x
+  // added after the bias (rounded again: add_then_add_'s sums), the result stored at x_out (the
+  // ResNet block's output, in place over x) and normalised.
+  const void* pre_residual = nullptr;
+  void* x_out = nullptr;
 };
 
 // Row r's first element: r * d, or (r / seg) * outer + (r % seg) * d for segmented rows.
@@ -485,6 +490,8 @@ __global__ void layer_norm_kernel(RowArgs a) {
 // fused rms_norm_dim_silu): each kernel stores silu(y) instead, through dim_out.
 constexpr int kDimChunk = 8;
 constexpr int kDimPartials = 32;
+// The longest rows the residual's kernel takes: 4 chunks a lane, held in registers.
+constexpr int64_t kDimResidualMaxD = 4 * 32 * kDimChunk;
 
 __device__ __forceinline__ double add_square_d(double ss, float v) {
   const double dv = v;
@@ -750,10 +757,11 @@ __device__ __forceinline__ void store_chunk_silu_table(void* y_row, int c,
 // from L2. kTable (kSilu on bf16, `table` the device's SiLU table): the block copies the table
 // into shared memory first and looks every SiLU up there. kBias: a.pre_bias is added to every
 // chunk as it is loaded (the lane's K bias chunks loaded once).
-template <DType kDt, int K, bool kSilu, bool kTable, bool kBias>
+template <DType kDt, int K, bool kSilu, bool kTable, bool kBias, bool kResidual = false>
 __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kernel(
     RowArgs a, int lanes, const uint16_t* __restrict__ table) {
   static_assert(!kTable || (kSilu && kDt == DType::BF16), "the SiLU table is for bf16 SiLU");
+  static_assert(!kResidual || (kBias && K > 0), "the residual comes after a bias, rows in registers");
   using Chunk = DimChunkBits<kDt>;
   constexpr int64_t kBytes = kDt == DType::BF16 ? 2 : 4;
   __shared__ __align__(16) uint16_t shared_table[kTable ? kSiluTableSize : 8];
@@ -811,26 +819,43 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
         bias_chunk[k] = c < chunks ? load_chunk<kDt>(bias, c) : Chunk{};
       }
     }
-    const auto fetch = [&](int64_t r0, Chunk(&q)[K]) {
+    const auto fetch_from = [&](const char* base, int64_t r0, Chunk(&q)[K]) {
       const int64_t r = r0 + sub;
-      const char* row = x + r * a.d * kBytes;
+      const char* row = base + r * a.d * kBytes;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int c = g + lanes * k;
         q[k] = r < a.rows && c < chunks ? load_chunk<kDt>(row, c) : Chunk{};  // zeros add nothing
       }
     };
-    Chunk q[K];
-    fetch(first, q);
+    const char* residual = static_cast<const char*>(a.pre_residual);
+    // kResidual: the residual's chunks of the row, loaded with x's.
+    constexpr int KR = kResidual ? K : 1;
+    const auto fetch = [&](int64_t r0, Chunk(&q)[K], Chunk(&rq)[KR]) {
+      fetch_from(x, r0, q);
+      if constexpr (kResidual) fetch_from(residual, r0, rq);
+    };
+    Chunk q[K], rq[KR];
+    fetch(first, q, rq);
     for (int64_t r0 = first; r0 < a.rows; r0 += step) {
-      Chunk next[K];
-      fetch(r0 + step, next);  // in flight while this row is worked on
+      Chunk next[K], rnext[KR];
+      fetch(r0 + step, next, rnext);  // in flight while this row is worked on
       if constexpr (kBias) {
         // Past the row's end (or the last row) the chunk stays zero: it must add nothing.
         const bool live = r0 + sub < a.rows;
 #pragma unroll
-        for (int k = 0; k < K; ++k)
-          if (live && g + lanes * k < chunks) q[k] = add_chunk_bias(q[k], bias_chunk[k]);
+        for (int k = 0; k < K; ++k) {
+          const int c = g + lanes * k;
+          if (live && c < chunks) {
+            q[k] = add_chunk_bias(q[k], bias_chunk[k]);
+            if constexpr (kResidual) {
+              // (x + bias) + residual, each sum rounded: the block's output, stored as formed.
+              q[k] = add_chunk_bias(q[k], rq[k]);
+              char* out_row = static_cast<char*>(a.x_out) + (r0 + sub) * a.d * kBytes;
+              reinterpret_cast<uint4*>(out_row)[c] = q[k].w[0];
+            }
+          }
+        }
       }
       double ss = 0.0;
 #pragma unroll
@@ -845,6 +870,10 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
       }
 #pragma unroll
       for (int k = 0; k < K; ++k) q[k] = next[k];
+      if constexpr (kResidual) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) rq[k] = rnext[k];
+      }
     }
   }
 }
@@ -871,7 +900,14 @@ void launch_dim_rows_vec(const RowArgs& a, int lanes, const uint16_t* table, int
     const unsigned grid = dim_rows_grid(kernel, (a.rows + per_warp - 1) / per_warp, dev);
     kernel<<<grid, kDimRowsThreads, 0, stream>>>(a, lanes, table);
   };
-  // The pre-norm bias only with the SiLU (rms_norm_dim_silu's): fewer instantiations.
+  // The pre-norm bias only with the SiLU (rms_norm_dim_silu's): fewer instantiations; the
+  // residual after it only for bf16 rows held in registers (the VAE decoder's).
+  if constexpr (kSilu && kDt == DType::BF16 && K > 0) {
+    if (a.pre_residual != nullptr) {
+      go(rms_norm_dim_rows_vec_kernel<kDt, K, true, kTable, true, true>);
+      return;
+    }
+  }
   if (kSilu && a.pre_bias != nullptr) {
     go(rms_norm_dim_rows_vec_kernel<kDt, K, kSilu, kTable, kSilu>);
   } else {
@@ -909,6 +945,10 @@ void launch_dim_rows(const RowArgs& a, int dev, cudaStream_t stream) {
   const bool vec = dim_rows_vec_ok(a);
   LTX_CHECK(a.pre_bias == nullptr || (vec && kSilu), "rms_norm_dim: a pre-norm bias needs the "
             "vector row kernel with the SiLU");
+  LTX_CHECK(a.pre_residual == nullptr ||
+                (a.pre_bias != nullptr && a.x_dtype == DType::BF16 && a.d <= kDimResidualMaxD),
+            "rms_norm_dim: a pre-norm residual needs the bias and bf16 rows of at most ",
+            kDimResidualMaxD, " values");
   if (!vec) {
     const auto kernel = rms_norm_dim_rows_kernel<kSilu>;
     kernel<<<dim_rows_grid(kernel, a.rows, dev), kDimRowsThreads, 0, stream>>>(a);
@@ -1339,6 +1379,46 @@ bool rms_norm_dim_bias_fuses(const Tensor& x, int dim, const Tensor& bias) {
   return rms_norm_dim_rows_layout(x, dim) && x.is_dense() &&
          dim_rows_vec_input(x.size(dim), x.dtype(), x.raw_data()) && bias.is_contiguous() &&
          bias.dtype() == x.dtype() && bias.numel() == x.size(dim) && aligned16(bias.raw_data());
+}
+
+bool rms_norm_dim_residual_fuses(const Tensor& x, int dim, const Tensor& bias,
+                                 const Tensor& residual) {
+  // The bias's conditions, bf16 rows held in registers, and a residual laid out as x (dense, the
+  // same strides: its rows line up with x's), aligned, not overlapping x.
+  if (!rms_norm_dim_bias_fuses(x, dim, bias) || x.dtype() != DType::BF16 ||
+      x.size(dim) > kDimResidualMaxD || residual.dtype() != x.dtype() ||
+      residual.device() != x.device() || residual.shape() != x.shape() ||
+      residual.strides() != x.strides() || !aligned16(residual.raw_data()))
+    return false;
+  const auto* xb = static_cast<const char*>(x.raw_data());
+  const auto* rb = static_cast<const char*>(residual.raw_data());
+  const size_t bytes = static_cast<size_t>(x.numel()) * dtype_size(x.dtype());
+  return rb + bytes <= xb || xb + bytes <= rb;
+}
+
+Tensor rms_norm_dim_silu_residual_(const Tensor& x, int dim, double eps, const Tensor& bias,
+                                   const Tensor& residual) {
+  LTX_CHECK(rms_norm_dim_residual_fuses(x, dim, bias, residual),
+            "rms_norm_dim_silu_residual_ (CUDA): x ", x.describe(), ", bias ", bias.describe(),
+            " and residual ", residual.describe(), " do not fuse; check rms_norm_dim_residual_fuses");
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  Tensor out = Tensor::empty_in_order(x.shape(), x.dim_order(), x.dtype(), x.device());
+  if (out.numel() == 0) return out;
+  RowArgs a{};
+  a.x = x.raw_data();
+  a.x_dtype = x.dtype();
+  a.y = out.raw_data();
+  a.y_dtype = out.dtype();
+  a.eps = eps;
+  a.d = x.size(dim);
+  a.rows = x.numel() / a.d;
+  a.pre_bias = bias.raw_data();
+  a.pre_residual = residual.raw_data();
+  a.x_out = x.raw_data();
+  launch_dim_rows<true>(a, dev, current_stream(dev).handle());
+  LTX_CUDA_CHECK_LAUNCH();
+  return out;
 }
 
 Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu, const Tensor& pre_bias) {

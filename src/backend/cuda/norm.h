@@ -63,6 +63,16 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu = false,
 // Whether the vector row kernel takes x with the pre-norm bias (ops::rms_norm_dim_silu adds the
 // bias first otherwise).
 bool rms_norm_dim_bias_fuses(const Tensor& x, int dim, const Tensor& bias);
+// The VAE ResNet block's skip and the next PixelNorm + SiLU in one pass (ops::
+// add_then_add_rms_norm_dim_silu_): x = (x + bias) + residual in place, each sum rounded to bf16,
+// and returns the SiLU of its PixelNorm over dim (rms_norm_dim(x, dim, eps, true) of the sum), in
+// the channels-last vector kernel, where rms_norm_dim_residual_fuses.
+Tensor rms_norm_dim_silu_residual_(const Tensor& x, int dim, double eps, const Tensor& bias,
+                                   const Tensor& residual);
+// rms_norm_dim_bias_fuses, bf16 rows of at most 1024 values, and a residual of x's shape, strides
+// and dtype that does not overlap x.
+bool rms_norm_dim_residual_fuses(const Tensor& x, int dim, const Tensor& bias,
+                                 const Tensor& residual);
 // Whether rms_norm_dim takes the row kernel for x (for the tests).
 bool rms_norm_dim_rows_layout(const Tensor& x, int dim);
 // x [N, C, *spatial]: one block per (n, group), statistics in double (groups can hold millions

@@ -124,21 +124,30 @@ Tensor ConvVideoDecoder::operator()(const Tensor& latent, const std::optional<Te
   }
   x = conv_in_(std::move(x), causal);
   if (probe) probe("conv_in", x);
+  // The last ResNet block before an unmodulated PixelNorm conv_norm_out forms its activation in
+  // the skip connection's pass (UNetMidBlock3D::forward).
+  Tensor out_h;
   for (size_t i = 0; i < up_blocks_.size(); ++i) {
+    const Norm* next = !tc && i + 1 == up_blocks_.size() ? &conv_norm_out_ : nullptr;
     x = std::visit(
         [&](const auto& b) -> Tensor {
           using B = std::decay_t<decltype(b)>;
-          if constexpr (std::is_same_v<B, UNetMidBlock3D>)
-            return b(std::move(x), causal, scaled_timestep);
-          else if constexpr (std::is_same_v<B, AttnBlock3D>)
+          if constexpr (std::is_same_v<B, UNetMidBlock3D>) {
+            ResnetStep step = b.forward(std::move(x), causal, scaled_timestep, next);
+            out_h = std::move(step.h);
+            return std::move(step.x);
+          } else if constexpr (std::is_same_v<B, AttnBlock3D>) {
             return b(x);
-          else
+          } else {
             return b(std::move(x), causal);
+          }
         },
         up_blocks_[i]);
     if (probe) probe(str("up_blocks.", i), x);
   }
-  if (tc) {
+  if (out_h.defined()) {
+    x = std::move(out_h);  // conv_norm_out_.then_silu(x), formed by the last block
+  } else if (tc) {
     x = conv_norm_out_(x);
     const int64_t c = last_scale_shift_table_.size(1);
     Tensor emb = (*last_time_embedder_)(scaled_timestep.flatten());  // [B, 2C]

@@ -55,6 +55,17 @@ ResnetBlock3D ResnetBlock3D::load(io::WeightMap& w, int64_t in_channels, int64_t
 }
 
 Tensor ResnetBlock3D::operator()(Tensor x, bool causal, const Tensor& timestep_embed) const {
+  return forward({std::move(x), Tensor()}, causal, timestep_embed, nullptr).x;
+}
+
+bool ResnetBlock3D::hands_on(const Norm* next, bool next_modulated) const {
+  return next != nullptr && next->type == NormLayer::PixelNorm && !next_modulated && !norm3 &&
+         !conv_shortcut;
+}
+
+ResnetStep ResnetBlock3D::forward(ResnetStep in, bool causal, const Tensor& timestep_embed,
+                                  const Norm* next) const {
+  Tensor x = std::move(in.x);
   Tensor shift1, scale1, shift2, scale2;
   if (timestep_conditioning) {
     LTX_CHECK(timestep_embed.defined(), "ResnetBlock3D: the timestep embedding is required when "
@@ -78,27 +89,35 @@ Tensor ResnetBlock3D::operator()(Tensor x, bool causal, const Tensor& timestep_e
     h = ops::modulate(h, scale, shift);
     return ops::silu(h);
   };
-  Tensor h;
+  // norm1's activation: handed in by the block before, or formed here.
+  Tensor h = std::move(in.h);
   if (timestep_conditioning) {
-    h = conv1(norm_silu(norm1, x, scale1, shift1), causal);
+    if (!h.defined()) h = norm_silu(norm1, x, scale1, shift1);
+    h = conv1(std::move(h), causal);
     h = norm_silu(norm2, std::move(h), scale2, shift2);
   } else {
     // conv1's bias goes into norm2's pass (the same sum, rounded as the conv's bias add rounds
     // it): one read and write of the activation fewer on CUDA.
-    h = conv1.unbiased(norm1.then_silu(x), causal);
+    if (!h.defined()) h = norm1.then_silu(x);
+    h = conv1.unbiased(std::move(h), causal);
     h = norm2.then_silu(std::move(h), conv1.bias);
   }
   // An identity shortcut goes into conv2 (its bias and the skip added in one pass on CUDA; the
-  // same sums). A projected one is made after conv2, as before, so that it is not held beside
-  // conv2's input and output.
-  if (!norm3 && !conv_shortcut) return conv2(std::move(h), causal, x);
+  // same sums), and with `next` that pass also forms the next PixelNorm + SiLU. A projected one is
+  // made after conv2, as before, so that it is not held beside conv2's input and output.
+  if (hands_on(next, false)) {
+    Tensor out = conv2.unbiased(std::move(h), causal);
+    Tensor next_h = ops::add_then_add_rms_norm_dim_silu_(out, conv2.bias, x, 1, kPixelNormEps);
+    return {std::move(out), std::move(next_h)};
+  }
+  if (!norm3 && !conv_shortcut) return {conv2(std::move(h), causal, x), Tensor()};
   h = conv2(std::move(h), causal);
   Tensor shortcut = std::move(x);
   if (norm3) shortcut = (*norm3)(shortcut);
   if (conv_shortcut) shortcut = (*conv_shortcut)(shortcut);
   // h is fresh, so the residual is added in place (input + hidden, the same sum either way).
   ops::add_(h, shortcut);
-  return h;
+  return {std::move(h), Tensor()};
 }
 
 UNetMidBlock3D UNetMidBlock3D::load(io::WeightMap& w, int64_t channels, int64_t num_layers,
@@ -119,14 +138,26 @@ UNetMidBlock3D UNetMidBlock3D::load(io::WeightMap& w, int64_t channels, int64_t 
 }
 
 Tensor UNetMidBlock3D::operator()(Tensor x, bool causal, const Tensor& scaled_timestep) const {
+  return forward(std::move(x), causal, scaled_timestep, nullptr).x;
+}
+
+ResnetStep UNetMidBlock3D::forward(Tensor x, bool causal, const Tensor& scaled_timestep,
+                                   const Norm* next) const {
   Tensor embed;
   if (time_embedder) {
     LTX_CHECK(scaled_timestep.defined(), "UNetMidBlock3D: a timestep is required when "
               "timestep_conditioning is on");
     embed = (*time_embedder)(scaled_timestep.flatten());
   }
-  for (const ResnetBlock3D& r : res_blocks) x = r(std::move(x), causal, embed);
-  return x;
+  ResnetStep step{std::move(x), Tensor()};
+  for (size_t j = 0; j < res_blocks.size(); ++j) {
+    const bool last = j + 1 == res_blocks.size();
+    const Norm* after = last ? next : &res_blocks[j + 1].norm1;
+    const bool after_modulated = !last && res_blocks[j + 1].timestep_conditioning;
+    const ResnetBlock3D& r = res_blocks[j];
+    step = r.forward(std::move(step), causal, embed, r.hands_on(after, after_modulated) ? after : nullptr);
+  }
+  return step;
 }
 
 }  // namespace ltx::models::video_vae

@@ -35,6 +35,13 @@ struct Norm {
   Tensor then_silu(Tensor x, const Tensor& pre_bias = {}) const;
 };
 
+// A ResNet block's input, and (when defined) its norm1's activation (norm1.then_silu(x)),
+// formed by the block before in the pass that made x (ResnetBlock3D::forward's `next`).
+struct ResnetStep {
+  Tensor x;
+  Tensor h;
+};
+
 // norm1 -> [x * (1 + scale1) + shift1] -> SiLU -> conv1 -> norm2 -> [modulate 2] -> SiLU -> conv2,
 // plus the input (through GroupNorm(1) + a 1x1x1 conv when the channel count changes). The
 // bracketed modulation only with timestep conditioning: `scale_shift_table` [4, in] rows (shift1,
@@ -52,6 +59,16 @@ struct ResnetBlock3D {
                             PaddingMode padding, const nn::LoadOptions& opt);
   // timestep_embed: [B, 4 * in] (the mid block's embedding) when timestep-conditioned.
   Tensor operator()(Tensor x, bool causal, const Tensor& timestep_embed = Tensor()) const;
+  // The same with the activations handed between blocks: in.h (when defined) is taken as
+  // norm1.then_silu(in.x); with `next` (the following unmodulated PixelNorm + SiLU: the next
+  // block's norm1, or the decoder's conv_norm_out) and an identity skip, the result's h is
+  // next->then_silu(result x), formed in the skip's pass (ops::add_then_add_rms_norm_dim_silu_:
+  // the same bits, one read of the block's output fewer on CUDA).
+  ResnetStep forward(ResnetStep in, bool causal, const Tensor& timestep_embed,
+                     const Norm* next) const;
+  // Whether forward forms `next`'s activation (identity skip, `next` an unmodulated PixelNorm:
+  // `next_modulated` says whether its block modulates it).
+  bool hands_on(const Norm* next, bool next_modulated) const;
 };
 
 // UNetMidBlock3D: `num_layers` ResnetBlock3D of constant width (`res_blocks.<j>`), with one shared
@@ -66,6 +83,10 @@ struct UNetMidBlock3D {
   // scaled_timestep: [B] (timestep * timestep_scale_multiplier) when timestep-conditioned.
   // x by value: pass std::move(x) so that only one block input is alive at a time.
   Tensor operator()(Tensor x, bool causal, const Tensor& scaled_timestep = Tensor()) const;
+  // The same, each block handing the next its norm1 activation where it can (ResnetBlock3D::
+  // forward); with `next` (an unmodulated PixelNorm after the last block, e.g. the decoder's
+  // conv_norm_out) the result's h, where defined, is next->then_silu(result x).
+  ResnetStep forward(Tensor x, bool causal, const Tensor& scaled_timestep, const Norm* next) const;
 };
 
 }  // namespace ltx::models::video_vae
