@@ -82,6 +82,30 @@ ResidualNorm gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const
   return r;
 }
 
+ResidualNorm2 gated_add_rms_norm_modulate2(const Tensor& x, const Tensor& y, const Summed& gate,
+                                           const Summed& scale, const Summed& shift,
+                                           const Summed& scale2, const Summed& shift2, double eps) {
+  const char* op = "gated_add_rms_norm_modulate2";
+  check_defined(op, {&x, &y, &gate.a, &scale.a, &shift.a, &scale2.a, &shift2.a});
+  check_rms_norm_modulate(op, x, scale, shift, Tensor());
+  check_rms_norm_modulate(op, x, scale2, shift2, Tensor());
+  ResidualNorm2 r;
+#if LTX_WITH_CUDA
+  if (x.device().is_cuda() &&
+      cuda::gated_add_rms_norm_modulate2_fusable(x, y, gate, scale, shift, scale2, shift2)) {
+    LTX_CUDA_DISPATCH(cuda::gated_add_rms_norm_modulate2(x, y, gate, scale, shift, scale2, shift2,
+                                                         eps, &r.x, &r.h, &r.h2),
+                      op);
+    return r;
+  }
+#endif
+  ResidualNorm first = gated_add_rms_norm_modulate(x, y, gate, scale, shift, eps);
+  r.x = std::move(first.x);
+  r.h = std::move(first.h);
+  r.h2 = rms_norm_modulate(r.x, scale2, shift2, eps);
+  return r;
+}
+
 void rms_norm_modulate_into(const Tensor& out, const Tensor& x, const Tensor& scale,
                             const Tensor& shift, double eps, const Tensor& weight) {
   const char* op = "rms_norm_modulate_into";

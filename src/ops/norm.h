@@ -42,6 +42,16 @@ struct ResidualNorm {
 };
 ResidualNorm gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const Summed& gate,
                                          const Summed& scale, const Summed& shift, double eps);
+// The same with two modulations of the one norm (the block's audio <-> video attentions read the
+// video state through their own AdaLN values): h = rms_norm_modulate(x_next, scale, shift, eps)
+// and h2 = rms_norm_modulate(x_next, scale2, shift2, eps), each bit-identical to those ops; one
+// pass on CUDA where both fuse.
+struct ResidualNorm2 {
+  Tensor x, h, h2;
+};
+ResidualNorm2 gated_add_rms_norm_modulate2(const Tensor& x, const Tensor& y, const Summed& gate,
+                                           const Summed& scale, const Summed& shift,
+                                           const Summed& scale2, const Summed& shift2, double eps);
 
 // Over an arbitrary dim, no affine: y = x / sqrt(mean(x^2, dim) + eps)  (the video VAE's
 // PixelNorm, which normalises over channels, dim 1).

@@ -307,6 +307,53 @@ TEST(CudaFusedGlue, GatedAddRmsNormModulateEqualsTheTwoOps) {
   }
 }
 
+// The gated residual and two AdaLN inputs of it in one pass (gated_add_rms_norm_modulate2, the
+// cross-modal attentions' inputs): each result bit-identical to gated_add then rms_norm_modulate
+// with each modulation, for the real widths (4096: every cached value of a row takes 48 KiB of
+// shared memory with the staged row), narrow rows, per-token and per-sample values, a mix of the
+// two (not cached); a misaligned x takes the ops in turn, with the same bits.
+TEST(CudaFusedGlue, GatedAddRmsNormModulate2EqualsTheOpsInTurn) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1480;
+  struct Case {
+    int64_t b, t, d;
+  };
+  for (const Case c : {Case{2, 37, 4096}, Case{1, 5, 2048}, Case{3, 9, 256}, Case{2, 3, 8}}) {
+    for (const int64_t st : {c.t, int64_t{1}}) {  // per-token or per-sample AdaLN values
+      for (const int64_t st2 : {st, c.t}) {          // the second modulation's rows
+        SCOPED_TRACE("[" + std::to_string(c.b) + ", " + std::to_string(c.t) + ", " +
+                     std::to_string(c.d) + "], AdaLN rows " + std::to_string(st) + " and " +
+                     std::to_string(st2));
+        const auto gpu = [&](const Shape& s, float lo = -1.f, float hi = 1.f) {
+          return test::random_tensor(s, seed++, lo, hi).to(kGpu, DType::BF16);
+        };
+        const Tensor x = gpu({c.b, c.t, c.d}, -3.f, 5.f), y = gpu({c.b, c.t, c.d}, -2.f, 2.f);
+        const Tensor table = gpu({5, c.d}), emb = gpu({c.b, st, 3, c.d}), emb2 = gpu({c.b, st2, 2, c.d});
+        const ops::Summed gate{table.select(0, 0), emb.select(2, 0)};
+        const ops::Summed scale{table.select(0, 1), emb.select(2, 1)}, shift = emb.select(2, 2);
+        const ops::Summed scale2{table.select(0, 3), emb2.select(2, 0)};
+        const ops::Summed shift2{table.select(0, 4), emb2.select(2, 1)};
+        EXPECT_TRUE(cuda::gated_add_rms_norm_modulate2_fusable(x, y, gate, scale, shift, scale2, shift2));
+        const ops::ResidualNorm2 got =
+            ops::gated_add_rms_norm_modulate2(x, y, gate, scale, shift, scale2, shift2, 1e-6);
+        const Tensor want_x = ops::gated_add(x, y, gate);
+        const Tensor want_h = ops::rms_norm_modulate(want_x, scale, shift, 1e-6);
+        const Tensor want_h2 = ops::rms_norm_modulate(want_x, scale2, shift2, 1e-6);
+        EXPECT_TRUE(same_bytes(got.x, want_x));
+        EXPECT_TRUE(same_bytes(got.h, want_h));
+        EXPECT_TRUE(same_bytes(got.h2, want_h2));
+        const Tensor xm = misaligned_copy(x);
+        EXPECT_FALSE(cuda::gated_add_rms_norm_modulate2_fusable(xm, y, gate, scale, shift, scale2, shift2));
+        const ops::ResidualNorm2 off =
+            ops::gated_add_rms_norm_modulate2(xm, y, gate, scale, shift, scale2, shift2, 1e-6);
+        EXPECT_TRUE(same_bytes(off.x, want_x));
+        EXPECT_TRUE(same_bytes(off.h, want_h));
+        EXPECT_TRUE(same_bytes(off.h2, want_h2));
+      }
+    }
+  }
+}
+
 // The per-head gate out * (2 * sigmoid(logits)): logits [B, T, H, 1] against [B, T, H, Dh] (the
 // inner-vector loop with a per-row gate) and a strided out, bf16 / f32 / mixed.
 TEST(CudaFusedGlue, Mul2SigmoidEqualsTheUnfusedOps) {

@@ -200,6 +200,17 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   report("gated_add_rms_norm_mod (per-sample)", seconds_per_call([&] {
            (void)ops::gated_add_rms_norm_modulate(x, y, gate1, scale1, shift1, 1e-6);
          }, 20));
+  // The text attention's residual and the two cross-modal AdaLN inputs of it (rows 3 / 4 as the
+  // second scale / shift here): as three ops and in one pass.
+  const ops::Summed scale1b = value1(3), shift1b = value1(4);
+  report("gated_add + 2 x rms_norm_modulate", seconds_per_call([&] {
+           const Tensor xn = ops::gated_add(x, y, gate1);
+           (void)ops::rms_norm_modulate(xn, scale1, shift1, 1e-6);
+           (void)ops::rms_norm_modulate(xn, scale1b, shift1b, 1e-6);
+         }, 20));
+  report("gated_add_rms_norm_modulate2", seconds_per_call([&] {
+           (void)ops::gated_add_rms_norm_modulate2(x, y, gate1, scale1, shift1, scale1b, shift1b, 1e-6);
+         }, 20));
   report("rms_norm (no weight)", seconds_per_call([&] { (void)ops::rms_norm(x, Tensor(), 1e-6); }, 20));
   const Tensor w = rand_gpu({d}, 24, dt);
   const Tensor c = rand_gpu({1, heads, t, d / heads / 2}, 25, dt);

@@ -356,6 +356,26 @@ TEST(GatedAddRmsNormModulate, EqualsGatedAddThenRmsNormModulate) {
       "scale");
 }
 
+// With a second modulation of the same norm: on the CPU exactly the ops in turn.
+TEST(GatedAddRmsNormModulate, TwoModulationsEqualTheOpsInTurn) {
+  const Tensor x = test::random_tensor({2, 17, 40}, 336, -2.f, 2.f);
+  const Tensor y = test::random_tensor({2, 17, 40}, 337, -2.f, 2.f);
+  const Tensor table = test::random_tensor({5, 40}, 338), emb = test::random_tensor({2, 1, 5, 40}, 339);
+  const ops::Summed gate{table.select(0, 0), emb.select(2, 0)};
+  const ops::Summed scale{table.select(0, 1), emb.select(2, 1)}, shift = emb.select(2, 2);
+  const ops::Summed scale2{table.select(0, 3), emb.select(2, 3)}, shift2 = table.select(0, 4);
+  const ops::ResidualNorm2 got =
+      ops::gated_add_rms_norm_modulate2(x, y, gate, scale, shift, scale2, shift2, 1e-6);
+  const Tensor want_x = ops::gated_add(x, y, gate);
+  EXPECT_EQ(test::max_abs_diff(got.x, want_x), 0.0);
+  EXPECT_EQ(test::max_abs_diff(got.h, ops::rms_norm_modulate(want_x, scale, shift, 1e-6)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(got.h2, ops::rms_norm_modulate(want_x, scale2, shift2, 1e-6)), 0.0);
+  EXPECT_GT(test::max_abs_diff(got.h, got.h2), 1e-3);  // two different modulations
+  expect_error_mentions(
+      [&] { ops::gated_add_rms_norm_modulate2(x, y, gate, scale, shift, test::random_tensor({2, 17, 39}, 341), shift2, 1e-6); },
+      "scale");
+}
+
 TEST(RmsNormModulate, IntoWritesAViewWithTheSameBits) {
   const Tensor x = test::random_tensor({2, 3, 9, 8}, 340, -2.f, 2.f);
   const Tensor scale = test::random_tensor({2, 1, 1, 8}, 341), shift = test::random_tensor({2, 1, 1, 8}, 342);

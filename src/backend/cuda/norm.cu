@@ -285,21 +285,28 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
 // x + gate * y with gated_add's arithmetic (the product rounded to bf16, then the sum), stores it
 // and stages it in shared memory, then runs rms_norm_vec_kernel's statistics and modulation on the
 // staged row: both results bit-identical to the two ops, x_next never read back from memory.
-template <int kMinBlocks>
+// kTwo: a second modulation of the same norm (m2, stored at h2; its runs are m's when cached,
+// its scale and shift cached after the gate): gated_add_rms_norm_modulate2's two AdaLN inputs.
+template <int kMinBlocks, bool kTwo>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
-    gated_add_rms_norm_modulate_kernel(RowArgs a, ModArgs m, ModArgs g, const void* y, void* x_next) {
+    gated_add_rms_norm_modulate_kernel(RowArgs a, ModArgs m, ModArgs g, const void* y, void* x_next,
+                                       ModArgs m2, void* h2) {
   extern __shared__ uint4 residual_row[];
   const int d = static_cast<int>(a.d), chunks = d / kVec;
   // With m.cache_rows (g's runs are the same): scale, shift, then the gate as bf16 after the row.
   uint16_t* cache = m.cache_rows > 0 ? reinterpret_cast<uint16_t*>(residual_row + d * 2 / 16) : nullptr;
+  uint16_t* cache2 = kTwo && cache != nullptr ? cache + 3 * d : nullptr;
   int64_t cached_run = -1;
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
     const ModOffsets goff = mod_offsets(g, r);
     const ModOffsets off = mod_offsets(m, r);
+    ModOffsets off2;
+    if constexpr (kTwo) off2 = mod_offsets(m2, r);
     if (cache != nullptr && r / m.cache_rows != cached_run) {  // block-uniform
       fill_mod_cache(m, off, d, cache);
       fill_mod_cache(g, goff, d, cache + 2 * d);
+      if constexpr (kTwo) fill_mod_cache(m2, off2, d, cache2);
       cached_run = r / m.cache_rows;
     }
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
@@ -319,8 +326,12 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
     }
     const float rs = staged_row_inv_rms(DType::BF16, d, a.eps, residual_row);
     void* h_row = static_cast<uint16_t*>(a.y) + base;
-    for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       rms_store_chunk<true>(a, m, residual_row, c * kVec, rs, off, h_row, cache);
+      if constexpr (kTwo)
+        rms_store_chunk<true>(a, m2, residual_row, c * kVec, rs, off2,
+                              static_cast<uint16_t*>(h2) + base, cache2);
+    }
     __syncthreads();  // every thread is done with the staged row before the next row overwrites it
   }
 }
@@ -1110,8 +1121,9 @@ ModArgs mod_args(const Tensor& x, const ops::Summed& scale, const ops::Summed& s
 // Sets m.cache_rows (see ModArgs) for x's `rows` rows of d values when each operand's values are
 // bf16 (a plain bf16 operand or a sum stored as bf16) and runs of consecutive rows share them: all
 // rows (no lead dim left after compact_lead_dims) or the innermost lead dim broadcast. Rows of at
-// most 4096 values only: the kernels' cached values (up to 3 operands, 6 d bytes) and the staged
-// row (up to 4 d bytes) then stay within the 48 KiB of shared memory a launch gets. The vector
+// most 4096 values only: the kernels' cached values (up to 3 operands, 6 d bytes; 5 and 10 d with
+// gated_add_rms_norm_modulate2's second modulation, whose launch asks for more than the default
+// 48 KiB) and the staged row (up to 4 d bytes) then fit in a block's shared memory. The vector
 // kernels' loads (mod_vec_ok) are assumed.
 void set_row_cache(ModArgs* m, int64_t rows, int64_t d) {
   m->cache_rows = 0;
@@ -1318,6 +1330,45 @@ bool gated_add_rms_norm_modulate_fusable(const Tensor& x, const Tensor& y, const
   return residual_norm_call(x, y, gate, scale, shift, 0.0, x).ok;
 }
 
+namespace {
+
+// The fused residual + norm launch, with a second modulation when m2 is given (h2 its output).
+void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tensor& x_next,
+                          const ModArgs* m2_in, const Tensor& h2, int dev) {
+  DeviceGuard guard(dev);
+  ModArgs m = r.c.m, g = r.g, m2 = m2_in != nullptr ? *m2_in : ModArgs{};
+  // The row's scale, shift and gate (and the second scale and shift) cached after it as bf16 (6 d
+  // or 10 d bytes) when they all share their runs.
+  set_row_cache(&m, r.c.a.rows, r.c.a.d);
+  set_row_cache(&g, r.c.a.rows, r.c.a.d);
+  if (m2_in != nullptr) set_row_cache(&m2, r.c.a.rows, r.c.a.d);
+  if (m.cache_rows != g.cache_rows || (m2_in != nullptr && m2.cache_rows != m.cache_rows))
+    m.cache_rows = g.cache_rows = m2.cache_rows = 0;
+  const int64_t cached = m.cache_rows == 0 ? 0 : m2_in != nullptr ? 10 : 6;
+  const size_t smem = static_cast<size_t>(r.c.a.d * (2 + cached));
+  const int threads = row_threads(r.c.a.d);
+  const auto go = [&](auto kernel) {
+    // Rows of 4096 with two cached modulations take all of the 48 KiB a launch gets by default.
+    if (smem > 32 * 1024)
+      LTX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem)));
+    const unsigned grid = m.cache_rows > 0 ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
+                                           : row_blocks(r.c.a.rows);
+    kernel<<<grid, threads, smem, current_stream(dev).handle()>>>(
+        r.c.a, m, g, y.raw_data(), x_next.raw_data(), m2, h2.defined() ? h2.raw_data() : nullptr);
+  };
+  with_row_min_blocks(kResidualNormMinBlocks, [&](auto mb) {
+    if (m2_in != nullptr) {
+      go(gated_add_rms_norm_modulate_kernel<decltype(mb)::value, true>);
+    } else {
+      go(gated_add_rms_norm_modulate_kernel<decltype(mb)::value, false>);
+    }
+  });
+  LTX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
 void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Summed& gate,
                                  const ops::Summed& scale, const ops::Summed& shift, double eps,
                                  Tensor* x_next, Tensor* h) {
@@ -1327,23 +1378,31 @@ void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Su
             x.describe(), ", y ", y.describe(), "); check gated_add_rms_norm_modulate_fusable first");
   *x_next = Tensor::empty(x.shape(), DType::BF16, x.device());
   *h = r.c.out;
-  const int dev = x.device().index;
-  DeviceGuard guard(dev);
-  ModArgs m = r.c.m, g = r.g;
-  // The row's scale, shift and gate cached after it (6 d bf16) when they share their runs.
-  set_row_cache(&m, r.c.a.rows, r.c.a.d);
-  set_row_cache(&g, r.c.a.rows, r.c.a.d);
-  if (m.cache_rows != g.cache_rows) m.cache_rows = g.cache_rows = 0;
-  const size_t smem = static_cast<size_t>(r.c.a.d) * (m.cache_rows > 0 ? 8 : 2);
-  const int threads = row_threads(r.c.a.d);
-  with_row_min_blocks(kResidualNormMinBlocks, [&](auto mb) {
-    const auto kernel = gated_add_rms_norm_modulate_kernel<decltype(mb)::value>;
-    const unsigned grid = m.cache_rows > 0 ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
-                                           : row_blocks(r.c.a.rows);
-    kernel<<<grid, threads, smem, current_stream(dev).handle()>>>(r.c.a, m, g, y.raw_data(),
-                                                                  x_next->raw_data());
-  });
-  LTX_CUDA_CHECK_LAUNCH();
+  launch_residual_norm(r, y, *x_next, nullptr, Tensor(), x.device().index);
+}
+
+bool gated_add_rms_norm_modulate2_fusable(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                          const ops::Summed& scale, const ops::Summed& shift,
+                                          const ops::Summed& scale2, const ops::Summed& shift2) {
+  return gated_add_rms_norm_modulate_fusable(x, y, gate, scale, shift) &&
+         gated_add_rms_norm_modulate_fusable(x, y, gate, scale2, shift2);
+}
+
+void gated_add_rms_norm_modulate2(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                  const ops::Summed& scale, const ops::Summed& shift,
+                                  const ops::Summed& scale2, const ops::Summed& shift2, double eps,
+                                  Tensor* x_next, Tensor* h, Tensor* h2) {
+  const ResidualNormCall r = residual_norm_call(
+      x, y, gate, scale, shift, eps, Tensor::empty(x.shape(), DType::BF16, x.device()));
+  const ResidualNormCall r2 = residual_norm_call(
+      x, y, gate, scale2, shift2, eps, Tensor::empty(x.shape(), DType::BF16, x.device()));
+  LTX_CHECK(r.ok && r2.ok, "cuda::gated_add_rms_norm_modulate2: arguments the fused kernel does "
+            "not take (x ", x.describe(), ", y ", y.describe(),
+            "); check gated_add_rms_norm_modulate2_fusable first");
+  *x_next = Tensor::empty(x.shape(), DType::BF16, x.device());
+  *h = r.c.out;
+  *h2 = r2.c.out;
+  launch_residual_norm(r, y, *x_next, &r2.c.m, *h2, x.device().index);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

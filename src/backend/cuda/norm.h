@@ -37,6 +37,15 @@ bool gated_add_rms_norm_modulate_fusable(const Tensor& x, const Tensor& y, const
 void gated_add_rms_norm_modulate(const Tensor& x, const Tensor& y, const ops::Summed& gate,
                                  const ops::Summed& scale, const ops::Summed& shift, double eps,
                                  Tensor* x_next, Tensor* h);
+// The same kernel with a second modulation of the one norm, stored at h2 (ops::
+// gated_add_rms_norm_modulate2): where both modulations are fusable.
+bool gated_add_rms_norm_modulate2_fusable(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                          const ops::Summed& scale, const ops::Summed& shift,
+                                          const ops::Summed& scale2, const ops::Summed& shift2);
+void gated_add_rms_norm_modulate2(const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                                  const ops::Summed& scale, const ops::Summed& shift,
+                                  const ops::Summed& scale2, const ops::Summed& shift2, double eps,
+                                  Tensor* x_next, Tensor* h, Tensor* h2);
 // rms_norm / rms_norm_modulate take a vector path when the last dim is a multiple of 8 (and at
 // most 48 KiB), x, weight, scale and shift are f32 or bf16, 16-byte aligned with unit stride along
 // the last dim (scale/shift: any broadcast of the leading dims, offsets multiples of 8 elements):

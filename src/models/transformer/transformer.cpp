@@ -107,10 +107,19 @@ BasicAVTransformerBlock BasicAVTransformerBlock::load(io::WeightMap& w,
 
 namespace {
 
-// Self-attention, then text cross-attention, of one stream (steps 1-2 of the block).
+// An AdaLN input to form of a stream's state: rms_norm_modulate(x, scale, shift) into *out.
+struct AdaLnWant {
+  ops::Summed scale, shift;
+  Tensor* out = nullptr;
+};
+
+// Self-attention, then text cross-attention, of one stream (steps 1-2 of the block). `wants` (at
+// most two: the cross-modal attentions' inputs of this state): formed in the text attention's
+// gated residual pass where the block has one (2.3 / 2.5), else left undefined for the caller.
 Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, const Attention& self_attn,
                                const Attention& text_attn, const Tensor& table,
-                               const Tensor& prompt_table, bool cross_attention_adaln, double eps) {
+                               const Tensor& prompt_table, bool cross_attention_adaln, double eps,
+                               const std::vector<AdaLnWant>& wants) {
   const Tensor& ts = args.timesteps;
   const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, ts, 1), ada_value(table, ts, 0));
   const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
@@ -140,7 +149,21 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
   const auto [x, q_in] = ops::gated_add_rms_norm_modulate(
       x_in, sa, ada_value(table, ts, 2), ada_value(table, ts, 7), ada_value(table, ts, 6), eps);
   const Tensor ctx = ops::modulate(args.context, kv_value(1), kv_value(0));
-  return ops::gated_add(x, text(q_in, ctx), ada_value(table, ts, 8));
+  const Tensor y = text(q_in, ctx);
+  const ops::Summed gate = ada_value(table, ts, 8);
+  if (wants.size() == 2) {
+    ops::ResidualNorm2 r = ops::gated_add_rms_norm_modulate2(
+        x, y, gate, wants[0].scale, wants[0].shift, wants[1].scale, wants[1].shift, eps);
+    *wants[0].out = std::move(r.h);
+    *wants[1].out = std::move(r.h2);
+    return std::move(r.x);
+  }
+  if (wants.size() == 1) {
+    ops::ResidualNorm r = ops::gated_add_rms_norm_modulate(x, y, gate, wants[0].scale, wants[0].shift, eps);
+    *wants[0].out = std::move(r.h);
+    return std::move(r.x);
+  }
+  return ops::gated_add(x, y, gate);
 }
 
 // The FFN input AdaLN of one stream (rows 3-4).
@@ -195,50 +218,81 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
   };
   if (lines != nullptr) lines->fork();
 
+  // The cross-modal attentions and their AdaLN values (rows 0-1 of each stream's table for
+  // audio-to-video, 2-3 for video-to-audio), known before the streams' text attentions, which form
+  // these inputs in their residual pass where they can.
+  const bool cross = (run_a2v || run_v2a) && audio_to_video_attn;
+  const bool a2v_on = cross && run_a2v && !video->cross_attn_skip_all;
+  const bool v2a_on = cross && run_v2a && !audio->cross_attn_skip_all;
+  AvCaValues v_a2v, a_a2v, a_v2a, v_v2a;
+  if (a2v_on) {
+    v_a2v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
+                         video->cross_gate_timestep, 0, true);
+    a_a2v = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
+                         audio->cross_gate_timestep, 0, false);
+  }
+  if (v2a_on) {
+    a_v2a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
+                         audio->cross_gate_timestep, 2, true);
+    v_v2a = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
+                         video->cross_gate_timestep, 2, false);
+  }
+  // The four inputs (video / audio state, for a2v / v2a); undefined until formed.
+  Tensor vh_a2v, vh_v2a, ah_a2v, ah_v2a;
+  const auto wants = [](const AvCaValues* for_a2v, Tensor* a2v, const AvCaValues* for_v2a, Tensor* v2a) {
+    std::vector<AdaLnWant> w;
+    if (for_a2v != nullptr) w.push_back({for_a2v->scale, for_a2v->shift, a2v});
+    if (for_v2a != nullptr) w.push_back({for_v2a->scale, for_v2a->shift, v2a});
+    return w;
+  };
+
   Tensor vx = video != nullptr ? video->x : Tensor();
   Tensor ax = audio != nullptr ? audio->x : Tensor();
   if (run_vx)
     vx = self_and_text_attention(vx, *video, *attn1, *attn2, scale_shift_table,
-                                 prompt_scale_shift_table, cross_attention_adaln, norm_eps);
+                                 prompt_scale_shift_table, cross_attention_adaln, norm_eps,
+                                 wants(a2v_on ? &v_a2v : nullptr, &vh_a2v, v2a_on ? &v_v2a : nullptr, &vh_v2a));
   if (run_ax)
     audio_line([&] {
       ax = self_and_text_attention(ax, *audio, *audio_attn1, *audio_attn2, audio_scale_shift_table,
-                                   audio_prompt_scale_shift_table, cross_attention_adaln, norm_eps);
+                                   audio_prompt_scale_shift_table, cross_attention_adaln, norm_eps,
+                                   wants(a2v_on ? &a_a2v : nullptr, &ah_a2v, v2a_on ? &a_v2a : nullptr, &ah_v2a));
     });
 
   Tensor vx_ff_h, ax_ff_h;  // the FFN inputs when formed with the cross-modal residual
-  if ((run_a2v || run_v2a) && audio_to_video_attn) {
-    // Both directions read the snapshots taken after self- and text attention: each line waits
-    // for the other's, and keeps the other's snapshot alive until its reads are done.
+  if (cross) {
+    // Both directions read the snapshots taken after self- and text attention (and the inputs
+    // formed from them): each line waits for the other's, and keeps what the other made alive
+    // until its reads are done.
     const Tensor vx0 = vx, ax0 = ax;
     if (lines != nullptr) {
       lines->fork();
       lines->join();
       lines->read_on_side(vx0);
       lines->read_on_main(ax0);
+      if (vh_v2a.defined()) lines->read_on_side(vh_v2a);
+      if (ah_a2v.defined()) lines->read_on_main(ah_a2v);
     }
-    if (run_a2v && !video->cross_attn_skip_all) {
-      const AvCaValues v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
-                                        video->cross_gate_timestep, 0, true);
-      const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
-                                        audio->cross_gate_timestep, 0, false);
-      const Tensor out =
-          (*audio_to_video_attn)(ada_zero(vx0, norm_eps, v.scale, v.shift),
-                                 ada_zero(ax0, norm_eps, a.scale, a.shift), Tensor(),
-                                 &video->cross_positional_embeddings, &audio->cross_positional_embeddings);
-      vx = cross_residual(vx, out, v.gate, video->cross_attn_perturbation_mask, run_vx, *video,
+    // An input formed with the text attention's residual, else its own pass now.
+    const auto input = [&](const Tensor& formed, const Tensor& x0, const AvCaValues& v) {
+      return formed.defined() ? formed : ada_zero(x0, norm_eps, v.scale, v.shift);
+    };
+    if (a2v_on) {
+      const Tensor out = (*audio_to_video_attn)(
+          input(vh_a2v, vx0, v_a2v), input(ah_a2v, ax0, a_a2v), Tensor(),
+          &video->cross_positional_embeddings, &audio->cross_positional_embeddings);
+      vh_a2v = Tensor();
+      ah_a2v = Tensor();
+      vx = cross_residual(vx, out, v_a2v.gate, video->cross_attn_perturbation_mask, run_vx, *video,
                           scale_shift_table, norm_eps, &vx_ff_h);
     }
-    if (run_v2a && !audio->cross_attn_skip_all) audio_line([&] {
-      const AvCaValues a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
-                                        audio->cross_gate_timestep, 2, true);
-      const AvCaValues v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
-                                        video->cross_gate_timestep, 2, false);
-      const Tensor out =
-          (*video_to_audio_attn)(ada_zero(ax0, norm_eps, a.scale, a.shift),
-                                 ada_zero(vx0, norm_eps, v.scale, v.shift), Tensor(),
-                                 &audio->cross_positional_embeddings, &video->cross_positional_embeddings);
-      ax = cross_residual(ax, out, a.gate, audio->cross_attn_perturbation_mask, run_ax, *audio,
+    if (v2a_on) audio_line([&] {
+      const Tensor out = (*video_to_audio_attn)(
+          input(ah_v2a, ax0, a_v2a), input(vh_v2a, vx0, v_v2a), Tensor(),
+          &audio->cross_positional_embeddings, &video->cross_positional_embeddings);
+      ah_v2a = Tensor();
+      vh_v2a = Tensor();
+      ax = cross_residual(ax, out, a_v2a.gate, audio->cross_attn_perturbation_mask, run_ax, *audio,
                           audio_scale_shift_table, norm_eps, &ax_ff_h);
     });
   }
