@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "backend/cuda/block_reduce.cuh"
@@ -891,14 +893,34 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
 
 constexpr int kDimRowsThreads = kDimRowsWarps * 32;
 
+// Blocks of `kernel` resident per multiprocessor of device `dev` (the current one) at `threads`
+// threads and `smem` dynamic bytes (at least 1): the occupancy API's answer, asked once per
+// (kernel, threads, smem, device) and kept, since the resident-grid launches below need it on
+// every call.
+int resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int dev) {
+  using Key = std::tuple<const void*, int, size_t, int>;
+  static std::mutex mu;
+  static auto* memo = new std::map<Key, int>();  // leaked: launches may come during exit
+  const Key key{kernel, threads, smem, dev};
+  std::lock_guard<std::mutex> lock(mu);
+  if (const auto it = memo->find(key); it != memo->end()) return it->second;
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it, and assume one block
+    per_sm = 1;
+  }
+  per_sm = std::max(per_sm, 1);
+  memo->emplace(key, per_sm);
+  return per_sm;
+}
+
 // A grid for a grid-stride row kernel over `warp_iterations` warp-sized steps: enough blocks to
 // cover them, at most as many as fit on the device at once, so that every warp takes an equal
 // share of the rows (the next one prefetched) and no partial second wave runs at low occupancy.
 template <typename Kernel>
 unsigned dim_rows_grid(Kernel kernel, int64_t warp_iterations, int dev) {
-  int per_sm = 0;
-  LTX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kDimRowsThreads, 0));
-  const int64_t resident = int64_t{std::max(per_sm, 1)} * multiprocessor_count(dev);
+  const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kDimRowsThreads, 0, dev);
+  const int64_t resident = int64_t{per_sm} * multiprocessor_count(dev);
   const int64_t want = (warp_iterations + kDimRowsWarps - 1) / kDimRowsWarps;
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, resident)));
 }
@@ -1144,10 +1166,8 @@ void set_row_cache(ModArgs* m, int64_t rows, int64_t d) {
 // memory and so should see many rows per block.
 template <typename Kernel>
 unsigned resident_grid(Kernel kernel, int threads, size_t smem, int64_t rows, int dev) {
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess)
-    per_sm = 1;
-  const int64_t cap = static_cast<int64_t>(multiprocessor_count(dev)) * std::max(per_sm, 1);
+  const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, dev);
+  const int64_t cap = static_cast<int64_t>(multiprocessor_count(dev)) * per_sm;
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(rows, cap)));
 }
 

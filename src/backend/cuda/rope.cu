@@ -214,6 +214,20 @@ __device__ __forceinline__ void norm_rope_load(const NormRopeArgs& a, const uint
   }
 }
 
+// Chunk c of a split-layout row: kVec pairs (j, j + dh / 2) of head h; split_offset: where its
+// cos / sin values start in a table of strides st (sample b, token t).
+struct SplitChunk {
+  int h, j;
+};
+__device__ __forceinline__ SplitChunk split_chunk(int c, int head_chunks) {
+  const int h = c / head_chunks;
+  return {h, (c - h * head_chunks) * kVec};
+}
+__device__ __forceinline__ int64_t split_offset(const int64_t (&st)[3], int64_t b, int64_t t,
+                                                SplitChunk k) {
+  return b * st[0] + k.h * st[1] + t * st[2] + k.j;
+}
+
 // One block of row_threads(d) threads per row (see rope.h); dynamic shared memory: one row.
 template <bool kSplit, int kMinBlocks>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kernel(NormRopeArgs a) {
@@ -228,18 +242,16 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
     const int half = a.dh / 2, head_chunks = half / kVec;
     const bool pre = kSplit && a.prefetch && static_cast<int>(threadIdx.x) < a.heads * head_chunks;
     if (pre) {
-      const int c = threadIdx.x, h = c / head_chunks, j = (c - h * head_chunks) * kVec;
-      cs0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.cos) + b * a.cst[0] + h * a.cst[1] +
-                                            t * a.cst[2] + j);
-      sn0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.sin) + b * a.sst[0] + h * a.sst[1] +
-                                            t * a.sst[2] + j);
+      const SplitChunk k = split_chunk(threadIdx.x, head_chunks);
+      cs0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.cos) + split_offset(a.cst, b, t, k));
+      sn0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.sin) + split_offset(a.sst, b, t, k));
     }
     const float rs = stage_row_inv_rms(static_cast<const char*>(a.x) + r * a.d * x_bytes, a.dtype,
                                        a.d, a.eps, norm_rope_row);
     if constexpr (kSplit) {
-      // Chunk c: kVec pairs (j, j + dh / 2) of head h.
       for (int c = threadIdx.x; c < a.heads * head_chunks; c += blockDim.x) {
-        const int h = c / head_chunks, j = (c - h * head_chunks) * kVec;
+        const SplitChunk k = split_chunk(c, head_chunks);
+        const int h = k.h, j = k.j;
         float x1[kVec], x2[kVec], cs[kVec], sn[kVec], y1[kVec], y2[kVec];
         norm_rope_load(a, norm_rope_row, h * a.dh + j, rs, x1);
         norm_rope_load(a, norm_rope_row, h * a.dh + half + j, rs, x2);
@@ -247,8 +259,8 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
           load_vec(&cs0, DType::BF16, 0, cs);
           load_vec(&sn0, DType::BF16, 0, sn);
         } else {
-          load_vec(a.cos, a.c_dtype, b * a.cst[0] + h * a.cst[1] + t * a.cst[2] + j, cs);
-          load_vec(a.sin, a.s_dtype, b * a.sst[0] + h * a.sst[1] + t * a.sst[2] + j, sn);
+          load_vec(a.cos, a.c_dtype, split_offset(a.cst, b, t, k), cs);
+          load_vec(a.sin, a.s_dtype, split_offset(a.sst, b, t, k), sn);
         }
 #pragma unroll
         for (int e = 0; e < kVec; ++e) rotate_split(x1[e], x2[e], cs[e], sn[e], &y1[e], &y2[e]);
