@@ -914,6 +914,21 @@ int resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int dev
   return per_sm;
 }
 
+// Lets `kernel` launch with `smem` dynamic bytes beyond the default 48 KiB (on the current
+// device; each device once per kernel and size).
+void allow_dynamic_smem(const void* kernel, size_t smem) {
+  static std::mutex mu;
+  static auto* done = new std::map<std::pair<const void*, int>, size_t>();  // leaked, as above
+  int dev = 0;
+  LTX_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& allowed = (*done)[{kernel, dev}];
+  if (smem <= allowed) return;
+  LTX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(smem)));
+  allowed = smem;
+}
+
 // A grid for a grid-stride row kernel over `warp_iterations` warp-sized steps: enough blocks to
 // cover them, at most as many as fit on the device at once, so that every warp takes an equal
 // share of the rows (the next one prefetched) and no partial second wave runs at low occupancy.
@@ -1369,9 +1384,7 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
   const int threads = row_threads(r.c.a.d);
   const auto go = [&](auto kernel) {
     // Rows of 4096 with two cached modulations take all of the 48 KiB a launch gets by default.
-    if (smem > 32 * 1024)
-      LTX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(smem)));
+    if (smem > 32 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     const unsigned grid = m.cache_rows > 0 ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
                                            : row_blocks(r.c.a.rows);
     kernel<<<grid, threads, smem, current_stream(dev).handle()>>>(
