@@ -100,8 +100,11 @@ Tensor stft_magnitude(const Tensor& x, const Tensor& window, int64_t n_fft, int6
       for (int64_t k = 0; k < nb; ++k) o[k * frames] = mag[k];
     }
   });
+  // [..., length] -> [..., nb, frames]; rebuilt rather than indexed, as g++ 13 cannot see the
+  // dispatch's dim >= 1 check and reports back() on a possibly empty vector.
   std::vector<int64_t> shape = x.shape().vec();
-  shape.back() = nb;
+  shape.pop_back();
+  shape.push_back(nb);
   shape.push_back(frames);
   return Tensor::from_vector(out, Shape(shape));
 }

@@ -51,8 +51,11 @@ Tensor stft_magnitude(const Tensor& x, const Tensor& window, int64_t n_fft, int6
   // The CPU's twiddles, uploaded once per call (the op runs once per clip).
   const stft::Twiddles tw(n_fft);
   const Tensor ct = Tensor::from_vector(tw.cos, {n_fft}).to(device), st = Tensor::from_vector(tw.sin, {n_fft}).to(device);
+  // [..., length] -> [..., nb, frames]; rebuilt rather than indexed, as g++ 13 cannot see the
+  // dispatch's dim >= 1 check and reports back() on a possibly empty vector.
   std::vector<int64_t> shape = x.shape().vec();
-  shape.back() = nb;
+  shape.pop_back();
+  shape.push_back(nb);
   shape.push_back(frames);
   Tensor out = Tensor::empty(Shape(shape), DType::F32, device);
   if (out.numel() == 0) return out;
