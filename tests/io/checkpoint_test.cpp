@@ -37,11 +37,9 @@ std::vector<std::string> ids(const CheckpointSummary& s) {
   return out;
 }
 
-// Takes the id as a C string: g++ 13 reads a reference returned beside a temporary std::string
-// argument as possibly dangling (-Wdangling-reference).
-const ComponentSummary& comp(const CheckpointSummary& s, const char* id) {
+const ComponentSummary& comp(const CheckpointSummary& s, const std::string& id) {
   const ComponentSummary* c = s.component(id);
-  if (c == nullptr) throw Error(std::string("no component ") + id + " in " + s.path);
+  if (c == nullptr) throw Error("no component " + id + " in " + s.path);
   return *c;
 }
 
