@@ -56,9 +56,11 @@ Tensor rms_norm_rope_unfused(const Tensor& x, const Tensor& weight, double eps, 
   return apply_rope(n.view({b, t, heads, d / heads}).transpose(1, 2), cos, sin, layout);
 }
 
-Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
-                     const Tensor& sin, RopeLayout layout, int64_t heads) {
-  const char* op = "rms_norm_rope";
+namespace {
+
+// rms_norm_rope's argument checks; returns the shape the tables broadcast to.
+Shape check_rms_norm_rope(const char* op, const Tensor& x, const Tensor& weight, const Tensor& cos,
+                          const Tensor& sin, RopeLayout layout, int64_t heads) {
   check_defined(op, {&x, &cos, &sin});
   LTX_CHECK(x.dim() == 3, op, ": x must be [B, T, D], got ", x.describe());
   const int64_t d = x.size(2);
@@ -72,6 +74,15 @@ Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Te
                 broadcast_shapes(cos.shape(), target, op) == target,
             op, ": cos ", cos.describe(), " and sin ", sin.describe(), " must broadcast to ",
             target.str(), " for x ", x.describe());
+  return target;
+}
+
+}  // namespace
+
+Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                     const Tensor& sin, RopeLayout layout, int64_t heads) {
+  const char* op = "rms_norm_rope";
+  [[maybe_unused]] const Shape target = check_rms_norm_rope(op, x, weight, cos, sin, layout, heads);
   switch (common_device(op, {&x, &weight, &cos, &sin}).type) {
     case DeviceType::CPU: return rms_norm_rope_unfused(x, weight, eps, cos, sin, layout, heads);
     case DeviceType::CUDA:
@@ -81,6 +92,31 @@ Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Te
           if (!cuda::rms_norm_rope_fusable(x, weight, c, s, layout, heads))
               return rms_norm_rope_unfused(x, weight, eps, cos, sin, layout, heads);
           return cuda::rms_norm_rope(x, weight, eps, c, s, layout, heads), op);
+  }
+  unreachable_device(op);
+}
+
+QkRope qk_rms_norm_rope(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                        const Tensor& k_weight, double eps, const Tensor& cos, const Tensor& sin,
+                        RopeLayout layout, int64_t heads) {
+  const char* op = "qk_rms_norm_rope";
+  [[maybe_unused]] const Shape target = check_rms_norm_rope(op, q, q_weight, cos, sin, layout, heads);
+  check_defined(op, {&k});
+  LTX_CHECK(q.shape() == k.shape() && q.dtype() == k.dtype(), op, ": q ", q.describe(), " and k ",
+            k.describe(), " must have one shape and dtype");
+  check_rms_norm_rope(op, k, k_weight, cos, sin, layout, heads);
+  const auto separately = [&] {
+    return QkRope{rms_norm_rope(q, q_weight, eps, cos, sin, layout, heads),
+                  rms_norm_rope(k, k_weight, eps, cos, sin, layout, heads)};
+  };
+  switch (common_device(op, {&q, &k, &q_weight, &k_weight, &cos, &sin}).type) {
+    case DeviceType::CPU: return separately();
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(
+          const Tensor c = cos.expand(target); const Tensor s = sin.expand(target);
+          if (!cuda::qk_rms_norm_rope_fusable(q, k, q_weight, k_weight, c, s, layout, heads))
+              return separately();
+          return cuda::qk_rms_norm_rope(q, k, q_weight, k_weight, eps, c, s, layout, heads), op);
   }
   unreachable_device(op);
 }

@@ -43,6 +43,18 @@ Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Te
 Tensor rms_norm_rope_unfused(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
                              const Tensor& sin, RopeLayout layout, int64_t heads);
 
+struct QkRope {
+  Tensor q, k;
+};
+
+// Self-attention's q and k, prepared with one pair of tables: {rms_norm_rope(q, q_weight, ...),
+// rms_norm_rope(k, k_weight, ...)}, bit for bit. q and k [B, T, D] of one shape, dtype and device.
+// CUDA: one launch that reads each token's cos / sin once for both rows, when both take the
+// fused kernel (backend/cuda/rope.h); the two calls otherwise. CPU: the two calls.
+QkRope qk_rms_norm_rope(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                        const Tensor& k_weight, double eps, const Tensor& cos, const Tensor& sin,
+                        RopeLayout layout, int64_t heads);
+
 // ---- 3-D absolute RoPE (the diffusion video decoder's neighborhood attention) ----
 
 // The tables of a 3-D interleaved RoPE on x [B, T, H, W, heads, D] with D = d_t + d_h + d_w: the
@@ -57,10 +69,6 @@ struct Rope3dTables {
 // The composition: three apply_rope (Interleaved) on the t / h / w chunks of x + concat. A new
 // contiguous tensor of x's dtype.
 Tensor apply_rope_3d(const Tensor& x, const Rope3dTables& rope);
-
-struct QkRope {
-  Tensor q, k;
-};
 
 // The attention's q / k preparation in one pass: per row of D,
 //   q' = apply_rope_3d(rms_norm(q, q_weight, eps) * q_scale, rope)

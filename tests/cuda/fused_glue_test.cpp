@@ -254,6 +254,54 @@ TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
                          ops::rms_norm_rope_unfused(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads)));
 }
 
+// q and k of self-attention in one launch (qk_rms_norm_rope): each result equals rms_norm_rope of
+// its own tensor on the GPU bit for bit, for the real widths, a narrow one, both layouts, per-batch
+// and shared tables, bf16 / f32; pairs off the one-launch kernel (rows of 20; f32 rows of 8192,
+// whose two staged rows exceed 40 KiB; a strided k) take the two calls with the same bits.
+TEST(CudaFusedGlue, QkRmsNormRopeEqualsRmsNormRopeOfEachTensor) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 1460;
+  struct Case {
+    int64_t b, t, d, heads;
+    DType dt;
+    bool fused;
+  };
+  const Case cases[] = {{1, 37, 4096, 32, DType::BF16, true}, {1, 37, 4096, 32, DType::F32, true},
+                        {2, 5, 2048, 32, DType::BF16, true},  {2, 9, 128, 2, DType::F32, true},
+                        {1, 6, 20, 2, DType::BF16, false},    {1, 3, 8192, 32, DType::F32, false}};
+  for (const Case& c : cases) {
+    for (const ops::RopeLayout layout : {ops::RopeLayout::Split, ops::RopeLayout::Interleaved}) {
+      const bool split = layout == ops::RopeLayout::Split;
+      const int64_t dh = c.d / c.heads;
+      for (const int64_t tb : {c.b, int64_t{1}}) {
+        const Shape ts = split ? Shape{tb, c.heads, c.t, dh / 2} : Shape{tb, c.t, c.d};
+        const Tensor q = test::random_tensor({c.b, c.t, c.d}, seed++, -3.f, 5.f).to(kGpu, c.dt);
+        const Tensor k = test::random_tensor({c.b, c.t, c.d}, seed++, -4.f, 2.f).to(kGpu, c.dt);
+        const Tensor qw = test::random_tensor({c.d}, seed++, 0.5f, 1.5f).to(kGpu, c.dt);
+        const Tensor kw = test::random_tensor({c.d}, seed++, 0.5f, 1.5f).to(kGpu, c.dt);
+        const Tensor cs = test::random_tensor(ts, seed++).to(kGpu, DType::BF16);
+        const Tensor sn = test::random_tensor(ts, seed++).to(kGpu, DType::BF16);
+        SCOPED_TRACE("q " + dims(q.shape()) + " " + dtype_name(c.dt) + (split ? " split" : " interleaved") +
+                     " tables " + dims(ts));
+        const Shape target = split ? Shape{c.b, c.heads, c.t, dh / 2} : q.shape();
+        EXPECT_EQ(cuda::qk_rms_norm_rope_fusable(q, k, qw, kw, cs.expand(target), sn.expand(target), layout,
+                                                 c.heads),
+                  c.fused);
+        const ops::QkRope r = ops::qk_rms_norm_rope(q, k, qw, kw, 1e-6, cs, sn, layout, c.heads);
+        EXPECT_TRUE(same_bytes(r.q, ops::rms_norm_rope(q, qw, 1e-6, cs, sn, layout, c.heads)));
+        EXPECT_TRUE(same_bytes(r.k, ops::rms_norm_rope(k, kw, 1e-6, cs, sn, layout, c.heads)));
+        const ops::QkRope u = ops::qk_rms_norm_rope(q, k, Tensor(), kw, 1e-6, cs, sn, layout, c.heads);
+        EXPECT_TRUE(same_bytes(u.q, ops::rms_norm_rope(q, Tensor(), 1e-6, cs, sn, layout, c.heads)));
+        EXPECT_TRUE(same_bytes(u.k, r.k));
+        const ops::QkRope st =
+            ops::qk_rms_norm_rope(q, test::non_contiguous_copy(k), qw, kw, 1e-6, cs, sn, layout, c.heads);
+        EXPECT_TRUE(same_bytes(st.q, r.q));
+        EXPECT_TRUE(same_bytes(st.k, r.k));
+      }
+    }
+  }
+}
+
 // The gated residual and the next AdaLN input in one pass (gated_add_rms_norm_modulate): both
 // results bit-identical to gated_add then rms_norm_modulate, for the real widths (video 4096,
 // audio 2048), narrow rows and 8, per-token and per-sample AdaLN values given as ops::Summed

@@ -221,6 +221,14 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
   report("rms_norm_rope (split)", seconds_per_call([&] {
            (void)ops::rms_norm_rope(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
          }, 20));
+  const Tensor xk = rand_gpu({1, t, d}, 33, dt), wk = rand_gpu({d}, 34, dt);
+  report("2 x rms_norm_rope (q, k)", seconds_per_call([&] {
+           (void)ops::rms_norm_rope(x, w, 1e-6, c, sn, ops::RopeLayout::Split, heads);
+           (void)ops::rms_norm_rope(xk, wk, 1e-6, c, sn, ops::RopeLayout::Split, heads);
+         }, 20));
+  report("qk_rms_norm_rope (q, k; one table read)", seconds_per_call([&] {
+           (void)ops::qk_rms_norm_rope(x, xk, w, wk, 1e-6, c, sn, ops::RopeLayout::Split, heads);
+         }, 20));
   const Tensor x2 = rand_gpu({1, t, d / 2}, 29, dt), w2 = rand_gpu({d / 2}, 30, dt);
   const Tensor c2 = rand_gpu({1, heads, t, d / heads / 4}, 31, dt), s2 = rand_gpu({1, heads, t, d / heads / 4}, 32, dt);
   report("rms_norm_rope (split, 2048 wide)", seconds_per_call([&] {

@@ -346,5 +346,37 @@ TEST(RmsNormRope, RejectsBadArguments) {
                    "f32");
 }
 
+// q and k with one pair of tables: each result is rms_norm_rope of its own tensor and weight, and
+// near the double reference (a swapped weight or row would show).
+TEST(QkRmsNormRope, EachResultIsRmsNormRopeOfItsOwnTensor) {
+  uint64_t seed = 560;
+  for (const RopeLayout layout : {RopeLayout::Split, RopeLayout::Interleaved}) {
+    const int64_t B = 2, T = 5, heads = 2, Dh = 8, D = heads * Dh;
+    const Tensor q = random_tensor({B, T, D}, seed++, -3.f, 3.f), k = random_tensor({B, T, D}, seed++, -2.f, 4.f);
+    const Tensor qw = random_tensor({D}, seed++, 0.5f, 1.5f), kw = random_tensor({D}, seed++, 0.5f, 1.5f);
+    const Shape ts = layout == RopeLayout::Split ? Shape{B, heads, T, Dh / 2} : Shape{1, T, D};
+    const Tensor c = random_tensor(ts, seed++), sn = random_tensor(ts, seed++);
+    const ops::QkRope r = ops::qk_rms_norm_rope(q, k, qw, kw, 1e-6, c, sn, layout, heads);
+    EXPECT_TRUE(test::same_bytes(r.q, ops::rms_norm_rope(q, qw, 1e-6, c, sn, layout, heads)));
+    EXPECT_TRUE(test::same_bytes(r.k, ops::rms_norm_rope(k, kw, 1e-6, c, sn, layout, heads)));
+    EXPECT_ALLCLOSE(r.k, ref_rms_norm_rope(k, kw, 1e-6, c, sn, layout, heads), 1e-5);
+    const ops::QkRope u = ops::qk_rms_norm_rope(q, k, Tensor(), Tensor(), 1e-6, c, sn, layout, heads);
+    EXPECT_TRUE(test::same_bytes(u.k, ops::rms_norm_rope(k, Tensor(), 1e-6, c, sn, layout, heads)));
+  }
+}
+
+TEST(QkRmsNormRope, RejectsBadArguments) {
+  const Tensor q = random_tensor({2, 5, 12}, 1), w = random_tensor({12}, 2);
+  const Tensor cs = random_tensor({2, 3, 5, 2}, 3);
+  EXPECT_NO_THROW(ops::qk_rms_norm_rope(q, q, w, w, 1e-6, cs, cs, RopeLayout::Split, 3));
+  EXPECT_ERROR_HAS(ops::qk_rms_norm_rope(q, random_tensor({2, 4, 12}, 4), w, w, 1e-6, cs, cs,
+                                         RopeLayout::Split, 3),
+                   "one shape and dtype");
+  EXPECT_ERROR_HAS(ops::qk_rms_norm_rope(q, q.to(DType::F64), w, w, 1e-6, cs, cs, RopeLayout::Split, 3),
+                   "one shape and dtype");
+  EXPECT_ERROR_HAS(ops::qk_rms_norm_rope(q, q, w, random_tensor({6}, 5), 1e-6, cs, cs, RopeLayout::Split, 3),
+                   "weight");
+}
+
 }  // namespace
 }  // namespace ltx

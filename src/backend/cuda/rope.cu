@@ -197,22 +197,12 @@ struct NormRopeArgs {
   int64_t tokens = 0, rows = 0;
   double eps = 0.0;
   bool prefetch = false;  // bf16 tables only (see rms_norm_rope_kernel)
+  // The pair kernel's second tensor (k beside q: same shape, dtype and tables).
+  const void* x2 = nullptr;
+  void* y2 = nullptr;
+  const void* w2 = nullptr;
+  DType w2_dtype = DType::F32;
 };
-
-// Elements i .. i + kVec - 1 of the staged row as rms_norm stores them: (x * rs) * w, rounded to
-// x's dtype.
-__device__ __forceinline__ void norm_rope_load(const NormRopeArgs& a, const uint4* row, int i,
-                                               float rs, float (&v)[kVec]) {
-  load_vec(row, a.dtype, i, v);
-  float w[kVec];
-  if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
-#pragma unroll
-  for (int j = 0; j < kVec; ++j) {
-    float n = mul_rn(v[j], rs);
-    if (a.w != nullptr) n = mul_rn(n, w[j]);
-    v[j] = round_to(a.dtype, n);
-  }
-}
 
 // Chunk c of a split-layout row: kVec pairs (j, j + dh / 2) of head h; split_offset: where its
 // cos / sin values start in a table of strides st (sample b, token t).
@@ -228,11 +218,76 @@ __device__ __forceinline__ int64_t split_offset(const int64_t (&st)[3], int64_t 
   return b * st[0] + k.h * st[1] + t * st[2] + k.j;
 }
 
+// The values the kernel reads of row set kSecond (false: x, w, y; true: the pair's x2, w2, y2),
+// straight from the kernel parameters (no registers held for them).
+template <bool kSecond>
+__device__ __forceinline__ const void* norm_rope_weight(const NormRopeArgs& a) {
+  return kSecond ? a.w2 : a.w;
+}
+template <bool kSecond>
+__device__ __forceinline__ void* norm_rope_out(const NormRopeArgs& a) {
+  return kSecond ? a.y2 : a.y;
+}
+
+// Elements i .. i + kVec - 1 of the staged row (1 / RMS rs) as rms_norm stores them: (x * rs) * w,
+// rounded to x's dtype.
+template <bool kSecond>
+__device__ __forceinline__ void norm_rope_load(const NormRopeArgs& a, const uint4* row, float rs, int i,
+                                               float (&v)[kVec]) {
+  load_vec(row, a.dtype, i, v);
+  const void* wp = norm_rope_weight<kSecond>(a);
+  float w[kVec];
+  if (wp != nullptr) load_vec(wp, kSecond ? a.w2_dtype : a.w_dtype, i, w);
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    float n = mul_rn(v[j], rs);
+    if (wp != nullptr) n = mul_rn(n, w[j]);
+    v[j] = round_to(a.dtype, n);
+  }
+}
+
+// Split layout: rotates chunk (h, j) of a staged row with its kVec angles and stores both halves
+// into the head-major output [B, heads, T, Dh].
+template <bool kSecond>
+__device__ __forceinline__ void norm_rope_split_chunk(const NormRopeArgs& a, const uint4* row, float rs,
+                                                      SplitChunk k, int64_t b, int64_t t,
+                                                      const float (&cs)[kVec], const float (&sn)[kVec]) {
+  const int half = a.dh / 2, x_bytes = a.dtype == DType::BF16 ? 2 : 4;
+  float x1[kVec], x2[kVec], y1[kVec], y2[kVec];
+  norm_rope_load<kSecond>(a, row, rs, k.h * a.dh + k.j, x1);
+  norm_rope_load<kSecond>(a, row, rs, k.h * a.dh + half + k.j, x2);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) rotate_split(x1[e], x2[e], cs[e], sn[e], &y1[e], &y2[e]);
+  // Stores through the head row's pointers with a chunk index (see rope_vec_kernel).
+  char* y_row = static_cast<char*>(norm_rope_out<kSecond>(a)) +
+                ((b * a.heads + k.h) * a.tokens + t) * a.dh * x_bytes;
+  store_vec(y_row, a.dtype, k.j, y1);
+  store_vec(y_row + half * x_bytes, a.dtype, k.j, y2);
+}
+
+// Interleaved layout: elements i .. i + kVec - 1 of row r, rotated and stored.
+template <bool kSecond>
+__device__ __forceinline__ void norm_rope_interleaved_chunk(const NormRopeArgs& a, const uint4* row,
+                                                            float rs, int64_t r, int i,
+                                                            const float (&cs)[kVec],
+                                                            const float (&sn)[kVec]) {
+  const int x_bytes = a.dtype == DType::BF16 ? 2 : 4;
+  float x[kVec], y[kVec];
+  norm_rope_load<kSecond>(a, row, rs, i, x);
+#pragma unroll
+  for (int e = 0; e < kVec; e += 2)
+    rotate_interleaved(x[e], x[e + 1], cs[e], cs[e + 1], sn[e], sn[e + 1], &y[e], &y[e + 1]);
+  store_vec(static_cast<char*>(norm_rope_out<kSecond>(a)) + r * a.d * x_bytes, a.dtype, i, y);
+}
+
 // One block of row_threads(d) threads per row (see rope.h); dynamic shared memory: one row.
-template <bool kSplit, int kMinBlocks>
+// kPair (qk_rms_norm_rope): the block takes row r of x and of x2, both staged (two rows of shared
+// memory), and rotates both with one load of the token's cos / sin.
+template <bool kSplit, bool kPair, int kMinBlocks>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kernel(NormRopeArgs a) {
   extern __shared__ uint4 norm_rope_row[];
   const int x_bytes = a.dtype == DType::BF16 ? 2 : 4;
+  uint4* const row2 = norm_rope_row + a.d * x_bytes / 16;  // kPair: x2's row
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t b = r / a.tokens, t = r - b * a.tokens;
     // a.prefetch: the thread's first chunk of bf16 cos / sin (split layout) loaded before the
@@ -246,15 +301,16 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
       cs0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.cos) + split_offset(a.cst, b, t, k));
       sn0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.sin) + split_offset(a.sst, b, t, k));
     }
-    const float rs = stage_row_inv_rms(static_cast<const char*>(a.x) + r * a.d * x_bytes, a.dtype,
-                                       a.d, a.eps, norm_rope_row);
+    const int64_t row_offset = r * a.d * x_bytes;
+    const float rs = stage_row_inv_rms(static_cast<const char*>(a.x) + row_offset, a.dtype, a.d, a.eps,
+                                       norm_rope_row);
+    float rs2 = 0.f;
+    if constexpr (kPair)
+      rs2 = stage_row_inv_rms(static_cast<const char*>(a.x2) + row_offset, a.dtype, a.d, a.eps, row2);
     if constexpr (kSplit) {
       for (int c = threadIdx.x; c < a.heads * head_chunks; c += blockDim.x) {
         const SplitChunk k = split_chunk(c, head_chunks);
-        const int h = k.h, j = k.j;
-        float x1[kVec], x2[kVec], cs[kVec], sn[kVec], y1[kVec], y2[kVec];
-        norm_rope_load(a, norm_rope_row, h * a.dh + j, rs, x1);
-        norm_rope_load(a, norm_rope_row, h * a.dh + half + j, rs, x2);
+        float cs[kVec], sn[kVec];
         if (pre && c == static_cast<int>(threadIdx.x)) {
           load_vec(&cs0, DType::BF16, 0, cs);
           load_vec(&sn0, DType::BF16, 0, sn);
@@ -262,28 +318,20 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
           load_vec(a.cos, a.c_dtype, split_offset(a.cst, b, t, k), cs);
           load_vec(a.sin, a.s_dtype, split_offset(a.sst, b, t, k), sn);
         }
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) rotate_split(x1[e], x2[e], cs[e], sn[e], &y1[e], &y2[e]);
-        // Stores through the head row's pointers with a chunk index (see rope_vec_kernel).
-        char* y_row = static_cast<char*>(a.y) + ((b * a.heads + h) * a.tokens + t) * a.dh * x_bytes;
-        store_vec(y_row, a.dtype, j, y1);
-        store_vec(y_row + half * x_bytes, a.dtype, j, y2);
+        norm_rope_split_chunk<false>(a, norm_rope_row, rs, k, b, t, cs, sn);
+        if constexpr (kPair) norm_rope_split_chunk<true>(a, row2, rs2, k, b, t, cs, sn);
       }
     } else {
-      char* y_row = static_cast<char*>(a.y) + r * a.d * x_bytes;
       for (int c = threadIdx.x; c < a.d / kVec; c += blockDim.x) {
         const int i = c * kVec;
-        float x[kVec], cs[kVec], sn[kVec], y[kVec];
-        norm_rope_load(a, norm_rope_row, i, rs, x);
+        float cs[kVec], sn[kVec];
         load_vec(a.cos, a.c_dtype, b * a.cst[0] + t * a.cst[1] + i, cs);
         load_vec(a.sin, a.s_dtype, b * a.sst[0] + t * a.sst[1] + i, sn);
-#pragma unroll
-        for (int e = 0; e < kVec; e += 2)
-          rotate_interleaved(x[e], x[e + 1], cs[e], cs[e + 1], sn[e], sn[e + 1], &y[e], &y[e + 1]);
-        store_vec(y_row, a.dtype, i, y);
+        norm_rope_interleaved_chunk<false>(a, norm_rope_row, rs, r, i, cs, sn);
+        if constexpr (kPair) norm_rope_interleaved_chunk<true>(a, row2, rs2, r, i, cs, sn);
       }
     }
-    __syncthreads();  // the block is done with the staged row before the next one overwrites it
+    __syncthreads();  // the block is done with the staged rows before the next ones overwrite them
   }
 }
 
@@ -667,14 +715,19 @@ bool rms_norm_rope_fusable(const Tensor& x, const Tensor& weight, const Tensor& 
   return true;
 }
 
-Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
-                     const Tensor& sin, ops::RopeLayout layout, int64_t heads) {
-  const bool split = layout == ops::RopeLayout::Split;
+namespace {
+
+// rms_norm_rope's output for x [B, T, D]: [B, heads, T, D / heads] (Split) or x's shape.
+Tensor norm_rope_output(const Tensor& x, ops::RopeLayout layout, int64_t heads) {
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
-  Tensor out = split ? Tensor::empty({b, heads, t, d / heads}, x.dtype(), x.device())
-                     : Tensor::empty(x.shape(), x.dtype(), x.device());
-  if (out.numel() == 0) return out;
-  const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+  return layout == ops::RopeLayout::Split ? Tensor::empty({b, heads, t, d / heads}, x.dtype(), x.device())
+                                          : Tensor::empty(x.shape(), x.dtype(), x.device());
+}
+
+// The arguments of one row set (x -> out with weight; the pair's second one is added by the caller).
+NormRopeArgs norm_rope_args(const Tensor& x, const Tensor& wc, double eps, const Tensor& cos,
+                            const Tensor& sin, int64_t heads, const Tensor& out) {
+  const int64_t t = x.size(1), d = x.size(2);
   NormRopeArgs a;
   a.x = x.raw_data();
   a.y = out.raw_data();
@@ -695,31 +748,74 @@ Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Te
   a.heads = static_cast<int>(heads);
   a.dh = static_cast<int>(d / heads);
   a.tokens = t;
-  a.rows = b * t;
+  a.rows = x.size(0) * t;
   a.eps = eps;
-  {
-    // LTX_ROPE_PREFETCH=0 turns it off (a knob for timing).
-    static const bool prefetch_env = [] {
-      const char* e = std::getenv("LTX_ROPE_PREFETCH");
-      return e == nullptr || (e[0] != '\0' && e[0] != '0');
-    }();
-    a.prefetch = prefetch_env && a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
-  }
-  const int dev = x.device().index;
+  // LTX_ROPE_PREFETCH=0 turns it off (a knob for timing).
+  static const bool prefetch_env = [] {
+    const char* e = std::getenv("LTX_ROPE_PREFETCH");
+    return e == nullptr || (e[0] != '\0' && e[0] != '0');
+  }();
+  a.prefetch = prefetch_env && a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
+  return a;
+}
+
+template <bool kPair>
+void launch_norm_rope(const NormRopeArgs& a, bool split, int dev) {
   DeviceGuard guard(dev);
   const cudaStream_t stream = current_stream(dev).handle();
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.rows, int64_t{1} << 20));
-  const size_t smem = static_cast<size_t>(d) * dtype_size(x.dtype());
+  const size_t smem = (kPair ? 2 : 1) * static_cast<size_t>(a.d) * dtype_size(a.dtype);
   with_row_min_blocks(4, [&](auto mb) {
     constexpr int kMb = decltype(mb)::value;
     if (split) {
-      rms_norm_rope_kernel<true, kMb><<<blocks, row_threads(d), smem, stream>>>(a);
+      rms_norm_rope_kernel<true, kPair, kMb><<<blocks, row_threads(a.d), smem, stream>>>(a);
     } else {
-      rms_norm_rope_kernel<false, kMb><<<blocks, row_threads(d), smem, stream>>>(a);
+      rms_norm_rope_kernel<false, kPair, kMb><<<blocks, row_threads(a.d), smem, stream>>>(a);
     }
   });
   LTX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
+                     const Tensor& sin, ops::RopeLayout layout, int64_t heads) {
+  Tensor out = norm_rope_output(x, layout, heads);
+  if (out.numel() == 0) return out;
+  const Tensor wc = weight.defined() ? weight.contiguous() : Tensor();
+  launch_norm_rope<false>(norm_rope_args(x, wc, eps, cos, sin, heads, out),
+                          layout == ops::RopeLayout::Split, x.device().index);
   return out;
+}
+
+bool qk_rms_norm_rope_fusable(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                              const Tensor& k_weight, const Tensor& cos, const Tensor& sin,
+                              ops::RopeLayout layout, int64_t heads) {
+  // Two staged rows must fit the 48 KiB of shared memory a launch gets without opting in, beside
+  // block_reduce's static buffer.
+  constexpr int64_t kPairRowsMaxBytes = 40 * 1024;
+  return q.shape() == k.shape() && q.dtype() == k.dtype() &&
+         2 * q.size(-1) * static_cast<int64_t>(dtype_size(q.dtype())) <= kPairRowsMaxBytes &&
+         rms_norm_rope_fusable(q, q_weight, cos, sin, layout, heads) &&
+         rms_norm_rope_fusable(k, k_weight, cos, sin, layout, heads);
+}
+
+ops::QkRope qk_rms_norm_rope(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                             const Tensor& k_weight, double eps, const Tensor& cos, const Tensor& sin,
+                             ops::RopeLayout layout, int64_t heads) {
+  ops::QkRope r{norm_rope_output(q, layout, heads), norm_rope_output(k, layout, heads)};
+  if (r.q.numel() == 0) return r;
+  const Tensor qw = q_weight.defined() ? q_weight.contiguous() : Tensor();
+  const Tensor kw = k_weight.defined() ? k_weight.contiguous() : Tensor();
+  NormRopeArgs a = norm_rope_args(q, qw, eps, cos, sin, heads, r.q);
+  a.x2 = k.raw_data();
+  a.y2 = r.k.raw_data();
+  if (kw.defined()) {
+    a.w2 = kw.raw_data();
+    a.w2_dtype = kw.dtype();
+  }
+  launch_norm_rope<true>(a, layout == ops::RopeLayout::Split, q.device().index);
+  return r;
 }
 
 bool qk_norm_rope_d64_path(const Tensor& q, const Tensor& k) {

@@ -29,6 +29,17 @@ bool rms_norm_rope_fusable(const Tensor& x, const Tensor& weight, const Tensor& 
 Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
                      const Tensor& sin, ops::RopeLayout layout, int64_t heads);
 
+// ops::qk_rms_norm_rope in one launch (arguments validated there; tables expanded as above): the
+// rms_norm_rope kernel with both rows of a token staged, each chunk's cos / sin loaded once for
+// q and k. Bit-identical to two rms_norm_rope calls. It runs when both rows take that kernel
+// (rms_norm_rope_fusable), q and k have one shape and dtype, and two rows fit 40 KiB.
+bool qk_rms_norm_rope_fusable(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                              const Tensor& k_weight, const Tensor& cos, const Tensor& sin,
+                              ops::RopeLayout layout, int64_t heads);
+ops::QkRope qk_rms_norm_rope(const Tensor& q, const Tensor& k, const Tensor& q_weight,
+                             const Tensor& k_weight, double eps, const Tensor& cos, const Tensor& sin,
+                             ops::RopeLayout layout, int64_t heads);
+
 // The fused q / k preparation of ops::qk_norm_rope_3d (arguments validated there; q_scale
 // already rounded to f32): one launch for both tensors, one warp per row of D. Each row is staged
 // in shared memory as f32; its sum of squares replays rms_norm's block of row_threads(D) threads

@@ -102,19 +102,28 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
   } else {
     // q_norm / k_norm over the inner dim, then the RoPE (both as one op), as [B, H, T, Dh].
     const RopeTables* kp = k_pe != nullptr ? k_pe : pe;
-    const auto prepare = [&](const Tensor& y, const Tensor& norm, const RopeTables* tables) {
-      const int64_t rows = y.size(1);
-      if (tables == nullptr)
-        return ops::rms_norm(y, norm, norm_eps).view({b, rows, heads, dim_head}).transpose(1, 2);
-      const bool split = rope_type == LTXRopeType::Split;
-      const Tensor r =
-          ops::rms_norm_rope(y, norm, norm_eps, tables->cos, tables->sin,
-                             split ? ops::RopeLayout::Split : ops::RopeLayout::Interleaved, heads);
-      return split ? r : r.view({b, rows, heads, dim_head}).transpose(1, 2);  // Split: [B, H, T, Dh]
+    const bool split = rope_type == LTXRopeType::Split;
+    const ops::RopeLayout layout = split ? ops::RopeLayout::Split : ops::RopeLayout::Interleaved;
+    // [B, rows, inner] -> [B, H, rows, Dh]; the Split kernels store that layout themselves.
+    const auto head_major = [&](const Tensor& y, bool rotated) {
+      return split && rotated ? y : y.view({b, y.size(1), heads, dim_head}).transpose(1, 2);
     };
-    const Tensor qh = prepare(to_q(x), q_norm, pe);
-    const Tensor kh =
-        kv != nullptr ? kv->k : prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
+    const auto prepare = [&](const Tensor& y, const Tensor& norm, const RopeTables* tables) {
+      if (tables == nullptr) return head_major(ops::rms_norm(y, norm, norm_eps), false);
+      return head_major(ops::rms_norm_rope(y, norm, norm_eps, tables->cos, tables->sin, layout, heads),
+                        true);
+    };
+    Tensor qh, kh;
+    if (kv == nullptr && pe != nullptr && kp == pe && s == t) {
+      // q and k rotated by one table pair (self-attention): one launch reads it once for both.
+      const ops::QkRope r = ops::qk_rms_norm_rope(to_q(x), to_k(context), q_norm, k_norm, norm_eps,
+                                                  pe->cos, pe->sin, layout, heads);
+      qh = head_major(r.q, true);
+      kh = head_major(r.k, true);
+    } else {
+      qh = prepare(to_q(x), q_norm, pe);
+      kh = kv != nullptr ? kv->k : prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
+    }
     const Tensor vh = v.view({b, s, heads, dim_head}).transpose(1, 2);
     Tensor mask = mask_in;
     if (mask.defined() && mask.dim() == 2) mask = mask.unsqueeze(0);
