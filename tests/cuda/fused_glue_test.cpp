@@ -260,7 +260,7 @@ TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
 // whose two staged rows exceed 40 KiB; a strided k) take the two calls with the same bits.
 TEST(CudaFusedGlue, QkRmsNormRopeEqualsRmsNormRopeOfEachTensor) {
   LTX_REQUIRE_CUDA();
-  uint64_t seed = 1460;
+  uint64_t seed = 1520;
   struct Case {
     int64_t b, t, d, heads;
     DType dt;

@@ -1488,6 +1488,23 @@ bool rms_norm_dim_residual_fuses(const Tensor& x, int dim, const Tensor& bias,
   return rb + bytes <= xb || xb + bytes <= rb;
 }
 
+namespace {
+
+// The row kernels' arguments for rows of d dense values of x (out laid out as x).
+RowArgs dim_row_args(const Tensor& x, const Tensor& out, int64_t d, double eps) {
+  RowArgs a{};
+  a.x = x.raw_data();
+  a.x_dtype = x.dtype();
+  a.y = out.raw_data();
+  a.y_dtype = out.dtype();
+  a.eps = eps;
+  a.d = d;
+  a.rows = x.numel() / d;
+  return a;
+}
+
+}  // namespace
+
 Tensor rms_norm_dim_silu_residual_(const Tensor& x, int dim, double eps, const Tensor& bias,
                                    const Tensor& residual) {
   LTX_CHECK(rms_norm_dim_residual_fuses(x, dim, bias, residual),
@@ -1497,14 +1514,7 @@ Tensor rms_norm_dim_silu_residual_(const Tensor& x, int dim, double eps, const T
   DeviceGuard guard(dev);
   Tensor out = Tensor::empty_in_order(x.shape(), x.dim_order(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
-  RowArgs a{};
-  a.x = x.raw_data();
-  a.x_dtype = x.dtype();
-  a.y = out.raw_data();
-  a.y_dtype = out.dtype();
-  a.eps = eps;
-  a.d = x.size(dim);
-  a.rows = x.numel() / a.d;
+  RowArgs a = dim_row_args(x, out, x.size(dim), eps);
   a.pre_bias = bias.raw_data();
   a.pre_residual = residual.raw_data();
   a.x_out = x.raw_data();
@@ -1536,14 +1546,7 @@ Tensor rms_norm_dim(const Tensor& x, int dim, double eps, bool silu, const Tenso
   }
   if (xd.defined()) {
     if (out.numel() == 0) return out;
-    RowArgs a{};
-    a.x = xd.raw_data();
-    a.x_dtype = xd.dtype();
-    a.y = out.raw_data();
-    a.y_dtype = out.dtype();
-    a.eps = eps;
-    a.d = x.size(dim);
-    a.rows = x.numel() / a.d;
+    RowArgs a = dim_row_args(xd, out, x.size(dim), eps);
     if (pre_bias.defined()) a.pre_bias = pre_bias.raw_data();
     (silu ? launch_dim_rows<true> : launch_dim_rows<false>)(a, dev, stream);
     LTX_CUDA_CHECK_LAUNCH();
