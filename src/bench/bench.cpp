@@ -183,11 +183,21 @@ struct CaseShapes {
   int64_t audio_context_dim() const {
     return cfg.caption_projection ? cfg.caption_channels : cfg.audio_cross_attention_dim;
   }
-  sampling::LatentState video_state(sampling::TorchCpuGenerator& gen) const {
+  sampling::LatentState video_state(sampling::TorchCpuGenerator& gen, bool image_conditioned) const {
     sampling::VideoLatentTools tools;
     tools.target = sampling::VideoLatentShape::from_pixel_shape(pixel_shape(c, p), cfg.in_channels);
     tools.fps = p.fps;
-    return tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
+    sampling::LatentState s = tools.create_initial_state(DType::F32, gen.randn(tools.target.shape()));
+    if (image_conditioned) {
+      // Tokens run frame by frame: the first latent frame's height x width tokens keep their
+      // clean values (mask 0), as an image condition at frame 0 leaves them.
+      std::vector<float> mask = s.denoise_mask.to_float_vector();
+      const int64_t per_frame = tools.target.height * tools.target.width, tokens = s.denoise_mask.size(1);
+      for (int64_t b = 0; b < s.batch(); ++b)
+        std::fill_n(mask.begin() + b * tokens, std::min(per_frame, tokens), 0.f);
+      s.denoise_mask = Tensor::from_vector(mask, s.denoise_mask.shape());
+    }
+    return s;
   }
   sampling::LatentState audio_state(sampling::TorchCpuGenerator& gen) const {
     sampling::AudioLatentTools tools;
@@ -215,7 +225,7 @@ TransformerInputs transformer_inputs(const BenchCase& c, const Preset& p, const 
     return modality_on(pipelines::modality_from_state(s, ctx, o.sigma, true, timestep_form(o)), o.device,
                        o.model_dtype());
   };
-  const sampling::LatentState v = shapes.video_state(gen);
+  const sampling::LatentState v = shapes.video_state(gen, o.image_conditioned);
   in.video = modality(v, c.tokens.video_text, shapes.video_context_dim());
   if (c.tokens.audio > 0) {
     const sampling::LatentState a = shapes.audio_state(gen);
@@ -257,7 +267,7 @@ GuidedInputs guided_inputs(const BenchCase& c, const Preset& p, const tf::LTXMod
   const auto context = [&](int64_t tokens, int64_t dim) {
     return gen.randn({1, tokens, dim}).to(o.device, o.model_dtype());
   };
-  in.video = shapes.video_state(gen).to(o.device);
+  in.video = shapes.video_state(gen, o.image_conditioned).to(o.device);
   const int64_t vd = shapes.video_context_dim();
   in.video_context = {context(c.tokens.video_text, vd), context(c.tokens.video_text, vd)};
   if (c.tokens.audio > 0) {
@@ -532,7 +542,8 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
         c.tokens.audio_text = c.tokens.video_text;
       }
       c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "",
-                    o.cuda_graph ? " graph" : "", o.per_token_timesteps ? " per-token-ts" : "");
+                    o.cuda_graph ? " graph" : "", o.image_conditioned ? " image-cond" : "",
+                    o.per_token_timesteps ? " per-token-ts" : "");
       c.flops = transformer_flops(cfg, c.tokens);
       if (o.guided) {
         c.passes = guided_pass_count(p, o.audio);
@@ -819,6 +830,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["guided"] = o.guided;
   if (o.guided) j["share_text_kv"] = o.share_text_kv;
   j["per_token_timesteps"] = o.per_token_timesteps;
+  j["image_conditioned"] = o.image_conditioned;
   j["iters"] = o.iters;
   j["seed"] = o.seed;
   j["sigma"] = o.sigma;

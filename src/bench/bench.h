@@ -55,6 +55,9 @@ struct BenchOptions {
   // where every token has the same one (pipelines::TimestepForm; the pipelines' default, and
   // every bench case has no conditioning tokens); for A/B timing.
   bool per_token_timesteps = false;
+  // The first latent frame's tokens conditioned (denoise mask 0), as an image at frame 0 makes
+  // them (image-to-video): two runs of timesteps per sample instead of one.
+  bool image_conditioned = false;
   // Memory budget of the diffusion decoder's automatic tiling (the reference's free_bytes);
   // nullopt: what is free on the device when the cases are planned (CUDA: the driver's free
   // memory, as the official script reads it before building the decoder; CPU: the host's).

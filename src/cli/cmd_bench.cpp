@@ -30,7 +30,7 @@ struct BenchCliOptions {
   int64_t warmup = 2, iters = 5;
   uint64_t seed = 0;
   bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false,
-       per_token_timesteps = false;
+       per_token_timesteps = false, image_conditioned = false;
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -61,6 +61,7 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.guided = c.guided;
   o.share_text_kv = !c.no_text_kv_share;
   o.per_token_timesteps = c.per_token_timesteps;
+  o.image_conditioned = c.image_conditioned;
   if (c.decode_free_gib > 0)
     o.decode_free_bytes = static_cast<int64_t>(c.decode_free_gib * 1024.0 * 1024.0 * 1024.0);
   o.ceilings.gemm_tflops = c.gemm_tflops;
@@ -137,6 +138,10 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--per-token-timesteps", o->per_token_timesteps,
                 "Hand the transformer one timestep per token, as the reference does, instead of one per "
                 "sample where all tokens share it (the pipelines' default; same values, for A/B timing)");
+  sub->add_flag("--image-conditioned", o->image_conditioned,
+                "Condition the first latent frame's tokens (denoise mask 0, as an image at frame 0 does): "
+                "the pipelines then form the AdaLN once per run of equal timesteps (two), or per token "
+                "with --per-token-timesteps");
   sub->add_option("--decode-free-gib", o->decode_free_gib,
                   "Memory budget in GiB of the diffusion decoder's automatic tiling (default: what is "
                   "free on the device when the run starts, as the official script reads it)")

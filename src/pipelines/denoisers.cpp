@@ -24,15 +24,24 @@ mt::Modality modality_from_state(const LatentState& state, const Tensor& context
   mt::Modality m;
   m.latent = state.latent;
   m.sigma = Tensor::full({batch}, static_cast<float>(s), DType::F32, device);
-  const std::optional<std::vector<float>> uniform =
-      form == TimestepForm::PerSampleWhenUniform ? sampling::uniform_mask_values(state) : std::nullopt;
+  const std::optional<std::vector<sampling::MaskRuns>> runs =
+      form == TimestepForm::PerSampleWhenUniform ? sampling::mask_runs(state) : std::nullopt;
+  const bool uniform = runs && std::all_of(runs->begin(), runs->end(), [](const auto& r) { return r.size() == 1; });
+  // mask * sigma in f32, as timesteps_from_mask forms each token's value.
+  const auto timestep = [&](const sampling::MaskRun& r) { return r.value * static_cast<float>(s); };
   if (uniform) {
-    // mask * sigma in f32, as timesteps_from_mask forms each token's value.
-    std::vector<float> t(uniform->size());
-    for (size_t i = 0; i < t.size(); ++i) t[i] = (*uniform)[i] * static_cast<float>(s);
+    std::vector<float> t;
+    for (const sampling::MaskRuns& r : *runs) t.push_back(timestep(r.front()));
     m.timesteps = Tensor::from_vector(t, {batch, 1, 1}).to(device);
   } else {
     m.timesteps = sampling::timesteps_from_mask(state.denoise_mask, s);
+    if (runs) {
+      for (const sampling::MaskRuns& sample : *runs) {
+        std::vector<int64_t> lengths;
+        for (const sampling::MaskRun& run : sample) lengths.push_back(run.length);
+        m.timestep_runs.push_back(std::move(lengths));
+      }
+    }
   }
   m.positions = state.positions;
   m.context = context;
@@ -108,10 +117,10 @@ LatentState repeat_state(const LatentState& s, int64_t n) {
   if (n != 1 && r.denoise_mask.defined()) {
     // The repeated mask's levels: the state's, tiled like the batch (no device read).
     r.mask_levels = nullptr;
-    if (const std::optional<std::vector<float>> u = sampling::uniform_mask_values(s)) {
+    if (const std::optional<std::vector<sampling::MaskRuns>> runs = sampling::mask_runs(s)) {
       auto levels = std::make_shared<sampling::MaskLevels>();
       levels->mask = r.denoise_mask;
-      for (int64_t k = 0; k < n; ++k) levels->per_sample.insert(levels->per_sample.end(), u->begin(), u->end());
+      for (int64_t k = 0; k < n; ++k) levels->runs.insert(levels->runs.end(), runs->begin(), runs->end());
       r.mask_levels = std::move(levels);
     }
   }
@@ -162,6 +171,8 @@ mt::Modality narrow_modality(const mt::Modality& m, int64_t start, int64_t len) 
     *t = narrow_batch(*t, start, len);
   if (!m.context_groups.empty())
     r.context_groups.assign(m.context_groups.begin() + start, m.context_groups.begin() + start + len);
+  if (!m.timestep_runs.empty())
+    r.timestep_runs.assign(m.timestep_runs.begin() + start, m.timestep_runs.begin() + start + len);
   return r;
 }
 

@@ -20,7 +20,9 @@ enum class TimestepForm {
   // [B, 1, 1] when every sample's mask is one value known on the host (no conditioning tokens:
   // text-to-video, and any frozen state), else [B, T, 1]. The transformer then forms its AdaLN
   // values once per sample instead of once per token (the same values: every token's row of the
-  // AdaLN input is equal), and its glue reads [B, 1, D] rows instead of [B, T, D] tensors.
+  // AdaLN input is equal), and its glue reads [B, 1, D] rows instead of [B, T, D] tensors. Masks
+  // of a few runs known on the host (an image at frame 0, a few keyframes) keep [B, T, 1] and add
+  // Modality::timestep_runs: the AdaLN linears then run once per run and are expanded per token.
   PerSampleWhenUniform,
   // Always [B, T, 1], as the reference builds them (an A/B for `ltx bench`).
   PerToken,

@@ -26,15 +26,15 @@ bool same_view(const Tensor& a, const Tensor& b) {
 // values: moved or cloned). Read from the host when src's mask is there; null when unknown.
 std::shared_ptr<const MaskLevels> levels_for(const Tensor& mask, const LatentState& src) {
   if (!mask.defined()) return nullptr;
-  std::vector<std::optional<float>> per_sample;
+  std::vector<MaskRuns> runs;
   if (src.mask_levels && same_view(src.mask_levels->mask, src.denoise_mask)) {
-    per_sample = src.mask_levels->per_sample;
+    runs = src.mask_levels->runs;
   } else if (src.denoise_mask.device().is_cpu()) {
-    per_sample = mask_levels_of(src.denoise_mask);
+    runs = mask_runs_of(src.denoise_mask);
   } else {
     return nullptr;
   }
-  return std::make_shared<const MaskLevels>(MaskLevels{mask, std::move(per_sample)});
+  return std::make_shared<const MaskLevels>(MaskLevels{mask, std::move(runs)});
 }
 
 // [B, M, N] chunks of `chunk` bytes -> [B, N, M]: the patchifiers' (c, t) swaps as one blocked
@@ -409,38 +409,54 @@ Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma) {
   return ops::mul(denoise_mask.to(DType::F32), static_cast<float>(sigma));
 }
 
-std::vector<std::optional<float>> mask_levels_of(const Tensor& denoise_mask) {
-  LTX_CHECK(denoise_mask.defined() && denoise_mask.dim() >= 1, "mask_levels_of: the denoise mask must be [B, T, 1], got ",
+std::vector<MaskRuns> mask_runs_of(const Tensor& denoise_mask) {
+  LTX_CHECK(denoise_mask.defined() && denoise_mask.dim() >= 1, "mask_runs_of: the denoise mask must be [B, T, 1], got ",
             denoise_mask.defined() ? denoise_mask.describe() : "nothing");
   const int64_t b = denoise_mask.size(0);
   const std::vector<float> v = denoise_mask.to_float_vector();
   const size_t per = b > 0 ? v.size() / static_cast<size_t>(b) : 0;
-  std::vector<std::optional<float>> out(static_cast<size_t>(b));
+  std::vector<MaskRuns> out(static_cast<size_t>(b));
   for (size_t i = 0; i < out.size(); ++i) {
-    if (per == 0) continue;
     const float* row = v.data() + i * per;
-    // Compared as bits, so -0 and 0 count as two values (the per-token form then, which is
-    // always right); a product with sigma keeps what the per-token values would hold.
-    const bool uniform = std::all_of(row, row + per, [&](float x) { return std::memcmp(&x, row, sizeof x) == 0; });
-    if (uniform) out[i] = row[0];
+    MaskRuns& runs = out[i];
+    for (size_t t = 0; t < per; ++t) {
+      // Compared as bits, so -0 and 0 are two runs; a product with sigma keeps what the per-token
+      // values would hold.
+      if (runs.empty() || std::memcmp(&row[t], &runs.back().value, sizeof(float)) != 0) {
+        if (runs.size() == kMaxMaskRuns) {
+          runs.clear();
+          break;
+        }
+        runs.push_back({row[t], 0});
+      }
+      ++runs.back().length;
+    }
   }
   return out;
 }
 
-std::optional<std::vector<float>> uniform_mask_values(const LatentState& state) {
+std::optional<std::vector<MaskRuns>> mask_runs(const LatentState& state) {
   if (!state.denoise_mask.defined()) return std::nullopt;
-  std::vector<std::optional<float>> levels;
+  std::vector<MaskRuns> runs;
   if (state.denoise_mask.device().is_cpu()) {
-    levels = mask_levels_of(state.denoise_mask);
+    runs = mask_runs_of(state.denoise_mask);
   } else if (state.mask_levels && same_view(state.mask_levels->mask, state.denoise_mask)) {
-    levels = state.mask_levels->per_sample;
+    runs = state.mask_levels->runs;
   } else {
     return std::nullopt;
   }
+  for (const MaskRuns& r : runs)
+    if (r.empty()) return std::nullopt;
+  return runs;
+}
+
+std::optional<std::vector<float>> uniform_mask_values(const LatentState& state) {
+  const std::optional<std::vector<MaskRuns>> runs = mask_runs(state);
+  if (!runs) return std::nullopt;
   std::vector<float> out;
-  for (const std::optional<float>& l : levels) {
-    if (!l) return std::nullopt;
-    out.push_back(*l);
+  for (const MaskRuns& r : *runs) {
+    if (r.size() != 1) return std::nullopt;
+    out.push_back(r.front().value);
   }
   return out;
 }

@@ -80,13 +80,24 @@ struct GeneratedKeyframeLayout {
   int64_t num_tokens() const { return num_keyframes() * tokens_per_keyframe; }
 };
 
-// Host facts about one denoise mask, so that a step on a GPU needs no device read: per sample
-// the value every token of it holds (nullopt: its tokens differ). They describe `mask`, the exact
-// view they were read from; a state whose denoise_mask is another tensor ignores them (masks are
-// not written in place once a state is made: conditioning writes into clones).
+// A run of tokens whose denoise-mask values are bit-equal, in token order.
+struct MaskRun {
+  float value = 0.f;
+  int64_t length = 0;
+};
+using MaskRuns = std::vector<MaskRun>;  // one sample's mask, run by run (lengths sum to T)
+
+// A sample's mask is described by runs when it has at most this many (an image at frame 0: two; a
+// few keyframes: a few more); beyond it the per-token forms are used.
+inline constexpr size_t kMaxMaskRuns = 8;
+
+// Host facts about one denoise mask, so that a step on a GPU needs no device read: per sample its
+// values as runs (empty: more than kMaxMaskRuns of them). They describe `mask`, the exact view they
+// were read from; a state whose denoise_mask is another tensor ignores them (masks are not written
+// in place once a state is made: conditioning writes into clones).
 struct MaskLevels {
   Tensor mask;
-  std::vector<std::optional<float>> per_sample;
+  std::vector<MaskRuns> runs;
 };
 
 struct LatentState {
@@ -172,12 +183,16 @@ struct AudioLatentTools {
 Tensor post_process_latent(const Tensor& denoised, const Tensor& denoise_mask, const Tensor& clean);
 // denoise_mask * sigma (per-token timesteps), f32 on the mask's device.
 Tensor timesteps_from_mask(const Tensor& denoise_mask, double sigma);
-// Per sample the value all tokens of `denoise_mask` [B, T, 1] hold (nullopt where they differ);
-// reads the mask on the host (a device mask is copied back: call it where a sync is harmless).
-std::vector<std::optional<float>> mask_levels_of(const Tensor& denoise_mask);
-// The state's mask value per sample when every sample's tokens share one value, known without a
-// device read: from the mask itself when it is on the host, else from state.mask_levels when they
-// describe it; nullopt otherwise (the caller then uses per-token values).
+// Per sample the runs of `denoise_mask` [B, T, 1] (values compared as bits, so -0 and 0 are two
+// values); empty for a sample with more than kMaxMaskRuns. Reads the mask on the host (a device mask
+// is copied back: call it where a sync is harmless).
+std::vector<MaskRuns> mask_runs_of(const Tensor& denoise_mask);
+// The state's mask runs for every sample, known without a device read: from the mask itself when
+// it is on the host, else from state.mask_levels when they describe it; nullopt when unknown or
+// when a sample has more than kMaxMaskRuns.
+std::optional<std::vector<MaskRuns>> mask_runs(const LatentState& state);
+// The state's mask value per sample when every sample's tokens share one value (mask_runs with one
+// run each); nullopt otherwise (the caller then uses per-token values).
 std::optional<std::vector<float>> uniform_mask_values(const LatentState& state);
 
 }  // namespace ltx::sampling

@@ -244,6 +244,42 @@ TEST(GuidedDenoiser, PerSampleTimestepsEqualPerTokenOnesWhereTheMaskIsUniform) {
   EXPECT_GT(test::max_rel_err(p(&pinned, &a, f.sigmas(), 1).video.denoised, out.video.denoised), 1e-3);
 }
 
+// The fixture's video mask pins frame 0 (an image condition): two runs of timesteps, which the
+// denoisers describe (Modality::timestep_runs) so that the transformer forms its AdaLN once per
+// run and expands it per token; the results match the per-token form to BLAS's summation order.
+TEST(GuidedDenoiser, TimestepRunsEqualPerTokenTimestepsWhereAFrameIsPinned) {
+  const Fixture& f = fixture();
+  const LatentState v = f.video_state(f.t("in.video.latent"));
+  const LatentState a = f.audio_state(f.t("in.audio.latent"));
+  const mt::Modality m = pipelines::modality_from_state(v, f.t("in.video.context_pos"), 0.5);
+  EXPECT_EQ(m.timesteps.shape(), (Shape{1, v.tokens(), 1}));
+  ASSERT_EQ(m.timestep_runs.size(), 1u);
+  ASSERT_EQ(m.timestep_runs[0].size(), 2u);
+  const int64_t pinned = m.timestep_runs[0][0];
+  EXPECT_EQ(pinned + m.timestep_runs[0][1], v.tokens());
+  const std::vector<float> ts = m.timesteps.to_float_vector();
+  EXPECT_EQ(ts[0], 0.f);
+  EXPECT_EQ(ts[static_cast<size_t>(pinned)], 0.5f);
+  EXPECT_TRUE(pipelines::modality_from_state(v, f.t("in.video.context_pos"), 0.5, true, pipelines::TimestepForm::PerToken)
+                  .timestep_runs.empty());
+  // The transformer reads the runs: lengths that do not cover the tokens are an error.
+  mt::Modality bad = pipelines::modality_from_state(v, f.t("in.video.context_pos"), 0.5);
+  mt::Modality audio = pipelines::modality_from_state(a, f.t("in.audio.context_pos"), 0.5);
+  bad.timestep_runs = {{1, v.tokens() - 2}};
+  EXPECT_ERROR_HAS(mt::X0Model{f.model}(&bad, &audio, nullptr), "cover");
+
+  GuidedDenoiser reference_form = f.denoiser();
+  reference_form.set_timestep_form(pipelines::TimestepForm::PerToken);
+  const auto ref = reference_form(&v, &a, f.sigmas(), 1);
+  GuidedDenoiser d = f.denoiser();
+  const auto out = d(&v, &a, f.sigmas(), 1);
+  for (const auto& [got, want] : {std::pair{&out.video, &ref.video}, std::pair{&out.audio, &ref.audio}}) {
+    EXPECT_LE(test::max_rel_err(got->cond, want->cond), 2e-5);
+    EXPECT_LE(test::max_rel_err(got->ptb, want->ptb), 2e-5);
+    EXPECT_LE(test::max_rel_err(got->denoised, want->denoised), 2e-5);
+  }
+}
+
 TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {
   const Fixture& f = fixture();
   GuidedDenoiser d(f.model, {f.t("in.video.context_pos"), Tensor()}, {f.t("in.audio.context_pos"), Tensor()},

@@ -133,31 +133,44 @@ TEST(LatentTools, ClearConditioningDropsAppendedTokens) {
   EXPECT_FALSE(c.generated_keyframes.defined());
 }
 
-// Mask levels: per sample the one value of its tokens, read on the host, so the denoisers can
-// hand the transformer one timestep per sample with no device read (pipelines::TimestepForm).
-TEST(MaskLevels, UniformMasksGiveOneValuePerSampleAndMixedOnesNone) {
-  const sampling::VideoLatentTools tools{VideoLatentShape{2, 4, 2, 3, 5}, 24.0};
+// Mask levels: per sample its mask as runs of equal values, read on the host, so the denoisers
+// can hand the transformer one timestep per sample (one run), or the runs' AdaLN expanded per
+// token, with no device read (pipelines::TimestepForm).
+std::vector<std::pair<float, int64_t>> as_pairs(const sampling::MaskRuns& runs) {
+  std::vector<std::pair<float, int64_t>> out;
+  for (const sampling::MaskRun& r : runs) out.emplace_back(r.value, r.length);
+  return out;
+}
+
+TEST(MaskLevels, UniformMasksGiveOneRunPerSampleAndMixedOnesTheirRuns) {
+  const sampling::VideoLatentTools tools{VideoLatentShape{2, 4, 2, 3, 5}, 24.0};  // 30 tokens
   sampling::LatentState s = tools.create_initial_state(DType::F32);
   EXPECT_EQ(sampling::uniform_mask_values(s), (std::vector<float>{1.0f, 1.0f}));
   // Sample 1 holds 0.25 everywhere: still one value per sample.
   s.denoise_mask.narrow(0, 1, 1).fill(0.25);
   EXPECT_EQ(sampling::uniform_mask_values(s), (std::vector<float>{1.0f, 0.25f}));
-  const std::vector<std::optional<float>> levels = sampling::mask_levels_of(s.denoise_mask);
-  ASSERT_EQ(levels.size(), 2u);
-  EXPECT_EQ(levels[1], std::optional<float>(0.25f));
-  // One conditioned token in sample 0 (an image at frame 0 would pin a whole frame): no
-  // per-sample form, the level of sample 1 stays known.
+  const std::vector<sampling::MaskRuns> runs = sampling::mask_runs_of(s.denoise_mask);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(as_pairs(runs[1]), (std::vector<std::pair<float, int64_t>>{{0.25f, 30}}));
+  // An image at frame 0 pins the first frame's 15 tokens of sample 0: two runs, no per-sample form.
   sampling::LatentState c = s.clone();
-  c.denoise_mask.narrow(0, 0, 1).narrow(1, 3, 1).fill(0.0);
+  c.denoise_mask.narrow(0, 0, 1).narrow(1, 0, 15).fill(0.0);
   EXPECT_FALSE(sampling::uniform_mask_values(c).has_value());
-  const std::vector<std::optional<float>> mixed = sampling::mask_levels_of(c.denoise_mask);
-  EXPECT_FALSE(mixed[0].has_value());
-  EXPECT_EQ(mixed[1], std::optional<float>(0.25f));
-  // -0 and 0 differ in their bits: not taken as one value (per-token values are always right).
+  const std::optional<std::vector<sampling::MaskRuns>> mixed = sampling::mask_runs(c);
+  ASSERT_TRUE(mixed.has_value());
+  EXPECT_EQ(as_pairs((*mixed)[0]), (std::vector<std::pair<float, int64_t>>{{0.f, 15}, {1.f, 15}}));
+  EXPECT_EQ(as_pairs((*mixed)[1]), (std::vector<std::pair<float, int64_t>>{{0.25f, 30}}));
+  // kMaxMaskRuns runs are described, one more is not (the per-token form then).
+  for (const int64_t t : {15, 17, 19, 29}) c.denoise_mask.narrow(0, 0, 1).narrow(1, t, 1).fill(0.5);
+  EXPECT_EQ(sampling::mask_runs_of(c.denoise_mask)[0].size(), sampling::kMaxMaskRuns);
+  c.denoise_mask.narrow(0, 0, 1).narrow(1, 27, 1).fill(0.5);
+  EXPECT_TRUE(sampling::mask_runs_of(c.denoise_mask)[0].empty());
+  EXPECT_FALSE(sampling::mask_runs(c).has_value());
+  // -0 and 0 differ in their bits: two runs (per-token values are always right).
   c.denoise_mask.narrow(0, 0, 1).fill(0.0);
   c.denoise_mask.narrow(0, 0, 1).narrow(1, 0, 1).fill(-0.0);
-  EXPECT_FALSE(sampling::mask_levels_of(c.denoise_mask)[0].has_value());
-  EXPECT_THROW(sampling::mask_levels_of(Tensor()), Error);
+  EXPECT_EQ(sampling::mask_runs_of(c.denoise_mask)[0].size(), 2u);
+  EXPECT_THROW(sampling::mask_runs_of(Tensor()), Error);
 }
 
 TEST(MaskLevels, TheyDescribeOnlyTheMaskTheyWereReadFrom) {

@@ -10,6 +10,7 @@ namespace ltx::models::transformer {
 
 class TextKvCache;
 
+
 struct Modality {
   Tensor latent;     // [B, T, C] patchified latent tokens (noisy + conditioning)
   Tensor sigma;      // [B] the sample's sigma: prompt AdaLN and the OTHER stream's A/V gate
@@ -30,6 +31,12 @@ struct Modality {
   // Optional, with context_groups: K / V kept across calls for models whose K / V do not depend
   // on sigma (text_kv_cache.h); the ids must name the same contexts in every call. Not owned.
   TextKvCache* text_kv_cache = nullptr;
+  // Optional host description of per-token `timesteps` [B, T, 1]: per sample the lengths of its
+  // runs of equal values, in token order (summing to T). The AdaLN linears then run once per run
+  // (on the run's first timestep) and are expanded to its tokens, instead of once per token: every
+  // token's input row of a run is equal. Empty: none. The caller vouches that the tokens of a run
+  // are equal; the lengths are checked.
+  std::vector<std::vector<int64_t>> timestep_runs;
 };
 
 }  // namespace ltx::models::transformer

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ops/elementwise.h"
+#include "ops/shape.h"
 
 namespace ltx::models::transformer {
 
@@ -57,11 +58,41 @@ Tensor context_attention_bias(const Tensor& context_mask, DType dtype) {
 }
 
 std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
-    const Tensor& timestep, const AdaLayerNormSingle& ln, int64_t batch_size) const {
-  const Tensor scaled = ops::mul(timestep.to(DType::F32), timestep_scale_multiplier).flatten();
-  auto [ada, embedded] = ln(scaled);
-  return {ada.view({batch_size, -1, ada.size(-1)}),
-          embedded.view({batch_size, -1, embedded.size(-1)})};
+    const Tensor& timestep, const AdaLayerNormSingle& ln, int64_t batch_size,
+    const std::vector<std::vector<int64_t>>& runs) const {
+  const Tensor flat = timestep.to(DType::F32).flatten();
+  if (runs.empty()) {
+    auto [ada, embedded] = ln(ops::mul(flat, timestep_scale_multiplier));
+    return {ada.view({batch_size, -1, ada.size(-1)}),
+            embedded.view({batch_size, -1, embedded.size(-1)})};
+  }
+  const int64_t tokens = flat.numel() / batch_size;
+  LTX_CHECK(static_cast<int64_t>(runs.size()) == batch_size, "timestep runs: ", runs.size(),
+            " samples described for a batch of ", batch_size);
+  // Each run's first timestep (a device view: nothing is read back), then the AdaLN of those.
+  std::vector<Tensor> firsts;
+  std::vector<int64_t> lengths;
+  int64_t at = 0;
+  for (size_t b = 0; b < runs.size(); ++b) {
+    int64_t sum = 0;
+    for (const int64_t len : runs[b]) {
+      LTX_CHECK(len > 0, "timestep runs: sample ", b, " has a run of length ", len);
+      firsts.push_back(flat.narrow(0, at + sum, 1));
+      lengths.push_back(len);
+      sum += len;
+    }
+    LTX_CHECK(sum == tokens, "timestep runs: the runs of sample ", b, " cover ", sum, " tokens, the ",
+              "timesteps ", timestep.describe(), " have ", tokens);
+    at += tokens;
+  }
+  auto [ada, embedded] = ln(ops::mul(ops::concat(firsts, 0), timestep_scale_multiplier));
+  const auto per_token = [&](const Tensor& per_run) {
+    std::vector<Tensor> parts;
+    for (size_t r = 0; r < lengths.size(); ++r)
+      parts.push_back(per_run.narrow(0, static_cast<int64_t>(r), 1).expand({lengths[r], per_run.size(1)}));
+    return ops::concat(parts, 0).view({batch_size, tokens, per_run.size(1)});
+  };
+  return {per_token(ada), per_token(embedded)};
 }
 
 RopeTables TransformerArgsPreprocessor::prepare_positional_embeddings(
@@ -104,7 +135,7 @@ TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const st
     a.x = ops::add(a.x, ops::mul(marked, keyframes_embedding->to(dtype)));
   }
   observe("x_in", a.x);
-  std::tie(a.timesteps, a.embedded_timestep) = prepare_timestep(m.timesteps, *adaln, b);
+  std::tie(a.timesteps, a.embedded_timestep) = prepare_timestep(m.timesteps, *adaln, b, m.timestep_runs);
   observe("adaln_timestep", a.timesteps);
   observe("embedded_timestep", a.embedded_timestep);
   if (prompt_adaln != nullptr) {
@@ -157,7 +188,8 @@ TransformerArgs MultiModalTransformerArgsPreprocessor::prepare(const Modality& m
   // Scale/shift from this stream's per-token timesteps; the gate from the OTHER stream's sigma,
   // scaled by tsm * (av_ca_multiplier / tsm) in that order (f32), as the reference.
   const double tsm = simple.timestep_scale_multiplier;
-  a.cross_scale_shift_timestep = simple.prepare_timestep(m.timesteps, *cross_scale_shift_adaln, b).first;
+  a.cross_scale_shift_timestep =
+      simple.prepare_timestep(m.timesteps, *cross_scale_shift_adaln, b, m.timestep_runs).first;
   const Tensor gate_t = ops::mul(ops::mul(cross->sigma.to(DType::F32), tsm),
                                  av_ca_timestep_scale_multiplier / tsm)
                             .flatten();

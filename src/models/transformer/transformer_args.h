@@ -79,9 +79,12 @@ struct TransformerArgsPreprocessor {
   // `name` ("video"/"audio") prefixes the observer's names.
   TransformerArgs prepare(const Modality& modality, const std::string& name,
                           const Observer& observer) const;
-  // AdaLN of timesteps * timestep_scale_multiplier -> {[B, T', k D], [B, T', D]}.
+  // AdaLN of timesteps * timestep_scale_multiplier -> {[B, T', k D], [B, T', D]}. With `runs`
+  // (Modality::timestep_runs of per-token timesteps): the AdaLN of each run's first timestep,
+  // expanded to the run's tokens.
   std::pair<Tensor, Tensor> prepare_timestep(const Tensor& timestep, const AdaLayerNormSingle& adaln,
-                                             int64_t batch_size) const;
+                                             int64_t batch_size,
+                                             const std::vector<std::vector<int64_t>>& runs = {}) const;
   RopeTables prepare_positional_embeddings(const Tensor& positions, int64_t dim,
                                            const std::vector<double>& max_pos) const;
 };
