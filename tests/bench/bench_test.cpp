@@ -295,6 +295,34 @@ TEST(BenchRun, PerTokenTimestepsAreAnABOfTheSameCase) {
   }
 }
 
+// --image-conditioned: the first latent frame pinned, the same case otherwise (same FLOP count:
+// the count keeps the per-token AdaLN), labelled; runs with and without per-token timesteps.
+TEST(BenchRun, ImageConditionedIsTheSameCaseWithAPinnedFrame) {
+  for (bool guided : {false, true}) {
+    SCOPED_TRACE(guided ? "guided" : "one forward");
+    bench::BenchOptions o = tiny_options();
+    o.guided = guided;
+    o.iters = 1;
+    o.warmup = 0;
+    bench::BenchOptions cond = o;
+    cond.image_conditioned = true;
+    bench::BenchOptions cond_per_token = cond;
+    cond_per_token.per_token_timesteps = true;
+    bench::BenchReport a = bench::plan(o, bench::BenchTarget::Transformer);
+    bench::BenchReport b = bench::plan(cond, bench::BenchTarget::Transformer);
+    bench::BenchReport c = bench::plan(cond_per_token, bench::BenchTarget::Transformer);
+    EXPECT_EQ(a.cases[0].flops.total(), b.cases[0].flops.total());
+    EXPECT_EQ(a.cases[0].label.find("image-cond"), std::string::npos) << a.cases[0].label;
+    EXPECT_NE(b.cases[0].label.find("image-cond"), std::string::npos) << b.cases[0].label;
+    bench::run(b);
+    bench::run(c);
+    ASSERT_TRUE(b.cases[0].ours.has_value());
+    ASSERT_TRUE(c.cases[0].ours.has_value());
+    EXPECT_EQ(bench::to_json(b)["image_conditioned"], true);
+    EXPECT_EQ(bench::to_json(a)["image_conditioned"], false);
+  }
+}
+
 // ---------------------------------------------------------------- random weights
 
 TEST(RandomWeights, FollowTheOfficialInitRules) {
