@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "bench/random_weights.h"
 #include "core/storage.h"
@@ -268,59 +269,51 @@ TEST(BenchRun, GuidedStepRunsTheDefaultGuidanceAsOneBatch) {
   }
 }
 
-// --per-token-timesteps: the reference's [B, T, 1] timesteps instead of one per sample; same
-// FLOP count (the floor keeps the per-token AdaLN either way), its own label and JSON key, and
+// An A/B option of the transformer case (`set` turns it on): the same FLOP count (the floor keeps
+// the per-token AdaLN either way), `tag` in the label and `key` true in the JSON only with it, and
 // both forms run, plain and guided.
-TEST(BenchRun, PerTokenTimestepsAreAnABOfTheSameCase) {
+void expect_ab_option_of_the_same_case(const std::function<void(bench::BenchOptions&)>& set, const char* tag,
+                                       const char* key) {
   for (bool guided : {false, true}) {
-    SCOPED_TRACE(guided ? "guided" : "one forward");
+    SCOPED_TRACE(std::string(tag) + (guided ? ", guided" : ", one forward"));
     bench::BenchOptions o = tiny_options();
     o.guided = guided;
     o.iters = 1;
     o.warmup = 0;
-    bench::BenchOptions per_token = o;
-    per_token.per_token_timesteps = true;
+    bench::BenchOptions with = o;
+    set(with);
     bench::BenchReport a = bench::plan(o, bench::BenchTarget::Transformer);
-    bench::BenchReport b = bench::plan(per_token, bench::BenchTarget::Transformer);
+    bench::BenchReport b = bench::plan(with, bench::BenchTarget::Transformer);
     ASSERT_EQ(a.cases.size(), b.cases.size());
     EXPECT_EQ(a.cases[0].flops.total(), b.cases[0].flops.total());
-    EXPECT_EQ(a.cases[0].label.find("per-token-ts"), std::string::npos) << a.cases[0].label;
-    EXPECT_NE(b.cases[0].label.find("per-token-ts"), std::string::npos) << b.cases[0].label;
+    EXPECT_EQ(a.cases[0].label.find(tag), std::string::npos) << a.cases[0].label;
+    EXPECT_NE(b.cases[0].label.find(tag), std::string::npos) << b.cases[0].label;
     bench::run(a);
     bench::run(b);
     ASSERT_TRUE(a.cases[0].ours.has_value());
     ASSERT_TRUE(b.cases[0].ours.has_value());
-    EXPECT_EQ(bench::to_json(a)["per_token_timesteps"], false);
-    EXPECT_EQ(bench::to_json(b)["per_token_timesteps"], true);
+    EXPECT_EQ(bench::to_json(a)[key], false);
+    EXPECT_EQ(bench::to_json(b)[key], true);
   }
 }
 
-// --image-conditioned: the first latent frame pinned, the same case otherwise (same FLOP count:
-// the count keeps the per-token AdaLN), labelled; runs with and without per-token timesteps.
+// --per-token-timesteps: the reference's [B, T, 1] timesteps instead of one per sample.
+TEST(BenchRun, PerTokenTimestepsAreAnABOfTheSameCase) {
+  expect_ab_option_of_the_same_case([](bench::BenchOptions& o) { o.per_token_timesteps = true; }, "per-token-ts",
+                                    "per_token_timesteps");
+}
+
+// --image-conditioned: the first latent frame pinned (two runs of timesteps), alone and with
+// per-token timesteps (its A/B).
 TEST(BenchRun, ImageConditionedIsTheSameCaseWithAPinnedFrame) {
-  for (bool guided : {false, true}) {
-    SCOPED_TRACE(guided ? "guided" : "one forward");
-    bench::BenchOptions o = tiny_options();
-    o.guided = guided;
-    o.iters = 1;
-    o.warmup = 0;
-    bench::BenchOptions cond = o;
-    cond.image_conditioned = true;
-    bench::BenchOptions cond_per_token = cond;
-    cond_per_token.per_token_timesteps = true;
-    bench::BenchReport a = bench::plan(o, bench::BenchTarget::Transformer);
-    bench::BenchReport b = bench::plan(cond, bench::BenchTarget::Transformer);
-    bench::BenchReport c = bench::plan(cond_per_token, bench::BenchTarget::Transformer);
-    EXPECT_EQ(a.cases[0].flops.total(), b.cases[0].flops.total());
-    EXPECT_EQ(a.cases[0].label.find("image-cond"), std::string::npos) << a.cases[0].label;
-    EXPECT_NE(b.cases[0].label.find("image-cond"), std::string::npos) << b.cases[0].label;
-    bench::run(b);
-    bench::run(c);
-    ASSERT_TRUE(b.cases[0].ours.has_value());
-    ASSERT_TRUE(c.cases[0].ours.has_value());
-    EXPECT_EQ(bench::to_json(b)["image_conditioned"], true);
-    EXPECT_EQ(bench::to_json(a)["image_conditioned"], false);
-  }
+  expect_ab_option_of_the_same_case([](bench::BenchOptions& o) { o.image_conditioned = true; }, "image-cond",
+                                    "image_conditioned");
+  expect_ab_option_of_the_same_case(
+      [](bench::BenchOptions& o) {
+        o.image_conditioned = true;
+        o.per_token_timesteps = true;
+      },
+      "image-cond", "image_conditioned");
 }
 
 // ---------------------------------------------------------------- random weights

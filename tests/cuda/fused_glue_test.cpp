@@ -302,6 +302,13 @@ TEST(CudaFusedGlue, QkRmsNormRopeEqualsRmsNormRopeOfEachTensor) {
   }
 }
 
+// [B, T, D] rows of the residual + norm kernels' tests: the real widths (video 4096, audio 2048),
+// narrow rows and 8.
+struct ResidualNormCase {
+  int64_t b, t, d;
+};
+constexpr ResidualNormCase kResidualNormCases[] = {{2, 37, 4096}, {1, 5, 2048}, {3, 9, 256}, {2, 3, 8}};
+
 // The gated residual and the next AdaLN input in one pass (gated_add_rms_norm_modulate): both
 // results bit-identical to gated_add then rms_norm_modulate, for the real widths (video 4096,
 // audio 2048), narrow rows and 8, per-token and per-sample AdaLN values given as ops::Summed
@@ -310,10 +317,7 @@ TEST(CudaFusedGlue, QkRmsNormRopeEqualsRmsNormRopeOfEachTensor) {
 TEST(CudaFusedGlue, GatedAddRmsNormModulateEqualsTheTwoOps) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 1460;
-  struct Case {
-    int64_t b, t, d;
-  };
-  for (const Case c : {Case{2, 37, 4096}, Case{1, 5, 2048}, Case{3, 9, 256}, Case{2, 3, 8}}) {
+  for (const ResidualNormCase c : kResidualNormCases) {
     for (const int64_t st : {c.t, int64_t{1}}) {  // per-token or per-sample AdaLN values
       SCOPED_TRACE("[" + std::to_string(c.b) + ", " + std::to_string(c.t) + ", " +
                    std::to_string(c.d) + "], AdaLN rows " + std::to_string(st));
@@ -363,10 +367,7 @@ TEST(CudaFusedGlue, GatedAddRmsNormModulateEqualsTheTwoOps) {
 TEST(CudaFusedGlue, GatedAddRmsNormModulate2EqualsTheOpsInTurn) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 1480;
-  struct Case {
-    int64_t b, t, d;
-  };
-  for (const Case c : {Case{2, 37, 4096}, Case{1, 5, 2048}, Case{3, 9, 256}, Case{2, 3, 8}}) {
+  for (const ResidualNormCase c : kResidualNormCases) {
     for (const int64_t st : {c.t, int64_t{1}}) {  // per-token or per-sample AdaLN values
       for (const int64_t st2 : {st, c.t}) {          // the second modulation's rows
         SCOPED_TRACE("[" + std::to_string(c.b) + ", " + std::to_string(c.t) + ", " +

@@ -209,6 +209,22 @@ TEST(GuidedDenoiser, TextKvCacheAcrossStepsOnThe19BEqualsPerStepKv) {
   EXPECT_EQ(per_step.text_kv_cache().entries(), 0u);
 }
 
+// One guided step in the pipelines' timestep form (per sample, or per run) against the reference's
+// per-token timesteps: the same to BLAS's summation order. Returns the step in the pipelines' form.
+auto expect_step_matches_per_token(const Fixture& f, const LatentState& v, const LatentState& a) {
+  GuidedDenoiser reference_form = f.denoiser();
+  reference_form.set_timestep_form(pipelines::TimestepForm::PerToken);
+  const auto ref = reference_form(&v, &a, f.sigmas(), 1);
+  GuidedDenoiser d = f.denoiser();
+  auto out = d(&v, &a, f.sigmas(), 1);
+  for (const auto& [got, want] : {std::pair{&out.video, &ref.video}, std::pair{&out.audio, &ref.audio}}) {
+    EXPECT_LE(test::max_rel_err(got->cond, want->cond), 2e-5);
+    EXPECT_LE(test::max_rel_err(got->ptb, want->ptb), 2e-5);
+    EXPECT_LE(test::max_rel_err(got->denoised, want->denoised), 2e-5);
+  }
+  return out;
+}
+
 // Where every token of a sample has one timestep (no conditioning tokens), the denoisers hand the
 // transformer one per sample ([B, 1, 1]) and its AdaLN runs once per sample; the values equal the
 // per-token ones, so the results match the reference's per-token form to BLAS's summation order.
@@ -228,16 +244,7 @@ TEST(GuidedDenoiser, PerSampleTimestepsEqualPerTokenOnesWhereTheMaskIsUniform) {
                 .timesteps.shape(),
             (Shape{1, v.tokens(), 1}));
 
-  GuidedDenoiser reference_form = f.denoiser();
-  reference_form.set_timestep_form(pipelines::TimestepForm::PerToken);
-  const auto ref = reference_form(&v, &a, f.sigmas(), 1);
-  GuidedDenoiser d = f.denoiser();
-  const auto out = d(&v, &a, f.sigmas(), 1);
-  for (const auto& [got, want] : {std::pair{&out.video, &ref.video}, std::pair{&out.audio, &ref.audio}}) {
-    EXPECT_LE(test::max_rel_err(got->cond, want->cond), 2e-5);
-    EXPECT_LE(test::max_rel_err(got->ptb, want->ptb), 2e-5);
-    EXPECT_LE(test::max_rel_err(got->denoised, want->denoised), 2e-5);
-  }
+  const auto out = expect_step_matches_per_token(f, v, a);
   // The mask matters: the same state with frame 0 pinned gives another result.
   const LatentState pinned = f.video_state(f.t("in.video.latent"));
   GuidedDenoiser p = f.denoiser();
@@ -268,16 +275,7 @@ TEST(GuidedDenoiser, TimestepRunsEqualPerTokenTimestepsWhereAFrameIsPinned) {
   bad.timestep_runs = {{1, v.tokens() - 2}};
   EXPECT_ERROR_HAS(mt::X0Model{f.model}(&bad, &audio, nullptr), "cover");
 
-  GuidedDenoiser reference_form = f.denoiser();
-  reference_form.set_timestep_form(pipelines::TimestepForm::PerToken);
-  const auto ref = reference_form(&v, &a, f.sigmas(), 1);
-  GuidedDenoiser d = f.denoiser();
-  const auto out = d(&v, &a, f.sigmas(), 1);
-  for (const auto& [got, want] : {std::pair{&out.video, &ref.video}, std::pair{&out.audio, &ref.audio}}) {
-    EXPECT_LE(test::max_rel_err(got->cond, want->cond), 2e-5);
-    EXPECT_LE(test::max_rel_err(got->ptb, want->ptb), 2e-5);
-    EXPECT_LE(test::max_rel_err(got->denoised, want->denoised), 2e-5);
-  }
+  expect_step_matches_per_token(f, v, a);
 }
 
 TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {
