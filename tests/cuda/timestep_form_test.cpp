@@ -1,6 +1,7 @@
-// Per-sample timesteps on CUDA (pipelines::TimestepForm): a state moved to the GPU keeps the mask
-// levels read on the host, so modality_from_state forms [B, 1, 1] timesteps without reading the
-// device back; the guided step gives the per-token form's results to bf16 rounding.
+// Per-sample timesteps and timestep runs on CUDA (pipelines::TimestepForm): a state moved to the
+// GPU keeps the mask runs read on the host, so modality_from_state forms [B, 1, 1] timesteps, or
+// per-token ones with their runs, without reading the device back; the guided step gives the
+// per-token form's results to bf16 rounding.
 #include <gtest/gtest.h>
 
 #include <utility>
@@ -46,10 +47,21 @@ TEST(CudaTimestepForm, DeviceStatesKeepTheirHostMaskLevels) {
   EXPECT_FALSE(sampling::uniform_mask_values(fresh).has_value());
   EXPECT_EQ(pipelines::modality_from_state(fresh, Tensor(), 0.25).timesteps.shape(), (Shape{2, 30, 1}));
   EXPECT_EQ(device_to_host_copies() - before_fresh, 0);
+  // Frame 0 of sample 0 pinned on the host (an image condition), then moved: per-token values with
+  // the host's runs, still no read-back.
+  LatentState pinned = tools.create_initial_state(DType::F32);
+  pinned.denoise_mask.narrow(0, 0, 1).narrow(1, 0, 15).fill(0.0);
+  const LatentState pinned_dev = pinned.to(kGpu);
+  const int64_t before_pinned = device_to_host_copies();
+  const mt::Modality r = pipelines::modality_from_state(pinned_dev, Tensor(), 0.25);
+  EXPECT_EQ(device_to_host_copies() - before_pinned, 0) << "the runs need no read-back";
+  EXPECT_EQ(r.timesteps.shape(), (Shape{2, 30, 1}));
+  EXPECT_EQ(r.timestep_runs, (std::vector<std::vector<int64_t>>{{15, 15}, {30}}));
 }
 
-TEST(CudaTimestepForm, GuidedStepPerSampleEqualsPerTokenInBf16) {
-  LTX_REQUIRE_CUDA();
+// One guided step on the GPU in the pipelines' timestep form and in the per-token form; `own_mask`:
+// the fixture's video mask (frame 0 pinned: two runs) instead of all ones (one value per sample).
+void expect_guided_step_equals_per_token_in_bf16(bool own_mask) {
   const io::SafetensorsFile io(test::fixture("ltx23.guided.io.safetensors"));
   const auto model = mt::LTXModel::from_files({test::fixture("ltx23.weights.safetensors")},
                                               mt::LTXModelType::AudioVideo, {DType::BF16, kGpu});
@@ -58,7 +70,8 @@ TEST(CudaTimestepForm, GuidedStepPerSampleEqualsPerTokenInBf16) {
     LatentState s;
     s.latent = t("in." + modality + ".latent");
     s.clean_latent = t("in." + modality + ".clean_latent");
-    s.denoise_mask = Tensor::full(t("in." + modality + ".denoise_mask").shape(), 1.0);
+    const Tensor mask = t("in." + modality + ".denoise_mask");
+    s.denoise_mask = own_mask ? mask : Tensor::full(mask.shape(), 1.0);
     s.positions = t("in." + modality + ".positions");
     return s.to(kGpu);
   };
@@ -86,6 +99,17 @@ TEST(CudaTimestepForm, GuidedStepPerSampleEqualsPerTokenInBf16) {
     EXPECT_LE(rel_l2(got->uncond, want->uncond), 1e-2);
     EXPECT_LE(rel_l2(got->denoised, want->denoised), 1e-2);
   }
+}
+
+TEST(CudaTimestepForm, GuidedStepPerSampleEqualsPerTokenInBf16) {
+  LTX_REQUIRE_CUDA();
+  expect_guided_step_equals_per_token_in_bf16(false);
+}
+
+// The fixture's own video mask pins frame 0: the AdaLN per run of equal timesteps.
+TEST(CudaTimestepForm, GuidedStepPerRunEqualsPerTokenInBf16) {
+  LTX_REQUIRE_CUDA();
+  expect_guided_step_equals_per_token_in_bf16(true);
 }
 
 }  // namespace
