@@ -26,12 +26,11 @@ mt::Modality modality_from_state(const LatentState& state, const Tensor& context
   m.sigma = Tensor::full({batch}, static_cast<float>(s), DType::F32, device);
   const std::optional<std::vector<sampling::MaskRuns>> runs =
       form == TimestepForm::PerSampleWhenUniform ? sampling::mask_runs(state) : std::nullopt;
-  const bool uniform = runs && std::all_of(runs->begin(), runs->end(), [](const auto& r) { return r.size() == 1; });
-  // mask * sigma in f32, as timesteps_from_mask forms each token's value.
-  const auto timestep = [&](const sampling::MaskRun& r) { return r.value * static_cast<float>(s); };
+  const std::optional<std::vector<float>> uniform = runs ? sampling::uniform_values(*runs) : std::nullopt;
   if (uniform) {
-    std::vector<float> t;
-    for (const sampling::MaskRuns& r : *runs) t.push_back(timestep(r.front()));
+    // mask * sigma in f32, as timesteps_from_mask forms each token's value.
+    std::vector<float> t(uniform->size());
+    for (size_t i = 0; i < t.size(); ++i) t[i] = (*uniform)[i] * static_cast<float>(s);
     m.timesteps = Tensor::from_vector(t, {batch, 1, 1}).to(device);
   } else {
     m.timesteps = sampling::timesteps_from_mask(state.denoise_mask, s);

@@ -450,15 +450,18 @@ std::optional<std::vector<MaskRuns>> mask_runs(const LatentState& state) {
   return runs;
 }
 
-std::optional<std::vector<float>> uniform_mask_values(const LatentState& state) {
-  const std::optional<std::vector<MaskRuns>> runs = mask_runs(state);
-  if (!runs) return std::nullopt;
+std::optional<std::vector<float>> uniform_values(const std::vector<MaskRuns>& runs) {
   std::vector<float> out;
-  for (const MaskRuns& r : *runs) {
+  for (const MaskRuns& r : runs) {
     if (r.size() != 1) return std::nullopt;
     out.push_back(r.front().value);
   }
   return out;
+}
+
+std::optional<std::vector<float>> uniform_mask_values(const LatentState& state) {
+  const std::optional<std::vector<MaskRuns>> runs = mask_runs(state);
+  return runs ? uniform_values(*runs) : std::nullopt;
 }
 
 }  // namespace ltx::sampling

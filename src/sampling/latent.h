@@ -191,8 +191,10 @@ std::vector<MaskRuns> mask_runs_of(const Tensor& denoise_mask);
 // it is on the host, else from state.mask_levels when they describe it; nullopt when unknown or
 // when a sample has more than kMaxMaskRuns.
 std::optional<std::vector<MaskRuns>> mask_runs(const LatentState& state);
-// The state's mask value per sample when every sample's tokens share one value (mask_runs with one
-// run each); nullopt otherwise (the caller then uses per-token values).
+// The mask value per sample when every sample is one run; nullopt otherwise.
+std::optional<std::vector<float>> uniform_values(const std::vector<MaskRuns>& runs);
+// The state's mask value per sample when every sample's tokens share one value (uniform_values of
+// mask_runs); nullopt otherwise (the caller then uses per-token values).
 std::optional<std::vector<float>> uniform_mask_values(const LatentState& state);
 
 }  // namespace ltx::sampling
