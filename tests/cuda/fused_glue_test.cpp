@@ -195,9 +195,12 @@ TEST(CudaFusedGlue, SummedAdaValuesEqualAddThenOpBitForBit) {
 
 // q / k RMSNorm + RoPE of the transformer attention: the fused kernel equals rms_norm then
 // apply_rope on the GPU bit for bit, for the real widths (video 4096 = 32 x 128, audio 2048 =
-// 32 x 64), a narrow one (128: rms_norm's warp-per-row path), both RoPE layouts, per-batch and
-// shared tables, bf16 / f32 storage and tables; shapes off the kernel's path (a strided x, rows of
-// 20) fall back to the unfused ops with the same bits.
+// 32 x 64), a wide one (8192: a 32 KiB f32 row), a narrow one (128: rms_norm's warp-per-row path),
+// both RoPE layouts, per-batch and shared tables, bf16 / f32 storage and tables; shapes off the
+// kernel's path (a strided x, rows of 20) fall back to the unfused ops with the same bits.
+// q and k of self-attention in one launch (qk_rms_norm_rope) equal rms_norm_rope of each tensor
+// bit for bit; pairs off the one-launch kernel (rows of 20, two staged f32 rows of 8192 over
+// 40 KiB, a strided k) take the two calls.
 TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
   LTX_REQUIRE_CUDA();
   uint64_t seed = 1400;
@@ -205,8 +208,8 @@ TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
     int64_t b, t, d, heads;
     bool fused;
   };
-  const Case cases[] = {{1, 37, 4096, 32, true}, {2, 5, 2048, 32, true}, {2, 9, 128, 2, true},
-                        {1, 6, 20, 2, false}};
+  const Case cases[] = {{1, 37, 4096, 32, true}, {2, 5, 2048, 32, true}, {1, 3, 8192, 32, true},
+                        {2, 9, 128, 2, true},    {1, 6, 20, 2, false}};
   for (const Case& c : cases) {
     for (const ops::RopeLayout layout : {ops::RopeLayout::Split, ops::RopeLayout::Interleaved}) {
       const bool split = layout == ops::RopeLayout::Split;
@@ -215,6 +218,8 @@ TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
         const Shape ts = split ? Shape{tb, c.heads, c.t, dh / 2} : Shape{tb, c.t, c.d};
         const Tensor x = test::random_tensor({c.b, c.t, c.d}, seed++, -3.f, 5.f);
         const Tensor w = test::random_tensor({c.d}, seed++, 0.5f, 1.5f);
+        const Tensor k = test::random_tensor({c.b, c.t, c.d}, seed++, -4.f, 2.f);
+        const Tensor kw = test::random_tensor({c.d}, seed++, 0.5f, 1.5f);
         const Tensor cs = test::random_tensor(ts, seed++), sn = test::random_tensor(ts, seed++);
         for (DType dt : {DType::BF16, DType::F32}) {
           for (DType table_dt : {DType::BF16, DType::F32}) {
@@ -234,6 +239,23 @@ TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
                                    ops::rms_norm_rope_unfused(xg, Tensor(), 1e-6, cg, sg, layout, c.heads)));
             const Tensor xs = test::non_contiguous_copy(xg);
             EXPECT_TRUE(same_bytes(ops::rms_norm_rope(xs, wg, 1e-6, cg, sg, layout, c.heads), got));
+
+            const Tensor kg = k.to(kGpu, dt), kwg = kw.to(kGpu, dt);
+            const bool pair_fused = c.fused && 2 * c.d * static_cast<int64_t>(dtype_size(dt)) <= 40 * 1024;
+            EXPECT_EQ(cuda::qk_rms_norm_rope_fusable(xg, kg, wg, kwg, cg.expand(target), sg.expand(target),
+                                                     layout, c.heads),
+                      pair_fused);
+            const Tensor got_k = ops::rms_norm_rope(kg, kwg, 1e-6, cg, sg, layout, c.heads);
+            const ops::QkRope r = ops::qk_rms_norm_rope(xg, kg, wg, kwg, 1e-6, cg, sg, layout, c.heads);
+            EXPECT_TRUE(same_bytes(r.q, got));
+            EXPECT_TRUE(same_bytes(r.k, got_k));
+            const ops::QkRope u = ops::qk_rms_norm_rope(xg, kg, Tensor(), kwg, 1e-6, cg, sg, layout, c.heads);
+            EXPECT_TRUE(same_bytes(u.q, ops::rms_norm_rope(xg, Tensor(), 1e-6, cg, sg, layout, c.heads)));
+            EXPECT_TRUE(same_bytes(u.k, got_k));
+            const ops::QkRope st =
+                ops::qk_rms_norm_rope(xg, test::non_contiguous_copy(kg), wg, kwg, 1e-6, cg, sg, layout, c.heads);
+            EXPECT_TRUE(same_bytes(st.q, got));
+            EXPECT_TRUE(same_bytes(st.k, got_k));
           }
         }
       }
@@ -252,54 +274,6 @@ TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
   const Tensor sn = test::random_tensor({1, heads, t, d / heads / 2}, 1453).to(kGpu, DType::BF16);
   EXPECT_TRUE(same_bytes(ops::rms_norm_rope(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads),
                          ops::rms_norm_rope_unfused(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads)));
-}
-
-// q and k of self-attention in one launch (qk_rms_norm_rope): each result equals rms_norm_rope of
-// its own tensor on the GPU bit for bit, for the real widths, a narrow one, both layouts, per-batch
-// and shared tables, bf16 / f32; pairs off the one-launch kernel (rows of 20; f32 rows of 8192,
-// whose two staged rows exceed 40 KiB; a strided k) take the two calls with the same bits.
-TEST(CudaFusedGlue, QkRmsNormRopeEqualsRmsNormRopeOfEachTensor) {
-  LTX_REQUIRE_CUDA();
-  uint64_t seed = 1520;
-  struct Case {
-    int64_t b, t, d, heads;
-    DType dt;
-    bool fused;
-  };
-  const Case cases[] = {{1, 37, 4096, 32, DType::BF16, true}, {1, 37, 4096, 32, DType::F32, true},
-                        {2, 5, 2048, 32, DType::BF16, true},  {2, 9, 128, 2, DType::F32, true},
-                        {1, 6, 20, 2, DType::BF16, false},    {1, 3, 8192, 32, DType::F32, false}};
-  for (const Case& c : cases) {
-    for (const ops::RopeLayout layout : {ops::RopeLayout::Split, ops::RopeLayout::Interleaved}) {
-      const bool split = layout == ops::RopeLayout::Split;
-      const int64_t dh = c.d / c.heads;
-      for (const int64_t tb : {c.b, int64_t{1}}) {
-        const Shape ts = split ? Shape{tb, c.heads, c.t, dh / 2} : Shape{tb, c.t, c.d};
-        const Tensor q = test::random_tensor({c.b, c.t, c.d}, seed++, -3.f, 5.f).to(kGpu, c.dt);
-        const Tensor k = test::random_tensor({c.b, c.t, c.d}, seed++, -4.f, 2.f).to(kGpu, c.dt);
-        const Tensor qw = test::random_tensor({c.d}, seed++, 0.5f, 1.5f).to(kGpu, c.dt);
-        const Tensor kw = test::random_tensor({c.d}, seed++, 0.5f, 1.5f).to(kGpu, c.dt);
-        const Tensor cs = test::random_tensor(ts, seed++).to(kGpu, DType::BF16);
-        const Tensor sn = test::random_tensor(ts, seed++).to(kGpu, DType::BF16);
-        SCOPED_TRACE("q " + dims(q.shape()) + " " + dtype_name(c.dt) + (split ? " split" : " interleaved") +
-                     " tables " + dims(ts));
-        const Shape target = split ? Shape{c.b, c.heads, c.t, dh / 2} : q.shape();
-        EXPECT_EQ(cuda::qk_rms_norm_rope_fusable(q, k, qw, kw, cs.expand(target), sn.expand(target), layout,
-                                                 c.heads),
-                  c.fused);
-        const ops::QkRope r = ops::qk_rms_norm_rope(q, k, qw, kw, 1e-6, cs, sn, layout, c.heads);
-        EXPECT_TRUE(same_bytes(r.q, ops::rms_norm_rope(q, qw, 1e-6, cs, sn, layout, c.heads)));
-        EXPECT_TRUE(same_bytes(r.k, ops::rms_norm_rope(k, kw, 1e-6, cs, sn, layout, c.heads)));
-        const ops::QkRope u = ops::qk_rms_norm_rope(q, k, Tensor(), kw, 1e-6, cs, sn, layout, c.heads);
-        EXPECT_TRUE(same_bytes(u.q, ops::rms_norm_rope(q, Tensor(), 1e-6, cs, sn, layout, c.heads)));
-        EXPECT_TRUE(same_bytes(u.k, r.k));
-        const ops::QkRope st =
-            ops::qk_rms_norm_rope(q, test::non_contiguous_copy(k), qw, kw, 1e-6, cs, sn, layout, c.heads);
-        EXPECT_TRUE(same_bytes(st.q, r.q));
-        EXPECT_TRUE(same_bytes(st.k, r.k));
-      }
-    }
-  }
 }
 
 // [B, T, D] rows of the residual + norm kernels' tests: the real widths (video 4096, audio 2048),
