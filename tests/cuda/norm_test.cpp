@@ -357,6 +357,59 @@ TEST(CudaNorm, PixelNormRowKernelsDivideLikeTheColumnKernelOnExtremeValues) {
   }
 }
 
+// rms_norm_dim_silu's bf16 table store (channels-last rows) takes a branch-free path for chunks of
+// 8 channels whose values are all zeros or of magnitudes in [2^-31, 2^5] x the row's RMS (for an
+// RMS in [2^-60, 2^60]) and the per-value path otherwise. Rows of ordinary values; with zeros of
+// both signs in some chunks, values under the range (tiny, denormal) in others; scaled past the
+// RMS range; scaled under it (eps then sets the RMS and every value is under the range); one
+// dominant channel (|x| / rms close to sqrt(C), at the upper bound for C = 1024): every row has
+// the bits of rms_norm_dim then silu, on both the channels-last and the contiguous (column
+// kernel) x. With a bias added in the pass (bf16 pairs through one FMA each), whose channels hold
+// zeros, tiny and denormal values too and which cancels some of x's values exactly (+0 sums).
+TEST(CudaNorm, PixelNormSiluTableStoreMatchesOnMixedChunks) {
+  LTX_REQUIRE_CUDA();
+  for (int64_t c : {64, 128, 256, 512, 1024}) {
+    SCOPED_TRACE("C " + std::to_string(c));
+    const int64_t t = 4, h = 11, w = 13, positions = t * h * w;
+    const Shape shape = {1, c, t, h, w};
+    const float zeros[] = {0.f, -0.f};
+    const float unders[] = {0x1p-40f, -1e-39f, 0x1p-126f, -0x1p-60f};
+    std::vector<float> b =
+        test::random_tensor({c}, 1700 + static_cast<uint64_t>(c), -1.f, 1.f).to_float_vector();
+    for (int64_t ch = 0; ch < c; ch += 5)
+      b[static_cast<size_t>(ch)] = ch % 2 == 0 ? zeros[ch % 4 / 2] : unders[ch % 4];
+    std::vector<float> v =
+        test::random_tensor(shape, 1600 + static_cast<uint64_t>(c), -3.f, 3.f).to_float_vector();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < positions; ++p) {
+        float& x = v[static_cast<size_t>(ch * positions + p)];
+        switch (p % 6) {
+          case 0:  // cancels the bias in a few channels
+            if (ch % 13 == static_cast<int64_t>(p % 13)) x = -b[static_cast<size_t>(ch)];
+            break;
+          case 1:  // zeros in some chunks, values under the range in others
+            if (ch % 11 == static_cast<int64_t>(p % 7))
+              x = ch % 16 < 8 ? zeros[(ch + p) % 2] : unders[(ch + p) % 4];
+            break;
+          case 2: x = std::ldexp(x, 70); break;   // RMS above 2^60
+          case 3: x = std::ldexp(x, -50); break;  // RMS from eps: every value under the range
+          case 4: x = ch == p % c ? 1e4f : x * 1e-3f; break;  // one dominant channel
+          default: break;
+        }
+      }
+    }
+    const Tensor x = Tensor::from_vector(v, shape).to(kGpu, DType::BF16);
+    const Tensor xl = x.to_channels_last();
+    const Tensor got = ops::rms_norm_dim_silu(xl, 1, 1e-8);
+    EXPECT_TRUE(same_bytes(got, ops::silu(ops::rms_norm_dim(xl, 1, 1e-8))));
+    EXPECT_TRUE(same_bytes(got, ops::silu(ops::rms_norm_dim(x, 1, 1e-8))));
+    const Tensor bias = Tensor::from_vector(b, {c}).to(kGpu, DType::BF16);
+    const Tensor summed = ops::add(xl, bias.view({1, c, 1, 1, 1}));
+    EXPECT_TRUE(same_bytes(ops::rms_norm_dim_silu(xl, 1, 1e-8, bias),
+                           ops::silu(ops::rms_norm_dim(summed, 1, 1e-8))));
+  }
+}
+
 // Enough channels-last rows (20435 positions) that every warp of the vector row kernels takes
 // several in turn, the next one loaded while the current one is worked on.
 TEST(CudaNorm, PixelNormRowKernelsTakeManyRowsPerWarp) {

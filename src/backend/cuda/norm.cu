@@ -648,21 +648,23 @@ __device__ __forceinline__ DimChunkBits<kDt> load_chunk(const char* row, int c) 
   return q;
 }
 
-// c + b (chunk c of the bias), rounded to kDt per value as the bias add would store it (bf16: the
-// hardware's round-to-nearest-even, which differs from f32_to_bf16 only in a NaN's bits; a NaN
-// makes the whole row NaN either way, stored canonically).
+// c + b (chunk c of the bias), rounded to kDt per value as the bias add would store it. bf16: one
+// bf16x2 FMA per pair, c * 1 + b rounded once to nearest even: the f32 sum rounded to bf16 (the
+// f32 sum of two bf16 values is exact or too far from a bf16 tie to round onto one: 24 >= 2 x 8 +
+// 2 bits), which differs from f32_to_bf16 only in a NaN's bits (a NaN makes the whole row NaN
+// either way, stored canonically).
 template <DType kDt>
 __device__ __forceinline__ DimChunkBits<kDt> add_chunk_bias(const DimChunkBits<kDt>& c,
                                                             const DimChunkBits<kDt>& b) {
   DimChunkBits<kDt> out;
   if constexpr (kDt == DType::BF16) {
+    constexpr uint32_t kOnes = 0x3f803f80u;  // bf16 1.0 in both halves
+    const uint32_t cw[4] = {c.w[0].x, c.w[0].y, c.w[0].z, c.w[0].w};
+    const uint32_t bw[4] = {b.w[0].x, b.w[0].y, b.w[0].z, b.w[0].w};
     uint32_t w[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float lo = chunk_value(c, 2 * j) + chunk_value(b, 2 * j);
-      const float hi = chunk_value(c, 2 * j + 1) + chunk_value(b, 2 * j + 1);
-      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w[j]) : "f"(hi), "f"(lo));
-    }
+    for (int j = 0; j < 4; ++j)
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(w[j]) : "r"(cw[j]), "r"(kOnes), "r"(bw[j]));
     out.w[0] = make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     float v[kDimChunk];
@@ -744,20 +746,120 @@ const uint16_t* silu_bf16_table(int dev, cudaStream_t stream) {
   return t;
 }
 
+// Per-halfword unsigned min / max (one instruction each on sm_90).
+__device__ __forceinline__ uint32_t min_u16x2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t r;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+#else
+  return __vminu2(a, b);
+#endif
+}
+__device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t r;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+#else
+  return __vmaxu2(a, b);
+#endif
+}
+
+// The row's scale for the SiLU-table store: rms, inv = 1 / rms, and the range of x's bf16
+// magnitudes (bits & 0x7fff) for which a chunk takes the branch-free path of
+// store_chunk_silu_table: zeros, and lo .. hi. There x / rms is Markstein's two FMAs without
+// div_by_rms's range checks, and the bf16 quotient indexes the table without its range check:
+// for rms in [2^-60, 2^60] and |x| in [2^-31 rms, 2^5 rms], |x| lies in [2^-91, 2^65] and q = x inv
+// within an ulp of x / rms in [2^-31, 2^5], inside div_by_rms's FMA range, and the quotient
+// rounded to bf16 lies in [2^-31, 2^5], inside the table (2^-32 .. 2^6). A zero's quotient is the
+// zero itself (the correction is formed as -(q rms - x), so -0 stays -0) and so is its SiLU. The
+// bounds are rounded inwards to bf16 magnitudes; tiny nonzero values, denormals, inf and NaN (and
+// any rms outside that range) take the per-value path. Both paths give the same bits; the
+// branch-free one issues about a third of the instructions. Kept as the check compares them:
+// lo_m1 = lo - 1 (above any 16-bit value when no chunk may take the path), hi_b = 0x7fff + hi.
+struct SiluRowScale {
+  float rms, inv;
+  uint32_t lo_m1, hi_b;
+};
+
+__device__ __forceinline__ SiluRowScale silu_row_scale(float rms, float inv) {
+  SiluRowScale s{rms, inv, 0x10000u, 0u};
+  if (rms >= 0x1p-60f && rms <= 0x1p60f) {
+    // The smallest bf16 magnitude >= 2^-31 rms and the largest <= 2^5 rms (both exact products).
+    s.lo_m1 = ((__float_as_uint(rms * 0x1p-31f) + 0xffffu) >> 16) - 1u;
+    s.hi_b = 0x7fffu + (__float_as_uint(rms * 0x1p5f) >> 16);
+  }
+  return s;
+}
+
+// The table entry of the bf16 bits `key`: silu_bf16_bits without its range check, a shared-memory
+// load at `table` (a shared address). The index is clamped into the table so that a zero's key
+// reads some entry rather than outside it (the caller replaces that value).
+__device__ __forceinline__ uint32_t silu_table_entry(uint32_t key, uint32_t table) {
+  const uint32_t index = min((key & 0x7fffu) + (key >> 15) * kSiluTableHalf - kSiluTableFirst,
+                             kSiluTableSize - 1);
+  uint16_t v;
+  asm("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(table + 2 * index));
+  return v;
+}
+
+// Per halfword of a word of two bf16 values: 0x8000 + m - 1 for a magnitude m > 0, 0x7fff for a
+// zero (bit 15 is set before the subtraction, so no borrow crosses into the other half).
+__device__ __forceinline__ uint32_t magnitude_minus_one(uint32_t w) {
+  return (w | 0x80008000u) - 0x00010001u;
+}
+
+// o with each half whose bf16 value in y is a zero (of either sign) replaced by that zero.
+__device__ __forceinline__ uint32_t keep_zeros(uint32_t o, uint32_t y) {
+  const uint32_t zero_halves = ~magnitude_minus_one(y) & 0x80008000u;  // bit 15 of each zero half
+  const uint32_t mask = (zero_halves >> 15) * 0xffffu;
+  return (o & ~mask) | (y & mask);
+}
+
 // Chunk `c` (8 bf16 values) divided by rms, rounded to bf16 and through the SiLU table, stored
-// at chunk c of y_row as one 16-byte vector.
+// at chunk c of y_row as one 16-byte vector. A chunk whose values are all zeros or of magnitudes
+// in the row's [lo, hi] takes the branch-free path (see SiluRowScale), others the per-value one.
 __device__ __forceinline__ void store_chunk_silu_table(void* y_row, int c,
                                                        const DimChunkBits<DType::BF16>& q,
-                                                       float rms, float inv,
+                                                       const SiluRowScale& s,
                                                        const uint16_t* table) {
+  const uint4& w = q.w[0];
+  const uint32_t b0 = magnitude_minus_one(w.x), b1 = magnitude_minus_one(w.y),
+                 b2 = magnitude_minus_one(w.z), b3 = magnitude_minus_one(w.w);
+  // Zeros are the smallest halves of b and, flipped by bit 15, the largest: out of both extremes.
+  constexpr uint32_t kFlip = 0x80008000u;
+  const uint32_t mx = max_u16x2(max_u16x2(b0, b1), max_u16x2(b2, b3));
+  const uint32_t mn = min_u16x2(min_u16x2(b0 ^ kFlip, b1 ^ kFlip), min_u16x2(b2 ^ kFlip, b3 ^ kFlip));
   uint32_t out[4];
+  if (max(mx & 0xffffu, mx >> 16) <= s.hi_b && min(mn & 0xffffu, mn >> 16) >= s.lo_m1) {
+    const uint32_t shared_table = static_cast<uint32_t>(__cvta_generic_to_shared(table));
+    const auto quotient = [&](float x) {  // div_by_rms's FMAs, -0 kept
+      const float qx = __fmul_rn(x, s.inv);
+      return __fmaf_rn(-__fmaf_rn(qx, s.rms, -x), s.inv, qx);
+    };
+    uint32_t y[4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const float lo = div_by_rms(chunk_value(q, 2 * j), rms, inv);
-    const float hi = div_by_rms(chunk_value(q, 2 * j + 1), rms, inv);
-    uint32_t packed;  // both rounded in one cvt (NaN: out of the table, computed as before)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
-    out[j] = silu_bf16_bits(packed & 0xffffu, table) | (silu_bf16_bits(packed >> 16, table) << 16);
+    for (int j = 0; j < 4; ++j) {
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;"
+          : "=r"(y[j])
+          : "f"(quotient(chunk_value(q, 2 * j + 1))), "f"(quotient(chunk_value(q, 2 * j))));
+      out[j] = silu_table_entry(y[j] & 0xffffu, shared_table) |
+               (silu_table_entry(y[j] >> 16, shared_table) << 16);
+    }
+    if ((b0 & b1 & b2 & b3 & kFlip) != kFlip) {  // a zero in the chunk: silu(+-0) = +-0
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j] = keep_zeros(out[j], y[j]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float lo = div_by_rms(chunk_value(q, 2 * j), s.rms, s.inv);
+      const float hi = div_by_rms(chunk_value(q, 2 * j + 1), s.rms, s.inv);
+      uint32_t packed;  // both rounded in one cvt (NaN: out of the table, computed as before)
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+      out[j] = silu_bf16_bits(packed & 0xffffu, table) | (silu_bf16_bits(packed >> 16, table) << 16);
+    }
   }
   reinterpret_cast<uint4*>(y_row)[c] = make_uint4(out[0], out[1], out[2], out[3]);
 }
@@ -786,11 +888,21 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
     __syncthreads();
   }
   // The chunk's store: through the table, or dim_out per value.
-  const auto store = [&](void* y_row, int c, const Chunk& q, float rms, float inv) {
+  // The row's scale as the chunk's store takes it (kTable: with the branch-free path's range).
+  const auto row_scale = [](float rms) {
+    const float inv = 1.f / rms;
     if constexpr (kTable) {
-      store_chunk_silu_table(y_row, c, q, rms, inv, shared_table);
+      return silu_row_scale(rms, inv);
     } else {
-      store_chunk_over<kDt, kSilu>(y_row, c, q, rms, inv);
+      return SiluRowScale{rms, inv, 0u, 0u};
+    }
+  };
+  // The chunk's store: through the table, or dim_out per value.
+  const auto store = [&](void* y_row, int c, const Chunk& q, const SiluRowScale& s) {
+    if constexpr (kTable) {
+      store_chunk_silu_table(y_row, c, q, s, shared_table);
+    } else {
+      store_chunk_over<kDt, kSilu>(y_row, c, q, s.rms, s.inv);
     }
   };
   const int lane = threadIdx.x & 31, g = lane & (lanes - 1), per_warp = 32 / lanes;
@@ -817,10 +929,10 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
       double ss = 0.0;
 #pragma unroll 4
       for (int c = lane; c < chunks; c += 32) ss = add_chunk_squares(ss, chunk(row, c));
-      const float rms = dim_rms(dim_lanes_sum(ss, 32), a.d, a.eps), inv = 1.f / rms;
+      const SiluRowScale s = row_scale(dim_rms(dim_lanes_sum(ss, 32), a.d, a.eps));
       void* y_row = y + r * a.d * kBytes;
 #pragma unroll 4
-      for (int c = lane; c < chunks; c += 32) store(y_row, c, chunk(row, c), rms, inv);
+      for (int c = lane; c < chunks; c += 32) store(y_row, c, chunk(row, c), s);
     }
   } else {
     const int64_t sub = lane / lanes;
@@ -873,13 +985,13 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
       double ss = 0.0;
 #pragma unroll
       for (int k = 0; k < K; ++k) ss = add_chunk_squares(ss, q[k]);
-      const float rms = dim_rms(dim_lanes_sum(ss, lanes), a.d, a.eps), inv = 1.f / rms;
+      const SiluRowScale s = row_scale(dim_rms(dim_lanes_sum(ss, lanes), a.d, a.eps));
       const int64_t r = r0 + sub;
       void* y_row = y + r * a.d * kBytes;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int c = g + lanes * k;
-        if (r < a.rows && c < chunks) store(y_row, c, q[k], rms, inv);
+        if (r < a.rows && c < chunks) store(y_row, c, q[k], s);
       }
 #pragma unroll
       for (int k = 0; k < K; ++k) q[k] = next[k];
