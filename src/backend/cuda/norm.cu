@@ -776,7 +776,8 @@ __device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b) {
 // zero itself (the correction is formed as -(q rms - x), so -0 stays -0) and so is its SiLU. The
 // bounds are rounded inwards to bf16 magnitudes; tiny nonzero values, denormals, inf and NaN (and
 // any rms outside that range) take the per-value path. Both paths give the same bits; the
-// branch-free one issues about a third of the instructions. Kept as the check compares them:
+// branch-free one drops the per-value branches (41 instructions per value before, Nsight Compute;
+// 0.208 -> 0.156 ms a 512-channel pass, session 18). Kept as the check compares them:
 // lo_m1 = lo - 1 (above any 16-bit value when no chunk may take the path), hi_b = 0x7fff + hi.
 struct SiluRowScale {
   float rms, inv;
@@ -887,7 +888,6 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
       reinterpret_cast<uint4*>(shared_table)[i] = reinterpret_cast<const uint4*>(table)[i];
     __syncthreads();
   }
-  // The chunk's store: through the table, or dim_out per value.
   // The row's scale as the chunk's store takes it (kTable: with the branch-free path's range).
   const auto row_scale = [](float rms) {
     const float inv = 1.f / rms;
