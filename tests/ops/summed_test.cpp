@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "ops/elementwise.h"
 #include "ops/norm.h"
@@ -123,6 +124,57 @@ TEST(SummedOperand, RejectsBadSummands) {
   // The summands' value is ops::add's.
   EXPECT_EQ(test::max_abs_diff(ops::Summed(row, ok).value(), ops::add(row, ok)), 0.0);
   EXPECT_EQ(ops::Summed(row).value().storage(), row.storage());
+}
+
+// Runs (Summed::run_ends): b holds one row per run of the sum's rows along dim -2. The sum is
+// the same as with b's rows repeated over their runs, and the ops equal the ops on those repeated
+// rows bit for bit; run(r) is the operand of run r's rows.
+TEST(SummedOperand, RunsStandForTheirRowsRepeated) {
+  const int64_t d = 5;
+  const std::vector<int64_t> ends{1, 4, 6};
+  const Tensor table = bf16_values({3, d}, 400);
+  const Tensor emb = bf16_values({2, 3, 3 * d}, 401, -0.5f, 0.5f).view({2, 3, 3, d});
+  const auto per_run = [&](int64_t row) { return ops::Summed(table.select(0, row), emb.select(2, row), ends); };
+  const auto per_token = [&](int64_t row) {
+    return ops::Summed(table.select(0, row), ops::expand_runs(emb.select(2, row), ends));
+  };
+  const ops::Summed scale = per_run(1), shift = per_run(0), gate = per_run(2);
+  EXPECT_EQ(scale.check("test", "scale"), (Shape{2, 6, d}));
+  // Row t of the repeated rows is the row of t's run.
+  const Tensor rep = ops::expand_runs(emb.select(2, 1), ends);
+  ASSERT_EQ(rep.shape(), (Shape{2, 6, d}));
+  const int64_t run_of[6] = {0, 1, 1, 1, 2, 2};
+  for (int64_t t = 0; t < 6; ++t)
+    EXPECT_EQ(test::max_abs_diff(rep.narrow(1, t, 1), emb.select(2, 1).narrow(1, run_of[t], 1)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(scale.value(), ops::add(scale.a, rep)), 0.0);
+  const ops::Summed middle = scale.run(1);
+  EXPECT_EQ(test::max_abs_diff(ops::add(middle.a, middle.b).expand({2, 3, d}).contiguous(),
+                               scale.value().narrow(1, 1, 3)),
+            0.0);
+
+  const Tensor x = bf16_values({2, 6, d}, 402, -3.f, 3.f), y = bf16_values({2, 6, d}, 403);
+  EXPECT_EQ(test::max_abs_diff(ops::modulate(x, scale, shift), ops::modulate(x, per_token(1), per_token(0))), 0.0);
+  EXPECT_EQ(test::max_abs_diff(ops::gated_add(x, y, gate), ops::gated_add(x, y, per_token(2))), 0.0);
+  EXPECT_EQ(test::max_abs_diff(ops::rms_norm_modulate(x, scale, shift, 1e-6),
+                               ops::rms_norm_modulate(x, per_token(1), per_token(0), 1e-6)),
+            0.0);
+  const ops::ResidualNorm2 got = ops::gated_add_rms_norm_modulate2(x, y, gate, scale, shift, shift, scale, 1e-6);
+  const ops::ResidualNorm2 want = ops::gated_add_rms_norm_modulate2(
+      x, y, per_token(2), per_token(1), per_token(0), per_token(0), per_token(1), 1e-6);
+  EXPECT_EQ(test::max_abs_diff(got.x, want.x), 0.0);
+  EXPECT_EQ(test::max_abs_diff(got.h, want.h), 0.0);
+  EXPECT_EQ(test::max_abs_diff(got.h2, want.h2), 0.0);
+  // The runs count (not just the rows): a sum over other runs differs.
+  EXPECT_GT(test::max_abs_diff(ops::Summed(scale.a, scale.b, {2, 4, 6}).value(), scale.value()), 1e-3);
+
+  // Runs that do not describe b's rows.
+  EXPECT_ERROR_HAS(ops::modulate(x, ops::Summed(table.select(0, 1), emb.select(2, 1), {1, 6}), shift),
+                        "one row per run");
+  EXPECT_ERROR_HAS(ops::modulate(x, ops::Summed(table.select(0, 1), emb.select(2, 1), {1, 1, 6}), shift),
+                        "in order");
+  EXPECT_ERROR_HAS(ops::gated_add(x, y, ops::Summed(table.select(0, 2), Tensor(), {6})),
+                        "no second summand");
+  EXPECT_ERROR_HAS(ops::expand_runs(emb.select(2, 1), {3, 6}), "one row per run");
 }
 
 }  // namespace

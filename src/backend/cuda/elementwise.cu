@@ -3,6 +3,7 @@
 #include <array>
 #include <initializer_list>
 #include <type_traits>
+#include <vector>
 
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/scalar_math.h"
@@ -116,6 +117,36 @@ struct ModulateFn {
   }
 };
 
+// Operands with runs (ops::Summed::run_ends): an op over `total` rows along the result's dim -2
+// runs once per run, on the run's rows of the result and of each operand that has them
+// (run_rows), each Summed as its run's row broadcast over the run (Summed::run). `runs`: the runs
+// of the first operand that has them; a Summed with other runs than those is materialised per
+// token (common_runs).
+Tensor run_rows(const Tensor& t, int64_t start, int64_t len, int64_t total) {
+  if (!t.defined() || t.dim() < 2 || t.size(-2) != total) return t;  // broadcast along dim -2
+  return t.narrow(t.dim() - 2, start, len);
+}
+std::vector<int64_t> common_runs(std::initializer_list<ops::Summed*> operands) {
+  std::vector<int64_t> runs;
+  for (ops::Summed* s : operands) {
+    if (!s->has_runs()) continue;
+    if (runs.empty()) {
+      runs = s->run_ends;
+    } else if (s->run_ends != runs) {
+      *s = ops::Summed(s->value());
+    }
+  }
+  return runs;
+}
+template <typename F>
+void for_each_run(const std::vector<int64_t>& runs, F&& f) {
+  int64_t start = 0;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    f(r, start, runs[r] - start);
+    start = runs[r];
+  }
+}
+
 // The result: the float inputs' result dtype, laid out like the first of them that has the full
 // shape and is dense (empty_like_layout: channels-last stays channels-last), else contiguous.
 Tensor new_like(const Shape& shape, std::initializer_list<const Tensor*> float_inputs,
@@ -220,6 +251,18 @@ Tensor lerp_scalar(const Tensor& a, const Tensor& b, double w) {
   return out;
 }
 
+namespace {
+void gated_add_into(const Tensor& out, const Tensor& x, const Tensor& y, const ops::Summed& gate,
+                    bool bf16_product, bool bf16_gate) {
+  with_summed(gate, [&](auto g) {
+    constexpr bool kG = decltype(g)::value;
+    constexpr int K = 2 + SummedSlots<kG>::kCount;
+    map_into<K>(out, defined_operands<K>({&x, &y, &gate.a, &gate.b}),
+                GatedAddFn<kG>{bf16_product, bf16_gate});
+  });
+}
+}  // namespace
+
 Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate) {
   const char* op = "gated_add";
   const Shape shape =
@@ -230,11 +273,14 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate) {
   const bool bf16 = bf16_product && x.dtype() == DType::BF16;
   Tensor out = empty_like_layout(shape, bf16 ? DType::BF16 : DType::F32, x.device(),
                                  {&x, &y, &gate.a, &gate.b});
-  with_summed(gate, [&](auto g) {
-    constexpr bool kG = decltype(g)::value;
-    constexpr int K = 2 + SummedSlots<kG>::kCount;
-    map_into<K>(out, defined_operands<K>({&x, &y, &gate.a, &gate.b}),
-                GatedAddFn<kG>{bf16_product, bf16_gate});
+  if (!gate.has_runs()) {
+    gated_add_into(out, x, y, gate, bf16_product, bf16_gate);
+    return out;
+  }
+  const int64_t total = gate.run_ends.back();
+  for_each_run(gate.run_ends, [&](size_t r, int64_t start, int64_t len) {
+    gated_add_into(run_rows(out, start, len, total), run_rows(x, start, len, total),
+                   run_rows(y, start, len, total), gate.run(r), bf16_product, bf16_gate);
   });
   return out;
 }
@@ -253,14 +299,9 @@ Tensor mul_2sigmoid(const Tensor& x, const Tensor& logits) {
   return out;
 }
 
-Tensor modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift) {
-  const char* op = "modulate";
-  const Shape shape = broadcast_shapes(
-      broadcast_shapes(x.shape(), scale.check(op, "scale"), op), shift.check(op, "shift"), op);
-  const bool bf16_scale = scale.dtype() == DType::BF16, bf16_shift = shift.dtype() == DType::BF16;
-  const bool bf16 = x.dtype() == DType::BF16 && bf16_scale && bf16_shift;
-  Tensor out = empty_like_layout(shape, bf16 ? DType::BF16 : DType::F32, x.device(),
-                                 {&x, &scale.a, &scale.b, &shift.a, &shift.b});
+namespace {
+void modulate_into(const Tensor& out, const Tensor& x, const ops::Summed& scale,
+                   const ops::Summed& shift, bool bf16_scale, bool bf16_shift) {
   with_summed(scale, [&](auto s) {
     with_summed(shift, [&](auto t) {
       constexpr bool kS = decltype(s)::value, kT = decltype(t)::value;
@@ -268,6 +309,33 @@ Tensor modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& sh
       map_into<K>(out, defined_operands<K>({&x, &scale.a, &scale.b, &shift.a, &shift.b}),
                   ModulateFn<kS, kT>{bf16_scale, bf16_shift});
     });
+  });
+}
+}  // namespace
+
+Tensor modulate(const Tensor& x, const ops::Summed& scale_in, const ops::Summed& shift_in) {
+  const char* op = "modulate";
+  const Shape shape = broadcast_shapes(
+      broadcast_shapes(x.shape(), scale_in.check(op, "scale"), op), shift_in.check(op, "shift"), op);
+  const bool bf16_scale = scale_in.dtype() == DType::BF16;
+  const bool bf16_shift = shift_in.dtype() == DType::BF16;
+  const bool bf16 = x.dtype() == DType::BF16 && bf16_scale && bf16_shift;
+  ops::Summed scale = scale_in, shift = shift_in;
+  const std::vector<int64_t> runs = common_runs({&scale, &shift});
+  Tensor out = empty_like_layout(shape, bf16 ? DType::BF16 : DType::F32, x.device(),
+                                 {&x, &scale.a, &scale.b, &shift.a, &shift.b});
+  if (runs.empty()) {
+    modulate_into(out, x, scale, shift, bf16_scale, bf16_shift);
+    return out;
+  }
+  const int64_t total = runs.back();
+  const auto part = [&](const ops::Summed& v, size_t r, int64_t start, int64_t len) {
+    if (v.has_runs()) return v.run(r);
+    return ops::Summed(run_rows(v.a, start, len, total), run_rows(v.b, start, len, total));
+  };
+  for_each_run(runs, [&](size_t r, int64_t start, int64_t len) {
+    modulate_into(run_rows(out, start, len, total), run_rows(x, start, len, total),
+                  part(scale, r, start, len), part(shift, r, start, len), bf16_scale, bf16_shift);
   });
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -89,6 +90,9 @@ __global__ void rms_norm_kernel(RowArgs a) {
 // the ones given as an ops::Summed (null when not summed).
 enum ModOperand : int { kScale, kShift, kScale2, kShift2, kModOperands };
 
+// The most runs ModArgs maps (ops::Summed::run_ends).
+constexpr int kMaxModRuns = static_cast<int>(ops::kMaxSummedRuns);
+
 // Where the modulation operands live: x's leading dims (all but the last) with their broadcast
 // strides, and their stride along the last dim.
 struct ModArgs {
@@ -101,17 +105,49 @@ struct ModArgs {
   bool bf16_sum[2] = {};  // scale's / shift's sum is stored as bf16 by the unfused ops::add
   bool fast = false;      // every row index below 2^31: the divisions go through fsize
   FastDivU32 fsize[kMaxDims];
-  // > 0: runs of this many consecutive rows share their operands' offsets (per-sample AdaLN
-  // values broadcast over the tokens), and each operand's value is a bf16 (plain bf16, or a sum
-  // stored as bf16): the block-per-row kernels keep the row's values in shared memory as bf16
-  // and reload them only when a row of another run comes (set_row_cache). 0: loaded per row.
-  int64_t cache_rows = 0;
+  // Each operand's value is a bf16 (plain bf16, or a sum stored as bf16) and consecutive rows
+  // share their operands' offsets (per-sample AdaLN values broadcast over the tokens, or per run
+  // of tokens): the block-per-row kernels keep the row's values in shared memory as bf16 and
+  // reload them only when a row with other offsets comes (set_row_cache). false: loaded per row.
+  bool cache = false;
+  // Runs (ops::Summed::run_ends, runs > 0): lead dim run_dim (x's dim -2) indexes the operands
+  // by run, row t of that dim belonging to the first run r with t < run_end[r]; the operands'
+  // strides along it step from run to run (0 for operands broadcast along it).
+  int runs = 0;
+  int run_dim = -1;
+  int64_t run_end[kMaxModRuns] = {};
 };
 
 // One row's offsets of the modulation operands.
 struct ModOffsets {
   int64_t o[kModOperands] = {};
 };
+
+// Offsets no row has: the shared-memory caches start empty.
+__device__ __forceinline__ ModOffsets no_offsets() {
+  ModOffsets off;
+#pragma unroll
+  for (int k = 0; k < kModOperands; ++k) off.o[k] = -1;
+  return off;
+}
+
+__device__ __forceinline__ bool same_offsets(const ModOffsets& a, const ModOffsets& b) {
+  bool same = true;
+#pragma unroll
+  for (int k = 0; k < kModOperands; ++k) same = same && a.o[k] == b.o[k];
+  return same;
+}
+
+// The run holding row t of the run dim (ModArgs::runs > 0): the number of run ends at or below t
+// (the ends increase; the last one, the dim's size, is never reached).
+template <typename Index>
+__device__ __forceinline__ Index run_of(const ModArgs& m, Index t) {
+  Index r = 0;
+#pragma unroll
+  for (int j = 0; j + 1 < kMaxModRuns; ++j)
+    if (j + 1 < m.runs && static_cast<int64_t>(t) >= m.run_end[j]) ++r;
+  return r;
+}
 
 // Offsets of row r's operands. The dims loop is unrolled over kMaxDims so that the arguments are
 // indexed statically (no local-memory copy of the struct); Index: the type of the divisions
@@ -124,6 +160,7 @@ __device__ __forceinline__ ModOffsets mod_offsets_as(const ModArgs& m, Index rem
     if (d < m.lead) {
       Index idx;
       rem = divmod_index<Index>(rem, m.size[d], m.fsize[d], &idx);
+      if (d == m.run_dim) idx = run_of<Index>(m, idx);
 #pragma unroll
       for (int k = 0; k < kModOperands; ++k) off.o[k] += static_cast<int64_t>(idx) * m.stride[k][d];
     }
@@ -257,10 +294,10 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
   const int d = static_cast<int>(a.d);
   const int x_bytes = a.x_dtype == DType::BF16 ? 2 : 4, y_bytes = a.y_dtype == DType::BF16 ? 2 : 4;
   const int chunks = d / kVec;
-  // With m.cache_rows: scale and shift as bf16 after the staged row (2 d values).
-  uint16_t* cache = kModulate && m.cache_rows > 0 ? reinterpret_cast<uint16_t*>(row_smem + d * x_bytes / 16)
-                                                  : nullptr;
-  int64_t cached_run = -1;
+  // With m.cache: scale and shift as bf16 after the staged row (2 d values).
+  uint16_t* cache = kModulate && m.cache ? reinterpret_cast<uint16_t*>(row_smem + d * x_bytes / 16)
+                                         : nullptr;
+  ModOffsets cached = no_offsets();
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     // Stores through the row's pointer with a chunk index: with an index that is not visibly a
     // multiple of kVec (`a.y, base + i`) nvcc splits the vector stores into 4-byte ones.
@@ -268,9 +305,9 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
     ModOffsets off;
     if constexpr (kModulate) {
       off = mod_offsets(m, r);
-      if (cache != nullptr && r / m.cache_rows != cached_run) {  // block-uniform
+      if (cache != nullptr && !same_offsets(off, cached)) {  // block-uniform
         fill_mod_cache(m, off, d, cache);
-        cached_run = r / m.cache_rows;
+        cached = off;
       }
     }
     const float rs = stage_row_inv_rms(
@@ -295,21 +332,24 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
                                        ModArgs m2, void* h2) {
   extern __shared__ uint4 residual_row[];
   const int d = static_cast<int>(a.d), chunks = d / kVec;
-  // With m.cache_rows (g's runs are the same): scale, shift, then the gate as bf16 after the row.
-  uint16_t* cache = m.cache_rows > 0 ? reinterpret_cast<uint16_t*>(residual_row + d * 2 / 16) : nullptr;
+  // With m.cache (then g's and m2's too): scale, shift, then the gate as bf16 after the row.
+  uint16_t* cache = m.cache ? reinterpret_cast<uint16_t*>(residual_row + d * 2 / 16) : nullptr;
   uint16_t* cache2 = kTwo && cache != nullptr ? cache + 3 * d : nullptr;
-  int64_t cached_run = -1;
+  ModOffsets cached = no_offsets(), gcached = no_offsets(), cached2 = no_offsets();
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
     const ModOffsets goff = mod_offsets(g, r);
     const ModOffsets off = mod_offsets(m, r);
     ModOffsets off2;
     if constexpr (kTwo) off2 = mod_offsets(m2, r);
-    if (cache != nullptr && r / m.cache_rows != cached_run) {  // block-uniform
+    if (cache != nullptr && !(same_offsets(off, cached) && same_offsets(goff, gcached) &&
+                              (!kTwo || same_offsets(off2, cached2)))) {  // block-uniform
       fill_mod_cache(m, off, d, cache);
       fill_mod_cache(g, goff, d, cache + 2 * d);
       if constexpr (kTwo) fill_mod_cache(m2, off2, d, cache2);
-      cached_run = r / m.cache_rows;
+      cached = off;
+      gcached = goff;
+      cached2 = off2;
     }
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       const int i = c * kVec;
@@ -1187,6 +1227,7 @@ unsigned row_blocks(int64_t rows) {
 // rms_norm's and rms_norm_modulate's launch: the kept contiguous inputs, the output, the arguments.
 struct RmsCall {
   Tensor xc, wc, bc, out;
+  ops::Summed scale, shift;  // the modulation operands (normalize_runs), alive until the launch
   RowArgs a{};
   ModArgs m;
   bool modulate = false;
@@ -1243,16 +1284,48 @@ void compact_lead_dims(ModArgs* m) {
   }
 }
 
-// The modulation operands scale / shift (each possibly a Summed pair) of x's `rows` rows.
+// Whether t varies along x's dim -2 (its dims align with x's from the right).
+bool varies_along_rows(const Tensor& t) { return t.defined() && t.dim() >= 2 && t.size(-2) > 1; }
+
+// The conditions of ModArgs' run map on the operands of one ModArgs: those with runs share them
+// (at most kMaxModRuns), and their first summands and the operands without runs broadcast along
+// x's dim -2. Otherwise each operand with runs is materialised per token (Summed::value): the
+// caller keeps the returned operands alive until its launch.
+void normalize_runs(const Tensor& x, std::initializer_list<ops::Summed*> operands) {
+  std::vector<int64_t> runs;
+  bool ok = x.dim() >= 2;
+  for (const ops::Summed* s : operands) {
+    if (!s->has_runs()) {
+      ok = ok && !varies_along_rows(s->a) && !varies_along_rows(s->b);
+      continue;
+    }
+    if (runs.empty()) runs = s->run_ends;
+    ok = ok && s->run_ends == runs && !varies_along_rows(s->a);
+  }
+  if (runs.empty() || (ok && runs.size() <= static_cast<size_t>(kMaxModRuns) &&
+                       runs.back() == x.size(-2)))
+    return;
+  for (ops::Summed* s : operands)
+    if (s->has_runs()) *s = ops::Summed(s->value());
+}
+
+// The modulation operands scale / shift (each possibly a Summed pair, normalize_runs applied) of
+// x's `rows` rows.
 ModArgs mod_args(const Tensor& x, const ops::Summed& scale, const ops::Summed& shift, int64_t rows) {
   ModArgs m;
   m.lead = x.dim() - 1;
   for (int d = 0; d < m.lead; ++d) m.size[d] = x.size(d);
+  const ops::Summed* runs = scale.has_runs() ? &scale : shift.has_runs() ? &shift : nullptr;
+  // The second summands with runs hold one row per run along dim -2.
+  Shape run_shape = x.shape();
+  if (runs != nullptr)
+    run_shape[run_shape.size() - 2] = static_cast<int64_t>(runs->run_ends.size());
   const Tensor* operands[kModOperands] = {&scale.a, &shift.a, &scale.b, &shift.b};
+  const bool per_run[kModOperands] = {false, false, scale.has_runs(), shift.has_runs()};
   for (int k = 0; k < kModOperands; ++k) {
     const Tensor& t = *operands[k];
     if (!t.defined()) continue;
-    const Strides st = broadcast_strides(t, x.shape());
+    const Strides st = broadcast_strides(t, per_run[k] ? run_shape : x.shape());
     for (int d = 0; d < m.lead; ++d) m.stride[k][d] = st[d];
     m.last[k] = st[x.dim() - 1];
     m.p[k] = t.raw_data();
@@ -1260,32 +1333,39 @@ ModArgs mod_args(const Tensor& x, const ops::Summed& scale, const ops::Summed& s
   }
   m.bf16_sum[kScale] = scale.dtype() == DType::BF16;
   m.bf16_sum[kShift] = shift.dtype() == DType::BF16;
-  compact_lead_dims(&m);
+  if (runs != nullptr) {
+    // x's dims stay as they are: the run dim keeps its place (no coalescing across it).
+    m.runs = static_cast<int>(runs->run_ends.size());
+    m.run_dim = m.lead - 1;
+    for (int r = 0; r < m.runs; ++r) m.run_end[r] = runs->run_ends[static_cast<size_t>(r)];
+  } else {
+    compact_lead_dims(&m);
+  }
   m.fast = fast_div_fits(rows);
   if (m.fast)
     for (int d = 0; d < m.lead; ++d) m.fsize[d] = FastDivU32(static_cast<uint32_t>(m.size[d]));
   return m;
 }
 
-// Sets m.cache_rows (see ModArgs) for x's `rows` rows of d values when each operand's values are
-// bf16 (a plain bf16 operand or a sum stored as bf16) and runs of consecutive rows share them: all
-// rows (no lead dim left after compact_lead_dims) or the innermost lead dim broadcast. Rows of at
-// most 4096 values only: the kernels' cached values (up to 3 operands, 6 d bytes; 5 and 10 d with
-// gated_add_rms_norm_modulate2's second modulation, whose launch asks for more than the default
-// 48 KiB) and the staged row (up to 4 d bytes) then fit in a block's shared memory. The vector
-// kernels' loads (mod_vec_ok) are assumed.
-void set_row_cache(ModArgs* m, int64_t rows, int64_t d) {
-  m->cache_rows = 0;
+// Sets m.cache (see ModArgs) for x's rows of d values when each operand's values are bf16 (a
+// plain bf16 operand or a sum stored as bf16) and consecutive rows share them: all rows (no lead
+// dim left after compact_lead_dims), the innermost lead dim broadcast, or mapped by runs. Rows of
+// at most 4096 values only: the kernels' cached values (up to 3 operands, 6 d bytes; 5 and 10 d
+// with gated_add_rms_norm_modulate2's second modulation, whose launch asks for more than the
+// default 48 KiB) and the staged row (up to 4 d bytes) then fit in a block's shared memory. The
+// vector kernels' loads (mod_vec_ok) are assumed.
+void set_row_cache(ModArgs* m, int64_t d) {
+  m->cache = false;
   if (d > 4096) return;
   for (int j : {kScale, kShift})
     if (m->p[j] != nullptr && !m->bf16_sum[j]) return;
-  if (m->lead == 0) {
-    m->cache_rows = rows;
+  if (m->lead == 0 || m->run_dim == m->lead - 1) {
+    m->cache = true;
     return;
   }
   for (int k = 0; k < kModOperands; ++k)
     if (m->p[k] != nullptr && m->stride[k][m->lead - 1] != 0) return;
-  if (m->size[m->lead - 1] > 1) m->cache_rows = m->size[m->lead - 1];
+  m->cache = m->size[m->lead - 1] > 1;
 }
 
 // Blocks of `threads` threads and `smem` dynamic bytes that fit on the device at once (at least
@@ -1343,7 +1423,12 @@ RmsCall rms_call(const Tensor& x, const Tensor& weight, const ops::Summed& scale
     c.a.seg_fast = fast_div_fits(c.a.rows);
     if (c.a.seg_fast) c.a.fseg = FastDivU32(static_cast<uint32_t>(xs));
   }
-  if (c.modulate) c.m = mod_args(x, scale, shift, c.a.rows);
+  if (c.modulate) {
+    c.scale = scale;
+    c.shift = shift;
+    normalize_runs(x, {&c.scale, &c.shift});
+    c.m = mod_args(x, c.scale, c.shift, c.a.rows);
+  }
   return c;
 }
 
@@ -1388,11 +1473,11 @@ Tensor run_rms(const RmsCall& c) {
       if (c.modulate) {
         ModArgs m = c.m;
         // The per-run values cached after the row: 2 d bf16.
-        set_row_cache(&m, c.a.rows, c.a.d);
-        const size_t cached_smem = smem + (m.cache_rows > 0 ? static_cast<size_t>(c.a.d) * 4 : 0);
-        const unsigned grid = m.cache_rows > 0 ? resident_grid(rms_norm_vec_kernel<true, kMb>, threads,
-                                                               cached_smem, c.a.rows, dev)
-                                               : blocks;
+        set_row_cache(&m, c.a.d);
+        const size_t cached_smem = smem + (m.cache ? static_cast<size_t>(c.a.d) * 4 : 0);
+        const unsigned grid = m.cache ? resident_grid(rms_norm_vec_kernel<true, kMb>, threads,
+                                                      cached_smem, c.a.rows, dev)
+                                      : blocks;
         rms_norm_vec_kernel<true, kMb><<<grid, threads, cached_smem, stream>>>(c.a, m);
       } else {
         rms_norm_vec_kernel<false, kMb><<<blocks, threads, smem, stream>>>(c.a, c.m);
@@ -1446,6 +1531,7 @@ struct ResidualNormCall {
   bool ok = false;
   RmsCall c;  // the norm of x_next: a.x is x (read), c.out is h
   ModArgs g;  // the gate in the kScale / kScale2 slots
+  ops::Summed gate;  // normalize_runs applied, alive until the launch
 };
 // h: where the norm goes (bf16, x's shape), or x itself to only ask whether the call applies (the
 // same verdict: a fresh h is aligned like x must be; nothing is allocated).
@@ -1458,13 +1544,16 @@ ResidualNormCall residual_norm_call(const Tensor& x, const Tensor& y, const ops:
     return r;
   // bf16 on x's device; x and y contiguous of one shape, the rest broadcasting to it.
   for (const Tensor* t : {&x, &y, &gate.a, &gate.b, &scale.a, &scale.b, &shift.a, &shift.b})
-    if (t->defined() && (t->dtype() != DType::BF16 || t->device() != x.device() ||
-                         !broadcasts_to(t->shape(), x.shape())))
+    if (t->defined() && (t->dtype() != DType::BF16 || t->device() != x.device()))
       return r;
+  for (const ops::Summed* s : {&gate, &scale, &shift})
+    if (!broadcasts_to(s->check("gated_add_rms_norm_modulate", "operand"), x.shape())) return r;
   if (!x.is_contiguous() || !y.is_contiguous() || y.shape() != x.shape()) return r;
   r.c = rms_call(x, Tensor(), scale, shift, eps, h);
   if (!rows_vec_ok(r.c) || !aligned16(y.raw_data())) return r;
-  r.g = mod_args(x, gate, gate, r.c.a.rows);
+  r.gate = gate;
+  normalize_runs(x, {&r.gate});
+  r.g = mod_args(x, r.gate, r.gate, r.c.a.rows);
   r.g.p[kShift] = r.g.p[kShift2] = nullptr;  // the gate uses the scale slots only
   r.ok = mod_vec_ok(r.g);
   return r;
@@ -1486,19 +1575,18 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
   ModArgs m = r.c.m, g = r.g, m2 = m2_in != nullptr ? *m2_in : ModArgs{};
   // The row's scale, shift and gate (and the second scale and shift) cached after it as bf16 (6 d
   // or 10 d bytes) when they all share their runs.
-  set_row_cache(&m, r.c.a.rows, r.c.a.d);
-  set_row_cache(&g, r.c.a.rows, r.c.a.d);
-  if (m2_in != nullptr) set_row_cache(&m2, r.c.a.rows, r.c.a.d);
-  if (m.cache_rows != g.cache_rows || (m2_in != nullptr && m2.cache_rows != m.cache_rows))
-    m.cache_rows = g.cache_rows = m2.cache_rows = 0;
-  const int64_t cached = m.cache_rows == 0 ? 0 : m2_in != nullptr ? 10 : 6;
+  set_row_cache(&m, r.c.a.d);
+  set_row_cache(&g, r.c.a.d);
+  if (m2_in != nullptr) set_row_cache(&m2, r.c.a.d);
+  if (!m.cache || !g.cache || (m2_in != nullptr && !m2.cache)) m.cache = g.cache = m2.cache = false;
+  const int64_t cached = !m.cache ? 0 : m2_in != nullptr ? 10 : 6;
   const size_t smem = static_cast<size_t>(r.c.a.d * (2 + cached));
   const int threads = row_threads(r.c.a.d);
   const auto go = [&](auto kernel) {
     // Rows of 4096 with two cached modulations take all of the 48 KiB a launch gets by default.
     if (smem > 32 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
-    const unsigned grid = m.cache_rows > 0 ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
-                                           : row_blocks(r.c.a.rows);
+    const unsigned grid = m.cache ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
+                                  : row_blocks(r.c.a.rows);
     kernel<<<grid, threads, smem, current_stream(dev).handle()>>>(
         r.c.a, m, g, y.raw_data(), x_next.raw_data(), m2, h2.defined() ? h2.raw_data() : nullptr);
   };

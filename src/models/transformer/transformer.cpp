@@ -11,11 +11,16 @@ namespace {
 
 // Row `row` of an AdaLN table [K, D] plus the matching slice of the timestep values [B, T, K*D]
 // (get_ada_values): [B, T, D]. Lazy: the consuming op (rms_norm_modulate, modulate, gated_add)
-// forms the sum per element, bit-identical to materialising it with ops::add.
-ops::Summed ada_value(const Tensor& table, const Tensor& timestep, int64_t row) {
+// forms the sum per element, bit-identical to materialising it with ops::add. With `run_ends`
+// (TransformerArgs::timestep_run_ends) the timestep values hold one row per run of tokens.
+ops::Summed ada_value(const Tensor& table, const Tensor& timestep, int64_t row,
+                      const std::vector<int64_t>& run_ends) {
   const int64_t k = table.size(0);
   const Tensor ts = timestep.view({timestep.size(0), timestep.size(1), k, -1});
-  return {table.select(0, row), ts.select(2, row)};
+  return {table.select(0, row), ts.select(2, row), run_ends};
+}
+ops::Summed ada_value(const Tensor& table, const TransformerArgs& args, int64_t row) {
+  return ada_value(table, args.timesteps, row, args.timestep_run_ends);
 }
 
 // get_av_ca_ada_values: rows `first`, `first + 1` of the 4 scale/shift rows (scale, then shift)
@@ -23,13 +28,13 @@ ops::Summed ada_value(const Tensor& table, const Tensor& timestep, int64_t row) 
 struct AvCaValues {
   ops::Summed scale, shift, gate;
 };
-AvCaValues av_ca_values(const Tensor& table, const Tensor& scale_shift_timestep,
-                        const Tensor& gate_timestep, int64_t first, bool with_gate) {
+AvCaValues av_ca_values(const Tensor& table, const TransformerArgs& args, int64_t first,
+                        bool with_gate) {
   const Tensor ss = table.narrow(0, 0, 4);
   AvCaValues v;
-  v.scale = ada_value(ss, scale_shift_timestep, first);
-  v.shift = ada_value(ss, scale_shift_timestep, first + 1);
-  if (with_gate) v.gate = ada_value(table.narrow(0, 4, 1), gate_timestep, 0);
+  v.scale = ada_value(ss, args.cross_scale_shift_timestep, first, args.timestep_run_ends);
+  v.shift = ada_value(ss, args.cross_scale_shift_timestep, first + 1, args.timestep_run_ends);
+  if (with_gate) v.gate = ada_value(table.narrow(0, 4, 1), args.cross_gate_timestep, 0, {});
   return v;
 }
 
@@ -120,8 +125,7 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
                                const Attention& text_attn, const Tensor& table,
                                const Tensor& prompt_table, bool cross_attention_adaln, double eps,
                                const std::vector<AdaLnWant>& wants) {
-  const Tensor& ts = args.timesteps;
-  const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, ts, 1), ada_value(table, ts, 0));
+  const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, args, 1), ada_value(table, args, 0));
   const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
                               nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
   // The text K / V once per group of samples that share the prompt (the guidance passes), and
@@ -136,21 +140,22 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
     return text_attn(q_in, ctx, args.context_mask, nullptr, nullptr, Tensor(), false, &kv);
   };
   if (!cross_attention_adaln) {
-    const Tensor x = ops::gated_add(x_in, sa, ada_value(table, ts, 2));
+    const Tensor x = ops::gated_add(x_in, sa, ada_value(table, args, 2));
     return ops::add(x, text(rms(x, eps), args.context));
   }
 
   // 2.3 / 2.5: query AdaLN from rows 6-8 (modulate(rms(x)) fused with the gated residual before
   // it); K/V modulation from the prompt table (+ prompt timestep).
   const auto kv_value = [&](int64_t row) {  // row 0: shift, 1: scale
-    return args.prompt_timestep.defined() ? ada_value(prompt_table, args.prompt_timestep, row)
+    return args.prompt_timestep.defined() ? ada_value(prompt_table, args.prompt_timestep, row, {})
                                           : ops::Summed(prompt_table.select(0, row));
   };
   const auto [x, q_in] = ops::gated_add_rms_norm_modulate(
-      x_in, sa, ada_value(table, ts, 2), ada_value(table, ts, 7), ada_value(table, ts, 6), eps);
+      x_in, sa, ada_value(table, args, 2), ada_value(table, args, 7), ada_value(table, args, 6),
+      eps);
   const Tensor ctx = ops::modulate(args.context, kv_value(1), kv_value(0));
   const Tensor y = text(q_in, ctx);
-  const ops::Summed gate = ada_value(table, ts, 8);
+  const ops::Summed gate = ada_value(table, args, 8);
   if (wants.size() == 2) {
     ops::ResidualNorm2 r = ops::gated_add_rms_norm_modulate2(
         x, y, gate, wants[0].scale, wants[0].shift, wants[1].scale, wants[1].shift, eps);
@@ -168,10 +173,10 @@ Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, 
 
 // The FFN input AdaLN of one stream (rows 3-4).
 ops::Summed ff_scale(const TransformerArgs& args, const Tensor& table) {
-  return ada_value(table, args.timesteps, 4);
+  return ada_value(table, args, 4);
 }
 ops::Summed ff_shift(const TransformerArgs& args, const Tensor& table) {
-  return ada_value(table, args.timesteps, 3);
+  return ada_value(table, args, 3);
 }
 
 // FFN step of one stream; h: its AdaLN input when already formed (fused with the residual before
@@ -179,7 +184,7 @@ ops::Summed ff_shift(const TransformerArgs& args, const Tensor& table) {
 Tensor feed_forward_step(const Tensor& x, const Tensor& h_in, const TransformerArgs& args,
                          const FeedForward& ff, const Tensor& table, double eps) {
   const Tensor h = h_in.defined() ? h_in : ada_zero(x, eps, ff_scale(args, table), ff_shift(args, table));
-  return ops::gated_add(x, ff(h), ada_value(table, args.timesteps, 5));
+  return ops::gated_add(x, ff(h), ada_value(table, args, 5));
 }
 
 // The cross-modal attention's gated residual; when no mask applies and the stream's FFN runs next,
@@ -226,16 +231,12 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
   const bool v2a_on = cross && run_v2a && !audio->cross_attn_skip_all;
   AvCaValues v_a2v, a_a2v, a_v2a, v_v2a;
   if (a2v_on) {
-    v_a2v = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
-                         video->cross_gate_timestep, 0, true);
-    a_a2v = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
-                         audio->cross_gate_timestep, 0, false);
+    v_a2v = av_ca_values(scale_shift_table_a2v_ca_video, *video, 0, true);
+    a_a2v = av_ca_values(scale_shift_table_a2v_ca_audio, *audio, 0, false);
   }
   if (v2a_on) {
-    a_v2a = av_ca_values(scale_shift_table_a2v_ca_audio, audio->cross_scale_shift_timestep,
-                         audio->cross_gate_timestep, 2, true);
-    v_v2a = av_ca_values(scale_shift_table_a2v_ca_video, video->cross_scale_shift_timestep,
-                         video->cross_gate_timestep, 2, false);
+    a_v2a = av_ca_values(scale_shift_table_a2v_ca_audio, *audio, 2, true);
+    v_v2a = av_ca_values(scale_shift_table_a2v_ca_video, *video, 2, false);
   }
   // The four inputs (video / audio state, for a2v / v2a); undefined until formed.
   Tensor vh_a2v, vh_v2a, ah_a2v, ah_v2a;

@@ -1,5 +1,6 @@
 #include "models/transformer/transformer_args.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "ops/elementwise.h"
@@ -59,7 +60,7 @@ Tensor context_attention_bias(const Tensor& context_mask, DType dtype) {
 
 std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
     const Tensor& timestep, const AdaLayerNormSingle& ln, int64_t batch_size,
-    const std::vector<std::vector<int64_t>>& runs) const {
+    const std::vector<std::vector<int64_t>>& runs, std::vector<int64_t>* run_ends) const {
   const Tensor flat = timestep.to(DType::F32).flatten();
   if (runs.empty()) {
     auto [ada, embedded] = ln(ops::mul(flat, timestep_scale_multiplier));
@@ -69,30 +70,40 @@ std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
   const int64_t tokens = flat.numel() / batch_size;
   LTX_CHECK(static_cast<int64_t>(runs.size()) == batch_size, "timestep runs: ", runs.size(),
             " samples described for a batch of ", batch_size);
-  // Each run's first timestep (a device view: nothing is read back), then the AdaLN of those.
-  std::vector<Tensor> firsts;
-  std::vector<int64_t> lengths;
-  int64_t at = 0;
+  // Every sample's run boundaries together: within each of these runs each sample has one value.
+  std::vector<int64_t> ends;
   for (size_t b = 0; b < runs.size(); ++b) {
     int64_t sum = 0;
     for (const int64_t len : runs[b]) {
       LTX_CHECK(len > 0, "timestep runs: sample ", b, " has a run of length ", len);
-      firsts.push_back(flat.narrow(0, at + sum, 1));
-      lengths.push_back(len);
       sum += len;
+      ends.push_back(sum);
     }
     LTX_CHECK(sum == tokens, "timestep runs: the runs of sample ", b, " cover ", sum, " tokens, the ",
               "timesteps ", timestep.describe(), " have ", tokens);
-    at += tokens;
+  }
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  // Each run's first timestep per sample (a device view: nothing is read back), then the AdaLN of
+  // those: [B * R, .] in sample-major order.
+  std::vector<Tensor> firsts;
+  for (int64_t b = 0; b < batch_size; ++b) {
+    int64_t start = 0;
+    for (const int64_t end : ends) {
+      firsts.push_back(flat.narrow(0, b * tokens + start, 1));
+      start = end;
+    }
   }
   auto [ada, embedded] = ln(ops::mul(ops::concat(firsts, 0), timestep_scale_multiplier));
-  const auto per_token = [&](const Tensor& per_run) {
-    std::vector<Tensor> parts;
-    for (size_t r = 0; r < lengths.size(); ++r)
-      parts.push_back(per_run.narrow(0, static_cast<int64_t>(r), 1).expand({lengths[r], per_run.size(1)}));
-    return ops::concat(parts, 0).view({batch_size, tokens, per_run.size(1)});
-  };
-  return {per_token(ada), per_token(embedded)};
+  const int64_t n = static_cast<int64_t>(ends.size());
+  const Tensor ada_runs = ada.view({batch_size, n, ada.size(-1)});
+  const Tensor embedded_tokens =
+      ops::expand_runs(embedded.view({batch_size, n, embedded.size(-1)}), ends);
+  if (run_ends != nullptr && ends.size() <= ops::kMaxSummedRuns) {
+    *run_ends = ends;
+    return {ada_runs, embedded_tokens};
+  }
+  return {ops::expand_runs(ada_runs, ends), embedded_tokens};
 }
 
 RopeTables TransformerArgsPreprocessor::prepare_positional_embeddings(
@@ -135,8 +146,9 @@ TransformerArgs TransformerArgsPreprocessor::prepare(const Modality& m, const st
     a.x = ops::add(a.x, ops::mul(marked, keyframes_embedding->to(dtype)));
   }
   observe("x_in", a.x);
-  std::tie(a.timesteps, a.embedded_timestep) = prepare_timestep(m.timesteps, *adaln, b, m.timestep_runs);
-  observe("adaln_timestep", a.timesteps);
+  std::tie(a.timesteps, a.embedded_timestep) =
+      prepare_timestep(m.timesteps, *adaln, b, m.timestep_runs, &a.timestep_run_ends);
+  if (observer) observe("adaln_timestep", ops::expand_runs(a.timesteps, a.timestep_run_ends));
   observe("embedded_timestep", a.embedded_timestep);
   if (prompt_adaln != nullptr) {
     LTX_CHECK(m.sigma.defined() && m.sigma.numel() == b, name, ": sigma must have one value per ",
@@ -188,14 +200,19 @@ TransformerArgs MultiModalTransformerArgsPreprocessor::prepare(const Modality& m
   // Scale/shift from this stream's per-token timesteps; the gate from the OTHER stream's sigma,
   // scaled by tsm * (av_ca_multiplier / tsm) in that order (f32), as the reference.
   const double tsm = simple.timestep_scale_multiplier;
-  a.cross_scale_shift_timestep =
-      simple.prepare_timestep(m.timesteps, *cross_scale_shift_adaln, b, m.timestep_runs).first;
+  // With the same runs as the stream's own AdaLN values (one list of run ends for both).
+  std::vector<int64_t> cross_ends;
+  a.cross_scale_shift_timestep = simple.prepare_timestep(m.timesteps, *cross_scale_shift_adaln, b,
+                                                         m.timestep_runs, &cross_ends).first;
+  LTX_CHECK(cross_ends == a.timestep_run_ends, name, ": the cross-modal AdaLN runs differ from the ",
+            "stream's");
   const Tensor gate_t = ops::mul(ops::mul(cross->sigma.to(DType::F32), tsm),
                                  av_ca_timestep_scale_multiplier / tsm)
                             .flatten();
   const Tensor gate = (*cross_gate_adaln)(gate_t).first;
   a.cross_gate_timestep = gate.view({b, -1, gate.size(-1)});
-  observe("cross_scale_shift_timestep", a.cross_scale_shift_timestep);
+  if (observer)
+    observe("cross_scale_shift_timestep", ops::expand_runs(a.cross_scale_shift_timestep, cross_ends));
   observe("cross_gate_timestep", a.cross_gate_timestep);
   return a;
 }

@@ -28,11 +28,15 @@ struct TransformerArgs {
   TextKvCache* text_kv_cache = nullptr;  // Modality::text_kv_cache
   int64_t block_index = 0;               // the block running (set by the model's block loop)
   int stream = 0;                        // 0 video, 1 audio (the cache's key)
-  Tensor timesteps;          // AdaLN values [B, T', k * D] (T' = T for per-token timesteps)
-  Tensor embedded_timestep;  // [B, T', D]
+  Tensor timesteps;          // AdaLN values [B, T', k * D] (T' = T for per-token timesteps,
+                             // the number of runs with timestep_run_ends)
+  // Runs of equal timesteps along the tokens (ops::Summed::run_ends), when timesteps and
+  // cross_scale_shift_timestep hold one row per run; empty otherwise.
+  std::vector<int64_t> timestep_run_ends;
+  Tensor embedded_timestep;  // [B, T', D] (T' = T for per-token timesteps, also with runs)
   RopeTables positional_embeddings;
   RopeTables cross_positional_embeddings;  // undefined unless the other stream is present
-  Tensor cross_scale_shift_timestep;       // [B, T', 4 * D]
+  Tensor cross_scale_shift_timestep;       // [B, T', 4 * D] (per run with timestep_run_ends)
   Tensor cross_gate_timestep;              // [B, 1, D]
   bool enabled = true;
   Tensor prompt_timestep;      // [B, 1, 2 * D] or undefined
@@ -81,10 +85,14 @@ struct TransformerArgsPreprocessor {
                           const Observer& observer) const;
   // AdaLN of timesteps * timestep_scale_multiplier -> {[B, T', k D], [B, T', D]}. With `runs`
   // (Modality::timestep_runs of per-token timesteps): the AdaLN of each run's first timestep,
-  // expanded to the run's tokens.
+  // expanded to the run's tokens; with `run_ends` too, the first tensor stays one row per run of
+  // the samples' common runs (every sample's run boundaries together, at most
+  // ops::kMaxSummedRuns of them) and *run_ends receives their ends (left empty when the runs do
+  // not fit: then expanded as without it). The second tensor is always per token.
   std::pair<Tensor, Tensor> prepare_timestep(const Tensor& timestep, const AdaLayerNormSingle& adaln,
                                              int64_t batch_size,
-                                             const std::vector<std::vector<int64_t>>& runs = {}) const;
+                                             const std::vector<std::vector<int64_t>>& runs = {},
+                                             std::vector<int64_t>* run_ends = nullptr) const;
   RopeTables prepare_positional_embeddings(const Tensor& positions, int64_t dim,
                                            const std::vector<double>& max_pos) const;
 };
