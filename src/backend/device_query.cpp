@@ -7,6 +7,8 @@
 #include "core/parallel.h"
 #include "core/storage.h"
 #if LTX_WITH_CUDA
+#include <cuda_profiler_api.h>
+
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/device.h"
 #endif
@@ -40,6 +42,18 @@ void synchronize(Device d) {
   if (d.is_cuda()) cuda::synchronize(d.index);
 #else
   (void)d;
+#endif
+}
+
+void profiler_range(Device d, bool start) {
+#if LTX_WITH_CUDA
+  if (!d.is_cuda()) return;
+  cuda::DeviceGuard guard(d.index);
+  // A failure only means no profiler is attached to record the range: nothing to report.
+  (void)(start ? cudaProfilerStart() : cudaProfilerStop());
+#else
+  (void)d;
+  (void)start;
 #endif
 }
 

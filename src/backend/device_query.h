@@ -17,6 +17,10 @@ void check_device(Device d, const char* what = "--device");
 std::string device_description(Device d);
 // Blocks until all work queued on `d` has finished (a no-op on the CPU, whose ops are synchronous).
 void synchronize(Device d);
+// Opens (start) or closes the CUDA profiler's capture range on `d` (cudaProfilerStart / Stop: what
+// `ncu --profile-from-start off` and `nsys profile --capture-range=cudaProfilerApi` record); a
+// no-op on the CPU.
+void profiler_range(Device d, bool start);
 
 struct MemoryStats {
   int64_t live_bytes = 0;      // allocated now

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -78,13 +79,17 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
   for (int64_t i = 0; i < warmup; ++i) step();
   backend::synchronize(device);
   ops::op_profile_reset();  // LTX_PROFILE_OPS: profile the timed calls only
+  // LTX_CUDA_PROFILER_RANGE: the timed calls are the profiler's capture range (bench/README.md).
+  const bool range = std::getenv("LTX_CUDA_PROFILER_RANGE") != nullptr;
   backend::GpuMonitor monitor(device);  // clock and power during the timed calls
+  if (range) backend::profiler_range(device, true);
   for (int64_t i = 0; i < iters; ++i) {
     const Clock::time_point t0 = Clock::now();
     step();
     backend::synchronize(device);
     t.ms.push_back(seconds_since(t0) * 1e3);
   }
+  if (range) backend::profiler_range(device, false);
   t.gpu = monitor.finish();
   t.median_ms = median_of(t.ms);
   t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
