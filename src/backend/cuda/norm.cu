@@ -108,8 +108,13 @@ struct ModArgs {
   // Each operand's value is a bf16 (plain bf16, or a sum stored as bf16) and consecutive rows
   // share their operands' offsets (per-sample AdaLN values broadcast over the tokens, or per run
   // of tokens): the block-per-row kernels keep the row's values in shared memory as bf16 and
-  // reload them only when a row with other offsets comes (set_row_cache). false: loaded per row.
+  // reload them only when a row with another key comes (set_row_cache). false: loaded per row.
   bool cache = false;
+  // The row's key (ModOffsets::key): its lead indices (runs on the run dim) in mixed radix over
+  // the dims some operand moves along, 0 on the others. Rows with one key have the same offsets,
+  // so a cached row stays valid while the key does; one 32-bit value to compare instead of the
+  // four offsets (the cache needs `fast`: every key below 2^31).
+  uint32_t key_mul[kMaxDims] = {};
   // Runs (ops::Summed::run_ends, runs > 0): lead dim run_dim (x's dim -2) indexes the operands
   // by run, row t of that dim belonging to the first run r with t < run_end[r]; the operands'
   // strides along it step from run to run (0 for operands broadcast along it).
@@ -118,25 +123,14 @@ struct ModArgs {
   int64_t run_end[kMaxModRuns] = {};
 };
 
-// One row's offsets of the modulation operands.
+// One row's offsets of the modulation operands, and its key (ModArgs::key_mul).
 struct ModOffsets {
   int64_t o[kModOperands] = {};
+  uint32_t key = 0;
 };
 
-// Offsets no row has: the shared-memory caches start empty.
-__device__ __forceinline__ ModOffsets no_offsets() {
-  ModOffsets off;
-#pragma unroll
-  for (int k = 0; k < kModOperands; ++k) off.o[k] = -1;
-  return off;
-}
-
-__device__ __forceinline__ bool same_offsets(const ModOffsets& a, const ModOffsets& b) {
-  bool same = true;
-#pragma unroll
-  for (int k = 0; k < kModOperands; ++k) same = same && a.o[k] == b.o[k];
-  return same;
-}
+// A key no row has: the shared-memory caches start empty.
+constexpr uint32_t kNoRowKey = 0xFFFFFFFFu;
 
 // The run holding row t of the run dim (ModArgs::runs > 0): the number of run ends at or below t
 // (the ends increase; the last one, the dim's size, is never reached).
@@ -163,6 +157,7 @@ __device__ __forceinline__ ModOffsets mod_offsets_as(const ModArgs& m, Index rem
       if (d == m.run_dim) idx = run_of<Index>(m, idx);
 #pragma unroll
       for (int k = 0; k < kModOperands; ++k) off.o[k] += static_cast<int64_t>(idx) * m.stride[k][d];
+      off.key += static_cast<uint32_t>(idx) * m.key_mul[d];
     }
   }
   return off;
@@ -210,23 +205,36 @@ __global__ void rms_norm_modulate_kernel(RowArgs a, ModArgs m) {
   }
 }
 
+// The dtypes of a vector row kernel's staged row (x's) and output: bf16 where the kernel is
+// instantiated for bf16 rows (kBf16), so that the dtype checks fold away at compile time (fewer
+// registers: the 6-block kernels spilled with both dtype paths live); else read from the
+// arguments.
+template <bool kBf16>
+__device__ __forceinline__ DType row_x_dtype(const RowArgs& a) {
+  return kBf16 ? DType::BF16 : a.x_dtype;
+}
+template <bool kBf16>
+__device__ __forceinline__ DType row_y_dtype(const RowArgs& a) {
+  return kBf16 ? DType::BF16 : a.y_dtype;
+}
+
 // rms_norm_modulate's per-element math on a vector of x's values: normalised with the row scale rs
-// (weighted by w when there is a weight), rounded as rms_norm stores it, then modulated.
-__device__ __forceinline__ void modulate_vec(const RowArgs& a, float (&v)[kVec], float rs,
-                                             const float (&w)[kVec], const float (&sc)[kVec],
-                                             const float (&sh)[kVec]) {
+// (weighted by w when there is a weight), rounded as rms_norm stores it (x_dtype), then modulated.
+__device__ __forceinline__ void modulate_vec(const RowArgs& a, DType x_dtype, float (&v)[kVec],
+                                             float rs, const float (&w)[kVec],
+                                             const float (&sc)[kVec], const float (&sh)[kVec]) {
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
     float n = mul_rn(v[j], rs);
     if (a.w != nullptr) n = mul_rn(n, w[j]);
-    v[j] = scalar::modulate(round_to(a.x_dtype, n), sc[j], sh[j]);
+    v[j] = scalar::modulate(round_to(x_dtype, n), sc[j], sh[j]);
   }
 }
 
 // Elements i .. i + kVec - 1 of a staged row (x's dtype) normalised with the row scale rs and
 // weighted when there is a weight (rms_norm's value), then for rms_norm_modulate rounded as
 // rms_norm stores it and modulated; stored as one vector: the general kernels' per-element math.
-template <bool kModulate>
+template <bool kModulate, bool kBf16 = false>  // kBf16: x and the output are bf16 (row_x_dtype)
 __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs& m, float (&v)[kVec],
                                                  int i, float rs, const ModOffsets& off,
                                                  void* y_row, const uint16_t* cache = nullptr) {
@@ -241,7 +249,7 @@ __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs
     }
     float w[kVec] = {};
     if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
-    modulate_vec(a, v, rs, w, sc, sh);
+    modulate_vec(a, row_x_dtype<kBf16>(a), v, rs, w, sc, sh);
   } else {
 #pragma unroll
     for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], rs);
@@ -252,16 +260,16 @@ __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs
       for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], w[j]);
     }
   }
-  store_vec(y_row, a.y_dtype, i, v);
+  store_vec(y_row, row_y_dtype<kBf16>(a), i, v);
 }
-template <bool kModulate>
+template <bool kModulate, bool kBf16 = false>
 __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
                                                 const uint4* row_smem, int i, float rs,
                                                 const ModOffsets& off, void* y_row,
                                                 const uint16_t* cache = nullptr) {
   float v[kVec];
-  load_vec(row_smem, a.x_dtype, i, v);
-  rms_store_values<kModulate>(a, m, v, i, rs, off, y_row, cache);
+  load_vec(row_smem, row_x_dtype<kBf16>(a), i, v);
+  rms_store_values<kModulate, kBf16>(a, m, v, i, rs, off, y_row, cache);
 }
 
 // Writes operands `first` and `first + 1` of m (kScale, kShift: scale and shift; or kScale alone
@@ -288,16 +296,19 @@ __device__ __forceinline__ void fill_mod_cache(const ModArgs& m, const ModOffset
 // blockDim and block_sum), so the row's scale is the same float, and the outputs go out as
 // 16-byte vectors with the general kernels' per-element math: bit-identical results, x read from
 // memory once.
-template <bool kModulate, int kMinBlocks>
+// kBf16: instantiated for bf16 x and output (row_x_dtype).
+template <bool kModulate, int kMinBlocks, bool kBf16>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
   extern __shared__ uint4 row_smem[];
   const int d = static_cast<int>(a.d);
-  const int x_bytes = a.x_dtype == DType::BF16 ? 2 : 4, y_bytes = a.y_dtype == DType::BF16 ? 2 : 4;
+  const DType x_dtype = row_x_dtype<kBf16>(a);
+  const int x_bytes = x_dtype == DType::BF16 ? 2 : 4;
+  const int y_bytes = row_y_dtype<kBf16>(a) == DType::BF16 ? 2 : 4;
   const int chunks = d / kVec;
   // With m.cache: scale and shift as bf16 after the staged row (2 d values).
   uint16_t* cache = kModulate && m.cache ? reinterpret_cast<uint16_t*>(row_smem + d * x_bytes / 16)
                                          : nullptr;
-  ModOffsets cached = no_offsets();
+  uint32_t cached = kNoRowKey;
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     // Stores through the row's pointer with a chunk index: with an index that is not visibly a
     // multiple of kVec (`a.y, base + i`) nvcc splits the vector stores into 4-byte ones.
@@ -305,16 +316,16 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
     ModOffsets off;
     if constexpr (kModulate) {
       off = mod_offsets(m, r);
-      if (cache != nullptr && !same_offsets(off, cached)) {  // block-uniform
+      if (cache != nullptr && off.key != cached) {  // block-uniform
         fill_mod_cache(m, off, d, cache);
-        cached = off;
+        cached = off.key;
       }
     }
     const float rs = stage_row_inv_rms(
-        static_cast<const char*>(a.x) + row_base(a, r, a.x_outer) * x_bytes, a.x_dtype, d, a.eps,
+        static_cast<const char*>(a.x) + row_base(a, r, a.x_outer) * x_bytes, x_dtype, d, a.eps,
         row_smem);
     for (int c = threadIdx.x; c < chunks; c += blockDim.x)
-      rms_store_chunk<kModulate>(a, m, row_smem, c * kVec, rs, off, y_row, cache);
+      rms_store_chunk<kModulate, kBf16>(a, m, row_smem, c * kVec, rs, off, y_row, cache);
     __syncthreads();  // every thread is done with row_smem before the next row overwrites it
   }
 }
@@ -335,21 +346,21 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
   // With m.cache (then g's and m2's too): scale, shift, then the gate as bf16 after the row.
   uint16_t* cache = m.cache ? reinterpret_cast<uint16_t*>(residual_row + d * 2 / 16) : nullptr;
   uint16_t* cache2 = kTwo && cache != nullptr ? cache + 3 * d : nullptr;
-  ModOffsets cached = no_offsets(), gcached = no_offsets(), cached2 = no_offsets();
+  uint32_t cached = kNoRowKey, gcached = kNoRowKey, cached2 = kNoRowKey;
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
     const ModOffsets goff = mod_offsets(g, r);
     const ModOffsets off = mod_offsets(m, r);
     ModOffsets off2;
     if constexpr (kTwo) off2 = mod_offsets(m2, r);
-    if (cache != nullptr && !(same_offsets(off, cached) && same_offsets(goff, gcached) &&
-                              (!kTwo || same_offsets(off2, cached2)))) {  // block-uniform
+    if (cache != nullptr && (off.key != cached || goff.key != gcached ||
+                             (kTwo && off2.key != cached2))) {  // block-uniform
       fill_mod_cache(m, off, d, cache);
       fill_mod_cache(g, goff, d, cache + 2 * d);
       if constexpr (kTwo) fill_mod_cache(m2, off2, d, cache2);
-      cached = off;
-      gcached = goff;
-      cached2 = off2;
+      cached = off.key;
+      gcached = goff.key;
+      cached2 = off2.key;
     }
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       const int i = c * kVec;
@@ -369,9 +380,9 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
     const float rs = staged_row_inv_rms(DType::BF16, d, a.eps, residual_row);
     void* h_row = static_cast<uint16_t*>(a.y) + base;
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-      rms_store_chunk<true>(a, m, residual_row, c * kVec, rs, off, h_row, cache);
+      rms_store_chunk<true, true>(a, m, residual_row, c * kVec, rs, off, h_row, cache);
       if constexpr (kTwo)
-        rms_store_chunk<true>(a, m2, residual_row, c * kVec, rs, off2,
+        rms_store_chunk<true, true>(a, m2, residual_row, c * kVec, rs, off2,
                               static_cast<uint16_t*>(h2) + base, cache2);
     }
     __syncthreads();  // every thread is done with the staged row before the next row overwrites it
@@ -489,7 +500,7 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
         have = off;
         loaded = true;
       }
-      modulate_vec(a, v, rs, w, sc, sh);
+      modulate_vec(a, a.x_dtype, v, rs, w, sc, sh);
     } else {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
@@ -1344,6 +1355,15 @@ ModArgs mod_args(const Tensor& x, const ops::Summed& scale, const ops::Summed& s
   m.fast = fast_div_fits(rows);
   if (m.fast)
     for (int d = 0; d < m.lead; ++d) m.fsize[d] = FastDivU32(static_cast<uint32_t>(m.size[d]));
+  // The keys: mixed radix over the dims an operand moves along (runs on the run dim); at most
+  // the row count, so below 2^31 when `fast`.
+  uint64_t radix = 1;
+  for (int d = m.lead - 1; d >= 0; --d) {
+    bool moves = false;
+    for (int k = 0; k < kModOperands; ++k) moves = moves || (m.p[k] != nullptr && m.stride[k][d] != 0);
+    m.key_mul[d] = moves ? static_cast<uint32_t>(radix) : 0;
+    if (moves) radix *= static_cast<uint64_t>(d == m.run_dim ? m.runs : m.size[d]);
+  }
   return m;
 }
 
@@ -1352,11 +1372,12 @@ ModArgs mod_args(const Tensor& x, const ops::Summed& scale, const ops::Summed& s
 // dim left after compact_lead_dims), the innermost lead dim broadcast, or mapped by runs. Rows of
 // at most 4096 values only: the kernels' cached values (up to 3 operands, 6 d bytes; 5 and 10 d
 // with gated_add_rms_norm_modulate2's second modulation, whose launch asks for more than the
-// default 48 KiB) and the staged row (up to 4 d bytes) then fit in a block's shared memory. The
-// vector kernels' loads (mod_vec_ok) are assumed.
+// default 48 KiB) and the staged row (up to 4 d bytes) then fit in a block's shared memory; and
+// fewer than 2^31 rows (`fast`: 32-bit row keys). The vector kernels' loads (mod_vec_ok) are
+// assumed.
 void set_row_cache(ModArgs* m, int64_t d) {
   m->cache = false;
-  if (d > 4096) return;
+  if (d > 4096 || !m->fast) return;
   for (int j : {kScale, kShift})
     if (m->p[j] != nullptr && !m->bf16_sum[j]) return;
   if (m->lead == 0 || m->run_dim == m->lead - 1) {
@@ -1468,19 +1489,28 @@ Tensor run_rms(const RmsCall& c) {
     }
   } else if (rows_vec_ok(c)) {
     const size_t smem = static_cast<size_t>(c.a.d) * dtype_size(c.a.x_dtype);
-    with_row_min_blocks(kRowNormMinBlocks, [&](auto mb) {
+    const auto launch = [&](auto mb, auto bf16) {
       constexpr int kMb = decltype(mb)::value;
+      constexpr bool kBf = decltype(bf16)::value;
       if (c.modulate) {
         ModArgs m = c.m;
         // The per-run values cached after the row: 2 d bf16.
         set_row_cache(&m, c.a.d);
         const size_t cached_smem = smem + (m.cache ? static_cast<size_t>(c.a.d) * 4 : 0);
-        const unsigned grid = m.cache ? resident_grid(rms_norm_vec_kernel<true, kMb>, threads,
+        const unsigned grid = m.cache ? resident_grid(rms_norm_vec_kernel<true, kMb, kBf>, threads,
                                                       cached_smem, c.a.rows, dev)
                                       : blocks;
-        rms_norm_vec_kernel<true, kMb><<<grid, threads, cached_smem, stream>>>(c.a, m);
+        rms_norm_vec_kernel<true, kMb, kBf><<<grid, threads, cached_smem, stream>>>(c.a, m);
       } else {
-        rms_norm_vec_kernel<false, kMb><<<blocks, threads, smem, stream>>>(c.a, c.m);
+        rms_norm_vec_kernel<false, kMb, kBf><<<blocks, threads, smem, stream>>>(c.a, c.m);
+      }
+    };
+    const bool bf16 = c.a.x_dtype == DType::BF16 && c.a.y_dtype == DType::BF16;
+    with_row_min_blocks(kRowNormMinBlocks, [&](auto mb) {
+      if (bf16) {
+        launch(mb, std::true_type{});
+      } else {
+        launch(mb, std::false_type{});
       }
     });
   } else if (c.modulate) {
