@@ -39,7 +39,14 @@ Summed Summed::run(size_t r) const {
           b.narrow(b.dim() - 2, static_cast<int64_t>(r), 1)};
 }
 
-Tensor Summed::value() const { return b.defined() ? add(a, expanded_b()) : a; }
+Tensor Summed::value() const {
+  if (!b.defined()) return a;
+  // With runs the sum is formed per run, then repeated over the runs' rows: the same elements as
+  // add(a, expanded_b()), one [.., T, D] pass instead of two. A first summand with the sum's rows
+  // (not broadcast along dim -2) needs the rows expanded first.
+  if (run_ends.empty() || (a.dim() >= 2 && a.size(-2) > 1)) return add(a, expanded_b());
+  return expand_runs(add(a, b), run_ends);
+}
 
 Tensor expand_runs(const Tensor& t, const std::vector<int64_t>& run_ends) {
   if (run_ends.empty()) return t;

@@ -52,8 +52,8 @@ struct Summed {
   // The operand on run r's rows: a (its rows of the run when it has the sum's rows, else all of
   // it) plus b's row r, which broadcasts over the run. Needs runs.
   Summed run(size_t r) const;
-  // The materialised operand: ops::add(a, expanded_b()), or a. The unfused reference, and the
-  // CPU path.
+  // The materialised operand: ops::add(a, expanded_b()) (with runs formed per run, then
+  // expanded: the same values), or a. The unfused reference, and the CPU path.
   Tensor value() const;
 };
 
