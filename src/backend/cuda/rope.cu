@@ -197,6 +197,8 @@ struct NormRopeArgs {
   int64_t tokens = 0, rows = 0;
   double eps = 0.0;
   bool prefetch = false;  // bf16 tables only (see rms_norm_rope_kernel)
+  bool fast = false;      // rows below 2^31: a row's sample through ftokens (32-bit division)
+  FastDivU32 ftokens;
   // The pair kernel's second tensor (k beside q: same shape, dtype and tables).
   const void* x2 = nullptr;
   void* y2 = nullptr;
@@ -218,6 +220,14 @@ __device__ __forceinline__ int64_t split_offset(const int64_t (&st)[3], int64_t 
   return b * st[0] + k.h * st[1] + t * st[2] + k.j;
 }
 
+// x's (and y's) dtype and the tables': bf16 where the kernel is instantiated for bf16 rows and
+// tables (kBf16), so that the dtype checks fold away at compile time (fewer registers: the
+// 4-block kernels spilled with both dtype paths live); else read from the arguments.
+template <bool kBf16>
+__device__ __forceinline__ DType rope_x_dtype(const NormRopeArgs& a) {
+  return kBf16 ? DType::BF16 : a.dtype;
+}
+
 // The values the kernel reads of row set kSecond (false: x, w, y; true: the pair's x2, w2, y2),
 // straight from the kernel parameters (no registers held for them).
 template <bool kSecond>
@@ -231,10 +241,11 @@ __device__ __forceinline__ void* norm_rope_out(const NormRopeArgs& a) {
 
 // Elements i .. i + kVec - 1 of the staged row (1 / RMS rs) as rms_norm stores them: (x * rs) * w,
 // rounded to x's dtype.
-template <bool kSecond>
+template <bool kSecond, bool kBf16>
 __device__ __forceinline__ void norm_rope_load(const NormRopeArgs& a, const uint4* row, float rs, int i,
                                                float (&v)[kVec]) {
-  load_vec(row, a.dtype, i, v);
+  const DType dtype = rope_x_dtype<kBf16>(a);
+  load_vec(row, dtype, i, v);
   const void* wp = norm_rope_weight<kSecond>(a);
   float w[kVec];
   if (wp != nullptr) load_vec(wp, kSecond ? a.w2_dtype : a.w_dtype, i, w);
@@ -242,54 +253,60 @@ __device__ __forceinline__ void norm_rope_load(const NormRopeArgs& a, const uint
   for (int j = 0; j < kVec; ++j) {
     float n = mul_rn(v[j], rs);
     if (wp != nullptr) n = mul_rn(n, w[j]);
-    v[j] = round_to(a.dtype, n);
+    v[j] = round_to(dtype, n);
   }
 }
 
 // Split layout: rotates chunk (h, j) of a staged row with its kVec angles and stores both halves
 // into the head-major output [B, heads, T, Dh].
-template <bool kSecond>
+template <bool kSecond, bool kBf16>
 __device__ __forceinline__ void norm_rope_split_chunk(const NormRopeArgs& a, const uint4* row, float rs,
                                                       SplitChunk k, int64_t b, int64_t t,
                                                       const float (&cs)[kVec], const float (&sn)[kVec]) {
-  const int half = a.dh / 2, x_bytes = a.dtype == DType::BF16 ? 2 : 4;
+  const DType dtype = rope_x_dtype<kBf16>(a);
+  const int half = a.dh / 2, x_bytes = dtype == DType::BF16 ? 2 : 4;
   float x1[kVec], x2[kVec], y1[kVec], y2[kVec];
-  norm_rope_load<kSecond>(a, row, rs, k.h * a.dh + k.j, x1);
-  norm_rope_load<kSecond>(a, row, rs, k.h * a.dh + half + k.j, x2);
+  norm_rope_load<kSecond, kBf16>(a, row, rs, k.h * a.dh + k.j, x1);
+  norm_rope_load<kSecond, kBf16>(a, row, rs, k.h * a.dh + half + k.j, x2);
 #pragma unroll
   for (int e = 0; e < kVec; ++e) rotate_split(x1[e], x2[e], cs[e], sn[e], &y1[e], &y2[e]);
   // Stores through the head row's pointers with a chunk index (see rope_vec_kernel).
   char* y_row = static_cast<char*>(norm_rope_out<kSecond>(a)) +
                 ((b * a.heads + k.h) * a.tokens + t) * a.dh * x_bytes;
-  store_vec(y_row, a.dtype, k.j, y1);
-  store_vec(y_row + half * x_bytes, a.dtype, k.j, y2);
+  store_vec(y_row, dtype, k.j, y1);
+  store_vec(y_row + half * x_bytes, dtype, k.j, y2);
 }
 
 // Interleaved layout: elements i .. i + kVec - 1 of row r, rotated and stored.
-template <bool kSecond>
+template <bool kSecond, bool kBf16>
 __device__ __forceinline__ void norm_rope_interleaved_chunk(const NormRopeArgs& a, const uint4* row,
                                                             float rs, int64_t r, int i,
                                                             const float (&cs)[kVec],
                                                             const float (&sn)[kVec]) {
-  const int x_bytes = a.dtype == DType::BF16 ? 2 : 4;
+  const DType dtype = rope_x_dtype<kBf16>(a);
+  const int x_bytes = dtype == DType::BF16 ? 2 : 4;
   float x[kVec], y[kVec];
-  norm_rope_load<kSecond>(a, row, rs, i, x);
+  norm_rope_load<kSecond, kBf16>(a, row, rs, i, x);
 #pragma unroll
   for (int e = 0; e < kVec; e += 2)
     rotate_interleaved(x[e], x[e + 1], cs[e], cs[e + 1], sn[e], sn[e + 1], &y[e], &y[e + 1]);
-  store_vec(static_cast<char*>(norm_rope_out<kSecond>(a)) + r * a.d * x_bytes, a.dtype, i, y);
+  store_vec(static_cast<char*>(norm_rope_out<kSecond>(a)) + r * a.d * x_bytes, dtype, i, y);
 }
 
 // One block of row_threads(d) threads per row (see rope.h); dynamic shared memory: one row.
 // kPair (qk_rms_norm_rope): the block takes row r of x and of x2, both staged (two rows of shared
-// memory), and rotates both with one load of the token's cos / sin.
-template <bool kSplit, bool kPair, int kMinBlocks>
+// memory), and rotates both with one load of the token's cos / sin. kBf16: x and both tables are
+// bf16 (rope_x_dtype).
+template <bool kSplit, bool kPair, int kMinBlocks, bool kBf16>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kernel(NormRopeArgs a) {
   extern __shared__ uint4 norm_rope_row[];
-  const int x_bytes = a.dtype == DType::BF16 ? 2 : 4;
+  const DType dtype = rope_x_dtype<kBf16>(a);
+  const DType c_dtype = kBf16 ? DType::BF16 : a.c_dtype, s_dtype = kBf16 ? DType::BF16 : a.s_dtype;
+  const int x_bytes = dtype == DType::BF16 ? 2 : 4;
   uint4* const row2 = norm_rope_row + a.d * x_bytes / 16;  // kPair: x2's row
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    const int64_t b = r / a.tokens, t = r - b * a.tokens;
+    const int64_t b = a.fast ? static_cast<int64_t>(a.ftokens.div(static_cast<uint32_t>(r))) : r / a.tokens;
+    const int64_t t = r - b * a.tokens;
     // a.prefetch: the thread's first chunk of bf16 cos / sin (split layout) loaded before the
     // row's statistics, so their latency overlaps the staging loads (0.068 -> 0.066 ms at
     // 6144 x 4096, 0.051 -> 0.046 at 2048 wide; session 15).
@@ -302,11 +319,11 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
       sn0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.sin) + split_offset(a.sst, b, t, k));
     }
     const int64_t row_offset = r * a.d * x_bytes;
-    const float rs = stage_row_inv_rms(static_cast<const char*>(a.x) + row_offset, a.dtype, a.d, a.eps,
+    const float rs = stage_row_inv_rms(static_cast<const char*>(a.x) + row_offset, dtype, a.d, a.eps,
                                        norm_rope_row);
     float rs2 = 0.f;
     if constexpr (kPair)
-      rs2 = stage_row_inv_rms(static_cast<const char*>(a.x2) + row_offset, a.dtype, a.d, a.eps, row2);
+      rs2 = stage_row_inv_rms(static_cast<const char*>(a.x2) + row_offset, dtype, a.d, a.eps, row2);
     if constexpr (kSplit) {
       for (int c = threadIdx.x; c < a.heads * head_chunks; c += blockDim.x) {
         const SplitChunk k = split_chunk(c, head_chunks);
@@ -315,20 +332,20 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
           load_vec(&cs0, DType::BF16, 0, cs);
           load_vec(&sn0, DType::BF16, 0, sn);
         } else {
-          load_vec(a.cos, a.c_dtype, split_offset(a.cst, b, t, k), cs);
-          load_vec(a.sin, a.s_dtype, split_offset(a.sst, b, t, k), sn);
+          load_vec(a.cos, c_dtype, split_offset(a.cst, b, t, k), cs);
+          load_vec(a.sin, s_dtype, split_offset(a.sst, b, t, k), sn);
         }
-        norm_rope_split_chunk<false>(a, norm_rope_row, rs, k, b, t, cs, sn);
-        if constexpr (kPair) norm_rope_split_chunk<true>(a, row2, rs2, k, b, t, cs, sn);
+        norm_rope_split_chunk<false, kBf16>(a, norm_rope_row, rs, k, b, t, cs, sn);
+        if constexpr (kPair) norm_rope_split_chunk<true, kBf16>(a, row2, rs2, k, b, t, cs, sn);
       }
     } else {
       for (int c = threadIdx.x; c < a.d / kVec; c += blockDim.x) {
         const int i = c * kVec;
         float cs[kVec], sn[kVec];
-        load_vec(a.cos, a.c_dtype, b * a.cst[0] + t * a.cst[1] + i, cs);
-        load_vec(a.sin, a.s_dtype, b * a.sst[0] + t * a.sst[1] + i, sn);
-        norm_rope_interleaved_chunk<false>(a, norm_rope_row, rs, r, i, cs, sn);
-        if constexpr (kPair) norm_rope_interleaved_chunk<true>(a, row2, rs2, r, i, cs, sn);
+        load_vec(a.cos, c_dtype, b * a.cst[0] + t * a.cst[1] + i, cs);
+        load_vec(a.sin, s_dtype, b * a.sst[0] + t * a.sst[1] + i, sn);
+        norm_rope_interleaved_chunk<false, kBf16>(a, norm_rope_row, rs, r, i, cs, sn);
+        if constexpr (kPair) norm_rope_interleaved_chunk<true, kBf16>(a, row2, rs2, r, i, cs, sn);
       }
     }
     __syncthreads();  // the block is done with the staged rows before the next ones overwrite them
@@ -756,6 +773,8 @@ NormRopeArgs norm_rope_args(const Tensor& x, const Tensor& wc, double eps, const
     return e == nullptr || (e[0] != '\0' && e[0] != '0');
   }();
   a.prefetch = prefetch_env && a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
+  a.fast = fast_div_fits(a.rows) && t > 0 && t < (int64_t{1} << 31);
+  if (a.fast) a.ftokens = FastDivU32(static_cast<uint32_t>(t));
   return a;
 }
 
@@ -765,12 +784,22 @@ void launch_norm_rope(const NormRopeArgs& a, bool split, int dev) {
   const cudaStream_t stream = current_stream(dev).handle();
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.rows, int64_t{1} << 20));
   const size_t smem = (kPair ? 2 : 1) * static_cast<size_t>(a.d) * dtype_size(a.dtype);
-  with_row_min_blocks(4, [&](auto mb) {
+  const bool bf16 =
+      a.dtype == DType::BF16 && a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
+  const auto launch = [&](auto mb, auto bf) {
     constexpr int kMb = decltype(mb)::value;
+    constexpr bool kBf = decltype(bf)::value;
     if (split) {
-      rms_norm_rope_kernel<true, kPair, kMb><<<blocks, row_threads(a.d), smem, stream>>>(a);
+      rms_norm_rope_kernel<true, kPair, kMb, kBf><<<blocks, row_threads(a.d), smem, stream>>>(a);
     } else {
-      rms_norm_rope_kernel<false, kPair, kMb><<<blocks, row_threads(a.d), smem, stream>>>(a);
+      rms_norm_rope_kernel<false, kPair, kMb, kBf><<<blocks, row_threads(a.d), smem, stream>>>(a);
+    }
+  };
+  with_row_min_blocks(4, [&](auto mb) {
+    if (bf16) {
+      launch(mb, std::true_type{});
+    } else {
+      launch(mb, std::false_type{});
     }
   });
   LTX_CUDA_CHECK_LAUNCH();
