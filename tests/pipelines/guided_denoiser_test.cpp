@@ -4,6 +4,7 @@
 #include "models/transformer/model.h"
 #include "models/transformer/text_kv_cache.h"
 #include "ops/elementwise.h"
+#include "ops/shape.h"
 #include "pipelines/denoisers.h"
 #include "sampling/loops.h"
 #include "support/test_support.h"
@@ -276,6 +277,70 @@ TEST(GuidedDenoiser, TimestepRunsEqualPerTokenTimestepsWhereAFrameIsPinned) {
   EXPECT_ERROR_HAS(mt::X0Model{f.model}(&bad, &audio, nullptr), "cover");
 
   expect_step_matches_per_token(f, v, a);
+}
+
+// Two copies of a one-sample modality as a batch of two (every per-sample tensor stacked).
+mt::Modality batch_of_two(const mt::Modality& m) {
+  mt::Modality b = m;
+  for (Tensor* t : {&b.latent, &b.sigma, &b.timesteps, &b.positions, &b.context, &b.context_mask,
+                    &b.attention_mask, &b.keyframes_mask})
+    if (t->defined()) *t = ops::concat({*t, *t}, 0);
+  if (!b.timestep_runs.empty()) b.timestep_runs = {m.timestep_runs[0], m.timestep_runs[0]};
+  return b;
+}
+
+// Per-token timesteps [2, T, 1] from each sample's runs (lengths) and their values.
+Tensor timesteps_of_runs(const std::vector<std::vector<int64_t>>& runs,
+                         const std::vector<std::vector<float>>& values) {
+  std::vector<float> v;
+  int64_t tokens = 0;
+  for (size_t s = 0; s < runs.size(); ++s) {
+    tokens = 0;
+    for (size_t r = 0; r < runs[s].size(); ++r) {
+      v.insert(v.end(), static_cast<size_t>(runs[s][r]), values[s][r]);
+      tokens += runs[s][r];
+    }
+  }
+  return Tensor::from_vector(v, {static_cast<int64_t>(runs.size()), tokens, 1});
+}
+
+// Samples whose runs differ (their boundaries together make the common runs the transformer keeps
+// the AdaLN values per), and more common runs than the run map holds (then expanded per token):
+// the results match per-token timesteps to BLAS's summation order, sample by sample.
+TEST(GuidedDenoiser, TimestepRunsThatDifferBetweenSamplesEqualPerTokenTimesteps) {
+  const Fixture& f = fixture();
+  const LatentState v = f.video_state(f.t("in.video.latent"));
+  const LatentState a = f.audio_state(f.t("in.audio.latent"));
+  const mt::Modality pinned = pipelines::modality_from_state(v, f.t("in.video.context_pos"), 0.5);
+  ASSERT_EQ(pinned.timestep_runs.size(), 1u);
+  const int64_t frame = pinned.timestep_runs[0][0], tokens = v.tokens();
+  ASSERT_GT(tokens, frame);
+  ASSERT_GE(frame, 2);
+  ASSERT_GE(tokens, 9);
+  const mt::Modality audio = batch_of_two(pipelines::modality_from_state(a, f.t("in.audio.context_pos"), 0.5));
+  const std::vector<std::vector<std::vector<int64_t>>> cases = {
+      {{frame, tokens - frame}, {frame / 2, tokens - frame / 2}},    // 3 common runs
+      {{1, 1, 1, 1, 1, 1, 1, 1, tokens - 8}, {tokens}},              // 9 > ops::kMaxSummedRuns
+  };
+  for (const auto& runs : cases) {
+    SCOPED_TRACE(std::to_string(runs[0].size()) + " runs in sample 0");
+    std::vector<std::vector<float>> values(2);
+    for (size_t r = 0; r < runs[0].size(); ++r) values[0].push_back(0.05f * static_cast<float>(r));
+    for (size_t r = 0; r < runs[1].size(); ++r) values[1].push_back(0.3f + 0.1f * static_cast<float>(r));
+    mt::Modality with_runs = batch_of_two(pinned);
+    with_runs.timesteps = timesteps_of_runs(runs, values);
+    with_runs.timestep_runs = runs;
+    mt::Modality per_token = with_runs;
+    per_token.timestep_runs.clear();
+    const mt::ModelOutputs got = mt::X0Model{f.model}(&with_runs, &audio, nullptr);
+    const mt::ModelOutputs want = mt::X0Model{f.model}(&per_token, &audio, nullptr);
+    for (int64_t s = 0; s < 2; ++s) {
+      EXPECT_LE(test::max_rel_err(got.video.narrow(0, s, 1), want.video.narrow(0, s, 1)), 2e-5) << s;
+      EXPECT_LE(test::max_rel_err(got.audio.narrow(0, s, 1), want.audio.narrow(0, s, 1)), 2e-5) << s;
+    }
+    // The samples' timesteps differ, and so do their results.
+    EXPECT_GT(test::max_rel_err(got.video.narrow(0, 0, 1), got.video.narrow(0, 1, 1)), 1e-3);
+  }
 }
 
 TEST(GuidedDenoiser, MissingNegativeContextIsAnErrorWhenCfgIsOn) {
