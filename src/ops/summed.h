@@ -29,6 +29,11 @@ constexpr size_t kMaxSummedRuns = 8;
 // run_ends is empty.
 Tensor expand_runs(const Tensor& t, const std::vector<int64_t>& run_ends);
 
+// Run r's rows [run_ends[r - 1], run_ends[r]) of t along dim -2 when t has all the runs' rows
+// there (run_ends.back() of them); else t itself (undefined, or broadcast along dim -2). The
+// operands of an op applied run by run.
+Tensor run_rows(const Tensor& t, const std::vector<int64_t>& run_ends, size_t r);
+
 struct Summed {
   Tensor a, b;                    // b undefined: the operand is a
   std::vector<int64_t> run_ends;  // empty: b as it is; else b's rows along dim -2 per run
@@ -49,8 +54,8 @@ struct Summed {
   DType dtype() const;
   // b with its rows repeated over their runs (b itself without runs): expand_runs(b, run_ends).
   Tensor expanded_b() const { return expand_runs(b, run_ends); }
-  // The operand on run r's rows: a (its rows of the run when it has the sum's rows, else all of
-  // it) plus b's row r, which broadcasts over the run. Needs runs.
+  // The operand on run r's rows: run_rows(a, ...) plus b's row r, which broadcasts over the run.
+  // Needs runs.
   Summed run(size_t r) const;
   // The materialised operand: ops::add(a, expanded_b()) (with runs formed per run, then
   // expanded: the same values), or a. The unfused reference, and the CPU path.

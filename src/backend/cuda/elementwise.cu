@@ -117,15 +117,10 @@ struct ModulateFn {
   }
 };
 
-// Operands with runs (ops::Summed::run_ends): an op over `total` rows along the result's dim -2
-// runs once per run, on the run's rows of the result and of each operand that has them
-// (run_rows), each Summed as its run's row broadcast over the run (Summed::run). `runs`: the runs
-// of the first operand that has them; a Summed with other runs than those is materialised per
-// token (common_runs).
-Tensor run_rows(const Tensor& t, int64_t start, int64_t len, int64_t total) {
-  if (!t.defined() || t.dim() < 2 || t.size(-2) != total) return t;  // broadcast along dim -2
-  return t.narrow(t.dim() - 2, start, len);
-}
+// Operands with runs (ops::Summed::run_ends): the op runs once per run, on the run's rows of the
+// result and of the operands that have them (ops::run_rows), each Summed with runs as its run's
+// row broadcast over the run (Summed::run). common_runs: the runs of the first operand that has
+// them; a Summed with other runs than those is materialised per token.
 std::vector<int64_t> common_runs(std::initializer_list<ops::Summed*> operands) {
   std::vector<int64_t> runs;
   for (ops::Summed* s : operands) {
@@ -137,14 +132,6 @@ std::vector<int64_t> common_runs(std::initializer_list<ops::Summed*> operands) {
     }
   }
   return runs;
-}
-template <typename F>
-void for_each_run(const std::vector<int64_t>& runs, F&& f) {
-  int64_t start = 0;
-  for (size_t r = 0; r < runs.size(); ++r) {
-    f(r, start, runs[r] - start);
-    start = runs[r];
-  }
 }
 
 // The result: the float inputs' result dtype, laid out like the first of them that has the full
@@ -277,11 +264,10 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate) {
     gated_add_into(out, x, y, gate, bf16_product, bf16_gate);
     return out;
   }
-  const int64_t total = gate.run_ends.back();
-  for_each_run(gate.run_ends, [&](size_t r, int64_t start, int64_t len) {
-    gated_add_into(run_rows(out, start, len, total), run_rows(x, start, len, total),
-                   run_rows(y, start, len, total), gate.run(r), bf16_product, bf16_gate);
-  });
+  const std::vector<int64_t>& runs = gate.run_ends;
+  for (size_t r = 0; r < runs.size(); ++r)
+    gated_add_into(ops::run_rows(out, runs, r), ops::run_rows(x, runs, r),
+                   ops::run_rows(y, runs, r), gate.run(r), bf16_product, bf16_gate);
   return out;
 }
 
@@ -328,15 +314,13 @@ Tensor modulate(const Tensor& x, const ops::Summed& scale_in, const ops::Summed&
     modulate_into(out, x, scale, shift, bf16_scale, bf16_shift);
     return out;
   }
-  const int64_t total = runs.back();
-  const auto part = [&](const ops::Summed& v, size_t r, int64_t start, int64_t len) {
+  const auto part = [&](const ops::Summed& v, size_t r) {
     if (v.has_runs()) return v.run(r);
-    return ops::Summed(run_rows(v.a, start, len, total), run_rows(v.b, start, len, total));
+    return ops::Summed(ops::run_rows(v.a, runs, r), ops::run_rows(v.b, runs, r));
   };
-  for_each_run(runs, [&](size_t r, int64_t start, int64_t len) {
-    modulate_into(run_rows(out, start, len, total), run_rows(x, start, len, total),
-                  part(scale, r, start, len), part(shift, r, start, len), bf16_scale, bf16_shift);
-  });
+  for (size_t r = 0; r < runs.size(); ++r)
+    modulate_into(ops::run_rows(out, runs, r), ops::run_rows(x, runs, r), part(scale, r),
+                  part(shift, r), bf16_scale, bf16_shift);
   return out;
 }
 

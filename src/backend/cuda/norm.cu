@@ -1380,7 +1380,7 @@ void set_row_cache(ModArgs* m, int64_t d) {
   if (d > 4096 || !m->fast) return;
   for (int j : {kScale, kShift})
     if (m->p[j] != nullptr && !m->bf16_sum[j]) return;
-  if (m->lead == 0 || m->run_dim == m->lead - 1) {
+  if (m->lead == 0 || m->runs > 0) {
     m->cache = true;
     return;
   }
