@@ -6,6 +6,7 @@
 #include <array>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -178,6 +179,39 @@ TEST(CudaElementwise, Bf16StorageComputesInF32AndRoundsOnce) {
   const Tensor d = gpu(a).clone();
   ops::add_(d, gpu(b));
   EXPECT_TRUE(same_bytes(d, ops::add(af, bf).to(DType::BF16)));
+}
+
+// The 16-byte path's bf16 stores (pack_bf16x8: paired hardware conversions, NaN tested once per
+// eight values) give the CPU conversion's bits (f32_to_bf16 in software): +0 + x stored as bf16
+// for x of every sign and exponent with the mantissa bits around each rounding boundary (ties to
+// even and odd, just above and below), subnormals, infinities and NaNs of many payloads, once in
+// order (chunks of one exponent, NaNs beside infinities) and once shuffled (NaNs beside ordinary
+// values). -0 is left out (+0 + -0 is +0).
+TEST(CudaElementwise, Bf16VectorStoresRoundEveryBitPatternAsTheCpu) {
+  LTX_REQUIRE_CUDA();
+  std::vector<uint32_t> bits;
+  const uint32_t low[] = {0x0000, 0x0001, 0x3fff, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff};
+  for (uint32_t sign = 0; sign < 2; ++sign)
+    for (uint32_t exp = 0; exp < 256; ++exp)
+      for (uint32_t mant_hi = 0; mant_hi < 128; ++mant_hi)
+        for (uint32_t lo : low) {
+          const uint32_t b = (sign << 31) | (exp << 23) | (mant_hi << 16) | lo;
+          bits.push_back(b == 0x80000000u ? 0u : b);
+        }
+  std::vector<uint32_t> shuffled = bits;
+  uint64_t state = 12345;
+  for (size_t i = shuffled.size() - 1; i > 0; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(shuffled[i], shuffled[(state >> 33) % (i + 1)]);
+  }
+  for (const auto* order : {&bits, &shuffled}) {
+    std::vector<float> values(order->size());
+    std::memcpy(values.data(), order->data(), values.size() * sizeof(float));
+    const Tensor x = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+    const Tensor dev = Tensor::zeros(x.shape(), DType::BF16, kGpu);
+    ops::add_(dev, gpu(x));
+    EXPECT_TRUE(same_bytes(dev, x.to(DType::BF16))) << (order == &bits ? "in order" : "shuffled");
+  }
 }
 
 // The dense 16-byte path (contiguous, aligned operands, optionally a broadcast scalar) must give

@@ -121,16 +121,79 @@ __global__ void map_kernel(MapArgs<K> a, int64_t n, F f) {
 
 inline constexpr int kVec = 8;
 
+// ---- kVec values as bf16, 16 bytes at a time ----
+
+// A packed pair of bf16 values with each NaN replaced by f32_to_bf16's canonical one (0x7FC0).
+__device__ __forceinline__ uint32_t canonical_nan_bf16x2(uint32_t w) {
+  uint32_t lo = w & 0xffffu, hi = w >> 16;
+  if ((lo & 0x7fffu) > 0x7f80u) lo = 0x7fc0u;
+  if ((hi & 0x7fffu) > 0x7f80u) hi = 0x7fc0u;
+  return lo | (hi << 16);
+}
+
+// f32_to_bf16 of v[0 .. 7], packed in pairs (element 2j in the low half of word j). On sm_80+ as
+// four paired conversions (cvt.rn.bf16x2.f32: the scalar cvt's round-to-nearest-even, two values
+// per instruction); NaN, which f32_to_bf16 maps to one canonical value while the paired
+// conversion may keep a payload, is tested once for the eight, and only a chunk holding one
+// rewrites its NaN halves (from the packed words: the f32 values are dead after the conversions,
+// which keeps register pressure as with per-value conversions). Bit for bit f32_to_bf16's; ~1.5
+// instructions a value instead of ~4 (test, select, convert, pack), which the row norms were
+// issue-bound on.
+__device__ __forceinline__ uint4 pack_bf16x8(const float* v) {
+  uint32_t w[4];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  bool nan = false;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w[j]) : "f"(v[2 * j + 1]), "f"(v[2 * j]));
+    nan |= (v[2 * j] != v[2 * j]) | (v[2 * j + 1] != v[2 * j + 1]);
+  }
+  if (nan) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[j] = canonical_nan_bf16x2(w[j]);
+  }
+#else
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    w[j] = static_cast<uint32_t>(dtype_bits::f32_to_bf16(v[2 * j])) |
+           (static_cast<uint32_t>(dtype_bits::f32_to_bf16(v[2 * j + 1])) << 16);
+#endif
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The eight values of a pack_bf16x8 word set as f32 (little endian: element 2j is the low half).
+__device__ __forceinline__ void unpack_bf16x8(const uint4& q, float* v) {
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[2 * j] = dtype_bits::f32_from_bits(w[j] << 16);
+    v[2 * j + 1] = dtype_bits::f32_from_bits(w[j] & 0xffff0000u);
+  }
+}
+
+// round_to(dt, v[j]) for the kVec values: what an op that stores dt leaves for the next one.
+__device__ __forceinline__ void round_vec_to(DType dt, float* v) {
+  if (dt == DType::BF16) unpack_bf16x8(pack_bf16x8(v), v);
+}
+
+// 16 bytes at element i of a bf16 buffer in global memory (16-byte aligned there), stored as one
+// vector: in gated_add_rms_norm_modulate's kernel nvcc split the plain uint4 assignment into four
+// 4-byte stores (four times the store requests).
+__device__ __forceinline__ void store_global_bf16x8(void* p, int64_t i, const uint4& q) {
+  uint16_t* dst = static_cast<uint16_t*>(p) + i;
+#if defined(__CUDA_ARCH__)
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(q.x), "r"(q.y), "r"(q.z),
+               "r"(q.w)
+               : "memory");
+#else
+  *reinterpret_cast<uint4*>(dst) = q;
+#endif
+}
+
 // Elements i .. i + 7 of an f32 or bf16 buffer (16-byte aligned there) as f32.
 __device__ __forceinline__ void load_vec(const void* p, DType dt, int64_t i, float* v) {
   if (dt == DType::BF16) {
-    const uint4 q = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p) + i);
-    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {  // little endian: element 2j is the low half
-      v[2 * j] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(w[j] & 0xffffu));
-      v[2 * j + 1] = dtype_bits::bf16_to_f32(static_cast<uint16_t>(w[j] >> 16));
-    }
+    unpack_bf16x8(*reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p) + i), v);
   } else {
     const float4* q = reinterpret_cast<const float4*>(static_cast<const float*>(p) + i);
     const float4 a = q[0], b = q[1];
@@ -142,16 +205,20 @@ __device__ __forceinline__ void load_vec(const void* p, DType dt, int64_t i, flo
 // Stores v[0 .. 7] at elements i .. i + 7 of an f32 or bf16 buffer (16-byte aligned there).
 __device__ __forceinline__ void store_vec(void* p, DType dt, int64_t i, const float* v) {
   if (dt == DType::BF16) {
-    uint32_t w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      w[j] = static_cast<uint32_t>(dtype_bits::f32_to_bf16(v[2 * j])) |
-             (static_cast<uint32_t>(dtype_bits::f32_to_bf16(v[2 * j + 1])) << 16);
-    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p) + i) = make_uint4(w[0], w[1], w[2], w[3]);
+    *reinterpret_cast<uint4*>(static_cast<uint16_t*>(p) + i) = pack_bf16x8(v);
   } else {
     float4* q = reinterpret_cast<float4*>(static_cast<float*>(p) + i);
     q[0] = make_float4(v[0], v[1], v[2], v[3]);
     q[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+}
+
+// store_vec into global memory, a bf16 vector through store_global_bf16x8.
+__device__ __forceinline__ void store_vec_global(void* p, DType dt, int64_t i, const float* v) {
+  if (dt == DType::BF16) {
+    store_global_bf16x8(p, i, pack_bf16x8(v));
+  } else {
+    store_vec(p, dt, i, v);
   }
 }
 

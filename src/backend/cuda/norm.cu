@@ -225,10 +225,12 @@ __device__ __forceinline__ void modulate_vec(const RowArgs& a, DType x_dtype, fl
                                              const float (&sc)[kVec], const float (&sh)[kVec]) {
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
-    float n = mul_rn(v[j], rs);
-    if (a.w != nullptr) n = mul_rn(n, w[j]);
-    v[j] = scalar::modulate(round_to(x_dtype, n), sc[j], sh[j]);
+    v[j] = mul_rn(v[j], rs);
+    if (a.w != nullptr) v[j] = mul_rn(v[j], w[j]);
   }
+  round_vec_to(x_dtype, v);
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) v[j] = scalar::modulate(v[j], sc[j], sh[j]);
 }
 
 // Elements i .. i + kVec - 1 of a staged row (x's dtype) normalised with the row scale rs and
@@ -260,7 +262,7 @@ __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs
       for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], w[j]);
     }
   }
-  store_vec(y_row, row_y_dtype<kBf16>(a), i, v);
+  store_vec_global(y_row, row_y_dtype<kBf16>(a), i, v);
 }
 template <bool kModulate, bool kBf16 = false>
 __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
@@ -330,6 +332,18 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
   }
 }
 
+// scalar::gated_add(x, y, g, true) on kVec values (x, y, g bf16 values): the eight products
+// rounded to bf16 together (round_vec_to), then the sums.
+__device__ __forceinline__ void gated_add_bf16_vec(float (&x)[kVec], const float (&y)[kVec],
+                                                   const float (&g)[kVec]) {
+  float p[kVec];
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) p[j] = mul_rn(y[j], g[j]);
+  round_vec_to(DType::BF16, p);
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) x[j] = add_rn(x[j], p[j]);
+}
+
 // ops::gated_add_rms_norm_modulate in one pass over bf16 rows (contiguous x, y; the gate in
 // g's kScale / kScale2 slots; scale / shift in m; a.x: x, a.y: h): a block per row forms x_next =
 // x + gate * y with gated_add's arithmetic (the product rounded to bf16, then the sum), stores it
@@ -372,10 +386,10 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
       } else {
         mod_vec(g, kScale, goff, i, gv);
       }
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) xv[j] = scalar::gated_add(xv[j], yv[j], gv[j], true);
-      store_vec(static_cast<uint16_t*>(x_next) + base, DType::BF16, i, xv);
-      store_vec(residual_row, DType::BF16, i, xv);
+      gated_add_bf16_vec(xv, yv, gv);
+      const uint4 q = pack_bf16x8(xv);
+      store_global_bf16x8(static_cast<uint16_t*>(x_next) + base, i, q);
+      residual_row[c] = q;
     }
     const float rs = staged_row_inv_rms(DType::BF16, d, a.eps, residual_row);
     void* h_row = static_cast<uint16_t*>(a.y) + base;

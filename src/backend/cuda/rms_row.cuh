@@ -87,10 +87,12 @@ __device__ __forceinline__ float staged_row_inv_rms(DType dt, int d, double eps,
   float ss = 0.f;
   if (dt == DType::BF16) {
     const uint16_t* xs = reinterpret_cast<const uint16_t*>(smem);
+#pragma unroll 4
     for (int i = threadIdx.x; i < d; i += blockDim.x)
       ss = add_square(ss, dtype_bits::bf16_to_f32(xs[i]));
   } else {
     const float* xs = reinterpret_cast<const float*>(smem);
+#pragma unroll 4
     for (int i = threadIdx.x; i < d; i += blockDim.x) ss = add_square(ss, xs[i]);
   }
   return inv_std(block_sum(ss), d, eps);

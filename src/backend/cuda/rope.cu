@@ -251,10 +251,10 @@ __device__ __forceinline__ void norm_rope_load(const NormRopeArgs& a, const uint
   if (wp != nullptr) load_vec(wp, kSecond ? a.w2_dtype : a.w_dtype, i, w);
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
-    float n = mul_rn(v[j], rs);
-    if (wp != nullptr) n = mul_rn(n, w[j]);
-    v[j] = round_to(dtype, n);
+    v[j] = mul_rn(v[j], rs);
+    if (wp != nullptr) v[j] = mul_rn(v[j], w[j]);
   }
+  round_vec_to(dtype, v);
 }
 
 // Split layout: rotates chunk (h, j) of a staged row with its kVec angles and stores both halves
