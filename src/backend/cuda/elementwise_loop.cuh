@@ -162,7 +162,9 @@ __device__ __forceinline__ uint4 pack_bf16x8(const float* v) {
 }
 
 // The eight values of a pack_bf16x8 word set as f32 (little endian: element 2j is the low half).
-__device__ __forceinline__ void unpack_bf16x8(const uint4& q, float* v) {
+// By value: bound to a load's result as a reference, the loaded vector was read as four 4-byte
+// loads.
+__device__ __forceinline__ void unpack_bf16x8(uint4 q, float* v) {
   const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
