@@ -218,15 +218,23 @@ __device__ __forceinline__ DType row_y_dtype(const RowArgs& a) {
   return kBf16 ? DType::BF16 : a.y_dtype;
 }
 
+// The row weight of a vector row kernel: a.w, or null where the kernel is instantiated for rows
+// without one (kWeight false: the per-chunk weight test and its predicated multiplies fold away;
+// the transformer's norms have no weight).
+template <bool kWeight>
+__device__ __forceinline__ const void* row_weight(const RowArgs& a) {
+  return kWeight ? a.w : nullptr;
+}
+
 // rms_norm_modulate's per-element math on a vector of x's values: normalised with the row scale rs
-// (weighted by w when there is a weight), rounded as rms_norm stores it (x_dtype), then modulated.
-__device__ __forceinline__ void modulate_vec(const RowArgs& a, DType x_dtype, float (&v)[kVec],
+// (weighted by w when `weighted`), rounded as rms_norm stores it (x_dtype), then modulated.
+__device__ __forceinline__ void modulate_vec(bool weighted, DType x_dtype, float (&v)[kVec],
                                              float rs, const float (&w)[kVec],
                                              const float (&sc)[kVec], const float (&sh)[kVec]) {
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
     v[j] = mul_rn(v[j], rs);
-    if (a.w != nullptr) v[j] = mul_rn(v[j], w[j]);
+    if (weighted) v[j] = mul_rn(v[j], w[j]);
   }
   round_vec_to(x_dtype, v);
 #pragma unroll
@@ -236,7 +244,8 @@ __device__ __forceinline__ void modulate_vec(const RowArgs& a, DType x_dtype, fl
 // Elements i .. i + kVec - 1 of a staged row (x's dtype) normalised with the row scale rs and
 // weighted when there is a weight (rms_norm's value), then for rms_norm_modulate rounded as
 // rms_norm stores it and modulated; stored as one vector: the general kernels' per-element math.
-template <bool kModulate, bool kBf16 = false>  // kBf16: x and the output are bf16 (row_x_dtype)
+// kBf16: x and the output are bf16 (row_x_dtype); kWeight false: no weight (row_weight).
+template <bool kModulate, bool kBf16 = false, bool kWeight = true>
 __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs& m, float (&v)[kVec],
                                                  int i, float rs, const ModOffsets& off,
                                                  void* y_row, const uint16_t* cache = nullptr) {
@@ -249,29 +258,30 @@ __device__ __forceinline__ void rms_store_values(const RowArgs& a, const ModArgs
       mod_vec(m, kScale, off, i, sc);
       mod_vec(m, kShift, off, i, sh);
     }
+    const void* wp = row_weight<kWeight>(a);
     float w[kVec] = {};
-    if (a.w != nullptr) load_vec(a.w, a.w_dtype, i, w);
-    modulate_vec(a, row_x_dtype<kBf16>(a), v, rs, w, sc, sh);
+    if (wp != nullptr) load_vec(wp, a.w_dtype, i, w);
+    modulate_vec(wp != nullptr, row_x_dtype<kBf16>(a), v, rs, w, sc, sh);
   } else {
 #pragma unroll
     for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], rs);
-    if (a.w != nullptr) {
+    if (const void* wp = row_weight<kWeight>(a); wp != nullptr) {
       float w[kVec];
-      load_vec(a.w, a.w_dtype, i, w);
+      load_vec(wp, a.w_dtype, i, w);
 #pragma unroll
       for (int j = 0; j < kVec; ++j) v[j] = mul_rn(v[j], w[j]);
     }
   }
   store_vec_global(y_row, row_y_dtype<kBf16>(a), i, v);
 }
-template <bool kModulate, bool kBf16 = false>
+template <bool kModulate, bool kBf16 = false, bool kWeight = true>
 __device__ __forceinline__ void rms_store_chunk(const RowArgs& a, const ModArgs& m,
                                                 const uint4* row_smem, int i, float rs,
                                                 const ModOffsets& off, void* y_row,
                                                 const uint16_t* cache = nullptr) {
   float v[kVec];
   load_vec(row_smem, row_x_dtype<kBf16>(a), i, v);
-  rms_store_values<kModulate, kBf16>(a, m, v, i, rs, off, y_row, cache);
+  rms_store_values<kModulate, kBf16, kWeight>(a, m, v, i, rs, off, y_row, cache);
 }
 
 // Writes operands `first` and `first + 1` of m (kScale, kShift: scale and shift; or kScale alone
@@ -298,8 +308,9 @@ __device__ __forceinline__ void fill_mod_cache(const ModArgs& m, const ModOffset
 // blockDim and block_sum), so the row's scale is the same float, and the outputs go out as
 // 16-byte vectors with the general kernels' per-element math: bit-identical results, x read from
 // memory once.
-// kBf16: instantiated for bf16 x and output (row_x_dtype).
-template <bool kModulate, int kMinBlocks, bool kBf16>
+// kBf16: instantiated for bf16 x and output (row_x_dtype); kWeight false: for rows without a weight
+// (row_weight; the bf16 rows without one get their own instantiation).
+template <bool kModulate, int kMinBlocks, bool kBf16, bool kWeight>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
   extern __shared__ uint4 row_smem[];
   const int d = static_cast<int>(a.d);
@@ -327,7 +338,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
         static_cast<const char*>(a.x) + row_base(a, r, a.x_outer) * x_bytes, x_dtype, d, a.eps,
         row_smem);
     for (int c = threadIdx.x; c < chunks; c += blockDim.x)
-      rms_store_chunk<kModulate, kBf16>(a, m, row_smem, c * kVec, rs, off, y_row, cache);
+      rms_store_chunk<kModulate, kBf16, kWeight>(a, m, row_smem, c * kVec, rs, off, y_row, cache);
     __syncthreads();  // every thread is done with row_smem before the next row overwrites it
   }
 }
@@ -394,9 +405,9 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
     const float rs = staged_row_inv_rms(DType::BF16, d, a.eps, residual_row);
     void* h_row = static_cast<uint16_t*>(a.y) + base;
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-      rms_store_chunk<true, true>(a, m, residual_row, c * kVec, rs, off, h_row, cache);
+      rms_store_chunk<true, true, false>(a, m, residual_row, c * kVec, rs, off, h_row, cache);
       if constexpr (kTwo)
-        rms_store_chunk<true, true>(a, m2, residual_row, c * kVec, rs, off2,
+        rms_store_chunk<true, true, false>(a, m2, residual_row, c * kVec, rs, off2,
                               static_cast<uint16_t*>(h2) + base, cache2);
     }
     __syncthreads();  // every thread is done with the staged row before the next row overwrites it
@@ -514,7 +525,7 @@ __global__ void __launch_bounds__(kWarpRowWarps * 32) rms_norm_row256_kernel(Row
         have = off;
         loaded = true;
       }
-      modulate_vec(a, a.x_dtype, v, rs, w, sc, sh);
+      modulate_vec(a.w != nullptr, a.x_dtype, v, rs, w, sc, sh);
     } else {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
@@ -1503,28 +1514,30 @@ Tensor run_rms(const RmsCall& c) {
     }
   } else if (rows_vec_ok(c)) {
     const size_t smem = static_cast<size_t>(c.a.d) * dtype_size(c.a.x_dtype);
-    const auto launch = [&](auto mb, auto bf16) {
+    const auto launch = [&](auto mb, auto bf16, auto weight) {
       constexpr int kMb = decltype(mb)::value;
-      constexpr bool kBf = decltype(bf16)::value;
+      constexpr bool kBf = decltype(bf16)::value, kW = decltype(weight)::value;
       if (c.modulate) {
         ModArgs m = c.m;
         // The per-run values cached after the row: 2 d bf16.
         set_row_cache(&m, c.a.d);
         const size_t cached_smem = smem + (m.cache ? static_cast<size_t>(c.a.d) * 4 : 0);
-        const unsigned grid = m.cache ? resident_grid(rms_norm_vec_kernel<true, kMb, kBf>, threads,
+        const unsigned grid = m.cache ? resident_grid(rms_norm_vec_kernel<true, kMb, kBf, kW>, threads,
                                                       cached_smem, c.a.rows, dev)
                                       : blocks;
-        rms_norm_vec_kernel<true, kMb, kBf><<<grid, threads, cached_smem, stream>>>(c.a, m);
+        rms_norm_vec_kernel<true, kMb, kBf, kW><<<grid, threads, cached_smem, stream>>>(c.a, m);
       } else {
-        rms_norm_vec_kernel<false, kMb, kBf><<<blocks, threads, smem, stream>>>(c.a, c.m);
+        rms_norm_vec_kernel<false, kMb, kBf, kW><<<blocks, threads, smem, stream>>>(c.a, c.m);
       }
     };
     const bool bf16 = c.a.x_dtype == DType::BF16 && c.a.y_dtype == DType::BF16;
     with_row_min_blocks(kRowNormMinBlocks, [&](auto mb) {
-      if (bf16) {
-        launch(mb, std::true_type{});
+      if (bf16 && c.a.w == nullptr) {
+        launch(mb, std::true_type{}, std::false_type{});
+      } else if (bf16) {
+        launch(mb, std::true_type{}, std::true_type{});
       } else {
-        launch(mb, std::false_type{});
+        launch(mb, std::false_type{}, std::true_type{});
       }
     });
   } else if (c.modulate) {
