@@ -5,61 +5,17 @@
 // lines of one count; a file without the sections or columns it needs is an error.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
-#include <unistd.h>
+#include "bench/python_tool_test.h"
 
 namespace ltx {
 namespace {
 
-namespace fs = std::filesystem;
+using test::ToolRun;
 
-const fs::path kScript = fs::path(LTX_FIXTURES_DIR) / ".." / ".." / "tools" / "bench" /
-                         "ncu_source_summary.py";
-
-struct ScriptRun {
-  int status = 0;
-  std::string out;
-};
-
-class NcuSourceSummary : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (std::system("python3 -c pass > /dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-    // One folder per test and process: ctest runs the tests in parallel.
-    dir_ = fs::temp_directory_path() /
-           ("ltx_ncu_source_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  fs::path write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p;
-  }
-  ScriptRun summarize(const fs::path& csv, const std::string& args) {
-    const fs::path out = csv.string() + ".out";
-    const std::string cmd = "python3 '" + kScript.string() + "' '" + csv.string() + "' " + args +
-                            " > '" + out.string() + "' 2>&1";
-    ScriptRun r;
-    r.status = std::system(cmd.c_str());
-    std::ifstream in(out);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.out = ss.str();
-    return r;
-  }
-  fs::path dir_;
-};
+using NcuSourceSummary = test::PythonToolTest;
+constexpr const char* kTool = "ncu_source_summary.py";
 
 const char* kHeader =
     "\"Address\",\"Source\",\"# Samples\",\"Instructions Executed\"\n";
@@ -77,11 +33,11 @@ std::string norm_launch(const std::string& chunk_count) {
 
 TEST_F(NcuSourceSummary, GroupsEachKernelsLargestLaunchByExecutionCount) {
   const std::string big = norm_launch("8,000");
-  const fs::path csv = write(
+  const auto csv = write(
       "norms.csv", norm_launch("80") + big + big +  // a small launch, then the large one twice
                        "\"Kernel Name\",\"void rope(Args)\",\n" + kHeader +
                        "\"0x7f0000000100\",\"      FFMA R1, R2, R3, R1\",\"5\",\"100\"\n");
-  const ScriptRun r = summarize(csv, "--elements 512000");
+  const ToolRun r = run_tool(kTool, csv, "--elements 512000");
   ASSERT_EQ(r.status, 0) << r.out;
   // The large launch: 17,000 warp instructions, 32 x 17,000 / 512,000 = 1.06 per element; the
   // repeated section counted once.
@@ -98,14 +54,14 @@ TEST_F(NcuSourceSummary, GroupsEachKernelsLargestLaunchByExecutionCount) {
   EXPECT_LT(r.out.find("void norm"), r.out.find("void rope"));
   EXPECT_EQ(r.out.find("          80      2"), std::string::npos) << r.out;
 
-  const ScriptRun all = summarize(csv, "--all");
+  const ToolRun all = run_tool(kTool, csv, "--all");
   ASSERT_EQ(all.status, 0) << all.out;
   EXPECT_NE(all.out.find("          80      2"), std::string::npos) << all.out;
   const size_t first = all.out.find("        8000      2");  // the repeated section once
   ASSERT_NE(first, std::string::npos) << all.out;
   EXPECT_EQ(all.out.find("        8000      2", first + 1), std::string::npos) << all.out;
 
-  const ScriptRun show = summarize(csv, "--show 8000");
+  const ToolRun show = run_tool(kTool, csv, "--show 8000");
   ASSERT_EQ(show.status, 0) << show.out;
   EXPECT_NE(show.out.find("000010     30  LDS.128 R4, [R2]"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("F2FP.BF16.F32.PACK_AB R8, R5, R4"), std::string::npos) << show.out;
@@ -113,10 +69,10 @@ TEST_F(NcuSourceSummary, GroupsEachKernelsLargestLaunchByExecutionCount) {
 }
 
 TEST_F(NcuSourceSummary, FilesWithoutTheSectionsOrColumnsAreErrors) {
-  const ScriptRun raw = summarize(write("raw.csv", "\"ID\",\"Kernel Name\"\n\"0\",\"norm\"\n"), "");
+  const ToolRun raw = run_tool(kTool, write("raw.csv", "\"ID\",\"Kernel Name\"\n\"0\",\"norm\"\n"), "");
   EXPECT_NE(raw.status, 0);
   EXPECT_NE(raw.out.find("no 'Kernel Name' sections"), std::string::npos) << raw.out;
-  const ScriptRun no_counts = summarize(
+  const ToolRun no_counts = run_tool(kTool, 
       write("b.csv", "\"Kernel Name\",\"norm\",\n\"Address\",\"Source\"\n\"0x1\",\"NOP\"\n"), "");
   EXPECT_NE(no_counts.status, 0);
   EXPECT_NE(no_counts.out.find("no 'Instructions Executed' column"), std::string::npos)
