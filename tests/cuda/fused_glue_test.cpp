@@ -281,7 +281,10 @@ TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
 struct ResidualNormCase {
   int64_t b, t, d;
 };
-constexpr ResidualNormCase kResidualNormCases[] = {{2, 37, 4096}, {1, 5, 2048}, {3, 9, 256}, {2, 3, 8}};
+// {2, 700, 4096}: more rows than the resident blocks, so that each block takes several and
+// prefetches the next one's x and y (the cached path's kPrefetch).
+constexpr ResidualNormCase kResidualNormCases[] = {
+    {2, 37, 4096}, {2, 700, 4096}, {1, 5, 2048}, {3, 9, 256}, {2, 3, 8}};
 
 // The gated residual and the next AdaLN input in one pass (gated_add_rms_norm_modulate): both
 // results bit-identical to gated_add then rms_norm_modulate, for the real widths (video 4096,

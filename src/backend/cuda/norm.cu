@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/fast_div.cuh"
+#include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/rms_row.cuh"
 #include "backend/reduce_plan.h"
 #include "backend/scalar_math.h"
@@ -355,6 +357,19 @@ __device__ __forceinline__ void gated_add_bf16_vec(float (&x)[kVec], const float
   for (int j = 0; j < kVec; ++j) x[j] = add_rn(x[j], p[j]);
 }
 
+// Waits for this thread's cp.async copies; the memory clobber keeps the compiler from moving the
+// shared-memory reads that follow above it.
+__device__ __forceinline__ void wait_own_async_copies() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// Shared-memory bytes per row element of gated_add_rms_norm_modulate_kernel: the staged row (2),
+// the cached scale, shift and gate (6) or also the second scale and shift (10), the prefetched
+// next x and y (4).
+__host__ __device__ constexpr int residual_norm_smem_per_element(bool cached, bool two, bool prefetch) {
+  return 2 + (cached ? (two ? 10 : 6) : 0) + (prefetch ? 4 : 0);
+}
+
 // ops::gated_add_rms_norm_modulate in one pass over bf16 rows (contiguous x, y; the gate in
 // g's kScale / kScale2 slots; scale / shift in m; a.x: x, a.y: h): a block per row forms x_next =
 // x + gate * y with gated_add's arithmetic (the product rounded to bf16, then the sum), stores it
@@ -362,7 +377,11 @@ __device__ __forceinline__ void gated_add_bf16_vec(float (&x)[kVec], const float
 // staged row: both results bit-identical to the two ops, x_next never read back from memory.
 // kTwo: a second modulation of the same norm (m2, stored at h2; its runs are m's when cached,
 // its scale and shift cached after the gate): gated_add_rms_norm_modulate2's two AdaLN inputs.
-template <int kMinBlocks, bool kTwo>
+// kPrefetch (a grid of resident blocks, each taking rows r, r + gridDim, ...): the next row's x
+// and y are copied into shared memory with cp.async while the block reduces and modulates the
+// current one, so that the loads' latency (the kernels' largest stall, Nsight Compute, session
+// 20) overlaps work; each thread copies the chunks it reads itself (no barrier needed).
+template <int kMinBlocks, bool kTwo, bool kPrefetch>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
     gated_add_rms_norm_modulate_kernel(RowArgs a, ModArgs m, ModArgs g, const void* y, void* x_next,
                                        ModArgs m2, void* h2) {
@@ -371,6 +390,18 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
   // With m.cache (then g's and m2's too): scale, shift, then the gate as bf16 after the row.
   uint16_t* cache = m.cache ? reinterpret_cast<uint16_t*>(residual_row + d * 2 / 16) : nullptr;
   uint16_t* cache2 = kTwo && cache != nullptr ? cache + 3 * d : nullptr;
+  // kPrefetch: the next row's x, then its y, after the cache (residual_norm_smem's layout).
+  uint4* const xy = residual_row + d * residual_norm_smem_per_element(cache != nullptr, kTwo, false) / 16;
+  const auto prefetch = [&](int64_t r) {
+    const uint4* xs = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + r * a.d);
+    const uint4* ys = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(y) + r * a.d);
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+      mma::cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(xy + c)), xs + c, true);
+      mma::cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(xy + chunks + c)), ys + c, true);
+    }
+    mma::cp_async_commit();
+  };
+  if (kPrefetch && blockIdx.x < a.rows) prefetch(blockIdx.x);
   uint32_t cached = kNoRowKey, gcached = kNoRowKey, cached2 = kNoRowKey;
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const int64_t base = r * a.d;
@@ -387,11 +418,17 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
       gcached = goff.key;
       cached2 = off2.key;
     }
+    if constexpr (kPrefetch) wait_own_async_copies();
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       const int i = c * kVec;
       float xv[kVec], yv[kVec], gv[kVec];
-      load_vec(a.x, DType::BF16, base + i, xv);
-      load_vec(y, DType::BF16, base + i, yv);
+      if constexpr (kPrefetch) {
+        unpack_bf16x8(xy[c], xv);
+        unpack_bf16x8(xy[chunks + c], yv);
+      } else {
+        load_vec(a.x, DType::BF16, base + i, xv);
+        load_vec(y, DType::BF16, base + i, yv);
+      }
       if (cache != nullptr) {
         load_vec(cache + 2 * d, DType::BF16, i, gv);
       } else {
@@ -403,6 +440,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
       residual_row[c] = q;
     }
     const float rs = staged_row_inv_rms(DType::BF16, d, a.eps, residual_row);
+    if (kPrefetch && r + gridDim.x < a.rows) prefetch(r + gridDim.x);  // this thread's reads are done
     void* h_row = static_cast<uint16_t*>(a.y) + base;
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       rms_store_chunk<true, true, false>(a, m, residual_row, c * kVec, rs, off, h_row, cache);
@@ -1636,11 +1674,19 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
   set_row_cache(&g, r.c.a.d);
   if (m2_in != nullptr) set_row_cache(&m2, r.c.a.d);
   if (!m.cache || !g.cache || (m2_in != nullptr && !m2.cache)) m.cache = g.cache = m2.cache = false;
-  const int64_t cached = !m.cache ? 0 : m2_in != nullptr ? 10 : 6;
-  const size_t smem = static_cast<size_t>(r.c.a.d * (2 + cached));
+  // The next row's x and y prefetched (kPrefetch) where the grid is resident (the cached path: each
+  // block takes many rows). LTX_ROW_PREFETCH=0 turns it off (a knob for timing).
+  static const bool prefetch_env = [] {
+    const char* e = std::getenv("LTX_ROW_PREFETCH");
+    return e == nullptr || (e[0] != '\0' && e[0] != '0');
+  }();
+  const bool prefetch = prefetch_env && m.cache;
+  const size_t smem = static_cast<size_t>(
+      r.c.a.d * residual_norm_smem_per_element(m.cache, m2_in != nullptr, prefetch));
   const int threads = row_threads(r.c.a.d);
   const auto go = [&](auto kernel) {
-    // Rows of 4096 with two cached modulations take all of the 48 KiB a launch gets by default.
+    // Rows of 4096 with two cached modulations take 48 KiB (64 KiB with the prefetch): more than a
+    // launch gets by default.
     if (smem > 32 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     const unsigned grid = m.cache ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
                                   : row_blocks(r.c.a.rows);
@@ -1648,10 +1694,13 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
         r.c.a, m, g, y.raw_data(), x_next.raw_data(), m2, h2.defined() ? h2.raw_data() : nullptr);
   };
   with_row_min_blocks(kResidualNormMinBlocks, [&](auto mb) {
+    constexpr int kMb = decltype(mb)::value;
     if (m2_in != nullptr) {
-      go(gated_add_rms_norm_modulate_kernel<decltype(mb)::value, true>);
+      prefetch ? go(gated_add_rms_norm_modulate_kernel<kMb, true, true>)
+               : go(gated_add_rms_norm_modulate_kernel<kMb, true, false>);
     } else {
-      go(gated_add_rms_norm_modulate_kernel<decltype(mb)::value, false>);
+      prefetch ? go(gated_add_rms_norm_modulate_kernel<kMb, false, true>)
+               : go(gated_add_rms_norm_modulate_kernel<kMb, false, false>);
     }
   });
   LTX_CUDA_CHECK_LAUNCH();
