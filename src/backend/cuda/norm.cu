@@ -12,7 +12,6 @@
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/fast_div.cuh"
-#include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/rms_row.cuh"
 #include "backend/reduce_plan.h"
 #include "backend/scalar_math.h"
@@ -311,8 +310,11 @@ __device__ __forceinline__ void fill_mod_cache(const ModArgs& m, const ModOffset
 // 16-byte vectors with the general kernels' per-element math: bit-identical results, x read from
 // memory once.
 // kBf16: instantiated for bf16 x and output (row_x_dtype); kWeight false: for rows without a weight
-// (row_weight; the bf16 rows without one get their own instantiation).
-template <bool kModulate, int kMinBlocks, bool kBf16, bool kWeight>
+// (row_weight; the bf16 rows without one get their own instantiation). kPrefetch (a grid of
+// resident blocks, each taking rows r, r + gridDim, ...): rows alternate between two staging
+// buffers, the next row's copy (stage_row_async) in flight while the block works on the current
+// one.
+template <bool kModulate, int kMinBlocks, bool kBf16, bool kWeight, bool kPrefetch = false>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
   extern __shared__ uint4 row_smem[];
   const int d = static_cast<int>(a.d);
@@ -323,8 +325,15 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
   // With m.cache: scale and shift as bf16 after the staged row (2 d values).
   uint16_t* cache = kModulate && m.cache ? reinterpret_cast<uint16_t*>(row_smem + d * x_bytes / 16)
                                          : nullptr;
+  // kPrefetch: the second staging buffer, after the cache.
+  uint4* const row_other = row_smem + (d * x_bytes + (cache != nullptr ? 4 * d : 0)) / 16;
+  const auto x_row = [&](int64_t r) {
+    return static_cast<const char*>(a.x) + row_base(a, r, a.x_outer) * x_bytes;
+  };
+  if (kPrefetch && blockIdx.x < a.rows) stage_row_async(x_row(blockIdx.x), x_dtype, d, row_smem);
   uint32_t cached = kNoRowKey;
-  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+  bool odd = false;  // kPrefetch: the row is staged in row_other
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x, odd = !odd) {
     // Stores through the row's pointer with a chunk index: with an index that is not visibly a
     // multiple of kVec (`a.y, base + i`) nvcc splits the vector stores into 4-byte ones.
     void* y_row = static_cast<char*>(a.y) + row_base(a, r, a.y_outer) * y_bytes;
@@ -336,12 +345,24 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
         cached = off.key;
       }
     }
-    const float rs = stage_row_inv_rms(
-        static_cast<const char*>(a.x) + row_base(a, r, a.x_outer) * x_bytes, x_dtype, d, a.eps,
-        row_smem);
+    const uint4* row = kPrefetch && odd ? row_other : row_smem;
+    float rs;
+    if constexpr (kPrefetch) {
+      // The next row into the other buffer (done with: the barrier ending the previous row), an
+      // empty group after the last, then this row's copies.
+      if (r + gridDim.x < a.rows) {
+        stage_row_async(x_row(r + gridDim.x), x_dtype, d, odd ? row_smem : row_other);
+      } else {
+        mma::cp_async_commit();
+      }
+      wait_async_copies<1>();
+      rs = staged_row_inv_rms(x_dtype, d, a.eps, row);
+    } else {
+      rs = stage_row_inv_rms(x_row(r), x_dtype, d, a.eps, row_smem);
+    }
     for (int c = threadIdx.x; c < chunks; c += blockDim.x)
-      rms_store_chunk<kModulate, kBf16, kWeight>(a, m, row_smem, c * kVec, rs, off, y_row, cache);
-    __syncthreads();  // every thread is done with row_smem before the next row overwrites it
+      rms_store_chunk<kModulate, kBf16, kWeight>(a, m, row, c * kVec, rs, off, y_row, cache);
+    __syncthreads();  // every thread is done with the staged row before it is overwritten
   }
 }
 
@@ -357,17 +378,21 @@ __device__ __forceinline__ void gated_add_bf16_vec(float (&x)[kVec], const float
   for (int j = 0; j < kVec; ++j) x[j] = add_rn(x[j], p[j]);
 }
 
-// Waits for this thread's cp.async copies; the memory clobber keeps the compiler from moving the
-// shared-memory reads that follow above it.
-__device__ __forceinline__ void wait_own_async_copies() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-
 // Shared-memory bytes per row element of gated_add_rms_norm_modulate_kernel: the staged row (2),
 // the cached scale, shift and gate (6) or also the second scale and shift (10), the prefetched
 // next x and y (4).
 __host__ __device__ constexpr int residual_norm_smem_per_element(bool cached, bool two, bool prefetch) {
   return 2 + (cached ? (two ? 10 : 6) : 0) + (prefetch ? 4 : 0);
+}
+
+// Whether the row kernels that keep a block resident over many rows stage the next row while
+// they work on the current one (kPrefetch). LTX_ROW_PREFETCH=0 turns it off (a knob for timing).
+inline bool row_prefetch_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("LTX_ROW_PREFETCH");
+    return e == nullptr || (e[0] != '\0' && e[0] != '0');
+  }();
+  return on;
 }
 
 // ops::gated_add_rms_norm_modulate in one pass over bf16 rows (contiguous x, y; the gate in
@@ -418,7 +443,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
       gcached = goff.key;
       cached2 = off2.key;
     }
-    if constexpr (kPrefetch) wait_own_async_copies();
+    if constexpr (kPrefetch) wait_async_copies<0>();
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       const int i = c * kVec;
       float xv[kVec], yv[kVec], gv[kVec];
@@ -1560,10 +1585,18 @@ Tensor run_rms(const RmsCall& c) {
         // The per-run values cached after the row: 2 d bf16.
         set_row_cache(&m, c.a.d);
         const size_t cached_smem = smem + (m.cache ? static_cast<size_t>(c.a.d) * 4 : 0);
-        const unsigned grid = m.cache ? resident_grid(rms_norm_vec_kernel<true, kMb, kBf, kW>, threads,
-                                                      cached_smem, c.a.rows, dev)
-                                      : blocks;
-        rms_norm_vec_kernel<true, kMb, kBf, kW><<<grid, threads, cached_smem, stream>>>(c.a, m);
+        const auto go = [&](auto kernel, size_t bytes) {
+          if (bytes > 48 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
+          const unsigned grid = m.cache ? resident_grid(kernel, threads, bytes, c.a.rows, dev) : blocks;
+          kernel<<<grid, threads, bytes, stream>>>(c.a, m);
+        };
+        // bf16 rows on the cached path (resident blocks taking many rows): the next row staged
+        // while the block works on the current one, in a second buffer.
+        if (kBf && m.cache && row_prefetch_enabled()) {
+          go(rms_norm_vec_kernel<true, kMb, kBf, kW, true>, cached_smem + smem);
+        } else {
+          go(rms_norm_vec_kernel<true, kMb, kBf, kW>, cached_smem);
+        }
       } else {
         rms_norm_vec_kernel<false, kMb, kBf, kW><<<blocks, threads, smem, stream>>>(c.a, c.m);
       }
@@ -1675,12 +1708,8 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
   if (m2_in != nullptr) set_row_cache(&m2, r.c.a.d);
   if (!m.cache || !g.cache || (m2_in != nullptr && !m2.cache)) m.cache = g.cache = m2.cache = false;
   // The next row's x and y prefetched (kPrefetch) where the grid is resident (the cached path: each
-  // block takes many rows). LTX_ROW_PREFETCH=0 turns it off (a knob for timing).
-  static const bool prefetch_env = [] {
-    const char* e = std::getenv("LTX_ROW_PREFETCH");
-    return e == nullptr || (e[0] != '\0' && e[0] != '0');
-  }();
-  const bool prefetch = prefetch_env && m.cache;
+  // block takes many rows).
+  const bool prefetch = row_prefetch_enabled() && m.cache;
   const size_t smem = static_cast<size_t>(
       r.c.a.d * residual_norm_smem_per_element(m.cache, m2_in != nullptr, prefetch));
   const int threads = row_threads(r.c.a.d);

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "backend/cuda/block_reduce.cuh"
+#include "backend/cuda/mma_primitives.cuh"
 #include "core/dtype.h"
 #include "core/dtype_bits.h"
 
@@ -111,6 +112,26 @@ __device__ __forceinline__ float stage_row_inv_rms(const void* row, DType dt, in
   const uint4* src = static_cast<const uint4*>(row);
   for (int j = threadIdx.x; j < vecs; j += blockDim.x) smem[j] = src[j];
   return staged_row_inv_rms(dt, d, eps, smem);
+}
+
+// The asynchronous form of stage_row_inv_rms's copy (cp.async, sm_80+), for kernels that stage
+// the next row while they work on the current one: the block's threads copy the row's 16-byte
+// vectors (thread t: t, t + blockDim, ...) into `smem` and commit them as one group. Before the
+// staged row is read: wait_async_copies (this thread's copies done), then a barrier
+// (staged_row_inv_rms starts with one) for the other threads'.
+__device__ __forceinline__ void stage_row_async(const void* row, DType dt, int d, uint4* smem) {
+  const int vecs = d * (dt == DType::BF16 ? 2 : 4) / 16;
+  const uint4* src = static_cast<const uint4*>(row);
+  for (int j = threadIdx.x; j < vecs; j += blockDim.x)
+    mma::cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(smem + j)), src + j, true);
+  mma::cp_async_commit();
+}
+
+// Waits until at most kPending of this thread's cp.async groups are in flight; the memory clobber
+// keeps the compiler from moving the shared-memory reads that follow above it.
+template <int kPending>
+__device__ __forceinline__ void wait_async_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // warp_sum of 32 values (one per thread l' of a warp), replayed by a group of 4 consecutive lanes
