@@ -264,7 +264,9 @@ TEST(CudaFusedGlue, RmsNormRopeEqualsTheUnfusedOps) {
 }
 
 // The transformer's video q / k rows at full size (bf16, 6144 x 4096 = 32 heads x 128, split
-// tables per head and token).
+// tables per head and token): more rows than resident blocks, so each block takes several and
+// stages the next while it works (kPrefetch); q and k in one launch too, and the interleaved
+// layout.
 TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
   LTX_REQUIRE_CUDA();
   const int64_t t = 6144, d = 4096, heads = 32;
@@ -272,8 +274,17 @@ TEST(CudaFusedGlue, RmsNormRopeTransformerVideoRowsEqualTheUnfusedOps) {
   const Tensor w = test::random_tensor({d}, 1451, 0.5f, 1.5f).to(kGpu, DType::BF16);
   const Tensor cs = test::random_tensor({1, heads, t, d / heads / 2}, 1452).to(kGpu, DType::BF16);
   const Tensor sn = test::random_tensor({1, heads, t, d / heads / 2}, 1453).to(kGpu, DType::BF16);
-  EXPECT_TRUE(same_bytes(ops::rms_norm_rope(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads),
-                         ops::rms_norm_rope_unfused(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads)));
+  const Tensor want = ops::rms_norm_rope_unfused(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads);
+  EXPECT_TRUE(same_bytes(ops::rms_norm_rope(x, w, 1e-6, cs, sn, ops::RopeLayout::Split, heads), want));
+  const Tensor k = test::random_tensor({1, t, d}, 1454, -4.f, 2.f).to(kGpu, DType::BF16);
+  const Tensor kw = test::random_tensor({d}, 1455, 0.5f, 1.5f).to(kGpu, DType::BF16);
+  const ops::QkRope qk = ops::qk_rms_norm_rope(x, k, w, kw, 1e-6, cs, sn, ops::RopeLayout::Split, heads);
+  EXPECT_TRUE(same_bytes(qk.q, want));
+  EXPECT_TRUE(same_bytes(qk.k, ops::rms_norm_rope_unfused(k, kw, 1e-6, cs, sn, ops::RopeLayout::Split, heads)));
+  const Tensor ci = test::random_tensor({1, t, d}, 1456).to(kGpu, DType::BF16);
+  const Tensor si = test::random_tensor({1, t, d}, 1457).to(kGpu, DType::BF16);
+  EXPECT_TRUE(same_bytes(ops::rms_norm_rope(x, w, 1e-6, ci, si, ops::RopeLayout::Interleaved, heads),
+                         ops::rms_norm_rope_unfused(x, w, 1e-6, ci, si, ops::RopeLayout::Interleaved, heads)));
 }
 
 // [B, T, D] rows of the residual + norm kernels' tests: the real widths (video 4096, audio 2048),

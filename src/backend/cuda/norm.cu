@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <initializer_list>
-#include <map>
 #include <mutex>
-#include <tuple>
 #include <vector>
 
 #include "backend/cuda/block_reduce.cuh"
@@ -385,15 +382,6 @@ __host__ __device__ constexpr int residual_norm_smem_per_element(bool cached, bo
   return 2 + (cached ? (two ? 10 : 6) : 0) + (prefetch ? 4 : 0);
 }
 
-// Whether the row kernels that keep a block resident over many rows stage the next row while
-// they work on the current one (kPrefetch). LTX_ROW_PREFETCH=0 turns it off (a knob for timing).
-inline bool row_prefetch_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("LTX_ROW_PREFETCH");
-    return e == nullptr || (e[0] != '\0' && e[0] != '0');
-  }();
-  return on;
-}
 
 // ops::gated_add_rms_norm_modulate in one pass over bf16 rows (contiguous x, y; the gate in
 // g's kScale / kScale2 slots; scale / shift in m; a.x: x, a.y: h): a block per row forms x_next =
@@ -1144,41 +1132,6 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
 
 constexpr int kDimRowsThreads = kDimRowsWarps * 32;
 
-// Blocks of `kernel` resident per multiprocessor of device `dev` (the current one) at `threads`
-// threads and `smem` dynamic bytes (at least 1): the occupancy API's answer, asked once per
-// (kernel, threads, smem, device) and kept, since the resident-grid launches below need it on
-// every call.
-int resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int dev) {
-  using Key = std::tuple<const void*, int, size_t, int>;
-  static std::mutex mu;
-  static auto* memo = new std::map<Key, int>();  // leaked: launches may come during exit
-  const Key key{kernel, threads, smem, dev};
-  std::lock_guard<std::mutex> lock(mu);
-  if (const auto it = memo->find(key); it != memo->end()) return it->second;
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky: clear it, and assume one block
-    per_sm = 1;
-  }
-  per_sm = std::max(per_sm, 1);
-  memo->emplace(key, per_sm);
-  return per_sm;
-}
-
-// Lets `kernel` launch with `smem` dynamic bytes beyond the default 48 KiB (on the current
-// device; each device once per kernel and size).
-void allow_dynamic_smem(const void* kernel, size_t smem) {
-  static std::mutex mu;
-  static auto* done = new std::map<std::pair<const void*, int>, size_t>();  // leaked, as above
-  int dev = 0;
-  LTX_CUDA_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  size_t& allowed = (*done)[{kernel, dev}];
-  if (smem <= allowed) return;
-  LTX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(smem)));
-  allowed = smem;
-}
 
 // A grid for a grid-stride row kernel over `warp_iterations` warp-sized steps: enough blocks to
 // cover them, at most as many as fit on the device at once, so that every warp takes an equal
@@ -1477,15 +1430,6 @@ void set_row_cache(ModArgs* m, int64_t d) {
   m->cache = m->size[m->lead - 1] > 1;
 }
 
-// Blocks of `threads` threads and `smem` dynamic bytes that fit on the device at once (at least
-// one per multiprocessor): the grid of a block-per-row kernel that keeps per-run values in shared
-// memory and so should see many rows per block.
-template <typename Kernel>
-unsigned resident_grid(Kernel kernel, int threads, size_t smem, int64_t rows, int dev) {
-  const int per_sm = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, dev);
-  const int64_t cap = static_cast<int64_t>(multiprocessor_count(dev)) * per_sm;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(rows, cap)));
-}
 
 // The block-per-row norm kernels' minimum resident blocks (with_row_min_blocks), timed on 6144 x
 // 4096 bf16 rows with per-sample AdaLN values (session 15): rms_norm(_modulate) 6 (40 registers,

@@ -38,6 +38,17 @@ void with_row_min_blocks(int default_blocks, F&& f) {
   }
 }
 
+// Whether the row kernels that keep a block resident over many rows stage the next row while
+// they work on the current one (kPrefetch: the residual + norm, rms_norm_modulate's cached path,
+// rms_norm_rope). LTX_ROW_PREFETCH=0 turns it off (a knob for timing).
+inline bool row_prefetch_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("LTX_ROW_PREFETCH");
+    return e == nullptr || (e[0] != '\0' && e[0] != '0');
+  }();
+  return on;
+}
+
 // Threads per row block: a warp for short rows, up to 256 (each thread then handles d / 256).
 __host__ __device__ inline int row_threads(int64_t d) {
   int t = 32;
@@ -119,11 +130,15 @@ __device__ __forceinline__ float stage_row_inv_rms(const void* row, DType dt, in
 // vectors (thread t: t, t + blockDim, ...) into `smem` and commit them as one group. Before the
 // staged row is read: wait_async_copies (this thread's copies done), then a barrier
 // (staged_row_inv_rms starts with one) for the other threads'.
-__device__ __forceinline__ void stage_row_async(const void* row, DType dt, int d, uint4* smem) {
+// copy_row_async: the copies without the commit (several rows in one group).
+__device__ __forceinline__ void copy_row_async(const void* row, DType dt, int d, uint4* smem) {
   const int vecs = d * (dt == DType::BF16 ? 2 : 4) / 16;
   const uint4* src = static_cast<const uint4*>(row);
   for (int j = threadIdx.x; j < vecs; j += blockDim.x)
     mma::cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(smem + j)), src + j, true);
+}
+__device__ __forceinline__ void stage_row_async(const void* row, DType dt, int d, uint4* smem) {
+  copy_row_async(row, dt, d, smem);
   mma::cp_async_commit();
 }
 

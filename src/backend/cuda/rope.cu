@@ -296,15 +296,29 @@ __device__ __forceinline__ void norm_rope_interleaved_chunk(const NormRopeArgs& 
 // One block of row_threads(d) threads per row (see rope.h); dynamic shared memory: one row.
 // kPair (qk_rms_norm_rope): the block takes row r of x and of x2, both staged (two rows of shared
 // memory), and rotates both with one load of the token's cos / sin. kBf16: x and both tables are
-// bf16 (rope_x_dtype).
-template <bool kSplit, bool kPair, int kMinBlocks, bool kBf16>
+// bf16 (rope_x_dtype). kPrefetch (a resident grid, each block taking rows r, r + gridDim, ...):
+// the rows alternate between two staging buffers, the next row's copy (copy_row_async) in flight
+// while the block works on the current one.
+template <bool kSplit, bool kPair, int kMinBlocks, bool kBf16, bool kPrefetch = false>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kernel(NormRopeArgs a) {
   extern __shared__ uint4 norm_rope_row[];
   const DType dtype = rope_x_dtype<kBf16>(a);
   const DType c_dtype = kBf16 ? DType::BF16 : a.c_dtype, s_dtype = kBf16 ? DType::BF16 : a.s_dtype;
   const int x_bytes = dtype == DType::BF16 ? 2 : 4;
-  uint4* const row2 = norm_rope_row + a.d * x_bytes / 16;  // kPair: x2's row
-  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+  const int row_vecs = a.d * x_bytes / 16;
+  // kPrefetch: the second buffer (x's row, then x2's) after the first.
+  uint4* const other = norm_rope_row + (kPair ? 2 : 1) * row_vecs;
+  const auto stage = [&](int64_t r, uint4* dst) {  // row r of x (and x2) into dst, one group
+    const int64_t off = r * a.d * x_bytes;
+    copy_row_async(static_cast<const char*>(a.x) + off, dtype, a.d, dst);
+    if constexpr (kPair) copy_row_async(static_cast<const char*>(a.x2) + off, dtype, a.d, dst + row_vecs);
+    mma::cp_async_commit();
+  };
+  if (kPrefetch && blockIdx.x < a.rows) stage(blockIdx.x, norm_rope_row);
+  bool odd = false;  // kPrefetch: the row is staged in `other`
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x, odd = !odd) {
+    uint4* const row1 = kPrefetch && odd ? other : norm_rope_row;
+    uint4* const row2 = row1 + row_vecs;  // kPair: x2's row
     const int64_t b = a.fast ? static_cast<int64_t>(a.ftokens.div(static_cast<uint32_t>(r))) : r / a.tokens;
     const int64_t t = r - b * a.tokens;
     // a.prefetch: the thread's first chunk of bf16 cos / sin (split layout) loaded before the
@@ -319,11 +333,23 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
       sn0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.sin) + split_offset(a.sst, b, t, k));
     }
     const int64_t row_offset = r * a.d * x_bytes;
-    const float rs = stage_row_inv_rms(static_cast<const char*>(a.x) + row_offset, dtype, a.d, a.eps,
-                                       norm_rope_row);
-    float rs2 = 0.f;
-    if constexpr (kPair)
-      rs2 = stage_row_inv_rms(static_cast<const char*>(a.x2) + row_offset, dtype, a.d, a.eps, row2);
+    float rs = 0.f, rs2 = 0.f;
+    if constexpr (kPrefetch) {
+      // The next row into the other buffer (done with: the barrier ending the previous row), an
+      // empty group after the last, then this row's copies.
+      if (r + gridDim.x < a.rows) {
+        stage(r + gridDim.x, odd ? norm_rope_row : other);
+      } else {
+        mma::cp_async_commit();
+      }
+      wait_async_copies<1>();
+      rs = staged_row_inv_rms(dtype, a.d, a.eps, row1);
+      if constexpr (kPair) rs2 = staged_row_inv_rms(dtype, a.d, a.eps, row2);
+    } else {
+      rs = stage_row_inv_rms(static_cast<const char*>(a.x) + row_offset, dtype, a.d, a.eps, row1);
+      if constexpr (kPair)
+        rs2 = stage_row_inv_rms(static_cast<const char*>(a.x2) + row_offset, dtype, a.d, a.eps, row2);
+    }
     if constexpr (kSplit) {
       for (int c = threadIdx.x; c < a.heads * head_chunks; c += blockDim.x) {
         const SplitChunk k = split_chunk(c, head_chunks);
@@ -335,7 +361,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
           load_vec(a.cos, c_dtype, split_offset(a.cst, b, t, k), cs);
           load_vec(a.sin, s_dtype, split_offset(a.sst, b, t, k), sn);
         }
-        norm_rope_split_chunk<false, kBf16>(a, norm_rope_row, rs, k, b, t, cs, sn);
+        norm_rope_split_chunk<false, kBf16>(a, row1, rs, k, b, t, cs, sn);
         if constexpr (kPair) norm_rope_split_chunk<true, kBf16>(a, row2, rs2, k, b, t, cs, sn);
       }
     } else {
@@ -344,7 +370,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
         float cs[kVec], sn[kVec];
         load_vec(a.cos, c_dtype, b * a.cst[0] + t * a.cst[1] + i, cs);
         load_vec(a.sin, s_dtype, b * a.sst[0] + t * a.sst[1] + i, sn);
-        norm_rope_interleaved_chunk<false, kBf16>(a, norm_rope_row, rs, r, i, cs, sn);
+        norm_rope_interleaved_chunk<false, kBf16>(a, row1, rs, r, i, cs, sn);
         if constexpr (kPair) norm_rope_interleaved_chunk<true, kBf16>(a, row2, rs2, r, i, cs, sn);
       }
     }
@@ -786,13 +812,25 @@ void launch_norm_rope(const NormRopeArgs& a, bool split, int dev) {
   const size_t smem = (kPair ? 2 : 1) * static_cast<size_t>(a.d) * dtype_size(a.dtype);
   const bool bf16 =
       a.dtype == DType::BF16 && a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
+  const int threads = row_threads(a.d);
   const auto launch = [&](auto mb, auto bf) {
     constexpr int kMb = decltype(mb)::value;
     constexpr bool kBf = decltype(bf)::value;
+    // bf16 rows: a resident grid, each block staging its next row while it works on the current
+    // one (two buffers).
+    const auto go = [&](auto kernel, bool prefetch) {
+      const size_t bytes = prefetch ? 2 * smem : smem;
+      if (bytes > 48 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
+      const unsigned grid = prefetch ? resident_grid(kernel, threads, bytes, a.rows, dev) : blocks;
+      kernel<<<grid, threads, bytes, stream>>>(a);
+    };
+    const bool prefetch = kBf && row_prefetch_enabled();
     if (split) {
-      rms_norm_rope_kernel<true, kPair, kMb, kBf><<<blocks, row_threads(a.d), smem, stream>>>(a);
+      prefetch ? go(rms_norm_rope_kernel<true, kPair, kMb, kBf, true>, true)
+               : go(rms_norm_rope_kernel<true, kPair, kMb, kBf>, false);
     } else {
-      rms_norm_rope_kernel<false, kPair, kMb, kBf><<<blocks, row_threads(a.d), smem, stream>>>(a);
+      prefetch ? go(rms_norm_rope_kernel<false, kPair, kMb, kBf, true>, true)
+               : go(rms_norm_rope_kernel<false, kPair, kMb, kBf>, false);
     }
   };
   with_row_min_blocks(4, [&](auto mb) {
