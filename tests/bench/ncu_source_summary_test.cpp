@@ -68,6 +68,22 @@ TEST_F(NcuSourceSummary, GroupsEachKernelsLargestLaunchByExecutionCount) {
   EXPECT_EQ(show.out.find("BAR.SYNC"), std::string::npos) << show.out;  // ran 1,000 times
 }
 
+TEST_F(NcuSourceSummary, StallsSumTheWarpStateSamplesByReason) {
+  // stall_long_sb 30 + 10 of 50 samples, stall_barrier 10; the not-issued columns are left out.
+  const auto csv = write(
+      "stalls.csv",
+      "\"Kernel Name\",\"void norm(Args)\",\n"
+      "\"Address\",\"Source\",\"Instructions Executed\",\"stall_barrier\",\"stall_long_sb\","
+      "\"stall_long_sb (Not Issued)\"\n"
+      "\"0x7f0000000010\",\"      LDG.E.128 R4, [R2]\",\"100\",\"0\",\"30\",\"999\"\n"
+      "\"0x7f0000000020\",\"      BAR.SYNC.DEFER_BLOCKING 0x0\",\"100\",\"10\",\"10\",\"999\"\n");
+  const ToolRun r = run_tool(kTool, csv, "--stalls");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("stalls: long_sb 80%, barrier 20%"), std::string::npos) << r.out;
+  const ToolRun none = run_tool(kTool, csv, "");
+  EXPECT_EQ(none.out.find("stalls:"), std::string::npos) << none.out;
+}
+
 TEST_F(NcuSourceSummary, FilesWithoutTheSectionsOrColumnsAreErrors) {
   const ToolRun raw = run_tool(kTool, write("raw.csv", "\"ID\",\"Kernel Name\"\n\"0\",\"norm\"\n"), "");
   EXPECT_NE(raw.status, 0);

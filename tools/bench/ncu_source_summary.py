@@ -7,12 +7,13 @@ Made for issue-bound kernels (bench/README.md, "Instruction by instruction"):
       -k 'regex:gated_add_rms_norm_modulate_kernel' -c 3 --section SourceCounters \\
       -o norms ltx bench transformer --device cuda --warmup 0 --iters 1
   ncu -i norms.ncu-rep --page source --csv --print-source sass > norms.csv
-  python3 tools/bench/ncu_source_summary.py norms.csv [--elements N] [--show COUNT] [--all]
+  python3 tools/bench/ncu_source_summary.py norms.csv [--elements N] [--show COUNT] [--stalls] [--all]
 
 A kernel's loops show up as sets of lines executed equally often: in a block-per-row kernel the
 lines run once per chunk of a row, once per row, once per launch. Per kernel name the launch with
 the most instructions is shown (--all: every launch); --elements N adds thread instructions per
-element of an N-element problem; --show COUNT lists the SASS lines executed COUNT times.
+element of an N-element problem; --show COUNT lists the SASS lines executed COUNT times;
+--stalls prints the warp-state samples by reason (the stall_* columns), most frequent first.
 """
 import argparse
 import csv
@@ -57,6 +58,7 @@ def main() -> int:
     ap.add_argument("--elements", type=float, default=0, help="problem elements, for instructions per element")
     ap.add_argument("--show", type=int, default=None, help="list the SASS lines executed this many times")
     ap.add_argument("--all", action="store_true", help="every launch, not only each kernel's largest")
+    ap.add_argument("--stalls", action="store_true", help="warp-state samples by reason")
     ap.add_argument("--name-chars", type=int, default=110, help="kernel name characters kept")
     args = ap.parse_args()
 
@@ -105,6 +107,16 @@ def main() -> int:
         for executions, (lines, instructions, samples) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
             share = 100 * instructions / total if total > 0 else 0.0
             print(f"  {int(executions):12d} {lines:6d} {instructions / 1e6:9.3f} {share:5.1f}% {int(samples):8d}")
+        if args.stalls:
+            reasons = [(i, c) for i, c in enumerate(header) if c.startswith("stall_") and "(Not Issued)" not in c]
+            if not reasons:
+                print("  no stall_* columns (export the source page of a SourceCounters profile)")
+            else:
+                sums = [(c[len("stall_"):], sum(number(r[i]) for r in rows)) for i, c in reasons]
+                all_samples = sum(v for _, v in sums)
+                top = sorted(sums, key=lambda kv: -kv[1])
+                shown = [(name, 100 * v / all_samples) for name, v in top if all_samples > 0]
+                print("  stalls: " + ", ".join(f"{name} {pct:.0f}%" for name, pct in shown if pct >= 0.5))
         if args.show is not None:
             print(f"  lines executed {args.show} times:")
             for r in rows:
