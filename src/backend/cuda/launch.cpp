@@ -29,6 +29,7 @@ int resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int dev
 }
 
 void allow_dynamic_smem(const void* kernel, size_t smem) {
+  if (smem <= 32 * 1024) return;
   static std::mutex mu;
   static auto* done = new std::map<std::pair<const void*, int>, size_t>();  // leaked, as above
   int dev = 0;

@@ -32,7 +32,9 @@ unsigned resident_grid(Kernel kernel, int threads, size_t smem, int64_t rows, in
 }
 
 // Lets `kernel` launch with `smem` dynamic bytes beyond the default 48 KiB (on the current
-// device; each device once per kernel and size).
+// device; each device once per kernel and size). Above 32 KiB: with the kernel's static shared
+// memory, less than 48 KiB of dynamic memory can already pass the default (a 48 KiB staged row
+// failed to launch); at or below it nothing is done, so launches may call it unconditionally.
 void allow_dynamic_smem(const void* kernel, size_t smem);
 
 }  // namespace ltx::cuda

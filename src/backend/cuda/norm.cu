@@ -345,14 +345,9 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kerne
     const uint4* row = kPrefetch && odd ? row_other : row_smem;
     float rs;
     if constexpr (kPrefetch) {
-      // The next row into the other buffer (done with: the barrier ending the previous row), an
-      // empty group after the last, then this row's copies.
-      if (r + gridDim.x < a.rows) {
+      stage_next_then_wait(r + gridDim.x < a.rows, [&] {
         stage_row_async(x_row(r + gridDim.x), x_dtype, d, odd ? row_smem : row_other);
-      } else {
-        mma::cp_async_commit();
-      }
-      wait_async_copies<1>();
+      });
       rs = staged_row_inv_rms(x_dtype, d, a.eps, row);
     } else {
       rs = stage_row_inv_rms(x_row(r), x_dtype, d, a.eps, row_smem);
@@ -405,13 +400,9 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
   uint16_t* cache2 = kTwo && cache != nullptr ? cache + 3 * d : nullptr;
   // kPrefetch: the next row's x, then its y, after the cache (residual_norm_smem's layout).
   uint4* const xy = residual_row + d * residual_norm_smem_per_element(cache != nullptr, kTwo, false) / 16;
-  const auto prefetch = [&](int64_t r) {
-    const uint4* xs = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + r * a.d);
-    const uint4* ys = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(y) + r * a.d);
-    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-      mma::cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(xy + c)), xs + c, true);
-      mma::cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(xy + chunks + c)), ys + c, true);
-    }
+  const auto prefetch = [&](int64_t r) {  // thread t copies vectors (chunks) t, t + blockDim, ...
+    copy_row_async(static_cast<const uint16_t*>(a.x) + r * a.d, DType::BF16, d, xy);
+    copy_row_async(static_cast<const uint16_t*>(y) + r * a.d, DType::BF16, d, xy + chunks);
     mma::cp_async_commit();
   };
   if (kPrefetch && blockIdx.x < a.rows) prefetch(blockIdx.x);
@@ -1530,7 +1521,7 @@ Tensor run_rms(const RmsCall& c) {
         set_row_cache(&m, c.a.d);
         const size_t cached_smem = smem + (m.cache ? static_cast<size_t>(c.a.d) * 4 : 0);
         const auto go = [&](auto kernel, size_t bytes) {
-          if (bytes > 48 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
+          allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
           const unsigned grid = m.cache ? resident_grid(kernel, threads, bytes, c.a.rows, dev) : blocks;
           kernel<<<grid, threads, bytes, stream>>>(c.a, m);
         };
@@ -1660,7 +1651,7 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
   const auto go = [&](auto kernel) {
     // Rows of 4096 with two cached modulations take 48 KiB (64 KiB with the prefetch): more than a
     // launch gets by default.
-    if (smem > 32 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+    allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     const unsigned grid = m.cache ? resident_grid(kernel, threads, smem, r.c.a.rows, dev)
                                   : row_blocks(r.c.a.rows);
     kernel<<<grid, threads, smem, current_stream(dev).handle()>>>(

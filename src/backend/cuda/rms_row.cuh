@@ -149,6 +149,21 @@ __device__ __forceinline__ void wait_async_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
+// The double-buffered row loop's step (rows r, r + gridDim, ... alternating between two staging
+// buffers, the first staged before the loop): stage_next() puts the next row into the other
+// buffer (which the barrier ending the previous row freed) as one group, or, after the last row,
+// an empty group is committed; then this thread's copies of the current row are waited for. The
+// caller's next barrier (staged_row_inv_rms starts with one) makes the other threads' visible.
+template <typename StageNext>
+__device__ __forceinline__ void stage_next_then_wait(bool has_next, StageNext&& stage_next) {
+  if (has_next) {
+    stage_next();
+  } else {
+    mma::cp_async_commit();
+  }
+  wait_async_copies<1>();
+}
+
 // warp_sum of 32 values (one per thread l' of a warp), replayed by a group of 4 consecutive lanes
 // holding 8 values each: lane q = lane % 4 of the group holds threads 8 q .. 8 q + 7 in v[0..7].
 // warp_sum's butterfly pairs l' bits 4, 3, 2, 1, 0 in that order: bits 4 and 3 pair lanes (xor 2,

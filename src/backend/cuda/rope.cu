@@ -335,14 +335,8 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
     const int64_t row_offset = r * a.d * x_bytes;
     float rs = 0.f, rs2 = 0.f;
     if constexpr (kPrefetch) {
-      // The next row into the other buffer (done with: the barrier ending the previous row), an
-      // empty group after the last, then this row's copies.
-      if (r + gridDim.x < a.rows) {
-        stage(r + gridDim.x, odd ? norm_rope_row : other);
-      } else {
-        mma::cp_async_commit();
-      }
-      wait_async_copies<1>();
+      stage_next_then_wait(r + gridDim.x < a.rows,
+                           [&] { stage(r + gridDim.x, odd ? norm_rope_row : other); });
       rs = staged_row_inv_rms(dtype, a.d, a.eps, row1);
       if constexpr (kPair) rs2 = staged_row_inv_rms(dtype, a.d, a.eps, row2);
     } else {
@@ -820,7 +814,7 @@ void launch_norm_rope(const NormRopeArgs& a, bool split, int dev) {
     // one (two buffers).
     const auto go = [&](auto kernel, bool prefetch) {
       const size_t bytes = prefetch ? 2 * smem : smem;
-      if (bytes > 48 * 1024) allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
+      allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
       const unsigned grid = prefetch ? resident_grid(kernel, threads, bytes, a.rows, dev) : blocks;
       kernel<<<grid, threads, bytes, stream>>>(a);
     };
