@@ -422,7 +422,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
       gcached = goff.key;
       cached2 = off2.key;
     }
-    if constexpr (kPrefetch) wait_async_copies<0>();
+    if constexpr (kPrefetch) mma::cp_async_wait<0>();
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       const int i = c * kVec;
       float xv[kVec], yv[kVec], gv[kVec];

@@ -128,7 +128,7 @@ __device__ __forceinline__ float stage_row_inv_rms(const void* row, DType dt, in
 // The asynchronous form of stage_row_inv_rms's copy (cp.async, sm_80+), for kernels that stage
 // the next row while they work on the current one: the block's threads copy the row's 16-byte
 // vectors (thread t: t, t + blockDim, ...) into `smem` and commit them as one group. Before the
-// staged row is read: wait_async_copies (this thread's copies done), then a barrier
+// staged row is read: mma::cp_async_wait (this thread's copies done), then a barrier
 // (staged_row_inv_rms starts with one) for the other threads'.
 // copy_row_async: the copies without the commit (several rows in one group).
 __device__ __forceinline__ void copy_row_async(const void* row, DType dt, int d, uint4* smem) {
@@ -140,13 +140,6 @@ __device__ __forceinline__ void copy_row_async(const void* row, DType dt, int d,
 __device__ __forceinline__ void stage_row_async(const void* row, DType dt, int d, uint4* smem) {
   copy_row_async(row, dt, d, smem);
   mma::cp_async_commit();
-}
-
-// Waits until at most kPending of this thread's cp.async groups are in flight; the memory clobber
-// keeps the compiler from moving the shared-memory reads that follow above it.
-template <int kPending>
-__device__ __forceinline__ void wait_async_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // The double-buffered row loop's step (rows r, r + gridDim, ... alternating between two staging
@@ -161,7 +154,7 @@ __device__ __forceinline__ void stage_next_then_wait(bool has_next, StageNext&& 
   } else {
     mma::cp_async_commit();
   }
-  wait_async_copies<1>();
+  mma::cp_async_wait<1>();
 }
 
 // warp_sum of 32 values (one per thread l' of a warp), replayed by a group of 4 consecutive lanes
