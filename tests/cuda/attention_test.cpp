@@ -4,8 +4,10 @@
 // bf16 tensor-core kernel against the CPU on the bf16-rounded inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -514,61 +516,83 @@ TEST(CudaWgmmaAttention, SplitKeysMatchTheCpuAndTheUnsplitKernel) {
   EXPECT_EQ(cuda::wgmma_attention_auto_splits(qa, qa), 1);
 }
 
-// The wgmma kernel with several query tiles per block over resident keys (many queries over at
-// most 3 key tiles: the video tokens over the 126 audio keys) is the one-tile kernel bit for bit:
-// unmasked and masked, gated, the last block's tiles partial or past the end; Auto's choice; and
-// the error when the keys do not fit.
-TEST(CudaWgmmaAttention, ResidentKeysEqualOneQueryTilePerBlockBitForBit) {
-  LTX_REQUIRE_WGMMA();
-  struct Case {
-    int64_t h, tq, tk, d;
-  };
-  uint64_t seed = 700;
-  for (const Case& c : {Case{2, 1000, 126, 64}, Case{3, 700, 384, 128}, Case{1, 530, 300, 64}}) {
-    SCOPED_TRACE("H " + std::to_string(c.h) + " Tq " + std::to_string(c.tq) + " Tk " + std::to_string(c.tk) +
-                 " D " + std::to_string(c.d));
-    const int64_t b = 2;  // edge_masks writes rows of both samples
-    const Heads q = heads(b, c.tq, c.h, c.d, seed++, 2.f), k = heads(b, c.tk, c.h, c.d, seed++, 2.f);
-    const Heads v = heads(b, c.tk, c.h, c.d, seed++);
-    const Tensor qb = bf16(q.gpu), kb = bf16(k.gpu), vb = bf16(v.gpu);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
-    const EdgeMasks masks = edge_masks(b, c.tq, c.tk, seed++, c.tk - 3, c.tk / 3);
-    const Shape full{b, c.h, c.tq, c.tk};
-    const Tensor no_mask;
-    for (const Tensor* m : {&no_mask, &masks.bool_mask, &masks.add_mask, &masks.key_mask}) {
-      SCOPED_TRACE(m->defined() ? m->describe() : std::string("no mask"));
-      const Tensor mg = m->defined() ? gpu(*m).expand(full) : Tensor();
-      const auto run = [&](int per, const Tensor& gate) {
-        Tensor out = Tensor::empty({b, c.tq, c.h, c.d}, gate.defined() && gate.dtype() == DType::F32
-                                                            ? DType::F32 : DType::BF16, kGpu)
-                         .transpose(1, 2);
-        cuda::wgmma_attention(qb, kb, vb, mg, gate, static_cast<float>(scale), out, 1, per);
-        return out;
-      };
-      const Tensor one = run(1, Tensor());
-      const Tensor want = ops::scaled_dot_product_attention(f32_of_bf16(q.cpu), f32_of_bf16(k.cpu),
-                                                            f32_of_bf16(v.cpu), cpu_mask(*m), scale);
-      EXPECT_LE(rel_l2(one, want), 1e-2);
-      const Tensor logits = gate_logits(b, c.tq, c.h, seed, DType::BF16);
-      const Tensor gated_one = run(1, logits);
-      for (int per : {2, 3, 5, 100}) {
-        SCOPED_TRACE("query tiles per block " + std::to_string(per));
-        EXPECT_TRUE(test::same_bytes(run(per, Tensor()), one));
-        EXPECT_TRUE(test::same_bytes(run(per, logits), gated_one));
-      }
+// Runs the wgmma kernel with several query tiles per block on shape (h, tq, tk, d), batch 2,
+// against one tile per block: bit for bit, unmasked and masked, gated, the last block's tiles
+// partial or past the end (per 2, 3, 5, 100).
+struct QTilesCase {
+  int64_t h, tq, tk, d;
+};
+void expect_query_tiles_per_block_bit_identical(const QTilesCase& c, uint64_t& seed) {
+  SCOPED_TRACE("H " + std::to_string(c.h) + " Tq " + std::to_string(c.tq) + " Tk " + std::to_string(c.tk) +
+               " D " + std::to_string(c.d));
+  const int64_t b = 2;  // edge_masks writes rows of both samples
+  const Heads q = heads(b, c.tq, c.h, c.d, seed++, 2.f), k = heads(b, c.tk, c.h, c.d, seed++, 2.f);
+  const Heads v = heads(b, c.tk, c.h, c.d, seed++);
+  const Tensor qb = bf16(q.gpu), kb = bf16(k.gpu), vb = bf16(v.gpu);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+  const EdgeMasks masks = edge_masks(b, c.tq, c.tk, seed++, c.tk - 3, c.tk / 3);
+  const Shape full{b, c.h, c.tq, c.tk};
+  const Tensor no_mask;
+  for (const Tensor* m : {&no_mask, &masks.bool_mask, &masks.add_mask, &masks.key_mask}) {
+    SCOPED_TRACE(m->defined() ? m->describe() : std::string("no mask"));
+    const Tensor mg = m->defined() ? gpu(*m).expand(full) : Tensor();
+    const auto run = [&](int per, const Tensor& gate) {
+      Tensor out = Tensor::empty({b, c.tq, c.h, c.d}, gate.defined() && gate.dtype() == DType::F32
+                                                          ? DType::F32 : DType::BF16, kGpu)
+                       .transpose(1, 2);
+      cuda::wgmma_attention(qb, kb, vb, mg, gate, static_cast<float>(scale), out, 1, per);
+      return out;
+    };
+    const Tensor one = run(1, Tensor());
+    const Tensor want = ops::scaled_dot_product_attention(f32_of_bf16(q.cpu), f32_of_bf16(k.cpu),
+                                                          f32_of_bf16(v.cpu), cpu_mask(*m), scale);
+    EXPECT_LE(rel_l2(one, want), 1e-2);
+    const Tensor logits = gate_logits(b, c.tq, c.h, seed, DType::BF16);
+    const Tensor gated_one = run(1, logits);
+    for (int per : {2, 3, 5, 100}) {
+      SCOPED_TRACE("query tiles per block " + std::to_string(per));
+      EXPECT_TRUE(test::same_bytes(run(per, Tensor()), one));
+      EXPECT_TRUE(test::same_bytes(run(per, logits), gated_one));
     }
   }
+}
+
+// Over resident keys (many queries over at most 3 key tiles: the video tokens over the 126 audio
+// keys), and Auto's choice.
+TEST(CudaWgmmaAttention, ResidentKeysEqualOneQueryTilePerBlockBitForBit) {
+  LTX_REQUIRE_WGMMA();
+  uint64_t seed = 700;
+  for (const QTilesCase& c : {QTilesCase{2, 1000, 126, 64}, QTilesCase{3, 700, 384, 128}, QTilesCase{1, 530, 300, 64}})
+    expect_query_tiles_per_block_bit_identical(c, seed);
   const int sms = cuda::multiprocessor_count(0);
   const Tensor qv = Tensor::empty({1, 6144, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
   const Tensor ka = Tensor::empty({1, 126, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
   const int64_t blocks = 48 * 32;
   const int64_t per_head = std::max(1, sms / 32);
   EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(qv, ka), blocks >= 2 * sms ? (48 + per_head - 1) / per_head : 1);
-  EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(qv, qv), 1);  // 48 key tiles: not resident
   EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(ka, ka), 1);  // one wave of blocks
-  Tensor out = Tensor::empty({1, 6144, 32, 64}, DType::BF16, kGpu).transpose(1, 2);
-  EXPECT_ERROR_HAS(cuda::wgmma_attention(qv, qv, qv, Tensor(), Tensor(), 0.125f, out, 1, 4),
-                   "every key tile resident");
+}
+
+// Over keys streamed per query tile (more than 3 key tiles: the persistent blocks walk the
+// (batch, head, tile) list grid-strided, the stage ring running on across tiles and heads), and
+// Auto's choice: one block per SM once there are two waves (unless LTX_ATTN_PERSISTENT=0).
+TEST(CudaWgmmaAttention, StreamedKeysEqualOneQueryTilePerBlockBitForBit) {
+  LTX_REQUIRE_WGMMA();
+  uint64_t seed = 800;
+  for (const QTilesCase& c : {QTilesCase{2, 1000, 700, 128}, QTilesCase{3, 530, 1030, 64},
+                              QTilesCase{1, 300, 385, 128}, QTilesCase{2, 129, 2000, 64}})
+    expect_query_tiles_per_block_bit_identical(c, seed);
+  const int sms = cuda::multiprocessor_count(0);
+  const Tensor qv = Tensor::empty({1, 6144, 32, 128}, DType::BF16, kGpu).transpose(1, 2);
+  const Tensor kt = Tensor::empty({1, 1024, 32, 128}, DType::BF16, kGpu).transpose(1, 2);
+  const Tensor qa = Tensor::empty({1, 126, 32, 128}, DType::BF16, kGpu).transpose(1, 2);
+  const int64_t blocks = 48 * 32;
+  const char* knob = std::getenv("LTX_ATTN_PERSISTENT");
+  const bool on = knob == nullptr || std::string(knob) != "0";
+  const int want = on && blocks >= 2 * sms ? static_cast<int>((blocks + sms - 1) / sms) : 1;
+  EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(qv, qv), want);
+  EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(qv, kt), want);
+  EXPECT_EQ(cuda::wgmma_attention_auto_q_tiles(qa, kt), 1);  // one wave of blocks
 }
 
 

@@ -95,10 +95,13 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
                       s * 1e3, flops / s / 1e12);
         }
       }
-      // Several query tiles per block over resident keys (Auto's choice noted).
-      if (cuda::wgmma_attention_applies(q, k, v) && c.tk <= 384 && c.tq >= 1024) {
+      // Several query tiles per block: over resident keys, or streamed by persistent blocks
+      // (Auto's choice noted; 12 and 47 are one block per SM on 132 SMs at the two sizes).
+      if (cuda::wgmma_attention_applies(q, k, v) && c.tq >= 1024) {
         Tensor out = Tensor::empty({1, c.tq, c.h, c.d}, DType::BF16, kGpu).transpose(1, 2);
-        for (int per : {1, 2, 4, 8, 12, 16, 48}) {
+        const std::vector<int> pers = c.tk <= 384 ? std::vector<int>{1, 2, 4, 8, 12, 16, 48}
+                                                  : std::vector<int>{1, 4, 12, 24, 47, 48};
+        for (int per : pers) {
           const double s = seconds_per_call(
               [&] { cuda::wgmma_attention(q, k, v, Tensor(), Tensor(), scale, out, 1, per); }, 10);
           std::printf("[timing %s] attention %-16s wgmma %d q tiles%s %.3f ms  %.1f TFLOP/s\n", dn,

@@ -26,13 +26,24 @@
 // query tiles of its (batch, head): the keys are loaded once, and the next tile's Q load overlaps
 // the current tile's softmax, P V and store (a q_empty mbarrier hands a Q buffer back; D 64 has
 // two, so the next tile's Q is in flight while the current one's products run).
+//
+// Streamed keys, persistent (longer key sequences over several waves of query tiles: the video
+// self-attention's 48 key tiles, the video x text attention's 8): one block per SM walks the
+// (batch, head, query tile) list with a stride of the grid, streaming every tile's K / V through
+// the same stage ring, whose slots and phases run on across query tiles. The producer loads the
+// next tile's first keys while the consumers finish the current one, and its Q as soon as the
+// current products are done (q_empty), so the next tile's loads overlap the current store instead
+// of each block starting from empty stages. Consecutive blocks take consecutive tiles, so the
+// heads in flight at once stay few (their K / V stay in L2), as with one block per tile.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/attention_mask.cuh"
@@ -60,7 +71,8 @@ constexpr int kStages = 3;               // K/V tiles in shared memory
 // where each range's partial result goes.
 struct WgmmaArgs : FusedAttentionParams {
   int tiles_per_split = 0;  // key tiles of one blockIdx.z range (all of them unsplit)
-  int q_tiles_per_block = 1;  // consecutive 128-row query tiles of one block (resident keys)
+  int q_tiles_per_block = 1;  // 128-row query tiles of one block (resident or streamed keys)
+  int64_t batch_heads = 0;    // B * H
   // Split keys only: part_o [splits, B * H, Tq, D] f32 (unnormalised), part_ml [splits, B * H,
   // Tq] of (running max, sum of the probabilities exp2((x - max) * sl), sl the kernel's factor).
   float* part_o = nullptr;
@@ -86,11 +98,15 @@ constexpr uint32_t tile_bytes() {
 }
 // The mbarriers: Q full and Q empty per Q buffer (up to two), then the K / V ring's.
 constexpr int kBarriers = 4 + wgmma::KvBarriers<kStages>::kCount;
-// Q buffers: two for resident keys with D 64 (D 128's second buffer would not fit with the
+// What a block's query tiles are (the kernel's kMode): one tile; several consecutive tiles of
+// one (batch, head) over keys loaded once (every key tile has a stage); several tiles of the
+// (batch, head, query tile) list, grid-strided, over keys streamed per tile (persistent).
+constexpr int kOneTile = 0, kResidentKeys = 1, kStreamedKeys = 2;
+// Q buffers: two for several query tiles with D 64 (D 128's second buffer would not fit with the
 // stages), else one.
-template <int kDim, bool kResident>
+template <int kDim, int kMode>
 constexpr int q_buffers() {
-  return kResident && kDim == 64 ? 2 : 1;
+  return kMode != kOneTile && kDim == 64 ? 2 : 1;
 }
 // +1024: the dynamic shared memory is re-aligned to the 1024-byte swizzle atom.
 template <int kDim>
@@ -115,7 +131,13 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[kDim / 2], const uint32_t (&
 }
 #endif
 
-template <int kDim, bool kMasked, bool kSplit, bool kResident>
+// A block's query tile: its (batch, head) and the tile's index in that head's queries.
+struct QTile {
+  int b, h;
+  int64_t tile;
+};
+
+template <int kDim, bool kMasked, bool kSplit, int kMode>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_attention_kernel(const __grid_constant__ WgmmaMaps maps, const WgmmaArgs a) {
 #if LTX_WGMMA_DEVICE_CODE
@@ -128,7 +150,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
-  constexpr int kQBufs = q_buffers<kDim, kResident>();
+  constexpr bool kMultiQ = kMode != kOneTile;
+  constexpr bool kStreamed = kMode == kStreamedKeys;
+  constexpr int kQBufs = q_buffers<kDim, kMode>();
   // Query tile qi sits in Q buffer qi % kQBufs, filled for the (qi / kQBufs)-th time.
   const auto q_smem = [=](int qi) { return smem + (qi % kQBufs) * kQBytes; };
   const uint32_t kv0 = smem + kQBufs * kQBytes;
@@ -139,13 +163,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto q_empty = [=](int qi) { return bars + 16 + 8 * (qi % kQBufs); };
   const wgmma::KvBarriers<kStages> kv{bars + 32};
 
-  const int bh = blockIdx.y;
-  const int b = bh / a.heads, h = bh % a.heads;
-  // This block's query tiles: [q_tile0, q_tile0 + q_count) (one unless the keys are resident).
-  const int64_t q_tile0 = static_cast<int64_t>(blockIdx.x) * (kResident ? a.q_tiles_per_block : 1);
-  const int64_t q_left = query_tiles(a.tq) - q_tile0;
-  const int q_count = kResident ? static_cast<int>(q_left < a.q_tiles_per_block ? q_left : a.q_tiles_per_block)
-                                : 1;
+  // This block's query tiles. Streamed: entries blockIdx.x, + gridDim.x, ... of the (batch, head,
+  // tile) list. Otherwise tiles [q_tile0, q_tile0 + q_count) of (batch, head) blockIdx.y.
+  const int64_t head_tiles = query_tiles(a.tq);
+  const int64_t q_tile0 = kStreamed ? 0 : static_cast<int64_t>(blockIdx.x) * (kMultiQ ? a.q_tiles_per_block : 1);
+  int q_count = 1;
+  if constexpr (kStreamed) {
+    const int64_t left = a.batch_heads * head_tiles - blockIdx.x;
+    q_count = static_cast<int>((left + gridDim.x - 1) / gridDim.x);
+  } else if constexpr (kMultiQ) {
+    const int64_t left = head_tiles - q_tile0;
+    q_count = static_cast<int>(left < a.q_tiles_per_block ? left : a.q_tiles_per_block);
+  }
+  const auto q_tile_of = [&](int qi) {
+    if constexpr (kStreamed) {
+      const int64_t w = blockIdx.x + static_cast<int64_t>(qi) * gridDim.x;
+      const int bh = static_cast<int>(w / head_tiles);
+      return QTile{bh / a.heads, bh % a.heads, w - bh * head_tiles};
+    } else {
+      const int bh = static_cast<int>(blockIdx.y);
+      return QTile{bh / a.heads, bh % a.heads, q_tile0 + qi};
+    }
+  };
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid / 128;
   // This block's key tiles: [tile0, tile0 + num_tiles) (every tile unless the keys are split).
@@ -168,36 +207,54 @@ __global__ void __launch_bounds__(kThreads, 1)
     // released its previous tile.
     wgmma::setmaxnreg_dec<24>();
     if (tid == 0) {
-      // One K or V tile into `dst` once its stage is released (`empty` completed phase `parity`).
-      const auto load_tile = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty,
-                                 uint32_t parity, int key0) {
-        wgmma::mbar_wait(empty, parity);
-        wgmma::mbar_arrive_expect_tx(full, kTileBytes);
+      // Key tile u of the ring (its u-th load: stage u % kStages) of (batch, head) qt into its
+      // stage once both consumers released the stage's previous tile.
+      const auto load_kv = [&](int u, int key0, const QTile& qt) {
+        const int stage = u % kStages;
+        const uint32_t parity = ((u / kStages) & 1) ^ 1;
+        const auto load_tile = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty) {
+          wgmma::mbar_wait(empty, parity);
+          wgmma::mbar_arrive_expect_tx(full, kTileBytes);
 #pragma unroll
-        for (int c = 0; c < kBlocks; ++c)
-          wgmma::tma_load_4d(dst + c * (kKeys * 128), map, 64 * c, key0, h, b, full);
+          for (int c = 0; c < kBlocks; ++c)
+            wgmma::tma_load_4d(dst + c * (kKeys * 128), map, 64 * c, key0, qt.h, qt.b, full);
+        };
+        load_tile(&maps.k, k_smem(stage), kv.k_full(stage), kv.k_empty(stage));
+        load_tile(&maps.v, v_smem(stage), kv.v_full(stage), kv.v_empty(stage));
       };
       const auto load_q = [&](int qi) {
+        const QTile qt = q_tile_of(qi);
         wgmma::mbar_arrive_expect_tx(q_full(qi), kQBytes);
-        const int row0 = static_cast<int>((q_tile0 + qi) * kRowsQ);
+        const int row0 = static_cast<int>(qt.tile * kRowsQ);
 #pragma unroll
         for (int c = 0; c < kBlocks; ++c)
-          wgmma::tma_load_4d(q_smem(qi) + c * (kRowsQ * 128), &maps.q, 64 * c, row0, h, b, q_full(qi));
+          wgmma::tma_load_4d(q_smem(qi) + c * (kRowsQ * 128), &maps.q, 64 * c, row0, qt.h, qt.b,
+                             q_full(qi));
       };
-      for (int qi = 0; qi < kQBufs && qi < q_count; ++qi) load_q(qi);
-      // Resident: every tile has a stage of its own, so each is loaded once (its first "empty" wait
-      // passes at once) and never released.
-      for (int t = 0; t < num_tiles; ++t) {
-        const int stage = t % kStages;
-        const uint32_t parity = ((t / kStages) & 1) ^ 1;
-        const int key0 = (tile0 + t) * kKeys;
-        load_tile(&maps.k, k_smem(stage), kv.k_full(stage), kv.k_empty(stage), parity, key0);
-        load_tile(&maps.v, v_smem(stage), kv.v_full(stage), kv.v_empty(stage), parity, key0);
-      }
-      // Each further query tile once both consumers' products have read the buffer's last one.
-      for (int qi = kQBufs; qi < q_count; ++qi) {
+      // A further query tile once both consumers' products have read its buffer's last one.
+      const auto wait_then_load_q = [&](int qi) {
         wgmma::mbar_wait(q_empty(qi), (qi / kQBufs - 1) & 1);
         load_q(qi);
+      };
+      for (int qi = 0; qi < kQBufs && qi < q_count; ++qi) load_q(qi);
+      if constexpr (kStreamed) {
+        // Every query tile's keys through the ring. A later tile's Q waits for the end of the
+        // products of the tile before it, so its first key tiles (whose stages free earlier) are
+        // requested before it.
+        const int q_at = min(kStages - 1, num_tiles - 1);
+        int u = 0;
+        for (int qi = 0; qi < q_count; ++qi) {
+          const QTile qt = q_tile_of(qi);
+          for (int t = 0; t < num_tiles; ++t, ++u) {
+            if (qi >= kQBufs && t == q_at) wait_then_load_q(qi);
+            load_kv(u, (tile0 + t) * kKeys, qt);
+          }
+        }
+      } else {
+        // Resident: every tile has a stage of its own, so each is loaded once (its first "empty"
+        // wait passes at once) and never released.
+        for (int t = 0; t < num_tiles; ++t) load_kv(t, (tile0 + t) * kKeys, q_tile_of(0));
+        for (int qi = kQBufs; qi < q_count; ++qi) wait_then_load_q(qi);
       }
     }
     return;
@@ -209,7 +266,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int g = lane >> 2, c4 = lane & 3;  // accumulator coordinates: row group, column pair
 
   for (int qi = 0; qi < q_count; ++qi) {
-  const int64_t q0 = (q_tile0 + qi) * kRowsQ;
+  const QTile qt = q_tile_of(qi);
+  const int b = qt.b, h = qt.h;
+  const int64_t q0 = qt.tile * kRowsQ;
+  // Tile t of this query tile is the ring's load u0 + t: its stage and the phase of that load.
+  const int u0 = kStreamed ? qi * num_tiles : 0;
+  const auto stage_of = [&](int t) { return (u0 + t) % kStages; };
+  const auto phase_of = [&](int t) { return static_cast<uint32_t>(((u0 + t) / kStages) & 1); };
   float o[kOut];
 #pragma unroll
   for (int i = 0; i < kOut; ++i) o[i] = 0.f;
@@ -316,14 +379,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   wgmma::mbar_wait(q_full(qi), (qi / kQBufs) & 1);
   if (num_tiles > 0) {
-    wgmma::mbar_wait(kv.k_full(0), 0);
+    wgmma::mbar_wait(kv.k_full(stage_of(0)), phase_of(0));
     turn_begin();
     wgmma::fence();
-    issue_qk(0);
+    issue_qk(stage_of(0));
     turn_end(false);
     wgmma::wait<0>();
     wgmma::fence_regs(s);
-    if constexpr (!kResident) wgmma::mbar_arrive(kv.k_empty(0));
+    if constexpr (kMode != kResidentKeys) wgmma::mbar_arrive(kv.k_empty(stage_of(0)));
     float corr[2];
     softmax(0, corr);  // o is still zero: nothing to rescale
     pack_p();
@@ -331,9 +394,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Tiles 0 .. n - 2: P V of tile t overlaps S and the softmax of tile t + 1. No branch around the
   // wgmma issues (ptxas serialises wgmma pipelines whose accumulators merge across branches).
   for (int t = 0; t + 1 < num_tiles; ++t) {
-    const int cur = t % kStages, next = (t + 1) % kStages;
-    wgmma::mbar_wait(kv.k_full(next), ((t + 1) / kStages) & 1);
-    wgmma::mbar_wait(kv.v_full(cur), (t / kStages) & 1);
+    const int cur = stage_of(t), next = stage_of(t + 1);
+    wgmma::mbar_wait(kv.k_full(next), phase_of(t + 1));
+    wgmma::mbar_wait(kv.v_full(cur), phase_of(t));
     turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
@@ -343,32 +406,33 @@ __global__ void __launch_bounds__(kThreads, 1)
     turn_end(false);
     wgmma::wait<1>();  // S of tile t + 1; P V of tile t may still run
     wgmma::fence_regs(s);
-    if constexpr (!kResident) wgmma::mbar_arrive(kv.k_empty(next));
+    if constexpr (kMode != kResidentKeys) wgmma::mbar_arrive(kv.k_empty(next));
     float corr[2];
     softmax(t + 1, corr);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
-    if constexpr (!kResident) wgmma::mbar_arrive(kv.v_empty(cur));
+    if constexpr (kMode != kResidentKeys) wgmma::mbar_arrive(kv.v_empty(cur));
 #pragma unroll
     for (int i = 0; i < kOut; ++i) o[i] *= corr[(i >> 1) & 1];
     pack_p();
   }
   if (num_tiles > 0) {  // the last tile's P V
     const int last = num_tiles - 1;
-    wgmma::mbar_wait(kv.v_full(last % kStages), (last / kStages) & 1);
+    wgmma::mbar_wait(kv.v_full(stage_of(last)), phase_of(last));
     turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
     wgmma::fence();
-    issue_pv(last % kStages);
+    issue_pv(stage_of(last));
     turn_end(true);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
+    if constexpr (kStreamed) wgmma::mbar_arrive(kv.v_empty(stage_of(last)));
   }
 
   // Every product that reads Q has completed: the producer may load the next query tile.
-  if constexpr (kResident) wgmma::mbar_arrive(q_empty(qi));
+  if constexpr (kMultiQ) wgmma::mbar_arrive(q_empty(qi));
 
   // Normalise, gate and store: this thread holds dims (8n + 2 c4, +1) of rows row_base (+8).
 #pragma unroll
@@ -382,7 +446,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // This key range's share: the sums as they are, and the max the probabilities were taken
       // against (0 while every key was masked: l == 0 then). Unscaled: an all -FLT_MAX row's max
       // times the log2 factor would overflow to -inf.
-      const int64_t part_row = (static_cast<int64_t>(blockIdx.z) * gridDim.y + bh) * a.tq + row;
+      const int64_t part_row = (static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y) * a.tq + row;
       float* dst = a.part_o + part_row * kDim + 2 * c4;
 #pragma unroll
       for (int n = 0; n < kDim / 8; ++n)
@@ -443,31 +507,36 @@ __global__ void __launch_bounds__(256) wgmma_attention_merge_kernel(const WgmmaA
     a.store_pair(dst + 2 * (lane + 32 * j), acc[j][0] * inv, acc[j][1] * inv, gate);
 }
 
-template <int kDim, bool kMasked, bool kSplit, bool kResident = false>
+template <int kDim, bool kMasked, bool kSplit, int kMode>
 void launch(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int splits, int device,
             cudaStream_t stream) {
   static std::once_flag configured[64];
-  constexpr size_t kSmem = smem_bytes<kDim>(q_buffers<kDim, kResident>());
+  constexpr size_t kSmem = smem_bytes<kDim>(q_buffers<kDim, kMode>());
   std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(wgmma_attention_kernel<kDim, kMasked, kSplit, kResident>,
+    LTX_CUDA_CHECK(cudaFuncSetAttribute(wgmma_attention_kernel<kDim, kMasked, kSplit, kMode>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kSmem)));
   });
   const int64_t q_tiles = query_tiles(a.tq);
-  const dim3 grid(static_cast<unsigned>((q_tiles + a.q_tiles_per_block - 1) / a.q_tiles_per_block),
-                  static_cast<unsigned>(batch_heads), static_cast<unsigned>(splits));
-  wgmma_attention_kernel<kDim, kMasked, kSplit, kResident><<<grid, kThreads, kSmem, stream>>>(maps, a);
+  // Streamed: the (batch, head, query tile) list dealt out grid-strided, at most
+  // q_tiles_per_block entries a block; otherwise a block per run of tiles of one (batch, head).
+  const int64_t per = a.q_tiles_per_block;
+  const dim3 grid = kMode == kStreamedKeys
+                        ? dim3(static_cast<unsigned>((batch_heads * q_tiles + per - 1) / per), 1, 1)
+                        : dim3(static_cast<unsigned>((q_tiles + per - 1) / per),
+                               static_cast<unsigned>(batch_heads), static_cast<unsigned>(splits));
+  wgmma_attention_kernel<kDim, kMasked, kSplit, kMode><<<grid, kThreads, kSmem, stream>>>(maps, a);
   LTX_CUDA_CHECK_LAUNCH();
 }
 
 // launch<> with kMasked from the args' mask.
-template <int kDim, bool kSplit, bool kResident>
+template <int kDim, bool kSplit, int kMode>
 void launch_masked(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int splits,
                    int device, cudaStream_t stream) {
   if (a.mask.kind != MaskKind::None) {
-    launch<kDim, true, kSplit, kResident>(maps, a, batch_heads, splits, device, stream);
+    launch<kDim, true, kSplit, kMode>(maps, a, batch_heads, splits, device, stream);
   } else {
-    launch<kDim, false, kSplit, kResident>(maps, a, batch_heads, splits, device, stream);
+    launch<kDim, false, kSplit, kMode>(maps, a, batch_heads, splits, device, stream);
   }
 }
 
@@ -475,10 +544,12 @@ template <int kDim>
 void launch_dim(const WgmmaMaps& maps, WgmmaArgs a, int64_t batch_heads, int splits, int device,
                 cudaStream_t stream) {
   if (splits <= 1) {
-    if (a.q_tiles_per_block > 1) {
-      launch_masked<kDim, false, true>(maps, a, batch_heads, 1, device, stream);
+    if (a.q_tiles_per_block > 1 && key_tiles(a.tk) <= kStages) {
+      launch_masked<kDim, false, kResidentKeys>(maps, a, batch_heads, 1, device, stream);
+    } else if (a.q_tiles_per_block > 1) {
+      launch_masked<kDim, false, kStreamedKeys>(maps, a, batch_heads, 1, device, stream);
     } else {
-      launch_masked<kDim, false, false>(maps, a, batch_heads, 1, device, stream);
+      launch_masked<kDim, false, kOneTile>(maps, a, batch_heads, 1, device, stream);
     }
     return;
   }
@@ -489,7 +560,7 @@ void launch_dim(const WgmmaMaps& maps, WgmmaArgs a, int64_t batch_heads, int spl
   const Tensor part_ml = Tensor::empty({splits, rows, 2}, DType::F32, Device::cuda(device));
   a.part_o = static_cast<float*>(const_cast<void*>(part_o.raw_data()));
   a.part_ml = static_cast<float2*>(const_cast<void*>(part_ml.raw_data()));
-  launch_masked<kDim, true, false>(maps, a, batch_heads, splits, device, stream);
+  launch_masked<kDim, true, kOneTile>(maps, a, batch_heads, splits, device, stream);
   const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
   const float sl = exp2_factor(a.mask.kind != MaskKind::None, a.scale);
   wgmma_attention_merge_kernel<kDim><<<blocks, 256, 0, stream>>>(a, splits, rows, sl);
@@ -581,15 +652,29 @@ int wgmma_attention_auto_splits(const Tensor& q, const Tensor& k) {
   return static_cast<int>(std::clamp<int64_t>(std::min(sms / blocks, tiles / 4), 1, 16));
 }
 
+bool wgmma_attention_persistent_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("LTX_ATTN_PERSISTENT");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on;
+}
+
 int wgmma_attention_auto_q_tiles(const Tensor& q, const Tensor& k) {
   const int64_t q_tiles = query_tiles(q.size(2));
   const int64_t blocks = q_tiles * q.size(0) * q.size(1);
   const int64_t tiles = key_tiles(k.size(2));
   const int64_t sms = multiprocessor_count(q.device().index);
-  // Keys that fit the stages, and at least two waves of blocks to fold into one: as many blocks
-  // per (batch, head) as fit one wave, the query tiles dealt out evenly (a ragged last block
-  // would add a second wave: 47 tiles a block measured 0.174 ms on 24576 x 126, 48 0.151).
-  if (tiles > kStages || blocks < 2 * sms) return 1;
+  // At least two waves of blocks to fold into one.
+  if (blocks < 2 * sms) return 1;
+  if (tiles > kStages) {
+    // Streamed keys: one block per SM (its shared memory allows no second), the list dealt out
+    // grid-strided.
+    return wgmma_attention_persistent_enabled() ? static_cast<int>((blocks + sms - 1) / sms) : 1;
+  }
+  // Resident keys: as many blocks per (batch, head) as fit one wave, the query tiles dealt out
+  // evenly (a ragged last block would add a second wave: 47 tiles a block measured 0.174 ms on
+  // 24576 x 126, 48 0.151).
   const int64_t per_head = std::max<int64_t>(1, sms / (q.size(0) * q.size(1)));
   return static_cast<int>((q_tiles + per_head - 1) / per_head);
 }
@@ -612,9 +697,8 @@ void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   a.q_tiles_per_block = splits > 1 ? 1
                         : q_tiles_per_block > 0 ? q_tiles_per_block
                                                 : wgmma_attention_auto_q_tiles(q, k);
-  LTX_CHECK(a.q_tiles_per_block == 1 || tiles <= kStages, "wgmma attention: several query tiles per "
-            "block need every key tile resident (at most ", kStages * kKeys, " keys), got ", k.describe());
   const int64_t batch_heads = q.size(0) * q.size(1);
+  a.batch_heads = batch_heads;
   const int dev = q.device().index;
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
