@@ -27,23 +27,21 @@
 // the current tile's softmax, P V and store (a q_empty mbarrier hands a Q buffer back; D 64 has
 // two, so the next tile's Q is in flight while the current one's products run).
 //
-// Streamed keys, persistent (longer key sequences over several waves of query tiles: the video
-// self-attention's 48 key tiles, the video x text attention's 8): one block per SM walks the
-// (batch, head, query tile) list with a stride of the grid, streaming every tile's K / V through
-// the same stage ring, whose slots and phases run on across query tiles. The producer loads the
-// next tile's first keys while the consumers finish the current one, and its Q as soon as the
-// current products are done (q_empty), so the next tile's loads overlap the current store instead
-// of each block starting from empty stages. Consecutive blocks take consecutive tiles, so the
-// heads in flight at once stay few (their K / V stay in L2), as with one block per tile.
+// Streamed keys, persistent (only when asked for: q_tiles_per_block > 1 with more than kStages
+// key tiles): a block walks the (batch, head, query tile) list with a stride of the grid,
+// streaming every tile's K / V through the same stage ring, whose slots and phases run on across
+// query tiles; the producer loads the next tile's first keys while the consumers finish the
+// current one, and its Q as soon as the current products are done (q_empty). Measured on the H200
+// (session 21, bench/RESULTS.md) it is slower than one block per tile on the step's shapes (video
+// self-attention 0.951 -> 1.030 ms, 16.1 -> 18.3 ms at 24576 tokens; video x text unchanged),
+// so Auto never takes it; it stays for timing other tile schedules against.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
-#include <string>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/attention_mask.cuh"
@@ -652,29 +650,16 @@ int wgmma_attention_auto_splits(const Tensor& q, const Tensor& k) {
   return static_cast<int>(std::clamp<int64_t>(std::min(sms / blocks, tiles / 4), 1, 16));
 }
 
-bool wgmma_attention_persistent_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("LTX_ATTN_PERSISTENT");
-    return e == nullptr || std::string(e) != "0";
-  }();
-  return on;
-}
-
 int wgmma_attention_auto_q_tiles(const Tensor& q, const Tensor& k) {
   const int64_t q_tiles = query_tiles(q.size(2));
   const int64_t blocks = q_tiles * q.size(0) * q.size(1);
   const int64_t tiles = key_tiles(k.size(2));
   const int64_t sms = multiprocessor_count(q.device().index);
-  // At least two waves of blocks to fold into one.
-  if (blocks < 2 * sms) return 1;
-  if (tiles > kStages) {
-    // Streamed keys: one block per SM (its shared memory allows no second), the list dealt out
-    // grid-strided.
-    return wgmma_attention_persistent_enabled() ? static_cast<int>((blocks + sms - 1) / sms) : 1;
-  }
-  // Resident keys: as many blocks per (batch, head) as fit one wave, the query tiles dealt out
-  // evenly (a ragged last block would add a second wave: 47 tiles a block measured 0.174 ms on
-  // 24576 x 126, 48 0.151).
+  // Keys that fit the stages, and at least two waves of blocks to fold into one: as many blocks
+  // per (batch, head) as fit one wave, the query tiles dealt out evenly (a ragged last block
+  // would add a second wave: 47 tiles a block measured 0.174 ms on 24576 x 126, 48 0.151).
+  // Streamed keys (more tiles) stay one tile a block: the persistent form measured slower.
+  if (tiles > kStages || blocks < 2 * sms) return 1;
   const int64_t per_head = std::max<int64_t>(1, sms / (q.size(0) * q.size(1)));
   return static_cast<int>((q_tiles + per_head - 1) / per_head);
 }
