@@ -377,7 +377,6 @@ __host__ __device__ constexpr int residual_norm_smem_per_element(bool cached, bo
   return 2 + (cached ? (two ? 10 : 6) : 0) + (prefetch ? 4 : 0);
 }
 
-
 // ops::gated_add_rms_norm_modulate in one pass over bf16 rows (contiguous x, y; the gate in
 // g's kScale / kScale2 slots; scale / shift in m; a.x: x, a.y: h): a block per row forms x_next =
 // x + gate * y with gated_add's arithmetic (the product rounded to bf16, then the sum), stores it
@@ -1123,7 +1122,6 @@ __global__ void __launch_bounds__(kDimRowsWarps * 32) rms_norm_dim_rows_vec_kern
 
 constexpr int kDimRowsThreads = kDimRowsWarps * 32;
 
-
 // A grid for a grid-stride row kernel over `warp_iterations` warp-sized steps: enough blocks to
 // cover them, at most as many as fit on the device at once, so that every warp takes an equal
 // share of the rows (the next one prefetched) and no partial second wave runs at low occupancy.
@@ -1420,7 +1418,6 @@ void set_row_cache(ModArgs* m, int64_t d) {
     if (m->p[k] != nullptr && m->stride[k][m->lead - 1] != 0) return;
   m->cache = m->size[m->lead - 1] > 1;
 }
-
 
 // The block-per-row norm kernels' minimum resident blocks (with_row_min_blocks), timed on 6144 x
 // 4096 bf16 rows with per-sample AdaLN values (session 15): rms_norm(_modulate) 6 (40 registers,

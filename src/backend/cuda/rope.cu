@@ -332,7 +332,6 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
       cs0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.cos) + split_offset(a.cst, b, t, k));
       sn0 = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.sin) + split_offset(a.sst, b, t, k));
     }
-    const int64_t row_offset = r * a.d * x_bytes;
     float rs = 0.f, rs2 = 0.f;
     if constexpr (kPrefetch) {
       stage_next_then_wait(r + gridDim.x < a.rows,
@@ -340,6 +339,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kern
       rs = staged_row_inv_rms(dtype, a.d, a.eps, row1);
       if constexpr (kPair) rs2 = staged_row_inv_rms(dtype, a.d, a.eps, row2);
     } else {
+      const int64_t row_offset = r * a.d * x_bytes;
       rs = stage_row_inv_rms(static_cast<const char*>(a.x) + row_offset, dtype, a.d, a.eps, row1);
       if constexpr (kPair)
         rs2 = stage_row_inv_rms(static_cast<const char*>(a.x2) + row_offset, dtype, a.d, a.eps, row2);
