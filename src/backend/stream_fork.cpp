@@ -1,9 +1,8 @@
 #include "backend/stream_fork.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
+#include "core/env_settings.h"
 #include "core/log.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/allocator.h"
@@ -15,10 +14,7 @@ namespace ltx::backend {
 namespace {
 
 std::atomic<bool>& enabled_flag() {
-  static std::atomic<bool> flag = [] {
-    const char* v = std::getenv("LTX_SIDE_STREAMS");
-    return !(v != nullptr && std::strcmp(v, "0") == 0);
-  }();
+  static std::atomic<bool> flag = env::settings().side_streams;
   return flag;
 }
 

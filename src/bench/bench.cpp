@@ -14,6 +14,7 @@
 #include "backend/step_graph.h"
 #include "backend/stream_fork.h"
 #include "bench/random_weights.h"
+#include "core/env_settings.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "io/weights.h"
@@ -21,8 +22,8 @@
 #include "models/video_vae/conv_video_decoder.h"
 #include "models/video_vae/diffusion_tiling.h"
 #include "models/video_vae/diffusion_video_decoder.h"
-#include "ops/op_profile.h"
 #include "pipelines/denoisers.h"
+#include "profiling/op_profiler.h"
 #include "sampling/latent.h"
 #include "sampling/noise.h"
 #include "sampling/params.h"
@@ -78,10 +79,10 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
   backend::reset_peak_memory(device);
   for (int64_t i = 0; i < warmup; ++i) step();
   backend::synchronize(device);
-  ops::op_profile_reset();  // LTX_PROFILE_OPS: profile the timed calls only
+  profiling::reset_op_profile();  // LTX_PROFILE_OPS: profile the timed calls only
   // LTX_CUDA_PROFILER_RANGE: the timed calls are the profiler's capture range (bench/README.md).
-  const bool range = std::getenv("LTX_CUDA_PROFILER_RANGE") != nullptr;
-  backend::GpuMonitor monitor(device);  // clock and power during the timed calls
+  const bool range = env::settings().cuda_profiler_range;
+  profiling::GpuMonitor monitor(device);  // clock and power during the timed calls
   if (range) backend::profiler_range(device, true);
   for (int64_t i = 0; i < iters; ++i) {
     const Clock::time_point t0 = Clock::now();
@@ -815,7 +816,7 @@ std::string format_table(const BenchReport& r) {
      << fmt("%g", o.ceilings.attention_tflops) << " TFLOP/s; ours/off < 1: faster than the official stack\n";
   // The clock the times were made at (a GPU at its power limit runs below its maximum clock).
   for (const BenchCase& c : r.cases)
-    if (c.ours && c.ours->gpu) os << "GPU during " << c.label << ": " << backend::describe(*c.ours->gpu) << "\n";
+    if (c.ours && c.ours->gpu) os << "GPU during " << c.label << ": " << profiling::describe(*c.ours->gpu) << "\n";
   return os.str();
 }
 
@@ -886,7 +887,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
                    {"setup_s", t.setup_s},
                    {"achieved_tflops", static_cast<double>(c.flops.total()) / (t.median_ms * 1e9)}};
       if (t.gpu) {
-        const backend::GpuStateSummary& g = *t.gpu;
+        const profiling::GpuStateSummary& g = *t.gpu;
         e["ours"]["gpu"] = {{"samples", g.samples},
                             {"mean_sm_mhz", g.mean_sm_mhz},
                             {"min_sm_mhz", g.min_sm_mhz},

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/gpu_monitor.h"
+#include "profiling/gpu_monitor.h"
 #include "bench/flops.h"
 #include "bench/presets.h"
 #include "core/device.h"
@@ -78,9 +78,9 @@ struct Timing {
   int64_t peak_reserved_bytes = 0;  // CUDA: peak held from the driver
   int64_t weights_bytes = 0;        // parameters made for the model
   double setup_s = 0;               // making the weights (shared by the cases of one model)
-  // The GPU's clock and power during the timed calls (backend/gpu_monitor.h); absent on the CPU
+  // The GPU's clock and power during the timed calls (profiling/gpu_monitor.h); absent on the CPU
   // or without the NVIDIA driver's NVML.
-  std::optional<backend::GpuStateSummary> gpu;
+  std::optional<profiling::GpuStateSummary> gpu;
 };
 
 // The official stack's number for one case (one section of bench_official.json).

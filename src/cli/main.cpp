@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/env_settings.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "profiling/op_profiler.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ltx: native inference for the LTX-2.x audio-video diffusion models"};
@@ -14,6 +16,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "Only print warnings and errors");
+  app.add_flag_callback(
+      "--help-env",
+      [] {
+        std::fputs(ltx::env::describe_variables().c_str(), stdout);
+        throw CLI::Success();
+      },
+      "List the environment variables ltx reads and exit");
 
   const std::vector<ltx::cli::Command> commands = {
       ltx::cli::add_generate(app),
@@ -30,6 +39,9 @@ int main(int argc, char** argv) {
   }
   if (quiet) ltx::set_log_level(ltx::LogLevel::Warn);
   try {
+    // Every variable is checked before any work, so a bad one fails at once.
+    const ltx::env::Settings& settings = ltx::env::settings();
+    ltx::profiling::install_op_profiler(settings.op_profiling);
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run();
   } catch (const ltx::Error& e) {

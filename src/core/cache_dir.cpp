@@ -1,16 +1,17 @@
 #include "core/cache_dir.h"
 
-#include <cstdlib>
 #include <filesystem>
+
+#include "core/env_settings.h"
 
 namespace ltx {
 
 std::optional<std::string> user_cache_dir() {
   namespace fs = std::filesystem;
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && *xdg != '\0') return (fs::path(xdg) / "ltx").string();
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && *home != '\0') return (fs::path(home) / ".cache" / "ltx").string();
+  if (const std::optional<std::string> xdg = env::xdg_cache_home())
+    return (fs::path(*xdg) / "ltx").string();
+  if (const std::optional<std::string> home = env::home())
+    return (fs::path(*home) / ".cache" / "ltx").string();
   return std::nullopt;
 }
 

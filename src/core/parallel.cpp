@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#include "core/env_settings.h"
 
 namespace ltx {
 
@@ -17,10 +19,7 @@ namespace {
 thread_local bool t_inside_pool = false;
 
 int default_threads() {
-  if (const char* env = std::getenv("LTX_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n >= 1) return n;
-  }
+  if (const std::optional<int> n = env::settings().num_threads) return *n;
   const unsigned hc = std::thread::hardware_concurrency();
   return hc == 0 ? 1 : static_cast<int>(hc);
 }

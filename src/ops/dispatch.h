@@ -11,7 +11,7 @@
 #include <initializer_list>
 
 #include "core/tensor.h"
-#include "ops/op_profile.h"
+#include "core/op_observer.h"
 
 namespace ltx::ops {
 
@@ -35,22 +35,23 @@ void check_dim(const char* op, const char* arg, const Tensor& t, int n);
 }  // namespace ltx::ops
 
 #if LTX_WITH_CUDA
-// The scope times the op when LTX_PROFILE_OPS is set (ops/op_profile.h); `stmt` is usually a
-// return, so the scope closes after the CUDA call was issued.
-#define LTX_CUDA_DISPATCH(stmt, op)                    \
-  do {                                                 \
-    const ::ltx::ops::OpProfileScope ltx_op_scope(op); \
-    stmt;                                              \
+// The scope tells the process's op observer, if any (core/op_observer.h: the op profiler of
+// LTX_PROFILE_OPS), about the op; `stmt` is usually a return, so the scope closes after the CUDA
+// call was issued.
+#define LTX_CUDA_DISPATCH(stmt, op)           \
+  do {                                        \
+    const ::ltx::OpScope ltx_op_scope(op);    \
+    stmt;                                     \
   } while (0)
-// As LTX_CUDA_DISPATCH; the profile counts the op under its name plus `detail` (a std::string
-// expression, evaluated only while profiling), e.g. a GEMM's sizes.
-#define LTX_CUDA_DISPATCH_DETAIL(stmt, op, detail)                                  \
-  do {                                                                              \
-    const ::ltx::ops::OpProfileScope ltx_op_scope(op);                              \
-    if (::ltx::ops::op_profiling_enabled()) ::ltx::ops::op_profile_detail(detail); \
-    stmt;                                                                           \
+// As LTX_CUDA_DISPATCH; the observer counts the op under its name plus `detail_text` (a
+// std::string expression, evaluated only while observed), e.g. a GEMM's sizes.
+#define LTX_CUDA_DISPATCH_DETAIL(stmt, op, detail_text)                   \
+  do {                                                                    \
+    const ::ltx::OpScope ltx_op_scope(op);                                \
+    if (ltx_op_scope.observed()) ltx_op_scope.detail(detail_text);        \
+    stmt;                                                                 \
   } while (0)
 #else
 #define LTX_CUDA_DISPATCH(stmt, op) ::ltx::ops::unsupported_on(op, ::ltx::Device::cuda())
-#define LTX_CUDA_DISPATCH_DETAIL(stmt, op, detail) LTX_CUDA_DISPATCH(stmt, op)
+#define LTX_CUDA_DISPATCH_DETAIL(stmt, op, detail_text) LTX_CUDA_DISPATCH(stmt, op)
 #endif

@@ -7,7 +7,7 @@
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/stream.h"
-#include "backend/gpu_monitor.h"
+#include "profiling/gpu_monitor.h"
 #include "ops/linalg.h"
 #include "core/device_hooks.h"
 #include "core/tensor.h"
@@ -69,12 +69,12 @@ TEST(CudaDevice, MonitorSamplesClockAndPowerWhileTheGpuWorks) {
   const std::string pci = cuda::pci_bus_id(0);
   EXPECT_EQ(pci.size(), 12u) << pci;  // "0000:19:00.0"
   const Tensor a = Tensor::full({4096, 4096}, 0.5, DType::BF16, Device::cuda(0));
-  backend::GpuMonitor monitor(Device::cuda(0), std::chrono::milliseconds(5));
+  profiling::GpuMonitor monitor(Device::cuda(0), std::chrono::milliseconds(5));
   for (int i = 0; i < 200; ++i) (void)ops::matmul(a, a);
   cuda::synchronize(0);
-  const std::optional<backend::GpuStateSummary> s = monitor.finish();
+  const std::optional<profiling::GpuStateSummary> s = monitor.finish();
   ASSERT_TRUE(s.has_value()) << "no samples: is the driver's libnvidia-ml.so.1 there?";
-  std::printf("[gpu monitor] %s\n", backend::describe(*s).c_str());
+  std::printf("[gpu monitor] %s\n", profiling::describe(*s).c_str());
   EXPECT_GE(s->samples, 1);
   EXPECT_GT(s->mean_sm_mhz, 0);
   EXPECT_GT(s->max_sm_mhz, 0);

@@ -32,6 +32,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/stream.h"
+#include "core/env_settings.h"
 #include "core/error.h"
 #include "ops/elementwise.h"
 
@@ -305,11 +306,8 @@ CudnnBackendMode effective_mode() {
   if (mode != CudnnBackendMode::kDefault) return mode;
   // LTX_CUDNN_BACKEND=0: the legacy API only (an A/B switch, and a way out should some cuDNN
   // version's engine misbehave). Read once.
-  static const CudnnBackendMode from_env = [] {
-    const char* v = std::getenv("LTX_CUDNN_BACKEND");
-    return v != nullptr && std::string(v) == "0" ? CudnnBackendMode::kOff
-                                                 : CudnnBackendMode::kTimed;
-  }();
+  static const CudnnBackendMode from_env =
+      env::settings().cudnn_backend ? CudnnBackendMode::kTimed : CudnnBackendMode::kOff;
   return from_env;
 }
 
@@ -904,10 +902,7 @@ struct GeometryStats {
 };
 
 bool stats_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("LTX_CUDNN_STATS");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
+  static const bool on = env::settings().cudnn_stats;
   return on;
 }
 

@@ -3,7 +3,6 @@
 #include <cudnn.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +13,7 @@
 
 #include "backend/cuda/device.h"
 #include "core/cache_dir.h"
+#include "core/env_settings.h"
 #include "core/log.h"
 
 namespace ltx::cuda::conv_tuning {
@@ -26,10 +26,8 @@ using Json = nlohmann::json;
 constexpr int kFormat = 1;
 
 std::string default_path() {
-  if (const char* e = std::getenv("LTX_TUNING_CACHE"); e != nullptr) {
-    const std::string v(e);
-    return v == "0" || v == "off" ? std::string() : v;
-  }
+  // LTX_TUNING_CACHE: a file, or "" (0 / off) for memory only.
+  if (const std::optional<std::string>& file = env::settings().tuning_cache) return *file;
   const std::optional<std::string> cache = user_cache_dir();
   return cache ? (fs::path(*cache) / "cudnn-conv-v1.json").string() : std::string();
 }

@@ -9,7 +9,7 @@
 #include "backend/cuda/launch.h"
 #include "core/dtype_element.h"
 #include "core/error.h"
-#include "ops/op_profile.h"
+#include "core/op_observer.h"
 
 namespace ltx::cuda {
 
@@ -282,7 +282,7 @@ void launch_fill(void* dst, const void* element, int64_t n, Stream s) {
 }  // namespace
 
 void fill(const Tensor& dst, const void* element) {
-  const ops::OpProfileScope profile("fill (on device)");
+  const OpScope op_scope("fill (on device)");
   LTX_CHECK(dst.device().is_cuda(), "cuda::fill: ", dst.describe(), " is not on a CUDA device");
   const int64_t n = dst.numel();
   if (n == 0) return;
@@ -312,12 +312,12 @@ void fill(const Tensor& dst, const void* element) {
 }
 
 void convert_on_device(const Tensor& dst, const Tensor& src, Stream stream) {
-  const ops::OpProfileScope profile("copy (on device)");
+  const OpScope op_scope("copy (on device)");
   // The profile splits copies by shape, dtypes and whether each side is dense.
-  if (ops::op_profiling_enabled())
-    ops::op_profile_detail(src.shape().str() + " " + dtype_name(src.dtype()) +
-                           (src.is_contiguous() ? "" : "(strided)") + "->" +
-                           dtype_name(dst.dtype()) + (dst.is_contiguous() ? "" : "(strided)"));
+  if (op_scope.observed())
+    op_scope.detail(src.shape().str() + " " + dtype_name(src.dtype()) +
+                    (src.is_contiguous() ? "" : "(strided)") + "->" + dtype_name(dst.dtype()) +
+                    (dst.is_contiguous() ? "" : "(strided)"));
   LTX_CHECK(dst.device().is_cuda() && src.device() == dst.device() &&
                 stream.device() == dst.device().index,
             "convert_on_device: expected both tensors and the stream on one CUDA device, got ",

@@ -1,4 +1,4 @@
-#include "backend/gpu_monitor.h"
+#include "profiling/gpu_monitor.h"
 
 #include <dlfcn.h>
 
@@ -13,7 +13,7 @@
 #include "backend/cuda/device.h"
 #endif
 
-namespace ltx::backend {
+namespace ltx::profiling {
 
 GpuStateSummary summarize_gpu_samples(const std::vector<GpuSample>& samples, double max_sm_mhz,
                                       double power_limit_w) {
@@ -187,4 +187,4 @@ std::optional<GpuStateSummary> GpuMonitor::finish() {
   return summarize_gpu_samples(impl_->samples, impl_->max_sm_mhz, impl_->power_limit_w);
 }
 
-}  // namespace ltx::backend
+}  // namespace ltx::profiling

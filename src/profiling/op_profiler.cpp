@@ -1,21 +1,22 @@
-#include "ops/op_profile.h"
+#include "profiling/op_profiler.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "core/op_observer.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/device.h"
 #include "backend/cuda/stream.h"
 #endif
 
-namespace ltx::ops {
+namespace ltx::profiling {
 
 namespace {
 
@@ -37,16 +38,7 @@ struct Entry {
 // LTX_PROFILE_OPS=events: instead of synchronising, each outermost op records a start and an end
 // CUDA event on the current stream; the GPU timeline (op spans and the gaps between ops, where
 // the GPU ran something outside an op or sat idle) is read back at exit.
-enum class Mode { Off, Sync, Events };
-
-Mode mode() {
-  static const Mode m = [] {
-    const char* e = std::getenv("LTX_PROFILE_OPS");
-    if (e == nullptr || e[0] == '\0' || std::strcmp(e, "0") == 0) return Mode::Off;
-    return std::strcmp(e, "events") == 0 ? Mode::Events : Mode::Sync;
-  }();
-  return m;
-}
+using Mode = env::OpProfiling;
 
 #if LTX_WITH_CUDA
 struct TimedOp {
@@ -154,17 +146,94 @@ Profile& profile() {
   return *p;
 }
 
+// The outermost op open on this thread (only it is recorded; nested ops count inside it).
+struct OpenOp {
+  const char* op = nullptr;  // null: not recording (an event could not be recorded)
+  std::string detail;        // OpObserver::detail's text, if any
+  double start = 0.0;
+#if LTX_WITH_CUDA
+  cudaEvent_t start_event = nullptr, end_event = nullptr;  // events mode
+#endif
+};
+
 thread_local int depth = 0;
-thread_local std::string* current_detail = nullptr;  // the outermost recording scope's
+thread_local OpenOp open_op;
+
+class OpProfiler final : public OpObserver {
+ public:
+  explicit OpProfiler(Mode mode) : mode_(mode) {}
+
+  void begin(const char* op) override {
+    if (depth++ > 0) return;
+    open_op = OpenOp{};
+    open_op.op = op;
+#if LTX_WITH_CUDA
+    if (mode_ == Mode::Events) {
+      const bool ok =
+          cudaEventCreate(&open_op.start_event) == cudaSuccess &&
+          cudaEventCreate(&open_op.end_event) == cudaSuccess &&
+          cudaEventRecord(open_op.start_event, cuda::current_stream().handle()) == cudaSuccess;
+      if (!ok) {
+        (void)cudaGetLastError();
+        open_op.op = nullptr;
+      }
+      return;
+    }
+#endif
+    sync_gpus();
+    open_op.start = now_s();
+  }
+
+  void detail(const std::string& text) override {
+    if (depth > 0 && open_op.op != nullptr) open_op.detail += " " + text;
+  }
+
+  void end() override {
+    if (--depth > 0 || open_op.op == nullptr) return;
+    const std::string name =
+        open_op.detail.empty() ? std::string(open_op.op) : open_op.op + open_op.detail;
+    open_op.op = nullptr;
+#if LTX_WITH_CUDA
+    if (mode_ == Mode::Events) {
+      if (cudaEventRecord(open_op.end_event, cuda::current_stream().handle()) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+      }
+      Profile& p = profile();
+      std::lock_guard<std::mutex> lock(p.mu);
+      p.timeline.push_back({name, open_op.start_event, open_op.end_event});
+      return;
+    }
+#endif
+    sync_gpus();
+    const double end = now_s();
+    Profile& p = profile();
+    std::lock_guard<std::mutex> lock(p.mu);
+    Entry& e = p.ops[name];
+    e.seconds += end - open_op.start;
+    ++e.calls;
+    if (p.first < 0) p.first = open_op.start;
+    p.last = end;
+  }
+
+ private:
+  [[maybe_unused]] const Mode mode_;  // Events needs CUDA
+};
+
+bool installed = false;
 
 }  // namespace
 
-bool op_profiling_enabled() {
-  return mode() != Mode::Off;
+void install_op_profiler(env::OpProfiling mode) {
+  if (mode == Mode::Off) return;
+  LTX_CHECK(!installed, "install_op_profiler: an op profiler is already installed");
+  installed = true;
+  // Leaked on purpose, like the profile: ops may run during static destruction.
+  set_op_observer(new OpProfiler(mode));
 }
 
-void op_profile_reset() {
-  if (!op_profiling_enabled()) return;
+void reset_op_profile() {
+  if (!installed) return;
   sync_gpus();
   Profile& p = profile();
   std::lock_guard<std::mutex> lock(p.mu);
@@ -180,61 +249,4 @@ void op_profile_reset() {
 #endif
 }
 
-void op_profile_detail(const std::string& detail) {
-  if (current_detail != nullptr) *current_detail += " " + detail;
-}
-
-OpProfileScope::OpProfileScope(const char* op) {
-  if (!op_profiling_enabled() || depth++ > 0) return;
-  op_ = op;
-  current_detail = &detail_;
-#if LTX_WITH_CUDA
-  if (mode() == Mode::Events) {
-    cudaEvent_t start = nullptr, end = nullptr;
-    const bool ok = cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&end) == cudaSuccess &&
-                    cudaEventRecord(start, cuda::current_stream().handle()) == cudaSuccess;
-    start_event_ = start;
-    end_event_ = end;
-    if (!ok) {
-      (void)cudaGetLastError();
-      op_ = nullptr;
-    }
-    return;
-  }
-#endif
-  sync_gpus();
-  start_ = now_s();
-}
-
-OpProfileScope::~OpProfileScope() {
-  if (!op_profiling_enabled()) return;
-  --depth;
-  if (op_ == nullptr) return;
-  current_detail = nullptr;
-  const std::string name = detail_.empty() ? std::string(op_) : op_ + detail_;
-#if LTX_WITH_CUDA
-  if (mode() == Mode::Events) {
-    if (cudaEventRecord(static_cast<cudaEvent_t>(end_event_), cuda::current_stream().handle()) !=
-        cudaSuccess) {
-      (void)cudaGetLastError();
-      return;
-    }
-    Profile& p = profile();
-    std::lock_guard<std::mutex> lock(p.mu);
-    p.timeline.push_back({name, static_cast<cudaEvent_t>(start_event_),
-                          static_cast<cudaEvent_t>(end_event_)});
-    return;
-  }
-#endif
-  sync_gpus();
-  const double end = now_s();
-  Profile& p = profile();
-  std::lock_guard<std::mutex> lock(p.mu);
-  Entry& e = p.ops[name];
-  e.seconds += end - start_;
-  ++e.calls;
-  if (p.first < 0) p.first = start_;
-  p.last = end;
-}
-
-}  // namespace ltx::ops
+}  // namespace ltx::profiling

@@ -14,7 +14,7 @@
 
 #include "core/device.h"
 
-namespace ltx::backend {
+namespace ltx::profiling {
 
 struct GpuSample {
   double sm_mhz = 0;          // current SM clock
@@ -58,4 +58,4 @@ class GpuMonitor {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace ltx::backend
+}  // namespace ltx::profiling

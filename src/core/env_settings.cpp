@@ -1,0 +1,162 @@
+#include "core/env_settings.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ltx::env {
+
+namespace {
+
+// A row of the table: what --help-env shows, and how a set value lands in Settings. `parse` gets
+// the value (the default when the variable is unset or empty) and throws on a bad one.
+struct Row {
+  Variable var;
+  void (*parse)(const Variable& var, std::string_view value, Settings& s);
+};
+
+[[noreturn]] void reject(const Variable& var, std::string_view value) {
+  fail(var.name, "=", value, " is not valid: expected ", var.allowed, " (", var.doc,
+       "; `ltx --help-env` lists every variable)");
+}
+
+bool parse_switch(const Variable& var, std::string_view value) {
+  if (value == "0") return false;
+  if (value == "1") return true;
+  reject(var, value);
+}
+
+int parse_count(const Variable& var, std::string_view value, int lo, int hi) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  const bool whole = ec == std::errc() && end == value.data() + value.size();
+  if (!whole || n < lo || n > hi) reject(var, value);
+  return n;
+}
+
+const std::vector<Row>& rows() {
+  static const std::vector<Row> table = {
+      {{"LTX_NUM_THREADS", "count", "", "a whole number from 1 to 4096",
+        "CPU worker threads of the thread pool; unset: one per hardware thread"},
+       [](const Variable& v, std::string_view x, Settings& s) {
+         s.num_threads = x.empty() ? std::nullopt : std::optional<int>(parse_count(v, x, 1, 4096));
+       }},
+      {{"LTX_SIDE_STREAMS", "switch", "1", "0 or 1",
+        "CUDA: run independent work (each transformer block's audio half) on a second stream; 0 "
+        "keeps one stream (same results bit for bit)"},
+       [](const Variable& v, std::string_view x, Settings& s) {
+         s.side_streams = parse_switch(v, x);
+       }},
+      {{"LTX_TUNING_CACHE", "path", "", "a file path, or 0 / off",
+        "CUDA: the file keeping cuDNN's timed convolution choices between runs; unset: "
+        "$XDG_CACHE_HOME/ltx/cudnn-conv-v1.json (else ~/.cache/ltx/...); 0 or off: memory only"},
+       [](const Variable&, std::string_view x, Settings& s) {
+         if (x.empty())
+           s.tuning_cache = std::nullopt;
+         else
+           s.tuning_cache = x == "0" || x == "off" ? std::string() : std::string(x);
+       }},
+      {{"LTX_CUDNN_BACKEND", "switch", "1", "0 or 1",
+        "CUDA: let cuDNN's backend-API engines compete with the legacy algorithm per conv "
+        "geometry; 0 uses the legacy API only (a way out should a cuDNN version's engine "
+        "misbehave)"},
+       [](const Variable& v, std::string_view x, Settings& s) {
+         s.cudnn_backend = parse_switch(v, x);
+       }},
+      {{"LTX_CUDNN_STATS", "switch", "0", "0 or 1",
+        "CUDA diagnostic: at exit, print every cuDNN conv geometry with its calls, chosen path "
+        "and times (bench/README.md)"},
+       [](const Variable& v, std::string_view x, Settings& s) {
+         s.cudnn_stats = parse_switch(v, x);
+       }},
+      {{"LTX_PROFILE_OPS", "choice", "0", "0, 1 or events",
+        "`ltx` on CUDA: at exit, print GPU time per op; 1 synchronises around each op (slow), "
+        "events times them with CUDA events and lists the gaps between ops (bench/README.md)"},
+       [](const Variable& v, std::string_view x, Settings& s) {
+         if (x == "0")
+           s.op_profiling = OpProfiling::Off;
+         else if (x == "1")
+           s.op_profiling = OpProfiling::Sync;
+         else if (x == "events")
+           s.op_profiling = OpProfiling::Events;
+         else
+           reject(v, x);
+       }},
+      {{"LTX_CUDA_PROFILER_RANGE", "switch", "0", "0 or 1",
+        "`ltx bench` on CUDA: make the timed calls the CUDA profiler's capture range (ncu "
+        "--profile-from-start off, nsys --capture-range=cudaProfilerApi)"},
+       [](const Variable& v, std::string_view x, Settings& s) {
+         s.cuda_profiler_range = parse_switch(v, x);
+       }},
+      {{"XDG_CACHE_HOME", "standard", "", "a folder",
+        "the per-user cache folder's parent: ltx keeps its cache in $XDG_CACHE_HOME/ltx (the demo "
+        "bundle, the cuDNN tuning cache)",
+        true},
+       nullptr},
+      {{"HOME", "standard", "", "a folder", "without XDG_CACHE_HOME, the cache is $HOME/.cache/ltx",
+        true},
+       nullptr},
+  };
+  return table;
+}
+
+std::optional<std::string> read(std::string_view name) {
+  const char* v = std::getenv(std::string(name).c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::string> read_non_empty(std::string_view name) {
+  std::optional<std::string> v = read(name);
+  if (v && v->empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+const std::vector<Variable>& variables() {
+  static const std::vector<Variable> vars = [] {
+    std::vector<Variable> out;
+    for (const Row& r : rows()) out.push_back(r.var);
+    return out;
+  }();
+  return vars;
+}
+
+Settings parse_settings(const Lookup& lookup) {
+  Settings s;
+  for (const Row& r : rows()) {
+    if (r.parse == nullptr) continue;  // standard variables: read at use
+    const std::optional<std::string> set = lookup(r.var.name);
+    const std::string_view value =
+        set && !set->empty() ? std::string_view(*set) : r.var.default_value;
+    r.parse(r.var, value, s);
+  }
+  return s;
+}
+
+const Settings& settings() {
+  // Parsed under the static's initialisation lock; a throw leaves it unset, so the next call
+  // reports the same error.
+  static const Settings s = parse_settings(read);
+  return s;
+}
+
+std::string describe_variables() {
+  std::ostringstream os;
+  os << "Environment variables ltx reads (unset or empty: the default):\n";
+  for (const Variable& v : variables()) {
+    os << "\n" << v.name << "  (" << v.type;
+    if (!v.default_value.empty()) os << ", default " << v.default_value;
+    if (!v.standard) os << "; " << v.allowed;
+    os << ")\n    " << v.doc << "\n";
+  }
+  return os.str();
+}
+
+std::optional<std::string> xdg_cache_home() { return read_non_empty("XDG_CACHE_HOME"); }
+std::optional<std::string> home() { return read_non_empty("HOME"); }
+
+}  // namespace ltx::env
