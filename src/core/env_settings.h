@@ -3,8 +3,8 @@
 // default, allowed values, one line of doc), parsed once and validated: a bad value is an
 // ltx::Error naming the variable, the value and what is allowed, never a silent fallback.
 // `ltx --help-env` prints the table; `ltx` checks every variable before it does anything else.
-// This is the only place that calls getenv (a CTest check keeps it so). To add a knob: a field in
-// Settings, a row in the table, and its line in README.md's list if users should know it.
+// This is the only place that calls getenv (the CTest check getenv_only_in_registry keeps it so).
+// To add a knob: a field in Settings and a row in the table (docs/CONTRIBUTING.md).
 #include <functional>
 #include <optional>
 #include <string>
