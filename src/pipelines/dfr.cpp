@@ -152,14 +152,8 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
   sampling::TorchCpuGenerator seeded(r.seed);
   sampling::NoiseSource& noise = r.noise ? *r.noise : static_cast<sampling::NoiseSource&>(seeded);
   const Tensor audio_ctx = r.audio ? ctx.audio_positive : Tensor();
-  const models::video_vae::PerChannelStatistics& stats =
-      c.latent_statistics ? *c.latent_statistics : c.video_encoder->per_channel_statistics();
-
-  sampling::SpatioTemporalScaleFactors scale;
-  if (c.video_encoder) {
-    const auto f = c.video_encoder->video_scale_factors();
-    scale = {f.time, f.height, f.width};
-  }
+  const models::video_vae::PerChannelStatistics& stats = latent_statistics(c);
+  const sampling::SpatioTemporalScaleFactors scale = latent_scale_factors(c);
   const dfr::Canvas canvas = dfr::resolve_canvas(r.num_frames, scale.time);
 
   std::vector<PreparedImage> images;
@@ -174,16 +168,7 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
 
   // ---- stage 1: half size, keyframe slots at every segment end.
   const models::transformer::LTXModel& model1 = model_for(c, Stage::One);
-  StageConfig s1;
-  s1.name = "stage 1";
-  s1.height = r.height / 2;
-  s1.width = r.width / 2;
-  s1.num_frames = canvas.num_frames;
-  s1.frame_rate = r.frame_rate;
-  s1.dtype = r.dtype;
-  s1.device = c.device;
-  s1.widths = latent_widths(model1.config());
-  s1.scale = scale;
+  StageConfig s1 = first_stage_config(r, c, model1, r.height / 2, r.width / 2, canvas.num_frames);
   s1.sigmas = sigmas_or(r.stage_1_sigmas, sampling::distilled_sigmas());
   ModalityInput video1;
   video1.conditionings = conditionings(images, s1.height, s1.width);
@@ -207,32 +192,18 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
 
   // ---- stage 2: full-size detailing pass (its audio is discarded: stage 1's ships).
   const models::transformer::LTXModel& model2 = model_for(c, Stage::Two);
-  StageConfig s2 = s1;
-  s2.name = "stage 2";
-  s2.height = r.height;
-  s2.width = r.width;
-  s2.widths = latent_widths(model2.config());
-  s2.sigmas = sigmas_or(r.stage_2_sigmas, sampling::stage2_distilled_sigmas());
-  const double sigma0 = static_cast<double>(s2.sigmas.front());
-  ModalityInput video2;
-  video2.conditionings = conditionings(images, s2.height, s2.width);
-  video2.conditionings.push_back(
+  RefinementStage s2 = refinement_stage(s1, r, model2, upscaled, out1.audio_latent);
+  sampling::ConditioningItems& video2 = s2.video.conditionings;
+  video2 = conditionings(images, s2.config.height, s2.config.width);
+  video2.push_back(
       std::make_shared<sampling::VideoGeneratedKeyframeSlots>(canvas.positions, upsampled_keyframes));
   if (r.detailing_lora_strength)
-    video2.conditionings.push_back(std::make_shared<sampling::VideoConditionByReferenceLatent>(
+    video2.push_back(std::make_shared<sampling::VideoConditionByReferenceLatent>(
         half_size_video, r.detailing_downscale_factor, 1, 1.0));
-  video2.noise_scale = sigma0;
-  video2.initial_latent = upscaled;
-  std::optional<ModalityInput> audio2;
-  if (r.audio) {
-    audio2 = ModalityInput{};
-    audio2->noise_scale = sigma0;
-    audio2->initial_latent = out1.audio_latent;
-  }
   StageOutput out2;
   {
     const SimpleDenoiser d(model2, ctx.video_positive, audio_ctx);
-    out2 = run_diffusion_stage(s2, video2, audio2, d.callback(), noise, progress);
+    out2 = run_diffusion_stage(s2.config, s2.video, s2.audio, d.callback(), noise, progress);
   }
 
   // ---- temporal x2 rounds: stage 2's keyframes are the first round's anchors.
@@ -285,7 +256,7 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
       v.noise_scale = static_cast<double>(t_sigmas.front());
       v.initial_latent = tile_video;
 
-      StageConfig st = s2;
+      StageConfig st = s2.config;
       st.name = "temporal round " + std::to_string(round) + " tile " + std::to_string(ti);
       st.num_frames = tile.local_frames(scale.time);
       st.frame_rate = std::min(fps, dfr::kMaxConditioningFps);

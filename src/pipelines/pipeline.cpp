@@ -211,19 +211,8 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   sampling::NoiseSource& noise = r.noise ? *r.noise : static_cast<sampling::NoiseSource&>(seeded);
 
   const models::transformer::LTXModel& model1 = stage_model(c, Stage::One);
-  StageConfig s1;
-  s1.name = "stage 1";
-  s1.height = two_stage ? r.height / 2 : r.height;
-  s1.width = two_stage ? r.width / 2 : r.width;
-  s1.num_frames = r.num_frames;
-  s1.frame_rate = r.frame_rate;
-  s1.dtype = r.dtype;
-  s1.device = c.device;
-  s1.widths = latent_widths(model1.config());
-  if (c.video_encoder) {
-    const auto f = c.video_encoder->video_scale_factors();
-    s1.scale = {f.time, f.height, f.width};
-  }
+  StageConfig s1 = first_stage_config(r, c, model1, two_stage ? r.height / 2 : r.height,
+                                      two_stage ? r.width / 2 : r.width, r.num_frames);
 
   // Images: read + CRF once, then resized and encoded per stage.
   std::vector<PreparedImage> images;
@@ -292,34 +281,17 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
 
   // Stage 2: upsample x2 in latent space, renoise to the first stage-2 sigma, refine.
   if (progress) progress("upsample", 0, 1);
-  const models::video_vae::PerChannelStatistics& stats =
-      c.latent_statistics ? *c.latent_statistics : c.video_encoder->per_channel_statistics();
-  const Tensor upscaled =
-      upsample_on_device(out1.video_latent.narrow(0, 0, 1), stats, *c.spatial_upsampler, r.dtype, c.device);
+  const Tensor upscaled = upsample_on_device(out1.video_latent.narrow(0, 0, 1), latent_statistics(c),
+                                             *c.spatial_upsampler, r.dtype, c.device);
   if (progress) progress("upsample", 1, 1);
 
   const models::transformer::LTXModel& model2 = stage_model(c, Stage::Two);
-  StageConfig s2 = s1;
-  s2.name = "stage 2";
-  s2.height = r.height;
-  s2.width = r.width;
-  s2.widths = latent_widths(model2.config());
-  s2.sigmas = sigmas_or(r.stage_2_sigmas, sampling::stage2_distilled_sigmas());
-  s2.sampler = kind == PipelineKind::TwoStageHQ ? Sampler::Res2s : Sampler::Euler;
-  // The reference passes sigmas[0].item(): the float32 value widened to double.
-  const double sigma0 = static_cast<double>(s2.sigmas.front());
-  ModalityInput video2;
-  video2.conditionings = conditionings(s2.height, s2.width);
-  video2.noise_scale = sigma0;
-  video2.initial_latent = upscaled;
-  std::optional<ModalityInput> audio2;
-  if (r.audio) {
-    audio2 = ModalityInput{};
-    audio2->noise_scale = sigma0;
-    audio2->initial_latent = out1.audio_latent;
-  }
+  RefinementStage s2 = refinement_stage(s1, r, model2, upscaled, out1.audio_latent);
+  s2.config.sampler = kind == PipelineKind::TwoStageHQ ? Sampler::Res2s : Sampler::Euler;
+  s2.video.conditionings = conditionings(s2.config.height, s2.config.width);
   const SimpleDenoiser d2(model2, ctx.video_positive, audio_ctx);
-  const StageOutput out2 = run_diffusion_stage(s2, video2, audio2, d2.callback(), noise, progress);
+  const StageOutput out2 =
+      run_diffusion_stage(s2.config, s2.video, s2.audio, d2.callback(), noise, progress);
 
   res.video_latent = out2.video_latent;
   // The distilled pipeline keeps the refined audio; the two-stage ones keep stage 1's.

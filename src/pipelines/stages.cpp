@@ -6,6 +6,7 @@
 #include "media/image.h"
 #include "media/preprocess.h"
 #include "models/transformer/config.h"
+#include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "sampling/params.h"
@@ -32,6 +33,55 @@ const models::transformer::LTXModel& stage_model(const Components& c, Stage stag
 
 sampling::Sigmas sigmas_or(const std::optional<std::vector<float>>& override_sigmas, sampling::Sigmas fallback) {
   return override_sigmas ? *override_sigmas : std::move(fallback);
+}
+
+sampling::SpatioTemporalScaleFactors latent_scale_factors(const Components& c) {
+  if (!c.video_encoder) return {};
+  const auto f = c.video_encoder->video_scale_factors();
+  return {f.time, f.height, f.width};
+}
+
+const models::video_vae::PerChannelStatistics& latent_statistics(const Components& c) {
+  return c.latent_statistics ? *c.latent_statistics : c.video_encoder->per_channel_statistics();
+}
+
+StageConfig first_stage_config(const GenerationRequest& r, const Components& c,
+                               const models::transformer::LTXModel& model, int64_t height, int64_t width,
+                               int64_t num_frames) {
+  StageConfig s;
+  s.name = "stage 1";
+  s.height = height;
+  s.width = width;
+  s.num_frames = num_frames;
+  s.frame_rate = r.frame_rate;
+  s.dtype = r.dtype;
+  s.device = c.device;
+  s.widths = latent_widths(model.config());
+  s.scale = latent_scale_factors(c);
+  return s;
+}
+
+RefinementStage refinement_stage(const StageConfig& first, const GenerationRequest& r,
+                                 const models::transformer::LTXModel& model, const Tensor& upscaled,
+                                 const Tensor& first_audio) {
+  RefinementStage st;
+  StageConfig& s = st.config;
+  s = first;
+  s.name = "stage 2";
+  s.height = r.height;
+  s.width = r.width;
+  s.widths = latent_widths(model.config());
+  s.sigmas = sigmas_or(r.stage_2_sigmas, sampling::stage2_distilled_sigmas());
+  // The reference passes sigmas[0].item(): the float32 value widened to double.
+  const double sigma0 = static_cast<double>(s.sigmas.front());
+  st.video.noise_scale = sigma0;
+  st.video.initial_latent = upscaled;
+  if (r.audio) {
+    st.audio = ModalityInput{};
+    st.audio->noise_scale = sigma0;
+    st.audio->initial_latent = first_audio;
+  }
+  return st;
 }
 
 std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf) {

@@ -96,6 +96,34 @@ struct StageConfig {
   Device device = Device::cpu();
 };
 
+// The video VAE's latent scale factors (time, height, width) when the encoder is loaded, else the
+// defaults (the published VAEs': 8, 32, 32).
+sampling::SpatioTemporalScaleFactors latent_scale_factors(const Components& components);
+// The per-channel latent statistics the upsamplers normalise with: Components::latent_statistics,
+// else the video encoder's.
+const models::video_vae::PerChannelStatistics& latent_statistics(const Components& components);
+
+// Stage 1 of a pipeline at `height` x `width` pixels and `num_frames` frames: the request's frame
+// rate and dtype, the components' device, `model`'s latent widths and the VAE's scale factors.
+// The caller sets the sigmas and the sampler.
+StageConfig first_stage_config(const GenerationRequest& request, const Components& components,
+                               const models::transformer::LTXModel& model, int64_t height, int64_t width,
+                               int64_t num_frames);
+
+// The refinement stage after the x2 spatial upsample (stage 2 of the two-stage pipelines, DFR's
+// detailing pass): `first`'s config ("stage 2") at the request's full size with `model`'s latent
+// widths and the stage-2 sigmas (the request's override, else the distilled stage-2 list); the
+// video starts from `upscaled`, the audio (when the request has audio) from stage 1's
+// `first_audio`, both renoised to the first sigma. The caller adds the video conditionings.
+struct RefinementStage {
+  StageConfig config;
+  ModalityInput video;
+  std::optional<ModalityInput> audio;
+};
+RefinementStage refinement_stage(const StageConfig& first, const GenerationRequest& request,
+                                 const models::transformer::LTXModel& model, const Tensor& upscaled,
+                                 const Tensor& first_audio);
+
 struct StageOutput {
   Tensor video_latent;  // unpatchified, conditioning cleared; undefined without video
   Tensor audio_latent;  // unpatchified; undefined without audio

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -15,6 +16,41 @@ namespace {
 Tensor clone_or_empty(const Tensor& t) { return t.defined() ? t.clone() : Tensor(); }
 
 Tensor first_tokens(const Tensor& t, int64_t dim, int64_t n) { return t.narrow(dim, 0, n).contiguous(); }
+
+// clear_conditioning's common part: the target's `n` first tokens (the appended conditioning
+// tokens dropped) with an all-ones denoise mask; the keyframe layout and the frozen flag carried.
+LatentState target_tokens(const LatentState& state, int64_t n) {
+  LTX_CHECK(state.tokens() >= n, "clear_conditioning: the state has ", state.tokens(),
+            " tokens, fewer than the target's ", n);
+  LatentState s;
+  s.latent = first_tokens(state.latent, 1, n);
+  s.clean_latent = first_tokens(state.clean_latent, 1, n);
+  s.denoise_mask = Tensor::full({state.batch(), n, 1}, 1.0, state.denoise_mask.dtype());
+  s.positions = first_tokens(state.positions, 2, n);
+  s.generated_keyframe_layout = state.generated_keyframe_layout;
+  s.frozen = state.frozen;
+  return s;
+}
+
+// create_initial_state before patchifying, on the host: the latent (`initial`, else zeros of
+// `dtype`), a clean copy of it, an all-ones f32 denoise mask and `positions`. `Target` is
+// VideoLatentShape or AudioLatentShape.
+template <class Target>
+LatentState unpatchified_initial_state(const Target& target, Tensor positions, DType dtype,
+                                       const Tensor& initial) {
+  LatentState s;
+  if (initial.defined()) {
+    LTX_CHECK(initial.shape() == target.shape(), "initial latent ", initial.describe(),
+              " does not match the target ", target.str());
+    s.latent = initial.to(Device::cpu()).contiguous();
+  } else {
+    s.latent = Tensor::zeros(target.shape(), dtype);
+  }
+  s.clean_latent = s.latent.clone();
+  s.denoise_mask = Tensor::full(target.mask_shape().shape(), 1.0, DType::F32);
+  s.positions = std::move(positions);
+  return s;
+}
 
 // The same view of the same storage (what MaskLevels are keyed on).
 bool same_view(const Tensor& a, const Tensor& b) {
@@ -264,18 +300,7 @@ Tensor VideoLatentTools::positions() const {
 }
 
 LatentState VideoLatentTools::create_initial_state(DType dtype, const Tensor& initial_latent) const {
-  LatentState s;
-  if (initial_latent.defined()) {
-    LTX_CHECK(initial_latent.shape() == target.shape(), "initial latent ", initial_latent.describe(),
-              " does not match the target ", target.str());
-    s.latent = initial_latent.to(Device::cpu()).contiguous();
-  } else {
-    s.latent = Tensor::zeros(target.shape(), dtype);
-  }
-  s.clean_latent = s.latent.clone();
-  s.denoise_mask = Tensor::full(target.mask_shape().shape(), 1.0, DType::F32);
-  s.positions = positions();
-  s = patchify(s);
+  LatentState s = patchify(unpatchified_initial_state(target, positions(), dtype, initial_latent));
   Tensor kf = Tensor::zeros(s.denoise_mask.shape(), DType::F32);
   kf.narrow(1, 0, tokens_per_latent_frame()).fill(1.0);
   s.keyframes_mask = kf;
@@ -321,17 +346,9 @@ Tensor VideoLatentTools::extract_generated_keyframes(const LatentState& state) c
 }
 
 LatentState VideoLatentTools::clear_conditioning(const LatentState& state) const {
-  LatentState s;
-  s.generated_keyframes = extract_generated_keyframes(state);
-  const int64_t n = token_count();
-  LTX_CHECK(state.tokens() >= n, "clear_conditioning: the state has ", state.tokens(),
-            " tokens, fewer than the target's ", n);
-  s.latent = first_tokens(state.latent, 1, n);
-  s.clean_latent = first_tokens(state.clean_latent, 1, n);
-  s.denoise_mask = Tensor::full({state.batch(), n, 1}, 1.0, state.denoise_mask.dtype());
-  s.positions = first_tokens(state.positions, 2, n);
-  s.generated_keyframe_layout = state.generated_keyframe_layout;
-  s.frozen = state.frozen;
+  Tensor keyframes = extract_generated_keyframes(state);
+  LatentState s = target_tokens(state, token_count());
+  s.generated_keyframes = std::move(keyframes);
   return s;
 }
 
@@ -340,18 +357,7 @@ LatentState VideoLatentTools::clear_conditioning(const LatentState& state) const
 Tensor AudioLatentTools::positions() const { return audio_patch_grid_bounds(target.batch, target.frames, shift); }
 
 LatentState AudioLatentTools::create_initial_state(DType dtype, const Tensor& initial_latent) const {
-  LatentState s;
-  if (initial_latent.defined()) {
-    LTX_CHECK(initial_latent.shape() == target.shape(), "initial latent ", initial_latent.describe(),
-              " does not match the target ", target.str());
-    s.latent = initial_latent.to(Device::cpu()).contiguous();
-  } else {
-    s.latent = Tensor::zeros(target.shape(), dtype);
-  }
-  s.clean_latent = s.latent.clone();
-  s.denoise_mask = Tensor::full(target.mask_shape().shape(), 1.0, DType::F32);
-  s.positions = positions();
-  return patchify(s);
+  return patchify(unpatchified_initial_state(target, positions(), dtype, initial_latent));
 }
 
 LatentState AudioLatentTools::patchify(const LatentState& u) const {
@@ -375,17 +381,7 @@ LatentState AudioLatentTools::unpatchify(const LatentState& p) const {
 }
 
 LatentState AudioLatentTools::clear_conditioning(const LatentState& state) const {
-  LatentState s;
-  const int64_t n = token_count();
-  LTX_CHECK(state.tokens() >= n, "clear_conditioning: the state has ", state.tokens(),
-            " tokens, fewer than the target's ", n);
-  s.latent = first_tokens(state.latent, 1, n);
-  s.clean_latent = first_tokens(state.clean_latent, 1, n);
-  s.denoise_mask = Tensor::full({state.batch(), n, 1}, 1.0, state.denoise_mask.dtype());
-  s.positions = first_tokens(state.positions, 2, n);
-  s.generated_keyframe_layout = state.generated_keyframe_layout;
-  s.frozen = state.frozen;
-  return s;
+  return target_tokens(state, token_count());
 }
 
 // ---------------------------------------------------------------------------------- helpers

@@ -785,7 +785,7 @@ TEST(CudaGatedAttention, TransformerAttentionModule) {
   EXPECT_EQ(got.dtype(), want.dtype());
   EXPECT_EQ(got.to_float_vector(), want.to_float_vector());
   const Tensor keep = Tensor::full({b, 1, 1}, 1.0, DType::BF16, kGpu);
-  EXPECT_EQ(attn(x, Tensor(), Tensor(), nullptr, nullptr, keep).to_float_vector(),
+  EXPECT_EQ(attn(x, {.perturbation_mask = keep}).to_float_vector(),
             want.to_float_vector());
 }
 

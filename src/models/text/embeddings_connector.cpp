@@ -60,7 +60,7 @@ Embeddings1DConnectorConfig Embeddings1DConnectorConfig::audio_from_config(const
 
 Tensor ConnectorBlock::operator()(const Tensor& x, const tf::RopeTables& pe,
                                   const Tensor& additive_mask) const {
-  const Tensor attn = attn1(ops::rms_norm(x, Tensor(), norm_eps), Tensor(), additive_mask, &pe);
+  const Tensor attn = attn1(ops::rms_norm(x, Tensor(), norm_eps), {.mask = additive_mask, .pe = &pe});
   const Tensor h = ops::add(attn, x);
   return ops::add(ff(ops::rms_norm(h, Tensor(), norm_eps)), h);
 }

@@ -78,30 +78,27 @@ AttentionKv stack_key_values(const std::vector<AttentionKv>& per_sample) {
   return kv;
 }
 
-Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Tensor& mask_in,
-                             const RopeTables* pe, const RopeTables* k_pe,
-                             const Tensor& perturbation_mask, bool all_perturbed,
-                             const AttentionKv* kv) const {
+Tensor Attention::operator()(const Tensor& x, const AttentionOptions& o) const {
   LTX_CHECK(x.dim() == 3, "attention: x must be [B, T, D], got ", x.describe());
-  const Tensor& context = context_in.defined() ? context_in : x;
+  const Tensor& context = o.context.defined() ? o.context : x;
   LTX_CHECK(context.dim() == 3 && context.size(0) == x.size(0),
             "attention: context must be [B, S, D] with x's batch, got ", context.describe(), " for x ",
             x.describe());
   const int64_t b = x.size(0), t = x.size(1), s = context.size(1);
-  LTX_CHECK(kv == nullptr || (pe == nullptr && kv->k.size(0) == b && kv->k.size(2) == s),
+  LTX_CHECK(o.kv == nullptr || (o.pe == nullptr && o.kv->k.size(0) == b && o.kv->k.size(2) == s),
             "attention: precomputed keys/values take no RoPE and must match the context's batch and "
             "length");
-  Tensor v = kv != nullptr ? kv->v : to_v(context);  // [B, S, inner]
+  Tensor v = o.kv != nullptr ? o.kv->v : to_v(context);  // [B, S, inner]
   // Per-head gate in (0, 2), also on the STG shortcut; x is the query-side input.
   const Tensor logits = to_gate_logits ? (*to_gate_logits)(x) : Tensor();  // [B, T, H]
   // Without a perturbation blend the attention kernels apply the gate as they store the output.
-  const bool gate_in_sdpa = logits.defined() && !all_perturbed && !perturbation_mask.defined();
+  const bool gate_in_sdpa = logits.defined() && !o.all_perturbed && !o.perturbation_mask.defined();
   Tensor out;
-  if (all_perturbed) {
+  if (o.all_perturbed) {
     out = v;  // STG shortcut: the value projection stands in for the attention output
   } else {
     // q_norm / k_norm over the inner dim, then the RoPE (both as one op), as [B, H, T, Dh].
-    const RopeTables* kp = k_pe != nullptr ? k_pe : pe;
+    const RopeTables* kp = o.k_pe != nullptr ? o.k_pe : o.pe;
     const bool split = rope_type == LTXRopeType::Split;
     const ops::RopeLayout layout = split ? ops::RopeLayout::Split : ops::RopeLayout::Interleaved;
     // [B, rows, inner] -> [B, H, rows, Dh]; the Split kernels store that layout themselves.
@@ -114,18 +111,18 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
                         true);
     };
     Tensor qh, kh;
-    if (kv == nullptr && pe != nullptr && kp == pe && s == t) {
+    if (o.kv == nullptr && o.pe != nullptr && kp == o.pe && s == t) {
       // q and k rotated by one table pair (self-attention): one launch reads it once for both.
       const ops::QkRope r = ops::qk_rms_norm_rope(to_q(x), to_k(context), q_norm, k_norm, norm_eps,
-                                                  pe->cos, pe->sin, layout, heads);
+                                                  o.pe->cos, o.pe->sin, layout, heads);
       qh = head_major(r.q, true);
       kh = head_major(r.k, true);
     } else {
-      qh = prepare(to_q(x), q_norm, pe);
-      kh = kv != nullptr ? kv->k : prepare(to_k(context), k_norm, pe != nullptr ? kp : nullptr);
+      qh = prepare(to_q(x), q_norm, o.pe);
+      kh = o.kv != nullptr ? o.kv->k : prepare(to_k(context), k_norm, o.pe != nullptr ? kp : nullptr);
     }
     const Tensor vh = v.view({b, s, heads, dim_head}).transpose(1, 2);
-    Tensor mask = mask_in;
+    Tensor mask = o.mask;
     if (mask.defined() && mask.dim() == 2) mask = mask.unsqueeze(0);
     if (mask.defined() && mask.dim() == 3) mask = mask.unsqueeze(1);
     out = ops::scaled_dot_product_attention(
@@ -133,8 +130,8 @@ Tensor Attention::operator()(const Tensor& x, const Tensor& context_in, const Te
               .transpose(1, 2)
               .contiguous()
               .view({b, t, heads * dim_head});
-    if (perturbation_mask.defined()) {
-      const Tensor keep = perturbation_mask, drop = ops::add(ops::neg(perturbation_mask), 1.0);
+    if (o.perturbation_mask.defined()) {
+      const Tensor keep = o.perturbation_mask, drop = ops::add(ops::neg(o.perturbation_mask), 1.0);
       out = ops::add(ops::mul(out, keep), ops::mul(v, drop));  // out * m + v * (1 - m)
     }
   }

@@ -30,6 +30,23 @@ struct ContextGroupSlots {
 };
 ContextGroupSlots context_group_slots(const std::vector<int64_t>& groups);
 
+// The optional inputs of one Attention call (attention.py's forward keywords), by name:
+//   attn(x, {.context = ctx, .mask = bias, .kv = &kv}).
+struct AttentionOptions {
+  Tensor context;  // [B, S, context_dim]; undefined: x (self-attention)
+  // Undefined or an additive bias broadcastable to [B, H, T, S] ([B, 1, T, S], [B, 1, 1, S]; a
+  // 2-D mask gets a batch dim, a 3-D one a head dim, as the reference's SDPA wrapper does).
+  Tensor mask;
+  const RopeTables* pe = nullptr;    // RoPE tables for q (and k unless k_pe is given)
+  const RopeTables* k_pe = nullptr;  // RoPE tables for k
+  // [B, 1, 1] STG blend out * m + to_v(context) * (1 - m); undefined: none.
+  Tensor perturbation_mask;
+  bool all_perturbed = false;  // skips q/k entirely: out = to_v(context)
+  // The context's key_values: `context` then only gives the batch and length checks; no RoPE
+  // on the keys (pe must be null).
+  const AttentionKv* kv = nullptr;
+};
+
 struct Attention {
   nn::Linear to_q, to_k, to_v, to_out;
   Tensor q_norm, k_norm;                 // [inner]
@@ -45,17 +62,8 @@ struct Attention {
 
   int64_t inner_dim() const { return heads * dim_head; }
 
-  // x [B, T, query_dim]; context [B, S, context_dim] (undefined: x). mask: undefined or an
-  // additive bias broadcastable to [B, H, T, S] ([B, 1, T, S], [B, 1, 1, S]; a 2-D mask gets a
-  // batch dim, a 3-D one a head dim, as the reference's SDPA wrapper does). pe: tables for q (and
-  // k unless k_pe is given). perturbation_mask [B, 1, 1] (undefined: none) blends
-  // out * m + to_v(context) * (1 - m); all_perturbed skips q/k entirely (out = to_v(context)).
-  // kv: the context's key_values (then `context` only gives the batch and length checks; no RoPE
-  // on the keys: pe must be null).
-  Tensor operator()(const Tensor& x, const Tensor& context = Tensor(), const Tensor& mask = Tensor(),
-                    const RopeTables* pe = nullptr, const RopeTables* k_pe = nullptr,
-                    const Tensor& perturbation_mask = Tensor(), bool all_perturbed = false,
-                    const AttentionKv* kv = nullptr) const;
+  // x [B, T, query_dim] -> [B, T, query_dim].
+  Tensor operator()(const Tensor& x, const AttentionOptions& options = {}) const;
 
   // to_k + k_norm and to_v of `context` [B, S, context_dim], as operator() forms them without
   // key RoPE. `groups` (empty, or one id per sample): samples of equal id have equal contexts;

@@ -124,53 +124,28 @@ LTXModel LTXModel::from_files(const std::vector<std::string>& paths, LTXModelTyp
   return load(w, config, opt);
 }
 
-MultiModalTransformerArgsPreprocessor LTXModel::video_preprocessor() const {
+MultiModalTransformerArgsPreprocessor LTXModel::preprocessor(bool audio) const {
   const LTXModelConfig& c = config_;
+  const auto bound = [](const auto& module) { return module ? &*module : nullptr; };
   MultiModalTransformerArgsPreprocessor p;
   TransformerArgsPreprocessor& s = p.simple;
-  s.patchify_proj = &patchify_proj_;
+  s.patchify_proj = audio ? &audio_patchify_proj_ : &patchify_proj_;
   s.dtype = dtype_;
-  s.adaln = &*adaln_single_;
-  s.inner_dim = c.inner_dim();
-  s.max_pos = c.positional_embedding_max_pos;
-  s.num_attention_heads = c.num_attention_heads;
+  s.adaln = &*(audio ? audio_adaln_single_ : adaln_single_);
+  s.inner_dim = audio ? c.audio_inner_dim() : c.inner_dim();
+  s.max_pos = audio ? c.audio_positional_embedding_max_pos : c.positional_embedding_max_pos;
+  s.num_attention_heads = audio ? c.audio_num_attention_heads : c.num_attention_heads;
   s.timestep_scale_multiplier = c.timestep_scale_multiplier;
   s.double_precision_rope = c.double_precision_rope;
   s.positional_embedding_theta = c.positional_embedding_theta;
   s.rope_type = c.rope_type;
-  s.caption_projection = caption_projection_ ? &*caption_projection_ : nullptr;
-  s.prompt_adaln = prompt_adaln_single_ ? &*prompt_adaln_single_ : nullptr;
-  s.keyframes_embedding = keyframes_abs_pos_embedding_ ? &*keyframes_abs_pos_embedding_ : nullptr;
+  s.caption_projection = bound(audio ? audio_caption_projection_ : caption_projection_);
+  s.prompt_adaln = bound(audio ? audio_prompt_adaln_single_ : prompt_adaln_single_);
+  s.keyframes_embedding = audio ? nullptr : bound(keyframes_abs_pos_embedding_);
   if (model_type() == LTXModelType::AudioVideo) {
-    p.cross_scale_shift_adaln = &*av_ca_video_scale_shift_adaln_single_;
-    p.cross_gate_adaln = &*av_ca_a2v_gate_adaln_single_;
-    p.cross_pe_max_pos =
-        std::max(c.positional_embedding_max_pos[0], c.audio_positional_embedding_max_pos[0]);
-    p.audio_cross_attention_dim = c.audio_cross_attention_dim;
-    p.av_ca_timestep_scale_multiplier = c.av_ca_timestep_scale_multiplier;
-  }
-  return p;
-}
-
-MultiModalTransformerArgsPreprocessor LTXModel::audio_preprocessor() const {
-  const LTXModelConfig& c = config_;
-  MultiModalTransformerArgsPreprocessor p;
-  TransformerArgsPreprocessor& s = p.simple;
-  s.patchify_proj = &audio_patchify_proj_;
-  s.dtype = dtype_;
-  s.adaln = &*audio_adaln_single_;
-  s.inner_dim = c.audio_inner_dim();
-  s.max_pos = c.audio_positional_embedding_max_pos;
-  s.num_attention_heads = c.audio_num_attention_heads;
-  s.timestep_scale_multiplier = c.timestep_scale_multiplier;
-  s.double_precision_rope = c.double_precision_rope;
-  s.positional_embedding_theta = c.positional_embedding_theta;
-  s.rope_type = c.rope_type;
-  s.caption_projection = audio_caption_projection_ ? &*audio_caption_projection_ : nullptr;
-  s.prompt_adaln = audio_prompt_adaln_single_ ? &*audio_prompt_adaln_single_ : nullptr;
-  if (model_type() == LTXModelType::AudioVideo) {
-    p.cross_scale_shift_adaln = &*av_ca_audio_scale_shift_adaln_single_;
-    p.cross_gate_adaln = &*av_ca_v2a_gate_adaln_single_;
+    p.cross_scale_shift_adaln =
+        &*(audio ? av_ca_audio_scale_shift_adaln_single_ : av_ca_video_scale_shift_adaln_single_);
+    p.cross_gate_adaln = &*(audio ? av_ca_v2a_gate_adaln_single_ : av_ca_a2v_gate_adaln_single_);
     p.cross_pe_max_pos =
         std::max(c.positional_embedding_max_pos[0], c.audio_positional_embedding_max_pos[0]);
     p.audio_cross_attention_dim = c.audio_cross_attention_dim;
@@ -201,8 +176,8 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
   LTX_CHECK(audio == nullptr || is_audio_enabled(model_type()),
             "transformer: audio given to a ", model_type_name(model_type()), " model");
   std::optional<TransformerArgs> v, a;
-  if (video != nullptr) v = video_preprocessor().prepare(*video, audio, "video", observer);
-  if (audio != nullptr) a = audio_preprocessor().prepare(*audio, video, "audio", observer);
+  if (video != nullptr) v = preprocessor(/*audio=*/false).prepare(*video, audio, "video", observer);
+  if (audio != nullptr) a = preprocessor(/*audio=*/true).prepare(*audio, video, "audio", observer);
   const int64_t batch = (v ? v->x : a->x).size(0);
   LTX_CHECK(!(v && a) || a->x.size(0) == batch, "transformer: video batch ", batch,
             " differs from audio batch ", a ? a->x.size(0) : 0);

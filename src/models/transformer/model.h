@@ -81,8 +81,9 @@ class LTXModel {
       av_ca_v2a_gate_adaln_single_;
   std::vector<BasicAVTransformerBlock> transformer_blocks_;
 
-  MultiModalTransformerArgsPreprocessor video_preprocessor() const;
-  MultiModalTransformerArgsPreprocessor audio_preprocessor() const;
+  // The arguments preprocessor of one stream (the audio stream's modules with `audio`, else the
+  // video stream's); the cross-modal parts only in an audio-video model.
+  MultiModalTransformerArgsPreprocessor preprocessor(bool audio) const;
 };
 
 // to_denoised: sample - velocity * timesteps computed in f32, returned in the sample's dtype

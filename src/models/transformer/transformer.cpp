@@ -1,6 +1,7 @@
 #include "models/transformer/transformer.h"
 
 #include <functional>
+#include <utility>
 
 #include "ops/elementwise.h"
 #include "ops/norm.h"
@@ -19,38 +20,50 @@ ops::Summed ada_value(const Tensor& table, const Tensor& timestep, int64_t row,
   const Tensor ts = timestep.view({timestep.size(0), timestep.size(1), k, -1});
   return {table.select(0, row), ts.select(2, row), run_ends};
 }
-ops::Summed ada_value(const Tensor& table, const TransformerArgs& args, int64_t row) {
-  return ada_value(table, args.timesteps, row, args.timestep_run_ends);
+
+// The scale and shift of one AdaLN input, ada_zero(x) = rms_norm(x) * (1 + scale) + shift.
+struct AdaNorm {
+  ops::Summed scale, shift;
+};
+
+// ada_zero as one fused op; equal bit for bit to ops::modulate(rms_norm(x), scale, shift)
+// (tests/ops, tests/cuda).
+Tensor ada_zero(const Tensor& x, const AdaNorm& n, double eps) {
+  return ops::rms_norm_modulate(x, n.scale, n.shift, eps);
 }
 
-// get_av_ca_ada_values: rows `first`, `first + 1` of the 4 scale/shift rows (scale, then shift)
-// with the per-token cross timestep, and row 4 (the gate) with the gate timestep.
-struct AvCaValues {
-  ops::Summed scale, shift, gate;
+// The end of a step, x + y * gate [* mask] (the reference's post_sa_function and the residual
+// adds after it), with the AdaLN inputs that the next step reads of the new x: `norm` / `norm2`
+// (null: not wanted) give `h` / `h2`. Without a mask the norms come out of the residual's own
+// pass (the fused ops, each bit for bit the residual followed by ada_zero); with one, the
+// reference's order: (y * gate) * mask, the residual add, then the norms.
+struct Residual {
+  Tensor x;
+  Tensor h, h2;  // ada_zero(x) with `norm`, `norm2`
 };
-AvCaValues av_ca_values(const Tensor& table, const TransformerArgs& args, int64_t first,
-                        bool with_gate) {
-  const Tensor ss = table.narrow(0, 0, 4);
-  AvCaValues v;
-  v.scale = ada_value(ss, args.cross_scale_shift_timestep, first, args.timestep_run_ends);
-  v.shift = ada_value(ss, args.cross_scale_shift_timestep, first + 1, args.timestep_run_ends);
-  if (with_gate) v.gate = ada_value(table.narrow(0, 4, 1), args.cross_gate_timestep, 0, {});
-  return v;
+Residual gated_residual(const Tensor& x, const Tensor& y, const ops::Summed& gate, const Tensor& mask,
+                        double eps, const AdaNorm* norm = nullptr, const AdaNorm* norm2 = nullptr) {
+  Residual r;
+  if (mask.defined()) {
+    r.x = ops::gated_add(x, ops::mul(y, gate.value()), mask);
+    if (norm != nullptr) r.h = ada_zero(r.x, *norm, eps);
+    if (norm2 != nullptr) r.h2 = ada_zero(r.x, *norm2, eps);
+  } else if (norm != nullptr && norm2 != nullptr) {
+    ops::ResidualNorm2 f = ops::gated_add_rms_norm_modulate2(x, y, gate, norm->scale, norm->shift,
+                                                             norm2->scale, norm2->shift, eps);
+    r = {std::move(f.x), std::move(f.h), std::move(f.h2)};
+  } else if (norm != nullptr || norm2 != nullptr) {
+    const AdaNorm& n = norm != nullptr ? *norm : *norm2;
+    ops::ResidualNorm f = ops::gated_add_rms_norm_modulate(x, y, gate, n.scale, n.shift, eps);
+    r.x = std::move(f.x);
+    (norm != nullptr ? r.h : r.h2) = std::move(f.h);
+  } else {
+    r.x = ops::gated_add(x, y, gate);
+  }
+  return r;
 }
 
 Tensor rms(const Tensor& x, double eps) { return ops::rms_norm(x, Tensor(), eps); }
-
-// rms_norm(x) * (1 + scale) + shift (the reference's ada_zero function), one fused op; equal bit
-// for bit to ops::modulate(rms(x, eps), scale, shift) (tests/ops, tests/cuda).
-Tensor ada_zero(const Tensor& x, double eps, const ops::Summed& scale, const ops::Summed& shift) {
-  return ops::rms_norm_modulate(x, scale, shift, eps);
-}
-
-// x + y * gate [* mask], in the reference's order: (y * gate) * mask, then the residual add.
-Tensor gated_residual(const Tensor& x, const Tensor& y, const ops::Summed& gate, const Tensor& mask) {
-  if (!mask.defined()) return ops::gated_add(x, y, gate);
-  return ops::gated_add(x, ops::mul(y, gate.value()), mask);
-}
 
 }  // namespace
 
@@ -112,91 +125,108 @@ BasicAVTransformerBlock BasicAVTransformerBlock::load(io::WeightMap& w,
 
 namespace {
 
-// An AdaLN input to form of a stream's state: rms_norm_modulate(x, scale, shift) into *out.
-struct AdaLnWant {
-  ops::Summed scale, shift;
-  Tensor* out = nullptr;
+// One stream of the block (video or audio): its modules, its AdaLN tables and its arguments.
+struct Stream {
+  const Attention& attn1;      // self-attention
+  const Attention& attn2;      // text cross-attention
+  const FeedForward& ff;
+  const Tensor& table;         // scale_shift_table, rows AdaRow
+  const Tensor& prompt_table;  // prompt_scale_shift_table, rows PromptRow (2.3 / 2.5)
+  const Tensor& av_ca_table;   // scale_shift_table_a2v_ca_*, rows AvCaRow (both streams)
+  const TransformerArgs& args;
+
+  ops::Summed ada(AdaRow row) const {
+    return ada_value(table, args.timesteps, static_cast<int64_t>(row), args.timestep_run_ends);
+  }
+  AdaNorm ada_norm(AdaRow scale, AdaRow shift) const { return {ada(scale), ada(shift)}; }
+  // The text context's modulation: the prompt table, plus the prompt timestep when there is one.
+  ops::Summed prompt(PromptRow row) const {
+    const auto r = static_cast<int64_t>(row);
+    return args.prompt_timestep.defined() ? ada_value(prompt_table, args.prompt_timestep, r, {})
+                                          : ops::Summed(prompt_table.select(0, r));
+  }
+  // This stream's input to one cross-modal direction (the first four rows, cross scale/shift
+  // timestep), and the gate of the direction it queries (the last row, cross gate timestep).
+  AdaNorm av_ca_norm(AvCaRow scale, AvCaRow shift) const {
+    const Tensor scale_shift = av_ca_table.narrow(0, 0, 4);
+    return {ada_value(scale_shift, args.cross_scale_shift_timestep, static_cast<int64_t>(scale),
+                      args.timestep_run_ends),
+            ada_value(scale_shift, args.cross_scale_shift_timestep, static_cast<int64_t>(shift),
+                      args.timestep_run_ends)};
+  }
+  ops::Summed av_ca_gate() const {
+    return ada_value(av_ca_table.narrow(0, static_cast<int64_t>(AvCaRow::Gate), 1),
+                     args.cross_gate_timestep, 0, {});
+  }
 };
 
-// Self-attention, then text cross-attention, of one stream (steps 1-2 of the block). `wants` (at
-// most two: the cross-modal attentions' inputs of this state): formed in the text attention's
-// gated residual pass where the block has one (2.3 / 2.5), else left undefined for the caller.
-Tensor self_and_text_attention(const Tensor& x_in, const TransformerArgs& args, const Attention& self_attn,
-                               const Attention& text_attn, const Tensor& table,
-                               const Tensor& prompt_table, bool cross_attention_adaln, double eps,
-                               const std::vector<AdaLnWant>& wants) {
-  const Tensor norm_x = ada_zero(x_in, eps, ada_value(table, args, 1), ada_value(table, args, 0));
-  const Tensor sa = self_attn(norm_x, Tensor(), args.self_attention_mask, &args.positional_embeddings,
-                              nullptr, args.self_attn_perturbation_mask, args.self_attn_all_perturbed);
-  // The text K / V once per group of samples that share the prompt (the guidance passes), and
-  // once per loop where no prompt timestep modulates them (the cache).
-  const auto text = [&](const Tensor& q_in, const Tensor& ctx) {
-    if (args.context_groups.empty()) return text_attn(q_in, ctx, args.context_mask);
-    const bool steady = args.text_kv_cache != nullptr && !args.prompt_timestep.defined();
-    const AttentionKv kv =
-        steady ? args.text_kv_cache->key_values(text_attn, ctx, args.context_groups, args.block_index,
-                                                args.stream)
-               : text_attn.key_values(ctx, args.context_groups);
-    return text_attn(q_in, ctx, args.context_mask, nullptr, nullptr, Tensor(), false, &kv);
-  };
+// attn2 on `query` and `context`. The text K / V once per group of samples that share the prompt
+// (the guidance passes), and once per loop where no prompt timestep modulates them (the cache).
+Tensor text_attention(const Stream& s, const Tensor& query, const Tensor& context) {
+  const TransformerArgs& a = s.args;
+  if (a.context_groups.empty()) return s.attn2(query, {.context = context, .mask = a.context_mask});
+  const bool steady = a.text_kv_cache != nullptr && !a.prompt_timestep.defined();
+  const AttentionKv kv =
+      steady ? a.text_kv_cache->key_values(s.attn2, context, a.context_groups, a.block_index, a.stream)
+             : s.attn2.key_values(context, a.context_groups);
+  return s.attn2(query, {.context = context, .mask = a.context_mask, .kv = &kv});
+}
+
+// Steps 1 (self-attention) and 2 (text cross-attention) of one stream. `for_a2v`, `for_v2a`: this
+// stream's AdaLN inputs to step 3 (null: not wanted), formed in step 2's residual pass where that
+// residual is gated (2.3 / 2.5; then returned as h / h2), else left to step 3.
+Residual self_and_text_attention(const Stream& s, const Tensor& x, bool cross_attention_adaln,
+                                 double eps, const AdaNorm* for_a2v, const AdaNorm* for_v2a) {
+  const TransformerArgs& a = s.args;
+  // 1. x + attn1(ada_zero(x; shift_msa, scale_msa)) * gate_msa
+  const Tensor sa = s.attn1(ada_zero(x, s.ada_norm(AdaRow::ScaleMsa, AdaRow::ShiftMsa), eps),
+                            {.mask = a.self_attention_mask,
+                             .pe = &a.positional_embeddings,
+                             .perturbation_mask = a.self_attn_perturbation_mask,
+                             .all_perturbed = a.self_attn_all_perturbed});
   if (!cross_attention_adaln) {
-    const Tensor x = ops::gated_add(x_in, sa, ada_value(table, args, 2));
-    return ops::add(x, text(rms(x, eps), args.context));
+    // 2 (19B). x + attn2(rms_norm(x), context)
+    const Tensor x1 = ops::gated_add(x, sa, s.ada(AdaRow::GateMsa));
+    return {.x = ops::add(x1, text_attention(s, rms(x1, eps), a.context))};
   }
-
-  // 2.3 / 2.5: query AdaLN from rows 6-8 (modulate(rms(x)) fused with the gated residual before
-  // it); K/V modulation from the prompt table (+ prompt timestep).
-  const auto kv_value = [&](int64_t row) {  // row 0: shift, 1: scale
-    return args.prompt_timestep.defined() ? ada_value(prompt_table, args.prompt_timestep, row, {})
-                                          : ops::Summed(prompt_table.select(0, row));
-  };
-  const auto [x, q_in] = ops::gated_add_rms_norm_modulate(
-      x_in, sa, ada_value(table, args, 2), ada_value(table, args, 7), ada_value(table, args, 6),
-      eps);
-  const Tensor ctx = ops::modulate(args.context, kv_value(1), kv_value(0));
-  const Tensor y = text(q_in, ctx);
-  const ops::Summed gate = ada_value(table, args, 8);
-  if (wants.size() == 2) {
-    ops::ResidualNorm2 r = ops::gated_add_rms_norm_modulate2(
-        x, y, gate, wants[0].scale, wants[0].shift, wants[1].scale, wants[1].shift, eps);
-    *wants[0].out = std::move(r.h);
-    *wants[1].out = std::move(r.h2);
-    return std::move(r.x);
-  }
-  if (wants.size() == 1) {
-    ops::ResidualNorm r = ops::gated_add_rms_norm_modulate(x, y, gate, wants[0].scale, wants[0].shift, eps);
-    *wants[0].out = std::move(r.h);
-    return std::move(r.x);
-  }
-  return ops::gated_add(x, y, gate);
+  // 2 (2.3 / 2.5). x + attn2(ada_zero(x; shift_q, scale_q), context * (1 + scale_kv) + shift_kv)
+  // * gate_q, the query's AdaLN formed in step 1's residual pass.
+  const AdaNorm query = s.ada_norm(AdaRow::ScaleQ, AdaRow::ShiftQ);
+  const Residual r = gated_residual(x, sa, s.ada(AdaRow::GateMsa), Tensor(), eps, &query);
+  const Tensor context =
+      ops::modulate(a.context, s.prompt(PromptRow::ScaleKv), s.prompt(PromptRow::ShiftKv));
+  return gated_residual(r.x, text_attention(s, r.h, context), s.ada(AdaRow::GateQ), Tensor(), eps,
+                        for_a2v, for_v2a);
 }
 
-// The FFN input AdaLN of one stream (rows 3-4).
-ops::Summed ff_scale(const TransformerArgs& args, const Tensor& table) {
-  return ada_value(table, args, 4);
-}
-ops::Summed ff_shift(const TransformerArgs& args, const Tensor& table) {
-  return ada_value(table, args, 3);
-}
-
-// FFN step of one stream; h: its AdaLN input when already formed (fused with the residual before
-// it), else undefined.
-Tensor feed_forward_step(const Tensor& x, const Tensor& h_in, const TransformerArgs& args,
-                         const FeedForward& ff, const Tensor& table, double eps) {
-  const Tensor h = h_in.defined() ? h_in : ada_zero(x, eps, ff_scale(args, table), ff_shift(args, table));
-  return ops::gated_add(x, ff(h), ada_value(table, args, 5));
+// Step 4 of one stream: x + ff(ada_zero(x; shift_mlp, scale_mlp)) * gate_mlp; `input`: that
+// AdaLN input when step 3's residual formed it, else undefined.
+Tensor feed_forward(const Stream& s, const Tensor& x, const Tensor& input, double eps) {
+  const Tensor h =
+      input.defined() ? input : ada_zero(x, s.ada_norm(AdaRow::ScaleMlp, AdaRow::ShiftMlp), eps);
+  return gated_residual(x, s.ff(h), s.ada(AdaRow::GateMlp), Tensor(), eps).x;
 }
 
-// The cross-modal attention's gated residual; when no mask applies and the stream's FFN runs next,
-// fused with that FFN's AdaLN input (returned in *ff_h).
-Tensor cross_residual(const Tensor& x, const Tensor& out, const ops::Summed& gate, const Tensor& mask,
-                      bool ff_next, const TransformerArgs& args, const Tensor& table, double eps,
-                      Tensor* ff_h) {
-  if (mask.defined() || !ff_next) return gated_residual(x, out, gate, mask);
-  ops::ResidualNorm r =
-      ops::gated_add_rms_norm_modulate(x, out, gate, ff_scale(args, table), ff_shift(args, table), eps);
-  *ff_h = std::move(r.h);
-  return std::move(r.x);
+// Step 3's AdaLN values of one direction (get_av_ca_ada_values): the query stream's input and
+// gate, the context stream's input.
+struct CrossValues {
+  AdaNorm query, context;
+  ops::Summed gate;
+};
+
+// One direction of step 3 on the query stream `q` (state x) with the context stream `c`:
+// x + attn(query, context) * gate [* perturbation mask]; the residual pass also forms q's step-4
+// input (Residual::h). `query`, `context`: the AdaLN inputs, released once the attention has read
+// them.
+Residual cross_attention(const Attention& attn, const Stream& q, const Stream& c, const Tensor& x,
+                         Tensor query, Tensor context, const ops::Summed& gate, double eps) {
+  const Tensor out = attn(query, {.context = context,
+                                  .pe = &q.args.cross_positional_embeddings,
+                                  .k_pe = &c.args.cross_positional_embeddings});
+  query = Tensor();
+  context = Tensor();
+  const AdaNorm ff_input = q.ada_norm(AdaRow::ScaleMlp, AdaRow::ShiftMlp);
+  return gated_residual(x, out, gate, q.args.cross_attn_perturbation_mask, eps, &ff_input);
 }
 
 }  // namespace
@@ -211,6 +241,13 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
   const bool run_v2a = run_ax && video != nullptr && video->x.numel() > 0;
   LTX_CHECK(!run_vx || attn1, "transformer block: this model has no video stream");
   LTX_CHECK(!run_ax || audio_attn1, "transformer block: this model has no audio stream");
+  std::optional<Stream> vs, as;
+  if (video != nullptr && attn1)
+    vs.emplace(Stream{*attn1, *attn2, *ff, scale_shift_table, prompt_scale_shift_table,
+                      scale_shift_table_a2v_ca_video, *video});
+  if (audio != nullptr && audio_attn1)
+    as.emplace(Stream{*audio_attn1, *audio_attn2, *audio_ff, audio_scale_shift_table,
+                      audio_prompt_scale_shift_table, scale_shift_table_a2v_ca_audio, *audio});
 
   // The audio half on the side line (when given): it reads only the audio state and the block's
   // arguments, which the main line made before the fork.
@@ -223,86 +260,70 @@ void BasicAVTransformerBlock::forward(TransformerArgs* video, TransformerArgs* a
   };
   if (lines != nullptr) lines->fork();
 
-  // The cross-modal attentions and their AdaLN values (rows 0-1 of each stream's table for
-  // audio-to-video, 2-3 for video-to-audio), known before the streams' text attentions, which form
-  // these inputs in their residual pass where they can.
+  // Step 3's AdaLN values, known up front: step 2's residual pass forms the inputs that step 3
+  // reads of its stream where it can.
   const bool cross = (run_a2v || run_v2a) && audio_to_video_attn;
   const bool a2v_on = cross && run_a2v && !video->cross_attn_skip_all;
   const bool v2a_on = cross && run_v2a && !audio->cross_attn_skip_all;
-  AvCaValues v_a2v, a_a2v, a_v2a, v_v2a;
-  if (a2v_on) {
-    v_a2v = av_ca_values(scale_shift_table_a2v_ca_video, *video, 0, true);
-    a_a2v = av_ca_values(scale_shift_table_a2v_ca_audio, *audio, 0, false);
-  }
-  if (v2a_on) {
-    a_v2a = av_ca_values(scale_shift_table_a2v_ca_audio, *audio, 2, true);
-    v_v2a = av_ca_values(scale_shift_table_a2v_ca_video, *video, 2, false);
-  }
-  // The four inputs (video / audio state, for a2v / v2a); undefined until formed.
-  Tensor vh_a2v, vh_v2a, ah_a2v, ah_v2a;
-  const auto wants = [](const AvCaValues* for_a2v, Tensor* a2v, const AvCaValues* for_v2a, Tensor* v2a) {
-    std::vector<AdaLnWant> w;
-    if (for_a2v != nullptr) w.push_back({for_a2v->scale, for_a2v->shift, a2v});
-    if (for_v2a != nullptr) w.push_back({for_v2a->scale, for_v2a->shift, v2a});
-    return w;
-  };
+  CrossValues a2v, v2a;
+  if (a2v_on)
+    a2v = {vs->av_ca_norm(AvCaRow::ScaleA2v, AvCaRow::ShiftA2v),
+           as->av_ca_norm(AvCaRow::ScaleA2v, AvCaRow::ShiftA2v), vs->av_ca_gate()};
+  if (v2a_on)
+    v2a = {as->av_ca_norm(AvCaRow::ScaleV2a, AvCaRow::ShiftV2a),
+           vs->av_ca_norm(AvCaRow::ScaleV2a, AvCaRow::ShiftV2a), as->av_ca_gate()};
 
-  Tensor vx = video != nullptr ? video->x : Tensor();
-  Tensor ax = audio != nullptr ? audio->x : Tensor();
+  // 1-2. Self-attention and text cross-attention of each stream; then each state with its
+  // inputs to step 3 where step 2 formed them (h: for audio-to-video, h2: for video-to-audio).
+  Residual v{.x = video != nullptr ? video->x : Tensor()};
+  Residual a{.x = audio != nullptr ? audio->x : Tensor()};
   if (run_vx)
-    vx = self_and_text_attention(vx, *video, *attn1, *attn2, scale_shift_table,
-                                 prompt_scale_shift_table, cross_attention_adaln, norm_eps,
-                                 wants(a2v_on ? &v_a2v : nullptr, &vh_a2v, v2a_on ? &v_v2a : nullptr, &vh_v2a));
+    v = self_and_text_attention(*vs, v.x, cross_attention_adaln, norm_eps,
+                                a2v_on ? &a2v.query : nullptr, v2a_on ? &v2a.context : nullptr);
   if (run_ax)
     audio_line([&] {
-      ax = self_and_text_attention(ax, *audio, *audio_attn1, *audio_attn2, audio_scale_shift_table,
-                                   audio_prompt_scale_shift_table, cross_attention_adaln, norm_eps,
-                                   wants(a2v_on ? &a_a2v : nullptr, &ah_a2v, v2a_on ? &a_v2a : nullptr, &ah_v2a));
+      a = self_and_text_attention(*as, a.x, cross_attention_adaln, norm_eps,
+                                  a2v_on ? &a2v.context : nullptr, v2a_on ? &v2a.query : nullptr);
     });
 
-  Tensor vx_ff_h, ax_ff_h;  // the FFN inputs when formed with the cross-modal residual
+  // 3. Audio <-> video cross-attention: both directions read the states after step 2; each
+  // residual pass also forms its stream's step-4 input where no mask applies.
+  Tensor vx = std::move(v.x), ax = std::move(a.x);
+  Tensor vx_ff_in, ax_ff_in;
   if (cross) {
-    // Both directions read the snapshots taken after self- and text attention (and the inputs
-    // formed from them): each line waits for the other's, and keeps what the other made alive
-    // until its reads are done.
+    // Each line waits for the other's step 2 and keeps what the other made alive until its
+    // reads are done.
     const Tensor vx0 = vx, ax0 = ax;
     if (lines != nullptr) {
       lines->fork();
       lines->join();
       lines->read_on_side(vx0);
       lines->read_on_main(ax0);
-      if (vh_v2a.defined()) lines->read_on_side(vh_v2a);
-      if (ah_a2v.defined()) lines->read_on_main(ah_a2v);
+      if (v.h2.defined()) lines->read_on_side(v.h2);
+      if (a.h.defined()) lines->read_on_main(a.h);
     }
-    // An input formed with the text attention's residual, else its own pass now.
-    const auto input = [&](const Tensor& formed, const Tensor& x0, const AvCaValues& v) {
-      return formed.defined() ? formed : ada_zero(x0, norm_eps, v.scale, v.shift);
+    // An input formed in step 2's residual pass (taken from it), else its own pass now.
+    const auto input = [&](Tensor& formed, const Tensor& x0, const AdaNorm& n) {
+      return formed.defined() ? std::exchange(formed, Tensor()) : ada_zero(x0, n, norm_eps);
     };
     if (a2v_on) {
-      const Tensor out = (*audio_to_video_attn)(
-          input(vh_a2v, vx0, v_a2v), input(ah_a2v, ax0, a_a2v), Tensor(),
-          &video->cross_positional_embeddings, &audio->cross_positional_embeddings);
-      vh_a2v = Tensor();
-      ah_a2v = Tensor();
-      vx = cross_residual(vx, out, v_a2v.gate, video->cross_attn_perturbation_mask, run_vx, *video,
-                          scale_shift_table, norm_eps, &vx_ff_h);
+      Residual r = cross_attention(*audio_to_video_attn, *vs, *as, vx, input(v.h, vx0, a2v.query),
+                                   input(a.h, ax0, a2v.context), a2v.gate, norm_eps);
+      vx = std::move(r.x);
+      vx_ff_in = std::move(r.h);
     }
-    if (v2a_on) audio_line([&] {
-      const Tensor out = (*video_to_audio_attn)(
-          input(ah_v2a, ax0, a_v2a), input(vh_v2a, vx0, v_v2a), Tensor(),
-          &audio->cross_positional_embeddings, &video->cross_positional_embeddings);
-      ah_v2a = Tensor();
-      vh_v2a = Tensor();
-      ax = cross_residual(ax, out, a_v2a.gate, audio->cross_attn_perturbation_mask, run_ax, *audio,
-                          audio_scale_shift_table, norm_eps, &ax_ff_h);
-    });
+    if (v2a_on)
+      audio_line([&] {
+        Residual r = cross_attention(*video_to_audio_attn, *as, *vs, ax, input(a.h2, ax0, v2a.query),
+                                     input(v.h2, vx0, v2a.context), v2a.gate, norm_eps);
+        ax = std::move(r.x);
+        ax_ff_in = std::move(r.h);
+      });
   }
 
-  if (run_vx) vx = feed_forward_step(vx, vx_ff_h, *video, *ff, scale_shift_table, norm_eps);
-  if (run_ax)
-    audio_line([&] {
-      ax = feed_forward_step(ax, ax_ff_h, *audio, *audio_ff, audio_scale_shift_table, norm_eps);
-    });
+  // 4. Feed-forward of each stream.
+  if (run_vx) vx = feed_forward(*vs, vx, vx_ff_in, norm_eps);
+  if (run_ax) audio_line([&] { ax = feed_forward(*as, ax, ax_ff_in, norm_eps); });
   // Before the old states are dropped: the main line's next allocations wait for the side's reads.
   if (lines != nullptr) lines->join();
   if (video != nullptr) video->x = vx;
