@@ -2,6 +2,8 @@
 // [--device cpu|cuda[:N]] ...`: times one transformer denoising forward, the conv VAE decode and
 // the LTX-2.5 diffusion video decode with random weights made on the device, next to the FLOP floor
 // and (with --official FILE, repeatable) the official stack's numbers.
+// `ltx bench kernels [--filter NAME]... [--device cuda[:N]] [--json] [--out FILE]`: single CUDA
+// kernels on the models' full-size shapes (src/bench/kernel_timings.h).
 // bench/README.md has the commands for the GPU runs.
 #include <cstdio>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench/kernel_timings.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "media/temp_output.h"
@@ -22,7 +25,7 @@ namespace {
 struct BenchCliOptions {
   std::string what = "all";
   std::string preset = "ltx23-22b";
-  std::string device = "cpu";
+  std::string device;  // empty: cpu, or cuda for `kernels`
   std::string dtype;
   std::vector<std::string> sizes;
   std::string vae_size;
@@ -37,12 +40,20 @@ struct BenchCliOptions {
   double gemm_tflops = 790, attention_tflops = 690;
   bool json = false;
   std::string out;
+  std::vector<std::string> filters;  // `kernels` only
 };
+
+// The options of the model benchmarks, which `ltx bench kernels` does not take.
+const char* const kModelBenchOptions[] = {
+    "--preset", "--dtype", "--size", "--vae-size", "--frames", "--text-tokens", "--no-audio",
+    "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share", "--per-token-timesteps",
+    "--image-conditioned", "--decode-free-gib", "--warmup", "--iters", "--seed", "--official",
+    "--official-section", "--gemm-tflops", "--attention-tflops"};
 
 bench::BenchOptions to_options(const BenchCliOptions& c) {
   bench::BenchOptions o;
   o.preset = c.preset;
-  o.device = parse_device(c.device, "--device");
+  o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
@@ -80,7 +91,24 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   out.commit();
 }
 
+int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
+  for (const char* name : kModelBenchOptions)
+    LTX_CHECK(sub.count(name) == 0, name,
+              " does not apply to `ltx bench kernels` (it takes --filter, --device, --json and --out)");
+  const std::vector<std::string> harnesses = bench::select_kernel_harnesses(c.filters);
+  const Device device = parse_device(c.device.empty() ? "cuda" : c.device, "--device");
+  const std::vector<bench::KernelTiming> rows =
+      bench::run_kernel_timings(harnesses, device, [&](const bench::KernelTiming& t) {
+        if (!c.json) std::cout << t.line() << "\n" << std::flush;
+      });
+  const std::string json = bench::kernel_timings_json(rows, device.str()).dump(2) + "\n";
+  if (!c.out.empty()) write_text_atomically(c.out, json);
+  if (c.json) std::cout << json << std::flush;
+  return 0;
+}
+
 int run_bench(const BenchCliOptions& c) {
+  LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
   const bench::BenchOptions o = to_options(c);
   const bench::BenchTarget target = c.what == "transformer" ? bench::BenchTarget::Transformer
                                     : c.what == "vae"       ? bench::BenchTarget::Vae
@@ -109,13 +137,14 @@ Command add_bench(CLI::App& app) {
   auto o = std::make_shared<BenchCliOptions>();
   sub->add_option("what", o->what,
                   "all (default), transformer, vae (conv VAE decode), diffdec (LTX-2.5 diffusion video "
-                  "decode), or flops (shapes and FLOP floors only, runs nothing)")
-      ->check(CLI::IsMember({"all", "transformer", "vae", "diffdec", "flops"}));
+                  "decode), flops (shapes and FLOP floors only, runs nothing), or kernels (single CUDA "
+                  "kernels on the full-size shapes)")
+      ->check(CLI::IsMember({"all", "transformer", "vae", "diffdec", "flops", "kernels"}));
   std::string presets;
   for (const std::string& p : bench::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   sub->add_option("--preset", o->preset, "Model preset: " + presets + " (default ltx23-22b)")
       ->check(CLI::IsMember(bench::preset_names()));
-  sub->add_option("--device", o->device, "cpu (default) or cuda[:N]");
+  sub->add_option("--device", o->device, "cpu (default; kernels: cuda) or cuda[:N]");
   sub->add_option("--dtype", o->dtype, "Weight/activation dtype: bf16 (CUDA default) or f32 (CPU)");
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
   sub->add_option("--vae-size", o->vae_size,
@@ -157,9 +186,15 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--gemm-tflops", o->gemm_tflops, "GEMM ceiling for the floor, TFLOP/s (default 790)");
   sub->add_option("--attention-tflops", o->attention_tflops,
                   "Attention ceiling for the floor, TFLOP/s (default 690)");
+  std::string harnesses;
+  for (const std::string& h : bench::kernel_harness_names())
+    harnesses += (harnesses.empty() ? "" : ", ") + h;
+  sub->add_option("--filter", o->filters, "kernels: run only this harness (repeatable): " + harnesses);
   sub->add_flag("--json", o->json, "Print the full JSON report instead of the table");
   sub->add_option("--out", o->out, "Also write the JSON report to this file");
-  return {sub, [o]() -> int { return run_bench(*o); }};
+  return {sub, [o, sub]() -> int {
+            return o->what == "kernels" ? run_kernels(*o, *sub) : run_bench(*o);
+          }};
 }
 
 }  // namespace ltx::cli

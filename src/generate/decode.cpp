@@ -94,8 +94,8 @@ std::optional<models::tiling::TilingConfig> decode_tiling(
   budget.model_bytes = vae::diffusion_decoder_weight_bytes(*io::SafetensorsFile::open(path));
   if (where.device.is_cuda()) {
     // On a GPU the memory model must hold for this decoder, whose peak runs above the reference's
-    // bf16 model (bf16 activations after conv_in, but larger transients: the one-tile 1536 x 1024
-    // x 121 decode took 130 GB on an H200 before its SwiGLU went in row chunks): activations are
+    // bf16 model (bf16 activations after conv_in, but larger transients such as the SwiGLU's
+    // hidden rows, which is why they run in row chunks): activations are
     // counted at 4 bytes, and the weights at the load dtype's bytes (the header estimate counts 2
     // per element).
     budget.element_size = 4;

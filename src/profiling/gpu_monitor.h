@@ -4,7 +4,7 @@
 // management library, opened with dlopen when sampling starts, so nothing links against it and a
 // machine without the driver simply gets no samples). A full-size transformer step holds an H200
 // at its 700 W limit, where the driver lowers the SM clock well below its maximum: the benchmark
-// table says so next to the times (bench/RESULTS.md, session 11).
+// table says so next to the times (bench/RESULTS.md).
 #include <chrono>
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,5 @@
-// `ltx bench`: the tiny CPU preset end to end, JSON output, the FLOP-only mode, flag errors.
+// `ltx bench`: the tiny CPU preset end to end, JSON output, the FLOP-only mode, flag errors, and
+// `ltx bench kernels`' argument checks (which come before any GPU work).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -175,6 +176,42 @@ TEST(BenchCli, CudaWithoutABackendOrGpuSaysSo) {
   const auto r = test::run_ltx(dir, {"bench", "--preset", "tiny", "--device", "cuda", "--iters", "1"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// Every case fails before a kernel runs, on any machine: the flags are checked first and cuda:99
+// exists nowhere.
+TEST(BenchCli, KernelsChecksItsFlagsBeforeTouchingAGpu) {
+  TempDir dir;
+  const std::string out = dir.file("never.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{"kernels", "--filter", "bogus"}, "--filter: unknown kernel harness 'bogus'; use one of step-kernels, "},
+      {{"kernels", "--filter", "fused-glue", "--filter", "attention"}, "unknown kernel harness 'attention'"},
+      {{"kernels", "--iters", "3"}, "--iters does not apply to `ltx bench kernels`"},
+      {{"kernels", "--preset", "tiny"}, "--preset does not apply to `ltx bench kernels`"},
+      {{"kernels", "--device", "cpu"}, "--device cpu: `ltx bench kernels` times CUDA kernels"},
+      {{"kernels", "--device", "cuda:99", "--filter", "vae-glue"}, "cuda:99"},
+      {{"transformer", "--filter", "fused-glue"}, "--filter applies to `ltx bench kernels` only"},
+  };
+  for (const Case& c : cases) {
+    const auto r = test::run_ltx(dir, with(with({"bench"}, c.args), {"--out", out}));
+    EXPECT_EQ(r.code, 1) << c.needle << ": " << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.needle << ": " << r.err;
+    EXPECT_EQ(r.out, "") << c.needle;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(BenchCli, KernelsWithoutABackendOrGpuSaysSo) {
+  if (test::cuda_available()) GTEST_SKIP() << "a GPU is present: the kernel timings are the device machine's";
+  TempDir dir;
+  const auto r = test::run_ltx(dir, {"bench", "kernels", "--filter", "fused-glue"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cuda:0"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
 }
 

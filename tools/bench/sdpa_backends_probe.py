@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times PyTorch's fused attention backends (cuDNN, FlashAttention-2, memory-efficient) on the
-transformer's attention shapes, as `ltx`'s timing test times its own kernels
-(CudaTiming.DISABLED_PrintsKernelTimesOnFullSizeShapes): bf16, q/k/v as [B, T, H, D] viewed as
+transformer's attention shapes, as `ltx bench kernels --filter step-kernels` times its own
+kernels: bf16, q/k/v as [B, T, H, D] viewed as
 [B, H, T, D], no mask, one warm-up then the mean of `reps` calls. Needs only torch with CUDA.
 
     python3 tools/bench/sdpa_backends_probe.py [--json out.json]

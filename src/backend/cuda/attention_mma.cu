@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
         }
       }
       // All K fragments of the step first, then the kM * 8 independent MMAs back to back (one
-      // load per MMA pair measured ~13% slower for kM == 1).
+      // load per MMA pair is ~13% slower for kM == 1, bench/RESULTS.md).
       uint32_t kf[kKeyTiles / 2][4];
 #pragma unroll
       for (int np = 0; np < kKeyTiles / 2; ++np) {
@@ -321,8 +321,8 @@ void launch_one(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t 
   LTX_CUDA_CHECK_LAUNCH();
 }
 
-// Block shape, measured on the H200 (32 heads x 6144 x 6144, D 128; TFLOP/s): 8 warps x 1 row
-// tile 230, 8 x 2 232 (with register spills), 4 x 2 221, 4 x 1 181. Kept: 8 warps x 1 row tile.
+// Block shape (32 heads x 6144 x 6144, D 128, TFLOP/s on an H200; bench/RESULTS.md): 8 warps x 1
+// row tile 230, 8 x 2 232 (with register spills), 4 x 2 221, 4 x 1 181. Hence 8 warps x 1 row tile.
 constexpr int kBlockWarps = 8, kRowTiles = 1;
 
 template <int kDim>

@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // This thread's query rows: row_base and row_base + 8.
   const int64_t row_base = q0 + cw * 64 + warp * 16 + g;
   // Their gate factors, loaded now: at the store the logit's load latency would stall the
-  // epilogue (measured +4 % on the video self-attention).
+  // epilogue (+4 % on the video self-attention, bench/RESULTS.md).
   float gates[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r)
@@ -288,8 +288,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float sl = exp2_factor(kMasked, a.scale);
 
   // Pingpong: the two consumers take turns issuing their MMAs, so one's softmax runs while the
-  // other's products keep the tensor cores busy (measured on the H200, 32 x 6144 x 6144, D 128:
-  // 660 TFLOP/s with turns, 655 without; 6144 x 1024: 497 and 480). Consumer cw issues after
+  // other's products keep the tensor cores busy (32 x 6144 x 6144, D 128: 660 TFLOP/s with turns,
+  // 655 without; 6144 x 1024: 497 and 480; bench/RESULTS.md). Consumer cw issues after
   // named barrier 1 + cw, then hands the turn over; each takes one turn per MMA batch, consumer 1
   // opens and skips its last hand-over, so every barrier sees as many arrivals as waits.
   const auto turn_begin = [&] { wgmma::named_sync(1 + cw, kConsumerThreads); };
@@ -657,7 +657,7 @@ int wgmma_attention_auto_q_tiles(const Tensor& q, const Tensor& k) {
   const int64_t sms = multiprocessor_count(q.device().index);
   // Keys that fit the stages, and at least two waves of blocks to fold into one: as many blocks
   // per (batch, head) as fit one wave, the query tiles dealt out evenly (a ragged last block
-  // would add a second wave: 47 tiles a block measured 0.174 ms on 24576 x 126, 48 0.151).
+  // would add a second wave: 47 tiles a block take 0.174 ms on 24576 x 126, 48 0.151; RESULTS.md).
   // Streamed keys (more tiles) stay one tile a block: the persistent form measured slower.
   if (tiles > kStages || blocks < 2 * sms) return 1;
   const int64_t per_head = std::max<int64_t>(1, sms / (q.size(0) * q.size(1)));

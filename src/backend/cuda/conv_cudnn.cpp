@@ -156,7 +156,7 @@ struct Descriptors {
     LTX_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
     LTX_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     // Channels-last (NDHWC) data and filters: cuDNN's tensor-core 3-D kernels want them (with
-    // NCDHW it falls back to kernels measured at ~22 TFLOP/s on the VAE decoder).
+    // NCDHW it falls back to kernels at ~22 TFLOP/s on the VAE decoder, bench/RESULTS.md).
     const auto xs = channels_last_strides(g.x), ys = channels_last_strides(g.y);
     LTX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(x, CUDNN_DATA_BFLOAT16, kDims, g.x.data(), xs.data()));
     LTX_CUDNN_CHECK(cudnnSetTensorNdDescriptor(y, CUDNN_DATA_BFLOAT16, kDims, g.y.data(), ys.data()));

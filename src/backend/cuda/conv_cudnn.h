@@ -12,7 +12,7 @@
 //     heuristics (modes A, then B) that need no runtime compilation (seconds of NVRTC), are
 //     deterministic and fit the workspace limit. Their tuned knobs beat the legacy algorithms on
 //     the H200 by 2.6-2.8x on the VAE's 1-frame boundary convs, 1.09x over its decode
-//     (tools/bench/cudnn_conv_engines_probe.cpp).
+//     (tools/bench/cudnn_conv_engines_probe.cpp, bench/RESULTS.md).
 // The first call of a geometry times the legacy algorithm and each plan (on a scratch output) and
 // keeps a plan only when it ran faster, so it is never slower than the legacy path; a plan that
 // cuDNN refuses, now or later, sends the geometry to the legacy path for good. During CUDA graph

@@ -1,7 +1,8 @@
 #pragma once
 // The cuDNN convolution choices (conv_cudnn.cpp) kept on disk, so that a later process skips the
 // timing: the first conv VAE decode of a process otherwise times cudnnFind's algorithms and up to
-// 8 backend plans for each of its ~80 geometries (about 2.5 s on an H200, more than the decode).
+// 8 backend plans for each of its ~80 geometries (about 2.5 s on an H200, more than the decode;
+// bench/RESULTS.md).
 //
 // One JSON file; entries are grouped by a device key (GPU name, compute capability, SM count,
 // cuDNN runtime version), so a file shared between GPUs or cuDNN upgrades never hands one's

@@ -42,8 +42,8 @@ constexpr int kRowsQ = kWarps * 16;
 constexpr int kMaxGroups = 1024;
 
 // The 8 warps tile the block as 2 x 2 x 2 sub-tiles (a 4 x 4 x 8 query tile); a key tile is 8
-// groups (64 keys). Measured on the H200 against 4 x 8 x 4 and 2 x 4 x 16 blocks and 16-group
-// tiles (tests/cuda/timing_test.cpp, the decoder's shapes): within 10%, this one the best overall.
+// groups (64 keys). On the decoder's shapes 4 x 8 x 4 and 2 x 4 x 16 blocks and 16-group tiles
+// come within 10% of it, none faster overall (bench/RESULTS.md).
 constexpr int kArrT = 2, kArrH = 2, kArrW = 2, kGroups = 8;
 // Key tiles in flight: the loop is bound by the latency of the K/V loads (little MMA work per tile
 // once most groups are skipped), so they are prefetched kStages - 1 tiles ahead.
@@ -261,7 +261,7 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
 
     if (need != 0) {
       // One branch per group (warp-uniform): a group outside the warp's window union costs
-      // nothing. (Computing whole quads of groups for more independent MMAs measured slower.)
+      // nothing. (Whole quads of groups, for more independent MMAs, are slower: bench/RESULTS.md.)
       float sc[kGroups][4];
 #pragma unroll
       for (int t = 0; t < kGroups; ++t) {

@@ -49,15 +49,13 @@
 //   j / kSub at its last sub-tile); consumer 1 starts at unit d = min(its first unit, 2 kSub) so
 //   that both work on nearby planes within the 3-stage ring (see the schedule in the kernel).
 //
-// Expected efficiency (11^3 window, interior; unmeasured): a consumer scores 14 planes x 208
+// Why wgmma despite the wasted keys (11^3 window, interior): a consumer scores 14 planes x 208
 // columns = 2912 keys per query row for 1331 window keys (46% of the Q K^T work; P V runs 112 keys
-// per 104-key sub-tile, 42%). The mma.sync kernel scores 66% useful keys but is issue bound at
-// 62.5 TFLOP/s of window FLOPs; wgmma needs far fewer issue slots per key and the CUDA-core work
-// per scored element is the dense kernel's (mask test, max, one exp2, sum). If the loop runs near
-// the dense wgmma kernel's D 64 rate, that is ~150-200 TFLOP/s of window FLOPs; the short loops
-// (28 sub-tiles per consumer) and the per-block prologue (mask build, Q gather, pipeline fill) will
-// cost some of it. K/V traffic per block is the tensor-core kernel's box (3528 keys per 128
-// queries; L2 was at 10% there).
+// per 104-key sub-tile, 42%). The mma.sync kernel scores 66% useful keys but is issue bound;
+// wgmma needs far fewer issue slots per key and the CUDA-core work per scored element is the
+// dense kernel's (mask test, max, one exp2, sum), so this kernel runs about twice as many window
+// FLOPs a second (bench/RESULTS.md). K/V traffic per block is the tensor-core kernel's box (3528
+// keys per 128 queries), far below what the L2 serves.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cudaTypedefs.h>

@@ -386,8 +386,8 @@ __host__ __device__ constexpr int residual_norm_smem_per_element(bool cached, bo
 // its scale and shift cached after the gate): gated_add_rms_norm_modulate2's two AdaLN inputs.
 // kPrefetch (a grid of resident blocks, each taking rows r, r + gridDim, ...): the next row's x
 // and y are copied into shared memory with cp.async while the block reduces and modulates the
-// current one, so that the loads' latency (the kernels' largest stall, Nsight Compute, session
-// 20) overlaps work; each thread copies the chunks it reads itself (no barrier needed).
+// current one, so that the loads' latency (the kernels' largest stall in Nsight Compute,
+// bench/RESULTS.md) overlaps work; each thread copies the chunks it reads itself (no barrier).
 template <int kMinBlocks, bool kTwo, bool kPrefetch>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
     gated_add_rms_norm_modulate_kernel(RowArgs a, ModArgs m, ModArgs g, const void* y, void* x_next,
@@ -815,7 +815,7 @@ __device__ __forceinline__ void store_chunk_over(void* y_row, int c, const DimCh
 
 // SiLU of a bf16 value as a table lookup (rms_norm_dim_silu's vector kernel on bf16): the fused
 // kernel is bound by instruction issue with expf and a division per element (1.7 TB/s against
-// 3.2 for the plain PixelNorm, session 14), while the normalised value it applies SiLU to is
+// 3.2 for the plain PixelNorm, bench/RESULTS.md), while the normalised value it applies SiLU to is
 // rounded to bf16 first, so the result is a function of 16 bits. The table holds
 // f32_to_bf16(silu(v)) for every bf16 v with 2^-32 <= |v| < 2^6 (PixelNorm's outputs are at most
 // sqrt(d) in magnitude), computed on the device by the same scalar::unary<Silu> as ops::silu;
@@ -893,8 +893,8 @@ __device__ __forceinline__ uint32_t max_u16x2(uint32_t a, uint32_t b) {
 // zero itself (the correction is formed as -(q rms - x), so -0 stays -0) and so is its SiLU. The
 // bounds are rounded inwards to bf16 magnitudes; tiny nonzero values, denormals, inf and NaN (and
 // any rms outside that range) take the per-value path. Both paths give the same bits; the
-// branch-free one drops the per-value branches (41 instructions per value before, Nsight Compute;
-// 0.208 -> 0.156 ms a 512-channel pass, session 18). Kept as the check compares them:
+// branch-free one drops the per-value branches (the per-value form issues 41 instructions a value;
+// 0.208 against 0.156 ms a 512-channel pass, bench/RESULTS.md). Kept as the check compares them:
 // lo_m1 = lo - 1 (above any 16-bit value when no chunk may take the path), hi_b = 0x7fff + hi.
 struct SiluRowScale {
   float rms, inv;
@@ -1420,7 +1420,7 @@ void set_row_cache(ModArgs* m, int64_t d) {
 }
 
 // The block-per-row norm kernels' minimum resident blocks (with_row_min_blocks), timed on 6144 x
-// 4096 bf16 rows with per-sample AdaLN values (session 15): rms_norm(_modulate) 6 (40 registers,
+// 4096 bf16 rows, per-sample AdaLN values (bench/RESULTS.md): rms_norm(_modulate) 6 (40 registers,
 // 0.062 ms) against 4 (56 registers, 0.067 ms); the residual + norm kernel, whose 32 KiB of shared
 // memory allows 7 blocks anyway, 4 (0.098 ms) against 6 (0.104 ms, spilling).
 constexpr int kRowNormMinBlocks = 6;

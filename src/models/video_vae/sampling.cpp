@@ -60,7 +60,8 @@ DepthToSpaceUpsample DepthToSpaceUpsample::load(io::WeightMap& w, int64_t in_cha
                               padding, opt);
   // The conv's output channels as "(p1 p2 p3 c)" instead of the checkpoint's "(c p1 p2 p3)": the
   // same values, but on channels-last activations the depth-to-space copy then moves whole runs
-  // of c channels (the gather at a stride of p was ~45 ms of the 1536 x 1024 decode).
+  // of c channels (the gather at a stride of p costs ~45 ms of the 1536 x 1024 decode,
+  // bench/RESULTS.md).
   u.conv.permute_output_channels(p);
   return u;
 }

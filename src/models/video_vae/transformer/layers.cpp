@@ -19,9 +19,10 @@ LinearPixelShuffleUpsample LinearPixelShuffleUpsample::load(io::WeightMap& w, in
   u.out_channels = proj_out / cells;
   u.proj = nn::Linear::load(w, "proj", in_channels, proj_out, true, opt);
   // The checkpoint orders the projection's outputs (c p1 p2 p3): the shuffle would then gather
-  // each output channel at a stride of prod(stride) elements (a 6 GB copy of the stage-5 context
-  // ran at ~0.3 TB/s on an H200). Its rows are reordered once to (p1 p2 p3 c) here, the same dot
-  // products in another order, so the shuffle moves runs of out_channels contiguous values.
+  // each output channel at a stride of prod(stride) elements (~0.3 TB/s on an H200 for the 6 GB
+  // of the stage-5 context, bench/RESULTS.md). Its rows are reordered once to (p1 p2 p3 c) here,
+  // the same dot products in another order, so the shuffle moves runs of out_channels contiguous
+  // values.
   const int64_t c = u.out_channels;
   u.proj.weight = u.proj.weight.reshape({c, cells, in_channels})
                       .permute({1, 0, 2})
