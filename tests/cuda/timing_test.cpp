@@ -178,12 +178,12 @@ TEST(CudaTiming, DISABLED_PrintsFusedGlueTimes) {
     std::printf("[timing bf16] %-34s %.3f ms\n", name, s * 1e3);
   };
   report("add x2 + rms_norm_modulate", seconds_per_call([&] {
-           (void)ops::rms_norm_modulate(x, scale.value(), shift.value(), 1e-6);
+           (void)ops::rms_norm_modulate(x, ops::materialize(scale), ops::materialize(shift), 1e-6);
          }, 10));
   report("rms_norm_modulate (summed)",
          seconds_per_call([&] { (void)ops::rms_norm_modulate(x, scale, shift, 1e-6); }, 10));
   report("add + gated_add",
-         seconds_per_call([&] { (void)ops::gated_add(x, y, gate.value()); }, 10));
+         seconds_per_call([&] { (void)ops::gated_add(x, y, ops::materialize(gate)); }, 10));
   report("gated_add (summed)", seconds_per_call([&] { (void)ops::gated_add(x, y, gate); }, 10));
   report("gated_add + rms_norm_modulate", seconds_per_call([&] {
            (void)ops::rms_norm_modulate(ops::gated_add(x, y, gate), scale, shift, 1e-6);

@@ -49,7 +49,7 @@ Tensor ada_zero(const Tensor& x, double eps, const ops::Summed& scale, const ops
 // x + y * gate [* mask], in the reference's order: (y * gate) * mask, then the residual add.
 Tensor gated_residual(const Tensor& x, const Tensor& y, const ops::Summed& gate, const Tensor& mask) {
   if (!mask.defined()) return ops::gated_add(x, y, gate);
-  return ops::gated_add(x, ops::mul(y, gate.value()), mask);
+  return ops::gated_add(x, ops::mul(y, ops::materialize(gate)), mask);
 }
 
 }  // namespace
