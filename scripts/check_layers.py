@@ -76,7 +76,37 @@ def read_table(root):
         unknown = sorted(a for a in allowed if a not in table)
         if unknown:
             raise TableError(f"{path}: row {folder}/ allows {', '.join(unknown)}, which have no row")
+    cycle = find_cycle(table)
+    if cycle:
+        raise TableError(f"{path}: the layer rules must not form a cycle, but "
+                         f"{' -> '.join(f + '/' for f in cycle)} may include each other")
     return table
+
+
+def find_cycle(table):
+    """A list of folders [a, b, ..., a] where each may include the next, or None."""
+    state = {}  # folder -> 1 while on the path, 2 when done
+
+    def visit(folder, path):
+        state[folder] = 1
+        path.append(folder)
+        for lower in sorted(table[folder] - {folder}):
+            if state.get(lower) == 1:
+                return path[path.index(lower):] + [lower]
+            if lower not in state:
+                found = visit(lower, path)
+                if found:
+                    return found
+        path.pop()
+        state[folder] = 2
+        return None
+
+    for folder in sorted(table):
+        if folder not in state:
+            found = visit(folder, [])
+            if found:
+                return found
+    return None
 
 
 def layer_of(rel, table):
@@ -250,10 +280,23 @@ def self_test():
             print(f"self-test: the planted violation {m} was not reported")
         for p in found:
             print(f"self-test: reported without a planted violation: {p}")
+        # A table whose rows include each other is refused.
+        with open(os.path.join(scratch, DOC), encoding="utf-8") as f:
+            doc = f.read()
+        with open(os.path.join(scratch, DOC), "w", encoding="utf-8") as f:
+            f.write(doc.replace("| `core/` | |", "| `core/` | `ops/` |", 1))
+        try:
+            check(scratch)
+            print("self-test: a table with the cycle core/ -> ops/ -> core/ was accepted")
+            missing.append("cycle")
+        except TableError as e:
+            if "cycle" not in str(e):
+                print(f"self-test: the cyclic table was refused for another reason: {e}")
+                missing.append("cycle")
         if missing or found:
             return 1
         print(f"self-test: all {sum(len(e) for _, e in PLANTED.values())} planted violations "
-              "reported, nothing else")
+              "reported, nothing else; a cyclic table refused")
         return 0
     finally:
         shutil.rmtree(scratch)

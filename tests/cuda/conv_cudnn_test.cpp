@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/conv.h"
 #include "backend/cuda/conv_cudnn.h"
 #include "backend/cuda/conv_tuning_cache.h"
 #include "cuda/cuda_test_util.h"
