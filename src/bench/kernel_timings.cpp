@@ -261,11 +261,11 @@ void fused_glue(Rows& r) {
   const ops::Summed scale = value(1), shift = value(0), gate = value(2);
   const auto report = [&](const char* name, double s) { r.add(dt, format("%-34s", name), s); };
   report("add x2 + rms_norm_modulate", r.seconds_per_call([&] {
-           (void)ops::rms_norm_modulate(x, scale.value(), shift.value(), 1e-6);
+           (void)ops::rms_norm_modulate(x, ops::materialize(scale), ops::materialize(shift), 1e-6);
          }, 10));
   report("rms_norm_modulate (summed)",
          r.seconds_per_call([&] { (void)ops::rms_norm_modulate(x, scale, shift, 1e-6); }, 10));
-  report("add + gated_add", r.seconds_per_call([&] { (void)ops::gated_add(x, y, gate.value()); }, 10));
+  report("add + gated_add", r.seconds_per_call([&] { (void)ops::gated_add(x, y, ops::materialize(gate)); }, 10));
   report("gated_add (summed)", r.seconds_per_call([&] { (void)ops::gated_add(x, y, gate); }, 10));
   report("gated_add + rms_norm_modulate", r.seconds_per_call([&] {
            (void)ops::rms_norm_modulate(ops::gated_add(x, y, gate), scale, shift, 1e-6);

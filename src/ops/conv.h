@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "op_types/conv.h"
 
 namespace ltx::ops {
 
@@ -57,5 +58,12 @@ Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const ConvArg<1>& stride = {1}, const ConvArg<1>& padding = {0},
                         const ConvArg<1>& output_padding = {0}, int64_t groups = 1,
                         const ConvArg<1>& dilation = {1});
+
+// The transposed conv of spec.rank (1-3) spatial dims, of which conv_transpose1d is the 1-D form
+// (no conv_transpose2d / 3d op yet): x [N, C, *spatial], weight [C, O / groups, *kernel], bias
+// [O] or undefined, per dim the stride, padding, dilation and output_padding of `spec`, checked
+// as conv_transpose1d checks its own. CUDA runs it as the equivalent forward conv (conv.cpp).
+Tensor conv_transpose_nd(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const ConvSpec& spec);
 
 }  // namespace ltx::ops

@@ -3,48 +3,13 @@
 #include <string>
 
 #include "backend/cpu/elementwise.h"
-#include "backend/scalar_math.h"
+#include "backend/common/scalar_math.h"
 #include "ops/dispatch.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/elementwise.h"
 #endif
 
 namespace ltx::ops {
-
-const char* binary_op_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Pow: return "pow";
-  }
-  return "binary";
-}
-
-const char* unary_op_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Rsqrt: return "rsqrt";
-    case UnaryOp::Sin: return "sin";
-    case UnaryOp::Cos: return "cos";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Silu: return "silu";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Square: return "square";
-    case UnaryOp::Softplus: return "softplus";
-    case UnaryOp::Gelu: return "gelu";
-    case UnaryOp::GeluTanh: return "gelu_tanh";
-  }
-  return "unary";
-}
 
 namespace {
 
@@ -270,7 +235,7 @@ Tensor gated_add(const Tensor& x, const Tensor& y, const Summed& gate) {
   check_defined("gated_add", {&x});
   check_f32("gated_add", "x", x);
   switch (check_ternary("gated_add", x, "y", y, "gate", gate).type) {
-    case DeviceType::CPU: return cpu::gated_add(x, y, gate.value());
+    case DeviceType::CPU: return cpu::gated_add(x, y, materialize(gate));
     case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::gated_add(x, y, gate), "gated_add");
   }
   unreachable_device("gated_add");
@@ -304,7 +269,7 @@ Tensor modulate(const Tensor& x, const Summed& scale, const Summed& shift) {
   check_defined("modulate", {&x});
   check_f32("modulate", "x", x);
   switch (check_ternary("modulate", x, "scale", scale, "shift", shift).type) {
-    case DeviceType::CPU: return cpu::modulate(x, scale.value(), shift.value());
+    case DeviceType::CPU: return cpu::modulate(x, materialize(scale), materialize(shift));
     case DeviceType::CUDA: LTX_CUDA_DISPATCH(return cuda::modulate(x, scale, shift), "modulate");
   }
   unreachable_device("modulate");

@@ -4,38 +4,13 @@
 // Inputs may be non-contiguous or expanded (stride 0); results are new contiguous f32 tensors.
 // On CUDA every float operand may also be bf16 (math in f32; the result is bf16 when all float
 // operands are, see ops::float_result_dtype); the per-element math is shared by both backends
-// (backend/scalar_math.h), so the arithmetic ops agree bit for bit. The binary ops also take f64
-// operands (see binary()).
-#include <cstdint>
-
+// (backend/common/scalar_math.h), so the arithmetic ops agree bit for bit. The binary ops also
+// take f64 operands (see binary()). The op enums are declared in op_types/elementwise.h.
 #include "core/tensor.h"
+#include "op_types/elementwise.h"
 #include "ops/summed.h"
 
 namespace ltx::ops {
-
-enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
-
-enum class UnaryOp : uint8_t {
-  Neg,
-  Abs,
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Sin,
-  Cos,
-  Tanh,
-  Sigmoid,
-  Silu,
-  Relu,
-  Square,
-  Softplus,  // log(1 + exp(x)), linear above x > 20 (torch's beta=1, threshold=20)
-  Gelu,      // exact: 0.5 x (1 + erf(x / sqrt 2))
-  GeluTanh,  // torch approximate="tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-};
-
-const char* binary_op_name(BinaryOp op);
-const char* unary_op_name(UnaryOp op);
 
 // ---- generic entry points (the named ops below are thin wrappers) ----
 // Float64: when either operand of a binary op (all but pow) is f64, the other is widened (f32,

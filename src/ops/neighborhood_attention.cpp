@@ -11,11 +11,6 @@
 
 namespace ltx::ops {
 
-int64_t neighborhood_window_start(int64_t i, int64_t length, int64_t kernel) {
-  if (kernel >= length) return 0;
-  return std::clamp<int64_t>(i - kernel / 2, 0, length - kernel);
-}
-
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
                                  const std::array<int64_t, 3>& kernel,
                                  std::optional<double> scale, const QueryColumns& cols) {

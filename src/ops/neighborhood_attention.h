@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/tensor.h"
+#include "op_types/neighborhood_attention.h"
 
 namespace ltx::ops {
 
@@ -14,23 +15,11 @@ namespace ltx::ops {
 // shifted inward at the borders and never truncated; K >= L means the whole axis.
 //   out = softmax_window(q . k * scale) @ v,   scale defaults to 1 / sqrt(D).
 // CPU: f32; the window's scores live in a per-thread buffer (Kt Kh Kw floats), nothing else is
-// materialised.
-// The query columns (W positions) [begin, begin + count) to compute (count -1: to the end). The
-// output then holds only those, [B, T, H, count, NH, Dv]; the keys and every window are still
-// those of the whole volume. (The diffusion decoder's W-chunked attention keeps only each slab's
-// core columns.)
-struct QueryColumns {
-  int64_t begin = 0;
-  int64_t count = -1;
-};
-
+// materialised. cols: the query columns to compute (QueryColumns in
+// op_types/neighborhood_attention.h, with the window rule neighborhood_window_start).
 Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor& v,
                                  const std::array<int64_t, 3>& kernel,
                                  std::optional<double> scale = std::nullopt,
                                  const QueryColumns& cols = {});
-
-// The window start of position i along an axis of length `length` with kernel `kernel` (the rule
-// above; 0 when kernel >= length).
-int64_t neighborhood_window_start(int64_t i, int64_t length, int64_t kernel);
 
 }  // namespace ltx::ops

@@ -57,7 +57,7 @@ Tensor rms_norm_modulate(const Tensor& x, const Summed& scale, const Summed& shi
   check_rms_norm_modulate(op, x, scale, shift, weight);
   switch (common_device(op, {&x, &scale.a, &scale.b, &shift.a, &shift.b, &weight}).type) {
     case DeviceType::CPU:
-      return cpu::rms_norm_modulate(x, scale.value(), shift.value(), eps, weight);
+      return cpu::rms_norm_modulate(x, materialize(scale), materialize(shift), eps, weight);
     case DeviceType::CUDA:
       LTX_CUDA_DISPATCH(return cuda::rms_norm_modulate(x, scale, shift, eps, weight), op);
   }

@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "op_types/reduce.h"
 
 namespace ltx::ops {
-
-enum class ReduceOp : uint8_t { Sum, Mean, Amax, Amin };
 
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
 

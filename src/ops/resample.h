@@ -5,15 +5,9 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "op_types/resample.h"
 
 namespace ltx::ops {
-
-enum class InterpMode {
-  Nearest,       // torch "nearest": src = min(floor(dst * scale), in - 1)
-  NearestExact,  // torch "nearest-exact": src = min(floor((dst + 0.5) * scale), in - 1)
-  Linear,        // torch "linear" / "bilinear" / "trilinear" for 1 / 2 / 3 spatial dims
-  Area,          // torch "area" (adaptive average pooling windows)
-};
 
 // torch.nn.functional.interpolate(x, size=output_size, mode, align_corners) on x [N, C, *spatial]
 // with 1-3 spatial dims, f32. output_size has one entry per spatial dim (or one for all).

@@ -3,16 +3,9 @@
 #include <array>
 
 #include "core/tensor.h"
+#include "op_types/rope.h"
 
 namespace ltx::ops {
-
-enum class RopeLayout {
-  // Rotate pairs (x[i], x[i + D/2]) by angle i; cos/sin [..., D/2].
-  Split,
-  // Rotate pairs (x[2i], x[2i+1]); cos/sin [..., D], one value per element (the reference
-  // repeats each angle twice).
-  Interleaved,
-};
 
 // x [..., D] (D even), e.g. [B, H, T, Dh]; cos and sin have equal shapes whose last dim is D/2
 // (Split) or D (Interleaved) and whose leading dims broadcast to x's (e.g. [B, 1, T, .] or
@@ -43,10 +36,6 @@ Tensor rms_norm_rope(const Tensor& x, const Tensor& weight, double eps, const Te
 Tensor rms_norm_rope_unfused(const Tensor& x, const Tensor& weight, double eps, const Tensor& cos,
                              const Tensor& sin, RopeLayout layout, int64_t heads);
 
-struct QkRope {
-  Tensor q, k;
-};
-
 // Self-attention's q and k, prepared with one pair of tables: {rms_norm_rope(q, q_weight, ...),
 // rms_norm_rope(k, k_weight, ...)}, bit for bit. q and k [B, T, D] of one shape, dtype and device.
 // CUDA: one launch that reads each token's cos / sin once for both rows, when both take the
@@ -56,15 +45,6 @@ QkRope qk_rms_norm_rope(const Tensor& q, const Tensor& k, const Tensor& q_weight
                         RopeLayout layout, int64_t heads);
 
 // ---- 3-D absolute RoPE (the diffusion video decoder's neighborhood attention) ----
-
-// The tables of a 3-D interleaved RoPE on x [B, T, H, W, heads, D] with D = d_t + d_h + d_w: the
-// chunk of axis a (t, h, w = x's dims 1, 2, 3) rotates its interleaved pairs with
-// cos[a] / sin[a] [L_a, d_a] (one entry per element, as RopeLayout::Interleaved), row i being
-// the angles of index i along that axis. Built once per grid and reused across calls (the
-// decoder keeps them on the activations' device).
-struct Rope3dTables {
-  std::array<Tensor, 3> cos, sin;
-};
 
 // The composition: three apply_rope (Interleaved) on the t / h / w chunks of x + concat. A new
 // contiguous tensor of x's dtype.

@@ -126,7 +126,7 @@ TEST(CudaChannelsLast, ReplicateTimeFoldMatchesPadThenConv) {
       const Tensor b = bf16_cpu({24}, ++seed);
       const Tensor xg = last ? gpu(x).to_channels_last() : gpu(x);
       const Tensor wg = gpu(w).to_channels_last(), bg = gpu(b);
-      cpu::ConvSpec spec;
+      ops::ConvSpec spec;
       spec.rank = 3;
       spec.padding = {0, 1, 1};
       ASSERT_TRUE(cuda::cudnn_replicate_time_applies(xg, wg, bg, spec, 1, 1));
@@ -192,7 +192,7 @@ TEST(CudaChannelsLast, ReplicateTimeResidualEqualsConvThenAddBitForBit) {
 TEST(CudaChannelsLast, ReplicateTimeFallsBackToTheCompositionElsewhere) {
   LTX_REQUIRE_CUDA();
   const Tensor x = gpu(bf16_cpu({1, 8, 3, 4, 4}, 40)), w = gpu(bf16_cpu({8, 8, 3, 3, 3}, 41, 0.2f));
-  cpu::ConvSpec spec;
+  ops::ConvSpec spec;
   spec.rank = 3;
   spec.padding = {0, 1, 1};
   EXPECT_FALSE(cuda::cudnn_replicate_time_applies(x, w, Tensor(), spec, 2, 0));  // causal

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/conv.h"
 #include "backend/cuda/conv_cudnn.h"
 #include "backend/cuda/conv_tuning_cache.h"
 #include "cuda/cuda_test_util.h"
@@ -28,8 +29,8 @@ Tensor bf16_cpu(const Shape& s, uint64_t seed) {
 }
 
 
-cpu::ConvSpec spec_of(int rank, int64_t stride, int64_t pad, int64_t dil, int64_t groups) {
-  cpu::ConvSpec s;
+ops::ConvSpec spec_of(int rank, int64_t stride, int64_t pad, int64_t dil, int64_t groups) {
+  ops::ConvSpec s;
   s.rank = rank;
   for (int i = 0; i < rank; ++i) {
     s.stride[i] = stride;
@@ -63,7 +64,7 @@ TEST(CudaCudnnConv, MatchesCpuConvOnBf16Inputs) {
       ws.push_back(c.k);
     }
     const Tensor x = bf16_cpu(xs, seed++), w = bf16_cpu(ws, seed++), b = bf16_cpu({c.o}, seed++);
-    const cpu::ConvSpec spec = spec_of(c.rank, c.stride, c.pad, c.dil, c.groups);
+    const ops::ConvSpec spec = spec_of(c.rank, c.stride, c.pad, c.dil, c.groups);
     const Tensor xg = x.to(kGpu, DType::BF16), wg = w.to(kGpu, DType::BF16), bg = b.to(kGpu, DType::BF16);
     ASSERT_TRUE(cuda::cudnn_conv_applies(xg, wg, bg, spec));
     const Tensor want = cpu::conv_nd(x, w, b, spec);
@@ -84,7 +85,7 @@ TEST(CudaCudnnConv, MatchesCpuConvOnBf16Inputs) {
 TEST(CudaCudnnConv, MatchesCpuConvWithUnevenPadding) {
   LTX_REQUIRE_CUDA();
   const Tensor x = bf16_cpu({1, 8, 11, 16, 32}, 11), w = bf16_cpu({8, 8, 3, 3, 3}, 12);
-  cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+  ops::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
   spec.padding[0] = 0;
   const Tensor xg = x.to(kGpu, DType::BF16), wg = w.to(kGpu, DType::BF16);
   ASSERT_TRUE(cuda::cudnn_conv_applies(xg, wg, Tensor(), spec));
@@ -98,11 +99,11 @@ TEST(CudaCudnnConv, MatchesCpuConvWithUnevenPadding) {
 // tiny demo model's latents) with CUDNN_STATUS_BAD_PARAM, so those stay on the im2col path.
 TEST(CudaCudnnConv, LeavesChannelCountsOffEightToTheGemmPath) {
   LTX_REQUIRE_CUDA();
-  const cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+  const ops::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
   const auto applies = [&](int64_t c, int64_t o, int64_t groups) {
     const Tensor x = Tensor::zeros({1, c, 5, 5, 5}, DType::BF16, kGpu);
     const Tensor w = Tensor::zeros({o, c / groups, 3, 3, 3}, DType::BF16, kGpu);
-    cpu::ConvSpec s = spec;
+    ops::ConvSpec s = spec;
     s.groups = groups;
     return cuda::cudnn_conv_applies(x, w, Tensor(), s);
   };
@@ -142,7 +143,7 @@ TEST(CudaCudnnConv, BackendPlansMatchLegacyAndCpu) {
     const Tensor bg = b.to(kGpu, DType::BF16);
     const int64_t pad_t = c.w[2] / 2;
     if (c.fold) {
-      cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+      ops::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
       spec.padding[0] = 0;
       ASSERT_TRUE(cuda::cudnn_replicate_time_applies(xg, wg, bg, spec, 1, 1));
     }
@@ -242,7 +243,7 @@ TEST(CudaCudnnConv, TakesOnlyBf16) {
   LTX_REQUIRE_CUDA();
   const Tensor x = Tensor::zeros({1, 8, 5, 5, 5}, DType::F32, kGpu);
   const Tensor w = Tensor::zeros({8, 8, 3, 3, 3}, DType::F32, kGpu);
-  const cpu::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
+  const ops::ConvSpec spec = spec_of(3, 1, 1, 1, 1);
   EXPECT_FALSE(cuda::cudnn_conv_applies(x, w, Tensor(), spec));
   EXPECT_FALSE(cuda::cudnn_conv_applies(x.to(DType::BF16), w, Tensor(), spec));
   EXPECT_TRUE(cuda::cudnn_conv_applies(x.to(DType::BF16), w.to(DType::BF16), Tensor(), spec));

@@ -114,7 +114,7 @@ TEST(CudaConv, ConvTranspose1dWithABroadcastDepthwiseFilterMatchesCpu) {
 
 TEST(CudaConv, ConvTransposeBackendMatchesCpuInTwoAndThreeDims) {
   LTX_REQUIRE_CUDA();
-  // No conv_transpose2d/3d op yet: the rank-generic backends, same spec, side by side.
+  // No conv_transpose2d/3d op yet: the rank-generic op, same spec, on both devices.
   struct Case {
     int rank;
     Shape x, w;
@@ -128,7 +128,7 @@ TEST(CudaConv, ConvTransposeBackendMatchesCpuInTwoAndThreeDims) {
       {3, {2, 2, 2, 3, 3}, {2, 5, 2, 1, 3}, {2, 1, 3}, {0, 0, 1}, {1, 0, 2}, {1, 1, 1}, 1}};
   uint64_t seed = 500;
   for (const Case& c : cases) {
-    cpu::ConvSpec spec;
+    ops::ConvSpec spec;
     spec.rank = c.rank;
     spec.groups = c.g;
     spec.stride = c.s;
@@ -138,7 +138,7 @@ TEST(CudaConv, ConvTransposeBackendMatchesCpuInTwoAndThreeDims) {
     const Tensor x = test::random_tensor(c.x, seed++), w = test::random_tensor(c.w, seed++);
     const Tensor b = test::random_tensor({c.w[1] * c.g}, seed++);
     const Tensor want = cpu::conv_transpose_nd(x, w, b, spec);
-    const Tensor got = cuda::conv_transpose_nd(gpu(x), gpu(w), gpu(b), spec);
+    const Tensor got = ops::conv_transpose_nd(gpu(x), gpu(w), gpu(b), spec);
     EXPECT_TRUE(near(got, want, kAtol, kRtol)) << "rank " << c.rank << " x " << c.x.str()
                                                << " w " << c.w.str();
   }

@@ -171,7 +171,7 @@ TEST(CudaFusedGlue, SummedAdaValuesEqualAddThenOpBitForBit) {
           const auto value = [&](int64_t row) { return ops::Summed(tg.select(0, row), sg.select(2, row)); };
           const Tensor xg = x.to(kGpu, dt), yg = y.to(kGpu, dt);
           const ops::Summed scale = value(1), shift = value(0), gate = value(2);
-          const Tensor scale_v = scale.value(), shift_v = shift.value(), gate_v = gate.value();
+          const Tensor scale_v = ops::materialize(scale), shift_v = ops::materialize(shift), gate_v = ops::materialize(gate);
 
           const Tensor norm = ops::rms_norm_modulate(xg, scale, shift, 1e-6);
           EXPECT_TRUE(same_bytes(norm, ops::rms_norm_modulate(xg, scale_v, shift_v, 1e-6)));
@@ -325,7 +325,7 @@ TEST(CudaFusedGlue, GatedAddRmsNormModulateEqualsTheTwoOps) {
       EXPECT_TRUE(same_bytes(got.h, want_h));
       // Plain (not summed) operands.
       const ops::ResidualNorm plain =
-          ops::gated_add_rms_norm_modulate(x, y, gate.value(), scale.value(), shift, 1e-6);
+          ops::gated_add_rms_norm_modulate(x, y, ops::materialize(gate), ops::materialize(scale), shift, 1e-6);
       EXPECT_TRUE(same_bytes(plain.x, want_x));
       EXPECT_TRUE(same_bytes(plain.h, want_h));
       // Off the kernel: the two ops, the same bits.

@@ -285,6 +285,46 @@ TEST(ConvTranspose1d, RejectsBadArguments) {
   EXPECT_ERROR_HAS(ops::conv_transpose1d(x, w, {}, {1}, {0}, {0}, 3), "not divisible by groups");
 }
 
+TEST(ConvTransposeNd, MatchesConvTranspose1dAlongAnyAxis) {
+  // x [N, C, L] as [N, C, L] (rank 1), [N, C, 1, L] and [N, C, L, 1] (rank 2): the same values.
+  const int64_t s = 2, p = 1, op = 1, d = 1, g = 2, K = 3;
+  const Tensor x = random_tensor({2, 4, 5}, 61), w = random_tensor({4, 3, K}, 62);
+  const Tensor b = random_tensor({6}, 63);
+  const Tensor want = ops::conv_transpose1d(x, w, b, {s}, {p}, {op}, g, {d});
+  ops::ConvSpec spec;
+  spec.rank = 1;
+  spec.groups = g;
+  spec.stride[0] = s;
+  spec.padding[0] = p;
+  spec.output_padding[0] = op;
+  spec.dilation[0] = d;
+  EXPECT_EQ(max_abs_diff(ops::conv_transpose_nd(x, w, b, spec), want), 0.0);
+  for (int axis = 0; axis < 2; ++axis) {
+    ops::ConvSpec spec2;
+    spec2.rank = 2;
+    spec2.groups = g;
+    spec2.stride[axis] = s;
+    spec2.padding[axis] = p;
+    spec2.output_padding[axis] = op;
+    const Tensor y = ops::conv_transpose_nd(x.unsqueeze(3 - axis), w.unsqueeze(3 - axis), b, spec2);
+    EXPECT_LE(max_abs_diff(y.squeeze(3 - axis), want), 1e-6) << "axis " << axis;
+  }
+}
+
+TEST(ConvTransposeNd, RejectsBadArguments) {
+  const Tensor x = random_tensor({1, 4, 5, 6}, 1), w = random_tensor({4, 3, 2, 2}, 2);
+  ops::ConvSpec spec;
+  EXPECT_ERROR_HAS(ops::conv_transpose_nd(x, w, {}, spec), "spec.rank must be 1, 2 or 3");
+  spec.rank = 2;
+  spec.output_padding[1] = 1;  // not smaller than stride 1 or dilation 1
+  EXPECT_ERROR_HAS(ops::conv_transpose_nd(x, w, {}, spec), "output_padding 1");
+  spec.output_padding[1] = 0;
+  spec.padding[0] = 3;
+  EXPECT_ERROR_HAS(ops::conv_transpose_nd(x, w, {}, spec), "not positive");
+  spec.rank = 3;
+  EXPECT_ERROR_HAS(ops::conv_transpose_nd(x, w, {}, spec), "must have 5 dims");
+}
+
 // ---------------------------------------------------------------- causal compositions
 
 // Reference for a conv whose input index along each axis goes through `src` (returning -1 for a

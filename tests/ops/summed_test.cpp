@@ -53,13 +53,13 @@ TEST(SummedOperand, ModulateAndGatedAddEqualAddThenOpBitForBit) {
       const Tensor x = bf16_values({2, t, d}, seed++, -3.f, 3.f), y = bf16_values({2, t, d}, seed++);
       const ops::Summed scale = ada.value(1), shift = ada.value(0), gate = ada.value(2);
       const Tensor got = ops::modulate(test::non_contiguous_copy(x), scale, shift);
-      EXPECT_EQ(test::max_abs_diff(got, ops::modulate(x, scale.value(), shift.value())), 0.0);
+      EXPECT_EQ(test::max_abs_diff(got, ops::modulate(x, ops::materialize(scale), ops::materialize(shift))), 0.0);
       // A plain shift next to a summed scale, and the other way round.
       EXPECT_EQ(test::max_abs_diff(ops::modulate(x, scale, shift.a),
-                                   ops::modulate(x, scale.value(), shift.a)),
+                                   ops::modulate(x, ops::materialize(scale), shift.a)),
                 0.0);
       EXPECT_EQ(test::max_abs_diff(ops::modulate(x, scale.b, shift),
-                                   ops::modulate(x, scale.b, shift.value())),
+                                   ops::modulate(x, scale.b, ops::materialize(shift))),
                 0.0);
       const Tensor want = test::make_ref(x.shape(), [&](const std::vector<int64_t>& i) {
         const double s = at(scale.a, i) + at(scale.b, i), h = at(shift.a, i) + at(shift.b, i);
@@ -68,7 +68,7 @@ TEST(SummedOperand, ModulateAndGatedAddEqualAddThenOpBitForBit) {
       EXPECT_LE(test::max_abs_diff(got, want), 1e-5);
 
       const Tensor gated = ops::gated_add(x, test::non_contiguous_copy(y), gate);
-      EXPECT_EQ(test::max_abs_diff(gated, ops::gated_add(x, y, gate.value())), 0.0);
+      EXPECT_EQ(test::max_abs_diff(gated, ops::gated_add(x, y, ops::materialize(gate))), 0.0);
       EXPECT_EQ(test::max_abs_diff(gated, ops::add(x, ops::mul(y, ops::add(gate.a, gate.b)))), 0.0);
       // Both summands count.
       EXPECT_GT(test::max_abs_diff(gated, ops::gated_add(x, y, gate.a)), 1e-3);
@@ -87,15 +87,15 @@ TEST(SummedOperand, RmsNormModulateEqualsAddThenOpBitForBit) {
       const Tensor x = bf16_values({2, t, d}, seed++, -3.f, 5.f);
       const ops::Summed scale = ada.value(4), shift = ada.value(3);
       const Tensor got = ops::rms_norm_modulate(test::non_contiguous_copy(x), scale, shift, 1e-6);
-      EXPECT_EQ(test::max_abs_diff(got, ops::rms_norm_modulate(x, scale.value(), shift.value(), 1e-6)), 0.0);
-      EXPECT_EQ(test::max_abs_diff(got, ops::modulate(ops::rms_norm(x, Tensor(), 1e-6), scale.value(),
-                                                      shift.value())),
+      EXPECT_EQ(test::max_abs_diff(got, ops::rms_norm_modulate(x, ops::materialize(scale), ops::materialize(shift), 1e-6)), 0.0);
+      EXPECT_EQ(test::max_abs_diff(got, ops::modulate(ops::rms_norm(x, Tensor(), 1e-6), ops::materialize(scale),
+                                                      ops::materialize(shift))),
                 0.0);
       EXPECT_GT(test::max_abs_diff(got, ops::rms_norm_modulate(x, scale.a, shift.a, 1e-6)), 1e-3);
       // With a weight (the decoder's form) and a plain shift.
       const Tensor w = bf16_values({d}, seed++, 0.5f, 1.5f);
       EXPECT_EQ(test::max_abs_diff(ops::rms_norm_modulate(x, scale, shift.b, 1e-6, w),
-                                   ops::modulate(ops::rms_norm(x, w, 1e-6), scale.value(), shift.b)),
+                                   ops::modulate(ops::rms_norm(x, w, 1e-6), ops::materialize(scale), shift.b)),
                 0.0);
     }
   }
@@ -122,8 +122,8 @@ TEST(SummedOperand, RejectsBadSummands) {
   EXPECT_NE(message([&] { ops::gated_add(x, ok, ops::Summed(Tensor(), row)); }).find("gated_add"),
             std::string::npos);
   // The summands' value is ops::add's.
-  EXPECT_EQ(test::max_abs_diff(ops::Summed(row, ok).value(), ops::add(row, ok)), 0.0);
-  EXPECT_EQ(ops::Summed(row).value().storage(), row.storage());
+  EXPECT_EQ(test::max_abs_diff(ops::materialize(ops::Summed(row, ok)), ops::add(row, ok)), 0.0);
+  EXPECT_EQ(ops::materialize(ops::Summed(row)).storage(), row.storage());
 }
 
 // Runs (Summed::run_ends): b holds one row per run of the sum's rows along dim -2. The sum is
@@ -146,10 +146,10 @@ TEST(SummedOperand, RunsStandForTheirRowsRepeated) {
   const int64_t run_of[6] = {0, 1, 1, 1, 2, 2};
   for (int64_t t = 0; t < 6; ++t)
     EXPECT_EQ(test::max_abs_diff(rep.narrow(1, t, 1), emb.select(2, 1).narrow(1, run_of[t], 1)), 0.0);
-  EXPECT_EQ(test::max_abs_diff(scale.value(), ops::add(scale.a, rep)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(ops::materialize(scale), ops::add(scale.a, rep)), 0.0);
   const ops::Summed middle = scale.run(1);
   EXPECT_EQ(test::max_abs_diff(ops::add(middle.a, middle.b).expand({2, 3, d}).contiguous(),
-                               scale.value().narrow(1, 1, 3)),
+                               ops::materialize(scale).narrow(1, 1, 3)),
             0.0);
 
   const Tensor x = bf16_values({2, 6, d}, 402, -3.f, 3.f), y = bf16_values({2, 6, d}, 403);
@@ -165,7 +165,7 @@ TEST(SummedOperand, RunsStandForTheirRowsRepeated) {
   EXPECT_EQ(test::max_abs_diff(got.h, want.h), 0.0);
   EXPECT_EQ(test::max_abs_diff(got.h2, want.h2), 0.0);
   // The runs count (not just the rows): a sum over other runs differs.
-  EXPECT_GT(test::max_abs_diff(ops::Summed(scale.a, scale.b, {2, 4, 6}).value(), scale.value()), 1e-3);
+  EXPECT_GT(test::max_abs_diff(ops::materialize(ops::Summed(scale.a, scale.b, {2, 4, 6})), ops::materialize(scale)), 1e-3);
 
   // Runs that do not describe b's rows.
   EXPECT_ERROR_HAS(ops::modulate(x, ops::Summed(table.select(0, 1), emb.select(2, 1), {1, 6}), shift),

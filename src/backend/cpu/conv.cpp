@@ -12,43 +12,6 @@
 
 namespace ltx::cpu {
 
-ConvGeometry conv_geometry(const Tensor& x, const Tensor& w, const ConvSpec& spec, bool transposed) {
-  ConvGeometry g;
-  const int R = spec.rank;
-  g.N = x.size(0);
-  g.C = x.size(1);
-  g.G = spec.groups;
-  g.Cg = g.C / g.G;
-  g.Og = transposed ? w.size(1) : w.size(0) / g.G;
-  g.O = g.Og * g.G;
-  for (int a = 0; a < 3; ++a) {
-    const int i = a - (3 - R);
-    if (i < 0) {
-      g.in[a] = g.out[a] = g.k[a] = g.s[a] = g.d[a] = 1;
-      g.p[a] = 0;
-      continue;
-    }
-    g.in[a] = x.size(2 + i);
-    g.k[a] = w.size(2 + i);
-    g.s[a] = spec.stride[i];
-    g.p[a] = spec.padding[i];
-    g.d[a] = spec.dilation[i];
-    g.out[a] = transposed ? (g.in[a] - 1) * g.s[a] - 2 * g.p[a] + g.d[a] * (g.k[a] - 1) +
-                                spec.output_padding[i] + 1
-                          : (g.in[a] + 2 * g.p[a] - g.d[a] * (g.k[a] - 1) - 1) / g.s[a] + 1;
-    g.K *= g.k[a];
-    g.Pin *= g.in[a];
-    g.Pout *= g.out[a];
-  }
-  return g;
-}
-
-Shape conv_output_shape(const ConvGeometry& g, int rank) {
-  Shape s = {g.N, g.O};
-  for (int a = 3 - rank; a < 3; ++a) s.push_back(g.out[a]);
-  return s;
-}
-
 namespace {
 
 constexpr int64_t kDefaultMaxColumns = 1024;
@@ -77,18 +40,18 @@ void run_items(int64_t items, size_t scratch, bool thin, const RunItem& run_item
 
 // A conv problem with its spatial dims padded to three (D, H, W); missing leading dims are size 1
 // with unit stride/dilation and no padding.
-using Geom = ConvGeometry;
+using Geom = ops::ConvGeometry;
 
 // The CPU runs its GEMMs through 32-bit BLAS indices.
-Geom make_geom(const Tensor& x, const Tensor& w, const ConvSpec& spec, bool transposed) {
-  const Geom g = conv_geometry(x, w, spec, transposed);
+Geom make_geom(const Tensor& x, const Tensor& w, const ops::ConvSpec& spec, bool transposed) {
+  const Geom g = ops::conv_geometry(x, w, spec, transposed);
   LTX_CHECK(g.Pin < INT_MAX && g.Pout < INT_MAX && g.Cg * g.K < INT_MAX && g.Og * g.K < INT_MAX,
             "conv: problem too large for 32-bit BLAS indices (", x.describe(), ", weight ",
             w.describe(), "); split the input");
   return g;
 }
 
-Shape out_shape(const Geom& g, int rank) { return conv_output_shape(g, rank); }
+Shape out_shape(const Geom& g, int rank) { return ops::conv_output_shape(g, rank); }
 
 // The i in [a, b) with 0 <= i * s + off < n, as [*lo, *hi).
 void valid_range(int64_t a, int64_t b, int64_t s, int64_t off, int64_t n, int64_t* lo,
@@ -316,7 +279,7 @@ void set_conv_tile_limits(int64_t max_columns, int64_t max_scratch_floats) {
   g_scratch_floats = max_scratch_floats >= 1 ? max_scratch_floats : kDefaultScratchFloats;
 }
 
-Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvSpec& spec) {
+Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const ops::ConvSpec& spec) {
   const Geom g = make_geom(x, w, spec, false);
   Tensor y = Tensor::empty(out_shape(g, spec.rank));
   if (y.numel() == 0) return y;
@@ -341,7 +304,7 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvS
 }
 
 Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const Tensor& bias,
-                         const ConvSpec& spec) {
+                         const ops::ConvSpec& spec) {
   const Geom g = make_geom(x, w, spec, true);
   Tensor y = Tensor::empty(out_shape(g, spec.rank));
   if (y.numel() == 0) return y;

@@ -1,7 +1,7 @@
 #include "backend/cpu/elementwise.h"
 
 #include "backend/cpu/elementwise_loop.h"
-#include "backend/scalar_math.h"
+#include "backend/common/scalar_math.h"
 
 namespace ltx::cpu {
 

@@ -2,7 +2,7 @@
 // CPU (fp32) implementations of the elementwise ops. Callers (src/ops/elementwise.cpp) have
 // already checked dtypes, devices and that the shapes broadcast.
 #include "core/tensor.h"
-#include "ops/elementwise.h"
+#include "op_types/elementwise.h"
 
 namespace ltx::cpu {
 

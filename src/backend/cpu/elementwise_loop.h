@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "backend/strided_layout.h"
+#include "backend/common/strided_layout.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/parallel.h"
-#include "ops/neighborhood_attention.h"
+#include "op_types/neighborhood_attention.h"
 
 namespace ltx::cpu {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
-#include "ops/neighborhood_attention.h"
+#include "op_types/neighborhood_attention.h"
 
 namespace ltx::cpu {
 

@@ -6,7 +6,7 @@
 
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/reduce_kernel.h"
-#include "backend/scalar_math.h"
+#include "backend/common/scalar_math.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {

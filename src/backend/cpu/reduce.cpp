@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "backend/cpu/reduce_kernel.h"
-#include "backend/scalar_math.h"
+#include "backend/common/scalar_math.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "ops/reduce.h"
+#include "op_types/reduce.h"
 
 namespace ltx::cpu {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/reduce_plan.h"
+#include "backend/common/reduce_plan.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {

@@ -1,6 +1,6 @@
 #pragma once
 #include "core/tensor.h"
-#include "ops/rope.h"
+#include "op_types/rope.h"
 
 namespace ltx::cpu {
 

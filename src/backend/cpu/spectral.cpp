@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "backend/stft_frames.h"
+#include "backend/common/stft_frames.h"
 #include "core/parallel.h"
 
 namespace ltx::cpu {

@@ -7,7 +7,7 @@
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/elementwise_loop.cuh"
-#include "ops/dispatch.h"
+#include "op_types/checks.h"
 
 namespace ltx::cuda {
 

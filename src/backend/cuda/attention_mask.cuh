@@ -9,7 +9,7 @@
 
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/mma_primitives.cuh"
-#include "backend/scalar_math.h"
+#include "backend/common/scalar_math.h"
 #include "core/tensor.h"
 
 namespace ltx::cuda {

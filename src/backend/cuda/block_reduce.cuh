@@ -4,7 +4,7 @@
 // multiple of 32 and at most 1024.
 #include <cstdint>
 
-#include "backend/scalar_math.h"
+#include "backend/common/scalar_math.h"
 
 namespace ltx::cuda {
 

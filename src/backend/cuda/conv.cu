@@ -6,13 +6,12 @@
 #include <vector>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/elementwise.h"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/linalg.h"
 #include "backend/cuda/stream.h"
-#include "ops/dispatch.h"
-#include "ops/elementwise.h"
-#include "ops/shape.h"
+#include "op_types/checks.h"
 
 namespace ltx::cuda {
 
@@ -53,7 +52,7 @@ __global__ void im2col_kernel(const void* x, DType xt, void* col, DType ct, Geom
 
 }  // namespace
 
-Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::ConvSpec& spec) {
+Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const ops::ConvSpec& spec) {
   // bf16: cuDNN's tensor-core convolutions (conv_cudnn.h); f32 (parity runs) and anything cuDNN
   // does not take: im2col + cuBLASLt below.
   if (cudnn_conv_applies(x, w, bias, spec)) return cudnn_conv_nd(x, w, bias, spec);
@@ -63,7 +62,7 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::
   const DType ct = ops::float_result_dtype({&x, &w});
   const DType out_t = ops::float_result_dtype({&x, &w, &bias});
   const Tensor xc = x.contiguous();
-  const cpu::ConvGeometry cg = cpu::conv_geometry(x, w, spec, false);  // shared with the CPU
+  const ops::ConvGeometry cg = ops::conv_geometry(x, w, spec, false);
   const int64_t N = cg.N, C = cg.C, G = cg.G, O = cg.O, Og = cg.Og;
   Geom g{};
   g.C = C;
@@ -76,7 +75,7 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::
     g.p[a] = cg.p[a];
     g.d[a] = cg.d[a];
   }
-  const Shape out_shape = cpu::conv_output_shape(cg, R);
+  const Shape out_shape = ops::conv_output_shape(cg, R);
   const int64_t P = g.out[0] * g.out[1] * g.out[2];
   const int64_t Pin = g.in[0] * g.in[1] * g.in[2];
   const int64_t width = g.Cg * g.k[0] * g.k[1] * g.k[2];
@@ -108,50 +107,9 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::
   if (bias.defined()) {
     Shape bs = out_shape;  // [1, O, 1, ...]
     for (int i = 0; i < bs.size(); ++i) bs[i] = i == 1 ? O : 1;
-    ops::add_(out, bias.view(bs));
+    binary_inplace(ops::BinaryOp::Add, out, bias.view(bs));
   }
   return out;
-}
-
-Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const Tensor& bias,
-                         const cpu::ConvSpec& spec) {
-  // out[o, i * s - p + k * d] += w[c, o, k] x[c, i] is the forward conv, stride 1, dilation d, of
-  // x with s - 1 zeros between samples, padded by d (K - 1) - p on the left and that plus
-  // output_padding on the right (negative = crop), with w transposed per group and flipped.
-  const int R = spec.rank;
-  const int64_t N = x.size(0), C = x.size(1), G = spec.groups;
-  const int64_t Cg = C / G, Og = w.size(1);
-  Shape up_shape = {N, C};
-  for (int i = 0; i < R; ++i) up_shape.push_back((x.size(2 + i) - 1) * spec.stride[i] + 1);
-  Tensor up = Tensor::zeros(up_shape, x.dtype(), x.device());
-  Tensor view = up;
-  for (int i = 0; i < R; ++i) view = view.slice(2 + i, 0, up_shape[2 + i], spec.stride[i]);
-  view.copy_from(x);
-  std::vector<int64_t> pads;  // ops::pad order: last dim first, (left, right) pairs
-  cpu::ConvSpec fwd;
-  fwd.rank = R;
-  fwd.groups = G;
-  bool any_pad = false;
-  for (int i = R - 1; i >= 0; --i) {
-    const int64_t edge = spec.dilation[i] * (w.size(2 + i) - 1) - spec.padding[i];
-    pads.push_back(edge);
-    pads.push_back(edge + spec.output_padding[i]);
-    any_pad = any_pad || edge != 0 || spec.output_padding[i] != 0;
-  }
-  for (int i = 0; i < R; ++i) fwd.dilation[i] = spec.dilation[i];
-  if (any_pad) up = ops::pad(up, pads);
-  // w [C, Og, *k] -> [G, Cg, Og, *k] -> [G, Og, Cg, *k] -> [O, Cg, *k], flipped spatially.
-  Shape wg = {G, Cg, Og};
-  Shape wo = {G * Og, Cg};
-  std::vector<int64_t> perm = {0, 2, 1}, flip_dims;
-  for (int i = 0; i < R; ++i) {
-    wg.push_back(w.size(2 + i));
-    wo.push_back(w.size(2 + i));
-    perm.push_back(3 + i);
-    flip_dims.push_back(2 + i);
-  }
-  const Tensor wf = ops::flip(w.reshape(wg).permute(perm).reshape(wo), flip_dims);
-  return cuda::conv_nd(up, wf, bias, fwd);
 }
 
 }  // namespace ltx::cuda

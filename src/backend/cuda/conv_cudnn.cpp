@@ -34,7 +34,6 @@
 #include "backend/cuda/stream.h"
 #include "core/env_settings.h"
 #include "core/error.h"
-#include "ops/elementwise.h"
 
 namespace ltx::cuda {
 
@@ -85,7 +84,7 @@ struct Geometry {
 };
 
 // cuDNN's int descriptors of the shared convolution geometry (spatial dims already padded to 3).
-Geometry geometry(const cpu::ConvGeometry& c) {
+Geometry geometry(const ops::ConvGeometry& c) {
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
   Geometry g;
   g.x = {i32(c.N), i32(c.C), i32(c.in[0]), i32(c.in[1]), i32(c.in[2])};
@@ -989,11 +988,11 @@ bool fits_int32(const Tensor& t) {
 }  // namespace
 
 bool cudnn_conv_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
-                        const cpu::ConvSpec& spec) {
+                        const ops::ConvSpec& spec) {
   if (x.dtype() != DType::BF16 || w.dtype() != DType::BF16) return false;
   if (bias.defined() && bias.dtype() != DType::BF16) return false;
   if (spec.rank < 1 || spec.rank > 3 || !fits_int32(x) || !fits_int32(w)) return false;
-  const cpu::ConvGeometry c = cpu::conv_geometry(x, w, spec, false);
+  const ops::ConvGeometry c = ops::conv_geometry(x, w, spec, false);
   // Channels-last bf16 needs 8-channel (16-byte) multiples per group on both sides: with fewer
   // (the tiny test models' 4-channel latents, say) cuDNN lists algorithms that then reject the
   // call with CUDNN_STATUS_BAD_PARAM; those convolutions are small and keep the im2col path.
@@ -1056,7 +1055,7 @@ Tensor finish(const Tensor& out, const Tensor& bias, bool channels_last) {
   Shape bias_shape;
   for (int i = 0; i < out.dim(); ++i) bias_shape.push_back(i == 1 ? out.size(1) : 1);
   if (channels_last) {
-    if (bias.defined()) ops::add_(out, bias.view(bias_shape));
+    if (bias.defined()) binary_inplace(ops::BinaryOp::Add, out, bias.view(bias_shape));
     return out;
   }
   Tensor res = Tensor::empty(out.shape(), out.dtype(), out.device());
@@ -1087,18 +1086,18 @@ Tensor empty_channels_last(const Shape& shape, Device device) {
 Tensor summed_slices(const Tensor& w, int64_t t0, int64_t t1) {
   if (t1 - t0 == 1) return channels_last_operand(w.narrow(2, t0, 1));
   Tensor acc = w.narrow(2, t0, 1).to(DType::F32);
-  for (int64_t t = t0 + 1; t < t1; ++t) acc = ops::add(acc, w.narrow(2, t, 1));
+  for (int64_t t = t0 + 1; t < t1; ++t) acc = binary(ops::BinaryOp::Add, acc, w.narrow(2, t, 1));
   return channels_last_operand(acc.to(DType::BF16));
 }
 
 }  // namespace
 
 Tensor cudnn_conv_nd(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
-                     const cpu::ConvSpec& spec) {
+                     const ops::ConvSpec& spec) {
   const int device = x_in.device().index;
   DeviceGuard guard(device);
-  const cpu::ConvGeometry c = cpu::conv_geometry(x_in, w_in, spec, false);
-  const Shape out_shape = cpu::conv_output_shape(c, spec.rank);
+  const ops::ConvGeometry c = ops::conv_geometry(x_in, w_in, spec, false);
+  const Shape out_shape = ops::conv_output_shape(c, spec.rank);
   const bool keep_last = channels_last_input(x_in);
   const Tensor out = empty_channels_last(out_shape, x_in.device());
   if (out_shape.numel() == 0) return finish(out, Tensor(), keep_last);
@@ -1126,19 +1125,19 @@ void forget_cudnn_conv_choices_for_tests() {
 }
 
 bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                  const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back) {
+                                  const ops::ConvSpec& spec, int64_t pad_front, int64_t pad_back) {
   if (spec.rank != 3 || x.dim() != 5 || w.dim() != 5 || spec.groups != 1) return false;
   const int64_t k = w.size(2), p = k / 2;
   if (pad_front != p || pad_back != p || p < 1 || spec.stride[0] != 1 || spec.dilation[0] != 1 ||
       spec.padding[0] != 0 || x.size(2) < 1)
     return false;
-  cpu::ConvSpec padded = spec;
+  ops::ConvSpec padded = spec;
   padded.padding[0] = p;  // the conv the fold runs
   return cudnn_conv_applies(x, w, bias, padded);
 }
 
 Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
-                                   const cpu::ConvSpec& spec, int64_t pad_front,
+                                   const ops::ConvSpec& spec, int64_t pad_front,
                                    int64_t pad_back) {
   LTX_CHECK(cudnn_replicate_time_applies(x_in, w_in, bias, spec, pad_front, pad_back),
             "conv3d_replicate_time (cuDNN): the fold does not apply to input ", x_in.describe(),
@@ -1148,10 +1147,10 @@ Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const
   DeviceGuard guard(device);
   const int64_t k = w_in.size(2), p = k / 2, T = x_in.size(2), N = x_in.size(0);
   // 1. The conv with zero temporal padding p: every tap that reads a real frame.
-  cpu::ConvSpec main = spec;
+  ops::ConvSpec main = spec;
   main.padding[0] = p;
-  const cpu::ConvGeometry c = cpu::conv_geometry(x_in, w_in, main, false);
-  const Shape out_shape = cpu::conv_output_shape(c, 3);
+  const ops::ConvGeometry c = ops::conv_geometry(x_in, w_in, main, false);
+  const Shape out_shape = ops::conv_output_shape(c, 3);
   const bool keep_last = channels_last_input(x_in);
   const Tensor out = empty_channels_last(out_shape, x_in.device());
   if (out_shape.numel() == 0) return finish(out, Tensor(), keep_last);
@@ -1163,7 +1162,7 @@ Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const
   // operand is a dense channels-last block.
   // front[m] / back[m]: the summed first / last m slices, made when a frame first needs them.
   std::vector<Tensor> front(static_cast<size_t>(p + 1)), back(static_cast<size_t>(p + 1));
-  cpu::ConvSpec frame = spec;  // spatial padding / stride / dilation as given, 1 frame in time
+  ops::ConvSpec frame = spec;  // spatial padding / stride / dilation as given, 1 frame in time
   frame.padding[0] = 0;
   const int64_t T_out = out_shape[2];
   for (int64_t j = 0; j < T_out; ++j) {
@@ -1178,7 +1177,7 @@ Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const
       for (int64_t n = 0; n < N; ++n) {
         const Tensor xs = x.narrow(0, n, 1).narrow(2, src, 1);
         const Tensor ys = out.narrow(0, n, 1).narrow(2, j, 1);
-        run_forward(device, geometry(cpu::conv_geometry(xs, ws, frame, false)), xs, ws, ys, 1.f);
+        run_forward(device, geometry(ops::conv_geometry(xs, ws, frame, false)), xs, ws, ys, 1.f);
       }
     }
   }

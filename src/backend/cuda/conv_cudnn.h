@@ -21,15 +21,15 @@
 // geometry's calls, the path it took and the measured times. The timed decisions (cudnnFind's
 // pick, and the backend-or-legacy choice with the plan's engine config) are kept on disk by
 // conv_tuning_cache.h, so a later process on the same GPU and cuDNN rebuilds them untimed.
-#include "backend/cpu/conv.h"
 #include "core/tensor.h"
+#include "op_types/conv.h"
 
 namespace ltx::cuda {
 
 // Whether cuDNN takes this case: bf16 x, w and bias (the only dtype routed here), a cuDNN library
 // that loads on this machine, and shapes within cuDNN's int32 limits.
 bool cudnn_conv_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
-                        const cpu::ConvSpec& spec);
+                        const ops::ConvSpec& spec);
 
 // x [N, C, *spatial], w [O, C / groups, *kernel], bias [O] or undefined (added to the bf16 result
 // by the elementwise op, i.e. rounded twice: conv result, then + bias). Returns bf16
@@ -38,13 +38,13 @@ bool cudnn_conv_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
 // is_channels_last) and 16-byte aligned are used as they are, others are copied. The result is
 // channels-last when x is (the bias added in place), else contiguous NC(D)HW (written by the bias
 // add, or a copy), as before channels-last inputs existed.
-Tensor cudnn_conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const cpu::ConvSpec& spec);
+Tensor cudnn_conv_nd(const Tensor& x, const Tensor& w, const Tensor& bias, const ops::ConvSpec& spec);
 
 // The replicate-time fold of ops::conv3d_replicate_time: applies to bf16 3-D convs that cuDNN
 // takes (cudnn_conv_applies) with groups 1, temporal stride and dilation 1, no temporal padding in
 // `spec` and pad_front == pad_back == k_t / 2 >= 1.
 bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                  const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back);
+                                  const ops::ConvSpec& spec, int64_t pad_front, int64_t pad_back);
 // conv3d(pad(x, time front/back by replicating frames), w, bias, spec) without the padded copy:
 // one cuDNN conv with zero temporal padding k_t / 2, then the taps that read replicated frames
 // as 1-frame convs of frame 0 / frame T - 1 with the summed weight slices (made per call: one
@@ -52,7 +52,7 @@ bool cudnn_replicate_time_applies(const Tensor& x, const Tensor& w, const Tensor
 // Not bit-identical to the composition (the boundary frames round once more); layouts as
 // cudnn_conv_nd. Throws unless cudnn_replicate_time_applies.
 Tensor cudnn_conv3d_replicate_time(const Tensor& x, const Tensor& w, const Tensor& bias,
-                                   const cpu::ConvSpec& spec, int64_t pad_front, int64_t pad_back);
+                                   const ops::ConvSpec& spec, int64_t pad_front, int64_t pad_back);
 
 // Which cuDNN API the convolutions above use (process-wide; for tests and benchmarks). Decisions
 // are cached per mode, so switching never reuses another mode's choice.

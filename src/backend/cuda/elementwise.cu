@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "backend/cuda/elementwise_loop.cuh"
-#include "backend/scalar_math.h"
-#include "ops/dispatch.h"
+#include "backend/common/scalar_math.h"
+#include "op_types/checks.h"
 
 namespace ltx::cuda {
 
@@ -128,7 +128,7 @@ std::vector<int64_t> common_runs(std::initializer_list<ops::Summed*> operands) {
     if (runs.empty()) {
       runs = s->run_ends;
     } else if (s->run_ends != runs) {
-      *s = ops::Summed(s->value());
+      *s = ops::Summed(materialize(*s));
     }
   }
   return runs;
@@ -249,6 +249,11 @@ void gated_add_into(const Tensor& out, const Tensor& x, const Tensor& y, const o
   });
 }
 }  // namespace
+
+Tensor materialize(const ops::Summed& s) {
+  return ops::materialize_with(
+      s, [](const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); });
+}
 
 Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate) {
   const char* op = "gated_add";

@@ -1,13 +1,14 @@
 #pragma once
 // CUDA elementwise ops (the CPU's backend/cpu/elementwise.h on the GPU), through the
 // dtype-generic loop of elementwise_loop.cuh and the per-element math shared with the CPU
-// (backend/scalar_math.h). Operands are f32 or bf16 (where's cond also bool/u8), any strides,
-// broadcast; the math is f32; results are new tensors of ops::float_result_dtype of the float
-// operands (bf16 only when all are bf16), laid out like the first dense input of the full shape
-// (core's empty_like_layout: channels-last in, channels-last out), else contiguous. Arguments
-// are checked by src/ops/elementwise.cpp.
+// (backend/common/scalar_math.h). Operands are f32 or bf16 (where's cond also bool/u8), any
+// strides, broadcast; the math is f32; results are new tensors of ops::float_result_dtype of the
+// float operands (bf16 only when all are bf16), laid out like the first dense input of the full
+// shape (core's empty_like_layout: channels-last in, channels-last out), else contiguous.
+// Arguments are checked by src/ops/elementwise.cpp.
 #include "core/tensor.h"
-#include "ops/elementwise.h"
+#include "op_types/elementwise.h"
+#include "op_types/summed.h"
 
 namespace ltx::cuda {
 
@@ -36,6 +37,9 @@ Tensor modulate(const Tensor& x, const ops::Summed& scale, const ops::Summed& sh
 // x + y * gate with y * gate rounded to float_result_dtype(y, gate) first (bf16 when both are),
 // so that it matches add(x, mul(y, gate)) bit for bit; gate may be an ops::Summed as above.
 Tensor gated_add(const Tensor& x, const Tensor& y, const ops::Summed& gate);
+// The Summed operand materialised with this backend's add (binary(Add)): ops::materialize's
+// values on CUDA, for the fused kernels' fallbacks.
+Tensor materialize(const ops::Summed& s);
 // silu(gate) rounded to gate's dtype, times up: matches mul(silu(gate), up) bit for bit.
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
 // x * (2 * sigmoid(logits)) with sigmoid's value and the doubled gate rounded to logits' dtype:

@@ -24,7 +24,7 @@
 #include "backend/cuda/fast_div.cuh"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/stream.h"
-#include "backend/strided_layout.h"
+#include "backend/common/strided_layout.h"
 #include "core/dtype_element.h"
 #include "core/tensor.h"
 

@@ -2,7 +2,7 @@
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/linalg.h"
-#include "ops/dispatch.h"
+#include "op_types/checks.h"
 
 namespace ltx::cuda {
 

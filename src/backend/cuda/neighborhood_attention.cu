@@ -5,8 +5,8 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/stream.h"
-#include "ops/dispatch.h"
-#include "ops/neighborhood_attention.h"
+#include "op_types/checks.h"
+#include "op_types/neighborhood_attention.h"
 
 namespace ltx::cuda {
 

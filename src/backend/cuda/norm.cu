@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "backend/cuda/block_reduce.cuh"
+#include "backend/cuda/elementwise.h"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/fast_div.cuh"
 #include "backend/cuda/rms_row.cuh"
-#include "backend/reduce_plan.h"
-#include "backend/scalar_math.h"
-#include "backend/strided_layout.h"
-#include "ops/dispatch.h"
+#include "backend/common/reduce_plan.h"
+#include "backend/common/scalar_math.h"
+#include "backend/common/strided_layout.h"
+#include "op_types/checks.h"
 
 namespace ltx::cuda {
 
@@ -1330,7 +1331,7 @@ bool varies_along_rows(const Tensor& t) { return t.defined() && t.dim() >= 2 && 
 
 // The conditions of ModArgs' run map on the operands of one ModArgs: those with runs share them
 // (at most kMaxModRuns), and their first summands and the operands without runs broadcast along
-// x's dim -2. Otherwise each operand with runs is materialised per token (Summed::value): the
+// x's dim -2. Otherwise each operand with runs is materialised per token (materialize): the
 // caller keeps the returned operands alive until its launch.
 void normalize_runs(const Tensor& x, std::initializer_list<ops::Summed*> operands) {
   std::vector<int64_t> runs;
@@ -1347,7 +1348,7 @@ void normalize_runs(const Tensor& x, std::initializer_list<ops::Summed*> operand
                        runs.back() == x.size(-2)))
     return;
   for (ops::Summed* s : operands)
-    if (s->has_runs()) *s = ops::Summed(s->value());
+    if (s->has_runs()) *s = ops::Summed(materialize(*s));
 }
 
 // The modulation operands scale / shift (each possibly a Summed pair, normalize_runs applied) of

@@ -7,7 +7,7 @@
 // 1 / sqrt(mean + eps) is formed in double and rounded to f32 like the CPU's; every product of the
 // normalisation rounds on its own (no FMA), as on the CPU.
 #include "core/tensor.h"
-#include "ops/summed.h"
+#include "op_types/summed.h"
 
 namespace ltx::cuda {
 

@@ -5,7 +5,7 @@
 
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise_loop.cuh"
-#include "backend/reduce_plan.h"
+#include "backend/common/reduce_plan.h"
 
 namespace ltx::cuda {
 

@@ -1,14 +1,14 @@
 #pragma once
 // CUDA reductions and softmax (src/ops/reduce.h semantics; `dims` normalised by the caller:
-// sorted, unique, in range). x f32 or bf16, any strides (laid out as [A, R, B] by the plan shared
-// with the CPU, backend/reduce_plan.h); results have x's dtype (argmax: i64). Sums, means and
-// variances accumulate in double like the CPU's; max/min propagate NaN; softmax subtracts the row
+// sorted, unique, in range). x f32 or bf16, any strides (laid out as [A, R, B] by the plan
+// shared with the CPU, backend/common/reduce_plan.h); results have x's dtype (argmax: i64). Sums,
+// means and variances accumulate in double like the CPU's; max/min propagate NaN; softmax subtracts the row
 // max and sums the exponentials in double.
 #include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
-#include "ops/reduce.h"
+#include "op_types/reduce.h"
 
 namespace ltx::cuda {
 

@@ -1,12 +1,12 @@
 #include "backend/cuda/resample.h"
 
-#include "backend/cpu/resample.h"
+#include "backend/common/interp_tables.h"
+#include "backend/common/scalar_math.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise_loop.cuh"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/shape.h"
 #include "backend/cuda/stream.h"
-#include "backend/scalar_math.h"
 
 namespace ltx::cuda {
 
@@ -94,7 +94,7 @@ Tensor interpolate(const Tensor& x, const std::vector<int64_t>& output_size,
   DeviceGuard guard(dev.index);
   if (mode == ops::InterpMode::Nearest || mode == ops::InterpMode::NearestExact)
     return gather_by_maps(
-        x, cpu::nearest_maps(x, output_size, scales, mode == ops::InterpMode::NearestExact), 0.0);
+        x, interp::nearest_maps(x, output_size, scales, mode == ops::InterpMode::NearestExact), 0.0);
   const int R = x.dim() - 2;
   Dims3 g{};
   for (int a = 0; a < 3; ++a) g.in[a] = g.out[a] = 1;
@@ -115,7 +115,7 @@ Tensor interpolate(const Tensor& x, const std::vector<int64_t>& output_size,
     LinearTables t{};
     for (int a = 0; a < 3; ++a) {
       const int i = a - (3 - R);
-      const cpu::LinearTaps taps = cpu::linear_taps(
+      const interp::LinearTaps taps = interp::linear_taps(
           g.in[a], g.out[a], align_corners, i >= 0 && !scales.empty() ? scales[i] : 0.0);
       keep.push_back(upload(taps.i0, dev));
       t.i0[a] = keep.back().data<int64_t>();
@@ -132,7 +132,7 @@ Tensor interpolate(const Tensor& x, const std::vector<int64_t>& output_size,
     AreaTables t{};
     for (int a = 0; a < 3; ++a) {
       std::vector<int64_t> st, en;
-      cpu::area_windows(g.in[a], g.out[a], &st, &en);
+      interp::area_windows(g.in[a], g.out[a], &st, &en);
       keep.push_back(upload(st, dev));
       t.start[a] = keep.back().data<int64_t>();
       keep.push_back(upload(en, dev));

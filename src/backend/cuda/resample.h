@@ -1,13 +1,13 @@
 #pragma once
 // CUDA interpolation (arguments checked by ltx::ops, src/ops/resample.cpp). The index tables are
-// the CPU's (cpu::nearest_maps / linear_taps / area_windows) and the per-element arithmetic is
-// the CPU's expression with each product and sum rounded on its own, so f32 results are
-// bit-identical to the CPU op. f32 or bf16 storage, f32 math, output in x's dtype.
+// the CPU's (backend/common/interp_tables.h) and the per-element arithmetic is the CPU's
+// expression with each product and sum rounded on its own, so f32 results are bit-identical to
+// the CPU op. f32 or bf16 storage, f32 math, output in x's dtype.
 #include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
-#include "ops/resample.h"
+#include "op_types/resample.h"
 
 namespace ltx::cuda {
 

@@ -4,7 +4,7 @@
 // result is a new contiguous tensor of x's dtype. Each output is two products and one sum, each
 // rounded on its own as on the CPU, so f32 results are bit-identical to the CPU's.
 #include "core/tensor.h"
-#include "ops/rope.h"
+#include "op_types/rope.h"
 
 namespace ltx::cuda {
 

@@ -3,7 +3,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/stream.h"
-#include "backend/stft_frames.h"
+#include "backend/common/stft_frames.h"
 
 namespace ltx::cuda {
 

@@ -33,7 +33,7 @@
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/stream.h"
 #include "backend/cuda/wgmma_primitives.cuh"
-#include "backend/scalar_math.h"
+#include "backend/common/scalar_math.h"
 #include "core/dtype_bits.h"
 
 namespace ltx::cuda {

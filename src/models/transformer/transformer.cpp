@@ -45,7 +45,7 @@ Residual gated_residual(const Tensor& x, const Tensor& y, const ops::Summed& gat
                         double eps, const AdaNorm* norm = nullptr, const AdaNorm* norm2 = nullptr) {
   Residual r;
   if (mask.defined()) {
-    r.x = ops::gated_add(x, ops::mul(y, gate.value()), mask);
+    r.x = ops::gated_add(x, ops::mul(y, ops::materialize(gate)), mask);
     if (norm != nullptr) r.h = ada_zero(r.x, *norm, eps);
     if (norm2 != nullptr) r.h2 = ada_zero(r.x, *norm2, eps);
   } else if (norm != nullptr && norm2 != nullptr) {

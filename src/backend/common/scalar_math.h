@@ -12,7 +12,7 @@
 
 #include "core/dtype_bits.h"
 #include "core/error.h"
-#include "ops/elementwise.h"
+#include "op_types/elementwise.h"
 
 namespace ltx::scalar {
 
