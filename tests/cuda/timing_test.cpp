@@ -95,13 +95,10 @@ TEST(CudaTiming, DISABLED_PrintsKernelTimesOnFullSizeShapes) {
                       s * 1e3, flops / s / 1e12);
         }
       }
-      // Several query tiles per block: over resident keys, or streamed by persistent blocks
-      // (Auto's choice noted; 12 and 47 are one block per SM on 132 SMs at the two sizes).
-      if (cuda::wgmma_attention_applies(q, k, v) && c.tq >= 1024) {
+      // Several query tiles per block over resident keys (Auto's choice noted).
+      if (cuda::wgmma_attention_applies(q, k, v) && c.tq >= 1024 && c.tk <= 384) {
         Tensor out = Tensor::empty({1, c.tq, c.h, c.d}, DType::BF16, kGpu).transpose(1, 2);
-        const std::vector<int> pers = c.tk <= 384 ? std::vector<int>{1, 2, 4, 8, 12, 16, 48}
-                                                  : std::vector<int>{1, 4, 12, 24, 47, 48};
-        for (int per : pers) {
+        for (int per : {1, 2, 4, 8, 12, 16, 48}) {
           const double s = seconds_per_call(
               [&] { cuda::wgmma_attention(q, k, v, Tensor(), Tensor(), scale, out, 1, per); }, 10);
           std::printf("[timing %s] attention %-16s wgmma %d q tiles%s %.3f ms  %.1f TFLOP/s\n", dn,
@@ -273,17 +270,15 @@ TEST(CudaTiming, DISABLED_PrintsNeighborhoodAttentionTimes) {
         3);
     std::printf("[timing bf16] neighborhood %-13s tensor-core %.3f ms  %.1f TFLOP/s (window)\n",
                 c.name, tc * 1e3, flops / tc / 1e12);
-    // The wgmma kernel and its variants (mask as a fifth k-step; + the consumers' turn taking).
-    const std::pair<const char*, cuda::NeighborhoodKernel> wgmma_kernels[] = {
-        {"wgmma", cuda::NeighborhoodKernel::Wgmma},
-        {"wgmma-mmamask", cuda::NeighborhoodKernel::WgmmaMmaMask},
-        {"wgmma-pingpong", cuda::NeighborhoodKernel::WgmmaPingpong}};
-    for (const auto& [label, which] : wgmma_kernels) {
-      if (!cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)) break;
+    if (cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)) {
       const double wg = seconds_per_call(
-          [&] { (void)cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f, which); }, 3);
-      std::printf("[timing bf16] neighborhood %-13s %s %.3f ms  %.1f TFLOP/s (window)\n", c.name,
-                  label, wg * 1e3, flops / wg / 1e12);
+          [&] {
+            (void)cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                                  cuda::NeighborhoodKernel::Wgmma);
+          },
+          3);
+      std::printf("[timing bf16] neighborhood %-13s wgmma %.3f ms  %.1f TFLOP/s (window)\n", c.name,
+                  wg * 1e3, flops / wg / 1e12);
     }
     if (c.kernel[0] == 11) continue;  // the CUDA-core kernel takes minutes there
     const double sec = seconds_per_call(

@@ -11,12 +11,12 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/attention_mask.cuh"
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/stream.h"
 
@@ -306,14 +306,10 @@ constexpr size_t smem_bytes() {
 }
 
 template <int kDim, bool kMasked, int kWarps, int kM>
-void launch_one(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
-  static std::once_flag configured[64];
+void launch_one(const MmaArgs& a, int64_t batch_heads, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<kDim, kWarps, kM>();
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(mma_attention_kernel<kDim, kMasked, kWarps, kM>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(mma_attention_kernel<kDim, kMasked, kWarps, kM>),
+                     kSmem);
   constexpr int kRowsQ = kWarps * 16 * kM;
   const dim3 grid(static_cast<unsigned>((a.tq + kRowsQ - 1) / kRowsQ),
                   static_cast<unsigned>(batch_heads));
@@ -326,11 +322,11 @@ void launch_one(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t 
 constexpr int kBlockWarps = 8, kRowTiles = 1;
 
 template <int kDim>
-void launch(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
+void launch(const MmaArgs& a, int64_t batch_heads, cudaStream_t stream) {
   if (a.mask.kind == MaskKind::None) {
-    launch_one<kDim, false, kBlockWarps, kRowTiles>(a, batch_heads, device, stream);
+    launch_one<kDim, false, kBlockWarps, kRowTiles>(a, batch_heads, stream);
   } else {
-    launch_one<kDim, true, kBlockWarps, kRowTiles>(a, batch_heads, device, stream);
+    launch_one<kDim, true, kBlockWarps, kRowTiles>(a, batch_heads, stream);
   }
 }
 
@@ -372,10 +368,10 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
   switch (q.size(3)) {
-    case 32: launch<32>(a, batch_heads, dev, s); break;
-    case 64: launch<64>(a, batch_heads, dev, s); break;
-    case 256: launch<256>(a, batch_heads, dev, s); break;
-    default: launch<128>(a, batch_heads, dev, s); break;
+    case 32: launch<32>(a, batch_heads, s); break;
+    case 64: launch<64>(a, batch_heads, s); break;
+    case 256: launch<256>(a, batch_heads, s); break;
+    default: launch<128>(a, batch_heads, s); break;
   }
 }
 

@@ -18,10 +18,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/neighborhood_attention.h"
 #include "backend/cuda/neighborhood_window.cuh"
@@ -377,14 +377,9 @@ constexpr size_t smem_bytes() {
 }
 
 template <int kDim>
-void launch(const NaMmaArgs& a, int64_t batch, int device, cudaStream_t stream) {
-  static std::once_flag configured[64];
+void launch(const NaMmaArgs& a, int64_t batch, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<kDim>();
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(na_mma_kernel<kDim>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(na_mma_kernel<kDim>), kSmem);
   NaMmaArgs args = a;
   const int bdims[3] = {kArrT * kWarpT, kArrH * kWarpH, kArrW * kWarpW};
   int64_t tiles = 1;
@@ -460,9 +455,9 @@ void tensor_core_neighborhood_attention(const Tensor& q, const Tensor& k, const 
   const cudaStream_t s = current_stream(dev).handle();
   const int64_t batch = q.size(0);
   switch (q.size(5)) {
-    case 32: launch<32>(a, batch, dev, s); break;
-    case 128: launch<128>(a, batch, dev, s); break;
-    default: launch<64>(a, batch, dev, s); break;
+    case 32: launch<32>(a, batch, s); break;
+    case 128: launch<128>(a, batch, s); break;
+    default: launch<64>(a, batch, s); break;
   }
 }
 

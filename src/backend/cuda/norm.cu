@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cuda/block_reduce.cuh"
@@ -311,8 +312,8 @@ __device__ __forceinline__ void fill_mod_cache(const ModArgs& m, const ModOffset
 // resident blocks, each taking rows r, r + gridDim, ...): rows alternate between two staging
 // buffers, the next row's copy (stage_row_async) in flight while the block works on the current
 // one.
-template <bool kModulate, int kMinBlocks, bool kBf16, bool kWeight, bool kPrefetch = false>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
+template <bool kModulate, bool kBf16, bool kWeight, bool kPrefetch = false>
+__global__ void __launch_bounds__(kMaxRowThreads, kRowNormMinBlocks) rms_norm_vec_kernel(RowArgs a, ModArgs m) {
   extern __shared__ uint4 row_smem[];
   const int d = static_cast<int>(a.d);
   const DType x_dtype = row_x_dtype<kBf16>(a);
@@ -388,8 +389,8 @@ __host__ __device__ constexpr int residual_norm_smem_per_element(bool cached, bo
 // and y are copied into shared memory with cp.async while the block reduces and modulates the
 // current one, so that the loads' latency (the kernels' largest stall, Nsight Compute, session
 // 20) overlaps work; each thread copies the chunks it reads itself (no barrier needed).
-template <int kMinBlocks, bool kTwo, bool kPrefetch>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks)
+template <bool kTwo, bool kPrefetch>
+__global__ void __launch_bounds__(kMaxRowThreads, kResidualNormMinBlocks)
     gated_add_rms_norm_modulate_kernel(RowArgs a, ModArgs m, ModArgs g, const void* y, void* x_next,
                                        ModArgs m2, void* h2) {
   extern __shared__ uint4 residual_row[];
@@ -1419,13 +1420,6 @@ void set_row_cache(ModArgs* m, int64_t d) {
   m->cache = m->size[m->lead - 1] > 1;
 }
 
-// The block-per-row norm kernels' minimum resident blocks (with_row_min_blocks), timed on 6144 x
-// 4096 bf16 rows with per-sample AdaLN values (session 15): rms_norm(_modulate) 6 (40 registers,
-// 0.062 ms) against 4 (56 registers, 0.067 ms); the residual + norm kernel, whose 32 KiB of shared
-// memory allows 7 blocks anyway, 4 (0.098 ms) against 6 (0.104 ms, spilling).
-constexpr int kRowNormMinBlocks = 6;
-constexpr int kResidualNormMinBlocks = 4;
-
 // Whether every row's modulation vectors can be loaded as 16-byte vectors: unit stride along d,
 // row offsets multiples of kVec, f32 / bf16, aligned.
 bool mod_vec_ok(const ModArgs& m) {
@@ -1509,8 +1503,7 @@ Tensor run_rms(const RmsCall& c) {
     }
   } else if (rows_vec_ok(c)) {
     const size_t smem = static_cast<size_t>(c.a.d) * dtype_size(c.a.x_dtype);
-    const auto launch = [&](auto mb, auto bf16, auto weight) {
-      constexpr int kMb = decltype(mb)::value;
+    const auto launch = [&](auto bf16, auto weight) {
       constexpr bool kBf = decltype(bf16)::value, kW = decltype(weight)::value;
       if (c.modulate) {
         ModArgs m = c.m;
@@ -1524,25 +1517,23 @@ Tensor run_rms(const RmsCall& c) {
         };
         // bf16 rows on the cached path (resident blocks taking many rows): the next row staged
         // while the block works on the current one, in a second buffer.
-        if (kBf && m.cache && row_prefetch_enabled()) {
-          go(rms_norm_vec_kernel<true, kMb, kBf, kW, true>, cached_smem + smem);
+        if (kBf && m.cache) {
+          go(rms_norm_vec_kernel<true, kBf, kW, true>, cached_smem + smem);
         } else {
-          go(rms_norm_vec_kernel<true, kMb, kBf, kW>, cached_smem);
+          go(rms_norm_vec_kernel<true, kBf, kW>, cached_smem);
         }
       } else {
-        rms_norm_vec_kernel<false, kMb, kBf, kW><<<blocks, threads, smem, stream>>>(c.a, c.m);
+        rms_norm_vec_kernel<false, kBf, kW><<<blocks, threads, smem, stream>>>(c.a, c.m);
       }
     };
     const bool bf16 = c.a.x_dtype == DType::BF16 && c.a.y_dtype == DType::BF16;
-    with_row_min_blocks(kRowNormMinBlocks, [&](auto mb) {
-      if (bf16 && c.a.w == nullptr) {
-        launch(mb, std::true_type{}, std::false_type{});
-      } else if (bf16) {
-        launch(mb, std::true_type{}, std::true_type{});
-      } else {
-        launch(mb, std::false_type{}, std::true_type{});
-      }
-    });
+    if (bf16 && c.a.w == nullptr) {
+      launch(std::true_type{}, std::false_type{});
+    } else if (bf16) {
+      launch(std::true_type{}, std::true_type{});
+    } else {
+      launch(std::false_type{}, std::true_type{});
+    }
   } else if (c.modulate) {
     rms_norm_modulate_kernel<<<blocks, threads, 0, stream>>>(c.a, c.m);
   } else {
@@ -1641,7 +1632,7 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
   if (!m.cache || !g.cache || (m2_in != nullptr && !m2.cache)) m.cache = g.cache = m2.cache = false;
   // The next row's x and y prefetched (kPrefetch) where the grid is resident (the cached path: each
   // block takes many rows).
-  const bool prefetch = row_prefetch_enabled() && m.cache;
+  const bool prefetch = m.cache;
   const size_t smem = static_cast<size_t>(
       r.c.a.d * residual_norm_smem_per_element(m.cache, m2_in != nullptr, prefetch));
   const int threads = row_threads(r.c.a.d);
@@ -1654,16 +1645,13 @@ void launch_residual_norm(const ResidualNormCall& r, const Tensor& y, const Tens
     kernel<<<grid, threads, smem, current_stream(dev).handle()>>>(
         r.c.a, m, g, y.raw_data(), x_next.raw_data(), m2, h2.defined() ? h2.raw_data() : nullptr);
   };
-  with_row_min_blocks(kResidualNormMinBlocks, [&](auto mb) {
-    constexpr int kMb = decltype(mb)::value;
-    if (m2_in != nullptr) {
-      prefetch ? go(gated_add_rms_norm_modulate_kernel<kMb, true, true>)
-               : go(gated_add_rms_norm_modulate_kernel<kMb, true, false>);
-    } else {
-      prefetch ? go(gated_add_rms_norm_modulate_kernel<kMb, false, true>)
-               : go(gated_add_rms_norm_modulate_kernel<kMb, false, false>);
-    }
-  });
+  if (m2_in != nullptr) {
+    prefetch ? go(gated_add_rms_norm_modulate_kernel<true, true>)
+             : go(gated_add_rms_norm_modulate_kernel<true, false>);
+  } else {
+    prefetch ? go(gated_add_rms_norm_modulate_kernel<false, true>)
+             : go(gated_add_rms_norm_modulate_kernel<false, false>);
+  }
   LTX_CUDA_CHECK_LAUNCH();
 }
 

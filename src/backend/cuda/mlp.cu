@@ -25,10 +25,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mlp.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/stream.h"
@@ -304,14 +304,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int kC>
-void launch(const SwigluMaps& maps, const SwigluArgs& a, int device, cudaStream_t stream) {
-  static std::once_flag configured[64];
+void launch(const SwigluMaps& maps, const SwigluArgs& a, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<kC>();
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(swiglu_wgmma_kernel<kC>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(swiglu_wgmma_kernel<kC>), kSmem);
   const dim3 grid(static_cast<unsigned>((a.n + kRows - 1) / kRows));
   swiglu_wgmma_kernel<kC><<<grid, kThreads, kSmem, stream>>>(maps, a);
   LTX_CUDA_CHECK_LAUNCH();
@@ -376,9 +371,9 @@ void swiglu_wgmma_add_(const Tensor& residual, const Tensor& y, const Tensor& w_
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
   switch (residual.size(1)) {
-    case 64: return launch<64>(maps, a, dev, s);
-    case 128: return launch<128>(maps, a, dev, s);
-    default: return launch<256>(maps, a, dev, s);
+    case 64: return launch<64>(maps, a, s);
+    case 128: return launch<128>(maps, a, s);
+    default: return launch<256>(maps, a, s);
   }
 }
 
