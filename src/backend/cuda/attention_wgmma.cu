@@ -11,7 +11,7 @@
 // descriptor, so V needs no transposed copy), and releases each stage through an "empty" mbarrier
 // as soon as the product that reads it has completed. S of tile t + 1 and P.V of tile t are in
 // flight together: the online softmax of tile t + 1 runs on the CUDA cores while the tensor cores
-// finish P.V of tile t. The softmax itself is attention_mma.cu's (the wgmma accumulator layout is
+// finish P.V of tile t. The softmax itself is online_softmax.cuh's (the wgmma accumulator layout is
 // the mma.sync one, repeated), probabilities rounded to bf16 for P.V.
 //
 // Split keys (flash-decoding): when the (query tile, batch, head) blocks cannot fill the GPU and the
@@ -41,6 +41,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/mma_primitives.cuh"
+#include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 
@@ -296,27 +297,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
+      corr[r] = mma::online_softmax_row<kMasked>(m_run[r], l_run[r], sl, true, [&](auto&& f) {
 #pragma unroll
-      for (int n = 0; n < kS / 4; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[r], mx);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: p = 0
-      corr[r] = mma::fast_exp2((m_run[r] - m_use) * sl);
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < kS / 4; ++n) {
-#pragma unroll
-        for (int e = 2 * r; e < 2 * r + 2; ++e) {
-          float& x = s[4 * n + e];
-          // Masked: (x - m) first, so a row of -FLT_MAX biases is uniform, not inf - inf.
-          x = kMasked ? mma::fast_exp2((x - m_use) * sl) : mma::fast_exp2(fmaf(x, sl, -m_use * sl));
-          sum += x;
-        }
-      }
-      l_run[r] = l_run[r] * corr[r] + sum;  // this lane's columns; the quad is summed at the end
-      m_run[r] = m_new;
+        for (int n = 0; n < kS / 4; ++n) f(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]);
+      });
     }
   };
   // The probabilities as the A operand of P V: k-step j covers n-tiles 2j and 2j + 1 of S.
@@ -387,9 +371,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Normalise, gate and store: this thread holds dims (8n + 2 c4, +1) of rows row_base (+8).
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = mma::quad_sum(l_run[r]);
     const int64_t row = row_base + r * 8;
     if (row >= a.tq) continue;
     if constexpr (kSplit) {

@@ -60,6 +60,7 @@
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/neighborhood_attention.h"
 #include "backend/cuda/neighborhood_window.cuh"
+#include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 
@@ -364,30 +365,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // up by >= 2^24 - |logits|, and the correction exp2(-(that) * sl) flushes those terms to 0.
   const auto softmax = [&](int u, float (&corr)[2]) {
     const bool keep = static_cast<unsigned>(plane_of(u) - ws_t) < static_cast<unsigned>(a.kern[0]);
-    const float sl_use = keep ? sl : 0.f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
+      corr[r] = mma::online_softmax_row<false>(m_run[r], l_run[r], sl, keep, [&](auto&& f) {
 #pragma unroll
-      for (int n = 0; n < kS / 4; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = keep ? fmaxf(m_run[r], mx) : m_run[r];
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: p = 0
-      corr[r] = mma::fast_exp2((m_run[r] - m_use) * sl);
-      const float m_scaled = keep ? m_use * sl : INFINITY;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < kS / 4; ++n) {
-#pragma unroll
-        for (int e = 2 * r; e < 2 * r + 2; ++e) {
-          float& x = s[4 * n + e];
-          x = mma::fast_exp2(fmaf(x, sl_use, -m_scaled));
-          sum += x;
-        }
-      }
-      l_run[r] = l_run[r] * corr[r] + sum;  // this lane's columns; the quad is summed at the end
-      m_run[r] = m_new;
+        for (int n = 0; n < kS / 4; ++n) f(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]);
+      });
     }
   };
   // The probabilities as the A operand of P V: k-step j covers n-tiles 2j and 2j + 1 of S.
@@ -464,9 +447,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Normalise and store: this thread holds dims (8n + 2 c4, +1) of its rows.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = mma::quad_sum(l_run[r]);
     const int ph = q0[1] + g / 4 + 2 * r, pw = q0[2] + g % 4;
     if (pt >= a.len[0] || ph >= a.len[1] || pw >= q_w_end) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;
