@@ -43,6 +43,7 @@
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
+#include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 
 namespace ltx::cuda {
@@ -516,20 +517,6 @@ CUtensorMap tensor_map(const Tensor& t) {
 }
 
 }  // namespace
-
-// Declared in wgmma_primitives.cuh (shared with neighborhood_attention_wgmma.cu).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    LTX_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
-                                                    cudaEnableDefault, &found));
-    LTX_CHECK(found == cudaDriverEntryPointSuccess && f != nullptr,
-              "wgmma kernels: the CUDA driver has no cuTensorMapEncodeTiled (driver too old)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
 
 bool wgmma_attention_available(int device) {
   static std::once_flag once[64];

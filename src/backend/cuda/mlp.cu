@@ -32,6 +32,7 @@
 #include "backend/cuda/mlp.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/stream.h"
+#include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 #include "backend/scalar_math.h"
 #include "core/dtype_bits.h"

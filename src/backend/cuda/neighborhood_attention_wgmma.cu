@@ -62,6 +62,7 @@
 #include "backend/cuda/neighborhood_window.cuh"
 #include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
+#include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 
 namespace ltx::cuda {

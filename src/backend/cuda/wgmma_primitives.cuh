@@ -16,12 +16,6 @@
 #define LTX_WGMMA_DEVICE_CODE 0
 #endif
 
-namespace ltx::cuda {
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda);
-// defined in attention_wgmma.cu, throws when the driver lacks it.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder();
-}  // namespace ltx::cuda
-
 namespace ltx::cuda::wgmma {
 
 // Descriptor of a shared-memory operand in the 128-byte swizzle layout: rows of 128 bytes (64 bf16),
