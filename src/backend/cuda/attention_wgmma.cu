@@ -296,13 +296,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         s[i] = x;
       }
     }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      corr[r] = mma::online_softmax_row<kMasked>(m_run[r], l_run[r], sl, true, [&](auto&& f) {
-#pragma unroll
-        for (int n = 0; n < kS / 4; ++n) f(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]);
-      });
-    }
+    mma::online_softmax_tile<kMasked>(s, m_run, l_run, sl, true, corr);
   };
   // The probabilities as the A operand of P V: k-step j covers n-tiles 2j and 2j + 1 of S.
   const auto pack_p = [&] {

@@ -366,13 +366,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // up by >= 2^24 - |logits|, and the correction exp2(-(that) * sl) flushes those terms to 0.
   const auto softmax = [&](int u, float (&corr)[2]) {
     const bool keep = static_cast<unsigned>(plane_of(u) - ws_t) < static_cast<unsigned>(a.kern[0]);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      corr[r] = mma::online_softmax_row<false>(m_run[r], l_run[r], sl, keep, [&](auto&& f) {
-#pragma unroll
-        for (int n = 0; n < kS / 4; ++n) f(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]);
-      });
-    }
+    mma::online_softmax_tile<false>(s, m_run, l_run, sl, keep, corr);
   };
   // The probabilities as the A operand of P V: k-step j covers n-tiles 2j and 2j + 1 of S.
   const auto pack_p = [&] {

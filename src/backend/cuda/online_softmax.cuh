@@ -60,4 +60,19 @@ __device__ __forceinline__ float online_softmax_row(float& m_run, float& l_run, 
   return corr;
 }
 
+// online_softmax_row for both rows of a thread's wgmma accumulator tile s (m64nN: row r holds
+// elements 4 n + 2 r and 4 n + 2 r + 1 of each 8-column block n); corr[r]: row r's factor.
+template <bool kSubtractFirst, int kS>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[kS], float (&m_run)[2],
+                                                    float (&l_run)[2], float sl, bool keep,
+                                                    float (&corr)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    corr[r] = online_softmax_row<kSubtractFirst>(m_run[r], l_run[r], sl, keep, [&](auto&& f) {
+#pragma unroll
+      for (int n = 0; n < kS / 4; ++n) f(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]);
+    });
+  }
+}
+
 }  // namespace ltx::cuda::mma

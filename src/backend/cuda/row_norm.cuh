@@ -263,8 +263,8 @@ __device__ __forceinline__ void fill_mod_cache(const ModArgs& m, const ModOffset
 
 // Arguments for x (made contiguous into *xc), the optional affine tensors and a new output.
 inline RowArgs row_args(const Tensor& x, Tensor* xc, const Tensor& weight, const Tensor& bias,
-                 Tensor* keep_w, Tensor* keep_b, const Tensor& out, double eps,
-                 bool keep_layout = false) {
+                        Tensor* keep_w, Tensor* keep_b, const Tensor& out, double eps,
+                        bool keep_layout = false) {
   *xc = keep_layout ? x : x.contiguous();
   *keep_w = weight.defined() ? weight.contiguous() : Tensor();
   *keep_b = bias.defined() ? bias.contiguous() : Tensor();
