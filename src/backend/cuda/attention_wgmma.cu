@@ -499,15 +499,8 @@ CUtensorMap tensor_map(const Tensor& t) {
     strides[i] = t.size(dim) > 1 ? static_cast<cuuint64_t>(t.stride(dim)) * 2 : packed;
     packed = strides[i] * dims[i + 1];
   }
-  const cuuint32_t box[4] = {64, kKeys, 1, 1}, element_strides[4] = {1, 1, 1, 1};
-  CUtensorMap map;
-  const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(t.raw_data()), dims, strides,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  LTX_CHECK(r == CUDA_SUCCESS, "wgmma attention: cuTensorMapEncodeTiled failed (CUresult ",
-            static_cast<int>(r), ") for ", t.describe());
-  return map;
+  const cuuint32_t box[4] = {64, kKeys, 1, 1};
+  return bf16_swizzled_tensor_map(t.raw_data(), 4, dims, strides, box, "wgmma attention", t);
 }
 
 }  // namespace

@@ -320,15 +320,8 @@ CUtensorMap tensor_map_2d(const Tensor& t) {
                               static_cast<cuuint64_t>(t.size(0))};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(t.size(0) > 1 ? t.stride(0) : t.size(1)) *
                                  2};
-  const cuuint32_t box[2] = {64, 64}, element_strides[2] = {1, 1};
-  CUtensorMap map;
-  const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(t.raw_data()), dims, strides,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  LTX_CHECK(r == CUDA_SUCCESS, "swiglu_add_ (wgmma): cuTensorMapEncodeTiled failed (CUresult ",
-            static_cast<int>(r), ") for ", t.describe());
-  return map;
+  const cuuint32_t box[2] = {64, 64};
+  return bf16_swizzled_tensor_map(t.raw_data(), 2, dims, strides, box, "swiglu_add_ (wgmma)", t);
 }
 
 // TMA wants 16-byte aligned rows and row strides below 2^40 bytes.

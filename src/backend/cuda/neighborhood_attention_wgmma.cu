@@ -500,16 +500,9 @@ CUtensorMap plane_map(const Tensor& t, int64_t b, const PlaneShape& ps) {
   }
   const cuuint32_t box[5] = {static_cast<cuuint32_t>(kDim), 1, static_cast<cuuint32_t>(ps.box_w),
                              static_cast<cuuint32_t>(ps.box_h), 1};
-  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
   const auto* base = static_cast<const __nv_bfloat16*>(t.raw_data()) + b * t.stride(0);
-  CUtensorMap map;
-  const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, const_cast<__nv_bfloat16*>(base), dims, strides,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  LTX_CHECK(r == CUDA_SUCCESS, "neighborhood_attention_3d (wgmma): cuTensorMapEncodeTiled failed ",
-            "(CUresult ", static_cast<int>(r), ") for ", t.describe());
-  return map;
+  return bf16_swizzled_tensor_map(base, 5, dims, strides, box,
+                                  "neighborhood_attention_3d (wgmma)", t);
 }
 
 template <int kN, int kSub>
