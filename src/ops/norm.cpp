@@ -5,6 +5,8 @@
 #include "ops/elementwise.h"
 #if LTX_WITH_CUDA
 #include "backend/cuda/norm.h"
+#include "backend/cuda/pixel_norm.h"
+#include "backend/cuda/residual_norm.h"
 #endif
 
 namespace ltx::ops {

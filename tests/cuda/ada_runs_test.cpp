@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/norm.h"
+#include "backend/cuda/residual_norm.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backend/cuda/conv_cudnn.h"
-#include "backend/cuda/norm.h"
+#include "backend/cuda/pixel_norm.h"
 #include "cuda/cuda_test_util.h"
 #include "io/weights.h"
 #include "models/video_vae/conv_video_decoder.h"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cuda/norm.h"
+#include "backend/cuda/residual_norm.h"
 #include "backend/cuda/rope.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/elementwise.h"

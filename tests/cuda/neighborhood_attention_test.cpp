@@ -108,13 +108,13 @@ TEST(CudaNeighborhoodAttention, TensorCoreKernelMatchesCpu) {
     const Tensor &fused = t.fused, &q = t.q, &k = t.k, &v = t.v;
     ASSERT_TRUE(cuda::tensor_core_neighborhood_attention_applies(q, k, v, c.kernel));
     const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::TensorCore);
-    // The op's automatic choice: the wgmma kernel's MmaMask variant where it applies (Hopper,
-    // head dim 64), else the tensor-core kernel, bit for bit.
+    // The op's automatic choice: the wgmma kernel where it applies (Hopper, head dim 64), else
+    // the tensor-core kernel, bit for bit.
     const Tensor autod = ops::neighborhood_attention_3d(q, k, v, c.kernel,
                                                         static_cast<double>(default_scale(c)));
     const Tensor want = cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel)
                             ? cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
-                                                              cuda::NeighborhoodKernel::WgmmaMmaMask)
+                                                              cuda::NeighborhoodKernel::Wgmma)
                             : got;
     EXPECT_TRUE(test::same_bytes(autod, want));
   }
@@ -153,17 +153,12 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelMatchesCpu) {
   }
 }
 
-// The wgmma kernel's variants (WgmmaMmaMask: the window rule as a fifth Q K^T k-step;
-// WgmmaPingpong: that plus the consumers' turn taking) on the wgmma test's cases and on longer T
-// where the turn schedule's shift of consumer 1 hits its cap of two planes (7^3 over 30 planes:
-// 104-key planes; 3^3 over 21: 64 keys; 11^3 over 17: two sub-tiles a plane, and a last block
-// whose second consumer has no queries; the stage-2 decoder's 3x7x7 over 18 planes, 104 keys, on
-// a small H x W), against the CPU op and the wgmma kernel. The one-unit planes (64 and 104 keys)
-// with consumer 0's planes ending before the block's hung Pingpong once (a plane consumer 0 never
-// released; tests/ops/neighborhood_turns_test.cpp checks the schedule on the host). The turns
-// change only the timing, not any consumer's sequence of operations: Pingpong gives MmaMask's bits.
-// A large scale (peaked softmax) checks that the masked logits' bias still vanishes.
-TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
+// The wgmma kernel (the window rule as a fifth Q K^T k-step) on longer T: 7^3 over 30 planes
+// (104-key planes), 3^3 over 21 (64 keys), 11^3 over 17 (two sub-tiles a plane, and a last block
+// whose second consumer has no queries), the stage-2 decoder's 3x7x7 over 18 planes (104 keys) on
+// a small H x W, against the CPU op and the tensor-core kernel. Large scales (peaked softmax)
+// check that the masked logits' bias still vanishes.
+TEST(CudaNeighborhoodAttention, WgmmaKernelOnLongAxesMatchesCpuAndTheTensorCoreKernel) {
   LTX_REQUIRE_WGMMA();
   std::vector<KernelCase> cases = wgmma_cases();
   cases.push_back({{1, 30, 9, 9, 1}, {7, 7, 7}, 64});
@@ -175,21 +170,17 @@ TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
     const FusedQkv t = fused_qkv_parts(c, seed++);
     const Tensor &fused = t.fused, &q = t.q, &k = t.k, &v = t.v;
     ASSERT_TRUE(cuda::wgmma_neighborhood_attention_applies(q, k, v, c.kernel));
-    const Tensor masked = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::WgmmaMmaMask);
-    const Tensor turns = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::WgmmaPingpong);
-    const Tensor plain = cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
-                                                         cuda::NeighborhoodKernel::Wgmma);
-    EXPECT_TRUE(near(masked, plain, 1e-2, 1e-2));
-    EXPECT_TRUE(test::same_bytes(turns, masked));
+    const Tensor got = expect_kernel_matches_cpu(c, fused, cuda::NeighborhoodKernel::Wgmma);
+    const Tensor tc = cuda::neighborhood_attention_3d(q, k, v, c.kernel, default_scale(c),
+                                                      cuda::NeighborhoodKernel::TensorCore);
+    EXPECT_TRUE(near(got, tc, 1e-2, 1e-2));
     for (const float scale : {2.f, 8.f}) {
-      const Tensor hot_plain = cuda::neighborhood_attention_3d(q, k, v, c.kernel, scale,
-                                                               cuda::NeighborhoodKernel::Wgmma);
-      for (const cuda::NeighborhoodKernel which :
-           {cuda::NeighborhoodKernel::WgmmaMmaMask, cuda::NeighborhoodKernel::WgmmaPingpong}) {
-        EXPECT_TRUE(near(cuda::neighborhood_attention_3d(q, k, v, c.kernel, scale, which),
-                         hot_plain, 1e-2, 1e-2))
-            << "scale " << scale;
-      }
+      const Tensor hot_tc = cuda::neighborhood_attention_3d(q, k, v, c.kernel, scale,
+                                                            cuda::NeighborhoodKernel::TensorCore);
+      EXPECT_TRUE(near(cuda::neighborhood_attention_3d(q, k, v, c.kernel, scale,
+                                                       cuda::NeighborhoodKernel::Wgmma),
+                       hot_tc, 1e-2, 1e-2))
+          << "scale " << scale;
     }
   }
   // Query columns (the key boxes start at the first column's window).
@@ -197,14 +188,12 @@ TEST(CudaNeighborhoodAttention, WgmmaVariantsMatchCpuAndTheWgmmaKernel) {
   const FusedQkv t = fused_qkv_parts(c, seed++);
   const Tensor &q = t.q, &k = t.k, &v = t.v;
   for (const ops::QueryColumns cols : {ops::QueryColumns{5, 16}, ops::QueryColumns{23, 3}}) {
-    const Tensor plain = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
-                                                         cuda::NeighborhoodKernel::Wgmma, cols);
-    for (const cuda::NeighborhoodKernel which :
-         {cuda::NeighborhoodKernel::WgmmaMmaMask, cuda::NeighborhoodKernel::WgmmaPingpong}) {
-      const Tensor got = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f, which, cols);
-      ASSERT_EQ(got.shape(), plain.shape());
-      EXPECT_TRUE(near(got, plain, 1e-2, 1e-2)) << cols.begin << "+" << cols.count;
-    }
+    const Tensor tc = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                                      cuda::NeighborhoodKernel::TensorCore, cols);
+    const Tensor got = cuda::neighborhood_attention_3d(q, k, v, c.kernel, 0.125f,
+                                                       cuda::NeighborhoodKernel::Wgmma, cols);
+    ASSERT_EQ(got.shape(), tc.shape());
+    EXPECT_TRUE(near(got, tc, 1e-2, 1e-2)) << cols.begin << "+" << cols.count;
   }
 }
 
@@ -268,7 +257,7 @@ TEST(CudaNeighborhoodAttention, WgmmaKernelRefusesWhatItCannotTake) {
   EXPECT_TRUE(test::same_bytes(
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f),
       cuda::neighborhood_attention_3d(x, x, x, {3, 3, 3}, 0.125f,
-                                      hopper ? cuda::NeighborhoodKernel::WgmmaMmaMask
+                                      hopper ? cuda::NeighborhoodKernel::Wgmma
                                              : cuda::NeighborhoodKernel::TensorCore)));
 }
 

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "backend/cuda/norm.h"
+#include "backend/cuda/pixel_norm.h"
+#include "backend/cuda/residual_norm.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
@@ -294,8 +296,8 @@ Tensor misaligned_channels_last(const Tensor& x) {
 // of 8 up to 256 (a warp per 32 / g rows), up to 1024 (held in registers), longer (read twice).
 constexpr int64_t kPixelNormChannels[] = {3, 8, 40, 128, 256, 512, 1024, 1056, 2048};
 
-// PixelNorm's kernels sum in one order (norm.cu), so every layout gives the same bits: the column
-// kernel (contiguous [N, C, T, H, W]), the vector row kernel (channels-last, C % 8 == 0: C <= 256
+// PixelNorm's kernels sum in one order (pixel_norm.cu), so every layout gives the same bits: the
+// column kernel (contiguous [N, C, T, H, W]), the vector row kernel (channels-last, C % 8 == 0: C <= 256
 // one warp per 32 / g rows of g lanes, C <= 1024 held in registers, longer rows read twice), the
 // scalar row kernel (C % 8 != 0, or a misaligned x), and the last dim of a contiguous tensor.
 // 2 x 3 x 5 x 7 = 210 positions: not a multiple of the rows a warp takes.
@@ -328,8 +330,8 @@ TEST(CudaNorm, PixelNormKernelsAgreeBitForBitAndMatchCpu) {
   }
 }
 
-// The vector row kernels divide by the RMS through its reciprocal and one correction (norm.cu,
-// div_by_rms), falling back to the division outside the range where that is exact: rows whose
+// The vector row kernels divide by the RMS through its reciprocal and one correction
+// (pixel_norm.cu, div_by_rms), falling back to the division outside the range where that is exact: rows whose
 // values span 2^-140 .. 2^100 (zeros of both signs, denormals, quotients that underflow), in
 // bf16 and f32, with and without the SiLU, give the column kernel's (plain division) bits. Enough
 // rows (4 x 11 x 13 positions) for the row groups, 3 of 4 of them partial.

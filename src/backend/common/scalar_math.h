@@ -123,8 +123,8 @@ LTX_HOST_DEVICE inline float gated_add(float x, float y, float gate) {
 }
 // The same as ops::gated_add computes it on CUDA: with bf16_product (mul(y, gate) would be stored
 // as bf16) the product is rounded to bf16 before the sum. The one definition for the gated_add
-// kernel; the fused residual + norm kernel's eight-value form (norm.cu, gated_add_bf16_vec) rounds
-// the same products.
+// kernel; the fused residual + norm kernel's eight-value form (residual_norm.cu,
+// gated_add_bf16_vec) rounds the same products.
 LTX_HOST_DEVICE inline float gated_add(float x, float y, float gate, bool bf16_product) {
   float p = mul_rn(y, gate);
   if (bf16_product) p = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(p));

@@ -1,12 +1,12 @@
 #include "backend/cuda/attention.h"
 
 #include <algorithm>
-#include <mutex>
 
 #include "backend/cuda/attention_mask.cuh"
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/launch.h"
 #include "op_types/checks.h"
 
 namespace ltx::cuda {
@@ -137,14 +137,9 @@ __global__ void __launch_bounds__(kThreads) flash_attention_kernel(AttnArgs a) {
 }
 
 template <int kDim>
-void launch_simple(const AttnArgs& a, unsigned grid, int device, cudaStream_t stream) {
+void launch_simple(const AttnArgs& a, unsigned grid, cudaStream_t stream) {
   constexpr size_t kSmem = sizeof(float) * (kRows * kDim + kKeys * (kDim + 1) + kKeys * kDim);
-  static std::once_flag configured[64];
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<kDim>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(flash_attention_kernel<kDim>), kSmem);
   flash_attention_kernel<kDim><<<grid, kThreads, kSmem, stream>>>(a);
   LTX_CUDA_CHECK_LAUNCH();
 }
@@ -225,13 +220,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const cudaStream_t s = current_stream(dev).handle();
   const unsigned grid = static_cast<unsigned>(blocks);
   if (width <= 32) {
-    launch_simple<32>(a, grid, dev, s);
+    launch_simple<32>(a, grid, s);
   } else if (width <= 64) {
-    launch_simple<64>(a, grid, dev, s);
+    launch_simple<64>(a, grid, s);
   } else if (width <= 128) {
-    launch_simple<128>(a, grid, dev, s);
+    launch_simple<128>(a, grid, s);
   } else {
-    launch_simple<256>(a, grid, dev, s);
+    launch_simple<256>(a, grid, s);
   }
   return gated(out);
 }

@@ -65,10 +65,8 @@ bool wgmma_attention_applies(const Tensor& q, const Tensor& k, const Tensor& v);
 // (split keys, for few query tiles over many keys; not bit-identical to 1, the probabilities are
 // rounded against each range's own running max), 1 = unsplit, 0 = wgmma_attention_auto_splits.
 // q_tiles_per_block: 128-row query tiles per block, bit-identical to 1 (one tile), 0 =
-// wgmma_attention_auto_q_tiles; ignored (1) when the keys are split. With Tk <= 384 consecutive
-// tiles of one (batch, head) over keys loaded once; longer keys stream through the stages per tile
-// and the blocks take the (batch, head, tile) list grid-strided (persistent blocks; for timing,
-// slower than one tile a block on the transformer's shapes).
+// wgmma_attention_auto_q_tiles; ignored (1) when the keys are split. Above 1 only with Tk <= 384
+// (an error otherwise): consecutive tiles of one (batch, head) over keys loaded once.
 void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                      const Tensor& gate, float scale, Tensor& out, int kv_splits = 0,
                      int q_tiles_per_block = 0);
@@ -80,8 +78,7 @@ int wgmma_attention_auto_splits(const Tensor& q, const Tensor& k);
 
 // The query tiles per block Auto gives the wgmma kernel: 1 unless the keys fit its 3 stages (Tk <=
 // 384) and there are at least two waves of (query tile, batch, head) blocks; then each (batch,
-// head) gets max(1, SMs / (B H)) blocks with the query tiles dealt out evenly. (Persistent blocks
-// over streamed keys measured slower than one tile a block, so Auto leaves them out.)
+// head) gets max(1, SMs / (B H)) blocks with the query tiles dealt out evenly.
 int wgmma_attention_auto_q_tiles(const Tensor& q, const Tensor& k);
 
 }  // namespace ltx::cuda

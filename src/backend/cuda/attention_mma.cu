@@ -11,13 +11,14 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/attention_mask.cuh"
 #include "backend/cuda/device.h"
 #include "backend/cuda/elementwise_loop.cuh"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mma_primitives.cuh"
+#include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
 
 namespace ltx::cuda {
@@ -212,40 +213,11 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
     for (int mi = 0; mi < kM; ++mi) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = -INFINITY;
+        const float corr =
+            online_softmax_row<kMasked>(m_run[mi][r], l_run[mi][r], sl, true, [&](auto&& f) {
 #pragma unroll
-        for (int t = 0; t < kKeyTiles; ++t)
-          mx = fmaxf(mx, fmaxf(sc[mi][t][2 * r], sc[mi][t][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m_run[mi][r], mx);
-        const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: p = 0
-        const float corr = fast_exp2((m_run[mi][r] - m_use) * sl);
-        float sum = 0.f;
-        if constexpr (kMasked) {
-          // (x - m) first: a row of -FLT_MAX biases has x - m == 0, not inf - inf.
-#pragma unroll
-          for (int t = 0; t < kKeyTiles; ++t) {
-#pragma unroll
-            for (int e = 2 * r; e < 2 * r + 2; ++e) {
-              sc[mi][t][e] = fast_exp2((sc[mi][t][e] - m_use) * sl);
-              sum += sc[mi][t][e];
-            }
-          }
-        } else {
-          const float m_scaled = m_use * sl;
-#pragma unroll
-          for (int t = 0; t < kKeyTiles; ++t) {
-#pragma unroll
-            for (int e = 2 * r; e < 2 * r + 2; ++e) {
-              sc[mi][t][e] = fast_exp2(fmaf(sc[mi][t][e], sl, -m_scaled));
-              sum += sc[mi][t][e];
-            }
-          }
-        }
-        // This lane's columns only; the quad is summed at the end.
-        l_run[mi][r] = l_run[mi][r] * corr + sum;
-        m_run[mi][r] = m_new;
+              for (int t = 0; t < kKeyTiles; ++t) f(sc[mi][t][2 * r], sc[mi][t][2 * r + 1]);
+            });
 #pragma unroll
         for (int t = 0; t < kOutTiles; ++t) {
           o[mi][t][2 * r] *= corr;
@@ -286,9 +258,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) mma_attention_kernel(MmaArgs a
   for (int mi = 0; mi < kM; ++mi) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float l = l_run[mi][r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float l = quad_sum(l_run[mi][r]);
       const int64_t row = row_base + mi * 16 + r * 8;
       if (row >= a.tq) continue;
       const float inv = l > 0.f ? 1.f / l : 0.f;  // no attended key: zeros
@@ -306,14 +276,10 @@ constexpr size_t smem_bytes() {
 }
 
 template <int kDim, bool kMasked, int kWarps, int kM>
-void launch_one(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
-  static std::once_flag configured[64];
+void launch_one(const MmaArgs& a, int64_t batch_heads, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<kDim, kWarps, kM>();
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(mma_attention_kernel<kDim, kMasked, kWarps, kM>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(mma_attention_kernel<kDim, kMasked, kWarps, kM>),
+                     kSmem);
   constexpr int kRowsQ = kWarps * 16 * kM;
   const dim3 grid(static_cast<unsigned>((a.tq + kRowsQ - 1) / kRowsQ),
                   static_cast<unsigned>(batch_heads));
@@ -326,11 +292,11 @@ void launch_one(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t 
 constexpr int kBlockWarps = 8, kRowTiles = 1;
 
 template <int kDim>
-void launch(const MmaArgs& a, int64_t batch_heads, int device, cudaStream_t stream) {
+void launch(const MmaArgs& a, int64_t batch_heads, cudaStream_t stream) {
   if (a.mask.kind == MaskKind::None) {
-    launch_one<kDim, false, kBlockWarps, kRowTiles>(a, batch_heads, device, stream);
+    launch_one<kDim, false, kBlockWarps, kRowTiles>(a, batch_heads, stream);
   } else {
-    launch_one<kDim, true, kBlockWarps, kRowTiles>(a, batch_heads, device, stream);
+    launch_one<kDim, true, kBlockWarps, kRowTiles>(a, batch_heads, stream);
   }
 }
 
@@ -372,10 +338,10 @@ void tensor_core_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
   switch (q.size(3)) {
-    case 32: launch<32>(a, batch_heads, dev, s); break;
-    case 64: launch<64>(a, batch_heads, dev, s); break;
-    case 256: launch<256>(a, batch_heads, dev, s); break;
-    default: launch<128>(a, batch_heads, dev, s); break;
+    case 32: launch<32>(a, batch_heads, s); break;
+    case 64: launch<64>(a, batch_heads, s); break;
+    case 256: launch<256>(a, batch_heads, s); break;
+    default: launch<128>(a, batch_heads, s); break;
   }
 }
 

@@ -11,7 +11,7 @@
 // descriptor, so V needs no transposed copy), and releases each stage through an "empty" mbarrier
 // as soon as the product that reads it has completed. S of tile t + 1 and P.V of tile t are in
 // flight together: the online softmax of tile t + 1 runs on the CUDA cores while the tensor cores
-// finish P.V of tile t. The softmax itself is attention_mma.cu's (the wgmma accumulator layout is
+// finish P.V of tile t. The softmax itself is online_softmax.cuh's (the wgmma accumulator layout is
 // the mma.sync one, repeated), probabilities rounded to bf16 for P.V.
 //
 // Split keys (flash-decoding): when the (query tile, batch, head) blocks cannot fill the GPU and the
@@ -25,16 +25,9 @@
 // key tiles in their stages (at most kStages of them) and gives each block several consecutive
 // query tiles of its (batch, head): the keys are loaded once, and the next tile's Q load overlaps
 // the current tile's softmax, P V and store (a q_empty mbarrier hands a Q buffer back; D 64 has
-// two, so the next tile's Q is in flight while the current one's products run).
-//
-// Streamed keys, persistent (only when asked for: q_tiles_per_block > 1 with more than kStages
-// key tiles): a block walks the (batch, head, query tile) list with a stride of the grid,
-// streaming every tile's K / V through the same stage ring, whose slots and phases run on across
-// query tiles; the producer loads the next tile's first keys while the consumers finish the
-// current one, and its Q as soon as the current products are done (q_empty). Measured on the H200
-// (session 21, bench/RESULTS.md) it is slower than one block per tile on the step's shapes (video
-// self-attention 0.951 -> 1.030 ms, 16.1 -> 18.3 ms at 24576 tokens; video x text unchanged),
-// so Auto never takes it; it stays for timing other tile schedules against.
+// two, so the next tile's Q is in flight while the current one's products run). Longer key
+// sequences keep one query tile a block (several tiles a block over streamed keys measured slower:
+// bench/RESULTS.md).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cudaTypedefs.h>
@@ -46,8 +39,11 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/attention_mask.cuh"
 #include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mma_primitives.cuh"
+#include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
+#include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 
 namespace ltx::cuda {
@@ -69,8 +65,7 @@ constexpr int kStages = 3;               // K/V tiles in shared memory
 // where each range's partial result goes.
 struct WgmmaArgs : FusedAttentionParams {
   int tiles_per_split = 0;  // key tiles of one blockIdx.z range (all of them unsplit)
-  int q_tiles_per_block = 1;  // 128-row query tiles of one block (resident or streamed keys)
-  int64_t batch_heads = 0;    // B * H
+  int q_tiles_per_block = 1;  // 128-row query tiles of one block (resident keys only)
   // Split keys only: part_o [splits, B * H, Tq, D] f32 (unnormalised), part_ml [splits, B * H,
   // Tq] of (running max, sum of the probabilities exp2((x - max) * sl), sl the kernel's factor).
   float* part_o = nullptr;
@@ -96,15 +91,14 @@ constexpr uint32_t tile_bytes() {
 }
 // The mbarriers: Q full and Q empty per Q buffer (up to two), then the K / V ring's.
 constexpr int kBarriers = 4 + wgmma::KvBarriers<kStages>::kCount;
-// What a block's query tiles are (the kernel's kMode): one tile; several consecutive tiles of
-// one (batch, head) over keys loaded once (every key tile has a stage); several tiles of the
-// (batch, head, query tile) list, grid-strided, over keys streamed per tile (persistent).
-constexpr int kOneTile = 0, kResidentKeys = 1, kStreamedKeys = 2;
+// What a block's query tiles are (the kernel's kMode): one tile, or several consecutive tiles of
+// one (batch, head) over keys loaded once (every key tile has a stage).
+constexpr int kOneTile = 0, kResidentKeys = 1;
 // Q buffers: two for several query tiles with D 64 (D 128's second buffer would not fit with the
 // stages), else one.
 template <int kDim, int kMode>
 constexpr int q_buffers() {
-  return kMode != kOneTile && kDim == 64 ? 2 : 1;
+  return kMode == kResidentKeys && kDim == 64 ? 2 : 1;
 }
 // +1024: the dynamic shared memory is re-aligned to the 1024-byte swizzle atom.
 template <int kDim>
@@ -122,18 +116,12 @@ struct WgmmaMaps {
 template <int kDim>
 __device__ __forceinline__ void wgmma_pv(float (&o)[kDim / 2], const uint32_t (&p)[4], uint64_t desc) {
   if constexpr (kDim == 128) {
-    wgmma::wgmma_rs_m64n128k16_tb(o, p, desc);
+    wgmma::wgmma_rs_m64n128k16<true>(o, p, desc);
   } else {
-    wgmma::wgmma_rs_m64n64k16_tb(o, p, desc);
+    wgmma::wgmma_rs_m64n64k16<true>(o, p, desc);
   }
 }
 #endif
-
-// A block's query tile: its (batch, head) and the tile's index in that head's queries.
-struct QTile {
-  int b, h;
-  int64_t tile;
-};
 
 template <int kDim, bool kMasked, bool kSplit, int kMode>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -148,8 +136,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
-  constexpr bool kMultiQ = kMode != kOneTile;
-  constexpr bool kStreamed = kMode == kStreamedKeys;
+  constexpr bool kMultiQ = kMode == kResidentKeys;
   constexpr int kQBufs = q_buffers<kDim, kMode>();
   // Query tile qi sits in Q buffer qi % kQBufs, filled for the (qi / kQBufs)-th time.
   const auto q_smem = [=](int qi) { return smem + (qi % kQBufs) * kQBytes; };
@@ -161,28 +148,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto q_empty = [=](int qi) { return bars + 16 + 8 * (qi % kQBufs); };
   const wgmma::KvBarriers<kStages> kv{bars + 32};
 
-  // This block's query tiles. Streamed: entries blockIdx.x, + gridDim.x, ... of the (batch, head,
-  // tile) list. Otherwise tiles [q_tile0, q_tile0 + q_count) of (batch, head) blockIdx.y.
+  // This block's query tiles: [q_tile0, q_tile0 + q_count) of (batch, head) blockIdx.y.
   const int64_t head_tiles = query_tiles(a.tq);
-  const int64_t q_tile0 = kStreamed ? 0 : static_cast<int64_t>(blockIdx.x) * (kMultiQ ? a.q_tiles_per_block : 1);
+  const int64_t q_tile0 = static_cast<int64_t>(blockIdx.x) * (kMultiQ ? a.q_tiles_per_block : 1);
   int q_count = 1;
-  if constexpr (kStreamed) {
-    const int64_t left = a.batch_heads * head_tiles - blockIdx.x;
-    q_count = static_cast<int>((left + gridDim.x - 1) / gridDim.x);
-  } else if constexpr (kMultiQ) {
+  if constexpr (kMultiQ) {
     const int64_t left = head_tiles - q_tile0;
     q_count = static_cast<int>(left < a.q_tiles_per_block ? left : a.q_tiles_per_block);
   }
-  const auto q_tile_of = [&](int qi) {
-    if constexpr (kStreamed) {
-      const int64_t w = blockIdx.x + static_cast<int64_t>(qi) * gridDim.x;
-      const int bh = static_cast<int>(w / head_tiles);
-      return QTile{bh / a.heads, bh % a.heads, w - bh * head_tiles};
-    } else {
-      const int bh = static_cast<int>(blockIdx.y);
-      return QTile{bh / a.heads, bh % a.heads, q_tile0 + qi};
-    }
-  };
+  const int b = static_cast<int>(blockIdx.y) / a.heads, h = static_cast<int>(blockIdx.y) % a.heads;
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid / 128;
   // This block's key tiles: [tile0, tile0 + num_tiles) (every tile unless the keys are split).
@@ -205,9 +179,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // released its previous tile.
     wgmma::setmaxnreg_dec<24>();
     if (tid == 0) {
-      // Key tile u of the ring (its u-th load: stage u % kStages) of (batch, head) qt into its
-      // stage once both consumers released the stage's previous tile.
-      const auto load_kv = [&](int u, int key0, const QTile& qt) {
+      // Key tile u of the ring (its u-th load: stage u % kStages) into its stage once both
+      // consumers released the stage's previous tile.
+      const auto load_kv = [&](int u, int key0) {
         const int stage = u % kStages;
         const uint32_t parity = ((u / kStages) & 1) ^ 1;
         const auto load_tile = [&](const CUtensorMap* map, uint32_t dst, uint32_t full, uint32_t empty) {
@@ -215,19 +189,17 @@ __global__ void __launch_bounds__(kThreads, 1)
           wgmma::mbar_arrive_expect_tx(full, kTileBytes);
 #pragma unroll
           for (int c = 0; c < kBlocks; ++c)
-            wgmma::tma_load_4d(dst + c * (kKeys * 128), map, 64 * c, key0, qt.h, qt.b, full);
+            wgmma::tma_load_4d(dst + c * (kKeys * 128), map, 64 * c, key0, h, b, full);
         };
         load_tile(&maps.k, k_smem(stage), kv.k_full(stage), kv.k_empty(stage));
         load_tile(&maps.v, v_smem(stage), kv.v_full(stage), kv.v_empty(stage));
       };
       const auto load_q = [&](int qi) {
-        const QTile qt = q_tile_of(qi);
         wgmma::mbar_arrive_expect_tx(q_full(qi), kQBytes);
-        const int row0 = static_cast<int>(qt.tile * kRowsQ);
+        const int row0 = static_cast<int>((q_tile0 + qi) * kRowsQ);
 #pragma unroll
         for (int c = 0; c < kBlocks; ++c)
-          wgmma::tma_load_4d(q_smem(qi) + c * (kRowsQ * 128), &maps.q, 64 * c, row0, qt.h, qt.b,
-                             q_full(qi));
+          wgmma::tma_load_4d(q_smem(qi) + c * (kRowsQ * 128), &maps.q, 64 * c, row0, h, b, q_full(qi));
       };
       // A further query tile once both consumers' products have read its buffer's last one.
       const auto wait_then_load_q = [&](int qi) {
@@ -235,25 +207,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_q(qi);
       };
       for (int qi = 0; qi < kQBufs && qi < q_count; ++qi) load_q(qi);
-      if constexpr (kStreamed) {
-        // Every query tile's keys through the ring. A later tile's Q waits for the end of the
-        // products of the tile before it, so its first key tiles (whose stages free earlier) are
-        // requested before it.
-        const int q_at = min(kStages - 1, num_tiles - 1);
-        int u = 0;
-        for (int qi = 0; qi < q_count; ++qi) {
-          const QTile qt = q_tile_of(qi);
-          for (int t = 0; t < num_tiles; ++t, ++u) {
-            if (qi >= kQBufs && t == q_at) wait_then_load_q(qi);
-            load_kv(u, (tile0 + t) * kKeys, qt);
-          }
-        }
-      } else {
-        // Resident: every tile has a stage of its own, so each is loaded once (its first "empty"
-        // wait passes at once) and never released.
-        for (int t = 0; t < num_tiles; ++t) load_kv(t, (tile0 + t) * kKeys, q_tile_of(0));
-        for (int qi = kQBufs; qi < q_count; ++qi) wait_then_load_q(qi);
-      }
+      // One query tile: the key tiles stream through the stages. Resident keys: every tile has a
+      // stage of its own, so each is loaded once (its first "empty" wait passes at once) and never
+      // released.
+      for (int t = 0; t < num_tiles; ++t) load_kv(t, (tile0 + t) * kKeys);
+      for (int qi = kQBufs; qi < q_count; ++qi) wait_then_load_q(qi);
     }
     return;
   }
@@ -264,13 +222,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int g = lane >> 2, c4 = lane & 3;  // accumulator coordinates: row group, column pair
 
   for (int qi = 0; qi < q_count; ++qi) {
-  const QTile qt = q_tile_of(qi);
-  const int b = qt.b, h = qt.h;
-  const int64_t q0 = qt.tile * kRowsQ;
-  // Tile t of this query tile is the ring's load u0 + t: its stage and the phase of that load.
-  const int u0 = kStreamed ? qi * num_tiles : 0;
-  const auto stage_of = [&](int t) { return (u0 + t) % kStages; };
-  const auto phase_of = [&](int t) { return static_cast<uint32_t>(((u0 + t) / kStages) & 1); };
+  const int64_t q0 = (q_tile0 + qi) * kRowsQ;
+  // Key tile t's stage and the phase of its load.
+  const auto stage_of = [](int t) { return t % kStages; };
+  const auto phase_of = [](int t) { return static_cast<uint32_t>((t / kStages) & 1); };
   float o[kOut];
 #pragma unroll
   for (int i = 0; i < kOut; ++i) o[i] = 0.f;
@@ -341,30 +296,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         s[i] = x;
       }
     }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < kS / 4; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[r], mx);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: p = 0
-      corr[r] = mma::fast_exp2((m_run[r] - m_use) * sl);
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < kS / 4; ++n) {
-#pragma unroll
-        for (int e = 2 * r; e < 2 * r + 2; ++e) {
-          float& x = s[4 * n + e];
-          // Masked: (x - m) first, so a row of -FLT_MAX biases is uniform, not inf - inf.
-          x = kMasked ? mma::fast_exp2((x - m_use) * sl) : mma::fast_exp2(fmaf(x, sl, -m_use * sl));
-          sum += x;
-        }
-      }
-      l_run[r] = l_run[r] * corr[r] + sum;  // this lane's columns; the quad is summed at the end
-      m_run[r] = m_new;
-    }
+    mma::online_softmax_tile<kMasked>(s, m_run, l_run, sl, true, corr);
   };
   // The probabilities as the A operand of P V: k-step j covers n-tiles 2j and 2j + 1 of S.
   const auto pack_p = [&] {
@@ -426,7 +358,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     turn_end(true);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
-    if constexpr (kStreamed) wgmma::mbar_arrive(kv.v_empty(stage_of(last)));
   }
 
   // Every product that reads Q has completed: the producer may load the next query tile.
@@ -435,9 +366,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Normalise, gate and store: this thread holds dims (8n + 2 c4, +1) of rows row_base (+8).
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = mma::quad_sum(l_run[r]);
     const int64_t row = row_base + r * 8;
     if (row >= a.tq) continue;
     if constexpr (kSplit) {
@@ -506,23 +435,16 @@ __global__ void __launch_bounds__(256) wgmma_attention_merge_kernel(const WgmmaA
 }
 
 template <int kDim, bool kMasked, bool kSplit, int kMode>
-void launch(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int splits, int device,
+void launch(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int splits,
             cudaStream_t stream) {
-  static std::once_flag configured[64];
   constexpr size_t kSmem = smem_bytes<kDim>(q_buffers<kDim, kMode>());
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(wgmma_attention_kernel<kDim, kMasked, kSplit, kMode>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(wgmma_attention_kernel<kDim, kMasked, kSplit, kMode>),
+                     kSmem);
   const int64_t q_tiles = query_tiles(a.tq);
-  // Streamed: the (batch, head, query tile) list dealt out grid-strided, at most
-  // q_tiles_per_block entries a block; otherwise a block per run of tiles of one (batch, head).
+  // A block per run of query tiles of one (batch, head) and key range.
   const int64_t per = a.q_tiles_per_block;
-  const dim3 grid = kMode == kStreamedKeys
-                        ? dim3(static_cast<unsigned>((batch_heads * q_tiles + per - 1) / per), 1, 1)
-                        : dim3(static_cast<unsigned>((q_tiles + per - 1) / per),
-                               static_cast<unsigned>(batch_heads), static_cast<unsigned>(splits));
+  const dim3 grid(static_cast<unsigned>((q_tiles + per - 1) / per), static_cast<unsigned>(batch_heads),
+                  static_cast<unsigned>(splits));
   wgmma_attention_kernel<kDim, kMasked, kSplit, kMode><<<grid, kThreads, kSmem, stream>>>(maps, a);
   LTX_CUDA_CHECK_LAUNCH();
 }
@@ -530,11 +452,11 @@ void launch(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int 
 // launch<> with kMasked from the args' mask.
 template <int kDim, bool kSplit, int kMode>
 void launch_masked(const WgmmaMaps& maps, const WgmmaArgs& a, int64_t batch_heads, int splits,
-                   int device, cudaStream_t stream) {
+                   cudaStream_t stream) {
   if (a.mask.kind != MaskKind::None) {
-    launch<kDim, true, kSplit, kMode>(maps, a, batch_heads, splits, device, stream);
+    launch<kDim, true, kSplit, kMode>(maps, a, batch_heads, splits, stream);
   } else {
-    launch<kDim, false, kSplit, kMode>(maps, a, batch_heads, splits, device, stream);
+    launch<kDim, false, kSplit, kMode>(maps, a, batch_heads, splits, stream);
   }
 }
 
@@ -542,12 +464,10 @@ template <int kDim>
 void launch_dim(const WgmmaMaps& maps, WgmmaArgs a, int64_t batch_heads, int splits, int device,
                 cudaStream_t stream) {
   if (splits <= 1) {
-    if (a.q_tiles_per_block > 1 && key_tiles(a.tk) <= kStages) {
-      launch_masked<kDim, false, kResidentKeys>(maps, a, batch_heads, 1, device, stream);
-    } else if (a.q_tiles_per_block > 1) {
-      launch_masked<kDim, false, kStreamedKeys>(maps, a, batch_heads, 1, device, stream);
+    if (a.q_tiles_per_block > 1) {
+      launch_masked<kDim, false, kResidentKeys>(maps, a, batch_heads, 1, stream);
     } else {
-      launch_masked<kDim, false, kOneTile>(maps, a, batch_heads, 1, device, stream);
+      launch_masked<kDim, false, kOneTile>(maps, a, batch_heads, 1, stream);
     }
     return;
   }
@@ -558,7 +478,7 @@ void launch_dim(const WgmmaMaps& maps, WgmmaArgs a, int64_t batch_heads, int spl
   const Tensor part_ml = Tensor::empty({splits, rows, 2}, DType::F32, Device::cuda(device));
   a.part_o = static_cast<float*>(const_cast<void*>(part_o.raw_data()));
   a.part_ml = static_cast<float2*>(const_cast<void*>(part_ml.raw_data()));
-  launch_masked<kDim, true, kOneTile>(maps, a, batch_heads, splits, device, stream);
+  launch_masked<kDim, true, kOneTile>(maps, a, batch_heads, splits, stream);
   const unsigned blocks = static_cast<unsigned>((rows + 7) / 8);
   const float sl = exp2_factor(a.mask.kind != MaskKind::None, a.scale);
   wgmma_attention_merge_kernel<kDim><<<blocks, 256, 0, stream>>>(a, splits, rows, sl);
@@ -579,32 +499,11 @@ CUtensorMap tensor_map(const Tensor& t) {
     strides[i] = t.size(dim) > 1 ? static_cast<cuuint64_t>(t.stride(dim)) * 2 : packed;
     packed = strides[i] * dims[i + 1];
   }
-  const cuuint32_t box[4] = {64, kKeys, 1, 1}, element_strides[4] = {1, 1, 1, 1};
-  CUtensorMap map;
-  const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(t.raw_data()), dims, strides,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  LTX_CHECK(r == CUDA_SUCCESS, "wgmma attention: cuTensorMapEncodeTiled failed (CUresult ",
-            static_cast<int>(r), ") for ", t.describe());
-  return map;
+  const cuuint32_t box[4] = {64, kKeys, 1, 1};
+  return bf16_swizzled_tensor_map(t.raw_data(), 4, dims, strides, box, "wgmma attention", t);
 }
 
 }  // namespace
-
-// Declared in wgmma_primitives.cuh (shared with neighborhood_attention_wgmma.cu).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    LTX_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
-                                                    cudaEnableDefault, &found));
-    LTX_CHECK(found == cudaDriverEntryPointSuccess && f != nullptr,
-              "wgmma kernels: the CUDA driver has no cuTensorMapEncodeTiled (driver too old)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
 
 bool wgmma_attention_available(int device) {
   static std::once_flag once[64];
@@ -658,7 +557,7 @@ int wgmma_attention_auto_q_tiles(const Tensor& q, const Tensor& k) {
   // Keys that fit the stages, and at least two waves of blocks to fold into one: as many blocks
   // per (batch, head) as fit one wave, the query tiles dealt out evenly (a ragged last block
   // would add a second wave: 47 tiles a block take 0.174 ms on 24576 x 126, 48 0.151; RESULTS.md).
-  // Streamed keys (more tiles) stay one tile a block: the persistent form measured slower.
+  // Streamed keys (more tiles) stay one tile a block (bench/RESULTS.md).
   if (tiles > kStages || blocks < 2 * sms) return 1;
   const int64_t per_head = std::max<int64_t>(1, sms / (q.size(0) * q.size(1)));
   return static_cast<int>((q_tiles + per_head - 1) / per_head);
@@ -682,8 +581,10 @@ void wgmma_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   a.q_tiles_per_block = splits > 1 ? 1
                         : q_tiles_per_block > 0 ? q_tiles_per_block
                                                 : wgmma_attention_auto_q_tiles(q, k);
+  LTX_CHECK(a.q_tiles_per_block == 1 || tiles <= kStages, "wgmma attention: q_tiles_per_block ",
+            a.q_tiles_per_block, " needs keys resident in the ", kStages, " stages (Tk <= ",
+            kStages * kKeys, "), got Tk ", k.size(2), "; pass 0 (Auto) or 1");
   const int64_t batch_heads = q.size(0) * q.size(1);
-  a.batch_heads = batch_heads;
   const int dev = q.device().index;
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();

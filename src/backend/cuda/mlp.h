@@ -1,7 +1,7 @@
 #pragma once
 // The fused SwiGLU MLP on CUDA (ops::swiglu_add_'s contract, src/ops/mlp.h):
 //   residual [n, C] += (silu(y Wg^T) * (y Wu^T)) Wd^T,  w_gate_up = [Wg; Wu] [2 H, C], w_down [C, H].
-// swiglu_wgmma.cu: a Hopper (sm_90a) kernel in the FlashAttention-3 mould. A block owns 128 rows of
+// mlp.cu: a Hopper (sm_90a) kernel in the FlashAttention-3 mould. A block owns 128 rows of
 // y (two consumer warpgroups of 64 rows, y in shared memory for the whole block) and walks the
 // hidden dim in chunks of 64: per chunk G = y Wg_c^T and U = y Wu_c^T (wgmma, both operands from
 // shared memory), P = bf16(silu(bf16 G) * bf16 U) in registers (silu_mul's exact per-element

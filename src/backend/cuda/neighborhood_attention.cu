@@ -106,9 +106,7 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
   a.kern[1] = std::min(kernel[1], a.H);
   a.kern[2] = std::min(kernel[2], a.W);
   const DType ot = ops::float_result_dtype({&q, &k, &v});
-  const bool wgmma_asked = which == NeighborhoodKernel::Wgmma ||
-                           which == NeighborhoodKernel::WgmmaMmaMask ||
-                           which == NeighborhoodKernel::WgmmaPingpong;
+  const bool wgmma_asked = which == NeighborhoodKernel::Wgmma;
   const bool wgmma_ok = (which == NeighborhoodKernel::Auto || wgmma_asked) &&
                         wgmma_neighborhood_attention_applies(q, k, v, kernel);
   if (wgmma_asked || wgmma_ok) {
@@ -121,11 +119,7 @@ Tensor neighborhood_attention_3d(const Tensor& q, const Tensor& k, const Tensor&
               "rows and strides, and (4 + Kh - 1) x (4 + Kw - 1) <= 208 keys (clipped to H, W); got q ",
               q.describe(), ", v ", v.describe(), ", kernel ", kernel[0], "x", kernel[1], "x",
               kernel[2]);
-    // Auto: MmaMask (stage-2 1.33 vs 1.6 ms, the decode 2.14 vs 2.24 s; bench/RESULTS.md).
-    const WgmmaNaVariant variant = which == NeighborhoodKernel::WgmmaPingpong ? WgmmaNaVariant::Pingpong
-                                   : which == NeighborhoodKernel::Wgmma       ? WgmmaNaVariant::Plain
-                                                                              : WgmmaNaVariant::MmaMask;
-    wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out, variant);
+    wgmma_neighborhood_attention(q, k, v, kernel, scale, {cols.begin, col_count}, out);
     return out;
   }
   if (!all_cols) {  // the other kernels compute every column

@@ -9,12 +9,11 @@
 //  - Wgmma (neighborhood_attention_wgmma.cu): Hopper only (compute capability 9.0 and a binary
 //    built with the sm_90a image), bf16 q/k/v with D == Dv == 64, dense head dim, 16-byte aligned
 //    rows and 16-byte multiple strides, (4 + Kh - 1) x (4 + Kw - 1) <= 208 (clipped to H, W); same
-//    numerics as TensorCore (bf16 products, f32 accumulation), 1.3-2.1x faster on the decoder's
-//    shapes (bench/RESULTS.md).
+//    numerics as TensorCore (bf16 products, f32 accumulation, the window mask as an extra MMA
+//    k-step), 1.3-2.1x faster on the decoder's shapes (bench/RESULTS.md).
 //  - Simple (neighborhood_attention.cu): one warp per (query, head), the window's scores in shared
 //    memory, f32 math on CUDA cores; any strides, f32 or bf16. The f32 (parity) path and fallback.
-// Auto picks the wgmma kernel (its MmaMask variant) where it applies, else TensorCore where it
-// applies, else Simple.
+// Auto picks the wgmma kernel where it applies, else TensorCore where it applies, else Simple.
 #include <array>
 #include <cstdint>
 
@@ -23,16 +22,7 @@
 
 namespace ltx::cuda {
 
-// Wgmma, WgmmaMmaMask and WgmmaPingpong select the wgmma kernel's variants (see WgmmaNaVariant);
-// Auto takes WgmmaMmaMask, the fastest measured (Pingpong hung on the H200 on some shapes).
-enum class NeighborhoodKernel { Auto, TensorCore, Wgmma, Simple, WgmmaMmaMask, WgmmaPingpong };
-
-// The wgmma kernel's variants: Plain (per-element (h, w) bit masks in the
-// softmax, consumers running freely); MmaMask (the window rule as a fifth k-step of Q K^T: one-hot
-// query columns times per-block bias rows, 0 in the window and -2^24 outside, so the softmax has
-// no per-element mask work); Pingpong (MmaMask plus the consumers taking turns at the tensor
-// cores, as attention_wgmma.cu).
-enum class WgmmaNaVariant { Plain, MmaMask, Pingpong };
+enum class NeighborhoodKernel { Auto, TensorCore, Wgmma, Simple };
 
 // cols: the query columns to compute (out [B, T, H, cols.count, heads, Dv]; checked by the op).
 // The wgmma kernel computes only those; the others compute every column and keep those.
@@ -59,7 +49,6 @@ bool wgmma_neighborhood_attention_applies(const Tensor& q, const Tensor& k, cons
 // [B, T, H, cols.count, heads, 64]).
 void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const std::array<int64_t, 3>& kernel, float scale,
-                                  const ops::QueryColumns& cols, Tensor& out,
-                                  WgmmaNaVariant variant = WgmmaNaVariant::Plain);
+                                  const ops::QueryColumns& cols, Tensor& out);
 
 }  // namespace ltx::cuda

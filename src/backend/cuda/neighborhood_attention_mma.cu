@@ -18,13 +18,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/neighborhood_attention.h"
 #include "backend/cuda/neighborhood_window.cuh"
+#include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
 
 namespace ltx::cuda {
@@ -296,37 +297,21 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
       // Online softmax over the needed groups (the others contribute p = 0).
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        float mx = -INFINITY;
+        const float m_old = m_run[r];
+        const float corr = online_softmax_row<false>(m_run[r], l_run[r], sl, true, [&](auto&& f) {
 #pragma unroll
-        for (int t = 0; t < kGroups; ++t)
-          if ((need >> t) & 1u) mx = fmaxf(mx, fmaxf(sc[t][2 * r], sc[t][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m_run[r], mx);
-        const float m_use = m_new == -INFINITY ? 0.f : m_new;
-        const float corr = fast_exp2((m_run[r] - m_use) * sl);
-        const float m_scaled = m_use * sl;
-        float sum = 0.f;
-#pragma unroll
-        for (int t = 0; t < kGroups; ++t) {
-          if (!((need >> t) & 1u)) continue;
-#pragma unroll
-          for (int e = 2 * r; e < 2 * r + 2; ++e) {
-            sc[t][e] = fast_exp2(fmaf(sc[t][e], sl, -m_scaled));
-            sum += sc[t][e];
-          }
-        }
-        l_run[r] = l_run[r] * corr + sum;
+          for (int t = 0; t < kGroups; ++t)
+            if ((need >> t) & 1u) f(sc[t][2 * r], sc[t][2 * r + 1]);
+        });
         // Rescale the accumulator only when some row of the warp has a new maximum (exact: corr
         // is 1 otherwise); late tiles rarely raise it.
-        if (__any_sync(0xffffffffu, m_new != m_run[r])) {
+        if (__any_sync(0xffffffffu, m_run[r] != m_old)) {
 #pragma unroll
           for (int t = 0; t < kOutTiles; ++t) {
             o[t][2 * r] *= corr;
             o[t][2 * r + 1] *= corr;
           }
         }
-        m_run[r] = m_new;
       }
 
       // O += P V over pairs of groups (one k16 step each).
@@ -354,9 +339,7 @@ __global__ void __launch_bounds__(kThreads, kDim <= 64 ? 2 : 1) na_mma_kernel(Na
   // Normalise and store: lane holds dims (8 t + 2 c4, +1) of its rows.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = quad_sum(l_run[r]);
     if (!row_valid[r]) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const int t = wq0[0] + r, h = wq0[1] + (g >> 2), w = wq0[2] + (g & 3);
@@ -377,14 +360,9 @@ constexpr size_t smem_bytes() {
 }
 
 template <int kDim>
-void launch(const NaMmaArgs& a, int64_t batch, int device, cudaStream_t stream) {
-  static std::once_flag configured[64];
+void launch(const NaMmaArgs& a, int64_t batch, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<kDim>();
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(na_mma_kernel<kDim>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(na_mma_kernel<kDim>), kSmem);
   NaMmaArgs args = a;
   const int bdims[3] = {kArrT * kWarpT, kArrH * kWarpH, kArrW * kWarpW};
   int64_t tiles = 1;
@@ -460,9 +438,9 @@ void tensor_core_neighborhood_attention(const Tensor& q, const Tensor& k, const 
   const cudaStream_t s = current_stream(dev).handle();
   const int64_t batch = q.size(0);
   switch (q.size(5)) {
-    case 32: launch<32>(a, batch, dev, s); break;
-    case 128: launch<128>(a, batch, dev, s); break;
-    default: launch<64>(a, batch, dev, s); break;
+    case 32: launch<32>(a, batch, s); break;
+    case 128: launch<128>(a, batch, s); break;
+    default: launch<64>(a, batch, s); break;
   }
 }
 

@@ -23,33 +23,22 @@
 //   descriptor); S of sub-tile u + 1 and P V of sub-tile u are in flight together, the online softmax
 //   of u + 1 runs meanwhile (as attention_wgmma.cu, without the consumers' turn taking: their plane
 //   ranges differ).
-// - Masks: the (h, w) part of the window rule does not depend on the plane, so each thread builds
-//   one 32-bit mask per query row and sub-tile over its kN / 4 accumulator columns once; per plane
-//   an element is kept iff its bit is set and the plane is in the row's t window (warp-uniform; a
-//   warp-uniform branch that skipped the softmax of such planes made ptxas spill, so those planes
-//   are masked whole instead).
+// - Masks on the tensor cores: the (h, w) part of the window rule does not depend on the plane.
+//   Q gets a fifth k-step of one-hot columns (row m: a 1 in column m % 16, its (h, w) index in the
+//   4 x 4 tile; shared by both consumers) and K a fifth k-step of per-block bias rows (key j,
+//   column c: 0 if j is in query c's (h, w) window, else -2^24; built once per block, the same for
+//   every plane), so S arrives masked and the softmax has no per-element mask work. A plane outside
+//   a warp's t window is dropped per row (the running max kept, p = exp2(x * 0 - inf) = 0). Costs a
+//   fifth m64nNk16 per sub-tile (+25% of the Q K^T tensor work, 8 + 27 KiB of shared memory), and
+//   measured faster than per-element bit masks in the softmax (bench/RESULTS.md). Same numerics
+//   for every key in a window (the bias step adds exact zeros); a row whose keys so far were all
+//   masked carries a biased max until its first window key, whose correction factor
+//   exp2(-(>= 2^24 - |logits|) * sl) flushes those terms to exactly 0. The loop's operand
+//   descriptors are built from block constants (a low-word add each).
 // - Skipping: a consumer only computes the planes of its own t union (its 4 planes' windows: 14 of
 //   the block's 18 for Kt = 11); for the others it waits for the plane and releases it.
 //
-// Variants (template flags, WgmmaNaVariant on the host; Plain is the measured kernel above):
-// - kMmaMask (MmaMask, Pingpong): the (h, w) window rule moves onto the tensor cores. Q gets a
-//   fifth k-step of one-hot columns (row m: a 1 in column m % 16, its (h, w) index in the 4 x 4
-//   tile; shared by both consumers) and K a fifth k-step of per-block bias rows (key j, column c:
-//   0 if j is in query c's (h, w) window, else -2^24; built once per block, the same for every
-//   plane), so S arrives masked and the softmax has no per-element mask work. A plane outside a
-//   warp's t window is dropped per row (the running max kept, p = exp2(x * 0 - inf) = 0). Costs a
-//   fifth m64nNk16 per sub-tile (+25% of the Q K^T tensor work, 8 + 27 KiB of shared memory).
-//   Same numerics for every key in a window (the bias step adds exact zeros); a row whose keys so
-//   far were all masked carries a biased max until its first window key, whose correction factor
-//   exp2(-(>= 2^24 - |logits|) * sl) flushes those terms to exactly 0. The loop's operand
-//   descriptors are also built from block constants (a low-word add each).
-// - kTurns (Pingpong): the consumers take turns at the tensor cores (named barriers 3 and 4, as
-//   attention_wgmma.cu), so that one's softmax runs while the other's MMAs do. Turn j of a
-//   consumer belongs to block unit j (S of j, P V of j - 1, or an empty turn that passes plane
-//   j / kSub at its last sub-tile); consumer 1 starts at unit d = min(its first unit, 2 kSub) so
-//   that both work on nearby planes within the 3-stage ring (see the schedule in the kernel).
-//
-// Why wgmma despite the wasted keys (11^3 window, interior): a consumer scores 14 planes x 208
+// Expected efficiency (11^3 window, interior; unmeasured): a consumer scores 14 planes x 208
 // columns = 2912 keys per query row for 1331 window keys (46% of the Q K^T work; P V runs 112 keys
 // per 104-key sub-tile, 42%). The mma.sync kernel scores 66% useful keys but is issue bound;
 // wgmma needs far fewer issue slots per key and the CUDA-core work per scored element is the
@@ -61,17 +50,17 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/neighborhood_attention.h"
-#include "backend/cuda/neighborhood_turns.h"
 #include "backend/cuda/neighborhood_window.cuh"
+#include "backend/cuda/online_softmax.cuh"
 #include "backend/cuda/stream.h"
+#include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 
 namespace ltx::cuda {
@@ -119,20 +108,19 @@ constexpr uint32_t tile_bytes() {
 }
 // The mbarriers: the K / V ring's (wgmma::KvBarriers).
 constexpr int kBarriers = wgmma::KvBarriers<kStages>::kCount;
-// The MMA mask's operands (kMmaMask): the one-hot rows of the fifth Q k-step (64 rows, shared by
-// both consumers) and the block's (h, w) window biases as a fifth K k-step (a plane's rows), each
-// row in a 128-byte swizzled row of its own (only its first 32 bytes are read).
-template <int kN, int kSub, bool kMmaMask>
-constexpr uint32_t extra_bytes() {
-  return kMmaMask ? 64 * 128 + tile_bytes<kN, kSub>() : 0;
+// The MMA mask's operands: the one-hot rows of the fifth Q k-step (64 rows, shared by both
+// consumers) and the block's (h, w) window biases as a fifth K k-step (a plane's rows), each row
+// in a 128-byte swizzled row of its own (only its first 32 bytes are read).
+template <int kN, int kSub>
+constexpr uint32_t mask_bytes() {
+  return 64 * 128 + tile_bytes<kN, kSub>();
 }
 // +1024: the dynamic shared memory is re-aligned to the 1024-byte swizzle atom.
-template <int kN, int kSub, bool kMmaMask>
+template <int kN, int kSub>
 constexpr size_t smem_bytes() {
-  return kQBytes + extra_bytes<kN, kSub, kMmaMask>() + 2 * kStages * tile_bytes<kN, kSub>() +
-         8 * kBarriers + 1024;
+  return kQBytes + mask_bytes<kN, kSub>() + 2 * kStages * tile_bytes<kN, kSub>() + 8 * kBarriers + 1024;
 }
-static_assert(smem_bytes<104, 2, true>() <= 227 * 1024, "the largest instance fits an H100/H200 SM");
+static_assert(smem_bytes<104, 2>() <= 227 * 1024, "the largest instance fits an H100/H200 SM");
 // The masked logits' bias (-2^24 in bf16, exact): far enough below any real logit that their
 // exponentials underflow to 0 once the row has seen a key of its window.
 [[maybe_unused]] constexpr uint16_t kMaskBiasBf16 = 0xCB80;
@@ -150,11 +138,10 @@ __device__ __forceinline__ void wgmma_qk(float (&s)[kN / 2], uint64_t da, uint64
 }
 #endif
 
-// kMmaMask: the (h, w) window rule as a fifth k-step of Q K^T (one-hot query columns times the
-// block's bias rows: 0 in the window, -2^24 outside) and the plane's t rule as per-row selects, so
-// the softmax has no per-element mask work. kTurns: the consumers take turns issuing their MMAs
-// (needs kMmaMask only in that the host pairs them; both paths are correct on their own).
-template <int kN, int kSub, bool kMmaMask, bool kTurns>
+// The (h, w) window rule as a fifth k-step of Q K^T (one-hot query columns times the block's bias
+// rows: 0 in the window, -2^24 outside) and the plane's t rule as per-row selects, so the softmax
+// has no per-element mask work.
+template <int kN, int kSub>
 __global__ void __launch_bounds__(kThreads, 1)
     na_wgmma_kernel(const __grid_constant__ NaWgmmaMaps maps, const NaWgmmaArgs a) {
 #if LTX_WGMMA_DEVICE_CODE
@@ -162,17 +149,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kPvSteps = (kN + 15) / 16;  // k-steps of P V (the last one half empty for 104)
   constexpr int kOut = kDim / 2;       // O accumulators per thread
   constexpr int kS = kN / 2;           // S accumulators per thread
-  constexpr int kCols = kN / 4;        // S columns per thread (per row)
   constexpr int kRows = plane_rows<kN, kSub>();
   constexpr uint32_t kTileBytes = tile_bytes<kN, kSub>();
   constexpr uint32_t kSubBytes = kN * kDim * 2;  // 1024-byte multiple: kN is one of 8
-  static_assert(kCols <= 32 && kN % 8 == 0, "one 32-bit mask per row and sub-tile");
+  static_assert(kN % 8 == 0, "sub-tiles of whole 8-key groups");
 
   extern __shared__ unsigned char smem_raw[];
   const uint32_t smem = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
   const uint32_t q_smem = smem;
-  const uint32_t qx_smem = smem + kQBytes, kx_smem = qx_smem + 64 * 128;  // kMmaMask only
-  const uint32_t stages = smem + kQBytes + extra_bytes<kN, kSub, kMmaMask>();
+  const uint32_t qx_smem = smem + kQBytes, kx_smem = qx_smem + 64 * 128;  // the mask's operands
+  const uint32_t stages = smem + kQBytes + mask_bytes<kN, kSub>();
   const auto k_smem = [=](int stage) { return stages + stage * kTileBytes; };
   const auto v_smem = [=](int stage) { return stages + (kStages + stage) * kTileBytes; };
   const uint32_t bars = stages + 2 * kStages * kTileBytes;
@@ -202,7 +188,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t addr = stages + tile * kTileBytes + mma::swizzled<8>(row, chunk);
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0) : "memory");
   }
-  if constexpr (kMmaMask) {
+  {
     // The one-hot Q columns: row m (query (h, w) index m % 16 of the 4 x 4 tile) has a 1 in
     // column m % 16; 16-byte chunks 0 and 1 of each row hold columns 0..15.
     for (int i = tid; i < 64 * 2; i += kThreads) {
@@ -299,59 +285,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   // to the key box (positions clamped for rows past the volume; those are never stored).
   const int pt = wq_t + warp;
   const int ws_t = window_start(min(pt, a.len[0] - 1), a.len[0], a.kern[0]) - lo_t;
-  // hw_mask[sub][r]: bit ci says whether the key of this thread's S column ci of sub-tile `sub` is in
-  // row r's (h, w) window. Both rows share w (pw); the key's (hh, ww) advance with the column (by 1
-  // or 7 keys) instead of dividing by BW per column.
-  [[maybe_unused]] uint32_t hw_mask[kSub][2];
-  if constexpr (!kMmaMask) {
-    const int pw = q0[2] + g % 4;
-    const int ws_w = window_start(min(pw, a.len[2] - 1), a.len[2], a.kern[2]) - lo_w;
-    int ws_h[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int ph = q0[1] + g / 4 + 2 * r;
-      ws_h[r] = window_start(min(ph, a.len[1] - 1), a.len[1], a.kern[1]) - lo_h;
-    }
-#pragma unroll
-    for (int sub = 0; sub < kSub; ++sub) {
-      const int j0 = sub * kN + 2 * c4;  // the key (plane row) of column 0
-      int hh = j0 / a.box_w, ww = j0 % a.box_w;
-      uint32_t m0 = 0, m1 = 0;
-#pragma unroll 1
-      for (int ci = 0; ci < kCols; ++ci) {
-        const int j = j0 + 8 * (ci / 2) + (ci & 1);
-        const bool in = j < plane_keys &&
-                        static_cast<unsigned>(ww - ws_w) < static_cast<unsigned>(a.kern[2]);
-        m0 |= static_cast<uint32_t>(in && static_cast<unsigned>(hh - ws_h[0]) <
-                                              static_cast<unsigned>(a.kern[1]))
-              << ci;
-        m1 |= static_cast<uint32_t>(in && static_cast<unsigned>(hh - ws_h[1]) <
-                                              static_cast<unsigned>(a.kern[1]))
-              << ci;
-        ww += (ci & 1) ? 7 : 1;
-        while (ww >= a.box_w) {
-          ww -= a.box_w;
-          ++hh;
-        }
-      }
-      hw_mask[sub][0] = m0;
-      hw_mask[sub][1] = m1;
-    }
+  // The consumer's planes [first, end): the union of its query planes' t windows (none when all its
+  // queries lie past the volume; consumer 0's queries start at the block's, inside the volume).
+  int first = 0, end = 0;
+  if (wq_t < a.len[0]) {
+    const AxisRange r = axis_range(wq_t, kWgT, a.len[0], a.kern[0]);
+    first = r.lo - lo_t;
+    end = r.hi - lo_t;
   }
-
-  // The consumer's planes: the union of its query planes' t windows (none when all its queries lie
-  // past the volume).
-  // (Both consumers' ranges: the turn schedule needs them. Consumer 0's queries start at the
-  // block's, inside the volume.)
-  static_assert(kConsumers == 2, "the turn schedule pairs two consumers");
-  const int first0 = 0, end0 = axis_range(q0[0], kWgT, a.len[0], a.kern[0]).hi - lo_t;
-  int first1 = 0, end1 = 0;
-  if (q0[0] + kWgT < a.len[0]) {
-    const AxisRange r = axis_range(q0[0] + kWgT, kWgT, a.len[0], a.kern[0]);
-    first1 = r.lo - lo_t;
-    end1 = r.hi - lo_t;
-  }
-  const int first = cw == 0 ? first0 : first1, end = cw == 0 ? end0 : end1;
 
   float o[kOut];
 #pragma unroll
@@ -374,9 +315,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Work unit u: sub-tile u % kSub of the block's plane u / kSub.
   const auto plane_of = [](int u) { return u / kSub; };
   const auto sub_of = [](int u) { return u % kSub; };
-  // S = Q K^T for this consumer's 64 rows and unit u's keys (issued and committed only).
-  // kMmaMask (the new variants) also builds the descriptors from block constants: a descriptor's
-  // low word is its address / 16 (shared addresses stay below 256 KB: no carry out of the 14-bit
+  // S = Q K^T for this consumer's 64 rows and unit u's keys (issued and committed only), the window
+  // bias as a fifth k-step. The descriptors are built from block constants: a descriptor's low
+  // word is its address / 16 (shared addresses stay below 256 KB: no carry out of the 14-bit
   // field), so an operand's offset is added to a base descriptor's low word.
   const uint64_t q_desc0 = wgmma::smem_desc(q_wg, 16, 1024);
   const uint64_t k_desc0 = wgmma::smem_desc(k_smem(0), 16, 1024);
@@ -385,21 +326,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     return (desc & 0xFFFFFFFF00000000ull) | (static_cast<uint32_t>(desc) + (bytes >> 4));
   };
   const auto issue_qk = [&](int u) {
-    const uint32_t k_base = k_smem(stage_of(plane_of(u))) + sub_of(u) * kSubBytes;
     const uint32_t k_off = stage_of(plane_of(u)) * kTileBytes + sub_of(u) * kSubBytes;
 #pragma unroll
     for (int kk = 0; kk < kQkSteps; ++kk) {
-      const uint64_t da = kMmaMask ? desc_plus(q_desc0, kk * 32)
-                                   : wgmma::smem_desc(q_wg + kk * 32, 16, 1024);
-      const uint64_t db = kMmaMask ? desc_plus(k_desc0, k_off + kk * 32)
-                                   : wgmma::smem_desc(k_base + kk * 32, 16, 1024);
+      const uint64_t da = desc_plus(q_desc0, kk * 32);
+      const uint64_t db = desc_plus(k_desc0, k_off + kk * 32);
       if (kk == 0) {
         wgmma_qk<kN, false>(s, da, db);
       } else {
         wgmma_qk<kN, true>(s, da, db);
       }
     }
-    if constexpr (kMmaMask) {  // + the window bias: s of a key outside the (h, w) window - 2^24
+    {  // + the window bias: s of a key outside the (h, w) window - 2^24
       const uint64_t da = wgmma::smem_desc(qx_smem, 16, 1024);
       const uint64_t db = wgmma::smem_desc(kx_smem + sub_of(u) * kSubBytes, 16, 1024);
       wgmma_qk<kN, true>(s, da, db);
@@ -409,67 +347,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   // O += P V for unit u's values (issued and committed only; MN-major V, 8-key groups 1024 bytes
   // apart).
   const auto issue_pv = [&](int u) {
-    const uint32_t v_base = v_smem(stage_of(plane_of(u))) + sub_of(u) * kSubBytes;
     const uint32_t v_off = stage_of(plane_of(u)) * kTileBytes + sub_of(u) * kSubBytes;
 #pragma unroll
     for (int j = 0; j < kPvSteps; ++j) {
-      const uint64_t dv = kMmaMask ? desc_plus(v_desc0, v_off + j * (16 * 128))
-                                   : wgmma::smem_desc(v_base + j * (16 * 128), kRows * 128, 1024);
-      wgmma::wgmma_rs_m64n64k16_tb(o, p[j], dv);
+      const uint64_t dv = desc_plus(v_desc0, v_off + j * (16 * 128));
+      wgmma::wgmma_rs_m64n64k16<true>(o, p[j], dv);
     }
     wgmma::commit();
   };
   // Online softmax of unit u's scores in s (in place: s becomes the probabilities); corr[r] is the
   // factor that moves row r's accumulator to the new running max.
   //
-  // kMmaMask: the (h, w) rule is in s already (bias -2^24); a plane outside the warp's t window
-  // leaves the running max alone and gets p = exp2(x * 0 - inf) = 0. A row whose keys so far were
+  // The (h, w) rule is in s already (bias -2^24); a plane outside the warp's t window leaves the
+  // running max alone and gets p = exp2(x * 0 - inf) = 0. A row whose keys so far were
   // all outside its window may carry a biased max for a while; its first window key moves the max
   // up by >= 2^24 - |logits|, and the correction exp2(-(that) * sl) flushes those terms to 0.
   const auto softmax = [&](int u, float (&corr)[2]) {
-    const bool in_t = static_cast<unsigned>(plane_of(u) - ws_t) < static_cast<unsigned>(a.kern[0]);
-    if constexpr (!kMmaMask) {
-      uint32_t mask[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mask[r] = hw_mask[0][r];
-#pragma unroll
-        for (int sub = 1; sub < kSub; ++sub)
-          if (sub_of(u) == sub) mask[r] = hw_mask[sub][r];
-        if (!in_t) mask[r] = 0;
-      }
-#pragma unroll
-      for (int i = 0; i < kS; ++i) {
-        const int ci = 2 * (i / 4) + (i & 1);
-        if (!((mask[(i >> 1) & 1] >> ci) & 1u)) s[i] = -INFINITY;
-      }
-    }
-    const bool keep = !kMmaMask || in_t;  // kMmaMask: whether the plane counts for this warp
-    const float sl_use = keep ? sl : 0.f;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < kS / 4; ++n) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = keep ? fmaxf(m_run[r], mx) : m_run[r];
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: p = 0
-      corr[r] = mma::fast_exp2((m_run[r] - m_use) * sl);
-      const float m_scaled = keep ? m_use * sl : INFINITY;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < kS / 4; ++n) {
-#pragma unroll
-        for (int e = 2 * r; e < 2 * r + 2; ++e) {
-          float& x = s[4 * n + e];
-          x = mma::fast_exp2(fmaf(x, sl_use, -m_scaled));
-          sum += x;
-        }
-      }
-      l_run[r] = l_run[r] * corr[r] + sum;  // this lane's columns; the quad is summed at the end
-      m_run[r] = m_new;
-    }
+    const bool keep = static_cast<unsigned>(plane_of(u) - ws_t) < static_cast<unsigned>(a.kern[0]);
+    mma::online_softmax_tile<false>(s, m_run, l_run, sl, keep, corr);
   };
   // The probabilities as the A operand of P V: k-step j covers n-tiles 2j and 2j + 1 of S.
   const auto pack_p = [&] {
@@ -483,26 +378,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  // Turn taking (kTurns; attention_wgmma.cu's pingpong): consumer cw issues its MMAs after named
-  // barrier 3 + cw (1 and 2 are the Q gathers') and then hands the turn over, so that one's softmax
-  // runs while the other's products keep the tensor cores busy. Both take the same number of turns
-  // (consumer 0 opens, consumer 1 skips its last hand-over: every barrier sees as many arrivals as
-  // waits); see the schedule below.
-  const auto turn_begin = [&] {
-    if constexpr (kTurns) wgmma::named_sync(3 + cw, kConsumerThreads);
-  };
-  const auto turn_end = [&](bool last) {
-    if constexpr (kTurns) {
-      if (!(last && cw == 1)) wgmma::named_arrive(4 - cw, kConsumerThreads);
-    }
-  };
-  // The turn with S of the consumer's first unit u.
-  const auto first_turn = [&](int u) {
+  // S of the consumer's first unit u.
+  const auto first_step = [&](int u) {
     wgmma::mbar_wait(kv.k_full(stage_of(plane_of(u))), parity_of(plane_of(u)));
-    turn_begin();
     wgmma::fence();
     issue_qk(u);
-    turn_end(false);
     wgmma::wait<0>();
     wgmma::fence_regs(s);
     if (sub_of(u) == kSub - 1) wgmma::mbar_arrive(kv.k_empty(stage_of(plane_of(u))));
@@ -510,21 +390,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     softmax(u, corr);  // o is still zero: nothing to rescale
     pack_p();
   };
-  // The turn with P V of unit u and S of unit u + 1: P V of u overlaps S and the softmax of u + 1.
+  // P V of unit u and S of unit u + 1: P V of u overlaps S and the softmax of u + 1.
   // A plane's K stage is released after the S of its last sub-tile, its V stage after that
   // sub-tile's P V. No branch around the wgmma issues (ptxas serialises wgmma pipelines whose
   // accumulators merge across branches).
-  const auto mid_turn = [&](int u) {
+  const auto mid_step = [&](int u) {
     const int cur = plane_of(u), next = plane_of(u + 1);
     wgmma::mbar_wait(kv.k_full(stage_of(next)), parity_of(next));
     wgmma::mbar_wait(kv.v_full(stage_of(cur)), parity_of(cur));
-    turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
     wgmma::fence();
     issue_qk(u + 1);
     issue_pv(u);
-    turn_end(false);
     wgmma::wait<1>();  // S of unit u + 1; P V of unit u may still run
     wgmma::fence_regs(s);
     if (sub_of(u + 1) == kSub - 1) wgmma::mbar_arrive(kv.k_empty(stage_of(next)));
@@ -538,58 +416,31 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kOut; ++i) o[i] *= corr[(i >> 1) & 1];
     pack_p();
   };
-  // The turn with P V of the consumer's last unit u (the last sub-tile of its plane).
-  const auto last_turn = [&](int u, bool last) {
+  // P V of the consumer's last unit u (the last sub-tile of its plane).
+  const auto last_step = [&](int u) {
     const int plane = plane_of(u);
     wgmma::mbar_wait(kv.v_full(stage_of(plane)), parity_of(plane));
-    turn_begin();
     wgmma::fence_regs(o);
     wgmma::fence_regs(p);
     wgmma::fence();
     issue_pv(u);
-    turn_end(last);
     wgmma::wait<0>();
     wgmma::fence_regs(o);
     wgmma::mbar_arrive(kv.v_empty(stage_of(plane)));  // the producer may still need the stage
   };
 
-  // Units [u0, u1) of planes [first, end).
+  // Units [u0, u1) of planes [first, end); the other planes are passed.
   const int u0 = first * kSub, u1 = end * kSub;
-  if constexpr (!kTurns) {
-    for (int t = 0; t < first; ++t) pass(t);
-    if (u0 < u1) first_turn(u0);
-    for (int u = u0; u + 1 < u1; ++u) mid_turn(u);
-    if (u0 < u1) last_turn(u1 - 1, true);
-    for (int t = end; t < num_tiles; ++t) pass(t);
-  } else {
-    // The turn schedule (neighborhood_turns.h, checked on the host for many shapes). Consumer 1's
-    // turns are shifted by d = min(its first unit, (kStages - 1) kSub) so that both work on nearby
-    // planes: the producer refills a stage once both consumers released the plane kStages back,
-    // and a consumer waits for its planes before its turn; with d <= (kStages - 1) kSub the planes
-    // that consumer 1 waits for in its turn k were released by consumer 0 in its turns <= k (which
-    // never wait for consumer 1's turn k), and the other way round consumer 0 is behind: no cycle.
-    const NaTurnPlan plan = na_turn_plan(num_tiles, kSub, kStages, first0, end0, first1, end1);
-    na_consumer_turns(plan, cw, [&](NaTurnOp op, int x, bool last) {
-      switch (op) {
-        case NaTurnOp::kPass: pass(x); break;
-        case NaTurnOp::kOpen: wgmma::named_arrive(3, kConsumerThreads); break;  // consumer 0 opens
-        case NaTurnOp::kEmptyTurn:
-          turn_begin();
-          turn_end(last);
-          break;
-        case NaTurnOp::kFirstTurn: first_turn(x); break;
-        case NaTurnOp::kMidTurn: mid_turn(x); break;
-        case NaTurnOp::kLastTurn: last_turn(x, last); break;
-      }
-    });
-  }
+  for (int t = 0; t < first; ++t) pass(t);
+  if (u0 < u1) first_step(u0);
+  for (int u = u0; u + 1 < u1; ++u) mid_step(u);
+  if (u0 < u1) last_step(u1 - 1);
+  for (int t = end; t < num_tiles; ++t) pass(t);
 
   // Normalise and store: this thread holds dims (8n + 2 c4, +1) of its rows.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = mma::quad_sum(l_run[r]);
     const int ph = q0[1] + g / 4 + 2 * r, pw = q0[2] + g % 4;
     if (pt >= a.len[0] || ph >= a.len[1] || pw >= q_w_end) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;
@@ -647,41 +498,18 @@ CUtensorMap plane_map(const Tensor& t, int64_t b, const PlaneShape& ps) {
   }
   const cuuint32_t box[5] = {static_cast<cuuint32_t>(kDim), 1, static_cast<cuuint32_t>(ps.box_w),
                              static_cast<cuuint32_t>(ps.box_h), 1};
-  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
   const auto* base = static_cast<const __nv_bfloat16*>(t.raw_data()) + b * t.stride(0);
-  CUtensorMap map;
-  const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, const_cast<__nv_bfloat16*>(base), dims, strides,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  LTX_CHECK(r == CUDA_SUCCESS, "neighborhood_attention_3d (wgmma): cuTensorMapEncodeTiled failed ",
-            "(CUresult ", static_cast<int>(r), ") for ", t.describe());
-  return map;
-}
-
-template <int kN, int kSub, bool kMmaMask, bool kTurns>
-void launch_variant(const NaWgmmaMaps& maps, const NaWgmmaArgs& a, int device, cudaStream_t stream) {
-  static std::once_flag configured[64];
-  constexpr size_t kSmem = smem_bytes<kN, kSub, kMmaMask>();
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(na_wgmma_kernel<kN, kSub, kMmaMask, kTurns>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
-  const int64_t blocks = static_cast<int64_t>(a.tiles[0]) * a.tiles[1] * a.tiles[2] * a.heads;
-  na_wgmma_kernel<kN, kSub, kMmaMask, kTurns>
-      <<<static_cast<unsigned>(blocks), kThreads, kSmem, stream>>>(maps, a);
-  LTX_CUDA_CHECK_LAUNCH();
+  return bf16_swizzled_tensor_map(base, 5, dims, strides, box,
+                                  "neighborhood_attention_3d (wgmma)", t);
 }
 
 template <int kN, int kSub>
-void launch(WgmmaNaVariant variant, const NaWgmmaMaps& maps, const NaWgmmaArgs& a, int device,
-            cudaStream_t stream) {
-  switch (variant) {
-    case WgmmaNaVariant::Plain: launch_variant<kN, kSub, false, false>(maps, a, device, stream); break;
-    case WgmmaNaVariant::MmaMask: launch_variant<kN, kSub, true, false>(maps, a, device, stream); break;
-    case WgmmaNaVariant::Pingpong: launch_variant<kN, kSub, true, true>(maps, a, device, stream); break;
-  }
+void launch(const NaWgmmaMaps& maps, const NaWgmmaArgs& a, cudaStream_t stream) {
+  constexpr size_t kSmem = smem_bytes<kN, kSub>();
+  allow_dynamic_smem(reinterpret_cast<const void*>(na_wgmma_kernel<kN, kSub>), kSmem);
+  const int64_t blocks = static_cast<int64_t>(a.tiles[0]) * a.tiles[1] * a.tiles[2] * a.heads;
+  na_wgmma_kernel<kN, kSub><<<static_cast<unsigned>(blocks), kThreads, kSmem, stream>>>(maps, a);
+  LTX_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -706,7 +534,7 @@ bool wgmma_neighborhood_attention_applies(const Tensor& q, const Tensor& k, cons
 
 void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const std::array<int64_t, 3>& kernel, float scale,
-                                  const ops::QueryColumns& cols, Tensor& out, WgmmaNaVariant variant) {
+                                  const ops::QueryColumns& cols, Tensor& out) {
   const PlaneShape ps = plane_shape(q, kernel);
   NaWgmmaArgs a;
   for (int i = 0; i < 4; ++i) a.qs[i] = q.stride(1 + i);
@@ -734,9 +562,9 @@ void wgmma_neighborhood_attention(const Tensor& q, const Tensor& k, const Tensor
     a.q = static_cast<const __nv_bfloat16*>(q.raw_data()) + b * q.stride(0);
     a.out = static_cast<__nv_bfloat16*>(out.raw_data()) + b * (out.numel() / q.size(0));
     switch (ps.keys) {
-      case 64: launch<64, 1>(variant, maps, a, dev, s); break;
-      case 104: launch<104, 1>(variant, maps, a, dev, s); break;
-      default: launch<104, 2>(variant, maps, a, dev, s); break;
+      case 64: launch<64, 1>(maps, a, s); break;
+      case 104: launch<104, 1>(maps, a, s); break;
+      default: launch<104, 2>(maps, a, s); break;
     }
   }
 }

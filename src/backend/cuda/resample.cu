@@ -25,6 +25,19 @@ __device__ __forceinline__ OutPos out_position(int64_t i, const Dims3& g) {
           (i / g.out[2]) % g.out[1], i % g.out[2]};
 }
 
+// The resampling kernels' grid-stride loop over the `total` output elements: f(i, o, base) with
+// o = out_position(i) and base the first input element of o's channel.
+template <typename F>
+__device__ __forceinline__ void for_each_output(const Dims3& g, int64_t total, F&& f) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const OutPos o = out_position(i, g);
+    f(i, o, o.c * in_plane);
+  }
+}
+
 // Per axis (D, H, W): i0, i1 (int64) and w0, w1 (f32), each `out[axis]` long.
 struct LinearTables {
   const int64_t* i0[3];
@@ -35,12 +48,8 @@ struct LinearTables {
 
 __global__ void linear_kernel(const void* x, DType xt, void* y, DType yt, Dims3 g, LinearTables t,
                               int64_t total) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += step) {
-    const OutPos o = out_position(i, g);
-    const int64_t od = o.d, oh = o.h, ow = o.w, base = o.c * in_plane;
+  for_each_output(g, total, [&](int64_t i, const OutPos& o, int64_t base) {
+    const int64_t od = o.d, oh = o.h, ow = o.w;
     const int64_t d0i = t.i0[0][od], d1i = t.i1[0][od], h0i = t.i0[1][oh], h1i = t.i1[1][oh];
     const int64_t a = t.i0[2][ow], b = t.i1[2][ow];
     const float d0 = t.w0[0][od], d1 = t.w1[0][od], h0 = t.w0[1][oh], h1 = t.w1[1][oh];
@@ -54,7 +63,7 @@ __global__ void linear_kernel(const void* x, DType xt, void* y, DType yt, Dims3 
         dtype_bits::mul_rn(d0, dtype_bits::add_rn(dtype_bits::mul_rn(h0, lerp_w(row(d0i, h0i))), dtype_bits::mul_rn(h1, lerp_w(row(d0i, h1i))))),
         dtype_bits::mul_rn(d1, dtype_bits::add_rn(dtype_bits::mul_rn(h0, lerp_w(row(d1i, h0i))), dtype_bits::mul_rn(h1, lerp_w(row(d1i, h1i))))));
     store_f32(y, yt, i, v);
-  }
+  });
 }
 
 struct AreaTables {
@@ -64,12 +73,8 @@ struct AreaTables {
 
 __global__ void area_kernel(const void* x, DType xt, void* y, DType yt, Dims3 g, AreaTables t,
                             int64_t total) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += step) {
-    const OutPos o = out_position(i, g);
-    const int64_t od = o.d, oh = o.h, ow = o.w, base = o.c * in_plane;
+  for_each_output(g, total, [&](int64_t i, const OutPos& o, int64_t base) {
+    const int64_t od = o.d, oh = o.h, ow = o.w;
     float sum = 0.f;
     for (int64_t id = t.start[0][od]; id < t.end[0][od]; ++id)
       for (int64_t ih = t.start[1][oh]; ih < t.end[1][oh]; ++ih)
@@ -78,7 +83,7 @@ __global__ void area_kernel(const void* x, DType xt, void* y, DType yt, Dims3 g,
     const int64_t count = (t.end[0][od] - t.start[0][od]) * (t.end[1][oh] - t.start[1][oh]) *
                           (t.end[2][ow] - t.start[2][ow]);
     store_f32(y, yt, i, __fdiv_rn(sum, static_cast<float>(count)));
-  }
+  });
 }
 
 template <typename T>

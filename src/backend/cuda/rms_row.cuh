@@ -4,8 +4,6 @@
 // length, the sum of squares term, the row scale, the rounding to the storage dtype between ops,
 // the vector path's staged row and block sum, and the block sum replayed by one warp.
 #include <cstdint>
-#include <cstdlib>
-#include <type_traits>
 
 #include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/mma_primitives.cuh"
@@ -17,37 +15,14 @@ namespace ltx::cuda {
 inline constexpr int kMaxRowThreads = 256;
 
 // The minimum resident blocks per SM the 4096-wide block-per-row kernels are compiled for
-// (__launch_bounds__'s second argument: fewer registers, more rows in flight; small spills).
-// with_row_min_blocks(default, f) calls f(std::integral_constant<int, N>) with N = `default`, or
-// LTX_ROW_MIN_BLOCKS (1, 4 or 6) when set: a knob for timing the kernels (session 15). 8 (32
-// registers) spilled and was slower on the H200, and 8 x 256 threads exceed an sm_89 SM.
-inline int row_min_blocks_override() {
-  static const int v = [] {
-    const char* e = std::getenv("LTX_ROW_MIN_BLOCKS");
-    return e != nullptr ? std::atoi(e) : 0;
-  }();
-  return v;
-}
-template <typename F>
-void with_row_min_blocks(int default_blocks, F&& f) {
-  const int n = row_min_blocks_override() > 0 ? row_min_blocks_override() : default_blocks;
-  switch (n) {
-    case 4: f(std::integral_constant<int, 4>{}); break;
-    case 6: f(std::integral_constant<int, 6>{}); break;
-    default: f(std::integral_constant<int, 1>{}); break;
-  }
-}
-
-// Whether the row kernels that keep a block resident over many rows stage the next row while
-// they work on the current one (kPrefetch: the residual + norm, rms_norm_modulate's cached path,
-// rms_norm_rope). LTX_ROW_PREFETCH=0 turns it off (a knob for timing).
-inline bool row_prefetch_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("LTX_ROW_PREFETCH");
-    return e == nullptr || (e[0] != '\0' && e[0] != '0');
-  }();
-  return on;
-}
+// (__launch_bounds__'s second argument: fewer registers, more rows in flight; small spills),
+// chosen by timing 1, 4 and 6 on 6144 x 4096 bf16 rows (bench/RESULTS.md): 6 for the plain and
+// modulated norms, 4 for the residual + norm (its shared memory allows 7 blocks anyway; 6 spilled
+// and was slower) and the norm + RoPE kernels. 8 (32 registers) spilled and was slower, and
+// 8 x 256 threads exceed an sm_89 SM.
+inline constexpr int kRowNormMinBlocks = 6;
+inline constexpr int kResidualNormMinBlocks = 4;
+inline constexpr int kNormRopeMinBlocks = 4;
 
 // Threads per row block: a warp for short rows, up to 256 (each thread then handles d / 256).
 __host__ __device__ inline int row_threads(int64_t d) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "backend/cuda/attention.h"
@@ -299,8 +298,8 @@ __device__ __forceinline__ void norm_rope_interleaved_chunk(const NormRopeArgs& 
 // bf16 (rope_x_dtype). kPrefetch (a resident grid, each block taking rows r, r + gridDim, ...):
 // the rows alternate between two staging buffers, the next row's copy (copy_row_async) in flight
 // while the block works on the current one.
-template <bool kSplit, bool kPair, int kMinBlocks, bool kBf16, bool kPrefetch = false>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinBlocks) rms_norm_rope_kernel(NormRopeArgs a) {
+template <bool kSplit, bool kPair, bool kBf16, bool kPrefetch = false>
+__global__ void __launch_bounds__(kMaxRowThreads, kNormRopeMinBlocks) rms_norm_rope_kernel(NormRopeArgs a) {
   extern __shared__ uint4 norm_rope_row[];
   const DType dtype = rope_x_dtype<kBf16>(a);
   const DType c_dtype = kBf16 ? DType::BF16 : a.c_dtype, s_dtype = kBf16 ? DType::BF16 : a.s_dtype;
@@ -787,12 +786,7 @@ NormRopeArgs norm_rope_args(const Tensor& x, const Tensor& wc, double eps, const
   a.tokens = t;
   a.rows = x.size(0) * t;
   a.eps = eps;
-  // LTX_ROPE_PREFETCH=0 turns it off (a knob for timing).
-  static const bool prefetch_env = [] {
-    const char* e = std::getenv("LTX_ROPE_PREFETCH");
-    return e == nullptr || (e[0] != '\0' && e[0] != '0');
-  }();
-  a.prefetch = prefetch_env && a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
+  a.prefetch = a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
   a.fast = fast_div_fits(a.rows) && t > 0 && t < (int64_t{1} << 31);
   if (a.fast) a.ftokens = FastDivU32(static_cast<uint32_t>(t));
   return a;
@@ -807,33 +801,27 @@ void launch_norm_rope(const NormRopeArgs& a, bool split, int dev) {
   const bool bf16 =
       a.dtype == DType::BF16 && a.c_dtype == DType::BF16 && a.s_dtype == DType::BF16;
   const int threads = row_threads(a.d);
-  const auto launch = [&](auto mb, auto bf) {
-    constexpr int kMb = decltype(mb)::value;
+  const auto launch = [&](auto bf) {
     constexpr bool kBf = decltype(bf)::value;
-    // bf16 rows: a resident grid, each block staging its next row while it works on the current
-    // one (two buffers).
-    const auto go = [&](auto kernel, bool prefetch) {
-      const size_t bytes = prefetch ? 2 * smem : smem;
+    // bf16 rows (kPrefetch = kBf): a resident grid, each block staging its next row while it works
+    // on the current one (two buffers).
+    const auto go = [&](auto kernel) {
+      const size_t bytes = kBf ? 2 * smem : smem;
       allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
-      const unsigned grid = prefetch ? resident_grid(kernel, threads, bytes, a.rows, dev) : blocks;
+      const unsigned grid = kBf ? resident_grid(kernel, threads, bytes, a.rows, dev) : blocks;
       kernel<<<grid, threads, bytes, stream>>>(a);
     };
-    const bool prefetch = kBf && row_prefetch_enabled();
     if (split) {
-      prefetch ? go(rms_norm_rope_kernel<true, kPair, kMb, kBf, true>, true)
-               : go(rms_norm_rope_kernel<true, kPair, kMb, kBf>, false);
+      go(rms_norm_rope_kernel<true, kPair, kBf, kBf>);
     } else {
-      prefetch ? go(rms_norm_rope_kernel<false, kPair, kMb, kBf, true>, true)
-               : go(rms_norm_rope_kernel<false, kPair, kMb, kBf>, false);
+      go(rms_norm_rope_kernel<false, kPair, kBf, kBf>);
     }
   };
-  with_row_min_blocks(4, [&](auto mb) {
-    if (bf16) {
-      launch(mb, std::true_type{});
-    } else {
-      launch(mb, std::false_type{});
-    }
-  });
+  if (bf16) {
+    launch(std::true_type{});
+  } else {
+    launch(std::false_type{});
+  }
   LTX_CUDA_CHECK_LAUNCH();
 }
 

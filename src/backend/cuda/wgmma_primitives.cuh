@@ -2,7 +2,7 @@
 // Hopper (sm_90a) warpgroup MMA building blocks for attention_wgmma.cu: shared-memory matrix
 // descriptors for 128-byte-swizzled tiles, the wgmma fence / commit / wait instructions and the
 // bf16 wgmma shapes the attention kernels (attention_wgmma.cu, neighborhood_attention_wgmma.cu)
-// and the fused MLP (swiglu_wgmma.cu) issue. Only meaningful inside code compiled for sm_90a
+// and the fused MLP (mlp.cu) issue. Only meaningful inside code compiled for sm_90a
 // (guard callers with __CUDA_ARCH_FEAT_SM90_ALL).
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -15,12 +15,6 @@
 #else
 #define LTX_WGMMA_DEVICE_CODE 0
 #endif
-
-namespace ltx::cuda {
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda);
-// defined in attention_wgmma.cu, throws when the driver lacks it.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder();
-}  // namespace ltx::cuda
 
 namespace ltx::cuda::wgmma {
 
@@ -258,65 +252,42 @@ __device__ __forceinline__ void wgmma_ss_m64n104k16(float (&d)[52], uint64_t des
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "n"(int{kAccumulate}));
 }
-// d += A B for m64n128k16: A from registers (4 per thread: the accumulator layout of a k16
-// slice), B from shared memory through an MN-major (transposed) descriptor.
-__device__ __forceinline__ void wgmma_rs_m64n128k16_tb(float (&d)[64], const uint32_t (&a)[4],
-                                                     uint64_t desc_b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      LTX_WGMMA_D64_NAMES
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-      : LTX_WGMMA_D64_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
-}
-
-// d += A B for m64n64k16: A from registers (4 per thread: the accumulator layout of a k16
-// slice), B from shared memory through an MN-major (transposed) descriptor.
-__device__ __forceinline__ void wgmma_rs_m64n64k16_tb(float (&d)[32], const uint32_t (&a)[4],
-                                                     uint64_t desc_b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      LTX_WGMMA_D32_NAMES
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : LTX_WGMMA_D32_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
-}
-
-
 // d += A B for m64nNk16 (N = 256 / 128 / 64): A from registers (4 per thread: the accumulator
 // layout of a k16 slice), B from shared memory through a K-major descriptor (B's N rows of K
-// contiguous, as a [N, K] row-major weight is stored).
+// contiguous, as a [N, K] row-major weight is stored), or with kTransposeB through an MN-major
+// (transposed) one (V's [keys, D] rows as the B of P V).
+template <bool kTransposeB = false>
 __device__ __forceinline__ void wgmma_rs_m64n256k16(float (&d)[128], const uint32_t (&a)[4],
                                                     uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
       LTX_WGMMA_D128_NAMES
-      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, %134;\n}\n"
       : LTX_WGMMA_D128_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1), "n"(int{kTransposeB}));
 }
+template <bool kTransposeB = false>
 __device__ __forceinline__ void wgmma_rs_m64n128k16(float (&d)[64], const uint32_t (&a)[4],
                                                     uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
       LTX_WGMMA_D64_NAMES
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
       : LTX_WGMMA_D64_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1), "n"(int{kTransposeB}));
 }
+template <bool kTransposeB = false>
 __device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[32], const uint32_t (&a)[4],
                                                    uint64_t desc_b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
       LTX_WGMMA_D32_NAMES
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
       : LTX_WGMMA_D32_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1), "n"(int{kTransposeB}));
 }
 
 }  // namespace ltx::cuda::wgmma

@@ -25,13 +25,14 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/mlp.h"
 #include "backend/cuda/mma_primitives.cuh"
 #include "backend/cuda/stream.h"
+#include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_primitives.cuh"
 #include "backend/common/scalar_math.h"
 #include "core/dtype_bits.h"
@@ -304,14 +305,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int kC>
-void launch(const SwigluMaps& maps, const SwigluArgs& a, int device, cudaStream_t stream) {
-  static std::once_flag configured[64];
+void launch(const SwigluMaps& maps, const SwigluArgs& a, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<kC>();
-  std::call_once(configured[device % 64], [] {
-    LTX_CUDA_CHECK(cudaFuncSetAttribute(swiglu_wgmma_kernel<kC>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmem)));
-  });
+  allow_dynamic_smem(reinterpret_cast<const void*>(swiglu_wgmma_kernel<kC>), kSmem);
   const dim3 grid(static_cast<unsigned>((a.n + kRows - 1) / kRows));
   swiglu_wgmma_kernel<kC><<<grid, kThreads, kSmem, stream>>>(maps, a);
   LTX_CUDA_CHECK_LAUNCH();
@@ -324,15 +320,8 @@ CUtensorMap tensor_map_2d(const Tensor& t) {
                               static_cast<cuuint64_t>(t.size(0))};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(t.size(0) > 1 ? t.stride(0) : t.size(1)) *
                                  2};
-  const cuuint32_t box[2] = {64, 64}, element_strides[2] = {1, 1};
-  CUtensorMap map;
-  const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(t.raw_data()), dims, strides,
-      box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  LTX_CHECK(r == CUDA_SUCCESS, "swiglu_add_ (wgmma): cuTensorMapEncodeTiled failed (CUresult ",
-            static_cast<int>(r), ") for ", t.describe());
-  return map;
+  const cuuint32_t box[2] = {64, 64};
+  return bf16_swizzled_tensor_map(t.raw_data(), 2, dims, strides, box, "swiglu_add_ (wgmma)", t);
 }
 
 // TMA wants 16-byte aligned rows and row strides below 2^40 bytes.
@@ -376,9 +365,9 @@ void swiglu_wgmma_add_(const Tensor& residual, const Tensor& y, const Tensor& w_
   DeviceGuard guard(dev);
   const cudaStream_t s = current_stream(dev).handle();
   switch (residual.size(1)) {
-    case 64: return launch<64>(maps, a, dev, s);
-    case 128: return launch<128>(maps, a, dev, s);
-    default: return launch<256>(maps, a, dev, s);
+    case 64: return launch<64>(maps, a, s);
+    case 128: return launch<128>(maps, a, s);
+    default: return launch<256>(maps, a, s);
   }
 }
 
