@@ -321,8 +321,8 @@ __global__ void __launch_bounds__(kMaxRowThreads, kNormRopeMinBlocks) rms_norm_r
     const int64_t b = a.fast ? static_cast<int64_t>(a.ftokens.div(static_cast<uint32_t>(r))) : r / a.tokens;
     const int64_t t = r - b * a.tokens;
     // a.prefetch: the thread's first chunk of bf16 cos / sin (split layout) loaded before the
-    // row's statistics, so their latency overlaps the staging loads (0.068 -> 0.066 ms at
-    // 6144 x 4096, 0.051 -> 0.046 at 2048 wide; session 15).
+    // row's statistics, so their latency overlaps the staging loads (bench/RESULTS.md,
+    // 2026-12-02: 0.068 against 0.066 ms at 6144 x 4096, 0.051 against 0.046 at 2048 wide).
     uint4 cs0 = {}, sn0 = {};
     const int half = a.dh / 2, head_chunks = half / kVec;
     const bool pre = kSplit && a.prefetch && static_cast<int>(threadIdx.x) < a.heads * head_chunks;
