@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (DEVELOPERS.md, "GPU runs"), from the repository root, with ".devdeps"
+# carried (tools/device/prepare.sh). Steps, in the order given:
+#   setup    unpack the Debian dependencies into /opt/devroot; print the GPU and toolchain
+#   build    build this tree (ltx + test_cuda) in build-dev; with .devdeps/base.tar.xz also the base
+#            commit's ltx in build-base (ninja resumes where a previous call on a warm machine left)
+#   test     the full test_cuda of this tree
+#   ab       base and this tree alternating: the 768x512 step twice each, 1536x1024 and the VAE once
+#   kernels  ltx bench kernels (every harness) and the op profiler in both modes on the tiny preset
+# Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+RES=${OUT:-/tmp/out}
+LOG=/tmp/devlogs
+mkdir -p "$LOG" "$RES"
+trap 'tar -C /tmp -czf "$RES/logs_$(date +%H%M%S).tgz" devlogs' EXIT
+D=/opt/devroot
+export PATH=$D/usr/bin:$PATH
+export PKG_CONFIG_PATH=$D/usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig:$D/usr/lib/x86_64-linux-gnu/pkgconfig:$D/usr/share/pkgconfig
+export PKG_CONFIG_SYSROOT_DIR=$D
+export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu/openblas-pthread:$D/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
+            -DLTX_FFMPEG=OFF -DLTX_IMAGE_IO=OFF -DCMAKE_PREFIX_PATH=$D/usr)
+# cuDNN is a system package there (seen: /usr/lib/x86_64-linux-gnu, headers in include/<arch>).
+for inc in /usr/include/x86_64-linux-gnu /usr/include /usr/local/cuda/include; do
+  if [ -f $inc/cudnn.h ]; then cmake_args+=(-DLTX_CUDNN_INCLUDE=$inc); break; fi
+done
+
+bench() {  # name binary args...
+  local name=$1 bin=$2; shift 2
+  "$bin" bench "$@" --device cuda --warmup 1 --iters 3 --out "$LOG/$name.json" > "$LOG/$name.txt" 2>&1
+  echo "== $name"; grep -E "^bench: .*median|^(transformer|vae) |power-capped" "$LOG/$name.txt"
+}
+
+for step in "$@"; do
+  case $step in
+    setup)
+      mkdir -p $D && tar -C $D -xJf .devdeps/devroot.tar.xz || exit 1
+      nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv
+      g++ --version | head -1; nvcc --version | tail -1; cmake --version | head -1
+      ;;
+    build)
+      t0=$(date +%s)
+      cmake -S . -B build-dev "${cmake_args[@]}" > "$LOG/cmake_dev.log" 2>&1 || { tail -40 "$LOG/cmake_dev.log"; exit 1; }
+      ninja -C build-dev ltx_cli test_cuda > "$LOG/build_dev.log" 2>&1 || { grep -A12 "error" "$LOG/build_dev.log" | head -80; exit 1; }
+      if [ -f .devdeps/base.tar.xz ]; then
+        mkdir -p .base && tar -C .base -xJf .devdeps/base.tar.xz
+        cmake -S .base -B build-base "${cmake_args[@]}" -DLTX_BUILD_TESTS=OFF > "$LOG/cmake_base.log" 2>&1 || { tail -40 "$LOG/cmake_base.log"; exit 1; }
+        ninja -C build-base ltx_cli > "$LOG/build_base.log" 2>&1 || { grep -A12 "error" "$LOG/build_base.log" | head -60; exit 1; }
+      fi
+      echo "build: $(( $(date +%s) - t0 )) s"
+      ;;
+    test)
+      ./build-dev/tests/test_cuda > "$LOG/test_cuda.log" 2>&1
+      grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$LOG/test_cuda.log" | tail -40
+      ;;
+    ab)
+      B=./build-base/ltx N=./build-dev/ltx
+      bench s768_base_1 $B transformer --size 768x512; bench s768_new_1 $N transformer --size 768x512
+      bench s768_base_2 $B transformer --size 768x512; bench s768_new_2 $N transformer --size 768x512
+      bench s1536_base $B transformer --size 1536x1024; bench s1536_new $N transformer --size 1536x1024
+      bench vae_base $B vae; bench vae_new $N vae
+      ;;
+    kernels)
+      ./build-dev/ltx bench kernels --device cuda > "$LOG/kernels.txt" 2>&1; echo "kernels rc=$?"
+      for m in 1 events; do
+        LTX_PROFILE_OPS=$m ./build-dev/ltx bench transformer --preset tiny --device cuda --warmup 1 \
+          --iters 1 > "$LOG/profile_$m.txt" 2>&1; echo "profile $m rc=$?"
+      done
+      ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels)"; exit 2 ;;
+  esac
+done

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The device tool sends at most 64 MiB, tracked files included; the fixtures alone are ~54 MiB.
+# `stash` moves the fixtures that test_cuda does not read out of the tree before a device call,
+# `restore` puts them back (git status shows them deleted in between).
+set -euo pipefail
+cd "$(dirname "$0")/../../tests/fixtures"
+stash=${LTX_FIXTURE_STASH:-/tmp/ltx_fixture_stash}
+files=(tiny_ltx2_19b.safetensors transformer_keys_ltx25_22b.txt transformer_keys_ltx23_22b.txt
+       text_tokenizer_cases.json sampling_steps.safetensors sampling_guiders.safetensors
+       media_reference.safetensors)
+mkdir -p "$stash"
+case ${1:-} in
+  stash) for f in "${files[@]}"; do if [ -f "$f" ]; then mv "$f" "$stash/"; fi; done ;;
+  restore) for f in "${files[@]}"; do if [ -f "$stash/$f" ]; then mv "$stash/$f" .; fi; done ;;
+  *) echo "usage: tools/device/stash_fixtures.sh stash|restore" >&2; exit 2 ;;
+esac
