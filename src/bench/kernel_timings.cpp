@@ -15,6 +15,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/neighborhood_attention.h"
+#include "models/video_vae/transformer/rope.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
@@ -362,27 +363,14 @@ void neighborhood_attention(Rows& r) {
   }
 }
 
-// Real 3-D RoPE tables for a (d_t, d_h, d_w) split: cos / sin of pos * inv_i (f32), each angle
-// repeated for its pair; W positions from w_start (the decoder's W chunks are shifted).
+// The diffusion decoder's 3-D RoPE tables for a (d_t, d_h, d_w) split, built by the model's own
+// code; W positions from w_start (the decoder's W chunks are shifted).
 ops::Rope3dTables rope3d_tables(const std::array<int64_t, 3>& split, int64_t t, int64_t h, int64_t w,
                                 int64_t w_start, Device device) {
-  ops::Rope3dTables tables;
-  const int64_t len[3] = {t, h, w}, first[3] = {0, 0, w_start};
-  for (int a = 0; a < 3; ++a) {
-    const int64_t d = split[a];
-    std::vector<float> c(static_cast<size_t>(len[a] * d)), s(c.size());
-    for (int64_t p = 0; p < len[a]; ++p)
-      for (int64_t i = 0; i + 1 < d; i += 2) {
-        const float inv = static_cast<float>(std::pow(10000.0, -static_cast<double>(i) / d));
-        const float angle = static_cast<float>(p + first[a]) * inv;
-        const size_t at = static_cast<size_t>(p * d + i);
-        c[at] = c[at + 1] = std::cos(angle);
-        s[at] = s[at + 1] = std::sin(angle);
-      }
-    tables.cos[a] = Tensor::from_vector(c, {len[a], d}).to(device);
-    tables.sin[a] = Tensor::from_vector(s, {len[a], d}).to(device);
-  }
-  return tables;
+  namespace vv = models::video_vae;
+  const std::array<Tensor, 3> inv = {vv::rope_inv_freqs(split[0]), vv::rope_inv_freqs(split[1]),
+                                     vv::rope_inv_freqs(split[2])};
+  return vv::abs_rope_3d(inv, t, h, vv::positions(w, w_start), device);
 }
 
 // The diffusion decoder attention's q / k preparation (head dim 64, split 16/24/24): the q / k RMS
