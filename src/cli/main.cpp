@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   try {
     // Every variable is checked before any work, so a bad one fails at once.
     const ltx::env::Settings& settings = ltx::env::settings();
+    for (const std::string& name : ltx::env::unknown_variables(ltx::env::environment_names()))
+      ltx::log_warn(name, " is set, but ltx reads no such variable (a typo, or a removed knob?); "
+                          "`ltx --help-env` lists those it reads");
     ltx::profiling::install_op_profiler(settings.op_profiling);
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run();

@@ -1,8 +1,11 @@
 #include "core/env_settings.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <sstream>
+
+#include <unistd.h>  // environ
 
 #include "core/error.h"
 
@@ -154,6 +157,33 @@ std::string describe_variables() {
     os << ")\n    " << v.doc << "\n";
   }
   return os.str();
+}
+
+std::vector<std::string> unknown_variables(const std::vector<std::string>& names) {
+  // Read by the test suites (tests/support) and the Python tools (tools/), not by ltx.
+  static constexpr std::string_view kReadElsewhere[] = {
+      "LTX_FIXTURES_DIR", "LTX_BINARY", "LTX_GOLDEN_DIR", "LTX_REF", "LTX_REF_COMMIT",
+      "LTX_FIXTURE_STASH"};
+  std::vector<std::string> out;
+  for (const std::string& n : names) {
+    if (n.rfind("LTX_", 0) != 0) continue;
+    const auto known = [&](std::string_view k) { return k == n; };
+    if (std::any_of(std::begin(kReadElsewhere), std::end(kReadElsewhere), known)) continue;
+    if (std::any_of(variables().begin(), variables().end(),
+                    [&](const Variable& v) { return v.name == n; }))
+      continue;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<std::string> environment_names() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    out.emplace_back(entry.substr(0, entry.find('=')));
+  }
+  return out;
 }
 
 std::optional<std::string> xdg_cache_home() { return read_non_empty("XDG_CACHE_HOME"); }

@@ -50,6 +50,13 @@ Settings parse_settings(const Lookup& lookup);
 // The table for people: one block per variable (name, type, default, allowed values, doc).
 std::string describe_variables();
 
+// Of `names` (environment variable names), those that look like ltx's own (LTX_...) but are
+// neither registered nor read by ltx's tests and Python tools (LTX_FIXTURES_DIR, LTX_REF, ...):
+// a typo or a knob that no longer exists, which would otherwise be ignored without a word.
+std::vector<std::string> unknown_variables(const std::vector<std::string>& names);
+// The names of the process's environment.
+std::vector<std::string> environment_names();
+
 // Standard variables, read at each call (callers and tests may change them while running);
 // nullopt when unset or empty.
 std::optional<std::string> xdg_cache_home();

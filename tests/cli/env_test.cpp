@@ -93,5 +93,19 @@ TEST(EnvCli, ValidValuesRun) {
   EXPECT_EQ(r.err, "");
 }
 
+// A removed knob or a typo is not silently ignored: one warning line naming it, and the run goes on.
+TEST(EnvCli, AnUnknownLtxVariableIsNamedInAWarning) {
+  const ScopedEnv removed("LTX_ROW_MIN_BLOCKS", "8");
+  TempDir dir;
+  const test::CliResult r =
+      test::run_ltx(dir, {"inspect", test::fixture("tiny_ltx2_19b.safetensors")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("LTX_ROW_MIN_BLOCKS is set, but ltx reads no such variable"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--help-env"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace ltx

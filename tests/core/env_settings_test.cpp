@@ -1,11 +1,13 @@
 // The environment registry (core/env_settings.h): defaults, parsing, and the errors bad values get.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/env_settings.h"
 #include "core/error.h"
@@ -120,6 +122,22 @@ TEST(EnvSettings, TheTableListsEveryVariableOnceWithItsDoc) {
     EXPECT_NE(help.find("\n" + name + "  ("), std::string::npos) << name;
   EXPECT_NE(help.find("LTX_SIDE_STREAMS  (switch, default 1; 0 or 1)"), std::string::npos) << help;
   EXPECT_NE(help.find("HOME  (standard)"), std::string::npos) << help;
+}
+
+TEST(EnvSettings, UnknownVariablesAreLtxNamesNoOneReads) {
+  const std::vector<std::string> names = {"PATH", "LTX_NUM_THREADS", "LTX_ROW_PREFETCH",
+                                          "LTX_FIXTURES_DIR", "LTX_REF", "LTX_NUM_THREAD",
+                                          "XDG_CACHE_HOME", "LTXNOT"};
+  EXPECT_EQ(env::unknown_variables(names),
+            (std::vector<std::string>{"LTX_ROW_PREFETCH", "LTX_NUM_THREAD"}));
+  EXPECT_TRUE(env::unknown_variables({}).empty());
+}
+
+TEST(EnvSettings, EnvironmentNamesListTheProcessEnvironment) {
+  setenv("LTX_ENV_NAMES_PROBE", "x=y", 1);
+  const std::vector<std::string> names = env::environment_names();
+  unsetenv("LTX_ENV_NAMES_PROBE");
+  EXPECT_NE(std::find(names.begin(), names.end(), "LTX_ENV_NAMES_PROBE"), names.end());
 }
 
 TEST(EnvSettings, StandardVariablesAreReadAtEachCall) {
