@@ -3,6 +3,8 @@
 // distilled, ti2vid_one_stage, ti2vid_two_stages, ti2vid_two_stages_hq) with their flag names.
 // Without any model file the built-in demo bundle (tiny, random weights) runs. Progress and a
 // timing summary go to stderr; the MP4 appears only when everything succeeded.
+#include <signal.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/cancel.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -63,6 +66,33 @@ generate::LoraSpec parse_lora(const std::vector<std::string>& v, const char* fla
   return l;
 }
 
+// SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
+// where it unwinds like an error (no output file, no temporary left) and exits 128 + the signal.
+// The handler resets itself, so a second signal ends the process at once.
+CancelToken g_interrupt;
+extern "C" void request_stop(int sig) { g_interrupt.request(sig); }
+
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = request_stop;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopOnSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
 int run_generate(GenerateCli& c) {
   generate::GenerateOptions o = c.o;
   o.device = parse_device(c.device, "--device");
@@ -86,7 +116,18 @@ int run_generate(GenerateCli& c) {
   generate::Progress progress(stderr, log_level() > LogLevel::Info
                                           ? generate::Progress::Mode::Off
                                           : generate::Progress::Mode::Auto);
-  const generate::GenerateResult r = generate::run_generation(o, progress);
+  const StopOnSignals stop_on_signals;
+  progress.set_cancel_token(&g_interrupt);
+  generate::GenerateResult r;
+  try {
+    r = generate::run_generation(o, progress);
+  } catch (const Cancelled& e) {
+    progress.end_stage();
+    std::fprintf(stderr, "ltx: stopped by %s: %s; no output was written\n",
+                 e.reason() == SIGINT ? "SIGINT" : e.reason() == SIGTERM ? "SIGTERM" : "a signal",
+                 e.what());
+    return 128 + e.reason();
+  }
   progress.end_stage();
   const generate::DecodeResult& d = r.decoded;
   log_info("wrote ", r.output_path, ": ", d.frames, " frames of ", d.width, "x", d.height, " at ",

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 
@@ -23,6 +24,10 @@ class Progress {
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
+
+  // Every stage start and step checks `token` (null: none) and throws ltx::Cancelled once it was
+  // requested: the generation's stage and step boundaries are where it stops.
+  void set_cancel_token(const CancelToken* token) { cancel_ = token; }
 
   // Ends the current stage (if any) and starts `name`. Re-entering the stage that is running
   // continues it (the pipelines report a stage's step 0 when it starts).
@@ -52,6 +57,7 @@ class Progress {
   using Clock = std::chrono::steady_clock;
   std::FILE* out_;
   Mode mode_;
+  const CancelToken* cancel_ = nullptr;
   Clock::time_point start_;
   std::string current_;
   Clock::time_point stage_start_;

@@ -2,6 +2,10 @@
 // flag errors (one line on stderr, exit status 1, no output file).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -22,6 +26,58 @@ test::CliResult generate(const TempDir& dir, std::vector<std::string> args) {
   setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
   args.insert(args.begin(), "generate");
   return test::run_ltx(dir, args);
+}
+
+// SIGTERM / SIGINT in the middle of the denoising loop: the run stops at the next step, says so
+// on stderr, exits 128 + the signal and leaves nothing in the output folder (no MP4, no temporary).
+// The signal is sent once the child has reported its first stage-1 step (a pipe read, no timing);
+// 200 steps leave it far from the end by then.
+TEST(GenerateCli, ASignalStopsAtTheNextStepAndLeavesNoFile) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    TempDir dir;
+    const std::string out_dir = dir.file("out");
+    std::filesystem::create_directories(out_dir);
+    const std::string out = out_dir + "/clip.mp4", cache = dir.file("cache");
+    int err_pipe[2];
+    ASSERT_EQ(pipe(err_pipe), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      dup2(err_pipe[1], STDERR_FILENO);
+      close(err_pipe[0]);
+      close(err_pipe[1]);
+      setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+      const std::string bin = test::ltx_binary();
+      execl(bin.c_str(), bin.c_str(), "generate", "--prompt", "a red ball", "--output-path",
+            out.c_str(), "--pipeline", "one-stage", "--num-frames", "9", "--height", "64",
+            "--width", "128", "--num-inference-steps", "200", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(err_pipe[1]);
+    std::string err;
+    bool signalled = false;
+    char buf[4096];
+    for (ssize_t n; (n = read(err_pipe[0], buf, sizeof buf)) > 0;) {
+      err.append(buf, static_cast<size_t>(n));
+      if (!signalled && err.find("stage 1: step 1/") != std::string::npos) {
+        ASSERT_EQ(kill(pid, sig), 0);
+        signalled = true;
+      }
+    }
+    close(err_pipe[0]);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(signalled) << err;
+    ASSERT_TRUE(WIFEXITED(status)) << err;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << err;
+    EXPECT_NE(err.find(str("ltx: stopped by ", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                           ": cancelled during stage 1, step ")),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("no output was written"), std::string::npos) << err;
+    EXPECT_EQ(err.find("stage 1: step 200/200"), std::string::npos) << "ran to its end: " << err;
+    EXPECT_TRUE(std::filesystem::is_empty(out_dir)) << "left in the output folder";
+  }
 }
 
 TEST(GenerateCli, DemoWritesAPlayableMp4WithAudio) {
