@@ -16,6 +16,7 @@
 #include "generate/progress.h"
 #include "io/weights.h"
 #include "media/image.h"
+#include "media/temp_output.h"
 #include "models/duration_head/duration_head.h"
 #include "models/duration_head/duration_predictor.h"
 #include "models/lora/fuse.h"
@@ -133,6 +134,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
     std::error_code ec;
     LTX_CHECK(!fs::is_directory(o.output_path, ec), "--output-path '", o.output_path,
               "' is a folder: name the MP4 file to write");
+    media::check_output_location(o.output_path, "--output-path");  // before any model loads
   }
   LTX_CHECK(!o.dtype || *o.dtype == DType::BF16 || *o.dtype == DType::F32, "generate: dtype ",
             o.dtype ? dtype_name(*o.dtype) : "", " is not supported (bf16 or f32)");

@@ -1,5 +1,9 @@
 #include "media/temp_output.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -8,6 +12,29 @@
 namespace fs = std::filesystem;
 
 namespace ltx::media {
+
+void check_output_location(const std::string& path, const std::string& who) {
+  LTX_CHECK(!path.empty(), who, ": the output path is empty");
+  std::error_code ec;
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  // The deepest part of the folder path that exists: it must be a folder we may write into (the
+  // missing ones below it are created there when the output is written).
+  fs::path existing = dir;
+  while (!fs::exists(existing, ec)) {
+    const fs::path up = existing.parent_path();
+    if (up.empty() || up == existing) {  // a relative path's first part: the working folder
+      existing = up.empty() ? fs::path(".") : up;
+      break;
+    }
+    existing = up;
+  }
+  LTX_CHECK(fs::is_directory(existing, ec), who, ": cannot write '", path, "': '", existing.string(),
+            "' is a file, not a folder; choose another path");
+  LTX_CHECK(access(existing.c_str(), W_OK | X_OK) == 0, who, ": cannot write '", path,
+            "': no permission to create files in '", existing.string(), "' (", std::strerror(errno),
+            "); choose a writable folder");
+}
 
 TempOutput::TempOutput(std::string path, Kind kind, std::string who)
     : path_(std::move(path)), kind_(kind), who_(std::move(who)) {

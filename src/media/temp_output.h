@@ -6,6 +6,12 @@
 
 namespace ltx::media {
 
+// Checks, without creating anything, that a TempOutput at `path` could be made: every part of the
+// path that exists is a folder (the file itself may exist: it is replaced) and the deepest existing
+// folder lets this process create entries. Throws ltx::Error naming `who` and the part at fault:
+// callers check before hours of work, not when the output is written.
+void check_output_location(const std::string& path, const std::string& who);
+
 class TempOutput {
  public:
   enum class Kind { File, Directory };

@@ -13,6 +13,7 @@
 
 #include "generate/generate_test_util.h"
 #include "io/io_test_util.h"
+#include "media/temp_output.h"
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
@@ -159,6 +160,36 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
   EXPECT_FALSE(std::filesystem::exists(out));
   // No demo bundle was built for any of these (the flags are checked first).
   EXPECT_FALSE(std::filesystem::exists(dir.file("cache/ltx")));
+}
+
+// An output path that cannot be written is an error up front, naming the part at fault: before the
+// demo bundle is made or any model loads (not after the whole generation).
+TEST(GenerateCli, AnUnwritableOutputPathFailsBeforeAnyWork) {
+  TempDir dir;
+  const std::string file = dir.file("notes.txt");
+  test::write_bytes(file, "a file, not a folder");
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {file + "/out.mp4", "'" + file + "' is a file, not a folder"},
+      {file + "/more/folders/out.mp4", "'" + file + "' is a file, not a folder"},
+  };
+  if (geteuid() != 0) {  // root may write anywhere
+    const std::string locked = dir.file("locked");
+    std::filesystem::create_directories(locked);
+    std::filesystem::permissions(locked, std::filesystem::perms::owner_read |
+                                             std::filesystem::perms::owner_exec);
+    cases.push_back({locked + "/sub/out.mp4", "no permission to create files in '" + locked + "'"});
+  }
+  for (const auto& [out, error] : cases) {
+    const test::CliResult r = generate(dir, {"--prompt", "a cat", "--output-path", out});
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("--output-path: cannot write '" + out + "': "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(error), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("cache/ltx"))) << "work started before the check";
+  // A relative path in a folder still to be made is fine (the check creates nothing).
+  EXPECT_NO_THROW(media::check_output_location("new/folder/out.mp4", "--output-path"));
+  EXPECT_FALSE(std::filesystem::exists("new"));
 }
 
 TEST(GenerateCli, DiffusionVideoVaeDecodesTheVideo) {
