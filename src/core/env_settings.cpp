@@ -39,6 +39,12 @@ int parse_count(const Variable& var, std::string_view value, int lo, int hi) {
   return n;
 }
 
+// The parser of a 0 / 1 variable that sets one Settings field.
+template <bool Settings::*kField>
+void set_switch(const Variable& var, std::string_view value, Settings& s) {
+  s.*kField = parse_switch(var, value);
+}
+
 const std::vector<Row>& rows() {
   static const std::vector<Row> table = {
       {{"LTX_NUM_THREADS", "count", "", "a whole number from 1 to 4096",
@@ -49,9 +55,7 @@ const std::vector<Row>& rows() {
       {{"LTX_SIDE_STREAMS", "switch", "1", "0 or 1",
         "CUDA: run independent work (each transformer block's audio half) on a second stream; 0 "
         "keeps one stream (same results bit for bit)"},
-       [](const Variable& v, std::string_view x, Settings& s) {
-         s.side_streams = parse_switch(v, x);
-       }},
+       set_switch<&Settings::side_streams>},
       {{"LTX_TUNING_CACHE", "path", "", "a file path, or 0 / off",
         "CUDA: the file keeping cuDNN's timed convolution choices between runs; unset: "
         "$XDG_CACHE_HOME/ltx/cudnn-conv-v1.json (else ~/.cache/ltx/...); 0 or off: memory only"},
@@ -65,15 +69,11 @@ const std::vector<Row>& rows() {
         "CUDA: let cuDNN's backend-API engines compete with the legacy algorithm per conv "
         "geometry; 0 uses the legacy API only (a way out should a cuDNN version's engine "
         "misbehave)"},
-       [](const Variable& v, std::string_view x, Settings& s) {
-         s.cudnn_backend = parse_switch(v, x);
-       }},
+       set_switch<&Settings::cudnn_backend>},
       {{"LTX_CUDNN_STATS", "switch", "0", "0 or 1",
         "CUDA diagnostic: at exit, print every cuDNN conv geometry with its calls, chosen path "
         "and times (bench/README.md)"},
-       [](const Variable& v, std::string_view x, Settings& s) {
-         s.cudnn_stats = parse_switch(v, x);
-       }},
+       set_switch<&Settings::cudnn_stats>},
       {{"LTX_PROFILE_OPS", "choice", "0", "0, 1 or events",
         "`ltx` on CUDA: at exit, print GPU time per op; 1 synchronises around each op (slow), "
         "events times them with CUDA events and lists the gaps between ops (bench/README.md)"},
@@ -90,9 +90,7 @@ const std::vector<Row>& rows() {
       {{"LTX_CUDA_PROFILER_RANGE", "switch", "0", "0 or 1",
         "`ltx bench` on CUDA: make the timed calls the CUDA profiler's capture range (ncu "
         "--profile-from-start off, nsys --capture-range=cudaProfilerApi)"},
-       [](const Variable& v, std::string_view x, Settings& s) {
-         s.cuda_profiler_range = parse_switch(v, x);
-       }},
+       set_switch<&Settings::cuda_profiler_range>},
       {{"XDG_CACHE_HOME", "standard", "", "a folder",
         "the per-user cache folder's parent: ltx keeps its cache in $XDG_CACHE_HOME/ltx (the demo "
         "bundle, the cuDNN tuning cache)",

@@ -21,7 +21,7 @@ Progress::~Progress() {
 
 void Progress::stage(const std::string& name) {
   if (in_stage_ && name == current_) return;  // a step report follows, which checks the token
-  if (cancel_ != nullptr) cancel_->check(str("the start of ", name));
+  if (cancel_ != nullptr && cancel_->requested()) cancel_->check(str("the start of ", name));
   end_stage();
   current_ = name;
   stage_start_ = Clock::now();
@@ -36,7 +36,8 @@ void Progress::stage(const std::string& name) {
 }
 
 void Progress::step(int64_t done, int64_t total) {
-  if (cancel_ != nullptr) cancel_->check(in_stage_ ? str(current_, ", step ", done, "/", total) : "a step");
+  if (cancel_ != nullptr && cancel_->requested())  // the message is built only when it is thrown
+    cancel_->check(in_stage_ ? str(current_, ", step ", done, "/", total) : "a step");
   if (in_stage_ && done >= 1) {
     const int64_t now = device_to_host_copies();
     if (step_mark_ >= 0) stage_step_read_backs_ += now - step_mark_;

@@ -16,19 +16,13 @@ namespace ltx::media {
 void check_output_location(const std::string& path, const std::string& who) {
   LTX_CHECK(!path.empty(), who, ": the output path is empty");
   std::error_code ec;
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
   // The deepest part of the folder path that exists: it must be a folder we may write into (the
-  // missing ones below it are created there when the output is written).
-  fs::path existing = dir;
-  while (!fs::exists(existing, ec)) {
-    const fs::path up = existing.parent_path();
-    if (up.empty() || up == existing) {  // a relative path's first part: the working folder
-      existing = up.empty() ? fs::path(".") : up;
-      break;
-    }
-    existing = up;
-  }
+  // missing ones below it are created there when the output is written). A relative path whose
+  // first part is missing lands in the working folder.
+  fs::path existing = fs::path(path).parent_path();
+  while (!existing.empty() && !fs::exists(existing, ec) && existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
   LTX_CHECK(fs::is_directory(existing, ec), who, ": cannot write '", path, "': '", existing.string(),
             "' is a file, not a folder; choose another path");
   LTX_CHECK(access(existing.c_str(), W_OK | X_OK) == 0, who, ": cannot write '", path,
