@@ -17,5 +17,6 @@ Command add_bench(CLI::App& app);
 Command add_inspect(CLI::App& app);
 Command add_parity(CLI::App& app);
 Command add_tokenize(CLI::App& app);
+Command add_serve(CLI::App& app);
 
 }  // namespace ltx::cli

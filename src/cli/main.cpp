@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       ltx::cli::add_inspect(app),
       ltx::cli::add_parity(app),
       ltx::cli::add_tokenize(app),
+      ltx::cli::add_serve(app),
   };
 
   try {

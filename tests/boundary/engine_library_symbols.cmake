@@ -1,6 +1,7 @@
-# Fails when the engine library (libltx) defines or references anything of the tools or the CLI:
-# the benchmark harness (ltx::bench), the parity drivers (ltx::parity), op profiling and the GPU
-# monitor (ltx::profiling), the command code (ltx::cli) or its argument parser (CLI11's CLI::).
+# Fails when the engine library (libltx) defines or references anything of the tools, the server or
+# the CLI: the benchmark harness (ltx::bench), the parity drivers (ltx::parity), op profiling and the
+# GPU monitor (ltx::profiling), the server (ltx::server, cpp-httplib's httplib::, SQLite's sqlite3_),
+# the command code (ltx::cli) or its argument parser (CLI11's CLI::).
 # An application linking the engine gets none of them (docs/ARCHITECTURE.md, "Products").
 # Usage: cmake -DNM=<nm> -DLIBRARY=<libltx.a> -DLISTING=<scratch file> -P engine_library_symbols.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -23,9 +24,9 @@ if(NOT engine_symbols)
                       "is ${LIBRARY} the engine library?")
 endif()
 
-# The tools' and the CLI's namespaces, CLI11's, and the profiler's and monitor's type names (should
-# they come back into the engine under another namespace).
-set(tool_symbols "ltx::(bench|parity|profiling|cli)::|CLI::|OpProfile|GpuMonitor")
+# The tools', the server's and the CLI's namespaces, CLI11's, cpp-httplib's, SQLite's, and the
+# profiler's and monitor's type names (should they come back into the engine under another namespace).
+set(tool_symbols "ltx::(bench|parity|profiling|server|cli)::|CLI::|httplib::|sqlite3_|OpProfile|GpuMonitor")
 file(STRINGS ${LISTING} offending REGEX "${tool_symbols}")
 if(offending)
   list(REMOVE_DUPLICATES offending)
