@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_flags.h"
 #include "core/cancel.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -28,43 +28,9 @@ namespace {
 // flag is given); the multi-value flags are parsed after.
 struct GenerateCli {
   generate::GenerateOptions o;
-  std::vector<std::vector<std::string>> loras, images;
-  std::vector<std::string> distilled_lora, detailing_lora;
-  std::string device = "cpu";
+  ModelFlagsCli model;
+  std::vector<std::vector<std::string>> images;
 };
-
-// A whole-string number: std::stod / std::stoll must consume every character.
-template <typename T>
-T parse_value(const std::string& s, const std::string& what) {
-  size_t used = 0;
-  T v{};
-  try {
-    if constexpr (std::is_floating_point_v<T>)
-      v = static_cast<T>(std::stod(s, &used));
-    else
-      v = static_cast<T>(std::stoll(s, &used));
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  LTX_CHECK(used == s.size() && used > 0, what, ": '", s, "' is not ",
-            std::is_floating_point_v<T> ? "a number" : "an integer");
-  return v;
-}
-double parse_number(const std::string& s, const std::string& what) {
-  return parse_value<double>(s, what);
-}
-int64_t parse_integer(const std::string& s, const std::string& what) {
-  return parse_value<int64_t>(s, what);
-}
-
-generate::LoraSpec parse_lora(const std::vector<std::string>& v, const char* flag) {
-  LTX_CHECK(v.size() == 1 || v.size() == 2, flag, " takes PATH [STRENGTH], got ", v.size(),
-            " values");
-  generate::LoraSpec l;
-  l.path = v[0];
-  if (v.size() == 2) l.strength = parse_number(v[1], str(flag, " ", v[0], " STRENGTH"));
-  return l;
-}
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
 // where it unwinds like an error (no output file, no temporary left) and exits 128 + the signal.
@@ -95,12 +61,8 @@ class StopOnSignals {
 
 int run_generate(GenerateCli& c) {
   generate::GenerateOptions o = c.o;
-  o.device = parse_device(c.device, "--device");
-  for (const auto& l : c.loras) o.models.loras.push_back(parse_lora(l, "--lora"));
-  if (!c.distilled_lora.empty())
-    o.models.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
-  if (!c.detailing_lora.empty())
-    o.models.detailing_lora = parse_lora(c.detailing_lora, "--detailing-lora");
+  o.device = resolved_device(c.model);
+  o.models = resolved_models(c.model);
   for (const auto& v : c.images) {
     LTX_CHECK(v.size() == 3 || v.size() == 4, "--image takes PATH FRAME_IDX STRENGTH [CRF], got ",
               v.size(), " values");
@@ -188,37 +150,11 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--num-inference-steps", o.num_inference_steps,
                   "Denoising steps of the guided first stage (default: the preset's, "
                   "30 for LTX-2.3)");
-  sub->add_option("--device", c->device,
-                  "cpu (default) or cuda[:N]: where the transformer runs the denoising loops "
-                  "(bf16 weights on CUDA, f32 on the CPU); text encoding, image encoding, "
-                  "upsampling and decoding stay on the CPU");
+  add_model_flags(sub, c->model);
   sub->add_option("--max-batch-size", o.max_batch_size,
                   "Guided stages: at most N guidance passes per transformer call "
                   "(default: all in one call)");
 
-  sub->add_option("--checkpoint-path", o.models.checkpoint_path,
-                  "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
-                  "VAEs, vocoder");
-  sub->add_option("--distilled-checkpoint-path", o.models.distilled_checkpoint_path,
-                  "Single-file distilled checkpoint (--pipeline distilled)");
-  sub->add_option("--transformer-path", o.models.transformer_path,
-                  "Split layout: the transformer (+ text connectors) file");
-  sub->add_option("--text-encoder-path", o.models.text_encoder_path,
-                  "Gemma text encoder: a single-file .safetensors (or a Gemma folder)");
-  sub->add_option("--gemma-root", o.models.gemma_root,
-                  "Gemma text encoder folder (Hugging Face layout)");
-  sub->add_option("--video-vae-path", o.models.video_vae_path,
-                  "Video VAE file (split layout, or to override the checkpoint's)");
-  sub->add_option("--audio-vae-path", o.models.audio_vae_path,
-                  "Split layout: audio VAE + vocoder file");
-  sub->add_option("--spatial-upsampler-path", o.models.spatial_upsampler_path,
-                  "x2 spatial latent upsampler (two-stage and distilled pipelines)");
-  sub->add_option("--distilled-lora", c->distilled_lora,
-                  "PATH [STRENGTH]: distilled LoRA of the second stage (two-stage pipelines; "
-                  "strength default 1)")
-      ->expected(1, 2);
-  sub->add_option("--lora", c->loras, "PATH [STRENGTH]: a LoRA for every stage (repeatable)")
-      ->expected(1, 2);
   sub->add_option("--distilled-lora-strength-stage-1", o.distilled_lora_strength_stage_1,
                   "two-stage-hq: distilled LoRA strength in stage 1 (default 0.25)");
   sub->add_option("--distilled-lora-strength-stage-2", o.distilled_lora_strength_stage_2,
@@ -230,11 +166,6 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--num-generated-keyframes", o.num_generated_keyframes,
                   "LTX-2.5 keyframe checkpoints: N extra generated keyframes at evenly spaced "
                   "interior frames in stage 1 (not written out, as the reference)");
-  sub->add_option("--detailing-lora", c->detailing_lora,
-                  "dfr: PATH [STRENGTH] of the stage-2 x2 spatial detailing IC-LoRA")
-      ->expected(1, 2);
-  sub->add_option("--temporal-upsampler-path", o.models.temporal_upsampler_path,
-                  "dfr: temporal x2 latent upsampler (needed for temporal rounds)");
   sub->add_option("--temporal-upsample-rounds", o.temporal_upsample_rounds,
                   "dfr: temporal x2 refine rounds, 0-2 (frame rate x 2 per round)");
   add_guidance(sub, o.video_guidance, "video", "--a2v-guidance-scale", "Audio-to-video");
@@ -249,8 +180,6 @@ Command add_generate(CLI::App& app) {
       "--auto-duration", o.auto_duration,
       "MIN_SECONDS MAX_SECONDS: let the checkpoint's duration head pick the frame count "
       "(LTX-2.5; --num-frames wins)");
-  sub->add_option("--duration-head-path", o.models.duration_head_path,
-                  "Split layout: the duration head file (LTX-2.5)");
   sub->add_option("--enhance-system-prompt", o.enhance_system_prompt_file,
                   "System prompt file for --enhance-prompt (default: gemma3_t2v_system_prompt.txt "
                   "next to the text encoder)");

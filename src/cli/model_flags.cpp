@@ -1,0 +1,91 @@
+#include "cli/model_flags.h"
+
+#include <type_traits>
+
+#include "core/error.h"
+
+namespace ltx::cli {
+
+namespace {
+
+template <typename T>
+T parse_value(const std::string& s, const std::string& what) {
+  size_t used = 0;
+  T v{};
+  try {
+    if constexpr (std::is_floating_point_v<T>)
+      v = static_cast<T>(std::stod(s, &used));
+    else
+      v = static_cast<T>(std::stoll(s, &used));
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  LTX_CHECK(used == s.size() && used > 0, what, ": '", s, "' is not ",
+            std::is_floating_point_v<T> ? "a number" : "an integer");
+  return v;
+}
+
+generate::LoraSpec parse_lora(const std::vector<std::string>& v, const char* flag) {
+  LTX_CHECK(v.size() == 1 || v.size() == 2, flag, " takes PATH [STRENGTH], got ", v.size(),
+            " values");
+  generate::LoraSpec l;
+  l.path = v[0];
+  if (v.size() == 2) l.strength = parse_number(v[1], str(flag, " ", v[0], " STRENGTH"));
+  return l;
+}
+
+}  // namespace
+
+double parse_number(const std::string& s, const std::string& what) {
+  return parse_value<double>(s, what);
+}
+int64_t parse_integer(const std::string& s, const std::string& what) {
+  return parse_value<int64_t>(s, what);
+}
+
+void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
+  generate::ModelFlags& m = c.models;
+  sub->add_option("--device", c.device,
+                  "cpu (default) or cuda[:N]: where every model runs (bf16 weights on CUDA, f32 "
+                  "on the CPU)");
+  sub->add_option("--checkpoint-path", m.checkpoint_path,
+                  "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
+                  "VAEs, vocoder");
+  sub->add_option("--distilled-checkpoint-path", m.distilled_checkpoint_path,
+                  "Single-file distilled checkpoint (--pipeline distilled)");
+  sub->add_option("--transformer-path", m.transformer_path,
+                  "Split layout: the transformer (+ text connectors) file");
+  sub->add_option("--text-encoder-path", m.text_encoder_path,
+                  "Gemma text encoder: a single-file .safetensors (or a Gemma folder)");
+  sub->add_option("--gemma-root", m.gemma_root, "Gemma text encoder folder (Hugging Face layout)");
+  sub->add_option("--video-vae-path", m.video_vae_path,
+                  "Video VAE file (split layout, or to override the checkpoint's)");
+  sub->add_option("--audio-vae-path", m.audio_vae_path, "Split layout: audio VAE + vocoder file");
+  sub->add_option("--spatial-upsampler-path", m.spatial_upsampler_path,
+                  "x2 spatial latent upsampler (two-stage and distilled pipelines)");
+  sub->add_option("--temporal-upsampler-path", m.temporal_upsampler_path,
+                  "dfr: temporal x2 latent upsampler (needed for temporal rounds)");
+  sub->add_option("--duration-head-path", m.duration_head_path,
+                  "Split layout: the duration head file (LTX-2.5)");
+  sub->add_option("--distilled-lora", c.distilled_lora,
+                  "PATH [STRENGTH]: distilled LoRA of the second stage (two-stage pipelines; "
+                  "strength default 1)")
+      ->expected(1, 2);
+  sub->add_option("--lora", c.loras, "PATH [STRENGTH]: a LoRA for every stage (repeatable)")
+      ->expected(1, 2);
+  sub->add_option("--detailing-lora", c.detailing_lora,
+                  "dfr: PATH [STRENGTH] of the stage-2 x2 spatial detailing IC-LoRA")
+      ->expected(1, 2);
+}
+
+generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
+  generate::ModelFlags m = c.models;
+  for (const auto& l : c.loras) m.loras.push_back(parse_lora(l, "--lora"));
+  if (!c.distilled_lora.empty()) m.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
+  if (!c.detailing_lora.empty()) m.detailing_lora = parse_lora(c.detailing_lora, "--detailing-lora");
+  return m;
+}
+
+Device resolved_device(const ModelFlagsCli& c) { return parse_device(c.device, "--device"); }
+
+}  // namespace ltx::cli

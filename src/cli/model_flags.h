@@ -1,0 +1,31 @@
+#pragma once
+// The model-file flags `ltx generate` and `ltx serve` share (the reference's names), and the number
+// parsing their multi-value flags need.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "generate/model_paths.h"
+
+namespace ltx::cli {
+
+struct ModelFlagsCli {
+  generate::ModelFlags models;
+  std::vector<std::vector<std::string>> loras;
+  std::vector<std::string> distilled_lora, detailing_lora;
+  std::string device = "cpu";
+};
+
+// --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device.
+void add_model_flags(CLI::App* sub, ModelFlagsCli& flags);
+// The LoRA flags parsed into flags.models (throws ltx::Error naming the flag), and the device.
+generate::ModelFlags resolved_models(const ModelFlagsCli& flags);
+Device resolved_device(const ModelFlagsCli& flags);
+
+// A whole-string number (every character used), else an ltx::Error "<what>: 'x' is not a number".
+double parse_number(const std::string& s, const std::string& what);
+int64_t parse_integer(const std::string& s, const std::string& what);
+
+}  // namespace ltx::cli
