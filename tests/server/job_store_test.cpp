@@ -161,6 +161,11 @@ TEST_F(JobStoreTest, InsertsAndReadsAJob) {
   EXPECT_THROW(store.insert(dup, {input("other", "jpg", 0)}), Error);
   EXPECT_EQ(read_bytes(store.data_dir().input_path(j.id, "1.jpg")), "JPG");
   EXPECT_EQ(store.get(j.id)->prompt, "a cat");
+  // A failed INSERT takes the images it stored with it.
+  Job plain = store.insert(new_job("no images"));
+  plain.prompt = "duplicate with images";
+  EXPECT_THROW(store.insert(plain, {input("I", "png", 0)}), Error);
+  EXPECT_FALSE(fs::exists(store.data_dir().inputs_path(plain.id)));
   Job bad = new_job("bad id");
   bad.id = "video_../../etc";
   EXPECT_THROW(store.insert(bad), Error);
@@ -168,7 +173,7 @@ TEST_F(JobStoreTest, InsertsAndReadsAJob) {
   // Reopened, everything is there.
   JobStore& again = open();
   EXPECT_EQ(again.get(j.id)->inputs.size(), 2u);
-  EXPECT_EQ(again.counts()[JobStatus::Queued], 2);
+  EXPECT_EQ(again.counts()[JobStatus::Queued], 3);
 }
 
 TEST_F(JobStoreTest, RunsAJobThroughItsTransitions) {
@@ -253,6 +258,26 @@ TEST_F(JobStoreTest, FailCancelRequeueAndRemove) {
   EXPECT_FALSE(fs::exists(dir.inputs_path(done.id)));
   EXPECT_FALSE(store.remove(done.id));
   EXPECT_FALSE(store.remove("../x"));
+
+  // The database as another connection sees it: WAL, and the input rows went with their jobs
+  // (the cancelled one's explicitly, the removed one's by the foreign key's cascade).
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(dir.db_path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+              SQLITE_OK);
+    auto one = [&](const char* sql) {
+      sqlite3_stmt* s = nullptr;
+      EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sql;
+      EXPECT_EQ(sqlite3_step(s), SQLITE_ROW) << sql;
+      std::string v = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+      sqlite3_finalize(s);
+      return v;
+    };
+    EXPECT_EQ(one("PRAGMA journal_mode"), "wal");
+    EXPECT_EQ(one("PRAGMA user_version"), "1");
+    EXPECT_EQ(one("SELECT group_concat(job_id) FROM inputs"), failing.id);
+    sqlite3_close(db);
+  }
 
   const StatusCounts c = store.counts();
   EXPECT_EQ(c[JobStatus::Failed], 1);
