@@ -162,7 +162,8 @@ std::optional<int64_t> expiry(int64_t completed_at, int64_t keep_s) {
 
 std::string RecoverySummary::line() const {
   return str("job store recovered: ", queued, " queued (", requeued, " re-queued after a crash), ",
-             interrupted, " failed as interrupted, ", output_missing,
+             interrupted, " failed as interrupted, ", input_missing,
+             " failed with an input image missing, ", output_missing,
              " failed with the output missing, ", expired, " expired, ", deletions_finished,
              " deletions finished, ", orphans_removed, " orphan files removed, ",
              temporaries_removed, " temporary files removed");
@@ -635,6 +636,32 @@ void JobStore::recover() {
     }
   }
 
+  // Queued jobs (re-queued ones included) that cannot run: an input image is gone. Their other
+  // images go too, so that every input row keeps its file.
+  std::vector<std::pair<std::string, std::string>> lost_inputs;  // job id, file
+  {
+    Query q(
+        stmt("SELECT inputs.job_id, inputs.file FROM inputs JOIN jobs ON jobs.id = inputs.job_id "
+             "WHERE jobs.status = 'queued' ORDER BY jobs.seq, inputs.idx"),
+        db_, db_path_);
+    while (q.step()) {
+      const std::string id = q.text(0), file = q.text(1);
+      if (!lost_inputs.empty() && lost_inputs.back().first == id) continue;
+      std::error_code ec;
+      if (!fs::is_regular_file(dir_.input_path(id, file), ec)) lost_inputs.emplace_back(id, file);
+    }
+  }
+  for (const auto& [id, file] : lost_inputs) {
+    Query q(stmt("UPDATE jobs SET status = 'failed', error_code = 'input_missing', "
+                 "error_message = ?, completed_at = ?, expires_at = ? WHERE id = ?"),
+            db_, db_path_);
+    q.bind(str("its input image ", file, " was missing when the server started"));
+    q.bind(ended).bind(expires).bind(id).run();
+    Query d(stmt("DELETE FROM inputs WHERE job_id = ?"), db_, db_path_);
+    d.bind(id).run();
+    ++r.input_missing;
+  }
+
   // Completed jobs whose output is gone or not whole.
   std::vector<std::string> missing;
   {
@@ -666,6 +693,7 @@ void JobStore::recover() {
   // Their files go with the orphans below.
   r.expired = static_cast<int>(expire_rows().size());
   tx.commit();
+  for (const auto& lost : lost_inputs) dir_.remove_job_inputs(lost.first);
 
   // Files no row needs: outputs of jobs not completed, inputs of jobs gone or cancelled.
   std::set<std::string> completed, with_inputs;

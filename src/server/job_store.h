@@ -70,6 +70,7 @@ struct RecoverySummary {
   int temporaries_removed = 0;  // *.tmp leftovers of interrupted writes
   int requeued = 0;             // in_progress → queued
   int interrupted = 0;          // in_progress → failed/interrupted (attempts used up)
+  int input_missing = 0;        // queued without an input image → failed/input_missing
   int output_missing = 0;       // completed → failed/output_missing
   int deletions_finished = 0;   // rows marked deleting, removed
   int orphans_removed = 0;      // outputs and inputs folders without a row that needs them
@@ -123,7 +124,8 @@ class JobStore {
   std::optional<Job> complete(const std::string& id, const std::string& metrics_json);
   // queued | in_progress → failed with the error; its output (if any) is deleted.
   std::optional<Job> fail(const std::string& id, const JobError& error);
-  // queued | in_progress → cancelled; its files and input rows go, the row stays.
+  // queued | in_progress → cancelled; its files and input rows go, the row stays. For a running
+  // job, call it once the worker stopped (it deletes the files the worker writes).
   std::optional<Job> cancel(const std::string& id);
   // in_progress → queued, for a run stopped on purpose (shutdown): the attempt does not count,
   // started_at and progress are cleared, a partial output is deleted.

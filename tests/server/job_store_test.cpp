@@ -400,6 +400,29 @@ TEST_F(JobStoreTest, RecoveryRequeuesARunningJobWhileAttemptsAreLeft) {
   expect_no_orphans(third);
 }
 
+TEST_F(JobStoreTest, RecoveryFailsAQueuedJobWhoseInputIsGone) {
+  JobStore& store = open();
+  const Job lost = store.insert(new_job("lost"), {input("A", "png", 0), input("B", "png", 8)});
+  const Job running = store.insert(new_job("running"), {input("A", "png", 0)});
+  const Job fine = store.insert(new_job("fine"), {input("A", "png", 0)});
+  store.start(running.id);
+  fs::remove(store.data_dir().input_path(lost.id, "1.png"));
+  fs::remove(store.data_dir().input_path(running.id, "0.png"));
+  JobStore& again = open();
+  EXPECT_EQ(again.recovery().input_missing, 2);
+  EXPECT_EQ(again.recovery().requeued, 1);
+  EXPECT_EQ(again.recovery().queued, 1);
+  for (const auto& id : {lost.id, running.id}) {
+    const auto j = again.get(id);
+    EXPECT_EQ(j->status, JobStatus::Failed);
+    EXPECT_EQ(j->error->code, "input_missing");
+  }
+  EXPECT_NE(again.get(lost.id)->error->message.find("1.png"), std::string::npos);
+  EXPECT_EQ(again.get(fine.id)->status, JobStatus::Queued);
+  EXPECT_FALSE(fs::exists(again.data_dir().inputs_path(lost.id)));
+  expect_no_orphans(again);
+}
+
 TEST_F(JobStoreTest, RecoveryFailsACompletedJobWhoseOutputIsGone) {
   JobStore& store = open();
   const Job gone = store.insert(new_job("gone"));
