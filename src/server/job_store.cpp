@@ -262,7 +262,7 @@ void JobStore::create_or_check_schema() {
     Query q(stmt("INSERT INTO meta(key, value) VALUES('created_by', 'ltx serve')"), db_, db_path_);
     q.run();
   }
-  exec("PRAGMA user_version=1");
+  exec(str("PRAGMA user_version=", kSchemaVersion).c_str());
   tx.commit();
 }
 
