@@ -458,7 +458,12 @@ std::optional<Job> JobStore::complete(const std::string& id, const std::string& 
   {
     std::lock_guard lock(mu_);
     const auto job = load(id, true);
-    if (!job || job->status != JobStatus::InProgress) return std::nullopt;
+    if (!job || job->status != JobStatus::InProgress) {
+      // A cancel, a failure or a delete came first: the file belongs to no completed job (a
+      // completed job's own output stays).
+      if (!job || job->status != JobStatus::Completed) dir_.remove_job_outputs(id);
+      return std::nullopt;
+    }
   }
   // The file work runs outside the lock: hashing a large output must not stall the API.
   const std::string path = dir_.output_path(id);

@@ -120,7 +120,8 @@ class JobStore {
   // in_progress: progress 0..99 (100 comes with complete()).
   std::optional<Job> set_progress(const std::string& id, int progress);
   // in_progress → completed: outputs/<id>.mp4 must be in place; it is fsync'd (with its folder),
-  // hashed and recorded with `metrics_json`, progress 100, completed_at and expires_at.
+  // hashed and recorded with `metrics_json`, progress 100, completed_at and expires_at. When the
+  // job is no longer running (a cancel or a delete came first), its output is deleted instead.
   std::optional<Job> complete(const std::string& id, const std::string& metrics_json);
   // queued | in_progress → failed with the error; its output (if any) is deleted.
   std::optional<Job> fail(const std::string& id, const JobError& error);

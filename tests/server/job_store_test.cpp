@@ -211,7 +211,9 @@ TEST_F(JobStoreTest, RunsAJobThroughItsTransitions) {
   EXPECT_FALSE(store.cancel(j.id));
   EXPECT_FALSE(store.requeue(j.id));
   EXPECT_FALSE(store.start(j.id));
+  EXPECT_FALSE(store.complete(j.id, "{}"));
   EXPECT_EQ(store.get(j.id)->status, JobStatus::Completed);
+  EXPECT_EQ(read_bytes(store.data_dir().output_path(j.id)), "the mp4 bytes");
 }
 
 TEST_F(JobStoreTest, FailCancelRequeueAndRemove) {
@@ -285,6 +287,20 @@ TEST_F(JobStoreTest, FailCancelRequeueAndRemove) {
   EXPECT_EQ(c[JobStatus::Queued], 1);
   EXPECT_EQ(c[JobStatus::Completed], 0);
   EXPECT_EQ(c[JobStatus::InProgress], 0);
+  expect_no_orphans(store);
+}
+
+TEST_F(JobStoreTest, ACompletionAfterACancelKeepsNoOutput) {
+  JobStore& store = open();
+  const Job j = store.insert(new_job("raced"));
+  store.start(j.id);
+  ASSERT_TRUE(store.cancel(j.id));
+  // The worker finished its file before it saw the cancel.
+  write_output(store.data_dir(), j.id, "too late");
+  EXPECT_FALSE(store.complete(j.id, "{}"));
+  EXPECT_FALSE(fs::exists(store.data_dir().output_path(j.id)));
+  EXPECT_EQ(store.get(j.id)->status, JobStatus::Cancelled);
+  EXPECT_FALSE(store.set_progress(j.id, 10));
   expect_no_orphans(store);
 }
 
