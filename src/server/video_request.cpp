@@ -14,10 +14,9 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "media/image.h"
-#include "media/support.h"
 #include "pipelines/pipeline.h"
 #include "server/api_error.h"
+#include "server/upload_image.h"
 
 namespace ltx::server {
 
@@ -202,8 +201,23 @@ Fields fields_from_form(const std::vector<FormPart>& parts) {
 
 Fields fields_from_json(const std::string& text) {
   Fields f;
+  // A key given twice in one object is refused, as a duplicated form part is (the parser would
+  // keep the last one silently).
+  std::vector<std::set<std::string>> keys;
+  const json::parser_callback_t check_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key &&
+               !keys.back().insert(parsed.get<std::string>()).second) {
+      const std::string key = parsed.get<std::string>();
+      malformed(key, "duplicate_field", str("'", key, "' is given more than once; send it once"));
+    }
+    return true;
+  };
   try {
-    f.obj = json::parse(text);
+    f.obj = json::parse(text, check_keys);
   } catch (const json::parse_error& e) {
     malformed("", "invalid_json", str("the request body is not valid JSON: ", e.what()));
   }
@@ -401,158 +415,25 @@ std::vector<int64_t> read_int_list(const json& v, const std::string& param, bool
 
 // ---------------------------------------------------------------- images
 
-std::string base64_decode(const std::string& in, const std::string& param) {
-  static const auto table = [] {
-    std::array<int, 256> t{};
-    t.fill(-1);
-    const std::string a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (size_t i = 0; i < a.size(); ++i) t[static_cast<unsigned char>(a[i])] = static_cast<int>(i);
-    t['-'] = 62;  // the URL-safe alphabet too
-    t['_'] = 63;
-    return t;
-  }();
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t pad = 0;
-  for (const char ch : in) {
-    if (ch == '=') {
-      ++pad;
-      continue;
-    }
-    if (ch == '\n' || ch == '\r' || ch == ' ') continue;
-    const int d = table[static_cast<unsigned char>(ch)];
-    if (d < 0 || pad > 0)
-      impossible(param, "invalid_image", str(param, ": the data URL's base64 is not valid"));
-    acc = (acc << 6) | static_cast<uint32_t>(d);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (pad > 2)
-    impossible(param, "invalid_image", str(param, ": the data URL's base64 is not valid"));
-  return out;
-}
-
-// The bytes of an image given as a file part or a `data:` URL; remote URLs are never fetched.
+// The bytes of an image given as a file part or a `data:` URL.
 std::string image_bytes(const json& v, const std::string& param, const RequestLimits& limits) {
   if (v.is_binary()) {
     const auto& b = v.get_binary();
     return std::string(b.begin(), b.end());
   }
   if (!v.is_string()) wrong_type(param, v, "an image (a file part or a data: URL)");
-  const std::string s = v.get<std::string>();
-  const auto starts = [&](const char* p) {
-    const std::string pre(p);
-    if (s.size() < pre.size()) return false;
-    for (size_t i = 0; i < pre.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(s[i])) != pre[i]) return false;
-    return true;
-  };
-  if (starts("http://") || starts("https://") || starts("ftp://") || starts("file:"))
-    impossible(param, "unsupported_url",
-               str(param,
-                   ": the server does not fetch URLs; send the image itself, as a file "
-                   "part or a data: URL (data:image/png;base64,...)"));
-  if (!starts("data:"))
-    impossible(param, "invalid_image",
-               str(param,
-                   " must be an image: a file part or a data: URL "
-                   "(data:image/png;base64,...)"));
-  const size_t comma = s.find(',');
-  if (comma == std::string::npos || s.substr(0, comma).find(";base64") == std::string::npos)
-    impossible(param, "invalid_image",
-               str(param, ": only base64 data URLs are read (data:image/png;base64,...)"));
-  // Checked before decoding: the text is 4/3 of the bytes.
-  if (static_cast<int64_t>((s.size() - comma - 1) / 4 * 3) > limits.max_image_bytes + 3)
-    throw ApiError(413, "image_too_large",
-                   str(param, " is larger than this server's limit of ", limits.max_image_bytes,
-                       " bytes (--max-image-bytes)"),
-                   param);
-  return base64_decode(s.substr(comma + 1), param);
+  return image_from_data_url(v.get<std::string>(), param, limits.max_image_bytes);
 }
 
-struct ImageHeader {
-  std::string format;
-  int64_t width = 0, height = 0;
-};
-
-uint32_t be16(const std::string& b, size_t at) {
-  return (static_cast<uint32_t>(static_cast<unsigned char>(b[at])) << 8) |
-         static_cast<unsigned char>(b[at + 1]);
-}
-uint32_t be32(const std::string& b, size_t at) { return (be16(b, at) << 16) | be16(b, at + 2); }
-
-// The stored size from the PNG IHDR or the JPEG SOFn, read before any pixel is decoded so that a
-// small file declaring a huge image is refused without allocating it.
-std::optional<ImageHeader> probe_image_header(const std::string& b) {
-  static const std::string kPng = "\x89PNG\r\n\x1a\n";
-  if (b.size() >= 24 && b.compare(0, 8, kPng) == 0 && b.compare(12, 4, "IHDR") == 0) {
-    ImageHeader h{"png", be32(b, 16), be32(b, 20)};
-    if (h.width == 0 || h.height == 0) return std::nullopt;
-    return h;
-  }
-  if (b.size() < 4 || static_cast<unsigned char>(b[0]) != 0xFF ||
-      static_cast<unsigned char>(b[1]) != 0xD8)
-    return std::nullopt;
-  size_t i = 2;
-  while (i + 4 <= b.size()) {
-    if (static_cast<unsigned char>(b[i]) != 0xFF) return std::nullopt;
-    const auto marker = static_cast<unsigned char>(b[i + 1]);
-    if (marker == 0xFF) {  // fill byte
-      ++i;
-      continue;
-    }
-    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {  // markers without a length
-      i += 2;
-      continue;
-    }
-    if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // image data before any frame
-    const size_t len = be16(b, i + 2);
-    if (len < 2) return std::nullopt;
-    const bool sof =
-        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-    if (sof) {
-      if (i + 9 > b.size()) return std::nullopt;
-      ImageHeader h{"jpeg", be16(b, i + 7), be16(b, i + 5)};
-      if (h.width == 0 || h.height == 0) return std::nullopt;
-      return h;
-    }
-    i += 2 + len;
-  }
-  return std::nullopt;
-}
-
-// A conditioning image checked in this order: bytes, header (format and pixel count), decode.
+// A conditioning image whose bytes passed check_upload_image.
 RequestImage check_image(std::string bytes, const std::string& param, const RequestLimits& limits) {
-  if (static_cast<int64_t>(bytes.size()) > limits.max_image_bytes)
-    throw ApiError(413, "image_too_large",
-                   str(param, " has ", bytes.size(), " bytes; this server's limit is ",
-                       limits.max_image_bytes, " (--max-image-bytes)"),
-                   param);
-  const auto header = probe_image_header(bytes);
-  if (!header) impossible(param, "invalid_image", str(param, " is not a PNG or JPEG image"));
-  if (header->width * header->height > limits.max_image_pixels)
-    impossible(param, "image_too_many_pixels",
-               str(param, " is ", header->width, "x", header->height, " = ",
-                   header->width * header->height, " pixels; this server's limit is ",
-                   limits.max_image_pixels, " (--max-image-pixels)"));
-  if (!media::image_io_available())
-    impossible(param, "images_unsupported",
-               "this server was built without image support (LTX_IMAGE_IO); send no images");
-  try {
-    media::decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), param);
-  } catch (const Error& e) {
-    impossible(param, "invalid_image", str(param, " cannot be decoded: ", e.what()));
-  }
+  const ImageHeader header =
+      check_upload_image(bytes, param, limits.max_image_bytes, limits.max_image_pixels);
   RequestImage im;
   im.bytes = std::move(bytes);
-  im.format = header->format;
-  im.width = header->width;
-  im.height = header->height;
+  im.format = header.format;
+  im.width = header.width;
+  im.height = header.height;
   return im;
 }
 
