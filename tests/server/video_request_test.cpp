@@ -215,6 +215,9 @@ std::vector<ErrorCase> error_cases() {
       {"GuidanceOnDistilled",
        json_body({{"prompt", "x"}, {"pipeline", "distilled"}, {"guidance_scale", 3}}), 422,
        "invalid_value", "", "the distilled pipeline runs without guidance"},
+      {"NegativePromptOnDistilled",
+       json_body({{"prompt", "x"}, {"pipeline", "distilled"}, {"negative_prompt", "blur"}}), 422,
+       "invalid_value", "", "negative_prompt and the guidance scale flags do not apply"},
       {"StepsOnDistilled",
        json_body({{"prompt", "x"}, {"pipeline", "distilled"}, {"num_inference_steps", 8}}), 422,
        "invalid_value", "num_inference_steps", "fixed 8 + 3 step schedules"},
@@ -571,6 +574,33 @@ TEST(VideoRequest, AutoDurationWithADurationHead) {
   EXPECT_TRUE(r.batch_key.empty());  // its frame count is only known when it runs
   EXPECT_EQ(parse(json_body({{"prompt", "x"}, {"auto_duration", {1, 2}}}), m).options.auto_duration,
             (std::pair{1.0, 2.0}));
+}
+
+TEST(VideoRequest, AutoDurationRangeIsChecked) {
+  ServedModel m = served();
+  m.duration_head = true;
+  for (const json& range : {json{5, 2}, json{-1, 2}, json{1, 20}, json{1, 2, 3}, json("2")}) {
+    try {
+      parse(json_body({{"prompt", "x"}, {"auto_duration", range}}), m);
+      FAIL() << range.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param(), "auto_duration") << e.what();
+    }
+  }
+}
+
+TEST(VideoRequest, EnhancePromptWithImagesIsRefusedInTheApiWords) {
+  if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
+  try {
+    parse(form(
+        {text("prompt", "x"), text("enhance_prompt", "true"), file("input_reference", png())}));
+    FAIL() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 422);
+    EXPECT_EQ(e.param(), "enhance_prompt");
+    EXPECT_NE(std::string(e.what()).find("enhance_prompt with images"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(VideoRequest, BatchKeySeparatesShapesNotPrompts) {
