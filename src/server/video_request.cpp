@@ -491,9 +491,9 @@ std::string make_batch_key(const VideoRequest& r) {
   const generate::GenerateOptions& o = r.options;
   if (o.auto_duration) return {};  // its frame count is known only when it runs
   std::ostringstream k;
-  k << r.model << "|" << o.pipeline << "|" << r.size << "|" << o.num_frames.value_or(0) << "f|"
-    << o.frame_rate.value_or(0) << "fps|steps=" << o.num_inference_steps.value_or(0)
-    << "|audio=" << r.generate_audio;
+  k << std::setprecision(17) << r.model << "|" << o.pipeline << "|" << r.size << "|"
+    << o.num_frames.value_or(0) << "f|" << o.frame_rate.value_or(0)
+    << "fps|steps=" << o.num_inference_steps.value_or(0) << "|audio=" << r.generate_audio;
   const auto on = [](const std::optional<double>& v, double off) {
     return !v ? "preset" : (*v == off ? "off" : "on");
   };
@@ -538,47 +538,7 @@ class Reader {
     generate::GenerateOptions& o = r.options;
     const RequestLimits& lim = model_.limits;
 
-    // model and pipeline first: the defaults depend on them
-    if (const json* v = get("model")) {
-      if (!v->is_string()) wrong_type("model", *v, "a string");
-      if (v->get<std::string>() != model_.id)
-        throw ApiError(404, "model_not_found",
-                       str("model '", v->get<std::string>(),
-                           "' is not served here; this server "
-                           "serves '",
-                           model_.id, "' (GET /v1/models)"),
-                       "model");
-    }
-    r.model = model_.id;
-
-    std::string pipeline = model_.default_pipeline;
-    if (const json* v = get("pipeline")) {
-      if (!v->is_string()) wrong_type("pipeline", *v, "a string");
-      pipeline = v->get<std::string>();
-    }
-    PipelineKind kind{};
-    try {
-      kind = pipelines::parse_pipeline_kind(pipeline);
-    } catch (const Error&) {
-      kind = PipelineKind::OneStage;
-      pipeline.clear();
-    }
-    if (!pipeline.empty()) pipeline = pipelines::pipeline_name(kind);
-    if (pipeline.empty() || std::find(model_.pipelines.begin(), model_.pipelines.end(), pipeline) ==
-                                model_.pipelines.end()) {
-      std::string names;
-      for (const auto& n : model_.pipelines) names += (names.empty() ? "" : ", ") + n;
-      impossible("pipeline", "invalid_value",
-                 str("pipeline '", get("pipeline") ? get("pipeline")->get<std::string>() : pipeline,
-                     "' is not served by this model; use one of: ", names));
-    }
-    o.pipeline = pipeline;
-    const auto d = model_.defaults.find(pipeline);
-    LTX_CHECK(d != model_.defaults.end(), "the served model has no defaults for pipeline ",
-              pipeline);
-    const PipelineDefaults& def = d->second;
-
-    // prompt
+    // the prompt first: a request without one is malformed whatever else it asks
     const json* prompt = get("prompt");
     if (!prompt) malformed("prompt", "missing_required_parameter", "prompt is required");
     o.prompt = read_text(*prompt, "prompt", lim.max_prompt_chars);
@@ -587,6 +547,40 @@ class Reader {
       malformed("prompt", "empty_prompt", "prompt is empty: describe the video to generate");
     if (const json* v = get("negative_prompt"))
       o.negative_prompt = read_text(*v, "negative_prompt", lim.max_prompt_chars);
+
+    // then the model and the pipeline, whose defaults fill what the request leaves out
+    if (const json* v = get("model")) {
+      if (!v->is_string()) wrong_type("model", *v, "a string");
+      if (v->get<std::string>() != model_.id)
+        throw ApiError(404, "model_not_found",
+                       str("model '", v->get<std::string>(), "' is not served here; this ",
+                           "server serves '", model_.id, "' (GET /v1/models)"),
+                       "model");
+    }
+    r.model = model_.id;
+    std::string asked = model_.default_pipeline;
+    if (const json* v = get("pipeline")) {
+      if (!v->is_string()) wrong_type("pipeline", *v, "a string");
+      asked = v->get<std::string>();
+    }
+    std::optional<PipelineKind> parsed_kind;
+    try {
+      parsed_kind = pipelines::parse_pipeline_kind(asked);  // also takes '_' for '-'
+    } catch (const Error&) {
+    }
+    o.pipeline = parsed_kind ? pipelines::pipeline_name(*parsed_kind) : asked;
+    if (!parsed_kind || std::find(model_.pipelines.begin(), model_.pipelines.end(), o.pipeline) ==
+                            model_.pipelines.end()) {
+      std::string names;
+      for (const auto& n : model_.pipelines) names += (names.empty() ? "" : ", ") + n;
+      impossible("pipeline", "invalid_value",
+                 str("pipeline '", asked, "' is not served by this model; use one of: ", names));
+    }
+    const PipelineKind kind = *parsed_kind;
+    const auto d = model_.defaults.find(o.pipeline);
+    LTX_CHECK(d != model_.defaults.end(), "the served model has no defaults for pipeline ",
+              o.pipeline);
+    const PipelineDefaults& def = d->second;
 
     // scalars
     o.seed = int_field("seed").value_or(10);

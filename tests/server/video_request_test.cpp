@@ -100,6 +100,8 @@ std::vector<ErrorCase> error_cases() {
       {"JsonNotAnObject", raw_json("[1, 2]"), 400, "invalid_json", "", "JSON object"},
       {"PromptMissing", json_body({{"size", "768x512"}}), 400, "missing_required_parameter",
        "prompt", "prompt is required"},
+      {"PromptCheckedFirst", json_body({{"pipeline", "fast"}, {"model", "sora-2"}}), 400,
+       "missing_required_parameter", "prompt", "required"},
       {"PromptEmpty", json_body({{"prompt", ""}}), 400, "empty_prompt", "prompt", "empty"},
       {"PromptBlank", json_body({{"prompt", " \n\t"}}), 400, "empty_prompt", "prompt", "empty"},
       {"PromptNull", json_body({{"prompt", nullptr}}), 400, "missing_required_parameter", "prompt",
