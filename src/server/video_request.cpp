@@ -1,0 +1,1036 @@
+#include "server/video_request.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "core/error.h"
+#include "pipelines/pipeline.h"
+#include "server/api_error.h"
+#include "server/upload_image.h"
+
+namespace ltx::server {
+
+namespace {
+
+using json = nlohmann::json;
+using pipelines::PipelineKind;
+
+[[noreturn]] void malformed(const std::string& param, const std::string& code,
+                            const std::string& message) {
+  throw ApiError(400, code, message, param);
+}
+[[noreturn]] void impossible(const std::string& param, const std::string& code,
+                             const std::string& message) {
+  throw ApiError(422, code, message, param);
+}
+
+// ---------------------------------------------------------------- the fields of a body
+
+// The create fields, by kind. A form (multipart) sends every scalar as text, so readers parse
+// numbers and booleans from strings there; JSON is typed strictly.
+const std::set<std::string>& known_fields() {
+  static const std::set<std::string> k = {"prompt",
+                                          "model",
+                                          "size",
+                                          "seconds",
+                                          "width",
+                                          "height",
+                                          "num_frames",
+                                          "fps",
+                                          "seed",
+                                          "negative_prompt",
+                                          "num_inference_steps",
+                                          "guidance_scale",
+                                          "pipeline",
+                                          "enhance_prompt",
+                                          "auto_duration",
+                                          "generate_audio",
+                                          "images",
+                                          "input_reference",
+                                          "loras",
+                                          "video_cfg_guidance_scale",
+                                          "video_stg_guidance_scale",
+                                          "video_rescale_scale",
+                                          "video_stg_blocks",
+                                          "a2v_guidance_scale",
+                                          "video_skip_step",
+                                          "audio_cfg_guidance_scale",
+                                          "audio_stg_guidance_scale",
+                                          "audio_rescale_scale",
+                                          "audio_stg_blocks",
+                                          "v2a_guidance_scale",
+                                          "audio_skip_step",
+                                          "distilled_lora_strength_stage_1",
+                                          "distilled_lora_strength_stage_2",
+                                          "num_generated_keyframes",
+                                          "temporal_upsample_rounds"};
+  return k;
+}
+// The members of the fields that hold objects.
+const std::map<std::string, std::set<std::string>>& known_members() {
+  static const std::map<std::string, std::set<std::string>> k = {
+      {"images", {"image", "frame_index", "strength", "crf"}},
+      {"loras", {"name", "strength"}},
+      {"input_reference", {"image_url", "file_id"}}};
+  return k;
+}
+
+// The request's fields: a JSON object; a file part is a binary value (JSON text never makes one).
+struct Fields {
+  json obj = json::object();
+  bool form = false;
+};
+
+// A multipart part name: `key`, `key[]`, `key[member]`, `key[][member]` or `key[N][member]`.
+struct PartName {
+  std::string key;
+  bool array = false;            // key[] or key[...][member]
+  std::optional<int64_t> index;  // key[N][member]
+  std::string member;            // key[member], key[][member], key[N][member]
+};
+
+PartName parse_part_name(const std::string& name) {
+  const auto bad_shape = [&] {
+    malformed(name, "invalid_field_name",
+              str("form field '", name,
+                  "' has an unsupported shape (use key, key[], key[member], key[][member] or "
+                  "key[N][member])"));
+  };
+  PartName p;
+  const size_t open = name.find('[');
+  p.key = name.substr(0, open);
+  std::vector<std::string> segs;
+  for (size_t i = open; i != std::string::npos && i < name.size();) {
+    const size_t close = name.find(']', i);
+    if (name[i] != '[' || close == std::string::npos) bad_shape();
+    segs.push_back(name.substr(i + 1, close - i - 1));
+    if (segs.back().find('[') != std::string::npos) bad_shape();
+    i = close + 1;
+  }
+  if (p.key.empty() || segs.size() > 2) bad_shape();
+  if (segs.size() == 1) {
+    if (segs[0].empty())
+      p.array = true;
+    else
+      p.member = segs[0];
+  } else if (segs.size() == 2) {
+    if (segs[1].empty()) bad_shape();
+    p.array = true;
+    p.member = segs[1];
+    if (!segs[0].empty()) {
+      if (segs[0].size() > 3 || !std::all_of(segs[0].begin(), segs[0].end(), ::isdigit))
+        bad_shape();
+      p.index = std::stoll(segs[0]);
+    }
+  }
+  return p;
+}
+
+json part_value(const FormPart& part) {
+  if (part.filename.empty()) return part.content;
+  return json::binary(std::vector<uint8_t>(part.content.begin(), part.content.end()));
+}
+
+// The form's parts as fields: SDK arrays of objects (`images[][image]`, `images[][frame_index]`,
+// ...) start their next object when a member repeats; `key[N][member]` are ordered by N.
+Fields fields_from_form(const std::vector<FormPart>& parts) {
+  Fields f;
+  f.form = true;
+  enum class Shape { Scalar, List, Object, ObjectList, IndexedList };
+  std::map<std::string, Shape> shapes;
+  std::map<std::string, std::map<int64_t, json>> indexed;
+  for (const FormPart& part : parts) {
+    const PartName n = parse_part_name(part.name);
+    const Shape shape = !n.array && n.member.empty() ? Shape::Scalar
+                        : !n.array                   ? Shape::Object
+                        : n.member.empty()           ? Shape::List
+                        : n.index                    ? Shape::IndexedList
+                                                     : Shape::ObjectList;
+    const auto [it, first] = shapes.emplace(n.key, shape);
+    if (!first && it->second != shape)
+      malformed(n.key, "invalid_field_name",
+                str("form field '", n.key, "' is sent in two shapes (e.g. both ", n.key, " and ",
+                    n.key, "[...]); send it one way"));
+    json& slot = f.obj[n.key];
+    switch (shape) {
+      case Shape::Scalar:
+        if (!first)
+          malformed(n.key, "duplicate_field",
+                    str("form field '", n.key, "' is given more than once; send it once"));
+        slot = part_value(part);
+        break;
+      case Shape::List:
+        slot.push_back(part_value(part));
+        break;
+      case Shape::Object:
+        if (slot.contains(n.member))
+          malformed(part.name, "duplicate_field",
+                    str("form field '", part.name, "' is given more than once; send it once"));
+        slot[n.member] = part_value(part);
+        break;
+      case Shape::ObjectList:
+        if (slot.empty() || slot.back().contains(n.member)) slot.push_back(json::object());
+        slot.back()[n.member] = part_value(part);
+        break;
+      case Shape::IndexedList: {
+        json& o = indexed[n.key][*n.index];
+        if (o.contains(n.member))
+          malformed(part.name, "duplicate_field",
+                    str("form field '", part.name, "' is given more than once; send it once"));
+        o[n.member] = part_value(part);
+        break;
+      }
+    }
+  }
+  for (auto& [key, objects] : indexed) {
+    json& list = f.obj[key] = json::array();
+    for (auto& [idx, o] : objects) list.push_back(std::move(o));
+  }
+  return f;
+}
+
+Fields fields_from_json(const std::string& text) {
+  Fields f;
+  // A key given twice in one object is refused, as a duplicated form part is (the parser would
+  // keep the last one silently).
+  std::vector<std::set<std::string>> keys;
+  const json::parser_callback_t check_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key &&
+               !keys.back().insert(parsed.get<std::string>()).second) {
+      const std::string key = parsed.get<std::string>();
+      malformed(key, "duplicate_field", str("'", key, "' is given more than once; send it once"));
+    }
+    return true;
+  };
+  try {
+    f.obj = json::parse(text, check_keys);
+  } catch (const json::parse_error& e) {
+    malformed("", "invalid_json", str("the request body is not valid JSON: ", e.what()));
+  }
+  if (!f.obj.is_object()) malformed("", "invalid_json", "the request body must be a JSON object");
+  return f;
+}
+
+// `extra_body` (what OpenAI SDKs send for fields outside their types) joins the top level.
+void merge_extra_body(Fields& f) {
+  if (!f.obj.contains("extra_body")) return;
+  json extra = f.obj["extra_body"];
+  f.obj.erase("extra_body");
+  if (f.form && extra.is_string()) {
+    try {
+      extra = json::parse(extra.get<std::string>());
+    } catch (const json::parse_error& e) {
+      malformed("extra_body", "invalid_json", str("extra_body is not valid JSON: ", e.what()));
+    }
+  }
+  if (extra.is_null()) return;
+  if (!extra.is_object())
+    malformed("extra_body", "invalid_type", "extra_body must be a JSON object");
+  for (auto& [k, v] : extra.items()) {
+    if (f.obj.contains(k))
+      malformed(k, "duplicate_field",
+                str("'", k, "' is given both in extra_body and at the top level; send it once"));
+    f.obj[k] = v;
+  }
+}
+
+// Every field the server does not know, in one error.
+void reject_unknown_fields(const Fields& f) {
+  std::vector<std::string> unknown;
+  for (const auto& [k, v] : f.obj.items()) {
+    if (!known_fields().count(k)) {
+      unknown.push_back(k);
+      continue;
+    }
+    const auto members = known_members().find(k);
+    if (members == known_members().end()) continue;
+    const auto check = [&](const json& o, const std::string& prefix) {
+      if (!o.is_object()) return;  // the field's reader names the wrong type
+      for (const auto& [m, mv] : o.items())
+        if (!members->second.count(m)) unknown.push_back(str(prefix, "[", m, "]"));
+    };
+    if (v.is_array())
+      for (const json& o : v) check(o, k + "[]");
+    else
+      check(v, k);
+  }
+  if (unknown.empty()) return;
+  std::string names;
+  for (const auto& n : unknown) names += (names.empty() ? "" : ", ") + n;
+  impossible(unknown.front(), "unknown_field",
+             str(unknown.size() == 1 ? "unknown field: " : "unknown fields: ", names,
+                 " (see GET /v1/models and docs/SERVER.md for the fields of POST /v1/videos)"));
+}
+
+// ---------------------------------------------------------------- typed readers
+
+const char* kind_of(const json& v) {
+  if (v.is_binary()) return "a file";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const json& v, const char* want) {
+  malformed(param, "invalid_type",
+            str(param, " must be ", want, ", got ", kind_of(v),
+                v.is_string() ? str(" (\"", v.get<std::string>(), "\")") : std::string()));
+}
+
+bool is_integer_text(const std::string& s) {
+  size_t i = s.size() > 0 && s[0] == '-' ? 1 : 0;
+  return i < s.size() && std::all_of(s.begin() + static_cast<std::ptrdiff_t>(i), s.end(),
+                                     [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// A whole-string number in a form or a JSON string (`seconds`): strtod must use every character.
+std::optional<double> number_from_text(const std::string& s) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+int64_t read_int(const json& v, const std::string& param, bool form) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      impossible(param, "invalid_value", str(param, " ", v.dump(), " is out of range"));
+    return v.get<int64_t>();
+  }
+  if (form && v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (is_integer_text(s)) {
+      errno = 0;
+      const long long r = std::strtoll(s.c_str(), nullptr, 10);
+      if (errno == ERANGE)
+        impossible(param, "invalid_value", str(param, " ", s, " is out of range"));
+      return r;
+    }
+  }
+  wrong_type(param, v, "an integer");
+}
+
+double read_number(const json& v, const std::string& param, bool form) {
+  if (v.is_number()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) wrong_type(param, v, "a finite number");
+    return d;
+  }
+  if (form && v.is_string())
+    if (const auto d = number_from_text(v.get<std::string>())) return *d;
+  wrong_type(param, v, "a number");
+}
+
+bool read_bool(const json& v, const std::string& param, bool form) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (form && v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "true" || s == "1") return true;
+    if (s == "false" || s == "0") return false;
+  }
+  wrong_type(param, v, form ? "true, false, 1 or 0" : "a boolean");
+}
+
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. Returns the number of
+// code points, or nullopt.
+std::optional<int64_t> utf8_code_points(const std::string& s) {
+  int64_t n = 0;
+  for (size_t i = 0; i < s.size(); ++n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return std::nullopt;
+    }
+    if (i + static_cast<size_t>(len) > s.size()) return std::nullopt;
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((cc & 0xC0) != 0x80) return std::nullopt;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr std::array<uint32_t, 5> kMin = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[static_cast<size_t>(len)] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return std::nullopt;
+    i += static_cast<size_t>(len);
+  }
+  return n;
+}
+
+std::string read_text(const json& v, const std::string& param, int64_t max_chars) {
+  if (!v.is_string()) wrong_type(param, v, "a string");
+  const std::string s = v.get<std::string>();
+  const auto n = utf8_code_points(s);
+  if (!n) malformed(param, "invalid_encoding", str(param, " is not valid UTF-8"));
+  if (*n > max_chars)
+    impossible(param, "string_above_max_length",
+               str(param, " has ", *n, " characters; at most ", max_chars, " are allowed"));
+  return s;
+}
+
+// A list of integers: a JSON array, a form's repeated `key[]`, or "28,29" in one string.
+std::vector<int64_t> read_int_list(const json& v, const std::string& param, bool form) {
+  std::vector<int64_t> out;
+  if (v.is_array()) {
+    for (const json& e : v) out.push_back(read_int(e, param, form));
+    return out;
+  }
+  if (form && v.is_string()) {
+    std::stringstream ss(v.get<std::string>());
+    for (std::string item; std::getline(ss, item, ',');) out.push_back(read_int(item, param, true));
+    if (!out.empty()) return out;
+  }
+  wrong_type(param, v,
+             form ? "a list of integers (key[] parts or \"28,29\")" : "an array of integers");
+}
+
+// ---------------------------------------------------------------- images
+
+// The bytes of an image given as a file part or a `data:` URL.
+std::string image_bytes(const json& v, const std::string& param, const RequestLimits& limits) {
+  if (v.is_binary()) {
+    const auto& b = v.get_binary();
+    return std::string(b.begin(), b.end());
+  }
+  if (!v.is_string()) wrong_type(param, v, "an image (a file part or a data: URL)");
+  return image_from_data_url(v.get<std::string>(), param, limits.max_image_bytes);
+}
+
+// A conditioning image whose bytes passed check_upload_image.
+RequestImage check_image(std::string bytes, const std::string& param, const RequestLimits& limits) {
+  const ImageHeader header =
+      check_upload_image(bytes, param, limits.max_image_bytes, limits.max_image_pixels);
+  RequestImage im;
+  im.bytes = std::move(bytes);
+  im.format = header.format;
+  im.width = header.width;
+  im.height = header.height;
+  return im;
+}
+
+// ---------------------------------------------------------------- the request
+
+// An ltx::Error of generate::validate_options in the API's words: flags become field names.
+ApiError from_validation(const Error& e) {
+  const std::string msg = e.what();
+  std::string out, first;
+  static const std::map<std::string, std::string> renamed = {{"frame_rate", "fps"},
+                                                             {"image", "images"}};
+  for (size_t i = 0; i < msg.size();) {
+    const bool flag = msg.compare(i, 2, "--") == 0 && i + 2 < msg.size() &&
+                      std::islower(static_cast<unsigned char>(msg[i + 2])) &&
+                      (i == 0 || !std::isalnum(static_cast<unsigned char>(msg[i - 1])));
+    if (!flag) {
+      out += msg[i++];
+      continue;
+    }
+    size_t j = i + 2;
+    std::string name;
+    while (j < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[j])) || msg[j] == '-'))
+      name += msg[j] == '-' ? '_' : msg[j], ++j;
+    if (const auto r = renamed.find(name); r != renamed.end()) name = r->second;
+    if (i == 0) first = name;  // the message is about this field
+    out += name;
+    i = j;
+  }
+  return ApiError(422, "invalid_value", out, first);
+}
+
+// "wxh" as two positive integers; malformed text is a 400.
+std::pair<int64_t, int64_t> parse_size(const std::string& s) {
+  const size_t x = s.find('x');
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 6 &&
+           std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  };
+  if (x == std::string::npos || !digits(s.substr(0, x)) || !digits(s.substr(x + 1)))
+    malformed("size", "invalid_value",
+              str("size '", s, "' must be WIDTHxHEIGHT in pixels, e.g. \"768x512\""));
+  return {std::stoll(s.substr(0, x)), std::stoll(s.substr(x + 1))};
+}
+
+std::string number_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// The key that says which jobs may share a batch (docs/design/server.md slice 12): everything
+// that fixes the shape of the denoising or the passes it runs. Guidance scales and images'
+// strengths differ per sample; which guidance passes run does not.
+std::string make_batch_key(const VideoRequest& r) {
+  const generate::GenerateOptions& o = r.options;
+  if (o.auto_duration) return {};  // its frame count is known only when it runs
+  std::ostringstream k;
+  k << std::setprecision(17) << r.model << "|" << o.pipeline << "|" << r.size << "|"
+    << o.num_frames.value_or(0) << "f|" << o.frame_rate.value_or(0)
+    << "fps|steps=" << o.num_inference_steps.value_or(0) << "|audio=" << r.generate_audio;
+  const auto on = [](const std::optional<double>& v, double off) {
+    return !v ? "preset" : (*v == off ? "off" : "on");
+  };
+  for (const auto& [name, g] :
+       {std::pair{"video", &o.video_guidance}, std::pair{"audio", &o.audio_guidance}}) {
+    k << "|" << name << ":cfg=" << on(g->cfg, 1.0) << ",stg=" << on(g->stg, 0.0)
+      << ",modality=" << on(g->modality, 1.0) << ",skip=";
+    if (g->skip_step)
+      k << *g->skip_step;
+    else
+      k << "preset";
+    k << ",blocks=";
+    if (g->stg_blocks)
+      for (int64_t b : *g->stg_blocks) k << b << ".";
+    else
+      k << "preset";
+  }
+  k << "|images=";
+  for (const auto& im : r.images) k << im.frame_index << ".";
+  k << "|loras=";
+  for (const auto& l : r.loras) k << l.name << "@" << l.strength << ".";
+  const auto opt = [&](const char* n, const auto& v) {
+    k << "|" << n << "=";
+    if (v)
+      k << *v;
+    else
+      k << "preset";
+  };
+  opt("dl1", o.distilled_lora_strength_stage_1);
+  opt("dl2", o.distilled_lora_strength_stage_2);
+  opt("keyframes", o.num_generated_keyframes);
+  opt("temporal", o.temporal_upsample_rounds);
+  return k.str();
+}
+
+class Reader {
+ public:
+  Reader(Fields f, const ServedModel& model) : f_(std::move(f)), model_(model) {}
+
+  VideoRequest read() {
+    VideoRequest r;
+    generate::GenerateOptions& o = r.options;
+    const RequestLimits& lim = model_.limits;
+
+    // the prompt first: a request without one is malformed whatever else it asks
+    const json* prompt = get("prompt");
+    if (!prompt) malformed("prompt", "missing_required_parameter", "prompt is required");
+    o.prompt = read_text(*prompt, "prompt", lim.max_prompt_chars);
+    if (std::all_of(o.prompt.begin(), o.prompt.end(),
+                    [](unsigned char c) { return std::isspace(c) != 0; }))
+      malformed("prompt", "empty_prompt", "prompt is empty: describe the video to generate");
+    if (const json* v = get("negative_prompt"))
+      o.negative_prompt = read_text(*v, "negative_prompt", lim.max_prompt_chars);
+
+    // then the model and the pipeline, whose defaults fill what the request leaves out
+    if (const json* v = get("model")) {
+      if (!v->is_string()) wrong_type("model", *v, "a string");
+      if (v->get<std::string>() != model_.id)
+        throw ApiError(404, "model_not_found",
+                       str("model '", v->get<std::string>(), "' is not served here; this ",
+                           "server serves '", model_.id, "' (GET /v1/models)"),
+                       "model");
+    }
+    r.model = model_.id;
+    std::string asked = model_.default_pipeline;
+    if (const json* v = get("pipeline")) {
+      if (!v->is_string()) wrong_type("pipeline", *v, "a string");
+      asked = v->get<std::string>();
+    }
+    std::optional<PipelineKind> parsed_kind;
+    try {
+      parsed_kind = pipelines::parse_pipeline_kind(asked);  // also takes '_' for '-'
+    } catch (const Error&) {
+    }
+    o.pipeline = parsed_kind ? pipelines::pipeline_name(*parsed_kind) : asked;
+    if (!parsed_kind || std::find(model_.pipelines.begin(), model_.pipelines.end(), o.pipeline) ==
+                            model_.pipelines.end()) {
+      std::string names;
+      for (const auto& n : model_.pipelines) names += (names.empty() ? "" : ", ") + n;
+      impossible("pipeline", "invalid_value",
+                 str("pipeline '", asked, "' is not served by this model; use one of: ", names));
+    }
+    const PipelineKind kind = *parsed_kind;
+    const auto d = model_.defaults.find(o.pipeline);
+    LTX_CHECK(d != model_.defaults.end(), "the served model has no defaults for pipeline ",
+              o.pipeline);
+    const PipelineDefaults& def = d->second;
+
+    // scalars
+    o.seed = int_field("seed").value_or(10);
+    o.num_inference_steps = int_field("num_inference_steps");
+    if (!o.num_inference_steps && kind != PipelineKind::Distilled)
+      o.num_inference_steps = def.steps;
+    read_guidance(o);
+    o.distilled_lora_strength_stage_1 = number_field("distilled_lora_strength_stage_1");
+    o.distilled_lora_strength_stage_2 = number_field("distilled_lora_strength_stage_2");
+    o.num_generated_keyframes = int_field("num_generated_keyframes");
+    o.temporal_upsample_rounds = int_field("temporal_upsample_rounds");
+    if (const json* v = get("enhance_prompt"))
+      o.enhance_prompt = read_bool(*v, "enhance_prompt", f_.form);
+    if (const json* v = get("generate_audio"))
+      r.generate_audio = read_bool(*v, "generate_audio", f_.form);
+
+    read_size(r, kind, def);
+    read_duration(r, def);
+    read_images(r);
+    read_loras(r);
+
+    // the rules `ltx generate` checks, on the resolved options (images are checked above: the
+    // engine gets them as stored files, not paths named in the request)
+    try {
+      generate::validate_options(o, /*to_file=*/false);
+    } catch (const Error& e) {
+      throw from_validation(e);
+    }
+    // validate_options's image rules that it cannot see here (images are not paths yet)
+    if (o.enhance_prompt && !r.images.empty())
+      impossible("enhance_prompt", "invalid_value",
+                 "enhance_prompt with images (image-aware enhancement) is not supported yet; "
+                 "drop one of them");
+    if (o.width && *o.width > lim.max_width)
+      impossible(get("size") ? "size" : "width", "invalid_value",
+                 str("width ", *o.width, " is above this server's limit of ", lim.max_width,
+                     " (--max-width)"));
+    if (o.height && *o.height > lim.max_height)
+      impossible(get("size") ? "size" : "height", "invalid_value",
+                 str("height ", *o.height, " is above this server's limit of ", lim.max_height,
+                     " (--max-height)"));
+    if (o.num_frames && *o.num_frames > lim.max_frames)
+      impossible(get("seconds") ? "seconds" : "num_frames", "invalid_value",
+                 str(*o.num_frames, " frames is above this server's limit of ", lim.max_frames,
+                     " (--max-frames: ",
+                     format_seconds(static_cast<double>(lim.max_frames) / *o.frame_rate), " s at ",
+                     number_text(*o.frame_rate), " fps)"));
+    r.size = str(*o.width, "x", *o.height);
+    r.seconds =
+        o.num_frames ? format_seconds(static_cast<double>(*o.num_frames) / *o.frame_rate) : "auto";
+    r.batch_key = make_batch_key(r);
+    return r;
+  }
+
+ private:
+  // The field's value, or null when it is absent or JSON null (an unset optional field).
+  const json* get(const std::string& key) const {
+    const auto it = f_.obj.find(key);
+    if (it == f_.obj.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  std::optional<int64_t> int_field(const std::string& key) const {
+    if (const json* v = get(key)) return read_int(*v, key, f_.form);
+    return std::nullopt;
+  }
+  std::optional<double> number_field(const std::string& key) const {
+    if (const json* v = get(key)) return read_number(*v, key, f_.form);
+    return std::nullopt;
+  }
+
+  void read_guidance(generate::GenerateOptions& o) const {
+    // guidance_scale: SGLang's name for the video CFG scale
+    const auto alias = number_field("guidance_scale");
+    const auto cfg = number_field("video_cfg_guidance_scale");
+    if (alias && cfg && *alias != *cfg)
+      malformed("guidance_scale", "conflicting_fields",
+                "guidance_scale is another name for video_cfg_guidance_scale, and the two differ; "
+                "send one");
+    o.video_guidance.cfg = cfg ? cfg : alias;
+    for (auto [m, g, modality] :
+         {std::tuple{std::string("video"), &o.video_guidance, "a2v_guidance_scale"},
+          std::tuple{std::string("audio"), &o.audio_guidance, "v2a_guidance_scale"}}) {
+      if (m == "audio") g->cfg = number_field("audio_cfg_guidance_scale");
+      g->stg = number_field(m + "_stg_guidance_scale");
+      g->rescale = number_field(m + "_rescale_scale");
+      g->modality = number_field(modality);
+      g->skip_step = int_field(m + "_skip_step");
+      if (const json* v = get(m + "_stg_blocks"))
+        g->stg_blocks = read_int_list(*v, m + "_stg_blocks", f_.form);
+    }
+  }
+
+  void read_size(VideoRequest& r, PipelineKind kind, const PipelineDefaults& def) {
+    generate::GenerateOptions& o = r.options;
+    const json* size = get("size");
+    if (size && (get("width") || get("height")))
+      malformed("size", "conflicting_fields", "give size or width/height, not both");
+    o.width = int_field("width").value_or(def.width);
+    o.height = int_field("height").value_or(def.height);
+    if (!size) return;
+    if (!size->is_string()) wrong_type("size", *size, "a string \"WIDTHxHEIGHT\"");
+    const auto [w, h] = parse_size(size->get<std::string>());
+    if (w < 1 || h < 1)
+      impossible("size", "invalid_value", str("size ", w, "x", h, " must be at least 1x1"));
+    // snapped as `ltx generate` suggests a valid size
+    const int64_t div = pipelines::is_two_stage(kind) ? 64 : 32;
+    const auto snap = [div](int64_t v) {
+      return std::max<int64_t>(div, (v + div / 2) / div * div);
+    };
+    o.width = snap(w);
+    o.height = snap(h);
+    if (*o.width != w || *o.height != h)
+      r.adjustments.push_back({"size", str(w, "x", h), str(*o.width, "x", *o.height),
+                               str("the ", o.pipeline, " pipeline needs multiples of ", div)});
+  }
+
+  void read_duration(VideoRequest& r, const PipelineDefaults& def) {
+    generate::GenerateOptions& o = r.options;
+    const RequestLimits& lim = model_.limits;
+    o.frame_rate = number_field("fps").value_or(def.fps);
+    if (!(*o.frame_rate > 0))
+      impossible("fps", "invalid_value",
+                 str("fps ", number_text(*o.frame_rate), " must be positive"));
+    const json* seconds = get("seconds");
+    const auto frames = int_field("num_frames");
+    const json* auto_duration = get("auto_duration");
+    if (seconds && frames)
+      malformed("seconds", "conflicting_fields", "give seconds or num_frames, not both");
+    if (auto_duration && (seconds || frames))
+      malformed("auto_duration", "conflicting_fields",
+                "auto_duration lets the model pick the duration: drop seconds / num_frames, or it");
+    if (auto_duration) {
+      if (!model_.duration_head)
+        impossible("auto_duration", "invalid_value",
+                   "auto_duration needs a model with a duration head (LTX-2.5); this one has none");
+      std::vector<double> mm;
+      if (auto_duration->is_array()) {
+        for (const json& e : *auto_duration) mm.push_back(read_number(e, "auto_duration", f_.form));
+      } else if (auto_duration->is_string()) {
+        std::stringstream ss(auto_duration->get<std::string>());
+        for (std::string item; std::getline(ss, item, ',');)
+          mm.push_back(read_number(item, "auto_duration", true));
+      }
+      if (mm.size() != 2)
+        wrong_type("auto_duration", *auto_duration, "[MIN_SECONDS, MAX_SECONDS] or \"MIN,MAX\"");
+      if (mm[1] * *o.frame_rate > static_cast<double>(lim.max_frames))
+        impossible("auto_duration", "invalid_value",
+                   str("auto_duration's maximum ", number_text(mm[1]), " s at ",
+                       number_text(*o.frame_rate), " fps is above this server's limit of ",
+                       lim.max_frames, " frames (--max-frames)"));
+      o.auto_duration = std::pair{mm[0], mm[1]};
+      return;
+    }
+    if (frames) {
+      o.num_frames = frames;  // strict, as `ltx generate --num-frames`
+      return;
+    }
+    if (!seconds) {
+      o.num_frames = def.num_frames;
+      return;
+    }
+    // "4" or 4
+    double s = 0;
+    std::string requested;
+    if (seconds->is_string()) {
+      requested = seconds->get<std::string>();
+      const auto v = number_from_text(requested);
+      if (!v) wrong_type("seconds", *seconds, "a number of seconds (\"4\" or 4)");
+      s = *v;
+    } else {
+      s = read_number(*seconds, "seconds", f_.form);
+      requested = seconds->dump();
+    }
+    if (!(s > 0))
+      impossible("seconds", "invalid_value", str("seconds ", requested, " must be positive"));
+    const double n_real = std::ceil(s * *o.frame_rate - 1e-9);
+    if (n_real > static_cast<double>(lim.max_frames))
+      impossible("seconds", "invalid_value",
+                 str("seconds ", requested, " at ", number_text(*o.frame_rate), " fps is ", n_real,
+                     " frames, above this server's limit of ", lim.max_frames, " (--max-frames: ",
+                     format_seconds(static_cast<double>(lim.max_frames) / *o.frame_rate), " s)"));
+    const auto n = std::max<int64_t>(1, static_cast<int64_t>(n_real));
+    o.num_frames = 8 * ((n - 1 + 7) / 8) + 1;
+    const double used = static_cast<double>(*o.num_frames) / *o.frame_rate;
+    if (std::abs(used - s) > 1e-9)
+      r.adjustments.push_back({"seconds", requested, format_seconds(used),
+                               str(*o.num_frames, " frames at ", number_text(*o.frame_rate),
+                                   " fps (frame counts are 8k + 1)")});
+  }
+
+  RequestImage image_at(const json& obj, const std::string& param, int64_t frames) {
+    if (!obj.is_object()) wrong_type(param, obj, "an object {image, frame_index, strength, crf}");
+    const json* image = obj.contains("image") ? &obj["image"] : nullptr;
+    if (!image || image->is_null())
+      malformed(param, "missing_required_parameter", str(param, "[image] is required"));
+    RequestImage im = check_image(image_bytes(*image, param + "[image]", model_.limits),
+                                  param + "[image]", model_.limits);
+    const auto member = [&](const char* m) -> const json* {
+      const auto it = obj.find(m);
+      return it == obj.end() || it->is_null() ? nullptr : &*it;
+    };
+    if (const json* v = member("frame_index"))
+      im.frame_index = read_int(*v, param + "[frame_index]", f_.form);
+    if (const json* v = member("strength"))
+      im.strength = read_number(*v, param + "[strength]", f_.form);
+    if (const json* v = member("crf")) {
+      const int64_t crf = read_int(*v, param + "[crf]", f_.form);
+      if (crf < 0 || crf > 51)
+        impossible(param + "[crf]", "invalid_value",
+                   str(param, "[crf] ", crf, " must be in [0, 51] (0: no re-encode)"));
+      im.crf = static_cast<int>(crf);
+    }
+    if (im.frame_index < 0 || (frames > 0 && im.frame_index >= frames))
+      impossible(param + "[frame_index]", "invalid_value",
+                 str(param, "[frame_index] ", im.frame_index, " must be in [0, ", frames,
+                     ") (the video has ", frames, " frames)"));
+    if (!(im.strength >= 0.0 && im.strength <= 1.0))
+      impossible(param + "[strength]", "invalid_value",
+                 str(param, "[strength] ", number_text(im.strength), " must be in [0, 1]"));
+    return im;
+  }
+
+  void read_images(VideoRequest& r) {
+    const int64_t frames = r.options.num_frames.value_or(0);
+    if (const json* ref = get("input_reference")) {
+      // a file part, a data URL, or {image_url} (OpenAI's shape; file ids are OpenAI's storage)
+      json image = *ref;
+      if (ref->is_object()) {
+        if (ref->contains("file_id"))
+          impossible("input_reference[file_id]", "unsupported_value",
+                     "input_reference[file_id]: this server keeps no files; send the image as "
+                     "input_reference (a file part) or input_reference[image_url] (a data: URL)");
+        if (!ref->contains("image_url"))
+          malformed("input_reference", "missing_required_parameter",
+                    "input_reference needs image_url (a data: URL) or a file part");
+        image = (*ref)["image_url"];
+      }
+      r.images.push_back(check_image(image_bytes(image, "input_reference", model_.limits),
+                                     "input_reference", model_.limits));
+    }
+    if (const json* list = get("images")) {
+      if (!list->is_array())
+        wrong_type("images", *list, "an array of {image, frame_index, strength}");
+      for (size_t i = 0; i < list->size(); ++i)
+        r.images.push_back(image_at((*list)[i], str("images[", i, "]"), frames));
+    }
+    if (static_cast<int64_t>(r.images.size()) > model_.limits.max_images)
+      impossible("images", "too_many_images",
+                 str(r.images.size(), " images given; this server takes at most ",
+                     model_.limits.max_images, " (--max-images)"));
+  }
+
+  void read_loras(VideoRequest& r) {
+    const json* list = get("loras");
+    if (!list) return;
+    if (!list->is_array()) wrong_type("loras", *list, "an array of {name, strength}");
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& o = (*list)[i];
+      const std::string p = str("loras[", i, "]");
+      if (!o.is_object()) wrong_type(p, o, "an object {name, strength}");
+      if (!o.contains("name") || !o["name"].is_string())
+        malformed(p + "[name]", "missing_required_parameter",
+                  str(p, "[name] (a string) is required"));
+      RequestLora l{o["name"].get<std::string>(), 1.0};
+      if (o.contains("strength") && !o["strength"].is_null())
+        l.strength = read_number(o["strength"], p + "[strength]", f_.form);
+      if (std::find(model_.loras.begin(), model_.loras.end(), l.name) == model_.loras.end()) {
+        std::string names;
+        for (const auto& n : model_.loras) names += (names.empty() ? "" : ", ") + n;
+        impossible(
+            p + "[name]", "invalid_value",
+            model_.loras.empty()
+                ? str("LoRA '", l.name, "': this server has no LoRA library (--lora-library)")
+                : str("LoRA '", l.name, "' is not in this server's library; use one of: ", names));
+      }
+      for (const auto& prev : r.loras)
+        if (prev.name == l.name)
+          impossible(p + "[name]", "invalid_value", str("LoRA '", l.name, "' is given twice"));
+      r.loras.push_back(l);
+    }
+  }
+
+  Fields f_;
+  const ServedModel& model_;
+};
+
+json opt_json(const auto& v) { return v ? json(*v) : json(); }
+template <typename T>
+std::optional<T> opt_from(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<T>();
+}
+
+json guidance_json(const generate::GuidanceFlags& g) {
+  return {{"cfg", opt_json(g.cfg)},
+          {"stg", opt_json(g.stg)},
+          {"rescale", opt_json(g.rescale)},
+          {"modality", opt_json(g.modality)},
+          {"skip_step", opt_json(g.skip_step)},
+          {"stg_blocks", opt_json(g.stg_blocks)}};
+}
+generate::GuidanceFlags guidance_from(const json& j) {
+  generate::GuidanceFlags g;
+  g.cfg = opt_from<double>(j, "cfg");
+  g.stg = opt_from<double>(j, "stg");
+  g.rescale = opt_from<double>(j, "rescale");
+  g.modality = opt_from<double>(j, "modality");
+  g.skip_step = opt_from<int64_t>(j, "skip_step");
+  g.stg_blocks = opt_from<std::vector<int64_t>>(j, "stg_blocks");
+  return g;
+}
+
+}  // namespace
+
+std::string Adjustment::text() const {
+  return str(param, " ", requested, " -> ", used, " (", reason, ")");
+}
+
+std::string format_seconds(double seconds) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << std::round(seconds * 100.0) / 100.0;
+  std::string s = os.str();
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+VideoRequest parse_create(const CreateBody& body, const ServedModel& model) {
+  Fields f = body.multipart ? fields_from_form(body.parts) : fields_from_json(body.json);
+  merge_extra_body(f);
+  reject_unknown_fields(f);
+  return Reader(std::move(f), model).read();
+}
+
+nlohmann::json to_json(const VideoRequest& r) {
+  const generate::GenerateOptions& o = r.options;
+  json images = json::array();
+  for (const auto& im : r.images)
+    images.push_back({{"format", im.format},
+                      {"width", im.width},
+                      {"height", im.height},
+                      {"frame_index", im.frame_index},
+                      {"strength", im.strength},
+                      {"crf", opt_json(im.crf)}});
+  json loras = json::array();
+  for (const auto& l : r.loras) loras.push_back({{"name", l.name}, {"strength", l.strength}});
+  json adjustments = json::array();
+  for (const auto& a : r.adjustments)
+    adjustments.push_back(
+        {{"param", a.param}, {"requested", a.requested}, {"used", a.used}, {"reason", a.reason}});
+  return {
+      {"version", 1},
+      {"model", r.model},
+      {"pipeline", o.pipeline},
+      {"prompt", o.prompt},
+      {"negative_prompt", opt_json(o.negative_prompt)},
+      {"seed", opt_json(o.seed)},
+      {"width", opt_json(o.width)},
+      {"height", opt_json(o.height)},
+      {"num_frames", opt_json(o.num_frames)},
+      {"fps", opt_json(o.frame_rate)},
+      {"num_inference_steps", opt_json(o.num_inference_steps)},
+      {"video_guidance", guidance_json(o.video_guidance)},
+      {"audio_guidance", guidance_json(o.audio_guidance)},
+      {"distilled_lora_strength_stage_1", opt_json(o.distilled_lora_strength_stage_1)},
+      {"distilled_lora_strength_stage_2", opt_json(o.distilled_lora_strength_stage_2)},
+      {"num_generated_keyframes", opt_json(o.num_generated_keyframes)},
+      {"temporal_upsample_rounds", opt_json(o.temporal_upsample_rounds)},
+      {"auto_duration",
+       o.auto_duration ? json::array({o.auto_duration->first, o.auto_duration->second}) : json()},
+      {"enhance_prompt", o.enhance_prompt},
+      {"generate_audio", r.generate_audio},
+      {"images", images},
+      {"loras", loras},
+      {"adjustments", adjustments},
+      {"size", r.size},
+      {"seconds", r.seconds},
+      {"batch_key", r.batch_key},
+  };
+}
+
+VideoRequest video_request_from_json(const nlohmann::json& j) {
+  try {
+    LTX_CHECK(j.is_object() && j.value("version", 0) == 1,
+              "stored request: not a version-1 request object");
+    VideoRequest r;
+    generate::GenerateOptions& o = r.options;
+    r.model = j.at("model").get<std::string>();
+    o.pipeline = j.at("pipeline").get<std::string>();
+    o.prompt = j.at("prompt").get<std::string>();
+    o.negative_prompt = opt_from<std::string>(j, "negative_prompt");
+    o.seed = opt_from<int64_t>(j, "seed");
+    o.width = opt_from<int64_t>(j, "width");
+    o.height = opt_from<int64_t>(j, "height");
+    o.num_frames = opt_from<int64_t>(j, "num_frames");
+    o.frame_rate = opt_from<double>(j, "fps");
+    o.num_inference_steps = opt_from<int64_t>(j, "num_inference_steps");
+    o.video_guidance = guidance_from(j.at("video_guidance"));
+    o.audio_guidance = guidance_from(j.at("audio_guidance"));
+    o.distilled_lora_strength_stage_1 = opt_from<double>(j, "distilled_lora_strength_stage_1");
+    o.distilled_lora_strength_stage_2 = opt_from<double>(j, "distilled_lora_strength_stage_2");
+    o.num_generated_keyframes = opt_from<int64_t>(j, "num_generated_keyframes");
+    o.temporal_upsample_rounds = opt_from<int64_t>(j, "temporal_upsample_rounds");
+    if (const auto ad = opt_from<std::vector<double>>(j, "auto_duration")) {
+      LTX_CHECK(ad->size() == 2, "stored request: auto_duration must hold 2 numbers");
+      o.auto_duration = std::pair{(*ad)[0], (*ad)[1]};
+    }
+    o.enhance_prompt = j.at("enhance_prompt").get<bool>();
+    r.generate_audio = j.at("generate_audio").get<bool>();
+    for (const json& im : j.at("images")) {
+      RequestImage x;
+      x.format = im.at("format").get<std::string>();
+      x.width = im.at("width").get<int64_t>();
+      x.height = im.at("height").get<int64_t>();
+      x.frame_index = im.at("frame_index").get<int64_t>();
+      x.strength = im.at("strength").get<double>();
+      x.crf = opt_from<int>(im, "crf");
+      r.images.push_back(std::move(x));
+    }
+    for (const json& l : j.at("loras"))
+      r.loras.push_back({l.at("name").get<std::string>(), l.at("strength").get<double>()});
+    for (const json& a : j.at("adjustments"))
+      r.adjustments.push_back({a.at("param").get<std::string>(),
+                               a.at("requested").get<std::string>(),
+                               a.at("used").get<std::string>(), a.at("reason").get<std::string>()});
+    r.size = j.at("size").get<std::string>();
+    r.seconds = j.at("seconds").get<std::string>();
+    r.batch_key = j.at("batch_key").get<std::string>();
+    return r;
+  } catch (const json::exception& e) {
+    fail("stored request: ", e.what());
+  }
+}
+
+generate::GenerateOptions to_generate_options(const VideoRequest& request,
+                                              const std::vector<std::string>& image_files) {
+  LTX_CHECK(image_files.size() == request.images.size(), "job request: ", request.images.size(),
+            " images but ", image_files.size(), " stored image files");
+  generate::GenerateOptions o = request.options;
+  o.images.clear();
+  for (size_t i = 0; i < request.images.size(); ++i) {
+    const RequestImage& im = request.images[i];
+    generate::ImageFlag flag;
+    flag.path = image_files[i];
+    flag.frame_index = im.frame_index;
+    flag.strength = im.strength;
+    flag.crf = im.crf;
+    o.images.push_back(std::move(flag));
+  }
+  return o;
+}
+
+}  // namespace ltx::server
