@@ -30,7 +30,9 @@ void ensure_request_id(httplib::Response& res) {
 
 // Clearing the parsed ranges is how a response is kept whole: the library applies them to any
 // routed response. The server owns the Request object (it is not const), so the cast is legal.
-void clear_ranges(const httplib::Request& req) { const_cast<httplib::Request&>(req).ranges.clear(); }
+void clear_ranges(const httplib::Request& req) {
+  const_cast<httplib::Request&>(req).ranges.clear();
+}
 
 bool is_public_path(const std::string& path) {
   return path == "/health" || path == "/" || path.rfind("/assets/", 0) == 0;
@@ -91,9 +93,10 @@ HttpServer::HttpServer(HttpOptions options)
                 " must be positive (e.g. 67108864 for 64 MiB)");
   // The library's default adds SO_REUSEPORT, which lets a second server bind the same port and
   // silently share its connections; SO_REUSEADDR alone still allows a quick restart.
-  server_->set_socket_options([](int sock) {
+  server_->set_socket_options([this](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;
   });
   const auto threads = static_cast<size_t>(options_.threads);
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -149,10 +152,11 @@ void HttpServer::install_handlers() {
           send_api_error(req, res, e);
         } catch (const std::exception& e) {
           log_warn("ltx serve: ", req.method, " ", req.path, " failed: ", e.what());
-          send_api_error(req, res, ApiError(500, "internal_error",
-                                            "internal server error (the server log has the "
-                                            "details; x-request-id " +
-                                                res.get_header_value("x-request-id") + ")"));
+          send_api_error(req, res,
+                         ApiError(500, "internal_error",
+                                  "internal server error (the server log has the "
+                                  "details; x-request-id " +
+                                      res.get_header_value("x-request-id") + ")"));
         } catch (...) {
           log_warn("ltx serve: ", req.method, " ", req.path, " failed: unknown exception");
           send_api_error(req, res, ApiError(500, "internal_error", "internal server error"));
@@ -163,13 +167,13 @@ void HttpServer::install_handlers() {
   // (the library's own), and answers Unhandled so that it never asks the library to apply ranges.
   server_->set_error_handler(httplib::Server::HandlerWithResponse(
       [this](const httplib::Request& req, httplib::Response& res) {
-    ensure_request_id(res);
-    if (res.body.empty() && !res.content_provider_) {
-      const ApiError e = library_error(req, res.status, options_.max_body_bytes);
-      res.set_content(e.json(), "application/json");
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  }));
+        ensure_request_id(res);
+        if (res.body.empty() && !res.content_provider_) {
+          const ApiError e = library_error(req, res.status, options_.max_body_bytes);
+          res.set_content(e.json(), "application/json");
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      }));
 
   server_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
     log_debug("ltx serve: ", req.method, " ", req.path, " ", res.status, " ",
@@ -189,6 +193,9 @@ void HttpServer::bind() {
     throw Error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                 " (--host / --port): the address is not local to this machine or the port is in "
                 "use; pick another with --port");
+  // The library listens with a backlog of 5 (fixed in the .so): a burst of clients overflows it and
+  // some connections are reset. A second listen() on the socket raises the backlog (Linux).
+  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
 }
 
 void HttpServer::serve() {

@@ -35,7 +35,7 @@ class ApiError;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";  // only loopback unless the operator says otherwise
-  int port = 8000;                  // 0: any free port (tests); port() says which
+  int port = 8000;                 // 0: any free port (tests); port() says which
   // Pool threads: each open connection (keep-alive, event stream, sync wait) holds one.
   int threads = 32;
   int64_t max_body_bytes = int64_t{64} << 20;
@@ -79,6 +79,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::function<std::string(const std::string&)> token_lookup_;
   std::atomic<bool> stopping_{false};
+  int listen_socket_ = -1;
   int port_ = 0;
 };
 

@@ -120,8 +120,8 @@ void send_file(const httplib::Request& req, httplib::Response& res, const std::s
   if (fix_content_ranges(req_ranges, size) == RangeFix::NotSatisfiable) {
     send_api_error(req, res,
                    ApiError(416, "range_not_satisfiable",
-                            "the Range is outside the file of " + id + " (" +
-                                std::to_string(size) + " bytes)"));
+                            "the Range is outside the file of " + id + " (" + std::to_string(size) +
+                                " bytes)"));
     res.set_header("Content-Range", "bytes */" + std::to_string(size));
     return;
   }
@@ -129,20 +129,19 @@ void send_file(const httplib::Request& req, httplib::Response& res, const std::s
     res.set_content(std::string(), file.content_type);
     return;
   }
-  res.set_content_provider(
-      static_cast<size_t>(size), file.content_type,
-      [fd, closer](size_t offset, size_t length, httplib::DataSink& sink) {
-        char buf[64 * 1024];
-        while (length > 0) {
-          const ssize_t n = ::pread(fd, buf, std::min(length, sizeof(buf)),
-                                    static_cast<off_t>(offset));
-          if (n <= 0) return false;
-          if (!sink.write(buf, static_cast<size_t>(n))) return false;
-          offset += static_cast<size_t>(n);
-          length -= static_cast<size_t>(n);
-        }
-        return true;
-      });
+  res.set_content_provider(static_cast<size_t>(size), file.content_type,
+                           [fd, closer](size_t offset, size_t length, httplib::DataSink& sink) {
+                             char buf[64 * 1024];
+                             while (length > 0) {
+                               const ssize_t n = ::pread(fd, buf, std::min(length, sizeof(buf)),
+                                                         static_cast<off_t>(offset));
+                               if (n <= 0) return false;
+                               if (!sink.write(buf, static_cast<size_t>(n))) return false;
+                               offset += static_cast<size_t>(n);
+                               length -= static_cast<size_t>(n);
+                             }
+                             return true;
+                           });
 }
 
 // Counts a slot of a capped resource (event streams, sync waits) for as long as it lives.
@@ -168,70 +167,71 @@ class Slot {
 };
 
 std::string sse_event(const JobSnapshot& snap) {
-  const std::string name =
-      is_terminal(snap.job.status) ? std::string("video.") + to_string(snap.job.status)
-                                   : std::string("video.updated");
+  const std::string name = is_terminal(snap.job.status)
+                               ? std::string("video.") + to_string(snap.job.status)
+                               : std::string("video.updated");
   return "id: " + std::to_string(snap.version) + "\nevent: " + name +
          "\ndata: " + video_json(snap.job) + "\n\n";
 }
 
 void add_events_route(HttpServer& http, VideoService& service, const RouteOptions& options) {
   auto streams = std::make_shared<std::atomic<int>>(0);
-  http.routes().Get(R"(/v1/videos/([^/]+)/events)", [&http, &service, options, streams](
-                                                         const httplib::Request& req,
-                                                         httplib::Response& res) {
-    const std::string id = path_id(req);
-    if (!service.get(id)) throw video_not_found(id);
-    // The slot lives as long as the response's provider: released by the library's releaser.
-    auto slot = std::make_shared<Slot>(streams, options.max_event_streams, "event streams", 5);
-    struct State {
-      uint64_t seen = 0;
-      Clock::time_point last_write = Clock::now();
-    };
-    auto state = std::make_shared<State>();
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [&http, &service, options, id, state](size_t, httplib::DataSink& sink) {
-          const auto write = [&](const std::string& text) {
-            state->last_write = Clock::now();
-            return sink.write(text.data(), text.size());
-          };
-          if (http.stopping() || service.stopping()) {
-            write("event: server.shutdown\ndata: {}\n\n");
-            sink.done();
-            return true;
-          }
-          if (!sink.is_writable()) return false;
-          const auto since = Clock::now() - state->last_write;
-          const auto to_ping =
-              std::chrono::duration_cast<std::chrono::milliseconds>(options.sse_ping_interval - since);
-          const auto wait = std::clamp(to_ping, std::chrono::milliseconds(1), options.poll_interval);
-          const auto snap = service.wait_for_change(id, state->seen, wait);
-          if (!snap) {
-            write("event: video.deleted\ndata: {\"id\":\"" + id + "\",\"deleted\":true}\n\n");
-            sink.done();
-            return true;
-          }
-          if (snap->version != state->seen) {
-            state->seen = snap->version;
-            if (!write(sse_event(*snap))) return false;
-            if (is_terminal(snap->job.status)) sink.done();
-            return true;
-          }
-          if (Clock::now() - state->last_write >= options.sse_ping_interval)
-            return write(": ping\n\n");
-          return true;
-        },
-        [slot](bool) {});
-  });
+  http.routes().Get(
+      R"(/v1/videos/([^/]+)/events)",
+      [&http, &service, options, streams](const httplib::Request& req, httplib::Response& res) {
+        const std::string id = path_id(req);
+        if (!service.get(id)) throw video_not_found(id);
+        // The slot lives as long as the response's provider: released by the library's releaser.
+        auto slot = std::make_shared<Slot>(streams, options.max_event_streams, "event streams", 5);
+        struct State {
+          uint64_t seen = 0;
+          Clock::time_point last_write = Clock::now();
+        };
+        auto state = std::make_shared<State>();
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [&http, &service, options, id, state](size_t, httplib::DataSink& sink) {
+              const auto write = [&](const std::string& text) {
+                state->last_write = Clock::now();
+                return sink.write(text.data(), text.size());
+              };
+              if (http.stopping() || service.stopping()) {
+                write("event: server.shutdown\ndata: {}\n\n");
+                sink.done();
+                return true;
+              }
+              if (!sink.is_writable()) return false;
+              const auto since = Clock::now() - state->last_write;
+              const auto to_ping = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  options.sse_ping_interval - since);
+              const auto wait =
+                  std::clamp(to_ping, std::chrono::milliseconds(1), options.poll_interval);
+              const auto snap = service.wait_for_change(id, state->seen, wait);
+              if (!snap) {
+                write("event: video.deleted\ndata: {\"id\":\"" + id + "\",\"deleted\":true}\n\n");
+                sink.done();
+                return true;
+              }
+              if (snap->version != state->seen) {
+                state->seen = snap->version;
+                if (!write(sse_event(*snap))) return false;
+                if (is_terminal(snap->job.status)) sink.done();
+                return true;
+              }
+              if (Clock::now() - state->last_write >= options.sse_ping_interval)
+                return write(": ping\n\n");
+              return true;
+            },
+            [slot](bool) {});
+      });
 }
 
 void add_sync_route(HttpServer& http, VideoService& service, const RouteOptions& options) {
   auto waits = std::make_shared<std::atomic<int>>(0);
   const auto run = [&http, &service, options, waits](const httplib::Request& req,
-                                                      httplib::Response& res,
-                                                      const CreateBody& body) {
+                                                     httplib::Response& res,
+                                                     const CreateBody& body) {
     const int timeout_s =
         int_param(req, "timeout_s", options.sync_timeout_s, 1, options.max_sync_timeout_s);
     Slot slot(waits, options.max_sync_waits, "synchronous requests", 5);
@@ -247,7 +247,8 @@ void add_sync_route(HttpServer& http, VideoService& service, const RouteOptions&
         e.retry_after_s = 5;
         throw e;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0)
         throw ApiError(504, "timeout",
                        "no result within " + std::to_string(timeout_s) + " s; " + id +
@@ -273,13 +274,13 @@ void add_sync_route(HttpServer& http, VideoService& service, const RouteOptions&
         throw ApiError(409, "video_cancelled", id + " was cancelled before it completed");
     }
   };
-  http.routes().Post("/v1/videos/sync",
-                     ReaderHandler([run, options](const httplib::Request& req,
-                                                  httplib::Response& res,
-                                                  const httplib::ContentReader& reader) {
-                       const auto body = read_create_body(req, res, reader, options.max_form_parts);
-                       if (body) run(req, res, *body);
-                     }));
+  http.routes().Post(
+      "/v1/videos/sync",
+      ReaderHandler([run, options](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+        const auto body = read_create_body(req, res, reader, options.max_form_parts);
+        if (body) run(req, res, *body);
+      }));
   http.routes().Post("/v1/videos/sync",
                      Handler([run](const httplib::Request& req, httplib::Response& res) {
                        run(req, res, CreateBody{});
@@ -329,13 +330,14 @@ void add_video_routes(HttpServer& http, VideoService& service, const RouteOption
   auto& r = http.routes();
   const int max_parts = options.max_form_parts;
 
-  r.Post("/v1/videos", ReaderHandler([&service, max_parts](const httplib::Request& req,
-                                                           httplib::Response& res,
-                                                           const httplib::ContentReader& reader) {
+  r.Post("/v1/videos",
+         ReaderHandler([&service, max_parts](const httplib::Request& req, httplib::Response& res,
+                                             const httplib::ContentReader& reader) {
            const auto body = read_create_body(req, res, reader, max_parts);
            if (body) res.set_content(video_json(service.create(*body)), kJson);
          }));
-  // A POST without a body never reaches the reader handler; the request parser says what is missing.
+  // A POST without a body never reaches the reader handler; the request parser says what is
+  // missing.
   r.Post("/v1/videos", Handler([&service](const httplib::Request&, httplib::Response& res) {
            res.set_content(video_json(service.create(CreateBody{})), kJson);
          }));
@@ -359,14 +361,12 @@ void add_video_routes(HttpServer& http, VideoService& service, const RouteOption
     const ListPage page = service.list(q);
     std::string data;
     for (const Job& job : page.data) data += (data.empty() ? "" : ",") + video_json(job);
-    const auto id_or_null = [](const std::string& id) {
-      return nlohmann::json(id).dump();
-    };
+    const auto id_or_null = [](const std::string& id) { return nlohmann::json(id).dump(); };
     const std::string first = page.data.empty() ? "null" : id_or_null(page.data.front().id);
     const std::string last = page.data.empty() ? "null" : id_or_null(page.data.back().id);
     res.set_content(R"({"object":"list","data":[)" + data + R"(],"first_id":)" + first +
-                        R"(,"last_id":)" + last +
-                        R"(,"has_more":)" + (page.has_more ? "true" : "false") + "}",
+                        R"(,"last_id":)" + last + R"(,"has_more":)" +
+                        (page.has_more ? "true" : "false") + "}",
                     kJson);
   });
 
@@ -377,14 +377,13 @@ void add_video_routes(HttpServer& http, VideoService& service, const RouteOption
     res.set_content(video_json(*job), kJson);
   });
 
-  r.Delete(R"(/v1/videos/([^/]+))",
-           [&service](const httplib::Request& req, httplib::Response& res) {
-             const std::string id = path_id(req);
-             if (!service.remove(id)) throw video_not_found(id);
-             res.set_content(
-                 nlohmann::json{{"id", id}, {"object", "video.deleted"}, {"deleted", true}}.dump(),
-                 kJson);
-           });
+  r.Delete(R"(/v1/videos/([^/]+))", [&service](const httplib::Request& req,
+                                               httplib::Response& res) {
+    const std::string id = path_id(req);
+    if (!service.remove(id)) throw video_not_found(id);
+    res.set_content(
+        nlohmann::json{{"id", id}, {"object", "video.deleted"}, {"deleted", true}}.dump(), kJson);
+  });
 
   r.Post(R"(/v1/videos/([^/]+)/cancel)",
          [&service](const httplib::Request& req, httplib::Response& res) {
