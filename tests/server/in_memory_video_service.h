@@ -33,15 +33,25 @@ class InMemoryVideoService : public VideoService {
 
   Job create(const CreateBody& body) override {
     std::string prompt;
+    std::vector<std::string> fields;
     if (body.multipart) {
-      for (const FormPart& p : body.parts)
+      for (const FormPart& p : body.parts) {
         if (p.name == "prompt") prompt = p.content;
+        fields.push_back(p.name.substr(0, p.name.find('[')));
+      }
     } else {
       const auto j = nlohmann::json::parse(body.json, nullptr, false);
       if (j.is_discarded() || !j.is_object())
         throw ApiError(400, "invalid_json", "the body is not a JSON object");
       if (j.contains("prompt") && j["prompt"].is_string()) prompt = j["prompt"].get<std::string>();
+      for (const auto& [k, v] : j.items()) fields.push_back(k);
     }
+    static const std::vector<std::string> known = {"prompt",          "model", "size",
+                                                   "seconds",         "seed",  "negative_prompt",
+                                                   "input_reference", "images"};
+    for (const std::string& f : fields)
+      if (std::find(known.begin(), known.end(), f) == known.end())
+        throw ApiError(422, "unknown_field", "unknown field '" + f + "'", f);
     if (prompt.empty()) throw ApiError(400, "missing_field", "'prompt' is required", "prompt");
     if (queue_full) {
       ApiError e(429, "queue_full", "the queue is full");
