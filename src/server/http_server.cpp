@@ -81,6 +81,25 @@ ApiError library_error(const httplib::Request& req, int status, int64_t max_body
   }
 }
 
+// The route of a path with the id folded, so that the counter's labels stay few; any path no route
+// serves is "other" (request text never becomes a label).
+std::string route_label(const std::string& path) {
+  static const char* fixed[] = {"/",          "/health",    "/ready",         "/metrics",
+                                "/v1/models", "/v1/videos", "/v1/videos/sync"};
+  for (const char* f : fixed)
+    if (path == f) return f;
+  if (path.rfind("/assets/", 0) == 0) return "/assets/*";
+  static const std::regex video(R"(^/v1/videos/[^/]+(/(content|events|cancel))?$)");
+  std::smatch m;
+  if (std::regex_match(path, m, video)) return "/v1/videos/{id}" + m[1].str();
+  return "other";
+}
+
+bool is_known_method(const std::string& m) {
+  return m == "GET" || m == "POST" || m == "DELETE" || m == "HEAD" || m == "PUT" || m == "PATCH" ||
+         m == "OPTIONS";
+}
+
 }  // namespace
 
 HttpServer::HttpServer(HttpOptions options)
@@ -175,10 +194,29 @@ void HttpServer::install_handlers() {
         return httplib::Server::HandlerResponse::Unhandled;
       }));
 
-  server_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
+  server_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    count_response(req.method, req.path, res.status);
     log_debug("ltx serve: ", req.method, " ", req.path, " ", res.status, " ",
               res.get_header_value("x-request-id"));
   });
+}
+
+void HttpServer::count_response(const std::string& method, const std::string& path, int status) {
+  const std::string labels = "method=\"" + (is_known_method(method) ? method : "other") +
+                             "\",route=\"" + route_label(path) + "\",code=\"" +
+                             std::to_string(status) + "\"";
+  std::lock_guard lock(counts_mutex_);
+  ++response_counts_[labels];
+}
+
+std::string HttpServer::metrics_text() const {
+  std::string out =
+      "# HELP ltx_http_requests_total HTTP responses sent, by method, route and status.\n"
+      "# TYPE ltx_http_requests_total counter\n";
+  std::lock_guard lock(counts_mutex_);
+  for (const auto& [labels, n] : response_counts_)
+    out += "ltx_http_requests_total{" + labels + "} " + std::to_string(n) + "\n";
+  return out;
 }
 
 void HttpServer::bind() {

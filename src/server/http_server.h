@@ -17,7 +17,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,7 +73,12 @@ class HttpServer {
 
   httplib::Server& routes() { return *server_; }
 
+  // The responses sent so far, by method, route (ids folded: /v1/videos/{id}) and status, as the
+  // Prometheus counter ltx_http_requests_total (text exposition format).
+  std::string metrics_text() const;
+
  private:
+  void count_response(const std::string& method, const std::string& path, int status);
   void install_handlers();
   bool authorized(const httplib::Request& req) const;
 
@@ -79,6 +86,8 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::function<std::string(const std::string&)> token_lookup_;
   std::atomic<bool> stopping_{false};
+  mutable std::mutex counts_mutex_;
+  std::map<std::string, uint64_t> response_counts_;  // the label set -> count
   int listen_socket_ = -1;
   int port_ = 0;
 };

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/error.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 #include "server/web_assets.h"
@@ -47,8 +48,8 @@ void add_misc_routes(HttpServer& http, VideoService& service) {
     res.set_content(service.models_json(), "application/json");
   });
 
-  r.Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
-    res.set_content(service.metrics_text(), "text/plain; version=0.0.4");
+  r.Get("/metrics", [&http, &service](const httplib::Request&, httplib::Response& res) {
+    res.set_content(service.metrics_text() + http.metrics_text(), "text/plain; version=0.0.4");
   });
 
   r.Get("/", [](const httplib::Request& req, httplib::Response& res) {
@@ -60,6 +61,14 @@ void add_misc_routes(HttpServer& http, VideoService& service) {
 }
 
 void add_routes(HttpServer& http, VideoService& service, const RouteOptions& options) {
+  // Each event stream and sync wait holds a pool thread; the pool must keep some for the rest.
+  const int held = options.max_event_streams + options.max_sync_waits;
+  if (options.max_event_streams < 1 || options.max_sync_waits < 1 || held >= http.options().threads)
+    throw Error("--max-event-streams " + std::to_string(options.max_event_streams) +
+                " + --max-sync-waits " + std::to_string(options.max_sync_waits) +
+                " must be at least 1 each and together below --http-threads " +
+                std::to_string(http.options().threads) +
+                " (each open stream or sync request holds one HTTP thread)");
   http.set_download_token_lookup(
       [&service](const std::string& id) { return service.download_token(id); });
   add_video_routes(http, service, options);

@@ -619,6 +619,40 @@ TEST_F(Routes, ModelsReadyMetricsAndHealth) {
   EXPECT_NE(metrics->body.find("ltx_queue_depth"), std::string::npos);
 }
 
+TEST_F(Routes, MetricsCountResponsesByRouteWithIdsFolded) {
+  start();
+  auto c = client();
+  for (int i = 0; i < 3; ++i) c.Get("/v1/videos/video_" + std::string(32, 'e'));
+  c.Get("/v1/videos/../../etc/passwd");
+  const std::string expected =
+      R"(ltx_http_requests_total{method="GET",route="/v1/videos/{id}",code="404"} 3)";
+  // A response is counted once it is written, so the count may trail the client by a moment.
+  std::string text;
+  EXPECT_TRUE(wait_until([&] {
+    text = c.Get("/metrics")->body;
+    return text.find(expected) != std::string::npos;
+  })) << text;
+  EXPECT_NE(text.find("# TYPE ltx_http_requests_total counter"), std::string::npos);
+  EXPECT_NE(text.find(R"(route="other",code="404")"), std::string::npos) << text;
+  EXPECT_EQ(text.find("passwd"), std::string::npos) << text;
+}
+
+TEST(RouteOptionsCheck, StreamsAndSyncWaitsMustLeaveThreadsFree) {
+  HttpOptions o;
+  o.threads = 8;
+  HttpServer http(o);
+  test::InMemoryVideoService service("/nonexistent");
+  RouteOptions ro;
+  ro.max_event_streams = 6;
+  ro.max_sync_waits = 2;
+  try {
+    add_routes(http, service, ro);
+    FAIL() << "accepted streams + sync waits that take every thread";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("--http-threads"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Routes, AnUnexpectedExceptionIsA500ThatKeepsItsDetailsInTheLog) {
   start();
   service().models_throw = true;
