@@ -160,6 +160,14 @@ void HttpServer::install_handlers() {
                           "server's --api-key)");
     send_api_error(req, res, e);
     res.set_header("WWW-Authenticate", "Bearer");
+    // The body of a refused request stays unread on the connection, where it would be taken for
+    // the next request: the response says Connection: close so that the client opens a new one.
+    if (req.has_header("Transfer-Encoding") ||
+        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+      auto& headers = const_cast<httplib::Request&>(req).headers;
+      headers.erase("Connection");
+      headers.emplace("Connection", "close");
+    }
     return httplib::Server::HandlerResponse::Handled;
   });
 

@@ -306,6 +306,23 @@ TEST_F(Routes, AnApiKeyGuardsEveryRouteButHealthAndThePage) {
   EXPECT_NE(events->body.find("event: video.completed"), std::string::npos) << events->body;
 }
 
+TEST_F(Routes, ARefusedBodyDoesNotSpoilTheKeptAliveConnection) {
+  HttpOptions o;
+  o.api_key = "k";
+  start(o);
+  auto c = client();
+  c.set_keep_alive(true);
+  const httplib::MultipartFormDataItems items = {
+      {"prompt", "a cat", "", ""},
+      {"input_reference", std::string(20000, 'x'), "a.png", "image/png"}};
+  const auto refused = c.Post("/v1/videos", {{"Authorization", "Bearer wrong"}}, items);
+  expect_error(refused, 401);
+  EXPECT_EQ(refused->get_header_value("Connection"), "close");
+  const auto accepted = c.Post("/v1/videos", {{"Authorization", "Bearer k"}}, items);
+  ASSERT_TRUE(accepted);
+  EXPECT_EQ(accepted->status, 200) << accepted->body;
+}
+
 TEST_F(Routes, AnOversizeBodyIs413AsJson) {
   HttpOptions o;
   o.max_body_bytes = 1024;
