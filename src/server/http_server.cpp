@@ -163,11 +163,8 @@ void HttpServer::install_handlers() {
     // The body of a refused request stays unread on the connection, where it would be taken for
     // the next request: the response says Connection: close so that the client opens a new one.
     if (req.has_header("Transfer-Encoding") ||
-        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
-      auto& headers = const_cast<httplib::Request&>(req).headers;
-      headers.erase("Connection");
-      headers.emplace("Connection", "close");
-    }
+        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0"))
+      close_connection_after(req);
     return httplib::Server::HandlerResponse::Handled;
   });
 
@@ -267,6 +264,14 @@ void send_api_error(const httplib::Request& req, httplib::Response& res, const A
   if (error.retry_after_s) res.set_header("Retry-After", std::to_string(*error.retry_after_s));
   if (error.status() == 409) res.set_header("x-should-retry", "false");
   res.set_content(error.json(), "application/json");
+}
+
+void close_connection_after(const httplib::Request& req) {
+  // The library ends a kept-alive connection only for a request that asked; it answers such a
+  // request with Connection: close, which clients honour.
+  auto& headers = const_cast<httplib::Request&>(req).headers;
+  headers.erase("Connection");
+  headers.emplace("Connection", "close");
 }
 
 RangeFix fix_content_ranges(ByteRanges& ranges, int64_t size) {

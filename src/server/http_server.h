@@ -100,6 +100,10 @@ void add_health_route(httplib::Server& server);
 // ranges, so that the library does not cut the JSON body to a requested byte range.
 void send_api_error(const httplib::Request& req, httplib::Response& res, const ApiError& error);
 
+// Makes the response say Connection: close, for a request whose body was left (partly) unread:
+// on a kept-alive connection the rest would be taken for the next request.
+void close_connection_after(const httplib::Request& req);
+
 // Byte ranges as cpp-httplib parses them: {first, last}, -1 for an absent end ("bytes=-N" is
 // {-1, N}, "bytes=N-" is {N, -1}).
 using ByteRanges = std::vector<std::pair<ssize_t, ssize_t>>;

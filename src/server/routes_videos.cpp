@@ -87,6 +87,7 @@ std::optional<CreateBody> read_create_body(const httplib::Request& req, httplib:
       return true;
     });
   }
+  if (!ok) close_connection_after(req);
   if (too_many_parts)
     throw ApiError(400, "too_many_parts",
                    "the multipart body has more than " + std::to_string(max_parts) + " parts");

@@ -323,6 +323,23 @@ TEST_F(Routes, ARefusedBodyDoesNotSpoilTheKeptAliveConnection) {
   EXPECT_EQ(accepted->status, 200) << accepted->body;
 }
 
+TEST_F(Routes, TooManyFormPartsIs400AndTheConnectionRecovers) {
+  RouteOptions ro;
+  ro.max_form_parts = 3;
+  start({}, ro);
+  auto c = client();
+  c.set_keep_alive(true);
+  httplib::MultipartFormDataItems items = {{"prompt", "a cat", "", ""}};
+  for (int i = 0; i < 5; ++i) items.push_back({"seed", std::to_string(i), "", ""});
+  const auto refused = c.Post("/v1/videos", items);
+  expect_error(refused, 400, "too_many_parts");
+  EXPECT_EQ(refused->get_header_value("Connection"), "close");
+  items.resize(2);
+  const auto accepted = c.Post("/v1/videos", items);
+  ASSERT_TRUE(accepted);
+  EXPECT_EQ(accepted->status, 200) << accepted->body;
+}
+
 TEST_F(Routes, AnOversizeBodyIs413AsJson) {
   HttpOptions o;
   o.max_body_bytes = 1024;
