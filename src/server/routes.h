@@ -23,8 +23,16 @@ struct RouteOptions {
   std::chrono::milliseconds poll_interval{500};
 };
 
-// Registers every route on `http` (which must outlive no one: `service` outlives `http`), and the
-// service's download tokens for `?token=` on content and events.
+// The event stream of GET /v1/videos/{id}/events (text/event-stream, never compressed):
+//   - on connect the job's state, then one event per change (changes between two reads coalesce
+//     into the latest): "id: <version>\nevent: video.updated\ndata: <Video JSON>\n\n";
+//   - the terminal state as event video.completed, video.failed or video.cancelled, then the end;
+//   - video.deleted when the job goes away, server.shutdown when the server stops, then the end;
+//   - ": ping" (a comment) every sse_ping_interval while nothing changes.
+//
+// Registers every route on `http` (`service` must outlive `http`), and the service's download
+// tokens for `?token=` on content and events. Throws ltx::Error when the stream and sync caps
+// would leave no HTTP thread for other requests.
 void add_routes(HttpServer& http, VideoService& service, const RouteOptions& options = {});
 
 // The Video object of the API (the SDK's fields and ours) for a job, as JSON text.
