@@ -186,6 +186,7 @@ void add_events_route(HttpServer& http, VideoService& service, const RouteOption
         auto slot = std::make_shared<Slot>(streams, options.max_event_streams, "event streams", 5);
         struct State {
           uint64_t seen = 0;
+          bool sent_first = false;  // the first snapshot goes out whatever its version
           Clock::time_point last_write = Clock::now();
         };
         auto state = std::make_shared<State>();
@@ -214,7 +215,8 @@ void add_events_route(HttpServer& http, VideoService& service, const RouteOption
                 sink.done();
                 return true;
               }
-              if (snap->version != state->seen) {
+              if (!state->sent_first || snap->version != state->seen) {
+                state->sent_first = true;
                 state->seen = snap->version;
                 if (!write(sse_event(*snap))) return false;
                 if (is_terminal(snap->job.status)) sink.done();
