@@ -203,6 +203,7 @@ TEST_F(Routes, MalformedIdsAre404WithoutALookup) {
                                         "/v1/videos/../x",
                                         "/v1/videos/video_" + std::string(32, 'A'),
                                         "/v1/videos/video_" + std::string(2000, 'a'),
+                                        "/v1/videos/video_" + std::string(8000, 'a'),
                                         "/v1/videos/video_" + std::string(31, 'a'),
                                         "/v1/videos/%00"};
   for (const auto& path : bad) {
