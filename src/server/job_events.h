@@ -4,6 +4,8 @@
 // snapshot and bumps its version; wait_for_change() sleeps until the version differs from the one
 // the reader saw. Coalesced: a job keeps one snapshot, so a slow reader skips to the latest state
 // and nothing queues up behind it. Versions come from one counter, so a version is never reused.
+// A job's entry lives until remove(): the server removes it when the job is deleted or expires,
+// so retention bounds the memory.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -50,6 +50,7 @@ struct RunOutcome {
   std::string output_sha256;
   std::string metrics_json;
   // Failed: why (code generation_error with the engine's message, internal_error, ...).
+  // Failed and Cancelled jobs leave no file behind.
   JobError error;
 };
 

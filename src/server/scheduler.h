@@ -50,8 +50,9 @@ inline constexpr int kCancelForTimeout = 3;
 // cancel()'s caller for a queued job), never with the scheduler's lock held, so it may call back
 // into the scheduler. For one job the calls come in order: started, progress..., then exactly one
 // of completed / failed / cancelled / requeued (a queued job that is cancelled gets only
-// cancelled). An exception out of a call is logged and the worker goes on; out of completed() it
-// fails the job instead (the output could not be put in place).
+// cancelled, a job the runner cannot plan only failed). An exception out of a call is logged and
+// the worker goes on; out of completed() it fails the job instead (the output could not be put in
+// place). A listener must not call drain(): that waits for the worker it runs on.
 class SchedulerListener {
  public:
   virtual ~SchedulerListener() = default;
@@ -93,6 +94,7 @@ class Scheduler {
     NotFound,  // neither queued nor running here
     Removed,   // was queued: out of the queue, and listener.cancelled() was called
     Stopping,  // runs: it stops at its next step boundary; the listener hears how it ended
+               // (completed, when it finished its last step before it looked)
   };
   CancelResult cancel(const std::string& id);
 

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <thread>
 
+#include "server/fake_runner.h"
 #include "server/job_events.h"
+#include "server/scheduler.h"
 #include "server/scheduler_test_util.h"
 
 namespace ltx::server {
@@ -141,6 +143,74 @@ TEST(JobEvents, ReadersNeverMissTheLastChange) {
   writer.join();
   for (auto& t : readers) t.join();
   EXPECT_EQ(ok.load(), kReaders);
+}
+
+// The server's listener in miniature: every state change becomes a published snapshot.
+class PublishingListener : public SchedulerListener {
+ public:
+  explicit PublishingListener(JobEvents& ev) : ev_(ev) {}
+  void started(const Job& job) override { set(job, JobStatus::InProgress, 0); }
+  void progress(const Job& job, int percent, const std::string&) override {
+    set(job, JobStatus::InProgress, percent);
+  }
+  void completed(const Job& job, const RunOutcome&) override { set(job, JobStatus::Completed, 100); }
+  void failed(const Job& job, const JobError&) override { set(job, JobStatus::Failed, -1); }
+  void cancelled(const Job& job) override { set(job, JobStatus::Cancelled, -1); }
+  void requeued(const Job& job) override { set(job, JobStatus::Queued, 0); }
+
+ private:
+  JobEvents& ev_;
+  std::mutex mu_;
+  std::map<std::string, Job> jobs_;
+  void set(const Job& job, JobStatus status, int progress) {
+    std::lock_guard lock(mu_);
+    Job& j = jobs_.try_emplace(job.id, job).first->second;
+    j.status = status;
+    if (progress >= 0) j.progress = progress;
+    ev_.publish(j);
+  }
+};
+
+// A reader following a job the way GET /v1/videos/{id}/events does sees it queued, then running
+// with rising progress, then completed at 100 as the last event.
+TEST(JobEvents, AReaderFollowsAJobThroughTheScheduler) {
+  JobEvents ev;
+  PublishingListener listener(ev);
+  test::FakeRunner runner;
+  runner.defaults.steps = 30;
+  runner.defaults.step_time = 1ms;
+  Scheduler s(SchedulerOptions{}, {&runner}, listener);
+  const Job a = make_job(1);
+  ev.publish(a);  // stored as queued
+  s.submit(a);
+  std::vector<JobSnapshot> seen;
+  std::thread reader([&] {
+    uint64_t version = 0;
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < end) {
+      const auto snap = ev.wait_for_change(a.id, version, 1s);
+      if (!snap) return;
+      if (snap->version == version) continue;  // a quiet interval (an SSE ping)
+      version = snap->version;
+      seen.push_back(*snap);
+      if (is_terminal(snap->job.status)) return;
+    }
+  });
+  // Asleep: it has taken the queued snapshot (a later start could be coalesced with it).
+  ASSERT_TRUE(wait_until([&] { return ev.waiting() == 1; }));
+  s.start();
+  reader.join();
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen.front().job.status, JobStatus::Queued);
+  EXPECT_EQ(seen.back().job.status, JobStatus::Completed);
+  EXPECT_EQ(seen.back().job.progress, 100);
+  for (size_t i = 1; i < seen.size(); ++i) {
+    EXPECT_GT(seen[i].version, seen[i - 1].version);
+    EXPECT_GE(seen[i].job.progress, seen[i - 1].job.progress);
+    if (i + 1 < seen.size()) {
+      EXPECT_LE(seen[i].job.progress, 99);
+    }
+  }
 }
 
 }  // namespace
