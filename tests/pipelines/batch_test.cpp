@@ -147,6 +147,20 @@ TEST(PipelineBatch, OneStageFourRequestsEqualTheirSoloRunsBitwise) {
   expect_batch_equals_solo(PipelineKind::OneStage, reqs, models_().components());
 }
 
+TEST(PipelineBatch, OneStageAtTheDemoSizeEqualsItsSoloRunsBitwise) {
+  // 320x192, 25 frames: 240 video tokens per sample, so the ops' thread splits and GEMM tiles
+  // differ from the 64x64 case's.
+  std::vector<GenerationRequest> reqs;
+  for (int k = 0; k < 3; ++k) {
+    reqs.push_back(request(PipelineKind::OneStage, k));
+    reqs.back().width = 320;
+    reqs.back().height = 192;
+    reqs.back().num_frames = 25;
+    reqs.back().num_inference_steps = 1;
+  }
+  expect_batch_equals_solo(PipelineKind::OneStage, reqs, models_().components());
+}
+
 TEST(PipelineBatch, OneStageImagesOfOneLayoutBatchAndEqualTheirSoloRuns) {
   // Three requests with an image at frame 0 (other pixels, prompts, seeds and guidance), then three
   // with a guiding keyframe at pixel frame 8 (appended tokens).
