@@ -3,10 +3,16 @@
 // seeds, guidance scales and images; batch_key separates what cannot share a run. On the tiny
 // LTX-2.3 model set of the end-to-end tests (tests/fixtures/e2e/).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
+#include <unistd.h>
+
+#include "generate/demo_bundle.h"
 #include "io/safetensors.h"
+#include "models/text/prompt_encoder.h"
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
@@ -190,6 +196,52 @@ TEST(PipelineBatch, TwoStageAndVideoOnlyRequestsEqualTheirSoloRunsBitwise) {
   expect_batch_equals_solo(PipelineKind::TwoStage, reqs, models_().components());
   for (GenerationRequest& r : reqs) r.audio = false;
   expect_batch_equals_solo(PipelineKind::TwoStage, reqs, models_().components());
+}
+
+// The built-in demo bundle (what `ltx serve` runs without model flags), with contexts from its own
+// text encoder for four different prompts.
+TEST(PipelineBatch, DemoBundleRequestsWithTheirOwnPromptsEqualTheirSoloRunsBitwise) {
+  static const std::string dir =
+      (std::filesystem::temp_directory_path() / ("ltx_batch_test_demo_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  const generate::DemoBundle bundle = generate::ensure_demo_bundle(dir);
+  std::atexit([] { std::filesystem::remove_all(dir); });
+
+  const mt::LTXModel transformer = mt::LTXModel::from_files({bundle.checkpoint}, mt::LTXModelType::AudioVideo);
+  const auto encoder = models::video_vae::VideoEncoder::from_file(bundle.checkpoint);
+  const auto upsampler = models::upsampler::LatentUpsampler::from_file(bundle.spatial_upsampler);
+  text::PromptEncoder prompts(bundle.text_encoder, {bundle.checkpoint});
+  const std::vector<std::string> texts = {"a red ball bouncing on a wooden floor", "waves at night",
+                                          "a city street in the rain, people with umbrellas", "a cat"};
+  std::vector<std::string> all = texts;
+  all.push_back("blurry, low quality");  // the negative prompt of every request
+  const std::vector<text::PromptContext> pc = prompts.encode(all);
+  std::vector<TextContexts> ctx;
+  for (size_t k = 0; k < texts.size(); ++k) ctx.push_back({pc[k].video, pc[k].audio, pc.back().video, pc.back().audio});
+  pipelines::Components c;
+  c.transformer = &transformer;
+  c.video_encoder = &encoder;
+  c.spatial_upsampler = &upsampler;
+  c.model_version = "2.3.0";
+
+  for (PipelineKind kind : {PipelineKind::OneStage, PipelineKind::Distilled}) {
+    std::vector<GenerationRequest> reqs;
+    for (int k = 0; k < 4; ++k) {
+      GenerationRequest r = request(kind, k);
+      r.video_guider.stg_blocks = r.audio_guider.stg_blocks = {1};
+      reqs.push_back(r);
+    }
+    const std::vector<GenerationResult> batched = pipelines::run_pipeline_batch(kind, reqs, c, ctx);
+    for (size_t k = 0; k < reqs.size(); ++k) {
+      SCOPED_TRACE(testing::Message() << pipelines::pipeline_name(kind) << " sample " << k);
+      const GenerationResult solo = pipelines::run_pipeline(kind, reqs[k], c, ctx[k]);
+      EXPECT_EQ(differing_bits(batched[k].video_latent, solo.video_latent), 0);
+      EXPECT_EQ(differing_bits(batched[k].audio_latent, solo.audio_latent), 0);
+      if (k > 0) {
+        EXPECT_GT(test::max_abs_diff(batched[k].video_latent, batched[0].video_latent), 1e-3);
+      }
+    }
+  }
 }
 
 TEST(PipelineBatch, BatchKeySeparatesWhatCannotShareARun) {
