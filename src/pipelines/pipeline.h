@@ -221,8 +221,10 @@ std::string batch_key(PipelineKind kind, const GenerationRequest& request, const
 // contexts, guidance scales and conditioning images, and on the CPU its result has the bits
 // run_pipeline gives it alone. One result per request, in order. Throws (before any work) when
 // the keys differ, a request is invalid (validate_request) or the pipeline does not batch; a
-// single request runs as run_pipeline, whatever the pipeline. On a GPU the results are close to,
-// not bit for bit, the solo runs' (the GEMM tilings there depend on the row count).
+// single request runs as run_pipeline, whatever the pipeline. Request 0's max_batch_size bounds the
+// joined transformer calls (samples x guidance passes). Auto-duration jobs know their frame count
+// only after text encoding: key them after it. On a GPU the results are close to, not bit for
+// bit, the solo runs' (the GEMM tilings there depend on the row count).
 std::vector<GenerationResult> run_pipeline_batch(PipelineKind kind, std::span<const GenerationRequest> requests,
                                                  const Components& components, std::span<const TextContexts> contexts,
                                                  const ProgressCallback& progress = {});
