@@ -35,11 +35,12 @@ double dtype_max(DType dt) {
                            : static_cast<double>(std::numeric_limits<float>::max());
 }
 
-// ln over timesteps [B * n] (sample-major), one call per sample: a GEMM's bits may depend on its
-// row count (OpenBLAS picks kernels by it), and a sample must get the same values whatever batch
-// it runs in (a job batched with others equals its run alone).
+// ln over timesteps [B * n] (sample-major), on the CPU one call per sample: a GEMM's bits may
+// depend on its row count (OpenBLAS picks kernels by it), and a sample must get the same values
+// whatever batch it runs in (a job batched with others equals its run alone). On a GPU batching
+// only needs to be close, so it stays one call (no extra launches per sample).
 std::pair<Tensor, Tensor> adaln_per_sample(const AdaLayerNormSingle& ln, const Tensor& timesteps, int64_t batch_size) {
-  if (batch_size <= 1) return ln(timesteps);
+  if (batch_size <= 1 || !timesteps.device().is_cpu()) return ln(timesteps);
   const int64_t n = timesteps.numel() / batch_size;
   std::vector<Tensor> ada, embedded;
   for (int64_t b = 0; b < batch_size; ++b) {
