@@ -202,7 +202,28 @@ mt::ModelOutputs run_batched(const mt::LTXModel& model, const std::optional<mt::
   return out;
 }
 
+bool same_passes(const sampling::GuidancePlan& a, const sampling::GuidancePlan& b) {
+  if (a.skip_video != b.skip_video || a.skip_audio != b.skip_audio || a.skip_all != b.skip_all ||
+      a.passes.size() != b.passes.size())
+    return false;
+  for (size_t i = 0; i < a.passes.size(); ++i) {
+    const GuidancePass &p = a.passes[i], &q = b.passes[i];
+    if (p.kind != q.kind || p.negative_context != q.negative_context || p.skip_video_self_attn != q.skip_video_self_attn ||
+        p.skip_audio_self_attn != q.skip_audio_self_attn || p.skip_cross_modal_attn != q.skip_cross_modal_attn)
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+void GuidedDenoiser::set_sample_guiders(std::vector<sampling::GuiderParams> video,
+                                        std::vector<sampling::GuiderParams> audio) {
+  LTX_CHECK(video.size() == audio.size(), "GuidedDenoiser: ", video.size(), " video guiders but ", audio.size(),
+            " audio guiders; give one of each per sample");
+  sample_video_guiders_ = std::move(video);
+  sample_audio_guiders_ = std::move(audio);
+}
 
 DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentState* audio,
                                          const std::vector<double>& sigmas, int64_t step_index) {
@@ -221,6 +242,18 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
   const sampling::GuidancePlan plan = sampling::plan_guidance(video_guider, audio_guider, video != nullptr,
                                                               audio != nullptr, static_cast<int>(step_index),
                                                               force_uncond_pass_);
+  // Per-sample guiders: the same passes as the batch's plan, else the batch cannot run as one.
+  std::vector<MultiModalGuider> sample_video, sample_audio;
+  for (size_t i = 0; i < sample_video_guiders_.size(); ++i) {
+    sample_video.emplace_back(sample_video_guiders_[i]);
+    sample_audio.emplace_back(sample_audio_guiders_[i]);
+    const sampling::GuidancePlan own = sampling::plan_guidance(sample_video.back(), sample_audio.back(), video != nullptr,
+                                                               audio != nullptr, static_cast<int>(step_index),
+                                                               force_uncond_pass_);
+    LTX_CHECK(same_passes(own, plan), "GuidedDenoiser: sample ", i, "'s guidance (video ",
+              sample_video_guiders_[i].str(), ", audio ", sample_audio_guiders_[i].str(), ") runs other passes than ",
+              "sample 0's at step ", step_index, "; batch only jobs of one pipelines::batch_key");
+  }
   DenoiseOutput out;
   if (plan.skip_all) {
     out.video.denoised = last_video_;
@@ -230,8 +263,9 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
   LTX_CHECK(!video || video_context_.positive.defined(), "GuidedDenoiser: a video state needs the video context");
   LTX_CHECK(!audio || audio_context_.positive.defined(), "GuidedDenoiser: an audio state needs the audio context");
   if (plan.index_of(GuidancePass::Kind::Uncond) >= 0) {
-    const bool v_neg = video_guider.do_unconditional_generation() || (force_uncond_pass_ && video);
-    const bool a_neg = audio_guider.do_unconditional_generation() || (force_uncond_pass_ && audio);
+    // Only a modality that is denoised reads its negative context (audio off: no audio state).
+    const bool v_neg = video && (video_guider.do_unconditional_generation() || force_uncond_pass_);
+    const bool a_neg = audio && (audio_guider.do_unconditional_generation() || force_uncond_pass_);
     LTX_CHECK(!v_neg || video_context_.negative.defined(),
               "GuidedDenoiser: the video guider needs the negative prompt's context (cfg ",
               video_guider.params().cfg_scale, ")");
@@ -242,6 +276,8 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
 
   const int64_t n = static_cast<int64_t>(plan.passes.size());
   const int64_t batch = (video ? video : audio)->batch();
+  LTX_CHECK(sample_video.empty() || static_cast<int64_t>(sample_video.size()) == batch, "GuidedDenoiser: ",
+            sample_video.size(), " per-sample guiders for a batch of ", batch);
   std::optional<mt::Modality> bv, ba;
   if (video)
     bv = modality_from_state(repeat_state(*video, n), batched_context(plan.passes, video_context_, "video"), sigma,
@@ -271,8 +307,8 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
   const mt::ModelOutputs all = run_batched(model_, bv, ba, per_sample, max_batch_size_);
   ++calls_;
 
-  auto combine = [&](const Tensor& joint, const MultiModalGuider& guider, bool skip, const Tensor& last,
-                     DenoisedLatent& res) {
+  auto combine = [&](const Tensor& joint, const MultiModalGuider& guider, const std::vector<MultiModalGuider>& per_sample,
+                     bool skip, const Tensor& last, DenoisedLatent& res) {
     if (!joint.defined()) return;
     const std::vector<Tensor> parts = joint.chunk(n, 0);
     auto pass = [&](GuidancePass::Kind k) -> sampling::PassOutput {
@@ -285,10 +321,25 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
     if (uncond) res.uncond = *uncond;
     if (ptb) res.ptb = *ptb;
     if (mod) res.mod = *mod;
-    res.denoised = skip ? last : guider.calculate(parts[0], uncond, ptb, mod);
+    if (skip) {
+      res.denoised = last;
+    } else if (per_sample.empty()) {
+      res.denoised = guider.calculate(parts[0], uncond, ptb, mod);
+    } else {
+      // Each sample with its own scales, on its own rows (the rescale's std is over one sample,
+      // as in its solo run).
+      const auto row = [](const sampling::PassOutput& p, int64_t b) -> sampling::PassOutput {
+        return p ? std::optional<Tensor>(p->narrow(0, b, 1)) : std::nullopt;
+      };
+      std::vector<Tensor> rows;
+      for (int64_t b = 0; b < batch; ++b)
+        rows.push_back(per_sample[static_cast<size_t>(b)].calculate(parts[0].narrow(0, b, 1), row(uncond, b),
+                                                                    row(ptb, b), row(mod, b)));
+      res.denoised = ops::concat(rows, 0);
+    }
   };
-  combine(all.video, video_guider, plan.skip_video, last_video_, out.video);
-  combine(all.audio, audio_guider, plan.skip_audio, last_audio_, out.audio);
+  combine(all.video, video_guider, sample_video, plan.skip_video, last_video_, out.video);
+  combine(all.audio, audio_guider, sample_audio, plan.skip_audio, last_audio_, out.audio);
   last_video_ = out.video.denoised;
   last_audio_ = out.audio.denoised;
   return out;

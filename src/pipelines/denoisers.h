@@ -92,6 +92,12 @@ class GuidedDenoiser {
   void set_share_text_kv(bool share) { share_text_kv_ = share; }
   const models::transformer::TextKvCache& text_kv_cache() const { return text_kv_cache_; }
 
+  // Per-sample guiders for a batch of several jobs (one entry per sample of the states, in order;
+  // each sample then combines its passes with its own scales, as its solo run does). Every
+  // sample's guiders must run the same passes at every step (pipelines::batch_key); a step where
+  // they do not throws. Empty (default): the constructor's guiders for every sample.
+  void set_sample_guiders(std::vector<sampling::GuiderParams> video, std::vector<sampling::GuiderParams> audio);
+
   // The timesteps' form (TimestepForm; default per sample where the masks allow it).
   void set_timestep_form(TimestepForm form) { timestep_form_ = form; }
 
@@ -104,6 +110,7 @@ class GuidedDenoiser {
   ModalityContext video_context_, audio_context_;
   std::optional<sampling::MultiModalGuiderFactory> video_factory_, audio_factory_;
   bool force_uncond_pass_;
+  std::vector<sampling::GuiderParams> sample_video_guiders_, sample_audio_guiders_;
   std::optional<std::vector<double>> cached_sigmas_;
   Tensor last_video_, last_audio_;
   int64_t calls_ = 0;

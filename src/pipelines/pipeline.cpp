@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <memory>
+#include <utility>
 
 #include "core/error.h"
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
+#include "ops/shape.h"
 #include "pipelines/denoisers.h"
 #include "pipelines/dfr.h"
 #include "pipelines/stages.h"
@@ -196,58 +200,111 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
   }
 }
 
-GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, const Components& c,
-                              const TextContexts& ctx_in, const ProgressCallback& progress) {
-  validate_request(kind, r, c, &ctx_in);
-  // The denoisers hand the contexts to the transformer: move them to its device once.
-  TextContexts ctx = ctx_in;
+namespace {
+
+// The contexts moved to the transformer's device once (the denoisers hand them to it).
+TextContexts contexts_on(const TextContexts& in, Device device) {
+  TextContexts ctx = in;
   for (Tensor* t : {&ctx.video_positive, &ctx.audio_positive, &ctx.video_negative, &ctx.audio_negative})
-    if (t->defined()) *t = t->to(c.device);
-  if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
+    if (t->defined()) *t = t->to(device);
+  return ctx;
+}
+
+// One context of every sample joined along the batch ([B, L, D]); undefined when sample 0 has none.
+Tensor joined_context(const std::vector<TextContexts>& ctx, Tensor TextContexts::*field, const char* name) {
+  if (ctx.size() == 1) return ctx.front().*field;
+  const bool defined = (ctx.front().*field).defined();
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < ctx.size(); ++i) {
+    const Tensor& t = ctx[i].*field;
+    LTX_CHECK(t.defined() == defined, "pipeline batch: sample ", i, (defined ? " lacks" : " has"), " the ", name,
+              " context that sample 0 ", (defined ? "has" : "lacks"));
+    if (!defined) continue;
+    LTX_CHECK(t.dim() == 3 && t.size(0) == 1 && t.shape() == (ctx.front().*field).shape(), "pipeline batch: sample ",
+              i, "'s ", name, " context is ", t.shape().str(), ", sample 0's ", (ctx.front().*field).shape().str(),
+              "; a batch needs [1, L, D] contexts of one text encoder");
+    parts.push_back(t);
+  }
+  return defined ? ops::concat(parts, 0) : Tensor();
+}
+
+// The distilled, one-stage, two-stage and HQ pipelines over one or more requests of one batch_key
+// in one denoising run per stage; everything per sample (noise, images, contexts, guidance scales)
+// is kept per sample, so each result is the one its request gets alone.
+std::vector<GenerationResult> run_standard_batch(PipelineKind kind, const std::vector<GenerationRequest>& reqs,
+                                                 const Components& c, const std::vector<TextContexts>& ctx,
+                                                 const ProgressCallback& progress) {
+  const GenerationRequest& r = reqs.front();
+  const size_t n = reqs.size();
   const bool two_stage = is_two_stage(kind);
 
-  // One generator for the whole run: stage-1 video, stage-1 audio, stage-2 video, stage-2 audio.
-  sampling::TorchCpuGenerator seeded(r.seed);
-  sampling::NoiseSource& noise = r.noise ? *r.noise : static_cast<sampling::NoiseSource&>(seeded);
+  // One generator per sample for its whole run: stage-1 video, stage-1 audio, stage-2 video, audio.
+  std::vector<std::unique_ptr<sampling::TorchCpuGenerator>> seeded;
+  std::vector<sampling::NoiseSource*> noise;
+  for (const GenerationRequest& q : reqs) {
+    seeded.push_back(std::make_unique<sampling::TorchCpuGenerator>(q.seed));
+    noise.push_back(q.noise ? q.noise : seeded.back().get());
+  }
+  const Tensor video_pos = joined_context(ctx, &TextContexts::video_positive, "positive video");
+  // The negative contexts only when every sample has them: validate_request made sure that the
+  // samples whose guidance runs the uncond pass have them, and batch_key that all or none run it.
+  const auto all_have = [&](Tensor TextContexts::*field) {
+    return std::all_of(ctx.begin(), ctx.end(), [&](const TextContexts& t) { return (t.*field).defined(); });
+  };
+  const Tensor video_neg = all_have(&TextContexts::video_negative)
+                               ? joined_context(ctx, &TextContexts::video_negative, "negative video")
+                               : Tensor();
+  const Tensor audio_pos = r.audio ? joined_context(ctx, &TextContexts::audio_positive, "positive audio") : Tensor();
+  const Tensor audio_neg = r.audio && all_have(&TextContexts::audio_negative)
+                               ? joined_context(ctx, &TextContexts::audio_negative, "negative audio")
+                               : Tensor();
 
   const models::transformer::LTXModel& model1 = stage_model(c, Stage::One);
   StageConfig s1 = first_stage_config(r, c, model1, two_stage ? r.height / 2 : r.height,
                                       two_stage ? r.width / 2 : r.width, r.num_frames);
 
-  // Images: read + CRF once, then resized and encoded per stage.
-  std::vector<PreparedImage> images;
-  if (!r.images.empty()) {
-    if (progress) progress("image conditioning", 0, 1);
-    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf));
-  }
-  auto conditionings = [&](int64_t h, int64_t w) {
-    return images.empty() ? sampling::ConditioningItems{}
-                          : image_conditionings(images, h, w, *c.video_encoder, r.dtype, c.device);
+  // Images: read + CRF once per sample, then resized and encoded per stage.
+  std::vector<std::vector<PreparedImage>> images(n);
+  bool any_images = false;
+  for (const GenerationRequest& q : reqs) any_images = any_images || !q.images.empty();
+  if (any_images && progress) progress("image conditioning", 0, 1);
+  for (size_t i = 0; i < n; ++i)
+    if (!reqs[i].images.empty())
+      images[i] = prepare_images(reqs[i].images,
+                                 static_cast<int>(sampling::detect_params(c.model_version).default_image_crf));
+  auto conditionings = [&](size_t i, int64_t h, int64_t w) {
+    return images[i].empty() ? sampling::ConditioningItems{}
+                             : image_conditionings(images[i], h, w, *c.video_encoder, reqs[i].dtype, c.device);
   };
 
-  ModalityInput video1;
-  video1.conditionings = conditionings(s1.height, s1.width);
-  if (!images.empty() && progress) progress("image conditioning", 1, 1);
-  // Generated keyframes: stage 1 only (their effect is baked into the stage-1 latent).
-  const std::vector<int64_t> keyframe_positions =
-      resolve_generated_keyframes(r.num_generated_keyframes, r.generated_keyframe_positions, r.num_frames);
-  if (!keyframe_positions.empty()) {
-    require_keyframe_embedding(model1.config(), pipeline_name(kind));
-    video1.conditionings.push_back(std::make_shared<sampling::VideoGeneratedKeyframeSlots>(keyframe_positions));
+  std::vector<StageSample> samples1(n);
+  for (size_t i = 0; i < n; ++i) {
+    samples1[i].video = ModalityInput{};
+    samples1[i].video->conditionings = conditionings(i, s1.height, s1.width);
+    samples1[i].noise = noise[i];
+    if (r.audio) samples1[i].audio = ModalityInput{};
   }
-  std::optional<ModalityInput> audio1;
-  if (r.audio) audio1 = ModalityInput{};
-  const Tensor audio_ctx = r.audio ? ctx.audio_positive : Tensor();
+  if (any_images && progress) progress("image conditioning", 1, 1);
+  // Generated keyframes: stage 1 only (their effect is baked into the stage-1 latent).
+  for (size_t i = 0; i < n; ++i) {
+    const GenerationRequest& q = reqs[i];
+    const std::vector<int64_t> keyframe_positions =
+        resolve_generated_keyframes(q.num_generated_keyframes, q.generated_keyframe_positions, q.num_frames);
+    if (keyframe_positions.empty()) continue;
+    require_keyframe_embedding(model1.config(), pipeline_name(kind));
+    samples1[i].video->conditionings.push_back(
+        std::make_shared<sampling::VideoGeneratedKeyframeSlots>(keyframe_positions));
+  }
 
-  StageOutput out1;
+  std::vector<StageOutput> out1;
   if (kind == PipelineKind::Distilled) {
     s1.sigmas = sigmas_or(r.stage_1_sigmas, sampling::distilled_sigmas());
     if (sampling::use_ancestral_sampler(c.model_version)) {
       s1.sampler = Sampler::EulerAncestral;
-      s1.ancestral_seed = r.seed + sampling::kAncestralNoiseSeedOffset;
+      for (size_t i = 0; i < n; ++i) samples1[i].ancestral_seed = reqs[i].seed + sampling::kAncestralNoiseSeedOffset;
     }
-    const SimpleDenoiser d(model1, ctx.video_positive, audio_ctx);
-    out1 = run_diffusion_stage(s1, video1, audio1, d.callback(), noise, progress);
+    const SimpleDenoiser d(model1, video_pos, audio_pos);
+    out1 = run_diffusion_stage_batch(s1, samples1, d.callback(), progress);
   } else {
     if (r.stage_1_sigmas) {
       s1.sigmas = *r.stage_1_sigmas;
@@ -260,43 +317,150 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
       s1.sigmas = sampling::ltx2_schedule(r.num_inference_steps);
     }
     if (kind == PipelineKind::TwoStageHQ) s1.sampler = Sampler::Res2s;
-    GuidedDenoiser d(model1, {ctx.video_positive, ctx.video_negative},
-                     {audio_ctx, r.audio ? ctx.audio_negative : Tensor()}, r.video_guider, r.audio_guider);
+    GuidedDenoiser d(model1, {video_pos, video_neg}, {audio_pos, audio_neg}, r.video_guider, r.audio_guider);
     d.set_max_batch_size(r.max_batch_size);
-    out1 = run_diffusion_stage(s1, video1, audio1, d.callback(), noise, progress);
+    if (n > 1) {
+      std::vector<sampling::GuiderParams> vg, ag;
+      for (const GenerationRequest& q : reqs) {
+        vg.push_back(q.video_guider);
+        ag.push_back(q.audio_guider);
+      }
+      d.set_sample_guiders(std::move(vg), std::move(ag));
+    }
+    out1 = run_diffusion_stage_batch(s1, samples1, d.callback(), progress);
   }
 
-  GenerationResult res;
-  res.height = r.height;
-  res.width = r.width;
-  res.num_frames = r.num_frames;
-  res.frame_rate = r.frame_rate;
-  res.generated_keyframes = out1.generated_keyframes;
-  res.generated_keyframe_positions = out1.generated_keyframe_positions;
-  if (!two_stage) {
-    res.video_latent = out1.video_latent;
-    res.audio_latent = out1.audio_latent;
-    return res;
+  std::vector<GenerationResult> res(n);
+  for (size_t i = 0; i < n; ++i) {
+    res[i].height = r.height;
+    res[i].width = r.width;
+    res[i].num_frames = r.num_frames;
+    res[i].frame_rate = r.frame_rate;
+    res[i].generated_keyframes = out1[i].generated_keyframes;
+    res[i].generated_keyframe_positions = out1[i].generated_keyframe_positions;
+    if (!two_stage) {
+      res[i].video_latent = out1[i].video_latent;
+      res[i].audio_latent = out1[i].audio_latent;
+    }
   }
+  if (!two_stage) return res;
 
-  // Stage 2: upsample x2 in latent space, renoise to the first stage-2 sigma, refine.
+  // Stage 2: upsample x2 in latent space (per sample), renoise to the first stage-2 sigma, refine.
   if (progress) progress("upsample", 0, 1);
-  const Tensor upscaled = upsample_on_device(out1.video_latent.narrow(0, 0, 1), latent_statistics(c),
-                                             *c.spatial_upsampler, r.dtype, c.device);
+  std::vector<Tensor> upscaled;
+  for (size_t i = 0; i < n; ++i)
+    upscaled.push_back(upsample_on_device(out1[i].video_latent.narrow(0, 0, 1), latent_statistics(c),
+                                          *c.spatial_upsampler, r.dtype, c.device));
   if (progress) progress("upsample", 1, 1);
 
   const models::transformer::LTXModel& model2 = stage_model(c, Stage::Two);
-  RefinementStage s2 = refinement_stage(s1, r, model2, upscaled, out1.audio_latent);
-  s2.config.sampler = kind == PipelineKind::TwoStageHQ ? Sampler::Res2s : Sampler::Euler;
-  s2.video.conditionings = conditionings(s2.config.height, s2.config.width);
-  const SimpleDenoiser d2(model2, ctx.video_positive, audio_ctx);
-  const StageOutput out2 =
-      run_diffusion_stage(s2.config, s2.video, s2.audio, d2.callback(), noise, progress);
+  std::vector<StageSample> samples2(n);
+  StageConfig s2config;
+  for (size_t i = 0; i < n; ++i) {
+    RefinementStage s2 = refinement_stage(s1, reqs[i], model2, upscaled[i], out1[i].audio_latent);
+    s2.config.sampler = kind == PipelineKind::TwoStageHQ ? Sampler::Res2s : Sampler::Euler;
+    s2.video.conditionings = conditionings(i, s2.config.height, s2.config.width);
+    samples2[i].video = std::move(s2.video);
+    samples2[i].audio = std::move(s2.audio);
+    samples2[i].noise = noise[i];
+    s2config = std::move(s2.config);
+  }
+  const SimpleDenoiser d2(model2, video_pos, audio_pos);
+  const std::vector<StageOutput> out2 = run_diffusion_stage_batch(s2config, samples2, d2.callback(), progress);
 
-  res.video_latent = out2.video_latent;
-  // The distilled pipeline keeps the refined audio; the two-stage ones keep stage 1's.
-  res.audio_latent = kind == PipelineKind::Distilled ? out2.audio_latent : out1.audio_latent;
+  for (size_t i = 0; i < n; ++i) {
+    res[i].video_latent = out2[i].video_latent;
+    // The distilled pipeline keeps the refined audio; the two-stage ones keep stage 1's.
+    res[i].audio_latent = kind == PipelineKind::Distilled ? out2[i].audio_latent : out1[i].audio_latent;
+  }
   return res;
+}
+
+// Appends `v` to a batch key in a form that keeps every bit of a double.
+void key_double(std::string& k, double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  k += buf;
+}
+
+void key_guider(std::string& k, const char* name, const sampling::GuiderParams& g) {
+  // The passes a guider runs (plan_guidance), not its scales: those stay per sample.
+  const sampling::MultiModalGuider m(g);
+  k += std::string(";") + name + ":uncond=" + (m.do_unconditional_generation() ? "1" : "0") +
+       ",stg=" + (m.do_perturbed_generation() ? "1" : "0") + ",mod=" + (m.do_isolated_modality_generation() ? "1" : "0") +
+       ",skip_step=" + std::to_string(g.skip_step) + ",stg_blocks=";
+  for (int b : g.stg_blocks) k += std::to_string(b) + ".";
+}
+
+}  // namespace
+
+GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, const Components& c,
+                              const TextContexts& ctx_in, const ProgressCallback& progress) {
+  validate_request(kind, r, c, &ctx_in);
+  const TextContexts ctx = contexts_on(ctx_in, c.device);
+  if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
+  return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
+}
+
+bool supports_batching(PipelineKind kind) {
+  // HQ's res_2s draws its step noise from one fixed seed for the whole batch, not per sample; DFR
+  // plans its canvas per request.
+  return kind == PipelineKind::Distilled || kind == PipelineKind::OneStage || kind == PipelineKind::TwoStage;
+}
+
+std::string batch_key(PipelineKind kind, const GenerationRequest& r, const std::string& models) {
+  std::string k = std::string("pipeline=") + pipeline_name(kind) + ";size=" + std::to_string(r.width) + "x" +
+                  std::to_string(r.height) + ";frames=" + std::to_string(r.num_frames) + ";fps=";
+  key_double(k, r.frame_rate);
+  k += ";steps=" + std::to_string(r.num_inference_steps) + ";dtype=" + dtype_name(r.dtype) +
+       ";audio=" + (r.audio ? "1" : "0");
+  for (const auto& [name, sigmas] : {std::pair{"sigmas1", &r.stage_1_sigmas}, std::pair{"sigmas2", &r.stage_2_sigmas}}) {
+    if (!*sigmas) continue;
+    k += std::string(";") + name + "=";
+    for (float s : **sigmas) {
+      key_double(k, static_cast<double>(s));
+      k += ",";
+    }
+  }
+  key_guider(k, "video", r.video_guider);
+  key_guider(k, "audio", r.audio_guider);
+  // The images' token layout and denoise-mask levels (frame index, strength); the pixels stay per sample.
+  k += ";images=";
+  for (const ImageConditioning& im : r.images) {
+    k += std::to_string(im.frame_index) + "@";
+    key_double(k, im.strength);
+    k += ",";
+  }
+  k += ";keyframes=" + std::to_string(r.num_generated_keyframes) + ":";
+  for (int64_t p : r.generated_keyframe_positions) k += std::to_string(p) + ",";
+  k += ";distilled_lora=";
+  key_double(k, r.distilled_lora_strengths[0]);
+  k += ",";
+  key_double(k, r.distilled_lora_strengths[1]);
+  k += ";models=" + models;
+  return k;
+}
+
+std::vector<GenerationResult> run_pipeline_batch(PipelineKind kind, std::span<const GenerationRequest> requests,
+                                                 const Components& c, std::span<const TextContexts> contexts,
+                                                 const ProgressCallback& progress) {
+  LTX_CHECK(!requests.empty(), "pipeline batch: no requests");
+  LTX_CHECK(requests.size() == contexts.size(), "pipeline batch: ", requests.size(), " requests but ", contexts.size(),
+            " text contexts; give one per request");
+  if (requests.size() == 1) return {run_pipeline(kind, requests.front(), c, contexts.front(), progress)};
+  LTX_CHECK(supports_batching(kind), "pipeline ", pipeline_name(kind),
+            " runs one request at a time (supports_batching is false); run its jobs one by one");
+  const std::string key = batch_key(kind, requests.front());
+  std::vector<GenerationRequest> reqs;
+  std::vector<TextContexts> ctx;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    validate_request(kind, requests[i], c, &contexts[i]);
+    LTX_CHECK(batch_key(kind, requests[i]) == key, "pipeline batch: request ", i, " cannot share a run with request 0 ",
+              "(batch keys differ: ", batch_key(kind, requests[i]), " vs ", key, ")");
+    reqs.push_back(requests[i]);
+    ctx.push_back(contexts_on(contexts[i], c.device));
+  }
+  return run_standard_batch(kind, reqs, c, ctx, progress);
 }
 
 }  // namespace ltx::pipelines

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -200,5 +201,32 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
 // Runs the pipeline (validate_request first). Deterministic for a given request and components.
 GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& request, const Components& components,
                               const TextContexts& contexts, const ProgressCallback& progress = {});
+
+// Batching (the server runs queued jobs of one shape as one denoising run): whether `kind` can
+// run several requests together. Distilled, one-stage and two-stage can; HQ (its res_2s noise
+// has one fixed seed, not the sample's) and DFR (a canvas per request) run one at a time.
+bool supports_batching(PipelineKind kind);
+
+// What must match for requests to share a denoising run: the pipeline, size, frames, fps, steps,
+// sigma overrides, latent dtype, audio on / off, the guidance passes each modality runs (CFG /
+// STG / isolated-modality on or off, stg_blocks, skip_step; the scales themselves stay per
+// request), the images' frame indices and strengths (their token layout and denoise mask), the
+// generated keyframes and the distilled-LoRA strengths. `models` is the caller's description of
+// the model files and the user LoRA set (Components' identity), appended as is. Equal keys: the
+// requests may be given to run_pipeline_batch together.
+std::string batch_key(PipelineKind kind, const GenerationRequest& request, const std::string& models = "");
+
+// Runs several requests of one batch_key in one denoising run per stage (text encoding before
+// and decoding after stay per request, by the caller): each request keeps its own seed (noise),
+// contexts, guidance scales and conditioning images, and on the CPU its result has the bits
+// run_pipeline gives it alone. One result per request, in order. Throws (before any work) when
+// the keys differ, a request is invalid (validate_request) or the pipeline does not batch; a
+// single request runs as run_pipeline, whatever the pipeline. Request 0's max_batch_size bounds the
+// joined transformer calls (samples x guidance passes). Auto-duration jobs know their frame count
+// only after text encoding: key them after it. On a GPU the results are close to, not bit for
+// bit, the solo runs' (the GEMM tilings there depend on the row count).
+std::vector<GenerationResult> run_pipeline_batch(PipelineKind kind, std::span<const GenerationRequest> requests,
+                                                 const Components& components, std::span<const TextContexts> contexts,
+                                                 const ProgressCallback& progress = {});
 
 }  // namespace ltx::pipelines

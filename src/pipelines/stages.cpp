@@ -1,6 +1,8 @@
 #include "pipelines/stages.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 
 #include "core/error.h"
 #include "media/image.h"
@@ -9,6 +11,7 @@
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
+#include "ops/shape.h"
 #include "sampling/params.h"
 #include "sampling/steps.h"
 
@@ -137,11 +140,102 @@ void require_keyframe_embedding(const models::transformer::LTXModelConfig& confi
             "generated-keyframe (LTX-2.5) checkpoint or drop the keyframe request");
 }
 
+namespace {
+
+// Draws a [B, ...] tensor as B draws of [1, ...], sample b's from its own source: each sample
+// gets exactly the noise its solo run draws.
+class PerSampleNoise final : public sampling::NoiseSource {
+ public:
+  explicit PerSampleNoise(std::vector<sampling::NoiseSource*> sources) : sources_(std::move(sources)) {}
+  Tensor randn(const Shape& shape, DType dtype) override {
+    LTX_CHECK(shape.size() >= 1 && shape[0] == static_cast<int64_t>(sources_.size()), "batched noise: a draw of ",
+              shape.str(), " for a batch of ", sources_.size(), " samples");
+    if (sources_.size() == 1) return sources_.front()->randn(shape, dtype);
+    Shape one = shape;
+    one[0] = 1;
+    std::vector<Tensor> parts;
+    for (sampling::NoiseSource* s : sources_) parts.push_back(s->randn(one, dtype));
+    return ops::concat(parts, 0);
+  }
+
+ private:
+  std::vector<sampling::NoiseSource*> sources_;
+};
+
+Tensor concat_defined(const std::vector<LatentState>& states, Tensor LatentState::*field, const char* name) {
+  const bool defined = (states.front().*field).defined();
+  std::vector<Tensor> parts;
+  for (const LatentState& s : states) {
+    LTX_CHECK((s.*field).defined() == defined, "batched stage: the samples' ", name,
+              " differ in presence (a batch needs the same conditioning layout)");
+    if (defined) parts.push_back(s.*field);
+  }
+  if (!defined) return Tensor();
+  const auto per_sample = [](const Tensor& t) {
+    Shape s = t.shape();
+    s[0] = 1;
+    return s;
+  };
+  for (const Tensor& t : parts)
+    LTX_CHECK(t.dim() >= 1 && per_sample(t) == per_sample(parts.front()),
+              "batched stage: the samples' ", name, " differ in shape (", t.shape().str(), " vs ",
+              parts.front().shape().str(), "; a batch needs the same size, frames and conditioning layout)");
+  return ops::concat(parts, 0);
+}
+
+// The samples' states joined along the batch (mask levels are re-read from the joined mask).
+LatentState concat_states(const std::vector<LatentState>& states) {
+  if (states.size() == 1) return states.front();
+  LatentState r = states.front();
+  r.latent = concat_defined(states, &LatentState::latent, "latents");
+  r.denoise_mask = concat_defined(states, &LatentState::denoise_mask, "denoise masks");
+  r.positions = concat_defined(states, &LatentState::positions, "positions");
+  r.clean_latent = concat_defined(states, &LatentState::clean_latent, "clean latents");
+  r.attention_mask = concat_defined(states, &LatentState::attention_mask, "attention masks");
+  r.keyframes_mask = concat_defined(states, &LatentState::keyframes_mask, "keyframe masks");
+  r.generated_keyframes = concat_defined(states, &LatentState::generated_keyframes, "generated keyframes");
+  r.mask_levels = nullptr;
+  for (const LatentState& s : states) {
+    LTX_CHECK(s.frozen == r.frozen, "batched stage: a frozen state batched with a live one");
+    LTX_CHECK(s.generated_keyframe_layout.has_value() == r.generated_keyframe_layout.has_value() &&
+                  (!s.generated_keyframe_layout || s.generated_keyframe_layout->pixel_frame_indices ==
+                                                       r.generated_keyframe_layout->pixel_frame_indices),
+              "batched stage: the samples' generated keyframe slots differ");
+  }
+  return r;
+}
+
+// Sample i of a joined state, as its own contiguous state.
+LatentState sample_of(const LatentState& s, int64_t i) {
+  LatentState r = s;
+  for (Tensor* t : {&r.latent, &r.denoise_mask, &r.positions, &r.clean_latent, &r.attention_mask, &r.keyframes_mask,
+                    &r.generated_keyframes})
+    if (t->defined()) *t = t->narrow(0, i, 1).contiguous();
+  r.mask_levels = nullptr;
+  return r;
+}
+
+}  // namespace
+
 StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<ModalityInput>& video,
                                 const std::optional<ModalityInput>& audio, const sampling::Denoiser& denoiser,
                                 sampling::NoiseSource& noise, const ProgressCallback& progress) {
-  LTX_CHECK(video || audio, "pipeline ", c.name, ": neither video nor audio to denoise");
+  StageSample sample;
+  sample.video = video;
+  sample.audio = audio;
+  sample.noise = &noise;
+  sample.ancestral_seed = c.ancestral_seed;
+  return std::move(run_diffusion_stage_batch(c, {sample}, denoiser, progress).front());
+}
+
+std::vector<StageOutput> run_diffusion_stage_batch(const StageConfig& c, const std::vector<StageSample>& samples,
+                                                   const sampling::Denoiser& denoiser, const ProgressCallback& progress) {
+  LTX_CHECK(!samples.empty(), "pipeline ", c.name, ": a batch of no samples");
+  const StageSample& first = samples.front();
+  LTX_CHECK(first.video || first.audio, "pipeline ", c.name, ": neither video nor audio to denoise");
   LTX_CHECK(c.sigmas.size() >= 2, "pipeline ", c.name, ": need at least 2 sigmas, got ", c.sigmas.size());
+  LTX_CHECK(samples.size() == 1 || c.sampler != Sampler::Res2s, "pipeline ", c.name,
+            ": the res_2s sampler runs one sample at a time (its noise is not the sample's)");
   const sampling::VideoPixelShape pixel{1, c.num_frames, c.height, c.width, c.frame_rate};
 
   sampling::VideoLatentTools vt;
@@ -151,14 +245,24 @@ StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<Modali
   sampling::AudioLatentTools at;
   at.target = sampling::AudioLatentShape::from_video_pixel_shape(pixel, c.widths.audio_channels, c.widths.audio_mel_bins);
 
-  // Noise draws: video first, then audio (the reference builds the states in this order).
+  // Each sample's states alone, noise draws video first, then audio (the reference builds the
+  // states in this order), from the sample's generator.
+  std::vector<LatentState> videos, audios;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const StageSample& s = samples[i];
+    LTX_CHECK(s.noise, "pipeline ", c.name, ": sample ", i, " has no noise source");
+    LTX_CHECK(s.video.has_value() == first.video.has_value() && s.audio.has_value() == first.audio.has_value(),
+              "pipeline ", c.name, ": sample ", i, " differs from sample 0 in its modalities (audio on / off)");
+    if (s.video)
+      videos.push_back(sampling::create_noised_state(vt, s.video->conditionings, *s.noise, c.dtype,
+                                                     s.video->noise_scale, s.video->initial_latent));
+    if (s.audio)
+      audios.push_back(sampling::create_noised_state(at, s.audio->conditionings, *s.noise, c.dtype,
+                                                     s.audio->noise_scale, s.audio->initial_latent));
+  }
   AVState st;
-  if (video)
-    st.video = sampling::create_noised_state(vt, video->conditionings, noise, c.dtype, video->noise_scale,
-                                             video->initial_latent);
-  if (audio)
-    st.audio = sampling::create_noised_state(at, audio->conditionings, noise, c.dtype, audio->noise_scale,
-                                             audio->initial_latent);
+  if (!videos.empty()) st.video = concat_states(videos);
+  if (!audios.empty()) st.audio = concat_states(audios);
 
   // One upload of every state tensor; the loop then stays on the device.
   st = sampling::on_device(st, c.device);
@@ -171,7 +275,13 @@ StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<Modali
   switch (c.sampler) {
     case Sampler::Euler: st = sampling::euler_loop(c.sigmas, std::move(st), denoiser, on_step); break;
     case Sampler::EulerAncestral: {
-      sampling::TorchCpuGenerator gen(c.ancestral_seed);
+      std::vector<std::unique_ptr<sampling::TorchCpuGenerator>> gens;
+      std::vector<sampling::NoiseSource*> sources;
+      for (const StageSample& s : samples) {
+        gens.push_back(std::make_unique<sampling::TorchCpuGenerator>(s.ancestral_seed));
+        sources.push_back(gens.back().get());
+      }
+      PerSampleNoise gen(sources);
       sampling::AncestralLoopOptions opt;
       opt.model_dtype = c.dtype;
       opt.on_step = on_step;
@@ -189,16 +299,23 @@ StageOutput run_diffusion_stage(const StageConfig& c, const std::optional<Modali
   }
 
   st = sampling::on_device(st, Device::cpu());
-  StageOutput out;
-  if (st.video) {
-    const LatentState cleared = vt.clear_conditioning(*st.video);
-    out.video_latent = vt.unpatchify(cleared).latent;
-    out.generated_keyframes = cleared.generated_keyframes;
-    if (cleared.generated_keyframe_layout)
-      out.generated_keyframe_positions = cleared.generated_keyframe_layout->pixel_frame_indices;
+  std::vector<StageOutput> outs;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto one = [&](const LatentState& s) {
+      return samples.size() == 1 ? s : sample_of(s, static_cast<int64_t>(i));
+    };
+    StageOutput out;
+    if (st.video) {
+      const LatentState cleared = vt.clear_conditioning(one(*st.video));
+      out.video_latent = vt.unpatchify(cleared).latent;
+      out.generated_keyframes = cleared.generated_keyframes;
+      if (cleared.generated_keyframe_layout)
+        out.generated_keyframe_positions = cleared.generated_keyframe_layout->pixel_frame_indices;
+    }
+    if (st.audio) out.audio_latent = at.unpatchify(at.clear_conditioning(one(*st.audio))).latent;
+    outs.push_back(std::move(out));
   }
-  if (st.audio) out.audio_latent = at.unpatchify(at.clear_conditioning(*st.audio)).latent;
-  return out;
+  return outs;
 }
 
 }  // namespace ltx::pipelines

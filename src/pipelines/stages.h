@@ -133,6 +133,24 @@ struct StageOutput {
   std::vector<int64_t> generated_keyframe_positions;
 };
 
+// One sample of a batched stage: how its modalities enter and where its noise comes from.
+struct StageSample {
+  std::optional<ModalityInput> video, audio;
+  sampling::NoiseSource* noise = nullptr;  // its own generator (not owned): the initial noise
+  int64_t ancestral_seed = 0;              // EulerAncestral: its loop generator's seed
+};
+
+// run_diffusion_stage over several samples in one denoising run: each sample's states are built
+// alone (its conditionings, its noise drawn from its own generator), joined along the batch for
+// the loop (EulerAncestral: each sample's step noise from its own generator), then split and
+// finished alone. On the CPU each output has the bits of that sample's solo run (the ops are
+// batch invariant; tests/pipelines/batch_test.cpp); the denoiser must treat the samples in order.
+// Every sample needs the same modalities and token layout. Res2s: one sample only (its step noise
+// comes from one fixed seed, not the sample's).
+std::vector<StageOutput> run_diffusion_stage_batch(const StageConfig& config, const std::vector<StageSample>& samples,
+                                                   const sampling::Denoiser& denoiser,
+                                                   const ProgressCallback& progress = {});
+
 // DiffusionStage.__call__: video state (tools on the stage's latent grid) then audio state, each
 // = initial latent -> conditionings -> GaussianNoiser(noise_scale) drawing from `noise`; the loop
 // of `config.sampler` with `denoiser` on config.device; conditioning cleared; unpatchified. The

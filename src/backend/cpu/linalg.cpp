@@ -153,14 +153,22 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const std::vector<int64_t> a_offs = batch_offsets(a, batch);
   const std::vector<int64_t> b_offs = batch_offsets(b, batch);
 
-  // One shared right operand and a left operand whose batch rows are evenly spaced: a single
-  // (nb*m) x k GEMM (the common [B, T, K] @ [K, N] case).
-  if (nb > 1 && !a_op.trans && std::all_of(b_offs.begin(), b_offs.end(), [](int64_t o) { return o == 0; })) {
+  // One shared right operand and a left operand whose batch rows are evenly spaced: the matrices
+  // under one index of the leading batch dim form a single GEMM (the common [B, T, K] @ [K, N]
+  // case). Never across the leading dim: OpenBLAS picks kernels and thread splits by the row
+  // count, so a sample's bits would depend on how many samples share the call (batch invariance:
+  // a job batched with others must equal its run alone).
+  const int64_t lead = batch.size() > 0 ? batch[0] : 1;
+  const int64_t inner = nb / std::max<int64_t>(lead, 1);
+  if (inner > 1 && !a_op.trans && std::all_of(b_offs.begin(), b_offs.end(), [](int64_t o) { return o == 0; })) {
     bool foldable = true;
     for (int64_t i = 0; i < nb && foldable; ++i)
-      foldable = a_offs[static_cast<size_t>(i)] == i * m * a_op.ld;
+      foldable = a_offs[static_cast<size_t>(i)] - a_offs[static_cast<size_t>(i / inner * inner)] ==
+                 (i % inner) * m * a_op.ld;
     if (foldable) {
-      sgemm(nb * m, n, k, 1.f, pa, a_op, pb, b_op, 0.f, pc, n);
+      for (int64_t l = 0; l < lead; ++l)
+        sgemm(inner * m, n, k, 1.f, pa + a_offs[static_cast<size_t>(l * inner)], a_op, pb, b_op, 0.f,
+              pc + l * inner * m * n, n);
       return out.view(final_shape);
     }
   }
@@ -212,8 +220,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const GemmOperand w_op = gemm_operand_or_copy(&w);
   // B = weight^T: flip the weight's own layout flag.
   const GemmOperand wt_op{!w_op.trans, w_op.ld};
-  sgemm(rows, out_features, in, 1.f, x2.data<float>(), x_op, w.data<float>(), wt_op,
-        bias.defined() ? 1.f : 0.f, pc, out_features);
+  // One GEMM per index of x's leading dim (the sample of a batch): OpenBLAS picks kernels and
+  // splits threads by the row count, so one GEMM over every sample's rows would make a sample's
+  // bits depend on its batch (a job batched with others must equal its run alone).
+  const int64_t lead = x.dim() >= 3 ? x.size(0) : 1;
+  const int64_t rows_per = rows / lead;
+  const int64_t lead_step = x_op.trans ? rows_per : rows_per * x_op.ld;
+  for (int64_t l = 0; l < lead; ++l)
+    sgemm(rows_per, out_features, in, 1.f, x2.data<float>() + l * lead_step, x_op, w.data<float>(), wt_op,
+          bias.defined() ? 1.f : 0.f, pc + l * rows_per * out_features, out_features);
   return y;
 }
 

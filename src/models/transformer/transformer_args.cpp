@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "ops/elementwise.h"
 #include "ops/shape.h"
@@ -34,6 +35,22 @@ double dtype_max(DType dt) {
                            : static_cast<double>(std::numeric_limits<float>::max());
 }
 
+// ln over timesteps [B * n] (sample-major), on the CPU one call per sample: a GEMM's bits may
+// depend on its row count (OpenBLAS picks kernels by it), and a sample must get the same values
+// whatever batch it runs in (a job batched with others equals its run alone). On a GPU batching
+// only needs to be close, so it stays one call (no extra launches per sample).
+std::pair<Tensor, Tensor> adaln_per_sample(const AdaLayerNormSingle& ln, const Tensor& timesteps, int64_t batch_size) {
+  if (batch_size <= 1 || !timesteps.device().is_cpu()) return ln(timesteps);
+  const int64_t n = timesteps.numel() / batch_size;
+  std::vector<Tensor> ada, embedded;
+  for (int64_t b = 0; b < batch_size; ++b) {
+    auto [a, e] = ln(timesteps.narrow(0, b * n, n));
+    ada.push_back(std::move(a));
+    embedded.push_back(std::move(e));
+  }
+  return {ops::concat(ada, 0), ops::concat(embedded, 0)};
+}
+
 }  // namespace
 
 Tensor self_attention_bias(const Tensor& attention_mask, DType dtype) {
@@ -63,7 +80,7 @@ std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
     const std::vector<std::vector<int64_t>>& runs, std::vector<int64_t>* run_ends) const {
   const Tensor flat = timestep.to(DType::F32).flatten();
   if (runs.empty()) {
-    auto [ada, embedded] = ln(ops::mul(flat, timestep_scale_multiplier));
+    auto [ada, embedded] = adaln_per_sample(ln, ops::mul(flat, timestep_scale_multiplier), batch_size);
     return {ada.view({batch_size, -1, ada.size(-1)}),
             embedded.view({batch_size, -1, embedded.size(-1)})};
   }
@@ -94,7 +111,7 @@ std::pair<Tensor, Tensor> TransformerArgsPreprocessor::prepare_timestep(
       start = end;
     }
   }
-  auto [ada, embedded] = ln(ops::mul(ops::concat(firsts, 0), timestep_scale_multiplier));
+  auto [ada, embedded] = adaln_per_sample(ln, ops::mul(ops::concat(firsts, 0), timestep_scale_multiplier), batch_size);
   const int64_t n = static_cast<int64_t>(ends.size());
   const Tensor ada_runs = ada.view({batch_size, n, ada.size(-1)});
   const Tensor embedded_tokens =
@@ -209,7 +226,7 @@ TransformerArgs MultiModalTransformerArgsPreprocessor::prepare(const Modality& m
   const Tensor gate_t = ops::mul(ops::mul(cross->sigma.to(DType::F32), tsm),
                                  av_ca_timestep_scale_multiplier / tsm)
                             .flatten();
-  const Tensor gate = (*cross_gate_adaln)(gate_t).first;
+  const Tensor gate = adaln_per_sample(*cross_gate_adaln, gate_t, b).first;
   a.cross_gate_timestep = gate.view({b, -1, gate.size(-1)});
   if (observer)
     observe("cross_scale_shift_timestep", ops::expand_runs(a.cross_scale_shift_timestep, cross_ends));
