@@ -221,6 +221,18 @@ void validate_options(const GenerateOptions& o, bool to_file) {
             "one of them");
 }
 
+ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
+                            bool temporal_upsampler) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
+  ModelFlags flags;
+  flags.checkpoint_path = demo.checkpoint;
+  flags.text_encoder_path = demo.text_encoder;
+  if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
+  if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
+  if (temporal_upsampler) flags.temporal_upsampler_path = demo.temporal_upsampler;
+  return flags;
+}
+
 ComponentNeeds component_needs(const GenerateOptions& options) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
   ComponentNeeds needs;
@@ -234,7 +246,6 @@ ComponentNeeds component_needs(const GenerateOptions& options) {
 
 ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNeeds& needs,
                               Progress& progress) {
-  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
   ResolvedModels r;
   ModelFlags flags = options.models;
   r.demo = flags.empty();
@@ -249,11 +260,7 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
         demo.dir,
         "); the output is noise, not a real video. Pass "
         "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
-    flags.checkpoint_path = demo.checkpoint;
-    flags.text_encoder_path = demo.text_encoder;
-    if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
-    if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
-    if (needs.temporal_upsampler) flags.temporal_upsampler_path = demo.temporal_upsampler;
+    flags = demo_model_flags(demo, options.pipeline, needs.temporal_upsampler);
   }
   r.paths = resolve_model_paths(flags);
   r.report = check_components(r.paths, needs);

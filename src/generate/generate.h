@@ -16,6 +16,7 @@
 #include "core/device.h"
 #include "generate/components.h"
 #include "generate/decode.h"
+#include "generate/demo_bundle.h"
 #include "generate/model_paths.h"
 
 namespace ltx::generate {
@@ -115,6 +116,11 @@ struct ResolvedModels {
   ComponentReport report;
   bool demo = false;  // the built-in demo bundle (no model file was given)
 };
+// The demo bundle's files as the model flags of `pipeline` (the spatial upsampler for the
+// two-stage pipelines, the distilled LoRA where a stage fuses it, the temporal upsampler when
+// asked).
+ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
+                            bool temporal_upsampler);
 // What options' pipeline, images and flags need from the files.
 ComponentNeeds component_needs(const GenerateOptions& options);
 // options.models (or, when it names no file, the demo bundle at options.demo_dir, written when
