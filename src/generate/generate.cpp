@@ -410,7 +410,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   // ---- diffusion
   progress.stage("model loading");
   log_placement("transformer (denoising loops)", where);
-  const std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
+  std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
   std::shared_ptr<StageTransformer> transformer = provider.transformer(paths, sets, where);
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder;
   if (needs_video_encoder) {
@@ -463,6 +463,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
 
   // ---- decode (the diffusion models are no longer needed)
   comp = {};
+  sets.clear();  // the LoRA files
   transformer.reset();
   upsampler.reset();
   temporal_upsampler.reset();

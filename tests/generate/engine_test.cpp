@@ -223,6 +223,25 @@ TEST(Engine, AJobCannotNameModelFilesOrAnUnusablePipeline) {
   job = tiny_job();
   job.width = 65;
   EXPECT_ERROR_HAS(engine.run(job, {}, sink), "--width 65 must be a positive multiple of 32");
+  // Library LoRAs are an engine's; the one-shot path names LoRA files instead.
+  job = tiny_job();
+  job.demo_dir = test::shared_demo_bundle().dir;
+  job.library_loras = {{"x", 1.0}};
+  EXPECT_ERROR_HAS(test::generate_in_memory(job), "need an Engine with a LoRA library");
+}
+
+TEST(Engine, PreloadLoadsWhatTheFirstJobNeeds) {
+  generate::Engine engine(demo_engine_options());
+  engine.preload("one-stage");
+  const generate::ModelCache::Stats s = engine.cache_stats();
+  for (const char* c : {"text encoder", "transformer", "audio decoder", "video decoder"})
+    EXPECT_EQ(s.components.at(c).loads, 1) << c;
+  const int64_t opens = io::safetensors_open_count();
+  run(engine, tiny_job());
+  EXPECT_EQ(engine.cache_stats().loads, s.loads) << "the first job after a preload loaded models";
+  EXPECT_EQ(io::safetensors_open_count(), opens);
+  generate::MemorySink sink;
+  EXPECT_ERROR_HAS(engine.preload("three-stage"), "three-stage");
 }
 
 // ---- ModelCache on its own
