@@ -88,6 +88,31 @@ TEST(Engine, InfoDescribesTheDemoAndItsPipelines) {
   EXPECT_EQ(engine.cache_stats().loads, 0) << "the constructor loads no model";
 }
 
+TEST(Engine, ModelFlagsServeThePipelinesTheirFilesAllow) {
+  // The demo's files named as flags: the two-stage files (upsampler, distilled LoRA) serve the
+  // one-stage pipeline too, without them.
+  const auto& b = test::shared_demo_bundle();
+  generate::EngineOptions eo;
+  eo.models = generate::demo_model_flags(b, "two-stage", false);
+  generate::Engine engine(eo);
+  const generate::EngineInfo& info = engine.info();
+  EXPECT_FALSE(info.demo);
+  EXPECT_EQ(info.model_id, "ltx-2.3-22b");
+  std::vector<std::string> names;
+  for (const auto& p : info.pipelines) names.push_back(p.name);
+  for (const char* p : {"one-stage", "two-stage", "two-stage-hq", "distilled"})
+    EXPECT_NE(std::find(names.begin(), names.end(), p), names.end()) << p;
+  for (const auto& [name, why] : info.unavailable) EXPECT_FALSE(why.empty()) << name;
+
+  generate::GenerateOptions job = tiny_job();
+  generate::GenerateOptions cli = job;
+  cli.models = generate::demo_model_flags(b, "one-stage", false);
+  generate::MemorySink sink;
+  const generate::GenerateResult r = engine.run(job, {}, sink);
+  EXPECT_FALSE(r.demo);
+  expect_same_media(sink.media(), test::generate_in_memory(cli).media, "flags vs one-shot");
+}
+
 TEST(Engine, TheSecondJobReadsNoWeightFileAndEqualsAOneShotRun) {
   generate::Engine engine(demo_engine_options());
   const generate::DecodedMedia first = run(engine, tiny_job());
