@@ -326,12 +326,14 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     req.distilled_lora_strengths[0] = *options.distilled_lora_strength_stage_1;
   if (options.distilled_lora_strength_stage_2)
     req.distilled_lora_strengths[1] = *options.distilled_lora_strength_stage_2;
-  for (const ImageFlag& im : options.images) {
+  for (size_t i = 0; i < options.images.size(); ++i) {
+    const ImageFlag& im = options.images[i];
     pipelines::ImageConditioning c;
     c.path = im.path;
     // An unreadable image fails here, before the models.
-    c.image = im.path.empty() ? media::decode_image(im.bytes.data(), im.bytes.size(), "image")
-                              : media::read_image(im.path);
+    c.image = im.path.empty()
+                  ? media::decode_image(im.bytes.data(), im.bytes.size(), str("image ", i + 1))
+                  : media::read_image(im.path);
     c.frame_index = im.frame_index;
     c.strength = im.strength;
     c.crf = im.crf;

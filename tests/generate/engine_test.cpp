@@ -209,8 +209,8 @@ TEST(Engine, ABudgetBelowTheSumEvictsAndStaysExact) {
   for (const auto& [name, c] : sizes) sum += c.bytes;
   // What one step holds at once: the text encoder; the transformer; the two decoders.
   const int64_t decoders = sizes.at("audio decoder").bytes + sizes.at("video decoder").bytes;
-  const int64_t budget = std::max({sizes.at("text encoder").bytes, sizes.at("transformer").bytes,
-                                   decoders});
+  const int64_t budget =
+      std::max({sizes.at("text encoder").bytes, sizes.at("transformer").bytes, decoders});
   ASSERT_LT(budget, sum);
 
   generate::Engine engine(demo_engine_options(budget));

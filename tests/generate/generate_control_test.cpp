@@ -221,7 +221,7 @@ TEST(GenerateControl, AnImageAsBytesConditionsExactlyAsTheSameFile) {
   EXPECT_ERROR_HAS(test::generate_in_memory(o), "image 1: neither a file nor the image's bytes");
   // Bytes that are no image fail before any model loads, naming the image.
   o.images[0].bytes = {'n', 'o', 'p', 'e'};
-  EXPECT_ERROR_HAS(test::generate_in_memory(o), "not a PNG or JPEG");
+  EXPECT_ERROR_HAS(test::generate_in_memory(o), "'image 1': not a PNG or JPEG");
 }
 
 }  // namespace
