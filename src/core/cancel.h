@@ -4,6 +4,8 @@
 // unwinds with Cancelled, so every owner cleans up as on any error (temporary outputs removed,
 // device memory returned). Never a killed thread, never a half-written file.
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "core/error.h"
@@ -19,6 +21,36 @@ class Cancelled : public Error {
 
  private:
   int reason_;
+};
+
+// The Cancelled of work that ran past its deadline (a server job's timeout), so callers can tell
+// "timed out" from "stopped on request".
+class DeadlineExceeded : public Cancelled {
+ public:
+  static constexpr int kReason = -1;  // never a signal number
+  explicit DeadlineExceeded(const std::string& message) : Cancelled(message, kReason) {}
+};
+
+// A point in time after which work stops at its next boundary, like a requested cancellation.
+struct Deadline {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point at;
+  double seconds = 0.0;  // the timeout it was made from, for the message
+
+  // `seconds` from now.
+  static Deadline after(double seconds) {
+    return {Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(seconds)),
+            seconds};
+  }
+  bool passed() const { return Clock::now() >= at; }
+  // Throws DeadlineExceeded ("timed out after 30 s, during <where>") once the deadline passed.
+  void check(const std::string& where) const {
+    if (!passed()) return;
+    char n[32];
+    std::snprintf(n, sizeof n, "%g", seconds);
+    throw DeadlineExceeded(std::string("timed out after ") + n + " s, during " + where);
+  }
 };
 
 class CancelToken {

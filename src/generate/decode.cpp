@@ -1,6 +1,7 @@
 #include "generate/decode.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <variant>
@@ -23,24 +24,14 @@ namespace ltx::generate {
 
 namespace {
 
-// The audio decoder at `where` (the pipeline dtype), the vocoder in the dtype the reference's
-// AudioDecoder block runs it in for that pipeline (models::audio_vae::vocoder_dtype: the BWE
-// vocoder in f32, the 19B's plain one in the pipeline dtype); the waveform comes back in the
-// mel's dtype.
-models::audio_vae::Audio decode_audio_file(const Tensor& latent, const std::string& path,
+// Runs the audio decoder + vocoder on `latent`; the waveform comes back to the host in f32.
+models::audio_vae::Audio decode_audio_with(const Tensor& latent, const AudioDecodeModels& m,
                                            const nn::LoadOptions& where) {
-  const auto file = io::SafetensorsFile::open(path);
-  const nn::LoadOptions vocoder_where{models::audio_vae::vocoder_dtype(*file, where.dtype),
-                                     where.device};
-  log_placement("audio decoder", where);
-  log_placement("vocoder", vocoder_where);
-  const auto decoder = models::audio_vae::AudioDecoder::from_file(file, where);
-  const auto vocoder = models::audio_vae::VocoderModel::from_file(file, vocoder_where);
-  LTX_CHECK(latent.size(1) == decoder.config().z_channels, "decode: the audio latent has ",
-            latent.size(1), " channels but the audio VAE decoder of '", path, "' takes ",
-            decoder.config().z_channels, "; were the latents made with another model?");
+  LTX_CHECK(latent.size(1) == m.decoder->config().z_channels, "decode: the audio latent has ",
+            latent.size(1), " channels but the audio VAE decoder of '", m.path, "' takes ",
+            m.decoder->config().z_channels, "; were the latents made with another model?");
   models::audio_vae::Audio audio =
-      models::audio_vae::decode_audio(latent.to(where.device), decoder, vocoder);
+      models::audio_vae::decode_audio(latent.to(where.device), *m.decoder, *m.vocoder);
   audio.waveform = audio.waveform.to(Device::cpu(), DType::F32);  // the one trip back
   return audio;
 }
@@ -63,7 +54,7 @@ int64_t decode_budget_bytes(const DecodeOptions& options, Device device) {
 std::optional<models::tiling::TilingConfig> decode_tiling(
     const models::video_vae::VideoDecoder& decoder, const std::string& path,
     const DecodeResult& video, const DecodeOptions& options, int64_t free_bytes,
-    const nn::LoadOptions& where) {
+    const nn::LoadOptions& where, const std::function<int64_t()>& diffusion_weight_bytes) {
   namespace vae = models::video_vae;
   namespace tiling = models::tiling;
   const auto* diffusion = std::get_if<vae::DiffusionVideoDecoder>(&decoder);
@@ -91,7 +82,7 @@ std::optional<models::tiling::TilingConfig> decode_tiling(
   if (!diffusion) return tiling::auto_tiling_config(video.height, video.width);
   vae::DiffusionTilingBudget budget;
   budget.free_bytes = free_bytes;
-  budget.model_bytes = vae::diffusion_decoder_weight_bytes(*io::SafetensorsFile::open(path));
+  budget.model_bytes = diffusion_weight_bytes();
   if (where.device.is_cuda()) {
     // On a GPU the memory model must hold for this decoder, whose peak runs above the reference's
     // bf16 model (bf16 activations after conv_in, but larger transients such as the SwiGLU's
@@ -136,9 +127,24 @@ void MemorySink::finish() {
   chunks_.clear();
 }
 
-DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_latent_in,
-                            const std::string& video_vae_path, const std::string& audio_vae_path,
-                            MediaSink& sink, const DecodeOptions& options, Progress* progress) {
+namespace {
+
+// Where decode_impl gets its decoders: loaded from files when it needs them (and freed after),
+// or pre-loaded by the caller.
+struct DecoderSource {
+  std::string video_vae_path;
+  // Whether the video VAE holds the diffusion decoder (without loading it).
+  std::function<bool()> is_diffusion;
+  std::function<std::shared_ptr<const AudioDecodeModels>(const nn::LoadOptions&)> audio;
+  std::function<std::shared_ptr<const models::video_vae::VideoDecoder>(const nn::LoadOptions&)>
+      video;
+  std::function<int64_t()> diffusion_weight_bytes;
+};
+
+DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_latent_in,
+                         const DecoderSource& src, MediaSink& sink, const DecodeOptions& options,
+                         Progress* progress) {
+  const std::string& video_vae_path = src.video_vae_path;
   // The pipelines' latents are bf16 by default; widened here exactly (each decoder casts its input
   // to its weights' dtype).
   const Tensor video_latent = video_latent_in.defined() ? video_latent_in.to(DType::F32) : Tensor();
@@ -156,7 +162,7 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
   models::audio_vae::Audio audio;
   if (audio_latent.defined()) {
     if (progress) progress->stage("audio decode");
-    audio = decode_audio_file(audio_latent, audio_vae_path, video_where);
+    audio = decode_audio_with(audio_latent, *src.audio(video_where), video_where);
     LTX_CHECK(audio.waveform.dim() == 2, "decode: the vocoder returned ", audio.waveform.describe(),
               ", expected [channels, samples]");
     pipelines::GenerationResult cut;  // the pipelines' rule for the cut
@@ -172,8 +178,7 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
 
   if (progress) progress->stage("video decode");
   // Convolutional or diffusion decoder, chosen from the file's metadata like the reference.
-  const bool diffusion_file = models::video_vae::is_diffusion_video_vae(
-      io::SafetensorsFile::open(video_vae_path)->metadata_json());
+  const bool diffusion_file = src.is_diffusion();
   // The automatic diffusion tiling's budget: on a GPU measured before the decoder's weights
   // arrive, as the reference (the budget counts them apart); on the CPU after the load, as before.
   const bool needs_budget = diffusion_file && !options.tiling && options.auto_tiling;
@@ -181,8 +186,9 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
   if (needs_budget && video_where.device.is_cuda())
     free_bytes = decode_budget_bytes(options, video_where.device);
   log_placement(diffusion_file ? "diffusion video decoder" : "video decoder", video_where);
-  const models::video_vae::VideoDecoder decoder =
-      models::video_vae::load_video_decoder(video_vae_path, video_where);
+  const std::shared_ptr<const models::video_vae::VideoDecoder> decoder_lease =
+      src.video(video_where);
+  const models::video_vae::VideoDecoder& decoder = *decoder_lease;
   const auto* diffusion = std::get_if<models::video_vae::DiffusionVideoDecoder>(&decoder);
   const int64_t latent_channels =
       diffusion ? diffusion->config().in_channels
@@ -198,7 +204,8 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
   r.width = out_shape[4];
   if (needs_budget && !free_bytes) free_bytes = decode_budget_bytes(options, video_where.device);
   const std::optional<models::tiling::TilingConfig> tiling =
-      decode_tiling(decoder, video_vae_path, r, options, free_bytes.value_or(0), video_where);
+      decode_tiling(decoder, video_vae_path, r, options, free_bytes.value_or(0), video_where,
+                    src.diffusion_weight_bytes);
   const int64_t chunks = models::tiling::video_chunks_number(r.frames, tiling);
 
   MediaFormat format;
@@ -229,6 +236,80 @@ DecodeResult decode_latents(const Tensor& video_latent_in, const Tensor& audio_l
   sink.finish();
   if (progress) progress->end_stage();
   return r;
+}
+
+}  // namespace
+
+std::shared_ptr<const AudioDecodeModels> load_audio_decode_models(const std::string& path,
+                                                                  const nn::LoadOptions& where) {
+  const auto file = io::SafetensorsFile::open(path);
+  const nn::LoadOptions vocoder_where{models::audio_vae::vocoder_dtype(*file, where.dtype),
+                                     where.device};
+  log_placement("audio decoder", where);
+  log_placement("vocoder", vocoder_where);
+  auto m = std::make_shared<AudioDecodeModels>();
+  m->path = path;
+  m->decoder = std::make_shared<const models::audio_vae::AudioDecoder>(
+      models::audio_vae::AudioDecoder::from_file(file, where));
+  m->vocoder = std::make_shared<const models::audio_vae::VocoderModel>(
+      models::audio_vae::VocoderModel::from_file(file, vocoder_where));
+  return m;
+}
+
+std::shared_ptr<const VideoDecodeModel> load_video_decode_model(const std::string& path,
+                                                                const nn::LoadOptions& where) {
+  const auto file = io::SafetensorsFile::open(path);
+  auto m = std::make_shared<VideoDecodeModel>();
+  m->path = path;
+  m->diffusion = models::video_vae::is_diffusion_video_vae(file->metadata_json());
+  if (m->diffusion)
+    m->diffusion_weight_bytes = models::video_vae::diffusion_decoder_weight_bytes(*file);
+  m->where = where;
+  m->decoder = std::make_shared<const models::video_vae::VideoDecoder>(
+      models::video_vae::load_video_decoder(path, where));
+  return m;
+}
+
+DecodeResult decode_latents(const Tensor& video_latent, const Tensor& audio_latent,
+                            const std::string& video_vae_path, const std::string& audio_vae_path,
+                            MediaSink& sink, const DecodeOptions& options, Progress* progress) {
+  // Each decoder is loaded when its step starts and freed when it ends (the audio ones first).
+  DecoderSource src;
+  src.video_vae_path = video_vae_path;
+  src.is_diffusion = [&] {
+    return models::video_vae::is_diffusion_video_vae(
+        io::SafetensorsFile::open(video_vae_path)->metadata_json());
+  };
+  src.audio = [&](const nn::LoadOptions& where) {
+    return load_audio_decode_models(audio_vae_path, where);
+  };
+  src.video = [&](const nn::LoadOptions& where) {
+    return std::make_shared<const models::video_vae::VideoDecoder>(
+        models::video_vae::load_video_decoder(video_vae_path, where));
+  };
+  src.diffusion_weight_bytes = [&] {
+    return models::video_vae::diffusion_decoder_weight_bytes(
+        *io::SafetensorsFile::open(video_vae_path));
+  };
+  return decode_impl(video_latent, audio_latent, src, sink, options, progress);
+}
+
+DecodeResult decode_latents(const Tensor& video_latent, const Tensor& audio_latent,
+                            const DecodeModels& models, MediaSink& sink,
+                            const DecodeOptions& options, Progress* progress) {
+  LTX_CHECK(models.video != nullptr, "decode: no video decoder was given");
+  LTX_CHECK(!audio_latent.defined() || models.audio != nullptr,
+            "decode: an audio latent was given but no audio decoder");
+  const nn::LoadOptions where = model_placement(options.device, options.dtype);
+  LTX_CHECK(models.video->where.device == where.device && models.video->where.dtype == where.dtype,
+            "decode: the video decoder was loaded for another device or dtype than DecodeOptions'");
+  DecoderSource src;
+  src.video_vae_path = models.video->path;
+  src.is_diffusion = [&] { return models.video->diffusion; };
+  src.audio = [&](const nn::LoadOptions&) { return models.audio; };
+  src.video = [&](const nn::LoadOptions&) { return models.video->decoder; };
+  src.diffusion_weight_bytes = [&] { return models.video->diffusion_weight_bytes; };
+  return decode_impl(video_latent, audio_latent, src, sink, options, progress);
 }
 
 DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent,

@@ -16,7 +16,11 @@
 
 #include "core/tensor.h"
 #include "media/video_writer.h"
+#include "models/audio_vae/audio_vae.h"
+#include "models/audio_vae/vocoder.h"
 #include "models/tiling.h"
+#include "models/video_vae/video_decoder.h"
+#include "nn/module.h"
 
 namespace ltx::generate {
 
@@ -119,6 +123,36 @@ DecodeResult decode_latents(const Tensor& video_latent, const Tensor& audio_late
                             const std::string& video_vae_path, const std::string& audio_vae_path,
                             MediaSink& sink, const DecodeOptions& options = {},
                             Progress* progress = nullptr);
+
+// The decoders, loaded ahead (a resident engine keeps them between generations).
+struct AudioDecodeModels {
+  std::string path;  // the file they came from (messages)
+  std::shared_ptr<const models::audio_vae::AudioDecoder> decoder;
+  std::shared_ptr<const models::audio_vae::VocoderModel> vocoder;
+};
+struct VideoDecodeModel {
+  std::string path;
+  nn::LoadOptions where;  // must be DecodeOptions' placement (generate::model_placement)
+  bool diffusion = false;  // LTX-2.5's diffusion decoder (else the convolutional one)
+  int64_t diffusion_weight_bytes = 0;  // the header estimate its automatic tiling plans with
+  std::shared_ptr<const models::video_vae::VideoDecoder> decoder;
+};
+struct DecodeModels {
+  std::shared_ptr<const AudioDecodeModels> audio;  // null: only silent videos can be decoded
+  std::shared_ptr<const VideoDecodeModel> video;
+};
+// `where` as generate::model_placement(device, dtype) gives it; the vocoder in its own dtype.
+std::shared_ptr<const AudioDecodeModels> load_audio_decode_models(const std::string& path,
+                                                                  const nn::LoadOptions& where);
+std::shared_ptr<const VideoDecodeModel> load_video_decode_model(const std::string& path,
+                                                                const nn::LoadOptions& where);
+
+// decode_latents with decoders loaded ahead: the same steps, checks and results, no file read
+// (on a GPU the diffusion decoder's automatic tiling then plans with the memory left beside its
+// resident weights).
+DecodeResult decode_latents(const Tensor& video_latent, const Tensor& audio_latent,
+                            const DecodeModels& models, MediaSink& sink,
+                            const DecodeOptions& options = {}, Progress* progress = nullptr);
 
 // decode_latents into an Mp4Sink(output_path, options.mp4).
 DecodeResult decode_to_mp4(const std::string& output_path, const Tensor& video_latent,

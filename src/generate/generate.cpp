@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <variant>
 
@@ -12,6 +13,7 @@
 #include "generate/components.h"
 #include "generate/decode.h"
 #include "generate/demo_bundle.h"
+#include "generate/model_provider.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
 #include "io/weights.h"
@@ -77,49 +79,32 @@ constexpr pipelines::Stage kStages[] = {pipelines::Stage::One, pipelines::Stage:
                                         pipelines::Stage::Temporal};
 size_t stage_index(pipelines::Stage s) { return static_cast<size_t>(s) - 1; }
 
-// The transformer of every stage, with each stage's LoRA set (user LoRAs, then the distilled LoRA
-// at that stage's strength, then DFR's detailing LoRA: the reference's fusion order) fused in
-// place when the stage starts. lora::Fuser keeps one buffer per adapted weight and restores the
-// base values exactly, so the base weights are read once.
-struct StageTransformer {
-  std::unique_ptr<lora::Fuser> fuser;
-  std::unique_ptr<tf::LTXModel> model;
-  lora::LoraSet sets[std::size(kStages)];
-
-  const tf::LTXModel& for_stage(pipelines::Stage stage) {
-    const lora::LoraSet& set = sets[stage_index(stage)];
-    if (!set.empty()) log_info("LoRAs of this stage: ", lora::describe(set));
-    fuser->apply(set);
-    return *model;
-  }
-};
-
-std::unique_ptr<StageTransformer> load_transformer(const ModelPaths& paths, PipelineKind kind,
-                                                   const pipelines::GenerationRequest& request,
-                                                   const nn::LoadOptions& opt) {
-  auto st = std::make_unique<StageTransformer>();
-  const lora::LoraSet user = lora::open_set(paths.loras);
+// Each stage's LoRA set (user LoRAs, then the distilled LoRA at that stage's strength, then DFR's
+// detailing LoRA: the reference's fusion order), in kStages order.
+std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind kind,
+                                           const pipelines::GenerationRequest& request,
+                                           ModelProvider& provider) {
+  std::map<std::string, std::shared_ptr<const lora::LoraFile>> opened;  // a file named twice: once
+  const auto file = [&](const std::string& path) {
+    auto& f = opened[path];
+    if (!f) f = provider.lora_file(path);
+    return f;
+  };
+  lora::LoraSet user;
+  for (const LoraSpec& spec : paths.loras) user.push_back({file(spec.path), spec.strength});
   std::shared_ptr<const lora::LoraFile> distilled, detailing;
-  if (paths.distilled_lora) distilled = lora::LoraFile::open(paths.distilled_lora->path);
-  if (paths.detailing_lora) detailing = lora::LoraFile::open(paths.detailing_lora->path);
-  bool any = false;
+  if (paths.distilled_lora) distilled = file(paths.distilled_lora->path);
+  if (paths.detailing_lora) detailing = file(paths.detailing_lora->path);
+  std::vector<lora::LoraSet> sets;
   for (const pipelines::Stage stage : kStages) {
     lora::LoraSet set = user;
     if (const auto s = pipelines::distilled_lora_strength(kind, stage, request); s && distilled)
       set.push_back({distilled, *s});
     if (const auto s = pipelines::detailing_lora_strength(kind, stage, request); s && detailing)
       set.push_back({detailing, *s});
-    any = any || !lora::is_identity(set);
-    st->sets[stage_index(stage)] = std::move(set);
+    sets.push_back(std::move(set));
   }
-  const auto file = io::SafetensorsFile::open(paths.transformer.path);
-  const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
-  io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
-  if (any)
-    st->fuser = std::make_unique<lora::Fuser>(
-        w, std::vector<lora::LoraSet>(std::begin(st->sets), std::end(st->sets)), opt);
-  st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, opt));
-  return st;
+  return sets;
 }
 
 }  // namespace
@@ -190,16 +175,22 @@ void validate_options(const GenerateOptions& o, bool to_file) {
               "two-stage pipeline takes the strength after --distilled-lora PATH)");
   for (size_t i = 0; i < o.images.size(); ++i) {
     const ImageFlag& im = o.images[i];
-    std::error_code ec;
-    LTX_CHECK(fs::is_regular_file(im.path, ec), "--image '", im.path, "': no such file");
-    LTX_CHECK(im.frame_index >= 0, "--image '", im.path, "': FRAME_IDX ", im.frame_index,
-              " must be >= 0");
+    const std::string flag = im.path.empty() ? str("image ", i + 1, " (given as bytes)")
+                                             : str("--image '", im.path, "'");
+    if (im.path.empty()) {
+      LTX_CHECK(!im.bytes.empty(), "image ", i + 1, ": neither a file nor the image's bytes given");
+    } else {
+      LTX_CHECK(im.bytes.empty(), flag, ": give the image as a file or as bytes, not both");
+      std::error_code ec;
+      LTX_CHECK(fs::is_regular_file(im.path, ec), flag, ": no such file");
+    }
+    LTX_CHECK(im.frame_index >= 0, flag, ": FRAME_IDX ", im.frame_index, " must be >= 0");
     if (o.num_frames)
-      LTX_CHECK(im.frame_index < *o.num_frames, "--image '", im.path, "': FRAME_IDX ",
-                im.frame_index, " is past the last frame (", *o.num_frames - 1, ")");
-    LTX_CHECK(im.strength >= 0.0 && im.strength <= 1.0, "--image '", im.path, "': STRENGTH ",
-              im.strength, " must be in [0, 1]");
-    LTX_CHECK(!im.crf || (*im.crf >= 0 && *im.crf <= 51), "--image '", im.path, "': CRF ", *im.crf,
+      LTX_CHECK(im.frame_index < *o.num_frames, flag, ": FRAME_IDX ", im.frame_index,
+                " is past the last frame (", *o.num_frames - 1, ")");
+    LTX_CHECK(im.strength >= 0.0 && im.strength <= 1.0, flag, ": STRENGTH ", im.strength,
+              " must be in [0, 1]");
+    LTX_CHECK(!im.crf || (*im.crf >= 0 && *im.crf <= 51), flag, ": CRF ", *im.crf,
               " must be in [0, 51]");
   }
   const bool dfr = kind == PipelineKind::Dfr;
@@ -230,19 +221,35 @@ void validate_options(const GenerateOptions& o, bool to_file) {
             "one of them");
 }
 
-namespace {
+ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
+                            bool temporal_upsampler) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
+  ModelFlags flags;
+  flags.checkpoint_path = demo.checkpoint;
+  flags.text_encoder_path = demo.text_encoder;
+  if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
+  if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
+  if (temporal_upsampler) flags.temporal_upsampler_path = demo.temporal_upsampler;
+  return flags;
+}
 
-GenerateResult generate(const GenerateOptions& options, Progress& progress, MediaSink& sink) {
+ComponentNeeds component_needs(const GenerateOptions& options) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
-  // Every model on the one device, in one dtype (generate/placement.h).
-  const nn::LoadOptions where = model_placement(options.device, options.dtype);
-  GenerateResult result;
-  result.pipeline = pipelines::pipeline_name(kind);
+  ComponentNeeds needs;
+  needs.pipeline = pipelines::pipeline_name(kind);
+  needs.spatial_upsampler = pipelines::is_two_stage(kind);
+  needs.video_encoder = needs.spatial_upsampler || !options.images.empty();
+  needs.distilled_lora = needs_distilled_lora(kind);
+  needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
+  return needs;
+}
 
-  // ---- models
+ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNeeds& needs,
+                              Progress& progress) {
+  ResolvedModels r;
   ModelFlags flags = options.models;
-  result.demo = flags.empty();
-  if (result.demo) {
+  r.demo = flags.empty();
+  if (r.demo) {
     progress.stage("demo bundle");
     const DemoBundle demo =
         ensure_demo_bundle(options.demo_dir.empty() ? default_demo_dir() : options.demo_dir);
@@ -253,31 +260,35 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
         demo.dir,
         "); the output is noise, not a real video. Pass "
         "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
-    flags.checkpoint_path = demo.checkpoint;
-    flags.text_encoder_path = demo.text_encoder;
-    if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
-    if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
-    if (options.temporal_upsample_rounds.value_or(0) > 0)
-      flags.temporal_upsampler_path = demo.temporal_upsampler;
+    flags = demo_model_flags(demo, options.pipeline, needs.temporal_upsampler);
   }
-  const ModelPaths paths = resolve_model_paths(flags);
-  ComponentNeeds needs;
-  needs.pipeline = result.pipeline;
-  needs.spatial_upsampler = pipelines::is_two_stage(kind);
-  needs.video_encoder = needs.spatial_upsampler || !options.images.empty();
-  needs.distilled_lora = needs_distilled_lora(kind);
-  needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
-  const ComponentReport report = check_components(paths, needs);
-  for (const std::string& w : report.warnings) log_warn(w);
+  r.paths = resolve_model_paths(flags);
+  r.report = check_components(r.paths, needs);
+  for (const std::string& w : r.report.warnings) log_warn(w);
   log_info("model: ",
-           result.demo ? std::string("built-in demo (tiny, LTX-2.3 layout, random weights)")
-                       : report.version_name,
-           " (", paths.layout_name(), "), pipeline ", result.pipeline);
+           r.demo ? std::string("built-in demo (tiny, LTX-2.3 layout, random weights)")
+                  : r.report.version_name,
+           " (", r.paths.layout_name(), "), pipeline ", needs.pipeline);
+  return r;
+}
+
+GenerateResult generate_with(const GenerateOptions& options, const ResolvedModels& models,
+                             ModelProvider& provider, Progress& progress, MediaSink& sink) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  // Every model on the one device, in one dtype (generate/placement.h).
+  const nn::LoadOptions where = model_placement(options.device, options.dtype);
+  const ModelPaths& paths = models.paths;
+  const ComponentReport& report = models.report;
+  GenerateResult result;
+  result.pipeline = pipelines::pipeline_name(kind);
+  result.demo = models.demo;
+  const bool needs_video_encoder = pipelines::is_two_stage(kind) || !options.images.empty();
+  const bool needs_temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
 
   // ---- request: the reference's preset for this model, then the flags
   pipelines::GenerationRequest req = pipelines::default_request(kind, report.model_version);
   if (options.dtype) req.dtype = *options.dtype;  // the latents between the steps
-  if (result.demo) {
+  if (models.demo) {
     req.height = kDemoHeight;
     req.width = kDemoWidth;
     req.num_frames = kDemoNumFrames;
@@ -315,10 +326,14 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
     req.distilled_lora_strengths[0] = *options.distilled_lora_strength_stage_1;
   if (options.distilled_lora_strength_stage_2)
     req.distilled_lora_strengths[1] = *options.distilled_lora_strength_stage_2;
-  for (const ImageFlag& im : options.images) {
+  for (size_t i = 0; i < options.images.size(); ++i) {
+    const ImageFlag& im = options.images[i];
     pipelines::ImageConditioning c;
     c.path = im.path;
-    c.image = media::read_image(im.path);  // an unreadable image fails here, before the models
+    // An unreadable image fails here, before the models.
+    c.image = im.path.empty()
+                  ? media::decode_image(im.bytes.data(), im.bytes.size(), str("image ", i + 1))
+                  : media::read_image(im.path);
     c.frame_index = im.frame_index;
     c.strength = im.strength;
     c.crf = im.crf;
@@ -329,9 +344,8 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
   // (--auto-duration, or LTX-2.5 checkpoints without --num-frames, as the reference). Without a
   // duration head and without either flag the preset's count is used (the reference requires
   // --num-frames then).
-  std::optional<duration_head::DurationHead> head;
-  if (paths.duration_head.given())
-    head = duration_head::DurationHead::try_from_file(paths.duration_head.path, where);
+  std::shared_ptr<const duration_head::DurationHead> head;
+  if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
   if (head) log_placement("duration head", where);
   duration_head::NumFramesRequest frames_request = req.num_frames;
   if (options.num_frames || options.auto_duration || head) {
@@ -340,7 +354,7 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
       range =
           duration_head::AutoDuration(options.auto_duration->first, options.auto_duration->second);
     frames_request = duration_head::num_frames_request(options.num_frames, range);
-    duration_head::require_num_frames_source(frames_request, head ? &*head : nullptr);
+    duration_head::require_num_frames_source(frames_request, head.get());
   }
 
   // ---- text
@@ -351,10 +365,10 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
     // The text models load on the device (bf16 on a GPU, as the reference runs them); the duration
     // head reads the contexts there, then they come back to the host in f32 (exact) for the
     // pipeline, which moves them to the transformer's device once.
-    text::PromptEncoderOptions text_options;
-    text_options.load = where;
     log_placement("text encoder", where);
-    text::PromptEncoder encoder(paths.text_encoder.path, paths.embeddings_weight_paths, text_options);
+    const std::shared_ptr<text::PromptEncoder> encoder_lease =
+        provider.prompt_encoder(paths, where);
+    text::PromptEncoder& encoder = *encoder_lease;
     if (options.enhance_prompt) {
       progress.stage("prompt enhancement");
       text::EnhanceOptions eo;
@@ -375,7 +389,7 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
          sampling::MultiModalGuider(req.audio_guider).do_unconditional_generation());
     if (negative) prompts.push_back(options.negative_prompt.value_or(kDefaultNegativePrompt));
     std::vector<text::PromptContext> ctx = encoder.encode(prompts);
-    req.num_frames = duration_head::resolve_num_frames(frames_request, head ? &*head : nullptr,
+    req.num_frames = duration_head::resolve_num_frames(frames_request, head.get(),
                                                        ctx[0].video, ctx[0].audio, req.frame_rate);
     head.reset();
     for (text::PromptContext& c : ctx) {
@@ -398,39 +412,47 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
   // ---- diffusion
   progress.stage("model loading");
   log_placement("transformer (denoising loops)", where);
-  std::unique_ptr<StageTransformer> transformer = load_transformer(paths, kind, req, where);
-  std::optional<models::video_vae::VideoEncoder> video_encoder;
-  if (needs.video_encoder) {
+  std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
+  std::shared_ptr<StageTransformer> transformer = provider.transformer(paths, sets, where);
+  std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder;
+  if (needs_video_encoder) {
     log_placement(options.images.empty() ? "video encoder (latent statistics)"
                                          : "video encoder (image conditioning)",
                   where);
-    video_encoder.emplace(models::video_vae::VideoEncoder::from_file(paths.video_vae.path, where));
+    video_encoder = provider.video_encoder(paths.video_vae.path, where);
   }
-  std::optional<models::upsampler::LatentUpsampler> upsampler;
-  if (needs.spatial_upsampler) {
+  std::shared_ptr<const models::upsampler::LatentUpsampler> upsampler;
+  if (pipelines::is_two_stage(kind)) {
     log_placement("spatial latent upsampler", where);
-    upsampler.emplace(
-        models::upsampler::LatentUpsampler::from_file(paths.spatial_upsampler.path, where));
+    upsampler = provider.latent_upsampler(paths.spatial_upsampler.path, where);
   }
-  std::optional<models::upsampler::LatentUpsampler> temporal_upsampler;
-  if (needs.temporal_upsampler) {
+  std::shared_ptr<const models::upsampler::LatentUpsampler> temporal_upsampler;
+  if (needs_temporal_upsampler) {
     log_placement("temporal latent upsampler", where);
-    temporal_upsampler.emplace(
-        models::upsampler::LatentUpsampler::from_file(paths.temporal_upsampler.path, where));
+    temporal_upsampler = provider.latent_upsampler(paths.temporal_upsampler.path, where);
   }
   progress.end_stage();
 
   pipelines::Components comp;
   comp.transformer = transformer->model.get();
   if (transformer->fuser) {
-    comp.stage_transformer =
-        [st = transformer.get()](pipelines::Stage stage) -> const tf::LTXModel& {
-      return st->for_stage(stage);
+    // Every stage applies its set, identity included: a fuser that outlives this generation (a
+    // resident model) may still hold the last one's.
+    comp.stage_transformer = [st = transformer.get(),
+                              &sets](pipelines::Stage stage) -> const tf::LTXModel& {
+      const lora::LoraSet& set = sets[stage_index(stage)];
+      if (!set.empty()) log_info("LoRAs of this stage: ", lora::describe(set));
+      st->fuser->apply(set);
+      return *st->model;
     };
+  } else {
+    for (const lora::LoraSet& set : sets)
+      LTX_CHECK(lora::is_identity(set), "generate: the transformer was loaded without a LoRA "
+                                        "fuser, but a stage applies ", lora::describe(set));
   }
-  comp.video_encoder = video_encoder ? &*video_encoder : nullptr;
-  comp.spatial_upsampler = upsampler ? &*upsampler : nullptr;
-  comp.temporal_upsampler = temporal_upsampler ? &*temporal_upsampler : nullptr;
+  comp.video_encoder = video_encoder.get();
+  comp.spatial_upsampler = upsampler.get();
+  comp.temporal_upsampler = temporal_upsampler.get();
   comp.model_version = report.model_version;
   comp.device = options.device;
   pipelines::validate_request(kind, req, comp, &contexts);
@@ -443,6 +465,7 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
 
   // ---- decode (the diffusion models are no longer needed)
   comp = {};
+  sets.clear();  // the LoRA files
   transformer.reset();
   upsampler.reset();
   temporal_upsampler.reset();
@@ -456,10 +479,21 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
   dec.fps = out.frame_rate;
   dec.noise_seed = req.seed;
   dec.audio_max_seconds = out.audio_max_seconds;
-  result.decoded = decode_latents(out.video_latent, out.audio_latent, paths.video_vae.path,
-                                  paths.audio_vae.path, sink, dec, &progress);
+  result.decoded = provider.decode(out.video_latent, options.audio ? out.audio_latent : Tensor(),
+                                   paths, sink, dec, &progress);
   result.frame_rate = out.frame_rate;
   return result;
+}
+
+namespace {
+
+GenerateResult generate(const GenerateOptions& options, Progress& progress, MediaSink& sink) {
+  LTX_CHECK(options.library_loras.empty(), "generate: LoRAs by library name (",
+            options.library_loras.front().name,
+            ") need an Engine with a LoRA library; name LoRA files with --lora instead");
+  const ResolvedModels models = resolve_models(options, component_needs(options), progress);
+  OneShotProvider provider;
+  return generate_with(options, models, provider, progress, sink);
 }
 
 }  // namespace

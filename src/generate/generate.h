@@ -14,19 +14,30 @@
 #include <vector>
 
 #include "core/device.h"
+#include "generate/components.h"
 #include "generate/decode.h"
+#include "generate/demo_bundle.h"
 #include "generate/model_paths.h"
 
 namespace ltx::generate {
 
+class ModelProvider;
 class Progress;
 
-// `--image PATH FRAME_IDX STRENGTH [CRF]`
+// `--image PATH FRAME_IDX STRENGTH [CRF]`, or the image's file content in `bytes` (path empty; a
+// server's upload), decoded exactly as a file holding those bytes.
 struct ImageFlag {
   std::string path;
+  std::vector<uint8_t> bytes;
   int64_t frame_index = 0;
   double strength = 1.0;
   std::optional<int> crf;
+};
+
+// A LoRA of an Engine's library (generate/engine.h), by name.
+struct LibraryLora {
+  std::string name;
+  double strength = lora::kDefaultStrength;
 };
 
 // The guidance flags of the guided pipelines; unset ones keep the preset's values.
@@ -66,6 +77,13 @@ struct GenerateOptions {
   std::string prompt_enhancer_gemma_root;  // empty: the text encoder enhances
   // Where the demo bundle lives when no model file is given (empty: default_demo_dir()).
   std::string demo_dir;
+  // false: no audio track. The audio latent is still denoised with the video (the joint model's
+  // video attends to it, so the frames stay exactly those of a run with audio); only its decode
+  // (audio decoder + vocoder) and the track are skipped.
+  bool audio = true;
+  // LoRAs of an Engine's library by name, fused after models.loras (generate::Engine::run only:
+  // `ltx generate` names LoRA files with --lora).
+  std::vector<LibraryLora> library_loras;
 };
 
 struct GenerateResult {
@@ -90,6 +108,30 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
 // The same generation with the decoded frames and audio handed to `sink` (e.g. a MemorySink)
 // instead of an MP4 file; options.output_path is not used.
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress, MediaSink& sink);
+
+// The files of one generation, found and checked: run_generation does it on every call, an
+// Engine once per pipeline.
+struct ResolvedModels {
+  ModelPaths paths;
+  ComponentReport report;
+  bool demo = false;  // the built-in demo bundle (no model file was given)
+};
+// The demo bundle's files as the model flags of `pipeline` (the spatial upsampler for the
+// two-stage pipelines, the distilled LoRA where a stage fuses it, the temporal upsampler when
+// asked).
+ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
+                            bool temporal_upsampler);
+// What options' pipeline, images and flags need from the files.
+ComponentNeeds component_needs(const GenerateOptions& options);
+// options.models (or, when it names no file, the demo bundle at options.demo_dir, written when
+// missing) resolved for options.pipeline and checked against `needs` (check_components).
+ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNeeds& needs,
+                              Progress& progress);
+// One generation on resolved models, each taken from `provider` when its step needs it and
+// released when the step ends. `options` must have passed validate_options (its `models` are not
+// read: `models` says which files). The media go to `sink`.
+GenerateResult generate_with(const GenerateOptions& options, const ResolvedModels& models,
+                             ModelProvider& provider, Progress& progress, MediaSink& sink);
 
 // The reference's default negative prompt (DEFAULT_NEGATIVE_PROMPT, a model input: kept verbatim).
 extern const char* const kDefaultNegativePrompt;

@@ -21,7 +21,7 @@ Progress::~Progress() {
 
 void Progress::stage(const std::string& name) {
   if (in_stage_ && name == current_) return;  // a step report follows, which checks the token
-  if (cancel_ != nullptr && cancel_->requested()) cancel_->check(str("the start of ", name));
+  check_stop([&] { return str("the start of ", name); });
   end_stage();
   current_ = name;
   stage_start_ = Clock::now();
@@ -33,20 +33,33 @@ void Progress::stage(const std::string& name) {
     std::fprintf(out_, "ltx: %s ...\n", name.c_str());
     std::fflush(out_);
   }
+  notify(ProgressEvent::Kind::StageStart, 0, 0, 0.0);
+}
+
+void Progress::notify(ProgressEvent::Kind kind, int64_t done, int64_t total, double stage_seconds) {
+  if (!listener_) return;
+  ProgressEvent e;
+  e.kind = kind;
+  e.stage = current_;
+  e.done = done;
+  e.total = total;
+  e.stage_seconds = stage_seconds;
+  e.total_seconds = total_seconds();
+  listener_(e);
 }
 
 void Progress::step(int64_t done, int64_t total) {
-  if (cancel_ != nullptr && cancel_->requested())  // the message is built only when it is thrown
-    cancel_->check(in_stage_ ? str(current_, ", step ", done, "/", total) : "a step");
+  check_stop([&] { return in_stage_ ? str(current_, ", step ", done, "/", total) : "a step"; });
   if (in_stage_ && done >= 1) {
     const int64_t now = device_to_host_copies();
     if (step_mark_ >= 0) stage_step_read_backs_ += now - step_mark_;
     step_mark_ = now;
   }
-  if (!in_stage_ || total <= 0 || mode_ == Mode::Off) return;
+  if (!in_stage_ || total <= 0) return;
   done = std::clamp<int64_t>(done, 0, total);
   const double elapsed = std::chrono::duration<double>(Clock::now() - stage_start_).count();
-  draw(done, total, elapsed);
+  if (mode_ != Mode::Off) draw(done, total, elapsed);
+  notify(ProgressEvent::Kind::Step, done, total, elapsed);
 }
 
 void Progress::draw(int64_t done, int64_t total, double elapsed) {
@@ -98,6 +111,7 @@ void Progress::end_stage() {
     std::fputc('\n', out_);
     bar_drawn_ = false;
   }
+  notify(ProgressEvent::Kind::StageEnd, 0, 0, s);
 }
 
 double Progress::total_seconds() const {

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,19 @@
 #include "core/tensor.h"
 
 namespace ltx::generate {
+
+// What a Progress listener is told, in order: StageStart, then Step events (done of total; the
+// pipelines report step 0 when a stage starts, then every finished step; the video decode one
+// step per decoded chunk), then StageEnd with the stage's wall time.
+struct ProgressEvent {
+  enum class Kind { StageStart, Step, StageEnd };
+  Kind kind = Kind::StageStart;
+  std::string stage;
+  int64_t done = 0, total = 0;  // Step only
+  double stage_seconds = 0.0;   // since the stage started
+  double total_seconds = 0.0;   // since the Progress was made
+};
+using ProgressListener = std::function<void(const ProgressEvent&)>;
 
 class Progress {
  public:
@@ -28,6 +43,12 @@ class Progress {
   // Every stage start and step checks `token` (null: none) and throws ltx::Cancelled once it was
   // requested: the generation's stage and step boundaries are where it stops.
   void set_cancel_token(const CancelToken* token) { cancel_ = token; }
+  // The same boundaries throw DeadlineExceeded once `deadline` passed (nullopt: none).
+  void set_deadline(std::optional<Deadline> deadline) { deadline_ = deadline; }
+  // Called at every stage start, step and stage end, after the cancellation checks (so a step
+  // the run does not reach is never reported), in every Mode (Off included). It runs on the
+  // generating thread; an exception it throws (e.g. Cancelled) ends the generation.
+  void set_listener(ProgressListener listener) { listener_ = std::move(listener); }
 
   // Ends the current stage (if any) and starts `name`. Re-entering the stage that is running
   // continues it (the pipelines report a stage's step 0 when it starts).
@@ -58,6 +79,8 @@ class Progress {
   std::FILE* out_;
   Mode mode_;
   const CancelToken* cancel_ = nullptr;
+  std::optional<Deadline> deadline_;
+  ProgressListener listener_;
   Clock::time_point start_;
   std::string current_;
   Clock::time_point stage_start_;
@@ -69,6 +92,13 @@ class Progress {
   std::vector<Timing> timings_;
 
   void draw(int64_t done, int64_t total, double elapsed);
+  // Throws when the token was requested or the deadline passed; `where` is built only then.
+  template <class Where>
+  void check_stop(const Where& where) const {
+    if (cancel_ != nullptr && cancel_->requested()) cancel_->check(where());
+    if (deadline_ && deadline_->passed()) deadline_->check(where());
+  }
+  void notify(ProgressEvent::Kind kind, int64_t done, int64_t total, double stage_seconds);
 };
 
 }  // namespace ltx::generate

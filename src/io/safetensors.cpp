@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -19,6 +20,8 @@
 namespace ltx::io {
 
 namespace {
+
+std::atomic<int64_t> g_open_count{0};
 
 struct DTypeName {
   const char* name;
@@ -111,7 +114,10 @@ struct SafetensorsFile::Mapping {
   }
 };
 
+int64_t safetensors_open_count() { return g_open_count.load(std::memory_order_relaxed); }
+
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  g_open_count.fetch_add(1, std::memory_order_relaxed);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("cannot open safetensors file '", path, "': ", std::strerror(errno));
   struct stat st {};

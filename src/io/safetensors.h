@@ -41,6 +41,10 @@ struct TensorInfo {
 // Name of a dtype in safetensors headers ("F32", "BF16", "F8_E4M3", ...).
 const char* safetensors_dtype_name(DType dtype);
 
+// SafetensorsFile objects made by this process so far (every open, also of a file opened before):
+// how a test proves a step read no weight file.
+int64_t safetensors_open_count();
+
 class SafetensorsFile {
  public:
   // Opens, maps and validates `path`; throws ltx::Error on any problem.

@@ -537,4 +537,51 @@ void write_png_frames(const std::string& dir, const Tensor& frames) {
   w.finish();
 }
 
+ImageInfo probe_image(const uint8_t* data, size_t size, const std::string& name) {
+  const auto be16 = [&](size_t at) { return static_cast<int64_t>(data[at] << 8 | data[at + 1]); };
+  const auto be32 = [&](size_t at) {
+    return static_cast<int64_t>(static_cast<uint32_t>(data[at]) << 24 |
+                                static_cast<uint32_t>(data[at + 1]) << 16 |
+                                static_cast<uint32_t>(data[at + 2]) << 8 | data[at + 3]);
+  };
+  static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  ImageInfo info;
+  if (size >= 8 && std::memcmp(data, kPng, 8) == 0) {
+    // Signature, then the IHDR chunk: length (4), "IHDR", width (4), height (4), ...
+    LTX_CHECK(size >= 24, "image '", name, "': the PNG file is truncated before its size (",
+              size, " bytes)");
+    LTX_CHECK(std::memcmp(data + 12, "IHDR", 4) == 0, "image '", name,
+              "': not a valid PNG file (its first chunk is not IHDR)");
+    info = {"png", be32(16), be32(20)};
+  } else if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
+    // Marker segments up to the frame header (SOF0..SOF15 except DHT C4, JPG C8, DAC CC):
+    // length (2), precision (1), height (2), width (2).
+    size_t at = 2;
+    for (;;) {
+      while (at < size && data[at] == 0xFF) ++at;  // the marker's 0xFF and any fill bytes
+      LTX_CHECK(at < size, "image '", name, "': the JPEG file is truncated before its size");
+      const uint8_t m = data[at++];
+      if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) continue;  // markers without a segment
+      LTX_CHECK(m != 0xD9 && m != 0xDA, "image '", name,
+                "': the JPEG file has no frame header before its ",
+                m == 0xD9 ? "end" : "scan data");
+      LTX_CHECK(at + 2 <= size, "image '", name, "': the JPEG file is truncated before its size");
+      const int64_t length = be16(at);
+      LTX_CHECK(length >= 2, "image '", name, "': a JPEG segment has an invalid length ", length);
+      if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+        LTX_CHECK(at + 7 <= size, "image '", name,
+                  "': the JPEG file is truncated before its size");
+        info = {"jpeg", be16(at + 5), be16(at + 3)};
+        break;
+      }
+      at += static_cast<size_t>(length);
+    }
+  } else {
+    fail("image '", name, "': not a PNG or JPEG file (the supported image formats)");
+  }
+  LTX_CHECK(info.width > 0 && info.height > 0, "image '", name, "': the ", info.format,
+            " header declares a size of ", info.width, "x", info.height);
+  return info;
+}
+
 }  // namespace ltx::media

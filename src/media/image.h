@@ -29,6 +29,17 @@ Tensor read_image(const std::string& path);
 // The same from bytes in memory; `name` is used in error messages.
 Tensor decode_image(const uint8_t* data, size_t size, const std::string& name);
 
+// An image's format and stored size from its header alone (the PNG IHDR, the JPEG SOFn), without
+// decoding a pixel: a server checks the pixel count of an upload before decode_image allocates
+// it. The size is before EXIF orientation (a rotation swaps width and height, not their
+// product). Needs no image library. Throws ltx::Error naming `name` for data that is not PNG or
+// JPEG, is truncated before the size, or declares a zero size.
+struct ImageInfo {
+  std::string format;  // "png" or "jpeg"
+  int64_t width = 0, height = 0;
+};
+ImageInfo probe_image(const uint8_t* data, size_t size, const std::string& name);
+
 // PNG bytes / file of a u8 image [H, W, C], C in {1 (gray), 3 (RGB), 4 (RGBA)}, any strides.
 std::vector<uint8_t> encode_png(const Tensor& image);
 void write_png(const std::string& path, const Tensor& image);  // atomic (temp name + rename)

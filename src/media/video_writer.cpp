@@ -139,7 +139,11 @@ struct Mp4Writer::Impl {
   void start(int64_t h, int64_t w) {
     open_video(h, w);
     if (opt.audio_sample_rate > 0) open_audio();
-    ff::check(avformat_write_header(fmt, nullptr), who, "writing the MP4 header");
+    AVDictionary* muxer = nullptr;
+    if (opt.faststart) av_dict_set(&muxer, "movflags", "+faststart", 0);
+    const int r = avformat_write_header(fmt, &muxer);
+    av_dict_free(&muxer);
+    ff::check(r, who, "writing the MP4 header");
     started = true;
     height = h;
     width = w;

@@ -24,6 +24,9 @@ struct Mp4Options {
   int threads = 0;                  // libx264 threads; 0 = FFmpeg's automatic choice
   int audio_sample_rate = 0;        // > 0: add an AAC track at this rate (then call write_audio)
   int audio_channels = 2;           // 1 or 2, must match the waveform given to write_audio
+  // The index (moov) before the media data (FFmpeg's "-movflags +faststart"), so a browser can
+  // start playing while the file downloads; the muxer rewrites the file once in finish().
+  bool faststart = false;
 };
 
 // Streaming writer: frames arrive in chunks (as the VAE decoder yields them).

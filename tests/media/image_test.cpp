@@ -316,6 +316,77 @@ TEST(Image, BadFilesGiveClearErrors) {
       [&] { media::decode_image(jhead.data(), jhead.size(), "head.jpg"); }, {"head.jpg"});
 }
 
+// A PNG signature + IHDR chunk declaring width x height (no pixel data follows).
+Bytes png_header(uint32_t width, uint32_t height) {
+  Bytes b = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  put_be32(b, 13);
+  Bytes body = {'I', 'H', 'D', 'R'};
+  put_be32(body, width);
+  put_be32(body, height);
+  for (uint8_t v : {8, 2, 0, 0, 0}) body.push_back(v);  // 8-bit RGB
+  b.insert(b.end(), body.begin(), body.end());
+  put_be32(b, crc32(body.data(), body.size()));
+  return b;
+}
+
+TEST(ImageProbe, ReadsTheSizeFromTheHeaderAlone) {
+  // Encoded images need libpng / libjpeg; the probe itself does not.
+  if (media::image_io_available()) {
+    const Bytes png = media::encode_png(test::pattern_u8(24, 40, 3, 1));
+    const media::ImageInfo p = media::probe_image(png.data(), png.size(), "a.png");
+    EXPECT_EQ(p.format, "png");
+    EXPECT_EQ(p.width, 40);
+    EXPECT_EQ(p.height, 24);
+    // A JPEG with an APP1 segment before its frame header.
+    const Bytes jpeg = with_jpeg_app1(media::encode_jpeg(test::pattern_u8(24, 40, 3, 2), 90),
+                                      Bytes(100, 0x00));
+    const media::ImageInfo j = media::probe_image(jpeg.data(), jpeg.size(), "a.jpg");
+    EXPECT_EQ(j.format, "jpeg");
+    EXPECT_EQ(j.width, 40);
+    EXPECT_EQ(j.height, 24);
+    // Cut right after the header: the probe needs no more.
+    const media::ImageInfo cut = media::probe_image(png.data(), 33, "cut.png");
+    EXPECT_EQ(cut.width, 40);
+  }
+  // A 20000 x 20000 header with no pixels behind it: the size, with nothing decoded (decoding
+  // would need 1.2 GB).
+  const Bytes bomb = png_header(20000, 20000);
+  const media::ImageInfo b = media::probe_image(bomb.data(), bomb.size(), "bomb.png");
+  EXPECT_EQ(b.width, 20000);
+  EXPECT_EQ(b.height, 20000);
+  // A baseline JPEG frame header (SOF0) for 30000 x 10000.
+  const Bytes sof = {0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0x27, 0x10, 0x75, 0x30, 0x03};
+  const media::ImageInfo s = media::probe_image(sof.data(), sof.size(), "big.jpg");
+  EXPECT_EQ(s.format, "jpeg");
+  EXPECT_EQ(s.width, 30000);
+  EXPECT_EQ(s.height, 10000);
+}
+
+TEST(ImageProbe, BadHeadersGiveClearErrors) {
+  const Bytes bomb = png_header(20000, 20000);
+  const auto probe = [](const Bytes& b, const char* name) {
+    return [b, name] { media::probe_image(b.data(), b.size(), name); };
+  };
+  test::expect_error_containing(probe(Bytes(bomb.begin(), bomb.begin() + 20), "t.png"),
+                                {"t.png", "PNG file is truncated before its size"});
+  test::expect_error_containing(probe({'G', 'I', 'F', '8', '9', 'a', 1, 0}, "x.gif"),
+                                {"x.gif", "not a PNG or JPEG"});
+  test::expect_error_containing(probe({}, "empty"), {"empty", "not a PNG or JPEG"});
+  test::expect_error_containing(probe(png_header(0, 5), "zero.png"),
+                                {"zero.png", "declares a size of 0x5"});
+  Bytes not_ihdr = bomb;
+  not_ihdr[12] = 'X';
+  test::expect_error_containing(probe(not_ihdr, "n.png"), {"n.png", "first chunk is not IHDR"});
+  test::expect_error_containing(probe({0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A}, "t.jpg"),
+                                {"t.jpg", "JPEG file is truncated before its size"});
+  test::expect_error_containing(probe({0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0x27}, "s.jpg"),
+                                {"s.jpg", "truncated before its size"});
+  test::expect_error_containing(probe({0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x08}, "scan.jpg"),
+                                {"scan.jpg", "no frame header before its scan data"});
+  test::expect_error_containing(probe({0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x01}, "len.jpg"),
+                                {"len.jpg", "invalid length 1"});
+}
+
 TEST(Image, WriterArgumentErrors) {
   LTX_REQUIRE_IMAGE_IO();
   test::expect_error_containing([] { media::encode_png(Tensor::zeros({2, 2, 3})); }, {"u8"});

@@ -1,6 +1,7 @@
 // MP4 writing: a synthetic clip with audio written, probed with libavformat and decoded back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -121,6 +122,54 @@ TEST(Mp4, RoundTripWithAudio) {
     const float* got = back.waveform.data<float>() + c * back.waveform.size(1) + 2048;
     EXPECT_GT(correlation(src, got, len), 0.99) << "channel " << c;
   }
+}
+
+// The top-level MP4 boxes of a file, in order ("ftyp", "moov", "mdat", ...).
+std::vector<std::string> top_level_boxes(const std::string& path) {
+  const std::string bytes = test::read_bytes(path);
+  std::vector<std::string> boxes;
+  for (size_t at = 0; at + 8 <= bytes.size();) {
+    const auto b = [&](size_t i) {
+      return static_cast<uint64_t>(static_cast<uint8_t>(bytes[at + i]));
+    };
+    uint64_t size = b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3);
+    boxes.push_back(bytes.substr(at + 4, 4));
+    if (size == 1 && at + 16 <= bytes.size()) {  // a 64-bit size follows the type
+      size = 0;
+      for (size_t i = 8; i < 16; ++i) size = size << 8 | b(i);
+    }
+    if (size < 8) break;
+    at += size;
+  }
+  return boxes;
+}
+
+TEST(Mp4, FaststartPutsTheIndexBeforeTheMedia) {
+  LTX_REQUIRE_FFMPEG();
+  test::TempDir dir;
+  const int rate = 48000;
+  const Tensor audio = stereo_tone(rate * kF / 24, rate);
+  for (const bool faststart : {false, true}) {
+    const std::string path = dir.file(faststart ? "fast.mp4" : "plain.mp4");
+    media::Mp4Options opt;
+    opt.audio_sample_rate = rate;
+    opt.faststart = faststart;
+    media::Mp4Writer w(path, 24.0, opt);
+    w.write_frames(clip());
+    w.write_audio(audio);
+    w.finish();
+    const std::vector<std::string> boxes = top_level_boxes(path);
+    const auto pos = [&](const char* type) {
+      return std::find(boxes.begin(), boxes.end(), type) - boxes.begin();
+    };
+    ASSERT_LT(pos("moov"), static_cast<long>(boxes.size())) << path;
+    ASSERT_LT(pos("mdat"), static_cast<long>(boxes.size())) << path;
+    EXPECT_EQ(pos("moov") < pos("mdat"), faststart) << path;
+    // The same media either way.
+    EXPECT_EQ(media::probe_media(path).streams.size(), 2u);
+    EXPECT_EQ(media::decode_video_frames(path).size(0), kF);
+  }
+  EXPECT_EQ(test::list_dir(dir.file("")), (std::vector<std::string>{"fast.mp4", "plain.mp4"}));
 }
 
 TEST(Mp4, StreamingChunksFpsTruncationAndMonoAudio) {

@@ -1,0 +1,394 @@
+#include "generate/engine.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <initializer_list>
+#include <utility>
+
+#include "backend/device_query.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "generate/model_provider.h"
+#include "generate/placement.h"
+#include "io/safetensors.h"
+#include "pipelines/pipeline.h"
+
+namespace ltx::generate {
+
+namespace {
+
+namespace fs = std::filesystem;
+using pipelines::PipelineKind;
+
+std::string where_key(const nn::LoadOptions& where) {
+  return str(where.device.str(), "/", dtype_name(where.dtype));
+}
+
+// The bytes the tensors of `path` under `prefixes` take once loaded in `dtype` (floating tensors
+// converted, others as stored); no prefix: every tensor (a file of one component). 0 for a path
+// that is not a file (a Gemma folder).
+int64_t header_estimate(const std::string& path, std::initializer_list<const char*> prefixes,
+                        DType dtype) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return 0;
+  const auto file = io::SafetensorsFile::open(path);
+  int64_t matched = 0, all = 0;
+  for (const io::TensorInfo& info : file->infos()) {
+    const int64_t bytes = dtype_is_floating(info.dtype)
+                              ? info.numel() * static_cast<int64_t>(dtype_size(dtype))
+                              : static_cast<int64_t>(info.nbytes());
+    all += bytes;
+    for (const char* p : prefixes)
+      if (info.name.rfind(p, 0) == 0) {
+        matched += bytes;
+        break;
+      }
+  }
+  return prefixes.size() == 0 ? all : matched;
+}
+
+// The model flags a pipeline runs with, from the flags an engine was given (which may name the
+// files of several pipelines): what the pipeline does not use is dropped, as `ltx generate`
+// would reject it.
+ModelFlags flags_for_pipeline(ModelFlags flags, PipelineKind kind) {
+  if (kind != PipelineKind::Dfr) {
+    flags.temporal_upsampler_path.clear();
+    flags.detailing_lora.reset();
+  }
+  if (kind == PipelineKind::Distilled) {
+    if (!flags.distilled_checkpoint_path.empty()) flags.checkpoint_path.clear();
+    flags.distilled_lora.reset();
+  } else {
+    flags.distilled_checkpoint_path.clear();
+  }
+  if (kind == PipelineKind::OneStage) {
+    flags.spatial_upsampler_path.clear();
+    flags.distilled_lora.reset();
+  }
+  return flags;
+}
+
+// "LTX-2.3 (22B)" -> "ltx-2.3-22b"
+std::string model_id_of(const std::string& version_name) {
+  std::string id;
+  for (const char c : version_name) {
+    if (c == '(' || c == ')') continue;
+    id += c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return id.empty() ? "ltx" : id;
+}
+
+}  // namespace
+
+// The engine's ModelCache behind the ModelProvider seam: every model under a key of its
+// component, file(s) and placement.
+class Engine::ResidentProvider final : public ModelProvider {
+ public:
+  explicit ResidentProvider(Engine& engine) : e_(engine) {}
+
+  std::shared_ptr<text::PromptEncoder> prompt_encoder(const ModelPaths& paths,
+                                                      const nn::LoadOptions& where) override {
+    std::string key = str("text encoder|", paths.text_encoder.path);
+    for (const std::string& p : paths.embeddings_weight_paths) key += "|" + p;
+    key += "|" + where_key(where);
+    return e_.cache_->acquire<text::PromptEncoder>(
+        "text encoder", key,
+        [&] { return header_estimate(paths.text_encoder.path, {}, where.dtype); },
+        [&] {
+          text::PromptEncoderOptions options;
+          options.load = where;
+          options.keep_loaded = true;
+          auto encoder = std::make_shared<text::PromptEncoder>(
+              paths.text_encoder.path, paths.embeddings_weight_paths, options);
+          // Both models now, so the cache measures them and a generation loads nothing.
+          encoder->text_encoder();
+          encoder->embeddings_processor();
+          return encoder;
+        });
+  }
+
+  std::shared_ptr<const models::duration_head::DurationHead> duration_head(
+      const std::string& path, const nn::LoadOptions& where) override {
+    // The answer "this file has none" is kept too, so it is not asked of the file again.
+    struct Holder {
+      std::optional<models::duration_head::DurationHead> head;
+    };
+    const auto holder = e_.cache_->acquire<const Holder>(
+        "duration head", str("duration head|", path, "|", where_key(where)),
+        [&] { return header_estimate(path, {"duration_head."}, where.dtype); },
+        [&] {
+          return std::make_shared<const Holder>(
+              Holder{models::duration_head::DurationHead::try_from_file(path, where)});
+        });
+    if (!holder->head) return nullptr;
+    return {holder, &*holder->head};  // a lease of the holder
+  }
+
+  std::shared_ptr<const lora::LoraFile> lora_file(const std::string& path) override {
+    const auto it = e_.lora_files_.find(path);
+    LTX_CHECK(it != e_.lora_files_.end(), "engine: the LoRA file '", path,
+              "' was not opened when the engine started");
+    return it->second;
+  }
+
+  std::shared_ptr<StageTransformer> transformer(const ModelPaths& paths,
+                                                const std::vector<lora::LoraSet>& stage_sets,
+                                                const nn::LoadOptions& where) override {
+    // The fuser covers every LoRA file the engine opened, so any job's sets apply.
+    for (const lora::LoraSet& set : stage_sets)
+      for (const lora::WeightedLora& l : set)
+        LTX_CHECK(lora_file(l.lora->path()) == l.lora, "engine: the LoRA '", l.lora->path(),
+                  "' is not the one the resident transformer was prepared for");
+    std::vector<lora::LoraSet> every;
+    for (const auto& [path, file] : e_.lora_files_) every.push_back({{file, 1.0}});
+    return e_.cache_->acquire<StageTransformer>(
+        "transformer", str("transformer|", paths.transformer.path, "|", where_key(where)),
+        [&] {
+          // The text connectors share the prefix in a single-file checkpoint: a small overcount.
+          return paths.layout == ModelPaths::Layout::Split
+                     ? header_estimate(paths.transformer.path, {}, where.dtype)
+                     : header_estimate(paths.transformer.path, {"model.diffusion_model."},
+                                       where.dtype);
+        },
+        [&] { return load_stage_transformer(paths.transformer.path, every, where); });
+  }
+
+  std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
+      const std::string& path, const nn::LoadOptions& where) override {
+    return e_.cache_->acquire<const models::video_vae::VideoEncoder>(
+        "video encoder", str("video encoder|", path, "|", where_key(where)),
+        [&] {
+          return header_estimate(path, {"vae.encoder.", "encoder."}, where.dtype);
+        },
+        [&] {
+          return std::make_shared<const models::video_vae::VideoEncoder>(
+              models::video_vae::VideoEncoder::from_file(path, where));
+        });
+  }
+
+  std::shared_ptr<const models::upsampler::LatentUpsampler> latent_upsampler(
+      const std::string& path, const nn::LoadOptions& where) override {
+    return e_.cache_->acquire<const models::upsampler::LatentUpsampler>(
+        "latent upsampler", str("latent upsampler|", path, "|", where_key(where)),
+        [&] { return header_estimate(path, {}, where.dtype); },
+        [&] {
+          return std::make_shared<const models::upsampler::LatentUpsampler>(
+              models::upsampler::LatentUpsampler::from_file(path, where));
+        });
+  }
+
+  DecodeModels decode_models(const ModelPaths& paths, const nn::LoadOptions& where, bool audio) {
+    DecodeModels m;
+    if (audio)
+      m.audio = e_.cache_->acquire<const AudioDecodeModels>(
+          "audio decoder", str("audio decoder|", paths.audio_vae.path, "|", where_key(where)),
+          [&] {
+            return header_estimate(paths.audio_vae.path, {"audio_vae.decoder.", "vocoder."},
+                                   where.dtype);
+          },
+          [&] { return load_audio_decode_models(paths.audio_vae.path, where); });
+    m.video = e_.cache_->acquire<const VideoDecodeModel>(
+        "video decoder", str("video decoder|", paths.video_vae.path, "|", where_key(where)),
+        [&] {
+          return header_estimate(paths.video_vae.path, {"vae.decoder.", "decoder."}, where.dtype);
+        },
+        [&] { return load_video_decode_model(paths.video_vae.path, where); });
+    return m;
+  }
+
+  DecodeResult decode(const Tensor& video_latent, const Tensor& audio_latent,
+                      const ModelPaths& paths, MediaSink& sink, const DecodeOptions& options,
+                      Progress* progress) override {
+    const DecodeModels m = decode_models(paths, model_placement(options.device, options.dtype),
+                                         audio_latent.defined());
+    return decode_latents(video_latent, audio_latent, m, sink, options, progress);
+  }
+
+ private:
+  Engine& e_;
+};
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {
+  backend::check_device(options_.device, "--device");
+  LTX_CHECK(!options_.dtype || *options_.dtype == DType::BF16 || *options_.dtype == DType::F32,
+            "engine: dtype ", options_.dtype ? dtype_name(*options_.dtype) : "",
+            " is not supported (bf16 or f32)");
+  cache_ = std::make_unique<ModelCache>(options_.device, options_.model_budget_bytes,
+                                        options_.budget_option);
+  Progress quiet(nullptr, Progress::Mode::Off);
+  const bool demo = options_.models.empty();
+  std::optional<DemoBundle> bundle;
+  if (demo) {
+    bundle = ensure_demo_bundle(options_.demo_dir.empty() ? default_demo_dir() : options_.demo_dir);
+    log_warn(
+        "no model files given: serving the built-in DEMO bundle (tiny model with RANDOM "
+        "weights, from ",
+        bundle->dir, "); its videos are noise");
+  }
+
+  for (const std::string& name : pipelines::pipeline_names()) {
+    const PipelineKind kind = pipelines::parse_pipeline_kind(name);
+    GenerateOptions probe;
+    probe.pipeline = name;
+    probe.models = demo ? demo_model_flags(*bundle, name, kind == PipelineKind::Dfr)
+                        : flags_for_pipeline(options_.models, kind);
+    ComponentNeeds needs = component_needs(probe);
+    needs.temporal_upsampler = !probe.models.temporal_upsampler_path.empty();
+    try {
+      Resolved r;
+      ComponentNeeds with_images = needs;
+      with_images.video_encoder = true;
+      try {
+        r.models = resolve_models(probe, with_images, quiet);
+      } catch (const Error&) {  // runs, but without images (no video encoder)
+        r.models = resolve_models(probe, needs, quiet);
+        r.images = false;
+      }
+      r.models.demo = demo;
+      resolved_.emplace(name, std::move(r));
+    } catch (const Error& e) {
+      info_.unavailable[name] = e.what();
+    }
+  }
+  if (resolved_.empty()) {
+    std::string why;
+    for (const auto& [name, reason] : info_.unavailable) why += str("\n  ", name, ": ", reason);
+    fail("engine: no pipeline can run with the model files given:", why);
+  }
+
+  // Every LoRA file a job may use, opened once: the resident transformer's fuser covers them all.
+  std::vector<std::string> lora_paths;
+  for (const auto& [name, path] : options_.lora_library) {
+    LTX_CHECK(!name.empty() && !path.empty(), "LoRA library: entry '", name, "=", path,
+              "' needs a name and a file");
+    lora_paths.push_back(path);
+    info_.loras.push_back(name);
+  }
+  for (const auto& [name, r] : resolved_) {
+    const ModelPaths& p = r.models.paths;
+    for (const LoraSpec& l : p.loras) lora_paths.push_back(l.path);
+    if (p.distilled_lora) lora_paths.push_back(p.distilled_lora->path);
+    if (p.detailing_lora) lora_paths.push_back(p.detailing_lora->path);
+  }
+  for (const std::string& path : lora_paths)
+    if (!lora_files_.count(path)) lora_files_[path] = lora::LoraFile::open(path);
+
+  // What the pipelines do by default and accept.
+  const ResolvedModels& first = resolved_.begin()->second.models;
+  info_.demo = demo;
+  info_.version_name =
+      demo ? "built-in demo (tiny, LTX-2.3 layout, random weights)" : first.report.version_name;
+  info_.model_id = demo ? "ltx-demo" : model_id_of(first.report.version_name);
+  for (const auto& [name, r] : resolved_) {
+    const PipelineKind kind = pipelines::parse_pipeline_kind(name);
+    const pipelines::GenerationRequest req =
+        pipelines::default_request(kind, r.models.report.model_version);
+    PipelineInfo p;
+    p.name = name;
+    p.width = demo ? kDemoWidth : req.width;
+    p.height = demo ? kDemoHeight : req.height;
+    p.num_frames = demo ? kDemoNumFrames : req.num_frames;
+    p.frame_rate = req.frame_rate;
+    p.steps_configurable = kind != PipelineKind::Distilled;
+    p.num_inference_steps = p.steps_configurable ? req.num_inference_steps : 8;
+    p.guidance = pipelines::uses_guidance(kind);
+    p.size_multiple = pipelines::is_two_stage(kind) ? 64 : 32;
+    p.max_width = demo ? 512 : 2048;
+    p.max_height = demo ? 512 : 2048;
+    p.max_num_frames = demo ? 49 : 257;
+    p.images = r.images;
+    info_.pipelines.push_back(p);
+  }
+  info_.default_pipeline = resolved_.count("two-stage") ? "two-stage" : resolved_.begin()->first;
+  log_info(
+      "engine: ", info_.model_id, " on ", options_.device.str(), ", pipelines ",
+      [&] {
+        std::string s;
+        for (const PipelineInfo& p : info_.pipelines) s += (s.empty() ? "" : ", ") + p.name;
+        return s;
+      }(),
+      options_.model_budget_bytes > 0
+          ? str(", model memory budget ", options_.model_budget_bytes, " bytes")
+          : std::string(", no model memory budget"));
+}
+
+Engine::~Engine() = default;
+
+const Engine::Resolved& Engine::resolved_for(const std::string& pipeline) const {
+  const std::string name = pipelines::pipeline_name(pipelines::parse_pipeline_kind(pipeline));
+  const auto it = resolved_.find(name);
+  if (it == resolved_.end()) {
+    const auto why = info_.unavailable.find(name);
+    fail("pipeline ", name, " cannot run with the model files this engine serves",
+         why != info_.unavailable.end() ? ": " + why->second : std::string());
+  }
+  return it->second;
+}
+
+GenerateResult Engine::run(const GenerateOptions& options, const JobControl& control,
+                           MediaSink& sink) {
+  LTX_CHECK(options.models.empty(),
+            "engine: a job cannot name model files; the engine serves the files it was started "
+            "with");
+  GenerateOptions job = options;
+  job.device = options_.device;
+  job.dtype = options_.dtype;
+  validate_options(job, /*to_file=*/false);
+  Resolved r = resolved_for(job.pipeline);
+  LTX_CHECK(job.images.empty() || r.images, "pipeline ", job.pipeline,
+            ": conditioning images need the video VAE's encoder, which the model files lack");
+  LTX_CHECK(
+      job.temporal_upsample_rounds.value_or(0) == 0 || r.models.paths.temporal_upsampler.given(),
+      "--temporal-upsample-rounds ", job.temporal_upsample_rounds.value_or(0),
+      " needs the temporal x2 upsampler, which this engine was not given");
+  for (const LibraryLora& l : job.library_loras) {
+    const auto it = options_.lora_library.find(l.name);
+    if (it == options_.lora_library.end()) {
+      std::string names;
+      for (const std::string& n : info_.loras) names += (names.empty() ? "" : ", ") + n;
+      fail("LoRA '", l.name, "' is not in the LoRA library (",
+           names.empty() ? std::string("the library is empty") : "it has " + names, ")");
+    }
+    LTX_CHECK(std::isfinite(l.strength), "LoRA '", l.name, "': strength ", l.strength,
+              " must be a finite number");
+    r.models.paths.loras.push_back({it->second, l.strength});
+  }
+  job.library_loras.clear();
+
+  Progress progress(nullptr, Progress::Mode::Off);
+  progress.set_cancel_token(control.cancel);
+  progress.set_deadline(control.deadline);
+  if (control.listener) progress.set_listener(control.listener);
+  ResidentProvider provider(*this);
+  try {
+    return generate_with(job, r.models, provider, progress, sink);
+  } catch (...) {
+    // The models stay valid (a fuser's next apply sets its state); the device finishes the work
+    // already queued before the next job starts.
+    try {
+      backend::synchronize(options_.device);
+    } catch (const std::exception& e) {
+      log_warn("engine: after a failed job the device reports: ", e.what());
+    }
+    throw;
+  }
+}
+
+void Engine::preload(const std::string& pipeline) {
+  const Resolved& r = resolved_for(pipeline);
+  const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
+  const nn::LoadOptions where = model_placement(options_.device, options_.dtype);
+  const ModelPaths& p = r.models.paths;
+  ResidentProvider provider(*this);
+  provider.prompt_encoder(p, where);
+  if (p.duration_head.given()) provider.duration_head(p.duration_head.path, where);
+  provider.transformer(p, {}, where);
+  if (pipelines::is_two_stage(kind)) provider.video_encoder(p.video_vae.path, where);
+  if (pipelines::is_two_stage(kind)) provider.latent_upsampler(p.spatial_upsampler.path, where);
+  if (p.temporal_upsampler.given()) provider.latent_upsampler(p.temporal_upsampler.path, where);
+  provider.decode_models(p, where, /*audio=*/true);
+}
+
+}  // namespace ltx::generate

@@ -1,0 +1,70 @@
+#include "generate/model_provider.h"
+
+#include "io/safetensors.h"
+#include "io/weights.h"
+
+namespace ltx::generate {
+
+namespace tf = models::transformer;
+
+std::shared_ptr<StageTransformer> load_stage_transformer(
+    const std::string& path, const std::vector<lora::LoraSet>& fuser_sets,
+    const nn::LoadOptions& where) {
+  auto st = std::make_shared<StageTransformer>();
+  bool any = false;
+  for (const lora::LoraSet& set : fuser_sets) any = any || !lora::is_identity(set);
+  const auto file = io::SafetensorsFile::open(path);
+  const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
+  io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
+  if (any) st->fuser = std::make_unique<lora::Fuser>(w, fuser_sets, where);
+  st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, where));
+  return st;
+}
+
+std::shared_ptr<text::PromptEncoder> OneShotProvider::prompt_encoder(const ModelPaths& paths,
+                                                                     const nn::LoadOptions& where) {
+  // The reference's lifecycle: Gemma and the connectors each loaded, used and freed in encode().
+  text::PromptEncoderOptions options;
+  options.load = where;
+  return std::make_shared<text::PromptEncoder>(paths.text_encoder.path,
+                                               paths.embeddings_weight_paths, options);
+}
+
+std::shared_ptr<const models::duration_head::DurationHead> OneShotProvider::duration_head(
+    const std::string& path, const nn::LoadOptions& where) {
+  auto head = models::duration_head::DurationHead::try_from_file(path, where);
+  if (!head) return nullptr;
+  return std::make_shared<const models::duration_head::DurationHead>(std::move(*head));
+}
+
+std::shared_ptr<const lora::LoraFile> OneShotProvider::lora_file(const std::string& path) {
+  return lora::LoraFile::open(path);
+}
+
+std::shared_ptr<StageTransformer> OneShotProvider::transformer(
+    const ModelPaths& paths, const std::vector<lora::LoraSet>& stage_sets,
+    const nn::LoadOptions& where) {
+  return load_stage_transformer(paths.transformer.path, stage_sets, where);
+}
+
+std::shared_ptr<const models::video_vae::VideoEncoder> OneShotProvider::video_encoder(
+    const std::string& path, const nn::LoadOptions& where) {
+  return std::make_shared<const models::video_vae::VideoEncoder>(
+      models::video_vae::VideoEncoder::from_file(path, where));
+}
+
+std::shared_ptr<const models::upsampler::LatentUpsampler> OneShotProvider::latent_upsampler(
+    const std::string& path, const nn::LoadOptions& where) {
+  return std::make_shared<const models::upsampler::LatentUpsampler>(
+      models::upsampler::LatentUpsampler::from_file(path, where));
+}
+
+DecodeResult OneShotProvider::decode(const Tensor& video_latent, const Tensor& audio_latent,
+                                     const ModelPaths& paths, MediaSink& sink,
+                                     const DecodeOptions& options, Progress* progress) {
+  // Each decoder loaded when its step starts and freed when it ends.
+  return decode_latents(video_latent, audio_latent, paths.video_vae.path, paths.audio_vae.path,
+                        sink, options, progress);
+}
+
+}  // namespace ltx::generate
