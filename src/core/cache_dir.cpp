@@ -15,4 +15,13 @@ std::optional<std::string> user_cache_dir() {
   return std::nullopt;
 }
 
+std::optional<std::string> user_data_dir() {
+  namespace fs = std::filesystem;
+  if (const std::optional<std::string> xdg = env::xdg_data_home())
+    return (fs::path(*xdg) / "ltx").string();
+  if (const std::optional<std::string> home = env::home())
+    return (fs::path(*home) / ".local" / "share" / "ltx").string();
+  return std::nullopt;
+}
+
 }  // namespace ltx

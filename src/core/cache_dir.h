@@ -8,5 +8,8 @@
 namespace ltx {
 
 std::optional<std::string> user_cache_dir();
+// ltx's per-user data folder (what a user would miss if it went: `ltx serve`'s jobs):
+// $XDG_DATA_HOME/ltx, else $HOME/.local/share/ltx; nullopt when neither is set.
+std::optional<std::string> user_data_dir();
 
 }  // namespace ltx

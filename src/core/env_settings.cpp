@@ -96,7 +96,13 @@ const std::vector<Row>& rows() {
         "bundle, the cuDNN tuning cache)",
         true},
        nullptr},
-      {{"HOME", "standard", "", "a folder", "without XDG_CACHE_HOME, the cache is $HOME/.cache/ltx",
+      {{"XDG_DATA_HOME", "standard", "", "a folder",
+        "the per-user data folder's parent: `ltx serve` keeps its jobs in $XDG_DATA_HOME/ltx/serve "
+        "unless --data-dir says otherwise",
+        true},
+       nullptr},
+      {{"HOME", "standard", "", "a folder",
+        "without XDG_CACHE_HOME / XDG_DATA_HOME: $HOME/.cache/ltx and $HOME/.local/share/ltx",
         true},
        nullptr},
   };
@@ -185,6 +191,7 @@ std::vector<std::string> environment_names() {
 }
 
 std::optional<std::string> xdg_cache_home() { return read_non_empty("XDG_CACHE_HOME"); }
+std::optional<std::string> xdg_data_home() { return read_non_empty("XDG_DATA_HOME"); }
 std::optional<std::string> home() { return read_non_empty("HOME"); }
 
 }  // namespace ltx::env

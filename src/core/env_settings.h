@@ -60,6 +60,7 @@ std::vector<std::string> environment_names();
 // Standard variables, read at each call (callers and tests may change them while running);
 // nullopt when unset or empty.
 std::optional<std::string> xdg_cache_home();
+std::optional<std::string> xdg_data_home();
 std::optional<std::string> home();
 
 }  // namespace ltx::env

@@ -51,6 +51,10 @@ std::string download_url(const Job& job) {
   return str("/v1/videos/", job.id, "/content?token=", url_encode(job.download_token));
 }
 
+std::string events_url(const Job& job) {
+  return str("/v1/videos/", job.id, "/events?token=", url_encode(job.download_token));
+}
+
 nlohmann::json video_json(const Job& job, const JobLive& live) {
   const json request = parse_column(job.request_json);
   const json metrics = parse_column(job.metrics_json);
@@ -96,6 +100,7 @@ nlohmann::json video_json(const Job& job, const JobLive& live) {
                            {"seconds", member_or_null(s, "seconds")}});
   v["timings"] = timings;
   v["download_url"] = job.status == JobStatus::Completed ? json(download_url(job)) : json();
+  v["events_url"] = events_url(job);
   return v;
 }
 

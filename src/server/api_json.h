@@ -33,5 +33,7 @@ nlohmann::json deleted_json(const std::string& id);
 nlohmann::json models_json(const ServedModel& model, int64_t created);
 // The content URL a page or client can fetch without headers: /v1/videos/{id}/content?token=...
 std::string download_url(const Job& job);
+// The job's event stream for an EventSource (which sends no headers): /v1/videos/{id}/events?token=
+std::string events_url(const Job& job);
 
 }  // namespace ltx::server

@@ -46,7 +46,7 @@ std::string render_labels(const Labels& labels) {
 
 Metrics::Metrics() {
   declare("ltx_jobs_total", "counter", "Jobs that ended, by outcome (completed, failed, cancelled).");
-  declare("ltx_http_requests_total", "counter", "HTTP requests answered, by route and status code.");
+  declare("ltx_jobs_created_total", "counter", "Jobs accepted by POST /v1/videos.");
   declare("ltx_model_loads_total", "counter", "Model loads from files, by component.");
   declare("ltx_model_evictions_total", "counter", "Models evicted from the resident cache.");
   declare("ltx_job_duration_seconds", "histogram", "Wall time of a job from start to output.",

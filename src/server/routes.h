@@ -35,10 +35,6 @@ struct RouteOptions {
 // would leave no HTTP thread for other requests.
 void add_routes(HttpServer& http, VideoService& service, const RouteOptions& options = {});
 
-// The Video object of the API (the SDK's fields and ours) for a job, as JSON text.
-// Kept in one function so that server/api_json.h can take its place.
-std::string video_json(const Job& job);
-
 // The two halves of add_routes (routes_videos.cpp, routes_misc.cpp).
 void add_video_routes(HttpServer& http, VideoService& service, const RouteOptions& options);
 void add_misc_routes(HttpServer& http, VideoService& service);

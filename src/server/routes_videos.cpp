@@ -14,6 +14,7 @@
 #include <string>
 
 #include "server/api_error.h"
+#include "server/api_json.h"
 #include "server/routes.h"
 
 namespace ltx::server {
@@ -172,7 +173,7 @@ std::string sse_event(const JobSnapshot& snap) {
                                ? std::string("video.") + to_string(snap.job.status)
                                : std::string("video.updated");
   return "id: " + std::to_string(snap.version) + "\nevent: " + name +
-         "\ndata: " + video_json(snap.job) + "\n\n";
+         "\ndata: " + video_json(snap.job).dump() + "\n\n";
 }
 
 void add_events_route(HttpServer& http, VideoService& service, const RouteOptions& options) {
@@ -292,43 +293,6 @@ void add_sync_route(HttpServer& http, VideoService& service, const RouteOptions&
 
 }  // namespace
 
-std::string video_json(const Job& job) {
-  using nlohmann::json;
-  const auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
-  json v = {
-      {"id", job.id},
-      {"object", "video"},
-      {"model", job.model},
-      {"status", to_string(job.status)},
-      {"progress", job.progress},
-      {"created_at", job.created_at},
-      {"completed_at", opt(job.completed_at)},
-      {"expires_at", opt(job.expires_at)},
-      {"error", job.error ? json{{"code", job.error->code}, {"message", job.error->message}}
-                          : json(nullptr)},
-      {"prompt", job.prompt},
-      {"remixed_from_video_id", nullptr},
-      {"seconds", job.seconds},
-      {"size", job.size},
-      {"started_at", opt(job.started_at)},
-      {"attempts", job.attempts},
-  };
-  // URLs that work without the Authorization header (<video src>, EventSource): the job's
-  // download token stands in for the key on these two routes only.
-  const std::string token = job.download_token.empty() ? "" : "?token=" + job.download_token;
-  v["events_url"] = "/v1/videos/" + job.id + "/events" + token;
-  if (job.status == JobStatus::Completed)
-    v["download_url"] = "/v1/videos/" + job.id + "/content" + token;
-  // The run's measurements (inference_time_s, peak_memory_mb, timings, ...) as they were stored.
-  if (!job.metrics_json.empty()) {
-    const json m = json::parse(job.metrics_json, nullptr, false);
-    if (m.is_object())
-      for (const auto& [k, val] : m.items())
-        if (!v.contains(k)) v[k] = val;
-  }
-  return v.dump();
-}
-
 void add_video_routes(HttpServer& http, VideoService& service, const RouteOptions& options) {
   auto& r = http.routes();
   const int max_parts = options.max_form_parts;
@@ -337,12 +301,12 @@ void add_video_routes(HttpServer& http, VideoService& service, const RouteOption
          ReaderHandler([&service, max_parts](const httplib::Request& req, httplib::Response& res,
                                              const httplib::ContentReader& reader) {
            const auto body = read_create_body(req, res, reader, max_parts);
-           if (body) res.set_content(video_json(service.create(*body)), kJson);
+           if (body) res.set_content(video_json(service.create(*body)).dump(), kJson);
          }));
   // A POST without a body never reaches the reader handler; the request parser says what is
   // missing.
   r.Post("/v1/videos", Handler([&service](const httplib::Request&, httplib::Response& res) {
-           res.set_content(video_json(service.create(CreateBody{})), kJson);
+           res.set_content(video_json(service.create(CreateBody{})).dump(), kJson);
          }));
   add_sync_route(http, service, options);
 
@@ -363,7 +327,7 @@ void add_video_routes(HttpServer& http, VideoService& service, const RouteOption
     }
     const ListPage page = service.list(q);
     std::string data;
-    for (const Job& job : page.data) data += (data.empty() ? "" : ",") + video_json(job);
+    for (const Job& job : page.data) data += (data.empty() ? "" : ",") + video_json(job).dump();
     const auto id_or_null = [](const std::string& id) { return nlohmann::json(id).dump(); };
     const std::string first = page.data.empty() ? "null" : id_or_null(page.data.front().id);
     const std::string last = page.data.empty() ? "null" : id_or_null(page.data.back().id);
@@ -377,7 +341,7 @@ void add_video_routes(HttpServer& http, VideoService& service, const RouteOption
     const std::string id = path_id(req);
     const auto job = service.get(id);
     if (!job) throw video_not_found(id);
-    res.set_content(video_json(*job), kJson);
+    res.set_content(video_json(*job).dump(), kJson);
   });
 
   r.Delete(R"(/v1/videos/([^/]+))", [&service](const httplib::Request& req,
@@ -393,7 +357,7 @@ void add_video_routes(HttpServer& http, VideoService& service, const RouteOption
            const std::string id = path_id(req);
            const auto job = service.cancel(id);
            if (!job) throw video_not_found(id);
-           res.set_content(video_json(*job), kJson);
+           res.set_content(video_json(*job).dump(), kJson);
          });
 
   r.Get(R"(/v1/videos/([^/]+)/content)",

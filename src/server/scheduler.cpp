@@ -52,6 +52,9 @@ void Scheduler::start() {
 }
 
 void Scheduler::enqueue_locked(const Job& job) {
+  // A job in the queue twice would run twice and overwrite its own output.
+  LTX_CHECK(std::none_of(queue_.begin(), queue_.end(), [&](const Job& q) { return q.id == job.id; }),
+            "job ", job.id, " is already queued");
   // Ordered by seq; equal or unset seqs keep submission order.
   auto pos = queue_.end();
   while (pos != queue_.begin() && std::prev(pos)->seq > job.seq) --pos;
@@ -94,12 +97,14 @@ void Scheduler::check_admission() const {
 
 void Scheduler::submit(const Job& job) {
   std::lock_guard lock(mu_);
+  LTX_CHECK(!running_.count(job.id), "job ", job.id, " is already running");
   admit_locked();
   enqueue_locked(job);
 }
 
 void Scheduler::restore(const Job& job) {
   std::lock_guard lock(mu_);
+  LTX_CHECK(!running_.count(job.id), "job ", job.id, " is already running");
   enqueue_locked(job);
 }
 

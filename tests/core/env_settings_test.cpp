@@ -115,7 +115,7 @@ TEST(EnvSettings, TheTableListsEveryVariableOnceWithItsDoc) {
   const std::set<std::string> expected = {
       "LTX_NUM_THREADS", "LTX_SIDE_STREAMS",        "LTX_TUNING_CACHE", "LTX_CUDNN_BACKEND",
       "LTX_CUDNN_STATS", "LTX_PROFILE_OPS",         "LTX_CUDA_PROFILER_RANGE",
-      "XDG_CACHE_HOME",  "HOME"};
+      "XDG_CACHE_HOME",  "XDG_DATA_HOME",           "HOME"};
   EXPECT_EQ(names, expected);
   const std::string help = env::describe_variables();
   for (const std::string& name : names)

@@ -59,6 +59,18 @@ TEST(Scheduler, RestoredJobsRunInSeqOrderWhateverTheQueueLimit) {
             (std::vector<std::string>{make_job(1).id, make_job(2).id, make_job(5).id, make_job(9).id}));
 }
 
+// A job queued twice would run twice and overwrite its own output (a create during start-up and
+// the restore of the store's queued jobs once raced that way).
+TEST(Scheduler, AJobIsNeverQueuedTwice) {
+  FakeRunner runner;
+  RecordingListener listener;
+  Scheduler s(options(), {&runner}, listener);
+  s.restore(make_job(1));
+  EXPECT_THROW(s.submit(make_job(1)), Error);
+  EXPECT_THROW(s.restore(make_job(1)), Error);
+  EXPECT_EQ(s.queue_length(), 1u);
+}
+
 TEST(Scheduler, AFullQueueAnswers429WithRetryAfter) {
   FakeRunner runner;
   runner.hold();

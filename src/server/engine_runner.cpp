@@ -1,0 +1,179 @@
+#include "server/engine_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "backend/device_query.h"
+#include "core/cancel.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "generate/decode.h"
+#include "server/video_request.h"
+
+namespace ltx::server {
+
+namespace {
+
+using nlohmann::json;
+
+std::string fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+generate::GenerateOptions options_of(const Job& job, const DataDir& dir) {
+  const VideoRequest request = video_request_from_json(json::parse(job.request_json));
+  std::vector<std::string> files;
+  for (const JobInput& in : job.inputs) files.push_back(dir.input_path(job.id, in.file));
+  generate::GenerateOptions o = to_generate_options(request, files);
+  o.audio = request.generate_audio;
+  for (const RequestLora& l : request.loras) o.library_loras.push_back({l.name, l.strength});
+  return o;
+}
+
+const generate::PipelineInfo* pipeline_info(const generate::EngineInfo& info,
+                                            const std::string& name) {
+  for (const auto& p : info.pipelines)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+ServedModel served_model(const generate::EngineInfo& info, RequestLimits limits) {
+  ServedModel m;
+  m.id = info.model_id;
+  m.demo = info.demo;
+  m.default_pipeline = info.default_pipeline;
+  m.loras = info.loras;
+  int64_t max_w = 0, max_h = 0, max_f = 0;
+  for (const generate::PipelineInfo& p : info.pipelines) {
+    m.pipelines.push_back(p.name);
+    PipelineDefaults d;
+    d.width = p.width;
+    d.height = p.height;
+    d.num_frames = p.num_frames;
+    d.fps = p.frame_rate;
+    if (p.steps_configurable) d.steps = p.num_inference_steps;
+    m.defaults[p.name] = d;
+    max_w = std::max(max_w, p.max_width);
+    max_h = std::max(max_h, p.max_height);
+    max_f = std::max(max_f, p.max_num_frames);
+  }
+  if (max_w > 0) limits.max_width = std::min(limits.max_width, max_w);
+  if (max_h > 0) limits.max_height = std::min(limits.max_height, max_h);
+  if (max_f > 0) limits.max_frames = std::min(limits.max_frames, max_f);
+  m.limits = limits;
+  return m;
+}
+
+ProgressPlan EngineRunner::progress_plan(const Job& job) {
+  const generate::GenerateOptions o = options_of(job, dir_);
+  const generate::PipelineInfo* p = pipeline_info(engine_.info(), o.pipeline);
+  const double w = static_cast<double>(o.width.value_or(p ? p->width : 512));
+  const double h = static_cast<double>(o.height.value_or(p ? p->height : 512));
+  const double f = static_cast<double>(o.num_frames.value_or(p ? p->num_frames : 121));
+  // Latent tokens at full resolution (32x spatial, 8x temporal compression); only ratios matter.
+  const double tokens = (w / 32) * (h / 32) * ((f - 1) / 8 + 1);
+  const bool two_stage = o.pipeline != "one-stage";
+  const double steps1 = static_cast<double>(
+      o.num_inference_steps.value_or(p ? p->num_inference_steps : 30));
+  // A two-stage pipeline's first stage runs at half width and height; its second stage is the
+  // distilled refinement's three steps.
+  std::vector<double> denoise = {steps1 * (two_stage ? tokens / 4 : tokens)};
+  if (two_stage) denoise.push_back(3 * tokens);
+  const double total = denoise[0] + (two_stage ? denoise[1] : 0);
+  // Weights in percent: text 5, loading 1 when the models are resident (they are, after the
+  // first job), upsample 2, audio decode 2, video decode 8, the denoising 82 by steps x tokens.
+  std::vector<ProgressPlan::Stage> stages = {{"text encoding", 5}, {"model loading", 1}};
+  stages.push_back({"stage 1", 82 * denoise[0] / total});
+  if (two_stage) {
+    stages.push_back({"upsample", 2});
+    stages.push_back({"stage 2", 82 * denoise[1] / total});
+  }
+  if (o.audio) stages.push_back({"audio decode", 2});
+  stages.push_back({"video decode", 8});
+  return ProgressPlan(std::move(stages));
+}
+
+std::vector<RunOutcome> EngineRunner::run(const std::vector<RunItem>& items) {
+  std::vector<RunOutcome> out;
+  for (const RunItem& item : items) out.push_back(run_one(item));
+  return out;
+}
+
+RunOutcome EngineRunner::run_one(const RunItem& item) {
+  using Clock = std::chrono::steady_clock;
+  const Job& job = *item.job;
+  RunOutcome outcome;
+  const auto t0 = Clock::now();
+  const int64_t loads_before = engine_.cache_stats().loads;
+  const Device device = device_;
+  backend::reset_peak_memory(device);
+
+  double ttfs = -1, text_seconds = 0;
+  json stages = json::array();
+  generate::JobControl control;
+  control.cancel = item.cancel;
+  if (item.deadline != Clock::time_point::max())
+    control.deadline = Deadline{item.deadline,
+                                std::chrono::duration<double>(item.deadline - t0).count()};
+  control.listener = [&](const generate::ProgressEvent& e) {
+    using Kind = generate::ProgressEvent::Kind;
+    if (e.kind == Kind::StageEnd) {
+      stages.push_back({{"stage", e.stage}, {"seconds", e.stage_seconds}});
+      if (e.stage == "text encoding") text_seconds += e.stage_seconds;
+      return;
+    }
+    if (e.kind == Kind::Step && e.done == 1 && ttfs < 0 &&
+        (e.stage == "stage 1" || e.stage == "stage 2"))
+      ttfs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (item.progress) item.progress({e.stage, e.kind == Kind::Step ? e.done : 0, e.total});
+  };
+
+  const std::string output = dir_.output_path(job.id);
+  try {
+    const generate::GenerateOptions o = options_of(job, dir_);
+    media::Mp4Options mp4;
+    mp4.faststart = true;  // a browser plays it while it downloads
+    generate::Mp4Sink sink(output, mp4);
+    engine_.run(o, control, sink);
+  } catch (const Cancelled&) {
+    std::filesystem::remove(output);
+    outcome.status = RunStatus::Cancelled;
+    return outcome;
+  } catch (const Error& e) {
+    std::filesystem::remove(output);
+    outcome.status = RunStatus::Failed;
+    outcome.error = {"generation_error", e.what()};
+    return outcome;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int64_t loads = engine_.cache_stats().loads - loads_before;
+  const double queue_s =
+      job.started_at ? *job.started_at - static_cast<double>(job.created_at) : 0.0;
+  log_info("job ", job.id, " ttfs ", fixed(ttfs, 2), " s (queue ", fixed(queue_s, 1),
+           " s, text ", fixed(text_seconds, 2), " s, loads ", loads, "), done in ",
+           fixed(seconds, 2), " s");
+  outcome.status = RunStatus::Completed;
+  outcome.output_file = output;
+  outcome.metrics_json =
+      json{{"inference_time_s", seconds},
+           {"time_to_first_step_s", ttfs < 0 ? json() : json(ttfs)},
+           {"peak_memory_mb",
+            static_cast<double>(backend::memory_stats(device).peak_bytes) / (1024.0 * 1024.0)},
+           {"model_loads", loads},
+           {"device", device.str()},
+           {"stages", stages}}
+          .dump();
+  return outcome;
+}
+
+}  // namespace ltx::server

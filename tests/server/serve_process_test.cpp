@@ -1,0 +1,201 @@
+// `ltx serve` as an operator runs it: the binary on the demo bundle, over loopback HTTP, through
+// kill -9, SIGTERM and restarts on the same data dir, and many jobs in a row.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "generate/generate_test_util.h"
+#include "server/data_dir.h"
+#include "server/serve_process.h"
+
+namespace ltx::test {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// A tiny one-stage demo job: 64x64, 9 frames, `steps` steps.
+json tiny_job(const std::string& prompt, int steps = 2) {
+  return {{"prompt", prompt}, {"pipeline", "one-stage"}, {"width", 64}, {"height", 64},
+          {"num_frames", 9},  {"num_inference_steps", steps}};
+}
+
+json create(const ServeProcess& s, const json& body) {
+  auto r = s.client().Post("/v1/videos", body.dump(), "application/json");
+  EXPECT_TRUE(r);
+  if (!r) return {};
+  EXPECT_EQ(r->status, 200) << r->body;
+  return json::parse(r->body, nullptr, false);
+}
+
+json retrieve(const ServeProcess& s, const std::string& id) {
+  auto r = s.client().Get("/v1/videos/" + id);
+  if (!r || r->status != 200) return {};
+  return json::parse(r->body, nullptr, false);
+}
+
+// Waits until the job ends; returns its last state.
+json wait_done(const ServeProcess& s, const std::string& id, std::chrono::seconds timeout = 120s) {
+  json v;
+  wait_until(
+      [&] {
+        v = retrieve(s, id);
+        const std::string st = v.value("status", "");
+        return st == "completed" || st == "failed" || st == "cancelled";
+      },
+      timeout);
+  return v;
+}
+
+std::string content(const ServeProcess& s, const std::string& id) {
+  auto r = s.client().Get("/v1/videos/" + id + "/content");
+  EXPECT_TRUE(r);
+  if (!r) return {};
+  EXPECT_EQ(r->status, 200) << r->body;
+  return r->status == 200 ? r->body : std::string();
+}
+
+// A short stand-in for a video's bytes in failure messages.
+std::string digest(const std::string& bytes) {
+  return std::to_string(bytes.size()) + " bytes, sha256 " + server::sha256_hex(bytes);
+}
+
+std::vector<std::string> temporaries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.path().string().find(".tmp") != std::string::npos) out.push_back(e.path().string());
+  return out;
+}
+
+TEST(ServeProcess, DemoRoundTrip) {
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
+  s.start();
+  ASSERT_TRUE(wait_until([&] { auto r = s.client().Get("/ready"); return r && r->status == 200; },
+                         60s))
+      << s.log();
+  const auto models = s.client().Get("/v1/models");
+  ASSERT_TRUE(models);
+  const json m = json::parse(models->body);
+  ASSERT_EQ(m["data"].size(), 1u) << models->body;
+  EXPECT_EQ(m["data"][0]["demo"], true) << models->body;
+
+  const json job = create(s, tiny_job("a red ball bouncing"));
+  ASSERT_EQ(job["status"], "queued") << job.dump();
+  EXPECT_NE(job["model"].get<std::string>().find("demo"), std::string::npos) << job.dump();
+  const json done = wait_done(s, job["id"]);
+  ASSERT_EQ(done["status"], "completed") << done.dump() << s.log();
+  EXPECT_EQ(done["progress"], 100);
+  EXPECT_EQ(done["size"], "64x64");
+  const std::string mp4 = content(s, job["id"]);
+  ASSERT_GT(mp4.size(), 8u);
+  EXPECT_EQ(mp4.substr(4, 4), "ftyp");
+  if (mp4_check_unavailable().empty()) {
+    write_bytes(dir.file("out.mp4"), mp4);
+    expect_mp4(dir.file("out.mp4"), 64, 64, 9, "24/1", 48000);
+  }
+  EXPECT_EQ(s.terminate(), 0) << s.log();
+}
+
+// The second job of the same shape loads nothing: the log's time-to-first-step line says so.
+TEST(ServeProcess, TheSecondJobLoadsNoModel) {
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
+  s.start();
+  const json a = create(s, tiny_job("first"));
+  ASSERT_EQ(wait_done(s, a["id"])["status"], "completed") << s.log();
+  const json b = create(s, tiny_job("second"));
+  ASSERT_EQ(wait_done(s, b["id"])["status"], "completed") << s.log();
+  EXPECT_EQ(s.terminate(), 0);
+  const std::string log = s.log();
+  // Each job ran once.
+  for (const json& j : {a, b}) {
+    const std::string mark = "job " + j["id"].get<std::string>() + " ttfs";
+    const size_t first = log.find(mark);
+    ASSERT_NE(first, std::string::npos) << log;
+    EXPECT_EQ(log.find(mark, first + 1), std::string::npos) << "ran twice:\n" << log;
+  }
+  const size_t line = log.find("job " + b["id"].get<std::string>() + " ttfs");
+  ASSERT_NE(line, std::string::npos) << log;
+  const std::string text = log.substr(line, log.find('\n', line) - line);
+  EXPECT_NE(text.find("loads 0"), std::string::npos) << text;
+}
+
+// kill -9 in the middle of a job, then a restart on the same data dir: the finished job keeps its
+// bytes, the interrupted one runs again and completes, the queued one runs, nothing is left behind.
+TEST(ServeProcess, KillNineMidJobLosesNothing) {
+  TempDir dir;
+  const std::string data = dir.file("data");
+  std::string done_id, cut_id, queued_id, done_bytes;
+  {
+    ServeProcess s(data, dir.file("cache"), dir.file("serve1.log"));
+    s.start();
+    const json a = create(s, tiny_job("finished before the crash"));
+    done_id = a["id"];
+    ASSERT_EQ(wait_done(s, done_id)["status"], "completed") << s.log();
+    done_bytes = content(s, done_id);
+    cut_id = create(s, tiny_job("cut by the crash", 400))["id"];
+    queued_id = create(s, tiny_job("queued at the crash"))["id"];
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const json v = retrieve(s, cut_id);
+          return v.value("status", "") == "in_progress" && v.value("progress", 0) > 0;
+        },
+        120s))
+        << s.log();
+    s.kill9();
+  }
+  ServeProcess s(data, dir.file("cache"), dir.file("serve2.log"));
+  s.start();
+  EXPECT_EQ(digest(content(s, done_id)), digest(done_bytes)) << s.log();
+  const json cut = wait_done(s, cut_id, 300s);
+  EXPECT_EQ(cut["status"], "completed") << cut.dump() << s.log();
+  EXPECT_EQ(wait_done(s, queued_id)["status"], "completed") << s.log();
+  EXPECT_EQ(content(s, cut_id).substr(4, 4), "ftyp");
+  EXPECT_EQ(s.terminate(), 0);
+  EXPECT_EQ(temporaries(data), std::vector<std::string>{});
+}
+
+// SIGTERM while a job runs: the server stops (exit 0) without finishing it, and the job completes
+// after the next start.
+TEST(ServeProcess, SigtermMidJobExitsZeroAndTheJobRunsAfterARestart) {
+  TempDir dir;
+  const std::string data = dir.file("data");
+  std::string id;
+  {
+    ServeProcess s(data, dir.file("cache"), dir.file("serve1.log"), {"--shutdown-grace", "0"});
+    s.start();
+    id = create(s, tiny_job("interrupted by SIGTERM", 400))["id"];
+    ASSERT_TRUE(wait_until([&] { return retrieve(s, id).value("progress", 0) > 0; }, 120s))
+        << s.log();
+    EXPECT_EQ(s.terminate(), 0) << s.log();
+  }
+  ServeProcess s(data, dir.file("cache"), dir.file("serve2.log"));
+  s.start();
+  EXPECT_EQ(wait_done(s, id, 300s)["status"], "completed") << s.log();
+  EXPECT_EQ(s.terminate(), 0);
+}
+
+// Fifty jobs one after another: the server's memory settles (no growth per job beyond noise).
+TEST(ServeProcess, FiftySequentialJobsKeepMemoryBounded) {
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
+  s.start();
+  int64_t rss_after_warmup = 0;
+  for (int i = 0; i < 50; ++i) {
+    const json j = create(s, tiny_job("job " + std::to_string(i), 1));
+    ASSERT_EQ(wait_done(s, j["id"])["status"], "completed") << i << s.log();
+    if (i == 4) rss_after_warmup = s.rss_kib();
+  }
+  const int64_t rss_end = s.rss_kib();
+  ASSERT_GT(rss_after_warmup, 0);
+  EXPECT_LT(rss_end - rss_after_warmup, 64 * 1024)
+      << "RSS grew from " << rss_after_warmup << " KiB to " << rss_end << " KiB";
+  EXPECT_EQ(s.terminate(), 0);
+}
+
+}  // namespace
+}  // namespace ltx::test
