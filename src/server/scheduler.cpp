@@ -282,8 +282,12 @@ void Scheduler::run_batch(JobRunner& runner, std::vector<std::shared_ptr<Running
 
   std::lock_guard lock(mu_);
   for (const auto& r : runs) running_.erase(r->job.id);
-  recent_seconds_.push_back(seconds / static_cast<double>(runs.size()));
-  if (recent_seconds_.size() > kRecentRuns) recent_seconds_.pop_front();
+  // Only runs that produced something say how long a job takes (a cancel cuts a run short).
+  if (std::any_of(outcomes.begin(), outcomes.end(),
+                  [](const RunOutcome& o) { return o.status == RunStatus::Completed; })) {
+    recent_seconds_.push_back(seconds / static_cast<double>(runs.size()));
+    if (recent_seconds_.size() > kRecentRuns) recent_seconds_.pop_front();
+  }
   idle_.notify_all();
 }
 

@@ -106,7 +106,8 @@ class Scheduler {
   std::optional<size_t> queue_position(const std::string& id) const;
   std::vector<std::string> running() const;
   bool draining() const;
-  // The mean time per job over the last finished runs (a batch's time shared by its jobs).
+  // The mean time per job over the last runs that completed a job (a batch's time shared by its
+  // jobs); initial_job_seconds before any.
   double mean_job_seconds() const;
   int retry_after_s() const;
 

@@ -197,6 +197,23 @@ TEST(Scheduler, FailuresFailTheJobAndTheWorkerGoesOn) {
   EXPECT_EQ(listener.last(d.id), "completed");
 }
 
+TEST(Scheduler, AJobTheRunnerCannotPlanFailsWithoutStarting) {
+  FakeRunner runner;
+  runner.by_prompt["no steps"] = {0};  // the standard plan rejects a stage of 0 steps
+  RecordingListener listener;
+  Scheduler s(options(64, 2), {&runner}, listener);
+  const Job a = make_job(1, "k", "no steps"), b = make_job(2, "k");
+  s.submit(a);
+  s.submit(b);
+  s.start();
+  ASSERT_TRUE(wait_until([&] { return listener.ended(a.id) && listener.ended(b.id); }));
+  EXPECT_EQ(listener.events(a.id), std::vector<std::string>{"failed generation_error"});
+  EXPECT_NE(listener.error(a.id).message.find("0 steps"), std::string::npos)
+      << listener.error(a.id).message;
+  EXPECT_EQ(listener.last(b.id), "completed");  // its batch went on without it
+  EXPECT_EQ(runner.batches(), std::vector<std::vector<std::string>>{{b.id}});
+}
+
 TEST(Scheduler, DrainLetsTheRunningJobFinishWithinTheGrace) {
   FakeRunner runner;
   runner.defaults.steps = 5;
