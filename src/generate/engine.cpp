@@ -261,9 +261,13 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   // Every LoRA file a job may use, opened once: the resident transformer's fuser covers them all.
   std::vector<std::string> lora_paths;
   for (const auto& [name, path] : options_.lora_library) {
-    LTX_CHECK(!name.empty() && !path.empty(), "LoRA library: entry '", name, "=", path,
+    LTX_CHECK(!name.empty() && !path.empty(), "LoRA library: the entry '", name, "=", path,
               "' needs a name and a file");
-    lora_paths.push_back(path);
+    try {
+      if (!lora_files_.count(path)) lora_files_[path] = lora::LoraFile::open(path);
+    } catch (const Error& e) {
+      fail("LoRA library: the entry '", name, "': ", e.what());
+    }
     info_.loras.push_back(name);
   }
   for (const auto& [name, r] : resolved_) {

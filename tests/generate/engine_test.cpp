@@ -255,6 +255,14 @@ TEST(Engine, AJobCannotNameModelFilesOrAnUnusablePipeline) {
   EXPECT_ERROR_HAS(test::generate_in_memory(job), "need an Engine with a LoRA library");
 }
 
+TEST(Engine, AnUnreadableLibraryLoraIsNamedAtStart) {
+  generate::EngineOptions eo = demo_engine_options();
+  eo.lora_library["broken"] = "/no/such/lora.safetensors";
+  const std::string e = test::error_of([&] { generate::Engine engine(eo); });
+  EXPECT_NE(e.find("LoRA library: the entry 'broken': "), std::string::npos) << e;
+  EXPECT_NE(e.find("/no/such/lora.safetensors"), std::string::npos) << e;
+}
+
 TEST(Engine, PreloadLoadsWhatTheFirstJobNeeds) {
   generate::Engine engine(demo_engine_options());
   engine.preload("one-stage");
