@@ -240,6 +240,9 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
 
 }  // namespace
 
+// The audio decoder at `where` (the pipeline dtype), the vocoder in the dtype the reference's
+// AudioDecoder block runs it in for that pipeline (models::audio_vae::vocoder_dtype: the BWE
+// vocoder in f32, the 19B's plain one in the pipeline dtype).
 std::shared_ptr<const AudioDecodeModels> load_audio_decode_models(const std::string& path,
                                                                   const nn::LoadOptions& where) {
   const auto file = io::SafetensorsFile::open(path);
