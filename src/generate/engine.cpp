@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <initializer_list>
@@ -361,13 +362,31 @@ GenerateResult Engine::run(const GenerateOptions& options, const JobControl& con
   }
   job.library_loras.clear();
 
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t loads_before = cache_->stats().loads;
+  std::optional<double> first_step;
+  std::vector<std::pair<std::string, double>> stage_seconds;
   Progress progress(nullptr, Progress::Mode::Off);
   progress.set_cancel_token(control.cancel);
   progress.set_deadline(control.deadline);
-  if (control.listener) progress.set_listener(control.listener);
+  progress.set_listener([&](const ProgressEvent& e) {
+    // Steps before the decode are the denoising stages' (the text encoding reports none).
+    if (e.kind == ProgressEvent::Kind::Step && e.done >= 1 && !first_step)
+      first_step = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (e.kind == ProgressEvent::Kind::StageEnd)
+      stage_seconds.emplace_back(e.stage, e.stage_seconds);
+    if (control.listener) control.listener(e);
+  });
   ResidentProvider provider(*this);
   try {
-    return generate_with(job, r.models, provider, progress, sink);
+    GenerateResult result = generate_with(job, r.models, provider, progress, sink);
+    result.time_to_first_step_s = first_step.value_or(0.0);
+    result.models_loaded = cache_->stats().loads - loads_before;
+    result.stage_seconds = std::move(stage_seconds);
+    log_info("engine: ", result.pipeline, " ", result.decoded.width, "x", result.decoded.height,
+             ", ", result.decoded.frames, " frames: time to first step ",
+             result.time_to_first_step_s, " s, ", result.models_loaded, " models loaded");
+    return result;
   } catch (...) {
     // The models stay valid (a fuser's next apply sets its state); the device finishes the work
     // already queued before the next job starts.

@@ -93,6 +93,12 @@ struct GenerateResult {
   std::string prompt;  // after enhancement
   double frame_rate = 0.0;
   DecodeResult decoded;  // frames, size, audio
+  // Engine::run only: seconds from the call to the end of the first denoising step (time to
+  // first step), the models the run loaded (0 when every one was resident), and each stage's
+  // wall time in order.
+  double time_to_first_step_s = 0.0;
+  int64_t models_loaded = 0;
+  std::vector<std::pair<std::string, double>> stage_seconds;
 };
 
 // Checks the flags on their own (before any file is read): the pipeline name, the prompt and

@@ -134,10 +134,29 @@ TEST(Engine, TheSecondJobReadsNoWeightFileAndEqualsAOneShotRun) {
   expect_same_media(first, second, "job 1 vs job 2");
   expect_same_media(second, one_shot(tiny_job()), "engine vs one-shot");
 
-  // Another seed is another video from the same resident models.
-  const generate::DecodedMedia other = run(engine, tiny_job(8));
-  EXPECT_FALSE(test::same_bits(other.frames, second.frames));
+  // Another seed is another video from the same resident models; the result says so.
+  generate::MemorySink sink;
+  const generate::GenerateResult r = engine.run(tiny_job(8), {}, sink);
+  EXPECT_FALSE(test::same_bits(sink.media().frames, second.frames));
   EXPECT_EQ(engine.cache_stats().loads, after_first.loads);
+  EXPECT_EQ(r.models_loaded, 0);
+  EXPECT_GT(r.time_to_first_step_s, 0.0);
+  std::vector<std::string> stages;
+  for (const auto& [stage, seconds] : r.stage_seconds) {
+    stages.push_back(stage);
+    EXPECT_GE(seconds, 0.0) << stage;
+  }
+  EXPECT_EQ(stages, (std::vector<std::string>{"text encoding", "model loading", "stage 1",
+                                              "audio decode", "video decode"}));
+}
+
+TEST(Engine, TheFirstJobCountsItsLoads) {
+  generate::Engine engine(demo_engine_options());
+  generate::MemorySink sink;
+  const generate::GenerateResult r = engine.run(tiny_job(), {}, sink);
+  EXPECT_EQ(r.models_loaded, engine.cache_stats().loads);
+  EXPECT_GE(r.models_loaded, 4);  // text encoder, transformer, audio and video decoders
+  EXPECT_GT(r.time_to_first_step_s, 0.0);
 }
 
 TEST(Engine, PipelinesShareTheResidentModelsAndStayExact) {
