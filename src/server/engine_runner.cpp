@@ -114,37 +114,26 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
   const Job& job = *item.job;
   RunOutcome outcome;
   const auto t0 = Clock::now();
-  const int64_t loads_before = engine_.cache_stats().loads;
-  const Device device = device_;
-  backend::reset_peak_memory(device);
+  backend::reset_peak_memory(device_);
 
-  double ttfs = -1, text_seconds = 0;
-  json stages = json::array();
   generate::JobControl control;
   control.cancel = item.cancel;
   if (item.deadline != Clock::time_point::max())
     control.deadline = Deadline{item.deadline,
                                 std::chrono::duration<double>(item.deadline - t0).count()};
   control.listener = [&](const generate::ProgressEvent& e) {
-    using Kind = generate::ProgressEvent::Kind;
-    if (e.kind == Kind::StageEnd) {
-      stages.push_back({{"stage", e.stage}, {"seconds", e.stage_seconds}});
-      if (e.stage == "text encoding") text_seconds += e.stage_seconds;
-      return;
-    }
-    if (e.kind == Kind::Step && e.done == 1 && ttfs < 0 &&
-        (e.stage == "stage 1" || e.stage == "stage 2"))
-      ttfs = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (item.progress) item.progress({e.stage, e.kind == Kind::Step ? e.done : 0, e.total});
+    if (e.kind == generate::ProgressEvent::Kind::StageEnd || !item.progress) return;
+    item.progress({e.stage, e.kind == generate::ProgressEvent::Kind::Step ? e.done : 0, e.total});
   };
 
   const std::string output = dir_.output_path(job.id);
+  generate::GenerateResult result;
   try {
     const generate::GenerateOptions o = options_of(job, dir_);
     media::Mp4Options mp4;
     mp4.faststart = true;  // a browser plays it while it downloads
     generate::Mp4Sink sink(output, mp4);
-    engine_.run(o, control, sink);
+    result = engine_.run(o, control, sink);
   } catch (const Cancelled&) {
     std::filesystem::remove(output);
     outcome.status = RunStatus::Cancelled;
@@ -156,21 +145,26 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
     return outcome;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  const int64_t loads = engine_.cache_stats().loads - loads_before;
+  double text_seconds = 0;
+  json stages = json::array();
+  for (const auto& [stage, s] : result.stage_seconds) {
+    stages.push_back({{"stage", stage}, {"seconds", s}});
+    if (stage == "text encoding") text_seconds += s;
+  }
   const double queue_s =
       job.started_at ? *job.started_at - static_cast<double>(job.created_at) : 0.0;
-  log_info("job ", job.id, " ttfs ", fixed(ttfs, 2), " s (queue ", fixed(queue_s, 1),
-           " s, text ", fixed(text_seconds, 2), " s, loads ", loads, "), done in ",
-           fixed(seconds, 2), " s");
+  log_info("job ", job.id, " ttfs ", fixed(result.time_to_first_step_s, 2), " s (queue ",
+           fixed(queue_s, 1), " s, text ", fixed(text_seconds, 2), " s, loads ",
+           result.models_loaded, "), done in ", fixed(seconds, 2), " s");
   outcome.status = RunStatus::Completed;
   outcome.output_file = output;
   outcome.metrics_json =
       json{{"inference_time_s", seconds},
-           {"time_to_first_step_s", ttfs < 0 ? json() : json(ttfs)},
+           {"time_to_first_step_s", result.time_to_first_step_s},
            {"peak_memory_mb",
-            static_cast<double>(backend::memory_stats(device).peak_bytes) / (1024.0 * 1024.0)},
-           {"model_loads", loads},
-           {"device", device.str()},
+            static_cast<double>(backend::memory_stats(device_).peak_bytes) / (1024.0 * 1024.0)},
+           {"models_loaded", result.models_loaded},
+           {"device", device_.str()},
            {"stages", stages}}
           .dump();
   return outcome;
