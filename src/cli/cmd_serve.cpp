@@ -24,6 +24,7 @@
 #include "core/log.h"
 
 #if LTX_WITH_SERVER
+#include "backend/device_query.h"
 #include "generate/engine.h"
 #include "server/engine_runner.h"
 #include "server/http_server.h"
@@ -209,6 +210,16 @@ int run_serve(const ServeCli& c) {
     return std::vector<std::pair<server::Labels, double>>{
         {{}, static_cast<double>(engine.cache_stats().bytes)}};
   });
+  metrics.gauge("ltx_device_memory_bytes",
+                "Memory of the device the models run on: allocated now (live), held from the "
+                "driver or the system (reserved), the most allocated at once (peak).",
+                [device] {
+                  const backend::MemoryStats m = backend::memory_stats(device);
+                  return std::vector<std::pair<server::Labels, double>>{
+                      {{{"kind", "live"}}, static_cast<double>(m.live_bytes)},
+                      {{{"kind", "reserved"}}, static_cast<double>(m.reserved_bytes)},
+                      {{{"kind", "peak"}}, static_cast<double>(m.peak_bytes)}};
+                });
   service.set_status_extra([&engine] {
     const auto s = engine.cache_stats();
     return nlohmann::json{{"model_cache", {{"bytes", s.bytes},
@@ -251,7 +262,7 @@ int run_serve(const ServeCli& c) {
     engine.preload(info.default_pipeline);
     log_info("ltx serve: models loaded in ",
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), " s");
-    service.start();
+    service.start();  // nothing when a signal came meanwhile
     service.set_ready(true);
   } catch (...) {
     signals.wake();

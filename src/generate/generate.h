@@ -28,10 +28,10 @@ class Progress;
 // server's upload), decoded exactly as a file holding those bytes.
 struct ImageFlag {
   std::string path;
-  std::vector<uint8_t> bytes;
   int64_t frame_index = 0;
   double strength = 1.0;
   std::optional<int> crf;
+  std::vector<uint8_t> bytes;  // last, so {path, frame, strength, crf} still initialises one
 };
 
 // A LoRA of an Engine's library (generate/engine.h), by name.

@@ -75,11 +75,14 @@ VideoServer::~VideoServer() {
 }
 
 void VideoServer::start() {
+  std::lock_guard lock(lifecycle_mu_);
+  if (draining_) return;  // a stop came while the models loaded: nothing is to run
   scheduler_.start();
   janitor_ = std::thread([this] { janitor(); });
 }
 
 void VideoServer::drain(std::chrono::milliseconds grace) {
+  std::lock_guard lock(lifecycle_mu_);
   draining_ = true;
   scheduler_.drain(grace);
   events_.stop();

@@ -50,7 +50,8 @@ class VideoServer final : public VideoService, private SchedulerListener {
   ~VideoServer() override;
 
   const RecoverySummary& recovery() const { return store_.recovery(); }
-  // Starts the workers and the janitor; jobs created before wait in the queue.
+  // Starts the workers and the janitor; jobs created before wait in the queue. Does nothing once
+  // drain() was called.
   void start();
   // Whether the models are loaded (GET /ready), and what /ready adds about them (e.g. the model
   // cache's bytes).
@@ -102,6 +103,7 @@ class VideoServer final : public VideoService, private SchedulerListener {
   std::atomic<bool> ready_{false}, draining_{false};
   std::function<nlohmann::json()> status_extra_;
 
+  std::mutex lifecycle_mu_;  // start() and drain(), never taken by the listener's calls
   std::mutex mu_;
   std::set<std::string> deleting_;  // running jobs a DELETE is waiting on
   std::map<std::string, std::string> stage_;  // running job -> its stage

@@ -100,6 +100,80 @@ TEST(ServeProcess, DemoRoundTrip) {
   EXPECT_EQ(s.terminate(), 0) << s.log();
 }
 
+// A running job deleted: gone from the API at once, stopped at its next step, no file left; the
+// engine runs the next job as usual. A full queue answers 429 with Retry-After.
+TEST(ServeProcess, DeleteStopsARunningJobAndAFullQueueAnswers429) {
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"), {"--max-queue", "1"});
+  s.start();
+  const std::string running = create(s, tiny_job("runs long", 100000))["id"];
+  ASSERT_TRUE(wait_until([&] { return retrieve(s, running).value("progress", 0) > 0; }, 120s))
+      << s.log();
+  const std::string queued = create(s, tiny_job("waits"))["id"];
+  auto full = s.client().Post("/v1/videos", tiny_job("one too many").dump(), "application/json");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 429) << full->body;
+  EXPECT_FALSE(full->get_header_value("Retry-After").empty());
+  EXPECT_EQ(json::parse(full->body)["error"]["type"], "rate_limit_error") << full->body;
+
+  auto del = s.client().Delete("/v1/videos/" + running);
+  ASSERT_TRUE(del);
+  ASSERT_EQ(del->status, 200) << del->body;
+  EXPECT_EQ(json::parse(del->body),
+            (json{{"id", running}, {"object", "video.deleted"}, {"deleted", true}}));
+  auto gone = s.client().Get("/v1/videos/" + running);
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status, 404);
+  // The queued job runs once the deleted one has stopped.
+  EXPECT_EQ(wait_done(s, queued)["status"], "completed") << s.log();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("data/outputs/" + running + ".mp4")));
+  EXPECT_EQ(temporaries(dir.file("data")), std::vector<std::string>{});
+  // The counters moved, and the page carries the device's memory.
+  auto metrics = s.client().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("ltx_jobs_total{outcome=\"completed\"} 1"), std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("ltx_device_memory_bytes{kind=\"live\"}"), std::string::npos)
+      << metrics->body;
+  EXPECT_EQ(s.terminate(), 0);
+}
+
+// With a key: every endpoint but /health wants it; bad requests get OpenAI-shaped errors.
+TEST(ServeProcess, ApiKeyAndBadRequests) {
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"),
+                 {"--api-key", "sesame-42"});
+  s.start();
+  auto c = s.client();
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_EQ(c.Get("/v1/models")->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer wrong"}})->status, 401);
+  const httplib::Headers key = {{"Authorization", "Bearer sesame-42"}};
+  EXPECT_EQ(c.Get("/v1/models", key)->status, 200);
+  const auto error_of = [&](const httplib::Result& r, int status) {
+    EXPECT_TRUE(r);
+    if (!r) return json();
+    EXPECT_EQ(r->status, status) << r->body;
+    const json j = json::parse(r->body, nullptr, false);
+    EXPECT_TRUE(j.contains("error")) << r->body;
+    return j.value("error", json::object());
+  };
+  EXPECT_EQ(error_of(c.Post("/v1/videos", key, R"({"seed": 1})", "application/json"), 400)["param"],
+            "prompt");
+  EXPECT_NE(error_of(c.Post("/v1/videos", key, R"({"prompt": "x", "colour": "red"})",
+                            "application/json"),
+                     422)["message"]
+                .get<std::string>()
+                .find("colour"),
+            std::string::npos);
+  const httplib::MultipartFormDataItems not_an_image = {
+      {"prompt", "a cat", "", ""}, {"input_reference", "hello, world", "cat.png", "image/png"}};
+  EXPECT_EQ(error_of(c.Post("/v1/videos", key, not_an_image), 422)["param"], "input_reference");
+  error_of(c.Get("/v1/videos/video_ZZ", key), 404);
+  error_of(c.Get("/v1/videos/..%2F..%2Fetc%2Fpasswd", key), 404);
+  EXPECT_EQ(s.terminate(), 0);
+}
+
 // The second job of the same shape loads nothing: the log's time-to-first-step line says so.
 TEST(ServeProcess, TheSecondJobLoadsNoModel) {
   TempDir dir;

@@ -7,6 +7,8 @@
 #   test     the full test_cuda of this tree
 #   ab       base and this tree alternating: the 768x512 step twice each, 1536x1024 and the VAE once
 #   kernels  ltx bench kernels (every harness) and the op profiler in both modes on the tiny preset
+#   engine   ltx bench engine: jobs per minute through the resident engine (demo bundle), one at a
+#            time vs batches of 4, distilled and one-stage at 768x512, 49 frames
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -68,6 +70,13 @@ for step in "$@"; do
           --iters 1 > "$LOG/profile_$m.txt" 2>&1; echo "profile $m rc=$?"
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels)"; exit 2 ;;
+    engine)
+      for p in distilled one-stage; do
+        ./build-dev/ltx bench engine --device cuda --pipeline $p --size 768x512 --frames 49 \
+          --jobs 8 --batch 1 --batch 4 --out "$LOG/engine_$p.json" > "$LOG/engine_$p.txt" 2>&1
+        echo "engine $p rc=$?"; cat "$LOG/engine_$p.txt" | tail -6
+      done
+      ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine)"; exit 2 ;;
   esac
 done
