@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "generate/generate_test_util.h"
 #include "server/data_dir.h"
@@ -250,6 +251,26 @@ TEST(ServeProcess, SigtermMidJobExitsZeroAndTheJobRunsAfterARestart) {
   ServeProcess s(data, dir.file("cache"), dir.file("serve2.log"));
   s.start();
   EXPECT_EQ(wait_done(s, id, 300s)["status"], "completed") << s.log();
+  EXPECT_EQ(s.terminate(), 0);
+}
+
+// Twenty clients at once, each creating a job, polling it and downloading its video.
+TEST(ServeProcess, TwentyConcurrentClients) {
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"), {"--max-queue", "32"});
+  s.start();
+  std::vector<std::thread> clients;
+  std::vector<std::string> outcome(20);
+  for (int i = 0; i < 20; ++i)
+    clients.emplace_back([&, i] {
+      const json j = create(s, tiny_job("client " + std::to_string(i), 1));
+      if (!j.contains("id")) return;
+      const json done = wait_done(s, j["id"], 300s);
+      const std::string mp4 = done.value("status", "") == "completed" ? content(s, j["id"]) : "";
+      outcome[static_cast<size_t>(i)] = mp4.size() > 8 ? mp4.substr(4, 4) : done.dump();
+    });
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(outcome[static_cast<size_t>(i)], "ftyp") << i;
   EXPECT_EQ(s.terminate(), 0);
 }
 
