@@ -542,8 +542,10 @@ std::string batch_key(const GenerateOptions& options, const ResolvedModels& mode
     return {};
   // A duration head picks the frame count when none is given: known only after the encoding.
   if (!options.num_frames && models.paths.duration_head.given()) return {};
-  return pipelines::batch_key(kind, make_request(options, models, /*read_images=*/false),
-                              models_key);
+  pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/false);
+  // The count the text encoding step settles (frames_request_of): the flag, else the preset's.
+  if (options.num_frames) req.num_frames = *options.num_frames;
+  return pipelines::batch_key(kind, req, models_key);
 }
 
 std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptions> options,
