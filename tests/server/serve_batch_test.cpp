@@ -173,5 +173,44 @@ TEST(ServeBatch, QueuedJobsOfOneShapeRunAsOneBatchAndMatchTheirSoloRuns) {
   EXPECT_EQ(alone.log().find("batch of"), std::string::npos) << alone.log();
 }
 
+
+// A job cancelled while its batch runs ends cancelled with no output; its batch mates complete.
+TEST(ServeBatch, ACancelledMemberEndsCancelledAndItsMatesComplete) {
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"),
+                 {"--max-batch", "4"});
+  s.start();
+  const json blocker = create(s, tiny_job("the blocker", 9, 3.0, 6));
+  ASSERT_TRUE(wait_until([&] { return status_of(s, blocker["id"]) != "queued"; }, 60s)) << s.log();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(create(s, tiny_job("member " + std::to_string(i), i, 3.0, 24))["id"]);
+  // The batch is running once its first member is.
+  ASSERT_TRUE(wait_until([&] { return status_of(s, ids[0]) == "in_progress"; }, 120s)) << s.log();
+  ASSERT_EQ(status_of(s, ids[1]), "in_progress");
+  auto r = s.client().Post("/v1/videos/" + ids[1] + "/cancel", "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const std::string& id : ids)
+          if (!ended(status_of(s, id))) return false;
+        return true;
+      },
+      300s))
+      << s.log();
+  EXPECT_EQ(status_of(s, ids[0]), "completed") << s.log();
+  EXPECT_EQ(status_of(s, ids[1]), "cancelled") << s.log();
+  EXPECT_EQ(status_of(s, ids[2]), "completed") << s.log();
+  auto c = s.client().Get("/v1/videos/" + ids[1] + "/content");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->status, 409);
+  EXPECT_EQ(s.terminate(), 0);
+  const std::string log = s.log();
+  EXPECT_NE(log.find("batch of 3 jobs: ids " + ids[0] + ", " + ids[1] + ", " + ids[2]),
+            std::string::npos)
+      << log;
+}
+
 }  // namespace
 }  // namespace ltx::test
