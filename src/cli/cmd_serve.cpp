@@ -201,7 +201,7 @@ int run_serve(const ServeCli& c) {
       so, server::served_model(info, limits),
       [&](const server::DataDir& dir) {
         std::vector<std::unique_ptr<server::JobRunner>> runners;
-        runners.push_back(std::make_unique<server::EngineRunner>(engine, device, dir));
+        runners.push_back(std::make_unique<server::EngineRunner>(engine, device, dir, &metrics));
         return runners;
       },
       metrics);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <initializer_list>
+#include <iomanip>
+#include <sstream>
 #include <utility>
 
 #include "backend/device_query.h"
@@ -332,16 +334,16 @@ const Engine::Resolved& Engine::resolved_for(const std::string& pipeline) const 
   return it->second;
 }
 
-GenerateResult Engine::run(const GenerateOptions& options, const JobControl& control,
-                           MediaSink& sink) {
+Engine::Prepared Engine::prepare(const GenerateOptions& options) const {
   LTX_CHECK(options.models.empty(),
             "engine: a job cannot name model files; the engine serves the files it was started "
             "with");
-  GenerateOptions job = options;
+  Prepared p{options, resolved_for(options.pipeline)};
+  GenerateOptions& job = p.options;
   job.device = options_.device;
   job.dtype = options_.dtype;
   validate_options(job, /*to_file=*/false);
-  Resolved r = resolved_for(job.pipeline);
+  Resolved& r = p.resolved;
   LTX_CHECK(job.images.empty() || r.images, "pipeline ", job.pipeline,
             ": conditioning images need the video VAE's encoder, which the model files lack");
   LTX_CHECK(
@@ -361,42 +363,150 @@ GenerateResult Engine::run(const GenerateOptions& options, const JobControl& con
     r.models.paths.loras.push_back({it->second, l.strength});
   }
   job.library_loras.clear();
+  return p;
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  const int64_t loads_before = cache_->stats().loads;
+namespace {
+
+// The model files a generation reads, its LoRA set with strengths and its placement: what, beside
+// the request, must match for generations to share a run.
+std::string models_key(const ModelPaths& p, Device device, std::optional<DType> dtype) {
+  std::ostringstream k;
+  k << std::setprecision(17) << "device=" << device.str()
+    << ";dtype=" << (dtype ? dtype_name(*dtype) : "default") << ";transformer=" << p.transformer.path
+    << ";text=" << p.text_encoder.path << ";video_vae=" << p.video_vae.path
+    << ";audio_vae=" << p.audio_vae.path << ";upsampler=" << p.spatial_upsampler.path
+    << ";temporal=" << p.temporal_upsampler.path << ";duration=" << p.duration_head.path;
+  for (const std::string& e : p.embeddings_weight_paths) k << ";embeddings=" << e;
+  for (const LoraSpec& l : p.loras) k << ";lora=" << l.path << "@" << l.strength;
+  if (p.distilled_lora) k << ";distilled=" << p.distilled_lora->path << "@" << p.distilled_lora->strength;
+  if (p.detailing_lora) k << ";detailing=" << p.detailing_lora->path << "@" << p.detailing_lora->strength;
+  return k.str();
+}
+
+}  // namespace
+
+std::string Engine::batch_key(const GenerateOptions& options) const {
+  const Prepared p = prepare(options);
+  return generate::batch_key(p.options, p.resolved.models,
+                             models_key(p.resolved.models.paths, options_.device, options_.dtype));
+}
+
+// Times one generation for its GenerateResult: the time to its first denoising step (from
+// `start`), each stage's wall time; forwards every event to the caller's listener.
+struct Engine::Timing {
+  std::chrono::steady_clock::time_point start;
   std::optional<double> first_step;
   std::vector<std::pair<std::string, double>> stage_seconds;
+
+  void attach(Progress& progress, const JobControl& control) {
+    progress.set_cancel_token(control.cancel);
+    progress.set_deadline(control.deadline);
+    progress.set_listener([this, listener = control.listener](const ProgressEvent& e) {
+      // Steps before the decode are the denoising stages' (the text encoding reports none).
+      if (e.kind == ProgressEvent::Kind::Step && e.done >= 1 && !first_step)
+        first_step =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (e.kind == ProgressEvent::Kind::StageEnd)
+        stage_seconds.emplace_back(e.stage, e.stage_seconds);
+      if (listener) listener(e);
+    });
+  }
+  void fill(GenerateResult& result, int64_t models_loaded) {
+    result.time_to_first_step_s = first_step.value_or(0.0);
+    result.models_loaded = models_loaded;
+    result.stage_seconds = std::move(stage_seconds);
+  }
+};
+
+void Engine::settle_after_failure() {
+  // The models stay valid (a fuser's next apply sets its state); the device finishes the work
+  // already queued before the next job starts.
+  try {
+    backend::synchronize(options_.device);
+  } catch (const std::exception& e) {
+    log_warn("engine: after a failed job the device reports: ", e.what());
+  }
+}
+
+GenerateResult Engine::run(const GenerateOptions& options, const JobControl& control,
+                           MediaSink& sink) {
+  const Prepared p = prepare(options);
+  Timing timing{std::chrono::steady_clock::now(), {}, {}};
+  const int64_t loads_before = cache_->stats().loads;
   Progress progress(nullptr, Progress::Mode::Off);
-  progress.set_cancel_token(control.cancel);
-  progress.set_deadline(control.deadline);
-  progress.set_listener([&](const ProgressEvent& e) {
-    // Steps before the decode are the denoising stages' (the text encoding reports none).
-    if (e.kind == ProgressEvent::Kind::Step && e.done >= 1 && !first_step)
-      first_step = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (e.kind == ProgressEvent::Kind::StageEnd)
-      stage_seconds.emplace_back(e.stage, e.stage_seconds);
-    if (control.listener) control.listener(e);
-  });
+  timing.attach(progress, control);
   ResidentProvider provider(*this);
   try {
-    GenerateResult result = generate_with(job, r.models, provider, progress, sink);
-    result.time_to_first_step_s = first_step.value_or(0.0);
-    result.models_loaded = cache_->stats().loads - loads_before;
-    result.stage_seconds = std::move(stage_seconds);
+    GenerateResult result = generate_with(p.options, p.resolved.models, provider, progress, sink);
+    timing.fill(result, cache_->stats().loads - loads_before);
     log_info("engine: ", result.pipeline, " ", result.decoded.width, "x", result.decoded.height,
              ", ", result.decoded.frames, " frames: time to first step ",
              result.time_to_first_step_s, " s, ", result.models_loaded, " models loaded");
     return result;
   } catch (...) {
-    // The models stay valid (a fuser's next apply sets its state); the device finishes the work
-    // already queued before the next job starts.
-    try {
-      backend::synchronize(options_.device);
-    } catch (const std::exception& e) {
-      log_warn("engine: after a failed job the device reports: ", e.what());
-    }
+    settle_after_failure();
     throw;
   }
+}
+
+std::vector<BatchMemberResult> Engine::run_batch(std::span<const GenerateOptions> options,
+                                                 std::span<const JobControl> controls,
+                                                 std::span<MediaSink* const> sinks) {
+  const size_t n = options.size();
+  LTX_CHECK(n >= 1 && controls.size() == n && sinks.size() == n, "engine batch: ", n,
+            " jobs need as many controls and sinks (got ", controls.size(), " and ", sinks.size(),
+            ")");
+  std::vector<Prepared> prepared;
+  std::vector<GenerateOptions> jobs;
+  std::string key;
+  for (size_t i = 0; i < n; ++i) {
+    prepared.push_back(prepare(options[i]));
+    const Prepared& p = prepared.back();
+    const std::string k = generate::batch_key(
+        p.options, p.resolved.models,
+        models_key(p.resolved.models.paths, options_.device, options_.dtype));
+    LTX_CHECK(!k.empty(), "engine batch: job ", i, " (pipeline ", p.options.pipeline,
+              ") runs alone: its pipeline does not batch, or its frame count or prompt is known "
+              "only when it runs (auto duration, prompt enhancement); run it with run()");
+    if (i == 0) key = k;
+    LTX_CHECK(k == key, "engine batch: job ", i, " cannot share a run with job 0 (batch keys ",
+              "differ: ", k, " vs ", key, "); run them apart");
+    jobs.push_back(p.options);
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t loads_before = cache_->stats().loads;
+  std::vector<Timing> timings(n, Timing{start, {}, {}});
+  std::vector<std::unique_ptr<Progress>> progress;
+  std::vector<Progress*> progress_ptrs;
+  for (size_t i = 0; i < n; ++i) {
+    progress.push_back(std::make_unique<Progress>(nullptr, Progress::Mode::Off));
+    timings[i].attach(*progress.back(), controls[i]);
+    progress_ptrs.push_back(progress.back().get());
+  }
+  ResidentProvider provider(*this);
+  std::vector<BatchMemberResult> results;
+  try {
+    results = generate_batch_with(jobs, prepared.front().resolved.models, provider, progress_ptrs,
+                                  sinks);
+  } catch (...) {
+    settle_after_failure();
+    throw;
+  }
+  const int64_t loads = cache_->stats().loads - loads_before;
+  bool failed = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (results[i].error) {
+      failed = true;
+      continue;
+    }
+    timings[i].fill(results[i].result, loads);
+  }
+  if (failed) settle_after_failure();
+  log_info("engine: batch of ", n, " ", jobs.front().pipeline, " jobs, time to first step ",
+           timings.front().first_step.value_or(0.0), " s, ", loads, " models loaded");
+  return results;
 }
 
 void Engine::preload(const std::string& pipeline) {

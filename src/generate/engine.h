@@ -17,12 +17,13 @@
 // a reload; each stage applies its own set, so every generation gets exact weights and the next
 // one the base weights back, bit for bit.
 //
-// Threads: run() is for one thread at a time (a server runs one worker per device); info() and
+// Threads: run() and run_batch() are for one thread at a time (a server runs one worker per device); info() and
 // cache_stats() may be called from any thread.
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,24 @@ class Engine {
   // DeadlineExceeded when stopped; the cache stays valid after any of them.
   GenerateResult run(const GenerateOptions& options, const JobControl& control, MediaSink& sink);
 
+  // What must match for jobs to share run_batch (generate::batch_key with the engine's model
+  // files, the job's LoRA set and strengths, the device and dtype), or "" when the job runs
+  // alone (a pipeline that does not batch, auto duration, prompt enhancement). Throws as run()
+  // does for bad options.
+  std::string batch_key(const GenerateOptions& options) const;
+
+  // Several jobs of one batch_key in one denoising run (generate_batch_with): each its own prompt,
+  // seed, guidance, images and sink; on the CPU each job's media are bit for bit those run() gives
+  // it alone, on a GPU close to them. controls[i] steers job i; a job stopped during the
+  // denoising keeps its place in the run and its result is dropped (it reports Cancelled /
+  // DeadlineExceeded); the run stops early only when every job was stopped. Errors in one job's
+  // text encoding, images or decode fail that job only. Throws ltx::Error before any work when a
+  // job's options are bad or the jobs cannot share a run (empty or different batch keys: run
+  // them with run()); throws what the shared denoising throws.
+  std::vector<BatchMemberResult> run_batch(std::span<const GenerateOptions> options,
+                                           std::span<const JobControl> controls,
+                                           std::span<MediaSink* const> sinks);
+
   // Loads the models of `pipeline` (the text encoder, transformer, encoder, upsamplers and
   // decoders) ahead of the first run (a server's readiness).
   void preload(const std::string& pipeline);
@@ -103,10 +122,19 @@ class Engine {
 
  private:
   class ResidentProvider;
+  struct Timing;
   struct Resolved {
     ResolvedModels models;
     bool images = true;
   };
+  // A job's options checked and completed with the engine's device, dtype and files (its
+  // library LoRAs among them).
+  struct Prepared {
+    GenerateOptions options;
+    Resolved resolved;
+  };
+  Prepared prepare(const GenerateOptions& options) const;
+  void settle_after_failure();
   EngineOptions options_;
   EngineInfo info_;
   std::map<std::string, Resolved> resolved_;                                 // by pipeline name

@@ -1,6 +1,7 @@
 #include "generate/generate.h"
 
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -272,21 +273,16 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
   return r;
 }
 
-GenerateResult generate_with(const GenerateOptions& options, const ResolvedModels& models,
-                             ModelProvider& provider, Progress& progress, MediaSink& sink) {
-  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
-  // Every model on the one device, in one dtype (generate/placement.h).
-  const nn::LoadOptions where = model_placement(options.device, options.dtype);
-  const ModelPaths& paths = models.paths;
-  const ComponentReport& report = models.report;
-  GenerateResult result;
-  result.pipeline = pipelines::pipeline_name(kind);
-  result.demo = models.demo;
-  const bool needs_video_encoder = pipelines::is_two_stage(kind) || !options.images.empty();
-  const bool needs_temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
+namespace {
 
-  // ---- request: the reference's preset for this model, then the flags
-  pipelines::GenerationRequest req = pipelines::default_request(kind, report.model_version);
+// The request of one generation: the reference's preset for the model, then the options. Images
+// are read (an unreadable one fails here, before the models) only when `read_images`; otherwise
+// they keep their frame index and strength alone (enough for a batch key).
+pipelines::GenerationRequest make_request(const GenerateOptions& options,
+                                          const ResolvedModels& models, bool read_images) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  const ModelPaths& paths = models.paths;
+  pipelines::GenerationRequest req = pipelines::default_request(kind, models.report.model_version);
   if (options.dtype) req.dtype = *options.dtype;  // the latents between the steps
   if (models.demo) {
     req.height = kDemoHeight;
@@ -330,23 +326,25 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     const ImageFlag& im = options.images[i];
     pipelines::ImageConditioning c;
     c.path = im.path;
-    // An unreadable image fails here, before the models.
-    c.image = im.path.empty()
-                  ? media::decode_image(im.bytes.data(), im.bytes.size(), str("image ", i + 1))
-                  : media::read_image(im.path);
+    if (read_images)
+      c.image = im.path.empty()
+                    ? media::decode_image(im.bytes.data(), im.bytes.size(), str("image ", i + 1))
+                    : media::read_image(im.path);
     c.frame_index = im.frame_index;
     c.strength = im.strength;
     c.crf = im.crf;
     req.images.push_back(std::move(c));
   }
+  return req;
+}
 
-  // ---- frame count: --num-frames, or the duration head's prediction after the prompt encoding
-  // (--auto-duration, or LTX-2.5 checkpoints without --num-frames, as the reference). Without a
-  // duration head and without either flag the preset's count is used (the reference requires
-  // --num-frames then).
-  std::shared_ptr<const duration_head::DurationHead> head;
-  if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
-  if (head) log_placement("duration head", where);
+// The frame count's source: --num-frames, or the duration head's prediction after the prompt
+// encoding (--auto-duration, or LTX-2.5 checkpoints without --num-frames, as the reference).
+// Without a duration head and without either flag the preset's count is used (the reference
+// requires --num-frames then).
+duration_head::NumFramesRequest frames_request_of(
+    const GenerateOptions& options, const pipelines::GenerationRequest& req,
+    const duration_head::DurationHead* head) {
   duration_head::NumFramesRequest frames_request = req.num_frames;
   if (options.num_frames || options.auto_duration || head) {
     std::optional<duration_head::AutoDuration> range;
@@ -354,92 +352,101 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
       range =
           duration_head::AutoDuration(options.auto_duration->first, options.auto_duration->second);
     frames_request = duration_head::num_frames_request(options.num_frames, range);
-    duration_head::require_num_frames_source(frames_request, head.get());
+    duration_head::require_num_frames_source(frames_request, head);
   }
+  return frames_request;
+}
 
-  // ---- text
-  progress.stage("text encoding");
+// Encodes the prompt (after enhancement, when asked) and, when the guidance runs an unconditional
+// pass, the negative prompt into `contexts` (f32 on the CPU); sets req.num_frames. Returns the
+// prompt used.
+std::string encode_text(const GenerateOptions& options, text::PromptEncoder& encoder,
+                        const duration_head::DurationHead* head,
+                        const duration_head::NumFramesRequest& frames_request,
+                        const nn::LoadOptions& where, pipelines::GenerationRequest& req,
+                        pipelines::TextContexts& contexts, Progress& progress) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
   std::string prompt = options.prompt;
-  pipelines::TextContexts contexts;
-  {
-    // The text models load on the device (bf16 on a GPU, as the reference runs them); the duration
-    // head reads the contexts there, then they come back to the host in f32 (exact) for the
-    // pipeline, which moves them to the transformer's device once.
-    log_placement("text encoder", where);
-    const std::shared_ptr<text::PromptEncoder> encoder_lease =
-        provider.prompt_encoder(paths, where);
-    text::PromptEncoder& encoder = *encoder_lease;
-    if (options.enhance_prompt) {
-      progress.stage("prompt enhancement");
-      text::EnhanceOptions eo;
-      eo.system_prompt_file = options.enhance_system_prompt_file;
-      eo.seed = static_cast<uint64_t>(req.seed);  // the pipelines pass --seed
-      // A separate enhancer model, or the text encoder itself (Gemma 3; it stays loaded for the
-      // encoding that follows).
-      prompt = options.prompt_enhancer_gemma_root.empty()
-                   ? encoder.enhance(prompt, eo)
-                   : text::enhance_prompt(options.prompt_enhancer_gemma_root, prompt, eo, where);
-      log_info("enhanced prompt: ", prompt);
-      progress.stage("text encoding");
-    }
-    std::vector<std::string> prompts = {prompt};
-    const bool negative =
-        pipelines::uses_guidance(kind) &&
-        (sampling::MultiModalGuider(req.video_guider).do_unconditional_generation() ||
-         sampling::MultiModalGuider(req.audio_guider).do_unconditional_generation());
-    if (negative) prompts.push_back(options.negative_prompt.value_or(kDefaultNegativePrompt));
-    std::vector<text::PromptContext> ctx = encoder.encode(prompts);
-    req.num_frames = duration_head::resolve_num_frames(frames_request, head.get(),
-                                                       ctx[0].video, ctx[0].audio, req.frame_rate);
-    head.reset();
-    for (text::PromptContext& c : ctx) {
-      c.video = c.video.to(Device::cpu(), DType::F32);
-      if (c.audio.defined()) c.audio = c.audio.to(Device::cpu(), DType::F32);
-      if (c.mask.defined()) c.mask = c.mask.to(Device::cpu());
-    }
-    if (std::holds_alternative<duration_head::AutoDuration>(frames_request))
-      log_info("duration head: ", req.num_frames, " frames at ", req.frame_rate, " fps");
-    contexts.video_positive = ctx[0].video;
-    contexts.audio_positive = ctx[0].audio;
-    if (negative) {
-      contexts.video_negative = ctx[1].video;
-      contexts.audio_negative = ctx[1].audio;
-    }
-  }  // the text models are freed here
-  result.prompt = prompt;
-  progress.end_stage();
+  if (options.enhance_prompt) {
+    progress.stage("prompt enhancement");
+    text::EnhanceOptions eo;
+    eo.system_prompt_file = options.enhance_system_prompt_file;
+    eo.seed = static_cast<uint64_t>(req.seed);  // the pipelines pass --seed
+    // A separate enhancer model, or the text encoder itself (Gemma 3; it stays loaded for the
+    // encoding that follows).
+    prompt = options.prompt_enhancer_gemma_root.empty()
+                 ? encoder.enhance(prompt, eo)
+                 : text::enhance_prompt(options.prompt_enhancer_gemma_root, prompt, eo, where);
+    log_info("enhanced prompt: ", prompt);
+    progress.stage("text encoding");
+  }
+  std::vector<std::string> prompts = {prompt};
+  const bool negative =
+      pipelines::uses_guidance(kind) &&
+      (sampling::MultiModalGuider(req.video_guider).do_unconditional_generation() ||
+       sampling::MultiModalGuider(req.audio_guider).do_unconditional_generation());
+  if (negative) prompts.push_back(options.negative_prompt.value_or(kDefaultNegativePrompt));
+  std::vector<text::PromptContext> ctx = encoder.encode(prompts);
+  req.num_frames = duration_head::resolve_num_frames(frames_request, head, ctx[0].video,
+                                                     ctx[0].audio, req.frame_rate);
+  for (text::PromptContext& c : ctx) {
+    c.video = c.video.to(Device::cpu(), DType::F32);
+    if (c.audio.defined()) c.audio = c.audio.to(Device::cpu(), DType::F32);
+    if (c.mask.defined()) c.mask = c.mask.to(Device::cpu());
+  }
+  if (std::holds_alternative<duration_head::AutoDuration>(frames_request))
+    log_info("duration head: ", req.num_frames, " frames at ", req.frame_rate, " fps");
+  contexts.video_positive = ctx[0].video;
+  contexts.audio_positive = ctx[0].audio;
+  if (negative) {
+    contexts.video_negative = ctx[1].video;
+    contexts.audio_negative = ctx[1].audio;
+  }
+  return prompt;
+}
 
-  // ---- diffusion
-  progress.stage("model loading");
+// The denoising models of a generation (held while they are leased) and the pipeline's view of
+// them.
+struct DiffusionModels {
+  std::shared_ptr<StageTransformer> transformer;
+  std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder;
+  std::shared_ptr<const models::upsampler::LatentUpsampler> upsampler, temporal_upsampler;
+  pipelines::Components comp;
+};
+
+// Takes the transformer (with each stage's LoRA set) and the encoder / upsamplers `req` needs
+// from `provider`. `images`: some request conditions on images (the video encoder is needed).
+DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
+                               const pipelines::GenerationRequest& req, bool images,
+                               const nn::LoadOptions& where, Device device,
+                               ModelProvider& provider) {
+  const ModelPaths& paths = models.paths;
+  DiffusionModels m;
   log_placement("transformer (denoising loops)", where);
   std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
-  std::shared_ptr<StageTransformer> transformer = provider.transformer(paths, sets, where);
-  std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder;
-  if (needs_video_encoder) {
-    log_placement(options.images.empty() ? "video encoder (latent statistics)"
-                                         : "video encoder (image conditioning)",
+  m.transformer = provider.transformer(paths, sets, where);
+  if (pipelines::is_two_stage(kind) || images) {
+    log_placement(images ? "video encoder (image conditioning)"
+                         : "video encoder (latent statistics)",
                   where);
-    video_encoder = provider.video_encoder(paths.video_vae.path, where);
+    m.video_encoder = provider.video_encoder(paths.video_vae.path, where);
   }
-  std::shared_ptr<const models::upsampler::LatentUpsampler> upsampler;
   if (pipelines::is_two_stage(kind)) {
     log_placement("spatial latent upsampler", where);
-    upsampler = provider.latent_upsampler(paths.spatial_upsampler.path, where);
+    m.upsampler = provider.latent_upsampler(paths.spatial_upsampler.path, where);
   }
-  std::shared_ptr<const models::upsampler::LatentUpsampler> temporal_upsampler;
-  if (needs_temporal_upsampler) {
+  if (req.temporal_upsample_rounds > 0) {
     log_placement("temporal latent upsampler", where);
-    temporal_upsampler = provider.latent_upsampler(paths.temporal_upsampler.path, where);
+    m.temporal_upsampler = provider.latent_upsampler(paths.temporal_upsampler.path, where);
   }
-  progress.end_stage();
 
-  pipelines::Components comp;
-  comp.transformer = transformer->model.get();
-  if (transformer->fuser) {
+  pipelines::Components& comp = m.comp;
+  comp.transformer = m.transformer->model.get();
+  if (m.transformer->fuser) {
     // Every stage applies its set, identity included: a fuser that outlives this generation (a
     // resident model) may still hold the last one's.
-    comp.stage_transformer = [st = transformer.get(),
-                              &sets](pipelines::Stage stage) -> const tf::LTXModel& {
+    comp.stage_transformer = [st = m.transformer.get(),
+                              sets = std::move(sets)](pipelines::Stage stage) -> const tf::LTXModel& {
       const lora::LoraSet& set = sets[stage_index(stage)];
       if (!set.empty()) log_info("LoRAs of this stage: ", lora::describe(set));
       st->fuser->apply(set);
@@ -450,26 +457,18 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
       LTX_CHECK(lora::is_identity(set), "generate: the transformer was loaded without a LoRA "
                                         "fuser, but a stage applies ", lora::describe(set));
   }
-  comp.video_encoder = video_encoder.get();
-  comp.spatial_upsampler = upsampler.get();
-  comp.temporal_upsampler = temporal_upsampler.get();
-  comp.model_version = report.model_version;
-  comp.device = options.device;
-  pipelines::validate_request(kind, req, comp, &contexts);
-  const pipelines::GenerationResult out = pipelines::run_pipeline(
-      kind, req, comp, contexts, [&](const std::string& stage, int64_t step, int64_t total) {
-        progress.stage(stage);
-        progress.step(step, total);
-      });
-  progress.end_stage();
+  comp.video_encoder = m.video_encoder.get();
+  comp.spatial_upsampler = m.upsampler.get();
+  comp.temporal_upsampler = m.temporal_upsampler.get();
+  comp.model_version = models.report.model_version;
+  comp.device = device;
+  return m;
+}
 
-  // ---- decode (the diffusion models are no longer needed)
-  comp = {};
-  sets.clear();  // the LoRA files
-  transformer.reset();
-  upsampler.reset();
-  temporal_upsampler.reset();
-  video_encoder.reset();
+DecodeResult decode_output(const GenerateOptions& options, const ResolvedModels& models,
+                           const pipelines::GenerationRequest& req,
+                           const pipelines::GenerationResult& out, ModelProvider& provider,
+                           MediaSink& sink, Progress& progress) {
   if (out.generated_keyframes.defined())
     log_info("the ", out.generated_keyframe_positions.size(),
              " generated keyframes are not written (as the reference's scripts)");
@@ -479,10 +478,194 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   dec.fps = out.frame_rate;
   dec.noise_seed = req.seed;
   dec.audio_max_seconds = out.audio_max_seconds;
-  result.decoded = provider.decode(out.video_latent, options.audio ? out.audio_latent : Tensor(),
-                                   paths, sink, dec, &progress);
+  return provider.decode(out.video_latent, options.audio ? out.audio_latent : Tensor(),
+                         models.paths, sink, dec, &progress);
+}
+
+}  // namespace
+
+GenerateResult generate_with(const GenerateOptions& options, const ResolvedModels& models,
+                             ModelProvider& provider, Progress& progress, MediaSink& sink) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  // Every model on the one device, in one dtype (generate/placement.h).
+  const nn::LoadOptions where = model_placement(options.device, options.dtype);
+  const ModelPaths& paths = models.paths;
+  GenerateResult result;
+  result.pipeline = pipelines::pipeline_name(kind);
+  result.demo = models.demo;
+
+  pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
+  std::shared_ptr<const duration_head::DurationHead> head;
+  if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
+  if (head) log_placement("duration head", where);
+  const duration_head::NumFramesRequest frames_request = frames_request_of(options, req, head.get());
+
+  // ---- text
+  progress.stage("text encoding");
+  pipelines::TextContexts contexts;
+  {
+    // The text models load on the device (bf16 on a GPU, as the reference runs them); the duration
+    // head reads the contexts there, then they come back to the host in f32 (exact) for the
+    // pipeline, which moves them to the transformer's device once.
+    log_placement("text encoder", where);
+    const std::shared_ptr<text::PromptEncoder> encoder = provider.prompt_encoder(paths, where);
+    result.prompt = encode_text(options, *encoder, head.get(), frames_request, where, req,
+                                contexts, progress);
+    head.reset();
+  }  // the text models are freed here
+  progress.end_stage();
+
+  // ---- diffusion
+  progress.stage("model loading");
+  DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty(), where,
+                                      options.device, provider);
+  progress.end_stage();
+  pipelines::validate_request(kind, req, dm.comp, &contexts);
+  const pipelines::GenerationResult out = pipelines::run_pipeline(
+      kind, req, dm.comp, contexts, [&](const std::string& stage, int64_t step, int64_t total) {
+        progress.stage(stage);
+        progress.step(step, total);
+      });
+  progress.end_stage();
+
+  // ---- decode (the diffusion models are no longer needed)
+  dm = {};
+  result.decoded = decode_output(options, models, req, out, provider, sink, progress);
   result.frame_rate = out.frame_rate;
   return result;
+}
+
+std::string batch_key(const GenerateOptions& options, const ResolvedModels& models,
+                      const std::string& models_key) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  if (!pipelines::supports_batching(kind) || options.auto_duration || options.enhance_prompt)
+    return {};
+  // A duration head picks the frame count when none is given: known only after the encoding.
+  if (!options.num_frames && models.paths.duration_head.given()) return {};
+  pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/false);
+  // The count the text encoding step settles (frames_request_of): the flag, else the preset's.
+  if (options.num_frames) req.num_frames = *options.num_frames;
+  return pipelines::batch_key(kind, req, models_key);
+}
+
+std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptions> options,
+                                                   const ResolvedModels& models,
+                                                   ModelProvider& provider,
+                                                   std::span<Progress* const> progress,
+                                                   std::span<MediaSink* const> sinks) {
+  const size_t n = options.size();
+  LTX_CHECK(n >= 1 && progress.size() == n && sinks.size() == n, "generate batch: ", n,
+            " jobs need as many progress reporters and sinks (got ", progress.size(), " and ",
+            sinks.size(), ")");
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options[0].pipeline);
+  const Device device = options[0].device;
+  const std::optional<DType> dtype = options[0].dtype;
+  for (size_t i = 0; i < n; ++i)
+    LTX_CHECK(options[i].pipeline == options[0].pipeline && options[i].device == device &&
+                  options[i].dtype == dtype,
+              "generate batch: job ", i, " differs from job 0 in pipeline, device or dtype");
+  const nn::LoadOptions where = model_placement(device, dtype);
+  const ModelPaths& paths = models.paths;
+
+  std::vector<BatchMemberResult> results(n);
+  std::vector<pipelines::GenerationRequest> reqs(n);
+  std::vector<pipelines::TextContexts> contexts(n);
+  const auto live = [&](size_t i) { return !results[i].error; };
+  const auto any_live = [&] {
+    for (size_t i = 0; i < n; ++i)
+      if (live(i)) return true;
+    return false;
+  };
+  // Runs `f` for job i; what it throws (an error, a stop) ends that job only.
+  const auto for_job = [&](size_t i, const auto& f) {
+    try {
+      f();
+    } catch (const Error&) {
+      results[i].error = std::current_exception();
+    }
+  };
+
+  // ---- requests and text, per job
+  std::shared_ptr<const duration_head::DurationHead> head;
+  if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
+  {
+    log_placement("text encoder", where);
+    const std::shared_ptr<text::PromptEncoder> encoder = provider.prompt_encoder(paths, where);
+    for (size_t i = 0; i < n; ++i)
+      for_job(i, [&] {
+        results[i].result.pipeline = pipelines::pipeline_name(kind);
+        results[i].result.demo = models.demo;
+        progress[i]->stage("text encoding");
+        reqs[i] = make_request(options[i], models, /*read_images=*/true);
+        const duration_head::NumFramesRequest frames = frames_request_of(options[i], reqs[i], head.get());
+        results[i].result.prompt = encode_text(options[i], *encoder, head.get(), frames, where,
+                                               reqs[i], contexts[i], *progress[i]);
+        progress[i]->end_stage();
+      });
+    head.reset();
+  }
+  if (!any_live()) return results;
+
+  // ---- diffusion, shared
+  std::vector<size_t> members;
+  for (size_t i = 0; i < n; ++i)
+    if (live(i)) members.push_back(i);
+  for (size_t i : members) for_job(i, [&] { progress[i]->stage("model loading"); });
+  DiffusionModels dm = load_diffusion(kind, models, reqs[members[0]],
+                                      !options[members[0]].images.empty(), where, device, provider);
+  for (size_t i : members) for_job(i, [&] { progress[i]->end_stage(); });
+  std::vector<pipelines::GenerationRequest> batch_reqs;
+  std::vector<pipelines::TextContexts> batch_ctx;
+  members.clear();
+  for (size_t i = 0; i < n; ++i)
+    if (live(i)) {
+      members.push_back(i);
+      batch_reqs.push_back(reqs[i]);
+      batch_ctx.push_back(contexts[i]);
+    }
+  if (members.empty()) return results;
+  // Every member hears the shared steps. A member that is stopped (its token, its deadline) stops
+  // hearing them at once, but stays in the run: the pipeline joined the states when the stage
+  // began, so its sample is denoised to the end and then dropped. The run stops only when every
+  // member was stopped.
+  const auto on_step = [&](const std::string& stage, int64_t step, int64_t total) {
+    std::exception_ptr last;
+    bool someone = false;
+    for (size_t i : members) {
+      if (!live(i)) continue;
+      try {
+        progress[i]->stage(stage);
+        progress[i]->step(step, total);
+        someone = true;
+      } catch (const Cancelled&) {
+        results[i].error = last = std::current_exception();
+      }
+    }
+    if (!someone) std::rethrow_exception(last ? last : results[members[0]].error);
+  };
+  std::vector<pipelines::GenerationResult> outs;
+  try {
+    outs = pipelines::run_pipeline_batch(kind, batch_reqs, dm.comp, batch_ctx, on_step);
+  } catch (const Cancelled&) {
+    // Every member was stopped: each keeps its own reason.
+    for (size_t i : members)
+      if (live(i)) results[i].error = std::current_exception();
+    return results;
+  }
+  for (size_t i : members) for_job(i, [&] { if (live(i)) progress[i]->end_stage(); });
+
+  // ---- decode, per job (the diffusion models are no longer needed)
+  dm = {};
+  for (size_t k = 0; k < members.size(); ++k) {
+    const size_t i = members[k];
+    if (!live(i)) continue;
+    for_job(i, [&] {
+      results[i].result.decoded = decode_output(options[i], models, reqs[i], outs[k], provider,
+                                                *sinks[i], *progress[i]);
+      results[i].result.frame_rate = outs[k].frame_rate;
+    });
+  }
+  return results;
 }
 
 namespace {

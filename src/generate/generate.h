@@ -8,7 +8,9 @@
 // Every model is loaded when its step needs it and freed after, as the reference's blocks do.
 // Errors are ltx::Error with the flag or file at fault; the output file only appears on success.
 #include <cstdint>
+#include <exception>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,6 +140,37 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
 // read: `models` says which files). The media go to `sink`.
 GenerateResult generate_with(const GenerateOptions& options, const ResolvedModels& models,
                              ModelProvider& provider, Progress& progress, MediaSink& sink);
+
+// What must match for generations to share one denoising run (pipelines::batch_key of the
+// request the options make, with `models_key`: the caller's description of the model files, LoRA
+// set and placement), or "" when the generation runs alone: a pipeline that does not batch, an
+// auto duration or a duration head choosing the frame count (known only after the text
+// encoding), an enhanced prompt. `options` must have passed validate_options.
+std::string batch_key(const GenerateOptions& options, const ResolvedModels& models,
+                      const std::string& models_key);
+
+// One member of a batch: its result, or why it has none (an ltx::Error of its own, or
+// Cancelled / DeadlineExceeded when it was stopped).
+struct BatchMemberResult {
+  GenerateResult result;
+  std::exception_ptr error;
+};
+
+// Several generations of one batch_key on the same models, as generate_with runs each but with
+// one denoising run for all (pipelines::run_pipeline_batch): the text encoding (each its own
+// prompt and negative prompt) and the decode (each into its own sink) stay per member. On the CPU
+// each member's media are bit for bit those of generate_with alone.
+// progress[i] steers member i: its cancel token / deadline and listener. Every member hears the
+// shared denoising steps. A member stopped during its text encoding or decode ends there; one
+// stopped during the denoising stops hearing steps at once but its sample stays in the run to the
+// end (the pipeline joins the states per stage) and is then dropped. The run stops early only
+// when every member was stopped. An error in one member's text encoding, images or decode fails
+// that member only; an error of the shared denoising throws (every member fails).
+std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptions> options,
+                                                   const ResolvedModels& models,
+                                                   ModelProvider& provider,
+                                                   std::span<Progress* const> progress,
+                                                   std::span<MediaSink* const> sinks);
 
 // The reference's default negative prompt (DEFAULT_NEGATIVE_PROMPT, a model input: kept verbatim).
 extern const char* const kDefaultNegativePrompt;

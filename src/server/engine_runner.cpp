@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "backend/device_query.h"
@@ -103,48 +106,125 @@ ProgressPlan EngineRunner::progress_plan(const Job& job) {
   return ProgressPlan(std::move(stages));
 }
 
+generate::JobControl EngineRunner::control_of(const RunItem& item,
+                                              std::chrono::steady_clock::time_point t0) {
+  generate::JobControl control;
+  control.cancel = item.cancel;
+  if (item.deadline != std::chrono::steady_clock::time_point::max())
+    control.deadline = Deadline{item.deadline,
+                                std::chrono::duration<double>(item.deadline - t0).count()};
+  control.listener = [progress = item.progress](const generate::ProgressEvent& e) {
+    if (e.kind == generate::ProgressEvent::Kind::StageEnd || !progress) return;
+    progress({e.stage, e.kind == generate::ProgressEvent::Kind::Step ? e.done : 0, e.total});
+  };
+  return control;
+}
+
 std::vector<RunOutcome> EngineRunner::run(const std::vector<RunItem>& items) {
+  if (items.size() > 1) {
+    if (auto options = batchable(items)) return run_batch(items, *options);
+  }
   std::vector<RunOutcome> out;
-  for (const RunItem& item : items) out.push_back(run_one(item));
+  for (const RunItem& item : items) {
+    if (metrics_ != nullptr) metrics_->observe("ltx_batch_size", 1);
+    out.push_back(run_one(item));
+  }
   return out;
 }
 
-RunOutcome EngineRunner::run_one(const RunItem& item) {
-  using Clock = std::chrono::steady_clock;
-  const Job& job = *item.job;
-  RunOutcome outcome;
-  const auto t0 = Clock::now();
-  backend::reset_peak_memory(device_);
-
-  generate::JobControl control;
-  control.cancel = item.cancel;
-  if (item.deadline != Clock::time_point::max())
-    control.deadline = Deadline{item.deadline,
-                                std::chrono::duration<double>(item.deadline - t0).count()};
-  control.listener = [&](const generate::ProgressEvent& e) {
-    if (e.kind == generate::ProgressEvent::Kind::StageEnd || !item.progress) return;
-    item.progress({e.stage, e.kind == generate::ProgressEvent::Kind::Step ? e.done : 0, e.total});
-  };
-
-  const std::string output = dir_.output_path(job.id);
-  generate::GenerateResult result;
+std::optional<std::vector<generate::GenerateOptions>> EngineRunner::batchable(
+    const std::vector<RunItem>& items) const {
+  // The scheduler groups by the request's batch key, which is at least as strict as the engine's
+  // (video_request.cpp); the engine's is checked too, so that a disagreement costs a batch, never
+  // a result. A job whose options the engine rejects fails alone in run_one.
+  std::vector<generate::GenerateOptions> options;
+  std::string key;
   try {
-    const generate::GenerateOptions o = options_of(job, dir_);
-    media::Mp4Options mp4;
-    mp4.faststart = true;  // a browser plays it while it downloads
-    generate::Mp4Sink sink(output, mp4);
-    result = engine_.run(o, control, sink);
+    for (const RunItem& item : items) {
+      options.push_back(options_of(*item.job, dir_));
+      const std::string k = engine_.batch_key(options.back());
+      if (k.empty() || (!key.empty() && k != key)) {
+        log_info("jobs ", item.job->id, " and ", items.front().job->id,
+                 " cannot share a denoising run; they run one after another");
+        return std::nullopt;
+      }
+      key = k;
+    }
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return options;
+}
+
+namespace {
+
+// What a job is told for the exception that ended it.
+RunOutcome outcome_of(std::exception_ptr error) {
+  RunOutcome outcome;
+  try {
+    std::rethrow_exception(error);
   } catch (const Cancelled&) {
-    std::filesystem::remove(output);
     outcome.status = RunStatus::Cancelled;
-    return outcome;
   } catch (const Error& e) {
-    std::filesystem::remove(output);
     outcome.status = RunStatus::Failed;
     outcome.error = {"generation_error", e.what()};
-    return outcome;
   }
+  return outcome;
+}
+
+}  // namespace
+
+std::vector<RunOutcome> EngineRunner::run_batch(
+    const std::vector<RunItem>& items, const std::vector<generate::GenerateOptions>& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  backend::reset_peak_memory(device_);
+  std::vector<generate::JobControl> controls;
+  std::vector<std::string> outputs;
+  std::vector<std::unique_ptr<generate::Mp4Sink>> sinks;
+  std::vector<generate::MediaSink*> sink_ptrs;
+  media::Mp4Options mp4;
+  mp4.faststart = true;  // a browser plays it while it downloads
+  for (const RunItem& item : items) {
+    controls.push_back(control_of(item, t0));
+    outputs.push_back(dir_.output_path(item.job->id));
+    sinks.push_back(std::make_unique<generate::Mp4Sink>(outputs.back(), mp4));
+    sink_ptrs.push_back(sinks.back().get());
+  }
+  std::vector<RunOutcome> out(items.size());
+  std::vector<generate::BatchMemberResult> results;
+  try {
+    results = engine_.run_batch(options, controls, sink_ptrs);
+  } catch (const Error&) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      out[i] = outcome_of(std::current_exception());
+      std::filesystem::remove(outputs[i]);
+    }
+    return out;
+  }
+  sinks.clear();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double peak_mb =
+      static_cast<double>(backend::memory_stats(device_).peak_bytes) / (1024.0 * 1024.0);
+  std::string ids;
+  for (size_t i = 0; i < items.size(); ++i) {
+    ids += (i ? ", " : "") + items[i].job->id;
+    if (results[i].error) {
+      out[i] = outcome_of(results[i].error);
+      std::filesystem::remove(outputs[i]);
+      continue;
+    }
+    out[i] = completed(*items[i].job, results[i].result, outputs[i], seconds, peak_mb,
+                       static_cast<int64_t>(items.size()));
+  }
+  log_info("batch of ", items.size(), " jobs: ids ", ids, ", ", fixed(seconds, 2), " s");
+  if (metrics_ != nullptr) metrics_->observe("ltx_batch_size", static_cast<double>(items.size()));
+  return out;
+}
+
+RunOutcome EngineRunner::completed(const Job& job, const generate::GenerateResult& result,
+                                   const std::string& output, double seconds, double peak_mb,
+                                   int64_t batch_size) {
   double text_seconds = 0;
   json stages = json::array();
   for (const auto& [stage, s] : result.stage_seconds) {
@@ -155,19 +235,46 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
       job.started_at ? *job.started_at - static_cast<double>(job.created_at) : 0.0;
   log_info("job ", job.id, " ttfs ", fixed(result.time_to_first_step_s, 2), " s (queue ",
            fixed(queue_s, 1), " s, text ", fixed(text_seconds, 2), " s, loads ",
-           result.models_loaded, "), done in ", fixed(seconds, 2), " s");
+           result.models_loaded, "), done in ", fixed(seconds, 2), " s",
+           batch_size > 1 ? str(" (batch of ", batch_size, ")") : std::string());
+  RunOutcome outcome;
   outcome.status = RunStatus::Completed;
   outcome.output_file = output;
-  outcome.metrics_json =
-      json{{"inference_time_s", seconds},
-           {"time_to_first_step_s", result.time_to_first_step_s},
-           {"peak_memory_mb",
-            static_cast<double>(backend::memory_stats(device_).peak_bytes) / (1024.0 * 1024.0)},
-           {"models_loaded", result.models_loaded},
-           {"device", device_.str()},
-           {"stages", stages}}
-          .dump();
+  json metrics{{"inference_time_s", seconds},
+               {"time_to_first_step_s", result.time_to_first_step_s},
+               {"peak_memory_mb", peak_mb},
+               {"models_loaded", result.models_loaded},
+               {"device", device_.str()},
+               {"stages", stages}};
+  if (batch_size > 1) metrics["batch_size"] = batch_size;
+  outcome.metrics_json = metrics.dump();
   return outcome;
+}
+
+RunOutcome EngineRunner::run_one(const RunItem& item) {
+  using Clock = std::chrono::steady_clock;
+  const Job& job = *item.job;
+  const auto t0 = Clock::now();
+  backend::reset_peak_memory(device_);
+  const generate::JobControl control = control_of(item, t0);
+
+  const std::string output = dir_.output_path(job.id);
+  generate::GenerateResult result;
+  try {
+    const generate::GenerateOptions o = options_of(job, dir_);
+    media::Mp4Options mp4;
+    mp4.faststart = true;  // a browser plays it while it downloads
+    generate::Mp4Sink sink(output, mp4);
+    result = engine_.run(o, control, sink);
+  } catch (const Error&) {
+    std::filesystem::remove(output);
+    return outcome_of(std::current_exception());
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return completed(job, result, output, seconds,
+                   static_cast<double>(backend::memory_stats(device_).peak_bytes) /
+                       (1024.0 * 1024.0),
+                   1);
 }
 
 }  // namespace ltx::server

@@ -4,12 +4,15 @@
 // Each job's time to first step (from the run's start to the first denoising step) and the model
 // loads it needed are logged:
 //   job video_… ttfs 0.41 s (queue 3.2 s, text 0.30 s, loads 0)
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "generate/engine.h"
 #include "server/data_dir.h"
 #include "server/job_runner.h"
+#include "server/metrics.h"
 #include "server/video_request.h"
 
 namespace ltx::server {
@@ -17,19 +20,35 @@ namespace ltx::server {
 class EngineRunner final : public JobRunner {
  public:
   // `engine` (running on `device`) and `dir` outlive the runner.
-  EngineRunner(generate::Engine& engine, Device device, const DataDir& dir)
-      : engine_(engine), device_(device), dir_(dir) {}
+  // `metrics` (optional, outliving the runner): each run's job count goes to ltx_batch_size.
+  EngineRunner(generate::Engine& engine, Device device, const DataDir& dir,
+               Metrics* metrics = nullptr)
+      : engine_(engine), device_(device), dir_(dir), metrics_(metrics) {}
 
   ProgressPlan progress_plan(const Job& job) override;
-  // The jobs of a batch run one after another (each as it would run alone).
+  // Several jobs run as one Engine::run_batch when the engine agrees they can share a run (its
+  // batch keys are equal and non-empty), else one after another as each would run alone. Each
+  // job gets its own MP4 and outcome; a batch logs one line:
+  //   batch of 4 jobs: ids video_…, video_…, video_…, video_…, 3.21 s
   std::vector<RunOutcome> run(const std::vector<RunItem>& items) override;
 
  private:
+  static generate::JobControl control_of(const RunItem& item,
+                                         std::chrono::steady_clock::time_point t0);
+  // Every item's options when the engine can run them as one batch, else nullopt.
+  std::optional<std::vector<generate::GenerateOptions>> batchable(
+      const std::vector<RunItem>& items) const;
+  std::vector<RunOutcome> run_batch(const std::vector<RunItem>& items,
+                                    const std::vector<generate::GenerateOptions>& options);
   RunOutcome run_one(const RunItem& item);
+  RunOutcome completed(const Job& job, const generate::GenerateResult& result,
+                       const std::string& output, double seconds, double peak_mb,
+                       int64_t batch_size);
 
   generate::Engine& engine_;
   Device device_;
   const DataDir& dir_;
+  Metrics* metrics_ = nullptr;
 };
 
 // What requests may ask of the engine's model: its id, pipelines with their defaults, the LoRA

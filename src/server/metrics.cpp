@@ -56,6 +56,9 @@ Metrics::Metrics() {
           "Time from a job's start to its first denoising step.", kJobBuckets);
   declare("ltx_step_duration_seconds", "histogram", "Wall time of one denoising step, by stage.",
           kStepBuckets);
+  declare("ltx_batch_size", "histogram",
+          "Jobs the engine ran together, one observation per run (1: a job alone).",
+          {1, 2, 3, 4, 6, 8, 12, 16});
 }
 
 void Metrics::declare(const std::string& name, const std::string& type, const std::string& help,

@@ -485,11 +485,18 @@ std::string number_text(double v) {
 }
 
 // The key that says which jobs may share a batch (docs/design/server.md slice 12): everything
-// that fixes the shape of the denoising or the passes it runs. Guidance scales and images'
-// strengths differ per sample; which guidance passes run does not.
+// that fixes the shape of the denoising or the passes it runs. Guidance scales differ per sample;
+// which guidance passes run does not. It is at least as strict as the engine's
+// (generate::Engine::batch_key, over pipelines::batch_key): every field of that key is here or
+// follows from the served model and these fields (a guidance value left to the preset keys
+// apart from one given, even an equal one), and where the engine never batches (pipelines
+// without batching, auto duration, prompt enhancement) the key is empty. The engine runner
+// checks the engine's key too, so a disagreement costs a batch, never a result.
 std::string make_batch_key(const VideoRequest& r) {
   const generate::GenerateOptions& o = r.options;
   if (o.auto_duration) return {};  // its frame count is known only when it runs
+  if (o.enhance_prompt) return {};  // its prompt is known only when it runs
+  if (!pipelines::supports_batching(pipelines::parse_pipeline_kind(o.pipeline))) return {};
   std::ostringstream k;
   k << std::setprecision(17) << r.model << "|" << o.pipeline << "|" << r.size << "|"
     << o.num_frames.value_or(0) << "f|" << o.frame_rate.value_or(0)
@@ -512,7 +519,7 @@ std::string make_batch_key(const VideoRequest& r) {
       k << "preset";
   }
   k << "|images=";
-  for (const auto& im : r.images) k << im.frame_index << ".";
+  for (const auto& im : r.images) k << im.frame_index << "@" << im.strength << ".";
   k << "|loras=";
   for (const auto& l : r.loras) k << l.name << "@" << l.strength << ".";
   const auto opt = [&](const char* n, const auto& v) {

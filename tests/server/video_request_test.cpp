@@ -621,6 +621,21 @@ TEST(VideoRequest, BatchKeySeparatesShapesNotPrompts) {
   EXPECT_NE(base, key({{"video_stg_guidance_scale", 0}}));
   // guidance scales are per sample: two jobs with CFG on share a key
   EXPECT_EQ(key({{"guidance_scale", 3}}), key({{"guidance_scale", 5}}));
+  // Where the engine never batches, the job runs alone.
+  EXPECT_TRUE(key({{"pipeline", "two-stage-hq"}}).empty());
+  EXPECT_TRUE(key({{"enhance_prompt", true}}).empty());
+}
+
+TEST(VideoRequest, BatchKeySeparatesImageStrengths) {
+  if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
+  const auto key = [](const char* strength) {
+    return parse(form({text("prompt", "x"), file("images[][image]", png()),
+                       text("images[][frame_index]", "0"), text("images[][strength]", strength)}))
+        .batch_key;
+  };
+  // The strength sets the sample's denoise mask, which the pipeline's batch key fixes.
+  EXPECT_NE(key("1"), key("0.5"));
+  EXPECT_EQ(key("0.5"), key("0.5"));
 }
 
 TEST(VideoRequest, StoredJsonRoundTripWithoutImageBytes) {
