@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench/engine_throughput.h"
 #include "bench/kernel_timings.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -41,6 +42,10 @@ struct BenchCliOptions {
   bool json = false;
   std::string out;
   std::vector<std::string> filters;  // `kernels` only
+  // `engine` only
+  std::string pipeline = "distilled";
+  int64_t jobs = 8, steps = 0;
+  std::vector<int64_t> batches;
 };
 
 // The options of the model benchmarks, which `ltx bench kernels` does not take.
@@ -49,6 +54,9 @@ const char* const kModelBenchOptions[] = {
     "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share", "--per-token-timesteps",
     "--image-conditioned", "--decode-free-gib", "--warmup", "--iters", "--seed", "--official",
     "--official-section", "--gemm-tflops", "--attention-tflops"};
+
+// The options `ltx bench engine` takes besides --device, --size, --frames, --json and --out.
+const char* const kEngineOptions[] = {"--pipeline", "--jobs", "--batch", "--steps"};
 
 bench::BenchOptions to_options(const BenchCliOptions& c) {
   bench::BenchOptions o;
@@ -95,6 +103,8 @@ int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench kernels` (it takes --filter, --device, --json and --out)");
+  for (const char* name : kEngineOptions)
+    LTX_CHECK(sub.count(name) == 0, name, " applies to `ltx bench engine` only");
   const std::vector<std::string> harnesses = bench::select_kernel_harnesses(c.filters);
   const Device device = parse_device(c.device.empty() ? "cuda" : c.device, "--device");
   const std::vector<bench::KernelTiming> rows =
@@ -107,7 +117,42 @@ int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
   return 0;
 }
 
-int run_bench(const BenchCliOptions& c) {
+int run_engine(const BenchCliOptions& c, const CLI::App& sub) {
+  for (const char* name : kModelBenchOptions)
+    LTX_CHECK(std::string(name) == "--frames" || std::string(name) == "--size" || sub.count(name) == 0,
+              name, " does not apply to `ltx bench engine` (it takes --pipeline, --size, --frames, "
+                    "--steps, --jobs, --batch, --device, --json and --out)");
+  LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
+  LTX_CHECK(c.sizes.size() <= 1, "`ltx bench engine` takes one --size");
+  bench::EngineThroughputOptions o;
+  o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
+  o.pipeline = c.pipeline;
+  if (!c.sizes.empty()) {
+    const auto size = bench::parse_video_size(c.sizes[0], "--size");
+    o.width = size.width;
+    o.height = size.height;
+  }
+  if (c.frames != 0) o.frames = c.frames;
+  o.steps = c.steps;
+  o.jobs = c.jobs;
+  if (!c.batches.empty()) o.batches = c.batches;
+  const auto rows = bench::run_engine_throughput(o, [&](const bench::EngineThroughputRow& r) {
+    if (!c.json)
+      std::fprintf(stderr, "batch %lld: %.2f s for %lld jobs\n", static_cast<long long>(r.batch),
+                   r.seconds, static_cast<long long>(r.jobs));
+  });
+  const std::string json = bench::engine_throughput_json(o, rows).dump(2) + "\n";
+  if (!c.out.empty()) write_text_atomically(c.out, json);
+  if (c.json)
+    std::cout << json << std::flush;
+  else
+    std::cout << bench::format_engine_throughput(o, rows) << std::flush;
+  return 0;
+}
+
+int run_bench(const BenchCliOptions& c, const CLI::App& sub) {
+  for (const char* name : kEngineOptions)
+    LTX_CHECK(sub.count(name) == 0, name, " applies to `ltx bench engine` only");
   LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
   const bench::BenchOptions o = to_options(c);
   const bench::BenchTarget target = c.what == "transformer" ? bench::BenchTarget::Transformer
@@ -137,9 +182,10 @@ Command add_bench(CLI::App& app) {
   auto o = std::make_shared<BenchCliOptions>();
   sub->add_option("what", o->what,
                   "all (default), transformer, vae (conv VAE decode), diffdec (LTX-2.5 diffusion video "
-                  "decode), flops (shapes and FLOP floors only, runs nothing), or kernels (single CUDA "
-                  "kernels on the full-size shapes)")
-      ->check(CLI::IsMember({"all", "transformer", "vae", "diffdec", "flops", "kernels"}));
+                  "decode), flops (shapes and FLOP floors only, runs nothing), kernels (single CUDA "
+                  "kernels on the full-size shapes), or engine (jobs per minute through the resident "
+                  "engine on the demo bundle, one at a time vs batched)")
+      ->check(CLI::IsMember({"all", "transformer", "vae", "diffdec", "flops", "kernels", "engine"}));
   std::string presets;
   for (const std::string& p : bench::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   sub->add_option("--preset", o->preset, "Model preset: " + presets + " (default ltx23-22b)")
@@ -190,10 +236,16 @@ Command add_bench(CLI::App& app) {
   for (const std::string& h : bench::kernel_harness_names())
     harnesses += (harnesses.empty() ? "" : ", ") + h;
   sub->add_option("--filter", o->filters, "kernels: run only this harness (repeatable): " + harnesses);
+  sub->add_option("--pipeline", o->pipeline, "engine: the pipeline (default distilled)");
+  sub->add_option("--jobs", o->jobs, "engine: jobs timed per batch size (default 8)");
+  sub->add_option("--batch", o->batches, "engine: batch sizes to time (repeatable; default 1 and 4)");
+  sub->add_option("--steps", o->steps, "engine: stage-1 steps of a guided pipeline (default: its own)");
   sub->add_flag("--json", o->json, "Print the full JSON report instead of the table");
   sub->add_option("--out", o->out, "Also write the JSON report to this file");
   return {sub, [o, sub]() -> int {
-            return o->what == "kernels" ? run_kernels(*o, *sub) : run_bench(*o);
+            if (o->what == "kernels") return run_kernels(*o, *sub);
+            if (o->what == "engine") return run_engine(*o, *sub);
+            return run_bench(*o, *sub);
           }};
 }
 

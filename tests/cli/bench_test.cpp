@@ -217,3 +217,44 @@ TEST(BenchCli, KernelsWithoutABackendOrGpuSaysSo) {
 
 }  // namespace
 }  // namespace ltx
+
+namespace ltx {
+namespace {
+
+// `ltx bench engine` on the demo bundle at a tiny size: a row per batch size in the JSON report,
+// and the checks of its flags.
+TEST(BenchEngineCli, TimesEachBatchSizeOnTheDemoBundle) {
+  TempDir dir;
+  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
+  const auto r = test::run_ltx(dir, {"--quiet", "bench", "engine", "--pipeline", "one-stage",
+                                     "--size", "64x64", "--frames", "9", "--steps", "1", "--jobs",
+                                     "2", "--batch", "1", "--batch", "2", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["pipeline"], "one-stage");
+  ASSERT_EQ(j["rows"].size(), 2u) << r.out;
+  EXPECT_EQ(j["rows"][0]["batch"], 1);
+  EXPECT_EQ(j["rows"][1]["batch"], 2);
+  for (const auto& row : j["rows"]) EXPECT_GT(row["jobs_per_minute"].get<double>(), 0) << r.out;
+}
+
+TEST(BenchEngineCli, BadFlagsFailWithAMessage) {
+  TempDir dir;
+  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
+  const std::vector<std::string> base = {"bench", "engine", "--size", "64x64", "--frames", "9"};
+  auto r = test::run_ltx(dir, with(base, {"--jobs", "4", "--batch", "3"}));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--batch 3: must divide --jobs 4"), std::string::npos) << r.err;
+  r = test::run_ltx(dir, with(base, {"--pipeline", "two-stage-hq", "--jobs", "2", "--batch", "2"}));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("does not batch"), std::string::npos) << r.err;
+  r = test::run_ltx(dir, with(base, {"--guided"}));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--guided does not apply to `ltx bench engine`"), std::string::npos) << r.err;
+  r = test::run_ltx(dir, {"bench", "transformer", "--preset", "tiny", "--jobs", "2"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--jobs applies to `ltx bench engine` only"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ltx
