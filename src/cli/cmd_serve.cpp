@@ -59,6 +59,7 @@ struct ServeCli {
   int64_t max_width = 2048, max_height = 2048, max_frames = 257;
 };
 
+#if LTX_WITH_SERVER
 // "40G", "512M", "1073741824": bytes.
 int64_t parse_bytes(const std::string& s, const std::string& flag) {
   if (s.empty()) return 0;
@@ -77,7 +78,6 @@ int64_t parse_bytes(const std::string& s, const std::string& flag) {
   return static_cast<int64_t>(v * static_cast<double>(unit));
 }
 
-#if LTX_WITH_SERVER
 // A signal may land on any thread (OpenBLAS and the HTTP pool start their own), so the handler only
 // writes a byte to a pipe; a watcher thread reads it and drains the server from ordinary code. A
 // second signal ends the process at once (the job store is safe against that).
