@@ -1,5 +1,5 @@
 #pragma once
-// The JSON bodies of the video API (docs/design/server.md (a)): the Video object, the list page,
+// The JSON bodies of the video API (docs/SERVER.md, "Endpoints"): the Video object, the list page,
 // the delete answer and the model list. The Video object has every field of the OpenAI SDK's
 // `Video` type (id, object, model, status, progress, created_at, completed_at, expires_at, error,
 // prompt, remixed_from_video_id, seconds, size) and then ours: the settings used, timings,

@@ -3,7 +3,7 @@
 // address, with the routes the server registers on it. Debian's cpp-httplib is a compiled library;
 // its header is only included here and in the route files, built with the Cflags pkg-config gives.
 //
-// What every route gets from this layer (docs/design/server.md, "HTTP"):
+// What every route gets from this layer (docs/SERVER.md, "Security"):
 //   - a bounded thread pool, keep-alive and read/write timeouts, a request body limit (413);
 //   - an `x-request-id` on every response, and `X-Content-Type-Options: nosniff`;
 //   - errors as the OpenAI-shaped JSON of ApiError: a handler throws ApiError (its status, body and

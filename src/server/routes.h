@@ -1,5 +1,5 @@
 #pragma once
-// The routes of `ltx serve` (docs/design/server.md, (a)): /v1/videos*, /v1/models, /health,
+// The routes of `ltx serve` (docs/SERVER.md, "Endpoints"): /v1/videos*, /v1/models, /health,
 // /ready, /metrics and the web page, registered on an HttpServer over a VideoService. The routes
 // hold no state of their own beyond the counts of open event streams and sync waits.
 #include <chrono>

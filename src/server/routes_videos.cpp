@@ -1,4 +1,4 @@
-// The /v1/videos routes (docs/design/server.md, (a)) over a VideoService: create (JSON or
+// The /v1/videos routes (docs/SERVER.md, "Endpoints") over a VideoService: create (JSON or
 // multipart), retrieve, list, content (with Range), delete, cancel, the event stream and the
 // synchronous create.
 #include <fcntl.h>

@@ -484,7 +484,7 @@ std::string number_text(double v) {
   return os.str();
 }
 
-// The key that says which jobs may share a batch (docs/design/server.md slice 12): everything
+// The key that says which jobs may share a batch (docs/SERVER.md, "Scheduling"): everything
 // that fixes the shape of the denoising or the passes it runs. Guidance scales differ per sample;
 // which guidance passes run does not. It is at least as strict as the engine's
 // (generate::Engine::batch_key, over pipelines::batch_key): every field of that key is here or

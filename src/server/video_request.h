@@ -3,7 +3,7 @@
 // request stored with a job (its JSON, without the image bytes) and what a worker hands the engine
 // (generate::GenerateOptions). Pure: no sockets, no files, no engine runs.
 //
-// Errors are ApiError (docs/design/server.md (a)): 400 when the body is malformed (bad JSON, a
+// Errors are ApiError (docs/SERVER.md, "Endpoints"): 400 when the body is malformed (bad JSON, a
 // wrong type, a missing or empty prompt, a duplicated scalar part, two fields that contradict each
 // other), 404 `model_not_found`, 413 for an image over the byte limit, 422 when the request cannot
 // be done (unknown fields, all named in one error; out-of-range sizes, frames or seconds; a flag

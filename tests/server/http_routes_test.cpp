@@ -1,5 +1,5 @@
 // The routes of `ltx serve` over real loopback sockets, on an in-memory VideoService: every row of
-// the endpoint table (docs/design/server.md, (a)) with its status, the OpenAI error shape and the
+// the endpoint table (docs/SERVER.md, "Endpoints") with its status, the OpenAI error shape and the
 // request id; authentication; the body limit; ids; Range; the event stream; sync; concurrency.
 #include <gtest/gtest.h>
 #include <httplib.h>

@@ -1,5 +1,5 @@
 // Create bodies (JSON and the OpenAI SDKs' multipart forms) to checked VideoRequests: the 400 /
-// 404 / 413 / 422 split of docs/design/server.md (a), the seconds and size mapping, images, and
+// 404 / 413 / 422 split of docs/SERVER.md, "Endpoints", the seconds and size mapping, images, and
 // the stored-request round trip. Pure: no sockets, no engine.
 #include "server/video_request.h"
 
