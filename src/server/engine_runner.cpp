@@ -107,15 +107,28 @@ ProgressPlan EngineRunner::progress_plan(const Job& job) {
 }
 
 generate::JobControl EngineRunner::control_of(const RunItem& item,
-                                              std::chrono::steady_clock::time_point t0) {
+                                              std::chrono::steady_clock::time_point t0,
+                                              bool time_steps) {
+  using Kind = generate::ProgressEvent::Kind;
   generate::JobControl control;
   control.cancel = item.cancel;
   if (item.deadline != std::chrono::steady_clock::time_point::max())
     control.deadline = Deadline{item.deadline,
                                 std::chrono::duration<double>(item.deadline - t0).count()};
-  control.listener = [progress = item.progress](const generate::ProgressEvent& e) {
-    if (e.kind == generate::ProgressEvent::Kind::StageEnd || !progress) return;
-    progress({e.stage, e.kind == generate::ProgressEvent::Kind::Step ? e.done : 0, e.total});
+  // The denoising steps' wall times feed ltx_step_duration_seconds{stage} (once per run: the
+  // members of a batch hear the same steps).
+  Metrics* metrics = time_steps ? metrics_ : nullptr;
+  auto last = std::make_shared<std::optional<std::chrono::steady_clock::time_point>>();
+  control.listener = [progress = item.progress, metrics, last](const generate::ProgressEvent& e) {
+    if (metrics != nullptr && (e.stage == "stage 1" || e.stage == "stage 2")) {
+      const auto now = std::chrono::steady_clock::now();
+      if (e.kind == Kind::Step && e.done >= 1 && *last)
+        metrics->observe("ltx_step_duration_seconds",
+                         std::chrono::duration<double>(now - **last).count(), {{"stage", e.stage}});
+      *last = e.kind == Kind::StageEnd ? std::nullopt : std::optional(now);
+    }
+    if (e.kind == Kind::StageEnd || !progress) return;
+    progress({e.stage, e.kind == Kind::Step ? e.done : 0, e.total});
   };
   return control;
 }
@@ -186,7 +199,7 @@ std::vector<RunOutcome> EngineRunner::run_batch(
   media::Mp4Options mp4;
   mp4.faststart = true;  // a browser plays it while it downloads
   for (const RunItem& item : items) {
-    controls.push_back(control_of(item, t0));
+    controls.push_back(control_of(item, t0, controls.empty()));
     outputs.push_back(dir_.output_path(item.job->id));
     sinks.push_back(std::make_unique<generate::Mp4Sink>(outputs.back(), mp4));
     sink_ptrs.push_back(sinks.back().get());

@@ -33,8 +33,10 @@ class EngineRunner final : public JobRunner {
   std::vector<RunOutcome> run(const std::vector<RunItem>& items) override;
 
  private:
-  static generate::JobControl control_of(const RunItem& item,
-                                         std::chrono::steady_clock::time_point t0);
+  // The engine's controls for a job: its token, deadline and progress; `time_steps`: this job's
+  // denoising steps are timed into the step histogram.
+  generate::JobControl control_of(const RunItem& item, std::chrono::steady_clock::time_point t0,
+                                  bool time_steps = true);
   // Every item's options when the engine can run them as one batch, else nullopt.
   std::optional<std::vector<generate::GenerateOptions>> batchable(
       const std::vector<RunItem>& items) const;

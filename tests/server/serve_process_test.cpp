@@ -136,6 +136,9 @@ TEST(ServeProcess, DeleteStopsARunningJobAndAFullQueueAnswers429) {
       << metrics->body;
   EXPECT_NE(metrics->body.find("ltx_device_memory_bytes{kind=\"live\"}"), std::string::npos)
       << metrics->body;
+  EXPECT_NE(metrics->body.find("ltx_step_duration_seconds_count{stage=\"stage 1\"}"),
+            std::string::npos)
+      << metrics->body;
   EXPECT_EQ(s.terminate(), 0);
 }
 
