@@ -25,6 +25,20 @@ struct SwrFree {
   void operator()(SwrContext* s) const { swr_free(&s); }
 };
 
+// The instruction sets libx264 may use ("asm" of x264-params), or nullptr for its own choice.
+// With its AVX-512 kernels the same frames gave different H.264 bytes from process to process:
+// their result depends on memory outside the picture x264 is given (the bytes became repeatable
+// under MALLOC_PERTURB_, and which heap blocks x264 gets depends on what the engine's pool
+// threads freed before). With every other set it detects the bytes are the same every run, so an
+// AVX-512 CPU gets the "avx2" set: exactly what x264 detects there, less AVX-512 (every CPU with
+// AVX-512 has AVX2, FMA3 and BMI2).
+const char* x264_instruction_sets() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_cpu_supports("avx512f")) return "avx2";
+#endif
+  return nullptr;
+}
+
 }  // namespace
 
 struct Mp4Writer::Impl {
@@ -99,6 +113,8 @@ struct Mp4Writer::Impl {
     AVDictionary* dict = nullptr;
     av_dict_set(&dict, "crf", std::to_string(opt.crf).c_str(), 0);
     av_dict_set(&dict, "preset", opt.preset.c_str(), 0);
+    if (const char* sets = x264_instruction_sets())
+      av_dict_set(&dict, "x264-params", str("asm=", sets).c_str(), 0);
     const int r = avcodec_open2(c, codec, &dict);
     av_dict_free(&dict);
     ff::check(r, who,
