@@ -163,10 +163,17 @@ TEST(ServeBatch, ACancelledMemberEndsCancelledAndItsMatesComplete) {
   ASSERT_TRUE(wait_until([&] { return status_of(s, blocker["id"]) != "queued"; }, 60s)) << s.log();
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i)
-    ids.push_back(create(s, tiny_job("member " + std::to_string(i), i, 3.0, 24))["id"]);
-  // The batch is running once its first member is.
-  ASSERT_TRUE(wait_until([&] { return status_of(s, ids[0]) == "in_progress"; }, 120s)) << s.log();
-  ASSERT_EQ(status_of(s, ids[1]), "in_progress");
+    ids.push_back(create(s, tiny_job("member " + std::to_string(i), i, 3.0, 120))["id"]);
+  // The batch runs once every member is in progress and the denoising has begun; 120 steps leave
+  // it far from its end when the cancel comes, even on a loaded machine.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const std::string& id : ids)
+          if (status_of(s, id) != "in_progress") return false;
+        return retrieve(s, ids[0]).value("progress", 0) > 0;
+      },
+      120s))
+      << s.log();
   auto r = s.client().Post("/v1/videos/" + ids[1] + "/cancel", "", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
