@@ -215,7 +215,7 @@ TEST(ServeProcess, KillNineMidJobLosesNothing) {
     done_id = a["id"];
     ASSERT_EQ(wait_done(s, done_id)["status"], "completed") << s.log();
     done_bytes = content(s, done_id);
-    cut_id = create(s, tiny_job("cut by the crash", 400))["id"];
+    cut_id = create(s, tiny_job("cut by the crash", 100))["id"];
     queued_id = create(s, tiny_job("queued at the crash"))["id"];
     ASSERT_TRUE(wait_until(
         [&] {
@@ -246,7 +246,7 @@ TEST(ServeProcess, SigtermMidJobExitsZeroAndTheJobRunsAfterARestart) {
   {
     ServeProcess s(data, dir.file("cache"), dir.file("serve1.log"), {"--shutdown-grace", "0"});
     s.start();
-    id = create(s, tiny_job("interrupted by SIGTERM", 400))["id"];
+    id = create(s, tiny_job("interrupted by SIGTERM", 100))["id"];
     ASSERT_TRUE(wait_until([&] { return retrieve(s, id).value("progress", 0) > 0; }, 120s))
         << s.log();
     EXPECT_EQ(s.terminate(), 0) << s.log();
@@ -279,6 +279,10 @@ TEST(ServeProcess, TwentyConcurrentClients) {
 
 // Fifty jobs one after another: the server's memory settles (no growth per job beyond noise).
 TEST(ServeProcess, FiftySequentialJobsKeepMemoryBounded) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's own bookkeeping (ASan's quarantine, TSan's shadow) grows the "
+                  "resident set; the release build checks the server's";
+#endif
   TempDir dir;
   ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
   s.start();
