@@ -259,6 +259,10 @@ TEST(ServeProcess, SigtermMidJobExitsZeroAndTheJobRunsAfterARestart) {
 
 // Twenty clients at once, each creating a job, polling it and downloading its video.
 TEST(ServeProcess, TwentyConcurrentClients) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "twenty demo jobs take minutes under a sanitizer; the routes' twenty-client test "
+                  "(Routes.*) runs there";
+#endif
   TempDir dir;
   ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"), {"--max-queue", "32"});
   s.start();
