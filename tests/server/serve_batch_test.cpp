@@ -23,26 +23,8 @@ json tiny_job(const std::string& prompt, int64_t seed, double guidance, int step
           {"seed", seed},              {"guidance_scale", guidance}};
 }
 
-json create(const ServeProcess& s, const json& body) {
-  auto r = s.client().Post("/v1/videos", body.dump(), "application/json");
-  EXPECT_TRUE(r);
-  if (!r) return {};
-  EXPECT_EQ(r->status, 200) << r->body;
-  return json::parse(r->body, nullptr, false);
-}
-
-json retrieve(const ServeProcess& s, const std::string& id) {
-  auto r = s.client().Get("/v1/videos/" + id);
-  if (!r || r->status != 200) return {};
-  return json::parse(r->body, nullptr, false);
-}
-
 std::string status_of(const ServeProcess& s, const std::string& id) {
-  return retrieve(s, id).value("status", "");
-}
-
-bool ended(const std::string& status) {
-  return status == "completed" || status == "failed" || status == "cancelled";
+  return get_job(s, id).value("status", "");
 }
 
 // The job's MP4, saved as `path`.
@@ -79,17 +61,17 @@ TEST(ServeBatch, QueuedJobsOfOneShapeRunAsOneBatchAndMatchTheirSoloRuns) {
                        {"--max-batch", "4"});
   batched.start();
   // A first, longer job keeps the worker busy while the others queue behind it.
-  const json blocker = create(batched, tiny_job("the blocker", 9, 3.0, 12));
+  const json blocker = create_job(batched, tiny_job("the blocker", 9, 3.0, 12));
   ASSERT_TRUE(wait_until([&] { return status_of(batched, blocker["id"]) != "queued"; }, 60s))
       << batched.log();
   std::vector<std::string> ids;
-  for (const json& body : batch_jobs()) ids.push_back(create(batched, body)["id"]);
+  for (const json& body : batch_jobs()) ids.push_back(create_job(batched, body)["id"]);
   // A fifth job of the shape waits for the next run (--max-batch 4); one of another shape never
   // joins a batch of these.
-  const std::string fifth = create(batched, tiny_job("a fifth", 5, 3.0))["id"];
+  const std::string fifth = create_job(batched, tiny_job("a fifth", 5, 3.0))["id"];
   json other_body = tiny_job("another shape", 6, 3.0);
   other_body["width"] = 96;
-  const std::string other = create(batched, other_body)["id"];
+  const std::string other = create_job(batched, other_body)["id"];
   ASSERT_EQ(status_of(batched, blocker["id"]), "in_progress")
       << "the first job ended before the others queued; make it longer\n" << batched.log();
 
@@ -98,7 +80,7 @@ TEST(ServeBatch, QueuedJobsOfOneShapeRunAsOneBatchAndMatchTheirSoloRuns) {
   ASSERT_TRUE(wait_until(
       [&] {
         for (const std::string& id : all)
-          if (!ended(status_of(batched, id))) return false;
+          if (!is_ended(status_of(batched, id))) return false;
         return true;
       },
       300s))
@@ -128,11 +110,11 @@ TEST(ServeBatch, QueuedJobsOfOneShapeRunAsOneBatchAndMatchTheirSoloRuns) {
                      {"--max-batch", "1"});
   alone.start();
   std::vector<std::string> solo_ids;
-  for (const json& body : batch_jobs()) solo_ids.push_back(create(alone, body)["id"]);
+  for (const json& body : batch_jobs()) solo_ids.push_back(create_job(alone, body)["id"]);
   ASSERT_TRUE(wait_until(
       [&] {
         for (const std::string& id : solo_ids)
-          if (!ended(status_of(alone, id))) return false;
+          if (!is_ended(status_of(alone, id))) return false;
         return true;
       },
       300s))
@@ -163,18 +145,18 @@ TEST(ServeBatch, ACancelledMemberEndsCancelledAndItsMatesComplete) {
   ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"),
                  {"--max-batch", "4"});
   s.start();
-  const json blocker = create(s, tiny_job("the blocker", 9, 3.0, 6));
+  const json blocker = create_job(s, tiny_job("the blocker", 9, 3.0, 6));
   ASSERT_TRUE(wait_until([&] { return status_of(s, blocker["id"]) != "queued"; }, 60s)) << s.log();
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i)
-    ids.push_back(create(s, tiny_job("member " + std::to_string(i), i, 3.0, 120))["id"]);
+    ids.push_back(create_job(s, tiny_job("member " + std::to_string(i), i, 3.0, 120))["id"]);
   // The batch runs once every member is in progress and the denoising has begun; 120 steps leave
   // it far from its end when the cancel comes, even on a loaded machine.
   ASSERT_TRUE(wait_until(
       [&] {
         for (const std::string& id : ids)
           if (status_of(s, id) != "in_progress") return false;
-        return retrieve(s, ids[0]).value("progress", 0) > 0;
+        return get_job(s, ids[0]).value("progress", 0) > 0;
       },
       120s))
       << s.log();
@@ -184,7 +166,7 @@ TEST(ServeBatch, ACancelledMemberEndsCancelledAndItsMatesComplete) {
   ASSERT_TRUE(wait_until(
       [&] {
         for (const std::string& id : ids)
-          if (!ended(status_of(s, id))) return false;
+          if (!is_ended(status_of(s, id))) return false;
         return true;
       },
       300s))

@@ -122,4 +122,24 @@ class ServeProcess {
   int port_ = 0;
 };
 
+// POST /v1/videos with a JSON body: the Video it returns (a test failure unless 200).
+inline nlohmann::json create_job(const ServeProcess& s, const nlohmann::json& body) {
+  auto r = s.client().Post("/v1/videos", body.dump(), "application/json");
+  EXPECT_TRUE(r);
+  if (!r) return {};
+  EXPECT_EQ(r->status, 200) << r->body;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+// GET /v1/videos/{id}: the Video, or null when the server does not answer 200.
+inline nlohmann::json get_job(const ServeProcess& s, const std::string& id) {
+  auto r = s.client().Get("/v1/videos/" + id);
+  if (!r || r->status != 200) return {};
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+inline bool is_ended(const std::string& status) {
+  return status == "completed" || status == "failed" || status == "cancelled";
+}
+
 }  // namespace ltx::test

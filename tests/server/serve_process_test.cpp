@@ -24,28 +24,13 @@ json tiny_job(const std::string& prompt, int steps = 2) {
           {"num_frames", 9},  {"num_inference_steps", steps}};
 }
 
-json create(const ServeProcess& s, const json& body) {
-  auto r = s.client().Post("/v1/videos", body.dump(), "application/json");
-  EXPECT_TRUE(r);
-  if (!r) return {};
-  EXPECT_EQ(r->status, 200) << r->body;
-  return json::parse(r->body, nullptr, false);
-}
-
-json retrieve(const ServeProcess& s, const std::string& id) {
-  auto r = s.client().Get("/v1/videos/" + id);
-  if (!r || r->status != 200) return {};
-  return json::parse(r->body, nullptr, false);
-}
-
 // Waits until the job ends; returns its last state.
 json wait_done(const ServeProcess& s, const std::string& id, std::chrono::seconds timeout = 120s) {
   json v;
   wait_until(
       [&] {
-        v = retrieve(s, id);
-        const std::string st = v.value("status", "");
-        return st == "completed" || st == "failed" || st == "cancelled";
+        v = get_job(s, id);
+        return is_ended(v.value("status", ""));
       },
       timeout);
   return v;
@@ -84,7 +69,7 @@ TEST(ServeProcess, DemoRoundTrip) {
   ASSERT_EQ(m["data"].size(), 1u) << models->body;
   EXPECT_EQ(m["data"][0]["demo"], true) << models->body;
 
-  const json job = create(s, tiny_job("a red ball bouncing"));
+  const json job = create_job(s, tiny_job("a red ball bouncing"));
   ASSERT_EQ(job["status"], "queued") << job.dump();
   EXPECT_NE(job["model"].get<std::string>().find("demo"), std::string::npos) << job.dump();
   const json done = wait_done(s, job["id"]);
@@ -107,10 +92,10 @@ TEST(ServeProcess, DeleteStopsARunningJobAndAFullQueueAnswers429) {
   TempDir dir;
   ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"), {"--max-queue", "1"});
   s.start();
-  const std::string running = create(s, tiny_job("runs long", 100000))["id"];
-  ASSERT_TRUE(wait_until([&] { return retrieve(s, running).value("progress", 0) > 0; }, 120s))
+  const std::string running = create_job(s, tiny_job("runs long", 100000))["id"];
+  ASSERT_TRUE(wait_until([&] { return get_job(s, running).value("progress", 0) > 0; }, 120s))
       << s.log();
-  const std::string queued = create(s, tiny_job("waits"))["id"];
+  const std::string queued = create_job(s, tiny_job("waits"))["id"];
   auto full = s.client().Post("/v1/videos", tiny_job("one too many").dump(), "application/json");
   ASSERT_TRUE(full);
   EXPECT_EQ(full->status, 429) << full->body;
@@ -183,9 +168,9 @@ TEST(ServeProcess, TheSecondJobLoadsNoModel) {
   TempDir dir;
   ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
   s.start();
-  const json a = create(s, tiny_job("first"));
+  const json a = create_job(s, tiny_job("first"));
   ASSERT_EQ(wait_done(s, a["id"])["status"], "completed") << s.log();
-  const json b = create(s, tiny_job("second"));
+  const json b = create_job(s, tiny_job("second"));
   ASSERT_EQ(wait_done(s, b["id"])["status"], "completed") << s.log();
   EXPECT_EQ(s.terminate(), 0);
   const std::string log = s.log();
@@ -211,15 +196,15 @@ TEST(ServeProcess, KillNineMidJobLosesNothing) {
   {
     ServeProcess s(data, dir.file("cache"), dir.file("serve1.log"));
     s.start();
-    const json a = create(s, tiny_job("finished before the crash"));
+    const json a = create_job(s, tiny_job("finished before the crash"));
     done_id = a["id"];
     ASSERT_EQ(wait_done(s, done_id)["status"], "completed") << s.log();
     done_bytes = content(s, done_id);
-    cut_id = create(s, tiny_job("cut by the crash", 100))["id"];
-    queued_id = create(s, tiny_job("queued at the crash"))["id"];
+    cut_id = create_job(s, tiny_job("cut by the crash", 100))["id"];
+    queued_id = create_job(s, tiny_job("queued at the crash"))["id"];
     ASSERT_TRUE(wait_until(
         [&] {
-          const json v = retrieve(s, cut_id);
+          const json v = get_job(s, cut_id);
           return v.value("status", "") == "in_progress" && v.value("progress", 0) > 0;
         },
         120s))
@@ -246,8 +231,8 @@ TEST(ServeProcess, SigtermMidJobExitsZeroAndTheJobRunsAfterARestart) {
   {
     ServeProcess s(data, dir.file("cache"), dir.file("serve1.log"), {"--shutdown-grace", "0"});
     s.start();
-    id = create(s, tiny_job("interrupted by SIGTERM", 100))["id"];
-    ASSERT_TRUE(wait_until([&] { return retrieve(s, id).value("progress", 0) > 0; }, 120s))
+    id = create_job(s, tiny_job("interrupted by SIGTERM", 100))["id"];
+    ASSERT_TRUE(wait_until([&] { return get_job(s, id).value("progress", 0) > 0; }, 120s))
         << s.log();
     EXPECT_EQ(s.terminate(), 0) << s.log();
   }
@@ -270,7 +255,7 @@ TEST(ServeProcess, TwentyConcurrentClients) {
   std::vector<std::string> outcome(20);
   for (int i = 0; i < 20; ++i)
     clients.emplace_back([&, i] {
-      const json j = create(s, tiny_job("client " + std::to_string(i), 1));
+      const json j = create_job(s, tiny_job("client " + std::to_string(i), 1));
       if (!j.contains("id")) return;
       const json done = wait_done(s, j["id"], 300s);
       const std::string mp4 = done.value("status", "") == "completed" ? content(s, j["id"]) : "";
@@ -292,7 +277,7 @@ TEST(ServeProcess, FiftySequentialJobsKeepMemoryBounded) {
   s.start();
   int64_t rss_after_warmup = 0;
   for (int i = 0; i < 50; ++i) {
-    const json j = create(s, tiny_job("job " + std::to_string(i), 1));
+    const json j = create_job(s, tiny_job("job " + std::to_string(i), 1));
     ASSERT_EQ(wait_done(s, j["id"])["status"], "completed") << i << s.log();
     if (i == 4) rss_after_warmup = s.rss_kib();
   }
