@@ -18,7 +18,7 @@ namespace ltx::server {
 // What the scheduler knows of a job that the store does not hold.
 struct JobLive {
   std::optional<int64_t> queue_position;  // 0 = next to run; queued jobs only
-  std::string stage;                      // the running stage ("text", "stage 1", "decode", ...)
+  std::string stage;                      // the running stage ("text encoding", "stage 1", ...)
 };
 
 // The Video object of a job. Its settings come from job.request_json (a VideoRequest) and its

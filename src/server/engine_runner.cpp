@@ -80,30 +80,24 @@ ServedModel served_model(const generate::EngineInfo& info, RequestLimits limits)
 ProgressPlan EngineRunner::progress_plan(const Job& job) {
   const generate::GenerateOptions o = options_of(job, dir_);
   const generate::PipelineInfo* p = pipeline_info(engine_.info(), o.pipeline);
-  const double w = static_cast<double>(o.width.value_or(p ? p->width : 512));
-  const double h = static_cast<double>(o.height.value_or(p ? p->height : 512));
-  const double f = static_cast<double>(o.num_frames.value_or(p ? p->num_frames : 121));
+  const int64_t w = o.width.value_or(p ? p->width : 512);
+  const int64_t h = o.height.value_or(p ? p->height : 512);
+  const int64_t f = o.num_frames.value_or(p ? p->num_frames : 121);
   // Latent tokens at full resolution (32x spatial, 8x temporal compression); only ratios matter.
-  const double tokens = (w / 32) * (h / 32) * ((f - 1) / 8 + 1);
-  const bool two_stage = o.pipeline != "one-stage";
-  const double steps1 = static_cast<double>(
-      o.num_inference_steps.value_or(p ? p->num_inference_steps : 30));
+  const int64_t tokens = std::max<int64_t>(1, (w / 32) * (h / 32) * ((f - 1) / 8 + 1));
+  const int64_t steps1 = o.num_inference_steps.value_or(p ? p->num_inference_steps : 30);
+  StandardPlan plan;
+  // Once any model is resident, what is left per job is the light part (LoRA switches, small
+  // components); before the first job everything is read from disk.
+  plan.load_share = engine_.cache_stats().entries > 0 ? 0.2 : 1.0;
+  plan.audio = o.audio;
   // A two-stage pipeline's first stage runs at half width and height; its second stage is the
   // distilled refinement's three steps.
-  std::vector<double> denoise = {steps1 * (two_stage ? tokens / 4 : tokens)};
-  if (two_stage) denoise.push_back(3 * tokens);
-  const double total = denoise[0] + (two_stage ? denoise[1] : 0);
-  // Weights in percent: text 5, loading 1 when the models are resident (they are, after the
-  // first job), upsample 2, audio decode 2, video decode 8, the denoising 82 by steps x tokens.
-  std::vector<ProgressPlan::Stage> stages = {{"text encoding", 5}, {"model loading", 1}};
-  stages.push_back({"stage 1", 82 * denoise[0] / total});
-  if (two_stage) {
-    stages.push_back({"upsample", 2});
-    stages.push_back({"stage 2", 82 * denoise[1] / total});
-  }
-  if (o.audio) stages.push_back({"audio decode", 2});
-  stages.push_back({"video decode", 8});
-  return ProgressPlan(std::move(stages));
+  plan.upsample = o.pipeline != "one-stage";
+  const int64_t tokens1 = plan.upsample ? std::max<int64_t>(1, tokens / 4) : tokens;
+  plan.denoising.push_back({"stage 1", std::max<int64_t>(1, steps1), tokens1});
+  if (plan.upsample) plan.denoising.push_back({"stage 2", 3, tokens});
+  return standard_progress_plan(plan);
 }
 
 generate::JobControl EngineRunner::control_of(const RunItem& item,

@@ -16,9 +16,9 @@
 namespace ltx::server {
 
 // Where a running job is, as the engine reports it: at every stage start (done 0), after every
-// denoising step and after every decoded chunk. Stage names: "loading" (components read from
-// disk; total = how many), "text encoding", "stage 1", "upsample", "stage 2", "decode" (total =
-// chunks); the job's ProgressPlan gives their weights.
+// denoising step and after every decoded chunk. Stage names, as generate::Progress reports them:
+// "text encoding", "model loading", "stage 1", "upsample", "stage 2", "audio decode", "video
+// decode" (total = chunks); the job's ProgressPlan gives their weights.
 struct ProgressEvent {
   std::string stage;
   int64_t done = 0;

@@ -8,7 +8,8 @@
 namespace ltx::server {
 
 namespace {
-constexpr double kLoadWeight = 5, kTextWeight = 5, kUpsampleWeight = 2, kDecodeWeight = 10;
+constexpr double kLoadWeight = 5, kTextWeight = 5, kUpsampleWeight = 2, kDecodeWeight = 10,
+                 kAudioDecodeWeight = 2;
 }  // namespace
 
 ProgressPlan::ProgressPlan(std::vector<Stage> stages) : stages_(std::move(stages)) {
@@ -45,16 +46,16 @@ ProgressPlan standard_progress_plan(const StandardPlan& plan) {
               " steps over ", d.tokens, " tokens; both must be positive");
     cost += static_cast<double>(d.steps) * static_cast<double>(d.tokens);
   }
-  std::vector<ProgressPlan::Stage> stages;
-  if (load > 0) stages.push_back({"loading", load});
-  stages.push_back({"text encoding", kTextWeight});
+  std::vector<ProgressPlan::Stage> stages = {{"text encoding", kTextWeight}};
+  if (load > 0) stages.push_back({"model loading", load});
   for (size_t i = 0; i < plan.denoising.size(); ++i) {
     const DenoisingStage& d = plan.denoising[i];
     const double share = static_cast<double>(d.steps) * static_cast<double>(d.tokens) / cost;
     stages.push_back({d.name, (100.0 - fixed) * share});
     if (i == 0 && plan.upsample) stages.push_back({"upsample", kUpsampleWeight});
   }
-  stages.push_back({"decode", kDecodeWeight});
+  if (plan.audio) stages.push_back({"audio decode", kAudioDecodeWeight});
+  stages.push_back({"video decode", kDecodeWeight - (plan.audio ? kAudioDecodeWeight : 0)});
   return ProgressPlan(std::move(stages));
 }
 

@@ -1,10 +1,11 @@
 #pragma once
 // A job's progress (0..100, the `progress` field of the Video object) from the engine's stage and
-// step events. Each job gets a plan: its stages in order, each with a weight. The standard plan
-// gives text encoding 5, loading 0..5 (by how much must still be read from disk), upsampling 2,
-// decoding 10, and the rest to the denoising stages in proportion to steps x tokens (a stage-2
-// step at full resolution costs about four stage-1 steps at half resolution). Progress never goes
-// back, and stays at 99 at most while the job runs: 100 is set only once the output is in place.
+// step events. Each job gets a plan: its stages in order, each with a weight, named as the engine
+// reports them (generate/progress.h). The standard plan gives text encoding 5, model loading 0..5
+// (by how much must still be read from disk), upsampling 2, decoding 10 (audio 2 + video 8, or
+// video 10), and the rest to the denoising stages in proportion to steps x tokens (a stage-2 step
+// at full resolution costs about four stage-1 steps at half resolution). Progress never goes back,
+// and stays at 99 at most while the job runs: 100 is set only once the output is in place.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,8 +44,10 @@ struct StandardPlan {
   double load_share = 1.0;  // 0 (every model resident) .. 1 (every model read from disk)
   std::vector<DenoisingStage> denoising;  // in order; at least one
   bool upsample = false;  // an "upsample" stage after the first denoising stage
+  bool audio = false;     // an "audio decode" stage before the "video decode"
 };
-// loading (5 x load_share), text encoding 5, the denoising stages, upsample 2, decode 10.
+// text encoding 5, model loading (5 x load_share), the denoising stages, upsample 2, audio decode 2,
+// video decode 8 (10 without audio), in the order the engine runs them.
 ProgressPlan standard_progress_plan(const StandardPlan& plan);
 
 // The progress of one running job: feed it the runner's events, it says when the percentage

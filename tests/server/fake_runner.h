@@ -97,8 +97,8 @@ class FakeRunner : public JobRunner {
         changed_.notify_all();
         items[i].progress({"stage 1", step, b.steps});
         if (step == b.steps) {
-          items[i].progress({"decode", 0, 1});
-          items[i].progress({"decode", 1, 1});
+          items[i].progress({"video decode", 0, 1});
+          items[i].progress({"video decode", 1, 1});
           active[i] = false;
           out[i].status = RunStatus::Completed;
           out[i].output_file = "fake/" + id + ".mp4";

@@ -23,13 +23,13 @@ TEST(ProgressPlan, StandardWeightsFollowTheDesign) {
     names.push_back(s.name);
     total += s.weight;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"loading", "text encoding", "stage 1", "upsample",
-                                             "stage 2", "decode"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"text encoding", "model loading", "stage 1",
+                                             "upsample", "stage 2", "video decode"}));
   EXPECT_DOUBLE_EQ(total, 100.0);
-  EXPECT_DOUBLE_EQ(weight(p, "loading"), 5);
+  EXPECT_DOUBLE_EQ(weight(p, "model loading"), 5);
   EXPECT_DOUBLE_EQ(weight(p, "text encoding"), 5);
   EXPECT_DOUBLE_EQ(weight(p, "upsample"), 2);
-  EXPECT_DOUBLE_EQ(weight(p, "decode"), 10);
+  EXPECT_DOUBLE_EQ(weight(p, "video decode"), 10);
   // The other 78 by steps x tokens: 30000 : 12000.
   EXPECT_NEAR(weight(p, "stage 1"), 78.0 * 30 / 42, 1e-9);
   EXPECT_NEAR(weight(p, "stage 2"), 78.0 * 12 / 42, 1e-9);
@@ -37,10 +37,21 @@ TEST(ProgressPlan, StandardWeightsFollowTheDesign) {
 
 TEST(ProgressPlan, ResidentModelsLeaveNoLoadingStage) {
   const ProgressPlan none = standard_progress_plan({0.0, {{"stage 1", 8, 100}}, false});
-  EXPECT_EQ(weight(none, "loading"), -1);
+  EXPECT_EQ(weight(none, "model loading"), -1);
   EXPECT_DOUBLE_EQ(weight(none, "stage 1"), 85);
   const ProgressPlan half = standard_progress_plan({0.5, {{"stage 1", 8, 100}}, false});
-  EXPECT_DOUBLE_EQ(weight(half, "loading"), 2.5);
+  EXPECT_DOUBLE_EQ(weight(half, "model loading"), 2.5);
+}
+
+TEST(ProgressPlan, AudioSplitsTheDecodeInTheEnginesOrder) {
+  const ProgressPlan p = standard_progress_plan({0.0, {{"stage 1", 8, 100}}, false, true});
+  std::vector<std::string> names;
+  for (const auto& s : p.stages()) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"text encoding", "stage 1", "audio decode",
+                                             "video decode"}));
+  EXPECT_DOUBLE_EQ(weight(p, "audio decode"), 2);
+  EXPECT_DOUBLE_EQ(weight(p, "video decode"), 8);
+  EXPECT_DOUBLE_EQ(weight(p, "stage 1"), 85);
 }
 
 TEST(ProgressPlan, BadPlansAreErrors) {
@@ -58,16 +69,17 @@ TEST(ProgressTracker, RisesThroughTheStagesAndStopsAt99) {
   const auto feed = [&](const std::string& stage, int64_t done, int64_t total) {
     if (const auto p = t.update(stage, done, total)) seen.push_back(*p);
   };
-  feed("loading", 0, 3);
-  feed("loading", 3, 3);
   feed("text encoding", 0, 0);
+  feed("text encoding", 1, 1);
+  feed("model loading", 0, 3);
+  feed("model loading", 3, 3);
   for (int i = 0; i <= 4; ++i) feed("stage 1", i, 4);
   feed("upsample", 0, 0);
   for (int i = 0; i <= 2; ++i) feed("stage 2", i, 2);
-  for (int i = 0; i <= 5; ++i) feed("decode", i, 5);
+  for (int i = 0; i <= 5; ++i) feed("video decode", i, 5);
   ASSERT_FALSE(seen.empty());
   for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i], seen[i - 1]);
-  EXPECT_EQ(seen.front(), 5);  // loading done
+  EXPECT_EQ(seen.front(), 5);  // text encoded
   EXPECT_EQ(seen.back(), 99);  // everything done: 100 is set with the output in place
   EXPECT_EQ(t.percent(), 99);
   // Stage 1 ended where its weight ends: 5 + 5 + 78 * 4000 / 12000 = 36.
