@@ -1,0 +1,199 @@
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/dtype_bits.h"
+#include "ops/linalg.h"
+#include "ops/quantized_linear.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using test::error_of;
+using test::non_contiguous_copy;
+using test::random_tensor;
+
+Tensor scalar_f32(float v) { return Tensor::full({}, static_cast<double>(v), DType::F32); }
+
+std::vector<uint8_t> bits_of(const Tensor& q) {
+  const Tensor c = q.contiguous();
+  const auto* p = static_cast<const uint8_t*>(c.raw_data());
+  return {p, p + c.numel()};
+}
+
+float round_bf16(float v) { return dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(v)); }
+
+TEST(QuantizeFp8, ClampsToPlusMinus448AndKeepsNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // input_scale 0.5 doubles every value before the cast.
+  const Tensor x = Tensor::from_vector<float>(
+      {0.f, 0.5f, -0.5f, 224.f, 250.f, -1e6f, inf, -inf, nan, 0.53125f, 0.59375f}, {11});
+  const std::vector<uint8_t> q = bits_of(ops::quantize_fp8(x, scalar_f32(0.5f)));
+  const std::vector<uint8_t> want = {
+      0x00,  // 0
+      0x38,  // 1.0
+      0xB8,  // -1.0
+      0x7E,  // 448, the largest finite e4m3
+      0x7E,  // 500 clamps to 448 (an unclamped cast would be NaN)
+      0xFE,  // -2e6 clamps to -448
+      0x7E,  // inf clamps to 448
+      0xFE,  // -inf clamps to -448
+      0x7F,  // NaN stays NaN
+      0x38,  // 1.0625: halfway between 1.0 and 1.125, ties to the even mantissa (1.0)
+      0x3A,  // 1.1875: halfway between 1.125 and 1.25, ties to even (1.25)
+  };
+  EXPECT_EQ(q, want);
+}
+
+TEST(QuantizeFp8, Bf16InputRoundsTheProductToBf16BeforeTheCast) {
+  // 1.0078125 * 1.0546875 = 1.0629..., which rounds to 1.125 in e4m3 directly, but a bf16
+  // product is 1.0625, a tie that rounds to 1.0: torch rounds the bf16 x * (1 / scale) to bf16
+  // first. The multiplier itself is rounded to bf16 too (torch's CUDA kernel casts the f32 0-d
+  // scale to the tensor's dtype), which 1.0546875 survives exactly.
+  const Tensor scale = scalar_f32(1.0f / 1.0546875f);
+  const Tensor x32 = Tensor::from_vector<float>({1.0078125f}, {1});
+  EXPECT_EQ(bits_of(ops::quantize_fp8(x32.to(DType::BF16), scale)), std::vector<uint8_t>{0x38});
+  EXPECT_EQ(bits_of(ops::quantize_fp8(x32, scale)), std::vector<uint8_t>{0x39});
+}
+
+TEST(QuantizeFp8, AnyStridesGiveTheContiguousResult) {
+  const Tensor x = random_tensor({3, 5, 37}, 11, -40.f, 40.f).to(DType::BF16);
+  const Tensor s = scalar_f32(0.07f);
+  const Tensor q = ops::quantize_fp8(non_contiguous_copy(x), s);
+  EXPECT_TRUE(q.is_contiguous());
+  EXPECT_EQ(q.dtype(), DType::F8E4M3FN);
+  EXPECT_EQ(q.shape(), x.shape());
+  EXPECT_EQ(bits_of(q), bits_of(ops::quantize_fp8(x, s)));
+}
+
+// The op spelled out: quantise, upcast, an f32 GEMM, then the reference's roundings.
+Tensor composed(const Tensor& x, const Tensor& w, float ws, float is, const Tensor& bias) {
+  const int64_t k = w.size(1), n = w.size(0);
+  const Tensor q = ops::quantize_fp8(x, scalar_f32(is)).to(DType::F32);
+  const Tensor acc = ops::linear(q.reshape({q.numel() / k, k}), w.to(DType::F32));
+  std::vector<float> y = acc.to_float_vector();
+  const std::vector<float> b = bias.defined() ? bias.to_float_vector() : std::vector<float>();
+  const bool bf16 = x.dtype() == DType::BF16;
+  for (size_t i = 0; i < y.size(); ++i) {
+    float v = y[i] * (is * ws);
+    if (bf16) v = round_bf16(v);
+    if (!b.empty()) {
+      const float bi = bf16 ? round_bf16(b[i % static_cast<size_t>(n)]) : b[i % static_cast<size_t>(n)];
+      v = bf16 ? round_bf16(v + bi) : v + bi;
+    }
+    y[i] = v;
+  }
+  Shape s = x.shape();
+  s[s.size() - 1] = n;
+  return Tensor::from_vector(y, s).to(x.dtype());
+}
+
+TEST(LinearFp8Scaled, EqualsDequantizeThenF32GemmBitForBit) {
+  for (const DType dt : {DType::BF16, DType::F32}) {
+    const Tensor x = non_contiguous_copy(random_tensor({2, 5, 48}, 1, -3.f, 3.f).to(dt));
+    const ops::Fp8PerTensor w = ops::quantize_fp8_per_tensor(random_tensor({32, 48}, 2));
+    const float ws = static_cast<float>(w.weight_scale.item()), is = 3.f / 448.f;
+    for (const bool with_bias : {false, true}) {
+      const Tensor bias = with_bias ? random_tensor({32}, 3) : Tensor();
+      const Tensor y = ops::linear_fp8_scaled(x, w.weight, w.weight_scale, scalar_f32(is), bias);
+      EXPECT_EQ(y.dtype(), dt);
+      EXPECT_EQ(y.shape(), (Shape{2, 5, 32}));
+      EXPECT_EQ(y.to_float_vector(), composed(x, w.weight, ws, is, bias).to_float_vector())
+          << dtype_name(dt) << (with_bias ? " with bias" : "");
+    }
+  }
+}
+
+TEST(LinearFp8Scaled, StaysNearTheUnquantizedLinear) {
+  // Inputs within the calibrated range: e4m3 keeps 3 mantissa bits, so each operand is within
+  // 2^-4 relative and the output's relative L2 error stays a few percent.
+  const Tensor x = random_tensor({7, 64}, 4, -2.f, 2.f);
+  const Tensor w32 = random_tensor({48, 64}, 5, -0.5f, 0.5f);
+  const Tensor bias = random_tensor({48}, 6);
+  const ops::Fp8PerTensor w = ops::quantize_fp8_per_tensor(w32);
+  const Tensor y = ops::linear_fp8_scaled(x, w.weight, w.weight_scale, scalar_f32(2.f / 448.f), bias);
+  const Tensor ref = ops::linear(x, w32, bias);
+  const std::vector<double> a = y.to_double_vector(), b = ref.to_double_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  const double rel_l2 = std::sqrt(num / den);
+  EXPECT_LT(rel_l2, 0.05);
+  EXPECT_GT(rel_l2, 0.0);  // it did quantise
+}
+
+TEST(LinearFp8Scaled, EmptyInputFeaturesGiveTheBias) {
+  const Tensor w = Tensor::zeros({16, 0}, DType::F8E4M3FN);
+  const Tensor bias = random_tensor({16}, 7);
+  const Tensor y = ops::linear_fp8_scaled(Tensor::zeros({3, 0}), w, scalar_f32(1.f), scalar_f32(1.f), bias);
+  EXPECT_EQ(y.shape(), (Shape{3, 16}));
+  EXPECT_EQ(y.select(0, 2).to_float_vector(), bias.to_float_vector());
+}
+
+TEST(LinearFp8Scaled, RejectsBadArgumentsNamingThem) {
+  const Tensor x = random_tensor({4, 32}, 8).to(DType::BF16);
+  const ops::Fp8PerTensor w = ops::quantize_fp8_per_tensor(random_tensor({16, 32}, 9));
+  const Tensor one = scalar_f32(1.f);
+  auto run = [&](const Tensor& xx, const Tensor& ww, const Tensor& ws, const Tensor& is,
+                 const Tensor& b) {
+    return error_of([&] { (void)ops::linear_fp8_scaled(xx, ww, ws, is, b); });
+  };
+  EXPECT_NE(run(x, w.weight, w.weight_scale, scalar_f32(0.f), {}).find("input_scale"), std::string::npos);
+  EXPECT_NE(run(x, w.weight, w.weight_scale, scalar_f32(0.f), {}).find("> 0"), std::string::npos);
+  EXPECT_NE(run(x, w.weight, scalar_f32(-1.f), one, {}).find("weight_scale"), std::string::npos);
+  EXPECT_NE(run(x, w.weight, w.weight_scale, scalar_f32(std::nanf("")), {}).find("finite"),
+            std::string::npos);
+  EXPECT_NE(run(x, w.weight.to(DType::BF16), one, one, {}).find("float8_e4m3fn"), std::string::npos);
+  EXPECT_NE(run(x.narrow(1, 0, 16), w.weight, one, one, {}).find("input features"), std::string::npos);
+  EXPECT_NE(run(x, w.weight, Tensor::full({2}, 1.0), one, {}).find("one element"), std::string::npos);
+  EXPECT_NE(run(x, w.weight, one.to(DType::BF16), one, {}).find("f32"), std::string::npos);
+  EXPECT_NE(run(x.to(DType::I32), w.weight, one, one, {}).find("bf16 or f32"), std::string::npos);
+  EXPECT_NE(run(x, w.weight, one, one, Tensor::zeros({15})).find("bias"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)ops::quantize_fp8(x, scalar_f32(-2.f)); }).find("input_scale"),
+            std::string::npos);
+}
+
+TEST(QuantizeFp8PerTensor, MapsTheLargestMagnitudeTo448) {
+  // amax 4: scale = (1 / 4) * 448 = 112, so the values become 112, -224, 56, 448 (all exact).
+  const Tensor w = Tensor::from_vector<float>({1.f, -2.f, 0.5f, 4.f}, {2, 2}).to(DType::BF16);
+  const ops::Fp8PerTensor q = ops::quantize_fp8_per_tensor(w);
+  EXPECT_EQ(q.weight.dtype(), DType::F8E4M3FN);
+  EXPECT_EQ(q.weight.shape(), w.shape());
+  EXPECT_EQ(bits_of(q.weight), (std::vector<uint8_t>{0x6E, 0xF6, 0x66, 0x7E}));
+  EXPECT_EQ(q.weight_scale.dim(), 0);
+  EXPECT_EQ(q.weight_scale.dtype(), DType::F32);
+  EXPECT_EQ(static_cast<float>(q.weight_scale.item()), 1.0f / 112.0f);
+}
+
+TEST(QuantizeFp8PerTensor, RoundTripsWithinE4m3Precision) {
+  const Tensor w = random_tensor({33, 70}, 12, -0.3f, 0.3f);
+  const ops::Fp8PerTensor q = ops::quantize_fp8_per_tensor(w);
+  const double ws = q.weight_scale.item();
+  const std::vector<double> deq = q.weight.to_double_vector(), ref = w.to_double_vector();
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    // Half a step of e4m3's grid: 2^-4 relative for normals, 2^-10 (times the scale) below.
+    const double bound = std::abs(ref[i]) / 16.0 + ws * std::ldexp(1.0, -10);
+    worst = std::max(worst, std::abs(deq[i] * ws - ref[i]) / bound);
+  }
+  EXPECT_LE(worst, 1.0);
+}
+
+TEST(QuantizeFp8PerTensor, RejectsZeroAndNonFiniteWeights) {
+  EXPECT_NE(error_of([] { (void)ops::quantize_fp8_per_tensor(Tensor::zeros({4, 4})); })
+                .find("all zeros"),
+            std::string::npos);
+  const Tensor nan_w = Tensor::from_vector<float>({1.f, std::nanf("")}, {2});
+  EXPECT_NE(error_of([&] { (void)ops::quantize_fp8_per_tensor(nan_w); }).find("NaN"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { (void)ops::quantize_fp8_per_tensor(Tensor::zeros({2}, DType::I32)); })
+                .find("weight"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ltx
