@@ -1,8 +1,12 @@
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/dtype_bits.h"
+#include "io/safetensors.h"
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/quantized_linear.h"
 #include "support/test_support.h"
@@ -193,6 +197,72 @@ TEST(QuantizeFp8PerTensor, RejectsZeroAndNonFiniteWeights) {
   EXPECT_NE(error_of([] { (void)ops::quantize_fp8_per_tensor(Tensor::zeros({2}, DType::I32)); })
                 .find("weight"),
             std::string::npos);
+}
+
+// The reference's own FP8Linear calls, recorded on a GPU by tools/parity/gen_fp8_reference.py:
+// per <dtype>.<layer>, the module's input x and output y in a forward of the tiny LTX-2.3
+// transformer, x8 = 8 x (past the calibrated range) and y8, and q / q8, the activation
+// quantisation alone.
+constexpr const char* kReferenceLinears = "ltx23.fp8_scaled.linear.safetensors";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+TEST(Fp8ScaledReference, ActivationQuantizationMatchesTorchBitForBit) {
+  const std::string path = test::fixture(kReferenceLinears);
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent (tools/parity/gen_fp8_reference.py)";
+  const auto f = io::SafetensorsFile::open(path);
+  int checked = 0;
+  for (const std::string& n : f->names()) {
+    const bool q8 = ends_with(n, ".q8");
+    if (!q8 && !ends_with(n, ".q")) continue;
+    const std::string tag = n.substr(0, n.rfind('.'));
+    const Tensor x = f->tensor(tag + (q8 ? ".x8" : ".x"));
+    EXPECT_EQ(bits_of(ops::quantize_fp8(x, f->tensor(tag + ".input_scale"))), bits_of(f->tensor(n)))
+        << n << " (" << x.describe() << ")";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);  // 2 dtypes x 2 layers x (x, x8)
+}
+
+TEST(Fp8ScaledReference, LinearMatchesTorchScaledMmWithinTheAccumulationBound) {
+  const std::string path = test::fixture(kReferenceLinears);
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent (tools/parity/gen_fp8_reference.py)";
+  const auto f = io::SafetensorsFile::open(path);
+  int checked = 0;
+  for (const std::string& n : f->names()) {
+    if (!ends_with(n, ".input_scale")) continue;
+    const std::string tag = n.substr(0, n.size() - std::string(".input_scale").size());
+    const Tensor w = f->tensor(tag + ".weight"), ws = f->tensor(tag + ".weight_scale"),
+                 is = f->tensor(n);
+    const Tensor bias = f->contains(tag + ".bias") ? f->tensor(tag + ".bias") : Tensor();
+    for (const char* which : {"", "8"}) {
+      const Tensor x = f->tensor(tag + ".x" + which), want = f->tensor(tag + ".y" + which);
+      const Tensor got = ops::linear_fp8_scaled(x, w, ws, is, bias);
+      ASSERT_EQ(got.dtype(), want.dtype()) << tag;
+      ASSERT_EQ(got.shape(), want.shape()) << tag;
+      // torch._scaled_mm(use_fast_accum=True) sums the same exact e4m3 products on Hopper's FP8
+      // tensor cores with partial sums of reduced precision; this CPU sums them in f32. Bound:
+      // 2^-8 of the products' magnitude sum plus a rounding of the output dtype.
+      const int64_t k = w.size(1);
+      const Tensor q = ops::abs(ops::quantize_fp8(x, is).to(DType::F32));
+      const std::vector<double> a =
+          ops::linear(q.reshape({q.numel() / k, k}), ops::abs(w.to(DType::F32))).to_double_vector();
+      const double s = is.item() * ws.item();
+      const std::vector<double> g = got.to_double_vector(), r = want.to_double_vector();
+      int bad = 0;
+      for (size_t i = 0; i < g.size(); ++i) {
+        const double bound = std::ldexp(std::fabs(r[i]), -7) + std::ldexp(a[i] * s, -8);
+        if (!(std::fabs(g[i] - r[i]) <= bound) && bad++ < 3)
+          ADD_FAILURE() << tag << ".y" << which << " element " << i << ": got " << g[i]
+                        << ", torch " << r[i] << " (bound " << bound << ")";
+      }
+      EXPECT_EQ(bad, 0) << tag << ".y" << which;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 8);
 }
 
 }  // namespace
