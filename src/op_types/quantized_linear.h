@@ -19,4 +19,10 @@ struct Fp8PerTensor {
   Tensor weight_scale;  // f32, 0-d
 };
 
+// Activations quantised per token (per row of the last dim): x ~= f32(q) * row_scale.
+struct Fp8PerToken {
+  Tensor q;          // float8_e4m3fn, x's shape, contiguous
+  Tensor row_scale;  // f32, x's shape without the last dim
+};
+
 }  // namespace ltx::ops

@@ -60,10 +60,12 @@ Tensor quantize_fp8(const Tensor& x, const Tensor& input_scale) {
   unreachable_device("quantize_fp8");
 }
 
-Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
-                         const Tensor& input_scale, const Tensor& bias) {
-  const char* op = "linear_fp8_scaled";
-  check_defined(op, {&x, &weight, &weight_scale, &input_scale});
+namespace {
+
+// The FP8 linears' common checks (all but input_scale); returns the common device.
+Device check_fp8_linear(const char* op, const Tensor& x, const Tensor& weight,
+                        const Tensor& weight_scale, const Tensor& input_scale, const Tensor& bias) {
+  check_defined(op, {&x, &weight, &weight_scale});
   LTX_CHECK(x.dim() >= 1, op, ": x must have at least 1 dim, got ", x.describe());
   check_activation_dtype(op, x);
   check_dim(op, "weight", weight, 2);
@@ -74,14 +76,23 @@ Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& we
             weight.size(1), " input features but x ", x.describe(), " has ", x.size(-1),
             " (weight is [out, in], torch layout)");
   check_scale_tensor(op, "weight_scale", weight_scale);
-  check_scale_tensor(op, "input_scale", input_scale);
   if (bias.defined()) {
     LTX_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), op, ": bias ", bias.describe(),
               " must be [", weight.size(0), "] to match weight ", weight.describe());
     LTX_CHECK(bias.dtype() == DType::BF16 || bias.dtype() == DType::F32, op,
               ": bias must be bf16 or f32, got ", bias.describe());
   }
-  switch (common_device(op, {&x, &weight, &weight_scale, &input_scale, &bias}).type) {
+  return common_device(op, {&x, &weight, &weight_scale, &input_scale, &bias});
+}
+
+}  // namespace
+
+Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                         const Tensor& input_scale, const Tensor& bias) {
+  const char* op = "linear_fp8_scaled";
+  check_defined(op, {&input_scale});
+  check_scale_tensor(op, "input_scale", input_scale);
+  switch (check_fp8_linear(op, x, weight, weight_scale, input_scale, bias).type) {
     case DeviceType::CPU:
       check_fp8_scale(weight_scale, "weight_scale of linear_fp8_scaled");
       check_fp8_scale(input_scale, "input_scale of linear_fp8_scaled");
@@ -90,6 +101,34 @@ Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& we
       LTX_CUDA_DISPATCH_DETAIL(
           return cuda::linear_fp8_scaled(x, weight, weight_scale, input_scale, bias), op,
           gemm_detail(x, weight));
+  }
+  unreachable_device(op);
+}
+
+Fp8PerToken quantize_fp8_per_token(const Tensor& x) {
+  const char* op = "quantize_fp8_per_token";
+  check_defined(op, {&x});
+  LTX_CHECK(x.dim() >= 1, op, ": x must have at least 1 dim, got ", x.describe());
+  check_activation_dtype(op, x);
+  switch (x.device().type) {
+    case DeviceType::CPU:
+      return cpu::quantize_e4m3_per_row(x);
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::quantize_e4m3_per_row(x), op);
+  }
+  unreachable_device(op);
+}
+
+Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                            const Tensor& bias) {
+  const char* op = "linear_fp8_per_token";
+  switch (check_fp8_linear(op, x, weight, weight_scale, Tensor(), bias).type) {
+    case DeviceType::CPU:
+      check_fp8_scale(weight_scale, "weight_scale of linear_fp8_per_token");
+      return cpu::linear_fp8_per_token(x, weight, weight_scale, bias);
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH_DETAIL(return cuda::linear_fp8_per_token(x, weight, weight_scale, bias),
+                               op, gemm_detail(x, weight));
   }
   unreachable_device(op);
 }

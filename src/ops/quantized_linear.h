@@ -48,6 +48,20 @@ Tensor quantize_fp8(const Tensor& x, const Tensor& input_scale);
 // NaN / inf is an error: the reference's rule would turn it into NaN.
 Fp8PerTensor quantize_fp8_per_tensor(const Tensor& weight);
 
+// Our own FP8 mode (not the reference's): per-token activation scales computed on the fly, for
+// activations whose rows differ in magnitude, where one static input_scale leaves the small rows
+// to e4m3's subnormals. Per row r of x: amax_r = max |x_r| over the finite values, q_r =
+// e4m3(clamp(x_r * (448 / amax_r), -448, 448)) with the product in f32 (no rounding to x's
+// dtype), row_scale_r = amax_r / 448 (both 1 for a row without a finite non-zero value; NaN
+// stays NaN, +-inf becomes +-448).
+Fp8PerToken quantize_fp8_per_token(const Tensor& x);
+// y_r = round(round(q_r @ W^T * weight_scale) * row_scale_r + bias), round = to x's dtype: the
+// GEMM's output is rounded once (as cuBLASLt writes it), then scaled per row with the bias added
+// in f32 and rounded again. Arguments as linear_fp8_scaled's without input_scale; the same
+// CUDA layout rules (in, out multiples of 16).
+Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                            const Tensor& bias = Tensor());
+
 // Throws unless `scale` is an f32 one-element tensor holding a finite value > 0; `what` names
 // it in the message (e.g. "transformer_blocks.0.attn1.to_q.input_scale"). Reads the value back
 // from a CUDA device (one wait): meant for load time.

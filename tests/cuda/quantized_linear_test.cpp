@@ -149,6 +149,57 @@ TEST(CudaLinearFp8Scaled, TakesStridedInputsAndF32BiasWithoutHostCopies) {
                abs_product(x, w, is), "misaligned");
 }
 
+TEST(CudaQuantizeFp8PerToken, MatchesCpuBitForBit) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 300;
+  // Rows shorter and longer than a block's 256 threads, some all zero or with inf / NaN.
+  for (const Shape& shape : {Shape{1, 16}, Shape{7, 100}, Shape{3, 5, 512}, Shape{33, 2048}}) {
+    for (const DType dt : {DType::BF16, DType::F32}) {
+      Tensor x = activations(shape, seed++, dt);
+      if (shape[0] > 1) x.select(0, 1).fill(0.0);
+      const ops::Fp8PerToken want = ops::quantize_fp8_per_token(x);
+      const ops::Fp8PerToken got = ops::quantize_fp8_per_token(test::non_contiguous_copy(x.to(kGpu)));
+      EXPECT_TRUE(same_bytes(got.q, want.q)) << x.describe();
+      EXPECT_TRUE(same_bytes(got.row_scale, want.row_scale)) << x.describe();
+    }
+  }
+}
+
+TEST(CudaLinearFp8PerToken, MatchesCpuOnTransformerShapes) {
+  LTX_REQUIRE_CUDA();
+  uint64_t seed = 400;
+  const std::pair<Shape, int64_t> cases[] = {{{1, 77, 512}, 512}, {{301, 2048}, 512}, {{5, 256}, 256}};
+  for (const auto& [xs, out] : cases) {
+    const int64_t k = xs.back();
+    const ops::Fp8PerTensor w =
+        ops::quantize_fp8_per_tensor(test::random_tensor({out, k}, seed++, -0.05f, 0.05f));
+    const Tensor wg = w.weight.to(kGpu), wsg = w.weight_scale.to(kGpu);
+    for (const DType dt : {DType::BF16, DType::F32}) {
+      const Tensor x = test::random_tensor(xs, seed++, -4.f, 4.f).to(dt);
+      const Tensor bias = test::random_tensor({out}, seed++).to(dt);
+      // The magnitude sum per output with each row's own scale.
+      const ops::Fp8PerToken q = ops::quantize_fp8_per_token(x);
+      const Tensor qa = ops::abs(q.q.to(DType::F32)).reshape({q.row_scale.numel(), k});
+      Shape rows_shape = q.row_scale.shape();
+      rows_shape.push_back(1);
+      const Tensor abs_sum = ops::mul(
+          ops::mul(ops::linear(qa, ops::abs(w.weight.to(DType::F32))).reshape(
+                       [&] { Shape s = xs; s[s.size() - 1] = out; return s; }()),
+                   q.row_scale.reshape(rows_shape)),
+          w.weight_scale.item());
+      for (const bool with_bias : {false, true}) {
+        const Tensor want = ops::linear_fp8_per_token(x, w.weight, w.weight_scale,
+                                                      with_bias ? bias : Tensor());
+        const Tensor got = ops::linear_fp8_per_token(x.to(kGpu), wg, wsg,
+                                                     with_bias ? bias.to(kGpu) : Tensor());
+        expect_close(got, want, abs_sum,
+                     "per-token " + x.describe() + " -> " + std::to_string(out) +
+                         (with_bias ? " +bias" : ""));
+      }
+    }
+  }
+}
+
 TEST(CudaLinearFp8Scaled, RejectsSizesCublasLtCannotTake) {
   LTX_REQUIRE_CUDA();
   const ops::Fp8PerTensor w = ops::quantize_fp8_per_tensor(test::random_tensor({16, 40}, 12).to(kGpu));

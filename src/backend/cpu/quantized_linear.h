@@ -15,4 +15,11 @@ Tensor quantize_e4m3(const Tensor& x, const Tensor& scale, ops::Fp8ScaleUse use)
 Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
                          const Tensor& input_scale, const Tensor& bias);
 
+// ops::quantize_fp8_per_token: per row of the last dim, the scale from the row's finite amax.
+ops::Fp8PerToken quantize_e4m3_per_row(const Tensor& x);
+
+// ops::linear_fp8_per_token.
+Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                            const Tensor& bias);
+
 }  // namespace ltx::cpu

@@ -325,8 +325,9 @@ Tensor linear_fp8(const Tensor& xq, const Tensor& weight, const Tensor& x_scale,
       out.fill(0.0);
     return out;
   }
+  // An undefined x_scale leaves cuBLASLt's default (no scale pointer: 1).
   const Fp8Scales scales{static_cast<const float*>(w_scale.raw_data()),
-                         static_cast<const float*>(x_scale.raw_data())};
+                         x_scale.defined() ? static_cast<const float*>(x_scale.raw_data()) : nullptr};
   gemm(out, xq.raw_data(), k, weight, bias.defined() ? bias.contiguous() : Tensor(), m, n, k,
        dev.index, false, &scales);
   return out;

@@ -1,6 +1,7 @@
 // The activation quantisation kernel and the FP8 linear (quantized_linear.h).
 #include "backend/cuda/quantized_linear.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/device.h"
@@ -78,6 +79,54 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t i = groups * kVec + tid; i < n; i += step) q[i] = quantize_one<kBf16>(load_one<kBf16>(x, i), m);
 }
 
+constexpr int kRowThreads = 256;
+
+// One block per row (grid-strided over the rows): the finite amax by a block reduction, then the
+// row quantised with m = 448 / amax in f32, as cpu::quantize_e4m3_per_row.
+template <bool kBf16>
+__global__ void __launch_bounds__(kRowThreads)
+    quantize_rows_kernel(const void* __restrict__ x, uint8_t* __restrict__ q,
+                         float* __restrict__ row_scale, int64_t rows, int64_t k) {
+  __shared__ float warp_max[kRowThreads / 32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * k;
+    float amax = 0.0f;
+    for (int64_t j = threadIdx.x; j < k; j += kRowThreads) {
+      const float v = fabsf(load_one<kBf16>(x, base + j));
+      if (isfinite(v)) amax = fmaxf(amax, v);
+    }
+    for (int s = 16; s >= 1; s >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, s));
+    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
+    __syncthreads();
+    amax = warp_max[0];
+#pragma unroll
+    for (int w = 1; w < kRowThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
+    __syncthreads();  // warp_max is rewritten for the next row
+    const float m = amax > 0.0f ? __fdiv_rn(ops::kE4m3Max, amax) : 1.0f;
+    if (threadIdx.x == 0) row_scale[r] = amax > 0.0f ? __fdiv_rn(amax, ops::kE4m3Max) : 1.0f;
+    for (int64_t j = threadIdx.x; j < k; j += kRowThreads)
+      q[base + j] = quantize_one<false>(load_one<kBf16>(x, base + j), m);
+  }
+}
+
+// y (x's dtype, [rows, n] contiguous, in place) = y * row_scale[row] + bias[col], in f32, rounded
+// once more to y's dtype.
+template <bool kBf16>
+__global__ void scale_rows_kernel(void* __restrict__ y, const float* __restrict__ row_scale,
+                                  const void* __restrict__ bias, bool bias_bf16, int64_t total,
+                                  int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    float v = __fmul_rn(load_one<kBf16>(y, i), row_scale[i / n]);
+    if (bias != nullptr)
+      v = __fadd_rn(v, bias_bf16 ? load_one<true>(bias, i % n) : load_one<false>(bias, i % n));
+    if constexpr (kBf16)
+      static_cast<uint16_t*>(y)[i] = dtype_bits::f32_to_bf16(v);
+    else
+      static_cast<float*>(y)[i] = v;
+  }
+}
+
 }  // namespace
 
 Tensor quantize_e4m3(const Tensor& x_in, const Tensor& scale, ops::Fp8ScaleUse use) {
@@ -125,6 +174,63 @@ Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& we
                           epilogue_bias, dt);
   if (dt == DType::F32 && bias.defined())
     binary_inplace(ops::BinaryOp::Add, out, bias.to(DType::F32).expand({rows, n}));
+  return out.view(out_shape);
+}
+
+ops::Fp8PerToken quantize_e4m3_per_row(const Tensor& x_in) {
+  const Device dev = x_in.device();
+  DeviceGuard guard(dev.index);
+  const Tensor x = x_in.contiguous();
+  const int64_t k = x.size(-1);
+  Shape lead;
+  for (int d = 0; d + 1 < x.dim(); ++d) lead.push_back(x.size(d));
+  const int64_t rows = lead.numel();
+  ops::Fp8PerToken out{Tensor::empty(x.shape(), DType::F8E4M3FN, dev),
+                       Tensor::empty(lead, DType::F32, dev)};
+  if (rows == 0) return out;
+  const unsigned grid = static_cast<unsigned>(
+      std::min<int64_t>(rows, static_cast<int64_t>(multiprocessor_count(dev.index)) * 8));
+  const cudaStream_t stream = current_stream(dev.index).handle();
+  auto* q = static_cast<uint8_t*>(out.q.raw_data());
+  auto* s = static_cast<float*>(out.row_scale.raw_data());
+  if (x.dtype() == DType::BF16)
+    quantize_rows_kernel<true><<<grid, kRowThreads, 0, stream>>>(x.raw_data(), q, s, rows, k);
+  else
+    quantize_rows_kernel<false><<<grid, kRowThreads, 0, stream>>>(x.raw_data(), q, s, rows, k);
+  LTX_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
+Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                            const Tensor& bias) {
+  const int64_t n = weight.size(0), k = weight.size(1);
+  LTX_CHECK(k % 16 == 0 && n % 16 == 0, "linear_fp8_per_token: cuBLASLt's FP8 GEMM needs in and "
+            "out features that are multiples of 16, got weight ", weight.describe(),
+            "; keep this layer in bf16");
+  const Device dev = x.device();
+  DeviceGuard guard(dev.index);
+  const ops::Fp8PerToken qx = quantize_e4m3_per_row(x);
+  Shape out_shape = x.shape();
+  out_shape[out_shape.size() - 1] = n;
+  const int64_t rows = qx.row_scale.numel();
+  const DType dt = x.dtype();
+  Tensor out = linear_fp8(qx.q.view({rows, k}), weight.contiguous(), Tensor(), weight_scale,
+                          Tensor(), dt);
+  const int64_t total = rows * n;
+  if (total > 0) {
+    const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+    constexpr int kThreadsScale = 256;
+    const unsigned grid = grid_for(total, kThreadsScale, dev.index);
+    const cudaStream_t stream = current_stream(dev.index).handle();
+    const void* bp = b.defined() ? b.raw_data() : nullptr;
+    const bool bias_bf16 = b.defined() && b.dtype() == DType::BF16;
+    const auto* s = static_cast<const float*>(qx.row_scale.raw_data());
+    if (dt == DType::BF16)
+      scale_rows_kernel<true><<<grid, kThreadsScale, 0, stream>>>(out.raw_data(), s, bp, bias_bf16, total, n);
+    else
+      scale_rows_kernel<false><<<grid, kThreadsScale, 0, stream>>>(out.raw_data(), s, bp, bias_bf16, total, n);
+    LTX_CUDA_CHECK_LAUNCH();
+  }
   return out.view(out_shape);
 }
 

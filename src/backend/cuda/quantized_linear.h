@@ -16,4 +16,13 @@ Tensor quantize_e4m3(const Tensor& x, const Tensor& scale, ops::Fp8ScaleUse use)
 Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
                          const Tensor& input_scale, const Tensor& bias);
 
+// ops::quantize_fp8_per_token: a block per row finds the row's finite amax, then quantises it;
+// bit for bit cpu::quantize_e4m3_per_row.
+ops::Fp8PerToken quantize_e4m3_per_row(const Tensor& x);
+
+// ops::linear_fp8_per_token: quantize_e4m3_per_row, the FP8 GEMM with weight_scale only (rounded
+// to x's dtype), then one pass that scales each row and adds the bias.
+Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                            const Tensor& bias);
+
 }  // namespace ltx::cuda
