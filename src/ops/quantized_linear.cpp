@@ -166,4 +166,19 @@ Fp8PerTensor quantize_fp8_per_tensor(const Tensor& weight) {
   unreachable_device("quantize_fp8_per_tensor");
 }
 
+Fp8PerTensor fuse_delta_fp8_per_tensor(const Tensor& weight, const Tensor& weight_scale,
+                                       const Tensor& delta) {
+  const char* op = "fuse_delta_fp8_per_tensor";
+  check_defined(op, {&weight, &weight_scale, &delta});
+  LTX_CHECK(weight.dtype() == DType::F8E4M3FN, op, ": weight must be float8_e4m3fn, got ",
+            weight.describe());
+  check_scale_tensor(op, "weight_scale", weight_scale);
+  LTX_CHECK(dtype_is_floating(delta.dtype()) && delta.shape() == weight.shape(), op, ": delta ",
+            delta.describe(), " must be a float tensor of the weight's shape ", weight.describe());
+  (void)common_device(op, {&weight, &weight_scale, &delta});
+  // f32 throughout, as the reference: weight.to(f32) * weight_scale + delta.to(f32).
+  const Tensor dequantized = mul(weight.to(DType::F32), weight_scale);
+  return quantize_fp8_per_tensor(add(dequantized, delta.to(DType::F32)));
+}
+
 }  // namespace ltx::ops

@@ -48,6 +48,12 @@ Tensor quantize_fp8(const Tensor& x, const Tensor& input_scale);
 // NaN / inf is an error: the reference's rule would turn it into NaN.
 Fp8PerTensor quantize_fp8_per_tensor(const Tensor& weight);
 
+// The fp8-scaled-mm LoRA fusion rule (the reference's _fp8_scaled_mm_fuse): the weight
+// dequantised in f32 (f32(weight) * weight_scale), plus the delta (any float dtype, the weight's
+// shape) in f32, quantised again with quantize_fp8_per_tensor: a fresh scale.
+Fp8PerTensor fuse_delta_fp8_per_tensor(const Tensor& weight, const Tensor& weight_scale,
+                                       const Tensor& delta);
+
 // Our own FP8 mode (not the reference's): per-token activation scales computed on the fly, for
 // activations whose rows differ in magnitude, where one static input_scale leaves the small rows
 // to e4m3's subnormals. Per row r of x: amax_r = max |x_r| over the finite values, q_r =

@@ -66,6 +66,17 @@ TEST(CudaQuantizeFp8PerTensor, MatchesCpuBitForBit) {
   }
 }
 
+TEST(CudaFuseDeltaFp8PerTensor, MatchesCpuBitForBit) {
+  LTX_REQUIRE_CUDA();
+  const ops::Fp8PerTensor w = ops::quantize_fp8_per_tensor(test::random_tensor({64, 48}, 50));
+  const Tensor delta = test::random_tensor({64, 48}, 51, -0.1f, 0.1f).to(DType::BF16);
+  const ops::Fp8PerTensor want = ops::fuse_delta_fp8_per_tensor(w.weight, w.weight_scale, delta);
+  const ops::Fp8PerTensor got = ops::fuse_delta_fp8_per_tensor(
+      w.weight.to(kGpu), w.weight_scale.to(kGpu), delta.to(kGpu));
+  EXPECT_TRUE(same_bytes(got.weight, want.weight));
+  EXPECT_TRUE(same_bytes(got.weight_scale, want.weight_scale));
+}
+
 // |q| @ |w|^T * scales: the magnitude the f32 (and fast) accumulation errors scale with.
 Tensor abs_product(const Tensor& x, const ops::Fp8PerTensor& w, float input_scale) {
   const int64_t k = w.weight.size(1);

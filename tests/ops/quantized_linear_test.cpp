@@ -200,6 +200,24 @@ TEST(QuantizeFp8PerTensor, RejectsZeroAndNonFiniteWeights) {
             std::string::npos);
 }
 
+TEST(FuseDeltaFp8PerTensor, DequantizesAddsAndRequantizesInF32) {
+  const ops::Fp8PerTensor w = ops::quantize_fp8_per_tensor(random_tensor({24, 40}, 41));
+  const Tensor delta = random_tensor({24, 40}, 42, -0.2f, 0.2f).to(DType::BF16);
+  const ops::Fp8PerTensor got = ops::fuse_delta_fp8_per_tensor(w.weight, w.weight_scale, delta);
+  // The rule spelled out element by element.
+  const std::vector<float> q = w.weight.to_float_vector(), d = delta.to_float_vector();
+  const float ws = static_cast<float>(w.weight_scale.item());
+  std::vector<float> sum(q.size());
+  for (size_t i = 0; i < q.size(); ++i) sum[i] = q[i] * ws + d[i];
+  const ops::Fp8PerTensor want = ops::quantize_fp8_per_tensor(Tensor::from_vector(sum, {24, 40}));
+  EXPECT_EQ(bits_of(got.weight), bits_of(want.weight));
+  EXPECT_EQ(got.weight_scale.item(), want.weight_scale.item());
+  EXPECT_NE(got.weight_scale.item(), w.weight_scale.item());  // a fresh scale
+  EXPECT_NE(error_of([&] { (void)ops::fuse_delta_fp8_per_tensor(w.weight, w.weight_scale, delta.narrow(0, 0, 3)); })
+                .find("delta"),
+            std::string::npos);
+}
+
 TEST(QuantizeFp8PerToken, ScalesEachRowByItsFiniteAmax) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   const Tensor x = Tensor::from_vector<float>(
