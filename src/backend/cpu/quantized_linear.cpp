@@ -29,7 +29,7 @@ inline float load_f32(const void* src, DType dt, int64_t i) {
                            : static_cast<const float*>(src)[i];
 }
 
-// The rows of x (all dims but the last), and the last dim's size.
+// The number of rows of x: all dims but the last, flattened.
 int64_t rows_of(const Tensor& x) {
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
@@ -72,8 +72,7 @@ Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& we
   const Tensor q = quantize_e4m3(x, input_scale, ops::Fp8ScaleUse::Divide).to(DType::F32);
   Shape out_shape = x.shape();
   out_shape[out_shape.size() - 1] = n;
-  int64_t rows = 1;
-  for (int d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
+  const int64_t rows = rows_of(x);
   const Tensor acc = k > 0 ? linear(q.reshape({rows, k}), weight.to(DType::F32), Tensor())
                            : Tensor::zeros({rows, n});
   const float s = static_cast<float>(input_scale.item()) * static_cast<float>(weight_scale.item());
