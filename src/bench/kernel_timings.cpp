@@ -22,6 +22,7 @@
 #include "ops/linalg.h"
 #include "ops/mlp.h"
 #include "ops/norm.h"
+#include "ops/quantized_linear.h"
 #include "ops/resample.h"
 #include "ops/rope.h"
 #include "ops/shape.h"
@@ -60,9 +61,9 @@ std::string KernelTiming::line() const {
 }
 
 const std::vector<std::string>& kernel_harness_names() {
-  static const std::vector<std::string> names = {"step-kernels", "fused-glue",   "neighborhood-attention",
-                                                 "qk-norm-rope", "swiglu-mlp",   "vae-conv",
-                                                 "vae-glue"};
+  static const std::vector<std::string> names = {"step-kernels", "fused-glue", "neighborhood-attention",
+                                                 "qk-norm-rope", "swiglu-mlp", "vae-conv",
+                                                 "vae-glue",     "fp8-linear"};
   return names;
 }
 
@@ -399,6 +400,39 @@ void qk_norm_rope(Rows& r) {
   }
 }
 
+// The 22B transformer's linears on the 768x512x121 video stream (6144 tokens): the bf16 GEMM,
+// the static-scale FP8 linear of fp8-scaled-mm (activation quantisation + cuBLASLt FP8 GEMM with
+// the bias epilogue), the activation quantisation alone, and the per-token FP8 linear. FLOPs:
+// 2 M K N per GEMM; the quantisation's rate is its bytes (2 read + 1 written per element).
+void fp8_linear(Rows& r) {
+  const int64_t m = 6144;
+  const struct {
+    const char* name;
+    int64_t k, n;
+  } shapes[] = {{"attn to_q", 4096, 4096}, {"ff.net.0", 4096, 16384}, {"ff.net.2", 16384, 4096}};
+  for (const auto& sh : shapes) {
+    const Tensor x = r.uniform({1, m, sh.k}, 60, DType::BF16);
+    const Tensor w = r.uniform({sh.n, sh.k}, 61, DType::BF16, -0.05f, 0.05f);
+    const Tensor bias = r.uniform({sh.n}, 62, DType::BF16);
+    const ops::Fp8PerTensor wq = ops::quantize_fp8_per_tensor(w);
+    const Tensor input_scale = Tensor::full({}, 1.0 / 448.0, DType::F32, r.device());
+    const double flops = 2.0 * static_cast<double>(m * sh.k * sh.n);
+    const std::string shape = format("%s %lldx%lldx%lld", sh.name, static_cast<long long>(m),
+                                     static_cast<long long>(sh.k), static_cast<long long>(sh.n));
+    const double tb = r.seconds_per_call([&] { (void)ops::linear(x, w, bias); }, 5);
+    r.add(DType::BF16, "linear " + shape, tb, flops / tb / 1e12, "TFLOP/s");
+    const double tf = r.seconds_per_call(
+        [&] { (void)ops::linear_fp8_scaled(x, wq.weight, wq.weight_scale, input_scale, bias); }, 5);
+    r.add(DType::F8E4M3FN, "linear_fp8_scaled " + shape, tf, flops / tf / 1e12, "TFLOP/s");
+    const double tq = r.seconds_per_call([&] { (void)ops::quantize_fp8(x, input_scale); }, 5);
+    r.add(DType::F8E4M3FN, "quantize_fp8 " + shape, tq, 3.0 * static_cast<double>(x.numel()) / tq / 1e9,
+          "GB/s");
+    const double tt = r.seconds_per_call(
+        [&] { (void)ops::linear_fp8_per_token(x, wq.weight, wq.weight_scale, bias); }, 5);
+    r.add(DType::F8E4M3FN, "linear_fp8_per_token " + shape, tt, flops / tt / 1e12, "TFLOP/s");
+  }
+}
+
 // The diffusion decoder's stage-5 SwiGLU MLP on one chunk of 262144 rows (C 256, hidden 1024):
 // residual += w_down(silu(gate) * up), unfused (GEMM to [n, 2048] bf16, silu_mul, GEMM, add_) and
 // fused (one kernel, no hidden activations in memory) where it applies. FLOPs: 6 n C H.
@@ -507,7 +541,7 @@ std::vector<KernelTiming> run_kernel_timings(const std::vector<std::string>& har
   const std::vector<std::pair<std::string, Harness>> all = {
       {"step-kernels", step_kernels}, {"fused-glue", fused_glue}, {"neighborhood-attention", neighborhood_attention},
       {"qk-norm-rope", qk_norm_rope}, {"swiglu-mlp", swiglu_mlp}, {"vae-conv", vae_conv},
-      {"vae-glue", vae_glue}};
+      {"vae-glue", vae_glue}, {"fp8-linear", fp8_linear}};
   for (const std::string& name : harnesses) {
     const auto it = std::find_if(all.begin(), all.end(), [&](const auto& h) { return h.first == name; });
     LTX_CHECK(it != all.end(), "ltx bench kernels: no harness named '", name, "'");

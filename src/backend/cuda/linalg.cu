@@ -103,13 +103,23 @@ bool rows_addressable(const Tensor& x, int64_t* ld) {
   return *ld >= k;
 }
 
-cudaDataType_t cuda_type(DType t) { return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
+cudaDataType_t cuda_type(DType t) {
+  if (t == DType::F8E4M3FN) return CUDA_R_8F_E4M3;
+  return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
+}
+
+// The per-tensor scales of an FP8 GEMM (f32 on the device): D = scale_w * scale_x * (W X).
+struct Fp8Scales {
+  const float* w;
+  const float* x;
+};
 
 // D[M, N] (row-major, out's dtype) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]), then
 // GELU (tanh approximation) when `gelu`; X and W have w's dtype (bf16, or f32 for the
-// full-precision path: CUBLAS_COMPUTE_32F never uses TF32).
+// full-precision path: CUBLAS_COMPUTE_32F never uses TF32, or e4m3 with `fp8` scales).
 void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const Tensor& bias,
-          int64_t m, int64_t n, int64_t k, int device, bool gelu = false) {
+          int64_t m, int64_t n, int64_t k, int device, bool gelu = false,
+          const Fp8Scales* fp8 = nullptr) {
   const Stream stream = current_stream(device);
   cublasLtHandle_t handle = lt_handle(device);
   const bool has_bias = bias.defined();
@@ -131,6 +141,18 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
   if (has_bias) {
     LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                     &bias_ptr, sizeof bias_ptr));
+  }
+  if (fp8 != nullptr) {
+    // A is the weight, B the activations (the column-major view below).
+    LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &fp8->w, sizeof fp8->w));
+    LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &fp8->x, sizeof fp8->x));
+    // torch._scaled_mm(use_fast_accum=True), as the reference calls it: partial sums stay in
+    // the tensor cores' FP8 accumulator precision between promotions to f32.
+    const int8_t fast_accum = 1;
+    LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_FAST_ACCUM,
+                                                    &fast_accum, sizeof fast_accum));
   }
 
   // Column-major view: A = W^T stored as [K x N] (ld K), B = X^T as [K x M] (ld ldx),
@@ -273,6 +295,42 @@ Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_impl(x, weight, bias, false);
+}
+
+Tensor linear_fp8(const Tensor& xq, const Tensor& weight, const Tensor& x_scale,
+                  const Tensor& w_scale, const Tensor& bias, DType out_dtype) {
+  const Device dev = xq.device();
+  LTX_CHECK(xq.dtype() == DType::F8E4M3FN && weight.dtype() == DType::F8E4M3FN && xq.dim() == 2 &&
+                weight.dim() == 2 && xq.size(1) == weight.size(1) && xq.is_contiguous() &&
+                weight.is_contiguous(),
+            "cuda::linear_fp8: wants contiguous float8_e4m3fn xq [M, K] and weight [N, K], got ",
+            xq.describe(), " and ", weight.describe());
+  LTX_CHECK(out_dtype == DType::BF16 || out_dtype == DType::F32,
+            "cuda::linear_fp8: the output must be bf16 or f32, got ", dtype_name(out_dtype));
+  LTX_CHECK(!bias.defined() || (out_dtype == DType::BF16 && bias.dtype() == DType::BF16 &&
+                                bias.dim() == 1 && bias.size(0) == weight.size(0)),
+            "cuda::linear_fp8: the epilogue takes a bf16 bias [", weight.size(0),
+            "] with a bf16 output only, got ", bias.describe());
+  for (const Tensor* t : {&weight, &x_scale, &w_scale, &bias})
+    LTX_CHECK(!t->defined() || t->device() == dev, "cuda::linear_fp8: all tensors must be on ",
+              dev.str(), ", got ", t->describe());
+  const int64_t m = xq.size(0), n = weight.size(0), k = weight.size(1);
+  DeviceGuard guard(dev.index);
+  Tensor out = Tensor::empty({m, n}, out_dtype, dev);
+  if (m == 0 || n == 0) return out;
+  if (k == 0) {  // empty sum: y = bias (or 0)
+    if (bias.defined())
+      out.copy_from(bias.expand({m, n}));
+    else
+      out.fill(0.0);
+    return out;
+  }
+  // An undefined x_scale leaves cuBLASLt's default (no scale pointer: 1).
+  const Fp8Scales scales{static_cast<const float*>(w_scale.raw_data()),
+                         x_scale.defined() ? static_cast<const float*>(x_scale.raw_data()) : nullptr};
+  gemm(out, xq.raw_data(), k, weight, bias.defined() ? bias.contiguous() : Tensor(), m, n, k,
+       dev.index, false, &scales);
+  return out;
 }
 
 bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias) {

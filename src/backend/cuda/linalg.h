@@ -28,4 +28,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias);
 bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias);
 
+// The FP8 GEMM of ops::linear_fp8_scaled: y [M, N] (out_dtype, bf16 or f32) =
+// (xq [M, K] @ weight [N, K]^T) * x_scale * w_scale (+ bias), rounded once to out_dtype.
+// xq and weight contiguous float8_e4m3fn with K and N multiples of 16 (cuBLASLt's FP8 rule);
+// the scales f32 one-element tensors on the device (read there, no host copy; an undefined
+// x_scale is 1); bias [N] bf16
+// with a bf16 output only (cuBLASLt's epilogue wants it in D's type), or undefined.
+// Fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM), as torch._scaled_mm(use_fast_accum=True).
+Tensor linear_fp8(const Tensor& xq, const Tensor& weight, const Tensor& x_scale,
+                  const Tensor& w_scale, const Tensor& bias, DType out_dtype);
+
 }  // namespace ltx::cuda
