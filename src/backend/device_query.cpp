@@ -95,6 +95,19 @@ int64_t free_memory_bytes(Device d) {
 #endif
 }
 
+int64_t total_memory_bytes(Device d) {
+  if (d.is_cpu()) return host_available_bytes();
+  check_device(d);
+  return static_cast<int64_t>(detail::cuda_total_memory(d.index));
+}
+
+void set_memory_limit(Device d, int64_t bytes, const char* flag) {
+  LTX_CHECK(!d.is_cpu(), flag, " budgets GPU memory; it does not apply to --device cpu (drop it)");
+  LTX_CHECK(bytes >= 0, flag, ": the budget must be >= 0 bytes (0: none), got ", bytes);
+  check_device(d, flag);
+  detail::cuda_set_memory_limit(d.index, static_cast<size_t>(bytes));
+}
+
 void release_cached_memory(Device d) {
 #if LTX_WITH_CUDA
   if (d.is_cuda()) cuda::empty_cache(d.index);
