@@ -32,7 +32,8 @@ MemoryStats memory_stats(Device d);
 // Restarts peak tracking from the current allocation.
 void reset_peak_memory(Device d);
 // Bytes still free for new allocations on `d`: CUDA: the driver's free memory on the device (what
-// the reference's cuda_activation_budget_bytes returns in a fresh process); CPU: the host's
+// the reference's cuda_activation_budget_bytes returns in a fresh process), under a memory limit
+// (set_memory_limit) at most the limit less the bytes allocated now; CPU: the host's
 // available memory (core/storage.h host_available_bytes).
 int64_t free_memory_bytes(Device d);
 // The memory of device `d` in bytes: CUDA: the device's total; CPU: the host's available memory.

@@ -305,7 +305,9 @@ void Engine::set_memory_budgets() {
   const Device device = options_.device;
   int64_t model_budget = options_.model_budget_bytes;
   std::string budget_option = options_.budget_option;
-  if (options_.max_gpu_memory_bytes > 0) apply_gpu_budget(device, options_.max_gpu_memory_bytes);
+  LTX_CHECK(options_.max_gpu_memory_bytes == 0 || device.is_cuda(),
+            "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
+            "add --device cuda)");
   if (device.is_cuda()) {
     const bool flag = options_.max_gpu_memory_bytes > 0;
     const int64_t gpu = flag ? options_.max_gpu_memory_bytes : backend::total_memory_bytes(device);
@@ -342,6 +344,7 @@ void Engine::set_memory_budgets() {
                 flag ? " (--max-gpu-memory)" : str(" (", device.str(), "'s memory)"),
                 "; lower it or leave it out for the default");
     }
+    if (flag) apply_gpu_budget(device, gpu);
   }
   cache_ = std::make_unique<ModelCache>(device, model_budget, budget_option);
 }

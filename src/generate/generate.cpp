@@ -681,10 +681,10 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
             ") need an Engine with a LoRA library; name LoRA files with --lora instead");
   const ResolvedModels models = resolve_models(options, component_needs(options), progress);
   if (options.max_gpu_memory_bytes > 0) {
-    apply_gpu_budget(options.device, options.max_gpu_memory_bytes);
     check_budget_fits(
         component_sizes(models.paths, model_placement(options.device, options.dtype).dtype),
         options.max_gpu_memory_bytes);
+    apply_gpu_budget(options.device, options.max_gpu_memory_bytes);
   }
   OneShotProvider provider;
   return generate_with(options, models, provider, progress, sink);
