@@ -134,7 +134,7 @@ int run_engine(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(std::string(name) == "--frames" || std::string(name) == "--size" || sub.count(name) == 0,
               name, " does not apply to `ltx bench engine` (it takes --pipeline, --size, --frames, "
-                    "--steps, --jobs, --batch, --device, --json and --out)");
+                    "--steps, --jobs, --batch, --device, --max-gpu-memory, --json and --out)");
   LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
   LTX_CHECK(c.sizes.size() <= 1, "`ltx bench engine` takes one --size");
   bench::EngineThroughputOptions o;

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/stream.h"
 #include "backend/device_query.h"
 #include "core/out_of_memory.h"
 #include "core/storage.h"
@@ -46,6 +47,9 @@ std::string mib_text(size_t bytes) {
 TEST(CudaMemoryLimit, AnAllocationPastTheLimitThrowsOutOfMemoryNamingTheBudget) {
   LTX_REQUIRE_CUDA();
   NoLimitAfter restore;
+  // A stream of its own: no block cached by another test can serve these requests.
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
   const size_t base = settled_reserved();
   const size_t limit = base + 64 * kMiB;
   cuda::set_memory_limit(0, limit);
@@ -86,6 +90,9 @@ TEST(CudaMemoryLimit, AnAllocationPastTheLimitThrowsOutOfMemoryNamingTheBudget) 
 TEST(CudaMemoryLimit, CachedSegmentsAreGivenBackBeforeARequestFails) {
   LTX_REQUIRE_CUDA();
   NoLimitAfter restore;
+  // A stream of its own: no block cached by another test can serve these requests.
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
   const size_t base = settled_reserved();
   const size_t limit = base + 64 * kMiB;
   cuda::set_memory_limit(0, limit);
@@ -104,6 +111,9 @@ TEST(CudaMemoryLimit, CachedSegmentsAreGivenBackBeforeARequestFails) {
 TEST(CudaMemoryLimit, TheLimitCanBeRaisedAndLowered) {
   LTX_REQUIRE_CUDA();
   NoLimitAfter restore;
+  // A stream of its own: no block cached by another test can serve these requests.
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
   const size_t base = settled_reserved();
   cuda::set_memory_limit(0, base + 32 * kMiB);
   EXPECT_THROW((void)cuda::allocate(48 * kMiB, 0), OutOfMemory);
