@@ -304,7 +304,6 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 void Engine::set_memory_budgets() {
   const Device device = options_.device;
   int64_t model_budget = options_.model_budget_bytes;
-  std::string budget_option = options_.budget_option;
   LTX_CHECK(options_.max_gpu_memory_bytes == 0 || device.is_cuda(),
             "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
             "add --device cuda)");
@@ -322,6 +321,7 @@ void Engine::set_memory_budgets() {
       } catch (const Error& e) {
         if (first_failure.empty()) first_failure = e.what();
         info_.unavailable[it->first] = e.what();
+        log_warn("engine: pipeline ", it->first, " is unavailable: ", e.what());
         it = resolved_.erase(it);
         continue;
       }
@@ -332,7 +332,6 @@ void Engine::set_memory_budgets() {
     if (model_budget == 0) {
       // Room for the activations of the largest stage; the largest model always fits (alone).
       model_budget = std::max(default_model_budget(gpu), largest);
-      budget_option = "--model-memory-budget (its default on CUDA: the GPU budget less headroom)";
       log_info("engine: model memory budget ", gib_text(model_budget), " = ",
                flag ? "--max-gpu-memory " : str(device.str(), "'s "), gib_text(gpu), " less ",
                gib_text(activation_headroom(gpu)),
@@ -346,7 +345,7 @@ void Engine::set_memory_budgets() {
     }
     if (flag) apply_gpu_budget(device, gpu);
   }
-  cache_ = std::make_unique<ModelCache>(device, model_budget, budget_option);
+  cache_ = std::make_unique<ModelCache>(device, model_budget, options_.budget_option);
 }
 
 Engine::~Engine() = default;

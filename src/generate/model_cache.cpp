@@ -32,7 +32,7 @@ void ModelCache::check_fits_alone(const std::string& component, int64_t bytes,
                                   const char* how) const {
   LTX_CHECK(budget_ == 0 || bytes <= budget_, "the ", component, " needs ", mib(bytes), " (", how,
             "), more than the whole model memory budget of ", mib(budget_), "; raise ",
-            budget_option_, " (0: no limit)");
+            budget_option_, device_.is_cuda() ? "" : " (0: no limit)");
 }
 
 void ModelCache::evict_to_fit(int64_t incoming, const Entry* keep) {
