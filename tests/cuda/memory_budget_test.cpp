@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "backend/cuda/allocator.h"
@@ -17,6 +19,7 @@
 #include "generate/engine.h"
 #include "generate/generate_test_util.h"
 #include "generate/memory_budget.h"
+#include "generate/model_cache.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -145,6 +148,36 @@ TEST(CudaMemoryLimit, TheEngineSideSetsItThroughTheBackend) {
   EXPECT_ERROR_HAS(generate::apply_gpu_budget(gpu, total + kGiB),
                    "--max-gpu-memory " + generate::gib_text(total + kGiB) + " is more than cuda:0 has");
   EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(2 * kGiB)) << "a refused budget changes nothing";
+}
+
+TEST(CudaMemoryLimit, TheModelCacheEvictsUnusedModelsAndRetriesALoadThatRanOut) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
+  const size_t base = settled_reserved();
+  cuda::set_memory_limit(0, base + 64 * kMiB);
+  const Device gpu = Device::cuda(0);
+  generate::ModelCache cache(gpu, 0);  // no model budget: only running out of memory evicts
+  const auto none = std::function<int64_t()>();
+  int loads = 0;
+  const std::function<std::shared_ptr<Tensor>()> model_40mib = [&] {
+    loads += 1;
+    return std::make_shared<Tensor>(
+        Tensor::empty({static_cast<int64_t>(40 * kMiB / 4)}, DType::F32, gpu));
+  };
+  cache.acquire<Tensor>("a", "a", none, model_40mib);  // resident, unleased
+  // 40 + 40 MiB pass the limit: the load fails, `a` is evicted, the second try fits.
+  auto b = cache.acquire<Tensor>("b", "b", none, model_40mib);
+  EXPECT_EQ(loads, 3);
+  EXPECT_EQ(cache.stats().components.at("a").evictions, 1);
+  EXPECT_EQ(cache.stats().entries, 1);
+  EXPECT_LE(cuda::allocator_stats(0).reserved_bytes, base + 64 * kMiB);
+  // `b` is leased: nothing can be evicted, so the next failure reaches the caller.
+  EXPECT_THROW(cache.acquire<Tensor>("c", "c", none, model_40mib), OutOfMemory);
+  EXPECT_EQ(loads, 4);
+  EXPECT_EQ(cache.stats().components.at("b").evictions, 0);
+  EXPECT_EQ(cache.stats().entries, 1);
 }
 
 TEST(GenerateUnderABudget, TheDemoRunsAndItsPeakStaysUnderTheBudget) {
