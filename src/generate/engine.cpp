@@ -4,8 +4,6 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <initializer_list>
 #include <iomanip>
 #include <sstream>
 #include <utility>
@@ -17,14 +15,12 @@
 #include "generate/memory_budget.h"
 #include "generate/model_provider.h"
 #include "generate/placement.h"
-#include "io/safetensors.h"
 #include "pipelines/pipeline.h"
 
 namespace ltx::generate {
 
 namespace {
 
-namespace fs = std::filesystem;
 using pipelines::PipelineKind;
 
 std::string where_key(const nn::LoadOptions& where) {

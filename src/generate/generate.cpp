@@ -114,11 +114,11 @@ std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind
 void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
-  backend::check_device(o.device, "--device");
+  backend::check_device(o.device, "--device");  // CUDA compiled in, the GPU index exists
   LTX_CHECK(o.max_gpu_memory_bytes >= 0, "--max-gpu-memory must be more than 0 GiB");
   LTX_CHECK(o.max_gpu_memory_bytes == 0 || !o.device.is_cpu(),
             "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
-            "add --device cuda)");  // CUDA compiled in, the GPU index exists
+            "add --device cuda)");
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
