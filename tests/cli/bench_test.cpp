@@ -154,6 +154,9 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--gemm-tflops", "0"}, "--gemm-tflops"},
       {{"--decode-free-gib", "0"}, "--decode-free-gib"},
       {{"diffdec", "--decode-free-gib", "0.5"}, "--decode-free-gib"},
+      {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
+      {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
+      {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.
