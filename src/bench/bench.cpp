@@ -291,7 +291,9 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
   const BenchOptions& o = r.options;
   time_model_cases<tf::LTXModel>(
       r, "transformer", p.name + " transformer", transformer_init,
-      [&](io::WeightMap& w) { return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device}); },
+      [&](io::WeightMap& w) {
+        return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, o.quantization});
+      },
       [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
         if (o.guided) {
           auto in = std::make_shared<GuidedInputs>(guided_inputs(c, p, cfg, o));
@@ -775,7 +777,12 @@ std::string format_table(const BenchReport& r) {
   const bool timed = std::any_of(r.cases.begin(), r.cases.end(), [](const BenchCase& c) { return c.ours.has_value(); });
   os << "ltx bench: preset " << o.preset << ", ";
   if (timed)
-    os << r.device_description << ", " << dtype_name(o.model_dtype()) << ", " << o.warmup << " warm-up + "
+    os << r.device_description << ", " << dtype_name(o.model_dtype())
+       << (o.quantization == quantization::Mode::None
+               ? std::string()
+               : std::string(" (transformer --quantization ") +
+                     quantization::mode_name(o.quantization) + ")")
+       << ", " << o.warmup << " warm-up + "
        << o.iters << " timed iterations\n";
   else
     os << "FLOP model only (nothing timed)\n";
@@ -829,6 +836,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["device"] = o.device.str();
   j["device_description"] = r.device_description;
   j["dtype"] = dtype_name(o.model_dtype());
+  j["quantization"] = quantization::mode_name(o.quantization);
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
   // The transformer's audio half on a side stream (LTX_SIDE_STREAMS=0 turns it off; CUDA only).
