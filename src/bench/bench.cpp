@@ -128,8 +128,12 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
     fail("ltx bench: making the ", what, " with random weights on ", o.device.str(), " failed: ", e.what());
   }
   const double setup_s = seconds_since(t0);
+  const bool quantized =
+      std::string(kind) == "transformer" && o.quantization != quantization::Mode::None;
   log_info("bench: ", what, ": ", num(static_cast<double>(weights_bytes) / kGiB), " GiB of random ",
-           dtype_name(o.model_dtype()), " weights on ", o.device.str(), " in ", num(setup_s), " s");
+           dtype_name(o.model_dtype()), " weights",
+           quantized ? str(" (--quantization ", quantization::mode_name(o.quantization), ")") : "",
+           " on ", o.device.str(), " in ", num(setup_s), " s");
   for (BenchCase* c : cases) {
     try {
       const std::function<void()> step = prepare(*model, *c);

@@ -73,8 +73,11 @@ TEST(TransformerFp8Cast, StoresExactlyTheReferencesLinearsInE4m3) {
   EXPECT_EQ(asked.at("transformer_blocks.0.audio_ff.net.2.weight"), DType::F8E4M3FN);
   EXPECT_EQ(asked.at("transformer_blocks.0.video_to_audio_attn.to_out.0.bias"), DType::F8E4M3FN);
   EXPECT_EQ(asked.at("patchify_proj.weight"), DType::F32);
-  for (const auto& [name, dtype] : asked)
-    if (name.find("to_gate_logits") != std::string::npos) EXPECT_EQ(dtype, DType::F32) << name;
+  for (const auto& [name, dtype] : asked) {
+    if (name.find("to_gate_logits") != std::string::npos) {
+      EXPECT_EQ(dtype, DType::F32) << name;
+    }
+  }
 }
 
 TEST(TransformerFp8Cast, TinyTransformerOutputStaysWithinTheE4m3QualityGate) {
@@ -87,13 +90,14 @@ TEST(TransformerFp8Cast, TinyTransformerOutputStaysWithinTheE4m3QualityGate) {
   const parity::ErrorStats audio = parity::compare(b.audio, a.audio);
   std::printf("fp8-cast vs bf16 weights, tiny ltx23: video rel_l2 %.4e, audio rel_l2 %.4e\n",
               video.rel_l2, audio.rel_l2);
-  // e4m3 keeps 3 mantissa bits: one weight's rounding error is up to 2^-4 relative (about 3.6%
-  // rms for normal values, more for the subnormals of small weights). Each output of a block is
-  // a sum over many rounded products, whose errors partly cancel, and the residual stream carries
-  // the unquantized input through; a rel L2 above 0.1 would mean a wrong cast or layer (a missing
-  // upcast or a bias read as zero moves the output by O(1)).
-  EXPECT_LT(video.rel_l2, 0.1);
-  EXPECT_LT(audio.rel_l2, 0.1);
+  // e4m3 keeps 3 mantissa bits: rounding to nearest leaves a uniform error of up to half a step
+  // (2^-4 of the value's binade), an rms relative error of about 2^-3 / sqrt(12) / 1.5 = 2.4% per
+  // weight, so about 2.4% rel L2 on each Linear's output when the errors are independent; the
+  // residual stream carries the unquantized input past every block, so the stack does not
+  // compound it much (measured on this fixture: 1.9e-2 video, 2.4e-2 audio). 5e-2 leaves room
+  // for that; a wrong cast, layer or a missing bias moves the outputs by O(1).
+  EXPECT_LT(video.rel_l2, 5e-2);
+  EXPECT_LT(audio.rel_l2, 5e-2);
   EXPECT_GT(video.rel_l2, 0.0);  // the weights really were rounded
 }
 
