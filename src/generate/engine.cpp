@@ -341,6 +341,11 @@ Engine::Prepared Engine::prepare(const GenerateOptions& options) const {
   LTX_CHECK(options.models.empty(),
             "engine: a job cannot name model files; the engine serves the files it was started "
             "with");
+  LTX_CHECK(options.models.quantization == quantization::Mode::None ||
+                options.models.quantization == options_.models.quantization,
+            "engine: a job cannot choose --quantization ",
+            quantization::mode_name(options.models.quantization), "; the engine serves its models "
+            "with --quantization ", quantization::mode_name(options_.models.quantization));
   Prepared p{options, resolved_for(options.pipeline)};
   GenerateOptions& job = p.options;
   job.device = options_.device;

@@ -19,9 +19,10 @@ enum class LinearFormat {
 };
 
 struct Linear {
-  LinearFormat format = LinearFormat::Dense;
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], or undefined when the layer has none
+  // Last, so that {weight, bias} still makes a dense layer.
+  LinearFormat format = LinearFormat::Dense;
 
   // Binds `<name>.weight` (and `<name>.bias` when `has_bias`) from `w`, in the format that
   // opt.quantization's policy gives the layer's full name (w.prefix() + name).
