@@ -128,8 +128,12 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
     fail("ltx bench: making the ", what, " with random weights on ", o.device.str(), " failed: ", e.what());
   }
   const double setup_s = seconds_since(t0);
+  const bool quantized =
+      std::string(kind) == "transformer" && o.quantization != quantization::Mode::None;
   log_info("bench: ", what, ": ", num(static_cast<double>(weights_bytes) / kGiB), " GiB of random ",
-           dtype_name(o.model_dtype()), " weights on ", o.device.str(), " in ", num(setup_s), " s");
+           dtype_name(o.model_dtype()), " weights",
+           quantized ? str(" (--quantization ", quantization::mode_name(o.quantization), ")") : "",
+           " on ", o.device.str(), " in ", num(setup_s), " s");
   for (BenchCase* c : cases) {
     try {
       const std::function<void()> step = prepare(*model, *c);
@@ -291,7 +295,9 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
   const BenchOptions& o = r.options;
   time_model_cases<tf::LTXModel>(
       r, "transformer", p.name + " transformer", transformer_init,
-      [&](io::WeightMap& w) { return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device}); },
+      [&](io::WeightMap& w) {
+        return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, o.quantization});
+      },
       [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
         if (o.guided) {
           auto in = std::make_shared<GuidedInputs>(guided_inputs(c, p, cfg, o));
@@ -775,7 +781,12 @@ std::string format_table(const BenchReport& r) {
   const bool timed = std::any_of(r.cases.begin(), r.cases.end(), [](const BenchCase& c) { return c.ours.has_value(); });
   os << "ltx bench: preset " << o.preset << ", ";
   if (timed)
-    os << r.device_description << ", " << dtype_name(o.model_dtype()) << ", " << o.warmup << " warm-up + "
+    os << r.device_description << ", " << dtype_name(o.model_dtype())
+       << (o.quantization == quantization::Mode::None
+               ? std::string()
+               : std::string(" (transformer --quantization ") +
+                     quantization::mode_name(o.quantization) + ")")
+       << ", " << o.warmup << " warm-up + "
        << o.iters << " timed iterations\n";
   else
     os << "FLOP model only (nothing timed)\n";
@@ -829,6 +840,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["device"] = o.device.str();
   j["device_description"] = r.device_description;
   j["dtype"] = dtype_name(o.model_dtype());
+  j["quantization"] = quantization::mode_name(o.quantization);
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
   // The transformer's audio half on a side stream (LTX_SIDE_STREAMS=0 turns it off; CUDA only).

@@ -20,6 +20,7 @@
 #include "bench/presets.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "quantization/mode.h"
 
 namespace ltx::bench {
 
@@ -30,6 +31,9 @@ struct BenchOptions {
   std::string preset = "ltx23-22b";
   Device device = Device::cpu();
   std::optional<DType> dtype;  // default: bf16 on CUDA, f32 on the CPU (its backend computes in f32)
+  // --quantization: the transformer's Linears stored as the mode says (its random weights made in
+  // the stored dtype, e4m3 under fp8-cast).
+  quantization::Mode quantization = quantization::Mode::None;
   int64_t warmup = 2;
   int64_t iters = 5;
   uint64_t seed = 0;

@@ -31,6 +31,7 @@ struct BenchCliOptions {
   std::string device;  // empty: cpu, or cuda for `kernels`
   std::string dtype;
   std::string max_gpu_memory;  // GiB; empty: none
+  std::string quantization = "none";
   std::vector<std::string> sizes;
   std::string vae_size;
   int64_t frames = 0, text_tokens = 0;
@@ -53,7 +54,7 @@ struct BenchCliOptions {
 
 // The options of the model benchmarks, which `ltx bench kernels` does not take.
 const char* const kModelBenchOptions[] = {
-    "--preset", "--dtype", "--size", "--vae-size", "--frames", "--text-tokens", "--no-audio",
+    "--preset", "--dtype", "--quantization", "--size", "--vae-size", "--frames", "--text-tokens", "--no-audio",
     "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share", "--per-token-timesteps",
     "--image-conditioned", "--decode-free-gib", "--warmup", "--iters", "--seed", "--official",
     "--official-section", "--gemm-tflops", "--attention-tflops"};
@@ -65,6 +66,7 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   bench::BenchOptions o;
   o.preset = c.preset;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
+  o.quantization = quantization::parse_mode(c.quantization);
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
@@ -209,6 +211,7 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu (default; kernels: cuda) or cuda[:N]");
   sub->add_option("--max-gpu-memory", o->max_gpu_memory, kMaxGpuMemoryHelp);
   sub->add_option("--dtype", o->dtype, "Weight/activation dtype: bf16 (CUDA default) or f32 (CPU)");
+  add_quantization_flag(sub, o->quantization);
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
   sub->add_option("--vae-size", o->vae_size,
                   "Video size WxH of both decoders (default: the preset's, 1536x1024)");

@@ -245,7 +245,8 @@ int run_serve(const ServeCli& c) {
   http.bind();
   if (!c.port_file.empty()) write_port_file(c.port_file, http.port());
   log_info("ltx serve: listening on http://", c.host, ":", http.port(), " (model ", info.model_id,
-           ", ", device.str(), api_key.empty() ? ", no API key" : ", API key required", ")");
+           ", ", device.str(), ", --quantization ", quantization::mode_name(eo.models.quantization),
+           api_key.empty() ? ", no API key" : ", API key required", ")");
 
   std::thread watcher([&] {
     const int signo = signals.wait();

@@ -78,6 +78,18 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
   sub->add_option("--detailing-lora", c.detailing_lora,
                   "dfr: PATH [STRENGTH] of the stage-2 x2 spatial detailing IC-LoRA")
       ->expected(1, 2);
+  add_quantization_flag(sub, c.quantization);
+}
+
+void add_quantization_flag(CLI::App* sub, std::string& mode) {
+  sub->add_option("--quantization", mode,
+                  "How the transformer's Linear weights are held: " +
+                      quantization::available_modes() +
+                      ". none (default) keeps the file's weights; fp8-cast stores the attention "
+                      "and feed-forward Linears of every block in FP8 (e4m3) and upcasts them at "
+                      "each matmul, about half the transformer's weight memory. Example: "
+                      "--quantization fp8-cast")
+      ->default_str("none");
 }
 
 generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
@@ -85,6 +97,7 @@ generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
   for (const auto& l : c.loras) m.loras.push_back(parse_lora(l, "--lora"));
   if (!c.distilled_lora.empty()) m.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
   if (!c.detailing_lora.empty()) m.detailing_lora = parse_lora(c.detailing_lora, "--detailing-lora");
+  m.quantization = quantization::parse_mode(c.quantization);
   return m;
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/device.h"
 #include "generate/model_paths.h"
+#include "quantization/mode.h"
 
 namespace ltx::cli {
 
@@ -17,11 +18,17 @@ struct ModelFlagsCli {
   std::vector<std::string> distilled_lora, detailing_lora;
   std::string device = "cpu";
   std::string max_gpu_memory;  // GiB; empty: no budget
+  std::string quantization = "none";
 };
 
-// --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device.
+// --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device,
+// --quantization.
 void add_model_flags(CLI::App* sub, ModelFlagsCli& flags);
-// The LoRA flags parsed into flags.models (throws ltx::Error naming the flag), and the device.
+// --quantization MODE alone (the reference's flag; `ltx parity` and `ltx bench` take it too), read
+// with quantization::parse_mode.
+void add_quantization_flag(CLI::App* sub, std::string& mode);
+// The LoRA and quantization flags parsed into flags.models (throws ltx::Error naming the flag),
+// and the device.
 generate::ModelFlags resolved_models(const ModelFlagsCli& flags);
 Device resolved_device(const ModelFlagsCli& flags);
 // --max-gpu-memory in bytes (0 when not given). Throws ltx::Error naming the flag for a

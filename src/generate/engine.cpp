@@ -24,7 +24,8 @@ namespace {
 using pipelines::PipelineKind;
 
 std::string where_key(const nn::LoadOptions& where) {
-  return str(where.device.str(), "/", dtype_name(where.dtype));
+  return str(where.device.str(), "/", dtype_name(where.dtype), "/",
+             quantization::mode_name(where.quantization));
 }
 
 // The model flags a pipeline runs with, from the flags an engine was given (which may name the
@@ -121,8 +122,9 @@ class Engine::ResidentProvider final : public ModelProvider {
                   "' is not the one the resident transformer was prepared for");
     std::vector<lora::LoraSet> every;
     for (const auto& [path, file] : e_.lora_files_) every.push_back({{file, 1.0}});
+    const nn::LoadOptions tw = transformer_placement(where, paths.quantization);
     return e_.cache_->acquire<StageTransformer>(
-        "transformer", str("transformer|", paths.transformer.path, "|", where_key(where)),
+        "transformer", str("transformer|", paths.transformer.path, "|", where_key(tw)),
         [&] {
           // The text connectors share the prefix in a single-file checkpoint: a small overcount.
           return paths.layout == ModelPaths::Layout::Split
@@ -130,7 +132,7 @@ class Engine::ResidentProvider final : public ModelProvider {
                      : stored_bytes(paths.transformer.path, {"model.diffusion_model."},
                                        where.dtype);
         },
-        [&] { return load_stage_transformer(paths.transformer.path, every, where); });
+        [&] { return load_stage_transformer(paths.transformer.path, every, tw); });
   }
 
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
@@ -210,6 +212,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     probe.pipeline = name;
     probe.models = demo ? demo_model_flags(*bundle, name, kind == PipelineKind::Dfr)
                         : flags_for_pipeline(options_.models, kind);
+    probe.models.quantization = options_.models.quantization;
     ComponentNeeds needs = component_needs(probe);
     needs.temporal_upsampler = !probe.models.temporal_upsampler_path.empty();
     try {
@@ -361,6 +364,11 @@ Engine::Prepared Engine::prepare(const GenerateOptions& options) const {
   LTX_CHECK(options.models.empty(),
             "engine: a job cannot name model files; the engine serves the files it was started "
             "with");
+  LTX_CHECK(options.models.quantization == quantization::Mode::None ||
+                options.models.quantization == options_.models.quantization,
+            "engine: a job cannot choose --quantization ",
+            quantization::mode_name(options.models.quantization), "; the engine serves its models "
+            "with --quantization ", quantization::mode_name(options_.models.quantization));
   Prepared p{options, resolved_for(options.pipeline)};
   GenerateOptions& job = p.options;
   job.device = options_.device;
@@ -399,7 +407,8 @@ std::string models_key(const ModelPaths& p, Device device, std::optional<DType> 
     << ";dtype=" << (dtype ? dtype_name(*dtype) : "default") << ";transformer=" << p.transformer.path
     << ";text=" << p.text_encoder.path << ";video_vae=" << p.video_vae.path
     << ";audio_vae=" << p.audio_vae.path << ";upsampler=" << p.spatial_upsampler.path
-    << ";temporal=" << p.temporal_upsampler.path << ";duration=" << p.duration_head.path;
+    << ";temporal=" << p.temporal_upsampler.path << ";duration=" << p.duration_head.path
+    << ";quantization=" << quantization::mode_name(p.quantization);
   for (const std::string& e : p.embeddings_weight_paths) k << ";embeddings=" << e;
   for (const LoraSpec& l : p.loras) k << ";lora=" << l.path << "@" << l.strength;
   if (p.distilled_lora) k << ";distilled=" << p.distilled_lora->path << "@" << p.distilled_lora->strength;

@@ -18,6 +18,7 @@
 #include "generate/model_provider.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
+#include "io/safetensors.h"
 #include "io/weights.h"
 #include "media/image.h"
 #include "media/temp_output.h"
@@ -32,6 +33,7 @@
 #include "models/video_vae/video_vae.h"
 #include "pipelines/dfr.h"
 #include "pipelines/pipeline.h"
+#include "quantization/file_format.h"
 
 namespace ltx::generate {
 
@@ -267,8 +269,13 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
         "); the output is noise, not a real video. Pass "
         "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
     flags = demo_model_flags(demo, options.pipeline, needs.temporal_upsampler);
+    flags.quantization = options.models.quantization;
   }
   r.paths = resolve_model_paths(flags);
+  // Before any model loads: a quantization mode that cannot read the transformer's file.
+  if (r.paths.transformer.given() && fs::is_regular_file(r.paths.transformer.path))
+    quantization::check_mode_fits(*io::SafetensorsFile::open(r.paths.transformer.path),
+                                  r.paths.quantization);
   r.report = check_components(r.paths, needs);
   for (const std::string& w : r.report.warnings) log_warn(w);
   log_info("model: ",
@@ -427,7 +434,7 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
                                ModelProvider& provider) {
   const ModelPaths& paths = models.paths;
   DiffusionModels m;
-  log_placement("transformer (denoising loops)", where);
+  log_placement("transformer (denoising loops)", transformer_placement(where, paths.quantization));
   std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
   m.transformer = provider.transformer(paths, sets, where);
   if (pipelines::is_two_stage(kind) || images) {

@@ -1,7 +1,10 @@
 #include "generate/model_provider.h"
 
+#include "generate/placement.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "quantization/file_format.h"
+#include "quantization/fp8_cast.h"
 
 namespace ltx::generate {
 
@@ -16,6 +19,9 @@ std::shared_ptr<StageTransformer> load_stage_transformer(
   const auto file = io::SafetensorsFile::open(path);
   const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
   io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
+  quantization::check_mode_fits(*file, where.quantization);
+  if (where.quantization == quantization::Mode::Fp8Cast)
+    quantization::fold_prequant_scales(w, path);
   if (any) st->fuser = std::make_unique<lora::Fuser>(w, fuser_sets, where);
   st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, where));
   return st;
@@ -44,7 +50,8 @@ std::shared_ptr<const lora::LoraFile> OneShotProvider::lora_file(const std::stri
 std::shared_ptr<StageTransformer> OneShotProvider::transformer(
     const ModelPaths& paths, const std::vector<lora::LoraSet>& stage_sets,
     const nn::LoadOptions& where) {
-  return load_stage_transformer(paths.transformer.path, stage_sets, where);
+  return load_stage_transformer(paths.transformer.path, stage_sets,
+                                transformer_placement(where, paths.quantization));
 }
 
 std::shared_ptr<const models::video_vae::VideoEncoder> OneShotProvider::video_encoder(

@@ -10,10 +10,19 @@ nn::LoadOptions model_placement(Device device, std::optional<DType> dtype) {
   return {dtype.value_or(DType::BF16), device};
 }
 
+nn::LoadOptions transformer_placement(const nn::LoadOptions& where, quantization::Mode quantization) {
+  nn::LoadOptions t = where;
+  t.quantization = quantization;
+  return t;
+}
+
 std::string describe_placement(const nn::LoadOptions& where) {
   std::string s = backend::device_description(where.device);
   if (where.device.is_cuda()) s += " " + where.device.str();
-  return s + ", " + dtype_name(where.dtype) + " weights";
+  s += str(", ", dtype_name(where.dtype), " weights");
+  if (where.quantization != quantization::Mode::None)
+    s += str(" (--quantization ", quantization::mode_name(where.quantization), ")");
+  return s;
 }
 
 void log_placement(const std::string& component, const nn::LoadOptions& where) {

@@ -10,11 +10,16 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "nn/module.h"
+#include "quantization/mode.h"
 
 namespace ltx::generate {
 
 // {f32, cpu} on the CPU; {dtype or bf16, device} on a GPU.
 nn::LoadOptions model_placement(Device device, std::optional<DType> dtype = std::nullopt);
+
+// `where` for the transformer: its Linears stored as `quantization` says (--quantization; the
+// reference applies the policy to the transformer only).
+nn::LoadOptions transformer_placement(const nn::LoadOptions& where, quantization::Mode quantization);
 
 // "NVIDIA H200 (139.8 GiB) cuda:0, bf16 weights" / "CPU (16 threads), f32 weights", for the
 // per-component device lines of the progress log.

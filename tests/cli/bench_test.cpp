@@ -57,6 +57,19 @@ TEST(BenchCli, JsonReportOnStdoutAndInAFile) {
   EXPECT_EQ(nlohmann::json::parse(test::read_bytes(out))["cases"][0]["flops"], c["flops"]);
 }
 
+// The transformer step with its Linears under fp8-cast: the report says which mode ran.
+TEST(BenchCli, Fp8CastTransformerStepRunsAndIsNamedInTheReport) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "fp8-cast", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["quantization"], "fp8-cast");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  EXPECT_GT(j["cases"][0]["ours"]["median_ms"].get<double>(), 0);
+  EXPECT_NE(r.err.find("(--quantization fp8-cast)"), std::string::npos) << r.err;
+}
+
 TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
   TempDir dir;
   const auto r = test::run_ltx(dir, {"bench", "flops"});
@@ -157,6 +170,7 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
       {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
       {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
+      {{"--quantization", "fp8-scaled-mm"}, "--quantization fp8-scaled-mm is not available"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.

@@ -11,6 +11,7 @@
 #include "core/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "quantization/fp8_cast.h"
 
 namespace ltx::lora {
 
@@ -189,9 +190,17 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
     Slot& s = slots_[name];
     // Marks the file tensor used; the buffer added below replaces it for the model.
     s.base = w.take_any_shape(name, w.dtype(name));
+    // Under fp8-cast the policy's Linears bind e4m3: the base is that e4m3 value (the same
+    // conversion Linear::load makes), and fusion adds the delta to it and casts back.
+    DType bound_dtype = opt.dtype;
+    if (opt.quantization == quantization::Mode::Fp8Cast &&
+        quantization::is_fp8_cast_parameter(name)) {
+      bound_dtype = DType::F8E4M3FN;
+      s.base = s.base.to(DType::F8E4M3FN);
+    }
     // Always a fresh buffer (never the read-only mapping); the same conversion take() would make,
     // so the bound base value is bit for bit what the model would bind without the fuser.
-    s.bound = Tensor::empty(s.base.shape(), opt.dtype, opt.device);
+    s.bound = Tensor::empty(s.base.shape(), bound_dtype, opt.device);
     s.bound.copy_from(s.base);
     w.add(name, s.bound);
   }

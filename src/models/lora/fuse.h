@@ -70,7 +70,8 @@ void fuse_into(io::WeightMap& w, const LoraSet& set);
 class Fuser {
  public:
   // Gives every weight that any of `sets` targets (absent targets of non-strict files skipped) a
-  // buffer of its own in opt.dtype on opt.device, holding the base value, and puts it into `w`
+  // buffer of its own in opt.dtype on opt.device (e4m3 for the Linears opt.quantization stores
+  // so, quantization/fp8_cast.h), holding the base value, and puts it into `w`
   // for the model to bind. Validates every set against `w` (as fuse_into). The base values stay
   // where they were (for a file: its read-only mapping) to restore from.
   Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt);
