@@ -35,6 +35,7 @@ struct BenchCliOptions {
   uint64_t seed = 0;
   bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false,
        per_token_timesteps = false, image_conditioned = false;
+  std::string offload = "none";
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -77,6 +78,7 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.audio = !c.no_audio;
   o.vae_tiling = !c.no_tiling;
   o.cuda_graph = c.cuda_graph;
+  o.offload_slots = c.offload == "cpu" ? 2 : 0;
   o.guided = c.guided;
   o.share_text_kv = !c.no_text_kv_share;
   o.per_token_timesteps = c.per_token_timesteps;
@@ -204,6 +206,10 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--no-tiling", o->no_tiling, "Decode in one tile (default: the pipelines' auto tiling)");
   sub->add_flag("--cuda-graph", o->cuda_graph,
                 "Record the transformer step once as a CUDA graph and time its replays (CUDA only)");
+  sub->add_option("--offload", o->offload,
+                  "none (default) or cpu: the transformer's blocks in page-locked host memory, "
+                  "streamed to the GPU block by block (as ltx generate --offload cpu)")
+      ->check(CLI::IsMember({"none", "cpu"}));
   sub->add_flag("--guided", o->guided,
                 "Time one guided denoising step (the preset's default guidance: cond, uncond, STG and "
                 "isolated-modality passes batched) instead of one forward");

@@ -62,6 +62,7 @@ class StopOnSignals {
 int run_generate(GenerateCli& c) {
   generate::GenerateOptions o = c.o;
   o.device = resolved_device(c.model);
+  o.offload = resolved_offload(c.model);
   o.models = resolved_models(c.model);
   for (const auto& v : c.images) {
     LTX_CHECK(v.size() == 3 || v.size() == 4, "--image takes PATH FRAME_IDX STRENGTH [CRF], got ",

@@ -48,6 +48,11 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
   sub->add_option("--device", c.device,
                   "cpu (default) or cuda[:N]: where every model runs (bf16 weights on CUDA, f32 "
                   "on the CPU)");
+  sub->add_option("--offload", c.offload,
+                  "Where the transformer's blocks wait between uses: none (default: all weights "
+                  "on the GPU) or cpu (blocks in page-locked host memory, copied to the GPU block "
+                  "by block while the previous block computes; GPU memory for the rest of the "
+                  "model plus two blocks). Needs --device cuda");
   sub->add_option("--checkpoint-path", m.checkpoint_path,
                   "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
                   "VAEs, vocoder");
@@ -87,5 +92,11 @@ generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
 }
 
 Device resolved_device(const ModelFlagsCli& c) { return parse_device(c.device, "--device"); }
+
+generate::Offload resolved_offload(const ModelFlagsCli& c) {
+  const generate::Offload offload = generate::parse_offload(c.offload);
+  generate::block_streaming(offload, resolved_device(c));  // --offload cpu with --device cpu
+  return offload;
+}
 
 }  // namespace ltx::cli

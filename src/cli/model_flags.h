@@ -8,6 +8,7 @@
 
 #include "core/device.h"
 #include "generate/model_paths.h"
+#include "generate/placement.h"
 
 namespace ltx::cli {
 
@@ -16,6 +17,7 @@ struct ModelFlagsCli {
   std::vector<std::vector<std::string>> loras;
   std::vector<std::string> distilled_lora, detailing_lora;
   std::string device = "cpu";
+  std::string offload = "none";
 };
 
 // --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device.
@@ -23,6 +25,8 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& flags);
 // The LoRA flags parsed into flags.models (throws ltx::Error naming the flag), and the device.
 generate::ModelFlags resolved_models(const ModelFlagsCli& flags);
 Device resolved_device(const ModelFlagsCli& flags);
+// --offload, checked against --device (streaming needs a GPU).
+generate::Offload resolved_offload(const ModelFlagsCli& flags);
 
 // A whole-string number (every character used), else an ltx::Error "<what>: 'x' is not a number".
 double parse_number(const std::string& s, const std::string& what);

@@ -138,7 +138,8 @@ class Engine::ResidentProvider final : public ModelProvider {
 
   std::shared_ptr<StageTransformer> transformer(const ModelPaths& paths,
                                                 const std::vector<lora::LoraSet>& stage_sets,
-                                                const nn::LoadOptions& where) override {
+                                                const nn::LoadOptions& where,
+                                                const models::BlockStreaming& streaming) override {
     // The fuser covers every LoRA file the engine opened, so any job's sets apply.
     for (const lora::LoraSet& set : stage_sets)
       for (const lora::WeightedLora& l : set)
@@ -147,15 +148,25 @@ class Engine::ResidentProvider final : public ModelProvider {
     std::vector<lora::LoraSet> every;
     for (const auto& [path, file] : e_.lora_files_) every.push_back({{file, 1.0}});
     return e_.cache_->acquire<StageTransformer>(
-        "transformer", str("transformer|", paths.transformer.path, "|", where_key(where)),
+        // A streamed model holds only its resident part and its slots on the device (what the
+        // cache measures), so it is another entry than the resident one.
+        "transformer",
+        str("transformer|", paths.transformer.path, "|", where_key(where), "|offload slots ",
+            streaming.slots),
         [&] {
           // The text connectors share the prefix in a single-file checkpoint: a small overcount.
-          return paths.layout == ModelPaths::Layout::Split
-                     ? header_estimate(paths.transformer.path, {}, where.dtype)
-                     : header_estimate(paths.transformer.path, {"model.diffusion_model."},
+          const bool split = paths.layout == ModelPaths::Layout::Split;
+          const int64_t all =
+              split ? header_estimate(paths.transformer.path, {}, where.dtype)
+                    : header_estimate(paths.transformer.path, {"model.diffusion_model."},
+                                      where.dtype);
+          if (!streaming.enabled()) return all;
+          // Streamed: the resident part (the slots are small next to it; the load measures them).
+          return all - header_estimate(paths.transformer.path,
+                                       {split ? "transformer_blocks." : "model.diffusion_model.transformer_blocks."},
                                        where.dtype);
         },
-        [&] { return load_stage_transformer(paths.transformer.path, every, where); });
+        [&] { return load_stage_transformer(paths.transformer.path, every, where, streaming); });
   }
 
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
@@ -342,6 +353,7 @@ Engine::Prepared Engine::prepare(const GenerateOptions& options) const {
   GenerateOptions& job = p.options;
   job.device = options_.device;
   job.dtype = options_.dtype;
+  job.offload = options_.offload;
   validate_options(job, /*to_file=*/false);
   Resolved& r = p.resolved;
   LTX_CHECK(job.images.empty() || r.images, "pipeline ", job.pipeline,
@@ -517,7 +529,7 @@ void Engine::preload(const std::string& pipeline) {
   ResidentProvider provider(*this);
   provider.prompt_encoder(p, where);
   if (p.duration_head.given()) provider.duration_head(p.duration_head.path, where);
-  provider.transformer(p, {}, where);
+  provider.transformer(p, {}, where, block_streaming(options_.offload, options_.device));
   if (pipelines::is_two_stage(kind)) provider.video_encoder(p.video_vae.path, where);
   if (pipelines::is_two_stage(kind)) provider.latent_upsampler(p.spatial_upsampler.path, where);
   if (p.temporal_upsampler.given()) provider.latent_upsampler(p.temporal_upsampler.path, where);

@@ -114,6 +114,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
   backend::check_device(o.device, "--device");  // CUDA compiled in, the GPU index exists
+  block_streaming(o.offload, o.device);         // --offload on the CPU
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
@@ -418,13 +419,13 @@ struct DiffusionModels {
 // from `provider`. `images`: some request conditions on images (the video encoder is needed).
 DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
                                const pipelines::GenerationRequest& req, bool images,
-                               const nn::LoadOptions& where, Device device,
+                               const nn::LoadOptions& where, Device device, Offload offload,
                                ModelProvider& provider) {
   const ModelPaths& paths = models.paths;
   DiffusionModels m;
   log_placement("transformer (denoising loops)", where);
   std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
-  m.transformer = provider.transformer(paths, sets, where);
+  m.transformer = provider.transformer(paths, sets, where, block_streaming(offload, device));
   if (pipelines::is_two_stage(kind) || images) {
     log_placement(images ? "video encoder (image conditioning)"
                          : "video encoder (latent statistics)",
@@ -518,7 +519,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   // ---- diffusion
   progress.stage("model loading");
   DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty(), where,
-                                      options.device, provider);
+                                      options.device, options.offload, provider);
   progress.end_stage();
   pipelines::validate_request(kind, req, dm.comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
@@ -612,7 +613,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
     if (live(i)) members.push_back(i);
   for (size_t i : members) for_job(i, [&] { progress[i]->stage("model loading"); });
   DiffusionModels dm = load_diffusion(kind, models, reqs[members[0]],
-                                      !options[members[0]].images.empty(), where, device, provider);
+                                      !options[members[0]].images.empty(), where, device,
+                                      options[members[0]].offload, provider);
   for (size_t i : members) for_job(i, [&] { progress[i]->end_stage(); });
   std::vector<pipelines::GenerationRequest> batch_reqs;
   std::vector<pipelines::TextContexts> batch_ctx;

@@ -53,7 +53,7 @@ class ModelProvider {
   // generation's stages will apply).
   virtual std::shared_ptr<StageTransformer> transformer(
       const ModelPaths& paths, const std::vector<lora::LoraSet>& stage_sets,
-      const nn::LoadOptions& where) = 0;
+      const nn::LoadOptions& where, const models::BlockStreaming& streaming) = 0;
   virtual std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
       const std::string& path, const nn::LoadOptions& where) = 0;
   virtual std::shared_ptr<const models::upsampler::LatentUpsampler> latent_upsampler(
@@ -75,7 +75,8 @@ class OneShotProvider final : public ModelProvider {
   std::shared_ptr<const lora::LoraFile> lora_file(const std::string& path) override;
   std::shared_ptr<StageTransformer> transformer(const ModelPaths& paths,
                                                 const std::vector<lora::LoraSet>& stage_sets,
-                                                const nn::LoadOptions& where) override;
+                                                const nn::LoadOptions& where,
+                                                const models::BlockStreaming& streaming) override;
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
       const std::string& path, const nn::LoadOptions& where) override;
   std::shared_ptr<const models::upsampler::LatentUpsampler> latent_upsampler(
@@ -86,9 +87,10 @@ class OneShotProvider final : public ModelProvider {
 };
 
 // The transformer of `path` (audio-video) with a fuser over `fuser_sets` when any of them is not
-// the identity. Shared by the providers.
+// the identity, its blocks streamed when `streaming` says so (the fuser then writes their host
+// copies). Shared by the providers.
 std::shared_ptr<StageTransformer> load_stage_transformer(
     const std::string& path, const std::vector<lora::LoraSet>& fuser_sets,
-    const nn::LoadOptions& where);
+    const nn::LoadOptions& where, const models::BlockStreaming& streaming = {});
 
 }  // namespace ltx::generate

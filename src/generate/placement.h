@@ -9,9 +9,21 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "models/block_streaming.h"
 #include "nn/module.h"
 
 namespace ltx::generate {
+
+// --offload (the reference's OffloadMode): where the transformer's blocks wait between uses.
+// None: resident on the device. Cpu: in page-locked host memory, streamed to the GPU block by
+// block through kOffloadSlots device slots (models/block_streaming.h); the rest stays resident.
+enum class Offload { None, Cpu };
+inline constexpr int64_t kOffloadSlots = 2;
+// "none" / "cpu"; anything else throws naming --offload and the choices.
+Offload parse_offload(const std::string& text);
+const char* offload_name(Offload offload);
+// The block streaming `offload` asks for on `device`; throws naming --offload on the CPU.
+models::BlockStreaming block_streaming(Offload offload, Device device);
 
 // {f32, cpu} on the CPU; {dtype or bf16, device} on a GPU.
 nn::LoadOptions model_placement(Device device, std::optional<DType> dtype = std::nullopt);

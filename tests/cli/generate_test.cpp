@@ -141,6 +141,9 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--auto-duration", "5", "2"}, "--auto-duration 5 2: MIN_SECONDS must be >= 0 and <= MAX"},
       {{"--enhance-system-prompt", out}, "only apply with --enhance-prompt"},
       {{"--device", "gpu"}, "--device: unknown device 'gpu' (expected cpu, cuda or cuda:N)"},
+      {{"--offload", "cpu"}, "--offload cpu streams the transformer's blocks to a GPU; with "
+                             "--device cpu use --offload none"},
+      {{"--offload", "disk"}, "--offload: 'disk' is not a mode"},
       // No CUDA in this build, or no such GPU index: either way an error before any work.
       {{"--device", "cuda:99"}, "cuda:99"},
   };

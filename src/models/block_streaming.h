@@ -1,0 +1,129 @@
+#pragma once
+// Block streaming of a model's repeated layers (`--offload cpu`; the reference's
+// block_streaming/): the blocks' parameters live in page-locked host memory, one packed buffer per
+// block, and a ring of device slots (backend/block_ring.h) holds the blocks in flight: block i+1
+// (and further with more slots) is copied on a copy stream while block i computes. Everything
+// outside the blocks stays resident on the device.
+//
+// A block is a plain struct of Tensors. Each block is kept twice: its host copy (tensors in the
+// packed page-locked buffer: what LoRA fusion writes, see host_home) and its device view (the same
+// struct, every tensor pointing at the same offset in the block's slot). Block i always uses slot
+// i % slots, so the device views are made once. The kernels and their order are those of the
+// resident model, so a streamed forward gives the resident forward's bits.
+//
+//   StreamedBlocks<Block> s(device, visit);
+//   for (each block) s.add(std::move(block_bound_on_the_host));
+//   s.start(slots);
+//   s.begin();
+//   for (i ...) { const Block& b = s.acquire(i); b.forward(...); s.release(i); }
+//   s.end();
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "backend/block_ring.h"
+#include "core/tensor.h"
+
+namespace ltx::models {
+
+// How a model's repeated blocks are held: slots 0 keeps them resident on the device (no
+// streaming); otherwise they stream through `slots` (>= 2) device slots.
+struct BlockStreaming {
+  int64_t slots = 0;
+  bool enabled() const { return slots > 0; }
+};
+
+// Calls `fn` on every tensor of one block, in a fixed order (a model's own visitor).
+using TensorVisitFn = std::function<void(Tensor&)>;
+
+namespace detail {
+
+// The host side of one streamed block: its tensors packed into one page-locked buffer.
+struct PackedBlock {
+  std::shared_ptr<void> host;  // page-locked
+  size_t bytes = 0;
+};
+
+// Copies every (defined) tensor `visit` reaches into one page-locked buffer for `device` and makes
+// each tensor a contiguous view of it; records old data address -> new view in `moved`.
+PackedBlock pack_block(const std::function<void(const TensorVisitFn&)>& visit, Device device,
+                       std::map<const void*, Tensor>& moved);
+// Points every tensor `visit` reaches (a copy of a packed block) at the same offset in `slot`.
+void view_in_slot(const std::function<void(const TensorVisitFn&)>& visit, const PackedBlock& packed,
+                  const std::shared_ptr<void>& slot, Device device);
+
+}  // namespace detail
+
+template <class Block>
+class StreamedBlocks {
+ public:
+  using Visitor = std::function<void(Block&, const TensorVisitFn&)>;
+
+  // Blocks are added one at a time as they are bound (so only one unpacked block is alive at a
+  // time), then start() makes the ring of `slots` on `device`.
+  StreamedBlocks(Device device, Visitor visit) : device_(device), visit_(std::move(visit)) {}
+
+  // `block`: bound on the host in the compute dtype (CPU tensors, possibly views of a file); its
+  // parameters are copied into one page-locked buffer.
+  void add(Block block) {
+    host_.push_back(std::move(block));
+    Block& b = host_.back();
+    packed_.push_back(
+        detail::pack_block([&](const TensorVisitFn& f) { visit_(b, f); }, device_, moved_));
+  }
+
+  void start(int64_t slots) {
+    std::vector<const void*> data;
+    std::vector<size_t> bytes;
+    for (const auto& p : packed_) {
+      data.push_back(p.host.get());
+      bytes.push_back(p.bytes);
+    }
+    ring_ = std::make_unique<backend::BlockRing>(device_, std::move(data), std::move(bytes), slots);
+    device_blocks_ = host_;
+    for (size_t i = 0; i < device_blocks_.size(); ++i)
+      detail::view_in_slot([&](const TensorVisitFn& f) { visit_(device_blocks_[i], f); },
+                           packed_[i],
+                           ring_->slot(ring_->schedule().slot_of(static_cast<int64_t>(i))),
+                           device_);
+  }
+
+  int64_t size() const { return static_cast<int64_t>(host_.size()); }
+  int64_t slots() const { return ring_->schedule().slots(); }
+  // Device bytes of the slots; page-locked host bytes of the blocks.
+  int64_t device_bytes() const { return ring_->device_bytes(); }
+  int64_t host_bytes() const {
+    int64_t n = 0;
+    for (const auto& p : packed_) n += static_cast<int64_t>(p.bytes);
+    return n;
+  }
+  // The host copy that replaced the tensor whose data was at `old.raw_data()` when the blocks were
+  // given (LoRA fusion buffers move here); undefined when it was not one of theirs.
+  Tensor host_home(const Tensor& old) const {
+    if (!old.defined()) return {};
+    const auto it = moved_.find(old.raw_data());
+    return it == moved_.end() ? Tensor() : it->second;
+  }
+  const Block& host_block(int64_t i) const { return host_[static_cast<size_t>(i)]; }
+
+  void begin() { ring_->begin(); }
+  // Block i's device view, ordered after its copy on the current stream.
+  const Block& acquire(int64_t i) {
+    ring_->before(i);
+    return device_blocks_[static_cast<size_t>(i)];
+  }
+  // Block i's compute is issued: its slot may be refilled after it.
+  void release(int64_t i) { ring_->after(i); }
+  void end() { ring_->end(); }
+
+ private:
+  Device device_;
+  Visitor visit_;
+  std::vector<Block> host_, device_blocks_;
+  std::vector<detail::PackedBlock> packed_;
+  std::map<const void*, Tensor> moved_;
+  std::unique_ptr<backend::BlockRing> ring_;
+};
+
+}  // namespace ltx::models
