@@ -49,10 +49,10 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
                   "cpu (default) or cuda[:N]: where every model runs (bf16 weights on CUDA, f32 "
                   "on the CPU)");
   sub->add_option("--offload", c.offload,
-                  "Where the transformer's blocks wait between uses: none (default: all weights "
-                  "on the GPU) or cpu (blocks in page-locked host memory, copied to the GPU block "
-                  "by block while the previous block computes; GPU memory for the rest of the "
-                  "model plus two blocks). Needs --device cuda");
+                  "Where the transformer's blocks and Gemma's layers wait between uses: none "
+                  "(default: all weights on the GPU) or cpu (in page-locked host memory, copied "
+                  "to the GPU one by one while the previous one computes; GPU memory for the rest "
+                  "of each model plus two blocks). Needs --device cuda");
   sub->add_option("--checkpoint-path", m.checkpoint_path,
                   "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
                   "VAEs, vocoder");

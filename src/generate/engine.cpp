@@ -91,18 +91,25 @@ class Engine::ResidentProvider final : public ModelProvider {
  public:
   explicit ResidentProvider(Engine& engine) : e_(engine) {}
 
-  std::shared_ptr<text::PromptEncoder> prompt_encoder(const ModelPaths& paths,
-                                                      const nn::LoadOptions& where) override {
+  std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const ModelPaths& paths, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) override {
     std::string key = str("text encoder|", paths.text_encoder.path);
     for (const std::string& p : paths.embeddings_weight_paths) key += "|" + p;
-    key += "|" + where_key(where);
+    key += "|" + where_key(where) + str("|offload slots ", streaming.slots);
     return e_.cache_->acquire<text::PromptEncoder>(
         "text encoder", key,
-        [&] { return header_estimate(paths.text_encoder.path, {}, where.dtype); },
+        [&] {
+          // Streamed: unknown before the load (the layers' names depend on the file's layout);
+          // the load measures the resident part and the slots.
+          return streaming.enabled() ? int64_t{0}
+                                     : header_estimate(paths.text_encoder.path, {}, where.dtype);
+        },
         [&] {
           text::PromptEncoderOptions options;
           options.load = where;
           options.keep_loaded = true;
+          options.streaming = streaming;
           auto encoder = std::make_shared<text::PromptEncoder>(
               paths.text_encoder.path, paths.embeddings_weight_paths, options);
           // Both models now, so the cache measures them and a generation loads nothing.
@@ -527,7 +534,7 @@ void Engine::preload(const std::string& pipeline) {
   const nn::LoadOptions where = model_placement(options_.device, options_.dtype);
   const ModelPaths& p = r.models.paths;
   ResidentProvider provider(*this);
-  provider.prompt_encoder(p, where);
+  provider.prompt_encoder(p, where, block_streaming(options_.offload, options_.device));
   if (p.duration_head.given()) provider.duration_head(p.duration_head.path, where);
   provider.transformer(p, {}, where, block_streaming(options_.offload, options_.device));
   if (pipelines::is_two_stage(kind)) provider.video_encoder(p.video_vae.path, where);

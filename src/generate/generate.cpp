@@ -509,7 +509,8 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     // head reads the contexts there, then they come back to the host in f32 (exact) for the
     // pipeline, which moves them to the transformer's device once.
     log_placement("text encoder", where);
-    const std::shared_ptr<text::PromptEncoder> encoder = provider.prompt_encoder(paths, where);
+    const std::shared_ptr<text::PromptEncoder> encoder =
+        provider.prompt_encoder(paths, where, block_streaming(options.offload, options.device));
     result.prompt = encode_text(options, *encoder, head.get(), frames_request, where, req,
                                 contexts, progress);
     head.reset();
@@ -563,8 +564,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   const std::optional<DType> dtype = options[0].dtype;
   for (size_t i = 0; i < n; ++i)
     LTX_CHECK(options[i].pipeline == options[0].pipeline && options[i].device == device &&
-                  options[i].dtype == dtype,
-              "generate batch: job ", i, " differs from job 0 in pipeline, device or dtype");
+                  options[i].dtype == dtype && options[i].offload == options[0].offload,
+              "generate batch: job ", i, " differs from job 0 in pipeline, device, dtype or offload");
   const nn::LoadOptions where = model_placement(device, dtype);
   const ModelPaths& paths = models.paths;
 
@@ -591,7 +592,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
   {
     log_placement("text encoder", where);
-    const std::shared_ptr<text::PromptEncoder> encoder = provider.prompt_encoder(paths, where);
+    const std::shared_ptr<text::PromptEncoder> encoder =
+        provider.prompt_encoder(paths, where, block_streaming(options[0].offload, device));
     for (size_t i = 0; i < n; ++i)
       for_job(i, [&] {
         results[i].result.pipeline = pipelines::pipeline_name(kind);

@@ -67,7 +67,8 @@ struct GenerateOptions {
   // latents between the denoising steps, as the reference; F32 = full precision, f32 models on a
   // GPU too and f32 latents between steps (e.g. to compare a GPU run with a CPU run).
   std::optional<DType> dtype;
-  // --offload: the transformer's blocks resident on the GPU or streamed from host memory.
+  // --offload: the transformer's blocks and Gemma's layers resident on the GPU or streamed from
+  // host memory.
   Offload offload = Offload::None;
   ModelFlags models;
   std::vector<ImageFlag> images;

@@ -28,11 +28,13 @@ std::shared_ptr<StageTransformer> load_stage_transformer(
   return st;
 }
 
-std::shared_ptr<text::PromptEncoder> OneShotProvider::prompt_encoder(const ModelPaths& paths,
-                                                                     const nn::LoadOptions& where) {
+std::shared_ptr<text::PromptEncoder> OneShotProvider::prompt_encoder(
+    const ModelPaths& paths, const nn::LoadOptions& where,
+    const models::BlockStreaming& streaming) {
   // The reference's lifecycle: Gemma and the connectors each loaded, used and freed in encode().
   text::PromptEncoderOptions options;
   options.load = where;
+  options.streaming = streaming;
   return std::make_shared<text::PromptEncoder>(paths.text_encoder.path,
                                                paths.embeddings_weight_paths, options);
 }

@@ -41,8 +41,10 @@ class ModelProvider {
   virtual ~ModelProvider() = default;
 
   // Gemma + the text connectors of paths.text_encoder / paths.embeddings_weight_paths.
-  virtual std::shared_ptr<text::PromptEncoder> prompt_encoder(const ModelPaths& paths,
-                                                              const nn::LoadOptions& where) = 0;
+  // `streaming`: Gemma's layers streamed from host memory (--offload cpu).
+  virtual std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const ModelPaths& paths, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) = 0;
   // The duration head in `path`; null when the file has none.
   virtual std::shared_ptr<const models::duration_head::DurationHead> duration_head(
       const std::string& path, const nn::LoadOptions& where) = 0;
@@ -68,8 +70,9 @@ class ModelProvider {
 // Loads on every request, keeps nothing (`ltx generate`).
 class OneShotProvider final : public ModelProvider {
  public:
-  std::shared_ptr<text::PromptEncoder> prompt_encoder(const ModelPaths& paths,
-                                                      const nn::LoadOptions& where) override;
+  std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const ModelPaths& paths, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) override;
   std::shared_ptr<const models::duration_head::DurationHead> duration_head(
       const std::string& path, const nn::LoadOptions& where) override;
   std::shared_ptr<const lora::LoraFile> lora_file(const std::string& path) override;

@@ -14,9 +14,10 @@
 
 namespace ltx::generate {
 
-// --offload (the reference's OffloadMode): where the transformer's blocks wait between uses.
-// None: resident on the device. Cpu: in page-locked host memory, streamed to the GPU block by
-// block through kOffloadSlots device slots (models/block_streaming.h); the rest stays resident.
+// --offload (the reference's OffloadMode): where the transformer's blocks and the Gemma text
+// encoder's layers wait between uses. None: resident on the device. Cpu: in page-locked host
+// memory, streamed to the GPU one by one through kOffloadSlots device slots
+// (models/block_streaming.h); the rest of each model stays resident.
 enum class Offload { None, Cpu };
 inline constexpr int64_t kOffloadSlots = 2;
 // "none" / "cpu"; anything else throws naming --offload and the choices.

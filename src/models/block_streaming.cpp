@@ -2,6 +2,17 @@
 
 #include <cstring>
 
+#include "core/log.h"
+
+namespace ltx::models {
+
+void visit_linear(nn::Linear& linear, const TensorVisitFn& fn) {
+  fn(linear.weight);
+  fn(linear.bias);
+}
+
+}  // namespace ltx::models
+
 namespace ltx::models::detail {
 
 namespace {
@@ -39,6 +50,10 @@ PackedBlock pack_block(const std::function<void(const TensorVisitFn&)>& visit, D
     at += t.nbytes();
   });
   return p;
+}
+
+void log_pass_end_failure(const std::exception& e) {
+  log_warn("block streaming: ending the pass failed: ", e.what());
 }
 
 void view_in_slot(const std::function<void(const TensorVisitFn&)>& visit, const PackedBlock& packed,

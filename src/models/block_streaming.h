@@ -17,6 +17,7 @@
 //   s.begin();
 //   for (i ...) { const Block& b = s.acquire(i); b.forward(...); s.release(i); }
 //   s.end();
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +25,7 @@
 
 #include "backend/block_ring.h"
 #include "core/tensor.h"
+#include "nn/linear.h"
 
 namespace ltx::models {
 
@@ -37,6 +39,9 @@ struct BlockStreaming {
 // Calls `fn` on every tensor of one block, in a fixed order (a model's own visitor).
 using TensorVisitFn = std::function<void(Tensor&)>;
 
+// Every tensor an nn::Linear holds: the one place the block visitors learn it.
+void visit_linear(nn::Linear& linear, const TensorVisitFn& fn);
+
 namespace detail {
 
 // The host side of one streamed block: its tensors packed into one page-locked buffer.
@@ -49,6 +54,8 @@ struct PackedBlock {
 // each tensor a contiguous view of it; records old data address -> new view in `moved`.
 PackedBlock pack_block(const std::function<void(const TensorVisitFn&)>& visit, Device device,
                        std::map<const void*, Tensor>& moved);
+// Logs (warning) that ending a pass failed; a destructor cannot throw it.
+void log_pass_end_failure(const std::exception& e);
 // Points every tensor `visit` reaches (a copy of a packed block) at the same offset in `slot`.
 void view_in_slot(const std::function<void(const TensorVisitFn&)>& visit, const PackedBlock& packed,
                   const std::shared_ptr<void>& slot, Device device);
@@ -124,6 +131,28 @@ class StreamedBlocks {
   std::vector<detail::PackedBlock> packed_;
   std::map<const void*, Tensor> moved_;
   std::unique_ptr<backend::BlockRing> ring_;
+};
+
+// One pass over a model's streamed blocks for a scope: begin() now, end() when the scope exits
+// (also by an exception, so the copy stream is joined back). Null: no streaming, nothing to do.
+template <class Block>
+class StreamedPass {
+ public:
+  explicit StreamedPass(StreamedBlocks<Block>* blocks) : blocks_(blocks) {
+    if (blocks_) blocks_->begin();
+  }
+  ~StreamedPass() {
+    try {
+      if (blocks_) blocks_->end();
+    } catch (const std::exception& e) {
+      detail::log_pass_end_failure(e);
+    }
+  }
+  StreamedPass(const StreamedPass&) = delete;
+  StreamedPass& operator=(const StreamedPass&) = delete;
+
+ private:
+  StreamedBlocks<Block>* blocks_;
 };
 
 }  // namespace ltx::models

@@ -17,6 +17,8 @@
 #include "io/weights.h"
 #include "models/lora/fuse.h"
 #include "models/lora/lora.h"
+#include "models/text/gemma/model.h"
+#include "models/text/gemma_assets.h"
 #include "models/transformer/model.h"
 #include "support/test_support.h"
 
@@ -185,6 +187,46 @@ TEST(CudaBlockStreaming, LoraFusedIntoTheHostCopiesIsTheResidentFusedModel) {
 
   st->fuser->reset();
   expect_same_outputs(st->model->forward(&in.video, &in.audio, nullptr), base);
+}
+
+// Gemma 3 (root folder) and Gemma 4 unified (KV-shared layers, per-layer inputs): the streamed
+// decoder layers give the resident model's hidden states, through encode() and through the
+// KV-cached forward() of prompt enhancement.
+TEST(CudaBlockStreaming, StreamedGemmaLayersGiveTheResidentHiddenStatesBitForBit) {
+  LTX_REQUIRE_CUDA();
+  const nn::LoadOptions gpu{DType::BF16, test::kGpu};
+  for (const auto& [path, io_case] : {std::pair{"text_gemma3_root", "text_ltx23"},
+                                      std::pair{"text_gemma4.te.safetensors", "text_ltx25"}}) {
+    SCOPED_TRACE(path);
+    const text::GemmaAssets assets = text::GemmaAssets::load(test::fixture(path));
+    const text::GemmaTextModel resident = text::GemmaTextModel::load(assets, gpu);
+    const text::GemmaTextModel streamed = text::GemmaTextModel::load(assets, gpu, {2});
+    ASSERT_TRUE(streamed.streams_layers());
+    ASSERT_FALSE(resident.streams_layers());
+
+    const io::SafetensorsFile io(test::fixture(std::string(io_case) + ".io.safetensors"));
+    const Tensor ids = io.tensor("in.input_ids").narrow(0, 0, 1);
+    const Tensor mask = io.tensor("in.attention_mask").narrow(0, 0, 1);
+    const std::vector<Tensor> want = resident.encode(ids, mask);
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<Tensor> got = streamed.encode(ids, mask);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t l = 0; l < got.size(); ++l)
+        EXPECT_TRUE(test::same_bytes(got[l], want[l])) << "pass " << pass << ", hidden state " << l;
+    }
+
+    // The last 8 tokens through the KV cache.
+    const int64_t T = ids.size(1), n = 8;
+    std::vector<int64_t> pos(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) pos[static_cast<size_t>(t)] = t;
+    const Tensor last_ids = ids.narrow(1, T - n, n).contiguous();
+    const Tensor last_mask = Tensor::full({1, n}, 1.0, DType::I64);
+    const Tensor positions = Tensor::from_vector(pos, {1, n});
+    text::GemmaKvCache want_cache = resident.make_cache(1, n), got_cache = streamed.make_cache(1, n);
+    const Tensor want_h = resident.forward(last_ids, positions, last_mask, want_cache);
+    const Tensor got_h = streamed.forward(last_ids, positions, last_mask, got_cache);
+    EXPECT_TRUE(test::same_bytes(got_h, want_h)) << "forward() with the KV cache";
+  }
 }
 
 TEST(CudaBlockStreaming, StreamingOnTheCpuIsAnErrorNamingTheFlag) {

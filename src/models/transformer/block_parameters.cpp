@@ -4,12 +4,6 @@ namespace ltx::models::transformer {
 
 namespace {
 
-// The one place that knows what an nn::Linear holds.
-void visit_linear(nn::Linear& l, const TensorVisitFn& fn) {
-  fn(l.weight);
-  fn(l.bias);
-}
-
 void visit_attention(std::optional<Attention>& a, const TensorVisitFn& fn) {
   if (!a) return;
   for (nn::Linear* l : {&a->to_q, &a->to_k, &a->to_v, &a->to_out}) visit_linear(*l, fn);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "models/transformer/block_parameters.h"
-#include "core/log.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 
@@ -223,17 +222,7 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
   std::optional<backend::StreamFork> lines;
   if (v && a) lines.emplace(v->x.device());
   // Streamed blocks: each block's copy is waited for before its compute, which releases its slot.
-  struct PassEnd {
-    StreamedBlocks<BasicAVTransformerBlock>* s;
-    ~PassEnd() {
-      try {
-        if (s) s->end();
-      } catch (const std::exception& e) {
-        log_warn("block streaming: ending the pass failed: ", e.what());
-      }
-    }
-  } pass_end{streamed_.get()};
-  if (streamed_) streamed_->begin();
+  StreamedPass<BasicAVTransformerBlock> pass(streamed_.get());
   for (int64_t i = 0; i < num_blocks(); ++i) {
     if (v) v->block_index = i;
     if (a) a->block_index = i;
