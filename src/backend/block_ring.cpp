@@ -47,6 +47,22 @@ BlockRing::BlockRing(Device device, std::vector<const void*> host, std::vector<s
   no_gpu(device);
 }
 
+BlockRing::BlockRing(Device device, std::vector<size_t> bytes, int64_t slots, Fill fill)
+    : impl_(std::make_unique<Impl>()) {
+#if LTX_WITH_CUDA
+  if (device.is_cuda()) {
+    impl_->ring = std::make_unique<cuda::BlockRing>(device.index, std::move(bytes), slots,
+                                                    std::move(fill));
+    return;
+  }
+#else
+  (void)bytes;
+  (void)slots;
+  (void)fill;
+#endif
+  no_gpu(device);
+}
+
 BlockRing::~BlockRing() = default;
 
 #if LTX_WITH_CUDA

@@ -5,6 +5,7 @@
 // anything to stream to: on the CPU every call throws, naming --offload.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,10 @@ class BlockRing {
   // `host[i]` (`bytes[i]` long, from streaming_host_allocate) holds block i; `slots` device
   // buffers of the largest block's size are allocated on `device`.
   BlockRing(Device device, std::vector<const void*> host, std::vector<size_t> bytes, int64_t slots);
+  // Block i (`bytes[i]` long) written by `fill(i, staging)` into a page-locked staging buffer at
+  // each load (`--offload disk`: read again from the mapped file every pass).
+  using Fill = std::function<void(int64_t block, void* staging)>;
+  BlockRing(Device device, std::vector<size_t> bytes, int64_t slots, Fill fill);
   ~BlockRing();
   BlockRing(const BlockRing&) = delete;
   BlockRing& operator=(const BlockRing&) = delete;

@@ -293,7 +293,7 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
       r, "transformer", p.name + " transformer", transformer_init,
       [&](io::WeightMap& w) {
         return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device},
-                                  models::BlockStreaming{o.offload_slots});
+                                  models::BlockStreaming{o.offload_slots, o.offload_from_file});
       },
       [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
         if (o.guided) {
@@ -454,10 +454,10 @@ void BenchOptions::validate() const {
   LTX_CHECK(!cuda_graph || device.is_cuda(),
             "--cuda-graph: CUDA graphs need --device cuda (the CPU runs every step as it comes)");
   LTX_CHECK(offload_slots == 0 || device.is_cuda(),
-            "--offload cpu streams the transformer's blocks to a GPU; use --device cuda");
+            "--offload streams the transformer's blocks to a GPU; use --device cuda");
   // The streamed pass forks a copy stream per call; it is timed as the pipelines run it, eagerly.
   LTX_CHECK(offload_slots == 0 || !cuda_graph,
-            "--cuda-graph with --offload cpu: streamed blocks are timed eagerly; drop one of the two");
+            "--cuda-graph with --offload: streamed blocks are timed eagerly; drop one of the two");
   LTX_CHECK(!(cuda_graph && guided), "--cuda-graph with --guided: the guided step is timed eagerly, "
             "as the pipelines run it; drop one of the two");
   LTX_CHECK(guided || share_text_kv, "--no-text-kv-share applies to --guided only");
@@ -556,7 +556,7 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
         c.tokens.audio_text = c.tokens.video_text;
       }
       c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "",
-                    o.cuda_graph ? " graph" : "", o.offload_slots > 0 ? " offload-cpu" : "",
+                    o.cuda_graph ? " graph" : "", o.offload_slots == 0 ? "" : o.offload_from_file ? " offload-disk" : " offload-cpu",
                     o.image_conditioned ? " image-cond" : "",
                     o.per_token_timesteps ? " per-token-ts" : "");
       c.flops = transformer_flops(cfg, c.tokens);
@@ -841,6 +841,7 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
   j["offload_slots"] = o.offload_slots;
+  j["offload_from_file"] = o.offload_from_file;
   // The transformer's audio half on a side stream (LTX_SIDE_STREAMS=0 turns it off; CUDA only).
   j["side_streams"] = o.device.is_cuda() && backend::side_streams_enabled();
   j["guided"] = o.guided;

@@ -50,9 +50,11 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
                   "on the CPU)");
   sub->add_option("--offload", c.offload,
                   "Where the transformer's blocks and Gemma's layers wait between uses: none "
-                  "(default: all weights on the GPU) or cpu (in page-locked host memory, copied "
+                  "(default: all weights on the GPU), cpu (in page-locked host memory, copied "
                   "to the GPU one by one while the previous one computes; GPU memory for the rest "
-                  "of each model plus two blocks). Needs --device cuda");
+                  "of each model plus two blocks) or disk (read from the model files at every "
+                  "pass through two page-locked staging buffers: the least host memory). Needs "
+                  "--device cuda");
   sub->add_option("--checkpoint-path", m.checkpoint_path,
                   "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
                   "VAEs, vocoder");

@@ -29,6 +29,12 @@ std::string where_key(const nn::LoadOptions& where) {
   return str(where.device.str(), "/", dtype_name(where.dtype));
 }
 
+// A streamed model holds other device memory than a resident one: another cache entry.
+std::string offload_key(const models::BlockStreaming& streaming) {
+  if (!streaming.enabled()) return "";
+  return str("|streamed, ", streaming.slots, " slots", streaming.from_file ? ", from file" : "");
+}
+
 // The bytes the tensors of `path` under `prefixes` take once loaded in `dtype` (floating tensors
 // converted, others as stored); no prefix: every tensor (a file of one component). 0 for a path
 // that is not a file (a Gemma folder).
@@ -96,7 +102,7 @@ class Engine::ResidentProvider final : public ModelProvider {
       const models::BlockStreaming& streaming) override {
     std::string key = str("text encoder|", paths.text_encoder.path);
     for (const std::string& p : paths.embeddings_weight_paths) key += "|" + p;
-    key += "|" + where_key(where) + str("|offload slots ", streaming.slots);
+    key += "|" + where_key(where) + offload_key(streaming);
     return e_.cache_->acquire<text::PromptEncoder>(
         "text encoder", key,
         [&] {
@@ -158,8 +164,7 @@ class Engine::ResidentProvider final : public ModelProvider {
         // A streamed model holds only its resident part and its slots on the device (what the
         // cache measures), so it is another entry than the resident one.
         "transformer",
-        str("transformer|", paths.transformer.path, "|", where_key(where), "|offload slots ",
-            streaming.slots),
+        str("transformer|", paths.transformer.path, "|", where_key(where), offload_key(streaming)),
         [&] {
           // The text connectors share the prefix in a single-file checkpoint: a small overcount.
           const bool split = paths.layout == ModelPaths::Layout::Split;

@@ -18,9 +18,11 @@ namespace ltx::generate {
 // encoder's layers wait between uses. None: resident on the device. Cpu: in page-locked host
 // memory, streamed to the GPU one by one through kOffloadSlots device slots
 // (models/block_streaming.h); the rest of each model stays resident.
-enum class Offload { None, Cpu };
+// Disk: the same slots, filled at every pass from the mapped files through two page-locked
+// staging buffers (host memory: two blocks; LoRA-fused weights stay in host buffers).
+enum class Offload { None, Cpu, Disk };
 inline constexpr int64_t kOffloadSlots = 2;
-// "none" / "cpu"; anything else throws naming --offload and the choices.
+// "none" / "cpu" / "disk"; anything else throws naming --offload and the choices.
 Offload parse_offload(const std::string& text);
 const char* offload_name(Offload offload);
 // The block streaming `offload` asks for on `device`; throws naming --offload on the CPU.

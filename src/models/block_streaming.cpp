@@ -28,16 +28,9 @@ size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 PackedBlock pack_block(const std::function<void(const TensorVisitFn&)>& visit, Device device,
                        std::map<const void*, Tensor>& moved) {
-  size_t total = 0;
-  visit([&](Tensor& t) {
-    if (!t.defined()) return;
-    LTX_CHECK(t.device().is_cpu(), "block streaming: a block tensor is on ", t.device().str(),
-              "; streamed blocks are bound on the host");
-    total = aligned(total) + t.nbytes();
-  });
   PackedBlock p;
-  p.bytes = total;
-  p.host = backend::streaming_host_allocate(total, device);
+  p.bytes = block_bytes(visit);
+  p.host = backend::streaming_host_allocate(p.bytes, device);
   auto* base = static_cast<unsigned char*>(p.host.get());
   size_t at = 0;
   visit([&](Tensor& t) {
@@ -56,15 +49,38 @@ void log_pass_end_failure(const std::exception& e) {
   log_warn("block streaming: ending the pass failed: ", e.what());
 }
 
-void view_in_slot(const std::function<void(const TensorVisitFn&)>& visit, const PackedBlock& packed,
-                  const std::shared_ptr<void>& slot, Device device) {
-  const auto* host = static_cast<const unsigned char*>(packed.host.get());
-  auto* dev = static_cast<unsigned char*>(slot.get());
+size_t block_bytes(const std::function<void(const TensorVisitFn&)>& visit) {
+  size_t total = 0;
   visit([&](Tensor& t) {
     if (!t.defined()) return;
-    const size_t offset = static_cast<size_t>(static_cast<const unsigned char*>(t.raw_data()) - host);
-    LTX_CHECK(offset + t.nbytes() <= packed.bytes, "block streaming: a tensor outside its block");
-    t = Tensor::from_blob(dev + offset, t.shape(), t.dtype(), device, slot);
+    LTX_CHECK(t.device().is_cpu(), "block streaming: a block tensor is on ", t.device().str(),
+              "; streamed blocks are bound on the host");
+    total = aligned(total) + t.nbytes();
+  });
+  return total;
+}
+
+void fill_block(const std::function<void(const TensorVisitFn&)>& visit, void* dst) {
+  auto* base = static_cast<unsigned char*>(dst);
+  size_t at = 0;
+  visit([&](Tensor& t) {
+    if (!t.defined()) return;
+    at = aligned(at);
+    Tensor::from_blob(base + at, t.shape(), t.dtype(), Device::cpu(), nullptr).copy_from(t);
+    at += t.nbytes();
+  });
+}
+
+void view_in_slot(const std::function<void(const TensorVisitFn&)>& visit,
+                  const std::shared_ptr<void>& slot, Device device) {
+  auto* base = static_cast<unsigned char*>(slot.get());
+  size_t at = 0;
+  visit([&](Tensor& t) {
+    if (!t.defined()) return;
+    at = aligned(at);
+    Tensor view = Tensor::from_blob(base + at, t.shape(), t.dtype(), device, slot);
+    at += t.nbytes();
+    t = view;
   });
 }
 

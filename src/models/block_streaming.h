@@ -30,9 +30,13 @@
 namespace ltx::models {
 
 // How a model's repeated blocks are held: slots 0 keeps them resident on the device (no
-// streaming); otherwise they stream through `slots` (>= 2) device slots.
+// streaming); otherwise they stream through `slots` (>= 2) device slots, from page-locked copies
+// made at load (`--offload cpu`) or, with `from_file`, from where they were bound (views of the
+// mapped file; LoRA-fused weights from the fuser's host buffers) through two page-locked staging
+// buffers at every pass (`--offload disk`).
 struct BlockStreaming {
   int64_t slots = 0;
+  bool from_file = false;
   bool enabled() const { return slots > 0; }
 };
 
@@ -44,11 +48,17 @@ void visit_linear(nn::Linear& linear, const TensorVisitFn& fn);
 
 namespace detail {
 
-// The host side of one streamed block: its tensors packed into one page-locked buffer.
+// The host side of one streamed block: its tensors packed into one page-locked buffer (null when
+// they stay where they were bound).
 struct PackedBlock {
   std::shared_ptr<void> host;  // page-locked
   size_t bytes = 0;
 };
+
+// The bytes a block takes in its slot (every defined tensor, in visiting order, each aligned).
+size_t block_bytes(const std::function<void(const TensorVisitFn&)>& visit);
+// Copies every tensor `visit` reaches to its place in `dst` (a slot's layout, on the host).
+void fill_block(const std::function<void(const TensorVisitFn&)>& visit, void* dst);
 
 // Copies every (defined) tensor `visit` reaches into one page-locked buffer for `device` and makes
 // each tensor a contiguous view of it; records old data address -> new view in `moved`.
@@ -56,8 +66,8 @@ PackedBlock pack_block(const std::function<void(const TensorVisitFn&)>& visit, D
                        std::map<const void*, Tensor>& moved);
 // Logs (warning) that ending a pass failed; a destructor cannot throw it.
 void log_pass_end_failure(const std::exception& e);
-// Points every tensor `visit` reaches (a copy of a packed block) at the same offset in `slot`.
-void view_in_slot(const std::function<void(const TensorVisitFn&)>& visit, const PackedBlock& packed,
+// Points every tensor `visit` reaches (a copy of a block) at its place in `slot`.
+void view_in_slot(const std::function<void(const TensorVisitFn&)>& visit,
                   const std::shared_ptr<void>& slot, Device device);
 
 }  // namespace detail
@@ -69,15 +79,19 @@ class StreamedBlocks {
 
   // Blocks are added one at a time as they are bound (so only one unpacked block is alive at a
   // time), then start() makes the ring of `slots` on `device`.
-  StreamedBlocks(Device device, Visitor visit) : device_(device), visit_(std::move(visit)) {}
+  StreamedBlocks(Device device, Visitor visit, bool from_file = false)
+      : device_(device), visit_(std::move(visit)), from_file_(from_file) {}
 
   // `block`: bound on the host in the compute dtype (CPU tensors, possibly views of a file); its
-  // parameters are copied into one page-locked buffer.
+  // parameters are copied into one page-locked buffer, or left there with `from_file`.
   void add(Block block) {
     host_.push_back(std::move(block));
     Block& b = host_.back();
-    packed_.push_back(
-        detail::pack_block([&](const TensorVisitFn& f) { visit_(b, f); }, device_, moved_));
+    const auto visit = [&](const TensorVisitFn& f) { visit_(b, f); };
+    if (from_file_)
+      packed_.push_back({nullptr, detail::block_bytes(visit)});
+    else
+      packed_.push_back(detail::pack_block(visit, device_, moved_));
   }
 
   void start(int64_t slots) {
@@ -87,18 +101,24 @@ class StreamedBlocks {
       data.push_back(p.host.get());
       bytes.push_back(p.bytes);
     }
-    ring_ = std::make_unique<backend::BlockRing>(device_, std::move(data), std::move(bytes), slots);
+    if (from_file_)
+      ring_ = std::make_unique<backend::BlockRing>(
+          device_, std::move(bytes), slots, [this](int64_t i, void* staging) {
+            detail::fill_block(
+                [&](const TensorVisitFn& f) { visit_(host_[static_cast<size_t>(i)], f); }, staging);
+          });
+    else
+      ring_ = std::make_unique<backend::BlockRing>(device_, std::move(data), std::move(bytes), slots);
     device_blocks_ = host_;
     for (size_t i = 0; i < device_blocks_.size(); ++i)
       detail::view_in_slot([&](const TensorVisitFn& f) { visit_(device_blocks_[i], f); },
-                           packed_[i],
                            ring_->slot(ring_->schedule().slot_of(static_cast<int64_t>(i))),
                            device_);
   }
 
   int64_t size() const { return static_cast<int64_t>(host_.size()); }
   int64_t slots() const { return ring_->schedule().slots(); }
-  // Device bytes of the slots; page-locked host bytes of the blocks.
+  // Device bytes of the slots; host bytes of the blocks.
   int64_t device_bytes() const { return ring_->device_bytes(); }
   int64_t host_bytes() const {
     int64_t n = 0;
@@ -127,6 +147,7 @@ class StreamedBlocks {
  private:
   Device device_;
   Visitor visit_;
+  bool from_file_;
   std::vector<Block> host_, device_blocks_;
   std::vector<detail::PackedBlock> packed_;
   std::map<const void*, Tensor> moved_;

@@ -143,7 +143,8 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--device", "gpu"}, "--device: unknown device 'gpu' (expected cpu, cuda or cuda:N)"},
       {{"--offload", "cpu"}, "--offload cpu streams the transformer's blocks to a GPU; with "
                              "--device cpu use --offload none"},
-      {{"--offload", "disk"}, "--offload: 'disk' is not a mode"},
+      {{"--offload", "ram"}, "--offload: 'ram' is not a mode"},
+      {{"--offload", "disk"}, "--offload disk streams the transformer's blocks to a GPU"},
       // No CUDA in this build, or no such GPU index: either way an error before any work.
       {{"--device", "cuda:99"}, "cuda:99"},
   };

@@ -1,8 +1,9 @@
-// Block streaming (`--offload cpu`, models/block_streaming.h) on the GPU: the transformer whose
-// blocks stream from page-locked host memory through 2 or 3 device slots computes the resident
-// model's outputs bit for bit (same kernels in the same order, only the weights' addresses
-// differ), pass after pass through the same slots, with fewer device bytes; LoRA fusion into the
-// streamed model's host copies gives the resident fused model's outputs.
+// Block streaming (`--offload cpu` / `disk`, models/block_streaming.h) on the GPU: the transformer
+// whose blocks stream from page-locked host memory (or, for disk, from the mapped file through
+// staging buffers) through 2 or 3 device slots computes the resident model's outputs bit for bit
+// (same kernels in the same order, only the weights' addresses differ), pass after pass through
+// the same slots, with fewer device bytes; LoRA fusion into the streamed model's host weights
+// gives the resident fused model's outputs; the same for Gemma's layers.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -89,10 +90,12 @@ TEST(CudaBlockStreaming, StreamedForwardIsTheResidentForwardBitForBit) {
   const tf::ModelOutputs want_video = resident.forward(&in.video, nullptr, nullptr);
   ASSERT_FALSE(resident.streams_blocks());
 
-  for (int64_t slots : {2, 3}) {
-    SCOPED_TRACE(str(slots, " slots"));
+  for (const auto& [slots, from_file] :
+       {std::pair{int64_t{2}, false}, std::pair{int64_t{3}, false}, std::pair{int64_t{2}, true},
+        std::pair{int64_t{3}, true}}) {
+    SCOPED_TRACE(str(slots, " slots", from_file ? ", from the bound host tensors (disk)" : ""));
     const int64_t before = live_bytes();
-    const tf::LTXModel streamed = synthetic_model(c, {slots});
+    const tf::LTXModel streamed = synthetic_model(c, {slots, from_file});
     const int64_t streamed_bytes = live_bytes() - before;
     ASSERT_TRUE(streamed.streams_blocks());
     EXPECT_EQ(streamed.streaming_slots(), slots);
@@ -122,16 +125,38 @@ TEST(CudaBlockStreaming, MoreSlotsThanBlocksUsesOneSlotPerBlock) {
                       resident.forward(&in.video, &in.audio, nullptr));
 }
 
+// The fixture's weights rewritten in bf16, so that a bf16 model binds them as views of the mapped
+// file (what --offload disk reads at every pass).
+std::string write_bf16_weights(const test::TempDir& dir) {
+  const io::SafetensorsFile f(weights_path());
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& n : f.names()) {
+    const Tensor t = f.tensor(n);
+    tensors.emplace_back(n, dtype_is_floating(t.dtype()) ? t.to(DType::BF16) : t);
+  }
+  const std::string path = dir.file("weights.bf16.safetensors");
+  io::write_safetensors(path, tensors, f.metadata());
+  return path;
+}
+
 TEST(CudaBlockStreaming, StreamedBlocksFromTheFixtureFileMatchTheResidentModel) {
   LTX_REQUIRE_CUDA();
+  test::TempDir dir;
   const Inputs in = fixture_inputs();
-  const auto resident = tf::LTXModel::from_files({weights_path()}, tf::LTXModelType::AudioVideo,
-                                                 {DType::BF16, test::kGpu});
-  const auto streamed = tf::LTXModel::from_files({weights_path()}, tf::LTXModelType::AudioVideo,
-                                                 {DType::BF16, test::kGpu}, {2});
-  ASSERT_TRUE(streamed.streams_blocks());
-  expect_same_outputs(streamed.forward(&in.video, &in.audio, nullptr),
-                      resident.forward(&in.video, &in.audio, nullptr));
+  for (const std::string& path : {weights_path(), write_bf16_weights(dir)}) {
+    SCOPED_TRACE(path);
+    const auto resident =
+        tf::LTXModel::from_files({path}, tf::LTXModelType::AudioVideo, {DType::BF16, test::kGpu});
+    const tf::ModelOutputs want = resident.forward(&in.video, &in.audio, nullptr);
+    for (bool from_file : {false, true}) {
+      SCOPED_TRACE(from_file ? "disk" : "cpu");
+      const auto streamed = tf::LTXModel::from_files(
+          {path}, tf::LTXModelType::AudioVideo, {DType::BF16, test::kGpu}, {2, from_file});
+      ASSERT_TRUE(streamed.streams_blocks());
+      for (int pass = 0; pass < 2; ++pass)
+        expect_same_outputs(streamed.forward(&in.video, &in.audio, nullptr), want);
+    }
+  }
 }
 
 // A LoRA file over weights of both blocks (the factors rounded to bf16 by the fusion anyway).
@@ -170,23 +195,30 @@ TEST(CudaBlockStreaming, LoraFusedIntoTheHostCopiesIsTheResidentFusedModel) {
   const auto base_resident =
       tf::LTXModel::from_files({weights_path()}, tf::LTXModelType::AudioVideo, gpu);
 
-  // Streamed, as the providers load it: the fuser writes the blocks' page-locked host copies.
-  const auto st = generate::load_stage_transformer(weights_path(), {set}, gpu, {2});
-  ASSERT_TRUE(st->model->streams_blocks());
-  ASSERT_NE(st->fuser, nullptr);
-  EXPECT_EQ(st->fuser->targets().size(), 3u);
-  for (const std::string& t : st->fuser->targets())
-    EXPECT_TRUE(st->fuser->bound(t).device().is_cpu()) << t << ": a streamed block's weight";
-  const tf::ModelOutputs base = st->model->forward(&in.video, &in.audio, nullptr);
-  expect_same_outputs(base, base_resident.forward(&in.video, &in.audio, nullptr));
+  const tf::ModelOutputs want_base = base_resident.forward(&in.video, &in.audio, nullptr);
+  const tf::ModelOutputs want_fused = fused_resident.forward(&in.video, &in.audio, nullptr);
 
-  st->fuser->apply(set);
-  const tf::ModelOutputs fused = st->model->forward(&in.video, &in.audio, nullptr);
-  expect_same_outputs(fused, fused_resident.forward(&in.video, &in.audio, nullptr));
-  EXPECT_FALSE(test::same_bytes(fused.video, base.video)) << "the LoRA changed nothing";
+  // Streamed, as the providers load it: the fuser writes the blocks' host weights (cpu: the
+  // page-locked copies; disk: its own host buffers, read at every pass).
+  for (bool from_file : {false, true}) {
+    SCOPED_TRACE(from_file ? "disk" : "cpu");
+    const auto st = generate::load_stage_transformer(weights_path(), {set}, gpu, {2, from_file});
+    ASSERT_TRUE(st->model->streams_blocks());
+    ASSERT_NE(st->fuser, nullptr);
+    EXPECT_EQ(st->fuser->targets().size(), 3u);
+    for (const std::string& t : st->fuser->targets())
+      EXPECT_TRUE(st->fuser->bound(t).device().is_cpu()) << t << ": a streamed block's weight";
+    const tf::ModelOutputs base = st->model->forward(&in.video, &in.audio, nullptr);
+    expect_same_outputs(base, want_base);
 
-  st->fuser->reset();
-  expect_same_outputs(st->model->forward(&in.video, &in.audio, nullptr), base);
+    st->fuser->apply(set);
+    const tf::ModelOutputs fused = st->model->forward(&in.video, &in.audio, nullptr);
+    expect_same_outputs(fused, want_fused);
+    EXPECT_FALSE(test::same_bytes(fused.video, base.video)) << "the LoRA changed nothing";
+
+    st->fuser->reset();
+    expect_same_outputs(st->model->forward(&in.video, &in.audio, nullptr), want_base);
+  }
 }
 
 // Gemma 3 (root folder) and Gemma 4 unified (KV-shared layers, per-layer inputs): the streamed
@@ -200,32 +232,35 @@ TEST(CudaBlockStreaming, StreamedGemmaLayersGiveTheResidentHiddenStatesBitForBit
     SCOPED_TRACE(path);
     const text::GemmaAssets assets = text::GemmaAssets::load(test::fixture(path));
     const text::GemmaTextModel resident = text::GemmaTextModel::load(assets, gpu);
-    const text::GemmaTextModel streamed = text::GemmaTextModel::load(assets, gpu, {2});
-    ASSERT_TRUE(streamed.streams_layers());
     ASSERT_FALSE(resident.streams_layers());
+    for (bool from_file : {false, true}) {
+      SCOPED_TRACE(from_file ? "disk" : "cpu");
+      const text::GemmaTextModel streamed = text::GemmaTextModel::load(assets, gpu, {2, from_file});
+      ASSERT_TRUE(streamed.streams_layers());
 
-    const io::SafetensorsFile io(test::fixture(std::string(io_case) + ".io.safetensors"));
-    const Tensor ids = io.tensor("in.input_ids").narrow(0, 0, 1);
-    const Tensor mask = io.tensor("in.attention_mask").narrow(0, 0, 1);
-    const std::vector<Tensor> want = resident.encode(ids, mask);
-    for (int pass = 0; pass < 2; ++pass) {
-      const std::vector<Tensor> got = streamed.encode(ids, mask);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t l = 0; l < got.size(); ++l)
-        EXPECT_TRUE(test::same_bytes(got[l], want[l])) << "pass " << pass << ", hidden state " << l;
+      const io::SafetensorsFile io(test::fixture(std::string(io_case) + ".io.safetensors"));
+      const Tensor ids = io.tensor("in.input_ids").narrow(0, 0, 1);
+      const Tensor mask = io.tensor("in.attention_mask").narrow(0, 0, 1);
+      const std::vector<Tensor> want = resident.encode(ids, mask);
+      for (int pass = 0; pass < 2; ++pass) {
+        const std::vector<Tensor> got = streamed.encode(ids, mask);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t l = 0; l < got.size(); ++l)
+          EXPECT_TRUE(test::same_bytes(got[l], want[l])) << "pass " << pass << ", hidden state " << l;
+      }
+
+      // The last 8 tokens through the KV cache.
+      const int64_t T = ids.size(1), n = 8;
+      std::vector<int64_t> pos(static_cast<size_t>(n));
+      for (int64_t t = 0; t < n; ++t) pos[static_cast<size_t>(t)] = t;
+      const Tensor last_ids = ids.narrow(1, T - n, n).contiguous();
+      const Tensor last_mask = Tensor::full({1, n}, 1.0, DType::I64);
+      const Tensor positions = Tensor::from_vector(pos, {1, n});
+      text::GemmaKvCache want_cache = resident.make_cache(1, n), got_cache = streamed.make_cache(1, n);
+      const Tensor want_h = resident.forward(last_ids, positions, last_mask, want_cache);
+      const Tensor got_h = streamed.forward(last_ids, positions, last_mask, got_cache);
+      EXPECT_TRUE(test::same_bytes(got_h, want_h)) << "forward() with the KV cache";
     }
-
-    // The last 8 tokens through the KV cache.
-    const int64_t T = ids.size(1), n = 8;
-    std::vector<int64_t> pos(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) pos[static_cast<size_t>(t)] = t;
-    const Tensor last_ids = ids.narrow(1, T - n, n).contiguous();
-    const Tensor last_mask = Tensor::full({1, n}, 1.0, DType::I64);
-    const Tensor positions = Tensor::from_vector(pos, {1, n});
-    text::GemmaKvCache want_cache = resident.make_cache(1, n), got_cache = streamed.make_cache(1, n);
-    const Tensor want_h = resident.forward(last_ids, positions, last_mask, want_cache);
-    const Tensor got_h = streamed.forward(last_ids, positions, last_mask, got_cache);
-    EXPECT_TRUE(test::same_bytes(got_h, want_h)) << "forward() with the KV cache";
   }
 }
 

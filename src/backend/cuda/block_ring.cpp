@@ -40,6 +40,13 @@ BlockRing::BlockRing(int device, std::vector<const void*> host, std::vector<size
   released_in_pass_.assign(static_cast<size_t>(n), false);
 }
 
+BlockRing::BlockRing(int device, std::vector<size_t> bytes, int64_t slots, Fill fill)
+    : BlockRing(device, std::vector<const void*>(bytes.size(), nullptr), bytes, slots) {
+  fill_ = std::move(fill);
+  for (int i = 0; i < 2; ++i) staging_.push_back(pinned_host_allocate(slot_bytes_));
+  staged_.resize(staging_.size());
+}
+
 BlockRing::~BlockRing() {
   DeviceGuard guard(device_);
   (void)cudaDeviceSynchronize();
@@ -52,10 +59,19 @@ void BlockRing::load(int64_t block) {
   // overwritten (earlier passes are behind begin()'s fork already).
   if (released_in_pass_[static_cast<size_t>(s)]) released_[static_cast<size_t>(s)].wait(copy);
   const size_t n = bytes_[static_cast<size_t>(block)];
+  const void* src = host_[static_cast<size_t>(block)];
+  Event* staged = nullptr;
+  if (fill_) {
+    const size_t k = next_staging_++ % staging_.size();
+    staged = &staged_[k];
+    staged->synchronize();  // its previous block has reached its slot
+    fill_(block, staging_[k].get());
+    src = staging_[k].get();
+  }
   if (n > 0)
-    LTX_CUDA_CHECK(cudaMemcpyAsync(slots_[static_cast<size_t>(s)].get(),
-                                   host_[static_cast<size_t>(block)], n, cudaMemcpyHostToDevice,
-                                   copy.handle()));
+    LTX_CUDA_CHECK(cudaMemcpyAsync(slots_[static_cast<size_t>(s)].get(), src, n,
+                                   cudaMemcpyHostToDevice, copy.handle()));
+  if (staged) staged->record(copy);
   loaded_[static_cast<size_t>(s)].record(copy);
 }
 

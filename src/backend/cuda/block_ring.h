@@ -3,6 +3,7 @@
 // memory for the blocks' parameters, device slots, and the copy stream that fills the slots while
 // the current stream computes, ordered by events.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,11 @@ class BlockRing {
   // `host[i]` / `bytes[i]`: block i's page-locked host bytes; slots of the largest block's size
   // are allocated on `device` (the caching allocator, so they count as the model's memory).
   BlockRing(int device, std::vector<const void*> host, std::vector<size_t> bytes, int64_t slots);
+  // Blocks written by `fill(block, staging)` into one of two page-locked staging buffers at each
+  // load (--offload disk: read from the mapped file every pass); the host waits for a staging
+  // buffer's previous copy before refilling it.
+  using Fill = std::function<void(int64_t block, void* staging)>;
+  BlockRing(int device, std::vector<size_t> bytes, int64_t slots, Fill fill);
   ~BlockRing();
   BlockRing(const BlockRing&) = delete;
   BlockRing& operator=(const BlockRing&) = delete;
@@ -52,6 +58,10 @@ class BlockRing {
   Event start_, finished_;
   std::vector<Event> loaded_, released_;  // per slot: its load done, its compute done
   std::vector<bool> released_in_pass_;     // per slot: released_ recorded in the current pass
+  Fill fill_;                              // set: blocks go through the staging buffers
+  std::vector<std::shared_ptr<void>> staging_;
+  std::vector<Event> staged_;              // per staging buffer: its last copy to a slot
+  size_t next_staging_ = 0;
 };
 
 }  // namespace ltx::cuda

@@ -110,8 +110,8 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
   const nn::LoadOptions block_opt =
       streaming.enabled() ? nn::LoadOptions{opt.dtype, Device::cpu()} : opt;
   if (streaming.enabled())
-    m.streamed_ = std::make_shared<StreamedBlocks<BasicAVTransformerBlock>>(opt.device,
-                                                                           for_each_block_tensor);
+    m.streamed_ = std::make_shared<StreamedBlocks<BasicAVTransformerBlock>>(
+        opt.device, for_each_block_tensor, streaming.from_file);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     io::WeightMap s = w.scoped(str("transformer_blocks.", i, "."));
     BasicAVTransformerBlock b =

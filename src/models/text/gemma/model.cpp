@@ -150,7 +150,8 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
 
   if (streaming.enabled() && c.num_layers > 0)
     m.streamed_ =
-        std::make_shared<models::StreamedBlocks<GemmaDecoderLayer>>(opt.device, for_each_layer_tensor);
+        std::make_shared<models::StreamedBlocks<GemmaDecoderLayer>>(opt.device, for_each_layer_tensor,
+                                                                    streaming.from_file);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const GemmaLayerSpec& spec = c.layers[static_cast<size_t>(i)];
     io::WeightMap s = w.scoped(str("layers.", i, "."));
