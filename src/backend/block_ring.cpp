@@ -20,6 +20,8 @@ namespace {
 std::shared_ptr<void> streaming_host_allocate(size_t bytes, Device device) {
 #if LTX_WITH_CUDA
   if (device.is_cuda()) return cuda::pinned_host_allocate(bytes);
+#else
+  (void)bytes;
 #endif
   no_gpu(device);
 }
