@@ -296,7 +296,8 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
   time_model_cases<tf::LTXModel>(
       r, "transformer", p.name + " transformer", transformer_init,
       [&](io::WeightMap& w) {
-        return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, o.quantization});
+        return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, o.quantization},
+                                  models::BlockStreaming{o.offload_slots, o.offload_from_file});
       },
       [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
         if (o.guided) {
@@ -456,6 +457,11 @@ void BenchOptions::validate() const {
   LTX_CHECK(sigma >= 0 && sigma <= 1, "sigma: must be in [0, 1], got ", sigma);
   LTX_CHECK(!cuda_graph || device.is_cuda(),
             "--cuda-graph: CUDA graphs need --device cuda (the CPU runs every step as it comes)");
+  LTX_CHECK(offload_slots == 0 || device.is_cuda(),
+            "--offload streams the transformer's blocks to a GPU; use --device cuda");
+  // The streamed pass forks a copy stream per call; it is timed as the pipelines run it, eagerly.
+  LTX_CHECK(offload_slots == 0 || !cuda_graph,
+            "--cuda-graph with --offload: streamed blocks are timed eagerly; drop one of the two");
   LTX_CHECK(!(cuda_graph && guided), "--cuda-graph with --guided: the guided step is timed eagerly, "
             "as the pipelines run it; drop one of the two");
   LTX_CHECK(guided || share_text_kv, "--no-text-kv-share applies to --guided only");
@@ -554,7 +560,8 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
         c.tokens.audio_text = c.tokens.video_text;
       }
       c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "",
-                    o.cuda_graph ? " graph" : "", o.image_conditioned ? " image-cond" : "",
+                    o.cuda_graph ? " graph" : "", o.offload_slots == 0 ? "" : o.offload_from_file ? " offload-disk" : " offload-cpu",
+                    o.image_conditioned ? " image-cond" : "",
                     o.per_token_timesteps ? " per-token-ts" : "");
       c.flops = transformer_flops(cfg, c.tokens);
       if (o.guided) {
@@ -843,6 +850,8 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["quantization"] = quantization::mode_name(o.quantization);
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
+  j["offload_slots"] = o.offload_slots;
+  j["offload_from_file"] = o.offload_from_file;
   // The transformer's audio half on a side stream (LTX_SIDE_STREAMS=0 turns it off; CUDA only).
   j["side_streams"] = o.device.is_cuda() && backend::side_streams_enabled();
   j["guided"] = o.guided;

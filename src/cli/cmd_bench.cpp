@@ -39,6 +39,7 @@ struct BenchCliOptions {
   uint64_t seed = 0;
   bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false,
        per_token_timesteps = false, image_conditioned = false;
+  std::string offload = "none";
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -82,6 +83,8 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.audio = !c.no_audio;
   o.vae_tiling = !c.no_tiling;
   o.cuda_graph = c.cuda_graph;
+  o.offload_slots = c.offload == "none" ? 0 : 2;
+  o.offload_from_file = c.offload == "disk";
   o.guided = c.guided;
   o.share_text_kv = !c.no_text_kv_share;
   o.per_token_timesteps = c.per_token_timesteps;
@@ -224,6 +227,11 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--no-tiling", o->no_tiling, "Decode in one tile (default: the pipelines' auto tiling)");
   sub->add_flag("--cuda-graph", o->cuda_graph,
                 "Record the transformer step once as a CUDA graph and time its replays (CUDA only)");
+  sub->add_option("--offload", o->offload,
+                  "none (default), cpu (the transformer's blocks in page-locked host memory, "
+                  "streamed to the GPU block by block) or disk (the blocks copied through "
+                  "staging buffers at every pass), as ltx generate --offload")
+      ->check(CLI::IsMember({"none", "cpu", "disk"}));
   sub->add_flag("--guided", o->guided,
                 "Time one guided denoising step (the preset's default guidance: cond, uncond, STG and "
                 "isolated-modality passes batched) instead of one forward");

@@ -168,6 +168,7 @@ int run_serve(const ServeCli& c) {
 
   generate::EngineOptions eo;
   eo.device = resolved_device(c.model);
+  eo.offload = resolved_offload(c.model);
   eo.models = resolved_models(c.model);
   eo.model_budget_bytes = parse_bytes(c.model_memory_budget, "--model-memory-budget");
   eo.max_gpu_memory_bytes = resolved_gpu_budget(c.model);

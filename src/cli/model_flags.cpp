@@ -50,6 +50,13 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
                   "cpu (default) or cuda[:N]: where every model runs (bf16 weights on CUDA, f32 "
                   "on the CPU)");
   sub->add_option("--max-gpu-memory", c.max_gpu_memory, kMaxGpuMemoryHelp);
+  sub->add_option("--offload", c.offload,
+                  "Where the transformer's blocks and Gemma's layers wait between uses: none "
+                  "(default: all weights on the GPU), cpu (in page-locked host memory, copied "
+                  "to the GPU one by one while the previous one computes; GPU memory for the rest "
+                  "of each model plus two blocks) or disk (read from the model files at every "
+                  "pass through two page-locked staging buffers: the least host memory). Needs "
+                  "--device cuda");
   sub->add_option("--checkpoint-path", m.checkpoint_path,
                   "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
                   "VAEs, vocoder");
@@ -115,6 +122,12 @@ int64_t resolved_gpu_budget(const ModelFlagsCli& c) {
             "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
             "add --device cuda)");
   return bytes;
+}
+
+generate::Offload resolved_offload(const ModelFlagsCli& c) {
+  const generate::Offload offload = generate::parse_offload(c.offload);
+  generate::block_streaming(offload, resolved_device(c));  // --offload cpu with --device cpu
+  return offload;
 }
 
 }  // namespace ltx::cli

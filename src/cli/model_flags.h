@@ -9,6 +9,7 @@
 #include "core/device.h"
 #include "generate/model_paths.h"
 #include "quantization/mode.h"
+#include "generate/placement.h"
 
 namespace ltx::cli {
 
@@ -19,6 +20,7 @@ struct ModelFlagsCli {
   std::string device = "cpu";
   std::string max_gpu_memory;  // GiB; empty: no budget
   std::string quantization = "none";
+  std::string offload = "none";
 };
 
 // --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device,
@@ -36,6 +38,8 @@ Device resolved_device(const ModelFlagsCli& flags);
 int64_t resolved_gpu_budget(const ModelFlagsCli& flags);
 // The help of --max-gpu-memory (generate, serve and bench share it).
 extern const char* const kMaxGpuMemoryHelp;
+// --offload, checked against --device (streaming needs a GPU).
+generate::Offload resolved_offload(const ModelFlagsCli& flags);
 
 // A whole-string number (every character used), else an ltx::Error "<what>: 'x' is not a number".
 double parse_number(const std::string& s, const std::string& what);

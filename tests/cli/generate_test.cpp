@@ -179,6 +179,10 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--transformer-path", nvfp4, "--quantization", "fp8-cast"},
        nvfp4 + " is a NVFP4 checkpoint; --quantization fp8-cast cannot load it, use "
                "--quantization nvfp4-prequant"},
+      {{"--offload", "cpu"}, "--offload cpu streams the transformer's blocks to a GPU; with "
+                             "--device cpu use --offload none"},
+      {{"--offload", "ram"}, "--offload: 'ram' is not a mode"},
+      {{"--offload", "disk"}, "--offload disk streams the transformer's blocks to a GPU"},
       // No CUDA in this build, or no such GPU index: either way an error before any work.
       {{"--device", "cuda:99"}, "cuda:99"},
   };

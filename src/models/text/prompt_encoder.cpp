@@ -78,7 +78,7 @@ TokenizedBatch PromptEncoder::tokenize(const std::vector<std::string>& prompts) 
 }
 
 const GemmaTextModel& PromptEncoder::text_encoder() {
-  if (!s_->gemma) s_->gemma.emplace(GemmaTextModel::load(s_->assets, s_->options.load));
+  if (!s_->gemma) s_->gemma.emplace(GemmaTextModel::load(s_->assets, s_->options.load, s_->options.streaming));
   return *s_->gemma;
 }
 

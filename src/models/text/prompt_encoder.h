@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "models/block_streaming.h"
 #include "models/text/gemma/config.h"
 #include "models/text/gemma/enhance.h"
 #include "models/text/gemma_tokenizer.h"
@@ -48,6 +49,7 @@ struct PromptEncoderOptions {
   nn::LoadOptions load;                  // device and weight dtype of every text-path model
   int64_t max_length = kGemmaMaxLength;  // tokens per prompt (the reference's 1024)
   bool keep_loaded = false;              // see the header comment
+  models::BlockStreaming streaming;      // Gemma's layers streamed from host memory (--offload)
 };
 
 // What the transformer consumes for one prompt.
