@@ -9,6 +9,11 @@
 #   kernels  ltx bench kernels (every harness) and the op profiler in both modes on the tiny preset
 #   engine   ltx bench engine: jobs per minute through the resident engine (demo bundle), one at a
 #            time vs batches of 4, distilled and one-stage at 768x512, 49 frames
+#   memory   the full-size step at 768x512 and 1536x1024: bf16, fp8-cast, --offload cpu, and both
+#   fp8ref   tools/parity/gen_fp8_reference.py (needs the reference unpacked in .ref, carried): the
+#            official fp8-cast / fp8-scaled-mm fixtures, written to tests/fixtures and $OUT/fixtures
+#   official tools/bench/official_quantized_step.py: the official step under fp8-cast and
+#            fp8-scaled-mm (eager, compiled + CUDA graphs), JSON in $OUT
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,6 +82,27 @@ for step in "$@"; do
         echo "engine $p rc=$?"; cat "$LOG/engine_$p.txt" | tail -6
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine)"; exit 2 ;;
+    memory)
+      N=./build-dev/ltx
+      for s in 768x512 1536x1024; do
+        bench ${s}_bf16 $N transformer --size $s
+        bench ${s}_fp8cast $N transformer --size $s --quantization fp8-cast
+        bench ${s}_offload $N transformer --size $s --offload cpu
+        bench ${s}_fp8cast_offload $N transformer --size $s --quantization fp8-cast --offload cpu
+      done
+      ;;
+    fp8ref)
+      mkdir -p "$RES/fixtures"
+      PYTHONPATH=.ref/packages/ltx-core/src:.ref/packages/ltx-pipelines/src \
+        python3 tools/parity/gen_fp8_reference.py --fixtures tests/fixtures --out "$RES/fixtures" \
+        > "$LOG/fp8ref.txt" 2>&1
+      echo "fp8ref rc=$?"; tail -25 "$LOG/fp8ref.txt"; ls -la "$RES/fixtures"
+      cp "$RES"/fixtures/* tests/fixtures/ 2>/dev/null
+      ;;
+    official)
+      LTX_REF=.ref OUT="$RES" python3 tools/bench/official_quantized_step.py > "$LOG/official_q.txt" 2>&1
+      echo "official rc=$?"; tail -40 "$LOG/official_q.txt"
+      ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official)"; exit 2 ;;
   esac
 done
