@@ -27,11 +27,13 @@
 // free it, then load, run and free the feature extractor + connectors -- so at most one of them
 // is resident. With keep_loaded both stay resident across encode() calls until release().
 // Checkpoints without an audio connector (video-only) give no audio context.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/weights.h"
 #include "models/text/gemma/config.h"
 #include "models/text/gemma/enhance.h"
 #include "models/text/gemma_tokenizer.h"
@@ -39,6 +41,7 @@
 
 namespace ltx::models::text {
 class EmbeddingsProcessor;
+struct EmbeddingsProcessorConfig;
 }
 
 namespace ltx::text {
@@ -64,6 +67,13 @@ class PromptEncoder {
   // `embeddings` may be empty: then only tokenize() / hidden_states() work (no version check).
   PromptEncoder(const std::string& text_encoder, std::vector<std::string> embeddings,
                 PromptEncoderOptions options = {});
+  // The same encoder over weights made in memory instead of read from files (benchmarks with
+  // random weights): `assets` gives the tokenizer and the Gemma config (its weight files are not
+  // read), `processor` the feature extractor's and connectors' config, and `weights()` a fresh map
+  // for each model load, named as the models name their parameters (io::WeightMap::synthetic).
+  // No version check runs: there is no checkpoint to compare.
+  PromptEncoder(GemmaAssets assets, const models::text::EmbeddingsProcessorConfig& processor,
+                std::function<io::WeightMap()> weights, PromptEncoderOptions options = {});
   ~PromptEncoder();
   PromptEncoder(PromptEncoder&&) noexcept;
   PromptEncoder& operator=(PromptEncoder&&) noexcept;

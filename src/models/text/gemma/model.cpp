@@ -98,10 +98,15 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
   LTX_CHECK(w.size() > 0, "Gemma text model: no language-model tensors of the ", layout.description,
             " layout in ", where, " (model_type ", config.model_type,
             "); is this the right text-encoder file?");
+  return load(config, w, opt, layout.description, where);
+}
 
+GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap& w,
+                                    const nn::LoadOptions& opt, const std::string& key_layout,
+                                    const std::string& where) {
   GemmaTextModel m;
   m.config_ = config;
-  m.key_layout_ = layout.description;
+  m.key_layout_ = key_layout;
   const GemmaTextConfig& c = m.config_;
   const int64_t D = c.hidden_size;
   const DType f = opt.dtype;
@@ -172,7 +177,7 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
     }
     m.layers_.push_back(std::move(L));
   }
-  w.finish(str("Gemma text model (", c.model_type, ", ", layout.description, ") from ", where));
+  w.finish(str("Gemma text model (", c.model_type, ", ", key_layout, ") from ", where));
   return m;
 }
 

@@ -83,6 +83,12 @@ class GemmaTextModel {
   static GemmaTextModel load(const GemmaTextConfig& config,
                              const std::vector<std::string>& weight_paths,
                              const nn::LoadOptions& opt = {});
+  // The same from a weight map whose names are the language model's own ("embed_tokens.weight",
+  // "layers.0. ..."), e.g. io::WeightMap::synthetic for benchmarks. `key_layout` is what
+  // key_layout() reports; `where` names the source in errors.
+  static GemmaTextModel load(const GemmaTextConfig& config, io::WeightMap& w,
+                             const nn::LoadOptions& opt, const std::string& key_layout,
+                             const std::string& where);
 
   const GemmaTextConfig& config() const { return config_; }
   const std::string& key_layout() const { return key_layout_; }  // how the keys were mapped
