@@ -380,6 +380,7 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
 
 nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   nlohmann::ordered_json j;
+  j["tool"] = "ltx bench";
   j["bench"] = "pipeline";
   j["preset"] = r.preset;
   j["pipeline"] = r.pipeline;
