@@ -9,6 +9,11 @@
 #   kernels  ltx bench kernels (every harness) and the op profiler in both modes on the tiny preset
 #   engine   ltx bench engine: jobs per minute through the resident engine (demo bundle), one at a
 #            time vs batches of 4, distilled and one-stage at 768x512, 49 frames
+#   pipeline ltx bench pipeline: whole clips with full-size random weights (ltx23-22b: Gemma 3 12B,
+#            the 22B transformer, upsampler, decoders), distilled and two-stage at 768x512x121 and
+#            1536x1024x121. Estimated on one H100, each run 20-30 s of weight synthesis plus the
+#            clip: distilled ~30 s (768) / ~60 s (1536), two-stage ~45 s (768) / ~120 s (1536):
+#            about 5 minutes in all; each run is cut at 150 s so the step stays under 8 minutes.
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,6 +82,16 @@ for step in "$@"; do
         echo "engine $p rc=$?"; cat "$LOG/engine_$p.txt" | tail -6
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine)"; exit 2 ;;
+    pipeline)
+      for p in distilled two-stage; do
+        for size in 768x512 1536x1024; do
+          timeout 150 ./build-dev/ltx bench pipeline --device cuda --pipeline $p --size $size \
+            --frames 121 --out "$LOG/pipeline_${p}_$size.json" > "$LOG/pipeline_${p}_$size.txt" 2>&1
+          echo "pipeline $p $size rc=$?"
+          grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_${p}_$size.txt" || tail -5 "$LOG/pipeline_${p}_$size.txt"
+        done
+      done
+      ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, pipeline)"; exit 2 ;;
   esac
 done
