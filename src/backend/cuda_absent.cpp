@@ -15,6 +15,8 @@ namespace {
 std::shared_ptr<void> cuda_allocate(size_t, int) { no_cuda(); }
 void cuda_copy(const Tensor&, const Tensor&) { no_cuda(); }
 void cuda_fill(const Tensor&, const void*) { no_cuda(); }
+void cuda_set_memory_limit(int, size_t) { no_cuda(); }
+size_t cuda_total_memory(int) { no_cuda(); }
 bool cuda_compiled() { return false; }
 
 }  // namespace ltx::detail

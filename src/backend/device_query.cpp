@@ -1,5 +1,6 @@
 #include "backend/device_query.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/device_hooks.h"
@@ -89,10 +90,30 @@ int64_t free_memory_bytes(Device d) {
   if (d.is_cpu()) return host_available_bytes();
   check_device(d);
 #if LTX_WITH_CUDA
-  return static_cast<int64_t>(cuda::memory_info(d.index).free_bytes);
+  const auto driver_free = static_cast<int64_t>(cuda::memory_info(d.index).free_bytes);
+  const cuda::AllocatorStats s = cuda::allocator_stats(d.index);
+  if (s.limit_bytes == 0) return driver_free;
+  // Under a budget what the allocator may still hand out: its cached blocks can be given back.
+  const int64_t under_limit = s.limit_bytes > s.allocated_bytes
+                                  ? static_cast<int64_t>(s.limit_bytes - s.allocated_bytes)
+                                  : 0;
+  return std::min(driver_free, under_limit);
 #else
   return 0;  // not reached: check_device throws without the CUDA backend
 #endif
+}
+
+int64_t total_memory_bytes(Device d) {
+  if (d.is_cpu()) return host_available_bytes();
+  check_device(d);
+  return static_cast<int64_t>(detail::cuda_total_memory(d.index));
+}
+
+void set_memory_limit(Device d, int64_t bytes, const char* flag) {
+  LTX_CHECK(!d.is_cpu(), flag, " budgets GPU memory; it does not apply to --device cpu (drop it)");
+  LTX_CHECK(bytes >= 0, flag, ": the budget must be >= 0 bytes (0: none), got ", bytes);
+  check_device(d, flag);
+  detail::cuda_set_memory_limit(d.index, static_cast<size_t>(bytes));
 }
 
 void release_cached_memory(Device d) {

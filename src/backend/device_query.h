@@ -32,9 +32,16 @@ MemoryStats memory_stats(Device d);
 // Restarts peak tracking from the current allocation.
 void reset_peak_memory(Device d);
 // Bytes still free for new allocations on `d`: CUDA: the driver's free memory on the device (what
-// the reference's cuda_activation_budget_bytes returns in a fresh process); CPU: the host's
+// the reference's cuda_activation_budget_bytes returns in a fresh process), under a memory limit
+// (set_memory_limit) at most the limit less the bytes allocated now; CPU: the host's
 // available memory (core/storage.h host_available_bytes).
 int64_t free_memory_bytes(Device d);
+// The memory of device `d` in bytes: CUDA: the device's total; CPU: the host's available memory.
+int64_t total_memory_bytes(Device d);
+// Caps what the allocator of CUDA device `d` holds from the driver (0: no cap): a request that
+// would pass it throws ltx::OutOfMemory (core/out_of_memory.h). Throws ltx::Error naming `flag`
+// on the CPU, whose memory is not budgeted.
+void set_memory_limit(Device d, int64_t bytes, const char* flag = "--max-gpu-memory");
 // Gives cached device memory back (CUDA empty_cache); a no-op on the CPU.
 void release_cached_memory(Device d);
 

@@ -60,6 +60,7 @@ std::vector<EngineThroughputRow> run_engine_throughput(
   generate::EngineOptions eo;
   eo.device = o.device;
   eo.demo_dir = o.demo_dir;
+  eo.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
   generate::Engine engine(eo);
   const std::string key = engine.batch_key(job_options(o, 0));
   for (const int64_t b : o.batches)

@@ -23,6 +23,7 @@ struct EngineThroughputOptions {
   int64_t jobs = 8;               // per batch size, a multiple of every batch size
   std::vector<int64_t> batches = {1, 4};
   std::string demo_dir;           // empty: the default demo bundle folder
+  int64_t max_gpu_memory_bytes = 0;  // the engine's --max-gpu-memory (0: none)
 };
 
 struct EngineThroughputRow {

@@ -16,6 +16,7 @@
 #include "generate/decode.h"
 #include "generate/demo_assets.h"
 #include "generate/generate.h"
+#include "generate/memory_budget.h"
 #include "generate/model_provider.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
@@ -25,6 +26,7 @@
 #include "models/audio_vae/vocoder.h"
 #include "models/text/embeddings_processor.h"
 #include "models/text/gemma/config.h"
+#include "models/text/gemma/model.h"
 #include "models/text/gemma_assets.h"
 #include "models/text/prompt_encoder.h"
 #include "models/transformer/model.h"
@@ -240,6 +242,20 @@ class TimedSink final : public generate::MediaSink {
 // The device's peak allocation since the last reset (0 where the backend keeps none).
 int64_t peak_bytes(Device d) { return backend::memory_stats(d).peak_bytes; }
 
+// The two largest models of the pipeline at their size on the device, counted without making
+// them (what check_budget_fits compares with the budget).
+std::vector<generate::ComponentSize> component_sizes(const Preset& p, DType dtype) {
+  const auto bytes = static_cast<int64_t>(dtype_size(dtype));
+  const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(p.gemma, "bench preset");
+  const int64_t text = count_parameters([&](io::WeightMap& w) {
+    (void)text::GemmaTextModel::load(gemma, w, {}, "in memory", "bench preset");
+  });
+  const int64_t transformer = count_parameters([&](io::WeightMap& w) {
+    (void)models::transformer::LTXModel::load(w, p.transformer_config(), {});
+  });
+  return {{"text encoder", text * bytes}, {"transformer", transformer * bytes}};
+}
+
 }  // namespace
 
 PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
@@ -267,7 +283,14 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   g.device = o.device;
   g.dtype = o.dtype;
   g.audio = o.audio;
+  g.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
   generate::validate_options(g, /*to_file=*/false);
+  if (o.max_gpu_memory_bytes > 0) {
+    generate::check_budget_fits(
+        component_sizes(preset, generate::model_placement(o.device, o.dtype).dtype),
+        o.max_gpu_memory_bytes);
+    generate::apply_gpu_budget(o.device, o.max_gpu_memory_bytes);
+  }
 
   generate::ResolvedModels models;
   models.paths.transformer.path = "bench preset '" + preset.name + "'";
@@ -284,6 +307,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   r.width = o.width;
   r.height = o.height;
   r.frames = o.frames;
+  r.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
 
   // Per-stage clocks: synchronised at every event so each number is the stage's device work.
   generate::Progress progress;
@@ -354,7 +378,11 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
 
 std::string format_pipeline_bench(const PipelineBenchResult& r) {
   std::string s = str("ltx bench pipeline: ", r.pipeline, ", preset ", r.preset, ", ", r.width, "x",
-                      r.height, "x", r.frames, " frames, ", r.device_name, "\n");
+                      r.height, "x", r.frames, " frames, ", r.device_name,
+                      r.max_gpu_memory_bytes > 0
+                          ? str(", --max-gpu-memory ", generate::gib_text(r.max_gpu_memory_bytes))
+                          : std::string(),
+                      "\n");
   char line[256];
   std::snprintf(line, sizeof line, "%-18s %10s %10s %10s %6s %12s %9s\n", "stage", "time s",
                 "synth s", "excl. s", "steps", "step med ms", "peak GiB");
@@ -388,6 +416,9 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["width"] = r.width;
   j["height"] = r.height;
   j["frames"] = r.frames;
+  j["max_gpu_memory_gib"] = r.max_gpu_memory_bytes > 0
+                                ? nlohmann::ordered_json(static_cast<double>(r.max_gpu_memory_bytes) / kGiB)
+                                : nlohmann::ordered_json(nullptr);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const PipelineStageTiming& t : r.stages) {
     nlohmann::ordered_json st;

@@ -38,6 +38,9 @@ struct PipelineBenchOptions {
   std::optional<int64_t> steps;  // unset: the pipeline's default
   int64_t seed = 0;
   bool audio = true;
+  // --max-gpu-memory in bytes (0: none): as `ltx generate` takes it, the allocator's limit, and a
+  // run whose largest model cannot fit is refused before anything is made.
+  int64_t max_gpu_memory_bytes = 0;
   // Where the MP4 goes when FFmpeg is built in; empty: a temporary file, removed afterwards.
   std::string mp4_path;
 };
@@ -54,6 +57,7 @@ struct PipelineStageTiming {
 struct PipelineBenchResult {
   std::string preset, pipeline, device_name;
   int64_t width = 0, height = 0, frames = 0;
+  int64_t max_gpu_memory_bytes = 0;  // the budget it ran under (0: none)
   std::vector<PipelineStageTiming> stages;
   double total_seconds = 0;      // generate_with's wall time
   double synthesis_seconds = 0;  // all weight synthesis

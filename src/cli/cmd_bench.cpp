@@ -17,7 +17,9 @@
 #include "bench/pipeline_bench.h"
 #include "bench/kernel_timings.h"
 #include "cli/commands.h"
+#include "cli/model_flags.h"
 #include "core/error.h"
+#include "generate/memory_budget.h"
 #include "media/temp_output.h"
 
 namespace ltx::cli {
@@ -29,6 +31,7 @@ struct BenchCliOptions {
   std::string preset = "ltx23-22b";
   std::string device;  // empty: cpu, or cuda for `kernels`
   std::string dtype;
+  std::string max_gpu_memory;  // GiB; empty: none
   std::vector<std::string> sizes;
   std::string vae_size;
   int64_t frames = 0, text_tokens = 0;
@@ -101,8 +104,18 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   out.commit();
 }
 
+// --max-gpu-memory in bytes (0: not given), checked against `device`.
+int64_t gpu_budget(const BenchCliOptions& c, Device device) {
+  if (c.max_gpu_memory.empty()) return 0;
+  const int64_t bytes = generate::parse_gib(c.max_gpu_memory, "--max-gpu-memory");
+  LTX_CHECK(!device.is_cpu(), "--max-gpu-memory budgets GPU memory; it does not apply to --device "
+            "cpu (drop it, or add --device cuda)");
+  return bytes;
+}
+
 int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
   LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
+  LTX_CHECK(c.max_gpu_memory.empty(), "--max-gpu-memory does not apply to `ltx bench kernels`");
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench kernels` (it takes --filter, --device, --json and --out)");
@@ -125,12 +138,13 @@ int run_engine(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(std::string(name) == "--frames" || std::string(name) == "--size" || sub.count(name) == 0,
               name, " does not apply to `ltx bench engine` (it takes --pipeline, --size, --frames, "
-                    "--steps, --jobs, --batch, --device, --json and --out)");
+                    "--steps, --jobs, --batch, --device, --max-gpu-memory, --json and --out)");
   LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
   LTX_CHECK(c.sizes.size() <= 1, "`ltx bench engine` takes one --size");
   bench::EngineThroughputOptions o;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
   o.pipeline = c.pipeline;
+  o.max_gpu_memory_bytes = gpu_budget(c, o.device);
   if (!c.sizes.empty()) {
     const auto size = bench::parse_video_size(c.sizes[0], "--size");
     o.width = size.width;
@@ -165,7 +179,8 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kNotPipelineOptions)
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench pipeline` (it takes --preset, --pipeline, --size, "
-              "--frames, --steps, --seed, --no-audio, --device, --dtype, --mp4, --json and --out)");
+              "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, --mp4, --json "
+              "and --out)");
   LTX_CHECK(c.sizes.size() <= 1, "`ltx bench pipeline` takes one --size");
   bench::PipelineBenchOptions o;
   o.preset = c.preset;
@@ -196,6 +211,7 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   o.seed = static_cast<int64_t>(c.seed);
   o.audio = !c.no_audio;
   o.mp4_path = c.mp4;
+  o.max_gpu_memory_bytes = gpu_budget(c, o.device);
   const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
   const std::string json = bench::pipeline_bench_json(r).dump(2) + "\n";
   if (!c.out.empty()) write_text_atomically(c.out, json);
@@ -215,6 +231,8 @@ int run_bench(const BenchCliOptions& c, const CLI::App& sub) {
   LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
   LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
   const bench::BenchOptions o = to_options(c);
+  if (const int64_t budget = gpu_budget(c, o.device); budget > 0 && c.what != "flops")
+    generate::apply_gpu_budget(o.device, budget);
   const bench::BenchTarget target = c.what == "transformer" ? bench::BenchTarget::Transformer
                                     : c.what == "vae"       ? bench::BenchTarget::Vae
                                     : c.what == "diffdec"   ? bench::BenchTarget::DiffusionDecoder
@@ -254,6 +272,7 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--preset", o->preset, "Model preset: " + presets + " (default ltx23-22b)")
       ->check(CLI::IsMember(bench::preset_names()));
   sub->add_option("--device", o->device, "cpu (default; kernels: cuda) or cuda[:N]");
+  sub->add_option("--max-gpu-memory", o->max_gpu_memory, kMaxGpuMemoryHelp);
   sub->add_option("--dtype", o->dtype, "Weight/activation dtype: bf16 (CUDA default) or f32 (CPU)");
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
   sub->add_option("--vae-size", o->vae_size,

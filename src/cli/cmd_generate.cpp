@@ -63,6 +63,7 @@ int run_generate(GenerateCli& c) {
   generate::GenerateOptions o = c.o;
   o.device = resolved_device(c.model);
   o.models = resolved_models(c.model);
+  o.max_gpu_memory_bytes = resolved_gpu_budget(c.model);
   for (const auto& v : c.images) {
     LTX_CHECK(v.size() == 3 || v.size() == 4, "--image takes PATH FRAME_IDX STRENGTH [CRF], got ",
               v.size(), " values");

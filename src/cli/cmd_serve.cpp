@@ -170,6 +170,7 @@ int run_serve(const ServeCli& c) {
   eo.device = resolved_device(c.model);
   eo.models = resolved_models(c.model);
   eo.model_budget_bytes = parse_bytes(c.model_memory_budget, "--model-memory-budget");
+  eo.max_gpu_memory_bytes = resolved_gpu_budget(c.model);
   for (const std::string& entry : c.lora_library) {
     const size_t eq = entry.find('=');
     LTX_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < entry.size(), "--lora-library ", entry,
@@ -329,8 +330,10 @@ Command add_serve(CLI::App& app) {
   sub->add_option("--max-sync-waits", c->max_sync_waits,
                   "POST /v1/videos/sync requests waiting at once (default 4)");
   sub->add_option("--model-memory-budget", c->model_memory_budget,
-                  "Bytes the resident models may take (e.g. 60G; default: no limit); the least "
-                  "recently used go first");
+                  "Bytes the resident models may take (e.g. 60G); the least recently used go "
+                  "first. Default on CUDA: the GPU budget (--max-gpu-memory, else the device's "
+                  "memory) less max(1/5 of it, min(6 GiB, 1/2 of it)) for activations, at least "
+                  "the largest model; on the CPU: no limit");
   sub->add_option("--lora-library", c->lora_library,
                   "NAME=PATH: a LoRA requests may ask for by name in `loras` (repeatable)");
   sub->add_option("--max-width", c->max_width, "Widest video a request may ask for (default 2048)");

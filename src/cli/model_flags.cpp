@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "generate/memory_budget.h"
 
 namespace ltx::cli {
 
@@ -48,6 +49,7 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
   sub->add_option("--device", c.device,
                   "cpu (default) or cuda[:N]: where every model runs (bf16 weights on CUDA, f32 "
                   "on the CPU)");
+  sub->add_option("--max-gpu-memory", c.max_gpu_memory, kMaxGpuMemoryHelp);
   sub->add_option("--checkpoint-path", m.checkpoint_path,
                   "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
                   "VAEs, vocoder");
@@ -87,5 +89,19 @@ generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
 }
 
 Device resolved_device(const ModelFlagsCli& c) { return parse_device(c.device, "--device"); }
+
+const char* const kMaxGpuMemoryHelp =
+    "GiB of GPU memory the run may use (e.g. 24 or 23.5; at most the device's): the allocator "
+    "enforces it, the resident models keep within it, and a model that cannot fit is an error "
+    "before anything loads (CUDA only; default: the whole device)";
+
+int64_t resolved_gpu_budget(const ModelFlagsCli& c) {
+  if (c.max_gpu_memory.empty()) return 0;
+  const int64_t bytes = generate::parse_gib(c.max_gpu_memory, "--max-gpu-memory");
+  LTX_CHECK(!resolved_device(c).is_cpu(),
+            "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
+            "add --device cuda)");
+  return bytes;
+}
 
 }  // namespace ltx::cli

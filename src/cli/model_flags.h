@@ -16,6 +16,7 @@ struct ModelFlagsCli {
   std::vector<std::vector<std::string>> loras;
   std::vector<std::string> distilled_lora, detailing_lora;
   std::string device = "cpu";
+  std::string max_gpu_memory;  // GiB; empty: no budget
 };
 
 // --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device.
@@ -23,6 +24,11 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& flags);
 // The LoRA flags parsed into flags.models (throws ltx::Error naming the flag), and the device.
 generate::ModelFlags resolved_models(const ModelFlagsCli& flags);
 Device resolved_device(const ModelFlagsCli& flags);
+// --max-gpu-memory in bytes (0 when not given). Throws ltx::Error naming the flag for a
+// non-number, a value <= 0, or --device cpu.
+int64_t resolved_gpu_budget(const ModelFlagsCli& flags);
+// The help of --max-gpu-memory (generate, serve and bench share it).
+extern const char* const kMaxGpuMemoryHelp;
 
 // A whole-string number (every character used), else an ltx::Error "<what>: 'x' is not a number".
 double parse_number(const std::string& s, const std::string& what);

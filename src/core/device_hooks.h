@@ -17,6 +17,11 @@ void cuda_copy(const Tensor& dst, const Tensor& src);
 // Sets every element of dst (on a CUDA device) to the element whose bytes are at `element`
 // (dst's dtype, already converted), on the device. Stream-ordered on the current stream.
 void cuda_fill(const Tensor& dst, const void* element);
+// Caps the bytes the caching allocator of CUDA device `index` holds from the driver (0: no cap);
+// past it, allocations fail with ltx::OutOfMemory as if the device were full (--max-gpu-memory).
+void cuda_set_memory_limit(int index, size_t bytes);
+// Total memory of CUDA device `index`, in bytes.
+size_t cuda_total_memory(int index);
 // True when this build has the CUDA backend compiled in (whether or not a GPU is present).
 bool cuda_compiled();
 

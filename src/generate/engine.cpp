@@ -4,8 +4,6 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <initializer_list>
 #include <iomanip>
 #include <sstream>
 #include <utility>
@@ -13,43 +11,20 @@
 #include "backend/device_query.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/out_of_memory.h"
+#include "generate/memory_budget.h"
 #include "generate/model_provider.h"
 #include "generate/placement.h"
-#include "io/safetensors.h"
 #include "pipelines/pipeline.h"
 
 namespace ltx::generate {
 
 namespace {
 
-namespace fs = std::filesystem;
 using pipelines::PipelineKind;
 
 std::string where_key(const nn::LoadOptions& where) {
   return str(where.device.str(), "/", dtype_name(where.dtype));
-}
-
-// The bytes the tensors of `path` under `prefixes` take once loaded in `dtype` (floating tensors
-// converted, others as stored); no prefix: every tensor (a file of one component). 0 for a path
-// that is not a file (a Gemma folder).
-int64_t header_estimate(const std::string& path, std::initializer_list<const char*> prefixes,
-                        DType dtype) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return 0;
-  const auto file = io::SafetensorsFile::open(path);
-  int64_t matched = 0, all = 0;
-  for (const io::TensorInfo& info : file->infos()) {
-    const int64_t bytes = dtype_is_floating(info.dtype)
-                              ? info.numel() * static_cast<int64_t>(dtype_size(dtype))
-                              : static_cast<int64_t>(info.nbytes());
-    all += bytes;
-    for (const char* p : prefixes)
-      if (info.name.rfind(p, 0) == 0) {
-        matched += bytes;
-        break;
-      }
-  }
-  return prefixes.size() == 0 ? all : matched;
 }
 
 // The model flags a pipeline runs with, from the flags an engine was given (which may name the
@@ -98,7 +73,7 @@ class Engine::ResidentProvider final : public ModelProvider {
     key += "|" + where_key(where);
     return e_.cache_->acquire<text::PromptEncoder>(
         "text encoder", key,
-        [&] { return header_estimate(paths.text_encoder.path, {}, where.dtype); },
+        [&] { return stored_bytes(paths.text_encoder.path, {}, where.dtype); },
         [&] {
           text::PromptEncoderOptions options;
           options.load = where;
@@ -120,7 +95,7 @@ class Engine::ResidentProvider final : public ModelProvider {
     };
     const auto holder = e_.cache_->acquire<const Holder>(
         "duration head", str("duration head|", path, "|", where_key(where)),
-        [&] { return header_estimate(path, {"duration_head."}, where.dtype); },
+        [&] { return stored_bytes(path, {"duration_head."}, where.dtype); },
         [&] {
           return std::make_shared<const Holder>(
               Holder{models::duration_head::DurationHead::try_from_file(path, where)});
@@ -151,8 +126,8 @@ class Engine::ResidentProvider final : public ModelProvider {
         [&] {
           // The text connectors share the prefix in a single-file checkpoint: a small overcount.
           return paths.layout == ModelPaths::Layout::Split
-                     ? header_estimate(paths.transformer.path, {}, where.dtype)
-                     : header_estimate(paths.transformer.path, {"model.diffusion_model."},
+                     ? stored_bytes(paths.transformer.path, {}, where.dtype)
+                     : stored_bytes(paths.transformer.path, {"model.diffusion_model."},
                                        where.dtype);
         },
         [&] { return load_stage_transformer(paths.transformer.path, every, where); });
@@ -163,7 +138,7 @@ class Engine::ResidentProvider final : public ModelProvider {
     return e_.cache_->acquire<const models::video_vae::VideoEncoder>(
         "video encoder", str("video encoder|", path, "|", where_key(where)),
         [&] {
-          return header_estimate(path, {"vae.encoder.", "encoder."}, where.dtype);
+          return stored_bytes(path, {"vae.encoder.", "encoder."}, where.dtype);
         },
         [&] {
           return std::make_shared<const models::video_vae::VideoEncoder>(
@@ -175,7 +150,7 @@ class Engine::ResidentProvider final : public ModelProvider {
       const std::string& path, const nn::LoadOptions& where) override {
     return e_.cache_->acquire<const models::upsampler::LatentUpsampler>(
         "latent upsampler", str("latent upsampler|", path, "|", where_key(where)),
-        [&] { return header_estimate(path, {}, where.dtype); },
+        [&] { return stored_bytes(path, {}, where.dtype); },
         [&] {
           return std::make_shared<const models::upsampler::LatentUpsampler>(
               models::upsampler::LatentUpsampler::from_file(path, where));
@@ -188,14 +163,14 @@ class Engine::ResidentProvider final : public ModelProvider {
       m.audio = e_.cache_->acquire<const AudioDecodeModels>(
           "audio decoder", str("audio decoder|", paths.audio_vae.path, "|", where_key(where)),
           [&] {
-            return header_estimate(paths.audio_vae.path, {"audio_vae.decoder.", "vocoder."},
+            return stored_bytes(paths.audio_vae.path, {"audio_vae.decoder.", "vocoder."},
                                    where.dtype);
           },
           [&] { return load_audio_decode_models(paths.audio_vae.path, where); });
     m.video = e_.cache_->acquire<const VideoDecodeModel>(
         "video decoder", str("video decoder|", paths.video_vae.path, "|", where_key(where)),
         [&] {
-          return header_estimate(paths.video_vae.path, {"vae.decoder.", "decoder."}, where.dtype);
+          return stored_bytes(paths.video_vae.path, {"vae.decoder.", "decoder."}, where.dtype);
         },
         [&] { return load_video_decode_model(paths.video_vae.path, where); });
     return m;
@@ -218,8 +193,6 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   LTX_CHECK(!options_.dtype || *options_.dtype == DType::BF16 || *options_.dtype == DType::F32,
             "engine: dtype ", options_.dtype ? dtype_name(*options_.dtype) : "",
             " is not supported (bf16 or f32)");
-  cache_ = std::make_unique<ModelCache>(options_.device, options_.model_budget_bytes,
-                                        options_.budget_option);
   Progress quiet(nullptr, Progress::Mode::Off);
   const bool demo = options_.models.empty();
   std::optional<DemoBundle> bundle;
@@ -260,6 +233,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     for (const auto& [name, reason] : info_.unavailable) why += str("\n  ", name, ": ", reason);
     fail("engine: no pipeline can run with the model files given:", why);
   }
+  set_memory_budgets();
 
   // Every LoRA file a job may use, opened once: the resident transformer's fuser covers them all.
   std::vector<std::string> lora_paths;
@@ -316,9 +290,58 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         for (const PipelineInfo& p : info_.pipelines) s += (s.empty() ? "" : ", ") + p.name;
         return s;
       }(),
-      options_.model_budget_bytes > 0
-          ? str(", model memory budget ", options_.model_budget_bytes, " bytes")
-          : std::string(", no model memory budget"));
+      cache_->budget_bytes() > 0 ? str(", model memory budget ", gib_text(cache_->budget_bytes()))
+                                 : std::string(", no model memory budget"),
+      options_.max_gpu_memory_bytes > 0
+          ? str(", --max-gpu-memory ", gib_text(options_.max_gpu_memory_bytes))
+          : std::string());
+}
+
+void Engine::set_memory_budgets() {
+  const Device device = options_.device;
+  int64_t model_budget = options_.model_budget_bytes;
+  LTX_CHECK(options_.max_gpu_memory_bytes == 0 || device.is_cuda(),
+            "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
+            "add --device cuda)");
+  if (device.is_cuda()) {
+    const bool flag = options_.max_gpu_memory_bytes > 0;
+    const int64_t gpu = flag ? options_.max_gpu_memory_bytes : backend::total_memory_bytes(device);
+    // Up front, before anything loads: a pipeline whose largest model cannot fit never runs.
+    const DType dtype = model_placement(device, options_.dtype).dtype;
+    int64_t largest = 0;
+    std::string first_failure;
+    for (auto it = resolved_.begin(); it != resolved_.end();) {
+      const std::vector<ComponentSize> sizes = component_sizes(it->second.models.paths, dtype);
+      try {
+        check_budget_fits(sizes, gpu, flag ? "--max-gpu-memory" : str(device.str(), " memory"));
+      } catch (const Error& e) {
+        if (first_failure.empty()) first_failure = e.what();
+        info_.unavailable[it->first] = e.what();
+        log_warn("engine: pipeline ", it->first, " is unavailable: ", e.what());
+        it = resolved_.erase(it);
+        continue;
+      }
+      for (const ComponentSize& c : sizes) largest = std::max(largest, c.bytes);
+      ++it;
+    }
+    if (resolved_.empty()) throw Error(first_failure);
+    if (model_budget == 0) {
+      // Room for the activations of the largest stage; the largest model always fits (alone).
+      model_budget = std::max(default_model_budget(gpu), largest);
+      log_info("engine: model memory budget ", gib_text(model_budget), " = ",
+               flag ? "--max-gpu-memory " : str(device.str(), "'s "), gib_text(gpu), " less ",
+               gib_text(activation_headroom(gpu)),
+               " kept for activations (at least the largest model); --model-memory-budget sets "
+               "another");
+    } else {
+      LTX_CHECK(model_budget <= gpu, options_.budget_option, " ", gib_text(model_budget),
+                " is more than the GPU budget of ", gib_text(gpu),
+                flag ? " (--max-gpu-memory)" : str(" (", device.str(), "'s memory)"),
+                "; lower it or leave it out for the default");
+    }
+    if (flag) apply_gpu_budget(device, gpu);
+  }
+  cache_ = std::make_unique<ModelCache>(device, model_budget, options_.budget_option);
 }
 
 Engine::~Engine() = default;
@@ -392,6 +415,50 @@ std::string Engine::batch_key(const GenerateOptions& options) const {
                              models_key(p.resolved.models.paths, options_.device, options_.dtype));
 }
 
+namespace {
+
+// Forwards to a sink and notes whether any media reached it: a job can be run again only
+// while its sink has seen nothing.
+class SinkWatch final : public MediaSink {
+ public:
+  explicit SinkWatch(MediaSink& sink) : sink_(sink) {}
+  void begin(const MediaFormat& format) override {
+    used_ = true;
+    sink_.begin(format);
+  }
+  void write_frames(const Tensor& frames) override {
+    used_ = true;
+    sink_.write_frames(frames);
+  }
+  void write_audio(const Tensor& waveform) override {
+    used_ = true;
+    sink_.write_audio(waveform);
+  }
+  void finish() override {
+    used_ = true;
+    sink_.finish();
+  }
+  bool used() const { return used_; }
+
+ private:
+  MediaSink& sink_;
+  bool used_ = false;
+};
+
+// After a generation failed with `e`: true when no media reached any of `sinks` and the cache
+// had unleased models to give back (now evicted), so one more run may fit.
+bool may_retry_after_oom(const OutOfMemory& e, ModelCache& cache,
+                         const std::vector<const SinkWatch*>& sinks) {
+  for (const SinkWatch* s : sinks)
+    if (s->used()) return false;
+  if (cache.evict_unleased(str("to run the job again after: ", e.what())) == 0) return false;
+  log_warn("engine: the job ran out of GPU memory with other models resident; running it once "
+           "more with each model loaded only for its step");
+  return true;
+}
+
+}  // namespace
+
 // Times one generation for its GenerateResult: the time to its first denoising step (from
 // `start`), each stage's wall time; forwards every event to the caller's listener.
 struct Engine::Timing {
@@ -438,7 +505,17 @@ GenerateResult Engine::run(const GenerateOptions& options, const JobControl& con
   timing.attach(progress, control);
   ResidentProvider provider(*this);
   try {
-    GenerateResult result = generate_with(p.options, p.resolved.models, provider, progress, sink);
+    SinkWatch watch(sink);
+    GenerateResult result = [&] {
+      try {
+        return generate_with(p.options, p.resolved.models, provider, progress, watch);
+      } catch (const OutOfMemory& e) {
+        if (!may_retry_after_oom(e, *cache_, {&watch})) throw;
+        settle_after_failure();
+        OneShotProvider one_shot;
+        return generate_with(p.options, p.resolved.models, one_shot, progress, watch);
+      }
+    }();
     timing.fill(result, cache_->stats().loads - loads_before);
     log_info("engine: ", result.pipeline, " ", result.decoded.width, "x", result.decoded.height,
              ", ", result.decoded.frames, " frames: time to first step ",
@@ -488,8 +565,24 @@ std::vector<BatchMemberResult> Engine::run_batch(std::span<const GenerateOptions
   ResidentProvider provider(*this);
   std::vector<BatchMemberResult> results;
   try {
-    results = generate_batch_with(jobs, prepared.front().resolved.models, provider, progress_ptrs,
-                                  sinks);
+    std::vector<std::unique_ptr<SinkWatch>> watches;
+    std::vector<MediaSink*> watched;
+    std::vector<const SinkWatch*> watch_ptrs;
+    for (MediaSink* s : sinks) {
+      watches.push_back(std::make_unique<SinkWatch>(*s));
+      watched.push_back(watches.back().get());
+      watch_ptrs.push_back(watches.back().get());
+    }
+    try {
+      results = generate_batch_with(jobs, prepared.front().resolved.models, provider,
+                                    progress_ptrs, watched);
+    } catch (const OutOfMemory& e) {
+      if (!may_retry_after_oom(e, *cache_, watch_ptrs)) throw;
+      settle_after_failure();
+      OneShotProvider one_shot;
+      results = generate_batch_with(jobs, prepared.front().resolved.models, one_shot,
+                                    progress_ptrs, watched);
+    }
   } catch (...) {
     settle_after_failure();
     throw;

@@ -17,6 +17,11 @@
 // a reload; each stage applies its own set, so every generation gets exact weights and the next
 // one the base weights back, bit for bit.
 //
+// Memory: a job that fails with ltx::OutOfMemory before any media reached its sink, while the
+// cache held models no job leases, is run once more after they are evicted, with each model
+// loaded for its step and freed after it (the `ltx generate` order, the smallest peak); a second
+// failure fails the job.
+//
 // Threads: run() and run_batch() are for one thread at a time (a server runs one worker per device); info() and
 // cache_stats() may be called from any thread.
 #include <cstdint>
@@ -40,7 +45,12 @@ struct EngineOptions {
   std::optional<DType> dtype;      // as GenerateOptions::dtype
   ModelFlags models;               // the model flags of `ltx generate`; none: the demo bundle
   std::string demo_dir;            // where the demo bundle lives (empty: default_demo_dir())
-  int64_t model_budget_bytes = 0;  // resident models at most this large (0: no limit)
+  // Resident models at most this large; 0: on CUDA the default of generate/memory_budget.h (the
+  // GPU budget minus an activation headroom, at least the largest model), on the CPU no limit.
+  int64_t model_budget_bytes = 0;
+  // --max-gpu-memory: the device allocator's limit (0: none; CUDA only). Pipelines whose largest
+  // model cannot fit it are unavailable; when none can run, the constructor throws.
+  int64_t max_gpu_memory_bytes = 0;
   std::string budget_option = "--model-memory-budget";  // how the budget is set, for messages
   std::map<std::string, std::string> lora_library;      // name -> LoRA file
 };
@@ -134,6 +144,7 @@ class Engine {
     Resolved resolved;
   };
   Prepared prepare(const GenerateOptions& options) const;
+  void set_memory_budgets();
   void settle_after_failure();
   EngineOptions options_;
   EngineInfo info_;

@@ -14,6 +14,7 @@
 #include "generate/components.h"
 #include "generate/decode.h"
 #include "generate/demo_bundle.h"
+#include "generate/memory_budget.h"
 #include "generate/model_provider.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
@@ -114,6 +115,10 @@ void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
   backend::check_device(o.device, "--device");  // CUDA compiled in, the GPU index exists
+  LTX_CHECK(o.max_gpu_memory_bytes >= 0, "--max-gpu-memory must be more than 0 GiB");
+  LTX_CHECK(o.max_gpu_memory_bytes == 0 || !o.device.is_cpu(),
+            "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
+            "add --device cuda)");
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
@@ -675,6 +680,12 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
             options.library_loras.front().name,
             ") need an Engine with a LoRA library; name LoRA files with --lora instead");
   const ResolvedModels models = resolve_models(options, component_needs(options), progress);
+  if (options.max_gpu_memory_bytes > 0) {
+    check_budget_fits(
+        component_sizes(models.paths, model_placement(options.device, options.dtype).dtype),
+        options.max_gpu_memory_bytes);
+    apply_gpu_budget(options.device, options.max_gpu_memory_bytes);
+  }
   OneShotProvider provider;
   return generate_with(options, models, provider, progress, sink);
 }

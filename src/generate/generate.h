@@ -66,6 +66,10 @@ struct GenerateOptions {
   // latents between the denoising steps, as the reference; F32 = full precision, f32 models on a
   // GPU too and f32 latents between steps (e.g. to compare a GPU run with a CPU run).
   std::optional<DType> dtype;
+  // --max-gpu-memory: the most the GPU allocator may hold, in bytes (0: no budget). Set as the
+  // device allocator's limit for the rest of the process (generate/memory_budget.h); a run whose
+  // largest model cannot fit is refused before anything loads.
+  int64_t max_gpu_memory_bytes = 0;
   ModelFlags models;
   std::vector<ImageFlag> images;
   GuidanceFlags video_guidance, audio_guidance;

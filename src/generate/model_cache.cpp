@@ -6,6 +6,7 @@
 #include "backend/device_query.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/out_of_memory.h"
 
 namespace ltx::generate {
 
@@ -31,7 +32,7 @@ void ModelCache::check_fits_alone(const std::string& component, int64_t bytes,
                                   const char* how) const {
   LTX_CHECK(budget_ == 0 || bytes <= budget_, "the ", component, " needs ", mib(bytes), " (", how,
             "), more than the whole model memory budget of ", mib(budget_), "; raise ",
-            budget_option_, " (0: no limit)");
+            budget_option_, device_.is_cuda() ? "" : " (0: no limit)");
 }
 
 void ModelCache::evict_to_fit(int64_t incoming, const Entry* keep) {
@@ -41,15 +42,36 @@ void ModelCache::evict_to_fit(int64_t incoming, const Entry* keep) {
       ++it;
       continue;
     }
-    log_info("model cache: evicting the ", it->component, " (", mib(it->bytes),
-             ") to fit the budget of ", mib(budget_));
-    used_ -= it->bytes;
-    ComponentStats& c = counts_[it->component];
-    c.bytes -= it->bytes;
-    c.entries -= 1;
-    c.evictions += 1;
-    it = entries_.erase(it);
+    it = evict(it, str("to fit the budget of ", mib(budget_)));
   }
+}
+
+std::list<ModelCache::Entry>::iterator ModelCache::evict(std::list<Entry>::iterator it,
+                                                         const std::string& why) {
+  log_info("model cache: evicting the ", it->component, " (", mib(it->bytes), ") ", why);
+  used_ -= it->bytes;
+  ComponentStats& c = counts_[it->component];
+  c.bytes -= it->bytes;
+  c.entries -= 1;
+  c.evictions += 1;
+  return entries_.erase(it);
+}
+
+int64_t ModelCache::evict_unleased(const std::string& reason) {
+  int64_t n = 0;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->value.use_count() > 1) {
+        ++it;
+        continue;
+      }
+      it = evict(it, reason);
+      n += 1;
+    }
+  }
+  if (n > 0) backend::release_cached_memory(device_);
+  return n;
 }
 
 std::shared_ptr<void> ModelCache::acquire_entry(
@@ -79,8 +101,16 @@ std::shared_ptr<void> ModelCache::acquire_entry(
   }
   backend::release_cached_memory(device_);  // evicted blocks back to the device before the load
 
-  const int64_t before = backend::memory_stats(device_).live_bytes;
-  std::shared_ptr<void> value = load();
+  int64_t before = backend::memory_stats(device_).live_bytes;
+  std::shared_ptr<void> value;
+  try {
+    value = load();
+  } catch (const OutOfMemory& e) {
+    // The device is full of models no generation uses now: give them back and try once more.
+    if (evict_unleased(str("to retry loading the ", component, " after: ", e.what())) == 0) throw;
+    before = backend::memory_stats(device_).live_bytes;
+    value = load();
+  }
   const int64_t measured = backend::memory_stats(device_).live_bytes - before;
   const int64_t bytes = measured > 0 ? measured : estimate;
   check_fits_alone(component, bytes, "measured while loading");  // `value` is freed on the throw

@@ -11,6 +11,10 @@
 // entries go if the budget is exceeded. A component larger than the whole budget is an error
 // naming it, its size and the budget.
 //
+// A load that fails with ltx::OutOfMemory while unleased entries are resident is retried once
+// after every unleased entry is evicted (least recently used first); a second failure, or one
+// with nothing to evict, reaches the caller.
+//
 // Sizes on the CPU count the memory the loaders allocate; weights used in place from a file's
 // read-only mapping (f32 files on the CPU) are not allocations, so such an entry is counted at its
 // header estimate.
@@ -67,6 +71,9 @@ class ModelCache {
 
   // Evicts every unleased entry (e.g. to give the device's memory back while idle).
   void clear();
+  // Evicts every unleased entry, least recently used first, counting each as an eviction and
+  // logging why (`reason`); returns how many went. The device's cached blocks go back too.
+  int64_t evict_unleased(const std::string& reason);
   Device device() const { return device_; }
   int64_t budget_bytes() const { return budget_; }
 
@@ -91,6 +98,8 @@ class ModelCache {
   // Evicts unleased entries, least recently used first (never `keep`), until used + incoming <=
   // the budget or none is left to evict.
   void evict_to_fit(int64_t incoming, const Entry* keep);
+  // Removes the entry at `it` (under mutex_), counting an eviction; the next entry.
+  std::list<Entry>::iterator evict(std::list<Entry>::iterator it, const std::string& why);
   void check_fits_alone(const std::string& component, int64_t bytes, const char* how) const;
 };
 

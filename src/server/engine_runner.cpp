@@ -16,6 +16,7 @@
 #include "core/cancel.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/out_of_memory.h"
 #include "generate/decode.h"
 #include "server/video_request.h"
 
@@ -172,6 +173,9 @@ RunOutcome outcome_of(std::exception_ptr error) {
     std::rethrow_exception(error);
   } catch (const Cancelled&) {
     outcome.status = RunStatus::Cancelled;
+  } catch (const OutOfMemory& e) {
+    outcome.status = RunStatus::Failed;
+    outcome.error = {"out_of_memory", e.what()};
   } catch (const Error& e) {
     outcome.status = RunStatus::Failed;
     outcome.error = {"generation_error", e.what()};

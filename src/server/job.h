@@ -17,8 +17,8 @@ inline bool is_terminal(JobStatus s) {
   return s == JobStatus::Completed || s == JobStatus::Failed || s == JobStatus::Cancelled;
 }
 
-// Why a job failed: a stable code (`generation_error`, `internal_error`, `timeout`, `interrupted`,
-// `output_missing`, ...) and a message for people.
+// Why a job failed: a stable code (`generation_error`, `out_of_memory`, `internal_error`, `timeout`,
+// `interrupted`, `output_missing`, ...) and a message for people.
 struct JobError {
   std::string code, message;
 };

@@ -156,6 +156,9 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--gemm-tflops", "0"}, "--gemm-tflops"},
       {{"--decode-free-gib", "0"}, "--decode-free-gib"},
       {{"diffdec", "--decode-free-gib", "0.5"}, "--decode-free-gib"},
+      {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
+      {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
+      {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.
@@ -351,6 +354,7 @@ TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
       {{"--steps", "0"}, "--steps 0: must be at least 1"},
       {{"--dtype", "f16"}, "--dtype: unknown dtype 'f16'"},
       {{"--size", "128x128", "--size", "192x128"}, "takes one --size"},
+      {{"--max-gpu-memory", "24"}, "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
   };
   for (const auto& [flags, message] : cases) {
     const std::vector<std::string> preset =

@@ -141,6 +141,11 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--auto-duration", "5", "2"}, "--auto-duration 5 2: MIN_SECONDS must be >= 0 and <= MAX"},
       {{"--enhance-system-prompt", out}, "only apply with --enhance-prompt"},
       {{"--device", "gpu"}, "--device: unknown device 'gpu' (expected cpu, cuda or cuda:N)"},
+      {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
+      {{"--max-gpu-memory", "-2"}, "--max-gpu-memory -2 must be more than 0 GiB"},
+      {{"--max-gpu-memory", "lots"}, "--max-gpu-memory 'lots' is not a number of GiB"},
+      {{"--max-gpu-memory", "23.5"},
+       "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
       // No CUDA in this build, or no such GPU index: either way an error before any work.
       {{"--device", "cuda:99"}, "cuda:99"},
   };

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/device.h"
 #include "core/error.h"
+#include "core/out_of_memory.h"
 
 namespace ltx::cuda {
 
@@ -168,6 +169,20 @@ class DeviceAllocator {
     stats_.peak_reserved_bytes = stats_.reserved_bytes;
   }
 
+  void set_limit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.limit_bytes = bytes;
+    if (bytes != 0 && stats_.reserved_bytes > bytes) {
+      DeviceGuard guard(device_);
+      release_cached();
+    }
+  }
+
+  size_t limit() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_.limit_bytes;
+  }
+
  private:
   Block* take_cached(Pool& pool, cudaStream_t stream, size_t size) {
     Block key;
@@ -185,15 +200,26 @@ class DeviceAllocator {
     return b->small ? rest >= kMinBlockSize : rest > kSmallSize;
   }
 
+  bool within_limit(size_t bytes) const {
+    return stats_.limit_bytes == 0 || (stats_.reserved_bytes <= stats_.limit_bytes &&
+                                       bytes <= stats_.limit_bytes - stats_.reserved_bytes);
+  }
+
+  // cudaMalloc, or cudaErrorMemoryAllocation without calling it when the limit would be passed.
+  cudaError_t device_malloc(void** ptr, size_t bytes) {
+    if (!within_limit(bytes)) return cudaErrorMemoryAllocation;
+    return cudaMalloc(ptr, bytes);
+  }
+
   Block* new_segment(size_t size, cudaStream_t stream, size_t requested) {
     const size_t bytes = segment_size(size);
     void* ptr = nullptr;
-    cudaError_t err = cudaMalloc(&ptr, bytes);
+    cudaError_t err = device_malloc(&ptr, bytes);
     if (err == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // not sticky: clear it and retry with the cache released
       stats_.num_cache_flushes += 1;
       release_cached();
-      err = cudaMalloc(&ptr, bytes);
+      err = device_malloc(&ptr, bytes);
       if (err == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
         throw_oom(requested);
@@ -216,9 +242,15 @@ class DeviceAllocator {
     stats_.num_ooms += 1;
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
-    fail("out of GPU memory on cuda:", device_, ": tried to allocate ", mib(requested), " MiB (",
-         mib(stats_.allocated_bytes), " MiB allocated, ", mib(free_b), " MiB free of ",
-         mib(total_b), " MiB); reduce resolution/frames or enable tiling");
+    const std::string budget =
+        stats_.limit_bytes == 0
+            ? std::string("no --max-gpu-memory budget")
+            : str("a --max-gpu-memory budget of ", mib(stats_.limit_bytes), " MiB, ",
+                  mib(stats_.reserved_bytes), " MiB of it held");
+    throw OutOfMemory(str("out of GPU memory on cuda:", device_, ": tried to allocate ",
+                          mib(requested), " MiB (", mib(stats_.allocated_bytes),
+                          " MiB allocated, ", budget, ", ", mib(free_b), " MiB free of ",
+                          mib(total_b), " MiB on the device); ", kOutOfMemoryHelp));
   }
 
   // Merges `b` with free neighbours of its segment and puts the result into its pool.
@@ -361,6 +393,10 @@ void empty_cache() {
 }
 
 void empty_cache(int device) { device_allocator(device).empty_cache(); }
+
+void set_memory_limit(int device, size_t bytes) { device_allocator(device).set_limit(bytes); }
+
+size_t memory_limit(int device) { return device_allocator(device).limit(); }
 
 AllocatorStats allocator_stats(int device) { return device_allocator(device).stats(); }
 

@@ -11,7 +11,11 @@
 //     streams at free time have completed;
 //   - cudaMalloc is called only when no cached block fits, so steady-state loops never call it;
 //     on failure the cache is released (cudaFree of unused segments) and cudaMalloc retried once,
-//     then an ltx::Error "out of GPU memory on cuda:N: ..." is thrown (the process stays usable).
+//     then an ltx::OutOfMemory "out of GPU memory on cuda:N: ..." is thrown (the process stays
+//     usable);
+//   - an optional per-device limit caps the bytes held from the driver (reserved): a cudaMalloc
+//     that would pass it is treated as a failed one (cache released, retried, then OutOfMemory),
+//     so a memory budget is enforced, and testable, on a GPU larger than the budget.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,6 +36,7 @@ struct AllocatorStats {
   uint64_t num_device_frees = 0;    // cudaFree calls
   uint64_t num_cache_flushes = 0;   // cache releases forced by a failed cudaMalloc
   uint64_t num_ooms = 0;            // out-of-memory errors thrown
+  size_t limit_bytes = 0;           // set_memory_limit (0: none)
 };
 
 // `bytes` on `stream`'s device, for use on `stream`. The memory is returned to the cache when the
@@ -53,6 +58,12 @@ void pin_stream_memory(Stream stream, bool pinned);
 // Releases every cached, fully unused segment (cudaFree), on all devices / on one device.
 void empty_cache();
 void empty_cache(int device);
+
+// Caps the bytes the allocator of `device` holds from the driver (0: no cap beyond the device's
+// memory). Lowering it below what is reserved now releases the cached segments; memory in use
+// stays, and later requests fail until enough of it is freed.
+void set_memory_limit(int device, size_t bytes);
+size_t memory_limit(int device);
 
 AllocatorStats allocator_stats(int device);
 // Sets the peaks to the current values.

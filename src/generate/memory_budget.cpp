@@ -1,0 +1,127 @@
+#include "generate/memory_budget.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "backend/device_query.h"
+#include "core/error.h"
+#include "core/out_of_memory.h"
+#include "io/safetensors.h"
+
+namespace ltx::generate {
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+int64_t file_bytes(const std::string& path, std::initializer_list<const char*> prefixes,
+                   DType dtype) {
+  const auto file = io::SafetensorsFile::open(path);
+  int64_t matched = 0, all = 0;
+  for (const io::TensorInfo& info : file->infos()) {
+    const int64_t bytes = dtype_is_floating(info.dtype)
+                              ? info.numel() * static_cast<int64_t>(dtype_size(dtype))
+                              : static_cast<int64_t>(info.nbytes());
+    all += bytes;
+    for (const char* p : prefixes)
+      if (info.name.rfind(p, 0) == 0) {
+        matched += bytes;
+        break;
+      }
+  }
+  return prefixes.size() == 0 ? all : matched;
+}
+
+}  // namespace
+
+int64_t activation_headroom(int64_t budget_bytes) {
+  return std::max(budget_bytes / 5, std::min(6 * kGiB, budget_bytes / 2));
+}
+
+int64_t default_model_budget(int64_t budget_bytes) {
+  LTX_CHECK(budget_bytes > 0, "default_model_budget: the memory budget must be > 0 bytes, got ",
+            budget_bytes);
+  return budget_bytes - activation_headroom(budget_bytes);
+}
+
+int64_t parse_gib(const std::string& text, const char* flag) {
+  size_t used = 0;
+  double gib = 0.0;
+  try {
+    gib = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  LTX_CHECK(used == text.size() && used > 0 && std::isfinite(gib), flag, " '", text,
+            "' is not a number of GiB (e.g. 24 or 23.5)");
+  LTX_CHECK(gib > 0, flag, " ", text, " must be more than 0 GiB");
+  LTX_CHECK(gib < 1e9, flag, " ", text, " GiB is more memory than any device has");
+  return static_cast<int64_t>(gib * static_cast<double>(kGiB));
+}
+
+int64_t stored_bytes(const std::string& path, std::initializer_list<const char*> prefixes,
+                     DType dtype) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return file_bytes(path, prefixes, dtype);
+  if (!fs::is_directory(path, ec)) return 0;
+  int64_t total = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec))
+    if (e.is_regular_file(ec) && e.path().extension() == ".safetensors")
+      total += file_bytes(e.path().string(), prefixes, dtype);
+  return total;
+}
+
+std::vector<ComponentSize> component_sizes(const ModelPaths& p, DType dtype) {
+  std::vector<ComponentSize> out;
+  const bool single = p.layout == ModelPaths::Layout::SingleFile;
+  auto add = [&](const char* component, const ComponentPath& path,
+                 std::initializer_list<const char*> prefixes, DType dt) {
+    if (!path.given()) return;
+    out.push_back({component, stored_bytes(path.path, prefixes, dt)});
+  };
+  if (single)
+    add("transformer", p.transformer, {"model.diffusion_model."}, dtype);
+  else
+    add("transformer", p.transformer, {}, dtype);
+  add("text encoder", p.text_encoder, {}, dtype);
+  add("video encoder", p.video_vae, {"vae.encoder.", "encoder."}, dtype);
+  add("video decoder", p.video_vae, {"vae.decoder.", "decoder."}, dtype);
+  add("audio decoder", p.audio_vae, {"audio_vae.decoder.", "vocoder."}, DType::F32);
+  add("spatial upsampler", p.spatial_upsampler, {}, dtype);
+  add("temporal upsampler", p.temporal_upsampler, {}, dtype);
+  return out;
+}
+
+std::string gib_text(int64_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(kGiB));
+  return s;
+}
+
+void check_budget_fits(const std::vector<ComponentSize>& components, int64_t budget_bytes,
+                       const std::string& budget_flag) {
+  if (components.empty()) return;
+  const auto largest = std::max_element(
+      components.begin(), components.end(),
+      [](const ComponentSize& a, const ComponentSize& b) { return a.bytes < b.bytes; });
+  LTX_CHECK(largest->bytes + kMinActivationHeadroom <= budget_bytes, "the ", largest->component,
+            " needs ", gib_text(largest->bytes), " on the device plus at least ",
+            gib_text(kMinActivationHeadroom), " for its work, more than the ", budget_flag,
+            " budget of ", gib_text(budget_bytes), "; nothing was loaded; ", kOutOfMemoryHelp);
+}
+
+void apply_gpu_budget(Device device, int64_t bytes, const char* flag) {
+  LTX_CHECK(!device.is_cpu(), flag, " budgets GPU memory; it does not apply to --device cpu (drop "
+            "it, or add --device cuda)");
+  LTX_CHECK(bytes > 0, flag, " must be more than 0 GiB");
+  backend::check_device(device, flag);
+  const int64_t total = backend::total_memory_bytes(device);
+  LTX_CHECK(bytes <= total, flag, " ", gib_text(bytes), " is more than ", device.str(), " has (",
+            gib_text(total), "); give at most that, or leave the flag out to use all of it");
+  backend::set_memory_limit(device, bytes, flag);
+}
+
+}  // namespace ltx::generate

@@ -1,0 +1,254 @@
+// The GPU memory budget: the caching allocator's limit (--max-gpu-memory) and generations under
+// it. Every test puts the limit back to none, so the other tests of this binary run unbounded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backend/cuda/allocator.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/stream.h"
+#include "backend/device_query.h"
+#include "core/out_of_memory.h"
+#include "core/storage.h"
+#include "core/tensor.h"
+#include "cuda/cuda_test_util.h"
+#include "generate/engine.h"
+#include "generate/generate_test_util.h"
+#include "generate/memory_budget.h"
+#include "generate/model_cache.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+// Removes device 0's limit at the end of a test, whatever happened in it.
+struct NoLimitAfter {
+  ~NoLimitAfter() { cuda::set_memory_limit(0, 0); }
+};
+
+// What device 0's allocator holds once its unused cached segments are given back: the memory
+// other tests keep alive. Limits are set relative to it.
+size_t settled_reserved() {
+  cuda::synchronize(0);
+  cuda::empty_cache(0);
+  return cuda::allocator_stats(0).reserved_bytes;
+}
+
+std::string mib_text(size_t bytes) {
+  char s[64];
+  std::snprintf(s, sizeof s, "%.2f MiB", static_cast<double>(bytes) / static_cast<double>(kMiB));
+  return s;
+}
+
+TEST(CudaMemoryLimit, AnAllocationPastTheLimitThrowsOutOfMemoryNamingTheBudget) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  // A stream of its own: no block cached by another test can serve these requests.
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
+  const size_t base = settled_reserved();
+  const size_t limit = base + 64 * kMiB;
+  cuda::set_memory_limit(0, limit);
+  EXPECT_EQ(cuda::memory_limit(0), limit);
+  EXPECT_EQ(cuda::allocator_stats(0).limit_bytes, limit);
+  const cuda::AllocatorStats before = cuda::allocator_stats(0);
+
+  auto a = cuda::allocate(32 * kMiB, 0);  // under the limit: a 32 MiB segment
+  ASSERT_NE(a.get(), nullptr);
+  std::string msg;
+  try {
+    (void)cuda::allocate(48 * kMiB, 0);  // 32 + 48 MiB would pass it
+  } catch (const OutOfMemory& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("out of GPU memory on cuda:0: tried to allocate 48.00 MiB"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("a --max-gpu-memory budget of " + mib_text(limit)), std::string::npos) << msg;
+  EXPECT_NE(msg.find(kOutOfMemoryHelp), std::string::npos) << msg;
+  const cuda::AllocatorStats after = cuda::allocator_stats(0);
+  EXPECT_EQ(after.num_ooms, before.num_ooms + 1);
+  EXPECT_EQ(after.num_cache_flushes, before.num_cache_flushes + 1) << "the cache is released first";
+  EXPECT_LE(after.reserved_bytes, limit);
+  EXPECT_LE(after.peak_reserved_bytes, std::max(limit, before.peak_reserved_bytes));
+
+  // Through core's tensors too; and requests that fit still succeed.
+  EXPECT_THROW(Tensor::empty({static_cast<int64_t>(40 * kMiB / 4)}, DType::F32, Device::cuda(0)),
+               OutOfMemory);
+  auto b = cuda::allocate(16 * kMiB, 0);
+  EXPECT_NE(b.get(), nullptr);
+  EXPECT_LE(cuda::allocator_stats(0).reserved_bytes, limit);
+  // What the device reports free under the limit is at most the limit less what is allocated.
+  EXPECT_LE(backend::free_memory_bytes(Device::cuda(0)),
+            static_cast<int64_t>(limit - cuda::allocator_stats(0).allocated_bytes));
+}
+
+TEST(CudaMemoryLimit, CachedSegmentsAreGivenBackBeforeARequestFails) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  // A stream of its own: no block cached by another test can serve these requests.
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
+  const size_t base = settled_reserved();
+  const size_t limit = base + 64 * kMiB;
+  cuda::set_memory_limit(0, limit);
+  { auto a = cuda::allocate(40 * kMiB, 0); }  // freed: its 40 MiB segment stays cached
+  EXPECT_EQ(cuda::allocator_stats(0).reserved_bytes, base + 40 * kMiB);
+  const cuda::AllocatorStats before = cuda::allocator_stats(0);
+  // 40 cached + 48 new would pass the limit: the cached segment goes back, then 48 MiB fits.
+  auto b = cuda::allocate(48 * kMiB, 0);
+  ASSERT_NE(b.get(), nullptr);
+  const cuda::AllocatorStats after = cuda::allocator_stats(0);
+  EXPECT_EQ(after.num_cache_flushes, before.num_cache_flushes + 1);
+  EXPECT_EQ(after.num_ooms, before.num_ooms);
+  EXPECT_EQ(after.reserved_bytes, base + 48 * kMiB);
+}
+
+TEST(CudaMemoryLimit, TheLimitCanBeRaisedAndLowered) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  // A stream of its own: no block cached by another test can serve these requests.
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
+  const size_t base = settled_reserved();
+  cuda::set_memory_limit(0, base + 32 * kMiB);
+  EXPECT_THROW((void)cuda::allocate(48 * kMiB, 0), OutOfMemory);
+  cuda::set_memory_limit(0, base + 128 * kMiB);  // raised: the same request fits
+  auto a = cuda::allocate(48 * kMiB, 0);
+  ASSERT_NE(a.get(), nullptr);
+  a.reset();
+  EXPECT_EQ(cuda::allocator_stats(0).reserved_bytes, base + 48 * kMiB);
+  // Lowered below what is held: the cached segment is given back at once.
+  cuda::set_memory_limit(0, base + 16 * kMiB);
+  EXPECT_EQ(cuda::allocator_stats(0).reserved_bytes, base);
+  EXPECT_EQ(cuda::memory_limit(0), base + 16 * kMiB);
+  EXPECT_THROW((void)cuda::allocate(48 * kMiB, 0), OutOfMemory);
+  cuda::set_memory_limit(0, 0);  // none
+  EXPECT_EQ(cuda::allocator_stats(0).limit_bytes, 0u);
+  EXPECT_NE(cuda::allocate(48 * kMiB, 0).get(), nullptr);
+}
+
+TEST(CudaMemoryLimit, TheEngineSideSetsItThroughTheBackend) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  const Device gpu = Device::cuda(0);
+  const int64_t total = backend::total_memory_bytes(gpu);
+  EXPECT_EQ(total, static_cast<int64_t>(cuda::memory_info(0).total_bytes));
+  backend::set_memory_limit(gpu, 3 * kGiB);
+  EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(3 * kGiB));
+  generate::apply_gpu_budget(gpu, 2 * kGiB);
+  EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(2 * kGiB));
+  EXPECT_ERROR_HAS(generate::apply_gpu_budget(gpu, total + kGiB),
+                   "--max-gpu-memory " + generate::gib_text(total + kGiB) + " is more than cuda:0 has");
+  EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(2 * kGiB)) << "a refused budget changes nothing";
+}
+
+TEST(CudaMemoryLimit, TheModelCacheEvictsUnusedModelsAndRetriesALoadThatRanOut) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  cuda::OwnedStream stream(0);
+  cuda::StreamGuard on_stream(stream.get());
+  const size_t base = settled_reserved();
+  cuda::set_memory_limit(0, base + 64 * kMiB);
+  const Device gpu = Device::cuda(0);
+  generate::ModelCache cache(gpu, 0);  // no model budget: only running out of memory evicts
+  const auto none = std::function<int64_t()>();
+  int loads = 0;
+  const std::function<std::shared_ptr<Tensor>()> model_40mib = [&] {
+    loads += 1;
+    return std::make_shared<Tensor>(
+        Tensor::empty({static_cast<int64_t>(40 * kMiB / 4)}, DType::F32, gpu));
+  };
+  cache.acquire<Tensor>("a", "a", none, model_40mib);  // resident, unleased
+  // 40 + 40 MiB pass the limit: the load fails, `a` is evicted, the second try fits.
+  auto b = cache.acquire<Tensor>("b", "b", none, model_40mib);
+  EXPECT_EQ(loads, 3);
+  EXPECT_EQ(cache.stats().components.at("a").evictions, 1);
+  EXPECT_EQ(cache.stats().entries, 1);
+  EXPECT_LE(cuda::allocator_stats(0).reserved_bytes, base + 64 * kMiB);
+  // `b` is leased: nothing can be evicted, so the next failure reaches the caller.
+  EXPECT_THROW(cache.acquire<Tensor>("c", "c", none, model_40mib), OutOfMemory);
+  EXPECT_EQ(loads, 4);
+  EXPECT_EQ(cache.stats().components.at("b").evictions, 0);
+  EXPECT_EQ(cache.stats().entries, 1);
+}
+
+TEST(GenerateUnderABudget, TheDemoRunsAndItsPeakStaysUnderTheBudget) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  const int64_t budget = static_cast<int64_t>(settled_reserved()) + 3 * kGiB;
+  generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);
+  o.device = test::kGpu;
+  o.max_gpu_memory_bytes = budget;
+  backend::reset_peak_memory(test::kGpu);
+  const test::InMemoryGeneration g = test::generate_in_memory(o);
+  ASSERT_TRUE(g.media.frames.defined());
+  const backend::MemoryStats m = backend::memory_stats(test::kGpu);
+  std::printf("[two-stage demo under %.2f GiB] peak allocated %.1f MiB, peak reserved %.1f MiB\n",
+              static_cast<double>(budget) / kGiB, static_cast<double>(m.peak_bytes) / kMiB,
+              static_cast<double>(m.peak_reserved_bytes) / kMiB);
+  EXPECT_GT(m.peak_bytes, 0);
+  EXPECT_LE(m.peak_bytes, budget);
+  EXPECT_LE(m.peak_reserved_bytes, budget);
+  EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(budget)) << "the run set the limit";
+}
+
+TEST(GenerateUnderABudget, ABudgetBelowTheLargestModelIsRefusedBeforeAnyLoad) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  generate::GenerateOptions o = test::small_demo_options("one-stage", 64, 64);
+  o.device = test::kGpu;
+  o.max_gpu_memory_bytes = kGiB;  // less than any model + the 1 GiB minimum headroom
+  const int64_t cuda_tensors = allocation_counts().cuda;
+  EXPECT_ERROR_HAS(test::generate_in_memory(o),
+                   "more than the --max-gpu-memory budget of 1.00 GiB; nothing was loaded");
+  EXPECT_EQ(allocation_counts().cuda, cuda_tensors) << "no tensor was made on the GPU";
+  EXPECT_EQ(cuda::memory_limit(0), 0u) << "a refused budget is not set";
+}
+
+TEST(EngineOnCuda, DefaultModelBudgetIsTheGpuBudgetLessHeadroom) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  generate::EngineOptions eo;
+  eo.device = test::kGpu;
+  eo.demo_dir = test::shared_demo_bundle().dir;
+  {
+    // No flags: the device's memory less the headroom (the demo's models are far smaller).
+    generate::Engine engine(eo);
+    EXPECT_EQ(engine.cache().budget_bytes(),
+              generate::default_model_budget(backend::total_memory_bytes(test::kGpu)));
+    EXPECT_EQ(cuda::memory_limit(0), 0u);
+  }
+  const int64_t budget = static_cast<int64_t>(settled_reserved()) + 3 * kGiB;
+  eo.max_gpu_memory_bytes = budget;
+  generate::Engine engine(eo);
+  EXPECT_EQ(engine.cache().budget_bytes(), generate::default_model_budget(budget));
+  EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(budget));
+  generate::GenerateOptions job = test::small_demo_options("one-stage", 64, 64);
+  job.demo_dir.clear();
+  job.num_inference_steps = 1;
+  backend::reset_peak_memory(test::kGpu);
+  generate::MemorySink sink;
+  engine.run(job, {}, sink);
+  EXPECT_TRUE(sink.media().frames.defined());
+  EXPECT_LE(backend::memory_stats(test::kGpu).peak_reserved_bytes, budget);
+  EXPECT_LE(engine.cache_stats().bytes, engine.cache().budget_bytes());
+
+  // A model budget above the GPU budget, and a GPU budget no model fits, are errors at start.
+  eo.model_budget_bytes = budget + kGiB;
+  EXPECT_ERROR_HAS(generate::Engine{eo}, "is more than the GPU budget of");
+  eo.model_budget_bytes = 0;
+  eo.max_gpu_memory_bytes = kGiB;
+  EXPECT_ERROR_HAS(generate::Engine{eo},
+                   "more than the --max-gpu-memory budget of 1.00 GiB; nothing was loaded");
+}
+
+}  // namespace
+}  // namespace ltx
