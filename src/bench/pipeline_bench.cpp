@@ -106,9 +106,12 @@ class SyntheticModelProvider final : public generate::ModelProvider {
         mt::GemmaTextDims{gemma.hidden_size, gemma.num_layers}, source(), /*audio=*/true);
     text::PromptEncoderOptions options;
     options.load = where;
-    // Gemma and the connectors get their own weights, each made when encode() loads it.
-    return std::make_shared<text::PromptEncoder>(
-        std::move(assets), processor, [this] { return synthetic(transformer_init); }, options);
+    // Gemma and the connectors each made when encode() loads them, and freed after.
+    text::PromptEncoderWeights weights;
+    weights.text_encoder = [this] { return synthetic(transformer_init); };
+    weights.embeddings_processor = [this] { return synthetic(transformer_init); };
+    return std::make_shared<text::PromptEncoder>(std::move(assets), processor, std::move(weights),
+                                                 options);
   }
 
   std::shared_ptr<const models::duration_head::DurationHead> duration_head(

@@ -34,7 +34,7 @@ struct PromptEncoder::State {
   std::vector<std::string> warnings;
   std::optional<GemmaTextModel> gemma;
   std::optional<mt::EmbeddingsProcessor> processor;
-  std::function<io::WeightMap()> weights;  // set: models come from memory, not the files
+  PromptEncoderWeights weights;  // set: the models come from these maps, not the files
 };
 
 PromptEncoder::PromptEncoder(const std::string& text_encoder, std::vector<std::string> embeddings,
@@ -71,10 +71,11 @@ PromptEncoder::PromptEncoder(const std::string& text_encoder, std::vector<std::s
 }
 
 PromptEncoder::PromptEncoder(GemmaAssets assets, const mt::EmbeddingsProcessorConfig& processor,
-                             std::function<io::WeightMap()> weights, PromptEncoderOptions options)
+                             PromptEncoderWeights weights, PromptEncoderOptions options)
     : s_(std::make_unique<State>()) {
   State& s = *s_;
-  LTX_CHECK(weights != nullptr, "prompt encoder (", assets.source, "): no weight source given");
+  LTX_CHECK(weights.text_encoder && weights.embeddings_processor, "prompt encoder (", assets.source,
+            "): both weight sources (text encoder, embeddings processor) must be given");
   s.te_path = assets.source;
   s.options = options;
   s.assets = std::move(assets);
@@ -94,8 +95,8 @@ TokenizedBatch PromptEncoder::tokenize(const std::vector<std::string>& prompts) 
 
 const GemmaTextModel& PromptEncoder::text_encoder() {
   State& s = *s_;
-  if (!s.gemma && s.weights) {
-    io::WeightMap w = s.weights();
+  if (!s.gemma && s.weights.text_encoder) {
+    io::WeightMap w = s.weights.text_encoder();
     s.gemma.emplace(GemmaTextModel::load(s.config, w, s.options.load, "in memory", s.te_path));
   }
   if (!s.gemma) s.gemma.emplace(GemmaTextModel::load(s.assets, s.options.load));
@@ -108,8 +109,8 @@ const mt::EmbeddingsProcessor& PromptEncoder::embeddings_processor() {
             "): no LTX checkpoint was given, so there is no feature extractor or connector to "
             "turn hidden states into contexts; pass the checkpoint (and for split packs the "
             "text-encoder or text-projection file)");
-  if (!s.processor && s.weights) {
-    io::WeightMap w = s.weights();
+  if (!s.processor && s.weights.embeddings_processor) {
+    io::WeightMap w = s.weights.embeddings_processor();
     s.processor.emplace(mt::EmbeddingsProcessor::load(w, *s.processor_config, s.options.load));
   }
   if (!s.processor) {

@@ -53,6 +53,15 @@ struct PromptEncoderOptions {
   bool keep_loaded = false;              // see the header comment
 };
 
+// Where the models of a PromptEncoder built from memory get their weights: each a fresh map per
+// load, named as the model names its parameters (Gemma's language model: "embed_tokens.weight",
+// "layers.0. ..."; the processor: "feature_extractor. ...", "video_connector. ...",
+// "audio_connector. ...").
+struct PromptEncoderWeights {
+  std::function<io::WeightMap()> text_encoder;
+  std::function<io::WeightMap()> embeddings_processor;
+};
+
 // What the transformer consumes for one prompt.
 struct PromptContext {
   Tensor video;  // [1, T, video width]: the video context
@@ -67,13 +76,12 @@ class PromptEncoder {
   // `embeddings` may be empty: then only tokenize() / hidden_states() work (no version check).
   PromptEncoder(const std::string& text_encoder, std::vector<std::string> embeddings,
                 PromptEncoderOptions options = {});
-  // The same encoder over weights made in memory instead of read from files (benchmarks with
-  // random weights): `assets` gives the tokenizer and the Gemma config (its weight files are not
-  // read), `processor` the feature extractor's and connectors' config, and `weights()` a fresh map
-  // for each model load, named as the models name their parameters (io::WeightMap::synthetic).
+  // The same encoder over weight maps given by the caller instead of the files (benchmarks with
+  // random weights: io::WeightMap::synthetic): `assets` gives the tokenizer and the Gemma config
+  // (its weight files are not read), `processor` the feature extractor's and connectors' config.
   // No version check runs: there is no checkpoint to compare.
   PromptEncoder(GemmaAssets assets, const models::text::EmbeddingsProcessorConfig& processor,
-                std::function<io::WeightMap()> weights, PromptEncoderOptions options = {});
+                PromptEncoderWeights weights, PromptEncoderOptions options = {});
   ~PromptEncoder();
   PromptEncoder(PromptEncoder&&) noexcept;
   PromptEncoder& operator=(PromptEncoder&&) noexcept;
