@@ -128,8 +128,12 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
     fail("ltx bench: making the ", what, " with random weights on ", o.device.str(), " failed: ", e.what());
   }
   const double setup_s = seconds_since(t0);
+  const bool quantized =
+      std::string(kind) == "transformer" && o.quantization != quantization::Mode::None;
   log_info("bench: ", what, ": ", num(static_cast<double>(weights_bytes) / kGiB), " GiB of random ",
-           dtype_name(o.model_dtype()), " weights on ", o.device.str(), " in ", num(setup_s), " s");
+           dtype_name(o.model_dtype()), " weights",
+           quantized ? str(" (--quantization ", quantization::mode_name(o.quantization), ")") : "",
+           " on ", o.device.str(), " in ", num(setup_s), " s");
   for (BenchCase* c : cases) {
     try {
       const std::function<void()> step = prepare(*model, *c);
@@ -291,7 +295,10 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
   const BenchOptions& o = r.options;
   time_model_cases<tf::LTXModel>(
       r, "transformer", p.name + " transformer", transformer_init,
-      [&](io::WeightMap& w) { return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device}); },
+      [&](io::WeightMap& w) {
+        return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, o.quantization},
+                                  models::BlockStreaming{o.offload_slots, o.offload_from_file});
+      },
       [&](const tf::LTXModel& model, const BenchCase& c) -> std::function<void()> {
         if (o.guided) {
           auto in = std::make_shared<GuidedInputs>(guided_inputs(c, p, cfg, o));
@@ -450,6 +457,11 @@ void BenchOptions::validate() const {
   LTX_CHECK(sigma >= 0 && sigma <= 1, "sigma: must be in [0, 1], got ", sigma);
   LTX_CHECK(!cuda_graph || device.is_cuda(),
             "--cuda-graph: CUDA graphs need --device cuda (the CPU runs every step as it comes)");
+  LTX_CHECK(offload_slots == 0 || device.is_cuda(),
+            "--offload streams the transformer's blocks to a GPU; use --device cuda");
+  // The streamed pass forks a copy stream per call; it is timed as the pipelines run it, eagerly.
+  LTX_CHECK(offload_slots == 0 || !cuda_graph,
+            "--cuda-graph with --offload: streamed blocks are timed eagerly; drop one of the two");
   LTX_CHECK(!(cuda_graph && guided), "--cuda-graph with --guided: the guided step is timed eagerly, "
             "as the pipelines run it; drop one of the two");
   LTX_CHECK(guided || share_text_kv, "--no-text-kv-share applies to --guided only");
@@ -548,7 +560,8 @@ BenchReport plan(const BenchOptions& o, BenchTarget target) {
         c.tokens.audio_text = c.tokens.video_text;
       }
       c.label = str("transformer ", size.str(), "x", frames, o.audio ? " +audio" : "",
-                    o.cuda_graph ? " graph" : "", o.image_conditioned ? " image-cond" : "",
+                    o.cuda_graph ? " graph" : "", o.offload_slots == 0 ? "" : o.offload_from_file ? " offload-disk" : " offload-cpu",
+                    o.image_conditioned ? " image-cond" : "",
                     o.per_token_timesteps ? " per-token-ts" : "");
       c.flops = transformer_flops(cfg, c.tokens);
       if (o.guided) {
@@ -775,7 +788,12 @@ std::string format_table(const BenchReport& r) {
   const bool timed = std::any_of(r.cases.begin(), r.cases.end(), [](const BenchCase& c) { return c.ours.has_value(); });
   os << "ltx bench: preset " << o.preset << ", ";
   if (timed)
-    os << r.device_description << ", " << dtype_name(o.model_dtype()) << ", " << o.warmup << " warm-up + "
+    os << r.device_description << ", " << dtype_name(o.model_dtype())
+       << (o.quantization == quantization::Mode::None
+               ? std::string()
+               : std::string(" (transformer --quantization ") +
+                     quantization::mode_name(o.quantization) + ")")
+       << ", " << o.warmup << " warm-up + "
        << o.iters << " timed iterations\n";
   else
     os << "FLOP model only (nothing timed)\n";
@@ -829,8 +847,11 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["device"] = o.device.str();
   j["device_description"] = r.device_description;
   j["dtype"] = dtype_name(o.model_dtype());
+  j["quantization"] = quantization::mode_name(o.quantization);
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
+  j["offload_slots"] = o.offload_slots;
+  j["offload_from_file"] = o.offload_from_file;
   // The transformer's audio half on a side stream (LTX_SIDE_STREAMS=0 turns it off; CUDA only).
   j["side_streams"] = o.device.is_cuda() && backend::side_streams_enabled();
   j["guided"] = o.guided;

@@ -20,6 +20,7 @@
 #include "bench/presets.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "quantization/mode.h"
 
 namespace ltx::bench {
 
@@ -30,6 +31,9 @@ struct BenchOptions {
   std::string preset = "ltx23-22b";
   Device device = Device::cpu();
   std::optional<DType> dtype;  // default: bf16 on CUDA, f32 on the CPU (its backend computes in f32)
+  // --quantization: the transformer's Linears stored as the mode says (its random weights made in
+  // the stored dtype, e4m3 under fp8-cast).
+  quantization::Mode quantization = quantization::Mode::None;
   int64_t warmup = 2;
   int64_t iters = 5;
   uint64_t seed = 0;
@@ -42,6 +46,11 @@ struct BenchOptions {
   // The transformer step recorded once as a CUDA graph and replayed (backend/step_graph.h);
   // the recording runs before the timed calls.
   bool cuda_graph = false;
+  // --offload cpu / disk: the transformer's blocks streamed from page-locked host memory (disk:
+  // from where they were made, through staging buffers, at every pass) through this many device
+  // slots (models/block_streaming.h); 0: resident. Timed eagerly (no --cuda-graph).
+  int64_t offload_slots = 0;
+  bool offload_from_file = false;
   // The transformer case as one step of the guided denoiser with the default guidance of the
   // preset's generation (2.3: video cfg 3 / STG 1 on block 28 / modality 3, audio cfg 7 / STG 1 / modality 3: cond,
   // uncond, perturbed and isolated-modality passes in one batch of 4), a negative context of

@@ -97,8 +97,9 @@ class SyntheticModelProvider final : public generate::ModelProvider {
   SyntheticModelProvider(Preset preset, uint64_t seed, SynthesisMeter& meter)
       : preset_(std::move(preset)), seed_(seed), meter_(meter) {}
 
-  std::shared_ptr<text::PromptEncoder> prompt_encoder(const generate::ModelPaths&,
-                                                      const nn::LoadOptions& where) override {
+  std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const generate::ModelPaths&, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) override {
     text::GemmaAssets assets = tokenizer_assets(preset_);
     const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(assets.config, assets.source);
     const mt::EmbeddingsProcessorConfig processor = mt::EmbeddingsProcessorConfig::from_metadata(
@@ -106,6 +107,7 @@ class SyntheticModelProvider final : public generate::ModelProvider {
         mt::GemmaTextDims{gemma.hidden_size, gemma.num_layers}, source(), /*audio=*/true);
     text::PromptEncoderOptions options;
     options.load = where;
+    options.streaming = streaming;
     // Gemma and the connectors each made when encode() loads them, and freed after.
     text::PromptEncoderWeights weights;
     weights.text_encoder = [this] { return synthetic(transformer_init); };
@@ -125,15 +127,17 @@ class SyntheticModelProvider final : public generate::ModelProvider {
   }
 
   std::shared_ptr<generate::StageTransformer> transformer(
-      const generate::ModelPaths&, const std::vector<lora::LoraSet>& stage_sets,
-      const nn::LoadOptions& where) override {
+      const generate::ModelPaths& paths, const std::vector<lora::LoraSet>& stage_sets,
+      const nn::LoadOptions& where, const models::BlockStreaming& streaming) override {
     for (const lora::LoraSet& set : stage_sets)
       LTX_CHECK(lora::is_identity(set), "bench pipeline: a stage asks for ", lora::describe(set),
                 ", but the run has no LoRA");
     auto st = std::make_shared<generate::StageTransformer>();
     io::WeightMap w = synthetic(transformer_init);
-    st->model = std::make_unique<models::transformer::LTXModel>(
-        models::transformer::LTXModel::load(w, preset_.transformer_config(), where));
+    // Its Linears stored as --quantization says, as OneShotProvider loads it.
+    st->model = std::make_unique<models::transformer::LTXModel>(models::transformer::LTXModel::load(
+        w, preset_.transformer_config(), generate::transformer_placement(where, paths.quantization),
+        streaming));
     return st;
   }
 
@@ -287,17 +291,25 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   g.dtype = o.dtype;
   g.audio = o.audio;
   g.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
+  LTX_CHECK(o.offload != generate::Offload::Disk,
+            "--offload disk streams blocks from the model files, and `ltx bench pipeline` has none "
+            "(its weights are made in memory); use --offload cpu");
+  g.offload = o.offload;
   generate::validate_options(g, /*to_file=*/false);
   if (o.max_gpu_memory_bytes > 0) {
-    generate::check_budget_fits(
-        component_sizes(preset, generate::model_placement(o.device, o.dtype).dtype),
-        o.max_gpu_memory_bytes);
+    // Whole models as ltx generate counts them; with streamed blocks or quantized Linears their
+    // resident size is smaller than that count, so then the allocator's limit alone holds them.
+    if (o.offload == generate::Offload::None && o.quantization == quantization::Mode::None)
+      generate::check_budget_fits(
+          component_sizes(preset, generate::model_placement(o.device, o.dtype).dtype),
+          o.max_gpu_memory_bytes);
     generate::apply_gpu_budget(o.device, o.max_gpu_memory_bytes);
   }
 
   generate::ResolvedModels models;
   models.paths.transformer.path = "bench preset '" + preset.name + "'";
   models.report.model_version = preset.model_version;
+  models.paths.quantization = o.quantization;
   models.report.version_name = preset.description;
 
   SynthesisMeter meter{o.device};
@@ -311,6 +323,8 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   r.height = o.height;
   r.frames = o.frames;
   r.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
+  r.quantization = quantization::mode_name(o.quantization);
+  r.offload = generate::offload_name(o.offload);
 
   // Per-stage clocks: synchronised at every event so each number is the stage's device work.
   generate::Progress progress;
@@ -385,6 +399,8 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
                       r.max_gpu_memory_bytes > 0
                           ? str(", --max-gpu-memory ", generate::gib_text(r.max_gpu_memory_bytes))
                           : std::string(),
+                      r.quantization != "none" ? ", --quantization " + r.quantization : std::string(),
+                      r.offload != "none" ? ", --offload " + r.offload : std::string(),
                       "\n");
   char line[256];
   std::snprintf(line, sizeof line, "%-18s %10s %10s %10s %6s %12s %9s\n", "stage", "time s",
@@ -419,6 +435,8 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["width"] = r.width;
   j["height"] = r.height;
   j["frames"] = r.frames;
+  j["quantization"] = r.quantization;
+  j["offload"] = r.offload;
   j["max_gpu_memory_gib"] = r.max_gpu_memory_bytes > 0
                                 ? nlohmann::ordered_json(static_cast<double>(r.max_gpu_memory_bytes) / kGiB)
                                 : nlohmann::ordered_json(nullptr);

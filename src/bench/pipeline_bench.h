@@ -26,6 +26,8 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "generate/placement.h"
+#include "quantization/mode.h"
 
 namespace ltx::bench {
 
@@ -41,6 +43,11 @@ struct PipelineBenchOptions {
   // --max-gpu-memory in bytes (0: none): as `ltx generate` takes it, the allocator's limit, and a
   // run whose largest model cannot fit is refused before anything is made.
   int64_t max_gpu_memory_bytes = 0;
+  // --quantization (the transformer's Linears) and --offload (none or cpu: the transformer's
+  // blocks and Gemma's layers streamed from host memory), as `ltx generate` takes them. disk has
+  // no files to stream from here.
+  quantization::Mode quantization = quantization::Mode::None;
+  generate::Offload offload = generate::Offload::None;
   // Where the MP4 goes when FFmpeg is built in; empty: a temporary file, removed afterwards.
   std::string mp4_path;
 };
@@ -58,6 +65,7 @@ struct PipelineBenchResult {
   std::string preset, pipeline, device_name;
   int64_t width = 0, height = 0, frames = 0;
   int64_t max_gpu_memory_bytes = 0;  // the budget it ran under (0: none)
+  std::string quantization, offload;  // the modes it ran with
   std::vector<PipelineStageTiming> stages;
   double total_seconds = 0;      // generate_with's wall time
   double synthesis_seconds = 0;  // all weight synthesis

@@ -32,6 +32,7 @@ struct BenchCliOptions {
   std::string device;  // empty: cpu, or cuda for `kernels`
   std::string dtype;
   std::string max_gpu_memory;  // GiB; empty: none
+  std::string quantization = "none";
   std::vector<std::string> sizes;
   std::string vae_size;
   int64_t frames = 0, text_tokens = 0;
@@ -39,6 +40,7 @@ struct BenchCliOptions {
   uint64_t seed = 0;
   bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false,
        per_token_timesteps = false, image_conditioned = false;
+  std::string offload = "none";
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -55,7 +57,7 @@ struct BenchCliOptions {
 
 // The options of the model benchmarks, which `ltx bench kernels` does not take.
 const char* const kModelBenchOptions[] = {
-    "--preset", "--dtype", "--size", "--vae-size", "--frames", "--text-tokens", "--no-audio",
+    "--preset", "--dtype", "--quantization", "--size", "--vae-size", "--frames", "--text-tokens", "--no-audio",
     "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share", "--per-token-timesteps",
     "--image-conditioned", "--decode-free-gib", "--warmup", "--iters", "--seed", "--official",
     "--official-section", "--gemm-tflops", "--attention-tflops"};
@@ -67,6 +69,7 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   bench::BenchOptions o;
   o.preset = c.preset;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
+  o.quantization = quantization::parse_mode(c.quantization);
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
@@ -82,6 +85,8 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.audio = !c.no_audio;
   o.vae_tiling = !c.no_tiling;
   o.cuda_graph = c.cuda_graph;
+  o.offload_slots = c.offload == "none" ? 0 : 2;
+  o.offload_from_file = c.offload == "disk";
   o.guided = c.guided;
   o.share_text_kv = !c.no_text_kv_share;
   o.per_token_timesteps = c.per_token_timesteps;
@@ -179,8 +184,8 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kNotPipelineOptions)
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench pipeline` (it takes --preset, --pipeline, --size, "
-              "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, --mp4, --json "
-              "and --out)");
+              "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, "
+              "--quantization, --offload, --mp4, --json and --out)");
   LTX_CHECK(c.sizes.size() <= 1, "`ltx bench pipeline` takes one --size");
   bench::PipelineBenchOptions o;
   o.preset = c.preset;
@@ -212,6 +217,8 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   o.audio = !c.no_audio;
   o.mp4_path = c.mp4;
   o.max_gpu_memory_bytes = gpu_budget(c, o.device);
+  o.quantization = quantization::parse_mode(c.quantization);
+  o.offload = generate::parse_offload(c.offload);
   const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
   const std::string json = bench::pipeline_bench_json(r).dump(2) + "\n";
   if (!c.out.empty()) write_text_atomically(c.out, json);
@@ -274,6 +281,7 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu (default; kernels: cuda) or cuda[:N]");
   sub->add_option("--max-gpu-memory", o->max_gpu_memory, kMaxGpuMemoryHelp);
   sub->add_option("--dtype", o->dtype, "Weight/activation dtype: bf16 (CUDA default) or f32 (CPU)");
+  add_quantization_flag(sub, o->quantization);
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
   sub->add_option("--vae-size", o->vae_size,
                   "Video size WxH of both decoders (default: the preset's, 1536x1024)");
@@ -286,6 +294,11 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--no-tiling", o->no_tiling, "Decode in one tile (default: the pipelines' auto tiling)");
   sub->add_flag("--cuda-graph", o->cuda_graph,
                 "Record the transformer step once as a CUDA graph and time its replays (CUDA only)");
+  sub->add_option("--offload", o->offload,
+                  "none (default), cpu (the transformer's blocks in page-locked host memory, "
+                  "streamed to the GPU block by block) or disk (the blocks copied through "
+                  "staging buffers at every pass), as ltx generate --offload")
+      ->check(CLI::IsMember({"none", "cpu", "disk"}));
   sub->add_flag("--guided", o->guided,
                 "Time one guided denoising step (the preset's default guidance: cond, uncond, STG and "
                 "isolated-modality passes batched) instead of one forward");

@@ -62,6 +62,7 @@ class StopOnSignals {
 int run_generate(GenerateCli& c) {
   generate::GenerateOptions o = c.o;
   o.device = resolved_device(c.model);
+  o.offload = resolved_offload(c.model);
   o.models = resolved_models(c.model);
   o.max_gpu_memory_bytes = resolved_gpu_budget(c.model);
   for (const auto& v : c.images) {

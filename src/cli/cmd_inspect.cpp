@@ -1,5 +1,6 @@
 // `ltx inspect FILE... [--json]`: describes checkpoint files (components, model version, parameter
-// counts, dtypes, key config values). Every file is checked completely before anything about it is
+// counts, dtypes, key config values, which quantized form the weights are in and which
+// --quantization modes load them). Every file is checked completely before anything about it is
 // printed; a file that fails gives one error line on stderr naming it (and nothing on stdout), the
 // others are still reported, and the exit code is 1 if any file failed.
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "quantization/file_format.h"
 
 namespace ltx::cli {
 
@@ -29,10 +32,28 @@ int run_inspect(const InspectOptions& opt) {
     std::string text;
     try {
       io::CheckpointSummary s = io::inspect_checkpoint(path);
-      if (opt.json)
-        all.push_back(io::to_json(s));
-      else
-        text = io::to_text(s);
+      const quantization::FileQuantization q =
+          quantization::inspect_file(*io::SafetensorsFile::open(path));
+      std::string modes;
+      for (const std::string& m : quantization::fitting_modes(q.format))
+        modes += (modes.empty() ? "" : ", ") + m;
+      if (opt.json) {
+        auto j = io::to_json(s);
+        j["quantization"] = {{"format", quantization::format_name(q.format)},
+                             {"fp8_per_tensor", q.fp8_per_tensor},
+                             {"fp8_input_scales", q.fp8_input_scales},
+                             {"fp8_unscaled", q.fp8_unscaled},
+                             {"fp8_blockwise", q.fp8_blockwise},
+                             {"nvfp4", q.nvfp4},
+                             {"dense_weights", q.dense_weights},
+                             {"modes", quantization::fitting_modes(q.format)}};
+        all.push_back(j);
+      } else {
+        text = io::to_text(s) + "quantization: " + quantization::describe(q) +
+               "\n  --quantization modes that load it: " +
+               (modes.empty() ? std::string("none of the CLI's (Python API only)") : modes) +
+               " (this build: " + quantization::available_modes() + ")\n";
+      }
     } catch (const Error& e) {
       std::fprintf(stderr, "ltx: error: %s\n", e.what());
       rc = 1;

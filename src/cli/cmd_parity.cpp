@@ -1,10 +1,11 @@
 // `ltx parity <component> --weights F [--weights F2 ...] --inputs IO --out OUT [--device cpu|cuda]
-// [--dtype f32|bf16]`
+// [--dtype f32|bf16] [--quantization MODE]`
 #include <memory>
 #include <set>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_flags.h"
 #include "core/error.h"
 #include "parity/parity.h"
 
@@ -14,7 +15,7 @@ Command add_parity(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "parity", "Run one component on a reference io file and report its errors (DEVELOPERS.md)");
   struct Opts {
-    std::string component, device = "cpu", dtype = "f32";
+    std::string component, device = "cpu", dtype = "f32", quantization = "none";
     parity::Args args;
   };
   auto o = std::make_shared<Opts>();
@@ -29,8 +30,14 @@ Command add_parity(CLI::App& app) {
                   "f32 (default) or bf16: load the weights in this dtype and compute in it "
                   "(bf16: transformer, diffusion-decoder, video-vae, upsampler, audio, "
                   "text-encoder or connector, with --device cuda only)");
+  add_quantization_flag(sub, o->quantization);
   return {sub, [o]() -> int {
             o->args.device = parse_device(o->device, "--device");
+            o->args.quantization = quantization::parse_mode(o->quantization);
+            LTX_CHECK(o->args.quantization == quantization::Mode::None ||
+                          o->component == "transformer",
+                      "parity ", o->component, ": --quantization applies to the transformer only "
+                      "(the reference quantizes no other component)");
             LTX_CHECK(o->dtype == "f32" || o->dtype == "bf16", "parity: --dtype must be f32 or bf16, got '",
                       o->dtype, "'");
             if (o->dtype == "bf16") {

@@ -168,6 +168,7 @@ int run_serve(const ServeCli& c) {
 
   generate::EngineOptions eo;
   eo.device = resolved_device(c.model);
+  eo.offload = resolved_offload(c.model);
   eo.models = resolved_models(c.model);
   eo.model_budget_bytes = parse_bytes(c.model_memory_budget, "--model-memory-budget");
   eo.max_gpu_memory_bytes = resolved_gpu_budget(c.model);
@@ -245,7 +246,8 @@ int run_serve(const ServeCli& c) {
   http.bind();
   if (!c.port_file.empty()) write_port_file(c.port_file, http.port());
   log_info("ltx serve: listening on http://", c.host, ":", http.port(), " (model ", info.model_id,
-           ", ", device.str(), api_key.empty() ? ", no API key" : ", API key required", ")");
+           ", ", device.str(), ", --quantization ", quantization::mode_name(eo.models.quantization),
+           api_key.empty() ? ", no API key" : ", API key required", ")");
 
   std::thread watcher([&] {
     const int signo = signals.wait();

@@ -50,6 +50,13 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
                   "cpu (default) or cuda[:N]: where every model runs (bf16 weights on CUDA, f32 "
                   "on the CPU)");
   sub->add_option("--max-gpu-memory", c.max_gpu_memory, kMaxGpuMemoryHelp);
+  sub->add_option("--offload", c.offload,
+                  "Where the transformer's blocks and Gemma's layers wait between uses: none "
+                  "(default: all weights on the GPU), cpu (in page-locked host memory, copied "
+                  "to the GPU one by one while the previous one computes; GPU memory for the rest "
+                  "of each model plus two blocks) or disk (read from the model files at every "
+                  "pass through two page-locked staging buffers: the least host memory). Needs "
+                  "--device cuda");
   sub->add_option("--checkpoint-path", m.checkpoint_path,
                   "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
                   "VAEs, vocoder");
@@ -78,6 +85,18 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
   sub->add_option("--detailing-lora", c.detailing_lora,
                   "dfr: PATH [STRENGTH] of the stage-2 x2 spatial detailing IC-LoRA")
       ->expected(1, 2);
+  add_quantization_flag(sub, c.quantization);
+}
+
+void add_quantization_flag(CLI::App* sub, std::string& mode) {
+  sub->add_option("--quantization", mode,
+                  "How the transformer's Linear weights are held: " +
+                      quantization::available_modes() +
+                      ". none (default) keeps the file's weights; fp8-cast stores the attention "
+                      "and feed-forward Linears of every block in FP8 (e4m3) and upcasts them at "
+                      "each matmul, about half the transformer's weight memory. Example: "
+                      "--quantization fp8-cast")
+      ->default_str("none");
 }
 
 generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
@@ -85,6 +104,7 @@ generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
   for (const auto& l : c.loras) m.loras.push_back(parse_lora(l, "--lora"));
   if (!c.distilled_lora.empty()) m.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
   if (!c.detailing_lora.empty()) m.detailing_lora = parse_lora(c.detailing_lora, "--detailing-lora");
+  m.quantization = quantization::parse_mode(c.quantization);
   return m;
 }
 
@@ -102,6 +122,12 @@ int64_t resolved_gpu_budget(const ModelFlagsCli& c) {
             "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
             "add --device cuda)");
   return bytes;
+}
+
+generate::Offload resolved_offload(const ModelFlagsCli& c) {
+  const generate::Offload offload = generate::parse_offload(c.offload);
+  generate::block_streaming(offload, resolved_device(c));  // --offload cpu with --device cpu
+  return offload;
 }
 
 }  // namespace ltx::cli

@@ -8,6 +8,8 @@
 
 #include "core/device.h"
 #include "generate/model_paths.h"
+#include "quantization/mode.h"
+#include "generate/placement.h"
 
 namespace ltx::cli {
 
@@ -17,11 +19,18 @@ struct ModelFlagsCli {
   std::vector<std::string> distilled_lora, detailing_lora;
   std::string device = "cpu";
   std::string max_gpu_memory;  // GiB; empty: no budget
+  std::string quantization = "none";
+  std::string offload = "none";
 };
 
-// --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device.
+// --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device,
+// --quantization.
 void add_model_flags(CLI::App* sub, ModelFlagsCli& flags);
-// The LoRA flags parsed into flags.models (throws ltx::Error naming the flag), and the device.
+// --quantization MODE alone (the reference's flag; `ltx parity` and `ltx bench` take it too), read
+// with quantization::parse_mode.
+void add_quantization_flag(CLI::App* sub, std::string& mode);
+// The LoRA and quantization flags parsed into flags.models (throws ltx::Error naming the flag),
+// and the device.
 generate::ModelFlags resolved_models(const ModelFlagsCli& flags);
 Device resolved_device(const ModelFlagsCli& flags);
 // --max-gpu-memory in bytes (0 when not given). Throws ltx::Error naming the flag for a
@@ -29,6 +38,8 @@ Device resolved_device(const ModelFlagsCli& flags);
 int64_t resolved_gpu_budget(const ModelFlagsCli& flags);
 // The help of --max-gpu-memory (generate, serve and bench share it).
 extern const char* const kMaxGpuMemoryHelp;
+// --offload, checked against --device (streaming needs a GPU).
+generate::Offload resolved_offload(const ModelFlagsCli& flags);
 
 // A whole-string number (every character used), else an ltx::Error "<what>: 'x' is not a number".
 double parse_number(const std::string& s, const std::string& what);

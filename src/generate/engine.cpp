@@ -24,7 +24,14 @@ namespace {
 using pipelines::PipelineKind;
 
 std::string where_key(const nn::LoadOptions& where) {
-  return str(where.device.str(), "/", dtype_name(where.dtype));
+  return str(where.device.str(), "/", dtype_name(where.dtype), "/",
+             quantization::mode_name(where.quantization));
+}
+
+// A streamed model holds other device memory than a resident one: another cache entry.
+std::string offload_key(const models::BlockStreaming& streaming) {
+  if (!streaming.enabled()) return "";
+  return str("|streamed, ", streaming.slots, " slots", streaming.from_file ? ", from file" : "");
 }
 
 // The model flags a pipeline runs with, from the flags an engine was given (which may name the
@@ -66,18 +73,25 @@ class Engine::ResidentProvider final : public ModelProvider {
  public:
   explicit ResidentProvider(Engine& engine) : e_(engine) {}
 
-  std::shared_ptr<text::PromptEncoder> prompt_encoder(const ModelPaths& paths,
-                                                      const nn::LoadOptions& where) override {
+  std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const ModelPaths& paths, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) override {
     std::string key = str("text encoder|", paths.text_encoder.path);
     for (const std::string& p : paths.embeddings_weight_paths) key += "|" + p;
-    key += "|" + where_key(where);
+    key += "|" + where_key(where) + offload_key(streaming);
     return e_.cache_->acquire<text::PromptEncoder>(
         "text encoder", key,
-        [&] { return stored_bytes(paths.text_encoder.path, {}, where.dtype); },
+        [&] {
+          // Streamed: unknown before the load (the layers' names depend on the file's layout);
+          // the load measures the resident part and the slots.
+          return streaming.enabled() ? int64_t{0}
+                                     : stored_bytes(paths.text_encoder.path, {}, where.dtype);
+        },
         [&] {
           text::PromptEncoderOptions options;
           options.load = where;
           options.keep_loaded = true;
+          options.streaming = streaming;
           auto encoder = std::make_shared<text::PromptEncoder>(
               paths.text_encoder.path, paths.embeddings_weight_paths, options);
           // Both models now, so the cache measures them and a generation loads nothing.
@@ -113,7 +127,8 @@ class Engine::ResidentProvider final : public ModelProvider {
 
   std::shared_ptr<StageTransformer> transformer(const ModelPaths& paths,
                                                 const std::vector<lora::LoraSet>& stage_sets,
-                                                const nn::LoadOptions& where) override {
+                                                const nn::LoadOptions& where,
+                                                const models::BlockStreaming& streaming) override {
     // The fuser covers every LoRA file the engine opened, so any job's sets apply.
     for (const lora::LoraSet& set : stage_sets)
       for (const lora::WeightedLora& l : set)
@@ -121,16 +136,25 @@ class Engine::ResidentProvider final : public ModelProvider {
                   "' is not the one the resident transformer was prepared for");
     std::vector<lora::LoraSet> every;
     for (const auto& [path, file] : e_.lora_files_) every.push_back({{file, 1.0}});
+    const nn::LoadOptions tw = transformer_placement(where, paths.quantization);
     return e_.cache_->acquire<StageTransformer>(
-        "transformer", str("transformer|", paths.transformer.path, "|", where_key(where)),
+        // A streamed model holds only its resident part and its slots on the device (what the
+        // cache measures), so it is another entry than the resident one.
+        "transformer",
+        str("transformer|", paths.transformer.path, "|", where_key(tw), offload_key(streaming)),
         [&] {
           // The text connectors share the prefix in a single-file checkpoint: a small overcount.
-          return paths.layout == ModelPaths::Layout::Split
-                     ? stored_bytes(paths.transformer.path, {}, where.dtype)
-                     : stored_bytes(paths.transformer.path, {"model.diffusion_model."},
-                                       where.dtype);
+          const bool split = paths.layout == ModelPaths::Layout::Split;
+          const int64_t all =
+              split ? stored_bytes(paths.transformer.path, {}, where.dtype)
+                    : stored_bytes(paths.transformer.path, {"model.diffusion_model."}, where.dtype);
+          if (!streaming.enabled()) return all;
+          // Streamed: the resident part (the slots are small next to it; the load measures them).
+          const char* blocks =
+              split ? "transformer_blocks." : "model.diffusion_model.transformer_blocks.";
+          return all - stored_bytes(paths.transformer.path, {blocks}, where.dtype);
         },
-        [&] { return load_stage_transformer(paths.transformer.path, every, where); });
+        [&] { return load_stage_transformer(paths.transformer.path, every, tw, streaming); });
   }
 
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
@@ -210,6 +234,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     probe.pipeline = name;
     probe.models = demo ? demo_model_flags(*bundle, name, kind == PipelineKind::Dfr)
                         : flags_for_pipeline(options_.models, kind);
+    probe.models.quantization = options_.models.quantization;
     ComponentNeeds needs = component_needs(probe);
     needs.temporal_upsampler = !probe.models.temporal_upsampler_path.empty();
     try {
@@ -361,10 +386,16 @@ Engine::Prepared Engine::prepare(const GenerateOptions& options) const {
   LTX_CHECK(options.models.empty(),
             "engine: a job cannot name model files; the engine serves the files it was started "
             "with");
+  LTX_CHECK(options.models.quantization == quantization::Mode::None ||
+                options.models.quantization == options_.models.quantization,
+            "engine: a job cannot choose --quantization ",
+            quantization::mode_name(options.models.quantization), "; the engine serves its models "
+            "with --quantization ", quantization::mode_name(options_.models.quantization));
   Prepared p{options, resolved_for(options.pipeline)};
   GenerateOptions& job = p.options;
   job.device = options_.device;
   job.dtype = options_.dtype;
+  job.offload = options_.offload;
   validate_options(job, /*to_file=*/false);
   Resolved& r = p.resolved;
   LTX_CHECK(job.images.empty() || r.images, "pipeline ", job.pipeline,
@@ -399,7 +430,8 @@ std::string models_key(const ModelPaths& p, Device device, std::optional<DType> 
     << ";dtype=" << (dtype ? dtype_name(*dtype) : "default") << ";transformer=" << p.transformer.path
     << ";text=" << p.text_encoder.path << ";video_vae=" << p.video_vae.path
     << ";audio_vae=" << p.audio_vae.path << ";upsampler=" << p.spatial_upsampler.path
-    << ";temporal=" << p.temporal_upsampler.path << ";duration=" << p.duration_head.path;
+    << ";temporal=" << p.temporal_upsampler.path << ";duration=" << p.duration_head.path
+    << ";quantization=" << quantization::mode_name(p.quantization);
   for (const std::string& e : p.embeddings_weight_paths) k << ";embeddings=" << e;
   for (const LoraSpec& l : p.loras) k << ";lora=" << l.path << "@" << l.strength;
   if (p.distilled_lora) k << ";distilled=" << p.distilled_lora->path << "@" << p.distilled_lora->strength;
@@ -608,9 +640,9 @@ void Engine::preload(const std::string& pipeline) {
   const nn::LoadOptions where = model_placement(options_.device, options_.dtype);
   const ModelPaths& p = r.models.paths;
   ResidentProvider provider(*this);
-  provider.prompt_encoder(p, where);
+  provider.prompt_encoder(p, where, block_streaming(options_.offload, options_.device));
   if (p.duration_head.given()) provider.duration_head(p.duration_head.path, where);
-  provider.transformer(p, {}, where);
+  provider.transformer(p, {}, where, block_streaming(options_.offload, options_.device));
   if (pipelines::is_two_stage(kind)) provider.video_encoder(p.video_vae.path, where);
   if (pipelines::is_two_stage(kind)) provider.latent_upsampler(p.spatial_upsampler.path, where);
   if (p.temporal_upsampler.given()) provider.latent_upsampler(p.temporal_upsampler.path, where);

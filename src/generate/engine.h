@@ -43,6 +43,7 @@ namespace ltx::generate {
 struct EngineOptions {
   Device device = Device::cpu();
   std::optional<DType> dtype;      // as GenerateOptions::dtype
+  Offload offload = Offload::None;  // as GenerateOptions::offload
   ModelFlags models;               // the model flags of `ltx generate`; none: the demo bundle
   std::string demo_dir;            // where the demo bundle lives (empty: default_demo_dir())
   // Resident models at most this large; 0: on CUDA the default of generate/memory_budget.h (the

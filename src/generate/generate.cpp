@@ -18,6 +18,7 @@
 #include "generate/model_provider.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
+#include "io/safetensors.h"
 #include "io/weights.h"
 #include "media/image.h"
 #include "media/temp_output.h"
@@ -32,6 +33,7 @@
 #include "models/video_vae/video_vae.h"
 #include "pipelines/dfr.h"
 #include "pipelines/pipeline.h"
+#include "quantization/file_format.h"
 
 namespace ltx::generate {
 
@@ -119,6 +121,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
   LTX_CHECK(o.max_gpu_memory_bytes == 0 || !o.device.is_cpu(),
             "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
             "add --device cuda)");
+  block_streaming(o.offload, o.device);         // --offload on the CPU
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
@@ -267,8 +270,13 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
         "); the output is noise, not a real video. Pass "
         "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
     flags = demo_model_flags(demo, options.pipeline, needs.temporal_upsampler);
+    flags.quantization = options.models.quantization;
   }
   r.paths = resolve_model_paths(flags);
+  // Before any model loads: a quantization mode that cannot read the transformer's file.
+  if (r.paths.transformer.given() && fs::is_regular_file(r.paths.transformer.path))
+    quantization::check_mode_fits(*io::SafetensorsFile::open(r.paths.transformer.path),
+                                  r.paths.quantization);
   r.report = check_components(r.paths, needs);
   for (const std::string& w : r.report.warnings) log_warn(w);
   log_info("model: ",
@@ -423,13 +431,13 @@ struct DiffusionModels {
 // from `provider`. `images`: some request conditions on images (the video encoder is needed).
 DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
                                const pipelines::GenerationRequest& req, bool images,
-                               const nn::LoadOptions& where, Device device,
+                               const nn::LoadOptions& where, Device device, Offload offload,
                                ModelProvider& provider) {
   const ModelPaths& paths = models.paths;
   DiffusionModels m;
-  log_placement("transformer (denoising loops)", where);
+  log_placement("transformer (denoising loops)", transformer_placement(where, paths.quantization));
   std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
-  m.transformer = provider.transformer(paths, sets, where);
+  m.transformer = provider.transformer(paths, sets, where, block_streaming(offload, device));
   if (pipelines::is_two_stage(kind) || images) {
     log_placement(images ? "video encoder (image conditioning)"
                          : "video encoder (latent statistics)",
@@ -513,7 +521,8 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     // head reads the contexts there, then they come back to the host in f32 (exact) for the
     // pipeline, which moves them to the transformer's device once.
     log_placement("text encoder", where);
-    const std::shared_ptr<text::PromptEncoder> encoder = provider.prompt_encoder(paths, where);
+    const std::shared_ptr<text::PromptEncoder> encoder =
+        provider.prompt_encoder(paths, where, block_streaming(options.offload, options.device));
     result.prompt = encode_text(options, *encoder, head.get(), frames_request, where, req,
                                 contexts, progress);
     head.reset();
@@ -523,7 +532,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   // ---- diffusion
   progress.stage("model loading");
   DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty(), where,
-                                      options.device, provider);
+                                      options.device, options.offload, provider);
   progress.end_stage();
   pipelines::validate_request(kind, req, dm.comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
@@ -567,8 +576,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   const std::optional<DType> dtype = options[0].dtype;
   for (size_t i = 0; i < n; ++i)
     LTX_CHECK(options[i].pipeline == options[0].pipeline && options[i].device == device &&
-                  options[i].dtype == dtype,
-              "generate batch: job ", i, " differs from job 0 in pipeline, device or dtype");
+                  options[i].dtype == dtype && options[i].offload == options[0].offload,
+              "generate batch: job ", i, " differs from job 0 in pipeline, device, dtype or offload");
   const nn::LoadOptions where = model_placement(device, dtype);
   const ModelPaths& paths = models.paths;
 
@@ -595,7 +604,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
   {
     log_placement("text encoder", where);
-    const std::shared_ptr<text::PromptEncoder> encoder = provider.prompt_encoder(paths, where);
+    const std::shared_ptr<text::PromptEncoder> encoder =
+        provider.prompt_encoder(paths, where, block_streaming(options[0].offload, device));
     for (size_t i = 0; i < n; ++i)
       for_job(i, [&] {
         results[i].result.pipeline = pipelines::pipeline_name(kind);
@@ -617,7 +627,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
     if (live(i)) members.push_back(i);
   for (size_t i : members) for_job(i, [&] { progress[i]->stage("model loading"); });
   DiffusionModels dm = load_diffusion(kind, models, reqs[members[0]],
-                                      !options[members[0]].images.empty(), where, device, provider);
+                                      !options[members[0]].images.empty(), where, device,
+                                      options[members[0]].offload, provider);
   for (size_t i : members) for_job(i, [&] { progress[i]->end_stage(); });
   std::vector<pipelines::GenerationRequest> batch_reqs;
   std::vector<pipelines::TextContexts> batch_ctx;

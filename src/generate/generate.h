@@ -20,6 +20,7 @@
 #include "generate/decode.h"
 #include "generate/demo_bundle.h"
 #include "generate/model_paths.h"
+#include "generate/placement.h"
 
 namespace ltx::generate {
 
@@ -70,6 +71,9 @@ struct GenerateOptions {
   // device allocator's limit for the rest of the process (generate/memory_budget.h); a run whose
   // largest model cannot fit is refused before anything loads.
   int64_t max_gpu_memory_bytes = 0;
+  // --offload: the transformer's blocks and Gemma's layers resident on the GPU or streamed from
+  // host memory.
+  Offload offload = Offload::None;
   ModelFlags models;
   std::vector<ImageFlag> images;
   GuidanceFlags video_guidance, audio_guidance;

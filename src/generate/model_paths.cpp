@@ -64,6 +64,7 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
   if (f.detailing_lora) require_exists(f.detailing_lora->path, "--detailing-lora");
 
   ModelPaths p;
+  p.quantization = f.quantization;
   if (!checkpoint.empty()) {
     p.layout = ModelPaths::Layout::SingleFile;
     p.transformer = {checkpoint, checkpoint_flag};

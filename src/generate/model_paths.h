@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "models/lora/lora.h"
+#include "quantization/mode.h"
 
 namespace ltx::generate {
 
@@ -37,6 +38,8 @@ struct ModelFlags {
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;
   std::optional<LoraSpec> detailing_lora;  // DFR stage 2
+  // --quantization: how the transformer's Linears are stored (quantization/mode.h).
+  quantization::Mode quantization = quantization::Mode::None;
 
   // True when no flag names a model file (the built-in demo runs then).
   bool empty() const;
@@ -63,6 +66,7 @@ struct ModelPaths {
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;
   std::optional<LoraSpec> detailing_lora;
+  quantization::Mode quantization = quantization::Mode::None;  // the transformer's (ModelFlags)
   // The files the text connectors and projection are read from (the reference's
   // embeddings_weight_paths): the transformer file, and in the split layout a single-file text
   // encoder after it (LTX-2.5 split packs keep the projection there). The config comes from the

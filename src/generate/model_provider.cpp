@@ -1,7 +1,10 @@
 #include "generate/model_provider.h"
 
+#include "generate/placement.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "quantization/file_format.h"
+#include "quantization/fp8_cast.h"
 
 namespace ltx::generate {
 
@@ -9,23 +12,35 @@ namespace tf = models::transformer;
 
 std::shared_ptr<StageTransformer> load_stage_transformer(
     const std::string& path, const std::vector<lora::LoraSet>& fuser_sets,
-    const nn::LoadOptions& where) {
+    const nn::LoadOptions& where, const models::BlockStreaming& streaming) {
   auto st = std::make_shared<StageTransformer>();
   bool any = false;
   for (const lora::LoraSet& set : fuser_sets) any = any || !lora::is_identity(set);
   const auto file = io::SafetensorsFile::open(path);
   const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
   io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
-  if (any) st->fuser = std::make_unique<lora::Fuser>(w, fuser_sets, where);
-  st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, where));
+  quantization::check_mode_fits(*file, where.quantization);
+  if (where.quantization == quantization::Mode::Fp8Cast)
+    quantization::fold_prequant_scales(w, path);
+  // Streamed blocks are bound on the host, so their fusion buffers are made there.
+  if (any)
+    st->fuser = std::make_unique<lora::Fuser>(w, fuser_sets, where, [&](const std::string& target) {
+      return streaming.enabled() && tf::LTXModel::is_block_parameter(target);
+    });
+  st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, where, streaming));
+  // Streaming packed the blocks' host weights into page-locked memory: fusion writes there now.
+  if (st->fuser && st->model->streams_blocks())
+    st->fuser->rebind([&](const Tensor& t) { return st->model->streamed_home(t); }, where.device);
   return st;
 }
 
-std::shared_ptr<text::PromptEncoder> OneShotProvider::prompt_encoder(const ModelPaths& paths,
-                                                                     const nn::LoadOptions& where) {
+std::shared_ptr<text::PromptEncoder> OneShotProvider::prompt_encoder(
+    const ModelPaths& paths, const nn::LoadOptions& where,
+    const models::BlockStreaming& streaming) {
   // The reference's lifecycle: Gemma and the connectors each loaded, used and freed in encode().
   text::PromptEncoderOptions options;
   options.load = where;
+  options.streaming = streaming;
   return std::make_shared<text::PromptEncoder>(paths.text_encoder.path,
                                                paths.embeddings_weight_paths, options);
 }
@@ -43,8 +58,9 @@ std::shared_ptr<const lora::LoraFile> OneShotProvider::lora_file(const std::stri
 
 std::shared_ptr<StageTransformer> OneShotProvider::transformer(
     const ModelPaths& paths, const std::vector<lora::LoraSet>& stage_sets,
-    const nn::LoadOptions& where) {
-  return load_stage_transformer(paths.transformer.path, stage_sets, where);
+    const nn::LoadOptions& where, const models::BlockStreaming& streaming) {
+  return load_stage_transformer(paths.transformer.path, stage_sets,
+                                transformer_placement(where, paths.quantization), streaming);
 }
 
 std::shared_ptr<const models::video_vae::VideoEncoder> OneShotProvider::video_encoder(

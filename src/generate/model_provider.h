@@ -41,8 +41,10 @@ class ModelProvider {
   virtual ~ModelProvider() = default;
 
   // Gemma + the text connectors of paths.text_encoder / paths.embeddings_weight_paths.
-  virtual std::shared_ptr<text::PromptEncoder> prompt_encoder(const ModelPaths& paths,
-                                                              const nn::LoadOptions& where) = 0;
+  // `streaming`: Gemma's layers streamed from host memory (--offload cpu).
+  virtual std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const ModelPaths& paths, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) = 0;
   // The duration head in `path`; null when the file has none.
   virtual std::shared_ptr<const models::duration_head::DurationHead> duration_head(
       const std::string& path, const nn::LoadOptions& where) = 0;
@@ -53,7 +55,7 @@ class ModelProvider {
   // generation's stages will apply).
   virtual std::shared_ptr<StageTransformer> transformer(
       const ModelPaths& paths, const std::vector<lora::LoraSet>& stage_sets,
-      const nn::LoadOptions& where) = 0;
+      const nn::LoadOptions& where, const models::BlockStreaming& streaming) = 0;
   virtual std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
       const std::string& path, const nn::LoadOptions& where) = 0;
   virtual std::shared_ptr<const models::upsampler::LatentUpsampler> latent_upsampler(
@@ -68,14 +70,16 @@ class ModelProvider {
 // Loads on every request, keeps nothing (`ltx generate`).
 class OneShotProvider final : public ModelProvider {
  public:
-  std::shared_ptr<text::PromptEncoder> prompt_encoder(const ModelPaths& paths,
-                                                      const nn::LoadOptions& where) override;
+  std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const ModelPaths& paths, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) override;
   std::shared_ptr<const models::duration_head::DurationHead> duration_head(
       const std::string& path, const nn::LoadOptions& where) override;
   std::shared_ptr<const lora::LoraFile> lora_file(const std::string& path) override;
   std::shared_ptr<StageTransformer> transformer(const ModelPaths& paths,
                                                 const std::vector<lora::LoraSet>& stage_sets,
-                                                const nn::LoadOptions& where) override;
+                                                const nn::LoadOptions& where,
+                                                const models::BlockStreaming& streaming) override;
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder(
       const std::string& path, const nn::LoadOptions& where) override;
   std::shared_ptr<const models::upsampler::LatentUpsampler> latent_upsampler(
@@ -86,9 +90,10 @@ class OneShotProvider final : public ModelProvider {
 };
 
 // The transformer of `path` (audio-video) with a fuser over `fuser_sets` when any of them is not
-// the identity. Shared by the providers.
+// the identity, its blocks streamed when `streaming` says so (the fuser then writes their host
+// copies). Shared by the providers.
 std::shared_ptr<StageTransformer> load_stage_transformer(
     const std::string& path, const std::vector<lora::LoraSet>& fuser_sets,
-    const nn::LoadOptions& where);
+    const nn::LoadOptions& where, const models::BlockStreaming& streaming = {});
 
 }  // namespace ltx::generate

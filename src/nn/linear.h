@@ -1,5 +1,9 @@
 #pragma once
-// torch.nn.Linear: y = x W^T + b, weight [out, in] as stored in checkpoints.
+// torch.nn.Linear: y = x W^T + b, weight [out, in] as stored in checkpoints, in one of the storage
+// formats of quantization/ (docs/ARCHITECTURE.md, "One way to hold a weight"). Model code calls
+// the layer (or gelu_tanh) and never multiplies by `weight` itself, so every format stays correct
+// wherever the layer is used.
+#include <functional>
 #include <string>
 
 #include "core/tensor.h"
@@ -8,17 +12,38 @@
 
 namespace ltx::nn {
 
+enum class LinearFormat {
+  Dense,    // weight and bias in the compute dtype
+  Fp8Cast,  // weight and bias float8_e4m3fn, upcast to the input's dtype at each forward
+            // (the reference's Fp8CastLinear; quantization/fp8_cast.h)
+};
+
 struct Linear {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], or undefined when the layer has none
+  // Last, so that {weight, bias} still makes a dense layer.
+  LinearFormat format = LinearFormat::Dense;
 
-  // Binds `<name>.weight` (and `<name>.bias` when `has_bias`) from `w`.
+  // Binds `<name>.weight` (and `<name>.bias` when `has_bias`) from `w`, in the format that
+  // opt.quantization's policy gives the layer's full name (w.prefix() + name).
   static Linear load(io::WeightMap& w, const std::string& name, int64_t in_features,
                      int64_t out_features, bool has_bias, const LoadOptions& opt);
 
   int64_t in_features() const { return weight.size(1); }
   int64_t out_features() const { return weight.size(0); }
   Tensor operator()(const Tensor& x) const;
+  // gelu_tanh(x W^T + b), one fused op (ops::linear_gelu_tanh) in every format.
+  Tensor gelu_tanh(const Tensor& x) const;
+
+  // The weight / bias as a dense tensor of `dtype` (a view for Dense in that dtype, else a new
+  // tensor); the bias is undefined when the layer has none.
+  Tensor dense_weight(DType dtype) const;
+  Tensor dense_bias(DType dtype) const;
+
+  // Every parameter tensor the layer holds, with its role ("weight", "bias"), in a fixed order
+  // (e.g. for moving a block's weights between devices).
+  void for_each_parameter(const std::function<void(const char* role, Tensor& t)>& fn);
+  void for_each_parameter(const std::function<void(const char* role, const Tensor& t)>& fn) const;
 };
 
 }  // namespace ltx::nn

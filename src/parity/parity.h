@@ -11,6 +11,7 @@
 
 #include "core/tensor.h"
 #include "io/safetensors.h"
+#include "quantization/mode.h"
 
 namespace ltx::parity {
 
@@ -23,6 +24,8 @@ struct Args {
   // supports it (transformer, diffusion-decoder, video-vae, upsampler, audio, text-encoder,
   // connector); f32 elsewhere.
   DType dtype = DType::F32;
+  // --quantization (transformer only): the reference's policy applied to the weights at load.
+  quantization::Mode quantization = quantization::Mode::None;
 };
 
 // Errors of one tensor against its reference, measured in double.

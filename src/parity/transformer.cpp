@@ -15,6 +15,8 @@
 #include "io/safetensors.h"
 #include "models/transformer/model.h"
 #include "parity/parity.h"
+#include "quantization/file_format.h"
+#include "quantization/fp8_cast.h"
 
 namespace ltx::parity {
 
@@ -60,10 +62,14 @@ void run_transformer(Run& run) {
   const DType dtype = args.dtype;
   LTX_CHECK(dtype == DType::F32 || (dtype == DType::BF16 && device.is_cuda()),
             "parity transformer: --dtype bf16 needs --device cuda (the CPU computes in f32 only)");
-  const nn::LoadOptions opt{dtype, device};
+  const nn::LoadOptions opt{dtype, device, args.quantization};
   const auto file = io::SafetensorsFile::open(args.weights[0]);
+  quantization::check_mode_fits(*file, opt.quantization);
   const auto load = [&](const std::shared_ptr<const io::SafetensorsFile>& f, tf::LTXModelConfig cfg) {
+    quantization::check_mode_fits(*f, opt.quantization);
     io::WeightMap w({f}, tf::transformer_key_map(cfg.model_type));
+    if (opt.quantization == quantization::Mode::Fp8Cast)
+      quantization::fold_prequant_scales(w, f->path());
     return tf::LTXModel::load(w, cfg, opt);
   };
   const tf::LTXModelConfig av_config = tf::LTXModelConfig::from_file(*file, LTXModelType::AudioVideo);

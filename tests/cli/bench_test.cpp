@@ -59,6 +59,19 @@ TEST(BenchCli, JsonReportOnStdoutAndInAFile) {
   EXPECT_EQ(nlohmann::json::parse(test::read_bytes(out))["cases"][0]["flops"], c["flops"]);
 }
 
+// The transformer step with its Linears under fp8-cast: the report says which mode ran.
+TEST(BenchCli, Fp8CastTransformerStepRunsAndIsNamedInTheReport) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "fp8-cast", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["quantization"], "fp8-cast");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  EXPECT_GT(j["cases"][0]["ours"]["median_ms"].get<double>(), 0);
+  EXPECT_NE(r.err.find("(--quantization fp8-cast)"), std::string::npos) << r.err;
+}
+
 TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
   TempDir dir;
   const auto r = test::run_ltx(dir, {"bench", "flops"});
@@ -159,6 +172,7 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
       {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
       {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
+      {{"--quantization", "fp8-scaled-mm"}, "--quantization fp8-scaled-mm is not available"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.
@@ -318,7 +332,7 @@ TEST(BenchPipelineCli, DistilledReportsEveryStageInJsonAndInTheFile) {
   EXPECT_GT(j["audio_samples"].get<int64_t>(), 0);
 }
 
-TEST(BenchPipelineCli, TwoStageTableAndSilentRun) {
+TEST(BenchPipelineCli, TwoStageTableAndASilentFp8Run) {
   TempDir dir;
   auto r = test::run_ltx(dir, with(kTinyPipeline, {"--pipeline", "two-stage", "--steps", "2"}));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -332,12 +346,15 @@ TEST(BenchPipelineCli, TwoStageTableAndSilentRun) {
       << r.out;
 
   r = test::run_ltx(dir, with(kTinyPipeline, {"--pipeline", "two-stage", "--steps", "2",
-                                              "--no-audio", "--size", "192x128", "--json"}));
+                                              "--no-audio", "--size", "192x128",
+                                              "--quantization", "fp8-cast", "--json"}));
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["stages"][2]["steps"], 2);
   EXPECT_EQ(j["width"], 192);
   EXPECT_EQ(j["audio_samples"], 0);
+  EXPECT_EQ(j["quantization"], "fp8-cast");
+  EXPECT_EQ(j["offload"], "none");
   const auto names = stage_names(j);
   EXPECT_EQ(std::count(names.begin(), names.end(), "audio decode"), 0) << r.out;
 }
@@ -355,6 +372,9 @@ TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
       {{"--dtype", "f16"}, "--dtype: unknown dtype 'f16'"},
       {{"--size", "128x128", "--size", "192x128"}, "takes one --size"},
       {{"--max-gpu-memory", "24"}, "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
+      {{"--offload", "disk"}, "--offload disk streams blocks from the model files"},
+      {{"--offload", "cpu"}, "--offload"},
+      {{"--quantization", "int3"}, "--quantization"},
   };
   for (const auto& [flags, message] : cases) {
     const std::vector<std::string> preset =

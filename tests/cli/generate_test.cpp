@@ -13,6 +13,7 @@
 
 #include "generate/generate_test_util.h"
 #include "io/io_test_util.h"
+#include "io/safetensors.h"
 #include "media/temp_output.h"
 #include "support/cli_runner.h"
 #include "support/test_support.h"
@@ -111,10 +112,36 @@ TEST(GenerateCli, DemoWritesAPlayableMp4WithAudio) {
   EXPECT_NEAR(duration, 0.36, 0.1);
 }
 
+// --quantization fp8-cast on the demo: the default two-stage pipeline with the distilled LoRA
+// fused onto the e4m3 weights in stage 2, to a playable MP4.
+TEST(GenerateCli, Fp8CastDemoWritesAPlayableMp4) {
+  if (const std::string why = test::mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string out = dir.file("out.mp4");
+  const test::CliResult r =
+      generate(dir, {"--prompt", "a red ball bouncing", "--output-path", out, "--num-frames", "9",
+                     "--height", "64", "--width", "128", "--num-inference-steps", "2",
+                     "--frame-rate", "25", "--quantization", "fp8-cast"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("transformer (denoising loops) runs on CPU ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(--quantization fp8-cast)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("LoRA: "), std::string::npos) << r.err;  // the distilled LoRA was fused
+  test::expect_mp4(out, 128, 64, 9, "25/1", 48000);
+}
+
 TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
   TempDir dir;
   const std::string out = dir.file("out.mp4");
   const std::string missing = dir.file("missing.safetensors");
+  // An NVFP4 transformer file (header only matters): no mode of this build loads it.
+  const std::string nvfp4 = dir.file("nvfp4.safetensors");
+  io::write_safetensors(
+      nvfp4, {{"model.diffusion_model.transformer_blocks.0.attn1.to_q.weight",
+               Tensor::zeros({128, 32}, DType::U8)},
+              {"model.diffusion_model.transformer_blocks.0.attn1.to_q.weight_scale",
+               Tensor::zeros({128, 4}, DType::F8E4M3FN)},
+              {"model.diffusion_model.transformer_blocks.0.attn1.to_q.weight_scale_2",
+               Tensor::full({}, 1.0)}});
   struct Case {
     std::vector<std::string> args;
     std::string error;
@@ -146,6 +173,16 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--max-gpu-memory", "lots"}, "--max-gpu-memory 'lots' is not a number of GiB"},
       {{"--max-gpu-memory", "23.5"},
        "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
+      {{"--quantization", "fp8-scaled-mm"},
+       "--quantization fp8-scaled-mm is not available in this build; available: none, fp8-cast"},
+      {{"--quantization", "int4"}, "--quantization: unknown quantization 'int4'"},
+      {{"--transformer-path", nvfp4, "--quantization", "fp8-cast"},
+       nvfp4 + " is a NVFP4 checkpoint; --quantization fp8-cast cannot load it, use "
+               "--quantization nvfp4-prequant"},
+      {{"--offload", "cpu"}, "--offload cpu streams the transformer's blocks to a GPU; with "
+                             "--device cpu use --offload none"},
+      {{"--offload", "ram"}, "--offload: 'ram' is not a mode"},
+      {{"--offload", "disk"}, "--offload disk streams the transformer's blocks to a GPU"},
       // No CUDA in this build, or no such GPU index: either way an error before any work.
       {{"--device", "cuda:99"}, "cuda:99"},
   };

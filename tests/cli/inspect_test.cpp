@@ -136,5 +136,34 @@ TEST(InspectCli, InspectsALoraWrittenByTheWriter) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
 }
 
+// Which quantized form a file's weights are in, and the --quantization modes that load it.
+TEST(InspectCli, SaysWhichQuantizationAFileIsAndWhichModesLoadIt) {
+  TempDir dir;
+  const std::string fp8 = dir.file("fp8.safetensors");
+  const std::string p = "model.diffusion_model.transformer_blocks.0.attn1.to_q.";
+  io::write_safetensors(fp8, {{p + "weight", Tensor::zeros({8, 8}, DType::F8E4M3FN)},
+                              {p + "weight_scale", Tensor::full({}, 0.5)},
+                              {p + "input_scale", Tensor::full({}, 0.25)},
+                              {p + "bias", Tensor::zeros({8}, DType::BF16)}});
+  const CliRun r = test::run_ltx(dir, {"inspect", fp8});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle :
+       {"quantization: FP8 per-tensor scaled: 1 Linear weights F8_E4M3 with a per-tensor "
+        "weight_scale (1 with input_scale)",
+        "--quantization modes that load it: fp8-cast, fp8-scaled-mm (this build: none, "
+        "fp8-cast)"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+
+  const CliRun dense = test::run_ltx(dir, {"inspect", test::fixture("ltx23.weights.bf16.safetensors"),
+                                           fp8, "--json"});
+  ASSERT_EQ(dense.code, 0) << dense.err;
+  const nlohmann::json j = nlohmann::json::parse(dense.out);
+  EXPECT_EQ(j[0]["quantization"]["format"], "dense (no FP8 / NVFP4 weights)");
+  EXPECT_EQ(j[0]["quantization"]["modes"], nlohmann::json({"none", "fp8-cast", "nvfp4-cast"}));
+  EXPECT_EQ(j[1]["quantization"]["format"], "FP8 per-tensor scaled");
+  EXPECT_EQ(j[1]["quantization"]["fp8_per_tensor"], 1);
+  EXPECT_EQ(j[1]["quantization"]["fp8_input_scales"], 1);
+}
+
 }  // namespace
 }  // namespace ltx

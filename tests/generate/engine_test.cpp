@@ -150,6 +150,23 @@ TEST(Engine, TheSecondJobReadsNoWeightFileAndEqualsAOneShotRun) {
                                               "audio decode", "video decode"}));
 }
 
+// An engine started with --quantization fp8-cast: its jobs equal the one-shot fp8-cast runs bit
+// for bit and differ from the unquantized engine's; the batch keys tell the two apart.
+TEST(Engine, Fp8CastEngineEqualsTheOneShotFp8CastRun) {
+  generate::EngineOptions qo = demo_engine_options();
+  qo.models.quantization = quantization::Mode::Fp8Cast;
+  generate::Engine fp8(qo), plain(demo_engine_options());
+  EXPECT_NE(fp8.batch_key(tiny_job()), plain.batch_key(tiny_job()));
+  const generate::DecodedMedia q = run(fp8, tiny_job());
+  generate::GenerateOptions shot = tiny_job();
+  shot.models.quantization = quantization::Mode::Fp8Cast;
+  expect_same_media(q, one_shot(shot), "fp8-cast engine vs one-shot");
+  EXPECT_FALSE(test::same_bits(q.frames, run(plain, tiny_job()).frames));
+  // A job may repeat the engine's mode, not ask for another.
+  EXPECT_NO_THROW(fp8.batch_key(shot));
+  EXPECT_ERROR_HAS(plain.batch_key(shot), "a job cannot choose --quantization fp8-cast");
+}
+
 TEST(Engine, TheFirstJobCountsItsLoads) {
   generate::Engine engine(demo_engine_options());
   generate::MemorySink sink;

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "support/test_support.h"
+
 namespace ltx {
 namespace {
 
@@ -23,6 +25,35 @@ TEST(Placement, DescriptionNamesTheDeviceAndTheDtype) {
   const std::string d = generate::describe_placement(generate::model_placement(Device::cpu()));
   EXPECT_EQ(d.rfind("CPU (", 0), 0u) << d;
   EXPECT_NE(d.find(", f32 weights"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace ltx
+
+namespace ltx {
+namespace {
+
+TEST(Offload, ParsesTheReferenceModesThisBuildStreams) {
+  EXPECT_EQ(generate::parse_offload("none"), generate::Offload::None);
+  EXPECT_EQ(generate::parse_offload("cpu"), generate::Offload::Cpu);
+  EXPECT_EQ(generate::parse_offload("disk"), generate::Offload::Disk);
+  EXPECT_STREQ(generate::offload_name(generate::Offload::Cpu), "cpu");
+  EXPECT_STREQ(generate::offload_name(generate::Offload::Disk), "disk");
+  EXPECT_ERROR_HAS(generate::parse_offload("gpu"), "--offload: 'gpu' is not a mode");
+}
+
+TEST(Offload, CpuStreamsTwoSlotsToAGpuAndIsAnErrorOnTheCpu) {
+  EXPECT_FALSE(generate::block_streaming(generate::Offload::None, Device::cpu()).enabled());
+  EXPECT_EQ(generate::block_streaming(generate::Offload::Cpu, Device::cuda(0)).slots,
+            generate::kOffloadSlots);
+  const models::BlockStreaming disk = generate::block_streaming(generate::Offload::Disk, Device::cuda(0));
+  EXPECT_EQ(disk.slots, generate::kOffloadSlots);
+  EXPECT_TRUE(disk.from_file);
+  EXPECT_FALSE(generate::block_streaming(generate::Offload::Cpu, Device::cuda(0)).from_file);
+  EXPECT_ERROR_HAS(generate::block_streaming(generate::Offload::Disk, Device::cpu()),
+                   "--offload disk streams");
+  EXPECT_ERROR_HAS(generate::block_streaming(generate::Offload::Cpu, Device::cpu()),
+                   "--offload cpu streams the transformer's blocks to a GPU; with --device cpu");
 }
 
 }  // namespace

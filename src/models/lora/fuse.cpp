@@ -6,11 +6,13 @@
 #include <set>
 #include <sstream>
 
+#include "backend/device_query.h"
 #include "core/dtype_bits.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "quantization/fp8_cast.h"
 
 namespace ltx::lora {
 
@@ -181,7 +183,8 @@ void fuse_into(io::WeightMap& w, const LoraSet& set) {
 
 // ------------------------------------------------------------------------------------ Fuser
 
-Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt) {
+Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt,
+             const std::function<bool(const std::string& target)>& on_host) {
   std::set<std::string> names;
   for (const LoraSet& set : sets)
     for (const std::string& n : checked_targets(w, set, &absent_)) names.insert(n);
@@ -189,9 +192,18 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
     Slot& s = slots_[name];
     // Marks the file tensor used; the buffer added below replaces it for the model.
     s.base = w.take_any_shape(name, w.dtype(name));
+    // Under fp8-cast the policy's Linears bind e4m3: the base is that e4m3 value (the same
+    // conversion Linear::load makes), and fusion adds the delta to it and casts back.
+    DType bound_dtype = opt.dtype;
+    if (opt.quantization == quantization::Mode::Fp8Cast &&
+        quantization::is_fp8_cast_parameter(name)) {
+      bound_dtype = DType::F8E4M3FN;
+      s.base = s.base.to(DType::F8E4M3FN);
+    }
     // Always a fresh buffer (never the read-only mapping); the same conversion take() would make,
     // so the bound base value is bit for bit what the model would bind without the fuser.
-    s.bound = Tensor::empty(s.base.shape(), opt.dtype, opt.device);
+    const Device device = on_host && on_host(name) ? Device::cpu() : opt.device;
+    s.bound = Tensor::empty(s.base.shape(), bound_dtype, device);
     s.bound.copy_from(s.base);
     w.add(name, s.bound);
   }
@@ -219,6 +231,8 @@ void Fuser::apply(const LoraSet& set) {
             ". Pass every LoRA set the pipeline will apply to the Fuser constructor.");
 
   const auto start = std::chrono::steady_clock::now();
+  // Copies from the buffers to the GPU may still be queued (block streaming).
+  if (reader_) backend::synchronize(*reader_);
   const bool identity = is_identity(set);
   size_t fused = 0;
   for (auto& [name, s] : slots_) {
@@ -239,6 +253,18 @@ void Fuser::apply(const LoraSet& set) {
   if (fused > 0)
     log_info("LoRA: ", fused, " of ", slots_.size(), " weights fused with ", describe(set), " in ",
              std::fixed, std::setprecision(2), seconds, " s");
+}
+
+void Fuser::rebind(const std::function<Tensor(const Tensor& bound)>& home, Device reader) {
+  for (auto& [name, s] : slots_) {
+    Tensor moved = home(s.bound);
+    if (!moved.defined()) continue;
+    LTX_CHECK(moved.shape() == s.bound.shape() && moved.dtype() == s.bound.dtype(),
+              "LoRA fuser: the new home of ", name, " is ", moved.describe(), ", the buffer ",
+              s.bound.describe());
+    s.bound = moved;
+    reader_ = reader;
+  }
 }
 
 std::vector<std::string> Fuser::targets() const {

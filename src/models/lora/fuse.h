@@ -30,7 +30,9 @@
 //    This relies on the loaders binding a WeightMap tensor that already has the requested dtype
 //    and device without copying it (WeightMap::take's contract; every transformer parameter is
 //    taken with the model's LoadOptions).
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -70,10 +72,20 @@ void fuse_into(io::WeightMap& w, const LoraSet& set);
 class Fuser {
  public:
   // Gives every weight that any of `sets` targets (absent targets of non-strict files skipped) a
-  // buffer of its own in opt.dtype on opt.device, holding the base value, and puts it into `w`
+  // buffer of its own in opt.dtype on opt.device (e4m3 for the Linears opt.quantization stores
+  // so, quantization/fp8_cast.h), holding the base value, and puts it into `w`
   // for the model to bind. Validates every set against `w` (as fuse_into). The base values stay
   // where they were (for a file: its read-only mapping) to restore from.
-  Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt);
+  // `on_host(target)` true: that buffer is made on the host in opt.dtype instead (the weights a
+  // model with streamed blocks binds there, models/block_streaming.h).
+  Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt,
+        const std::function<bool(const std::string& target)>& on_host = {});
+
+  // Moves the buffers the model moved after binding them (block streaming copies the streamed
+  // blocks' host weights into page-locked memory): `home(bound)` is the tensor that replaced
+  // `bound` (equal values), or undefined when it stayed. Fusion writes the new homes from then on,
+  // after waiting for `reader` (the GPU that copies from them) to finish the work queued so far.
+  void rebind(const std::function<Tensor(const Tensor& bound)>& home, Device reader);
 
   // Makes the bound weights the base fused with `set`: targets `set` does not touch go back to
   // their base values exactly. `set` may only target weights one of the constructor's sets
@@ -97,6 +109,7 @@ class Fuser {
   std::map<std::string, Slot> slots_;
   std::set<std::string> absent_;  // targets of non-strict files the weights lack
   LoraSet current_;               // starts empty: the buffers hold the base values
+  std::optional<Device> reader_;  // set by rebind: waited for before the buffers are written
 };
 
 }  // namespace ltx::lora

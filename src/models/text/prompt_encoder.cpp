@@ -97,9 +97,10 @@ const GemmaTextModel& PromptEncoder::text_encoder() {
   State& s = *s_;
   if (!s.gemma && s.weights.text_encoder) {
     io::WeightMap w = s.weights.text_encoder();
-    s.gemma.emplace(GemmaTextModel::load(s.config, w, s.options.load, "in memory", s.te_path));
+    s.gemma.emplace(GemmaTextModel::load(s.config, w, s.options.load, "in memory", s.te_path,
+                                         s.options.streaming));
   }
-  if (!s.gemma) s.gemma.emplace(GemmaTextModel::load(s.assets, s.options.load));
+  if (!s.gemma) s.gemma.emplace(GemmaTextModel::load(s.assets, s.options.load, s.options.streaming));
   return *s_->gemma;
 }
 

@@ -34,6 +34,7 @@
 
 #include "core/tensor.h"
 #include "io/weights.h"
+#include "models/block_streaming.h"
 #include "models/text/gemma/config.h"
 #include "models/text/gemma/enhance.h"
 #include "models/text/gemma_tokenizer.h"
@@ -51,6 +52,7 @@ struct PromptEncoderOptions {
   nn::LoadOptions load;                  // device and weight dtype of every text-path model
   int64_t max_length = kGemmaMaxLength;  // tokens per prompt (the reference's 1024)
   bool keep_loaded = false;              // see the header comment
+  models::BlockStreaming streaming;      // Gemma's layers streamed from host memory (--offload)
 };
 
 // Where the models of a PromptEncoder built from memory get their weights: each a fresh map per

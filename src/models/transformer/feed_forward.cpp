@@ -14,7 +14,7 @@ FeedForward FeedForward::load(io::WeightMap& w, int64_t dim, int64_t dim_out, bo
 
 Tensor FeedForward::operator()(const Tensor& x) const {
   // proj_in and its GELU in one GEMM on CUDA with bf16 weights (ops::linear_gelu_tanh).
-  return proj_out(ops::linear_gelu_tanh(x, proj_in.weight, proj_in.bias));
+  return proj_out(proj_in.gelu_tanh(x));
 }
 
 }  // namespace ltx::models::transformer

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/transformer/block_parameters.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 
@@ -39,7 +40,15 @@ bool is_audio_or_av_name(const std::string& name) {
 
 }  // namespace
 
-LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::LoadOptions& opt) {
+bool LTXModel::is_block_parameter(const std::string& name) {
+  return name.starts_with("transformer_blocks.");
+}
+
+LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::LoadOptions& opt,
+                        const BlockStreaming& streaming) {
+  LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
+            "--offload: the transformer's blocks stream to a GPU, but the model is loaded on ",
+            opt.device.str(), "; use --offload none on the CPU");
   LTXModel m;
   m.config_ = c;
   const LTXModelType type = c.model_type;
@@ -97,11 +106,22 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     acfg = TransformerConfig{c.audio_inner_dim(), c.audio_num_attention_heads, c.audio_attention_head_dim,
                              c.audio_cross_attention_dim, c.apply_gated_attention,
                              c.cross_attention_adaln, c.audio_ff_bias};
+  // Streamed blocks are bound on the host in the compute dtype, then packed for streaming.
+  const nn::LoadOptions block_opt =
+      streaming.enabled() ? nn::LoadOptions{opt.dtype, Device::cpu()} : opt;
+  if (streaming.enabled())
+    m.streamed_ = std::make_shared<StreamedBlocks<BasicAVTransformerBlock>>(
+        opt.device, for_each_block_tensor, streaming.from_file);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     io::WeightMap s = w.scoped(str("transformer_blocks.", i, "."));
-    m.transformer_blocks_.push_back(
-        BasicAVTransformerBlock::load(s, vcfg, acfg, c.rope_type, c.norm_eps, opt));
+    BasicAVTransformerBlock b =
+        BasicAVTransformerBlock::load(s, vcfg, acfg, c.rope_type, c.norm_eps, block_opt);
+    if (m.streamed_)
+      m.streamed_->add(std::move(b));
+    else
+      m.transformer_blocks_.push_back(std::move(b));
   }
+  m.num_blocks_ = c.num_layers;
 
   // The text connectors share the transformer's prefix; the reference's loader drops them.
   for (const char* p : {"video_embeddings_connector.", "audio_embeddings_connector.",
@@ -111,17 +131,23 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     for (const std::string& n : w.names())
       if (is_audio_or_av_name(n)) w.ignore(n);
   w.finish(str("transformer (", model_type_name(type), " model, config from ", c.source, ")"));
+  if (m.streamed_) {
+    if (m.num_blocks_ > 0)
+      m.streamed_->start(streaming.slots);
+    else
+      m.streamed_.reset();  // nothing to stream
+  }
   return m;
 }
 
 LTXModel LTXModel::from_files(const std::vector<std::string>& paths, LTXModelType type,
-                              const nn::LoadOptions& opt) {
+                              const nn::LoadOptions& opt, const BlockStreaming& streaming) {
   LTX_CHECK(!paths.empty(), "transformer: no weights file given");
   std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
   for (const auto& p : paths) files.push_back(io::SafetensorsFile::open(p));
   const LTXModelConfig config = LTXModelConfig::from_file(*files.front(), type);
   io::WeightMap w(files, transformer_key_map(type));
-  return load(w, config, opt);
+  return load(w, config, opt, streaming);
 }
 
 MultiModalTransformerArgsPreprocessor LTXModel::preprocessor(bool audio) const {
@@ -195,6 +221,8 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
   // With both streams, each block's audio half runs beside its video half on a GPU.
   std::optional<backend::StreamFork> lines;
   if (v && a) lines.emplace(v->x.device());
+  // Streamed blocks: each block's copy is waited for before its compute, which releases its slot.
+  StreamedPass<BasicAVTransformerBlock> pass(streamed_.get());
   for (int64_t i = 0; i < num_blocks(); ++i) {
     if (v) v->block_index = i;
     if (a) a->block_index = i;
@@ -204,7 +232,10 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
     if (a)
       apply_block_perturbations(*a, *perturbations, i, PerturbationType::SkipAudioSelfAttn,
                                 PerturbationType::SkipV2ACrossAttn);
-    transformer_blocks_[i].forward(v ? &*v : nullptr, a ? &*a : nullptr, lines ? &*lines : nullptr);
+    const BasicAVTransformerBlock& block =
+        streamed_ ? streamed_->acquire(i) : transformer_blocks_[static_cast<size_t>(i)];
+    block.forward(v ? &*v : nullptr, a ? &*a : nullptr, lines ? &*lines : nullptr);
+    if (streamed_) streamed_->release(i);
     if (observer) {
       if (v) observer(str("block", i, ".video_x"), v->x);
       if (a) observer(str("block", i, ".audio_x"), a->x);

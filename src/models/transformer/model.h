@@ -5,11 +5,13 @@
 //   auto model = LTXModel::from_files({"ltx-2.3.safetensors"}, LTXModelType::AudioVideo);
 //   ModelOutputs v = model.forward(&video, &audio, nullptr);  // velocities
 //   ModelOutputs x0 = X0Model{model}(&video, &audio, nullptr);  // latent - velocity * timesteps
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "io/weights.h"
+#include "models/block_streaming.h"
 #include "models/transformer/adaln.h"
 #include "models/transformer/config.h"
 #include "models/transformer/modality.h"
@@ -39,16 +41,32 @@ class LTXModel {
   // transformer prefix, and for a video-only model the audio and audio-video names. Then
   // w.finish("transformer") reports every missing, misshaped and unexpected name in one error.
   // keyframes_abs_pos_embedding may be absent (a zero embedding, i.e. none).
+  // With `streaming` enabled (opt.device a GPU), the transformer_blocks are bound on the host in
+  // opt.dtype and streamed through device slots (models/block_streaming.h); the rest is on
+  // opt.device.
   static LTXModel load(io::WeightMap& w, const LTXModelConfig& config,
-                       const nn::LoadOptions& opt = {});
+                       const nn::LoadOptions& opt = {}, const BlockStreaming& streaming = {});
   // Opens `paths` (the transformer file first: its metadata holds the config), applies the key map
   // of `type` and loads.
   static LTXModel from_files(const std::vector<std::string>& paths, LTXModelType type,
-                             const nn::LoadOptions& opt = {});
+                             const nn::LoadOptions& opt = {}, const BlockStreaming& streaming = {});
+
+  // Whether a weight name (after the key map) belongs to the repeated blocks, which streaming
+  // keeps on the host.
+  static bool is_block_parameter(const std::string& name);
 
   const LTXModelConfig& config() const { return config_; }
   LTXModelType model_type() const { return config_.model_type; }
-  int64_t num_blocks() const { return static_cast<int64_t>(transformer_blocks_.size()); }
+  int64_t num_blocks() const { return num_blocks_; }
+  // Whether the blocks stream from host memory; the streamed blocks' device slots and host bytes.
+  bool streams_blocks() const { return streamed_ != nullptr; }
+  int64_t streaming_slots() const { return streamed_ ? streamed_->slots() : 0; }
+  int64_t streamed_host_bytes() const { return streamed_ ? streamed_->host_bytes() : 0; }
+  // For a streamed model, the host copy that replaced a block tensor bound at load (what LoRA
+  // fusion must write from then on, lora::Fuser::rebind); undefined otherwise.
+  Tensor streamed_home(const Tensor& bound) const {
+    return streamed_ ? streamed_->host_home(bound) : Tensor();
+  }
   // The activations' dtype (the reference's x dtype): the loaded weights' dtype, f32 or bf16.
   DType dtype() const { return dtype_; }
 
@@ -79,7 +97,9 @@ class LTXModel {
   std::optional<AdaLayerNormSingle> av_ca_video_scale_shift_adaln_single_,
       av_ca_audio_scale_shift_adaln_single_, av_ca_a2v_gate_adaln_single_,
       av_ca_v2a_gate_adaln_single_;
-  std::vector<BasicAVTransformerBlock> transformer_blocks_;
+  std::vector<BasicAVTransformerBlock> transformer_blocks_;  // resident blocks (empty when streamed)
+  std::shared_ptr<StreamedBlocks<BasicAVTransformerBlock>> streamed_;
+  int64_t num_blocks_ = 0;
 
   // The arguments preprocessor of one stream (the audio stream's modules with `audio`, else the
   // video stream's); the cross-modal parts only in an audio-video model.

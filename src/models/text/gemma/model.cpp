@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "models/text/gemma/layer_parameters.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -77,17 +78,20 @@ KeyLayout key_layout_for(const GemmaTextConfig& c,
 
 Tensor GemmaRmsNorm::operator()(const Tensor& x) const { return ops::rms_norm(x, scale, eps); }
 
-GemmaTextModel GemmaTextModel::load(const GemmaAssets& assets, const nn::LoadOptions& opt) {
+GemmaTextModel GemmaTextModel::load(const GemmaAssets& assets, const nn::LoadOptions& opt,
+                                    const models::BlockStreaming& streaming) {
   LTX_CHECK(!assets.config.is_null(), "Gemma text model: ", assets.source,
             " has no config (config.json / gemma_config metadata)");
   LTX_CHECK(!assets.weight_paths.empty(), "Gemma text model: ", assets.source,
             " has no weight files (model*.safetensors)");
-  return load(GemmaTextConfig::from_json(assets.config, assets.source), assets.weight_paths, opt);
+  return load(GemmaTextConfig::from_json(assets.config, assets.source), assets.weight_paths, opt,
+              streaming);
 }
 
 GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
                                     const std::vector<std::string>& weight_paths,
-                                    const nn::LoadOptions& opt) {
+                                    const nn::LoadOptions& opt,
+                                    const models::BlockStreaming& streaming) {
   LTX_CHECK(!weight_paths.empty(), "Gemma text model (", config.source, "): no weight files");
   std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
   for (const auto& p : weight_paths) files.push_back(io::SafetensorsFile::open(p));
@@ -98,12 +102,16 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
   LTX_CHECK(w.size() > 0, "Gemma text model: no language-model tensors of the ", layout.description,
             " layout in ", where, " (model_type ", config.model_type,
             "); is this the right text-encoder file?");
-  return load(config, w, opt, layout.description, where);
+  return load(config, w, opt, layout.description, where, streaming);
 }
 
 GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap& w,
                                     const nn::LoadOptions& opt, const std::string& key_layout,
-                                    const std::string& where) {
+                                    const std::string& where,
+                                    const models::BlockStreaming& streaming) {
+  LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
+            "--offload: the Gemma text encoder's layers stream to a GPU, but it is loaded on ",
+            opt.device.str(), "; use --offload none on the CPU");
   GemmaTextModel m;
   m.config_ = config;
   m.key_layout_ = key_layout;
@@ -111,22 +119,27 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap
   const int64_t D = c.hidden_size;
   const DType f = opt.dtype;
 
-  auto norm = [&](io::WeightMap& s, const std::string& name, int64_t dim) {
+  // Streamed layers are bound on the host in the compute dtype, then packed for streaming.
+  const nn::LoadOptions layer_opt =
+      streaming.enabled() ? nn::LoadOptions{opt.dtype, Device::cpu()} : opt;
+  auto norm = [&](io::WeightMap& s, const std::string& name, int64_t dim,
+                  const nn::LoadOptions& o) {
     GemmaRmsNorm n;
     n.eps = c.rms_norm_eps;
-    n.scale = s.take(name, {dim}, f, opt.device);
-    if (n.scale.defined() && c.norm_adds_one) n.scale = ops::add(n.scale, 1.0);
+    n.scale = s.take(name, {dim}, f, o.device);
+    // On the compute device, as for a resident model, also for a streamed layer's host copy.
+    if (n.scale.defined() && c.norm_adds_one)
+      n.scale = ops::add(n.scale.to(opt.device), 1.0).to(o.device);
     return n;
   };
-  auto linear = [&](io::WeightMap& s, const std::string& name, int64_t in, int64_t out, bool bias) {
-    return nn::Linear::load(s, name, in, out, bias, opt);
-  };
+  auto linear = [&](io::WeightMap& s, const std::string& name, int64_t in, int64_t out, bool bias,
+                    const nn::LoadOptions& o) { return nn::Linear::load(s, name, in, out, bias, o); };
 
   const DType embed_dtype = w.contains("embed_tokens.weight") ? w.dtype("embed_tokens.weight") : f;
   m.embed_tokens = w.take("embed_tokens.weight", {c.vocab_size, D}, f, opt.device);
   m.embed_scale =
       round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(D))), embed_dtype);
-  m.norm_ = norm(w, "norm.weight", D);
+  m.norm_ = norm(w, "norm.weight", D, opt);
 
   const int64_t P = c.hidden_size_per_layer_input;
   if (P > 0) {
@@ -137,28 +150,32 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap
         w.take("embed_tokens_per_layer.weight", {c.vocab_size_per_layer_input, LP}, f, opt.device);
     m.per_layer_embed_scale =
         round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(P))), ple_dtype);
-    m.per_layer_model_projection = linear(w, "per_layer_model_projection", D, LP, false);
-    m.per_layer_projection_norm = norm(w, "per_layer_projection_norm.weight", P);
+    m.per_layer_model_projection = linear(w, "per_layer_model_projection", D, LP, false, opt);
+    m.per_layer_projection_norm = norm(w, "per_layer_projection_norm.weight", P, opt);
   }
 
+  if (streaming.enabled() && c.num_layers > 0)
+    m.streamed_ =
+        std::make_shared<models::StreamedBlocks<GemmaDecoderLayer>>(opt.device, for_each_layer_tensor,
+                                                                    streaming.from_file);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const GemmaLayerSpec& spec = c.layers[static_cast<size_t>(i)];
     io::WeightMap s = w.scoped(str("layers.", i, "."));
     GemmaDecoderLayer L;
     L.spec = spec;
     const int64_t H = c.num_heads, Dh = spec.head_dim, Hkv = spec.num_kv_heads;
-    L.input_layernorm = norm(s, "input_layernorm.weight", D);
-    L.post_attention_layernorm = norm(s, "post_attention_layernorm.weight", D);
-    L.pre_feedforward_layernorm = norm(s, "pre_feedforward_layernorm.weight", D);
-    L.post_feedforward_layernorm = norm(s, "post_feedforward_layernorm.weight", D);
-    L.self_attn.q_proj = linear(s, "self_attn.q_proj", D, H * Dh, c.attention_bias);
-    L.self_attn.o_proj = linear(s, "self_attn.o_proj", H * Dh, D, c.attention_bias);
-    L.self_attn.q_norm = norm(s, "self_attn.q_norm.weight", Dh);
+    L.input_layernorm = norm(s, "input_layernorm.weight", D, layer_opt);
+    L.post_attention_layernorm = norm(s, "post_attention_layernorm.weight", D, layer_opt);
+    L.pre_feedforward_layernorm = norm(s, "pre_feedforward_layernorm.weight", D, layer_opt);
+    L.post_feedforward_layernorm = norm(s, "post_feedforward_layernorm.weight", D, layer_opt);
+    L.self_attn.q_proj = linear(s, "self_attn.q_proj", D, H * Dh, c.attention_bias, layer_opt);
+    L.self_attn.o_proj = linear(s, "self_attn.o_proj", H * Dh, D, c.attention_bias, layer_opt);
+    L.self_attn.q_norm = norm(s, "self_attn.q_norm.weight", Dh, layer_opt);
     if (spec.kv_source < 0) {
-      L.self_attn.k_proj = linear(s, "self_attn.k_proj", D, Hkv * Dh, c.attention_bias);
+      L.self_attn.k_proj = linear(s, "self_attn.k_proj", D, Hkv * Dh, c.attention_bias, layer_opt);
       if (!spec.k_eq_v)
-        L.self_attn.v_proj = linear(s, "self_attn.v_proj", D, Hkv * Dh, c.attention_bias);
-      L.self_attn.k_norm = norm(s, "self_attn.k_norm.weight", Dh);
+        L.self_attn.v_proj = linear(s, "self_attn.v_proj", D, Hkv * Dh, c.attention_bias, layer_opt);
+      L.self_attn.k_norm = norm(s, "self_attn.k_norm.weight", Dh, layer_opt);
     } else {
       // HF drops these tensors of KV-shared layers on load.
       for (const char* n :
@@ -166,19 +183,27 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap
         s.ignore(n);
     }
     if (c.v_norm) L.self_attn.v_norm.eps = c.rms_norm_eps;
-    L.mlp.gate_proj = linear(s, "mlp.gate_proj", D, spec.intermediate_size, false);
-    L.mlp.up_proj = linear(s, "mlp.up_proj", D, spec.intermediate_size, false);
-    L.mlp.down_proj = linear(s, "mlp.down_proj", spec.intermediate_size, D, false);
-    if (c.layer_scalar) L.layer_scalar = s.take("layer_scalar", {1}, f, opt.device);
+    L.mlp.gate_proj = linear(s, "mlp.gate_proj", D, spec.intermediate_size, false, layer_opt);
+    L.mlp.up_proj = linear(s, "mlp.up_proj", D, spec.intermediate_size, false, layer_opt);
+    L.mlp.down_proj = linear(s, "mlp.down_proj", spec.intermediate_size, D, false, layer_opt);
+    if (c.layer_scalar) L.layer_scalar = s.take("layer_scalar", {1}, f, layer_opt.device);
     if (P > 0) {
-      L.per_layer_input_gate = linear(s, "per_layer_input_gate", D, P, false);
-      L.per_layer_projection = linear(s, "per_layer_projection", P, D, false);
-      L.post_per_layer_input_norm = norm(s, "post_per_layer_input_norm.weight", D);
+      L.per_layer_input_gate = linear(s, "per_layer_input_gate", D, P, false, layer_opt);
+      L.per_layer_projection = linear(s, "per_layer_projection", P, D, false, layer_opt);
+      L.post_per_layer_input_norm = norm(s, "post_per_layer_input_norm.weight", D, layer_opt);
     }
-    m.layers_.push_back(std::move(L));
+    if (m.streamed_)
+      m.streamed_->add(std::move(L));
+    else
+      m.layers_.push_back(std::move(L));
   }
   w.finish(str("Gemma text model (", c.model_type, ", ", key_layout, ") from ", where));
+  if (m.streamed_) m.streamed_->start(streaming.slots);
   return m;
+}
+
+const GemmaLayerSpec& GemmaTextModel::spec(int64_t i) const {
+  return (streamed_ ? streamed_->host_block(i) : layers_[static_cast<size_t>(i)]).spec;
 }
 
 std::vector<float> GemmaTextModel::rope_inv_freq(GemmaLayerType type) const {
@@ -211,13 +236,14 @@ GemmaKvCache GemmaTextModel::make_cache(int64_t batch, int64_t capacity) const {
   cache.capacity = capacity;
   cache.key_valid.assign(static_cast<size_t>(batch * capacity), 0);
   const Device dev = embed_tokens.device();
-  for (const auto& L : layers_) {
-    if (L.spec.kv_source >= 0) {
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const GemmaLayerSpec& spec_i = spec(i);
+    if (spec_i.kv_source >= 0) {
       cache.keys.emplace_back();
       cache.values.emplace_back();
       continue;
     }
-    const Shape s{batch, L.spec.num_kv_heads, capacity, L.spec.head_dim};
+    const Shape s{batch, spec_i.num_kv_heads, capacity, spec_i.head_dim};
     cache.keys.push_back(Tensor::zeros(s, DType::F32, dev));
     cache.values.push_back(Tensor::zeros(s, DType::F32, dev));
   }
@@ -348,8 +374,11 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
   std::vector<std::pair<Tensor, Tensor>> kv(static_cast<size_t>(L));
   const int64_t H = c.num_heads;
 
+  // Streamed layers: each layer's copy is waited for before its compute, which releases its slot.
+  models::StreamedPass<GemmaDecoderLayer> pass(streamed_.get());
   for (int64_t i = 0; i < L; ++i) {
-    const GemmaDecoderLayer& layer = layers_[static_cast<size_t>(i)];
+    const GemmaDecoderLayer& layer =
+        streamed_ ? streamed_->acquire(i) : layers_[static_cast<size_t>(i)];
     const GemmaLayerSpec& spec = layer.spec;
     const int ti = spec.type == GemmaLayerType::Full ? 1 : 0;
     const Rope& rope = ropes[ti];
@@ -409,6 +438,7 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
       h = ops::add(residual, g);
     }
     if (layer.layer_scalar.defined()) h = ops::mul(h, layer.layer_scalar);
+    if (streamed_) streamed_->release(i);
     if (hidden_states && i + 1 < L) hidden_states->push_back(h);
   }
   if (trace) trace->last_layer_raw = h;

@@ -19,11 +19,13 @@
 // Gemma 4 `model.language_model.*` / Comfy-flat `model.{layers,embed_tokens,norm}.*`) or the
 // safetensors shards of a root folder (GemmaAssets::weight_paths), as get_gemma_ops maps them.
 // lm_head is tied to embed_tokens (the files never store it).
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "models/block_streaming.h"
 #include "models/text/gemma/config.h"
 #include "models/text/gemma_assets.h"
 #include "nn/linear.h"
@@ -78,17 +80,25 @@ class GemmaTextModel {
  public:
   // Reads the config from `assets` and binds the language model's weights from its weight files.
   // Missing, misshaped and unexpected language-model tensors are reported in one error.
-  static GemmaTextModel load(const GemmaAssets& assets, const nn::LoadOptions& opt = {});
+  // With `streaming` enabled (opt.device a GPU) the decoder layers are bound on the host and
+  // streamed through device slots (models/block_streaming.h); the rest is on opt.device.
+  static GemmaTextModel load(const GemmaAssets& assets, const nn::LoadOptions& opt = {},
+                             const models::BlockStreaming& streaming = {});
   // The same from an already parsed config and explicit weight files.
   static GemmaTextModel load(const GemmaTextConfig& config,
                              const std::vector<std::string>& weight_paths,
-                             const nn::LoadOptions& opt = {});
+                             const nn::LoadOptions& opt = {},
+                             const models::BlockStreaming& streaming = {});
   // The same from a weight map whose names are the language model's own ("embed_tokens.weight",
   // "layers.0. ..."), e.g. io::WeightMap::synthetic for benchmarks. `key_layout` is what
   // key_layout() reports; `where` names the source in errors.
   static GemmaTextModel load(const GemmaTextConfig& config, io::WeightMap& w,
                              const nn::LoadOptions& opt, const std::string& key_layout,
-                             const std::string& where);
+                             const std::string& where,
+                             const models::BlockStreaming& streaming = {});
+
+  // Whether the decoder layers stream from host memory.
+  bool streams_layers() const { return streamed_ != nullptr; }
 
   const GemmaTextConfig& config() const { return config_; }
   const std::string& key_layout() const { return key_layout_; }  // how the keys were mapped
@@ -118,7 +128,8 @@ class GemmaTextModel {
   std::string key_layout_;
   Tensor embed_tokens;  // [vocab, D]
   float embed_scale = 1.0f;
-  std::vector<GemmaDecoderLayer> layers_;
+  std::vector<GemmaDecoderLayer> layers_;  // resident layers (empty when streamed)
+  std::shared_ptr<models::StreamedBlocks<GemmaDecoderLayer>> streamed_;
   GemmaRmsNorm norm_;
   // Dense Gemma 4 per-layer input embeddings.
   Tensor embed_tokens_per_layer;  // [vocab_per_layer, L * P]
@@ -126,6 +137,8 @@ class GemmaTextModel {
   nn::Linear per_layer_model_projection;  // [L * P, D]
   GemmaRmsNorm per_layer_projection_norm;
 
+  // Layer i's shapes and kinds (its weights may be on the host when streamed).
+  const GemmaLayerSpec& spec(int64_t i) const;
   // key_valid [B, key_len]: 1 on non-pad keys (cached ones first, then the new tokens).
   Tensor run(const Tensor& input_ids, const Tensor& position_ids,
              const std::vector<uint8_t>& key_valid, int64_t past, int64_t key_len,

@@ -1,0 +1,109 @@
+#include "quantization/file_format.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace ltx::quantization {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) { return s.ends_with(suffix); }
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+FileQuantization inspect_file(const io::SafetensorsFile& file) {
+  FileQuantization q;
+  for (const std::string& name : file.names()) {
+    if (!ends_with(name, ".weight")) continue;
+    const io::TensorInfo& w = file.info(name);
+    if (w.shape.size() != 2) continue;
+    const std::string scale = name + "_scale";
+    const bool has_scale = file.contains(scale);
+    if (w.dtype == DType::U8 && has_scale && file.contains(name + "_scale_2")) {
+      ++q.nvfp4;
+    } else if (w.dtype == DType::F8E4M3FN) {
+      if (!has_scale) {
+        ++q.fp8_unscaled;
+      } else if (file.info(scale).shape.size() == 0) {
+        ++q.fp8_per_tensor;
+        const std::string stem = name.substr(0, name.size() - std::string(".weight").size());
+        if (file.contains(stem + ".input_scale")) ++q.fp8_input_scales;
+      } else {
+        ++q.fp8_blockwise;
+      }
+    } else if (dtype_is_floating(w.dtype)) {
+      ++q.dense_weights;
+    }
+  }
+  // The most specific form present names the file (a file mixes dense layers with one FP8 form).
+  if (q.nvfp4 > 0) {
+    q.format = FileFormat::Nvfp4;
+  } else if (q.fp8_blockwise > 0) {
+    q.format = FileFormat::Fp8Blockwise;
+  } else if (q.fp8_per_tensor > 0) {
+    q.format = FileFormat::Fp8PerTensor;
+  } else if (q.fp8_unscaled > 0) {
+    q.format = FileFormat::Fp8NoScales;
+  }
+  return q;
+}
+
+const char* format_name(FileFormat format) {
+  switch (format) {
+    case FileFormat::Dense: return "dense (no FP8 / NVFP4 weights)";
+    case FileFormat::Fp8PerTensor: return "FP8 per-tensor scaled";
+    case FileFormat::Fp8NoScales: return "FP8 without scales";
+    case FileFormat::Fp8Blockwise: return "blockwise FP8";
+    case FileFormat::Nvfp4: return "NVFP4";
+  }
+  return "?";
+}
+
+std::string describe(const FileQuantization& q) {
+  std::string s = str(format_name(q.format), ":");
+  const auto part = [&s](int64_t n, const std::string& what) {
+    if (n > 0) s += str(s.back() == ':' ? " " : ", ", n, " ", what);
+  };
+  part(q.fp8_per_tensor, str("Linear weights F8_E4M3 with a per-tensor weight_scale (",
+                             q.fp8_input_scales, " with input_scale)"));
+  part(q.fp8_blockwise, "Linear weights F8_E4M3 with a blockwise weight_scale");
+  part(q.fp8_unscaled, "Linear weights F8_E4M3 without a scale");
+  part(q.nvfp4, "Linear weights NVFP4 (U8 + weight_scale + weight_scale_2)");
+  part(q.dense_weights, "dense 2-D weights");
+  if (s.back() == ':') s += " no 2-D weights";
+  return s;
+}
+
+std::vector<std::string> fitting_modes(FileFormat format) {
+  switch (format) {
+    case FileFormat::Dense: return {"none", "fp8-cast", "nvfp4-cast"};
+    case FileFormat::Fp8PerTensor: return {"fp8-cast", "fp8-scaled-mm"};
+    case FileFormat::Fp8NoScales: return {"none", "fp8-cast"};
+    case FileFormat::Fp8Blockwise: return {};
+    case FileFormat::Nvfp4: return {"nvfp4-prequant"};
+  }
+  return {};
+}
+
+void check_mode_fits(const io::SafetensorsFile& file, Mode mode) {
+  const FileQuantization q = inspect_file(file);
+  const std::vector<std::string> fits = fitting_modes(q.format);
+  const std::string name = mode_name(mode);
+  if (std::find(fits.begin(), fits.end(), name) != fits.end()) return;
+  if (fits.empty())
+    fail(file.path(), " is a ", format_name(q.format),
+         " checkpoint, which no --quantization mode loads (the reference reads it through its "
+         "Python API only); use a bf16 or FP8 per-tensor file");
+  fail(file.path(), " is a ", format_name(q.format), " checkpoint; --quantization ", name,
+       " cannot load it, use --quantization ", joined(fits), " (available in this build: ",
+       available_modes(), ")");
+}
+
+}  // namespace ltx::quantization

@@ -1,0 +1,24 @@
+#pragma once
+// The quantization modes of `--quantization` (the reference's QuantizationKind names, ltx-pipelines
+// utils/quantization_factory.py): how the transformer's Linear weights are stored and multiplied.
+#include <string>
+#include <string_view>
+
+namespace ltx::quantization {
+
+enum class Mode {
+  None,     // weights as the file stores them, widened to the compute dtype (bf16 / f32)
+  Fp8Cast,  // fp8_cast.h: selected Linears stored float8_e4m3fn, upcast at each forward
+};
+
+// "none", "fp8-cast".
+const char* mode_name(Mode mode);
+
+// The mode named `text`. Throws an ltx::Error naming `flag` for an unknown name, or for a name the
+// reference has that this build does not implement yet, listing the available ones.
+Mode parse_mode(std::string_view text, std::string_view flag = "--quantization");
+
+// "none, fp8-cast": the names parse_mode accepts.
+std::string available_modes();
+
+}  // namespace ltx::quantization

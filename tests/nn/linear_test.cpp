@@ -1,0 +1,285 @@
+// nn::Linear in its storage formats (dense, fp8-cast) and the quantization policy it loads with:
+// the reference's fp8-cast layer choice, cast, scale folding and the file-format checks.
+#include "nn/linear.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/dtype_bits.h"
+#include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "io/weights.h"
+#include "ops/linalg.h"
+#include "quantization/file_format.h"
+#include "quantization/fp8_cast.h"
+#include "quantization/mode.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+using quantization::Mode;
+
+// Values in the range of real Linear weights (normal and subnormal e4m3 both taken).
+Tensor weights_bf16(const Shape& shape, uint64_t seed) {
+  return test::random_tensor(shape, seed, -0.3f, 0.3f).to(DType::BF16);
+}
+
+// A map holding one Linear, `module` (full name), in bf16 as checkpoints store it.
+io::WeightMap one_linear(const std::string& module, int64_t in, int64_t out) {
+  io::WeightMap w;
+  w.add(module + ".weight", weights_bf16({out, in}, 1));
+  w.add(module + ".bias", weights_bf16({out}, 2));
+  return w;
+}
+
+nn::Linear load_scoped(io::WeightMap& w, const std::string& module, int64_t in, int64_t out,
+                       Mode mode) {
+  const size_t dot = module.rfind('.', module.size() - 3);  // "…attn1." + "to_q"
+  const std::string scope = module.substr(0, dot + 1), name = module.substr(dot + 1);
+  io::WeightMap s = w.scoped(scope);
+  return nn::Linear::load(s, name, in, out, true, {DType::F32, Device::cpu(), mode});
+}
+
+// The e4m3 value torch's bf16 -> float8_e4m3fn cast gives, as f32.
+float e4m3_of(float bf16_value) {
+  return dtype_bits::f8e4m3fn_to_f32(dtype_bits::f32_to_f8e4m3fn(bf16_value));
+}
+
+TEST(Fp8CastPolicy, ChoosesTheReferencesLinears) {
+  // fp8_cast.py: "transformer_blocks." in the name and one of the six suffixes; the FF suffixes
+  // have no leading dot, so audio_ff matches too.
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {"transformer_blocks.0.attn1.to_q", true},
+      {"transformer_blocks.0.attn1.to_k", true},
+      {"transformer_blocks.0.attn1.to_v", true},
+      {"transformer_blocks.0.attn1.to_out.0", true},
+      {"transformer_blocks.7.attn2.to_q", true},
+      {"transformer_blocks.1.audio_attn1.to_v", true},
+      {"transformer_blocks.1.audio_to_video_attn.to_out.0", true},
+      {"transformer_blocks.1.video_to_audio_attn.to_k", true},
+      {"transformer_blocks.0.ff.net.0.proj", true},
+      {"transformer_blocks.0.ff.net.2", true},
+      {"transformer_blocks.3.audio_ff.net.0.proj", true},
+      {"transformer_blocks.3.audio_ff.net.2", true},
+      {"transformer_blocks.0.attn1.to_gate_logits", false},
+      {"transformer_blocks.0.attn1.q_norm", false},
+      {"patchify_proj", false},
+      {"proj_out", false},
+      {"adaln_single.linear", false},
+      {"adaln_single.emb.timestep_embedder.linear_1", false},
+      {"caption_projection.linear_1", false},
+      {"video_embeddings_connector.transformer_1d_blocks.0.attn1.to_q", false},
+      {"audio_embeddings_connector.transformer_1d_blocks.0.ff.net.2", false},
+  };
+  for (const auto& [name, selected] : cases) {
+    EXPECT_EQ(quantization::is_fp8_cast_linear(name), selected) << name;
+    EXPECT_EQ(quantization::is_fp8_cast_parameter(name + ".weight"), selected) << name;
+    EXPECT_EQ(quantization::is_fp8_cast_parameter(name + ".bias"), selected) << name;
+  }
+  EXPECT_FALSE(quantization::is_fp8_cast_parameter("transformer_blocks.0.attn1.to_q.weight_scale"));
+  EXPECT_FALSE(quantization::is_fp8_cast_parameter("transformer_blocks.0.scale_shift_table"));
+}
+
+TEST(Fp8CastLinear, StoresWeightAndBiasAsTheCastOfTheBf16Values) {
+  const std::string module = "transformer_blocks.0.attn1.to_q";
+  io::WeightMap w = one_linear(module, 24, 16);
+  const Tensor w_bf16 = w.take_any_shape(module + ".weight", DType::BF16);
+  const Tensor b_bf16 = w.take_any_shape(module + ".bias", DType::BF16);
+  const nn::Linear l = load_scoped(w, module, 24, 16, Mode::Fp8Cast);
+  EXPECT_EQ(l.format, nn::LinearFormat::Fp8Cast);
+  ASSERT_EQ(l.weight.dtype(), DType::F8E4M3FN);
+  ASSERT_EQ(l.bias.dtype(), DType::F8E4M3FN);
+  const std::vector<float> src = w_bf16.to_float_vector(), got = l.weight.to_float_vector();
+  for (size_t i = 0; i < src.size(); ++i) ASSERT_EQ(got[i], e4m3_of(src[i])) << i;
+  const std::vector<float> bsrc = b_bf16.to_float_vector(), bgot = l.bias.to_float_vector();
+  for (size_t i = 0; i < bsrc.size(); ++i) ASSERT_EQ(bgot[i], e4m3_of(bsrc[i])) << i;
+}
+
+TEST(Fp8CastLinear, EqualsTheDenseLinearOfItsDequantisedWeightsExactly) {
+  const std::string module = "transformer_blocks.2.ff.net.0.proj";
+  io::WeightMap w = one_linear(module, 32, 48);
+  const nn::Linear q = load_scoped(w, module, 32, 48, Mode::Fp8Cast);
+  ASSERT_EQ(q.format, nn::LinearFormat::Fp8Cast);
+  nn::Linear dense;
+  dense.weight = q.weight.to(DType::F32);  // e4m3 values are exact in f32
+  dense.bias = q.bias.to(DType::F32);
+  const Tensor x = test::random_tensor({2, 5, 32}, 3);
+  EXPECT_EQ(test::max_abs_diff(q(x), dense(x)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(q.gelu_tanh(x), dense.gelu_tanh(x)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(q.gelu_tanh(x), ops::linear_gelu_tanh(x, dense.weight, dense.bias)),
+            0.0);
+  EXPECT_EQ(test::max_abs_diff(q.dense_weight(DType::F32), dense.weight), 0.0);
+}
+
+TEST(Fp8CastLinear, LeavesOtherLinearsAndModeNoneDense) {
+  {
+    const std::string module = "transformer_blocks.0.attn1.to_gate_logits";
+    io::WeightMap w = one_linear(module, 16, 4);
+    const nn::Linear l = load_scoped(w, module, 16, 4, Mode::Fp8Cast);
+    EXPECT_EQ(l.format, nn::LinearFormat::Dense);
+    EXPECT_EQ(l.weight.dtype(), DType::F32);
+  }
+  {
+    const std::string module = "transformer_blocks.0.attn1.to_q";
+    io::WeightMap w = one_linear(module, 16, 8);
+    const nn::Linear l = load_scoped(w, module, 16, 8, Mode::None);
+    EXPECT_EQ(l.format, nn::LinearFormat::Dense);
+    EXPECT_EQ(l.weight.dtype(), DType::F32);
+  }
+}
+
+TEST(Fp8CastLinear, ForEachParameterVisitsWeightThenBias) {
+  const std::string module = "transformer_blocks.0.attn2.to_v";
+  io::WeightMap w = one_linear(module, 8, 8);
+  nn::Linear l = load_scoped(w, module, 8, 8, Mode::Fp8Cast);
+  std::vector<std::string> roles;
+  l.for_each_parameter([&](const char* role, Tensor& t) {
+    roles.push_back(role);
+    t = t.to(DType::F32);  // e.g. a streaming helper swapping in another copy
+  });
+  EXPECT_EQ(roles, (std::vector<std::string>{"weight", "bias"}));
+  EXPECT_EQ(l.weight.dtype(), DType::F32);
+  nn::Linear no_bias;
+  no_bias.weight = Tensor::zeros({2, 2});
+  int n = 0;
+  static_cast<const nn::Linear&>(no_bias).for_each_parameter(
+      [&](const char*, const Tensor&) { ++n; });
+  EXPECT_EQ(n, 1);
+}
+
+TEST(Fp8CastScales, FoldsScalarScalesAsBf16OfTheProductAndDropsThem) {
+  const std::string module = "transformer_blocks.0.attn1.to_k";
+  const Tensor w8 = test::random_tensor({8, 16}, 5, -2.f, 2.f).to(DType::F8E4M3FN);
+  const Tensor b = weights_bf16({8}, 6);
+  const float scale = 0.0123f;
+  io::WeightMap w;
+  w.add(module + ".weight", w8);
+  w.add(module + ".weight_scale", Tensor::full({}, scale, DType::F32));
+  w.add(module + ".input_scale", Tensor::full({}, 0.5, DType::F32));
+  w.add(module + ".bias", b);
+  quantization::fold_prequant_scales(w, "model.safetensors");
+  ASSERT_EQ(w.dtype(module + ".weight"), DType::BF16);
+  const nn::Linear l = load_scoped(w, module, 16, 8, Mode::Fp8Cast);
+  EXPECT_NO_THROW(w.finish("transformer"));  // the scales were consumed
+  const std::vector<float> raw = w8.to_float_vector(), got = l.weight.to_float_vector();
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const float folded = dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(raw[i] * scale));
+    ASSERT_EQ(got[i], e4m3_of(folded)) << i;
+  }
+}
+
+TEST(Fp8CastScales, RejectsBlockwiseScalesAndOrphans) {
+  {
+    io::WeightMap w;
+    w.add("transformer_blocks.0.attn1.to_q.weight", Tensor::zeros({256, 256}, DType::F8E4M3FN));
+    w.add("transformer_blocks.0.attn1.to_q.weight_scale", Tensor::zeros({2, 2}));
+    EXPECT_ERROR_HAS(quantization::fold_prequant_scales(w, "blockwise.safetensors"),
+                     "blockwise.safetensors");
+    EXPECT_ERROR_HAS(quantization::fold_prequant_scales(w, "blockwise.safetensors"),
+                     "per-tensor (scalar) scales only");
+  }
+  {
+    io::WeightMap w;
+    w.add("transformer_blocks.0.attn1.to_q.weight_scale", Tensor::full({}, 1.0, DType::F32));
+    EXPECT_ERROR_HAS(quantization::fold_prequant_scales(w, "orphan.safetensors"),
+                     "has no parameter 'transformer_blocks.0.attn1.to_q.weight'");
+  }
+}
+
+TEST(QuantizationMode, ParsesTheAvailableNamesAndExplainsTheOthers) {
+  EXPECT_EQ(quantization::parse_mode("none"), Mode::None);
+  EXPECT_EQ(quantization::parse_mode("fp8-cast"), Mode::Fp8Cast);
+  EXPECT_EQ(quantization::available_modes(), "none, fp8-cast");
+  for (const char* later : {"fp8-scaled-mm", "nvfp4-cast", "nvfp4-prequant"}) {
+    EXPECT_ERROR_HAS(quantization::parse_mode(later), "is not available in this build");
+    EXPECT_ERROR_HAS(quantization::parse_mode(later), "available: none, fp8-cast");
+  }
+  EXPECT_ERROR_HAS(quantization::parse_mode("fp4"), "--quantization: unknown quantization 'fp4'");
+}
+
+// --------------------------------------------------------------- file formats
+
+struct QuantFiles {
+  test::TempDir dir;
+  const std::string p = "model.diffusion_model.transformer_blocks.0.attn1.to_q.";
+
+  std::string write(const std::string& name, std::vector<std::pair<std::string, Tensor>> t) {
+    t.emplace_back("model.diffusion_model.proj_out.weight", Tensor::zeros({4, 4}, DType::BF16));
+    const std::string path = dir.file(name);
+    io::write_safetensors(path, t);
+    return path;
+  }
+  std::string dense() { return write("dense.safetensors", {{p + "weight", Tensor::zeros({8, 8}, DType::BF16)}}); }
+  std::string per_tensor() {
+    return write("fp8.safetensors", {{p + "weight", Tensor::zeros({8, 8}, DType::F8E4M3FN)},
+                                     {p + "weight_scale", Tensor::full({}, 1.0, DType::F32)},
+                                     {p + "input_scale", Tensor::full({}, 1.0, DType::F32)}});
+  }
+  std::string unscaled() {
+    return write("fp8_noscale.safetensors", {{p + "weight", Tensor::zeros({8, 8}, DType::F8E4M3FN)}});
+  }
+  std::string blockwise() {
+    return write("fp8_block.safetensors", {{p + "weight", Tensor::zeros({256, 256}, DType::F8E4M3FN)},
+                                           {p + "weight_scale", Tensor::zeros({2, 2})}});
+  }
+  std::string nvfp4() {
+    return write("nvfp4.safetensors", {{p + "weight", Tensor::zeros({128, 32}, DType::U8)},
+                                       {p + "weight_scale", Tensor::zeros({128, 4}, DType::F8E4M3FN)},
+                                       {p + "weight_scale_2", Tensor::full({}, 1.0, DType::F32)}});
+  }
+};
+
+quantization::FileQuantization inspect(const std::string& path) {
+  return quantization::inspect_file(io::SafetensorsFile(path));
+}
+
+TEST(QuantizationFileFormat, TellsEachFormAndCountsItsLayers) {
+  QuantFiles f;
+  using quantization::FileFormat;
+  const auto d = inspect(f.dense());
+  EXPECT_EQ(d.format, FileFormat::Dense);
+  EXPECT_EQ(d.dense_weights, 2);
+  const auto s = inspect(f.per_tensor());
+  EXPECT_EQ(s.format, FileFormat::Fp8PerTensor);
+  EXPECT_EQ(s.fp8_per_tensor, 1);
+  EXPECT_EQ(s.fp8_input_scales, 1);
+  EXPECT_EQ(s.dense_weights, 1);
+  EXPECT_EQ(inspect(f.unscaled()).format, FileFormat::Fp8NoScales);
+  EXPECT_EQ(inspect(f.blockwise()).format, FileFormat::Fp8Blockwise);
+  const auto n = inspect(f.nvfp4());
+  EXPECT_EQ(n.format, FileFormat::Nvfp4);
+  EXPECT_EQ(n.nvfp4, 1);
+  EXPECT_NE(quantization::describe(s).find("FP8 per-tensor scaled: 1 Linear weights F8_E4M3 with a "
+                                           "per-tensor weight_scale (1 with input_scale)"),
+            std::string::npos)
+      << quantization::describe(s);
+}
+
+TEST(QuantizationFileFormat, ModeThatCannotLoadTheFileIsOneLineNamingFileAndFittingModes) {
+  QuantFiles f;
+  const auto fits = [](const std::string& path, Mode m) {
+    quantization::check_mode_fits(io::SafetensorsFile(path), m);
+  };
+  EXPECT_NO_THROW(fits(f.dense(), Mode::None));
+  EXPECT_NO_THROW(fits(f.dense(), Mode::Fp8Cast));
+  EXPECT_NO_THROW(fits(f.per_tensor(), Mode::Fp8Cast));
+  EXPECT_NO_THROW(fits(f.unscaled(), Mode::Fp8Cast));
+  EXPECT_NO_THROW(fits(f.unscaled(), Mode::None));
+
+  const std::string fp8 = f.per_tensor();
+  EXPECT_ERROR_HAS(fits(fp8, Mode::None), fp8 + " is a FP8 per-tensor scaled checkpoint");
+  EXPECT_ERROR_HAS(fits(fp8, Mode::None), "use --quantization fp8-cast, fp8-scaled-mm");
+  const std::string nv = f.nvfp4();
+  EXPECT_ERROR_HAS(fits(nv, Mode::Fp8Cast), nv + " is a NVFP4 checkpoint");
+  EXPECT_ERROR_HAS(fits(nv, Mode::Fp8Cast), "use --quantization nvfp4-prequant");
+  const std::string block = f.blockwise();
+  EXPECT_ERROR_HAS(fits(block, Mode::Fp8Cast), "which no --quantization mode loads");
+  const std::string msg = test::error_of([&] { fits(nv, Mode::None); });
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace ltx
