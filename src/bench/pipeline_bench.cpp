@@ -275,7 +275,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
                 kind == pipelines::PipelineKind::TwoStageHQ,
             "--pipeline ", o.pipeline, ": `ltx bench pipeline` runs distilled, two-stage or "
             "two-stage-hq");
-  LTX_CHECK(!o.mp4_path.empty() ? media::ffmpeg_available() : true,
+  LTX_CHECK(o.mp4_path.empty() || media::ffmpeg_available(),
             "--mp4 ", o.mp4_path, ": this build has no FFmpeg (configure with LTX_FFMPEG=ON)");
 
   generate::GenerateOptions g;
