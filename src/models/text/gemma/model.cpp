@@ -93,9 +93,6 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
                                     const nn::LoadOptions& opt,
                                     const models::BlockStreaming& streaming) {
   LTX_CHECK(!weight_paths.empty(), "Gemma text model (", config.source, "): no weight files");
-  LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
-            "--offload: the Gemma text encoder's layers stream to a GPU, but it is loaded on ",
-            opt.device.str(), "; use --offload none on the CPU");
   std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
   for (const auto& p : weight_paths) files.push_back(io::SafetensorsFile::open(p));
   const KeyLayout layout = key_layout_for(config, files);
@@ -105,10 +102,19 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
   LTX_CHECK(w.size() > 0, "Gemma text model: no language-model tensors of the ", layout.description,
             " layout in ", where, " (model_type ", config.model_type,
             "); is this the right text-encoder file?");
+  return load(config, w, opt, layout.description, where, streaming);
+}
 
+GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap& w,
+                                    const nn::LoadOptions& opt, const std::string& key_layout,
+                                    const std::string& where,
+                                    const models::BlockStreaming& streaming) {
+  LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
+            "--offload: the Gemma text encoder's layers stream to a GPU, but it is loaded on ",
+            opt.device.str(), "; use --offload none on the CPU");
   GemmaTextModel m;
   m.config_ = config;
-  m.key_layout_ = layout.description;
+  m.key_layout_ = key_layout;
   const GemmaTextConfig& c = m.config_;
   const int64_t D = c.hidden_size;
   const DType f = opt.dtype;
@@ -191,7 +197,7 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
     else
       m.layers_.push_back(std::move(L));
   }
-  w.finish(str("Gemma text model (", c.model_type, ", ", layout.description, ") from ", where));
+  w.finish(str("Gemma text model (", c.model_type, ", ", key_layout, ") from ", where));
   if (m.streamed_) m.streamed_->start(streaming.slots);
   return m;
 }

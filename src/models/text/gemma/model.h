@@ -89,6 +89,13 @@ class GemmaTextModel {
                              const std::vector<std::string>& weight_paths,
                              const nn::LoadOptions& opt = {},
                              const models::BlockStreaming& streaming = {});
+  // The same from a weight map whose names are the language model's own ("embed_tokens.weight",
+  // "layers.0. ..."), e.g. io::WeightMap::synthetic for benchmarks. `key_layout` is what
+  // key_layout() reports; `where` names the source in errors.
+  static GemmaTextModel load(const GemmaTextConfig& config, io::WeightMap& w,
+                             const nn::LoadOptions& opt, const std::string& key_layout,
+                             const std::string& where,
+                             const models::BlockStreaming& streaming = {});
 
   // Whether the decoder layers stream from host memory.
   bool streams_layers() const { return streamed_ != nullptr; }
