@@ -16,6 +16,7 @@
 #include "generate/demo_bundle.h"
 #include "generate/memory_budget.h"
 #include "generate/model_provider.h"
+#include "generate/offload_plan.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
 #include "io/safetensors.h"
@@ -427,17 +428,40 @@ struct DiffusionModels {
   pipelines::Components comp;
 };
 
+// The run's block streaming: planned under the GPU budget (--max-gpu-memory, or the device's
+// memory with --offload auto) before anything loads, else as --offload says. `jobs`: the requests
+// batched in one denoising run.
+StreamingPlan run_streaming(const GenerateOptions& o, const ModelPaths& paths, PipelineKind kind,
+                            const pipelines::GenerationRequest& req, int64_t jobs = 1) {
+  const bool budget = o.max_gpu_memory_bytes > 0;
+  if (!o.device.is_cuda() || (!budget && o.offload != Offload::Auto)) {
+    const models::BlockStreaming s = block_streaming(o.offload, o.device);
+    return {s, s};
+  }
+  // The widest transformer call: a guided one-stage run batches its guidance passes (up to 4) at
+  // full size; the two-stage pipelines batch them at half size (a quarter of the tokens) and run
+  // the full size unguided; the distilled ones are unguided.
+  const int64_t passes =
+      kind == PipelineKind::OneStage
+          ? (req.max_batch_size > 0 ? std::min<int64_t>(req.max_batch_size, 4) : 4)
+          : 1;
+  const RunShape shape{req.width, req.height, req.num_frames, passes * jobs};
+  return plan_streaming(paths, model_placement(o.device, o.dtype).dtype, shape, o.offload,
+                        budget ? o.max_gpu_memory_bytes : backend::total_memory_bytes(o.device),
+                        o.device, budget ? "--max-gpu-memory" : str(o.device.str(), " memory"));
+}
+
 // Takes the transformer (with each stage's LoRA set) and the encoder / upsamplers `req` needs
 // from `provider`. `images`: some request conditions on images (the video encoder is needed).
 DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
                                const pipelines::GenerationRequest& req, bool images,
-                               const nn::LoadOptions& where, Device device, Offload offload,
-                               ModelProvider& provider) {
+                               const nn::LoadOptions& where,
+                               const models::BlockStreaming& streaming, ModelProvider& provider) {
   const ModelPaths& paths = models.paths;
   DiffusionModels m;
   log_placement("transformer (denoising loops)", transformer_placement(where, paths.quantization));
   std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
-  m.transformer = provider.transformer(paths, sets, where, block_streaming(offload, device));
+  m.transformer = provider.transformer(paths, sets, where, streaming);
   if (pipelines::is_two_stage(kind) || images) {
     log_placement(images ? "video encoder (image conditioning)"
                          : "video encoder (latent statistics)",
@@ -474,7 +498,7 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
   comp.spatial_upsampler = m.upsampler.get();
   comp.temporal_upsampler = m.temporal_upsampler.get();
   comp.model_version = models.report.model_version;
-  comp.device = device;
+  comp.device = where.device;
   return m;
 }
 
@@ -512,6 +536,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
   if (head) log_placement("duration head", where);
   const duration_head::NumFramesRequest frames_request = frames_request_of(options, req, head.get());
+  const StreamingPlan streaming = run_streaming(options, paths, kind, req);
 
   // ---- text
   progress.stage("text encoding");
@@ -522,7 +547,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     // pipeline, which moves them to the transformer's device once.
     log_placement("text encoder", where);
     const std::shared_ptr<text::PromptEncoder> encoder =
-        provider.prompt_encoder(paths, where, block_streaming(options.offload, options.device));
+        provider.prompt_encoder(paths, where, streaming.text_encoder);
     result.prompt = encode_text(options, *encoder, head.get(), frames_request, where, req,
                                 contexts, progress);
     head.reset();
@@ -532,7 +557,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   // ---- diffusion
   progress.stage("model loading");
   DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty(), where,
-                                      options.device, options.offload, provider);
+                                      streaming.transformer, provider);
   progress.end_stage();
   pipelines::validate_request(kind, req, dm.comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
@@ -581,6 +606,10 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   const nn::LoadOptions where = model_placement(device, dtype);
   const ModelPaths& paths = models.paths;
 
+  const StreamingPlan streaming =
+      run_streaming(options[0], paths, kind, make_request(options[0], models, /*read_images=*/false),
+                    static_cast<int64_t>(n));
+
   std::vector<BatchMemberResult> results(n);
   std::vector<pipelines::GenerationRequest> reqs(n);
   std::vector<pipelines::TextContexts> contexts(n);
@@ -605,7 +634,7 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   {
     log_placement("text encoder", where);
     const std::shared_ptr<text::PromptEncoder> encoder =
-        provider.prompt_encoder(paths, where, block_streaming(options[0].offload, device));
+        provider.prompt_encoder(paths, where, streaming.text_encoder);
     for (size_t i = 0; i < n; ++i)
       for_job(i, [&] {
         results[i].result.pipeline = pipelines::pipeline_name(kind);
@@ -627,8 +656,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
     if (live(i)) members.push_back(i);
   for (size_t i : members) for_job(i, [&] { progress[i]->stage("model loading"); });
   DiffusionModels dm = load_diffusion(kind, models, reqs[members[0]],
-                                      !options[members[0]].images.empty(), where, device,
-                                      options[members[0]].offload, provider);
+                                      !options[members[0]].images.empty(), where,
+                                      streaming.transformer, provider);
   for (size_t i : members) for_job(i, [&] { progress[i]->end_stage(); });
   std::vector<pipelines::GenerationRequest> batch_reqs;
   std::vector<pipelines::TextContexts> batch_ctx;
@@ -693,7 +722,9 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
   const ResolvedModels models = resolve_models(options, component_needs(options), progress);
   if (options.max_gpu_memory_bytes > 0) {
     check_budget_fits(
-        component_sizes(models.paths, model_placement(options.device, options.dtype).dtype),
+        unplanned_components(
+            component_sizes(models.paths, model_placement(options.device, options.dtype).dtype),
+            options.device),
         options.max_gpu_memory_bytes);
     apply_gpu_budget(options.device, options.max_gpu_memory_bytes);
   }
