@@ -644,10 +644,19 @@ void Engine::preload(const std::string& pipeline) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
   const nn::LoadOptions where = model_placement(options_.device, options_.dtype);
   const ModelPaths& p = r.models.paths;
+  // Streamed as a job of the pipeline's default size is planned (plan_run_streaming), so that
+  // such a job finds these entries.
+  GenerateOptions sized;
+  sized.pipeline = pipeline;
+  sized.device = options_.device;
+  sized.dtype = options_.dtype;
+  sized.offload = options_.offload;
+  sized.max_gpu_memory_bytes = options_.max_gpu_memory_bytes;
+  const StreamingPlan plan = plan_run_streaming(sized, r.models);
   ResidentProvider provider(*this);
-  provider.prompt_encoder(p, where, block_streaming(options_.offload, options_.device));
+  provider.prompt_encoder(p, where, plan.text_encoder);
   if (p.duration_head.given()) provider.duration_head(p.duration_head.path, where);
-  provider.transformer(p, {}, where, block_streaming(options_.offload, options_.device));
+  provider.transformer(p, {}, where, plan.transformer);
   if (pipelines::is_two_stage(kind)) provider.video_encoder(p.video_vae.path, where);
   if (pipelines::is_two_stage(kind)) provider.latent_upsampler(p.spatial_upsampler.path, where);
   if (p.temporal_upsampler.given()) provider.latent_upsampler(p.temporal_upsampler.path, where);

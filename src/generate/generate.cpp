@@ -428,29 +428,6 @@ struct DiffusionModels {
   pipelines::Components comp;
 };
 
-// The run's block streaming: planned under the GPU budget (--max-gpu-memory, or the device's
-// memory with --offload auto) before anything loads, else as --offload says. `jobs`: the requests
-// batched in one denoising run.
-StreamingPlan run_streaming(const GenerateOptions& o, const ModelPaths& paths, PipelineKind kind,
-                            const pipelines::GenerationRequest& req, int64_t jobs = 1) {
-  const bool budget = o.max_gpu_memory_bytes > 0;
-  if (!o.device.is_cuda() || (!budget && o.offload != Offload::Auto)) {
-    const models::BlockStreaming s = block_streaming(o.offload, o.device);
-    return {s, s};
-  }
-  // The widest transformer call: a guided one-stage run batches its guidance passes (up to 4) at
-  // full size; the two-stage pipelines batch them at half size (a quarter of the tokens) and run
-  // the full size unguided; the distilled ones are unguided.
-  const int64_t passes =
-      kind == PipelineKind::OneStage
-          ? (req.max_batch_size > 0 ? std::min<int64_t>(req.max_batch_size, 4) : 4)
-          : 1;
-  const RunShape shape{req.width, req.height, req.num_frames, passes * jobs};
-  return plan_streaming(paths, model_placement(o.device, o.dtype).dtype, shape, o.offload,
-                        budget ? o.max_gpu_memory_bytes : backend::total_memory_bytes(o.device),
-                        o.device, budget ? "--max-gpu-memory" : str(o.device.str(), " memory"));
-}
-
 // Takes the transformer (with each stage's LoRA set) and the encoder / upsamplers `req` needs
 // from `provider`. `images`: some request conditions on images (the video encoder is needed).
 DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
@@ -521,6 +498,33 @@ DecodeResult decode_output(const GenerateOptions& options, const ResolvedModels&
 
 }  // namespace
 
+StreamingPlan plan_run_streaming(const GenerateOptions& o, const ResolvedModels& models,
+                                 int64_t jobs) {
+  const bool budget = o.max_gpu_memory_bytes > 0;
+  if (!o.device.is_cuda() || (!budget && o.offload != Offload::Auto)) {
+    const models::BlockStreaming s = block_streaming(o.offload, o.device);
+    return {s, s, {}};
+  }
+  const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
+  const pipelines::GenerationRequest req = make_request(o, models, /*read_images=*/false);
+  const int64_t passes =
+      kind == PipelineKind::OneStage
+          ? (req.max_batch_size > 0 ? std::min<int64_t>(req.max_batch_size, 4) : 4)
+          : 1;
+  // The frame count the text step settles: the flag, else the preset's; with --auto-duration at
+  // most its longest duration.
+  int64_t frames = o.num_frames.value_or(req.num_frames);
+  if (o.auto_duration)
+    frames = std::max<int64_t>(
+        frames, static_cast<int64_t>(std::ceil(o.auto_duration->second * req.frame_rate / 8.0)) * 8 + 1);
+  // DFR's temporal rounds double the frames the later passes see.
+  frames = (frames - 1) * (int64_t{1} << std::max<int64_t>(req.temporal_upsample_rounds, 0)) + 1;
+  const RunShape shape{req.width, req.height, frames, passes * jobs};
+  return plan_streaming(models.paths, model_placement(o.device, o.dtype).dtype, shape, o.offload,
+                        budget ? o.max_gpu_memory_bytes : backend::total_memory_bytes(o.device),
+                        o.device, budget ? "--max-gpu-memory" : str(o.device.str(), " memory"));
+}
+
 GenerateResult generate_with(const GenerateOptions& options, const ResolvedModels& models,
                              ModelProvider& provider, Progress& progress, MediaSink& sink) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
@@ -532,11 +536,12 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   result.demo = models.demo;
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
+  // Before anything loads: a stage that cannot fit is refused here.
+  const StreamingPlan streaming = plan_run_streaming(options, models);
   std::shared_ptr<const duration_head::DurationHead> head;
   if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
   if (head) log_placement("duration head", where);
   const duration_head::NumFramesRequest frames_request = frames_request_of(options, req, head.get());
-  const StreamingPlan streaming = run_streaming(options, paths, kind, req);
 
   // ---- text
   progress.stage("text encoding");
@@ -606,9 +611,7 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   const nn::LoadOptions where = model_placement(device, dtype);
   const ModelPaths& paths = models.paths;
 
-  const StreamingPlan streaming =
-      run_streaming(options[0], paths, kind, make_request(options[0], models, /*read_images=*/false),
-                    static_cast<int64_t>(n));
+  const StreamingPlan streaming = plan_run_streaming(options[0], models, static_cast<int64_t>(n));
 
   std::vector<BatchMemberResult> results(n);
   std::vector<pipelines::GenerationRequest> reqs(n);

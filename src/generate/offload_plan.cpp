@@ -253,6 +253,7 @@ StreamingPlan plan_streaming(const ModelPaths& paths, DType dtype, const RunShap
              describe_offload(p, budget_bytes));
     const models::BlockStreaming s = planned_streaming(p, offload);
     (p.component == "transformer" ? plan.transformer : plan.text_encoder) = s;
+    plan.models.push_back(p);
   }
   return plan;
 }

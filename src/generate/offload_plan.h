@@ -103,6 +103,7 @@ BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype);
 // What one run streams: each model's BlockStreaming, planned.
 struct StreamingPlan {
   models::BlockStreaming transformer, text_encoder;
+  std::vector<ModelOffload> models;  // what was planned (empty when nothing was)
 };
 
 // The run's shape, as the activation model reads it.
@@ -118,6 +119,16 @@ struct RunShape {
 StreamingPlan plan_streaming(const ModelPaths& paths, DType dtype, const RunShape& shape,
                              Offload offload, int64_t budget_bytes, Device device,
                              const std::string& budget_flag = "--max-gpu-memory");
+
+struct GenerateOptions;
+struct ResolvedModels;
+// The plan of a generation (generate.cpp, the run's own call): under --max-gpu-memory (or the
+// device's memory with --offload auto) on a GPU, plan_streaming with the run's shape (the widest
+// transformer call: a guided one-stage run batches up to 4 guidance passes at full size, the
+// two-stage pipelines theirs at half size, a quarter of the tokens); else --offload as given.
+// `jobs`: the requests batched in one denoising run.
+StreamingPlan plan_run_streaming(const GenerateOptions& options, const ResolvedModels& models,
+                                 int64_t jobs = 1);
 
 // `components` less the ones plan_streaming checks with the run's shape on `device` (a GPU: the
 // transformer and the text encoder), for check_budget_fits.

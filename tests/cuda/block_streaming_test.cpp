@@ -255,9 +255,12 @@ TEST(CudaBlockStreaming, LoraFusedIntoTheHostCopiesIsTheResidentFusedModel) {
   }
 }
 
-// LoRA with partial residency: block 0 resident (its target fused on the device, as a resident
-// model's), block 1 streamed (its targets fused into the host copies).
-TEST(CudaBlockStreaming, LoraFusedIntoPartlyResidentBlocksIsTheResidentFusedModel) {
+// LoRA with partial residency: block 0 resident (its target's buffer on the device, fused there
+// as in a resident model), block 1 streamed (its targets' buffers on the host, fused on the CPU as
+// with every block streamed). A GPU fusion may land one bf16 step from the CPU's (lora/fuse.h),
+// so each fused buffer is compared with the one made the same way: the resident model's for block
+// 0, the all-streamed model's for block 1.
+TEST(CudaBlockStreaming, LoraFusedIntoPartlyResidentBlocksFusesEachWhereItLives) {
   LTX_REQUIRE_CUDA();
   test::TempDir dir;
   const Inputs in = fixture_inputs();
@@ -267,19 +270,28 @@ TEST(CudaBlockStreaming, LoraFusedIntoPartlyResidentBlocksIsTheResidentFusedMode
   ASSERT_NE(resident->fuser, nullptr);
   const tf::ModelOutputs want_base = resident->model->forward(&in.video, &in.audio, nullptr);
   resident->fuser->apply(set);
-  const tf::ModelOutputs want_fused = resident->model->forward(&in.video, &in.audio, nullptr);
 
   for (bool from_file : {false, true}) {
     SCOPED_TRACE(from_file ? "disk" : "cpu");
+    const auto all_streamed = generate::load_stage_transformer(weights_path(), {set}, gpu, {2, from_file});
+    all_streamed->fuser->apply(set);
     const auto st = generate::load_stage_transformer(weights_path(), {set}, gpu, {2, from_file, 1});
     ASSERT_TRUE(st->model->streams_blocks());
     EXPECT_EQ(st->model->resident_blocks(), 1);
     ASSERT_NE(st->fuser, nullptr);
+    EXPECT_EQ(st->fuser->targets().size(), 3u);
     for (const std::string& t : st->fuser->targets())
       EXPECT_EQ(st->fuser->bound(t).device().is_cpu(), tf::LTXModel::block_index(t) >= 1) << t;
-    expect_same_outputs(st->model->forward(&in.video, &in.audio, nullptr), want_base);
+    const tf::ModelOutputs base = st->model->forward(&in.video, &in.audio, nullptr);
+    expect_same_outputs(base, want_base);
+
     st->fuser->apply(set);
-    expect_same_outputs(st->model->forward(&in.video, &in.audio, nullptr), want_fused);
+    for (const std::string& t : st->fuser->targets()) {
+      const auto& same_way = tf::LTXModel::block_index(t) >= 1 ? all_streamed : resident;
+      EXPECT_TRUE(test::same_bytes(st->fuser->bound(t), same_way->fuser->bound(t))) << t;
+    }
+    const tf::ModelOutputs fused = st->model->forward(&in.video, &in.audio, nullptr);
+    EXPECT_FALSE(test::same_bytes(fused.video, base.video)) << "the LoRA changed nothing";
     st->fuser->reset();
     expect_same_outputs(st->model->forward(&in.video, &in.audio, nullptr), want_base);
   }

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "generate/generate.h"
+#include "generate/generate_test_util.h"
+#include "generate/progress.h"
 #include "io/safetensors.h"
 #include "models/text/gemma/config.h"
 #include "models/text/gemma_assets.h"
@@ -188,6 +191,57 @@ TEST(OffloadPlan, GemmaSizesCountItsDecoderLayers) {
   EXPECT_GT(g.fixed_bytes, 0);  // the embeddings and the final norm
   const generate::BlockModelSizes f32 = generate::text_encoder_sizes(root, DType::F32);
   EXPECT_EQ(f32.block_bytes, 2 * g.block_bytes);
+}
+
+// The plan a generation makes (plan_run_streaming) for the demo bundle on a GPU, without one. The
+// demo's transformer has as many blocks as slots (streaming saves nothing: it stays resident);
+// its Gemma has 6 layers and needs the most: a budget between Gemma's resident and all-streamed
+// needs keeps its first layers and streams the rest. tests/cuda/memory_budget_test.cpp runs this.
+TEST(OffloadPlan, TheDemoRunUnderABudgetBetweenGemmasNeedsStreamsItsLastLayers) {
+  generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);
+  o.device = Device::cuda(0);
+  generate::Progress quiet(nullptr, generate::Progress::Mode::Off);
+  const generate::ResolvedModels models =
+      generate::resolve_models(o, generate::component_needs(o), quiet);
+  o.max_gpu_memory_bytes = 1024 * kGiB;
+  o.offload = Offload::Auto;
+  const generate::StreamingPlan roomy = generate::plan_run_streaming(o, models);
+  ASSERT_EQ(roomy.models.size(), 2u);
+  EXPECT_EQ(roomy.models[0].component, "transformer");
+  EXPECT_EQ(roomy.models[1].component, "text encoder");
+  EXPECT_FALSE(roomy.transformer.enabled());
+  EXPECT_FALSE(roomy.text_encoder.enabled());
+  o.offload = Offload::Cpu;
+  const generate::StreamingPlan streamed = generate::plan_run_streaming(o, models);
+  EXPECT_TRUE(streamed.transformer.enabled());
+  EXPECT_EQ(streamed.transformer.resident, 0);
+  EXPECT_TRUE(streamed.text_encoder.enabled());
+  const int64_t all = roomy.models[1].need_bytes, none = streamed.models[1].need_bytes;
+  ASSERT_GT(all, none);
+  ASSERT_GE(none, roomy.models[0].need_bytes) << "Gemma's stage is the demo's largest";
+
+  o.offload = Offload::Auto;
+  o.max_gpu_memory_bytes = (all + none) / 2;
+  const generate::StreamingPlan plan = generate::plan_run_streaming(o, models);
+  EXPECT_FALSE(plan.transformer.enabled());
+  EXPECT_TRUE(plan.text_encoder.enabled());
+  EXPECT_GT(plan.text_encoder.resident, 0);
+  EXPECT_LT(plan.text_encoder.resident, plan.models[1].blocks);
+  EXPECT_LE(plan.models[1].need_bytes, o.max_gpu_memory_bytes);
+  // The other models pass generate's own up-front check under that budget too.
+  EXPECT_NO_THROW(generate::check_budget_fits(
+      generate::unplanned_components(generate::component_sizes(models.paths, DType::BF16), o.device),
+      o.max_gpu_memory_bytes));
+  // Below Gemma's all-streamed need: refused up front, naming the stage.
+  o.max_gpu_memory_bytes = none - 1;
+  EXPECT_ERROR_HAS(generate::plan_run_streaming(o, models), "the text encoding stage needs");
+  // Without a budget or auto, --offload as given; on the CPU nothing streams.
+  o.max_gpu_memory_bytes = 0;
+  o.offload = Offload::Disk;
+  EXPECT_TRUE(generate::plan_run_streaming(o, models).transformer.from_file);
+  o.device = Device::cpu();
+  o.offload = Offload::Auto;
+  EXPECT_FALSE(generate::plan_run_streaming(o, models).transformer.enabled());
 }
 
 }  // namespace
