@@ -120,7 +120,8 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
                              c.audio_cross_attention_dim, c.apply_gated_attention,
                              c.cross_attention_adaln, c.audio_ff_bias};
   // Resident blocks first (bound on the device), then the streamed ones (bound on the host in the
-  // compute dtype, then packed for streaming).
+  // compute dtype, the --quantization policy's Linears as it stores them, then packed for
+  // streaming: the slots carry what a resident block holds).
   LTX_CHECK(streaming.resident >= 0, "transformer: the resident block count must be >= 0, got ",
             streaming.resident);
   if (streaming.streams(c.num_layers - 1))
