@@ -128,7 +128,7 @@ class GemmaTextModel {
   std::string key_layout_;
   Tensor embed_tokens;  // [vocab, D]
   float embed_scale = 1.0f;
-  std::vector<GemmaDecoderLayer> layers_;  // resident layers (empty when streamed)
+  std::vector<GemmaDecoderLayer> layers_;  // the resident layers: the first ones (all unstreamed)
   std::shared_ptr<models::StreamedBlocks<GemmaDecoderLayer>> streamed_;
   GemmaRmsNorm norm_;
   // Dense Gemma 4 per-layer input embeddings.
