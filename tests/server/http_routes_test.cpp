@@ -456,6 +456,16 @@ TEST_F(Routes, ThumbnailIsServedAsPngWithItsOwnEtagAndRanges) {
 
   ASSERT_EQ(c.Delete("/v1/videos/" + id)->status, 200);
   expect_error(c.Get(path), 404, "not_found");
+
+  // A service that makes no thumbnails says so whatever the job's state, as a 400 naming the
+  // variant; the video is unaffected.
+  service().makes_thumbnails = false;
+  const std::string queued = create()["id"];
+  expect_error(c.Get("/v1/videos/" + queued + "/content?variant=thumbnail"), 400,
+               "unsupported_variant", "variant");
+  expect_error(c.Get("/v1/videos/" + old_id + "/content?variant=thumbnail"), 400,
+               "unsupported_variant", "variant");
+  EXPECT_EQ(c.Get("/v1/videos/" + old_id + "/content")->status, 200);
 }
 
 TEST_F(Routes, ErrorsSentWithARangeHeaderStayWholeJson) {

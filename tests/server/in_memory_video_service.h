@@ -30,6 +30,8 @@ class InMemoryVideoService : public VideoService {
   std::atomic<bool> queue_full{false};
   std::atomic<bool> ready{true};
   std::atomic<bool> models_throw{false};
+  // False: thumbnails are answered as a server built without image I/O answers them (400).
+  std::atomic<bool> makes_thumbnails{true};
 
   Job create(const CreateBody& body) override {
     std::string prompt;
@@ -132,6 +134,8 @@ class InMemoryVideoService : public VideoService {
     std::lock_guard lock(mu_);
     const auto it = jobs_.find(id);
     if (it == jobs_.end()) return std::nullopt;
+    if (variant == ContentVariant::Thumbnail && !makes_thumbnails)
+      throw ApiError(400, "unsupported_variant", "this server makes no thumbnails", "variant");
     if (it->second.job.status != JobStatus::Completed)
       throw ApiError(409, "video_not_ready", id + " is not completed yet");
     if (variant == ContentVariant::Thumbnail) {

