@@ -225,6 +225,7 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
 
   MediaFormat format;
   format.fps = options.fps;
+  format.frames = r.frames;
   if (audio.waveform.defined()) {
     format.audio_sample_rate = audio.sampling_rate;
     format.audio_channels = audio.waveform.size(0);
