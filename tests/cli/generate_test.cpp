@@ -173,8 +173,9 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--max-gpu-memory", "lots"}, "--max-gpu-memory 'lots' is not a number of GiB"},
       {{"--max-gpu-memory", "23.5"},
        "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
-      {{"--quantization", "fp8-scaled-mm"},
-       "--quantization fp8-scaled-mm is not available in this build; available: none, fp8-cast"},
+      {{"--quantization", "nvfp4-cast"},
+       "--quantization nvfp4-cast is not available in this build; available: none, fp8-cast, "
+       "fp8-scaled-mm, fp8"},
       {{"--quantization", "int4"}, "--quantization: unknown quantization 'int4'"},
       {{"--transformer-path", nvfp4, "--quantization", "fp8-cast"},
        nvfp4 + " is a NVFP4 checkpoint; --quantization fp8-cast cannot load it, use "
