@@ -303,7 +303,7 @@ double rel_l2(const Tensor& a, const Tensor& b) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// The quality of --quantization at full size: every transformer case's step output under the mode
+// The quality of --quantization at full size: every transformer case's velocity under the mode
 // against one step of the unquantized model, both from the same random weights (the synthesizer
 // draws by name and seed) on the same inputs; one model on the device at a time.
 void measure_quantization_error(BenchReport& r, const Preset& p, const tf::LTXModelConfig& cfg) {
@@ -323,7 +323,8 @@ void measure_quantization_error(BenchReport& r, const Preset& p, const tf::LTXMo
     for (BenchCase* c : cases) {
       const TransformerInputs in = transformer_inputs(*c, p, cfg, o);
       const bool audio = in.audio.latent.defined();
-      tf::ModelOutputs y = tf::X0Model{model}(&in.video, audio ? &in.audio : nullptr, nullptr);
+      // The velocity (the transformer's own output): the denoised x0 is mostly the input latent.
+      tf::ModelOutputs y = model.forward(&in.video, audio ? &in.audio : nullptr, nullptr);
       if (y.video.defined()) y.video = y.video.to(Device::cpu(), DType::F32);
       if (y.audio.defined()) y.audio = y.audio.to(Device::cpu(), DType::F32);
       out.push_back(std::move(y));

@@ -138,8 +138,7 @@ std::string run_mode(const std::string& weights, Mode mode, Device device, DType
   return args.out;
 }
 
-void check_tiny_transformer(const std::string& weights, Mode mode) {
-  test::TempDir dir;
+void check_tiny_transformer(const test::TempDir& dir, const std::string& weights, Mode mode) {
   const io::SafetensorsFile cpu(run_mode(weights, mode, Device::cpu(), DType::F32, dir, "cpu.st"));
   const io::SafetensorsFile f32(run_mode(weights, mode, test::kGpu, DType::F32, dir, "f32.st"));
   const io::SafetensorsFile bf16(run_mode(weights, mode, test::kGpu, DType::BF16, dir, "bf16.st"));
@@ -165,12 +164,13 @@ void check_tiny_transformer(const std::string& weights, Mode mode) {
 TEST(CudaFp8Scaled, TinyTransformerMatchesTheCpuRun) {
   LTX_REQUIRE_CUDA();
   test::TempDir dir;
-  check_tiny_transformer(write_prequantised(dir), Mode::Fp8ScaledMm);
+  check_tiny_transformer(dir, write_prequantised(dir), Mode::Fp8ScaledMm);
 }
 
 TEST(CudaFp8, TinyTransformerMatchesTheCpuRun) {
   LTX_REQUIRE_CUDA();
-  check_tiny_transformer(test::fixture("ltx23.weights.bf16.safetensors"), Mode::Fp8);
+  test::TempDir dir;
+  check_tiny_transformer(dir, test::fixture("ltx23.weights.bf16.safetensors"), Mode::Fp8);
 }
 
 TEST(CudaFp8Scaled, LoraFusesOnTheGpuAsTheCpuAndResetsBitForBit) {

@@ -176,8 +176,8 @@ lora::LoraSet tiny_lora(const test::TempDir& dir, const std::string& q, const st
 
 // Fuses onto a model loaded from `path` with `mode` and checks the reference's fp8_scaled_mm rule
 // on the FP8 layer, the bf16 rule on the dense one, and the reset to the base bit for bit.
-void check_lora_requantises(const std::string& path, Mode mode, const ops::Fp8PerTensor& base) {
-  test::TempDir dir;
+void check_lora_requantises(const test::TempDir& dir, const std::string& path, Mode mode,
+                            const ops::Fp8PerTensor& base) {
   const std::string q = "transformer_blocks.0.attn1.to_q", proj = "patchify_proj";
   const lora::LoraSet set = tiny_lora(dir, q, proj);
   const nn::LoadOptions opt{DType::F32, Device::cpu(), mode};
@@ -225,11 +225,12 @@ ops::Fp8PerTensor quantised_to_q() {
 
 TEST(TransformerFp8ScaledMm, LoraRequantisesPerTensorAndRestoresTheBaseBitForBit) {
   test::TempDir dir;
-  check_lora_requantises(write_prequantised(dir), Mode::Fp8ScaledMm, quantised_to_q());
+  check_lora_requantises(dir, write_prequantised(dir), Mode::Fp8ScaledMm, quantised_to_q());
 }
 
 TEST(TransformerFp8, LoraRequantisesPerTensorAndRestoresTheBaseBitForBit) {
-  check_lora_requantises(test::fixture(kBf16Weights), Mode::Fp8, quantised_to_q());
+  test::TempDir dir;
+  check_lora_requantises(dir, test::fixture(kBf16Weights), Mode::Fp8, quantised_to_q());
 }
 
 }  // namespace

@@ -237,8 +237,10 @@ TEST(PipelineE2E, Fp8ModesStayCloseToTheUnquantizedPipeline) {
     std::printf("%s vs unquantized, tiny one-stage pipeline: decoded frames PSNR %.2f dB\n",
                 quantization::mode_name(mode), psnr);
     // The transformer's outputs move by a few percent rel L2 per step (the model tests' gate);
-    // four guided steps and the decoder carry that into the frames. PSNR_BOUND_TBD
-    EXPECT_GE(psnr, 25.0) << quantization::mode_name(mode);
+    // four guided steps and the decoder carry that into the frames. 30 dB is an rms error of 3%
+    // of the [0, 1] range; a broken mode (a scale missing, a layer dropped) decodes to noise,
+    // around 10 dB.
+    EXPECT_GE(psnr, 30.0) << quantization::mode_name(mode);
     EXPECT_LT(psnr, 200.0) << quantization::mode_name(mode);  // the weights were quantized
   }
 }
