@@ -70,6 +70,10 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.preset = c.preset;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
   o.quantization = quantization::parse_mode(c.quantization);
+  LTX_CHECK(o.quantization != quantization::Mode::Fp8ScaledMm,
+            "--quantization fp8-scaled-mm reads the FP8 layers and scales of a pre-quantised "
+            "checkpoint, which random weights are not; bench --quantization fp8 (FP8 GEMMs with "
+            "per-token activation scales) or fp8-cast");
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");

@@ -97,7 +97,11 @@ void add_quantization_flag(CLI::App* sub, std::string& mode) {
                       quantization::available_modes() +
                       ". none (default) keeps the file's weights; fp8-cast stores the attention "
                       "and feed-forward Linears of every block in FP8 (e4m3) and upcasts them at "
-                      "each matmul, about half the transformer's weight memory. Example: "
+                      "each matmul, about half the transformer's weight memory. fp8-scaled-mm "
+                      "reads a pre-quantised FP8 checkpoint (e4m3 weights with weight_scale and "
+                      "input_scale) and multiplies in FP8 with those static scales. fp8 (ours) "
+                      "quantises fp8-cast's Linears per tensor at load and the activations per "
+                      "token at each matmul, FP8 GEMMs on any bf16 or FP8 file. Example: "
                       "--quantization fp8-cast")
       ->default_str("none");
 }

@@ -147,14 +147,16 @@ class Engine::ResidentProvider final : public ModelProvider {
         [&] {
           // The text connectors share the prefix in a single-file checkpoint: a small overcount.
           const bool split = paths.layout == ModelPaths::Layout::Split;
+          // Quantized Linears at their stored size (one byte an e4m3 weight).
           const int64_t all =
-              split ? stored_bytes(paths.transformer.path, {}, where.dtype)
-                    : stored_bytes(paths.transformer.path, {"model.diffusion_model."}, where.dtype);
+              split ? stored_bytes(paths.transformer.path, {}, where.dtype, tw.quantization)
+                    : stored_bytes(paths.transformer.path, {"model.diffusion_model."}, where.dtype,
+                                   tw.quantization);
           if (!streaming.enabled()) return all;
           // Streamed: the resident part (the slots are small next to it; the load measures them).
           const char* blocks =
               split ? "transformer_blocks." : "model.diffusion_model.transformer_blocks.";
-          return all - stored_bytes(paths.transformer.path, {blocks}, where.dtype);
+          return all - stored_bytes(paths.transformer.path, {blocks}, where.dtype, tw.quantization);
         },
         [&] { return load_stage_transformer(paths.transformer.path, every, tw, streaming); });
   }

@@ -16,11 +16,17 @@ enum class LinearFormat {
   Dense,    // weight and bias in the compute dtype
   Fp8Cast,  // weight and bias float8_e4m3fn, upcast to the input's dtype at each forward
             // (the reference's Fp8CastLinear; quantization/fp8_cast.h)
+  Fp8Scaled,    // weight float8_e4m3fn, f32 scalar weight_scale and input_scale, bias in the
+                // compute dtype: ops::linear_fp8_scaled (the reference's FP8Linear)
+  Fp8PerToken,  // weight float8_e4m3fn with a per-tensor weight_scale, bias in the compute dtype,
+                // activations scaled per token: ops::linear_fp8_per_token (--quantization fp8)
 };
 
 struct Linear {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], or undefined when the layer has none
+  Tensor weight_scale;  // f32 scalar (Fp8Scaled, Fp8PerToken), else undefined
+  Tensor input_scale;   // f32 scalar (Fp8Scaled), else undefined
   // Last, so that {weight, bias} still makes a dense layer.
   LinearFormat format = LinearFormat::Dense;
 
@@ -40,7 +46,8 @@ struct Linear {
   Tensor dense_weight(DType dtype) const;
   Tensor dense_bias(DType dtype) const;
 
-  // Every parameter tensor the layer holds, with its role ("weight", "bias"), in a fixed order
+  // Every parameter tensor the layer holds, with its role ("weight", "bias", "weight_scale",
+  // "input_scale"; the scales only where the format has them), in a fixed order
   // (e.g. for moving a block's weights between devices).
   void for_each_parameter(const std::function<void(const char* role, Tensor& t)>& fn);
   void for_each_parameter(const std::function<void(const char* role, const Tensor& t)>& fn) const;

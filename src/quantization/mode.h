@@ -9,16 +9,21 @@ namespace ltx::quantization {
 enum class Mode {
   None,     // weights as the file stores them, widened to the compute dtype (bf16 / f32)
   Fp8Cast,  // fp8_cast.h: selected Linears stored float8_e4m3fn, upcast at each forward
+  // fp8_scaled_mm.h: the checkpoint's FP8 Linears (e4m3 weight + per-tensor weight_scale and
+  // input_scale) multiplied by FP8 GEMMs with a static activation scale
+  Fp8ScaledMm,
+  // fp8_scaled_mm.h: ours; fp8-cast's Linears quantised per tensor at load, activations per token
+  Fp8,
 };
 
-// "none", "fp8-cast".
+// "none", "fp8-cast", "fp8-scaled-mm", "fp8".
 const char* mode_name(Mode mode);
 
 // The mode named `text`. Throws an ltx::Error naming `flag` for an unknown name, or for a name the
 // reference has that this build does not implement yet, listing the available ones.
 Mode parse_mode(std::string_view text, std::string_view flag = "--quantization");
 
-// "none, fp8-cast": the names parse_mode accepts.
+// "none, fp8-cast, fp8-scaled-mm, fp8": the names parse_mode accepts.
 std::string available_modes();
 
 }  // namespace ltx::quantization

@@ -72,6 +72,30 @@ TEST(BenchCli, Fp8CastTransformerStepRunsAndIsNamedInTheReport) {
   EXPECT_NE(r.err.find("(--quantization fp8-cast)"), std::string::npos) << r.err;
 }
 
+// --quantization fp8: the step runs with FP8 GEMMs, and the report gives its rel L2 against one
+// unquantized step; fp8-scaled-mm needs a pre-quantised checkpoint, which random weights are not.
+TEST(BenchCli, Fp8TransformerStepReportsItsRelL2AgainstTheUnquantizedStep) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "fp8", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["quantization"], "fp8");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  const nlohmann::json& q = j["cases"][0]["quantization_rel_l2"];
+  ASSERT_TRUE(q.is_object()) << r.out;
+  // Two e4m3 operands per product: a few percent (tests/models/transformer_fp8_scaled_test.cpp);
+  // zero would mean nothing was quantized, O(1) a broken mode.
+  EXPECT_GT(q["video"].get<double>(), 0.0);
+  EXPECT_LT(q["video"].get<double>(), 0.1);
+  EXPECT_NE(r.err.find("rel L2 vs unquantized"), std::string::npos) << r.err;
+
+  const auto s = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "fp8-scaled-mm"}));
+  EXPECT_EQ(s.code, 1);
+  EXPECT_NE(s.err.find("which random weights are not"), std::string::npos) << s.err;
+}
+
 TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
   TempDir dir;
   const auto r = test::run_ltx(dir, {"bench", "flops"});
@@ -172,7 +196,8 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
       {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
       {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
-      {{"--quantization", "fp8-scaled-mm"}, "--quantization fp8-scaled-mm is not available"},
+      {{"--quantization", "nvfp4-cast"}, "--quantization nvfp4-cast is not available"},
+      {{"--quantization", "fp8-scaled-mm"}, "which random weights are not"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.

@@ -14,6 +14,7 @@
 #include "generate/generate_test_util.h"
 #include "generate/model_cache.h"
 #include "io/io_test_util.h"
+#include "io/safetensors.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -94,6 +95,32 @@ TEST(MemoryBudget, ComponentSizesReadTheDemoFilesHeaders) {
   const int64_t one = generate::stored_bytes(paths.spatial_upsampler.path, {}, DType::BF16);
   EXPECT_EQ(generate::stored_bytes(folder, {}, DType::BF16), 2 * one);
   EXPECT_EQ(generate::stored_bytes(dir.file("missing"), {}, DType::BF16), 0);
+}
+
+TEST(MemoryBudget, QuantizedLinearsCountAtOneByteAWeight) {
+  test::TempDir dir;
+  const std::string q = "model.diffusion_model.transformer_blocks.0.attn1.to_q.";
+  const std::string k = "model.diffusion_model.transformer_blocks.0.attn1.to_k.";
+  const std::string gate = "model.diffusion_model.transformer_blocks.0.attn1.to_gate_logits.";
+  // to_q bf16 (fp8-cast's and fp8's layer), to_k pre-quantised, the gate dense outside the policy.
+  const std::string path = dir.file("t.safetensors");
+  io::write_safetensors(path, {{q + "weight", Tensor::zeros({16, 16}, DType::BF16)},
+                               {q + "bias", Tensor::zeros({16}, DType::BF16)},
+                               {k + "weight", Tensor::zeros({16, 16}, DType::F8E4M3FN)},
+                               {k + "weight_scale", Tensor::full({}, 1.0, DType::F32)},
+                               {k + "input_scale", Tensor::full({}, 1.0, DType::F32)},
+                               {gate + "weight", Tensor::zeros({2, 16}, DType::BF16)}});
+  using quantization::Mode;
+  const auto bytes = [&](Mode m) { return generate::stored_bytes(path, {}, DType::BF16, m); };
+  const int64_t scales = 2 * 2;  // the two f32 scalars, counted in the compute dtype as loaded
+  const int64_t gate_bytes = 2 * 16 * 2;
+  EXPECT_EQ(bytes(Mode::None), (256 + 16 + 256) * 2 + scales + gate_bytes);
+  // fp8-cast: to_q's weight and bias, and to_k (folded, then cast), at one byte.
+  EXPECT_EQ(bytes(Mode::Fp8Cast), 256 + 16 + 256 + scales + gate_bytes);
+  // fp8-scaled-mm: only the file's FP8 layer.
+  EXPECT_EQ(bytes(Mode::Fp8ScaledMm), 256 * 2 + 16 * 2 + 256 + scales + gate_bytes);
+  // fp8: both weights; the bias stays in the compute dtype.
+  EXPECT_EQ(bytes(Mode::Fp8), 256 + 16 * 2 + 256 + scales + gate_bytes);
 }
 
 TEST(MemoryBudget, TheCpuTakesNoGpuBudget) {
