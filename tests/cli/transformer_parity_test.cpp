@@ -131,9 +131,11 @@ TEST(TransformerParityCli, Fp8ScaledMmMatchesTheReferencesScaledMmRun) {
   // The activations quantise bit for bit as the reference's; the reference's GEMMs are
   // torch._scaled_mm with fast accumulation on the GPU, ours sum in f32 on the CPU. An activation
   // that lands on an e4m3 rounding tie after an earlier difference moves by a whole e4m3 step
-  // (6%), so a few such flips decide the bound, not the accumulation: 1e-2.
+  // (6%), so a few such flips decide the bound, not the accumulation. Measured against the
+  // recording: 9.2e-3 video, 1.1e-2 audio, the size of our own CUDA-vs-CPU difference in this
+  // mode (tests/cuda/fp8_scaled_test.cpp); a wrong scale, layer set or layout is O(1): 3e-2.
   for (const auto& [name, rel] : quantized_parity("fp8-scaled-mm", weights, io_path))
-    EXPECT_LT(rel, 1e-2) << name;
+    EXPECT_LT(rel, 3e-2) << name;
 }
 
 TEST(TransformerParityCli, FailsWithoutOutputWhenItCannotRun) {

@@ -77,7 +77,8 @@ TEST(CudaFp8Scaled, LinearBindsOnTheGpuAndMatchesTheCpu) {
   // The same activation quantisation; the GEMM's fast accumulation and the one bf16 rounding of
   // the epilogue (the CPU rounds the product and the bias sum separately): bf16 steps.
   EXPECT_LE(test::max_rel_err(gpu(xg), cpu(x)), 2e-2);
-  EXPECT_LE(test::max_rel_err(gpu.gelu_tanh(xg), cpu.gelu_tanh(x)), 2e-2);
+  // The CPU computes elementwise ops in f32 only: its GELU runs on the widened linear output.
+  EXPECT_LE(test::max_rel_err(gpu.gelu_tanh(xg), ops::gelu_tanh(cpu(x).to(DType::F32))), 2e-2);
 }
 
 TEST(CudaFp8, LinearQuantisesOnTheGpuAsTheCpuAndMatchesIt) {
@@ -95,7 +96,8 @@ TEST(CudaFp8, LinearQuantisesOnTheGpuAsTheCpuAndMatchesIt) {
   x = ops::mul(x, test::random_tensor({2, 77, 1}, 37, 0.01f, 50.f)).to(DType::BF16);
   const Tensor xg = x.to(test::kGpu);
   EXPECT_LE(test::max_rel_err(gpu(xg), cpu(x)), 2e-2);
-  EXPECT_LE(test::max_rel_err(gpu.gelu_tanh(xg), cpu.gelu_tanh(x)), 2e-2);
+  // The CPU computes elementwise ops in f32 only: its GELU runs on the widened linear output.
+  EXPECT_LE(test::max_rel_err(gpu.gelu_tanh(xg), ops::gelu_tanh(cpu(x).to(DType::F32))), 2e-2);
 }
 
 // The bf16 tiny fixture with fp8-cast's Linear weights pre-quantised per tensor and one static
@@ -202,10 +204,9 @@ TEST(CudaFp8Scaled, LoraFusesOnTheGpuAsTheCpuAndResetsBitForBit) {
   };
   const auto [cpu_w, cpu_s] = fused(Device::cpu(), DType::F32);
   const auto [gpu_w, gpu_s] = fused(test::kGpu, DType::BF16);
-  // The delta's factor GEMM sums in another order on the GPU (fused_weight_on): a value can land
-  // one bf16 step away, which moves the requantised weight by at most one e4m3 step.
-  EXPECT_LE(test::max_rel_err(gpu_w.to(DType::F32), cpu_w.to(DType::F32)), 0.07);
-  EXPECT_NEAR(gpu_s, cpu_s, 1e-2 * cpu_s);
+  // Requantisation runs on the host for either device (fuse.cpp): the same bits.
+  EXPECT_TRUE(test::same_bytes(gpu_w, cpu_w));
+  EXPECT_EQ(gpu_s, cpu_s);
 }
 
 }  // namespace

@@ -7,7 +7,9 @@ cd "$(dirname "$0")/../../tests/fixtures"
 stash=${LTX_FIXTURE_STASH:-/tmp/ltx_fixture_stash}
 files=(tiny_ltx2_19b.safetensors transformer_keys_ltx25_22b.txt transformer_keys_ltx23_22b.txt
        text_tokenizer_cases.json sampling_steps.safetensors sampling_guiders.safetensors
-       media_reference.safetensors)
+       media_reference.safetensors ltx23.fp8_cast.io.safetensors
+       ltx23.fp8_scaled.weights.safetensors ltx23.fp8_scaled.io.safetensors
+       ltx23.fp8_scaled.linear.safetensors)
 mkdir -p "$stash"
 case ${1:-} in
   stash) for f in "${files[@]}"; do if [ -f "$f" ]; then mv "$f" "$stash/"; fi; done ;;
