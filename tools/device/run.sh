@@ -9,7 +9,7 @@
 #   kernels  ltx bench kernels (every harness) and the op profiler in both modes on the tiny preset
 #   engine   ltx bench engine: jobs per minute through the resident engine (demo bundle), one at a
 #            time vs batches of 4, distilled and one-stage at 768x512, 49 frames
-#   memory   the full-size step at 768x512 and 1536x1024: bf16, fp8-cast, --offload cpu, and both
+#   memory   the full-size step at 768x512 and 1536x1024: bf16, fp8-cast, fp8, --offload cpu
 #   fp8ref   tools/parity/gen_fp8_reference.py (needs the reference unpacked in .ref, carried): the
 #            official fp8-cast / fp8-scaled-mm fixtures, written to tests/fixtures and $OUT/fixtures
 #   official tools/bench/official_quantized_step.py: the official step under fp8-cast and
@@ -96,8 +96,8 @@ for step in "$@"; do
       for s in 768x512 1536x1024; do
         bench ${s}_bf16 $N transformer --size $s
         bench ${s}_fp8cast $N transformer --size $s --quantization fp8-cast
+        bench ${s}_fp8 $N transformer --size $s --quantization fp8
         bench ${s}_offload $N transformer --size $s --offload cpu
-        bench ${s}_fp8cast_offload $N transformer --size $s --quantization fp8-cast --offload cpu
       done
       ;;
     fp8ref)
