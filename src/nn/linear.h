@@ -16,6 +16,9 @@ enum class LinearFormat {
   Dense,    // weight and bias in the compute dtype
   Fp8Cast,  // weight and bias float8_e4m3fn, upcast to the input's dtype at each forward
             // (the reference's Fp8CastLinear; quantization/fp8_cast.h)
+  Nvfp4,    // weight packed E2M1 u8 [out, in/2] with block_scales and tensor_scale
+            // (op_types/nvfp4.h), dequantised to the input's dtype at each forward; bias dense
+            // (quantization/nvfp4.h)
 };
 
 struct Linear {
@@ -23,13 +26,20 @@ struct Linear {
   Tensor bias;    // [out], or undefined when the layer has none
   // Last, so that {weight, bias} still makes a dense layer.
   LinearFormat format = LinearFormat::Dense;
+  // Nvfp4 only: the E4M3 block scales, the f32 decode scale, and the file's input_scale (kept
+  // for the record; Hopper's GEMM does not use it) or undefined.
+  Tensor block_scales;
+  Tensor tensor_scale;
+  Tensor input_scale;
 
   // Binds `<name>.weight` (and `<name>.bias` when `has_bias`) from `w`, in the format that
   // opt.quantization's policy gives the layer's full name (w.prefix() + name).
   static Linear load(io::WeightMap& w, const std::string& name, int64_t in_features,
                      int64_t out_features, bool has_bias, const LoadOptions& opt);
 
-  int64_t in_features() const { return weight.size(1); }
+  int64_t in_features() const {
+    return format == LinearFormat::Nvfp4 ? weight.size(1) * 2 : weight.size(1);
+  }
   int64_t out_features() const { return weight.size(0); }
   Tensor operator()(const Tensor& x) const;
   // gelu_tanh(x W^T + b), one fused op (ops::linear_gelu_tanh) in every format.
@@ -40,7 +50,8 @@ struct Linear {
   Tensor dense_weight(DType dtype) const;
   Tensor dense_bias(DType dtype) const;
 
-  // Every parameter tensor the layer holds, with its role ("weight", "bias"), in a fixed order
+  // Every parameter tensor the layer holds, with its role ("weight", "bias", and for Nvfp4
+  // "weight_scale", "weight_scale_2", "input_scale" as the file names them), in a fixed order
   // (e.g. for moving a block's weights between devices).
   void for_each_parameter(const std::function<void(const char* role, Tensor& t)>& fn);
   void for_each_parameter(const std::function<void(const char* role, const Tensor& t)>& fn) const;

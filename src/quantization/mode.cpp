@@ -6,11 +6,11 @@ namespace ltx::quantization {
 
 namespace {
 
-constexpr Mode kModes[] = {Mode::None, Mode::Fp8Cast};
+constexpr Mode kModes[] = {Mode::None, Mode::Fp8Cast, Mode::Nvfp4Cast, Mode::Nvfp4Prequant};
 
 // The reference's other kinds: recognised so that asking for one says it is not available here,
 // rather than calling it unknown.
-constexpr const char* kNotYet[] = {"fp8-scaled-mm", "nvfp4-cast", "nvfp4-prequant"};
+constexpr const char* kNotYet[] = {"fp8-scaled-mm"};
 
 }  // namespace
 
@@ -18,6 +18,8 @@ const char* mode_name(Mode mode) {
   switch (mode) {
     case Mode::None: return "none";
     case Mode::Fp8Cast: return "fp8-cast";
+    case Mode::Nvfp4Cast: return "nvfp4-cast";
+    case Mode::Nvfp4Prequant: return "nvfp4-prequant";
   }
   return "?";
 }

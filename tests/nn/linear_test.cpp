@@ -192,8 +192,10 @@ TEST(Fp8CastScales, RejectsBlockwiseScalesAndOrphans) {
 TEST(QuantizationMode, ParsesTheAvailableNamesAndExplainsTheOthers) {
   EXPECT_EQ(quantization::parse_mode("none"), Mode::None);
   EXPECT_EQ(quantization::parse_mode("fp8-cast"), Mode::Fp8Cast);
-  EXPECT_EQ(quantization::available_modes(), "none, fp8-cast");
-  for (const char* later : {"fp8-scaled-mm", "nvfp4-cast", "nvfp4-prequant"}) {
+  EXPECT_EQ(quantization::parse_mode("nvfp4-cast"), Mode::Nvfp4Cast);
+  EXPECT_EQ(quantization::parse_mode("nvfp4-prequant"), Mode::Nvfp4Prequant);
+  EXPECT_EQ(quantization::available_modes(), "none, fp8-cast, nvfp4-cast, nvfp4-prequant");
+  for (const char* later : {"fp8-scaled-mm"}) {
     EXPECT_ERROR_HAS(quantization::parse_mode(later), "is not available in this build");
     EXPECT_ERROR_HAS(quantization::parse_mode(later), "available: none, fp8-cast");
   }

@@ -188,6 +188,12 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
   std::set<std::string> names;
   for (const LoraSet& set : sets)
     for (const std::string& n : checked_targets(w, set, &absent_)) names.insert(n);
+  // The reference's NVFP4 fusion (dequantise, add, quantise again into the packed tensors) is
+  // not implemented: refuse rather than fuse into a copy the model never reads.
+  LTX_CHECK(names.empty() || !quantization::is_nvfp4(opt.quantization),
+            "LoRA: fusing into NVFP4 weights is not supported (--quantization ",
+            quantization::mode_name(opt.quantization), "); use --quantization fp8-cast or none "
+            "with LoRAs");
   for (const std::string& name : names) {
     Slot& s = slots_[name];
     // Marks the file tensor used; the buffer added below replaces it for the model.
