@@ -68,6 +68,10 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.preset = c.preset;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
   o.quantization = quantization::parse_mode(c.quantization);
+  LTX_CHECK(o.quantization != quantization::Mode::Nvfp4Prequant,
+            "ltx bench: --quantization nvfp4-prequant reads the NVFP4 layers of a pre-quantised "
+            "file, and the bench makes random weights; use --quantization nvfp4-cast (the same "
+            "layers, quantised at load)");
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");

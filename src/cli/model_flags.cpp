@@ -94,7 +94,10 @@ void add_quantization_flag(CLI::App* sub, std::string& mode) {
                       quantization::available_modes() +
                       ". none (default) keeps the file's weights; fp8-cast stores the attention "
                       "and feed-forward Linears of every block in FP8 (e4m3) and upcasts them at "
-                      "each matmul, about half the transformer's weight memory. Example: "
+                      "each matmul, about half the transformer's weight memory; nvfp4-cast "
+                      "quantises the video branch's 12 Linears a block to NVFP4 (4-bit, about a "
+                      "quarter), nvfp4-prequant loads a pre-quantised NVFP4 file (both "
+                      "dequantised to bf16 for each matmul on this GPU generation). Example: "
                       "--quantization fp8-cast")
       ->default_str("none");
 }
