@@ -57,6 +57,8 @@ std::optional<Nvfp4Parameters> take_prequant_nvfp4(io::WeightMap& w, const std::
   const auto describe = [&](const std::string& n) {
     return str(dtype_name(w.dtype(n)), " ", w.shape(n).str());
   };
+  LTX_CHECK(w.contains(name + ".weight"), "--quantization nvfp4-prequant: layer ", layer,
+            " has NVFP4 scales but no .weight; the file is incomplete (re-export it)");
   const Shape scales_shape = ops::nvfp4_block_scales_shape(out_features, in_features);
   LTX_CHECK(w.dtype(name + ".weight") == DType::U8 &&
                 w.shape(name + ".weight") == Shape({out_features, in_features / 2}),

@@ -70,6 +70,17 @@ TEST(BenchCli, Fp8CastTransformerStepRunsAndIsNamedInTheReport) {
   EXPECT_NE(r.err.find("(--quantization fp8-cast)"), std::string::npos) << r.err;
 }
 
+TEST(BenchCli, Nvfp4CastTransformerStepRunsAndIsNamedInTheReport) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "nvfp4-cast", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["quantization"], "nvfp4-cast");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  EXPECT_GT(j["cases"][0]["ours"]["median_ms"].get<double>(), 0);
+}
+
 TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
   TempDir dir;
   const auto r = test::run_ltx(dir, {"bench", "flops"});
@@ -171,6 +182,7 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
       {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
       {{"--quantization", "fp8-scaled-mm"}, "--quantization fp8-scaled-mm is not available"},
+      {{"--quantization", "nvfp4-prequant"}, "--quantization nvfp4-prequant reads the NVFP4 layers"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.

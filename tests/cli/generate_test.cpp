@@ -133,7 +133,7 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
   TempDir dir;
   const std::string out = dir.file("out.mp4");
   const std::string missing = dir.file("missing.safetensors");
-  // An NVFP4 transformer file (header only matters): no mode of this build loads it.
+  // An NVFP4 transformer file (header only matters): only nvfp4-prequant loads it.
   const std::string nvfp4 = dir.file("nvfp4.safetensors");
   io::write_safetensors(
       nvfp4, {{"model.diffusion_model.transformer_blocks.0.attn1.to_q.weight",

@@ -83,12 +83,13 @@ TEST(TransformerNvfp4Cast, TinyTransformerOutputStaysWithinTheNvfp4QualityGate) 
   std::printf("nvfp4-cast vs bf16 weights, tiny ltx23: video rel_l2 %.4e, audio rel_l2 %.4e\n",
               video.rel_l2, audio.rel_l2);
   // E2M1 keeps one mantissa bit on 8 levels a sign, scaled per 16 weights: the rms relative error
-  // of a Gaussian-like weight is about 10%, so each quantised Linear's output moves by about that;
+  // of a uniform-like weight is about 10%, so each quantised Linear's output moves by about that;
   // the residual stream carries the unquantised input past every block, and the audio stream is
-  // only reached through the cross-modal Linears. A wrong nibble order, scale layout or layer
-  // moves the outputs by O(1).
-  EXPECT_LT(video.rel_l2, 0.25);
-  EXPECT_LT(audio.rel_l2, 0.25);
+  // only reached through the two cross-modal Linears the policy quantises, so it moves less.
+  // The bounds leave about twice the error seen on this fixture; a wrong nibble order, scale
+  // layout or layer moves the outputs by O(1).
+  EXPECT_LT(video.rel_l2, 0.12);
+  EXPECT_LT(audio.rel_l2, 0.05);
   EXPECT_GT(video.rel_l2, 0.0);  // the weights really were rounded
 }
 
