@@ -290,6 +290,67 @@ GuidedInputs guided_inputs(const BenchCase& c, const Preset& p, const tf::LTXMod
   return in;
 }
 
+// ||a - b|| / ||b|| over two tensors of one shape, summed in double on the host.
+double rel_l2(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to_float_vector(), y = b.to_float_vector();
+  LTX_CHECK(x.size() == y.size(), "bench: outputs of different sizes");
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = static_cast<double>(x[i]) - y[i];
+    num += d * d;
+    den += static_cast<double>(y[i]) * y[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// The quality of --quantization at full size: every transformer case's velocity under the mode
+// against one step of the unquantized model, both from the same random weights (the synthesizer
+// draws by name and seed) on the same inputs; one model on the device at a time.
+void measure_quantization_error(BenchReport& r, const Preset& p, const tf::LTXModelConfig& cfg) {
+  const BenchOptions& o = r.options;
+  std::vector<BenchCase*> cases;
+  for (BenchCase& c : r.cases)
+    if (c.kind == "transformer" && c.ours) cases.push_back(&c);
+  if (cases.empty() || o.quantization == quantization::Mode::None || o.guided) return;
+  const auto outputs = [&](quantization::Mode mode) {
+    backend::release_cached_memory(o.device);
+    RandomWeights rw(transformer_init, o.seed);
+    io::WeightMap w = io::WeightMap::synthetic(rw.synthesizer());
+    const tf::LTXModel model =
+        tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, mode},
+                           models::BlockStreaming{o.offload_slots, o.offload_from_file});
+    std::vector<tf::ModelOutputs> out;
+    for (BenchCase* c : cases) {
+      const TransformerInputs in = transformer_inputs(*c, p, cfg, o);
+      const bool audio = in.audio.latent.defined();
+      // The velocity (the transformer's own output): the denoised x0 is mostly the input latent.
+      tf::ModelOutputs y = model.forward(&in.video, audio ? &in.audio : nullptr, nullptr);
+      if (y.video.defined()) y.video = y.video.to(Device::cpu(), DType::F32);
+      if (y.audio.defined()) y.audio = y.audio.to(Device::cpu(), DType::F32);
+      out.push_back(std::move(y));
+    }
+    return out;
+  };
+  log_info("bench: rel L2 of --quantization ", quantization::mode_name(o.quantization),
+           " vs one unquantized ", dtype_name(o.model_dtype()),
+           " step (same random weights and inputs)");
+  try {
+    const std::vector<tf::ModelOutputs> q = outputs(o.quantization);
+    const std::vector<tf::ModelOutputs> d = outputs(quantization::Mode::None);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      BenchCase& c = *cases[i];
+      c.quant_rel_l2_video = rel_l2(q[i].video, d[i].video);
+      if (q[i].audio.defined() && d[i].audio.defined())
+        c.quant_rel_l2_audio = rel_l2(q[i].audio, d[i].audio);
+      log_info("bench: ", c.label, ": rel L2 vs unquantized: video ", fmt("%.3e", *c.quant_rel_l2_video),
+               c.quant_rel_l2_audio ? str(", audio ", fmt("%.3e", *c.quant_rel_l2_audio)) : "");
+    }
+  } catch (const Error& e) {
+    fail("ltx bench: the rel L2 of --quantization ", quantization::mode_name(o.quantization),
+         " against the unquantized step failed: ", e.what());
+  }
+}
+
 void run_transformer_cases(BenchReport& r, const Preset& p) {
   const tf::LTXModelConfig cfg = p.transformer_config();
   const BenchOptions& o = r.options;
@@ -330,6 +391,7 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
         log_info("bench: ", c.label, ": step recorded as a CUDA graph");
         return [graph, step] { graph->run(step); };
       });
+  measure_quantization_error(r, p, cfg);
 }
 
 // ------------------------------------------------------------------------------- VAE
@@ -835,6 +897,13 @@ std::string format_table(const BenchReport& r) {
   // The clock the times were made at (a GPU at its power limit runs below its maximum clock).
   for (const BenchCase& c : r.cases)
     if (c.ours && c.ours->gpu) os << "GPU during " << c.label << ": " << profiling::describe(*c.ours->gpu) << "\n";
+  for (const BenchCase& c : r.cases)
+    if (c.quant_rel_l2_video)
+      os << c.label << ": --quantization " << quantization::mode_name(o.quantization)
+         << " vs one unquantized step (same random weights and inputs): rel L2 video "
+         << fmt("%.3e", *c.quant_rel_l2_video)
+         << (c.quant_rel_l2_audio ? ", audio " + fmt("%.3e", *c.quant_rel_l2_audio) : std::string())
+         << "\n";
   return os.str();
 }
 
@@ -922,6 +991,12 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
     } else {
       e["ours"] = nullptr;
     }
+    if (c.quant_rel_l2_video)
+      e["quantization_rel_l2"] = {
+          {"video", *c.quant_rel_l2_video},
+          {"audio", c.quant_rel_l2_audio ? nlohmann::ordered_json(*c.quant_rel_l2_audio)
+                                         : nlohmann::ordered_json()},
+          {"against", "one unquantized step, same random weights and inputs"}};
     nlohmann::ordered_json off = nlohmann::ordered_json::array();
     for (const OfficialValue& v : c.official) {
       nlohmann::ordered_json x = {{"section", v.section}, {"median_ms", v.median_ms}, {"min_ms", v.min_ms}};

@@ -119,6 +119,10 @@ struct BenchCase {
   FlopCount flops;
   double floor_ms = 0;
   std::optional<Timing> ours;
+  // transformer under --quantization: rel L2 (||q - d|| / ||d||) of the video / audio velocity
+  // output against one unquantized step with the same random weights and inputs (audio: when
+  // the case has audio).
+  std::optional<double> quant_rel_l2_video, quant_rel_l2_audio;
   std::vector<OfficialValue> official;  // every matching section
   std::optional<size_t> official_choice;  // index into `official` shown in the table
 

@@ -73,6 +73,63 @@ constexpr const char* kLtx25DiffusionVae = R"json({
   }
 })json";
 
+// The text encoder of LTX-2.x: Gemma 3 12B (google/gemma-3-12b-it's config.json; the vision tower is
+// not used by the text path). The token ids of the top level are those of the tokenizer the
+// pipeline benchmark runs (the demo bundle's), which feeds every prompt padded to 1024 tokens.
+constexpr const char* kGemma3_12b = R"json({
+  "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+  "boi_token_index": 1085, "eoi_token_index": 1086, "image_token_index": 1087,
+  "eos_token_id": [1, 9], "initializer_range": 0.02, "mm_tokens_per_image": 256,
+  "text_config": {
+    "model_type": "gemma3_text", "hidden_size": 3840, "intermediate_size": 15360,
+    "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
+    "query_pre_attn_scalar": 256, "sliding_window": 1024, "sliding_window_pattern": 6,
+    "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "vocab_size": 262208,
+    "rms_norm_eps": 1e-06, "hidden_activation": "gelu_pytorch_tanh",
+    "max_position_embeddings": 131072, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+  "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "image_size": 896,
+                    "intermediate_size": 4304, "num_attention_heads": 16, "num_hidden_layers": 27,
+                    "patch_size": 14, "vision_use_head": false}
+})json";
+
+// config.audio_vae and config.vocoder of the LTX-2.3 checkpoints (the audio VAE with 8 x 16 latent
+// channels; BigVGAN-v2 at 16 kHz with the bandwidth extension to 48 kHz).
+constexpr const char* kLtx23Audio = R"json({
+  "audio_vae": {
+    "model": {"params": {"ddconfig": {
+        "double_z": true, "mel_bins": 64, "z_channels": 8, "resolution": 256,
+        "downsample_time": false, "in_channels": 2, "out_ch": 2, "ch": 128, "ch_mult": [1, 2, 4],
+        "num_res_blocks": 2, "attn_resolutions": [], "dropout": 0.0,
+        "mid_block_add_attention": false, "norm_type": "pixel", "causality_axis": "height"},
+      "sampling_rate": 16000}},
+    "preprocessing": {
+      "audio": {"sampling_rate": 16000, "max_wav_value": 32768.0, "duration": 5.12,
+                "stereo": true, "causal_padding": 3},
+      "stft": {"filter_length": 1024, "hop_length": 160, "win_length": 1024, "causal": true},
+      "mel": {"n_mel_channels": 64, "mel_fmin": 0, "mel_fmax": 8000}}},
+  "vocoder": {
+    "vocoder": {"upsample_initial_channel": 1536, "resblock": "AMP1",
+                "upsample_rates": [5, 2, 2, 2, 2, 2], "resblock_kernel_sizes": [3, 7, 11],
+                "upsample_kernel_sizes": [11, 4, 4, 4, 4, 4],
+                "resblock_dilation_sizes": [[1, 3, 5], [1, 3, 5], [1, 3, 5]], "stereo": true,
+                "use_tanh_at_final": false, "activation": "snakebeta", "use_bias_at_final": false},
+    "bwe": {"upsample_initial_channel": 512, "resblock": "AMP1", "upsample_rates": [6, 5, 2, 2, 2],
+            "resblock_kernel_sizes": [3, 7, 11], "upsample_kernel_sizes": [12, 11, 4, 4, 4],
+            "resblock_dilation_sizes": [[1, 3, 5], [1, 3, 5], [1, 3, 5]], "stereo": true,
+            "use_tanh_at_final": false, "activation": "snakebeta", "use_bias_at_final": false,
+            "apply_final_activation": false, "input_sampling_rate": 16000,
+            "output_sampling_rate": 48000, "hop_length": 80, "n_fft": 512, "win_size": 512,
+            "num_mels": 64}}
+})json";
+
+// The x2 spatial latent upsampler (the reference configurator's values, which the published
+// file's config carries).
+constexpr const char* kLtx23Upsampler = R"json({
+  "_class_name": "LatentUpsampler", "in_channels": 128, "mid_channels": 512,
+  "num_blocks_per_stage": 4, "dims": 3, "spatial_upsample": true, "temporal_upsample": false,
+  "spatial_scale": 2.0, "rational_resampler": false
+})json";
+
 // config.transformer of the LTX-2 19B checkpoints: the keys its files carry (reference map 2.2:
 // no gated attention, no text-attention AdaLN, the caption projection inside the transformer) at
 // the 22B's published widths, which the 19B shares. Its connector keys are left out: the
@@ -117,6 +174,9 @@ Preset ltx23_22b() {
   p.description = "LTX-2.3 22B audio-video transformer + conv video VAE (published configs)";
   p.transformer = nlohmann::json::parse(kLtx23Transformer);
   p.vae = nlohmann::json::parse(kLtx23Vae);
+  p.gemma = nlohmann::json::parse(kGemma3_12b);
+  p.audio = nlohmann::json::parse(kLtx23Audio);
+  p.upsampler = nlohmann::json::parse(kLtx23Upsampler);
   p.transformer_sizes = {{768, 512}, {1536, 1024}};
   p.vae_size = {1536, 1024};
   p.frames = 121;
@@ -135,6 +195,9 @@ Preset ltx25_22b() {
   p.transformer["use_keyframes_abs_pos_embedding"] = true;
   p.diffusion_vae = nlohmann::json::parse(kLtx25DiffusionVae);
   p.model_version = "2.5.0";
+  // Its text encoder is Gemma 4 and its pipelines decode with the diffusion decoder: no pipeline
+  // preset yet.
+  p.gemma = p.audio = p.upsampler = nullptr;
   return p;
 }
 
@@ -170,6 +233,19 @@ Preset tiny() {
       {"stage_kernels", {{3, 1, 3}, {3, 3, 5}, {3, 3, 3}, {3, 3, 3}, {3, 3, 3}}},
       {"upsamples", nlohmann::json::parse("[[[1, 2, 2], 2], [[2, 1, 1], 1], [[2, 2, 2], 1], [[2, 2, 2], 1]]")},
       {"stage5_kernel", {3, 3, 3}}});
+  // The pipeline's other models at the demo bundle's toy widths: a 6-layer Gemma 3 of width 24
+  // (the transformer's caption_channels), an audio VAE of 2 x 16 latent channels (its
+  // audio_in_channels) with a narrow BWE vocoder, an upsampler on the 16 latent channels.
+  p.gemma["text_config"].update(nlohmann::json{
+      {"hidden_size", 24}, {"intermediate_size", 64}, {"num_hidden_layers", 6},
+      {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+      {"query_pre_attn_scalar", 20}, {"sliding_window", 8}, {"vocab_size", 1088}});
+  auto& dd = p.audio["audio_vae"]["model"]["params"]["ddconfig"];
+  dd.update(nlohmann::json{{"z_channels", 2}, {"ch", 32}, {"ch_mult", {1, 1, 1}}, {"num_res_blocks", 1}});
+  p.audio["vocoder"]["vocoder"]["upsample_initial_channel"] = 64;
+  p.audio["vocoder"]["bwe"].update(nlohmann::json{
+      {"upsample_initial_channel", 32}, {"n_fft", 256}, {"win_size", 256}});
+  p.upsampler.update(nlohmann::json{{"in_channels", 16}, {"mid_channels", 32}, {"num_blocks_per_stage", 1}});
   p.transformer_sizes = {{64, 64}, {128, 64}};
   p.vae_size = {64, 64};
   p.frames = 9;

@@ -36,6 +36,12 @@ struct Preset {
   nlohmann::json transformer;  // metadata config.transformer
   nlohmann::json vae;          // metadata config.vae (the conv video VAE)
   nlohmann::json diffusion_vae;  // config.vae of the diffusion video VAE file; null: none
+  // The other models of a whole pipeline (`ltx bench pipeline`): the text encoder's Hugging Face
+  // config.json (Gemma 3), the checkpoint's config with its `audio_vae` and `vocoder` sections, the
+  // x2 spatial latent upsampler's config. Null in presets that have no pipeline.
+  nlohmann::json gemma;
+  nlohmann::json audio;
+  nlohmann::json upsampler;
   // Default shapes.
   std::vector<VideoSize> transformer_sizes;
   VideoSize vae_size;  // both video decoders

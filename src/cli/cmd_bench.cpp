@@ -14,6 +14,7 @@
 
 #include "bench/bench.h"
 #include "bench/engine_throughput.h"
+#include "bench/pipeline_bench.h"
 #include "bench/kernel_timings.h"
 #include "cli/commands.h"
 #include "cli/model_flags.h"
@@ -51,6 +52,7 @@ struct BenchCliOptions {
   std::string pipeline = "distilled";
   int64_t jobs = 8, steps = 0;
   std::vector<int64_t> batches;
+  std::string mp4;  // `pipeline` only
 };
 
 // The options of the model benchmarks, which `ltx bench kernels` does not take.
@@ -68,6 +70,10 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.preset = c.preset;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
   o.quantization = quantization::parse_mode(c.quantization);
+  LTX_CHECK(o.quantization != quantization::Mode::Fp8ScaledMm,
+            "--quantization fp8-scaled-mm reads the FP8 layers and scales of a pre-quantised "
+            "checkpoint, which random weights are not; bench --quantization fp8 (FP8 GEMMs with "
+            "per-token activation scales) or fp8-cast");
   LTX_CHECK(o.quantization != quantization::Mode::Nvfp4Prequant,
             "ltx bench: --quantization nvfp4-prequant reads the NVFP4 layers of a pre-quantised "
             "file, and the bench makes random weights; use --quantization nvfp4-cast (the same "
@@ -121,6 +127,7 @@ int64_t gpu_budget(const BenchCliOptions& c, Device device) {
 }
 
 int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
+  LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
   LTX_CHECK(c.max_gpu_memory.empty(), "--max-gpu-memory does not apply to `ltx bench kernels`");
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(sub.count(name) == 0, name,
@@ -140,6 +147,7 @@ int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
 }
 
 int run_engine(const BenchCliOptions& c, const CLI::App& sub) {
+  LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(std::string(name) == "--frames" || std::string(name) == "--size" || sub.count(name) == 0,
               name, " does not apply to `ltx bench engine` (it takes --pipeline, --size, --frames, "
@@ -173,10 +181,70 @@ int run_engine(const BenchCliOptions& c, const CLI::App& sub) {
   return 0;
 }
 
+// The options of the component benchmarks that `ltx bench pipeline` does not take.
+const char* const kNotPipelineOptions[] = {
+    "--vae-size", "--text-tokens", "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share",
+    "--per-token-timesteps", "--image-conditioned", "--decode-free-gib", "--warmup", "--iters",
+    "--official", "--official-section", "--gemm-tflops", "--attention-tflops", "--jobs", "--batch",
+    "--filter"};
+
+int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
+  for (const char* name : kNotPipelineOptions)
+    LTX_CHECK(sub.count(name) == 0, name,
+              " does not apply to `ltx bench pipeline` (it takes --preset, --pipeline, --size, "
+              "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, "
+              "--quantization, --offload, --mp4, --json and --out)");
+  LTX_CHECK(c.sizes.size() <= 1, "`ltx bench pipeline` takes one --size");
+  bench::PipelineBenchOptions o;
+  o.preset = c.preset;
+  o.pipeline = c.pipeline;
+  o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
+  if (!c.dtype.empty()) {
+    DType dt{};
+    LTX_CHECK(dtype_from_name(c.dtype, &dt) && (dt == DType::F32 || dt == DType::BF16),
+              "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
+    o.dtype = dt;
+  }
+  // The tiny preset's own shapes by default, so that it runs in seconds on the CPU.
+  const bench::Preset p = bench::preset(c.preset);
+  if (p.name == "tiny") {
+    o.width = o.height = 128;
+    o.frames = p.frames;
+  }
+  if (!c.sizes.empty()) {
+    const auto size = bench::parse_video_size(c.sizes[0], "--size");
+    o.width = size.width;
+    o.height = size.height;
+  }
+  if (sub.count("--frames") != 0) o.frames = c.frames;
+  if (sub.count("--steps") != 0) {
+    LTX_CHECK(c.steps >= 1, "--steps ", c.steps, ": must be at least 1");
+    o.steps = c.steps;
+  }
+  o.seed = static_cast<int64_t>(c.seed);
+  o.audio = !c.no_audio;
+  o.mp4_path = c.mp4;
+  o.max_gpu_memory_bytes = gpu_budget(c, o.device);
+  o.quantization = quantization::parse_mode(c.quantization);
+  o.offload = generate::parse_offload(c.offload);
+  const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
+  const std::string json = bench::pipeline_bench_json(r).dump(2) + "\n";
+  if (!c.out.empty()) write_text_atomically(c.out, json);
+  if (c.json)
+    std::cout << json << std::flush;
+  else
+    std::cout << bench::format_pipeline_bench(r) << std::flush;
+  return 0;
+}
+
 int run_bench(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kEngineOptions)
-    LTX_CHECK(sub.count(name) == 0, name, " applies to `ltx bench engine` only");
+    LTX_CHECK(sub.count(name) == 0, name, " applies to `ltx bench engine` ",
+              std::string(name) == "--pipeline" || std::string(name) == "--steps"
+                  ? "and `ltx bench pipeline` only"
+                  : "only");
   LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
+  LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
   const bench::BenchOptions o = to_options(c);
   if (const int64_t budget = gpu_budget(c, o.device); budget > 0 && c.what != "flops")
     generate::apply_gpu_budget(o.device, budget);
@@ -209,8 +277,11 @@ Command add_bench(CLI::App& app) {
                   "all (default), transformer, vae (conv VAE decode), diffdec (LTX-2.5 diffusion video "
                   "decode), flops (shapes and FLOP floors only, runs nothing), kernels (single CUDA "
                   "kernels on the full-size shapes), or engine (jobs per minute through the resident "
-                  "engine on the demo bundle, one at a time vs batched)")
-      ->check(CLI::IsMember({"all", "transformer", "vae", "diffdec", "flops", "kernels", "engine"}));
+                  "engine on the demo bundle, one at a time vs batched), or pipeline (one whole clip "
+                  "through a pipeline of `ltx generate` at the preset's full size, every model with "
+                  "random weights made on the device: per-stage times, peak memory, end to end)")
+      ->check(CLI::IsMember(
+          {"all", "transformer", "vae", "diffdec", "flops", "kernels", "engine", "pipeline"}));
   std::string presets;
   for (const std::string& p : bench::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   sub->add_option("--preset", o->preset, "Model preset: " + presets + " (default ltx23-22b)")
@@ -268,15 +339,22 @@ Command add_bench(CLI::App& app) {
   for (const std::string& h : bench::kernel_harness_names())
     harnesses += (harnesses.empty() ? "" : ", ") + h;
   sub->add_option("--filter", o->filters, "kernels: run only this harness (repeatable): " + harnesses);
-  sub->add_option("--pipeline", o->pipeline, "engine: the pipeline (default distilled)");
+  sub->add_option("--pipeline", o->pipeline,
+                  "engine, pipeline: the pipeline (default distilled; pipeline: distilled, two-stage "
+                  "or two-stage-hq)");
   sub->add_option("--jobs", o->jobs, "engine: jobs timed per batch size (default 8)");
   sub->add_option("--batch", o->batches, "engine: batch sizes to time (repeatable; default 1 and 4)");
-  sub->add_option("--steps", o->steps, "engine: stage-1 steps of a guided pipeline (default: its own)");
+  sub->add_option("--steps", o->steps,
+                  "engine, pipeline: stage-1 steps of a guided pipeline (default: its own)");
+  sub->add_option("--mp4", o->mp4,
+                  "pipeline: keep the MP4 at this path (default: a temporary file, removed; needs "
+                  "FFmpeg in the build)");
   sub->add_flag("--json", o->json, "Print the full JSON report instead of the table");
   sub->add_option("--out", o->out, "Also write the JSON report to this file");
   return {sub, [o, sub]() -> int {
             if (o->what == "kernels") return run_kernels(*o, *sub);
             if (o->what == "engine") return run_engine(*o, *sub);
+            if (o->what == "pipeline") return run_pipeline(*o, *sub);
             return run_bench(*o, *sub);
           }};
 }

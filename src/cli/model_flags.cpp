@@ -52,11 +52,14 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
   sub->add_option("--max-gpu-memory", c.max_gpu_memory, kMaxGpuMemoryHelp);
   sub->add_option("--offload", c.offload,
                   "Where the transformer's blocks and Gemma's layers wait between uses: none "
-                  "(default: all weights on the GPU), cpu (in page-locked host memory, copied "
-                  "to the GPU one by one while the previous one computes; GPU memory for the rest "
-                  "of each model plus two blocks) or disk (read from the model files at every "
-                  "pass through two page-locked staging buffers: the least host memory). Needs "
-                  "--device cuda");
+                  "(all weights on the GPU; the default without --max-gpu-memory), cpu (in "
+                  "page-locked host memory, copied to the GPU one by one while the previous one "
+                  "computes; GPU memory for the rest of each model plus two blocks), disk (read "
+                  "from the model files at every pass through two page-locked staging buffers: "
+                  "the least host memory) or auto (the default with --max-gpu-memory: each model "
+                  "resident when it fits the budget with its stage's activations, else its first "
+                  "blocks resident and the rest streamed from host memory; the plan is logged). "
+                  "Needs --device cuda");
   sub->add_option("--checkpoint-path", m.checkpoint_path,
                   "Single-file LTX-2 checkpoint: transformer, text connectors, video and audio "
                   "VAEs, vocoder");
@@ -94,7 +97,11 @@ void add_quantization_flag(CLI::App* sub, std::string& mode) {
                       quantization::available_modes() +
                       ". none (default) keeps the file's weights; fp8-cast stores the attention "
                       "and feed-forward Linears of every block in FP8 (e4m3) and upcasts them at "
-                      "each matmul, about half the transformer's weight memory; nvfp4-cast "
+                      "each matmul, about half the transformer's weight memory. fp8-scaled-mm "
+                      "reads a pre-quantised FP8 checkpoint (e4m3 weights with weight_scale and "
+                      "input_scale) and multiplies in FP8 with those static scales. fp8 (ours) "
+                      "quantises fp8-cast's Linears per tensor at load and the activations per "
+                      "token at each matmul, FP8 GEMMs on any bf16 or FP8 file. nvfp4-cast "
                       "quantises the video branch's 12 Linears a block to NVFP4 (4-bit, about a "
                       "quarter), nvfp4-prequant loads a pre-quantised NVFP4 file (both "
                       "dequantised to bf16 for each matmul on this GPU generation). Example: "
@@ -128,6 +135,10 @@ int64_t resolved_gpu_budget(const ModelFlagsCli& c) {
 }
 
 generate::Offload resolved_offload(const ModelFlagsCli& c) {
+  // Unset: the planner decides under a GPU budget, else every weight stays on the device.
+  if (c.offload.empty())
+    return !c.max_gpu_memory.empty() && resolved_device(c).is_cuda() ? generate::Offload::Auto
+                                                                      : generate::Offload::None;
   const generate::Offload offload = generate::parse_offload(c.offload);
   generate::block_streaming(offload, resolved_device(c));  // --offload cpu with --device cpu
   return offload;

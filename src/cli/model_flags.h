@@ -20,7 +20,7 @@ struct ModelFlagsCli {
   std::string device = "cpu";
   std::string max_gpu_memory;  // GiB; empty: no budget
   std::string quantization = "none";
-  std::string offload = "none";
+  std::string offload;  // empty: auto with --max-gpu-memory on CUDA, else none
 };
 
 // --checkpoint-path ... --duration-head-path, --lora, --distilled-lora, --detailing-lora, --device,

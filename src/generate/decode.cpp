@@ -8,12 +8,15 @@
 
 #include "backend/device_query.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "generate/memory_budget.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
 #include "io/safetensors.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
 #include "models/video_vae/diffusion_tiling.h"
+#include "models/video_vae/memory_estimate.h"
 #include "models/video_vae/model_configurator.h"
 #include "models/video_vae/video_decoder.h"
 #include "ops/shape.h"
@@ -36,7 +39,8 @@ models::audio_vae::Audio decode_audio_with(const Tensor& latent, const AudioDeco
   return audio;
 }
 
-// The bytes the diffusion decoder's automatic tiling may plan with: given, or what the decoding
+// The bytes the automatic tiling may plan with (the diffusion decoder's; the conv decoder's on a
+// GPU): given, or what the decoding
 // device has free now (backend::free_memory_bytes: cudaMemGetInfo on a GPU, MemAvailable on the
 // host). On a GPU the allocator's cache is released first: the freed diffusion models' blocks are
 // free memory for the decode (the reference empties its cache between the blocks, and its
@@ -53,8 +57,9 @@ int64_t decode_budget_bytes(const DecodeOptions& options, Device device) {
 // recommendation for `free_bytes` on the decoding device.
 std::optional<models::tiling::TilingConfig> decode_tiling(
     const models::video_vae::VideoDecoder& decoder, const std::string& path,
-    const DecodeResult& video, const DecodeOptions& options, int64_t free_bytes,
-    const nn::LoadOptions& where, const std::function<int64_t()>& diffusion_weight_bytes) {
+    const DecodeResult& video, const Shape& latent, const DecodeOptions& options,
+    int64_t free_bytes, const nn::LoadOptions& where,
+    const std::function<int64_t()>& diffusion_weight_bytes) {
   namespace vae = models::video_vae;
   namespace tiling = models::tiling;
   const auto* diffusion = std::get_if<vae::DiffusionVideoDecoder>(&decoder);
@@ -79,7 +84,15 @@ std::optional<models::tiling::TilingConfig> decode_tiling(
     return options.tiling;
   }
   if (!options.auto_tiling) return std::nullopt;
-  if (!diffusion) return tiling::auto_tiling_config(video.height, video.width);
+  if (!diffusion) {
+    // On a GPU the layout follows the memory free under the budget (the conv VAE's own estimate).
+    if (!where.device.is_cuda()) return tiling::auto_tiling_config(video.height, video.width);
+    const tiling::TileSizeConfig t = vae::budgeted_decode_tiling(
+        std::get<vae::ConvVideoDecoder>(decoder).config(), latent, free_bytes);
+    log_info("video decode tiling ", tiling::describe(t), " for ", gib_text(free_bytes),
+             " free on ", where.device.str());
+    return t;
+  }
   vae::DiffusionTilingBudget budget;
   budget.free_bytes = free_bytes;
   budget.model_bytes = diffusion_weight_bytes();
@@ -181,9 +194,11 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   const bool diffusion_file = src.is_diffusion();
   // The automatic diffusion tiling's budget: on a GPU measured before the decoder's weights
   // arrive, as the reference (the budget counts them apart); on the CPU after the load, as before.
-  const bool needs_budget = diffusion_file && !options.tiling && options.auto_tiling;
+  // The conv decoder's on a GPU: measured after its weights arrive.
+  const bool auto_tiled = !options.tiling && options.auto_tiling;
+  const bool needs_budget = auto_tiled && (diffusion_file || video_where.device.is_cuda());
   std::optional<int64_t> free_bytes;
-  if (needs_budget && video_where.device.is_cuda())
+  if (needs_budget && diffusion_file && video_where.device.is_cuda())
     free_bytes = decode_budget_bytes(options, video_where.device);
   log_placement(diffusion_file ? "diffusion video decoder" : "video decoder", video_where);
   const std::shared_ptr<const models::video_vae::VideoDecoder> decoder_lease =
@@ -204,12 +219,13 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   r.width = out_shape[4];
   if (needs_budget && !free_bytes) free_bytes = decode_budget_bytes(options, video_where.device);
   const std::optional<models::tiling::TilingConfig> tiling =
-      decode_tiling(decoder, video_vae_path, r, options, free_bytes.value_or(0), video_where,
-                    src.diffusion_weight_bytes);
+      decode_tiling(decoder, video_vae_path, r, video_latent.shape(), options,
+                    free_bytes.value_or(0), video_where, src.diffusion_weight_bytes);
   const int64_t chunks = models::tiling::video_chunks_number(r.frames, tiling);
 
   MediaFormat format;
   format.fps = options.fps;
+  format.frames = r.frames;
   if (audio.waveform.defined()) {
     format.audio_sample_rate = audio.sampling_rate;
     format.audio_channels = audio.waveform.size(0);

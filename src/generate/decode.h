@@ -67,6 +67,9 @@ struct MediaFormat {
   double fps = 24.0;
   int64_t audio_sample_rate = 0;  // 0: no audio
   int64_t audio_channels = 0;
+  // The video's frame count: what the write_frames() calls deliver in all (a sink that keeps one
+  // frame, as the server's thumbnail does, picks it by index); 0 when unknown.
+  int64_t frames = 0;
 };
 class MediaSink {
  public:

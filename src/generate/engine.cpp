@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/out_of_memory.h"
 #include "generate/memory_budget.h"
+#include "generate/offload_plan.h"
 #include "generate/model_provider.h"
 #include "generate/placement.h"
 #include "pipelines/pipeline.h"
@@ -31,7 +32,8 @@ std::string where_key(const nn::LoadOptions& where) {
 // A streamed model holds other device memory than a resident one: another cache entry.
 std::string offload_key(const models::BlockStreaming& streaming) {
   if (!streaming.enabled()) return "";
-  return str("|streamed, ", streaming.slots, " slots", streaming.from_file ? ", from file" : "");
+  return str("|streamed, ", streaming.slots, " slots", streaming.from_file ? ", from file" : "",
+             streaming.resident > 0 ? str(", ", streaming.resident, " resident") : "");
 }
 
 // The model flags a pipeline runs with, from the flags an engine was given (which may name the
@@ -145,14 +147,16 @@ class Engine::ResidentProvider final : public ModelProvider {
         [&] {
           // The text connectors share the prefix in a single-file checkpoint: a small overcount.
           const bool split = paths.layout == ModelPaths::Layout::Split;
+          // Quantized Linears at their stored size (one byte an e4m3 weight).
           const int64_t all =
-              split ? stored_bytes(paths.transformer.path, {}, where.dtype)
-                    : stored_bytes(paths.transformer.path, {"model.diffusion_model."}, where.dtype);
+              split ? stored_bytes(paths.transformer.path, {}, where.dtype, tw.quantization)
+                    : stored_bytes(paths.transformer.path, {"model.diffusion_model."}, where.dtype,
+                                   tw.quantization);
           if (!streaming.enabled()) return all;
           // Streamed: the resident part (the slots are small next to it; the load measures them).
           const char* blocks =
               split ? "transformer_blocks." : "model.diffusion_model.transformer_blocks.";
-          return all - stored_bytes(paths.transformer.path, {blocks}, where.dtype);
+          return all - stored_bytes(paths.transformer.path, {blocks}, where.dtype, tw.quantization);
         },
         [&] { return load_stage_transformer(paths.transformer.path, every, tw, streaming); });
   }
@@ -336,7 +340,9 @@ void Engine::set_memory_budgets() {
     int64_t largest = 0;
     std::string first_failure;
     for (auto it = resolved_.begin(); it != resolved_.end();) {
-      const std::vector<ComponentSize> sizes = component_sizes(it->second.models.paths, dtype);
+      // With streaming the transformer and the text encoder are planned per job with its shape.
+      std::vector<ComponentSize> sizes = component_sizes(it->second.models.paths, dtype);
+      if (options_.offload != Offload::None) sizes = unplanned_components(sizes, device);
       try {
         check_budget_fits(sizes, gpu, flag ? "--max-gpu-memory" : str(device.str(), " memory"));
       } catch (const Error& e) {
@@ -396,6 +402,7 @@ Engine::Prepared Engine::prepare(const GenerateOptions& options) const {
   job.device = options_.device;
   job.dtype = options_.dtype;
   job.offload = options_.offload;
+  job.max_gpu_memory_bytes = options_.max_gpu_memory_bytes;  // the budget the planner reads
   validate_options(job, /*to_file=*/false);
   Resolved& r = p.resolved;
   LTX_CHECK(job.images.empty() || r.images, "pipeline ", job.pipeline,
@@ -639,10 +646,19 @@ void Engine::preload(const std::string& pipeline) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
   const nn::LoadOptions where = model_placement(options_.device, options_.dtype);
   const ModelPaths& p = r.models.paths;
+  // Streamed as a job of the pipeline's default size is planned (plan_run_streaming), so that
+  // such a job finds these entries.
+  GenerateOptions sized;
+  sized.pipeline = pipeline;
+  sized.device = options_.device;
+  sized.dtype = options_.dtype;
+  sized.offload = options_.offload;
+  sized.max_gpu_memory_bytes = options_.max_gpu_memory_bytes;
+  const StreamingPlan plan = plan_run_streaming(sized, r.models);
   ResidentProvider provider(*this);
-  provider.prompt_encoder(p, where, block_streaming(options_.offload, options_.device));
+  provider.prompt_encoder(p, where, plan.text_encoder);
   if (p.duration_head.given()) provider.duration_head(p.duration_head.path, where);
-  provider.transformer(p, {}, where, block_streaming(options_.offload, options_.device));
+  provider.transformer(p, {}, where, plan.transformer);
   if (pipelines::is_two_stage(kind)) provider.video_encoder(p.video_vae.path, where);
   if (pipelines::is_two_stage(kind)) provider.latent_upsampler(p.spatial_upsampler.path, where);
   if (p.temporal_upsampler.given()) provider.latent_upsampler(p.temporal_upsampler.path, where);

@@ -16,6 +16,7 @@
 #include "generate/demo_bundle.h"
 #include "generate/memory_budget.h"
 #include "generate/model_provider.h"
+#include "generate/offload_plan.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
 #include "io/safetensors.h"
@@ -431,13 +432,13 @@ struct DiffusionModels {
 // from `provider`. `images`: some request conditions on images (the video encoder is needed).
 DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
                                const pipelines::GenerationRequest& req, bool images,
-                               const nn::LoadOptions& where, Device device, Offload offload,
-                               ModelProvider& provider) {
+                               const nn::LoadOptions& where,
+                               const models::BlockStreaming& streaming, ModelProvider& provider) {
   const ModelPaths& paths = models.paths;
   DiffusionModels m;
   log_placement("transformer (denoising loops)", transformer_placement(where, paths.quantization));
   std::vector<lora::LoraSet> sets = stage_lora_sets(paths, kind, req, provider);
-  m.transformer = provider.transformer(paths, sets, where, block_streaming(offload, device));
+  m.transformer = provider.transformer(paths, sets, where, streaming);
   if (pipelines::is_two_stage(kind) || images) {
     log_placement(images ? "video encoder (image conditioning)"
                          : "video encoder (latent statistics)",
@@ -474,7 +475,7 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
   comp.spatial_upsampler = m.upsampler.get();
   comp.temporal_upsampler = m.temporal_upsampler.get();
   comp.model_version = models.report.model_version;
-  comp.device = device;
+  comp.device = where.device;
   return m;
 }
 
@@ -497,6 +498,33 @@ DecodeResult decode_output(const GenerateOptions& options, const ResolvedModels&
 
 }  // namespace
 
+StreamingPlan plan_run_streaming(const GenerateOptions& o, const ResolvedModels& models,
+                                 int64_t jobs) {
+  const bool budget = o.max_gpu_memory_bytes > 0;
+  if (!o.device.is_cuda() || (!budget && o.offload != Offload::Auto)) {
+    const models::BlockStreaming s = block_streaming(o.offload, o.device);
+    return {s, s, {}};
+  }
+  const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
+  const pipelines::GenerationRequest req = make_request(o, models, /*read_images=*/false);
+  const int64_t passes =
+      kind == PipelineKind::OneStage
+          ? (req.max_batch_size > 0 ? std::min<int64_t>(req.max_batch_size, 4) : 4)
+          : 1;
+  // The frame count the text step settles: the flag, else the preset's; with --auto-duration at
+  // most its longest duration.
+  int64_t frames = o.num_frames.value_or(req.num_frames);
+  if (o.auto_duration)
+    frames = std::max<int64_t>(
+        frames, static_cast<int64_t>(std::ceil(o.auto_duration->second * req.frame_rate / 8.0)) * 8 + 1);
+  // DFR's temporal rounds double the frames the later passes see.
+  frames = (frames - 1) * (int64_t{1} << std::max<int64_t>(req.temporal_upsample_rounds, 0)) + 1;
+  const RunShape shape{req.width, req.height, frames, passes * jobs};
+  return plan_streaming(models.paths, model_placement(o.device, o.dtype).dtype, shape, o.offload,
+                        budget ? o.max_gpu_memory_bytes : backend::total_memory_bytes(o.device),
+                        o.device, budget ? "--max-gpu-memory" : str(o.device.str(), " memory"));
+}
+
 GenerateResult generate_with(const GenerateOptions& options, const ResolvedModels& models,
                              ModelProvider& provider, Progress& progress, MediaSink& sink) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
@@ -508,6 +536,8 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   result.demo = models.demo;
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
+  // Before anything loads: a stage that cannot fit is refused here.
+  const StreamingPlan streaming = plan_run_streaming(options, models);
   std::shared_ptr<const duration_head::DurationHead> head;
   if (paths.duration_head.given()) head = provider.duration_head(paths.duration_head.path, where);
   if (head) log_placement("duration head", where);
@@ -522,7 +552,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     // pipeline, which moves them to the transformer's device once.
     log_placement("text encoder", where);
     const std::shared_ptr<text::PromptEncoder> encoder =
-        provider.prompt_encoder(paths, where, block_streaming(options.offload, options.device));
+        provider.prompt_encoder(paths, where, streaming.text_encoder);
     result.prompt = encode_text(options, *encoder, head.get(), frames_request, where, req,
                                 contexts, progress);
     head.reset();
@@ -532,7 +562,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   // ---- diffusion
   progress.stage("model loading");
   DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty(), where,
-                                      options.device, options.offload, provider);
+                                      streaming.transformer, provider);
   progress.end_stage();
   pipelines::validate_request(kind, req, dm.comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
@@ -581,6 +611,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   const nn::LoadOptions where = model_placement(device, dtype);
   const ModelPaths& paths = models.paths;
 
+  const StreamingPlan streaming = plan_run_streaming(options[0], models, static_cast<int64_t>(n));
+
   std::vector<BatchMemberResult> results(n);
   std::vector<pipelines::GenerationRequest> reqs(n);
   std::vector<pipelines::TextContexts> contexts(n);
@@ -605,7 +637,7 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
   {
     log_placement("text encoder", where);
     const std::shared_ptr<text::PromptEncoder> encoder =
-        provider.prompt_encoder(paths, where, block_streaming(options[0].offload, device));
+        provider.prompt_encoder(paths, where, streaming.text_encoder);
     for (size_t i = 0; i < n; ++i)
       for_job(i, [&] {
         results[i].result.pipeline = pipelines::pipeline_name(kind);
@@ -627,8 +659,8 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
     if (live(i)) members.push_back(i);
   for (size_t i : members) for_job(i, [&] { progress[i]->stage("model loading"); });
   DiffusionModels dm = load_diffusion(kind, models, reqs[members[0]],
-                                      !options[members[0]].images.empty(), where, device,
-                                      options[members[0]].offload, provider);
+                                      !options[members[0]].images.empty(), where,
+                                      streaming.transformer, provider);
   for (size_t i : members) for_job(i, [&] { progress[i]->end_stage(); });
   std::vector<pipelines::GenerationRequest> batch_reqs;
   std::vector<pipelines::TextContexts> batch_ctx;
@@ -693,7 +725,9 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
   const ResolvedModels models = resolve_models(options, component_needs(options), progress);
   if (options.max_gpu_memory_bytes > 0) {
     check_budget_fits(
-        component_sizes(models.paths, model_placement(options.device, options.dtype).dtype),
+        unplanned_components(
+            component_sizes(models.paths, model_placement(options.device, options.dtype).dtype),
+            options.device),
         options.max_gpu_memory_bytes);
     apply_gpu_budget(options.device, options.max_gpu_memory_bytes);
   }

@@ -4,11 +4,15 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 
 #include "backend/device_query.h"
 #include "core/error.h"
 #include "core/out_of_memory.h"
 #include "io/safetensors.h"
+#include "quantization/fp8_cast.h"
+#include "quantization/nvfp4.h"
 
 namespace ltx::generate {
 
@@ -17,14 +21,40 @@ namespace {
 namespace fs = std::filesystem;
 constexpr int64_t kGiB = int64_t{1} << 30;
 
+// Whether `mode` binds the floating tensor `name` of `file` as e4m3 (the layer choice of
+// nn::Linear::load: fp8-cast's policy, the file's FP8 layers with a scale, fp8's union of both).
+bool loads_as_e4m3(const io::SafetensorsFile& file, const io::TensorInfo& info,
+                   quantization::Mode mode) {
+  const bool fp8_with_scale = info.dtype == DType::F8E4M3FN && info.name.ends_with(".weight") &&
+                              file.contains(info.name + "_scale");
+  switch (mode) {
+    case quantization::Mode::None: return false;
+    case quantization::Mode::Fp8Cast: return quantization::is_fp8_cast_parameter(info.name);
+    case quantization::Mode::Fp8ScaledMm: return fp8_with_scale;
+    case quantization::Mode::Fp8:
+      return fp8_with_scale ||
+             (info.name.ends_with(".weight") && quantization::is_fp8_cast_parameter(info.name));
+    case quantization::Mode::Nvfp4Cast:
+    case quantization::Mode::Nvfp4Prequant: return false;  // nvfp4_loaded_bytes counts those
+  }
+  return false;
+}
+
 int64_t file_bytes(const std::string& path, std::initializer_list<const char*> prefixes,
-                   DType dtype) {
+                   DType dtype, quantization::Mode mode) {
   const auto file = io::SafetensorsFile::open(path);
   int64_t matched = 0, all = 0;
+  constexpr std::string_view kModelPrefix = "model.diffusion_model.";
   for (const io::TensorInfo& info : file->infos()) {
-    const int64_t bytes = dtype_is_floating(info.dtype)
-                              ? info.numel() * static_cast<int64_t>(dtype_size(dtype))
-                              : static_cast<int64_t>(info.nbytes());
+    const std::string name = info.name.starts_with(kModelPrefix)
+                                 ? info.name.substr(kModelPrefix.size())
+                                 : info.name;
+    const std::optional<int64_t> nvfp4 = quantization::nvfp4_loaded_bytes(*file, info, name, mode);
+    const int64_t bytes =
+        nvfp4                               ? *nvfp4
+        : !dtype_is_floating(info.dtype)    ? static_cast<int64_t>(info.nbytes())
+        : loads_as_e4m3(*file, info, mode) ? info.numel()
+                                           : info.numel() * static_cast<int64_t>(dtype_size(dtype));
     all += bytes;
     for (const char* p : prefixes)
       if (info.name.rfind(p, 0) == 0) {
@@ -63,14 +93,14 @@ int64_t parse_gib(const std::string& text, const char* flag) {
 }
 
 int64_t stored_bytes(const std::string& path, std::initializer_list<const char*> prefixes,
-                     DType dtype) {
+                     DType dtype, quantization::Mode quantization) {
   std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return file_bytes(path, prefixes, dtype);
+  if (fs::is_regular_file(path, ec)) return file_bytes(path, prefixes, dtype, quantization);
   if (!fs::is_directory(path, ec)) return 0;
   int64_t total = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(path, ec))
     if (e.is_regular_file(ec) && e.path().extension() == ".safetensors")
-      total += file_bytes(e.path().string(), prefixes, dtype);
+      total += file_bytes(e.path().string(), prefixes, dtype, quantization);
   return total;
 }
 
@@ -78,14 +108,15 @@ std::vector<ComponentSize> component_sizes(const ModelPaths& p, DType dtype) {
   std::vector<ComponentSize> out;
   const bool single = p.layout == ModelPaths::Layout::SingleFile;
   auto add = [&](const char* component, const ComponentPath& path,
-                 std::initializer_list<const char*> prefixes, DType dt) {
+                 std::initializer_list<const char*> prefixes, DType dt,
+                 quantization::Mode mode = quantization::Mode::None) {
     if (!path.given()) return;
-    out.push_back({component, stored_bytes(path.path, prefixes, dt)});
+    out.push_back({component, stored_bytes(path.path, prefixes, dt, mode)});
   };
   if (single)
-    add("transformer", p.transformer, {"model.diffusion_model."}, dtype);
+    add("transformer", p.transformer, {"model.diffusion_model."}, dtype, p.quantization);
   else
-    add("transformer", p.transformer, {}, dtype);
+    add("transformer", p.transformer, {}, dtype, p.quantization);
   add("text encoder", p.text_encoder, {}, dtype);
   add("video encoder", p.video_vae, {"vae.encoder.", "encoder."}, dtype);
   add("video decoder", p.video_vae, {"vae.decoder.", "decoder."}, dtype);

@@ -33,17 +33,18 @@ int64_t default_model_budget(int64_t budget_bytes);
 int64_t parse_gib(const std::string& text, const char* flag = "--max-gpu-memory");
 
 // The bytes the tensors of `path` under `prefixes` take once loaded in `dtype` (floating tensors
-// converted, others as stored); no prefix: every tensor. A folder (a Gemma root): its
+// converted, others as stored; under a `quantization` mode the Linear weights it stores in e4m3 at
+// one byte each and NVFP4 layers at their packed size, as nn::Linear binds them); no prefix: every tensor. A folder (a Gemma root): its
 // .safetensors files summed. 0 for a path that is neither.
 int64_t stored_bytes(const std::string& path, std::initializer_list<const char*> prefixes,
-                     DType dtype);
+                     DType dtype, quantization::Mode quantization = quantization::Mode::None);
 
 struct ComponentSize {
   std::string component;  // "transformer", "text encoder", ...
   int64_t bytes = 0;
 };
 // The models a generation with `paths` may load, each at its stored_bytes in `dtype` (the audio
-// decoder and vocoder in f32, as they load).
+// decoder and vocoder in f32, as they load; the transformer under paths.quantization).
 std::vector<ComponentSize> component_sizes(const ModelPaths& paths, DType dtype);
 
 // Throws ltx::Error when the largest of `components` plus kMinActivationHeadroom passes

@@ -25,7 +25,8 @@ std::shared_ptr<StageTransformer> load_stage_transformer(
   // Streamed blocks are bound on the host, so their fusion buffers are made there.
   if (any)
     st->fuser = std::make_unique<lora::Fuser>(w, fuser_sets, where, [&](const std::string& target) {
-      return streaming.enabled() && tf::LTXModel::is_block_parameter(target);
+      const int64_t block = tf::LTXModel::block_index(target);
+      return block >= 0 && streaming.streams(block);
     });
   st->model = std::make_unique<tf::LTXModel>(tf::LTXModel::load(w, config, where, streaming));
   // Streaming packed the blocks' host weights into page-locked memory: fusion writes there now.

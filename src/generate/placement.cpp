@@ -9,22 +9,25 @@ Offload parse_offload(const std::string& text) {
   if (text == "none") return Offload::None;
   if (text == "cpu") return Offload::Cpu;
   if (text == "disk") return Offload::Disk;
+  if (text == "auto") return Offload::Auto;
   throw Error(str("--offload: '", text, "' is not a mode; use none (weights on the GPU), cpu "
-                  "(blocks in page-locked host memory, streamed to the GPU) or disk (blocks read "
-                  "from the model files at every pass, streamed to the GPU)"));
+                  "(blocks in page-locked host memory, streamed to the GPU), disk (blocks read "
+                  "from the model files at every pass, streamed to the GPU) or auto (resident or "
+                  "streamed as the GPU budget allows)"));
 }
 
 const char* offload_name(Offload offload) {
   switch (offload) {
     case Offload::Cpu: return "cpu";
     case Offload::Disk: return "disk";
+    case Offload::Auto: return "auto";
     case Offload::None: break;
   }
   return "none";
 }
 
 models::BlockStreaming block_streaming(Offload offload, Device device) {
-  if (offload == Offload::None) return {};
+  if (offload == Offload::None || offload == Offload::Auto) return {};
   LTX_CHECK(device.is_cuda(), "--offload ", offload_name(offload),
             " streams the transformer's blocks to a GPU; with --device ", device.str(),
             " use --offload none");

@@ -21,12 +21,16 @@ namespace ltx::generate {
 // (models/block_streaming.h); the rest of each model stays resident.
 // Disk: the same slots, filled at every pass from the mapped files through two page-locked
 // staging buffers (host memory: two blocks; LoRA-fused weights stay in host buffers).
-enum class Offload { None, Cpu, Disk };
+// Auto: the memory planner (generate/offload_plan.h) keeps each model resident when it fits the
+// GPU budget and otherwise streams its blocks past the most that fit (the default with
+// --max-gpu-memory on a GPU; on the CPU, none).
+enum class Offload { None, Cpu, Disk, Auto };
 inline constexpr int64_t kOffloadSlots = 2;
-// "none" / "cpu" / "disk"; anything else throws naming --offload and the choices.
+// "none" / "cpu" / "disk" / "auto"; anything else throws naming --offload and the choices.
 Offload parse_offload(const std::string& text);
 const char* offload_name(Offload offload);
-// The block streaming `offload` asks for on `device`; throws naming --offload on the CPU.
+// The block streaming `offload` asks for on `device` (Auto: none; plan_streaming decides); throws
+// naming --offload cpu|disk on the CPU.
 models::BlockStreaming block_streaming(Offload offload, Device device);
 
 // {f32, cpu} on the CPU; {dtype or bf16, device} on a GPU.

@@ -30,14 +30,19 @@
 namespace ltx::models {
 
 // How a model's repeated blocks are held: slots 0 keeps them resident on the device (no
-// streaming); otherwise they stream through `slots` (>= 2) device slots, from page-locked copies
-// made at load (`--offload cpu`) or, with `from_file`, from where they were bound (views of the
-// mapped file; LoRA-fused weights from the fuser's host buffers) through two page-locked staging
-// buffers at every pass (`--offload disk`).
+// streaming); otherwise the first `resident` blocks stay on the device (partial residency: the
+// memory planner's choice under a budget, generate/offload_plan.h) and the rest stream through
+// `slots` (>= 2) device slots, from page-locked copies made at load (`--offload cpu`) or, with
+// `from_file`, from where they were bound (views of the mapped file; LoRA-fused weights from the
+// fuser's host buffers) through two page-locked staging buffers at every pass (`--offload disk`).
+// resident >= the model's block count streams nothing.
 struct BlockStreaming {
   int64_t slots = 0;
   bool from_file = false;
+  int64_t resident = 0;
   bool enabled() const { return slots > 0; }
+  // Whether block `i` (of a model with these settings) is streamed rather than resident.
+  bool streams(int64_t i) const { return enabled() && i >= resident; }
 };
 
 // Calls `fn` on every tensor of one block, in a fixed order (a model's own visitor).

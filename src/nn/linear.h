@@ -16,21 +16,27 @@ enum class LinearFormat {
   Dense,    // weight and bias in the compute dtype
   Fp8Cast,  // weight and bias float8_e4m3fn, upcast to the input's dtype at each forward
             // (the reference's Fp8CastLinear; quantization/fp8_cast.h)
-  Nvfp4,    // weight packed E2M1 u8 [out, in/2] with block_scales and tensor_scale
-            // (op_types/nvfp4.h), dequantised to the input's dtype at each forward; bias dense
-            // (quantization/nvfp4.h)
+  Fp8Scaled,    // weight float8_e4m3fn, f32 scalar weight_scale and input_scale, bias in the
+                // compute dtype: ops::linear_fp8_scaled (the reference's FP8Linear)
+  Fp8PerToken,  // weight float8_e4m3fn with a per-tensor weight_scale, bias in the compute dtype,
+                // activations scaled per token: ops::linear_fp8_per_token (--quantization fp8)
+  Nvfp4,        // weight packed E2M1 u8 [out, in/2] with block_scales and tensor_scale
+                // (op_types/nvfp4.h), dequantised to the input's dtype at each forward; bias dense
+                // (quantization/nvfp4.h)
 };
 
 struct Linear {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], or undefined when the layer has none
+  Tensor weight_scale;  // f32 scalar (Fp8Scaled, Fp8PerToken), else undefined
+  // f32 scalar: the activation scale (Fp8Scaled), or an Nvfp4 file's input_scale (kept for the
+  // record; Hopper's GEMM does not use it); else undefined
+  Tensor input_scale;
   // Last, so that {weight, bias} still makes a dense layer.
   LinearFormat format = LinearFormat::Dense;
-  // Nvfp4 only: the E4M3 block scales, the f32 decode scale, and the file's input_scale (kept
-  // for the record; Hopper's GEMM does not use it) or undefined.
+  // Nvfp4 only: the E4M3 block scales and the f32 per-tensor decode scale.
   Tensor block_scales;
   Tensor tensor_scale;
-  Tensor input_scale;
 
   // Binds `<name>.weight` (and `<name>.bias` when `has_bias`) from `w`, in the format that
   // opt.quantization's policy gives the layer's full name (w.prefix() + name).
@@ -50,9 +56,10 @@ struct Linear {
   Tensor dense_weight(DType dtype) const;
   Tensor dense_bias(DType dtype) const;
 
-  // Every parameter tensor the layer holds, with its role ("weight", "bias", and for Nvfp4
-  // "weight_scale", "weight_scale_2", "input_scale" as the file names them), in a fixed order
-  // (e.g. for moving a block's weights between devices).
+  // Every parameter tensor the layer holds, each once, with its role as the file names it
+  // ("weight", "bias", "weight_scale", "input_scale", and for Nvfp4 "weight_scale" for the block
+  // scales and "weight_scale_2" for the decode scale; the scales only where the format has them),
+  // in a fixed order (e.g. for moving a block's weights between devices).
   void for_each_parameter(const std::function<void(const char* role, Tensor& t)>& fn);
   void for_each_parameter(const std::function<void(const char* role, const Tensor& t)>& fn) const;
 };

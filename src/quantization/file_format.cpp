@@ -83,9 +83,9 @@ std::string describe(const FileQuantization& q) {
 
 std::vector<std::string> fitting_modes(FileFormat format) {
   switch (format) {
-    case FileFormat::Dense: return {"none", "fp8-cast", "nvfp4-cast"};
-    case FileFormat::Fp8PerTensor: return {"fp8-cast", "fp8-scaled-mm"};
-    case FileFormat::Fp8NoScales: return {"none", "fp8-cast"};
+    case FileFormat::Dense: return {"none", "fp8-cast", "fp8", "nvfp4-cast"};
+    case FileFormat::Fp8PerTensor: return {"fp8-cast", "fp8-scaled-mm", "fp8"};
+    case FileFormat::Fp8NoScales: return {"none", "fp8-cast", "fp8"};
     case FileFormat::Fp8Blockwise: return {};
     case FileFormat::Nvfp4: return {"nvfp4-prequant"};
   }
@@ -94,6 +94,22 @@ std::vector<std::string> fitting_modes(FileFormat format) {
 
 void check_mode_fits(const io::SafetensorsFile& file, Mode mode) {
   const FileQuantization q = inspect_file(file);
+  if (mode == Mode::Fp8ScaledMm) {
+    // The reference's refusal: without FP8 layers the policy would change nothing.
+    LTX_CHECK(q.format != FileFormat::Dense && q.format != FileFormat::Fp8NoScales,
+              file.path(), " has no F8_E4M3 '.weight' with a '.weight_scale' beside it; "
+              "--quantization fp8-scaled-mm needs a pre-quantised FP8 checkpoint (for a bf16 file "
+              "use --quantization fp8-cast, or fp8 for FP8 GEMMs)");
+    if (q.format == FileFormat::Fp8PerTensor && q.fp8_input_scales < q.fp8_per_tensor)
+      for (const std::string& name : file.names()) {
+        if (!name.ends_with(".weight_scale")) continue;
+        const std::string stem = name.substr(0, name.size() - std::string(".weight_scale").size());
+        LTX_CHECK(file.contains(stem + ".input_scale"), file.path(), ": FP8 layer '", stem,
+                  "' has a weight_scale but no input_scale, which the static FP8 GEMM of "
+                  "--quantization fp8-scaled-mm needs; use --quantization fp8 (activation scales "
+                  "computed per token)");
+      }
+  }
   const std::vector<std::string> fits = fitting_modes(q.format);
   const std::string name = mode_name(mode);
   if (std::find(fits.begin(), fits.end(), name) != fits.end()) return;

@@ -91,4 +91,35 @@ ops::Nvfp4Weight take_cast_nvfp4(io::WeightMap& w, const std::string& name, int6
   return ops::quantize_nvfp4(weight);
 }
 
+int64_t nvfp4_weight_bytes(int64_t out_features, int64_t in_features) {
+  return out_features * (in_features / 2) +
+         ops::nvfp4_block_scales_shape(out_features, in_features).numel() +
+         static_cast<int64_t>(sizeof(float));
+}
+
+std::optional<int64_t> nvfp4_loaded_bytes(const io::SafetensorsFile& file,
+                                          const io::TensorInfo& info, const std::string& name,
+                                          Mode mode) {
+  if (mode == Mode::Nvfp4Cast) {
+    constexpr std::string_view kWeight = ".weight";
+    if (!name.ends_with(kWeight) || info.shape.size() != 2 || !dtype_is_floating(info.dtype))
+      return std::nullopt;
+    if (!is_nvfp4_cast_linear(name.substr(0, name.size() - kWeight.size()))) return std::nullopt;
+    return nvfp4_weight_bytes(info.shape[0], info.shape[1]);
+  }
+  if (mode == Mode::Nvfp4Prequant) {
+    // Every tensor of a layer that has both scales loads as stored (take_prequant_nvfp4); the
+    // bias, like the dense layers, in the compute dtype.
+    for (std::string_view suffix :
+         {".weight", ".weight_scale_2", ".weight_scale", ".input_scale"}) {
+      if (!info.name.ends_with(suffix)) continue;
+      const std::string stem = info.name.substr(0, info.name.size() - suffix.size());
+      if (file.contains(stem + ".weight_scale") && file.contains(stem + ".weight_scale_2"))
+        return static_cast<int64_t>(info.nbytes());
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace ltx::quantization

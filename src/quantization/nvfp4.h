@@ -14,12 +14,15 @@
 //    (nn::Linear, LinearFormat::Nvfp4).
 //  * LoRA: the reference dequantises, adds the delta and quantises again; not implemented here
 //    (lora/fuse.cpp refuses LoRAs under the NVFP4 modes).
+#include <cstdint>
 #include <optional>
 #include <string>
 
 #include "core/device.h"
+#include "io/safetensors.h"
 #include "io/weights.h"
 #include "op_types/nvfp4.h"
+#include "quantization/mode.h"
 
 namespace ltx::quantization {
 
@@ -46,5 +49,18 @@ std::optional<Nvfp4Parameters> take_prequant_nvfp4(io::WeightMap& w, const std::
 // of 16.
 ops::Nvfp4Weight take_cast_nvfp4(io::WeightMap& w, const std::string& name, int64_t in_features,
                                  int64_t out_features, Device device);
+
+// The bytes an [out, in] weight takes as an NVFP4 Linear holds it: the packed E2M1 pairs, the
+// padded E4M3 block scales and the f32 decode scale (about 0.5625 bytes a weight).
+int64_t nvfp4_weight_bytes(int64_t out_features, int64_t in_features);
+
+// The memory estimates' view of the NVFP4 modes: the bytes the transformer tensor `info` of `file`
+// takes once nn::Linear has bound it, when `mode` makes it part of an NVFP4 layer (nvfp4-cast: the
+// 12 Linears' weights at nvfp4_weight_bytes; nvfp4-prequant: the file's NVFP4 layers' tensors as
+// stored). `name` is info.name without the file's "model.diffusion_model." prefix. nullopt for any
+// other tensor or mode: it loads as the dense model's does.
+std::optional<int64_t> nvfp4_loaded_bytes(const io::SafetensorsFile& file,
+                                          const io::TensorInfo& info, const std::string& name,
+                                          Mode mode);
 
 }  // namespace ltx::quantization

@@ -271,7 +271,7 @@ std::string DataDir::output_path(const std::string& id) const {
 
 std::string DataDir::thumbnail_path(const std::string& id) const {
   check_id(id);
-  return outputs_dir() + "/" + id + ".jpg";
+  return outputs_dir() + "/" + id + ".png";
 }
 
 std::string DataDir::inputs_path(const std::string& id) const {
@@ -353,7 +353,7 @@ DirListing DataDir::listing() const {
     }
     const fs::path p(name);
     const std::string stem = p.stem().string(), ext = p.extension().string();
-    if ((ext == ".mp4" || ext == ".jpg") && is_job_id(stem) &&
+    if ((ext == ".mp4" || ext == ".png") && is_job_id(stem) &&
         std::find(out.output_ids.begin(), out.output_ids.end(), stem) == out.output_ids.end())
       out.output_ids.push_back(stem);
   }

@@ -3,7 +3,7 @@
 //   DATA/ltx-serve.db          the job store (server/job_store.h), with SQLite's -wal and -shm
 //   DATA/lock                  flock'd by the one server using the dir; holds its pid
 //   DATA/outputs/<id>.mp4      a completed job's video (written as <id>.mp4.tmp, then renamed)
-//   DATA/outputs/<id>.jpg      its thumbnail, when one was made
+//   DATA/outputs/<id>.png      its thumbnail (server/thumbnail_sink.h), when one was made
 //   DATA/inputs/<id>/<n>.<ext> a job's conditioning images (written in <id>.tmp/, then renamed)
 // Every path is built from a checked job id (is_job_id) and names the store chose; none comes from
 // request text. Writes that must survive a crash go to a temporary name, are fsync'd, renamed and
@@ -49,7 +49,7 @@ struct DiskUsage {
 
 // What is on disk under outputs/ and inputs/, by job id, for recovery.
 struct DirListing {
-  std::vector<std::string> output_ids;   // ids with <id>.mp4 or <id>.jpg
+  std::vector<std::string> output_ids;   // ids with <id>.mp4 or <id>.png
   std::vector<std::string> input_ids;    // ids with an inputs/<id>/ folder
   std::vector<std::string> temporaries;  // *.tmp files and folders (full paths)
 };
@@ -72,7 +72,7 @@ class DataDir {
   // Paths of a job's files; throw ltx::Error unless `id` is a job id (and `file` one of the names
   // store_inputs gives).
   std::string output_path(const std::string& id) const;     // outputs/<id>.mp4
-  std::string thumbnail_path(const std::string& id) const;  // outputs/<id>.jpg
+  std::string thumbnail_path(const std::string& id) const;  // outputs/<id>.png
   std::string inputs_path(const std::string& id) const;     // inputs/<id>
   std::string input_path(const std::string& id, const std::string& file) const;
 

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -18,6 +17,8 @@
 #include "core/log.h"
 #include "core/out_of_memory.h"
 #include "generate/decode.h"
+#include "media/support.h"
+#include "server/thumbnail_sink.h"
 #include "server/video_request.h"
 
 namespace ltx::server {
@@ -193,6 +194,7 @@ std::vector<RunOutcome> EngineRunner::run_batch(
   std::vector<generate::JobControl> controls;
   std::vector<std::string> outputs;
   std::vector<std::unique_ptr<generate::Mp4Sink>> sinks;
+  std::vector<std::unique_ptr<ThumbnailSink>> thumbnails;
   std::vector<generate::MediaSink*> sink_ptrs;
   media::Mp4Options mp4;
   mp4.faststart = true;  // a browser plays it while it downloads
@@ -201,6 +203,11 @@ std::vector<RunOutcome> EngineRunner::run_batch(
     outputs.push_back(dir_.output_path(item.job->id));
     sinks.push_back(std::make_unique<generate::Mp4Sink>(outputs.back(), mp4));
     sink_ptrs.push_back(sinks.back().get());
+    if (media::image_io_available()) {
+      thumbnails.push_back(
+          std::make_unique<ThumbnailSink>(*sinks.back(), dir_.thumbnail_path(item.job->id)));
+      sink_ptrs.back() = thumbnails.back().get();
+    }
   }
   std::vector<RunOutcome> out(items.size());
   std::vector<generate::BatchMemberResult> results;
@@ -209,10 +216,11 @@ std::vector<RunOutcome> EngineRunner::run_batch(
   } catch (const Error&) {
     for (size_t i = 0; i < items.size(); ++i) {
       out[i] = outcome_of(std::current_exception());
-      std::filesystem::remove(outputs[i]);
+      dir_.remove_job_outputs(items[i].job->id);
     }
     return out;
   }
+  thumbnails.clear();
   sinks.clear();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const double peak_mb =
@@ -222,7 +230,7 @@ std::vector<RunOutcome> EngineRunner::run_batch(
     ids += (i ? ", " : "") + items[i].job->id;
     if (results[i].error) {
       out[i] = outcome_of(results[i].error);
-      std::filesystem::remove(outputs[i]);
+      dir_.remove_job_outputs(items[i].job->id);
       continue;
     }
     out[i] = completed(*items[i].job, results[i].result, outputs[i], seconds, peak_mb,
@@ -276,9 +284,14 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
     media::Mp4Options mp4;
     mp4.faststart = true;  // a browser plays it while it downloads
     generate::Mp4Sink sink(output, mp4);
-    result = engine_.run(o, control, sink);
+    if (media::image_io_available()) {
+      ThumbnailSink with_thumbnail(sink, dir_.thumbnail_path(job.id));
+      result = engine_.run(o, control, with_thumbnail);
+    } else {
+      result = engine_.run(o, control, sink);
+    }
   } catch (const Error&) {
-    std::filesystem::remove(output);
+    dir_.remove_job_outputs(job.id);
     return outcome_of(std::current_exception());
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

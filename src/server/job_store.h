@@ -8,9 +8,10 @@
 // Write order, so that a crash at any point leaves a state recovery can finish:
 // - create: the input images (tmp folder → fsync → rename), then the INSERT. A crash before the
 //   INSERT leaves an inputs folder without a row: an orphan, deleted at the next start.
-// - complete: the worker writes outputs/<id>.mp4 (as .tmp, renamed when whole); `complete` fsyncs
-//   it and its folder, then UPDATEs the row. A crash before the UPDATE leaves the job in_progress:
-//   it is re-queued (its stale output deleted) or failed as interrupted.
+// - complete: the worker writes outputs/<id>.mp4, then its thumbnail outputs/<id>.png (each as
+//   .tmp, renamed when whole); `complete` fsyncs the MP4 and its folder, then UPDATEs the row. A
+//   crash before the UPDATE leaves the job in_progress: it is re-queued (its stale outputs
+//   deleted) or failed as interrupted.
 // - remove: the row goes first, then the files (orphans if a crash comes between). A running job is
 //   first marked `deleting` (hidden from get/list/queued) until its worker stops; recovery finishes
 //   marked rows.

@@ -1,9 +1,11 @@
 #include "server/video_server.h"
 
 #include <ctime>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "media/support.h"
 #include "server/api_error.h"
 #include "server/api_json.h"
 
@@ -179,15 +181,38 @@ std::optional<Job> VideoServer::cancel(const std::string& id) {
 std::optional<ContentFile> VideoServer::content(const std::string& id, ContentVariant variant) {
   const auto job = get(id);
   if (!job) return std::nullopt;
+  const std::string thumbnail = dir_.thumbnail_path(id);
+  std::error_code ec;
+  // Said whatever the job's state: no job of this server will ever have one.
+  if (variant == ContentVariant::Thumbnail && !media::image_io_available() &&
+      !std::filesystem::exists(thumbnail, ec))
+    throw ApiError(400, "unsupported_variant",
+                   "this server was built without image support (CMake LTX_IMAGE_IO), so it makes "
+                   "no thumbnails; ask for variant=video",
+                   "variant");
   if (job->status != JobStatus::Completed)
     throw ApiError(409, "video_not_ready",
                    "video " + id + " is " + to_string(job->status) +
                        "; its content is available once it is completed");
-  if (variant != ContentVariant::Video)
-    throw ApiError(400, "unsupported_variant",
-                   "this server keeps only the video of a job; ask for variant=video", "variant");
-  return ContentFile{dir_.output_path(id), job->output_bytes, "video/mp4",
-                     "\"" + job->output_sha256 + "\""};
+  if (variant == ContentVariant::Video)
+    return ContentFile{dir_.output_path(id), job->output_bytes, "video/mp4",
+                       "\"" + job->output_sha256 + "\""};
+  const std::string& path = thumbnail;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (ec)
+    throw ApiError(404, "thumbnail_not_found",
+                   "video " + id +
+                       " has no thumbnail (it was completed by a server version that made none, "
+                       "or writing it failed: see the server log); ask for variant=video",
+                   "variant");
+  // Thumbnails are small: hashing one per request costs less than keeping its hash in the store.
+  std::string sha;
+  try {
+    sha = sha256_hex_of_file(path);
+  } catch (const Error&) {
+    throw ApiError(404, "not_found", "the thumbnail of " + id + " is gone (it was deleted)");
+  }
+  return ContentFile{path, static_cast<int64_t>(bytes), "image/png", "\"" + sha + "\""};
 }
 
 std::optional<JobSnapshot> VideoServer::wait_for_change(const std::string& id, uint64_t seen,

@@ -40,7 +40,7 @@ enum class ContentVariant { Video, Thumbnail };
 struct ContentFile {
   std::string path;          // absolute, inside the data dir
   int64_t bytes = 0;
-  std::string content_type;  // video/mp4, image/jpeg
+  std::string content_type;  // video/mp4, image/png
   std::string etag;          // the quoted sha256 of the bytes
 };
 
@@ -68,6 +68,8 @@ class VideoService {
   // ApiError 409 when it already ended.
   virtual std::optional<Job> cancel(const std::string& id) = 0;
   // Nullopt when there is no such job; ApiError 409 (code video_not_ready) until it completed.
+  // Thumbnail: ApiError 404 (thumbnail_not_found) for a job completed without one (by an older
+  // server), 400 (unsupported_variant) when the server cannot make them (no image I/O).
   virtual std::optional<ContentFile> content(const std::string& id, ContentVariant variant) = 0;
   // Waits until the job's version differs from `seen` (or its first snapshot when seen is 0), or
   // `timeout` passes, or the service stops. Nullopt when there is no such job (any more).

@@ -10,7 +10,15 @@
 #include "core/storage.h"
 #include "io/io_test_util.h"
 #include "io/weights.h"
+#include "models/audio_vae/audio_vae.h"
+#include "models/audio_vae/config.h"
+#include "models/audio_vae/vocoder.h"
+#include "models/text/embeddings_processor.h"
+#include "models/text/gemma/config.h"
+#include "models/text/gemma/model.h"
 #include "models/transformer/model.h"
+#include "models/upsampler/model.h"
+#include "models/upsampler/model_configurator.h"
 #include "models/video_vae/diffusion_video_decoder.h"
 #include "sampling/noise.h"
 #include "support/test_support.h"
@@ -621,6 +629,50 @@ TEST(BenchOfficial, RejectsFilesThatAreNotOfficialResults) {
                           {"bad.json", "not valid JSON"});
   expect_error_containing([] { (void)bench::parse_official_choice("fastest"); },
                           {"--official-section", "fastest"});
+}
+
+}  // namespace
+}  // namespace ltx
+
+namespace ltx {
+namespace {
+
+// The pipeline benchmark's full-size configs bind the published models: counted without
+// allocating them, Gemma 3 12B's language model is the published 11.8 B parameters, and every
+// other model's config parses and loads.
+TEST(PipelinePreset, FullSizeModelsLoadAtThePublishedSizes) {
+  const bench::Preset p = bench::preset("ltx23-22b");
+  const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(p.gemma, "test");
+  EXPECT_EQ(gemma.hidden_size, 3840);
+  EXPECT_EQ(gemma.num_layers, 48);
+  const int64_t live = host_allocation_stats().live_bytes;
+  const int64_t gemma_n = bench::count_parameters([&](io::WeightMap& w) {
+    (void)text::GemmaTextModel::load(gemma, w, {}, "test", "test");
+  });
+  EXPECT_GT(gemma_n, 11'700'000'000);
+  EXPECT_LT(gemma_n, 11'850'000'000);
+  const auto processor = models::text::EmbeddingsProcessorConfig::from_metadata(
+      nlohmann::json{{"config", {{"transformer", p.transformer}}}},
+      models::text::GemmaTextDims{gemma.hidden_size, gemma.num_layers}, "test");
+  const int64_t connectors_n = bench::count_parameters([&](io::WeightMap& w) {
+    (void)models::text::EmbeddingsProcessor::load(w, processor, {});
+  });
+  const auto acfg = models::audio_vae::AudioVaeConfig::from_config(p.audio, "test");
+  const auto vcfg = models::audio_vae::VocoderConfig::from_config(p.audio, "test");
+  EXPECT_TRUE(vcfg.has_bwe);
+  EXPECT_EQ(vcfg.output_sampling_rate(), 48000);
+  const int64_t audio_n = bench::count_parameters([&](io::WeightMap& w) {
+    (void)models::audio_vae::AudioDecoder::load(w, acfg, {});
+    (void)models::audio_vae::VocoderModel::load(w, vcfg, {});
+  });
+  const auto ucfg = models::upsampler::upsampler_config_from_json(p.upsampler, "test");
+  const int64_t upsampler_n = bench::count_parameters([&](io::WeightMap& w) {
+    (void)models::upsampler::LatentUpsampler::load(w, ucfg, {});
+  });
+  EXPECT_LT(host_allocation_stats().live_bytes - live, 1 << 20);
+  EXPECT_GT(connectors_n, 0);
+  EXPECT_GT(audio_n, 0);
+  EXPECT_GT(upsampler_n, 0);
 }
 
 }  // namespace

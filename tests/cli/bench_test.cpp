@@ -2,12 +2,14 @@
 // `ltx bench kernels`' argument checks (which come before any GPU work).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "io/io_test_util.h"
+#include "media/support.h"
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
@@ -79,6 +81,30 @@ TEST(BenchCli, Nvfp4CastTransformerStepRunsAndIsNamedInTheReport) {
   EXPECT_EQ(j["quantization"], "nvfp4-cast");
   ASSERT_EQ(j["cases"].size(), 1u);
   EXPECT_GT(j["cases"][0]["ours"]["median_ms"].get<double>(), 0);
+}
+
+// --quantization fp8: the step runs with FP8 GEMMs, and the report gives its rel L2 against one
+// unquantized step; fp8-scaled-mm needs a pre-quantised checkpoint, which random weights are not.
+TEST(BenchCli, Fp8TransformerStepReportsItsRelL2AgainstTheUnquantizedStep) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "fp8", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["quantization"], "fp8");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  const nlohmann::json& q = j["cases"][0]["quantization_rel_l2"];
+  ASSERT_TRUE(q.is_object()) << r.out;
+  // Two e4m3 operands per product: a few percent (tests/models/transformer_fp8_scaled_test.cpp);
+  // zero would mean nothing was quantized, O(1) a broken mode.
+  EXPECT_GT(q["video"].get<double>(), 0.0);
+  EXPECT_LT(q["video"].get<double>(), 0.1);
+  EXPECT_NE(r.err.find("rel L2 vs unquantized"), std::string::npos) << r.err;
+
+  const auto s = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "fp8-scaled-mm"}));
+  EXPECT_EQ(s.code, 1);
+  EXPECT_NE(s.err.find("which random weights are not"), std::string::npos) << s.err;
 }
 
 TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
@@ -181,7 +207,7 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
       {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
       {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
-      {{"--quantization", "fp8-scaled-mm"}, "--quantization fp8-scaled-mm is not available"},
+      {{"--quantization", "fp8-scaled-mm"}, "which random weights are not"},
       {{"--quantization", "nvfp4-prequant"}, "--quantization nvfp4-prequant reads the NVFP4 layers"},
   };
   for (const Case& c : cases) {
@@ -283,6 +309,121 @@ TEST(BenchEngineCli, BadFlagsFailWithAMessage) {
   r = test::run_ltx(dir, {"bench", "transformer", "--preset", "tiny", "--jobs", "2"});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("--jobs applies to `ltx bench engine` only"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ltx
+
+namespace ltx {
+namespace {
+
+// `ltx bench pipeline` with the tiny preset: the pipelines of `ltx generate` on random weights
+// made in memory, every stage in the report, and the checks of its flags.
+const std::vector<std::string> kTinyPipeline = {"--quiet", "bench", "pipeline", "--preset", "tiny",
+                                                "--device", "cpu"};
+
+std::vector<std::string> stage_names(const nlohmann::json& j) {
+  std::vector<std::string> names;
+  for (const auto& s : j["stages"]) names.push_back(s["stage"].get<std::string>());
+  return names;
+}
+
+TEST(BenchPipelineCli, DistilledReportsEveryStageInJsonAndInTheFile) {
+  TempDir dir;
+  const std::string out = dir.file("pipeline.json");
+  const auto r = test::run_ltx(dir, with(kTinyPipeline, {"--json", "--out", out}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(nlohmann::json::parse(test::read_bytes(out)), j);
+  EXPECT_EQ(j["tool"], "ltx bench");
+  EXPECT_EQ(j["bench"], "pipeline");
+  EXPECT_EQ(j["pipeline"], "distilled");
+  EXPECT_EQ(j["width"], 128);
+  EXPECT_EQ(j["height"], 128);
+  EXPECT_EQ(j["frames"], 9);
+  EXPECT_EQ(stage_names(j),
+            (std::vector<std::string>{"text encoding", "model loading", "stage 1", "upsample",
+                                      "stage 2", "decoder loading", "audio decode",
+                                      "video decode"}));
+  // The distilled schedule: 8 steps at half size, 3 after the upsample.
+  EXPECT_EQ(j["stages"][2]["steps"], 8);
+  EXPECT_EQ(j["stages"][4]["steps"], 3);
+  for (const auto& s : j["stages"]) {
+    EXPECT_GE(s["seconds"].get<double>(), s["synthesis_seconds"].get<double>()) << s;
+    if (s["steps"].get<int64_t>() > 0) {
+      EXPECT_GT(s["step_median_ms"].get<double>(), 0) << s;
+    }
+  }
+  // The weights are made while the models load (text encoder, transformer, decoders), and none
+  // during the denoising.
+  EXPECT_GT(j["stages"][1]["synthesis_seconds"].get<double>(), 0);
+  EXPECT_EQ(j["stages"][2]["synthesis_seconds"].get<double>(), 0);
+  EXPECT_GT(j["synthesized_parameters"].get<int64_t>(), 0);
+  EXPECT_NEAR(j["end_to_end_seconds"].get<double>(),
+              j["total_seconds"].get<double>() - j["synthesis_seconds"].get<double>(), 1e-9);
+  EXPECT_GT(j["end_to_end_seconds"].get<double>(), 0);
+  EXPECT_EQ(j["mp4_encode"]["built"], media::ffmpeg_available());
+  EXPECT_EQ(j["lora_switch"]["run"], false);
+  EXPECT_EQ(j["decoded_frames"], 9);
+  EXPECT_GT(j["audio_samples"].get<int64_t>(), 0);
+}
+
+TEST(BenchPipelineCli, TwoStageTableAndASilentFp8Run) {
+  TempDir dir;
+  auto r = test::run_ltx(dir, with(kTinyPipeline, {"--pipeline", "two-stage", "--steps", "2"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* needle : {"ltx bench pipeline: two-stage, preset tiny, 128x128x9 frames",
+                             "stage 1", "upsample", "stage 2", "video decode", "step med ms",
+                             "peak GiB", "lora switch: not run", "end to end: ",
+                             "of weight synthesis"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  EXPECT_NE(r.out.find(media::ffmpeg_available() ? "mp4 encode: " : "mp4 encode: not built"),
+            std::string::npos)
+      << r.out;
+
+  r = test::run_ltx(dir, with(kTinyPipeline, {"--pipeline", "two-stage", "--steps", "2",
+                                              "--no-audio", "--size", "192x128",
+                                              "--quantization", "fp8-cast", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stages"][2]["steps"], 2);
+  EXPECT_EQ(j["width"], 192);
+  EXPECT_EQ(j["audio_samples"], 0);
+  EXPECT_EQ(j["quantization"], "fp8-cast");
+  EXPECT_EQ(j["offload"], "none");
+  const auto names = stage_names(j);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "audio decode"), 0) << r.out;
+}
+
+TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
+  TempDir dir;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--pipeline", "one-stage"}, "--pipeline one-stage: `ltx bench pipeline` runs distilled"},
+      {{"--pipeline", "nope"}, "nope"},
+      {{"--preset", "ltx25-22b"}, "--preset ltx25-22b: this preset has no pipeline models"},
+      {{"--iters", "3"}, "--iters does not apply to `ltx bench pipeline`"},
+      {{"--size", "100x64"}, "--size: 100x64"},
+      {{"--size", "96x64"}, "64"},  // the two-stage pipelines' size rule, from validate_options
+      {{"--steps", "0"}, "--steps 0: must be at least 1"},
+      {{"--dtype", "f16"}, "--dtype: unknown dtype 'f16'"},
+      {{"--size", "128x128", "--size", "192x128"}, "takes one --size"},
+      {{"--max-gpu-memory", "24"}, "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
+      {{"--offload", "disk"}, "--offload disk streams blocks from the model files"},
+      {{"--offload", "cpu"}, "--offload"},
+      {{"--quantization", "int3"}, "--quantization"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const std::vector<std::string> preset =
+        flags[0] == "--preset" ? std::vector<std::string>{} : std::vector<std::string>{"--preset", "tiny"};
+    const auto r = test::run_ltx(
+        dir, with(with({"--quiet", "bench", "pipeline", "--device", "cpu"}, preset), flags));
+    EXPECT_NE(r.code, 0) << flags[0];
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags[0] << ": " << r.err;
+    EXPECT_EQ(r.out, "") << flags[0];
+  }
+  const auto r = test::run_ltx(dir, {"bench", "transformer", "--preset", "tiny", "--mp4", "x.mp4"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--mp4 applies to `ltx bench pipeline` only"), std::string::npos) << r.err;
 }
 
 }  // namespace

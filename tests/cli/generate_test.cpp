@@ -129,6 +129,22 @@ TEST(GenerateCli, Fp8CastDemoWritesAPlayableMp4) {
   test::expect_mp4(out, 128, 64, 9, "25/1", 48000);
 }
 
+// --quantization fp8 on the demo: FP8 GEMMs with per-token activation scales, the distilled LoRA
+// requantised per tensor onto the e4m3 weights in stage 2.
+TEST(GenerateCli, Fp8DemoWritesAPlayableMp4) {
+  if (const std::string why = test::mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string out = dir.file("out.mp4");
+  const test::CliResult r =
+      generate(dir, {"--prompt", "a red ball bouncing", "--output-path", out, "--num-frames", "9",
+                     "--height", "64", "--width", "128", "--num-inference-steps", "2",
+                     "--frame-rate", "25", "--quantization", "fp8"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("(--quantization fp8)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("LoRA: "), std::string::npos) << r.err;  // the distilled LoRA was fused
+  test::expect_mp4(out, 128, 64, 9, "25/1", 48000);
+}
+
 TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
   TempDir dir;
   const std::string out = dir.file("out.mp4");
@@ -173,9 +189,9 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--max-gpu-memory", "lots"}, "--max-gpu-memory 'lots' is not a number of GiB"},
       {{"--max-gpu-memory", "23.5"},
        "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
-      {{"--quantization", "fp8-scaled-mm"},
-       "--quantization fp8-scaled-mm is not available in this build; available: none, fp8-cast"},
-      {{"--quantization", "int4"}, "--quantization: unknown quantization 'int4'"},
+      {{"--quantization", "int4"},
+       "--quantization: unknown quantization 'int4'; available: none, fp8-cast, fp8-scaled-mm, "
+       "fp8, nvfp4-cast, nvfp4-prequant"},
       {{"--transformer-path", nvfp4, "--quantization", "fp8-cast"},
        nvfp4 + " is a NVFP4 checkpoint; --quantization fp8-cast cannot load it, use "
                "--quantization nvfp4-prequant"},

@@ -150,8 +150,8 @@ TEST(InspectCli, SaysWhichQuantizationAFileIsAndWhichModesLoadIt) {
   for (const char* needle :
        {"quantization: FP8 per-tensor scaled: 1 Linear weights F8_E4M3 with a per-tensor "
         "weight_scale (1 with input_scale)",
-        "--quantization modes that load it: fp8-cast, fp8-scaled-mm (this build: none, "
-        "fp8-cast, nvfp4-cast, nvfp4-prequant)"})
+        "--quantization modes that load it: fp8-cast, fp8-scaled-mm, fp8 (this build: none, "
+        "fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant)"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
 
   const CliRun dense = test::run_ltx(dir, {"inspect", test::fixture("ltx23.weights.bf16.safetensors"),
@@ -159,7 +159,8 @@ TEST(InspectCli, SaysWhichQuantizationAFileIsAndWhichModesLoadIt) {
   ASSERT_EQ(dense.code, 0) << dense.err;
   const nlohmann::json j = nlohmann::json::parse(dense.out);
   EXPECT_EQ(j[0]["quantization"]["format"], "dense (no FP8 / NVFP4 weights)");
-  EXPECT_EQ(j[0]["quantization"]["modes"], nlohmann::json({"none", "fp8-cast", "nvfp4-cast"}));
+  EXPECT_EQ(j[0]["quantization"]["modes"],
+            nlohmann::json({"none", "fp8-cast", "fp8", "nvfp4-cast"}));
   EXPECT_EQ(j[1]["quantization"]["format"], "FP8 per-tensor scaled");
   EXPECT_EQ(j[1]["quantization"]["fp8_per_tensor"], 1);
   EXPECT_EQ(j[1]["quantization"]["fp8_input_scales"], 1);

@@ -2,7 +2,7 @@
 // whose blocks stream from page-locked host memory (or, for disk, from the mapped file through
 // staging buffers) through 2 or 3 device slots computes the resident model's outputs bit for bit
 // (same kernels in the same order, only the weights' addresses differ), pass after pass through
-// the same slots, with fewer device bytes; LoRA fusion into the streamed model's host weights
+// the same slots, with fewer device bytes, also with the first blocks resident; LoRA fusion into the streamed model's host weights
 // gives the resident fused model's outputs; the same for Gemma's layers.
 #include <gtest/gtest.h>
 
@@ -125,6 +125,40 @@ TEST(CudaBlockStreaming, MoreSlotsThanBlocksUsesOneSlotPerBlock) {
                       resident.forward(&in.video, &in.audio, nullptr));
 }
 
+// Partial residency (the memory planner's choice under a budget): the first K blocks stay on the
+// device, the rest stream; K = 0 is --offload cpu|disk, K >= the block count the resident model.
+// Every K gives the resident forward bit for bit, and the device holds more the larger K.
+TEST(CudaBlockStreaming, PartlyResidentBlocksGiveTheResidentForwardBitForBit) {
+  LTX_REQUIRE_CUDA();
+  const Inputs in = fixture_inputs();
+  const tf::LTXModelConfig c = config_with_layers(5);
+  const tf::LTXModel resident = synthetic_model(c, {});
+  const tf::ModelOutputs want = resident.forward(&in.video, &in.audio, nullptr);
+  for (bool from_file : {false, true}) {
+    int64_t previous_bytes = 0;
+    for (int64_t k : {0, 1, 3, 4, 5, 7}) {
+      SCOPED_TRACE(str(k, " resident", from_file ? ", disk" : ", cpu"));
+      const int64_t before = live_bytes();
+      const tf::LTXModel m = synthetic_model(c, {2, from_file, k});
+      const int64_t bytes = live_bytes() - before;
+      EXPECT_EQ(m.streams_blocks(), k < 5);
+      EXPECT_EQ(m.resident_blocks(), std::min<int64_t>(k, 5));
+      EXPECT_EQ(m.num_blocks(), 5);
+      if (k > 0 && k <= 3) {
+        EXPECT_GT(bytes, previous_bytes) << "a resident block takes device memory";
+      }
+      previous_bytes = bytes;
+      for (int pass = 0; pass < 2; ++pass) {
+        SCOPED_TRACE(str("pass ", pass));
+        expect_same_outputs(m.forward(&in.video, &in.audio, nullptr), want);
+      }
+      const tf::ModelOutputs video_only = m.forward(&in.video, nullptr, nullptr);
+      EXPECT_TRUE(test::same_bytes(video_only.video,
+                                   resident.forward(&in.video, nullptr, nullptr).video));
+    }
+  }
+}
+
 // The fixture's weights rewritten in bf16, so that a bf16 model binds them as views of the mapped
 // file (what --offload disk reads at every pass).
 std::string write_bf16_weights(const test::TempDir& dir) {
@@ -221,6 +255,48 @@ TEST(CudaBlockStreaming, LoraFusedIntoTheHostCopiesIsTheResidentFusedModel) {
   }
 }
 
+// LoRA with partial residency: block 0 resident (its target's buffer on the device, fused there
+// as in a resident model), block 1 streamed (its targets' buffers on the host, fused on the CPU as
+// with every block streamed). A GPU fusion may land one bf16 step from the CPU's (lora/fuse.h),
+// so each fused buffer is compared with the one made the same way: the resident model's for block
+// 0, the all-streamed model's for block 1.
+TEST(CudaBlockStreaming, LoraFusedIntoPartlyResidentBlocksFusesEachWhereItLives) {
+  LTX_REQUIRE_CUDA();
+  test::TempDir dir;
+  const Inputs in = fixture_inputs();
+  const lora::LoraSet set = {{lora::LoraFile::open(write_block_lora(dir)), 0.8}};
+  const nn::LoadOptions gpu{DType::BF16, test::kGpu};
+  const auto resident = generate::load_stage_transformer(weights_path(), {set}, gpu, {});
+  ASSERT_NE(resident->fuser, nullptr);
+  const tf::ModelOutputs want_base = resident->model->forward(&in.video, &in.audio, nullptr);
+  resident->fuser->apply(set);
+
+  for (bool from_file : {false, true}) {
+    SCOPED_TRACE(from_file ? "disk" : "cpu");
+    const auto all_streamed = generate::load_stage_transformer(weights_path(), {set}, gpu, {2, from_file});
+    all_streamed->fuser->apply(set);
+    const auto st = generate::load_stage_transformer(weights_path(), {set}, gpu, {2, from_file, 1});
+    ASSERT_TRUE(st->model->streams_blocks());
+    EXPECT_EQ(st->model->resident_blocks(), 1);
+    ASSERT_NE(st->fuser, nullptr);
+    EXPECT_EQ(st->fuser->targets().size(), 3u);
+    for (const std::string& t : st->fuser->targets())
+      EXPECT_EQ(st->fuser->bound(t).device().is_cpu(), tf::LTXModel::block_index(t) >= 1) << t;
+    const tf::ModelOutputs base = st->model->forward(&in.video, &in.audio, nullptr);
+    expect_same_outputs(base, want_base);
+
+    st->fuser->apply(set);
+    for (const std::string& t : st->fuser->targets()) {
+      const auto& same_way = tf::LTXModel::block_index(t) >= 1 ? all_streamed : resident;
+      EXPECT_TRUE(test::same_bytes(st->fuser->bound(t), same_way->fuser->bound(t))) << t;
+    }
+    const tf::ModelOutputs fused = st->model->forward(&in.video, &in.audio, nullptr);
+    EXPECT_FALSE(test::same_bytes(fused.video, base.video)) << "the LoRA changed nothing";
+    st->fuser->reset();
+    expect_same_outputs(st->model->forward(&in.video, &in.audio, nullptr), want_base);
+  }
+}
+
 // Gemma 3 (root folder) and Gemma 4 unified (KV-shared layers, per-layer inputs): the streamed
 // decoder layers give the resident model's hidden states, through encode() and through the
 // KV-cached forward() of prompt enhancement.
@@ -235,8 +311,13 @@ TEST(CudaBlockStreaming, StreamedGemmaLayersGiveTheResidentHiddenStatesBitForBit
     ASSERT_FALSE(resident.streams_layers());
     for (bool from_file : {false, true}) {
       SCOPED_TRACE(from_file ? "disk" : "cpu");
-      const text::GemmaTextModel streamed = text::GemmaTextModel::load(assets, gpu, {2, from_file});
-      ASSERT_TRUE(streamed.streams_layers());
+     // All layers streamed, then the first layer resident (partial residency: a KV-shared layer
+     // may read a resident layer's keys).
+     for (int64_t k : {0, 1}) {
+      SCOPED_TRACE(str(k, " resident"));
+      const text::GemmaTextModel streamed =
+          text::GemmaTextModel::load(assets, gpu, {2, from_file, k});
+      ASSERT_EQ(streamed.streams_layers(), k < resident.config().num_layers);
 
       const io::SafetensorsFile io(test::fixture(std::string(io_case) + ".io.safetensors"));
       const Tensor ids = io.tensor("in.input_ids").narrow(0, 0, 1);
@@ -260,6 +341,7 @@ TEST(CudaBlockStreaming, StreamedGemmaLayersGiveTheResidentHiddenStatesBitForBit
       const Tensor want_h = resident.forward(last_ids, positions, last_mask, want_cache);
       const Tensor got_h = streamed.forward(last_ids, positions, last_mask, got_cache);
       EXPECT_TRUE(test::same_bytes(got_h, want_h)) << "forward() with the KV cache";
+     }
     }
   }
 }

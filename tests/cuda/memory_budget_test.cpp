@@ -20,6 +20,8 @@
 #include "generate/generate_test_util.h"
 #include "generate/memory_budget.h"
 #include "generate/model_cache.h"
+#include "generate/offload_plan.h"
+#include "generate/progress.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -198,6 +200,58 @@ TEST(GenerateUnderABudget, TheDemoRunsAndItsPeakStaysUnderTheBudget) {
   EXPECT_LE(m.peak_bytes, budget);
   EXPECT_LE(m.peak_reserved_bytes, budget);
   EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(budget)) << "the run set the limit";
+}
+
+// --offload auto under a budget between what the planner says the demo's Gemma (6 layers; the
+// demo's transformer has no more blocks than slots) needs resident and all streamed: the plan
+// keeps its first layers and streams the rest, the run finishes under the budget (allocator peak)
+// and its media are the resident run's bit for bit (streaming moves weights, not kernels).
+TEST(GenerateUnderABudget, AutoOffloadStreamsWhatDoesNotFitAndStaysUnderTheBudget) {
+  LTX_REQUIRE_CUDA();
+  NoLimitAfter restore;
+  generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);
+  o.device = test::kGpu;
+  const test::InMemoryGeneration resident = test::generate_in_memory(o);
+  ASSERT_TRUE(resident.media.frames.defined());
+
+  generate::Progress quiet(nullptr, generate::Progress::Mode::Off);
+  const generate::ResolvedModels models =
+      generate::resolve_models(o, generate::component_needs(o), quiet);
+  // The planner's needs for this run: resident (a budget nothing limits), all streamed (cpu).
+  o.max_gpu_memory_bytes = 1024 * kGiB;
+  o.offload = generate::Offload::Auto;
+  const generate::StreamingPlan roomy = generate::plan_run_streaming(o, models);
+  ASSERT_EQ(roomy.models.size(), 2u);
+  ASSERT_EQ(roomy.models[1].component, "text encoder");
+  o.offload = generate::Offload::Cpu;
+  const generate::StreamingPlan streamed = generate::plan_run_streaming(o, models);
+  const int64_t all = roomy.models[1].need_bytes, none = streamed.models[1].need_bytes;
+  ASSERT_GT(all, none);
+
+  const int64_t budget = (all + none) / 2;
+  if (static_cast<int64_t>(settled_reserved()) > budget / 4)
+    GTEST_SKIP() << "other tests of this process hold " << mib_text(settled_reserved())
+                 << ": too much for a budget of " << mib_text(static_cast<size_t>(budget));
+  o.offload = generate::Offload::Auto;
+  o.max_gpu_memory_bytes = budget;
+  const generate::StreamingPlan plan = generate::plan_run_streaming(o, models);
+  ASSERT_TRUE(plan.text_encoder.enabled()) << "the budget leaves no room for every layer";
+  EXPECT_GT(plan.text_encoder.resident, 0);
+  EXPECT_LT(plan.text_encoder.resident, plan.models[1].blocks);
+
+  backend::reset_peak_memory(test::kGpu);
+  const test::InMemoryGeneration g = test::generate_in_memory(o);
+  ASSERT_TRUE(g.media.frames.defined());
+  const backend::MemoryStats m = backend::memory_stats(test::kGpu);
+  std::printf("[two-stage demo, --offload auto under %.3f GiB: %lld of %lld Gemma layers resident] "
+              "peak allocated %.1f MiB, peak reserved %.1f MiB\n",
+              static_cast<double>(budget) / kGiB, static_cast<long long>(plan.text_encoder.resident),
+              static_cast<long long>(plan.models[1].blocks), static_cast<double>(m.peak_bytes) / kMiB,
+              static_cast<double>(m.peak_reserved_bytes) / kMiB);
+  EXPECT_LE(m.peak_bytes, budget);
+  EXPECT_LE(m.peak_reserved_bytes, budget);
+  EXPECT_TRUE(test::same_bits(g.media.frames, resident.media.frames));
+  EXPECT_TRUE(test::same_bits(g.media.waveform, resident.media.waveform));
 }
 
 TEST(GenerateUnderABudget, ABudgetBelowTheLargestModelIsRefusedBeforeAnyLoad) {

@@ -54,6 +54,7 @@ TEST(Decode, IntoMemoryNeedsNoEncoder) {
   EXPECT_EQ(m.frames.shape(), (Shape{9, 64, 96, 3}));
   EXPECT_TRUE(m.frames.device().is_cpu());
   EXPECT_EQ(m.format.fps, 25.0);
+  EXPECT_EQ(m.format.frames, 9);  // told at begin(), before any chunk
   EXPECT_EQ(m.format.audio_sample_rate, 48000);
   EXPECT_EQ(m.format.audio_channels, 2);
   ASSERT_TRUE(m.waveform.defined());

@@ -39,6 +39,8 @@ TEST(Offload, ParsesTheReferenceModesThisBuildStreams) {
   EXPECT_EQ(generate::parse_offload("disk"), generate::Offload::Disk);
   EXPECT_STREQ(generate::offload_name(generate::Offload::Cpu), "cpu");
   EXPECT_STREQ(generate::offload_name(generate::Offload::Disk), "disk");
+  EXPECT_EQ(generate::parse_offload("auto"), generate::Offload::Auto);
+  EXPECT_STREQ(generate::offload_name(generate::Offload::Auto), "auto");
   EXPECT_ERROR_HAS(generate::parse_offload("gpu"), "--offload: 'gpu' is not a mode");
 }
 
@@ -50,6 +52,9 @@ TEST(Offload, CpuStreamsTwoSlotsToAGpuAndIsAnErrorOnTheCpu) {
   EXPECT_EQ(disk.slots, generate::kOffloadSlots);
   EXPECT_TRUE(disk.from_file);
   EXPECT_FALSE(generate::block_streaming(generate::Offload::Cpu, Device::cuda(0)).from_file);
+  // Auto: nothing until the planner (generate/offload_plan.h) decides; on the CPU, none.
+  EXPECT_FALSE(generate::block_streaming(generate::Offload::Auto, Device::cuda(0)).enabled());
+  EXPECT_FALSE(generate::block_streaming(generate::Offload::Auto, Device::cpu()).enabled());
   EXPECT_ERROR_HAS(generate::block_streaming(generate::Offload::Disk, Device::cpu()),
                    "--offload disk streams");
   EXPECT_ERROR_HAS(generate::block_streaming(generate::Offload::Cpu, Device::cpu()),

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/safetensors.h"
+#include "io/weights.h"
 #include "models/gemma_support.h"
 #include "models/text/embeddings_processor.h"
 #include "models/text/gemma/model.h"
@@ -54,6 +56,46 @@ TEST(PromptEncoder, Gemma3WithTheLtx23CheckpointGivesTheReferenceContexts) {
   // The reference's lifecycle: nothing stays resident.
   EXPECT_FALSE(enc.text_encoder_loaded());
   EXPECT_FALSE(enc.embeddings_processor_loaded());
+}
+
+// Built from weight maps instead of files (how the pipeline benchmark builds it, with random
+// weights): given the files' own tensors, the same contexts bit for bit, each model loaded once
+// per encode() and freed after.
+TEST(PromptEncoder, FromWeightMapsGivesTheContextsOfTheFiles) {
+  const std::string te = test::fixture("text_gemma3.te.safetensors");
+  const std::string ckpt = test::fixture("text_ltx23.ckpt.safetensors");
+  PromptEncoder files(te, {ckpt});
+  const text::GemmaTextConfig& g = files.gemma_config();
+  const auto processor = models::text::EmbeddingsProcessorConfig::from_metadata(
+      io::SafetensorsFile::open(ckpt)->metadata_json(),
+      models::text::GemmaTextDims{g.hidden_size, g.num_layers}, ckpt);
+  int gemma_loads = 0, processor_loads = 0;
+  text::PromptEncoderWeights weights;
+  weights.text_encoder = [&] {
+    ++gemma_loads;
+    return io::WeightMap::open({te}, io::KeyMap::strip_prefix("language_model.model."));
+  };
+  weights.embeddings_processor = [&] {
+    ++processor_loads;
+    return io::WeightMap::open({ckpt}, models::text::embeddings_processor_key_map());
+  };
+  PromptEncoder memory(text::GemmaAssets::load(te), processor, weights);
+  EXPECT_TRUE(memory.has_audio());
+  const std::vector<std::string> prompts = prompts_of(test::text_io("ltx23"));
+  const std::vector<PromptContext> want = files.encode(prompts);
+  const std::vector<PromptContext> got = memory.encode(prompts);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].video.to_float_vector(), want[i].video.to_float_vector()) << i;
+    EXPECT_EQ(got[i].audio.to_float_vector(), want[i].audio.to_float_vector()) << i;
+  }
+  EXPECT_EQ(gemma_loads, 1);
+  EXPECT_EQ(processor_loads, 1);
+  EXPECT_FALSE(memory.text_encoder_loaded());
+  EXPECT_FALSE(memory.embeddings_processor_loaded());
+  const std::string e = test::error_of(
+      [&] { PromptEncoder none(text::GemmaAssets::load(te), processor, {}); });
+  EXPECT_NE(e.find("both weight sources"), std::string::npos) << e;
 }
 
 TEST(PromptEncoder, Gemma4SplitPackTakesTheProjectionFromTheTextEncoderFile) {

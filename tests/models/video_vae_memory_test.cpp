@@ -127,5 +127,40 @@ TEST(VideoVaeMemory, Real23DecoderAt1536x1024For121FramesTiledNeedsUnder8GiB) {
   EXPECT_GT(untiled.total_bytes(), 2 * tiled.total_bytes());
 }
 
+// The conv decoder's tiling from the memory free under a GPU budget: the pipelines' layout while
+// its estimate fits (the 1536x1024x121 decode in what a 16 or 24 GiB budget leaves once the
+// transformer is freed), smaller tiles below that, the smallest when nothing fits.
+TEST(VideoVaeMemory, BudgetedTilingKeepsTheDefaultWhileItFitsAndShrinksBelow) {
+  const nlohmann::json vae = nlohmann::json::parse(R"({
+    "latent_channels": 128, "decoder_base_channels": 128, "spatial_padding_mode": "zeros",
+    "timestep_conditioning": false, "causal_decoder": false, "patch_size": 4,
+    "decoder_blocks": [["res_x", {"num_layers": 4}], ["compress_space", {"multiplier": 2}],
+                       ["res_x", {"num_layers": 6}], ["compress_time", {"multiplier": 2}],
+                       ["res_x", {"num_layers": 4}], ["compress_all", {"multiplier": 1}],
+                       ["res_x", {"num_layers": 2}], ["compress_all", {"multiplier": 2}],
+                       ["res_x", {"num_layers": 2}]]})");
+  const DecoderConfig cfg = decoder_config_from_json(vae, "LTX-2.3 VAE");
+  const Shape latent{1, 128, 16, 32, 48};  // 121 x 1024 x 1536 pixels
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  const tiling::TilingConfig standard = tiling::auto_tiling_config(1024, 1536);
+  const auto need = [&](const tiling::TilingConfig& t) {
+    const DecodeMemoryEstimate e = estimate_decode_memory(cfg, latent, t);
+    return e.total_bytes() - e.weight_bytes;
+  };
+  for (int64_t free : {12 * kGiB, 20 * kGiB})
+    EXPECT_EQ(tiling::describe(budgeted_decode_tiling(cfg, latent, free)), tiling::describe(standard));
+  const int64_t tight = need(standard) - kGiB;
+  const tiling::TileSizeConfig smaller = budgeted_decode_tiling(cfg, latent, tight);
+  EXPECT_NE(tiling::describe(smaller), tiling::describe(standard));
+  EXPECT_LE(need(smaller), tight);
+  EXPECT_LT(smaller.height.tile_size * smaller.width.tile_size,
+            std::get<tiling::TileSizeConfig>(standard).height.tile_size *
+                std::get<tiling::TileSizeConfig>(standard).width.tile_size);
+  // Nothing fits one byte: the smallest layout (256 px, 48 frames) rather than no tiling.
+  const tiling::TileSizeConfig least = budgeted_decode_tiling(cfg, latent, 1);
+  EXPECT_LE(need(least), need(smaller));
+  EXPECT_EQ(least.frames.tile_size, 48);
+}
+
 }  // namespace
 }  // namespace ltx

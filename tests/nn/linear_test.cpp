@@ -1,4 +1,4 @@
-// nn::Linear in its storage formats (dense, fp8-cast) and the quantization policy it loads with:
+// nn::Linear in its storage formats (dense, fp8-cast, fp8-scaled-mm, fp8) and the quantization policy it loads with:
 // the reference's fp8-cast layer choice, cast, scale folding and the file-format checks.
 #include "nn/linear.h"
 
@@ -11,7 +11,9 @@
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/quantized_linear.h"
 #include "quantization/file_format.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/mode.h"
@@ -189,17 +191,113 @@ TEST(Fp8CastScales, RejectsBlockwiseScalesAndOrphans) {
   }
 }
 
-TEST(QuantizationMode, ParsesTheAvailableNamesAndExplainsTheOthers) {
+TEST(QuantizationMode, ParsesEveryModeAndListsAllSixOnAnUnknownName) {
   EXPECT_EQ(quantization::parse_mode("none"), Mode::None);
   EXPECT_EQ(quantization::parse_mode("fp8-cast"), Mode::Fp8Cast);
+  EXPECT_EQ(quantization::parse_mode("fp8-scaled-mm"), Mode::Fp8ScaledMm);
+  EXPECT_EQ(quantization::parse_mode("fp8"), Mode::Fp8);
   EXPECT_EQ(quantization::parse_mode("nvfp4-cast"), Mode::Nvfp4Cast);
   EXPECT_EQ(quantization::parse_mode("nvfp4-prequant"), Mode::Nvfp4Prequant);
-  EXPECT_EQ(quantization::available_modes(), "none, fp8-cast, nvfp4-cast, nvfp4-prequant");
-  for (const char* later : {"fp8-scaled-mm"}) {
-    EXPECT_ERROR_HAS(quantization::parse_mode(later), "is not available in this build");
-    EXPECT_ERROR_HAS(quantization::parse_mode(later), "available: none, fp8-cast");
-  }
+  EXPECT_EQ(quantization::available_modes(),
+            "none, fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant");
+  for (Mode m : {Mode::None, Mode::Fp8Cast, Mode::Fp8ScaledMm, Mode::Fp8, Mode::Nvfp4Cast,
+                 Mode::Nvfp4Prequant})
+    EXPECT_EQ(quantization::parse_mode(quantization::mode_name(m)), m);
+  EXPECT_ERROR_HAS(quantization::parse_mode("fp4"),
+                   "available: none, fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant");
   EXPECT_ERROR_HAS(quantization::parse_mode("fp4"), "--quantization: unknown quantization 'fp4'");
+}
+
+// --------------------------------------------------------------- FP8 GEMM formats
+
+// A pre-quantised FP8 layer as the reference's files hold it.
+io::WeightMap one_fp8_scaled_linear(const std::string& module, int64_t in, int64_t out,
+                                    float input_scale = 0.02f) {
+  const ops::Fp8PerTensor q = ops::quantize_fp8_per_tensor(weights_bf16({out, in}, 1));
+  io::WeightMap w;
+  w.add(module + ".weight", q.weight);
+  w.add(module + ".weight_scale", q.weight_scale);
+  w.add(module + ".input_scale", Tensor::full({}, input_scale, DType::F32));
+  w.add(module + ".bias", weights_bf16({out}, 2));
+  return w;
+}
+
+TEST(Fp8ScaledLinear, BindsTheFilesScalesAndIsTheScaledFp8Op) {
+  const std::string module = "transformer_blocks.0.attn1.to_q";
+  io::WeightMap w = one_fp8_scaled_linear(module, 32, 16);
+  const nn::Linear l = load_scoped(w, module, 32, 16, Mode::Fp8ScaledMm);
+  EXPECT_NO_THROW(w.finish("transformer"));  // both scales taken
+  ASSERT_EQ(l.format, nn::LinearFormat::Fp8Scaled);
+  EXPECT_EQ(l.weight.dtype(), DType::F8E4M3FN);
+  EXPECT_EQ(l.bias.dtype(), DType::F32);  // the compute dtype
+  EXPECT_FLOAT_EQ(static_cast<float>(l.input_scale.item()), 0.02f);
+  const Tensor x = test::random_tensor({2, 5, 32}, 7);
+  const Tensor want = ops::linear_fp8_scaled(x, l.weight, l.weight_scale, l.input_scale, l.bias);
+  EXPECT_EQ(test::max_abs_diff(l(x), want), 0.0);
+  EXPECT_EQ(test::max_abs_diff(l.gelu_tanh(x), ops::gelu_tanh(want)), 0.0);
+  // Dequantised for callers that need the dense weight.
+  EXPECT_EQ(test::max_abs_diff(l.dense_weight(DType::F32),
+                               ops::mul(l.weight.to(DType::F32), l.weight_scale)),
+            0.0);
+  std::vector<std::string> roles;
+  static_cast<const nn::Linear&>(l).for_each_parameter(
+      [&](const char* role, const Tensor&) { roles.push_back(role); });
+  EXPECT_EQ(roles, (std::vector<std::string>{"weight", "bias", "weight_scale", "input_scale"}));
+}
+
+TEST(Fp8ScaledLinear, LayersWithoutAScaleInTheFileStayDense) {
+  // The reference swaps only the layers the checkpoint stores FP8 with a scale, whatever their name.
+  const std::string module = "transformer_blocks.0.attn1.to_q";
+  io::WeightMap w = one_linear(module, 16, 8);
+  EXPECT_EQ(load_scoped(w, module, 16, 8, Mode::Fp8ScaledMm).format, nn::LinearFormat::Dense);
+  const std::string other = "transformer_blocks.0.scale_shift.proj";
+  io::WeightMap q = one_fp8_scaled_linear(other, 16, 8);
+  EXPECT_EQ(load_scoped(q, other, 16, 8, Mode::Fp8ScaledMm).format, nn::LinearFormat::Fp8Scaled);
+}
+
+TEST(Fp8ScaledLinear, RefusesAZeroScaleAndAMissingInputScaleNamingTheLayer) {
+  const std::string module = "transformer_blocks.1.ff.net.2";
+  io::WeightMap zero = one_fp8_scaled_linear(module, 16, 16, 0.0f);
+  EXPECT_ERROR_HAS(load_scoped(zero, module, 16, 16, Mode::Fp8ScaledMm), module + ".input_scale");
+  io::WeightMap w = one_fp8_scaled_linear(module, 16, 16);
+  io::WeightMap none;
+  for (const char* n : {".weight", ".weight_scale", ".bias"})
+    none.add(module + n, w.take_any_shape(module + n, w.dtype(module + n)));
+  EXPECT_ERROR_HAS(load_scoped(none, module, 16, 16, Mode::Fp8ScaledMm),
+                   "layer '" + module + "' has a weight_scale but no input_scale");
+  EXPECT_ERROR_HAS(load_scoped(none, module, 16, 16, Mode::Fp8ScaledMm), "--quantization fp8");
+}
+
+TEST(Fp8PerTokenLinear, QuantisesFp8CastsLayersPerTensorAtLoad) {
+  const std::string module = "transformer_blocks.0.audio_ff.net.0.proj";
+  io::WeightMap w = one_linear(module, 32, 48);
+  const nn::Linear l = load_scoped(w, module, 32, 48, Mode::Fp8);
+  EXPECT_NO_THROW(w.finish("transformer"));
+  ASSERT_EQ(l.format, nn::LinearFormat::Fp8PerToken);
+  const ops::Fp8PerTensor want = ops::quantize_fp8_per_tensor(weights_bf16({48, 32}, 1));
+  EXPECT_EQ(test::max_abs_diff(l.weight.to(DType::F32), want.weight.to(DType::F32)), 0.0);
+  EXPECT_EQ(l.weight_scale.item(), want.weight_scale.item());
+  EXPECT_FALSE(l.input_scale.defined());
+  EXPECT_EQ(l.bias.dtype(), DType::F32);
+  const Tensor x = test::random_tensor({3, 32}, 8);
+  EXPECT_EQ(test::max_abs_diff(l(x), ops::linear_fp8_per_token(x, l.weight, l.weight_scale, l.bias)),
+            0.0);
+  // Outside fp8-cast's layers: dense.
+  const std::string proj = "transformer_blocks.0.attn1.to_gate_logits";
+  io::WeightMap d = one_linear(proj, 16, 4);
+  EXPECT_EQ(load_scoped(d, proj, 16, 4, Mode::Fp8).format, nn::LinearFormat::Dense);
+}
+
+TEST(Fp8PerTokenLinear, UsesAPreQuantisedLayerAsStoredAndIgnoresItsInputScale) {
+  const std::string module = "transformer_blocks.0.attn1.to_k";
+  io::WeightMap w = one_fp8_scaled_linear(module, 16, 16);
+  const Tensor stored = w.take_any_shape(module + ".weight", DType::F8E4M3FN);
+  w.add(module + ".weight", stored);
+  const nn::Linear l = load_scoped(w, module, 16, 16, Mode::Fp8);
+  EXPECT_NO_THROW(w.finish("transformer"));
+  ASSERT_EQ(l.format, nn::LinearFormat::Fp8PerToken);
+  EXPECT_EQ(test::max_abs_diff(l.weight.to(DType::F32), stored.to(DType::F32)), 0.0);
+  EXPECT_FALSE(l.input_scale.defined());
 }
 
 // --------------------------------------------------------------- file formats
@@ -270,6 +368,13 @@ TEST(QuantizationFileFormat, ModeThatCannotLoadTheFileIsOneLineNamingFileAndFitt
   EXPECT_NO_THROW(fits(f.per_tensor(), Mode::Fp8Cast));
   EXPECT_NO_THROW(fits(f.unscaled(), Mode::Fp8Cast));
   EXPECT_NO_THROW(fits(f.unscaled(), Mode::None));
+  EXPECT_NO_THROW(fits(f.per_tensor(), Mode::Fp8ScaledMm));
+  EXPECT_NO_THROW(fits(f.per_tensor(), Mode::Fp8));
+  EXPECT_NO_THROW(fits(f.dense(), Mode::Fp8));
+  EXPECT_NO_THROW(fits(f.unscaled(), Mode::Fp8));
+  const std::string dense = f.dense();
+  EXPECT_ERROR_HAS(fits(dense, Mode::Fp8ScaledMm), dense + " has no F8_E4M3 '.weight'");
+  EXPECT_ERROR_HAS(fits(f.unscaled(), Mode::Fp8ScaledMm), "use --quantization fp8-cast");
 
   const std::string fp8 = f.per_tensor();
   EXPECT_ERROR_HAS(fits(fp8, Mode::None), fp8 + " is a FP8 per-tensor scaled checkpoint");

@@ -148,6 +148,22 @@ TEST(Nvfp4PrequantLinear, LoadsThePackedTensorsAsStoredAndKeepsInputScale) {
   EXPECT_EQ(l.in_features(), f.in);
   EXPECT_EQ(test::max_abs_diff(l.dense_weight(DType::F32), ops::dequantize_nvfp4(f.q, DType::F32)), 0.0);
   EXPECT_EQ(l.input_scale.item(), 0.25);
+  EXPECT_FALSE(l.weight_scale.defined());  // fp8's scalar; NVFP4's scales are its own members
+  // Each tensor once (block streaming moves exactly these), named as the file names them.
+  std::vector<std::string> roles;
+  std::vector<const void*> seen;
+  l.for_each_parameter([&](const char* role, const Tensor& t) {
+    roles.push_back(role);
+    seen.push_back(&t);
+  });
+  std::vector<std::string> want = {"weight"};
+  if (l.bias.defined()) want.push_back("bias");
+  for (const char* r : {"weight_scale", "weight_scale_2", "input_scale"}) want.push_back(r);
+  EXPECT_EQ(roles, want);
+  std::vector<const void*> members = {&l.weight};
+  if (l.bias.defined()) members.push_back(&l.bias);
+  for (const Tensor* t : {&l.block_scales, &l.tensor_scale, &l.input_scale}) members.push_back(t);
+  EXPECT_EQ(seen, members);
   // The file's other Linears stay dense.
   io::WeightMap root = w;
   const nn::Linear proj = nn::Linear::load(root, "proj_out", 4, 4, false,
@@ -200,7 +216,7 @@ TEST(Nvfp4PrequantLinear, Bf16FileUnderPrequantNamesTheFileAndTheModesThatFit) {
       [&] { quantization::check_mode_fits(io::SafetensorsFile(path), Mode::Nvfp4Prequant); });
   EXPECT_NE(msg.find(path + " is a dense"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--quantization nvfp4-prequant cannot load it, use --quantization none, "
-                     "fp8-cast, nvfp4-cast"), std::string::npos) << msg;
+                     "fp8-cast, fp8, nvfp4-cast"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
 

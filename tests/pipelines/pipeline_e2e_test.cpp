@@ -3,6 +3,7 @@
 // in their metadata, DEVELOPERS.md "End-to-end parity"), plus shapes, determinism, image
 // conditioning and audio-off behaviour.
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -15,10 +16,13 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_decoder.h"
 #include "models/video_vae/video_vae.h"
+#include "ops/quantized_linear.h"
 #include "ops/shape.h"
 #include "pipelines/dfr.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/stages.h"
+#include "quantization/fp8_cast.h"
+#include "io/io_test_util.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -183,6 +187,62 @@ TEST(PipelineE2E, OneStageMatchesTheReferencePipeline) {
                                            });
   expect_matches(out, ref);
   EXPECT_EQ(last_step, (std::map<std::string, int64_t>{{"stage 1", 4}}));
+}
+
+// The tiny checkpoint's transformer under a quantization mode. fp8-scaled-mm reads a
+// pre-quantised copy made here: fp8-cast's Linear weights quantised per tensor, one static
+// input_scale (amax 16) for every layer, as in tests/models/transformer_fp8_scaled_test.cpp.
+mt::LTXModel load_quantized(quantization::Mode mode, const test::TempDir& dir) {
+  std::string path = e2e("ltx23_tiny.safetensors");
+  if (mode == quantization::Mode::Fp8ScaledMm) {
+    const io::SafetensorsFile src(path);
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (const std::string& name : src.names()) {
+      const Tensor t = src.tensor(name);
+      if (!name.ends_with(".weight") || !quantization::is_fp8_cast_parameter(name)) {
+        out.emplace_back(name, t);
+        continue;
+      }
+      const ops::Fp8PerTensor q = ops::quantize_fp8_per_tensor(t);
+      const std::string stem = name.substr(0, name.size() - std::string(".weight").size());
+      out.emplace_back(name, q.weight);
+      out.emplace_back(stem + ".weight_scale", q.weight_scale);
+      out.emplace_back(stem + ".input_scale", Tensor::full({}, 16.0 / 448.0, DType::F32));
+    }
+    path = dir.file("ltx23_tiny_fp8_scaled.safetensors");
+    io::write_safetensors(path, out, src.metadata());
+  }
+  auto file = io::SafetensorsFile::open(path);
+  const mt::LTXModelConfig config = mt::LTXModelConfig::from_file(*file, mt::LTXModelType::AudioVideo);
+  io::WeightMap w({file}, mt::transformer_key_map(mt::LTXModelType::AudioVideo));
+  return mt::LTXModel::load(w, config, {DType::F32, Device::cpu(), mode});
+}
+
+// Issue 32's end-to-end gate for the FP8 GEMM modes: the one-stage pipeline's decoded frames with
+// the quantized transformer against the unquantized run on the same request.
+TEST(PipelineE2E, Fp8ModesStayCloseToTheUnquantizedPipeline) {
+  const Models& m = models_();
+  const auto r = e2e_request(PipelineKind::OneStage);
+  const Tensor dense =
+      decode_frames(pipelines::run_pipeline(PipelineKind::OneStage, r, m.components(), m.contexts)
+                        .video_latent);
+  for (quantization::Mode mode : {quantization::Mode::Fp8, quantization::Mode::Fp8ScaledMm}) {
+    test::TempDir dir;
+    const mt::LTXModel q = load_quantized(mode, dir);
+    pipelines::Components c = m.components();
+    c.transformer = &q;
+    const Tensor frames =
+        decode_frames(pipelines::run_pipeline(PipelineKind::OneStage, r, c, m.contexts).video_latent);
+    const double psnr = psnr_db(frames, dense);
+    std::printf("%s vs unquantized, tiny one-stage pipeline: decoded frames PSNR %.2f dB\n",
+                quantization::mode_name(mode), psnr);
+    // The transformer's outputs move by a few percent rel L2 per step (the model tests' gate);
+    // four guided steps and the decoder carry that into the frames. 30 dB is an rms error of 3%
+    // of the [0, 1] range; a broken mode (a scale missing, a layer dropped) decodes to noise,
+    // around 10 dB.
+    EXPECT_GE(psnr, 30.0) << quantization::mode_name(mode);
+    EXPECT_LT(psnr, 200.0) << quantization::mode_name(mode);  // the weights were quantized
+  }
 }
 
 TEST(PipelineE2E, DistilledMatchesTheReferencePipeline) {

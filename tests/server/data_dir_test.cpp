@@ -36,7 +36,7 @@ TEST(DataDir, CreatesItsLayoutAndRecordsThePid) {
   EXPECT_EQ(read_bytes(root + "/lock"), std::to_string(::getpid()) + "\n");
   const std::string id = new_job_id();
   EXPECT_EQ(dir.output_path(id), root + "/outputs/" + id + ".mp4");
-  EXPECT_EQ(dir.thumbnail_path(id), root + "/outputs/" + id + ".jpg");
+  EXPECT_EQ(dir.thumbnail_path(id), root + "/outputs/" + id + ".png");
   EXPECT_EQ(dir.input_path(id, "0.png"), root + "/inputs/" + id + "/0.png");
 }
 

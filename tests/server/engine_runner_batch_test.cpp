@@ -1,5 +1,5 @@
 // The engine runner's batches, in process on the demo engine: jobs the engine can run together
-// share one run and each gets its own MP4 and outcome; jobs the engine refuses to batch (here a
+// share one run and each gets its own MP4, thumbnail and outcome; jobs the engine refuses to batch (here a
 // pipeline without batching under an equal scheduler key) run one after another; a job stopped
 // mid-batch reports Cancelled and leaves no file; every run is counted in ltx_batch_size.
 #include <gtest/gtest.h>
@@ -12,6 +12,8 @@
 
 #include "generate/engine.h"
 #include "generate/generate_test_util.h"
+#include "media/image.h"
+#include "media/support.h"
 #include "server/data_dir.h"
 #include "server/engine_runner.h"
 #include "server/metrics.h"
@@ -95,6 +97,21 @@ TEST(EngineRunnerBatch, JobsOfOneKeyShareARunAndEachGetsItsOwnOutput) {
   EXPECT_NE(f.metrics.render().find("ltx_batch_size_sum 3\nltx_batch_size_count 1\n"),
             std::string::npos)
       << f.metrics.render();
+
+  // Each member has its own thumbnail, a frame of its video's size; on the CPU it is the one the
+  // job gets when it runs alone.
+  if (!media::image_io_available()) return;
+  std::vector<std::string> thumbnails;
+  for (const Job& job : f.jobs) {
+    const std::string path = f.dir.thumbnail_path(job.id);
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    EXPECT_EQ(media::read_image(path).shape(), (Shape{64, 64, 3}));
+    thumbnails.push_back(sha256_hex_of_file(path));
+  }
+  EXPECT_NE(thumbnails[0], thumbnails[1]);
+  const std::vector<RunOutcome> alone = f.runner.run({items[1]});
+  ASSERT_EQ(alone[0].status, RunStatus::Completed) << alone[0].error.message;
+  EXPECT_EQ(sha256_hex_of_file(f.dir.thumbnail_path(f.jobs[1].id)), thumbnails[1]);
 }
 
 TEST(EngineRunnerBatch, JobsTheEngineWillNotBatchRunOneAfterAnother) {
@@ -126,8 +143,11 @@ TEST(EngineRunnerBatch, AStoppedMemberIsCancelledAndLeavesNoFile) {
   const std::vector<RunOutcome> out = f.runner.run(items);
   EXPECT_EQ(out[0].status, RunStatus::Cancelled);
   EXPECT_FALSE(std::filesystem::exists(f.dir.output_path(f.jobs[0].id)));
+  EXPECT_FALSE(std::filesystem::exists(f.dir.thumbnail_path(f.jobs[0].id)));
   EXPECT_EQ(out[1].status, RunStatus::Completed) << out[1].error.message;
   EXPECT_TRUE(std::filesystem::exists(f.dir.output_path(f.jobs[1].id)));
+  EXPECT_EQ(std::filesystem::exists(f.dir.thumbnail_path(f.jobs[1].id)),
+            media::image_io_available());
 }
 
 }  // namespace

@@ -413,6 +413,61 @@ TEST_F(Routes, ContentServesRangesTheWayBrowsersNeed) {
   expect_error(c.Get(path + "?variant=spritesheet"), 400, "invalid_value", "variant");
 }
 
+TEST_F(Routes, ThumbnailIsServedAsPngWithItsOwnEtagAndRanges) {
+  start();
+  auto c = client();
+  const std::string id = create()["id"];
+  const std::string path = "/v1/videos/" + id + "/content?variant=thumbnail";
+  expect_error(c.Get(path), 409, "video_not_ready");
+  const std::string png = "\x89PNG\r\n\x1a\n" + bytes_of(200);
+  service().complete(id, bytes_of(1000), png);
+
+  const auto whole = c.Get(path);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->status, 200);
+  EXPECT_EQ(whole->body, png);
+  EXPECT_EQ(whole->get_header_value("Content-Type"), "image/png");
+  EXPECT_EQ(whole->get_header_value("Accept-Ranges"), "bytes");
+  EXPECT_EQ(whole->get_header_value("ETag"), "\"thumbnail-etag-" + id + "\"");
+  const auto part = c.Get(path, {{"Range", "bytes=0-7"}});
+  ASSERT_TRUE(part);
+  EXPECT_EQ(part->status, 206);
+  EXPECT_EQ(part->body, png.substr(0, 8));
+  EXPECT_EQ(part->get_header_value("Content-Range"), "bytes 0-7/" + std::to_string(png.size()));
+  const auto cached = c.Get(path, {{"If-None-Match", "\"thumbnail-etag-" + id + "\""}});
+  ASSERT_TRUE(cached);
+  EXPECT_EQ(cached->status, 304);
+  // The video's ETag does not revalidate the thumbnail.
+  const auto other = c.Get(path, {{"If-None-Match", "\"etag-" + id + "\""}});
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 200);
+  // variant=video is the MP4.
+  const auto video = c.Get("/v1/videos/" + id + "/content?variant=video");
+  ASSERT_TRUE(video);
+  EXPECT_EQ(video->get_header_value("Content-Type"), "video/mp4");
+  EXPECT_EQ(video->body, bytes_of(1000));
+
+  // A job completed without a thumbnail (by an older server) says so, naming the variant.
+  const std::string old_id = create()["id"];
+  service().complete(old_id, bytes_of(10));
+  expect_error(c.Get("/v1/videos/" + old_id + "/content?variant=thumbnail"), 404,
+               "thumbnail_not_found", "variant");
+  EXPECT_EQ(c.Get("/v1/videos/" + old_id + "/content")->status, 200);
+
+  ASSERT_EQ(c.Delete("/v1/videos/" + id)->status, 200);
+  expect_error(c.Get(path), 404, "not_found");
+
+  // A service that makes no thumbnails says so whatever the job's state, as a 400 naming the
+  // variant; the video is unaffected.
+  service().makes_thumbnails = false;
+  const std::string queued = create()["id"];
+  expect_error(c.Get("/v1/videos/" + queued + "/content?variant=thumbnail"), 400,
+               "unsupported_variant", "variant");
+  expect_error(c.Get("/v1/videos/" + old_id + "/content?variant=thumbnail"), 400,
+               "unsupported_variant", "variant");
+  EXPECT_EQ(c.Get("/v1/videos/" + old_id + "/content")->status, 200);
+}
+
 TEST_F(Routes, ErrorsSentWithARangeHeaderStayWholeJson) {
   start();
   auto c = client();

@@ -30,6 +30,8 @@ class InMemoryVideoService : public VideoService {
   std::atomic<bool> queue_full{false};
   std::atomic<bool> ready{true};
   std::atomic<bool> models_throw{false};
+  // False: thumbnails are answered as a server built without image I/O answers them (400).
+  std::atomic<bool> makes_thumbnails{true};
 
   Job create(const CreateBody& body) override {
     std::string prompt;
@@ -110,6 +112,7 @@ class InMemoryVideoService : public VideoService {
     const auto it = jobs_.find(id);
     if (it == jobs_.end()) return false;
     if (!it->second.file.empty()) std::remove(it->second.file.c_str());
+    if (!it->second.thumbnail_file.empty()) std::remove(it->second.thumbnail_file.c_str());
     jobs_.erase(it);
     cv_.notify_all();
     return true;
@@ -127,12 +130,21 @@ class InMemoryVideoService : public VideoService {
     return it->second.job;
   }
 
-  std::optional<ContentFile> content(const std::string& id, ContentVariant) override {
+  std::optional<ContentFile> content(const std::string& id, ContentVariant variant) override {
     std::lock_guard lock(mu_);
     const auto it = jobs_.find(id);
     if (it == jobs_.end()) return std::nullopt;
+    if (variant == ContentVariant::Thumbnail && !makes_thumbnails)
+      throw ApiError(400, "unsupported_variant", "this server makes no thumbnails", "variant");
     if (it->second.job.status != JobStatus::Completed)
       throw ApiError(409, "video_not_ready", id + " is not completed yet");
+    if (variant == ContentVariant::Thumbnail) {
+      if (it->second.thumbnail_file.empty())
+        throw ApiError(404, "thumbnail_not_found", id + " has no thumbnail", "variant");
+      return ContentFile{it->second.thumbnail_file,
+                         static_cast<int64_t>(it->second.thumbnail_bytes.size()), "image/png",
+                         "\"thumbnail-etag-" + id + "\""};
+    }
     return ContentFile{it->second.file, static_cast<int64_t>(it->second.bytes.size()), "video/mp4",
                        "\"etag-" + id + "\""};
   }
@@ -179,14 +191,19 @@ class InMemoryVideoService : public VideoService {
     ++e.version;
     cv_.notify_all();
   }
-  // Writes the output file and marks the job completed.
-  void complete(const std::string& id, const std::string& bytes) {
+  // Writes the output file (and the thumbnail, when given) and marks the job completed.
+  void complete(const std::string& id, const std::string& bytes,
+                const std::string& thumbnail = {}) {
     const std::string path = dir_ + "/" + id + ".mp4";
     std::ofstream(path, std::ios::binary) << bytes;
+    const std::string thumbnail_path = thumbnail.empty() ? "" : dir_ + "/" + id + ".png";
+    if (!thumbnail.empty()) std::ofstream(thumbnail_path, std::ios::binary) << thumbnail;
     std::lock_guard lock(mu_);
     auto& e = jobs_.at(id);
     e.file = path;
     e.bytes = bytes;
+    e.thumbnail_file = thumbnail_path;
+    e.thumbnail_bytes = thumbnail;
     e.job.status = JobStatus::Completed;
     e.job.progress = 100;
     e.job.completed_at = 1700001000;
@@ -215,6 +232,7 @@ class InMemoryVideoService : public VideoService {
     Job job;
     uint64_t version = 0;
     std::string file, bytes;
+    std::string thumbnail_file, thumbnail_bytes;  // empty: completed without a thumbnail
   };
   std::string hex(int n) {
     static const char* digits = "0123456789abcdef";

@@ -252,7 +252,7 @@ TEST_F(JobStoreTest, FailCancelRequeueAndRemove) {
 
   const Job done = store.insert(new_job("remove me"), {input("I", "png", 0)});
   run_to_completion(store, done.id, "video");
-  write_bytes(dir.thumbnail_path(done.id), "jpeg");
+  write_bytes(dir.thumbnail_path(done.id), "png");
   EXPECT_TRUE(store.remove(done.id));
   EXPECT_FALSE(store.get(done.id));
   EXPECT_FALSE(fs::exists(dir.output_path(done.id)));
@@ -472,7 +472,7 @@ TEST_F(JobStoreTest, RecoveryRemovesOrphansAndFinishesDeletions) {
   DataDir& dir = store.data_dir();
   const Job done = store.insert(new_job("done"), {input("I", "png", 0)});
   run_to_completion(store, done.id, "video");
-  write_bytes(dir.thumbnail_path(done.id), "jpeg");
+  write_bytes(dir.thumbnail_path(done.id), "png");
   const Job cancelled = store.insert(new_job("cancelled"));
   store.cancel(cancelled.id);
   const Job deleting = store.insert(new_job("deleting"), {input("I", "png", 0)});
@@ -482,7 +482,7 @@ TEST_F(JobStoreTest, RecoveryRemovesOrphansAndFinishesDeletions) {
   // Files no row needs: of an unknown job, an output of a queued job, inputs of a cancelled one.
   const std::string stranger = new_job_id();
   write_bytes(dir.output_path(stranger), "video");
-  write_bytes(dir.thumbnail_path(stranger), "jpeg");
+  write_bytes(dir.thumbnail_path(stranger), "png");
   dir.store_inputs(stranger, {{"I", "png"}});
   write_bytes(dir.output_path(queued.id), "stale");
   dir.store_inputs(cancelled.id, {{"I", "png"}});
@@ -522,6 +522,7 @@ TEST_F(JobStoreTest, RetentionRemovesEndedJobs) {
   const Job failed = store.insert(new_job("failed"));
   const Job running = store.insert(new_job("running"));
   run_to_completion(store, done.id, "video");
+  write_bytes(store.data_dir().thumbnail_path(done.id), "png");
   store.fail(failed.id, {"generation_error", "boom"});
   store.start(running.id);
   EXPECT_EQ(*store.get(done.id)->expires_at, 1'000'100);
@@ -532,6 +533,7 @@ TEST_F(JobStoreTest, RetentionRemovesEndedJobs) {
   EXPECT_FALSE(store.get(done.id));
   EXPECT_FALSE(store.get(failed.id));
   EXPECT_FALSE(fs::exists(store.data_dir().output_path(done.id)));
+  EXPECT_FALSE(fs::exists(store.data_dir().thumbnail_path(done.id)));
   EXPECT_FALSE(fs::exists(store.data_dir().inputs_path(done.id)));
   EXPECT_TRUE(store.get(running.id)) << "a running job never expires";
   write_output(store.data_dir(), running.id, "video");

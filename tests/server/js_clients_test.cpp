@@ -16,17 +16,22 @@
 
 #include "core/tensor.h"
 #include "io/io_test_util.h"
+#include "media/image.h"
+#include "media/support.h"
 #include "media/video_writer.h"
+#include "media/yuv.h"
 #include "server/http_server.h"
 #include "server/in_memory_video_service.h"
 #include "server/routes.h"
+#include "server/thumbnail_sink.h"
 
 namespace ltx::server {
 namespace {
 
 using test::InMemoryVideoService;
 
-std::string small_mp4(const std::string& path) {
+// The clip's frames, [9, 64, 64, 3] in [0, 1].
+Tensor small_clip() {
   const int64_t f = 9, h = 64, w = 64;
   std::vector<float> px(static_cast<size_t>(f * h * w * 3));
   for (int64_t t = 0; t < f; ++t)
@@ -35,8 +40,21 @@ std::string small_mp4(const std::string& path) {
         for (int64_t c = 0; c < 3; ++c)
           px[static_cast<size_t>(((t * h + y) * w + x) * 3 + c)] =
               static_cast<float>((x + y + 8 * t + 40 * c) % 64) / 63.0f;
-  media::write_mp4(path, Tensor::from_vector(px, Shape({f, h, w, 3})), 24.0);
+  return Tensor::from_vector(px, Shape({f, h, w, 3}));
+}
+
+std::string small_mp4(const std::string& path) {
+  media::write_mp4(path, small_clip(), 24.0);
   return ltx::test::read_bytes(path);
+}
+
+// The clip's thumbnail as the server makes it (its middle frame as PNG); empty without image I/O.
+std::string small_thumbnail() {
+  if (!media::image_io_available()) return {};
+  const Tensor frames = small_clip();
+  const std::vector<uint8_t> png = media::encode_png(
+      media::rgb_to_uint8(frames.select(0, server::thumbnail_frame_index(frames.size(0)))));
+  return std::string(png.begin(), png.end());
 }
 
 struct RunResult {
@@ -60,7 +78,9 @@ class JsClients : public ::testing::Test {
  protected:
   void SetUp() override {
     mp4_ = small_mp4(dir_.file("clip.mp4"));
+    thumbnail_ = small_thumbnail();
     service_ = std::make_unique<InMemoryVideoService>(dir_.file(""));
+    service_->makes_thumbnails = !thumbnail_.empty();
     HttpOptions o;
     o.host = "127.0.0.1";
     o.port = 0;
@@ -76,7 +96,7 @@ class JsClients : public ::testing::Test {
           const auto job = service_->get(id);
           if (!job || is_terminal(job->status)) continue;
           if (job->progress >= 80) {
-            service_->complete(id, mp4_);
+            service_->complete(id, mp4_, thumbnail_);
           } else {
             service_->set_state(id, JobStatus::InProgress, job->progress + 20);
           }
@@ -103,7 +123,7 @@ class JsClients : public ::testing::Test {
   }
 
   ltx::test::TempDir dir_;
-  std::string mp4_;
+  std::string mp4_, thumbnail_;
   std::unique_ptr<InMemoryVideoService> service_;
   std::unique_ptr<HttpServer> http_;
   std::thread serve_, worker_;

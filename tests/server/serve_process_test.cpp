@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "generate/generate_test_util.h"
+#include "media/support.h"
 #include "server/data_dir.h"
 #include "server/serve_process.h"
 
@@ -83,6 +84,40 @@ TEST(ServeProcess, DemoRoundTrip) {
     write_bytes(dir.file("out.mp4"), mp4);
     expect_mp4(dir.file("out.mp4"), 64, 64, 9, "24/1", 48000);
   }
+
+  // The thumbnail: a PNG of the video's size, with an ETag of its own; deleting the job removes it.
+  const std::string id = job["id"];
+  const std::string thumbnail_file = dir.file("data/outputs/" + id + ".png");
+  auto thumb = s.client().Get("/v1/videos/" + id + "/content?variant=thumbnail");
+  ASSERT_TRUE(thumb);
+  if (media::image_io_available()) {
+    ASSERT_EQ(thumb->status, 200) << thumb->body;
+    EXPECT_EQ(thumb->get_header_value("Content-Type"), "image/png");
+    const std::string& png = thumb->body;
+    ASSERT_GT(png.size(), 24u);
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_EQ(png.substr(12, 4), "IHDR");
+    const auto be32 = [&](size_t at) {
+      return (static_cast<uint32_t>(static_cast<uint8_t>(png[at])) << 24) |
+             (static_cast<uint32_t>(static_cast<uint8_t>(png[at + 1])) << 16) |
+             (static_cast<uint32_t>(static_cast<uint8_t>(png[at + 2])) << 8) |
+             static_cast<uint32_t>(static_cast<uint8_t>(png[at + 3]));
+    };
+    EXPECT_EQ(be32(16), 64u);  // width
+    EXPECT_EQ(be32(20), 64u);  // height
+    const std::string etag = thumb->get_header_value("ETag");
+    EXPECT_EQ(etag, "\"" + server::sha256_hex(png) + "\"");
+    EXPECT_NE(etag, s.client().Get("/v1/videos/" + id + "/content")->get_header_value("ETag"));
+    EXPECT_TRUE(std::filesystem::exists(thumbnail_file));
+  } else {
+    EXPECT_EQ(thumb->status, 400) << thumb->body;
+    EXPECT_EQ(json::parse(thumb->body)["error"]["code"], "unsupported_variant") << thumb->body;
+  }
+  auto del = s.client().Delete("/v1/videos/" + id);
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 200) << del->body;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("data/outputs/" + id + ".mp4")));
+  EXPECT_FALSE(std::filesystem::exists(thumbnail_file));
   EXPECT_EQ(s.terminate(), 0) << s.log();
 }
 

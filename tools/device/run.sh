@@ -14,6 +14,15 @@
 #            official fp8-cast / fp8-scaled-mm fixtures, written to tests/fixtures and $OUT/fixtures
 #   official tools/bench/official_quantized_step.py: the official step under fp8-cast and
 #            fp8-scaled-mm (eager, compiled + CUDA graphs), JSON in $OUT
+#   pipeline ltx bench pipeline: whole clips with full-size random weights (ltx23-22b: Gemma 3 12B,
+#            the 22B transformer, upsampler, decoders), distilled and two-stage at 768x512x121 and
+#            1536x1024x121. Estimated on one H100, each run 20-30 s of weight synthesis plus the
+#            clip: distilled ~30 s (768) / ~60 s (1536), two-stage ~45 s (768) / ~120 s (1536):
+#            about 5 minutes in all; each run is cut at 150 s so the step stays under 8 minutes.
+#   pipeline-budget  the distilled 1536x1024x121 clip under --max-gpu-memory 24 and 16 with
+#            --offload cpu (the transformer's blocks and Gemma's layers streamed), and under 24 with
+#            --quantization fp8-cast as well: peak memory and time next to the unconstrained run of
+#            `pipeline` (estimated 1-2 minutes each, cut at 200 s).
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -103,6 +112,26 @@ for step in "$@"; do
       LTX_REF=.ref OUT="$RES" python3 tools/bench/official_quantized_step.py > "$LOG/official_q.txt" 2>&1
       echo "official rc=$?"; tail -40 "$LOG/official_q.txt"
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official)"; exit 2 ;;
+    pipeline)
+      for p in distilled two-stage; do
+        for size in 768x512 1536x1024; do
+          timeout 150 ./build-dev/ltx bench pipeline --device cuda --pipeline $p --size $size \
+            --frames 121 --out "$LOG/pipeline_${p}_$size.json" > "$LOG/pipeline_${p}_$size.txt" 2>&1
+          echo "pipeline $p $size rc=$?"
+          grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_${p}_$size.txt" || tail -5 "$LOG/pipeline_${p}_$size.txt"
+        done
+      done
+      ;;
+    pipeline-budget)
+      for case in "24 --offload cpu" "16 --offload cpu" "24 --offload cpu --quantization fp8-cast"; do
+        name=$(echo "$case" | tr -d ' -')
+        timeout 200 ./build-dev/ltx bench pipeline --device cuda --pipeline distilled --size 1536x1024 \
+          --frames 121 --max-gpu-memory $case --out "$LOG/pipeline_budget_$name.json" \
+          > "$LOG/pipeline_budget_$name.txt" 2>&1
+        echo "pipeline --max-gpu-memory $case rc=$?"
+        grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_budget_$name.txt" || tail -5 "$LOG/pipeline_budget_$name.txt"
+      done
+      ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget)"; exit 2 ;;
   esac
 done

@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/quantized_linear.h"
 #include "quantization/fp8_cast.h"
 
 namespace ltx::lora {
@@ -145,11 +146,11 @@ Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products) 
   return agg.to(weight.dtype());
 }
 
-Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& products, Device device) {
-  if (device.is_cpu() || products.empty()) return fused_weight(weight, products).to(device);
-  check_products(weight, products);
-  // The same roundings as fused_weight, each step an op on the device: f32 values rounded to bf16
-  // by a bf16 round trip (round to nearest even, as round_bf16).
+namespace {
+
+// The summed LoRA delta as the reference aggregates it in bf16 (f32 holding bf16 values), on
+// `device`: the roundings of fused_weight_on without the weight.
+Tensor aggregated_delta(const std::vector<Product>& products, Device device) {
   const auto bf16_round = [](const Tensor& t) { return t.to(DType::BF16).to(DType::F32); };
   Tensor agg;
   for (const Product& p : products) {
@@ -161,6 +162,37 @@ Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& product
     else
       agg = bf16_round(ops::add(agg, ops::mul(ops::matmul(b, a), s)));
   }
+  return agg;
+}
+
+// "<layer>.weight" -> "<layer>.weight_scale"; empty for a name that is not a weight.
+std::string scale_name_of(const std::string& weight_name) {
+  return weight_name.ends_with(".weight") ? weight_name + "_scale" : std::string();
+}
+
+// Whether `name` is a weight the quantization mode stores as e4m3 with a per-tensor scale.
+bool is_fp8_per_tensor_target(const io::WeightMap& w, const std::string& name,
+                              quantization::Mode mode) {
+  const std::string scale = scale_name_of(name);
+  if (scale.empty()) return false;
+  const bool stored_scaled = w.dtype(name) == DType::F8E4M3FN && w.contains(scale);
+  switch (mode) {
+    case quantization::Mode::Fp8ScaledMm: return stored_scaled;
+    case quantization::Mode::Fp8:
+      return stored_scaled || quantization::is_fp8_cast_parameter(name);
+    default: return false;
+  }
+}
+
+}  // namespace
+
+Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& products, Device device) {
+  if (device.is_cpu() || products.empty()) return fused_weight(weight, products).to(device);
+  check_products(weight, products);
+  // The same roundings as fused_weight, each step an op on the device: f32 values rounded to bf16
+  // by a bf16 round trip (round to nearest even, as round_bf16).
+  const auto bf16_round = [](const Tensor& t) { return t.to(DType::BF16).to(DType::F32); };
+  const Tensor agg = aggregated_delta(products, device);
   return bf16_round(ops::add(agg, weight.to(device, DType::F32))).to(weight.dtype());
 }
 
@@ -192,10 +224,30 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
   // not implemented: refuse rather than fuse into a copy the model never reads.
   LTX_CHECK(names.empty() || !quantization::is_nvfp4(opt.quantization),
             "LoRA: fusing into NVFP4 weights is not supported (--quantization ",
-            quantization::mode_name(opt.quantization), "); use --quantization fp8-cast or none "
-            "with LoRAs");
+            quantization::mode_name(opt.quantization), "); with LoRAs use --quantization none, "
+            "fp8-cast, fp8-scaled-mm or fp8");
   for (const std::string& name : names) {
     Slot& s = slots_[name];
+    const Device device = on_host && on_host(name) ? Device::cpu() : opt.device;
+    if (is_fp8_per_tensor_target(w, name, opt.quantization)) {
+      const std::string scale = scale_name_of(name);
+      if (w.dtype(name) == DType::F8E4M3FN && w.contains(scale)) {
+        s.base = w.take_any_shape(name, DType::F8E4M3FN);
+        s.base_scale = w.take_any_shape(scale, DType::F32);
+      } else {
+        // fp8 on a dense file: the per-tensor quantisation Linear::load makes, done here once.
+        ops::Fp8PerTensor q = ops::quantize_fp8_per_tensor(w.take_any_shape(name, opt.dtype));
+        s.base = q.weight;
+        s.base_scale = q.weight_scale;
+      }
+      s.bound = Tensor::empty(s.base.shape(), DType::F8E4M3FN, device);
+      s.bound.copy_from(s.base);
+      s.bound_scale = Tensor::empty(s.base_scale.shape(), DType::F32, device);
+      s.bound_scale.copy_from(s.base_scale);
+      w.add(name, s.bound);
+      w.add(scale, s.bound_scale);
+      continue;
+    }
     // Marks the file tensor used; the buffer added below replaces it for the model.
     s.base = w.take_any_shape(name, w.dtype(name));
     // Under fp8-cast the policy's Linears bind e4m3: the base is that e4m3 value (the same
@@ -208,7 +260,6 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
     }
     // Always a fresh buffer (never the read-only mapping); the same conversion take() would make,
     // so the bound base value is bit for bit what the model would bind without the fuser.
-    const Device device = on_host && on_host(name) ? Device::cpu() : opt.device;
     s.bound = Tensor::empty(s.base.shape(), bound_dtype, device);
     s.bound.copy_from(s.base);
     w.add(name, s.bound);
@@ -245,11 +296,23 @@ void Fuser::apply(const LoraSet& set) {
     const std::vector<Product> products =
         identity ? std::vector<Product>{} : products_for(set, name);
     if (products.empty()) {
-      if (s.fused) s.bound.copy_from(s.base);
+      if (s.fused) {
+        s.bound.copy_from(s.base);
+        if (s.bound_scale.defined()) s.bound_scale.copy_from(s.base_scale);
+      }
       s.fused = false;
       continue;
     }
-    s.bound.copy_from(fused_weight_on(s.base, products, s.bound.device()));
+    if (s.bound_scale.defined()) {
+      const Device d = s.bound.device();
+      check_products(s.base, products);
+      const ops::Fp8PerTensor q = ops::fuse_delta_fp8_per_tensor(
+          s.base.to(d), s.base_scale.to(d), aggregated_delta(products, d));
+      s.bound.copy_from(q.weight);
+      s.bound_scale.copy_from(q.weight_scale.reshape(s.bound_scale.shape()));
+    } else {
+      s.bound.copy_from(fused_weight_on(s.base, products, s.bound.device()));
+    }
     s.fused = true;
     ++fused;
   }
@@ -263,6 +326,10 @@ void Fuser::apply(const LoraSet& set) {
 
 void Fuser::rebind(const std::function<Tensor(const Tensor& bound)>& home, Device reader) {
   for (auto& [name, s] : slots_) {
+    if (s.bound_scale.defined()) {
+      Tensor moved_scale = home(s.bound_scale);
+      if (moved_scale.defined()) s.bound_scale = moved_scale;
+    }
     Tensor moved = home(s.bound);
     if (!moved.defined()) continue;
     LTX_CHECK(moved.shape() == s.bound.shape() && moved.dtype() == s.bound.dtype(),
@@ -282,6 +349,12 @@ std::vector<std::string> Fuser::targets() const {
 const Tensor& Fuser::bound(const std::string& target) const {
   auto it = slots_.find(target);
   if (it != slots_.end()) return it->second.bound;
+  // "<layer>.weight_scale" of an FP8 per-tensor slot.
+  const std::string scale_suffix = "_scale";
+  if (target.ends_with(scale_suffix)) {
+    it = slots_.find(target.substr(0, target.size() - scale_suffix.size()));
+    if (it != slots_.end() && it->second.bound_scale.defined()) return it->second.bound_scale;
+  }
   fail("LoRA fuser: no weight '", target, "' (it is not a target of the fuser's LoRA sets)");
 }
 

@@ -74,7 +74,11 @@ class Fuser {
   // Gives every weight that any of `sets` targets (absent targets of non-strict files skipped) a
   // buffer of its own in opt.dtype on opt.device (e4m3 for the Linears opt.quantization stores
   // so, quantization/fp8_cast.h), holding the base value, and puts it into `w`
-  // for the model to bind. Validates every set against `w` (as fuse_into). The base values stay
+  // for the model to bind. Under fp8-scaled-mm and fp8 the FP8 layers' weights get an e4m3 buffer
+  // and their "<layer>.weight_scale" an f32 one (fp8: a bf16 file's weight quantised per tensor
+  // first, as Linear::load would); fusion dequantises, adds the delta in f32 and requantises per
+  // tensor (the reference's fp8_scaled_mm rule, ops::fuse_delta_fp8_per_tensor), and layers
+  // without a scale take the bf16 rule. Validates every set against `w` (as fuse_into). The base values stay
   // where they were (for a file: its read-only mapping) to restore from.
   // `on_host(target)` true: that buffer is made on the host in opt.dtype instead (the weights a
   // model with streamed blocks binds there, models/block_streaming.h).
@@ -97,13 +101,17 @@ class Fuser {
   const LoraSet& current() const { return current_; }
   // Names of the weights this fuser owns, sorted.
   std::vector<std::string> targets() const;
-  // The buffer bound for `target` (tests, diagnostics); throws for an unknown name.
+  // The buffer bound for `target`, or for "<target>_scale" of an FP8 per-tensor target (tests,
+  // diagnostics); throws for an unknown name.
   const Tensor& bound(const std::string& target) const;
 
  private:
   struct Slot {
     Tensor base;         // the value before any LoRA, as stored
     Tensor bound;        // what the model uses (opt.dtype, opt.device)
+    // FP8 per-tensor layers (fp8-scaled-mm, fp8): the weight's scale, base and bound as above.
+    Tensor base_scale;
+    Tensor bound_scale;
     bool fused = false;  // bound differs from base
   };
   std::map<std::string, Slot> slots_;

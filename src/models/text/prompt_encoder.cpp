@@ -34,6 +34,7 @@ struct PromptEncoder::State {
   std::vector<std::string> warnings;
   std::optional<GemmaTextModel> gemma;
   std::optional<mt::EmbeddingsProcessor> processor;
+  PromptEncoderWeights weights;  // set: the models come from these maps, not the files
 };
 
 PromptEncoder::PromptEncoder(const std::string& text_encoder, std::vector<std::string> embeddings,
@@ -69,6 +70,21 @@ PromptEncoder::PromptEncoder(const std::string& text_encoder, std::vector<std::s
       mt::embeddings_have_audio(files));
 }
 
+PromptEncoder::PromptEncoder(GemmaAssets assets, const mt::EmbeddingsProcessorConfig& processor,
+                             PromptEncoderWeights weights, PromptEncoderOptions options)
+    : s_(std::make_unique<State>()) {
+  State& s = *s_;
+  LTX_CHECK(weights.text_encoder && weights.embeddings_processor, "prompt encoder (", assets.source,
+            "): both weight sources (text encoder, embeddings processor) must be given");
+  s.te_path = assets.source;
+  s.options = options;
+  s.assets = std::move(assets);
+  s.config = GemmaTextConfig::from_json(s.assets.config, s.assets.source);
+  s.tokenizer.emplace(build_gemma_hf_tokenizer(s.assets), options.max_length);
+  s.processor_config = processor;
+  s.weights = std::move(weights);
+}
+
 PromptEncoder::~PromptEncoder() = default;
 PromptEncoder::PromptEncoder(PromptEncoder&&) noexcept = default;
 PromptEncoder& PromptEncoder::operator=(PromptEncoder&&) noexcept = default;
@@ -78,7 +94,13 @@ TokenizedBatch PromptEncoder::tokenize(const std::vector<std::string>& prompts) 
 }
 
 const GemmaTextModel& PromptEncoder::text_encoder() {
-  if (!s_->gemma) s_->gemma.emplace(GemmaTextModel::load(s_->assets, s_->options.load, s_->options.streaming));
+  State& s = *s_;
+  if (!s.gemma && s.weights.text_encoder) {
+    io::WeightMap w = s.weights.text_encoder();
+    s.gemma.emplace(GemmaTextModel::load(s.config, w, s.options.load, "in memory", s.te_path,
+                                         s.options.streaming));
+  }
+  if (!s.gemma) s.gemma.emplace(GemmaTextModel::load(s.assets, s.options.load, s.options.streaming));
   return *s_->gemma;
 }
 
@@ -88,6 +110,10 @@ const mt::EmbeddingsProcessor& PromptEncoder::embeddings_processor() {
             "): no LTX checkpoint was given, so there is no feature extractor or connector to "
             "turn hidden states into contexts; pass the checkpoint (and for split packs the "
             "text-encoder or text-projection file)");
+  if (!s.processor && s.weights.embeddings_processor) {
+    io::WeightMap w = s.weights.embeddings_processor();
+    s.processor.emplace(mt::EmbeddingsProcessor::load(w, *s.processor_config, s.options.load));
+  }
   if (!s.processor) {
     std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
     for (const std::string& p : s.embeddings) files.push_back(io::SafetensorsFile::open(p));

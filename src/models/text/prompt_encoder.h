@@ -27,11 +27,13 @@
 // free it, then load, run and free the feature extractor + connectors -- so at most one of them
 // is resident. With keep_loaded both stay resident across encode() calls until release().
 // Checkpoints without an audio connector (video-only) give no audio context.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/weights.h"
 #include "models/block_streaming.h"
 #include "models/text/gemma/config.h"
 #include "models/text/gemma/enhance.h"
@@ -40,6 +42,7 @@
 
 namespace ltx::models::text {
 class EmbeddingsProcessor;
+struct EmbeddingsProcessorConfig;
 }
 
 namespace ltx::text {
@@ -50,6 +53,15 @@ struct PromptEncoderOptions {
   int64_t max_length = kGemmaMaxLength;  // tokens per prompt (the reference's 1024)
   bool keep_loaded = false;              // see the header comment
   models::BlockStreaming streaming;      // Gemma's layers streamed from host memory (--offload)
+};
+
+// Where the models of a PromptEncoder built from memory get their weights: each a fresh map per
+// load, named as the model names its parameters (Gemma's language model: "embed_tokens.weight",
+// "layers.0. ..."; the processor: "feature_extractor. ...", "video_connector. ...",
+// "audio_connector. ...").
+struct PromptEncoderWeights {
+  std::function<io::WeightMap()> text_encoder;
+  std::function<io::WeightMap()> embeddings_processor;
 };
 
 // What the transformer consumes for one prompt.
@@ -66,6 +78,12 @@ class PromptEncoder {
   // `embeddings` may be empty: then only tokenize() / hidden_states() work (no version check).
   PromptEncoder(const std::string& text_encoder, std::vector<std::string> embeddings,
                 PromptEncoderOptions options = {});
+  // The same encoder over weight maps given by the caller instead of the files (benchmarks with
+  // random weights: io::WeightMap::synthetic): `assets` gives the tokenizer and the Gemma config
+  // (its weight files are not read), `processor` the feature extractor's and connectors' config.
+  // No version check runs: there is no checkpoint to compare.
+  PromptEncoder(GemmaAssets assets, const models::text::EmbeddingsProcessorConfig& processor,
+                PromptEncoderWeights weights, PromptEncoderOptions options = {});
   ~PromptEncoder();
   PromptEncoder(PromptEncoder&&) noexcept;
   PromptEncoder& operator=(PromptEncoder&&) noexcept;

@@ -1,6 +1,8 @@
 #include "models/transformer/model.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 #include "models/transformer/block_parameters.h"
 #include "ops/elementwise.h"
@@ -42,6 +44,17 @@ bool is_audio_or_av_name(const std::string& name) {
 
 bool LTXModel::is_block_parameter(const std::string& name) {
   return name.starts_with("transformer_blocks.");
+}
+
+int64_t LTXModel::block_index(const std::string& name) {
+  constexpr std::string_view prefix = "transformer_blocks.";
+  if (!name.starts_with(prefix)) return -1;
+  int64_t i = 0;
+  size_t k = prefix.size();
+  if (k >= name.size() || !std::isdigit(static_cast<unsigned char>(name[k]))) return -1;
+  for (; k < name.size() && std::isdigit(static_cast<unsigned char>(name[k])); ++k)
+    i = i * 10 + (name[k] - '0');
+  return i;
 }
 
 LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::LoadOptions& opt,
@@ -106,17 +119,21 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     acfg = TransformerConfig{c.audio_inner_dim(), c.audio_num_attention_heads, c.audio_attention_head_dim,
                              c.audio_cross_attention_dim, c.apply_gated_attention,
                              c.cross_attention_adaln, c.audio_ff_bias};
-  // Streamed blocks are bound on the host in the compute dtype, then packed for streaming.
-  const nn::LoadOptions block_opt =
-      streaming.enabled() ? nn::LoadOptions{opt.dtype, Device::cpu()} : opt;
-  if (streaming.enabled())
+  // Resident blocks first (bound on the device), then the streamed ones (bound on the host in the
+  // compute dtype, the --quantization policy's Linears as it stores them, then packed for
+  // streaming: the slots carry what a resident block holds).
+  LTX_CHECK(streaming.resident >= 0, "transformer: the resident block count must be >= 0, got ",
+            streaming.resident);
+  if (streaming.streams(c.num_layers - 1))
     m.streamed_ = std::make_shared<StreamedBlocks<BasicAVTransformerBlock>>(
         opt.device, for_each_block_tensor, streaming.from_file);
+  const nn::LoadOptions host_opt{opt.dtype, Device::cpu(), opt.quantization};
   for (int64_t i = 0; i < c.num_layers; ++i) {
     io::WeightMap s = w.scoped(str("transformer_blocks.", i, "."));
-    BasicAVTransformerBlock b =
-        BasicAVTransformerBlock::load(s, vcfg, acfg, c.rope_type, c.norm_eps, block_opt);
-    if (m.streamed_)
+    const bool streamed = streaming.streams(i);
+    BasicAVTransformerBlock b = BasicAVTransformerBlock::load(s, vcfg, acfg, c.rope_type,
+                                                              c.norm_eps, streamed ? host_opt : opt);
+    if (streamed)
       m.streamed_->add(std::move(b));
     else
       m.transformer_blocks_.push_back(std::move(b));
@@ -131,12 +148,7 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     for (const std::string& n : w.names())
       if (is_audio_or_av_name(n)) w.ignore(n);
   w.finish(str("transformer (", model_type_name(type), " model, config from ", c.source, ")"));
-  if (m.streamed_) {
-    if (m.num_blocks_ > 0)
-      m.streamed_->start(streaming.slots);
-    else
-      m.streamed_.reset();  // nothing to stream
-  }
+  if (m.streamed_) m.streamed_->start(streaming.slots);
   return m;
 }
 
@@ -232,10 +244,13 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
     if (a)
       apply_block_perturbations(*a, *perturbations, i, PerturbationType::SkipAudioSelfAttn,
                                 PerturbationType::SkipV2ACrossAttn);
-    const BasicAVTransformerBlock& block =
-        streamed_ ? streamed_->acquire(i) : transformer_blocks_[static_cast<size_t>(i)];
+    // The resident blocks come first; streamed block i is the ring's block i - resident.
+    const int64_t resident = static_cast<int64_t>(transformer_blocks_.size());
+    const bool streamed = i >= resident;
+    const BasicAVTransformerBlock& block = streamed ? streamed_->acquire(i - resident)
+                                                    : transformer_blocks_[static_cast<size_t>(i)];
     block.forward(v ? &*v : nullptr, a ? &*a : nullptr, lines ? &*lines : nullptr);
-    if (streamed_) streamed_->release(i);
+    if (streamed) streamed_->release(i - resident);
     if (observer) {
       if (v) observer(str("block", i, ".video_x"), v->x);
       if (a) observer(str("block", i, ".audio_x"), a->x);

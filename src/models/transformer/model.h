@@ -54,12 +54,16 @@ class LTXModel {
   // Whether a weight name (after the key map) belongs to the repeated blocks, which streaming
   // keeps on the host.
   static bool is_block_parameter(const std::string& name);
+  // The block a weight name (after the key map) belongs to; -1 for a name outside the blocks.
+  static int64_t block_index(const std::string& name);
 
   const LTXModelConfig& config() const { return config_; }
   LTXModelType model_type() const { return config_.model_type; }
   int64_t num_blocks() const { return num_blocks_; }
-  // Whether the blocks stream from host memory; the streamed blocks' device slots and host bytes.
+  // Whether blocks stream from host memory; how many stay resident (the first ones); the streamed
+  // blocks' device slots and host bytes.
   bool streams_blocks() const { return streamed_ != nullptr; }
+  int64_t resident_blocks() const { return static_cast<int64_t>(transformer_blocks_.size()); }
   int64_t streaming_slots() const { return streamed_ ? streamed_->slots() : 0; }
   int64_t streamed_host_bytes() const { return streamed_ ? streamed_->host_bytes() : 0; }
   // For a streamed model, the host copy that replaced a block tensor bound at load (what LoRA
@@ -97,7 +101,7 @@ class LTXModel {
   std::optional<AdaLayerNormSingle> av_ca_video_scale_shift_adaln_single_,
       av_ca_audio_scale_shift_adaln_single_, av_ca_a2v_gate_adaln_single_,
       av_ca_v2a_gate_adaln_single_;
-  std::vector<BasicAVTransformerBlock> transformer_blocks_;  // resident blocks (empty when streamed)
+  std::vector<BasicAVTransformerBlock> transformer_blocks_;  // the resident blocks: the first ones
   std::shared_ptr<StreamedBlocks<BasicAVTransformerBlock>> streamed_;
   int64_t num_blocks_ = 0;
 

@@ -1,6 +1,7 @@
 #include "models/video_vae/memory_estimate.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "models/video_vae/conv_video_decoder.h"
 
@@ -221,6 +222,25 @@ DecodeMemoryEstimate estimate_decode_memory(const DecoderConfig& config, const S
     prev = cur;
   }
   return e;
+}
+
+tiling::TileSizeConfig budgeted_decode_tiling(const DecoderConfig& config, const Shape& latent,
+                                              int64_t free_bytes) {
+  LTX_CHECK(latent.size() == 5, "budgeted decode tiling: expected a latent [B, C, F, H, W], got ",
+            latent.str());
+  const tiling::ScaleFactors s = config.scale_factors();
+  const int64_t height = latent[3] * s.height, width = latent[4] * s.width;
+  std::vector<tiling::TileSizeConfig> candidates = {tiling::auto_tiling_config(height, width)};
+  for (int64_t frames : {80, 48})
+    for (int64_t side : {640, 512, 384, 256})
+      candidates.push_back(tiling::TileSizeConfig::from_long_side(
+          tiling::DimensionSizeConfig(side, 64), height, width, s,
+          tiling::DimensionSizeConfig(frames, 24)));
+  for (const tiling::TileSizeConfig& c : candidates) {
+    const DecodeMemoryEstimate e = estimate_decode_memory(config, latent, c);
+    if (e.total_bytes() - e.weight_bytes <= free_bytes) return c;
+  }
+  return candidates.back();
 }
 
 }  // namespace ltx::models::video_vae

@@ -36,4 +36,14 @@ int64_t estimate_forward_peak_bytes(const DecoderConfig& config, const Shape& la
 DecodeMemoryEstimate estimate_decode_memory(const DecoderConfig& config, const Shape& latent,
                                             const std::optional<tiling::TilingConfig>& tiling);
 
+// The conv decoder's automatic tiling for `free_bytes` of device memory (a GPU under
+// --max-gpu-memory: what the allocator may still hand out once the decoder is loaded): the
+// pipelines' layout (tiling::auto_tiling_config: 768 px, 80 frames) when the estimate above, less
+// the weights, fits; else the largest of smaller layouts (long side 640 down to 256 px, then 48
+// frames) that fits; else the smallest. The estimate counts f32 activations while a GPU decodes
+// in bf16: about a factor two of margin for the convolutions' workspaces and the allocator's
+// rounding.
+tiling::TileSizeConfig budgeted_decode_tiling(const DecoderConfig& config, const Shape& latent,
+                                              int64_t free_bytes);
+
 }  // namespace ltx::models::video_vae

@@ -120,12 +120,15 @@ function render(video) {
   if (video.status === 'completed' && video.download_url) {
     if (player.dataset.id !== video.id) {
       player.dataset.id = video.id;
+      // The thumbnail (the middle frame) shows until the video plays; a job without one shows none.
+      player.poster = `${video.download_url}&variant=thumbnail`;
       player.src = video.download_url;
     }
     player.hidden = false;
   } else {
     player.hidden = true;
     player.removeAttribute('src');
+    player.removeAttribute('poster');
     delete player.dataset.id;
   }
 }

@@ -93,9 +93,6 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
                                     const nn::LoadOptions& opt,
                                     const models::BlockStreaming& streaming) {
   LTX_CHECK(!weight_paths.empty(), "Gemma text model (", config.source, "): no weight files");
-  LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
-            "--offload: the Gemma text encoder's layers stream to a GPU, but it is loaded on ",
-            opt.device.str(), "; use --offload none on the CPU");
   std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
   for (const auto& p : weight_paths) files.push_back(io::SafetensorsFile::open(p));
   const KeyLayout layout = key_layout_for(config, files);
@@ -105,17 +102,28 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
   LTX_CHECK(w.size() > 0, "Gemma text model: no language-model tensors of the ", layout.description,
             " layout in ", where, " (model_type ", config.model_type,
             "); is this the right text-encoder file?");
+  return load(config, w, opt, layout.description, where, streaming);
+}
 
+GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap& w,
+                                    const nn::LoadOptions& opt, const std::string& key_layout,
+                                    const std::string& where,
+                                    const models::BlockStreaming& streaming) {
+  LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
+            "--offload: the Gemma text encoder's layers stream to a GPU, but it is loaded on ",
+            opt.device.str(), "; use --offload none on the CPU");
   GemmaTextModel m;
   m.config_ = config;
-  m.key_layout_ = layout.description;
+  m.key_layout_ = key_layout;
   const GemmaTextConfig& c = m.config_;
   const int64_t D = c.hidden_size;
   const DType f = opt.dtype;
 
-  // Streamed layers are bound on the host in the compute dtype, then packed for streaming.
-  const nn::LoadOptions layer_opt =
-      streaming.enabled() ? nn::LoadOptions{opt.dtype, Device::cpu()} : opt;
+  // Resident layers first (bound on the device), then the streamed ones (bound on the host in the
+  // compute dtype, then packed for streaming).
+  LTX_CHECK(streaming.resident >= 0, "Gemma text model: the resident layer count must be >= 0, "
+            "got ", streaming.resident);
+  const nn::LoadOptions host_opt{opt.dtype, Device::cpu(), opt.quantization};
   auto norm = [&](io::WeightMap& s, const std::string& name, int64_t dim,
                   const nn::LoadOptions& o) {
     GemmaRmsNorm n;
@@ -148,13 +156,15 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
     m.per_layer_projection_norm = norm(w, "per_layer_projection_norm.weight", P, opt);
   }
 
-  if (streaming.enabled() && c.num_layers > 0)
+  if (c.num_layers > 0 && streaming.streams(c.num_layers - 1))
     m.streamed_ =
         std::make_shared<models::StreamedBlocks<GemmaDecoderLayer>>(opt.device, for_each_layer_tensor,
                                                                     streaming.from_file);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const GemmaLayerSpec& spec = c.layers[static_cast<size_t>(i)];
     io::WeightMap s = w.scoped(str("layers.", i, "."));
+    const bool streamed = streaming.streams(i);
+    const nn::LoadOptions& layer_opt = streamed ? host_opt : opt;
     GemmaDecoderLayer L;
     L.spec = spec;
     const int64_t H = c.num_heads, Dh = spec.head_dim, Hkv = spec.num_kv_heads;
@@ -186,18 +196,20 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
       L.per_layer_projection = linear(s, "per_layer_projection", P, D, false, layer_opt);
       L.post_per_layer_input_norm = norm(s, "post_per_layer_input_norm.weight", D, layer_opt);
     }
-    if (m.streamed_)
+    if (streamed)
       m.streamed_->add(std::move(L));
     else
       m.layers_.push_back(std::move(L));
   }
-  w.finish(str("Gemma text model (", c.model_type, ", ", layout.description, ") from ", where));
+  w.finish(str("Gemma text model (", c.model_type, ", ", key_layout, ") from ", where));
   if (m.streamed_) m.streamed_->start(streaming.slots);
   return m;
 }
 
 const GemmaLayerSpec& GemmaTextModel::spec(int64_t i) const {
-  return (streamed_ ? streamed_->host_block(i) : layers_[static_cast<size_t>(i)]).spec;
+  const int64_t resident = static_cast<int64_t>(layers_.size());
+  return (i >= resident ? streamed_->host_block(i - resident) : layers_[static_cast<size_t>(i)])
+      .spec;
 }
 
 std::vector<float> GemmaTextModel::rope_inv_freq(GemmaLayerType type) const {
@@ -371,8 +383,11 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
   // Streamed layers: each layer's copy is waited for before its compute, which releases its slot.
   models::StreamedPass<GemmaDecoderLayer> pass(streamed_.get());
   for (int64_t i = 0; i < L; ++i) {
+    // The resident layers come first; streamed layer i is the ring's layer i - resident.
+    const int64_t resident = static_cast<int64_t>(layers_.size());
+    const bool streamed = i >= resident;
     const GemmaDecoderLayer& layer =
-        streamed_ ? streamed_->acquire(i) : layers_[static_cast<size_t>(i)];
+        streamed ? streamed_->acquire(i - resident) : layers_[static_cast<size_t>(i)];
     const GemmaLayerSpec& spec = layer.spec;
     const int ti = spec.type == GemmaLayerType::Full ? 1 : 0;
     const Rope& rope = ropes[ti];
@@ -432,7 +447,7 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
       h = ops::add(residual, g);
     }
     if (layer.layer_scalar.defined()) h = ops::mul(h, layer.layer_scalar);
-    if (streamed_) streamed_->release(i);
+    if (streamed) streamed_->release(i - resident);
     if (hidden_states && i + 1 < L) hidden_states->push_back(h);
   }
   if (trace) trace->last_layer_raw = h;

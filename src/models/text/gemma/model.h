@@ -89,6 +89,13 @@ class GemmaTextModel {
                              const std::vector<std::string>& weight_paths,
                              const nn::LoadOptions& opt = {},
                              const models::BlockStreaming& streaming = {});
+  // The same from a weight map whose names are the language model's own ("embed_tokens.weight",
+  // "layers.0. ..."), e.g. io::WeightMap::synthetic for benchmarks. `key_layout` is what
+  // key_layout() reports; `where` names the source in errors.
+  static GemmaTextModel load(const GemmaTextConfig& config, io::WeightMap& w,
+                             const nn::LoadOptions& opt, const std::string& key_layout,
+                             const std::string& where,
+                             const models::BlockStreaming& streaming = {});
 
   // Whether the decoder layers stream from host memory.
   bool streams_layers() const { return streamed_ != nullptr; }
@@ -121,7 +128,7 @@ class GemmaTextModel {
   std::string key_layout_;
   Tensor embed_tokens;  // [vocab, D]
   float embed_scale = 1.0f;
-  std::vector<GemmaDecoderLayer> layers_;  // resident layers (empty when streamed)
+  std::vector<GemmaDecoderLayer> layers_;  // the resident layers: the first ones (all unstreamed)
   std::shared_ptr<models::StreamedBlocks<GemmaDecoderLayer>> streamed_;
   GemmaRmsNorm norm_;
   // Dense Gemma 4 per-layer input embeddings.

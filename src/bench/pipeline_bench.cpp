@@ -1,0 +1,474 @@
+#include "bench/pipeline_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "backend/device_query.h"
+#include "bench/presets.h"
+#include "bench/random_weights.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "generate/decode.h"
+#include "generate/demo_assets.h"
+#include "generate/generate.h"
+#include "generate/memory_budget.h"
+#include "generate/model_provider.h"
+#include "generate/placement.h"
+#include "generate/progress.h"
+#include "media/support.h"
+#include "models/audio_vae/audio_vae.h"
+#include "models/audio_vae/config.h"
+#include "models/audio_vae/vocoder.h"
+#include "models/text/embeddings_processor.h"
+#include "models/text/gemma/config.h"
+#include "models/text/gemma/model.h"
+#include "models/text/gemma_assets.h"
+#include "models/text/prompt_encoder.h"
+#include "models/transformer/model.h"
+#include "models/upsampler/model.h"
+#include "models/upsampler/model_configurator.h"
+#include "models/video_vae/conv_video_decoder.h"
+#include "models/video_vae/model_configurator.h"
+#include "models/video_vae/video_vae.h"
+#include "pipelines/pipeline.h"
+
+namespace ltx::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+namespace vae = models::video_vae;
+namespace avae = models::audio_vae;
+namespace mt = models::text;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// What the synthesis of the weights cost: it runs inside the stages that load models and is
+// taken out of the end-to-end number.
+struct SynthesisMeter {
+  Device device;
+  double seconds = 0;
+  int64_t elements = 0, bytes = 0;
+};
+
+// The text encoder's assets without a file: the demo bundle's tokenizer and sidecars (compiled
+// into the binary) under the preset's Gemma config.
+text::GemmaAssets tokenizer_assets(const Preset& p) {
+  text::GemmaAssets a;
+  a.source = "bench preset '" + p.name + "' (Gemma config) with the demo bundle's tokenizer";
+  a.config = p.gemma;
+  for (const generate::DemoAsset& f : generate::demo_gemma_assets()) {
+    if (f.name == "tokenizer.json")
+      a.tokenizer_json = std::string(f.data);
+    else
+      a.sidecars.emplace(std::string(f.name), std::string(f.data));
+  }
+  return a;
+}
+
+// Every model of the pipeline built by its own loader from random weights made on the device,
+// in the order and at the points generate_with asks for them; nothing is kept between requests,
+// so each model is freed when its step ends, as with OneShotProvider.
+class SyntheticModelProvider final : public generate::ModelProvider {
+ public:
+  SyntheticModelProvider(Preset preset, uint64_t seed, SynthesisMeter& meter)
+      : preset_(std::move(preset)), seed_(seed), meter_(meter) {}
+
+  std::shared_ptr<text::PromptEncoder> prompt_encoder(
+      const generate::ModelPaths&, const nn::LoadOptions& where,
+      const models::BlockStreaming& streaming) override {
+    text::GemmaAssets assets = tokenizer_assets(preset_);
+    const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(assets.config, assets.source);
+    const mt::EmbeddingsProcessorConfig processor = mt::EmbeddingsProcessorConfig::from_metadata(
+        json{{"config", {{"transformer", preset_.transformer}}}},
+        mt::GemmaTextDims{gemma.hidden_size, gemma.num_layers}, source(), /*audio=*/true);
+    text::PromptEncoderOptions options;
+    options.load = where;
+    options.streaming = streaming;
+    // Gemma and the connectors each made when encode() loads them, and freed after.
+    text::PromptEncoderWeights weights;
+    weights.text_encoder = [this] { return synthetic(transformer_init); };
+    weights.embeddings_processor = [this] { return synthetic(transformer_init); };
+    return std::make_shared<text::PromptEncoder>(std::move(assets), processor, std::move(weights),
+                                                 options);
+  }
+
+  std::shared_ptr<const models::duration_head::DurationHead> duration_head(
+      const std::string&, const nn::LoadOptions&) override {
+    return nullptr;  // the 2.3 pipelines have none
+  }
+
+  std::shared_ptr<const lora::LoraFile> lora_file(const std::string& path) override {
+    fail("bench pipeline: no LoRA file can be read in a run with random weights (asked for ",
+         path, ")");
+  }
+
+  std::shared_ptr<generate::StageTransformer> transformer(
+      const generate::ModelPaths& paths, const std::vector<lora::LoraSet>& stage_sets,
+      const nn::LoadOptions& where, const models::BlockStreaming& streaming) override {
+    for (const lora::LoraSet& set : stage_sets)
+      LTX_CHECK(lora::is_identity(set), "bench pipeline: a stage asks for ", lora::describe(set),
+                ", but the run has no LoRA");
+    auto st = std::make_shared<generate::StageTransformer>();
+    io::WeightMap w = synthetic(transformer_init);
+    // Its Linears stored as --quantization says, as OneShotProvider loads it.
+    st->model = std::make_unique<models::transformer::LTXModel>(models::transformer::LTXModel::load(
+        w, preset_.transformer_config(), generate::transformer_placement(where, paths.quantization),
+        streaming));
+    return st;
+  }
+
+  std::shared_ptr<const vae::VideoEncoder> video_encoder(const std::string&,
+                                                         const nn::LoadOptions& where) override {
+    io::WeightMap w = synthetic(vae_init);
+    return std::make_shared<const vae::VideoEncoder>(
+        vae::VideoEncoder::load(w, vae::encoder_config_from_json(preset_.vae, source()), where));
+  }
+
+  std::shared_ptr<const models::upsampler::LatentUpsampler> latent_upsampler(
+      const std::string&, const nn::LoadOptions& where) override {
+    io::WeightMap w = synthetic(vae_init);
+    return std::make_shared<const models::upsampler::LatentUpsampler>(
+        models::upsampler::LatentUpsampler::load(
+            w, models::upsampler::upsampler_config_from_json(preset_.upsampler, source()), where));
+  }
+
+  generate::DecodeResult decode(const Tensor& video_latent, const Tensor& audio_latent,
+                                const generate::ModelPaths&, generate::MediaSink& sink,
+                                const generate::DecodeOptions& options,
+                                generate::Progress* progress) override {
+    // The decoders are made before the decode starts (its own stage, so that their synthesis is
+    // counted); decode_latents then runs the audio decode and the video decode.
+    if (progress) progress->stage("decoder loading");
+    const nn::LoadOptions where = generate::model_placement(options.device, options.dtype);
+    generate::DecodeModels models;
+    if (audio_latent.defined()) {
+      auto audio = std::make_shared<generate::AudioDecodeModels>();
+      audio->path = source();
+      const avae::AudioVaeConfig acfg = avae::AudioVaeConfig::from_config(preset_.audio, source());
+      const avae::VocoderConfig vcfg = avae::VocoderConfig::from_config(preset_.audio, source());
+      io::WeightMap wa = synthetic(vae_init);
+      audio->decoder =
+          std::make_shared<const avae::AudioDecoder>(avae::AudioDecoder::load(wa, acfg, where));
+      io::WeightMap wv = synthetic(vae_init);
+      audio->vocoder = std::make_shared<const avae::VocoderModel>(avae::VocoderModel::load(
+          wv, vcfg, {avae::vocoder_dtype(vcfg, where.dtype), where.device}));
+      models.audio = audio;
+    }
+    auto video = std::make_shared<generate::VideoDecodeModel>();
+    video->path = source();
+    video->where = where;
+    io::WeightMap w = synthetic(vae_init);
+    video->decoder = std::make_shared<const vae::VideoDecoder>(
+        vae::ConvVideoDecoder::load(w, preset_.decoder_config(), where));
+    models.video = video;
+    return generate::decode_latents(video_latent, audio_latent, models, sink, options, progress);
+  }
+
+ private:
+  Preset preset_;
+  uint64_t seed_;
+  SynthesisMeter& meter_;
+  // The generators of the maps handed out (a map's synthesizer refers to its generator).
+  std::vector<std::unique_ptr<RandomWeights>> generators_;
+
+  std::string source() const { return "bench preset '" + preset_.name + "'"; }
+
+  // A map that makes every weight a model's loader takes, timing each (the device is synchronised
+  // so the time is the tensor's).
+  io::WeightMap synthetic(InitRule rule) {
+    generators_.push_back(std::make_unique<RandomWeights>(std::move(rule), seed_ + generators_.size()));
+    RandomWeights* rw = generators_.back().get();
+    SynthesisMeter* meter = &meter_;
+    return io::WeightMap::synthetic(
+        [rw, meter](const std::string& name, const Shape& shape, DType dtype, Device device) {
+          const Clock::time_point t0 = Clock::now();
+          Tensor t = rw->make(name, shape, dtype, device);
+          backend::synchronize(device);
+          meter->seconds += seconds_since(t0);
+          meter->elements += t.numel();
+          meter->bytes += static_cast<int64_t>(t.nbytes());
+          return t;
+        });
+  }
+};
+
+// Times the calls into the sink it wraps: the MP4 encode (it runs inside the video decode).
+class TimedSink final : public generate::MediaSink {
+ public:
+  explicit TimedSink(generate::MediaSink* inner) : inner_(inner) {}
+  void begin(const generate::MediaFormat& f) override { timed([&] { if (inner_) inner_->begin(f); }); }
+  void write_frames(const Tensor& frames) override {
+    frames_ += frames.size(0);
+    timed([&] { if (inner_) inner_->write_frames(frames); });
+  }
+  void write_audio(const Tensor& waveform) override {
+    samples_ += waveform.size(-1);
+    timed([&] { if (inner_) inner_->write_audio(waveform); });
+  }
+  void finish() override { timed([&] { if (inner_) inner_->finish(); }); }
+  double seconds() const { return seconds_; }
+  int64_t frames() const { return frames_; }
+  int64_t samples() const { return samples_; }
+
+ private:
+  generate::MediaSink* inner_;  // null: the media are dropped (no FFmpeg)
+  double seconds_ = 0;
+  int64_t frames_ = 0, samples_ = 0;
+  template <class F>
+  void timed(const F& f) {
+    const Clock::time_point t0 = Clock::now();
+    f();
+    seconds_ += seconds_since(t0);
+  }
+};
+
+// The device's peak allocation since the last reset (0 where the backend keeps none).
+int64_t peak_bytes(Device d) { return backend::memory_stats(d).peak_bytes; }
+
+// The two largest models of the pipeline at their size on the device, counted without making
+// them (what check_budget_fits compares with the budget).
+std::vector<generate::ComponentSize> component_sizes(const Preset& p, DType dtype) {
+  const auto bytes = static_cast<int64_t>(dtype_size(dtype));
+  const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(p.gemma, "bench preset");
+  const int64_t text = count_parameters([&](io::WeightMap& w) {
+    (void)text::GemmaTextModel::load(gemma, w, {}, "in memory", "bench preset");
+  });
+  const int64_t transformer = count_parameters([&](io::WeightMap& w) {
+    (void)models::transformer::LTXModel::load(w, p.transformer_config(), {});
+  });
+  return {{"text encoder", text * bytes}, {"transformer", transformer * bytes}};
+}
+
+}  // namespace
+
+PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
+  const Preset preset = bench::preset(o.preset);
+  LTX_CHECK(!preset.gemma.is_null() && !preset.audio.is_null() && !preset.upsampler.is_null(),
+            "--preset ", o.preset, ": this preset has no pipeline models (text encoder, audio, "
+            "upsampler); use ltx23-22b or tiny");
+  const pipelines::PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
+  LTX_CHECK(kind == pipelines::PipelineKind::Distilled || kind == pipelines::PipelineKind::TwoStage ||
+                kind == pipelines::PipelineKind::TwoStageHQ,
+            "--pipeline ", o.pipeline, ": `ltx bench pipeline` runs distilled, two-stage or "
+            "two-stage-hq");
+  LTX_CHECK(o.mp4_path.empty() || media::ffmpeg_available(),
+            "--mp4 ", o.mp4_path, ": this build has no FFmpeg (configure with LTX_FFMPEG=ON)");
+
+  generate::GenerateOptions g;
+  g.pipeline = o.pipeline;
+  g.prompt = "A red fox trots through fresh snow at dawn, its breath steaming in the cold air; "
+             "the camera follows at ground level; wind and the crunch of paws on snow.";
+  g.seed = o.seed;
+  g.width = o.width;
+  g.height = o.height;
+  g.num_frames = o.frames;
+  if (o.steps) g.num_inference_steps = *o.steps;
+  g.device = o.device;
+  g.dtype = o.dtype;
+  g.audio = o.audio;
+  g.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
+  LTX_CHECK(o.offload != generate::Offload::Disk,
+            "--offload disk streams blocks from the model files, and `ltx bench pipeline` has none "
+            "(its weights are made in memory); use --offload cpu");
+  g.offload = o.offload;
+  generate::validate_options(g, /*to_file=*/false);
+  if (o.max_gpu_memory_bytes > 0) {
+    // Whole models as ltx generate counts them; with streamed blocks or quantized Linears their
+    // resident size is smaller than that count, so then the allocator's limit alone holds them.
+    if (o.offload == generate::Offload::None && o.quantization == quantization::Mode::None)
+      generate::check_budget_fits(
+          component_sizes(preset, generate::model_placement(o.device, o.dtype).dtype),
+          o.max_gpu_memory_bytes);
+    generate::apply_gpu_budget(o.device, o.max_gpu_memory_bytes);
+  }
+
+  generate::ResolvedModels models;
+  models.paths.transformer.path = "bench preset '" + preset.name + "'";
+  models.report.model_version = preset.model_version;
+  models.paths.quantization = o.quantization;
+  models.report.version_name = preset.description;
+
+  SynthesisMeter meter{o.device};
+  SyntheticModelProvider provider(preset, static_cast<uint64_t>(o.seed), meter);
+
+  PipelineBenchResult r;
+  r.preset = preset.name;
+  r.pipeline = pipelines::pipeline_name(kind);
+  r.device_name = generate::describe_placement(generate::model_placement(o.device, o.dtype));
+  r.width = o.width;
+  r.height = o.height;
+  r.frames = o.frames;
+  r.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
+  r.quantization = quantization::mode_name(o.quantization);
+  r.offload = generate::offload_name(o.offload);
+
+  // Per-stage clocks: synchronised at every event so each number is the stage's device work.
+  generate::Progress progress;
+  PipelineStageTiming current;
+  Clock::time_point stage_start{}, last_step{};
+  double synthesis_at_start = 0;
+  std::vector<double> step_ms;
+  const Device dev = o.device;
+  progress.set_listener([&](const generate::ProgressEvent& e) {
+    backend::synchronize(dev);
+    const Clock::time_point now = Clock::now();
+    switch (e.kind) {
+      case generate::ProgressEvent::Kind::StageStart:
+        backend::reset_peak_memory(dev);
+        current = PipelineStageTiming{};
+        current.stage = e.stage;
+        stage_start = last_step = now;
+        synthesis_at_start = meter.seconds;
+        step_ms.clear();
+        break;
+      case generate::ProgressEvent::Kind::Step:
+        if (e.done > 0) step_ms.push_back(std::chrono::duration<double, std::milli>(now - last_step).count());
+        last_step = now;
+        break;
+      case generate::ProgressEvent::Kind::StageEnd:
+        current.seconds = std::chrono::duration<double>(now - stage_start).count();
+        current.synthesis_seconds = meter.seconds - synthesis_at_start;
+        current.steps = static_cast<int64_t>(step_ms.size());
+        current.step_median_ms = median_of(step_ms);
+        current.peak_bytes = peak_bytes(dev);
+        r.stages.push_back(current);
+        break;
+    }
+  });
+
+  std::unique_ptr<generate::Mp4Sink> mp4;
+  std::string mp4_path = o.mp4_path;
+  r.mp4 = media::ffmpeg_available();
+  if (r.mp4) {
+    if (mp4_path.empty())
+      mp4_path = (std::filesystem::temp_directory_path() /
+                  str("ltx-bench-pipeline-", ::getpid(), ".mp4"))
+                     .string();
+    mp4 = std::make_unique<generate::Mp4Sink>(mp4_path);
+  }
+  TimedSink sink(mp4.get());
+
+  backend::synchronize(dev);
+  backend::reset_peak_memory(dev);
+  const Clock::time_point t0 = Clock::now();
+  const generate::GenerateResult out = generate::generate_with(g, models, provider, progress, sink);
+  backend::synchronize(dev);
+  r.total_seconds = seconds_since(t0);
+  if (r.mp4 && o.mp4_path.empty()) std::filesystem::remove(mp4_path);
+
+  r.synthesis_seconds = meter.seconds;
+  r.end_to_end_seconds = r.total_seconds - meter.seconds;
+  for (const PipelineStageTiming& s : r.stages) r.peak_bytes = std::max(r.peak_bytes, s.peak_bytes);
+  r.parameters = meter.elements;
+  r.weight_bytes = meter.bytes;
+  r.mp4_seconds = sink.seconds();
+  r.decoded_frames = out.decoded.frames;
+  r.audio_samples = out.decoded.audio_samples;
+  LTX_CHECK(sink.frames() == o.frames, "bench pipeline: the decode gave ", sink.frames(),
+            " frames, expected ", o.frames);
+  return r;
+}
+
+std::string format_pipeline_bench(const PipelineBenchResult& r) {
+  std::string s = str("ltx bench pipeline: ", r.pipeline, ", preset ", r.preset, ", ", r.width, "x",
+                      r.height, "x", r.frames, " frames, ", r.device_name,
+                      r.max_gpu_memory_bytes > 0
+                          ? str(", --max-gpu-memory ", generate::gib_text(r.max_gpu_memory_bytes))
+                          : std::string(),
+                      r.quantization != "none" ? ", --quantization " + r.quantization : std::string(),
+                      r.offload != "none" ? ", --offload " + r.offload : std::string(),
+                      "\n");
+  char line[256];
+  std::snprintf(line, sizeof line, "%-18s %10s %10s %10s %6s %12s %9s\n", "stage", "time s",
+                "synth s", "excl. s", "steps", "step med ms", "peak GiB");
+  s += line;
+  for (const PipelineStageTiming& t : r.stages) {
+    std::snprintf(line, sizeof line, "%-18s %10s %10s %10s %6s %12s %9s\n", t.stage.c_str(),
+                  fixed(t.seconds, 3).c_str(), fixed(t.synthesis_seconds, 3).c_str(),
+                  fixed(t.seconds - t.synthesis_seconds, 3).c_str(),
+                  t.steps ? std::to_string(t.steps).c_str() : "",
+                  t.steps ? fixed(t.step_median_ms, 1).c_str() : "",
+                  fixed(static_cast<double>(t.peak_bytes) / kGiB, 2).c_str());
+    s += line;
+  }
+  s += r.mp4 ? str("mp4 encode: ", fixed(r.mp4_seconds, 3), " s (inside the video decode)\n")
+             : std::string("mp4 encode: not built (no FFmpeg in this build)\n");
+  s += "lora switch: not run (no LoRA in a run with random weights)\n";
+  s += str("end to end: ", fixed(r.end_to_end_seconds, 3), " s (", fixed(r.total_seconds, 3),
+           " s wall minus ", fixed(r.synthesis_seconds, 3), " s of weight synthesis, ",
+           fixed(static_cast<double>(r.weight_bytes) / kGiB, 2), " GiB); peak ",
+           fixed(static_cast<double>(r.peak_bytes) / kGiB, 2), " GiB\n");
+  return s;
+}
+
+nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
+  nlohmann::ordered_json j;
+  j["tool"] = "ltx bench";
+  j["bench"] = "pipeline";
+  j["preset"] = r.preset;
+  j["pipeline"] = r.pipeline;
+  j["device"] = r.device_name;
+  j["width"] = r.width;
+  j["height"] = r.height;
+  j["frames"] = r.frames;
+  j["quantization"] = r.quantization;
+  j["offload"] = r.offload;
+  j["max_gpu_memory_gib"] = r.max_gpu_memory_bytes > 0
+                                ? nlohmann::ordered_json(static_cast<double>(r.max_gpu_memory_bytes) / kGiB)
+                                : nlohmann::ordered_json(nullptr);
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const PipelineStageTiming& t : r.stages) {
+    nlohmann::ordered_json st;
+    st["stage"] = t.stage;
+    st["seconds"] = t.seconds;
+    st["synthesis_seconds"] = t.synthesis_seconds;
+    st["seconds_excluding_synthesis"] = t.seconds - t.synthesis_seconds;
+    st["steps"] = t.steps;
+    st["step_median_ms"] = t.step_median_ms;
+    st["peak_bytes"] = t.peak_bytes;
+    st["peak_gib"] = static_cast<double>(t.peak_bytes) / kGiB;
+    stages.push_back(std::move(st));
+  }
+  j["stages"] = std::move(stages);
+  j["mp4_encode"] = r.mp4 ? nlohmann::ordered_json{{"built", true}, {"seconds", r.mp4_seconds}}
+                          : nlohmann::ordered_json{{"built", false}};
+  j["lora_switch"] = {{"run", false}, {"why", "no LoRA in a run with random weights"}};
+  j["total_seconds"] = r.total_seconds;
+  j["synthesis_seconds"] = r.synthesis_seconds;
+  j["end_to_end_seconds"] = r.end_to_end_seconds;
+  j["end_to_end_excludes"] = "weight synthesis (random weights made on the device, synchronised "
+                             "per tensor), which stands in for loading the model files";
+  j["peak_bytes"] = r.peak_bytes;
+  j["peak_gib"] = static_cast<double>(r.peak_bytes) / kGiB;
+  j["synthesized_parameters"] = r.parameters;
+  j["synthesized_gib"] = static_cast<double>(r.weight_bytes) / kGiB;
+  j["decoded_frames"] = r.decoded_frames;
+  j["audio_samples"] = r.audio_samples;
+  return j;
+}
+
+}  // namespace ltx::bench
