@@ -74,6 +74,10 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
             "--quantization fp8-scaled-mm reads the FP8 layers and scales of a pre-quantised "
             "checkpoint, which random weights are not; bench --quantization fp8 (FP8 GEMMs with "
             "per-token activation scales) or fp8-cast");
+  LTX_CHECK(o.quantization != quantization::Mode::Nvfp4Prequant,
+            "ltx bench: --quantization nvfp4-prequant reads the NVFP4 layers of a pre-quantised "
+            "file, and the bench makes random weights; use --quantization nvfp4-cast (the same "
+            "layers, quantised at load)");
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");

@@ -101,7 +101,10 @@ void add_quantization_flag(CLI::App* sub, std::string& mode) {
                       "reads a pre-quantised FP8 checkpoint (e4m3 weights with weight_scale and "
                       "input_scale) and multiplies in FP8 with those static scales. fp8 (ours) "
                       "quantises fp8-cast's Linears per tensor at load and the activations per "
-                      "token at each matmul, FP8 GEMMs on any bf16 or FP8 file. Example: "
+                      "token at each matmul, FP8 GEMMs on any bf16 or FP8 file. nvfp4-cast "
+                      "quantises the video branch's 12 Linears a block to NVFP4 (4-bit, about a "
+                      "quarter), nvfp4-prequant loads a pre-quantised NVFP4 file (both "
+                      "dequantised to bf16 for each matmul on this GPU generation). Example: "
                       "--quantization fp8-cast")
       ->default_str("none");
 }

@@ -4,12 +4,15 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 
 #include "backend/device_query.h"
 #include "core/error.h"
 #include "core/out_of_memory.h"
 #include "io/safetensors.h"
 #include "quantization/fp8_cast.h"
+#include "quantization/nvfp4.h"
 
 namespace ltx::generate {
 
@@ -31,6 +34,8 @@ bool loads_as_e4m3(const io::SafetensorsFile& file, const io::TensorInfo& info,
     case quantization::Mode::Fp8:
       return fp8_with_scale ||
              (info.name.ends_with(".weight") && quantization::is_fp8_cast_parameter(info.name));
+    case quantization::Mode::Nvfp4Cast:
+    case quantization::Mode::Nvfp4Prequant: return false;  // nvfp4_loaded_bytes counts those
   }
   return false;
 }
@@ -39,9 +44,15 @@ int64_t file_bytes(const std::string& path, std::initializer_list<const char*> p
                    DType dtype, quantization::Mode mode) {
   const auto file = io::SafetensorsFile::open(path);
   int64_t matched = 0, all = 0;
+  constexpr std::string_view kModelPrefix = "model.diffusion_model.";
   for (const io::TensorInfo& info : file->infos()) {
+    const std::string name = info.name.starts_with(kModelPrefix)
+                                 ? info.name.substr(kModelPrefix.size())
+                                 : info.name;
+    const std::optional<int64_t> nvfp4 = quantization::nvfp4_loaded_bytes(*file, info, name, mode);
     const int64_t bytes =
-        !dtype_is_floating(info.dtype)      ? static_cast<int64_t>(info.nbytes())
+        nvfp4                               ? *nvfp4
+        : !dtype_is_floating(info.dtype)    ? static_cast<int64_t>(info.nbytes())
         : loads_as_e4m3(*file, info, mode) ? info.numel()
                                            : info.numel() * static_cast<int64_t>(dtype_size(dtype));
     all += bytes;

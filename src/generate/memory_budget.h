@@ -34,7 +34,7 @@ int64_t parse_gib(const std::string& text, const char* flag = "--max-gpu-memory"
 
 // The bytes the tensors of `path` under `prefixes` take once loaded in `dtype` (floating tensors
 // converted, others as stored; under a `quantization` mode the Linear weights it stores in e4m3 at
-// one byte each, as nn::Linear binds them); no prefix: every tensor. A folder (a Gemma root): its
+// one byte each and NVFP4 layers at their packed size, as nn::Linear binds them); no prefix: every tensor. A folder (a Gemma root): its
 // .safetensors files summed. 0 for a path that is neither.
 int64_t stored_bytes(const std::string& path, std::initializer_list<const char*> prefixes,
                      DType dtype, quantization::Mode quantization = quantization::Mode::None);

@@ -4,12 +4,14 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "generate/memory_budget.h"
 #include "io/safetensors.h"
 #include "quantization/fp8_cast.h"
+#include "quantization/nvfp4.h"
 
 namespace ltx::generate {
 
@@ -109,7 +111,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The bytes a tensor takes once loaded: floating tensors at `dtype` (one byte for the fp8-cast
-// Linears' parameters, `fp8`), others as stored. The one place the planner learns a format's size.
+// Linears' parameters, `fp8`), others as stored; NVFP4 layers are sized by
+// quantization::nvfp4_loaded_bytes.
 int64_t loaded_bytes(const io::TensorInfo& info, DType dtype, bool fp8) {
   if (!dtype_is_floating(info.dtype)) return static_cast<int64_t>(info.nbytes());
   return info.numel() * (fp8 ? 1 : static_cast<int64_t>(dtype_size(dtype)));
@@ -169,7 +172,9 @@ BlockModelSizes transformer_sizes(const std::string& path, DType dtype,
                      quantization::is_fp8_cast_parameter(name);
     constexpr std::string_view kBlocks = "transformer_blocks.";
     const int64_t block = name.starts_with(kBlocks) ? index_at(name, kBlocks.size()) : -1;
-    acc.add(block, loaded_bytes(info, dtype, fp8));
+    const std::optional<int64_t> nvfp4 =
+        quantization::nvfp4_loaded_bytes(*file, info, name, quantization);
+    acc.add(block, nvfp4 ? *nvfp4 : loaded_bytes(info, dtype, fp8));
   }
   return acc.sizes();
 }

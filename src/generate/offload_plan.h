@@ -89,7 +89,7 @@ namespace ltx::generate {
 
 // A block model's weights as they load: `fixed_bytes` outside the blocks, the largest block and
 // the block count. Tensors are counted at `dtype` (floating ones converted), the transformer's
-// fp8-cast Linears at one byte (`quantization`).
+// fp8-cast Linears at one byte and NVFP4 layers at their packed size (`quantization`).
 struct BlockModelSizes {
   int64_t fixed_bytes = 0, block_bytes = 0, blocks = 0;
 };

@@ -3,8 +3,10 @@
 #include "core/error.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/nvfp4.h"
 #include "ops/quantized_linear.h"
 #include "quantization/fp8_cast.h"
+#include "quantization/nvfp4.h"
 
 namespace ltx::nn {
 
@@ -33,6 +35,11 @@ LinearFormat format_for(const io::WeightMap& w, const std::string& name, quantiz
       return quantization::is_fp8_cast_linear(full_name) || file_has_fp8_scaled(w, name)
                  ? LinearFormat::Fp8PerToken
                  : LinearFormat::Dense;
+    case quantization::Mode::Nvfp4Cast:
+      return quantization::is_nvfp4_cast_linear(full_name) ? LinearFormat::Nvfp4
+                                                           : LinearFormat::Dense;
+    // The file says which layers are NVFP4 (Linear::load).
+    case quantization::Mode::Nvfp4Prequant: return LinearFormat::Dense;
   }
   return LinearFormat::Dense;
 }
@@ -50,6 +57,17 @@ Tensor take_scale(io::WeightMap& w, const std::string& name, Device device) {
 Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_features,
                     int64_t out_features, bool has_bias, const LoadOptions& opt) {
   Linear l;
+  if (opt.quantization == quantization::Mode::Nvfp4Prequant) {
+    if (auto p = quantization::take_prequant_nvfp4(w, name, in_features, out_features, opt.device)) {
+      l.format = LinearFormat::Nvfp4;
+      l.weight = p->weight.packed;
+      l.block_scales = p->weight.block_scales;
+      l.tensor_scale = p->weight.tensor_scale;
+      l.input_scale = p->input_scale;
+      if (has_bias) l.bias = w.take(name + ".bias", {out_features}, opt.dtype, opt.device);
+      return l;
+    }
+  }
   l.format = format_for(w, name, opt.quantization);
   const Shape weight_shape{out_features, in_features};
   switch (l.format) {
@@ -85,12 +103,22 @@ Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_featur
       // The activation scale is computed per token; a static one in the file is not used.
       w.ignore(name + ".input_scale");
       break;
+    case LinearFormat::Nvfp4: {
+      const ops::Nvfp4Weight q =
+          quantization::take_cast_nvfp4(w, name, in_features, out_features, opt.device);
+      l.weight = q.packed;
+      l.block_scales = q.block_scales;
+      l.tensor_scale = q.tensor_scale;
+      break;
+    }
   }
   if (has_bias) l.bias = w.take(name + ".bias", {out_features}, opt.dtype, opt.device);
   return l;
 }
 
 Tensor Linear::dense_weight(DType dtype) const {
+  if (format == LinearFormat::Nvfp4)
+    return ops::dequantize_nvfp4({weight, block_scales, tensor_scale}, dtype);
   if (!weight_scale.defined()) return weight.to(dtype);
   return ops::mul(weight.to(DType::F32), weight_scale).to(dtype);
 }
@@ -103,6 +131,7 @@ Tensor Linear::operator()(const Tensor& x) const {
   switch (format) {
     case LinearFormat::Dense: return ops::linear(x, weight, bias);
     case LinearFormat::Fp8Cast:
+    case LinearFormat::Nvfp4:
       return ops::linear(x, dense_weight(x.dtype()), dense_bias(x.dtype()));
     case LinearFormat::Fp8Scaled:
       return ops::linear_fp8_scaled(x, weight, weight_scale, input_scale, bias);
@@ -115,6 +144,7 @@ Tensor Linear::gelu_tanh(const Tensor& x) const {
   switch (format) {
     case LinearFormat::Dense: return ops::linear_gelu_tanh(x, weight, bias);
     case LinearFormat::Fp8Cast:
+    case LinearFormat::Nvfp4:
       return ops::linear_gelu_tanh(x, dense_weight(x.dtype()), dense_bias(x.dtype()));
     case LinearFormat::Fp8Scaled:
     case LinearFormat::Fp8PerToken: return ops::gelu_tanh((*this)(x));
@@ -126,6 +156,8 @@ void Linear::for_each_parameter(const std::function<void(const char*, Tensor&)>&
   fn("weight", weight);
   if (bias.defined()) fn("bias", bias);
   if (weight_scale.defined()) fn("weight_scale", weight_scale);
+  if (block_scales.defined()) fn("weight_scale", block_scales);
+  if (tensor_scale.defined()) fn("weight_scale_2", tensor_scale);
   if (input_scale.defined()) fn("input_scale", input_scale);
 }
 
@@ -133,6 +165,8 @@ void Linear::for_each_parameter(const std::function<void(const char*, const Tens
   fn("weight", weight);
   if (bias.defined()) fn("bias", bias);
   if (weight_scale.defined()) fn("weight_scale", weight_scale);
+  if (block_scales.defined()) fn("weight_scale", block_scales);
+  if (tensor_scale.defined()) fn("weight_scale_2", tensor_scale);
   if (input_scale.defined()) fn("input_scale", input_scale);
 }
 

@@ -20,22 +20,32 @@ enum class LinearFormat {
                 // compute dtype: ops::linear_fp8_scaled (the reference's FP8Linear)
   Fp8PerToken,  // weight float8_e4m3fn with a per-tensor weight_scale, bias in the compute dtype,
                 // activations scaled per token: ops::linear_fp8_per_token (--quantization fp8)
+  Nvfp4,        // weight packed E2M1 u8 [out, in/2] with block_scales and tensor_scale
+                // (op_types/nvfp4.h), dequantised to the input's dtype at each forward; bias dense
+                // (quantization/nvfp4.h)
 };
 
 struct Linear {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], or undefined when the layer has none
   Tensor weight_scale;  // f32 scalar (Fp8Scaled, Fp8PerToken), else undefined
-  Tensor input_scale;   // f32 scalar (Fp8Scaled), else undefined
+  // f32 scalar: the activation scale (Fp8Scaled), or an Nvfp4 file's input_scale (kept for the
+  // record; Hopper's GEMM does not use it); else undefined
+  Tensor input_scale;
   // Last, so that {weight, bias} still makes a dense layer.
   LinearFormat format = LinearFormat::Dense;
+  // Nvfp4 only: the E4M3 block scales and the f32 per-tensor decode scale.
+  Tensor block_scales;
+  Tensor tensor_scale;
 
   // Binds `<name>.weight` (and `<name>.bias` when `has_bias`) from `w`, in the format that
   // opt.quantization's policy gives the layer's full name (w.prefix() + name).
   static Linear load(io::WeightMap& w, const std::string& name, int64_t in_features,
                      int64_t out_features, bool has_bias, const LoadOptions& opt);
 
-  int64_t in_features() const { return weight.size(1); }
+  int64_t in_features() const {
+    return format == LinearFormat::Nvfp4 ? weight.size(1) * 2 : weight.size(1);
+  }
   int64_t out_features() const { return weight.size(0); }
   Tensor operator()(const Tensor& x) const;
   // gelu_tanh(x W^T + b), one fused op (ops::linear_gelu_tanh) in every format.
@@ -46,9 +56,10 @@ struct Linear {
   Tensor dense_weight(DType dtype) const;
   Tensor dense_bias(DType dtype) const;
 
-  // Every parameter tensor the layer holds, with its role ("weight", "bias", "weight_scale",
-  // "input_scale"; the scales only where the format has them), in a fixed order
-  // (e.g. for moving a block's weights between devices).
+  // Every parameter tensor the layer holds, each once, with its role as the file names it
+  // ("weight", "bias", "weight_scale", "input_scale", and for Nvfp4 "weight_scale" for the block
+  // scales and "weight_scale_2" for the decode scale; the scales only where the format has them),
+  // in a fixed order (e.g. for moving a block's weights between devices).
   void for_each_parameter(const std::function<void(const char* role, Tensor& t)>& fn);
   void for_each_parameter(const std::function<void(const char* role, const Tensor& t)>& fn) const;
 };

@@ -14,16 +14,21 @@ enum class Mode {
   Fp8ScaledMm,
   // fp8_scaled_mm.h: ours; fp8-cast's Linears quantised per tensor at load, activations per token
   Fp8,
+  Nvfp4Cast,      // nvfp4.h: the video branch's 12 Linears a block quantised to NVFP4 at load
+  Nvfp4Prequant,  // nvfp4.h: the NVFP4 Linears of a pre-quantised file, kept packed
 };
 
-// "none", "fp8-cast", "fp8-scaled-mm", "fp8".
+// True for the two NVFP4 modes.
+inline bool is_nvfp4(Mode mode) { return mode == Mode::Nvfp4Cast || mode == Mode::Nvfp4Prequant; }
+
+// "none", "fp8-cast", "fp8-scaled-mm", "fp8", "nvfp4-cast", "nvfp4-prequant".
 const char* mode_name(Mode mode);
 
-// The mode named `text`. Throws an ltx::Error naming `flag` for an unknown name, or for a name the
-// reference has that this build does not implement yet, listing the available ones.
+// The mode named `text`. Throws an ltx::Error naming `flag` for an unknown name, listing the
+// available ones.
 Mode parse_mode(std::string_view text, std::string_view flag = "--quantization");
 
-// "none, fp8-cast, fp8-scaled-mm, fp8": the names parse_mode accepts.
+// "none, fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant": the names parse_mode accepts.
 std::string available_modes();
 
 }  // namespace ltx::quantization

@@ -72,6 +72,17 @@ TEST(BenchCli, Fp8CastTransformerStepRunsAndIsNamedInTheReport) {
   EXPECT_NE(r.err.find("(--quantization fp8-cast)"), std::string::npos) << r.err;
 }
 
+TEST(BenchCli, Nvfp4CastTransformerStepRunsAndIsNamedInTheReport) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "nvfp4-cast", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["quantization"], "nvfp4-cast");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  EXPECT_GT(j["cases"][0]["ours"]["median_ms"].get<double>(), 0);
+}
+
 // --quantization fp8: the step runs with FP8 GEMMs, and the report gives its rel L2 against one
 // unquantized step; fp8-scaled-mm needs a pre-quantised checkpoint, which random weights are not.
 TEST(BenchCli, Fp8TransformerStepReportsItsRelL2AgainstTheUnquantizedStep) {
@@ -196,8 +207,8 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--max-gpu-memory", "0"}, "--max-gpu-memory 0 must be more than 0 GiB"},
       {{"--max-gpu-memory", "x"}, "--max-gpu-memory 'x' is not a number of GiB"},
       {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
-      {{"--quantization", "nvfp4-cast"}, "--quantization nvfp4-cast is not available"},
       {{"--quantization", "fp8-scaled-mm"}, "which random weights are not"},
+      {{"--quantization", "nvfp4-prequant"}, "--quantization nvfp4-prequant reads the NVFP4 layers"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.

@@ -149,7 +149,7 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
   TempDir dir;
   const std::string out = dir.file("out.mp4");
   const std::string missing = dir.file("missing.safetensors");
-  // An NVFP4 transformer file (header only matters): no mode of this build loads it.
+  // An NVFP4 transformer file (header only matters): only nvfp4-prequant loads it.
   const std::string nvfp4 = dir.file("nvfp4.safetensors");
   io::write_safetensors(
       nvfp4, {{"model.diffusion_model.transformer_blocks.0.attn1.to_q.weight",
@@ -189,10 +189,9 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
       {{"--max-gpu-memory", "lots"}, "--max-gpu-memory 'lots' is not a number of GiB"},
       {{"--max-gpu-memory", "23.5"},
        "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu"},
-      {{"--quantization", "nvfp4-cast"},
-       "--quantization nvfp4-cast is not available in this build; available: none, fp8-cast, "
-       "fp8-scaled-mm, fp8"},
-      {{"--quantization", "int4"}, "--quantization: unknown quantization 'int4'"},
+      {{"--quantization", "int4"},
+       "--quantization: unknown quantization 'int4'; available: none, fp8-cast, fp8-scaled-mm, "
+       "fp8, nvfp4-cast, nvfp4-prequant"},
       {{"--transformer-path", nvfp4, "--quantization", "fp8-cast"},
        nvfp4 + " is a NVFP4 checkpoint; --quantization fp8-cast cannot load it, use "
                "--quantization nvfp4-prequant"},

@@ -151,7 +151,7 @@ TEST(InspectCli, SaysWhichQuantizationAFileIsAndWhichModesLoadIt) {
        {"quantization: FP8 per-tensor scaled: 1 Linear weights F8_E4M3 with a per-tensor "
         "weight_scale (1 with input_scale)",
         "--quantization modes that load it: fp8-cast, fp8-scaled-mm, fp8 (this build: none, "
-        "fp8-cast, fp8-scaled-mm, fp8)"})
+        "fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant)"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
 
   const CliRun dense = test::run_ltx(dir, {"inspect", test::fixture("ltx23.weights.bf16.safetensors"),

@@ -48,7 +48,7 @@ TEST(TransformerParityCli, WritesEveryVariantAndPrintsItsErrors) {
 
 // --quantization fp8-cast: the weights are loaded under the reference's policy (from the bf16
 // file, as the reference casts bf16 checkpoints), so the outputs move from the unquantized
-// reference by e4m3 rounding; other components and modes not in this build are refused.
+// reference by e4m3 rounding; other components are refused.
 TEST(TransformerParityCli, Fp8CastLoadsThePolicyAndOnlyForTheTransformer) {
   TempDir dir;
   const std::string io_path = test::fixture("ltx23.io.safetensors");
@@ -70,13 +70,25 @@ TEST(TransformerParityCli, Fp8CastLoadsThePolicyAndOnlyForTheTransformer) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("--quantization applies to the transformer only"), std::string::npos)
       << r.err;
-  r = test::run_ltx(dir, {"parity", "transformer", "--weights", io_path, "--inputs", io_path,
-                          "--out", dir.file("x.safetensors"), "--quantization", "nvfp4-cast"});
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("--quantization nvfp4-cast is not available in this build; available: "
-                       "none, fp8-cast, fp8-scaled-mm, fp8"),
-            std::string::npos)
-      << r.err;
+}
+
+// --quantization nvfp4-cast: the video branch's Linears quantised to NVFP4 at load, so the
+// outputs move from the unquantized reference by 4-bit rounding, more than under fp8-cast.
+TEST(TransformerParityCli, Nvfp4CastLoadsThePolicy) {
+  TempDir dir;
+  const std::string io_path = test::fixture("ltx23.io.safetensors");
+  const std::string out_path = dir.file("out.safetensors");
+  const Result r = test::run_ltx(dir, {"parity", "transformer", "--weights",
+                                 test::fixture("ltx23.weights.bf16.safetensors"), "--inputs",
+                                 io_path, "--out", out_path, "--quantization", "nvfp4-cast"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const io::SafetensorsFile out(out_path), ref(io_path);
+  for (const char* name : {"out.main.video_velocity", "out.main.audio_velocity"}) {
+    ASSERT_TRUE(out.contains(name)) << name;
+    const double rel = test::max_rel_err(out.tensor(name), ref.tensor(name));
+    EXPECT_GT(rel, 1e-3) << name << ": no NVFP4 rounding visible";
+    EXPECT_LT(rel, 0.5) << name;
+  }
 }
 
 // The reference's own runs under a quantization mode (tools/parity/gen_fp8_reference.py, made on the

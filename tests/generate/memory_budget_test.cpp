@@ -15,6 +15,7 @@
 #include "generate/model_cache.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "quantization/nvfp4.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -121,6 +122,38 @@ TEST(MemoryBudget, QuantizedLinearsCountAtOneByteAWeight) {
   EXPECT_EQ(bytes(Mode::Fp8ScaledMm), 256 * 2 + 16 * 2 + 256 + scales + gate_bytes);
   // fp8: both weights; the bias stays in the compute dtype.
   EXPECT_EQ(bytes(Mode::Fp8), 256 + 16 * 2 + 256 + scales + gate_bytes);
+}
+
+// NVFP4 layers count at their packed size: half a byte a weight, one E4M3 scale per 16 weights
+// (rows padded to 128, scale columns to 4) and the f32 decode scale.
+TEST(MemoryBudget, Nvfp4LayersCountAtTheirPackedSize) {
+  test::TempDir dir;
+  const std::string q = "model.diffusion_model.transformer_blocks.0.attn1.to_q.";
+  const std::string gate = "model.diffusion_model.transformer_blocks.0.attn1.to_gate_logits.";
+  using quantization::Mode;
+  const int64_t gate_bytes = 2 * 16 * 2;
+  // nvfp4-cast: to_q (one of the 12) quantised at load, its bias and the gate in bf16.
+  const std::string bf16 = dir.file("bf16.safetensors");
+  io::write_safetensors(bf16, {{q + "weight", Tensor::zeros({128, 64}, DType::BF16)},
+                               {q + "bias", Tensor::zeros({128}, DType::BF16)},
+                               {gate + "weight", Tensor::zeros({2, 16}, DType::BF16)}});
+  const int64_t packed = 128 * 32 + 128 * 4 + 4;
+  EXPECT_EQ(quantization::nvfp4_weight_bytes(128, 64), packed);
+  EXPECT_EQ(generate::stored_bytes(bf16, {}, DType::BF16, Mode::Nvfp4Cast),
+            packed + 128 * 2 + gate_bytes);
+  EXPECT_EQ(generate::stored_bytes(bf16, {}, DType::BF16, Mode::None),
+            128 * 64 * 2 + 128 * 2 + gate_bytes);
+  // nvfp4-prequant: the file's NVFP4 layer as stored (u8 pairs, E4M3 scales, two f32 scalars),
+  // its bias in bf16, the dense gate in bf16.
+  const std::string pre = dir.file("prequant.safetensors");
+  io::write_safetensors(pre, {{q + "weight", Tensor::zeros({128, 32}, DType::U8)},
+                              {q + "weight_scale", Tensor::zeros({128, 4}, DType::F8E4M3FN)},
+                              {q + "weight_scale_2", Tensor::full({}, 1.0, DType::F32)},
+                              {q + "input_scale", Tensor::full({}, 1.0, DType::F32)},
+                              {q + "bias", Tensor::zeros({128}, DType::BF16)},
+                              {gate + "weight", Tensor::zeros({2, 16}, DType::BF16)}});
+  EXPECT_EQ(generate::stored_bytes(pre, {}, DType::BF16, Mode::Nvfp4Prequant),
+            packed + 4 + 128 * 2 + gate_bytes);
 }
 
 TEST(MemoryBudget, TheCpuTakesNoGpuBudget) {

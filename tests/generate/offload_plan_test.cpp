@@ -12,6 +12,7 @@
 #include "models/text/gemma/config.h"
 #include "models/text/gemma_assets.h"
 #include "models/transformer/config.h"
+#include "quantization/nvfp4.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -179,6 +180,21 @@ TEST(OffloadPlan, SizesFromTheFixtureHeaderCountEveryBlock) {
   EXPECT_LT(fp8.block_bytes, bf16.block_bytes);
   EXPECT_GT(fp8.block_bytes, bf16.block_bytes / 2 - 1);
   EXPECT_EQ(fp8.fixed_bytes, bf16.fixed_bytes);
+  // nvfp4-cast: each block's 12 video Linears' weights at their packed size, the rest as before.
+  const generate::BlockModelSizes nvfp4 =
+      generate::transformer_sizes(path, DType::BF16, quantization::Mode::Nvfp4Cast);
+  int64_t saved = 0;
+  for (const io::TensorInfo& info : file->infos()) {
+    const std::string_view kBlock0 = "transformer_blocks.0.";
+    const size_t at = info.name.find(kBlock0);
+    if (at == std::string::npos || !info.name.ends_with(".weight")) continue;
+    const std::string name = info.name.substr(at);
+    if (!quantization::is_nvfp4_cast_linear(name.substr(0, name.size() - 7))) continue;
+    saved += info.numel() * 2 - quantization::nvfp4_weight_bytes(info.shape[0], info.shape[1]);
+  }
+  EXPECT_GT(saved, 0);
+  EXPECT_EQ(nvfp4.block_bytes, bf16.block_bytes - saved);
+  EXPECT_EQ(nvfp4.fixed_bytes, bf16.fixed_bytes);
 }
 
 TEST(OffloadPlan, GemmaSizesCountItsDecoderLayers) {

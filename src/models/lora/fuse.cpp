@@ -220,6 +220,12 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
   std::set<std::string> names;
   for (const LoraSet& set : sets)
     for (const std::string& n : checked_targets(w, set, &absent_)) names.insert(n);
+  // The reference's NVFP4 fusion (dequantise, add, quantise again into the packed tensors) is
+  // not implemented: refuse rather than fuse into a copy the model never reads.
+  LTX_CHECK(names.empty() || !quantization::is_nvfp4(opt.quantization),
+            "LoRA: fusing into NVFP4 weights is not supported (--quantization ",
+            quantization::mode_name(opt.quantization), "); with LoRAs use --quantization none, "
+            "fp8-cast, fp8-scaled-mm or fp8");
   for (const std::string& name : names) {
     Slot& s = slots_[name];
     const Device device = on_host && on_host(name) ? Device::cpu() : opt.device;
