@@ -65,19 +65,26 @@ const char* const kModelBenchOptions[] = {
 // The options `ltx bench engine` takes besides --device, --size, --frames, --json and --out.
 const char* const kEngineOptions[] = {"--pipeline", "--jobs", "--batch", "--steps"};
 
+// --quantization for models made of random weights: the modes that read a pre-quantised file's
+// layers have nothing to read there.
+quantization::Mode random_weights_mode(const std::string& name) {
+  const quantization::Mode mode = quantization::parse_mode(name);
+  LTX_CHECK(mode != quantization::Mode::Fp8ScaledMm,
+            "--quantization fp8-scaled-mm reads the FP8 layers and scales of a pre-quantised "
+            "checkpoint, which random weights are not; bench --quantization fp8 (FP8 GEMMs with "
+            "per-token activation scales) or fp8-cast");
+  LTX_CHECK(mode != quantization::Mode::Nvfp4Prequant,
+            "ltx bench: --quantization nvfp4-prequant reads the NVFP4 layers of a pre-quantised "
+            "file, and the bench makes random weights; use --quantization nvfp4-cast (the same "
+            "layers, quantised at load)");
+  return mode;
+}
+
 bench::BenchOptions to_options(const BenchCliOptions& c) {
   bench::BenchOptions o;
   o.preset = c.preset;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
-  o.quantization = quantization::parse_mode(c.quantization);
-  LTX_CHECK(o.quantization != quantization::Mode::Fp8ScaledMm,
-            "--quantization fp8-scaled-mm reads the FP8 layers and scales of a pre-quantised "
-            "checkpoint, which random weights are not; bench --quantization fp8 (FP8 GEMMs with "
-            "per-token activation scales) or fp8-cast");
-  LTX_CHECK(o.quantization != quantization::Mode::Nvfp4Prequant,
-            "ltx bench: --quantization nvfp4-prequant reads the NVFP4 layers of a pre-quantised "
-            "file, and the bench makes random weights; use --quantization nvfp4-cast (the same "
-            "layers, quantised at load)");
+  o.quantization = random_weights_mode(c.quantization);
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
@@ -225,7 +232,7 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   o.audio = !c.no_audio;
   o.mp4_path = c.mp4;
   o.max_gpu_memory_bytes = gpu_budget(c, o.device);
-  o.quantization = quantization::parse_mode(c.quantization);
+  o.quantization = random_weights_mode(c.quantization);
   o.offload = generate::parse_offload(c.offload);
   const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
   const std::string json = bench::pipeline_bench_json(r).dump(2) + "\n";

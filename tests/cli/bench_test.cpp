@@ -411,6 +411,8 @@ TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
       {{"--offload", "disk"}, "--offload disk streams blocks from the model files"},
       {{"--offload", "cpu"}, "--offload"},
       {{"--quantization", "int3"}, "--quantization"},
+      {{"--quantization", "fp8-scaled-mm"}, "which random weights are not"},
+      {{"--quantization", "nvfp4-prequant"}, "use --quantization nvfp4-cast"},
   };
   for (const auto& [flags, message] : cases) {
     const std::vector<std::string> preset =
