@@ -17,6 +17,7 @@
 #include "models/lora/fuse.h"
 #include "models/transformer/model.h"
 #include "support/test_support.h"
+#include "models/tiny_ltx23.h"
 
 namespace ltx {
 namespace {
@@ -331,22 +332,7 @@ TEST(LoraFuse, StrengthZeroLeavesTheWeightsUntouched) {
 
 // ---------------------------------------------------------------- on the transformer
 
-tf::Modality modality(const io::SafetensorsFile& io, const std::string& stream) {
-  const std::string p = "in." + stream + ".";
-  tf::Modality m;
-  m.latent = io.tensor(p + "latent");
-  m.sigma = io.tensor(p + "sigma");
-  m.timesteps = io.tensor(p + "timesteps");
-  m.positions = io.tensor(p + "positions");
-  m.context = io.tensor(p + "context");
-  return m;
-}
-
-tf::ModelOutputs forward(const tf::LTXModel& model) {
-  const io::SafetensorsFile io(test::fixture("ltx23.io.safetensors"));
-  const tf::Modality v = modality(io, "video"), a = modality(io, "audio");
-  return model.forward(&v, &a, nullptr);
-}
+using test::tiny_ltx23::forward;
 
 tf::LTXModelConfig tiny_config() {
   return tf::LTXModelConfig::from_file(io::SafetensorsFile(test::fixture(kWeights)),

@@ -20,6 +20,7 @@
 #include "quantization/file_format.h"
 #include "quantization/fp8_cast.h"
 #include "support/test_support.h"
+#include "models/tiny_ltx23.h"
 
 namespace ltx {
 namespace {
@@ -27,7 +28,8 @@ namespace {
 namespace tf = models::transformer;
 using quantization::Mode;
 
-const char* kBf16Weights = "ltx23.weights.bf16.safetensors";
+using test::tiny_ltx23::forward;
+using test::tiny_ltx23::kBf16Weights;
 
 // One static activation scale for every layer (amax 16 maps to 448): the tiny model's Linear
 // inputs (normalised and modulated hidden states, attention outputs, GELU outputs) stay well
@@ -35,16 +37,8 @@ const char* kBf16Weights = "ltx23.weights.bf16.safetensors";
 // scales do.
 constexpr float kInputScale = 16.0f / 448.0f;
 
-io::KeyMap key_map() { return tf::transformer_key_map(tf::LTXModelType::AudioVideo); }
-
-io::WeightMap weights_of(const std::string& path) {
-  return io::WeightMap({io::SafetensorsFile::open(path)}, key_map());
-}
-
-tf::LTXModelConfig tiny_config() {
-  return tf::LTXModelConfig::from_file(io::SafetensorsFile(test::fixture(kBf16Weights)),
-                                       tf::LTXModelType::AudioVideo);
-}
+io::WeightMap weights_of(const std::string& path) { return test::tiny_ltx23::weights(path); }
+tf::LTXModelConfig tiny_config() { return test::tiny_ltx23::config(); }
 
 // The bf16 fixture with fp8-cast's Linear weights stored as the reference's pre-quantised files
 // store them: e4m3 weight, per-tensor weight_scale, input_scale (unless `input_scales` is false);
@@ -67,23 +61,6 @@ std::string write_prequantised(const test::TempDir& dir, bool input_scales = tru
   const std::string path = dir.file(input_scales ? "fp8_scaled.safetensors" : "fp8_no_input.safetensors");
   io::write_safetensors(path, out, src.metadata());
   return path;
-}
-
-tf::Modality modality(const io::SafetensorsFile& io, const std::string& stream) {
-  const std::string p = "in." + stream + ".";
-  tf::Modality m;
-  m.latent = io.tensor(p + "latent");
-  m.sigma = io.tensor(p + "sigma");
-  m.timesteps = io.tensor(p + "timesteps");
-  m.positions = io.tensor(p + "positions");
-  m.context = io.tensor(p + "context");
-  return m;
-}
-
-tf::ModelOutputs forward(const tf::LTXModel& model) {
-  const io::SafetensorsFile io(test::fixture("ltx23.io.safetensors"));
-  const tf::Modality v = modality(io, "video"), a = modality(io, "audio");
-  return model.forward(&v, &a, nullptr);
 }
 
 tf::ModelOutputs dense_outputs() {

@@ -16,6 +16,7 @@
 #include "parity/parity.h"
 #include "quantization/nvfp4.h"
 #include "support/test_support.h"
+#include "models/tiny_ltx23.h"
 
 namespace ltx {
 namespace {
@@ -23,34 +24,9 @@ namespace {
 namespace tf = models::transformer;
 using quantization::Mode;
 
-const char* kBf16Weights = "ltx23.weights.bf16.safetensors";
-
-io::WeightMap bf16_weights() {
-  return io::WeightMap({io::SafetensorsFile::open(test::fixture(kBf16Weights))},
-                       tf::transformer_key_map(tf::LTXModelType::AudioVideo));
-}
-
-tf::LTXModelConfig tiny_config() {
-  return tf::LTXModelConfig::from_file(io::SafetensorsFile(test::fixture(kBf16Weights)),
-                                       tf::LTXModelType::AudioVideo);
-}
-
-tf::Modality modality(const io::SafetensorsFile& io, const std::string& stream) {
-  const std::string p = "in." + stream + ".";
-  tf::Modality m;
-  m.latent = io.tensor(p + "latent");
-  m.sigma = io.tensor(p + "sigma");
-  m.timesteps = io.tensor(p + "timesteps");
-  m.positions = io.tensor(p + "positions");
-  m.context = io.tensor(p + "context");
-  return m;
-}
-
-tf::ModelOutputs forward(const tf::LTXModel& model) {
-  const io::SafetensorsFile io(test::fixture("ltx23.io.safetensors"));
-  const tf::Modality v = modality(io, "video"), a = modality(io, "audio");
-  return model.forward(&v, &a, nullptr);
-}
+using test::tiny_ltx23::forward;
+io::WeightMap bf16_weights() { return test::tiny_ltx23::weights(); }
+tf::LTXModelConfig tiny_config() { return test::tiny_ltx23::config(); }
 
 TEST(TransformerNvfp4Cast, QuantisesExactlyTheReferencesTwelveLinearsABlock) {
   // The quantised weights are the ones taken as bf16 (the dtype the quantiser reads).
