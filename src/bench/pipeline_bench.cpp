@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <set>
 
 #include "backend/device_query.h"
 #include "bench/presets.h"
@@ -249,6 +251,35 @@ class TimedSink final : public generate::MediaSink {
 // The device's peak allocation since the last reset (0 where the backend keeps none).
 int64_t peak_bytes(Device d) { return backend::memory_stats(d).peak_bytes; }
 
+// A safetensors file holding `infos` (floating tensors as bf16, as published) over a sparse data
+// section: the header is real, the data reads as zeros and takes no disk space.
+void write_header_only_file(const std::string& path, const std::vector<io::TensorInfo>& infos) {
+  json header = json::object();
+  std::set<std::string> seen;
+  uint64_t offset = 0;
+  for (const io::TensorInfo& i : infos) {
+    if (!seen.insert(i.name).second) continue;
+    const DType dt = dtype_is_floating(i.dtype) ? DType::BF16 : i.dtype;
+    const uint64_t n = static_cast<uint64_t>(i.numel()) * dtype_size(dt);
+    header[i.name] = {{"dtype", io::safetensors_dtype_name(dt)},
+                      {"shape", i.shape.vec()},
+                      {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    uint64_t len = text.size();
+    unsigned char le[8];
+    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(len >> (8 * b));
+    f.write(reinterpret_cast<const char*>(le), 8);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    LTX_CHECK(f.good(), "bench pipeline: cannot write ", path);
+  }
+  std::filesystem::resize_file(path, 8 + text.size() + offset);
+}
+
 // The two largest models of the pipeline at their size on the device, counted without making
 // them (what check_budget_fits compares with the budget).
 std::vector<generate::ComponentSize> component_sizes(const Preset& p, DType dtype) {
@@ -264,6 +295,37 @@ std::vector<generate::ComponentSize> component_sizes(const Preset& p, DType dtyp
 }
 
 }  // namespace
+
+StandInModelFiles::StandInModelFiles(const Preset& p)
+    : dir_(std::filesystem::temp_directory_path() / str("ltx-bench-models-", ::getpid(), "-", p.name)) {
+  std::filesystem::create_directories(dir_);
+  write_header_only_file(transformer(), parameter_infos([&](io::WeightMap& w) {
+    (void)models::transformer::LTXModel::load(w, p.transformer_config(), {});
+  }));
+  const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(p.gemma, "bench preset");
+  write_header_only_file(text_encoder(), parameter_infos([&](io::WeightMap& w) {
+    (void)text::GemmaTextModel::load(gemma, w, {}, "in memory", "bench preset");
+  }));
+  write_header_only_file(upsampler(), parameter_infos([&](io::WeightMap& w) {
+    (void)models::upsampler::LatentUpsampler::load(
+        w, models::upsampler::upsampler_config_from_json(p.upsampler, "bench preset"), {});
+  }));
+}
+
+StandInModelFiles::~StandInModelFiles() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string StandInModelFiles::transformer() const {
+  return (dir_ / "transformer.safetensors").string();
+}
+std::string StandInModelFiles::text_encoder() const {
+  return (dir_ / "text_encoder.safetensors").string();
+}
+std::string StandInModelFiles::upsampler() const {
+  return (dir_ / "spatial_upsampler.safetensors").string();
+}
 
 PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   const Preset preset = bench::preset(o.preset);
@@ -306,8 +368,13 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
     generate::apply_gpu_budget(o.device, o.max_gpu_memory_bytes);
   }
 
+  const StandInModelFiles files(preset);
   generate::ResolvedModels models;
-  models.paths.transformer.path = "bench preset '" + preset.name + "'";
+  models.paths.layout = generate::ModelPaths::Layout::Split;
+  const std::string what = "bench preset '" + preset.name + "'";
+  models.paths.transformer = {files.transformer(), what + " (transformer)"};
+  models.paths.text_encoder = {files.text_encoder(), what + " (text encoder)"};
+  models.paths.spatial_upsampler = {files.upsampler(), what + " (spatial upsampler)"};
   models.report.model_version = preset.model_version;
   models.paths.quantization = o.quantization;
   models.report.version_name = preset.description;

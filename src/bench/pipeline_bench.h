@@ -18,6 +18,7 @@
 // per tensor) and subtracted: the end-to-end number is the clip's wall time without it, i.e. as
 // if the weights had been in memory already (not a file load).
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,30 @@
 #include "quantization/mode.h"
 
 namespace ltx::bench {
+
+struct Preset;
+
+// Stand-ins for a preset's transformer, Gemma and spatial upsampler files, in a temporary folder
+// removed with the object: safetensors headers naming every parameter those models load (names
+// as their loaders ask for them, floating tensors bf16 as published) over a sparse data section
+// that reads as zeros and takes no disk space. The pipeline bench hands them to the run as its
+// model paths, so that the memory planner, the budget checks and the quantization checks read
+// the run's sizes from files as they do for real checkpoints; the weights themselves come from
+// the synthetic provider.
+class StandInModelFiles {
+ public:
+  explicit StandInModelFiles(const Preset& preset);
+  ~StandInModelFiles();
+  StandInModelFiles(const StandInModelFiles&) = delete;
+  StandInModelFiles& operator=(const StandInModelFiles&) = delete;
+
+  std::string transformer() const;
+  std::string text_encoder() const;
+  std::string upsampler() const;
+
+ private:
+  std::filesystem::path dir_;
+};
 
 struct PipelineBenchOptions {
   std::string preset = "ltx23-22b";  // a preset with pipeline configs (presets.h): ltx23-22b, tiny

@@ -29,13 +29,20 @@ Init diffusion_vae_init(const std::string& name, const Shape& shape) {
   return vae_init(name, shape);
 }
 
+std::vector<io::TensorInfo> parameter_infos(const std::function<void(io::WeightMap&)>& load) {
+  std::vector<io::TensorInfo> out;
+  io::WeightMap w = io::WeightMap::synthetic(
+      [&out](const std::string& name, const Shape& shape, DType dtype, Device) {
+        out.push_back({name, dtype, shape});
+        return Tensor::zeros(Shape(std::vector<int64_t>(shape.size(), 1)), dtype).expand(shape);
+      });
+  load(w);
+  return out;
+}
+
 int64_t count_parameters(const std::function<void(io::WeightMap&)>& load) {
   int64_t total = 0;
-  io::WeightMap w = io::WeightMap::synthetic([&total](const std::string&, const Shape& shape, DType dtype, Device) {
-    total += shape.numel();
-    return Tensor::zeros(Shape(std::vector<int64_t>(shape.size(), 1)), dtype).expand(shape);
-  });
-  load(w);
+  for (const io::TensorInfo& info : parameter_infos(load)) total += info.numel();
   return total;
 }
 

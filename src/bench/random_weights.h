@@ -16,8 +16,10 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/tensor.h"
+#include "io/safetensors.h"
 #include "io/weights.h"
 
 namespace ltx::bench {
@@ -44,6 +46,9 @@ Init diffusion_vae_init(const std::string& name, const Shape& shape);
 // Elements of every parameter that `load` takes from a synthetic weight map, without making
 // them (each is a broadcast view of one host zero): the size of a model before building it.
 int64_t count_parameters(const std::function<void(io::WeightMap&)>& load);
+// The same walk, listing each parameter's name (as the loader asks for it), dtype and shape; the
+// byte ranges are left 0.
+std::vector<io::TensorInfo> parameter_infos(const std::function<void(io::WeightMap&)>& load);
 
 class RandomWeights {
  public:

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 
+#include "bench/pipeline_bench.h"
 #include "bench/random_weights.h"
+#include "generate/offload_plan.h"
+#include "io/safetensors.h"
 #include "core/storage.h"
 #include "io/io_test_util.h"
 #include "io/weights.h"
@@ -673,6 +677,34 @@ TEST(PipelinePreset, FullSizeModelsLoadAtThePublishedSizes) {
   EXPECT_GT(connectors_n, 0);
   EXPECT_GT(audio_n, 0);
   EXPECT_GT(upsampler_n, 0);
+}
+
+// The pipeline bench's stand-in files give the memory planner the full-size models as published
+// files would: the 22B transformer's 48 blocks and Gemma 3 12B's 48 layers at their bf16 sizes, and
+// fp8-cast halves the transformer's blocks; the files hold only headers (sparse data sections).
+TEST(PipelineBenchStandIns, GiveThePlannerTheFullSizeModels) {
+  std::string dir;
+  {
+    const bench::StandInModelFiles files(bench::preset("ltx23-22b"));
+    const auto t = generate::transformer_sizes(files.transformer(), DType::BF16,
+                                               quantization::Mode::None);
+    EXPECT_EQ(t.blocks, 48);
+    const double gib = static_cast<double>(int64_t{1} << 30);
+    const double total = static_cast<double>(t.fixed_bytes + t.blocks * t.block_bytes) / gib;
+    EXPECT_GT(total, 35.0);  // ~20 B parameters in bf16
+    EXPECT_LT(total, 42.0);
+    const auto f = generate::transformer_sizes(files.transformer(), DType::BF16,
+                                               quantization::Mode::Fp8Cast);
+    EXPECT_LT(f.block_bytes, t.block_bytes * 0.6);
+    const auto g = generate::text_encoder_sizes(files.text_encoder(), DType::BF16);
+    EXPECT_EQ(g.blocks, 48);
+    EXPECT_GT(static_cast<double>(g.fixed_bytes + g.blocks * g.block_bytes) / gib, 21.0);
+    const auto file = io::SafetensorsFile::open(files.upsampler());
+    EXPECT_GT(file->size(), 0u);
+    dir = std::filesystem::path(files.transformer()).parent_path().string();
+    EXPECT_TRUE(std::filesystem::is_directory(dir));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));  // removed with the object
 }
 
 }  // namespace

@@ -66,5 +66,20 @@ TEST(PipelineBenchOnCuda, ABudgetBelowTheLargestModelIsRefusedBeforeAnythingIsMa
   EXPECT_NE(e.find("--max-gpu-memory"), std::string::npos) << e;
 }
 
+TEST(PipelineBenchOnCuda, UnderABudgetTheRunIsPlannedFromItsModelsAndStaysUnderIt) {
+  LTX_REQUIRE_CUDA();
+  // The planner reads the models' sizes from their files: the bench's stand-ins must give them
+  // (names and shapes of every parameter), with Gemma's layers and the transformer's blocks
+  // streamed from host memory.
+  bench::PipelineBenchOptions o = tiny("two-stage", test::kGpu);
+  o.max_gpu_memory_bytes = int64_t{1} << 30;
+  o.offload = generate::Offload::Cpu;
+  const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
+  EXPECT_EQ(r.decoded_frames, 9);
+  EXPECT_GT(r.peak_bytes, 0);
+  EXPECT_LE(r.peak_bytes, o.max_gpu_memory_bytes);
+  EXPECT_EQ(r.offload, "cpu");
+}
+
 }  // namespace
 }  // namespace ltx

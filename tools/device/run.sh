@@ -4,12 +4,13 @@
 #   setup    unpack the Debian dependencies into /opt/devroot; print the GPU and toolchain
 #   build    build this tree (ltx + test_cuda) in build-dev; with .devdeps/base.tar.xz also the base
 #            commit's ltx in build-base (ninja resumes where a previous call on a warm machine left)
-#   test     the full test_cuda of this tree
+#   test     the full test_cuda of this tree (TEST_FILTER: a --gtest_filter)
 #   ab       base and this tree alternating: the 768x512 step twice each, 1536x1024 and the VAE once
 #   kernels  ltx bench kernels (every harness) and the op profiler in both modes on the tiny preset
 #   engine   ltx bench engine: jobs per minute through the resident engine (demo bundle), one at a
 #            time vs batches of 4, distilled and one-stage at 768x512, 49 frames
-#   memory   the full-size step at 768x512 and 1536x1024: bf16, fp8-cast, fp8, --offload cpu
+#   memory   the full-size step at 768x512 and 1536x1024 (SIZES: a subset): bf16, fp8-cast, fp8,
+#            --offload cpu
 #   fp8ref   tools/parity/gen_fp8_reference.py (needs the reference unpacked in .ref, carried): the
 #            official fp8-cast / fp8-scaled-mm fixtures, written to tests/fixtures and $OUT/fixtures
 #   official tools/bench/official_quantized_step.py: the official step under fp8-cast and
@@ -45,7 +46,7 @@ done
 bench() {  # name binary args...
   local name=$1 bin=$2; shift 2
   "$bin" bench "$@" --device cuda --warmup 1 --iters 3 --out "$LOG/$name.json" > "$LOG/$name.txt" 2>&1
-  echo "== $name"; grep -E "^bench: .*median|^(transformer|vae) |power-capped" "$LOG/$name.txt"
+  echo "== $name"; grep -E "^bench: .*median|^(transformer|vae) |power-capped|rel L2 video|peak" "$LOG/$name.txt"
 }
 
 for step in "$@"; do
@@ -67,8 +68,9 @@ for step in "$@"; do
       echo "build: $(( $(date +%s) - t0 )) s"
       ;;
     test)
-      ./build-dev/tests/test_cuda > "$LOG/test_cuda.log" 2>&1
+      ./build-dev/tests/test_cuda ${TEST_FILTER:+--gtest_filter=$TEST_FILTER} > "$LOG/test_cuda.log" 2>&1
       grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$LOG/test_cuda.log" | tail -40
+      grep -E -A4 "^DIAG|: Failure" "$LOG/test_cuda.log" | head -80
       ;;
     ab)
       B=./build-base/ltx N=./build-dev/ltx
@@ -93,7 +95,7 @@ for step in "$@"; do
       ;;
     memory)
       N=./build-dev/ltx
-      for s in 768x512 1536x1024; do
+      for s in ${SIZES:-768x512 1536x1024}; do
         bench ${s}_bf16 $N transformer --size $s
         bench ${s}_fp8cast $N transformer --size $s --quantization fp8-cast
         bench ${s}_fp8 $N transformer --size $s --quantization fp8
