@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
+#include "cuda/tiny_transformer_modes.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
@@ -89,46 +90,13 @@ TEST(CudaFp8Cast, LinearUpcastsOnTheGpuAndMatchesTheCpu) {
   EXPECT_LE(test::max_rel_err(gpu.gelu_tanh(xg), cpu.gelu_tanh(xr)), 1e-2);
 }
 
-// The tiny transformer's parity run under fp8-cast on `device` in `dtype`, from the bf16 weights.
-std::string run_fp8_cast(Device device, DType dtype, const test::TempDir& dir,
-                         const std::string& name) {
-  parity::Args args;
-  args.weights = {test::fixture("ltx23.weights.bf16.safetensors")};
-  args.inputs = test::fixture("ltx23.io.safetensors");
-  args.out = dir.file(name);
-  args.device = device;
-  args.dtype = dtype;
-  args.quantization = Mode::Fp8Cast;
-  for (const auto& ci : parity::components()) {
-    if (std::string(ci.name) != "transformer") continue;
-    parity::Run run(args);
-    ci.fn(run);
-    run.finish();
-  }
-  return args.out;
-}
-
 TEST(CudaFp8Cast, TinyTransformerMatchesTheCpuFp8CastRun) {
   LTX_REQUIRE_CUDA();
+  // Same e4m3 weights upcast exactly on both: f32 compute agrees as the dense f32 runs do
+  // (1e-4, transformer_parity_test), bf16 compute within bf16 rounding (2e-2).
   test::TempDir dir;
-  const io::SafetensorsFile cpu(run_fp8_cast(Device::cpu(), DType::F32, dir, "cpu.safetensors"));
-  const io::SafetensorsFile f32(run_fp8_cast(test::kGpu, DType::F32, dir, "f32.safetensors"));
-  const io::SafetensorsFile bf16(run_fp8_cast(test::kGpu, DType::BF16, dir, "bf16.safetensors"));
-  int outputs = 0;
-  for (const std::string& name : cpu.names()) {
-    if (!name.starts_with("out.main.")) continue;
-    ASSERT_TRUE(f32.contains(name) && bf16.contains(name)) << name;
-    const parity::ErrorStats a = parity::compare(f32.tensor(name), cpu.tensor(name));
-    const parity::ErrorStats b = parity::compare(bf16.tensor(name), cpu.tensor(name));
-    std::printf("[fp8-cast cuda] %-36s f32 rel_l2 %.3e  bf16 rel_l2 %.3e\n", name.c_str(),
-                a.rel_l2, b.rel_l2);
-    // Same e4m3 weights upcast exactly on both: f32 compute agrees as the dense f32 runs do
-    // (1e-4, transformer_parity_test), bf16 compute within bf16 rounding (2e-2).
-    EXPECT_LE(a.rel_l2, 1e-4) << name;
-    EXPECT_LE(b.rel_l2, 2e-2) << name;
-    ++outputs;
-  }
-  EXPECT_GE(outputs, 4);
+  test::expect_tiny_transformer_matches_cpu(dir, test::fixture("ltx23.weights.bf16.safetensors"),
+                                            Mode::Fp8Cast, {1e-4, 2e-2});
 }
 
 }  // namespace

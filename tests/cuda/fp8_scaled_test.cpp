@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
+#include "cuda/tiny_transformer_modes.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
@@ -122,57 +123,24 @@ std::string write_prequantised(const test::TempDir& dir) {
   return path;
 }
 
-std::string run_mode(const std::string& weights, Mode mode, Device device, DType dtype,
-                     const test::TempDir& dir, const std::string& name) {
-  parity::Args args;
-  args.weights = {weights};
-  args.inputs = test::fixture("ltx23.io.safetensors");
-  args.out = dir.file(name);
-  args.device = device;
-  args.dtype = dtype;
-  args.quantization = mode;
-  for (const auto& ci : parity::components()) {
-    if (std::string(ci.name) != "transformer") continue;
-    parity::Run run(args);
-    ci.fn(run);
-    run.finish();
-  }
-  return args.out;
-}
-
-void check_tiny_transformer(const test::TempDir& dir, const std::string& weights, Mode mode) {
-  const io::SafetensorsFile cpu(run_mode(weights, mode, Device::cpu(), DType::F32, dir, "cpu.st"));
-  const io::SafetensorsFile f32(run_mode(weights, mode, test::kGpu, DType::F32, dir, "f32.st"));
-  const io::SafetensorsFile bf16(run_mode(weights, mode, test::kGpu, DType::BF16, dir, "bf16.st"));
-  int outputs = 0;
-  for (const std::string& name : cpu.names()) {
-    if (!name.starts_with("out.main.")) continue;
-    ASSERT_TRUE(f32.contains(name) && bf16.contains(name)) << name;
-    const parity::ErrorStats a = parity::compare(f32.tensor(name), cpu.tensor(name));
-    const parity::ErrorStats b = parity::compare(bf16.tensor(name), cpu.tensor(name));
-    std::printf("[%s cuda] %-36s f32 rel_l2 %.3e  bf16 rel_l2 %.3e\n",
-                quantization::mode_name(mode), name.c_str(), a.rel_l2, b.rel_l2);
-    // f32: the activations quantise as the CPU's until a GEMM's fast accumulation moves a value
-    // across an e4m3 rounding boundary of the next layer (one step, 6%, for a few values), so
-    // 2e-2 rather than the dense runs' 1e-4. bf16 compute adds its own rounding (2e-2 for
-    // fp8-cast, fp8_cast_test.cpp): 4e-2. A wrong scale or a layout error is O(1).
-    EXPECT_LE(a.rel_l2, 2e-2) << name;
-    EXPECT_LE(b.rel_l2, 4e-2) << name;
-    ++outputs;
-  }
-  EXPECT_GE(outputs, 4);
-}
+// f32: the activations quantise as the CPU's until a GEMM's fast accumulation moves a value across
+// an e4m3 rounding boundary of the next layer (one step, 6%, for a few values), so 2e-2 rather than
+// the dense runs' 1e-4. bf16 compute adds its own rounding (2e-2 for fp8-cast): 4e-2. A wrong scale
+// or a layout error is O(1).
+constexpr test::TinyModeBounds kScaledBounds{2e-2, 4e-2};
 
 TEST(CudaFp8Scaled, TinyTransformerMatchesTheCpuRun) {
   LTX_REQUIRE_CUDA();
   test::TempDir dir;
-  check_tiny_transformer(dir, write_prequantised(dir), Mode::Fp8ScaledMm);
+  test::expect_tiny_transformer_matches_cpu(dir, write_prequantised(dir), Mode::Fp8ScaledMm,
+                                            kScaledBounds);
 }
 
 TEST(CudaFp8, TinyTransformerMatchesTheCpuRun) {
   LTX_REQUIRE_CUDA();
   test::TempDir dir;
-  check_tiny_transformer(dir, test::fixture("ltx23.weights.bf16.safetensors"), Mode::Fp8);
+  test::expect_tiny_transformer_matches_cpu(dir, test::fixture("ltx23.weights.bf16.safetensors"),
+                                            Mode::Fp8, kScaledBounds);
 }
 
 TEST(CudaFp8Scaled, LoraFusesOnTheGpuAsTheCpuAndResetsBitForBit) {
@@ -192,10 +160,13 @@ TEST(CudaFp8Scaled, LoraFusesOnTheGpuAsTheCpuAndResetsBitForBit) {
                     tf::transformer_key_map(tf::LTXModelType::AudioVideo));
     auto fuser = std::make_unique<lora::Fuser>(w, std::vector<lora::LoraSet>{set},
                                                nn::LoadOptions{dtype, device, Mode::Fp8ScaledMm});
-    const Tensor base = fuser->bound(q + ".weight").to(Device::cpu());
+    // Copies: on the CPU, to(cpu) would return the bound buffer itself, which apply and reset
+    // write in place.
+    const Tensor base = fuser->bound(q + ".weight").to(Device::cpu()).clone();
     const double base_scale = fuser->bound(q + ".weight_scale").item();
     fuser->apply(set);
-    const Tensor weight = fuser->bound(q + ".weight").to(Device::cpu());
+    const Tensor weight = fuser->bound(q + ".weight").to(Device::cpu()).clone();
+    EXPECT_FALSE(test::same_bytes(weight, base)) << "the LoRA changed nothing";
     const double scale = fuser->bound(q + ".weight_scale").item();
     fuser->reset();
     EXPECT_TRUE(test::same_bytes(fuser->bound(q + ".weight").to(Device::cpu()), base));
@@ -204,7 +175,7 @@ TEST(CudaFp8Scaled, LoraFusesOnTheGpuAsTheCpuAndResetsBitForBit) {
   };
   const auto [cpu_w, cpu_s] = fused(Device::cpu(), DType::F32);
   const auto [gpu_w, gpu_s] = fused(test::kGpu, DType::BF16);
-  // Requantisation runs on the host for either device (fuse.cpp): the same bits.
+  // The requantisation's ops on the GPU are bit for bit the CPU's (CudaFuseDeltaFp8PerTensor).
   EXPECT_TRUE(test::same_bytes(gpu_w, cpu_w));
   EXPECT_EQ(gpu_s, cpu_s);
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/cuda/allocator.h"
@@ -30,10 +31,6 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-// Removes device 0's limit at the end of a test, whatever happened in it.
-struct NoLimitAfter {
-  ~NoLimitAfter() { cuda::set_memory_limit(0, 0); }
-};
 
 // What device 0's allocator holds once its unused cached segments are given back: the memory
 // other tests keep alive. Limits are set relative to it.
@@ -49,13 +46,36 @@ std::string mib_text(size_t bytes) {
   return s;
 }
 
-TEST(CudaMemoryLimit, AnAllocationPastTheLimitThrowsOutOfMemoryNamingTheBudget) {
-  LTX_REQUIRE_CUDA();
-  NoLimitAfter restore;
-  // A stream of its own: no block cached by another test can serve these requests.
-  cuda::OwnedStream stream(0);
-  cuda::StreamGuard on_stream(stream.get());
-  const size_t base = settled_reserved();
+// Removes device 0's limit at the end of a test, whatever happened in it.
+struct NoLimitAfter {
+  ~NoLimitAfter() { cuda::set_memory_limit(0, 0); }
+};
+
+// The allocator-limit tests: each runs on a stream of its own (no block cached by another test
+// can serve its requests), sets its limits relative to `base` (what the allocator holds once
+// settled), and leaves device 0 without a limit whatever happened in it.
+class CudaMemoryLimit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LTX_REQUIRE_CUDA();
+    stream_.emplace(0);
+    on_stream_.emplace(stream_->get());
+    base = settled_reserved();
+  }
+  void TearDown() override {
+    on_stream_.reset();
+    stream_.reset();
+    if (test::cuda_available()) cuda::set_memory_limit(0, 0);
+  }
+
+  size_t base = 0;
+
+ private:
+  std::optional<cuda::OwnedStream> stream_;
+  std::optional<cuda::StreamGuard> on_stream_;
+};
+
+TEST_F(CudaMemoryLimit, AnAllocationPastTheLimitThrowsOutOfMemoryNamingTheBudget) {
   const size_t limit = base + 64 * kMiB;
   cuda::set_memory_limit(0, limit);
   EXPECT_EQ(cuda::memory_limit(0), limit);
@@ -92,13 +112,7 @@ TEST(CudaMemoryLimit, AnAllocationPastTheLimitThrowsOutOfMemoryNamingTheBudget) 
             static_cast<int64_t>(limit - cuda::allocator_stats(0).allocated_bytes));
 }
 
-TEST(CudaMemoryLimit, CachedSegmentsAreGivenBackBeforeARequestFails) {
-  LTX_REQUIRE_CUDA();
-  NoLimitAfter restore;
-  // A stream of its own: no block cached by another test can serve these requests.
-  cuda::OwnedStream stream(0);
-  cuda::StreamGuard on_stream(stream.get());
-  const size_t base = settled_reserved();
+TEST_F(CudaMemoryLimit, CachedSegmentsAreGivenBackBeforeARequestFails) {
   const size_t limit = base + 64 * kMiB;
   cuda::set_memory_limit(0, limit);
   { auto a = cuda::allocate(40 * kMiB, 0); }  // freed: its 40 MiB segment stays cached
@@ -113,13 +127,7 @@ TEST(CudaMemoryLimit, CachedSegmentsAreGivenBackBeforeARequestFails) {
   EXPECT_EQ(after.reserved_bytes, base + 48 * kMiB);
 }
 
-TEST(CudaMemoryLimit, TheLimitCanBeRaisedAndLowered) {
-  LTX_REQUIRE_CUDA();
-  NoLimitAfter restore;
-  // A stream of its own: no block cached by another test can serve these requests.
-  cuda::OwnedStream stream(0);
-  cuda::StreamGuard on_stream(stream.get());
-  const size_t base = settled_reserved();
+TEST_F(CudaMemoryLimit, TheLimitCanBeRaisedAndLowered) {
   cuda::set_memory_limit(0, base + 32 * kMiB);
   EXPECT_THROW((void)cuda::allocate(48 * kMiB, 0), OutOfMemory);
   cuda::set_memory_limit(0, base + 128 * kMiB);  // raised: the same request fits
@@ -137,9 +145,7 @@ TEST(CudaMemoryLimit, TheLimitCanBeRaisedAndLowered) {
   EXPECT_NE(cuda::allocate(48 * kMiB, 0).get(), nullptr);
 }
 
-TEST(CudaMemoryLimit, TheEngineSideSetsItThroughTheBackend) {
-  LTX_REQUIRE_CUDA();
-  NoLimitAfter restore;
+TEST_F(CudaMemoryLimit, TheEngineSideSetsItThroughTheBackend) {
   const Device gpu = Device::cuda(0);
   const int64_t total = backend::total_memory_bytes(gpu);
   EXPECT_EQ(total, static_cast<int64_t>(cuda::memory_info(0).total_bytes));
@@ -152,12 +158,7 @@ TEST(CudaMemoryLimit, TheEngineSideSetsItThroughTheBackend) {
   EXPECT_EQ(cuda::memory_limit(0), static_cast<size_t>(2 * kGiB)) << "a refused budget changes nothing";
 }
 
-TEST(CudaMemoryLimit, TheModelCacheEvictsUnusedModelsAndRetriesALoadThatRanOut) {
-  LTX_REQUIRE_CUDA();
-  NoLimitAfter restore;
-  cuda::OwnedStream stream(0);
-  cuda::StreamGuard on_stream(stream.get());
-  const size_t base = settled_reserved();
+TEST_F(CudaMemoryLimit, TheModelCacheEvictsUnusedModelsAndRetriesALoadThatRanOut) {
   cuda::set_memory_limit(0, base + 64 * kMiB);
   const Device gpu = Device::cuda(0);
   generate::ModelCache cache(gpu, 0);  // no model budget: only running out of memory evicts

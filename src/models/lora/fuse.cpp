@@ -304,16 +304,12 @@ void Fuser::apply(const LoraSet& set) {
       continue;
     }
     if (s.bound_scale.defined()) {
-      // Requantised on the host, whatever the weight's device: the GPU composition of these ops
-      // has not matched the CPU's (tests/cuda/fp8_scaled_test.cpp), and the CPU path is the
-      // reference's rule op for op.
-      const Device host = Device::cpu();
+      const Device d = s.bound.device();
       check_products(s.base, products);
       const ops::Fp8PerTensor q = ops::fuse_delta_fp8_per_tensor(
-          s.base.to(host), s.base_scale.to(host), aggregated_delta(products, host));
-      s.bound.copy_from(q.weight.to(s.bound.device()));
-      s.bound_scale.copy_from(
-          q.weight_scale.reshape(s.bound_scale.shape()).to(s.bound_scale.device()));
+          s.base.to(d), s.base_scale.to(d), aggregated_delta(products, d));
+      s.bound.copy_from(q.weight);
+      s.bound_scale.copy_from(q.weight_scale.reshape(s.bound_scale.shape()));
     } else {
       s.bound.copy_from(fused_weight_on(s.base, products, s.bound.device()));
     }
