@@ -128,7 +128,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
                       const TextContexts* contexts) {
   const char* name = pipeline_name(kind);
   // Retake runs at its source clip's size: the checks below see that size.
-  if (kind == PipelineKind::Retake) validate_retake_source(request, c);
+  if (kind == PipelineKind::Retake) validate_retake_source(request, &c);
   LTX_CHECK(kind == PipelineKind::Retake || !request.retake, "pipeline ", name,
             ": a source clip (--video-path) is a retake option (--pipeline retake)");
   const GenerationRequest& r = kind == PipelineKind::Retake ? with_retake_shape(request) : request;

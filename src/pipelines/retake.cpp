@@ -29,7 +29,7 @@ Tensor batched_waveform(const Tensor& w) { return w.dim() == 2 ? w.unsqueeze(0) 
 
 }  // namespace
 
-void validate_retake_source(const GenerationRequest& r, const Components& c) {
+void validate_retake_source(const GenerationRequest& r, const Components* c) {
   LTX_CHECK(r.retake, "pipeline retake: no source clip given (pass --video-path CLIP)");
   const RetakeSource& s = *r.retake;
   LTX_CHECK(s.frames.defined() && s.frames.dim() == 4 && s.frames.size(3) == 3 && s.frames.dtype() == DType::U8,
@@ -50,14 +50,14 @@ void validate_retake_source(const GenerationRequest& r, const Components& c) {
   const double duration = clip_seconds(s, r.frame_rate);
   LTX_CHECK(s.end_time <= duration, "pipeline retake: --end-time ", s.end_time, " s is past the end of the clip (",
             f, " frames at ", r.frame_rate, " fps = ", duration, " s); pick a window inside the clip");
-  LTX_CHECK(c.video_encoder, "pipeline retake: the video VAE encoder is needed to encode the source clip "
+  LTX_CHECK(!c || c->video_encoder, "pipeline retake: the video VAE encoder is needed to encode the source clip "
             "(pass --video-vae-path or a full checkpoint)");
   if (s.waveform.defined() && r.audio) {
     const Tensor wf = batched_waveform(s.waveform);
     LTX_CHECK(wf.dim() == 3 && wf.size(0) == 1 && wf.size(2) > 0, "pipeline retake: the audio track of --video-path ",
               "must be [C, N] samples with N > 0, got ", s.waveform.describe());
     LTX_CHECK(s.sample_rate > 0, "pipeline retake: the audio track of --video-path has no sample rate");
-    LTX_CHECK(c.audio_encoder, "pipeline retake: the clip has an audio track and the audio VAE encoder is needed to ",
+    LTX_CHECK(!c || c->audio_encoder, "pipeline retake: the clip has an audio track and the audio VAE encoder is needed to ",
               "encode it (pass --audio-vae-path or a full checkpoint)");
   }
 }

@@ -13,9 +13,10 @@ namespace ltx::pipelines {
 // The checks of a retake request's source (before any work), naming the flag to fix: a source is
 // given, frames u8 [F, H, W, 3] with F = 8k + 1 and H, W positive multiples of 32,
 // start_time >= 0, end_time > start_time, end_time <= F / frame_rate, an audio track with
-// a sample rate > 0 and at least one sample, the video encoder (and with an audio track the audio
-// encoder) loaded.
-void validate_retake_source(const GenerationRequest& request, const Components& components);
+// a sample rate > 0 and at least one sample; with `components`, the video encoder (and with an
+// audio track the audio encoder) loaded. Callers check the clip alone (nullptr) before loading
+// models.
+void validate_retake_source(const GenerationRequest& request, const Components* components);
 
 // `request` with height, width and num_frames set from its retake source's frames.
 GenerationRequest with_retake_shape(const GenerationRequest& request);
