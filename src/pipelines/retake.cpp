@@ -59,6 +59,10 @@ void validate_retake_source(const GenerationRequest& r, const Components* c) {
     LTX_CHECK(s.sample_rate > 0, "pipeline retake: the audio track of --video-path has no sample rate");
     LTX_CHECK(!c || c->audio_encoder, "pipeline retake: the clip has an audio track and the audio VAE encoder is needed to ",
               "encode it (pass --audio-vae-path or a full checkpoint)");
+    if (c && c->audio_encoder)
+      LTX_CHECK(wf.size(1) == c->audio_encoder->config().in_channels, "pipeline retake: the audio track of ",
+                "--video-path has ", wf.size(1), " channel(s); the audio encoder takes ",
+                c->audio_encoder->config().in_channels, " (use a clip with a stereo track)");
   }
 }
 

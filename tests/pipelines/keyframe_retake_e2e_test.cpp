@@ -357,6 +357,9 @@ TEST(RetakeE2E, BadRequestsNameTheFlag) {
   auto empty_audio = r;
   empty_audio.retake->waveform = r.retake->waveform.narrow(1, 0, 0).contiguous();
   check(empty_audio, "audio track");
+  auto mono = r;
+  mono.retake->waveform = r.retake->waveform.narrow(0, 0, 1).contiguous();
+  check(mono, "1 channel(s); the audio encoder takes 2");
   pipelines::Components no_audio_encoder = c;
   no_audio_encoder.audio_encoder = nullptr;
   EXPECT_ERROR_HAS(pipelines::validate_request(PipelineKind::Retake, r, no_audio_encoder), "audio VAE encoder");
