@@ -1072,7 +1072,9 @@ def run_keyframe_interpolation(mp, paths: dict, size: dict, request: dict):
     """KeyframeInterpolationPipeline: every image (frame 0 included) as guiding keyframe tokens
     (image_conditionings_by_adding_guiding_latent), guided stage 1 at half size, distilled-LoRA stage 2
     that keeps its audio. Images are PNG files written here (crf 0: no H.264 round trip, no PyAV);
-    their pixels are recorded as in.image<i>.pixels (u8 [H, W, 3])."""
+    their pixels are recorded as in.image<i>.pixels (u8 [H, W, 3]). The pipeline prepares its images
+    in a hard-coded bfloat16 (a local dtype, which force_float32 cannot reach): the image helper is
+    called with dtype=float32 instead, like every other block of these runs."""
     import tempfile
 
     from PIL import Image
@@ -1094,6 +1096,9 @@ def run_keyframe_interpolation(mp, paths: dict, size: dict, request: dict):
     calls = [0]
 
     def cond(*args, **kwargs):
+        # KeyframeInterpolationPipeline.__call__ prepares its images in a local `dtype = torch.bfloat16`
+        # (not self.dtype); float32 here like every other block (the encoder is float32).
+        kwargs["dtype"] = torch.float32
         items = orig_cond(*args, **kwargs)
         calls[0] += 1
         for j, item in enumerate(items):
@@ -1116,7 +1121,8 @@ def run_keyframe_interpolation(mp, paths: dict, size: dict, request: dict):
                         "distilled_lora": [{"path": LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}], "loras": [],
                         "images": [{"tensor": f"in.image{i}.pixels", "frame_idx": f, "strength": st, "crf": 0} for i, (f, st) in enumerate(KF_IMAGES)],
                         "stage_1_sigmas": "LTX2Scheduler().execute(steps=num_inference_steps) (default)",
-                        "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)"})
+                        "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                        "image_dtype": "float32 (the pipeline's hard-coded bfloat16 image preparation switched, see run_keyframe_interpolation)"})
         video, audio, _ = pipe(
             prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, height=size["height"], width=size["width"],
             num_frames=NUM_FRAMES, frame_rate=FRAME_RATE, num_inference_steps=GUIDED_STEPS,
