@@ -125,7 +125,7 @@ void add_guidance(CLI::App* sub, generate::GuidanceFlags& g, const std::string& 
 Command add_generate(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "generate",
-      "Generate a video with audio from a prompt (and images); without model files, runs the "
+      "Generate a video with audio from a prompt (and images or a clip to retake); without model files, runs the "
       "built-in demo (tiny random weights)");
   auto c = std::make_shared<GenerateCli>();
   generate::GenerateOptions& o = c->o;
@@ -138,7 +138,9 @@ Command add_generate(CLI::App& app) {
                   "distilled: distilled checkpoint, 8 + 3 steps, no guidance; one-stage: guided, "
                   "one resolution; two-stage: guided at half size, x2 upsample, distilled-LoRA "
                   "refinement; two-stage-hq: two-stage with the res_2s sampler; dfr: LTX-2.5 "
-                  "keyframe canvas, detailing pass and temporal rounds (" +
+                  "keyframe canvas, detailing pass and temporal rounds; keyframe-interpolation: "
+                  "two-stage with every --image as a guiding keyframe; retake: regenerate "
+                  "--start-time..--end-time of --video-path (" +
                       pipelines + ", default two-stage)");
   sub->add_option("--negative-prompt", o.negative_prompt,
                   "What to steer away from (guided pipelines; default: the "
@@ -165,6 +167,11 @@ Command add_generate(CLI::App& app) {
                   "PATH FRAME_IDX STRENGTH [CRF]: condition on an image (PNG/JPEG) at a frame "
                   "(repeatable; CRF default: the model's)")
       ->expected(1, 4);  // counted by run_generate, for an error that names the arguments
+  sub->add_option("--video-path", o.video_path,
+                  "retake: the source video to retake (its size, frame count and frame rate are "
+                  "kept; 8k + 1 frames, sizes multiples of 32)");
+  sub->add_option("--start-time", o.start_time, "retake: start of the window to regenerate (seconds)");
+  sub->add_option("--end-time", o.end_time, "retake: end of the window to regenerate (seconds)");
   sub->add_option("--num-generated-keyframes", o.num_generated_keyframes,
                   "LTX-2.5 keyframe checkpoints: N extra generated keyframes at evenly spaced "
                   "interior frames in stage 1 (not written out, as the reference)");

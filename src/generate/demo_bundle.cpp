@@ -269,6 +269,9 @@ void write_checkpoint(const std::string& path, Tensors* transformer_weights) {
   const auto vcfg = av::VocoderConfig::from_config(config, path);
   synthesize(t, dt, vae_keys("audio_vae.decoder.", "audio_vae.per_channel_statistics."),
              [&](io::WeightMap& w) { av::AudioDecoder::load(w, acfg, opt); });
+  // The audio encoder: retake encodes its source clip's audio track.
+  synthesize(t, dt, vae_keys("audio_vae.encoder.", "audio_vae.per_channel_statistics."),
+             [&](io::WeightMap& w) { av::AudioEncoder::load(w, acfg, opt); });
   synthesize(t, dt, with_prefix("vocoder."),
              [&](io::WeightMap& w) { av::VocoderModel::load(w, vcfg, opt); });
 

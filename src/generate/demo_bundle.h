@@ -13,8 +13,9 @@
 //
 //   ltx-2.3-demo.safetensors          single-file checkpoint: transformer (2 blocks, width 32 /
 //                                     audio 16), text connectors + projection (V2), video VAE
-//                                     (encoder + decoder, 16 latent channels), audio VAE decoder
-//                                     (2 x 16 latent) and BigVGAN vocoder with bandwidth extension
+//                                     (encoder + decoder, 16 latent channels), audio VAE encoder +
+//                                     decoder (2 x 16 latent) and BigVGAN vocoder with bandwidth
+//                                     extension
 //   gemma-3-demo.safetensors          single-file Gemma 3 text encoder (6 layers, width 24) with a
 //                                     1088-token tokenizer.json compiled into the binary
 //   spatial-upscaler-x2-demo.safetensors   x2 spatial latent upsampler
@@ -38,7 +39,7 @@ struct DemoBundle {
 };
 
 // Bump when the bundle's content changes, so stale caches are not reused.
-inline constexpr const char* kDemoBundleVersion = "demo-v1";
+inline constexpr const char* kDemoBundleVersion = "demo-v2";
 
 // Demo defaults (small enough for seconds on a laptop CPU; multiples of 64 so that every
 // pipeline accepts them): 192x320, 25 frames (about one second at 24 fps).

@@ -22,6 +22,8 @@
 #include "io/safetensors.h"
 #include "io/weights.h"
 #include "media/image.h"
+#include "media/video_reader.h"
+#include "models/audio_vae/audio_vae.h"
 #include "media/temp_output.h"
 #include "models/duration_head/duration_head.h"
 #include "models/duration_head/duration_predictor.h"
@@ -34,6 +36,7 @@
 #include "models/video_vae/video_vae.h"
 #include "pipelines/dfr.h"
 #include "pipelines/pipeline.h"
+#include "pipelines/retake.h"
 #include "quantization/file_format.h"
 
 namespace ltx::generate {
@@ -77,7 +80,39 @@ bool guidance_given(const GuidanceFlags& f) {
 // The pipelines that fuse the distilled LoRA into some stage (the reference requires the flag).
 bool needs_distilled_lora(PipelineKind kind) {
   return kind == PipelineKind::TwoStage || kind == PipelineKind::TwoStageHQ ||
-         kind == PipelineKind::Dfr;
+         kind == PipelineKind::Dfr || kind == PipelineKind::KeyframeInterpolation;
+}
+
+// The retake flags (the reference's video_editing_arg_parser: the clip gives the size, frame count
+// and rate; distilled, so no guidance, steps or second-stage files).
+void validate_retake_options(const GenerateOptions& o) {
+  const bool retake = pipelines::parse_pipeline_kind(o.pipeline) == PipelineKind::Retake;
+  for (const auto& [given, flag] :
+       {std::pair{!o.video_path.empty(), "--video-path"}, std::pair{o.start_time.has_value(), "--start-time"},
+        std::pair{o.end_time.has_value(), "--end-time"}})
+    LTX_CHECK(!given || retake, flag, " is a flag of --pipeline retake");
+  if (!retake) return;
+  LTX_CHECK(!o.video_path.empty(), "--pipeline retake needs --video-path CLIP (the video to retake)");
+  std::error_code ec;
+  LTX_CHECK(fs::is_regular_file(o.video_path, ec), "--video-path '", o.video_path, "': no such file");
+  LTX_CHECK(o.start_time && o.end_time,
+            "--pipeline retake needs --start-time and --end-time (the window to regenerate, in seconds)");
+  LTX_CHECK(std::isfinite(*o.start_time) && *o.start_time >= 0, "--start-time ", *o.start_time, " must be >= 0");
+  LTX_CHECK(std::isfinite(*o.end_time) && *o.end_time > *o.start_time, "--end-time ", *o.end_time,
+            " must be greater than --start-time ", *o.start_time);
+  for (const auto& [given, flag] :
+       {std::pair{o.height.has_value(), "--height"}, std::pair{o.width.has_value(), "--width"},
+        std::pair{o.num_frames.has_value(), "--num-frames"}, std::pair{o.frame_rate.has_value(), "--frame-rate"},
+        std::pair{o.auto_duration.has_value(), "--auto-duration"}})
+    LTX_CHECK(!given, flag, ": the retake pipeline takes the size, frame count and frame rate of --video-path");
+  LTX_CHECK(o.images.empty(), "--image: the retake pipeline conditions on --video-path, not on images");
+  LTX_CHECK(!o.num_inference_steps && !o.negative_prompt && !guidance_given(o.video_guidance) &&
+                !guidance_given(o.audio_guidance),
+            "the retake pipeline runs the distilled schedule without guidance: --num-inference-steps, "
+            "--negative-prompt and the guidance scale flags do not apply to it");
+  LTX_CHECK(!o.models.distilled_lora && o.models.spatial_upsampler_path.empty(),
+            "the retake pipeline has one stage: --distilled-lora and --spatial-upsampler-path do not apply "
+            "to it (a full checkpoint takes the distilled LoRA through --lora)");
 }
 
 constexpr pipelines::Stage kStages[] = {pipelines::Stage::One, pipelines::Stage::Two,
@@ -170,6 +205,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
               "--distilled-lora: the distilled pipeline does not use a "
               "distilled LoRA (its checkpoint is distilled); use --pipeline two-stage for it");
   }
+  validate_retake_options(o);
   if (kind == PipelineKind::OneStage)
     LTX_CHECK(!o.models.distilled_lora && o.models.spatial_upsampler_path.empty(),
               "the one-stage pipeline has no second stage: --distilled-lora and "
@@ -248,7 +284,7 @@ ComponentNeeds component_needs(const GenerateOptions& options) {
   ComponentNeeds needs;
   needs.pipeline = pipelines::pipeline_name(kind);
   needs.spatial_upsampler = pipelines::is_two_stage(kind);
-  needs.video_encoder = needs.spatial_upsampler || !options.images.empty();
+  needs.video_encoder = needs.spatial_upsampler || !options.images.empty() || kind == PipelineKind::Retake;
   needs.distilled_lora = needs_distilled_lora(kind);
   needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
   return needs;
@@ -288,6 +324,43 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
 }
 
 namespace {
+
+// Retake's source clip: its size, frame count and rate from the container (as the reference's
+// get_videostream_metadata), and, when `decode`, its frames (RGB as PyAV's to_rgb) and its first
+// audio track. Unreadable media fail naming --video-path.
+void read_retake_source(const GenerateOptions& options, bool decode, pipelines::GenerationRequest& req) {
+  const std::string& path = options.video_path;
+  try {
+    const media::MediaInfo info = media::probe_media(path);
+    const media::StreamInfo* video = nullptr;
+    bool audio = false;
+    for (const media::StreamInfo& s : info.streams) {
+      if (s.type == "video" && !video) video = &s;
+      audio = audio || s.type == "audio";
+    }
+    LTX_CHECK(video, "no video stream");
+    LTX_CHECK(video->fps > 0, "the video stream has no frame rate");
+    req.frame_rate = video->fps;
+    req.height = video->height;
+    req.width = video->width;
+    if (video->frames > 0) req.num_frames = video->frames;
+    if (!decode) return;
+    pipelines::RetakeSource src;
+    src.frames = media::decode_video_frames(path);
+    LTX_CHECK(src.frames.dim() == 4 && src.frames.size(0) > 0, "no video frames could be decoded");
+    req.num_frames = src.frames.size(0);
+    if (audio) {
+      const media::AudioTrack track = media::decode_audio(path);
+      src.waveform = track.waveform;
+      src.sample_rate = track.sample_rate;
+    }
+    src.start_time = options.start_time.value_or(0.0);
+    src.end_time = options.end_time.value_or(0.0);
+    req.retake = std::move(src);
+  } catch (const Error& e) {
+    fail("--video-path '", path, "': cannot read the clip: ", e.what());
+  }
+}
 
 // The request of one generation: the reference's preset for the model, then the options. Images
 // are read (an unreadable one fails here, before the models) only when `read_images`; otherwise
@@ -349,6 +422,7 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
     c.crf = im.crf;
     req.images.push_back(std::move(c));
   }
+  if (kind == PipelineKind::Retake) read_retake_source(options, read_images, req);
   return req;
 }
 
@@ -360,6 +434,8 @@ duration_head::NumFramesRequest frames_request_of(
     const GenerateOptions& options, const pipelines::GenerationRequest& req,
     const duration_head::DurationHead* head) {
   duration_head::NumFramesRequest frames_request = req.num_frames;
+  // Retake's frame count is its clip's.
+  if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::Retake) return frames_request;
   if (options.num_frames || options.auto_duration || head) {
     std::optional<duration_head::AutoDuration> range;
     if (options.auto_duration)
@@ -536,6 +612,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   result.demo = models.demo;
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
+  if (req.retake) pipelines::validate_retake_source(req, nullptr);  // the clip, before any model loads
   // Before anything loads: a stage that cannot fit is refused here.
   const StreamingPlan streaming = plan_run_streaming(options, models);
   std::shared_ptr<const duration_head::DurationHead> head;
@@ -561,8 +638,16 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
 
   // ---- diffusion
   progress.stage("model loading");
-  DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty(), where,
-                                      streaming.transformer, provider);
+  DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty() || req.retake.has_value(),
+                                      where, streaming.transformer, provider);
+  // Retake of a clip with an audio track: the audio VAE encoder, for this run only.
+  std::optional<models::audio_vae::AudioEncoder> audio_encoder;
+  if (req.retake && req.retake->waveform.defined()) {
+    log_placement("audio encoder (source audio)", where);
+    audio_encoder.emplace(
+        models::audio_vae::AudioEncoder::from_file(io::SafetensorsFile::open(paths.audio_vae.path), where));
+    dm.comp.audio_encoder = &*audio_encoder;
+  }
   progress.end_stage();
   pipelines::validate_request(kind, req, dm.comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
@@ -574,6 +659,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
 
   // ---- decode (the diffusion models are no longer needed)
   dm = {};
+  audio_encoder.reset();
   result.decoded = decode_output(options, models, req, out, provider, sink, progress);
   result.frame_rate = out.frame_rate;
   return result;

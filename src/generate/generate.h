@@ -76,6 +76,10 @@ struct GenerateOptions {
   Offload offload = Offload::None;
   ModelFlags models;
   std::vector<ImageFlag> images;
+  // --pipeline retake: the source clip (--video-path) and the window to regenerate
+  // (--start-time / --end-time, seconds); the run takes the clip's size, frame count and rate.
+  std::string video_path;
+  std::optional<double> start_time, end_time;
   GuidanceFlags video_guidance, audio_guidance;
   std::optional<double> distilled_lora_strength_stage_1, distilled_lora_strength_stage_2;
   // LTX-2.5: extra generated keyframes in stage 1 (not dfr); dfr: temporal x2 rounds (0-2).

@@ -12,6 +12,7 @@ void upsampler_component(Run& run);  // upsampler.cpp
 void run_audio_parity(Run& run);     // audio.cpp
 void run_duration_head(Run& run);    // duration_head.cpp
 void run_diffusion_decoder(Run& run);  // diffusion_decoder.cpp
+void run_pipeline_parity(Run& run);    // pipeline.cpp
 
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
@@ -30,6 +31,9 @@ const std::vector<ComponentInfo>& components() {
        run_diffusion_decoder},
       {"duration-head", "duration_<case>.weights.safetensors (or a checkpoint with duration_head.*)",
        run_duration_head},
+      {"pipeline",
+       "the recording's files in any order: the LTX checkpoint [+ spatial / temporal upsampler] [+ the LoRA it fuses]",
+       run_pipeline_parity},
   };
   return kComponents;
 }

@@ -14,6 +14,8 @@
 #include "ops/shape.h"
 #include "pipelines/denoisers.h"
 #include "pipelines/dfr.h"
+#include "pipelines/keyframe_interpolation.h"
+#include "pipelines/retake.h"
 #include "pipelines/stages.h"
 #include "sampling/params.h"
 #include "sampling/schedulers.h"
@@ -22,8 +24,10 @@ namespace ltx::pipelines {
 
 namespace {
 
-constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled, PipelineKind::OneStage, PipelineKind::TwoStage,
-                                      PipelineKind::TwoStageHQ, PipelineKind::Dfr};
+constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled,  PipelineKind::OneStage,
+                                      PipelineKind::TwoStage,   PipelineKind::TwoStageHQ,
+                                      PipelineKind::Dfr,        PipelineKind::KeyframeInterpolation,
+                                      PipelineKind::Retake};
 
 std::string names_joined() {
   std::string s;
@@ -40,6 +44,8 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::TwoStage: return "two-stage";
     case PipelineKind::TwoStageHQ: return "two-stage-hq";
     case PipelineKind::Dfr: return "dfr";
+    case PipelineKind::KeyframeInterpolation: return "keyframe-interpolation";
+    case PipelineKind::Retake: return "retake";
   }
   return "?";
 }
@@ -58,8 +64,10 @@ PipelineKind parse_pipeline_kind(const std::string& name) {
   fail("unknown pipeline '", name, "': expected one of ", names_joined());
 }
 
-bool is_two_stage(PipelineKind kind) { return kind != PipelineKind::OneStage; }
-bool uses_guidance(PipelineKind kind) { return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr; }
+bool is_two_stage(PipelineKind kind) { return kind != PipelineKind::OneStage && kind != PipelineKind::Retake; }
+bool uses_guidance(PipelineKind kind) {
+  return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr && kind != PipelineKind::Retake;
+}
 
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version) {
   const sampling::PipelineParams& p =
@@ -79,13 +87,14 @@ GenerationRequest default_request(PipelineKind kind, const std::string& model_ve
     r.width = p.stage_1_width;
   }
   switch (kind) {
-    case PipelineKind::TwoStage: r.distilled_lora_strengths = {0.0, 1.0}; break;
+    case PipelineKind::TwoStage:
+    case PipelineKind::KeyframeInterpolation: r.distilled_lora_strengths = {0.0, 1.0}; break;
     case PipelineKind::TwoStageHQ: r.distilled_lora_strengths = {0.25, 0.5}; break;
     case PipelineKind::Dfr: r.distilled_lora_strengths = {1.0, 1.0}; break;
     default: r.distilled_lora_strengths = {0.0, 0.0}; break;
   }
   if (!uses_guidance(kind)) {
-    // The distilled and DFR pipelines run the conditioned pass only.
+    // The distilled, DFR and retake pipelines run the conditioned pass only.
     r.video_guider = sampling::GuiderParams{};
     r.audio_guider = sampling::GuiderParams{};
   }
@@ -95,7 +104,8 @@ GenerationRequest default_request(PipelineKind kind, const std::string& model_ve
 std::optional<double> distilled_lora_strength(PipelineKind kind, Stage stage, const GenerationRequest& request) {
   const double s = request.distilled_lora_strengths[stage == Stage::One ? 0 : 1];
   switch (kind) {
-    case PipelineKind::TwoStage: return stage == Stage::Two ? std::optional<double>(s) : std::nullopt;
+    case PipelineKind::TwoStage:
+    case PipelineKind::KeyframeInterpolation: return stage == Stage::Two ? std::optional<double>(s) : std::nullopt;
     case PipelineKind::TwoStageHQ: return s;
     case PipelineKind::Dfr:  // the temporal rounds run stage 1's weights
       return request.distilled_lora_strengths[stage == Stage::Two ? 1 : 0];
@@ -114,9 +124,14 @@ int64_t audio_samples_to_keep(const GenerationResult& result, int64_t total_samp
   return std::min(total_samples, limit);
 }
 
-void validate_request(PipelineKind kind, const GenerationRequest& r, const Components& c,
+void validate_request(PipelineKind kind, const GenerationRequest& request, const Components& c,
                       const TextContexts* contexts) {
   const char* name = pipeline_name(kind);
+  // Retake runs at its source clip's size: the checks below see that size.
+  if (kind == PipelineKind::Retake) validate_retake_source(request, &c);
+  LTX_CHECK(kind == PipelineKind::Retake || !request.retake, "pipeline ", name,
+            ": a source clip (--video-path) is a retake option (--pipeline retake)");
+  const GenerationRequest& r = kind == PipelineKind::Retake ? with_retake_shape(request) : request;
   LTX_CHECK(r.num_frames >= 1 && (r.num_frames - 1) % 8 == 0, "pipeline ", name, ": num_frames ", r.num_frames,
             " is not 8k + 1 (e.g. 9, 17, 25, ..., 121): pass --num-frames ", std::max<int64_t>(1, (r.num_frames - 1) / 8 * 8 + 1));
   const int64_t div = is_two_stage(kind) ? 64 : 32;
@@ -175,6 +190,10 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
   LTX_CHECK(r.num_generated_keyframes == 0 || r.generated_keyframe_positions.empty(), "pipeline ", name,
             ": give either a generated keyframe count or explicit positions, not both");
   const bool keyframes = r.num_generated_keyframes > 0 || !r.generated_keyframe_positions.empty();
+  if (kind == PipelineKind::KeyframeInterpolation || kind == PipelineKind::Retake)
+    LTX_CHECK(!keyframes, "pipeline ", name, ": generated keyframes are not an option of this pipeline");
+  if (kind == PipelineKind::Retake)
+    LTX_CHECK(r.images.empty(), "pipeline ", name, ": retake takes no --image (it conditions on the source clip)");
   if (kind == PipelineKind::Dfr) {
     validate_dfr_request(r, c);
   } else {
@@ -399,6 +418,8 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   validate_request(kind, r, c, &ctx_in);
   const TextContexts ctx = contexts_on(ctx_in, c.device);
   if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
+  if (kind == PipelineKind::KeyframeInterpolation) return run_keyframe_interpolation(r, c, ctx, progress);
+  if (kind == PipelineKind::Retake) return run_retake(r, c, ctx, progress);
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The generation pipelines (reference: ltx_pipelines/{distilled, ti2vid_one_stage, ti2vid_two_stages,
-// ti2vid_two_stages_hq, dfr_pipeline}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
+// ti2vid_two_stages_hq, dfr_pipeline, keyframe_interpolation, retake}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
 // encoding happens before (the caller passes the contexts), VAE / audio decoding after (the caller
 // decodes the returned latents); models are loaded by the caller and passed in, not owned.
 //
@@ -35,6 +35,9 @@ struct PerChannelStatistics;
 namespace ltx::models::upsampler {
 class LatentUpsampler;
 }
+namespace ltx::models::audio_vae {
+class AudioEncoder;
+}
 
 namespace ltx::pipelines {
 
@@ -45,14 +48,16 @@ enum class PipelineKind {
   TwoStage,    // TI2VidTwoStagesPipeline: guided Euler at half size, upsample, distilled-LoRA refine
   TwoStageHQ,  // TI2VidTwoStagesHQPipeline: as TwoStage with res_2s in both stages
   Dfr,         // DFRPipeline (2.5): keyframe slots at half size, detailing pass, 0-2 temporal x2 rounds
+  KeyframeInterpolation,  // KeyframeInterpolationPipeline: as TwoStage, every image a guiding keyframe
+  Retake,      // RetakePipeline: regenerates a time window of a source clip (distilled, one stage)
 };
-// "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr".
+// "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr", "keyframe-interpolation", "retake".
 const char* pipeline_name(PipelineKind kind);
 // Accepts the names above (and '_' for '-'); throws ltx::Error listing the valid names.
 PipelineKind parse_pipeline_kind(const std::string& name);
 std::vector<std::string> pipeline_names();
-bool is_two_stage(PipelineKind kind);  // every pipeline but OneStage (sizes multiple of 64, not 32)
-bool uses_guidance(PipelineKind kind);  // OneStage / TwoStage / TwoStageHQ: negative contexts used
+bool is_two_stage(PipelineKind kind);  // every pipeline but OneStage and Retake (sizes multiple of 64, not 32)
+bool uses_guidance(PipelineKind kind);  // OneStage / TwoStage / TwoStageHQ / KeyframeInterpolation
 
 // Denoising stages, for per-stage transformer weights (LoRA fusion) and progress. Temporal: the DFR
 // pipeline's temporal x2 rounds, which run the stage-1 weights (base + distilled LoRA, no detailing
@@ -69,6 +74,16 @@ struct ImageConditioning {
   int64_t frame_index = 0;   // pixel frame in [0, num_frames)
   double strength = 1.0;     // 1 = kept exactly (denoise mask 1 - strength)
   std::optional<int> crf;    // nullopt: the model generation's default (33; 18 from 2.4 on); 0 = none
+};
+
+// Retake's source clip, decoded (the reference's video_latent_from_file / audio_latent_from_file
+// inputs), and the window [start_time, end_time) in seconds to regenerate. The request's
+// frame_rate is the clip's; its height, width and num_frames are taken from `frames`.
+struct RetakeSource {
+  Tensor frames;      // u8 [F, H, W, 3] RGB, frame i at time i / frame_rate; F = 8k + 1, H, W multiples of 32
+  Tensor waveform;    // f32 [C, N] (or [1, C, N]) from time 0; undefined: the clip has no audio track
+  int64_t sample_rate = 0;
+  double start_time = 0.0, end_time = 0.0;
 };
 
 struct GenerationRequest {
@@ -112,6 +127,8 @@ struct GenerationRequest {
   std::optional<double> detailing_lora_strength;
   // DFR: target / reference size ratio of the detailing LoRA (read_detailing_downscale_factor()).
   int64_t detailing_downscale_factor = 2;
+  // Retake: the source clip and the window (required by, and only for, PipelineKind::Retake).
+  std::optional<RetakeSource> retake;
   // Optional replacement for the seeded torch-CPU generator of the initial / stage-2 noise (e.g.
   // noise recorded from the reference); not owned, must outlive run_pipeline.
   sampling::NoiseSource* noise = nullptr;
@@ -124,7 +141,7 @@ struct GenerationRequest {
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version = "");
 
 // The distilled LoRA's strength for a stage, or nullopt when the stage runs without it:
-// TwoStage: stage 2 only; TwoStageHQ: both stages; Dfr: every stage (Temporal at the stage-1
+// TwoStage, KeyframeInterpolation: stage 2 only; TwoStageHQ: both stages; Dfr: every stage (Temporal at the stage-1
 // strength); Distilled / OneStage: never.
 std::optional<double> distilled_lora_strength(PipelineKind kind, Stage stage, const GenerationRequest& request);
 // The detailing IC-LoRA's strength for a stage: Dfr stage 2 when request.detailing_lora_strength is
@@ -146,6 +163,8 @@ struct Components {
   const models::upsampler::LatentUpsampler* spatial_upsampler = nullptr;
   // DFR with temporal rounds: the temporal x2 latent upsampler (F -> 2F - 1).
   const models::upsampler::LatentUpsampler* temporal_upsampler = nullptr;
+  // Retake of a clip with an audio track: encodes the source audio.
+  const models::audio_vae::AudioEncoder* audio_encoder = nullptr;
   // The transformer checkpoint's `model_version` metadata ("" when absent): selects the image CRF
   // default and, for the distilled pipeline from 2.5 on, the ancestral stage-1 sampler.
   std::string model_version;

@@ -53,7 +53,13 @@ that flag and one more tensor, model.diffusion_model.keyframes_abs_pos_embedding
 e2e/ltx23_tiny_upsampler_temporal_x2.safetensors need committing (the C++ test rebuilds the
 variant from ltx23_tiny + the recorded tensor). The run: no distilled LoRA, the e2e LoRA as the
 detailing IC-LoRA (strength 1, no metadata -> reference downscale factor 2), DFR_ROUNDS temporal
-rounds, float32 (its ancestral loop's model_dtype too); decoded frames and waveform are not kept. Deterministic: the same files on every run
+rounds, float32 (its ancestral loop's model_dtype too); decoded frames and waveform are not kept.
+
+Media-input pipelines (opt-in, --pipelines ...,keyframe_interpolation,retake; one runner each in RUNNERS):
+KeyframeInterpolationPipeline with two synthetic keyframe images (frames 0 and NUM_FRAMES - 1, written
+as lossless PNGs, crf 0; pixels recorded as in.image<i>.pixels), and RetakePipeline (distilled, as its
+CLI) on a synthetic source clip served to the reference through its own media-reader contract (pixels
+and audio recorded as in.source.*; see run_retake). Deterministic: the same files on every run
 (up to the order of the metadata entries).
 """
 
@@ -375,6 +381,8 @@ PIPELINES = {
     "two_stage": {"height": 128, "width": 64},
     "two_stage_hq": {"height": 128, "width": 64},
     "dfr": {"height": 128, "width": 64},
+    "keyframe_interpolation": {"height": 128, "width": 64},
+    "retake": {"height": 64, "width": 96},  # the source clip's size (the pipeline runs at the clip's size)
 }
 
 # TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
@@ -1025,6 +1033,209 @@ def make_guider(kind: str):
     return MultiModalGuiderParams(**guider_params(kind))
 
 
+# ------------------------------------------------------------------------------------------------
+# Pipelines with media inputs: one runner per pipeline, registered in RUNNERS. A runner builds the
+# reference pipeline, records its inputs in R and returns (decoded video iterator, decoded Audio).
+# ------------------------------------------------------------------------------------------------
+
+KF_IMAGE_SEED = 7011
+KF_IMAGES = [  # (pixel frame, strength); frame 0 is a keyframe too in this pipeline
+    (0, 1.0),
+    (NUM_FRAMES - 1, 0.9),
+]
+RETAKE_SOURCE_SEED = 7012
+RETAKE_WINDOW = (0.1, 0.3)  # seconds: start_time, end_time (the clip lasts NUM_FRAMES / FRAME_RATE = 0.375 s)
+RETAKE_AUDIO_RATE = 48000  # the source's audio rate (resampled to the audio encoder's 16 kHz by AudioProcessor)
+RETAKE_AUDIO_SECONDS = 0.5  # longer than the clip: the decoder trims it to the clip's duration
+
+
+def synthetic_rgb(height: int, width: int, frames: int, seed: int) -> torch.Tensor:
+    """Deterministic u8 RGB frames [F, H, W, 3]: smooth colour ramps, a square moving right, light noise."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.linspace(0.0, 1.0, height).view(height, 1)
+    x = torch.linspace(0.0, 1.0, width).view(1, width)
+    out = []
+    for f in range(frames):
+        t = f / max(frames - 1, 1)
+        r = 0.5 + 0.4 * torch.sin(6.0 * x + 3.0 * t) * torch.cos(4.0 * y)
+        gr = 0.3 + 0.6 * y * (1.0 - 0.5 * t) + 0.0 * x
+        b = 0.2 + 0.6 * x * y + 0.2 * t
+        img = torch.stack([r.expand(height, width), gr.expand(height, width), b.expand(height, width)], dim=-1)
+        x0 = int((width - height // 3) * t)
+        img[height // 3 : 2 * height // 3, x0 : x0 + height // 3, :] = torch.tensor([0.9, 0.8, 0.1])
+        img = img + 0.03 * torch.randn(img.shape, generator=g)
+        out.append((img.clamp(0.0, 1.0) * 255.0).round().to(torch.uint8))
+    return torch.stack(out, dim=0)
+
+
+def run_keyframe_interpolation(mp, paths: dict, size: dict, request: dict):
+    """KeyframeInterpolationPipeline: every image (frame 0 included) as guiding keyframe tokens
+    (image_conditionings_by_adding_guiding_latent), guided stage 1 at half size, distilled-LoRA stage 2
+    that keeps its audio. Images are PNG files written here (crf 0: no H.264 round trip, no PyAV);
+    their pixels are recorded as in.image<i>.pixels (u8 [H, W, 3]). The pipeline prepares its images
+    in a hard-coded bfloat16 (a local dtype, which force_float32 cannot reach): the image helper is
+    called with dtype=float32 instead, like every other block of these runs."""
+    import tempfile
+
+    from PIL import Image
+
+    import ltx_pipelines.keyframe_interpolation as kf_mod
+    from ltx_pipelines.utils.args import ImageConditioningInput
+    from ltx_pipelines.utils.constants import DEFAULT_NEGATIVE_PROMPT
+
+    tmp = Path(tempfile.mkdtemp(prefix="gen_e2e_kf_"))
+    pixels = synthetic_rgb(size["height"], size["width"], NUM_FRAMES, KF_IMAGE_SEED)
+    images = []
+    for i, (frame, strength) in enumerate(KF_IMAGES):
+        png = tmp / f"keyframe{i}.png"
+        Image.fromarray(pixels[frame].numpy()).save(png)
+        images.append(ImageConditioningInput(path=str(png), frame_idx=frame, strength=strength, crf=0))
+        R.put(f"in.image{i}.pixels", pixels[frame], f"keyframe image {i} (PNG, lossless): u8 [H, W, 3], frame_idx {frame}, strength {strength}, crf 0")
+
+    orig_cond = kf_mod.image_conditionings_by_adding_guiding_latent
+    calls = [0]
+
+    def cond(*args, **kwargs):
+        # KeyframeInterpolationPipeline.__call__ prepares its images in a local `dtype = torch.bfloat16`
+        # (not self.dtype); float32 here like every other block (the encoder is float32).
+        kwargs["dtype"] = torch.float32
+        items = orig_cond(*args, **kwargs)
+        calls[0] += 1
+        for j, item in enumerate(items):
+            lat = getattr(item, "keyframes", None)
+            if isinstance(lat, torch.Tensor):
+                R.put(f"inter.stage{calls[0]}.image{j}.latent", lat, "video encoder output for keyframe image j at this stage's size [1, C, 1, h, w]")
+        return items
+
+    kf_mod.image_conditionings_by_adding_guiding_latent = cond
+    try:
+        lora = LoraPathStrengthAndSDOps(paths["lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+        pipe = kf_mod.KeyframeInterpolationPipeline(
+            model_paths=mp, distilled_lora=[lora], spatial_upsampler_path=paths["upsampler"], loras=[], device=CPU
+        )
+        force_float32(pipe)
+        request.update({"class": "ltx_pipelines.keyframe_interpolation.KeyframeInterpolationPipeline",
+                        "negative_prompt": DEFAULT_NEGATIVE_PROMPT, "num_inference_steps": GUIDED_STEPS,
+                        "video_guider_params": guider_params("video"), "audio_guider_params": guider_params("audio"),
+                        "max_batch_size": 1, "spatial_upsampler_path": UPSAMPLER_NAME,
+                        "distilled_lora": [{"path": LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}], "loras": [],
+                        "images": [{"tensor": f"in.image{i}.pixels", "frame_idx": f, "strength": st, "crf": 0} for i, (f, st) in enumerate(KF_IMAGES)],
+                        "stage_1_sigmas": "LTX2Scheduler().execute(steps=num_inference_steps) (default)",
+                        "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                        "image_dtype": "float32 (the pipeline's hard-coded bfloat16 image preparation switched, see run_keyframe_interpolation)"})
+        video, audio, _ = pipe(
+            prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, height=size["height"], width=size["width"],
+            num_frames=NUM_FRAMES, frame_rate=FRAME_RATE, num_inference_steps=GUIDED_STEPS,
+            video_guider_params=make_guider("video"), audio_guider_params=make_guider("audio"), images=images,
+            vae_dtype=torch.float32, tiling_config=AUTO_TILING, enhance_prompt=False, max_batch_size=1,
+        )
+        frames = [c for c in video]  # decode inside the patch window
+    finally:
+        kf_mod.image_conditionings_by_adding_guiding_latent = orig_cond
+    return iter(frames), audio
+
+
+def run_retake(mp, paths: dict, size: dict, request: dict):
+    """RetakePipeline as its CLI builds it (distilled=True: DISTILLED_SIGMAS, SimpleDenoiser, one stage at
+    the source's size). The source clip is synthetic (no PyAV here): the media readers the reference calls
+    are replaced by functions serving the recorded tensors with the readers' own contract —
+    get_videostream_metadata -> VideoPixelShape of the clip; decode_video_from_file -> u8 [1, H, W, 3]
+    frames with pts time in [start_time, start_time + max_duration); decode_audio_from_file -> Audio
+    [1, 2, N] float32 trimmed to round(max_duration * rate) samples from round(start_time * rate).
+    Recorded: in.source.frames (u8 [F, H, W, 3], the whole clip), in.source.waveform (the whole audio
+    track [1, 2, N] at RETAKE_AUDIO_RATE; absent when torchaudio is stubbed, see below),
+    inter.source.video_latent / inter.source.audio_latent (the encoded clip). Without torchaudio the
+    reference cannot compute the audio encoder's mel spectrogram, so the clip then has no audio track
+    (decode_audio_from_file -> None; the reference then generates audio freely)."""
+    import ltx_pipelines.retake as retake_mod
+    import ltx_pipelines.utils.helpers as helpers_mod
+    from ltx_core.types import Audio, VideoPixelShape
+
+    height, width = size["height"], size["width"]
+    frames_u8 = synthetic_rgb(height, width, NUM_FRAMES, RETAKE_SOURCE_SEED)
+    R.put("in.source.frames", frames_u8, "the source clip's decoded frames, u8 [F, H, W, 3] RGB, frame i at time i / fps")
+    with_audio = "torchaudio" not in STUBBED
+    waveform = None
+    if with_audio:
+        g = torch.Generator().manual_seed(RETAKE_SOURCE_SEED + 1)
+        n = int(round(RETAKE_AUDIO_SECONDS * RETAKE_AUDIO_RATE))
+        t = torch.arange(n, dtype=torch.float64) / RETAKE_AUDIO_RATE
+        left = 0.3 * torch.sin(2 * math.pi * 440.0 * t) + 0.1 * torch.sin(2 * math.pi * 1250.0 * t)
+        right = 0.25 * torch.sin(2 * math.pi * 660.0 * t + 0.5)
+        waveform = (torch.stack([left, right], dim=0).float() + 0.02 * torch.randn(2, n, generator=g)).clamp(-1, 1).unsqueeze(0)
+        R.put("in.source.waveform", waveform, f"the source clip's decoded audio track [1, 2, N] float32 at {RETAKE_AUDIO_RATE} Hz (whole track)")
+    src_path = "source_clip.mp4"  # never opened: the readers below serve the recorded tensors
+
+    def metadata(path, fps=None):
+        return VideoPixelShape(batch=1, frames=NUM_FRAMES, height=height, width=width, fps=FRAME_RATE)
+
+    def video_fps(path):
+        return FRAME_RATE
+
+    def decode_video(path, device, start_time=0.0, max_duration=None):
+        end = start_time + max_duration if max_duration is not None else None
+        for i in range(NUM_FRAMES):
+            ft = i / FRAME_RATE
+            if ft < start_time:
+                continue
+            if end is not None and ft >= end:
+                break
+            yield frames_u8[i].unsqueeze(0).to(device)
+
+    def decode_audio(path, device, start_time=0.0, max_duration=None):
+        if waveform is None:
+            return None
+        a = waveform[..., int(round(start_time * RETAKE_AUDIO_RATE)):]
+        if max_duration is not None:
+            a = a[..., : int(round(max_duration * RETAKE_AUDIO_RATE))]
+        return Audio(waveform=a.to(device), sampling_rate=RETAKE_AUDIO_RATE)
+
+    orig_vlf, orig_alf = retake_mod.video_latent_from_file, retake_mod.audio_latent_from_file
+
+    def vlf(*args, **kwargs):
+        lat = orig_vlf(*args, **kwargs)
+        R.put("inter.source.video_latent", lat, "video_latent_from_file: the encoded source clip [1, C, F', H/32, W/32]")
+        return lat
+
+    def alf(*args, **kwargs):
+        lat = orig_alf(*args, **kwargs)
+        if lat is not None:
+            R.put("inter.source.audio_latent", lat, "audio_latent_from_file: the encoded source audio [1, C, T, mel]")
+        return lat
+
+    with mock.patch.object(retake_mod, "get_videostream_metadata", metadata), \
+            mock.patch.object(helpers_mod, "get_videostream_fps", video_fps), \
+            mock.patch.object(helpers_mod, "decode_video_from_file", decode_video), \
+            mock.patch.object(helpers_mod, "decode_audio_from_file", decode_audio), \
+            mock.patch.object(retake_mod, "video_latent_from_file", vlf), \
+            mock.patch.object(retake_mod, "audio_latent_from_file", alf):
+        pipe = retake_mod.RetakePipeline(model_paths=mp, loras=(), distilled=True, device=CPU)
+        force_float32(pipe)
+        for name in ("audio_conditioner",):
+            blk = getattr(pipe, name, None)
+            if blk is not None and hasattr(blk, "_dtype"):
+                blk._dtype = torch.float32  # noqa: SLF001
+        start, end = RETAKE_WINDOW
+        request.update({"class": "ltx_pipelines.retake.RetakePipeline", "distilled": True, "loras": [],
+                        "video_path": src_path, "start_time": start, "end_time": end,
+                        "height": height, "width": width, "num_frames": NUM_FRAMES, "frame_rate": FRAME_RATE,
+                        "source_audio": {"tensor": "in.source.waveform", "sampling_rate": RETAKE_AUDIO_RATE} if with_audio else None,
+                        "regenerate_video": True, "regenerate_audio": True, "max_batch_size": 1,
+                        "sigmas": "DISTILLED_SIGMAS (default, distilled=True)"})
+        video, audio, _ = pipe(
+            video_path=src_path, prompt=PROMPT, start_time=start, end_time=end, seed=SEED,
+            vae_dtype=torch.float32, tiling_config=AUTO_TILING, enhance_prompt=False, max_batch_size=1,
+        )
+        frames = [c for c in video]
+    return iter(frames), audio
+
+
+RUNNERS = {
+    "keyframe_interpolation": run_keyframe_interpolation,
+    "retake": run_retake,
+}
+
+
 def run_pipeline(name: str, paths: dict) -> dict:
     from ltx_pipelines.utils.constants import DEFAULT_NEGATIVE_PROMPT
     from ltx_pipelines.utils.model_paths import ModelPaths
@@ -1049,7 +1260,10 @@ def run_pipeline(name: str, paths: dict) -> dict:
     }
     t0 = time.time()
     with torch.inference_mode():
-        if name == "distilled":
+        runner = RUNNERS.get(name)
+        if runner is not None:
+            video, audio = runner(mp, paths, size, request)
+        elif name == "distilled":
             from ltx_pipelines.distilled import DistilledPipeline
 
             pipe = DistilledPipeline(model_paths=mp, spatial_upsampler_path=paths["upsampler"], loras=[], device=CPU)
@@ -1220,7 +1434,8 @@ def main() -> int:  # noqa: PLR0915
     ap.add_argument("--out", default=str(FIXTURES))
     ap.add_argument("--gemma", default=str(FIXTURES / GEMMA_NAME), help="the tiny Gemma 3 text encoder (single file or root folder)")
     ap.add_argument("--pipelines", default="one_stage,distilled,two_stage", help="one_stage first: its contexts are the shared ones; "
-                    "two_stage_hq (TI2VidTwoStagesHQPipeline, res_2s) and dfr (DFRPipeline, keyframe-embedding variant) are opt-in")
+                    "two_stage_hq (TI2VidTwoStagesHQPipeline, res_2s), dfr (DFRPipeline, keyframe-embedding variant) and the "
+                    "RUNNERS pipelines (" + ", ".join(RUNNERS) + ") are opt-in")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
