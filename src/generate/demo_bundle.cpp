@@ -271,6 +271,9 @@ void write_checkpoint(const std::string& path, Tensors* transformer_weights) {
              [&](io::WeightMap& w) { av::AudioDecoder::load(w, acfg, opt); });
   synthesize(t, dt, with_prefix("vocoder."),
              [&](io::WeightMap& w) { av::VocoderModel::load(w, vcfg, opt); });
+  // The audio encoder: a2vid encodes its input audio (the statistics are the decoder's, shared).
+  synthesize(t, dt, vae_keys("audio_vae.encoder.", "audio_vae.per_channel_statistics."),
+             [&](io::WeightMap& w) { av::AudioEncoder::load(w, acfg, opt); });
 
   io::write_safetensors(path, t, {{"config", config.dump()}, {"model_version", kModelVersion}});
 }

@@ -38,7 +38,7 @@ struct DemoBundle {
 };
 
 // Bump when the bundle's content changes, so stale caches are not reused.
-inline constexpr const char* kDemoBundleVersion = "demo-v1";
+inline constexpr const char* kDemoBundleVersion = "demo-v2";
 
 // Demo defaults (small enough for seconds on a laptop CPU; multiples of 64 so that every
 // pipeline accepts them): 192x320, 25 frames (about one second at 24 fps).

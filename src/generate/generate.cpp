@@ -1,5 +1,6 @@
 #include "generate/generate.h"
 
+#include <cctype>
 #include <cmath>
 #include <exception>
 #include <filesystem>
@@ -23,6 +24,8 @@
 #include "io/weights.h"
 #include "media/image.h"
 #include "media/temp_output.h"
+#include "media/video_reader.h"
+#include "models/audio_vae/audio_vae.h"
 #include "models/duration_head/duration_head.h"
 #include "models/duration_head/duration_predictor.h"
 #include "models/lora/fuse.h"
@@ -77,7 +80,38 @@ bool guidance_given(const GuidanceFlags& f) {
 // The pipelines that fuse the distilled LoRA into some stage (the reference requires the flag).
 bool needs_distilled_lora(PipelineKind kind) {
   return kind == PipelineKind::TwoStage || kind == PipelineKind::TwoStageHQ ||
-         kind == PipelineKind::Dfr;
+         kind == PipelineKind::Dfr || kind == PipelineKind::A2Vid;
+}
+
+// The output formats: name, the file extensions that select it, whether it holds video.
+struct OutputFormatInfo {
+  OutputFormat format;
+  const char* name;
+  std::vector<std::string> extensions;
+};
+const std::vector<OutputFormatInfo>& output_formats() {
+  static const std::vector<OutputFormatInfo> formats = {
+      {OutputFormat::Mp4, "mp4", {".mp4"}},
+      {OutputFormat::Wav, "wav", {".wav"}},
+  };
+  return formats;
+}
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext;
+}
+
+// The pipeline's output kind against the format: audio-only pipelines write WAV, the video ones MP4.
+void check_output_format(PipelineKind kind, OutputFormat format) {
+  if (!pipelines::makes_video(kind))
+    LTX_CHECK(format == OutputFormat::Wav, "--pipeline ", pipelines::pipeline_name(kind),
+              " generates audio only: name a .wav --output-path or pass --output-format wav");
+  else
+    LTX_CHECK(format != OutputFormat::Wav, "--output-format wav holds audio only: it is the t2a "
+              "pipeline's output (--pipeline t2a); the ", pipelines::pipeline_name(kind),
+              " pipeline writes an MP4");
 }
 
 constexpr pipelines::Stage kStages[] = {pipelines::Stage::One, pipelines::Stage::Two,
@@ -114,6 +148,31 @@ std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind
 
 }  // namespace
 
+const char* output_format_name(OutputFormat format) {
+  for (const OutputFormatInfo& f : output_formats())
+    if (f.format == format) return f.name;
+  return "?";
+}
+
+OutputFormat resolve_output_format(const std::string& flag, const std::string& output_path) {
+  const std::string ext = lower_extension(output_path);
+  const OutputFormatInfo* by_ext = nullptr;
+  for (const OutputFormatInfo& f : output_formats())
+    for (const std::string& e : f.extensions)
+      if (e == ext) by_ext = &f;
+  if (flag.empty()) return by_ext ? by_ext->format : OutputFormat::Mp4;
+  std::string names;
+  for (const OutputFormatInfo& f : output_formats()) {
+    names += (names.empty() ? "" : ", ") + std::string(f.name);
+    if (flag != f.name) continue;
+    LTX_CHECK(by_ext == nullptr || by_ext->format == f.format, "--output-path '", output_path,
+              "' ends in ", ext, " but --output-format is ", f.name, "; name it ",
+              fs::path(output_path).replace_extension(f.extensions.front()).string(), " or drop one of them");
+    return f.format;
+  }
+  fail("--output-format '", flag, "' is not a known format: expected one of ", names);
+}
+
 void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
@@ -130,6 +189,40 @@ void validate_options(const GenerateOptions& o, bool to_file) {
     LTX_CHECK(!fs::is_directory(o.output_path, ec), "--output-path '", o.output_path,
               "' is a folder: name the MP4 file to write");
     media::check_output_location(o.output_path, "--output-path");  // before any model loads
+    check_output_format(kind, resolve_output_format(o.output_format, o.output_path));
+  } else if (!o.output_format.empty()) {
+    check_output_format(kind, resolve_output_format(o.output_format, ""));
+  }
+  const bool a2vid = kind == PipelineKind::A2Vid, t2a = kind == PipelineKind::T2A;
+  if (!a2vid)
+    LTX_CHECK(o.audio_path.empty() && !o.audio_start_time && !o.audio_max_duration,
+              "--audio-path, --audio-start-time and --audio-max-duration are flags of --pipeline a2vid");
+  if (a2vid) {
+    LTX_CHECK(!o.audio_path.empty(),
+              "--pipeline a2vid needs --audio-path: the soundtrack to generate the video to");
+    std::error_code ec;
+    LTX_CHECK(fs::is_regular_file(o.audio_path, ec), "--audio-path '", o.audio_path, "': no such file");
+    if (o.audio_start_time)
+      LTX_CHECK(*o.audio_start_time >= 0 && std::isfinite(*o.audio_start_time), "--audio-start-time ",
+                *o.audio_start_time, " must be a number of seconds >= 0");
+    if (o.audio_max_duration)
+      LTX_CHECK(*o.audio_max_duration > 0 && std::isfinite(*o.audio_max_duration),
+                "--audio-max-duration ", *o.audio_max_duration, " must be a positive number of seconds");
+    LTX_CHECK(!o.auto_duration, "--auto-duration does not apply to --pipeline a2vid (its frame count "
+              "comes from --num-frames, as the reference's)");
+  }
+  if (t2a) {
+    LTX_CHECK(o.images.empty(), "--image: the t2a pipeline generates audio only");
+    LTX_CHECK(!o.height && !o.width, "--height / --width: the t2a pipeline generates audio only (its "
+              "length is --num-frames / --frame-rate seconds)");
+    LTX_CHECK(!guidance_given(o.video_guidance) && !o.audio_guidance.modality,
+              "the video guidance flags and --v2a-guidance-scale do not apply to --pipeline t2a "
+              "(audio only, no video); use the --audio-* guidance flags");
+    LTX_CHECK(!o.models.distilled_lora && o.models.spatial_upsampler_path.empty(),
+              "the t2a pipeline has one stage: --distilled-lora and --spatial-upsampler-path do not "
+              "apply to it");
+    LTX_CHECK(o.audio, "--pipeline t2a generates audio: it cannot run with the audio off");
+    LTX_CHECK(!o.num_generated_keyframes, "--num-generated-keyframes: the t2a pipeline generates audio only");
   }
   LTX_CHECK(!o.dtype || *o.dtype == DType::BF16 || *o.dtype == DType::F32, "generate: dtype ",
             o.dtype ? dtype_name(*o.dtype) : "", " is not supported (bf16 or f32)");
@@ -352,6 +445,18 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
   return req;
 }
 
+// a2vid: the input audio as the reference decodes it, cut to --audio-start-time and
+// --audio-max-duration (unset: req's num_frames / frame_rate seconds).
+void read_input_audio(const GenerateOptions& options, pipelines::GenerationRequest& req) {
+  const double max_duration = options.audio_max_duration.value_or(static_cast<double>(req.num_frames) / req.frame_rate);
+  const media::AudioTrack track =
+      media::read_audio_clip(options.audio_path, options.audio_start_time.value_or(0.0), max_duration);
+  log_info("input audio: ", track.waveform.size(1), " samples x ", track.waveform.size(0), " channels at ",
+           track.sample_rate, " Hz from '", options.audio_path, "'");
+  req.input_audio = track.waveform;
+  req.input_audio_rate = track.sample_rate;
+}
+
 // The frame count's source: --num-frames, or the duration head's prediction after the prompt
 // encoding (--auto-duration, or LTX-2.5 checkpoints without --num-frames, as the reference).
 // Without a duration head and without either flag the preset's count is used (the reference
@@ -423,6 +528,7 @@ std::string encode_text(const GenerateOptions& options, text::PromptEncoder& enc
 // them.
 struct DiffusionModels {
   std::shared_ptr<StageTransformer> transformer;
+  std::shared_ptr<const models::audio_vae::AudioEncoder> audio_encoder;
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder;
   std::shared_ptr<const models::upsampler::LatentUpsampler> upsampler, temporal_upsampler;
   pipelines::Components comp;
@@ -453,6 +559,11 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
     log_placement("temporal latent upsampler", where);
     m.temporal_upsampler = provider.latent_upsampler(paths.temporal_upsampler.path, where);
   }
+  if (kind == PipelineKind::A2Vid) {
+    log_placement("audio encoder (input audio)", where);
+    m.audio_encoder = std::make_shared<const models::audio_vae::AudioEncoder>(
+        models::audio_vae::AudioEncoder::from_file(io::SafetensorsFile::open(paths.audio_vae.path), where));
+  }
 
   pipelines::Components& comp = m.comp;
   comp.transformer = m.transformer->model.get();
@@ -474,6 +585,7 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
   comp.video_encoder = m.video_encoder.get();
   comp.spatial_upsampler = m.upsampler.get();
   comp.temporal_upsampler = m.temporal_upsampler.get();
+  comp.audio_encoder = m.audio_encoder.get();
   comp.model_version = models.report.model_version;
   comp.device = where.device;
   return m;
@@ -492,8 +604,14 @@ DecodeResult decode_output(const GenerateOptions& options, const ResolvedModels&
   dec.fps = out.frame_rate;
   dec.noise_seed = req.seed;
   dec.audio_max_seconds = out.audio_max_seconds;
-  return provider.decode(out.video_latent, options.audio ? out.audio_latent : Tensor(),
-                         models.paths, sink, dec, &progress);
+  Tensor audio_latent = options.audio ? out.audio_latent : Tensor();
+  if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::A2Vid) {
+    // The reference muxes the input audio itself, not a decode of its latent.
+    audio_latent = Tensor();
+    if (options.audio)
+      dec.audio_track = media::AudioTrack{req.input_audio, static_cast<int>(req.input_audio_rate)};
+  }
+  return provider.decode(out.video_latent, audio_latent, models.paths, sink, dec, &progress);
 }
 
 }  // namespace
@@ -536,6 +654,8 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   result.demo = models.demo;
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
+  // The input audio is read before any model loads (a bad file fails here).
+  if (kind == PipelineKind::A2Vid) read_input_audio(options, req);
   // Before anything loads: a stage that cannot fit is refused here.
   const StreamingPlan streaming = plan_run_streaming(options, models);
   std::shared_ptr<const duration_head::DurationHead> head;
@@ -553,9 +673,13 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     log_placement("text encoder", where);
     const std::shared_ptr<text::PromptEncoder> encoder =
         provider.prompt_encoder(paths, where, streaming.text_encoder);
+    const int64_t frames_before = req.num_frames;
     result.prompt = encode_text(options, *encoder, head.get(), frames_request, where, req,
                                 contexts, progress);
     head.reset();
+    // A duration head chose another length: the default audio cut follows it.
+    if (kind == PipelineKind::A2Vid && req.num_frames != frames_before && !options.audio_max_duration)
+      read_input_audio(options, req);
   }  // the text models are freed here
   progress.end_stage();
 
@@ -739,8 +863,12 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
 
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
   validate_options(options);
-  Mp4Sink sink(options.output_path);
-  GenerateResult result = generate(options, progress, sink);
+  std::unique_ptr<MediaSink> sink;
+  switch (resolve_output_format(options.output_format, options.output_path)) {
+    case OutputFormat::Mp4: sink = std::make_unique<Mp4Sink>(options.output_path); break;
+    case OutputFormat::Wav: sink = std::make_unique<WavSink>(options.output_path); break;
+  }
+  GenerateResult result = generate(options, progress, *sink);
   result.output_path = options.output_path;
   return result;
 }

@@ -12,9 +12,11 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "ops/shape.h"
+#include "pipelines/a2vid.h"
 #include "pipelines/denoisers.h"
 #include "pipelines/dfr.h"
 #include "pipelines/stages.h"
+#include "pipelines/t2a.h"
 #include "sampling/params.h"
 #include "sampling/schedulers.h"
 
@@ -23,7 +25,8 @@ namespace ltx::pipelines {
 namespace {
 
 constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled, PipelineKind::OneStage, PipelineKind::TwoStage,
-                                      PipelineKind::TwoStageHQ, PipelineKind::Dfr};
+                                      PipelineKind::TwoStageHQ, PipelineKind::Dfr, PipelineKind::A2Vid,
+                                      PipelineKind::T2A};
 
 std::string names_joined() {
   std::string s;
@@ -40,6 +43,8 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::TwoStage: return "two-stage";
     case PipelineKind::TwoStageHQ: return "two-stage-hq";
     case PipelineKind::Dfr: return "dfr";
+    case PipelineKind::A2Vid: return "a2vid";
+    case PipelineKind::T2A: return "t2a";
   }
   return "?";
 }
@@ -58,7 +63,8 @@ PipelineKind parse_pipeline_kind(const std::string& name) {
   fail("unknown pipeline '", name, "': expected one of ", names_joined());
 }
 
-bool is_two_stage(PipelineKind kind) { return kind != PipelineKind::OneStage; }
+bool is_two_stage(PipelineKind kind) { return kind != PipelineKind::OneStage && kind != PipelineKind::T2A; }
+bool makes_video(PipelineKind kind) { return kind != PipelineKind::T2A; }
 bool uses_guidance(PipelineKind kind) { return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr; }
 
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version) {
@@ -79,10 +85,17 @@ GenerationRequest default_request(PipelineKind kind, const std::string& model_ve
     r.width = p.stage_1_width;
   }
   switch (kind) {
-    case PipelineKind::TwoStage: r.distilled_lora_strengths = {0.0, 1.0}; break;
+    case PipelineKind::TwoStage:
+    case PipelineKind::A2Vid: r.distilled_lora_strengths = {0.0, 1.0}; break;
     case PipelineKind::TwoStageHQ: r.distilled_lora_strengths = {0.25, 0.5}; break;
     case PipelineKind::Dfr: r.distilled_lora_strengths = {1.0, 1.0}; break;
     default: r.distilled_lora_strengths = {0.0, 0.0}; break;
+  }
+  if (kind == PipelineKind::T2A) {
+    // Audio only: no video stream, so the video -> audio modality guidance is off (its CLI passes
+    // modality_scale 1.0).
+    r.video_guider = sampling::GuiderParams{};
+    r.audio_guider.modality_scale = 1.0;
   }
   if (!uses_guidance(kind)) {
     // The distilled and DFR pipelines run the conditioned pass only.
@@ -95,7 +108,8 @@ GenerationRequest default_request(PipelineKind kind, const std::string& model_ve
 std::optional<double> distilled_lora_strength(PipelineKind kind, Stage stage, const GenerationRequest& request) {
   const double s = request.distilled_lora_strengths[stage == Stage::One ? 0 : 1];
   switch (kind) {
-    case PipelineKind::TwoStage: return stage == Stage::Two ? std::optional<double>(s) : std::nullopt;
+    case PipelineKind::TwoStage:
+    case PipelineKind::A2Vid: return stage == Stage::Two ? std::optional<double>(s) : std::nullopt;
     case PipelineKind::TwoStageHQ: return s;
     case PipelineKind::Dfr:  // the temporal rounds run stage 1's weights
       return request.distilled_lora_strengths[stage == Stage::Two ? 1 : 0];
@@ -116,6 +130,7 @@ int64_t audio_samples_to_keep(const GenerationResult& result, int64_t total_samp
 
 void validate_request(PipelineKind kind, const GenerationRequest& r, const Components& c,
                       const TextContexts* contexts) {
+  if (kind == PipelineKind::T2A) return validate_t2a_request(r, c, contexts);
   const char* name = pipeline_name(kind);
   LTX_CHECK(r.num_frames >= 1 && (r.num_frames - 1) % 8 == 0, "pipeline ", name, ": num_frames ", r.num_frames,
             " is not 8k + 1 (e.g. 9, 17, 25, ..., 121): pass --num-frames ", std::max<int64_t>(1, (r.num_frames - 1) / 8 * 8 + 1));
@@ -175,6 +190,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
   LTX_CHECK(r.num_generated_keyframes == 0 || r.generated_keyframe_positions.empty(), "pipeline ", name,
             ": give either a generated keyframe count or explicit positions, not both");
   const bool keyframes = r.num_generated_keyframes > 0 || !r.generated_keyframe_positions.empty();
+  if (kind == PipelineKind::A2Vid) validate_a2vid_request(r, c);
   if (kind == PipelineKind::Dfr) {
     validate_dfr_request(r, c);
   } else {
@@ -399,6 +415,8 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   validate_request(kind, r, c, &ctx_in);
   const TextContexts ctx = contexts_on(ctx_in, c.device);
   if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
+  if (kind == PipelineKind::A2Vid) return run_a2vid(r, c, ctx, progress);
+  if (kind == PipelineKind::T2A) return run_t2a(r, c, ctx, progress);
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 
