@@ -195,13 +195,16 @@ void validate_options(const GenerateOptions& o, bool to_file) {
   }
   const bool a2vid = kind == PipelineKind::A2Vid, t2a = kind == PipelineKind::T2A;
   if (!a2vid)
-    LTX_CHECK(o.audio_path.empty() && !o.audio_start_time && !o.audio_max_duration,
+    LTX_CHECK(o.audio_path.empty() && !o.audio_input && !o.audio_start_time && !o.audio_max_duration,
               "--audio-path, --audio-start-time and --audio-max-duration are flags of --pipeline a2vid");
   if (a2vid) {
-    LTX_CHECK(!o.audio_path.empty(),
+    LTX_CHECK(!o.audio_path.empty() || o.audio_input,
               "--pipeline a2vid needs --audio-path: the soundtrack to generate the video to");
+    LTX_CHECK(o.audio_path.empty() || !o.audio_input,
+              "--audio-path: give the soundtrack as a file or decoded, not both");
     std::error_code ec;
-    LTX_CHECK(fs::is_regular_file(o.audio_path, ec), "--audio-path '", o.audio_path, "': no such file");
+    if (!o.audio_path.empty())
+      LTX_CHECK(fs::is_regular_file(o.audio_path, ec), "--audio-path '", o.audio_path, "': no such file");
     if (o.audio_start_time)
       LTX_CHECK(*o.audio_start_time >= 0 && std::isfinite(*o.audio_start_time), "--audio-start-time ",
                 *o.audio_start_time, " must be a number of seconds >= 0");
@@ -449,10 +452,12 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
 // --audio-max-duration (unset: req's num_frames / frame_rate seconds).
 void read_input_audio(const GenerateOptions& options, pipelines::GenerationRequest& req) {
   const double max_duration = options.audio_max_duration.value_or(static_cast<double>(req.num_frames) / req.frame_rate);
+  const double start = options.audio_start_time.value_or(0.0);
   const media::AudioTrack track =
-      media::read_audio_clip(options.audio_path, options.audio_start_time.value_or(0.0), max_duration);
+      options.audio_input ? media::cut_audio_clip(*options.audio_input, start, max_duration, "the input audio")
+                          : media::read_audio_clip(options.audio_path, start, max_duration);
   log_info("input audio: ", track.waveform.size(1), " samples x ", track.waveform.size(0), " channels at ",
-           track.sample_rate, " Hz from '", options.audio_path, "'");
+           track.sample_rate, " Hz");
   req.input_audio = track.waveform;
   req.input_audio_rate = track.sample_rate;
 }

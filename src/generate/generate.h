@@ -21,6 +21,7 @@
 #include "generate/demo_bundle.h"
 #include "generate/model_paths.h"
 #include "generate/placement.h"
+#include "media/audio.h"
 
 namespace ltx::generate {
 
@@ -99,6 +100,9 @@ struct GenerateOptions {
   // duration num_frames / frame_rate, as the reference's CLI). See media::read_audio_clip.
   std::string audio_path;
   std::optional<double> audio_start_time, audio_max_duration;
+  // a2vid: the soundtrack already decoded (f32 [C, N] at its rate: a caller that decoded an upload,
+  // the tests), instead of audio_path; the start / duration cut applies to it the same way.
+  std::optional<media::AudioTrack> audio_input;
   // --output-format: "mp4" or "wav"; empty: from the output path's extension (resolve_output_format).
   std::string output_format;
 };

@@ -1,6 +1,5 @@
 #include "media/video_reader.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -252,23 +251,9 @@ AudioTrack read_audio_clip(const std::string& path, double start_time, std::opti
   LTX_CHECK(std::filesystem::is_regular_file(path, ec), who, ": no such file");
   LTX_CHECK(start_time >= 0.0 && std::isfinite(start_time), "--audio-start-time ", start_time,
             " must be a number >= 0");
-  LTX_CHECK(!max_duration || (*max_duration > 0.0 && std::isfinite(*max_duration)), "--audio-max-duration ",
-            max_duration.value_or(0.0), " must be a positive number");
   double first_time = 0.0;
-  AudioTrack track = decode_audio_stream(path, who, &first_time);
-  const double rate = static_cast<double>(track.sample_rate);
-  const int64_t n = track.waveform.size(1);
-  // The reference trims the decoded frames by sample counts from the first kept frame's time,
-  // rounded half to even (Python's round; nearbyint in the default rounding mode).
-  const int64_t skip = std::max<int64_t>(0, static_cast<int64_t>(std::nearbyint((start_time - first_time) * rate)));
-  LTX_CHECK(skip < n, "--audio-start-time ", start_time, " s is at or past the end of ", who, " (",
-            first_time + static_cast<double>(n) / rate, " s of audio)");
-  int64_t keep = n - skip;
-  if (max_duration) keep = std::min(keep, static_cast<int64_t>(std::nearbyint(*max_duration * rate)));
-  LTX_CHECK(keep > 0, "--audio-max-duration ", *max_duration, " s keeps no sample of ", who, " at ", track.sample_rate,
-            " Hz");
-  track.waveform = track.waveform.narrow(1, skip, keep).contiguous();
-  return track;
+  const AudioTrack track = decode_audio_stream(path, who, &first_time);
+  return cut_audio_clip(track, start_time, max_duration, who, first_time);
 }
 
 #else  // no FFmpeg
