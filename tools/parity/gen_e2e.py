@@ -1138,7 +1138,11 @@ def run_a2vid(paths: dict, size: dict, request: dict):
 
     def encode_audio(audio, audio_encoder, audio_processor=None):
         cap = {}
-        h = audio_encoder.register_forward_pre_hook(lambda _m, inputs: cap.setdefault("mel", inputs[0].detach().clone()))
+
+        def keep_mel(_m, inputs):  # returns None: the input goes on unchanged
+            cap.setdefault("mel", inputs[0].detach().clone())
+
+        h = audio_encoder.register_forward_pre_hook(keep_mel)
         try:
             latent = orig_encode(audio, audio_encoder, audio_processor)
         finally:
