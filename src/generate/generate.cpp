@@ -659,8 +659,17 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   result.demo = models.demo;
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
-  // The input audio is read before any model loads (a bad file fails here).
-  if (kind == PipelineKind::A2Vid) read_input_audio(options, req);
+  // The input audio is read before any model loads (a bad file fails here), and checked against
+  // the audio encoder's channel count in the file's config.
+  if (kind == PipelineKind::A2Vid) {
+    read_input_audio(options, req);
+    const auto file = io::SafetensorsFile::open(paths.audio_vae.path);
+    const int64_t channels =
+        models::audio_vae::AudioVaeConfig::from_config(file->metadata_json("config"), paths.audio_vae.path).in_channels;
+    LTX_CHECK(req.input_audio.size(0) == channels, "--audio-path: the audio has ", req.input_audio.size(0),
+              " channel(s) but the audio VAE encoder of '", paths.audio_vae.path, "' takes ", channels,
+              "; convert it first, e.g. ffmpeg -i in.wav -ac ", channels, " out.wav");
+  }
   // Before anything loads: a stage that cannot fit is refused here.
   const StreamingPlan streaming = plan_run_streaming(options, models);
   std::shared_ptr<const duration_head::DurationHead> head;

@@ -99,6 +99,8 @@ TEST(GenerateAudioCli, BadAudioFlagsAndInputsFailWithNoOutput) {
   const std::string wav = soundtrack(dir, 16000, 0.5);
   const std::string text = dir.file("notes.wav");
   std::ofstream(text) << "not audio";
+  const std::string mono = dir.file("mono.wav");
+  media::write_wav(mono, Tensor::zeros({1, 16000}), 16000);
   const std::string mp4 = dir.file("out.mp4"), out_wav = dir.file("out.wav");
   struct Case {
     std::vector<std::string> args;
@@ -136,6 +138,7 @@ TEST(GenerateAudioCli, BadAudioFlagsAndInputsFailWithNoOutput) {
       {{"--audio-path", text}, mp4, "--audio-path '" + text + "': cannot open"},
       {{"--audio-path", wav, "--audio-start-time", "0.5"}, mp4, "--audio-start-time 0.5 s is at or past the end"},
       {{"--audio-path", wav, "--audio-start-time", "0.3"}, mp4, "--audio-path: the audio gives"},
+      {{"--audio-path", mono}, mp4, "--audio-path: the audio has 1 channel(s) but the audio VAE encoder"},
   };
   for (const Case& c : inputs) {
     std::vector<std::string> args = {"--prompt", "a cat", "--output-path", c.output, "--pipeline", "a2vid",
