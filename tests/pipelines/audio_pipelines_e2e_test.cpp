@@ -101,6 +101,7 @@ TEST(AudioPipelinesE2E, T2AMatchesTheReferencePipeline) {
   EXPECT_FALSE(out.video_latent.defined());
   const Tensor latent = ref.t("out.audio.latent");
   ASSERT_EQ(out.audio_latent.shape(), latent.shape());
+  std::printf("t2a: final audio latent rel L2 vs the reference %.3g\n", rel_l2(out.audio_latent, latent));
   EXPECT_LE(rel_l2(out.audio_latent, latent), kFinalLatentTol);
 
   // Decoded as the pipeline's AudioDecoder block does: audio VAE decoder + vocoder (BWE).
@@ -110,6 +111,7 @@ TEST(AudioPipelinesE2E, T2AMatchesTheReferencePipeline) {
   const av::Audio audio = av::decode_audio(out.audio_latent, decoder, vocoder);
   const Tensor wave = ref.t("out.audio.waveform");
   ASSERT_EQ(audio.waveform.shape(), wave.shape());
+  std::printf("t2a: waveform PSNR vs the reference %.1f dB\n", wave_psnr_db(audio.waveform, wave));
   EXPECT_GE(wave_psnr_db(audio.waveform, wave), kWaveMinPsnrDb);
   EXPECT_EQ(audio.sampling_rate, ref.f->metadata_json("request")["audio_sampling_rate"].get<int64_t>());
 }
@@ -151,10 +153,13 @@ TEST(AudioPipelinesE2E, A2VidMatchesTheReferencePipeline) {
 
   const auto out = pipelines::run_pipeline(PipelineKind::A2Vid, r, a2vid_components(), ctx);
   ASSERT_EQ(out.video_latent.shape(), ref.t("out.video.latent").shape());
+  std::printf("a2vid: final video latent rel L2 %.3g, audio latent rel L2 %.3g vs the reference\n",
+              rel_l2(out.video_latent, ref.t("out.video.latent")), rel_l2(out.audio_latent, ref.t("out.stage2.audio_latent")));
   EXPECT_LE(rel_l2(out.video_latent, ref.t("out.video.latent")), kFinalLatentTol);
   EXPECT_LE(rel_l2(out.audio_latent, ref.t("out.stage2.audio_latent")), kFinalLatentTol);
   const Tensor frames = decode_frames(out.video_latent), ref_frames = ref.t("out.video.frames");
   ASSERT_EQ(frames.shape(), ref_frames.shape());
+  std::printf("a2vid: decoded frames PSNR vs the reference %.1f dB\n", psnr_db(frames, ref_frames));
   EXPECT_GE(psnr_db(frames, ref_frames), kFramesMinPsnrDb);
   // The output audio is the input itself.
   EXPECT_GE(wave_psnr_db(input, ref.t("out.audio.waveform")), kWaveMinPsnrDb);
