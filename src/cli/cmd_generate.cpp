@@ -1,6 +1,7 @@
 // `ltx generate --prompt TEXT --output-path OUT.mp4 [--pipeline NAME] [model files] [options]`:
-// text (+ images) to video with audio, as the reference's pipeline scripts (ltx_pipelines.
-// distilled, ti2vid_one_stage, ti2vid_two_stages, ti2vid_two_stages_hq) with their flag names.
+// text (+ images, + a soundtrack) to video with audio, or text to audio (t2a, a WAV), as the
+// reference's pipeline scripts (ltx_pipelines.distilled, ti2vid_one_stage, ti2vid_two_stages,
+// ti2vid_two_stages_hq, dfr_pipeline, a2vid_two_stage, t2a_one_stage) with their flag names.
 // Without any model file the built-in demo bundle (tiny, random weights) runs. Progress and a
 // timing summary go to stderr; the MP4 appears only when everything succeeded.
 #include <signal.h>
@@ -94,10 +95,14 @@ int run_generate(GenerateCli& c) {
   }
   progress.end_stage();
   const generate::DecodeResult& d = r.decoded;
-  log_info("wrote ", r.output_path, ": ", d.frames, " frames of ", d.width, "x", d.height, " at ",
-           r.frame_rate, " fps",
-           d.audio_samples > 0 ? str(", audio ", d.audio_sample_rate, " Hz") : std::string(),
-           r.demo ? " (DEMO: random weights)" : "");
+  if (d.frames == 0)
+    log_info("wrote ", r.output_path, ": ", d.audio_samples, " samples of audio at ", d.audio_sample_rate,
+             " Hz", r.demo ? " (DEMO: random weights)" : "");
+  else
+    log_info("wrote ", r.output_path, ": ", d.frames, " frames of ", d.width, "x", d.height, " at ",
+             r.frame_rate, " fps",
+             d.audio_samples > 0 ? str(", audio ", d.audio_sample_rate, " Hz") : std::string(),
+             r.demo ? " (DEMO: random weights)" : "");
   log_info(progress.summary());
   return 0;
 }
@@ -133,14 +138,20 @@ Command add_generate(CLI::App& app) {
   for (const auto& n : pipelines::pipeline_names()) pipelines += (pipelines.empty() ? "" : "|") + n;
 
   sub->add_option("--prompt", o.prompt, "What the video shows and sounds like")->required();
-  sub->add_option("--output-path", o.output_path, "The MP4 file to write")->required();
+  sub->add_option("--output-path", o.output_path,
+                  "The file to write: an MP4, or a WAV for --pipeline t2a")
+      ->required();
+  sub->add_option("--output-format", o.output_format,
+                  "mp4 (the video pipelines) or wav (t2a: 16-bit PCM); default: from the "
+                  "--output-path extension (.wav: wav, else mp4)");
   sub->add_option("--pipeline", o.pipeline,
                   "distilled: distilled checkpoint, 8 + 3 steps, no guidance; one-stage: guided, "
                   "one resolution; two-stage: guided at half size, x2 upsample, distilled-LoRA "
                   "refinement; two-stage-hq: two-stage with the res_2s sampler; dfr: LTX-2.5 "
                   "keyframe canvas, detailing pass and temporal rounds; keyframe-interpolation: "
                   "two-stage with every --image as a guiding keyframe; retake: regenerate "
-                  "--start-time..--end-time of --video-path (" +
+                  "--start-time..--end-time of --video-path; a2vid: two-stage video generated to "
+                  "--audio-path's soundtrack; t2a: text to audio, one stage, writes a WAV (" +
                       pipelines + ", default two-stage)");
   sub->add_option("--negative-prompt", o.negative_prompt,
                   "What to steer away from (guided pipelines; default: the "
@@ -175,6 +186,14 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--num-generated-keyframes", o.num_generated_keyframes,
                   "LTX-2.5 keyframe checkpoints: N extra generated keyframes at evenly spaced "
                   "interior frames in stage 1 (not written out, as the reference)");
+  sub->add_option("--audio-path", o.audio_path,
+                  "a2vid: the audio file to condition the video generation on (any format FFmpeg "
+                  "decodes; its audio is written into the MP4)");
+  sub->add_option("--audio-start-time", o.audio_start_time,
+                  "a2vid: start time in seconds to read the audio from (default 0)");
+  sub->add_option("--audio-max-duration", o.audio_max_duration,
+                  "a2vid: at most this many seconds of audio (default: the video's duration, "
+                  "num-frames / frame-rate)");
   sub->add_option("--temporal-upsample-rounds", o.temporal_upsample_rounds,
                   "dfr: temporal x2 refine rounds, 0-2 (frame rate x 2 per round)");
   add_guidance(sub, o.video_guidance, "video", "--a2v-guidance-scale", "Audio-to-video");

@@ -135,9 +135,23 @@ void MemorySink::write_frames(const Tensor& frames) { chunks_.push_back(frames);
 void MemorySink::write_audio(const Tensor& waveform) { media_.waveform = waveform; }
 
 void MemorySink::finish() {
-  LTX_CHECK(!chunks_.empty(), "decode: no video frames were decoded");
-  media_.frames = chunks_.size() == 1 ? chunks_[0] : ops::concat(chunks_, 0);
+  LTX_CHECK(!chunks_.empty() || media_.waveform.defined(), "decode: nothing was decoded");
+  if (!chunks_.empty()) media_.frames = chunks_.size() == 1 ? chunks_[0] : ops::concat(chunks_, 0);
   chunks_.clear();
+}
+
+void WavSink::begin(const MediaFormat& format) {
+  LTX_CHECK(format.audio_sample_rate > 0, "WAV output '", path_, "': there is no audio to write");
+  sample_rate_ = format.audio_sample_rate;
+  waveform_ = Tensor();
+}
+void WavSink::write_frames(const Tensor&) {
+  fail("WAV output '", path_, "': a WAV file holds audio only; write video to an MP4 (--output-format mp4)");
+}
+void WavSink::write_audio(const Tensor& waveform) { waveform_ = waveform; }
+void WavSink::finish() {
+  LTX_CHECK(waveform_.defined(), "WAV output '", path_, "': no audio was decoded");
+  media::write_wav(path_, waveform_, static_cast<int>(sample_rate_));
 }
 
 namespace {
@@ -162,9 +176,12 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   // to its weights' dtype).
   const Tensor video_latent = video_latent_in.defined() ? video_latent_in.to(DType::F32) : Tensor();
   const Tensor audio_latent = audio_latent_in.defined() ? audio_latent_in.to(DType::F32) : Tensor();
-  LTX_CHECK(video_latent.defined() && video_latent.dim() == 5 && video_latent.size(0) == 1,
-            "decode: the video latent must be [1, C, F, H, W], got ",
-            video_latent.defined() ? video_latent.describe() : "nothing");
+  LTX_CHECK(!video_latent.defined() || (video_latent.dim() == 5 && video_latent.size(0) == 1),
+            "decode: the video latent must be [1, C, F, H, W], got ", video_latent.describe());
+  LTX_CHECK(video_latent.defined() || audio_latent.defined() || options.audio_track,
+            "decode: neither a video nor an audio latent was given");
+  LTX_CHECK(!options.audio_track || !audio_latent.defined(),
+            "decode: give an audio latent or DecodeOptions::audio_track, not both");
   LTX_CHECK(!audio_latent.defined() || (audio_latent.dim() == 4 && audio_latent.size(0) == 1),
             "decode: the audio latent must be [1, C, T, mel], got ", audio_latent.describe());
   LTX_CHECK(options.fps > 0, "decode: the frame rate must be positive, got ", options.fps);
@@ -187,6 +204,23 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
     r.audio_samples = audio.waveform.size(1);
     r.audio_sample_rate = audio.sampling_rate;
     if (progress) progress->end_stage();
+  } else if (options.audio_track) {
+    const auto [channels, samples] = media::audio_layout(options.audio_track->waveform, "decode: the audio track");
+    audio.waveform = options.audio_track->waveform.to(Device::cpu(), DType::F32).reshape({channels, samples});
+    audio.sampling_rate = options.audio_track->sample_rate;
+    r.audio_samples = samples;
+    r.audio_sample_rate = audio.sampling_rate;
+  }
+
+  if (!video_latent.defined()) {  // audio only
+    MediaFormat format;
+    format.fps = options.fps;
+    format.audio_sample_rate = audio.sampling_rate;
+    format.audio_channels = audio.waveform.size(0);
+    sink.begin(format);
+    sink.write_audio(audio.waveform);
+    sink.finish();
+    return r;
   }
 
   if (progress) progress->stage("video decode");

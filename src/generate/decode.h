@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "media/audio.h"
 #include "media/video_writer.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
@@ -51,6 +52,9 @@ struct DecodeOptions {
   // > 0: cut the waveform to this many seconds (DFR pads its canvas; the reference cuts the audio
   // to the video's length, pipelines::audio_samples_to_keep).
   double audio_max_seconds = 0.0;
+  // The waveform to write instead of decoding an audio latent (a2vid: the input audio, which the
+  // reference muxes as it is); the audio latent must then be undefined.
+  std::optional<media::AudioTrack> audio_track;
   media::Mp4Options mp4;  // decode_to_mp4's encoder settings
 };
 
@@ -98,10 +102,26 @@ class Mp4Sink final : public MediaSink {
   std::unique_ptr<media::Mp4Writer> writer_;
 };
 
+// A 16-bit PCM WAV file of the audio (media::write_wav, written in finish(); the file appears only
+// then): text-to-audio's output. Video frames are refused.
+class WavSink final : public MediaSink {
+ public:
+  explicit WavSink(std::string path) : path_(std::move(path)) {}
+  void begin(const MediaFormat& format) override;
+  void write_frames(const Tensor& frames) override;
+  void write_audio(const Tensor& waveform) override;
+  void finish() override;
+
+ private:
+  std::string path_;
+  int64_t sample_rate_ = 0;
+  Tensor waveform_;
+};
+
 // Decoded media kept in memory (library callers, tests; no FFmpeg needed).
 struct DecodedMedia {
   MediaFormat format;
-  Tensor frames;    // [F, H, W, 3] f32 in [0, 1], on the host
+  Tensor frames;    // [F, H, W, 3] f32 in [0, 1], on the host; undefined for audio only
   Tensor waveform;  // [channels, samples] f32 on the host; undefined without audio
 };
 class MemorySink final : public MediaSink {
@@ -117,8 +137,10 @@ class MemorySink final : public MediaSink {
   std::vector<Tensor> chunks_;
 };
 
-// video_latent: [1, C, F, H, W] normalised video latent (the pipeline's result); audio_latent:
-// [1, z, T, mel] normalised audio latent, or undefined for a silent video. video_vae_path /
+// video_latent: [1, C, F, H, W] normalised video latent (the pipeline's result), or undefined for
+// audio only (text-to-audio: the sink then gets begin() with frames 0, write_audio(), finish());
+// audio_latent: [1, z, T, mel] normalised audio latent, or undefined for a silent video (or when
+// DecodeOptions::audio_track gives the waveform). video_vae_path /
 // audio_vae_path: files holding the video VAE decoder / the audio VAE decoder + vocoder (a
 // single-file checkpoint may be both). `progress` (optional) gets the stages "audio decode" and
 // "video decode" (one step per decoded chunk). Checks run before the sink sees anything.

@@ -269,7 +269,8 @@ void write_checkpoint(const std::string& path, Tensors* transformer_weights) {
   const auto vcfg = av::VocoderConfig::from_config(config, path);
   synthesize(t, dt, vae_keys("audio_vae.decoder.", "audio_vae.per_channel_statistics."),
              [&](io::WeightMap& w) { av::AudioDecoder::load(w, acfg, opt); });
-  // The audio encoder: retake encodes its source clip's audio track.
+  // The audio encoder: retake encodes its source clip's audio track, a2vid its input audio (the
+  // statistics are the decoder's, shared).
   synthesize(t, dt, vae_keys("audio_vae.encoder.", "audio_vae.per_channel_statistics."),
              [&](io::WeightMap& w) { av::AudioEncoder::load(w, acfg, opt); });
   synthesize(t, dt, with_prefix("vocoder."),

@@ -234,6 +234,12 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 
   for (const std::string& name : pipelines::pipeline_names()) {
     const PipelineKind kind = pipelines::parse_pipeline_kind(name);
+    if (kind == PipelineKind::A2Vid || kind == PipelineKind::T2A) {
+      // Their input audio (an upload) and WAV output are not part of the server's API yet.
+      info_.unavailable[name] = str("the ", name, " pipeline is not served yet (no audio uploads, MP4 output only); "
+                                    "run it with `ltx generate --pipeline ", name, "`");
+      continue;
+    }
     GenerateOptions probe;
     probe.pipeline = name;
     probe.models = demo ? demo_model_flags(*bundle, name, kind == PipelineKind::Dfr)

@@ -1,5 +1,6 @@
 #include "generate/generate.h"
 
+#include <cctype>
 #include <cmath>
 #include <exception>
 #include <filesystem>
@@ -25,6 +26,8 @@
 #include "media/video_reader.h"
 #include "models/audio_vae/audio_vae.h"
 #include "media/temp_output.h"
+#include "media/video_reader.h"
+#include "models/audio_vae/audio_vae.h"
 #include "models/duration_head/duration_head.h"
 #include "models/duration_head/duration_predictor.h"
 #include "models/lora/fuse.h"
@@ -80,7 +83,8 @@ bool guidance_given(const GuidanceFlags& f) {
 // The pipelines that fuse the distilled LoRA into some stage (the reference requires the flag).
 bool needs_distilled_lora(PipelineKind kind) {
   return kind == PipelineKind::TwoStage || kind == PipelineKind::TwoStageHQ ||
-         kind == PipelineKind::Dfr || kind == PipelineKind::KeyframeInterpolation;
+         kind == PipelineKind::Dfr || kind == PipelineKind::KeyframeInterpolation ||
+         kind == PipelineKind::A2Vid;
 }
 
 // The retake flags (the reference's video_editing_arg_parser: the clip gives the size, frame count
@@ -113,6 +117,37 @@ void validate_retake_options(const GenerateOptions& o) {
   LTX_CHECK(!o.models.distilled_lora && o.models.spatial_upsampler_path.empty(),
             "the retake pipeline has one stage: --distilled-lora and --spatial-upsampler-path do not apply "
             "to it (a full checkpoint takes the distilled LoRA through --lora)");
+}
+
+// The output formats: name, the file extensions that select it, whether it holds video.
+struct OutputFormatInfo {
+  OutputFormat format;
+  const char* name;
+  std::vector<std::string> extensions;
+};
+const std::vector<OutputFormatInfo>& output_formats() {
+  static const std::vector<OutputFormatInfo> formats = {
+      {OutputFormat::Mp4, "mp4", {".mp4"}},
+      {OutputFormat::Wav, "wav", {".wav"}},
+  };
+  return formats;
+}
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext;
+}
+
+// The pipeline's output kind against the format: audio-only pipelines write WAV, the video ones MP4.
+void check_output_format(PipelineKind kind, OutputFormat format) {
+  if (!pipelines::makes_video(kind))
+    LTX_CHECK(format == OutputFormat::Wav, "--pipeline ", pipelines::pipeline_name(kind),
+              " generates audio only: name a .wav --output-path or pass --output-format wav");
+  else
+    LTX_CHECK(format != OutputFormat::Wav, "--output-format wav holds audio only: it is the t2a "
+              "pipeline's output (--pipeline t2a); the ", pipelines::pipeline_name(kind),
+              " pipeline writes an MP4");
 }
 
 constexpr pipelines::Stage kStages[] = {pipelines::Stage::One, pipelines::Stage::Two,
@@ -149,6 +184,31 @@ std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind
 
 }  // namespace
 
+const char* output_format_name(OutputFormat format) {
+  for (const OutputFormatInfo& f : output_formats())
+    if (f.format == format) return f.name;
+  return "?";
+}
+
+OutputFormat resolve_output_format(const std::string& flag, const std::string& output_path) {
+  const std::string ext = lower_extension(output_path);
+  const OutputFormatInfo* by_ext = nullptr;
+  for (const OutputFormatInfo& f : output_formats())
+    for (const std::string& e : f.extensions)
+      if (e == ext) by_ext = &f;
+  if (flag.empty()) return by_ext ? by_ext->format : OutputFormat::Mp4;
+  std::string names;
+  for (const OutputFormatInfo& f : output_formats()) {
+    names += (names.empty() ? "" : ", ") + std::string(f.name);
+    if (flag != f.name) continue;
+    LTX_CHECK(by_ext == nullptr || by_ext->format == f.format, "--output-path '", output_path,
+              "' ends in ", ext, " but --output-format is ", f.name, "; name it ",
+              fs::path(output_path).replace_extension(f.extensions.front()).string(), " or drop one of them");
+    return f.format;
+  }
+  fail("--output-format '", flag, "' is not a known format: expected one of ", names);
+}
+
 void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
@@ -165,6 +225,43 @@ void validate_options(const GenerateOptions& o, bool to_file) {
     LTX_CHECK(!fs::is_directory(o.output_path, ec), "--output-path '", o.output_path,
               "' is a folder: name the MP4 file to write");
     media::check_output_location(o.output_path, "--output-path");  // before any model loads
+    check_output_format(kind, resolve_output_format(o.output_format, o.output_path));
+  } else if (!o.output_format.empty()) {
+    check_output_format(kind, resolve_output_format(o.output_format, ""));
+  }
+  const bool a2vid = kind == PipelineKind::A2Vid, t2a = kind == PipelineKind::T2A;
+  if (!a2vid)
+    LTX_CHECK(o.audio_path.empty() && !o.audio_input && !o.audio_start_time && !o.audio_max_duration,
+              "--audio-path, --audio-start-time and --audio-max-duration are flags of --pipeline a2vid");
+  if (a2vid) {
+    LTX_CHECK(!o.audio_path.empty() || o.audio_input,
+              "--pipeline a2vid needs --audio-path: the soundtrack to generate the video to");
+    LTX_CHECK(o.audio_path.empty() || !o.audio_input,
+              "--audio-path: give the soundtrack as a file or decoded, not both");
+    std::error_code ec;
+    if (!o.audio_path.empty())
+      LTX_CHECK(fs::is_regular_file(o.audio_path, ec), "--audio-path '", o.audio_path, "': no such file");
+    if (o.audio_start_time)
+      LTX_CHECK(*o.audio_start_time >= 0 && std::isfinite(*o.audio_start_time), "--audio-start-time ",
+                *o.audio_start_time, " must be a number of seconds >= 0");
+    if (o.audio_max_duration)
+      LTX_CHECK(*o.audio_max_duration > 0 && std::isfinite(*o.audio_max_duration),
+                "--audio-max-duration ", *o.audio_max_duration, " must be a positive number of seconds");
+    LTX_CHECK(!o.auto_duration, "--auto-duration does not apply to --pipeline a2vid (its frame count "
+              "comes from --num-frames, as the reference's)");
+  }
+  if (t2a) {
+    LTX_CHECK(o.images.empty(), "--image: the t2a pipeline generates audio only");
+    LTX_CHECK(!o.height && !o.width, "--height / --width: the t2a pipeline generates audio only (its "
+              "length is --num-frames / --frame-rate seconds)");
+    LTX_CHECK(!guidance_given(o.video_guidance) && !o.audio_guidance.modality,
+              "the video guidance flags and --v2a-guidance-scale do not apply to --pipeline t2a "
+              "(audio only, no video); use the --audio-* guidance flags");
+    LTX_CHECK(!o.models.distilled_lora && o.models.spatial_upsampler_path.empty(),
+              "the t2a pipeline has one stage: --distilled-lora and --spatial-upsampler-path do not "
+              "apply to it");
+    LTX_CHECK(o.audio, "--pipeline t2a generates audio: it cannot run with the audio off");
+    LTX_CHECK(!o.num_generated_keyframes, "--num-generated-keyframes: the t2a pipeline generates audio only");
   }
   LTX_CHECK(!o.dtype || *o.dtype == DType::BF16 || *o.dtype == DType::F32, "generate: dtype ",
             o.dtype ? dtype_name(*o.dtype) : "", " is not supported (bf16 or f32)");
@@ -426,6 +523,20 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
   return req;
 }
 
+// a2vid: the input audio as the reference decodes it, cut to --audio-start-time and
+// --audio-max-duration (unset: req's num_frames / frame_rate seconds).
+void read_input_audio(const GenerateOptions& options, pipelines::GenerationRequest& req) {
+  const double max_duration = options.audio_max_duration.value_or(static_cast<double>(req.num_frames) / req.frame_rate);
+  const double start = options.audio_start_time.value_or(0.0);
+  const media::AudioTrack track =
+      options.audio_input ? media::cut_audio_clip(*options.audio_input, start, max_duration, "the input audio")
+                          : media::read_audio_clip(options.audio_path, start, max_duration);
+  log_info("input audio: ", track.waveform.size(1), " samples x ", track.waveform.size(0), " channels at ",
+           track.sample_rate, " Hz");
+  req.input_audio = track.waveform;
+  req.input_audio_rate = track.sample_rate;
+}
+
 // The frame count's source: --num-frames, or the duration head's prediction after the prompt
 // encoding (--auto-duration, or LTX-2.5 checkpoints without --num-frames, as the reference).
 // Without a duration head and without either flag the preset's count is used (the reference
@@ -499,6 +610,7 @@ std::string encode_text(const GenerateOptions& options, text::PromptEncoder& enc
 // them.
 struct DiffusionModels {
   std::shared_ptr<StageTransformer> transformer;
+  std::shared_ptr<const models::audio_vae::AudioEncoder> audio_encoder;
   std::shared_ptr<const models::video_vae::VideoEncoder> video_encoder;
   std::shared_ptr<const models::upsampler::LatentUpsampler> upsampler, temporal_upsampler;
   pipelines::Components comp;
@@ -529,6 +641,14 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
     log_placement("temporal latent upsampler", where);
     m.temporal_upsampler = provider.latent_upsampler(paths.temporal_upsampler.path, where);
   }
+  // The audio encoder: a2vid's input audio, or the audio track of a retake's source clip.
+  if (kind == PipelineKind::A2Vid || (req.retake && req.retake->waveform.defined())) {
+    log_placement(kind == PipelineKind::A2Vid ? "audio encoder (input audio)"
+                                              : "audio encoder (source audio)",
+                  where);
+    m.audio_encoder = std::make_shared<const models::audio_vae::AudioEncoder>(
+        models::audio_vae::AudioEncoder::from_file(io::SafetensorsFile::open(paths.audio_vae.path), where));
+  }
 
   pipelines::Components& comp = m.comp;
   comp.transformer = m.transformer->model.get();
@@ -550,6 +670,7 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
   comp.video_encoder = m.video_encoder.get();
   comp.spatial_upsampler = m.upsampler.get();
   comp.temporal_upsampler = m.temporal_upsampler.get();
+  comp.audio_encoder = m.audio_encoder.get();
   comp.model_version = models.report.model_version;
   comp.device = where.device;
   return m;
@@ -568,8 +689,14 @@ DecodeResult decode_output(const GenerateOptions& options, const ResolvedModels&
   dec.fps = out.frame_rate;
   dec.noise_seed = req.seed;
   dec.audio_max_seconds = out.audio_max_seconds;
-  return provider.decode(out.video_latent, options.audio ? out.audio_latent : Tensor(),
-                         models.paths, sink, dec, &progress);
+  Tensor audio_latent = options.audio ? out.audio_latent : Tensor();
+  if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::A2Vid) {
+    // The reference muxes the input audio itself, not a decode of its latent.
+    audio_latent = Tensor();
+    if (options.audio)
+      dec.audio_track = media::AudioTrack{req.input_audio, static_cast<int>(req.input_audio_rate)};
+  }
+  return provider.decode(out.video_latent, audio_latent, models.paths, sink, dec, &progress);
 }
 
 }  // namespace
@@ -613,6 +740,17 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
   if (req.retake) pipelines::validate_retake_source(req, nullptr);  // the clip, before any model loads
+  // The input audio is read before any model loads (a bad file fails here), and checked against
+  // the audio encoder's channel count in the file's config.
+  if (kind == PipelineKind::A2Vid) {
+    read_input_audio(options, req);
+    const auto file = io::SafetensorsFile::open(paths.audio_vae.path);
+    const int64_t channels =
+        models::audio_vae::AudioVaeConfig::from_config(file->metadata_json("config"), paths.audio_vae.path).in_channels;
+    LTX_CHECK(req.input_audio.size(0) == channels, "--audio-path: the audio has ", req.input_audio.size(0),
+              " channel(s) but the audio VAE encoder of '", paths.audio_vae.path, "' takes ", channels,
+              "; convert it first, e.g. ffmpeg -i in.wav -ac ", channels, " out.wav");
+  }
   // Before anything loads: a stage that cannot fit is refused here.
   const StreamingPlan streaming = plan_run_streaming(options, models);
   std::shared_ptr<const duration_head::DurationHead> head;
@@ -630,9 +768,13 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
     log_placement("text encoder", where);
     const std::shared_ptr<text::PromptEncoder> encoder =
         provider.prompt_encoder(paths, where, streaming.text_encoder);
+    const int64_t frames_before = req.num_frames;
     result.prompt = encode_text(options, *encoder, head.get(), frames_request, where, req,
                                 contexts, progress);
     head.reset();
+    // A duration head chose another length: the default audio cut follows it.
+    if (kind == PipelineKind::A2Vid && req.num_frames != frames_before && !options.audio_max_duration)
+      read_input_audio(options, req);
   }  // the text models are freed here
   progress.end_stage();
 
@@ -640,14 +782,6 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   progress.stage("model loading");
   DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty() || req.retake.has_value(),
                                       where, streaming.transformer, provider);
-  // Retake of a clip with an audio track: the audio VAE encoder, for this run only.
-  std::optional<models::audio_vae::AudioEncoder> audio_encoder;
-  if (req.retake && req.retake->waveform.defined()) {
-    log_placement("audio encoder (source audio)", where);
-    audio_encoder.emplace(
-        models::audio_vae::AudioEncoder::from_file(io::SafetensorsFile::open(paths.audio_vae.path), where));
-    dm.comp.audio_encoder = &*audio_encoder;
-  }
   progress.end_stage();
   pipelines::validate_request(kind, req, dm.comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
@@ -659,7 +793,6 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
 
   // ---- decode (the diffusion models are no longer needed)
   dm = {};
-  audio_encoder.reset();
   result.decoded = decode_output(options, models, req, out, provider, sink, progress);
   result.frame_rate = out.frame_rate;
   return result;
@@ -825,8 +958,12 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
 
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
   validate_options(options);
-  Mp4Sink sink(options.output_path);
-  GenerateResult result = generate(options, progress, sink);
+  std::unique_ptr<MediaSink> sink;
+  switch (resolve_output_format(options.output_format, options.output_path)) {
+    case OutputFormat::Mp4: sink = std::make_unique<Mp4Sink>(options.output_path); break;
+    case OutputFormat::Wav: sink = std::make_unique<WavSink>(options.output_path); break;
+  }
+  GenerateResult result = generate(options, progress, *sink);
   result.output_path = options.output_path;
   return result;
 }

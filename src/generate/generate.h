@@ -21,6 +21,7 @@
 #include "generate/demo_bundle.h"
 #include "generate/model_paths.h"
 #include "generate/placement.h"
+#include "media/audio.h"
 
 namespace ltx::generate {
 
@@ -98,7 +99,26 @@ struct GenerateOptions {
   // LoRAs of an Engine's library by name, fused after models.loras (generate::Engine::run only:
   // `ltx generate` names LoRA files with --lora).
   std::vector<LibraryLora> library_loras;
+  // a2vid: --audio-path (the soundtrack: any file with an audio stream FFmpeg decodes),
+  // --audio-start-time (seconds, default 0) and --audio-max-duration (seconds; unset: the video's
+  // duration num_frames / frame_rate, as the reference's CLI). See media::read_audio_clip.
+  std::string audio_path;
+  std::optional<double> audio_start_time, audio_max_duration;
+  // a2vid: the soundtrack already decoded (f32 [C, N] at its rate: a caller that decoded an upload,
+  // the tests), instead of audio_path; the start / duration cut applies to it the same way.
+  std::optional<media::AudioTrack> audio_input;
+  // --output-format: "mp4" or "wav"; empty: from the output path's extension (resolve_output_format).
+  std::string output_format;
 };
+
+// What `ltx generate` writes. The video pipelines write an MP4 (H.264 + AAC); t2a writes a 16-bit
+// PCM WAV. New formats (PNG frames, EXR) add an entry here and in kOutputFormats (generate.cpp).
+enum class OutputFormat { Mp4, Wav };
+const char* output_format_name(OutputFormat format);  // "mp4", "wav"
+// `flag` (--output-format) when given, else by `output_path`'s extension (.wav -> Wav; any other,
+// or none, -> Mp4). Throws naming the flag for an unknown format, or when the flag and a known
+// extension of another format disagree.
+OutputFormat resolve_output_format(const std::string& flag, const std::string& output_path);
 
 struct GenerateResult {
   std::string output_path;  // empty when the media went to a caller's sink
@@ -123,7 +143,7 @@ struct GenerateResult {
 // naming the flag. `to_file`: the output path is checked too (not when a sink takes the media).
 void validate_options(const GenerateOptions& options, bool to_file = true);
 
-// Writes the MP4 at options.output_path.
+// Writes the output at options.output_path (MP4, or WAV for t2a: resolve_output_format).
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);
 // The same generation with the decoded frames and audio handed to `sink` (e.g. a MemorySink)
 // instead of an MP4 file; options.output_path is not used.

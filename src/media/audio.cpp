@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -70,6 +71,28 @@ std::vector<int16_t> waveform_to_int16(const Tensor& waveform) {
     if (dt == DType::F16) s = dtype_bits::f16_to_f32(dtype_bits::f32_to_f16(s));
     out[i] = to_int16(s);
   }
+  return out;
+}
+
+AudioTrack cut_audio_clip(const AudioTrack& track, double start_time, std::optional<double> max_duration,
+                          const std::string& who, double first_time) {
+  LTX_CHECK(start_time >= 0.0 && std::isfinite(start_time), "--audio-start-time ", start_time,
+            " must be a number >= 0");
+  LTX_CHECK(!max_duration || (*max_duration > 0.0 && std::isfinite(*max_duration)), "--audio-max-duration ",
+            max_duration.value_or(0.0), " must be a positive number");
+  const auto [channels, n] = audio_layout(track.waveform, who.c_str());
+  LTX_CHECK(track.sample_rate > 0, who, ": the sample rate ", track.sample_rate, " must be positive");
+  const double rate = static_cast<double>(track.sample_rate);
+  const int64_t skip = std::max<int64_t>(0, static_cast<int64_t>(std::nearbyint((start_time - first_time) * rate)));
+  LTX_CHECK(skip < n, "--audio-start-time ", start_time, " s is at or past the end of ", who, " (",
+            first_time + static_cast<double>(n) / rate, " s of audio)");
+  int64_t keep = n - skip;
+  if (max_duration) keep = std::min(keep, static_cast<int64_t>(std::nearbyint(*max_duration * rate)));
+  LTX_CHECK(keep > 0, "--audio-max-duration ", max_duration.value_or(0.0), " s keeps no sample of ", who, " at ",
+            track.sample_rate, " Hz");
+  AudioTrack out;
+  out.waveform = track.waveform.reshape({channels, n}).narrow(1, skip, keep).contiguous();
+  out.sample_rate = track.sample_rate;
   return out;
 }
 

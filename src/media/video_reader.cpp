@@ -1,6 +1,8 @@
 #include "media/video_reader.h"
 
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "media/support.h"
 
@@ -170,18 +172,25 @@ Tensor decode_video_frames(const std::string& path, int64_t max_frames) {
   return out;
 }
 
-AudioTrack decode_audio(const std::string& path) {
-  const std::string who = str("decode_audio '", path, "'");
+namespace {
+
+// The first audio stream decoded whole; *first_time receives the first decoded frame's time in
+// seconds (0 when the stream has no timestamps).
+AudioTrack decode_audio_stream(const std::string& path, const std::string& who, double* first_time) {
   ff::InputPtr in = open_input(path, who);
   const int idx = find_stream(in.get(), AVMEDIA_TYPE_AUDIO, who, "audio");
   ff::CodecContextPtr dec = open_decoder(in->streams[idx], who);
+  const AVRational time_base = in->streams[idx]->time_base;
   std::vector<std::vector<float>> chans;
   int sample_rate = 0;
+  *first_time = 0.0;
   decode_stream(in.get(), idx, dec.get(), who, [&](AVFrame* f) {
     const int C = f->ch_layout.nb_channels;
     if (chans.empty()) {
       chans.resize(static_cast<size_t>(C));
       sample_rate = f->sample_rate;
+      const int64_t ts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
+      if (ts != AV_NOPTS_VALUE) *first_time = static_cast<double>(ts) * av_q2d(time_base);
     }
     LTX_CHECK(static_cast<size_t>(C) == chans.size(), who, ": the channel count changes");
     const AVSampleFormat fmt = static_cast<AVSampleFormat>(f->format);
@@ -228,6 +237,25 @@ AudioTrack decode_audio(const std::string& path) {
   return track;
 }
 
+}  // namespace
+
+AudioTrack decode_audio(const std::string& path) {
+  double first_time = 0.0;
+  return decode_audio_stream(path, str("decode_audio '", path, "'"), &first_time);
+}
+
+AudioTrack read_audio_clip(const std::string& path, double start_time, std::optional<double> max_duration,
+                           const std::string& flag) {
+  const std::string who = str(flag, " '", path, "'");
+  std::error_code ec;
+  LTX_CHECK(std::filesystem::is_regular_file(path, ec), who, ": no such file");
+  LTX_CHECK(start_time >= 0.0 && std::isfinite(start_time), "--audio-start-time ", start_time,
+            " must be a number >= 0");
+  double first_time = 0.0;
+  const AudioTrack track = decode_audio_stream(path, who, &first_time);
+  return cut_audio_clip(track, start_time, max_duration, who, first_time);
+}
+
 #else  // no FFmpeg
 
 MediaInfo probe_media(const std::string& path) { fail_no_ffmpeg(str("probe_media '", path, "'")); }
@@ -236,6 +264,9 @@ Tensor decode_video_frames(const std::string& path, int64_t) {
 }
 AudioTrack decode_audio(const std::string& path) {
   fail_no_ffmpeg(str("decode_audio '", path, "'"));
+}
+AudioTrack read_audio_clip(const std::string& path, double, std::optional<double>, const std::string& flag) {
+  fail_no_ffmpeg(str(flag, " '", path, "'"));
 }
 
 #endif

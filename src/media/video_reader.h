@@ -3,6 +3,7 @@
 // files, like ffprobe), decoded video frames and audio. Throws ltx::Error in a build without
 // FFmpeg (LTX_FFMPEG=OFF).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,15 @@ Tensor decode_video_frames(const std::string& path, int64_t max_frames = -1);
 // The first audio stream as f32 [C, N] in [-1, 1] (integer formats divided by 128 / 32768 / 2^31
 // as the reference's decoder does; planar and interleaved handled), at its own sample rate.
 AudioTrack decode_audio(const std::string& path);
+
+// The reference's decode_audio_from_file(path, start_time, max_duration) (ltx_pipelines
+// utils/media_io/decode.py), for --audio-path: the first audio stream decoded at its own rate (the
+// audio VAE's AudioProcessor resamples later, as the reference), the samples from
+// round((start_time - t0) * rate) on, where t0 is the first decoded frame's time, and at most
+// round(max_duration * rate) of them (Python's half-to-even rounding). Errors name `flag` and the
+// file: missing or unreadable file, no audio stream, no samples, a start at or past the end, a
+// duration that keeps no sample (and a negative start or non-positive duration).
+AudioTrack read_audio_clip(const std::string& path, double start_time, std::optional<double> max_duration,
+                           const std::string& flag = "--audio-path");
 
 }  // namespace ltx::media

@@ -12,11 +12,13 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "ops/shape.h"
+#include "pipelines/a2vid.h"
 #include "pipelines/denoisers.h"
 #include "pipelines/dfr.h"
 #include "pipelines/keyframe_interpolation.h"
 #include "pipelines/retake.h"
 #include "pipelines/stages.h"
+#include "pipelines/t2a.h"
 #include "sampling/params.h"
 #include "sampling/schedulers.h"
 
@@ -27,7 +29,8 @@ namespace {
 constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled,  PipelineKind::OneStage,
                                       PipelineKind::TwoStage,   PipelineKind::TwoStageHQ,
                                       PipelineKind::Dfr,        PipelineKind::KeyframeInterpolation,
-                                      PipelineKind::Retake};
+                                      PipelineKind::Retake,     PipelineKind::A2Vid,
+                                      PipelineKind::T2A};
 
 std::string names_joined() {
   std::string s;
@@ -46,6 +49,8 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::Dfr: return "dfr";
     case PipelineKind::KeyframeInterpolation: return "keyframe-interpolation";
     case PipelineKind::Retake: return "retake";
+    case PipelineKind::A2Vid: return "a2vid";
+    case PipelineKind::T2A: return "t2a";
   }
   return "?";
 }
@@ -64,7 +69,10 @@ PipelineKind parse_pipeline_kind(const std::string& name) {
   fail("unknown pipeline '", name, "': expected one of ", names_joined());
 }
 
-bool is_two_stage(PipelineKind kind) { return kind != PipelineKind::OneStage && kind != PipelineKind::Retake; }
+bool is_two_stage(PipelineKind kind) {
+  return kind != PipelineKind::OneStage && kind != PipelineKind::Retake && kind != PipelineKind::T2A;
+}
+bool makes_video(PipelineKind kind) { return kind != PipelineKind::T2A; }
 bool uses_guidance(PipelineKind kind) {
   return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr && kind != PipelineKind::Retake;
 }
@@ -89,9 +97,16 @@ GenerationRequest default_request(PipelineKind kind, const std::string& model_ve
   switch (kind) {
     case PipelineKind::TwoStage:
     case PipelineKind::KeyframeInterpolation: r.distilled_lora_strengths = {0.0, 1.0}; break;
+    case PipelineKind::A2Vid: r.distilled_lora_strengths = {0.0, 1.0}; break;
     case PipelineKind::TwoStageHQ: r.distilled_lora_strengths = {0.25, 0.5}; break;
     case PipelineKind::Dfr: r.distilled_lora_strengths = {1.0, 1.0}; break;
     default: r.distilled_lora_strengths = {0.0, 0.0}; break;
+  }
+  if (kind == PipelineKind::T2A) {
+    // Audio only: no video stream, so the video -> audio modality guidance is off (its CLI passes
+    // modality_scale 1.0).
+    r.video_guider = sampling::GuiderParams{};
+    r.audio_guider.modality_scale = 1.0;
   }
   if (!uses_guidance(kind)) {
     // The distilled, DFR and retake pipelines run the conditioned pass only.
@@ -105,7 +120,8 @@ std::optional<double> distilled_lora_strength(PipelineKind kind, Stage stage, co
   const double s = request.distilled_lora_strengths[stage == Stage::One ? 0 : 1];
   switch (kind) {
     case PipelineKind::TwoStage:
-    case PipelineKind::KeyframeInterpolation: return stage == Stage::Two ? std::optional<double>(s) : std::nullopt;
+    case PipelineKind::KeyframeInterpolation:
+    case PipelineKind::A2Vid: return stage == Stage::Two ? std::optional<double>(s) : std::nullopt;
     case PipelineKind::TwoStageHQ: return s;
     case PipelineKind::Dfr:  // the temporal rounds run stage 1's weights
       return request.distilled_lora_strengths[stage == Stage::Two ? 1 : 0];
@@ -131,6 +147,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
   if (kind == PipelineKind::Retake) validate_retake_source(request, &c);
   LTX_CHECK(kind == PipelineKind::Retake || !request.retake, "pipeline ", name,
             ": a source clip (--video-path) is a retake option (--pipeline retake)");
+  if (kind == PipelineKind::T2A) return validate_t2a_request(request, c, contexts);
   const GenerationRequest& r = kind == PipelineKind::Retake ? with_retake_shape(request) : request;
   LTX_CHECK(r.num_frames >= 1 && (r.num_frames - 1) % 8 == 0, "pipeline ", name, ": num_frames ", r.num_frames,
             " is not 8k + 1 (e.g. 9, 17, 25, ..., 121): pass --num-frames ", std::max<int64_t>(1, (r.num_frames - 1) / 8 * 8 + 1));
@@ -194,6 +211,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
     LTX_CHECK(!keyframes, "pipeline ", name, ": generated keyframes are not an option of this pipeline");
   if (kind == PipelineKind::Retake)
     LTX_CHECK(r.images.empty(), "pipeline ", name, ": retake takes no --image (it conditions on the source clip)");
+  if (kind == PipelineKind::A2Vid) validate_a2vid_request(r, c);
   if (kind == PipelineKind::Dfr) {
     validate_dfr_request(r, c);
   } else {
@@ -420,6 +438,8 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
   if (kind == PipelineKind::KeyframeInterpolation) return run_keyframe_interpolation(r, c, ctx, progress);
   if (kind == PipelineKind::Retake) return run_retake(r, c, ctx, progress);
+  if (kind == PipelineKind::A2Vid) return run_a2vid(r, c, ctx, progress);
+  if (kind == PipelineKind::T2A) return run_t2a(r, c, ctx, progress);
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The generation pipelines (reference: ltx_pipelines/{distilled, ti2vid_one_stage, ti2vid_two_stages,
-// ti2vid_two_stages_hq, dfr_pipeline, keyframe_interpolation, retake}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
+// ti2vid_two_stages_hq, dfr_pipeline, keyframe_interpolation, retake, a2vid_two_stage,
+// t2a_one_stage}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
 // encoding happens before (the caller passes the contexts), VAE / audio decoding after (the caller
 // decodes the returned latents); models are loaded by the caller and passed in, not owned.
 //
@@ -41,7 +42,7 @@ class AudioEncoder;
 
 namespace ltx::pipelines {
 
-// The reference's text/image-to-video pipelines.
+// The reference's pipelines.
 enum class PipelineKind {
   Distilled,   // DistilledPipeline: distilled model, 8 sigmas at half size + upsample + 3 refine steps
   OneStage,    // TI2VidOneStagePipeline: LTX2Scheduler + guided Euler at full size
@@ -50,14 +51,20 @@ enum class PipelineKind {
   Dfr,         // DFRPipeline (2.5): keyframe slots at half size, detailing pass, 0-2 temporal x2 rounds
   KeyframeInterpolation,  // KeyframeInterpolationPipeline: as TwoStage, every image a guiding keyframe
   Retake,      // RetakePipeline: regenerates a time window of a source clip (distilled, one stage)
+  A2Vid,       // A2VidPipelineTwoStage: TwoStage with the input audio's latent frozen in both stages (a2vid.h)
+  T2A,         // T2AOneStagePipeline: audio only, LTX2Scheduler + audio-guided Euler (t2a.h)
 };
-// "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr", "keyframe-interpolation", "retake".
+// "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr", "keyframe-interpolation", "retake",
+// "a2vid", "t2a".
 const char* pipeline_name(PipelineKind kind);
 // Accepts the names above (and '_' for '-'); throws ltx::Error listing the valid names.
 PipelineKind parse_pipeline_kind(const std::string& name);
 std::vector<std::string> pipeline_names();
-bool is_two_stage(PipelineKind kind);  // every pipeline but OneStage and Retake (sizes multiple of 64, not 32)
-bool uses_guidance(PipelineKind kind);  // OneStage / TwoStage / TwoStageHQ / KeyframeInterpolation
+bool is_two_stage(PipelineKind kind);  // all but OneStage, Retake and T2A (sizes multiple of 64, not 32)
+// OneStage / TwoStage / TwoStageHQ / KeyframeInterpolation / A2Vid / T2A: negatives used.
+bool uses_guidance(PipelineKind kind);
+// Whether the pipeline makes video (all but T2A, which makes audio only).
+bool makes_video(PipelineKind kind);
 
 // Denoising stages, for per-stage transformer weights (LoRA fusion) and progress. Temporal: the DFR
 // pipeline's temporal x2 rounds, which run the stage-1 weights (base + distilled LoRA, no detailing
@@ -129,6 +136,11 @@ struct GenerationRequest {
   int64_t detailing_downscale_factor = 2;
   // Retake: the source clip and the window (required by, and only for, PipelineKind::Retake).
   std::optional<RetakeSource> retake;
+  // A2Vid: the input audio as the reference's decode_audio_from_file returns it (already cut to
+  // --audio-start-time / --audio-max-duration): f32 [C, N] (C = the audio encoder's channels) at
+  // input_audio_rate Hz, resampled by the encoder's AudioProcessor.
+  Tensor input_audio;
+  int64_t input_audio_rate = 0;
   // Optional replacement for the seeded torch-CPU generator of the initial / stage-2 noise (e.g.
   // noise recorded from the reference); not owned, must outlive run_pipeline.
   sampling::NoiseSource* noise = nullptr;
@@ -163,7 +175,7 @@ struct Components {
   const models::upsampler::LatentUpsampler* spatial_upsampler = nullptr;
   // DFR with temporal rounds: the temporal x2 latent upsampler (F -> 2F - 1).
   const models::upsampler::LatentUpsampler* temporal_upsampler = nullptr;
-  // Retake of a clip with an audio track: encodes the source audio.
+  // Retake of a clip with an audio track, and A2Vid: encodes the source / input audio.
   const models::audio_vae::AudioEncoder* audio_encoder = nullptr;
   // The transformer checkpoint's `model_version` metadata ("" when absent): selects the image CRF
   // default and, for the distilled pipeline from 2.5 on, the ancestral stage-1 sampler.
@@ -189,8 +201,11 @@ using ProgressCallback = std::function<void(const std::string& stage, int64_t st
 
 // Latents in the request's dtype (bf16 by default), on the CPU.
 struct GenerationResult {
-  Tensor video_latent;  // [1, C, F', H/32, W/32] normalised latent, the video decoder's input
-  Tensor audio_latent;  // [1, 8, T, 16] audio latent, the audio decoder's input; undefined if off
+  // [1, C, F', H/32, W/32] normalised latent, the video decoder's input; undefined for T2A.
+  Tensor video_latent;
+  // [1, 8, T, 16] audio latent, the audio decoder's input; undefined if off. A2Vid: the input
+  // audio's latent (frozen); the reference writes the input waveform itself, not this decoded.
+  Tensor audio_latent;
   int64_t height = 0, width = 0, num_frames = 0;
   double frame_rate = 0.0;  // playback rate of the video (DFR: frame_rate * 2^rounds)
   // > 0: the audio latent covers more than the video (DFR pads its canvas); cut the decoded

@@ -183,6 +183,13 @@ Tensor concat_defined(const std::vector<LatentState>& states, Tensor LatentState
   return ops::concat(parts, 0);
 }
 
+// blocks._build_state's frozen branch: mask zeros (on the host, where the state is built), flagged.
+void freeze(LatentState& s) {
+  s.denoise_mask = Tensor::zeros(s.denoise_mask.shape(), s.denoise_mask.dtype());
+  s.frozen = true;
+  s.mask_levels = nullptr;
+}
+
 // The samples' states joined along the batch (mask levels are re-read from the joined mask).
 LatentState concat_states(const std::vector<LatentState>& states) {
   if (states.size() == 1) return states.front();
@@ -259,6 +266,8 @@ std::vector<StageOutput> run_diffusion_stage_batch(const StageConfig& c, const s
     if (s.audio)
       audios.push_back(sampling::create_noised_state(at, s.audio->conditionings, *s.noise, c.dtype,
                                                      s.audio->noise_scale, s.audio->initial_latent));
+    if (s.video && s.video->frozen) freeze(videos.back());
+    if (s.audio && s.audio->frozen) freeze(audios.back());
   }
   AVState st;
   if (!videos.empty()) st.video = concat_states(videos);

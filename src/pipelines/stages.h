@@ -72,6 +72,9 @@ struct ModalityInput {
   sampling::ConditioningItems conditionings;
   double noise_scale = 1.0;  // stage 2: its first sigma
   Tensor initial_latent;     // unpatchified [B, C, F, H, W] / [B, C, T, mel]; undefined: zeros
+  // Held fixed (the reference's ModalitySpec.frozen): the denoise mask zeroed after the noising
+  // and the modality's sigma forced to 0 in the transformer; the latent stays the initial one.
+  bool frozen = false;
 };
 
 enum class Sampler {

@@ -103,7 +103,8 @@ TEST(GenerateCli, DemoWritesAPlayableMp4WithAudio) {
         "spatial latent upsampler", "audio decoder", "vocoder", "video decoder"})
     EXPECT_NE(r.err.find(str(component, " runs on CPU (")), std::string::npos)
         << component << "\n" << r.err;
-  EXPECT_TRUE(std::filesystem::exists(dir.file("cache/ltx/demo-v2/ltx-2.3-demo.safetensors")));
+  EXPECT_TRUE(std::filesystem::exists(
+      dir.file(str("cache/ltx/", generate::kDemoBundleVersion, "/ltx-2.3-demo.safetensors"))));
 
   test::expect_mp4(out, 128, 64, 9, "25/1", 48000);
   const nlohmann::json probe = test::ffprobe(out);

@@ -61,6 +61,18 @@ as lossless PNGs, crf 0; pixels recorded as in.image<i>.pixels), and RetakePipel
 CLI) on a synthetic source clip served to the reference through its own media-reader contract (pixels
 and audio recorded as in.source.*; see run_retake). Deterministic: the same files on every run
 (up to the order of the metadata entries).
+
+Audio pipelines (opt-in, --pipelines ...,t2a,a2vid; each has its own runner in PIPELINE_RUNNERS):
+  t2a    T2AOneStagePipeline: audio-only transformer, audio CFG/STG guider with modality_scale 1.0,
+         NUM_FRAMES / FRAME_RATE seconds of audio; records the audio noise, every denoiser call, the
+         final audio latent, the decoded mel and the waveform (no video).
+  a2vid  A2VidPipelineTwoStage (two-stage, the e2e LoRA as distilled LoRA): the input audio is a
+         synthetic waveform made here (a2vid_input_waveform: 22050 Hz stereo, recorded as
+         in.audio.waveform) and handed to the pipeline in place of decode_audio_from_file's result
+         (same trim rule: start 0.1 s, the CLI's default max duration num_frames / frame_rate). Needs
+         torchaudio (the reference resamples to 16 kHz and takes the log-mel with it). Records the
+         decoded input, the encoder's mel input, the encoded latent, both stages and the returned
+         audio (the input itself, out.audio.waveform).
 """
 
 from __future__ import annotations
@@ -383,6 +395,8 @@ PIPELINES = {
     "dfr": {"height": 128, "width": 64},
     "keyframe_interpolation": {"height": 128, "width": 64},
     "retake": {"height": 64, "width": 96},  # the source clip's size (the pipeline runs at the clip's size)
+    "t2a": {"height": None, "width": None},  # audio only: T2AOneStagePipeline's placeholder pixel size
+    "a2vid": {"height": 128, "width": 64},
 }
 
 # TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
@@ -1236,6 +1250,164 @@ RUNNERS = {
 }
 
 
+# Audio pipelines: text-to-audio (T2AOneStagePipeline) and audio-to-video (A2VidPipelineTwoStage)
+# ------------------------------------------------------------------------------------------------
+
+# The a2vid input audio: made here (no PyAV on the generator machine), recorded as in.audio.waveform,
+# and handed to the pipeline where its file decoder would (decode_audio_from_file). 22050 Hz stereo
+# makes the reference resample (torchaudio, to the audio VAE's 16 kHz) on the way to the encoder;
+# start 0.1 s and the CLI's default max duration (num_frames / frame_rate = 0.375 s) are whole or
+# non-tie sample counts at that rate (2205 and round(8268.75) = 8269).
+A2VID_AUDIO = {"sampling_rate": 22050, "samples": 11025, "channels": 2, "seed": 7011, "start_time": 0.1}
+
+
+def a2vid_input_waveform() -> torch.Tensor:
+    """[2, 11025] float32: two harmonic tones (220 / 330 Hz with a third harmonic) plus a little
+    Gaussian noise (seeded); peak below 0.8."""
+    sr, n = A2VID_AUDIO["sampling_rate"], A2VID_AUDIO["samples"]
+    g = torch.Generator().manual_seed(A2VID_AUDIO["seed"])
+    t = torch.arange(n, dtype=torch.float64) / sr
+    rows = []
+    for c, f in enumerate((220.0, 330.0)):
+        x = 0.5 * torch.sin(2 * math.pi * f * t) + 0.2 * torch.sin(2 * math.pi * 3 * f * t + 0.5 * (c + 1))
+        rows.append(x + 0.05 * torch.randn(n, generator=g, dtype=torch.float64))
+    return torch.stack(rows).float().contiguous()
+
+
+def decode_recorded_audio(waveform: torch.Tensor, sampling_rate: int, start_time: float, max_duration: float | None):
+    """What decode_audio_from_file returns for a lossless stream holding ``waveform`` from time 0:
+    the samples from round(start_time * rate), at most round(max_duration * rate) of them, as
+    Audio(waveform [1, C, n], rate) (its trim rule; the first decoded frame starts at 0)."""
+    from ltx_core.types import Audio
+
+    skip = round(start_time * sampling_rate)
+    out = waveform[:, skip:] if skip > 0 else waveform
+    if max_duration is not None:
+        out = out[:, : round(max_duration * sampling_rate)]
+    if out.shape[-1] == 0:
+        return None
+    return Audio(waveform=out.clone().unsqueeze(0), sampling_rate=sampling_rate)
+
+
+def run_t2a(paths: dict, size: dict, request: dict):
+    """T2AOneStagePipeline as its CLI main() calls it: audio-only transformer, audio CFG guider with
+    modality_scale 1.0 (no video), LTX2Scheduler sigmas; returns no video."""
+    from ltx_core.components.guiders import MultiModalGuiderParams
+    from ltx_pipelines.t2a_one_stage import T2AOneStagePipeline
+    from ltx_pipelines.utils.constants import DEFAULT_NEGATIVE_PROMPT
+    from ltx_pipelines.utils.model_paths import ModelPaths
+
+    del size
+    mp = ModelPaths.from_monolith(paths["checkpoint"], gemma_root=paths["gemma"])
+    pipe = T2AOneStagePipeline(model_paths=mp, loras=[], device=CPU)
+    force_float32(pipe)
+    audio_params = {**guider_params("audio"), "modality_scale": 1.0}
+    request.update({"class": "ltx_pipelines.t2a_one_stage.T2AOneStagePipeline", "negative_prompt": DEFAULT_NEGATIVE_PROMPT,
+                    "num_inference_steps": GUIDED_STEPS, "audio_guider_params": audio_params, "max_batch_size": 1,
+                    "sigmas": "LTX2Scheduler().execute(steps=num_inference_steps) (default)", "loras": [],
+                    "duration_predictor": pipe.duration_predictor is not None,
+                    "placeholder_pixel_size": 512, "output": "encode_audio(audio, output_path) (WAV); not run here"})
+    audio = pipe(
+        prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, frame_rate=FRAME_RATE,
+        num_inference_steps=GUIDED_STEPS, audio_guider_params=MultiModalGuiderParams(**audio_params),
+        num_frames=NUM_FRAMES, enhance_prompt=False, max_batch_size=1,
+    )
+    request["audio_samples_out"] = int(audio.waveform.shape[-1])
+    return None
+
+
+def run_a2vid(paths: dict, size: dict, request: dict):
+    """A2VidPipelineTwoStage as its CLI main() calls it, the input audio handed over where its file
+    decoder would return it (decode_audio_from_file replaced, see decode_recorded_audio). Records the
+    decoded input, the encoder's log-mel input and the encoded latent (before the pipeline's trim);
+    the pipeline returns the decoded input audio itself, recorded as out.audio.waveform."""
+    import ltx_pipelines.a2vid_two_stage as a2v
+
+    if "torchaudio" in STUBBED:
+        raise RuntimeError("a2vid needs torchaudio: the reference resamples and takes the log-mel with it (AudioProcessor)")
+    from ltx_pipelines.utils.constants import DEFAULT_NEGATIVE_PROMPT
+    from ltx_pipelines.utils.model_paths import ModelPaths
+
+    wave = a2vid_input_waveform()
+    rate = A2VID_AUDIO["sampling_rate"]
+    start = A2VID_AUDIO["start_time"]
+    max_duration = NUM_FRAMES / FRAME_RATE  # the CLI's default for --audio-max-duration
+    R.put("in.audio.waveform", wave, f"the input audio [C, N] float32 at {rate} Hz (a2vid_input_waveform(): the file's samples)")
+
+    def decode_audio(path, device, start_time=0.0, max_duration=None):
+        del path
+        audio = decode_recorded_audio(wave, rate, start_time, max_duration)
+        if audio is not None:
+            audio = type(audio)(waveform=audio.waveform.to(device), sampling_rate=audio.sampling_rate)
+            R.put("inter.audio.decoded_waveform", audio.waveform, "decode_audio_from_file(...).waveform [1, C, n]: the input from "
+                  "round(start_time * rate), round(max_duration * rate) samples")
+        return audio
+
+    orig_encode = a2v.vae_encode_audio
+    orig_decode = a2v.decode_audio_from_file
+
+    def encode_audio(audio, audio_encoder, audio_processor=None):
+        cap = {}
+
+        def keep_mel(_m, inputs):  # returns None: the input goes on unchanged
+            cap.setdefault("mel", inputs[0].detach().clone())
+
+        h = audio_encoder.register_forward_pre_hook(keep_mel)
+        try:
+            latent = orig_encode(audio, audio_encoder, audio_processor)
+        finally:
+            h.remove()
+        R.put("inter.audio.encoder_mel", cap["mel"], "AudioProcessor.waveform_to_mel(resampled input) [1, C, T_mel, mel_bins]: the "
+              "audio encoder's input")
+        R.put("inter.audio.encoded_latent", latent, "encode_audio(decoded input, encoder) [1, C, T, mel] before the pipeline's "
+              "trim to AudioLatentShape.from_duration(num_frames / frame_rate).frames")
+        return latent
+
+    a2v.decode_audio_from_file = decode_audio
+    a2v.vae_encode_audio = encode_audio
+    try:
+        mp = ModelPaths.from_monolith(paths["checkpoint"], gemma_root=paths["gemma"])
+        lora = LoraPathStrengthAndSDOps(paths["lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+        pipe = a2v.A2VidPipelineTwoStage(model_paths=mp, distilled_lora=[lora], spatial_upsampler_path=paths["upsampler"], loras=[],
+                                         device=CPU)
+        force_float32(pipe)
+        pipe.audio_conditioner._dtype = torch.float32  # noqa: SLF001
+        request.update({"class": "ltx_pipelines.a2vid_two_stage.A2VidPipelineTwoStage", "negative_prompt": DEFAULT_NEGATIVE_PROMPT,
+                        "num_inference_steps": GUIDED_STEPS, "video_guider_params": guider_params("video"),
+                        "audio_guider_params": "MultiModalGuiderParams() (stage 1, audio frozen)", "max_batch_size": 1,
+                        "spatial_upsampler_path": UPSAMPLER_NAME,
+                        "distilled_lora": [{"path": LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP"}], "loras": [],
+                        "stage_1_sigmas": "LTX2Scheduler().execute(steps=num_inference_steps) (default)",
+                        "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+                        "audio_path": "<in.audio.waveform>", "audio_sampling_rate_in": rate, "audio_start_time": start,
+                        "audio_max_duration": max_duration,
+                        "audio_decode": "decode_audio_from_file replaced by decode_recorded_audio (no PyAV): samples "
+                        "[round(start * rate), + round(max_duration * rate)) of in.audio.waveform"})
+        video, audio, _ = pipe(
+            prompt=PROMPT, negative_prompt=DEFAULT_NEGATIVE_PROMPT, seed=SEED, height=size["height"], width=size["width"],
+            num_frames=NUM_FRAMES, frame_rate=FRAME_RATE, num_inference_steps=GUIDED_STEPS, video_guider_params=make_guider("video"),
+            images=[], audio_path="<in.audio.waveform>", audio_start_time=start, audio_max_duration=max_duration,
+            vae_dtype=torch.float32, tiling_config=AUTO_TILING, enhance_prompt=False, max_batch_size=1,
+        )
+        frames = [c.detach().float().cpu() for c in video]
+    finally:
+        a2v.decode_audio_from_file = orig_decode
+        a2v.vae_encode_audio = orig_encode
+    R.put("out.audio.waveform", audio.waveform.float(), "the pipeline's returned Audio.waveform [C, n]: the decoded input audio "
+          "(what the CLI muxes into the MP4)")
+    R.audio_rate = int(audio.sampling_rate)
+    request["audio_samples_out"] = int(audio.waveform.shape[-1])
+    return frames
+
+
+# Pipelines run by their own runner function: name -> runner(paths, size, request) -> decoded video
+# chunks (or None for audio-only pipelines).
+PIPELINE_RUNNERS = {
+    "t2a": run_t2a,
+    "a2vid": run_a2vid,
+}
+
+
 def run_pipeline(name: str, paths: dict) -> dict:
     from ltx_pipelines.utils.constants import DEFAULT_NEGATIVE_PROMPT
     from ltx_pipelines.utils.model_paths import ModelPaths
@@ -1259,10 +1431,13 @@ def run_pipeline(name: str, paths: dict) -> dict:
         "model_paths": f"ModelPaths.from_monolith({CKPT_NAME!r}, gemma_root={Path(paths['gemma']).name!r})",
     }
     t0 = time.time()
+    video = None
     with torch.inference_mode():
         runner = RUNNERS.get(name)
         if runner is not None:
             video, audio = runner(mp, paths, size, request)
+        elif name in PIPELINE_RUNNERS:
+            video = PIPELINE_RUNNERS[name](paths, size, request)
         elif name == "distilled":
             from ltx_pipelines.distilled import DistilledPipeline
 
@@ -1384,6 +1559,8 @@ def run_pipeline(name: str, paths: dict) -> dict:
             for k in ("out.audio.waveform", "out.audio.mel"):
                 R.t.pop(k, None)
             frames = None
+        elif video is None:
+            frames = None  # audio-only pipeline
         else:
             frames = torch.cat([c.detach().float().cpu() for c in video], dim=0)
     if frames is not None:
@@ -1391,7 +1568,7 @@ def run_pipeline(name: str, paths: dict) -> dict:
     request["tiling_config_resolved"] = tiling_desc(R.tiling)
     request["audio_sampling_rate"] = R.audio_rate
     log(f"  {name}: {time.time() - t0:.1f} s, frames {list(frames.shape) if frames is not None else 'not decoded'}, "
-        f"audio latent {list(R.t['out.audio.latent'].shape)} @ {R.audio_rate} Hz")
+        f"audio latent {list(R.t['out.audio.latent'].shape) if 'out.audio.latent' in R.t else None} @ {R.audio_rate} Hz")
     return request
 
 
