@@ -37,6 +37,25 @@ struct ImageFlag {
   std::vector<uint8_t> bytes;  // last, so {path, frame, strength, crf} still initialises one
 };
 
+// `--video-conditioning PATH STRENGTH` (ic-lora): a reference video and its strength in [0, 1].
+struct VideoConditioningFlag {
+  std::string path;
+  double strength = 1.0;
+};
+
+// What the output path receives (--output-format, else the output path's extension):
+//   Mp4  the video with its audio track (H.264 + AAC)
+//   Png  the frames as PNG: one frame (--num-frames 1, text-to-image) -> the file at the output
+//        path; several -> a folder at the output path without its ".png" ending holding
+//        frame_00000.png, frame_00001.png, ...; no audio.
+enum class OutputFormat { Mp4, Png };
+// "mp4" / "png" (case-insensitive); throws naming --output-format and the valid names.
+OutputFormat parse_output_format(const std::string& name);
+// The flag's format when given, else from the output path's extension (".png" -> Png, else Mp4).
+OutputFormat output_format_of(const std::string& flag, const std::string& output_path);
+// Where a Png output goes for `frames` frames (the path itself for one frame, else the folder).
+std::string png_output_location(const std::string& output_path, int64_t frames);
+
 // A LoRA of an Engine's library (generate/engine.h), by name.
 struct LibraryLora {
   std::string name;
@@ -55,6 +74,7 @@ struct GenerateOptions {
   std::string prompt;
   std::optional<std::string> negative_prompt;  // unset: the reference's default
   std::string output_path;
+  std::string output_format;  // --output-format ("" = from the output path's extension)
   std::optional<int64_t> seed, height, width, num_frames, num_inference_steps;
   std::optional<double> frame_rate;
   std::optional<int64_t> max_batch_size;  // guided passes per transformer call (0 = all)
@@ -91,6 +111,12 @@ struct GenerateOptions {
   // video attends to it, so the frames stay exactly those of a run with audio); only its decode
   // (audio decoder + vocoder) and the track are skipped.
   bool audio = true;
+  // ic-lora: the reference videos (--video-conditioning), --conditioning-attention-mask PATH
+  // STRENGTH (a grayscale mask clip whose values weight the reference's attention, times STRENGTH)
+  // and --skip-stage-2 (stage 1's half-size result is decoded). The IC-LoRA itself is --lora.
+  std::vector<VideoConditioningFlag> video_conditionings;
+  std::optional<std::pair<std::string, double>> conditioning_attention_mask;
+  bool skip_stage_2 = false;
   // LoRAs of an Engine's library by name, fused after models.loras (generate::Engine::run only:
   // `ltx generate` names LoRA files with --lora).
   std::vector<LibraryLora> library_loras;
@@ -119,7 +145,7 @@ struct GenerateResult {
 // naming the flag. `to_file`: the output path is checked too (not when a sink takes the media).
 void validate_options(const GenerateOptions& options, bool to_file = true);
 
-// Writes the MP4 at options.output_path.
+// Writes the output at options.output_path (an MP4 or PNG frames, output_format_of).
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);
 // The same generation with the decoded frames and audio handed to `sink` (e.g. a MemorySink)
 // instead of an MP4 file; options.output_path is not used.

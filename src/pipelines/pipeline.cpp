@@ -14,6 +14,7 @@
 #include "ops/shape.h"
 #include "pipelines/denoisers.h"
 #include "pipelines/dfr.h"
+#include "pipelines/ic_lora.h"
 #include "pipelines/stages.h"
 #include "sampling/params.h"
 #include "sampling/schedulers.h"
@@ -23,7 +24,7 @@ namespace ltx::pipelines {
 namespace {
 
 constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled, PipelineKind::OneStage, PipelineKind::TwoStage,
-                                      PipelineKind::TwoStageHQ, PipelineKind::Dfr};
+                                      PipelineKind::TwoStageHQ, PipelineKind::Dfr, PipelineKind::IcLora};
 
 std::string names_joined() {
   std::string s;
@@ -40,6 +41,7 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::TwoStage: return "two-stage";
     case PipelineKind::TwoStageHQ: return "two-stage-hq";
     case PipelineKind::Dfr: return "dfr";
+    case PipelineKind::IcLora: return "ic-lora";
   }
   return "?";
 }
@@ -59,7 +61,9 @@ PipelineKind parse_pipeline_kind(const std::string& name) {
 }
 
 bool is_two_stage(PipelineKind kind) { return kind != PipelineKind::OneStage; }
-bool uses_guidance(PipelineKind kind) { return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr; }
+bool uses_guidance(PipelineKind kind) {
+  return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr && kind != PipelineKind::IcLora;
+}
 
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version) {
   const sampling::PipelineParams& p =
@@ -175,6 +179,13 @@ void validate_request(PipelineKind kind, const GenerationRequest& r, const Compo
   LTX_CHECK(r.num_generated_keyframes == 0 || r.generated_keyframe_positions.empty(), "pipeline ", name,
             ": give either a generated keyframe count or explicit positions, not both");
   const bool keyframes = r.num_generated_keyframes > 0 || !r.generated_keyframe_positions.empty();
+  if (kind == PipelineKind::IcLora) {
+    validate_ic_lora_request(r, c);
+  } else {
+    LTX_CHECK(r.video_conditionings.empty() && !r.conditioning_attention_mask.defined() && !r.skip_stage_2,
+              "pipeline ", name, ": reference videos, an attention mask and skipping stage 2 are IC-LoRA options "
+              "(--pipeline ic-lora)");
+  }
   if (kind == PipelineKind::Dfr) {
     validate_dfr_request(r, c);
   } else {
@@ -399,6 +410,7 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   validate_request(kind, r, c, &ctx_in);
   const TextContexts ctx = contexts_on(ctx_in, c.device);
   if (kind == PipelineKind::Dfr) return run_dfr(r, c, ctx, progress);
+  if (kind == PipelineKind::IcLora) return run_ic_lora(r, c, ctx, progress);
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The generation pipelines (reference: ltx_pipelines/{distilled, ti2vid_one_stage, ti2vid_two_stages,
-// ti2vid_two_stages_hq, dfr_pipeline}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
+// ti2vid_two_stages_hq, dfr_pipeline, ic_lora}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
 // encoding happens before (the caller passes the contexts), VAE / audio decoding after (the caller
 // decodes the returned latents); models are loaded by the caller and passed in, not owned.
 //
@@ -45,8 +45,9 @@ enum class PipelineKind {
   TwoStage,    // TI2VidTwoStagesPipeline: guided Euler at half size, upsample, distilled-LoRA refine
   TwoStageHQ,  // TI2VidTwoStagesHQPipeline: as TwoStage with res_2s in both stages
   Dfr,         // DFRPipeline (2.5): keyframe slots at half size, detailing pass, 0-2 temporal x2 rounds
+  IcLora,      // ICLoraPipeline: distilled two-stage, reference videos + IC-LoRA in stage 1 (ic_lora.h)
 };
-// "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr".
+// "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr", "ic-lora".
 const char* pipeline_name(PipelineKind kind);
 // Accepts the names above (and '_' for '-'); throws ltx::Error listing the valid names.
 PipelineKind parse_pipeline_kind(const std::string& name);
@@ -69,6 +70,14 @@ struct ImageConditioning {
   int64_t frame_index = 0;   // pixel frame in [0, num_frames)
   double strength = 1.0;     // 1 = kept exactly (denoise mask 1 - strength)
   std::optional<int> crf;    // nullopt: the model generation's default (33; 18 from 2.4 on); 0 = none
+};
+
+// One IC-LoRA reference video (--video-conditioning PATH STRENGTH): its decoded frames, at most
+// num_frames of them (the pipeline uses the first num_frames).
+struct VideoConditioning {
+  Tensor frames;          // u8 [F, H, W, 3]
+  double strength = 1.0;  // 1 = the reference tokens stay clean (denoise mask 1 - strength)
+  std::string path;       // for messages
 };
 
 struct GenerationRequest {
@@ -112,6 +121,17 @@ struct GenerationRequest {
   std::optional<double> detailing_lora_strength;
   // DFR: target / reference size ratio of the detailing LoRA (read_detailing_downscale_factor()).
   int64_t detailing_downscale_factor = 2;
+  // IC-LoRA (PipelineKind::IcLora, ic_lora.h): the reference videos, prepared at stage 1's size /
+  // reference_downscale_factor and appended to stage 1; the attention strength between them and
+  // the generated tokens in [0, 1], optionally times a pixel mask f32 [1, 1, F, H / 2, W / 2] in
+  // [0, 1] (--conditioning-attention-mask); skip_stage_2 returns stage 1's latents at half size.
+  // The factors come from the IC-LoRA's metadata (ic_lora::read_reference_scale_factors).
+  std::vector<VideoConditioning> video_conditionings;
+  double conditioning_attention_strength = 1.0;
+  Tensor conditioning_attention_mask;
+  bool skip_stage_2 = false;
+  int64_t reference_downscale_factor = 1;
+  int64_t reference_temporal_scale_factor = 1;
   // Optional replacement for the seeded torch-CPU generator of the initial / stage-2 noise (e.g.
   // noise recorded from the reference); not owned, must outlive run_pipeline.
   sampling::NoiseSource* noise = nullptr;
