@@ -132,6 +132,11 @@ void append_reference_video_conditionings(sampling::ConditioningItems& items,
             " (height x width) must be divisible by the IC-LoRA's reference_downscale_factor ", scale,
             "; pick --height / --width so that half of each is a multiple of ", scale);
   const int64_t ref_height = o.height / scale, ref_width = o.width / scale;
+  const auto vae = encoder.video_scale_factors();
+  LTX_CHECK(ref_height % vae.height == 0 && ref_width % vae.width == 0, "IC-LoRA: the reference videos are prepared at ",
+            ref_height, "x", ref_width, " (stage size / reference_downscale_factor ", scale,
+            "), which the video VAE's x", vae.height, " grid does not divide; pick --height / --width so that ",
+            "each divided by ", 2 * scale, " is a multiple of ", vae.height);
   for (const VideoConditioning& v : videos) {
     Tensor pixels = preprocess_reference_video(v.frames, ref_height, ref_width, o.num_frames, o.dtype);
     if (o.factors.temporal > 1) pixels = temporal_subsample(pixels, o.factors.temporal);
