@@ -1,5 +1,6 @@
 #include "generate/generate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <exception>
@@ -137,6 +138,17 @@ void validate_ic_lora_options(const GenerateOptions& o, PipelineKind kind) {
     LTX_CHECK(fs::is_regular_file(path, ec), flag, " '", path, "': no such file");
     LTX_CHECK(strength >= 0.0 && strength <= 1.0, flag, " '", path, "': STRENGTH ", strength,
               " must be in [0, 1]");
+    // Its container and video stream, before any model loads (the frames are decoded later).
+    media::MediaInfo info;
+    try {
+      info = media::probe_media(path);
+    } catch (const Error& e) {
+      fail(flag, " '", path, "': cannot read the video (", e.what(), "); give a video file FFmpeg decodes "
+           "(e.g. H.264 MP4)");
+    }
+    LTX_CHECK(std::any_of(info.streams.begin(), info.streams.end(),
+                          [](const media::StreamInfo& st) { return st.type == "video"; }),
+              flag, " '", path, "': cannot read the video (the file has no video stream); give a video file");
   }
   LTX_CHECK(!o.auto_duration, "--auto-duration does not apply to --pipeline ic-lora: the reference "
             "video is read up to --num-frames frames; pass --num-frames");
