@@ -109,7 +109,9 @@ int run_generate(GenerateCli& c) {
   const generate::DecodeResult& d = r.decoded;
   log_info("wrote ", r.output_path, ": ", d.frames, " frames of ", d.width, "x", d.height, " at ",
            r.frame_rate, " fps",
-           d.audio_samples > 0 ? str(", audio ", d.audio_sample_rate, " Hz") : std::string(),
+           d.audio_samples > 0 && generate::output_format_of(o.output_format, o.output_path) == generate::OutputFormat::Mp4
+               ? str(", audio ", d.audio_sample_rate, " Hz")
+               : std::string(),
            r.demo ? " (DEMO: random weights)" : "");
   log_info(progress.summary());
   return 0;

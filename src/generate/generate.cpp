@@ -442,6 +442,10 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
         pipelines::ic_lora::combine_reference_scale_factors(lora_paths, "--lora");
     req.reference_downscale_factor = f.downscale;
     req.reference_temporal_scale_factor = f.temporal;
+    if (read_images)
+      log_info("IC-LoRA reference: ", req.height / 2 / f.downscale, "x", req.width / 2 / f.downscale,
+               " (reference_downscale_factor ", f.downscale, f.downscale == 1 ? ", 1 when the metadata has none" : "",
+               "), every ", f.temporal == 1 ? std::string("frame") : str(f.temporal, "th frame after the first"));
     req.skip_stage_2 = options.skip_stage_2;
     for (const VideoConditioningFlag& v : options.video_conditionings) {
       pipelines::VideoConditioning vc;

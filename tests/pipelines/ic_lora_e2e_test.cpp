@@ -124,10 +124,13 @@ pipelines::GenerationRequest request_of(const Reference& ref, double strength, d
   return r;
 }
 
+// The positive contexts: in the io file, or in e2e_text.io.safetensors when gen_e2e.py found them
+// bit-identical to the shared ones (a run together with one_stage).
 pipelines::TextContexts contexts_of(const Reference& ref) {
+  const Reference& src = ref.f->contains("out.text.positive.video_encoding") ? ref : Reference("e2e_text.io.safetensors");
   pipelines::TextContexts ctx;
-  ctx.video_positive = ref.t("out.text.positive.video_encoding");
-  ctx.audio_positive = ref.t("out.text.positive.audio_encoding");
+  ctx.video_positive = src.t("out.text.positive.video_encoding");
+  ctx.audio_positive = src.t("out.text.positive.audio_encoding");
   return ctx;
 }
 
