@@ -71,10 +71,13 @@ Tensor downsample_mask_to_latent(const Tensor& mask, int64_t frames, int64_t hei
   LTX_CHECK(mask.dim() == 5 && mask.size(1) == 1, "IC-LoRA attention mask: expected [B, 1, F, H, W], got ",
             mask.shape().str());
   const int64_t b = mask.size(0), f_pix = mask.size(2);
+  // Computed in f32; each step rounds to the mask's dtype as the reference's ops on that dtype do.
+  const DType dtype = mask.dtype();
+  const auto rounded = [dtype](const Tensor& t) { return dtype == DType::F32 ? t : t.to(dtype).to(DType::F32); };
   // [B, 1, F, H, W] -> [(B F), 1, H, W], area-averaged per frame.
   const Tensor frames_first = mask.to(Device::cpu(), DType::F32).permute({0, 2, 1, 3, 4}).reshape(
       {b * f_pix, 1, mask.size(3), mask.size(4)});
-  const Tensor down = ops::interpolate(frames_first, {height, width}, ops::InterpMode::Area)
+  const Tensor down = rounded(ops::interpolate(frames_first, {height, width}, ops::InterpMode::Area))
                           .reshape({b, f_pix, height, width});
   Tensor latent = down.narrow(1, 0, 1);
   if (f_pix > 1 && frames > 1) {
@@ -82,7 +85,8 @@ Tensor downsample_mask_to_latent(const Tensor& mask, int64_t frames, int64_t hei
               frames, " latent frames ((frames - 1) must be a multiple of ", frames - 1,
               "); give the mask as many frames as the reference video");
     const int64_t t = (f_pix - 1) / (frames - 1);
-    const Tensor rest = ops::mean(down.narrow(1, 1, f_pix - 1).reshape({b, frames - 1, t, height, width}), {2});
+    const Tensor rest =
+        rounded(ops::mean(down.narrow(1, 1, f_pix - 1).reshape({b, frames - 1, t, height, width}), {2}));
     latent = ops::concat({latent, rest}, 1);
   }
   return latent.reshape({b, latent.size(1) * height * width});
@@ -118,7 +122,7 @@ Tensor mask_from_frames(const Tensor& frames, int64_t height, int64_t width, int
                           .to(DType::F32);
   const Tensor gray = ops::mean(unit, {1}, true).to(DType::BF16).to(DType::F32);
   const Tensor shifted = ops::add(gray, 1.0).to(DType::BF16).to(DType::F32);
-  return ops::clamp(ops::mul(shifted, 0.5), 0.0, 1.0);
+  return ops::clamp(ops::mul(shifted, 0.5), 0.0, 1.0).to(DType::BF16);
 }
 
 void append_reference_video_conditionings(sampling::ConditioningItems& items,
@@ -146,7 +150,10 @@ void append_reference_video_conditionings(sampling::ConditioningItems& items,
     std::optional<sampling::CrossAttentionMask> attention;
     if (o.attention_mask.defined()) {
       const Tensor weights = downsample_mask_to_latent(o.attention_mask, latent.size(2), latent.size(3), latent.size(4));
-      attention = ops::mul(weights, o.attention_strength);
+      // The weights times the strength, rounded to the mask's dtype (a mask clip's is bf16).
+      const DType md = o.attention_mask.dtype();
+      const Tensor scaled = ops::mul(weights, o.attention_strength);
+      attention = md == DType::F32 ? scaled : scaled.to(md).to(DType::F32);
     } else if (o.attention_strength < 1.0) {
       attention = o.attention_strength;
     }

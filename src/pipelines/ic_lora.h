@@ -49,7 +49,8 @@ ReferenceScaleFactors read_reference_scale_factors(const std::string& lora_path)
 ReferenceScaleFactors combine_reference_scale_factors(const std::vector<std::string>& lora_paths,
                                                       const std::string& flag = "--lora");
 
-// downsample_mask_video_to_latent: mask f32 [B, 1, F, H, W] -> per-token weights f32 [B, F' * h * w]
+// downsample_mask_video_to_latent: mask [B, 1, F, H, W] (f32, or bf16 with each step rounded to bf16
+// as the reference's ops on a bf16 mask) -> per-token weights f32 [B, F' * h * w]
 // for a latent of `frames` x `height` x `width`: area-averaged to h x w per frame; in time the first
 // frame alone, then the mean of each group of (F - 1) / (F' - 1) frames (F - 1 must be a multiple of
 // F' - 1); just the first frame when F or F' is 1.
@@ -66,7 +67,7 @@ Tensor preprocess_reference_video(const Tensor& frames, int64_t height, int64_t 
 
 // The mask an --conditioning-attention-mask clip gives (ic_lora._load_mask_video): the first
 // `max_frames` frames resized and center-cropped to height x width, [-1, 1] in bf16, the channel
-// mean, (m + 1) / 2 clamped to [0, 1]: f32 [1, 1, F', height, width] (bf16 values).
+// mean, (m + 1) / 2 clamped to [0, 1]: bf16 [1, 1, F', height, width].
 Tensor mask_from_frames(const Tensor& frames, int64_t height, int64_t width, int64_t max_frames);
 
 // append_ic_lora_reference_video_conditionings: for each reference video, preprocessed at

@@ -123,8 +123,8 @@ struct GenerationRequest {
   int64_t detailing_downscale_factor = 2;
   // IC-LoRA (PipelineKind::IcLora, ic_lora.h): the reference videos, prepared at stage 1's size /
   // reference_downscale_factor and appended to stage 1; the attention strength between them and
-  // the generated tokens in [0, 1], optionally times a pixel mask f32 [1, 1, F, H / 2, W / 2] in
-  // [0, 1] (--conditioning-attention-mask); skip_stage_2 returns stage 1's latents at half size.
+  // the generated tokens in [0, 1], optionally times a pixel mask [1, 1, F, H / 2, W / 2] in [0, 1]
+  // (f32, or bf16 as a --conditioning-attention-mask clip gives it); skip_stage_2 returns stage 1's latents at half size.
   // The factors come from the IC-LoRA's metadata (ic_lora::read_reference_scale_factors).
   std::vector<VideoConditioning> video_conditionings;
   double conditioning_attention_strength = 1.0;

@@ -98,7 +98,12 @@ TEST(IcLoraVideo, PreprocessCapsTheFramesAndMapsToUnitRange) {
   // The mask clip: mid gray 128 -> (128 / 127.5 - 1 + 1) / 2 in bf16 steps, about 0.502.
   const Tensor mask = icl::mask_from_frames(Tensor::full({3, 8, 8, 3}, 128.0, DType::U8), 4, 4, 9);
   EXPECT_EQ(mask.shape(), (Shape{1, 1, 3, 4, 4}));
+  EXPECT_EQ(mask.dtype(), DType::BF16);
   EXPECT_NEAR(mask.to_float_vector()[0], 0.502, 0.002);
+  // A bf16 mask's weights are bf16 values (each step rounds as the reference's bf16 ops).
+  const Tensor w = icl::downsample_mask_to_latent(test::random_tensor({1, 1, 9, 8, 8}, 3, 0.f, 1.f).to(DType::BF16), 2, 2, 2);
+  EXPECT_EQ(w.dtype(), DType::F32);
+  EXPECT_EQ(test::max_abs_diff(w, w.to(DType::BF16).to(DType::F32)), 0.0);
   EXPECT_ERROR_HAS(icl::preprocess_reference_video(Tensor::zeros({2, 4, 4}, DType::U8), 4, 4, 9, DType::F32),
                    "u8 [F, H, W, 3]");
 }
