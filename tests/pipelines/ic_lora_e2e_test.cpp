@@ -4,6 +4,7 @@
 // and decoded frames (PSNR >= 40 dB) out; plus the reference-video steps (preprocess, encode, the
 // attention-mask downsampling) against their recorded intermediates.
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 
@@ -137,12 +138,16 @@ pipelines::TextContexts contexts_of(const Reference& ref) {
 void expect_matches(const pipelines::GenerationResult& out, const Reference& ref) {
   ASSERT_EQ(out.video_latent.shape(), ref.t("out.video.latent").shape());
   ASSERT_EQ(out.audio_latent.shape(), ref.t("out.audio.latent").shape());
-  EXPECT_LE(rel_l2(out.video_latent, ref.t("out.video.latent")), kLatentTol);
-  EXPECT_LE(rel_l2(out.audio_latent, ref.t("out.audio.latent")), kLatentTol);
+  const double video = rel_l2(out.video_latent, ref.t("out.video.latent"));
+  const double audio = rel_l2(out.audio_latent, ref.t("out.audio.latent"));
+  EXPECT_LE(video, kLatentTol);
+  EXPECT_LE(audio, kLatentTol);
   const Tensor frames = decode_frames(out.video_latent);
   const Tensor ref_frames = ref.t("out.video.frames");
   ASSERT_EQ(frames.shape(), ref_frames.shape());
-  EXPECT_GE(psnr_db(frames, ref_frames), kFramesMinPsnrDb);
+  const double psnr = psnr_db(frames, ref_frames);
+  EXPECT_GE(psnr, kFramesMinPsnrDb);
+  std::printf("video latent rel L2 %.3e, audio latent rel L2 %.3e, frames PSNR %.1f dB\n", video, audio, psnr);
 }
 
 TEST(IcLoraE2E, TheLoraFileCarriesTheReferenceDownscaleFactor) {
