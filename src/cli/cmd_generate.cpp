@@ -31,6 +31,8 @@ struct GenerateCli {
   generate::GenerateOptions o;
   ModelFlagsCli model;
   std::vector<std::vector<std::string>> images;
+  std::vector<std::vector<std::string>> video_conditionings;
+  std::vector<std::string> conditioning_attention_mask;
 };
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
@@ -78,6 +80,17 @@ int run_generate(GenerateCli& c) {
     o.images.push_back(im);
   }
 
+  for (const auto& v : c.video_conditionings) {
+    LTX_CHECK(v.size() == 2, "--video-conditioning takes PATH STRENGTH, got ", v.size(), " values");
+    o.video_conditionings.push_back({v[0], parse_number(v[1], str("--video-conditioning ", v[0], " STRENGTH"))});
+  }
+  if (!c.conditioning_attention_mask.empty()) {
+    const auto& v = c.conditioning_attention_mask;
+    LTX_CHECK(v.size() == 2, "--conditioning-attention-mask takes MASK_PATH STRENGTH, got ", v.size(), " values");
+    o.conditioning_attention_mask =
+        std::pair{v[0], parse_number(v[1], str("--conditioning-attention-mask ", v[0], " STRENGTH"))};
+  }
+
   generate::Progress progress(stderr, log_level() > LogLevel::Info
                                           ? generate::Progress::Mode::Off
                                           : generate::Progress::Mode::Auto);
@@ -101,7 +114,10 @@ int run_generate(GenerateCli& c) {
   else
     log_info("wrote ", r.output_path, ": ", d.frames, " frames of ", d.width, "x", d.height, " at ",
              r.frame_rate, " fps",
-             d.audio_samples > 0 ? str(", audio ", d.audio_sample_rate, " Hz") : std::string(),
+             d.audio_samples > 0 && generate::resolve_output_format(o.output_format, o.output_path) ==
+                                        generate::OutputFormat::Mp4
+                 ? str(", audio ", d.audio_sample_rate, " Hz")
+                 : std::string(),
              r.demo ? " (DEMO: random weights)" : "");
   log_info(progress.summary());
   return 0;
@@ -139,11 +155,14 @@ Command add_generate(CLI::App& app) {
 
   sub->add_option("--prompt", o.prompt, "What the video shows and sounds like")->required();
   sub->add_option("--output-path", o.output_path,
-                  "The file to write: an MP4, or a WAV for --pipeline t2a")
+                  "The file to write: an MP4; a WAV for --pipeline t2a; or with --output-format png "
+                  "(or a .png path) a PNG for one frame and a folder of numbered PNG frames (the "
+                  "path without .png) for more")
       ->required();
   sub->add_option("--output-format", o.output_format,
-                  "mp4 (the video pipelines) or wav (t2a: 16-bit PCM); default: from the "
-                  "--output-path extension (.wav: wav, else mp4)");
+                  "mp4: video + audio (the video pipelines); wav: 16-bit PCM (t2a); png: frames as "
+                  "PNG, no audio (--num-frames 1 writes one image: text-to-image). Default: from "
+                  "the --output-path extension (.wav: wav, .png: png, else mp4)");
   sub->add_option("--pipeline", o.pipeline,
                   "distilled: distilled checkpoint, 8 + 3 steps, no guidance; one-stage: guided, "
                   "one resolution; two-stage: guided at half size, x2 upsample, distilled-LoRA "
@@ -151,7 +170,8 @@ Command add_generate(CLI::App& app) {
                   "keyframe canvas, detailing pass and temporal rounds; keyframe-interpolation: "
                   "two-stage with every --image as a guiding keyframe; retake: regenerate "
                   "--start-time..--end-time of --video-path; a2vid: two-stage video generated to "
-                  "--audio-path's soundtrack; t2a: text to audio, one stage, writes a WAV (" +
+                  "--audio-path's soundtrack; t2a: text to audio, one stage, writes a WAV; ic-lora: "
+                  "video-to-video control with an IC-LoRA (--lora) on --video-conditioning clips (" +
                       pipelines + ", default two-stage)");
   sub->add_option("--negative-prompt", o.negative_prompt,
                   "What to steer away from (guided pipelines; default: the "
@@ -194,6 +214,16 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--audio-max-duration", o.audio_max_duration,
                   "a2vid: at most this many seconds of audio (default: the video's duration, "
                   "num-frames / frame-rate)");
+  sub->add_option("--video-conditioning", c->video_conditionings,
+                  "ic-lora: PATH STRENGTH of a reference (control) video, e.g. a depth or pose clip, "
+                  "read up to --num-frames frames (repeatable)")
+      ->expected(1, 2);  // counted by run_generate, for an error that names the arguments
+  sub->add_option("--conditioning-attention-mask", c->conditioning_attention_mask,
+                  "ic-lora: MASK_PATH STRENGTH: a grayscale mask video whose values in [0, 1] weight "
+                  "the attention to the reference per region, times STRENGTH (default: full)")
+      ->expected(1, 2);
+  sub->add_flag("--skip-stage-2", o.skip_stage_2,
+                "ic-lora: stop after stage 1; the output is at half the height and width");
   sub->add_option("--temporal-upsample-rounds", o.temporal_upsample_rounds,
                   "dfr: temporal x2 refine rounds, 0-2 (frame rate x 2 per round)");
   add_guidance(sub, o.video_guidance, "video", "--a2v-guidance-scale", "Audio-to-video");

@@ -19,6 +19,7 @@
 #include "models/video_vae/memory_estimate.h"
 #include "models/video_vae/model_configurator.h"
 #include "models/video_vae/video_decoder.h"
+#include "media/yuv.h"
 #include "ops/shape.h"
 #include "pipelines/pipeline.h"
 #include "sampling/noise.h"
@@ -124,6 +125,44 @@ void Mp4Sink::begin(const MediaFormat& format) {
 void Mp4Sink::write_frames(const Tensor& frames) { writer_->write_frames(frames); }
 void Mp4Sink::write_audio(const Tensor& waveform) { writer_->write_audio(waveform); }
 void Mp4Sink::finish() { writer_->finish(); }
+
+PngSink::PngSink(std::string file_path, std::string dir_path)
+    : file_path_(std::move(file_path)), dir_path_(std::move(dir_path)) {}
+PngSink::~PngSink() = default;
+
+void PngSink::begin(const MediaFormat& format) {
+  single_ = format.frames == 1;
+  single_frame_ = Tensor();
+  folder_.reset();
+  written_.clear();
+  if (!single_) folder_ = std::make_unique<media::PngFrameWriter>(dir_path_);
+}
+
+void PngSink::write_frames(const Tensor& frames) {
+  if (!single_) {
+    folder_->write_frames(frames);
+    return;
+  }
+  LTX_CHECK(!single_frame_.defined() && frames.dim() == 4 && frames.size(0) == 1, "PNG output: expected one frame, got ",
+            frames.shape().str(), single_frame_.defined() ? " after the first" : "");
+  single_frame_ = media::rgb_to_uint8(frames.to(Device::cpu())).select(0, 0);
+}
+
+void PngSink::write_audio(const Tensor& waveform) {
+  if (waveform.defined())
+    log_warn("PNG output: the audio track is not written (PNG frames hold no sound; use --output-format mp4 for it)");
+}
+
+void PngSink::finish() {
+  if (single_) {
+    LTX_CHECK(single_frame_.defined(), "PNG output: no frame was decoded");
+    media::write_png(file_path_, single_frame_);
+    written_ = file_path_;
+  } else {
+    folder_->finish();
+    written_ = dir_path_;
+  }
+}
 
 void MemorySink::begin(const MediaFormat& format) {
   media_ = {};

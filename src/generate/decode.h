@@ -16,6 +16,7 @@
 
 #include "core/tensor.h"
 #include "media/audio.h"
+#include "media/image.h"
 #include "media/video_writer.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
@@ -116,6 +117,27 @@ class WavSink final : public MediaSink {
   std::string path_;
   int64_t sample_rate_ = 0;
   Tensor waveform_;
+};
+
+// PNG frames (libpng, media/image.h): a one-frame video (format.frames == 1, text-to-image) as
+// the file `file_path`; more frames as a folder `dir_path` of frame_00000.png, frame_00001.png, ...
+// Each appears only in finish() (temporary name + rename). The audio is dropped (with a warning).
+class PngSink final : public MediaSink {
+ public:
+  PngSink(std::string file_path, std::string dir_path);
+  ~PngSink() override;
+  void begin(const MediaFormat& format) override;
+  void write_frames(const Tensor& frames) override;
+  void write_audio(const Tensor& waveform) override;
+  void finish() override;
+  // Where the output went (file_path or dir_path), after finish().
+  const std::string& written_path() const { return written_; }
+
+ private:
+  std::string file_path_, dir_path_, written_;
+  bool single_ = false;
+  Tensor single_frame_;
+  std::unique_ptr<media::PngFrameWriter> folder_;
 };
 
 // Decoded media kept in memory (library callers, tests; no FFmpeg needed).

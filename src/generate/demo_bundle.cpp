@@ -46,6 +46,7 @@ constexpr const char* kTextEncoderName = "gemma-3-demo.safetensors";
 constexpr const char* kUpsamplerName = "spatial-upscaler-x2-demo.safetensors";
 constexpr const char* kTemporalUpsamplerName = "temporal-upscaler-x2-demo.safetensors";
 constexpr const char* kLoraName = "distilled-lora-demo.safetensors";
+constexpr const char* kIcLoraName = "ic-lora-demo.safetensors";
 // Found next to the text encoder by --enhance-prompt (text::find_default_system_prompt).
 constexpr const char* kSystemPromptName = "gemma3_t2v_system_prompt.txt";
 constexpr const char* kSystemPrompt =
@@ -314,8 +315,10 @@ void write_upsampler(const std::string& path, const char* config_text) {
 }
 
 // Rank-2 factors for the self-attention projections of every block (the layers the published
-// distilled LoRA adapts, among others), in the trainer's ComfyUI layout.
-void write_lora(const std::string& path, const Tensors& transformer) {
+// distilled LoRA adapts, among others), in the trainer's ComfyUI layout. `seed_prefix` makes the
+// values of different LoRAs differ; `metadata` goes into the file's header.
+void write_lora(const std::string& path, const Tensors& transformer, const std::string& seed_prefix = "",
+                const std::map<std::string, std::string>& metadata = {}) {
   const std::regex target(
       R"(model\.diffusion_model\.(transformer_blocks\.\d+\.attn1\.(to_q|to_k|to_v|to_out\.0))\.weight)");
   Tensors t;
@@ -324,12 +327,12 @@ void write_lora(const std::string& path, const Tensors& transformer) {
     if (!std::regex_match(key, m, target) || w.dim() != 2) continue;
     const std::string base = "diffusion_model." + m[1].str();
     t.emplace_back(base + ".lora_A.weight",
-                   demo_values(base + ".lora_A", {kLoraRank, w.size(1)}, DType::BF16));
+                   demo_values(seed_prefix + base + ".lora_A", {kLoraRank, w.size(1)}, DType::BF16));
     t.emplace_back(base + ".lora_B.weight",
-                   demo_values(base + ".lora_B", {w.size(0), kLoraRank}, DType::BF16));
+                   demo_values(seed_prefix + base + ".lora_B", {w.size(0), kLoraRank}, DType::BF16));
   }
   LTX_CHECK(!t.empty(), "demo bundle: no LoRA targets in the transformer");
-  io::write_safetensors(path, t);
+  io::write_safetensors(path, t, metadata);
 }
 
 DemoBundle bundle_in(const std::string& dir) {
@@ -340,13 +343,14 @@ DemoBundle bundle_in(const std::string& dir) {
           (d / kUpsamplerName).string(),
           (d / kTemporalUpsamplerName).string(),
           (d / kLoraName).string(),
-          (d / kSystemPromptName).string()};
+          (d / kSystemPromptName).string(),
+          (d / kIcLoraName).string()};
 }
 
 bool complete(const DemoBundle& b) {
   std::error_code ec;
   for (const std::string* p : {&b.checkpoint, &b.text_encoder, &b.spatial_upsampler,
-                               &b.temporal_upsampler, &b.distilled_lora, &b.system_prompt})
+                               &b.temporal_upsampler, &b.distilled_lora, &b.system_prompt, &b.ic_lora})
     if (!fs::is_regular_file(*p, ec)) return false;
   return true;
 }
@@ -369,6 +373,9 @@ void write_demo_bundle_files(const std::string& dir) {
   write_upsampler(b.spatial_upsampler, kUpsamplerConfig);
   write_upsampler(b.temporal_upsampler, kTemporalUpsamplerConfig);
   write_lora(b.distilled_lora, transformer);
+  // An IC-LoRA with the metadata ic-lora reads (a reference at the stage size: the demo's half
+  // size, 96x160, is the smallest the x32 VAE takes).
+  write_lora(b.ic_lora, transformer, "ic_lora.", {{"format", "pt"}, {"reference_downscale_factor", "1"}});
   std::ofstream(b.system_prompt) << kSystemPrompt;
   LTX_CHECK(fs::file_size(b.system_prompt) > 0, "cannot write ", b.system_prompt);
 }

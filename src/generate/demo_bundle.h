@@ -21,6 +21,8 @@
 //   spatial-upscaler-x2-demo.safetensors   x2 spatial latent upsampler
 //   temporal-upscaler-x2-demo.safetensors  x2 temporal latent upsampler (dfr's temporal rounds)
 //   distilled-lora-demo.safetensors   rank-2 LoRA on the self-attention projections
+//   ic-lora-demo.safetensors          rank-2 IC-LoRA (metadata reference_downscale_factor "1"),
+//                                     what --pipeline ic-lora fuses into its first stage
 //   gemma3_t2v_system_prompt.txt      the system prompt --enhance-prompt finds next to the text
 //                                     encoder
 #include <cstdint>
@@ -36,6 +38,7 @@ struct DemoBundle {
   std::string temporal_upsampler;
   std::string distilled_lora;
   std::string system_prompt;  // for --enhance-prompt (a short one of our own)
+  std::string ic_lora;        // for --pipeline ic-lora
 };
 
 // Bump when the bundle's content changes, so stale caches are not reused.

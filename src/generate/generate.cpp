@@ -1,5 +1,6 @@
 #include "generate/generate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <exception>
@@ -38,6 +39,7 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "pipelines/dfr.h"
+#include "pipelines/ic_lora.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/retake.h"
 #include "quantization/file_format.h"
@@ -129,6 +131,7 @@ const std::vector<OutputFormatInfo>& output_formats() {
   static const std::vector<OutputFormatInfo> formats = {
       {OutputFormat::Mp4, "mp4", {".mp4"}},
       {OutputFormat::Wav, "wav", {".wav"}},
+      {OutputFormat::Png, "png", {".png"}},
   };
   return formats;
 }
@@ -172,7 +175,8 @@ std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind
   if (paths.detailing_lora) detailing = file(paths.detailing_lora->path);
   std::vector<lora::LoraSet> sets;
   for (const pipelines::Stage stage : kStages) {
-    lora::LoraSet set = user;
+    // ic-lora: the IC-LoRA (--lora) shapes stage 1 only; its refinement runs the base weights.
+    lora::LoraSet set = kind == PipelineKind::IcLora && stage != pipelines::Stage::One ? lora::LoraSet{} : user;
     if (const auto s = pipelines::distilled_lora_strength(kind, stage, request); s && distilled)
       set.push_back({distilled, *s});
     if (const auto s = pipelines::detailing_lora_strength(kind, stage, request); s && detailing)
@@ -180,6 +184,60 @@ std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind
     sets.push_back(std::move(set));
   }
   return sets;
+}
+
+// The ic-lora flags: each names a clip that must exist; strengths in [0, 1].
+void validate_ic_lora_options(const GenerateOptions& o, PipelineKind kind) {
+  const bool ic = kind == PipelineKind::IcLora;
+  for (const auto& [given, flag] :
+       {std::pair{!o.video_conditionings.empty(), "--video-conditioning"},
+        std::pair{o.conditioning_attention_mask.has_value(), "--conditioning-attention-mask"},
+        std::pair{o.skip_stage_2, "--skip-stage-2"}})
+    LTX_CHECK(!given || ic, flag, " is a flag of --pipeline ic-lora");
+  if (!ic) return;
+  LTX_CHECK(!o.video_conditionings.empty(),
+            "--pipeline ic-lora needs a reference video: pass --video-conditioning PATH STRENGTH");
+  std::vector<std::pair<std::string, double>> clips;
+  for (const VideoConditioningFlag& v : o.video_conditionings) clips.emplace_back(v.path, v.strength);
+  if (o.conditioning_attention_mask) clips.push_back(*o.conditioning_attention_mask);
+  for (size_t i = 0; i < clips.size(); ++i) {
+    const char* flag = i < o.video_conditionings.size() ? "--video-conditioning" : "--conditioning-attention-mask";
+    const auto& [path, strength] = clips[i];
+    std::error_code ec;
+    LTX_CHECK(fs::is_regular_file(path, ec), flag, " '", path, "': no such file");
+    LTX_CHECK(strength >= 0.0 && strength <= 1.0, flag, " '", path, "': STRENGTH ", strength,
+              " must be in [0, 1]");
+    // Its container and video stream, before any model loads (the frames are decoded later).
+    media::MediaInfo info;
+    try {
+      info = media::probe_media(path);
+    } catch (const Error& e) {
+      fail(flag, " '", path, "': cannot read the video (", e.what(), "); give a video file FFmpeg decodes "
+           "(e.g. H.264 MP4)");
+    }
+    LTX_CHECK(std::any_of(info.streams.begin(), info.streams.end(),
+                          [](const media::StreamInfo& st) { return st.type == "video"; }),
+              flag, " '", path, "': cannot read the video (the file has no video stream); give a video file");
+  }
+  LTX_CHECK(!o.auto_duration, "--auto-duration does not apply to --pipeline ic-lora: the reference "
+            "video is read up to --num-frames frames; pass --num-frames");
+  LTX_CHECK(!guidance_given(o.video_guidance) && !guidance_given(o.audio_guidance) && !o.negative_prompt &&
+                !o.num_inference_steps,
+            "the ic-lora pipeline runs the distilled 8 + 3 steps without guidance: --negative-prompt, "
+            "--num-inference-steps and the guidance scale flags do not apply to it");
+  LTX_CHECK(!o.models.distilled_lora, "--distilled-lora: the ic-lora pipeline runs a distilled checkpoint "
+            "and fuses only the IC-LoRA (--lora)");
+}
+
+// The frames of a clip named by `flag`, at most max_frames (-1: all); an unreadable file or one
+// without a decodable video stream fails with one line naming the flag.
+Tensor read_clip(const std::string& path, int64_t max_frames, const char* flag) {
+  try {
+    return media::decode_video_frames(path, max_frames);
+  } catch (const Error& e) {
+    fail(flag, " '", path, "': cannot read the video (", e.what(), "); give a video file FFmpeg decodes "
+         "(e.g. H.264 MP4)");
+  }
 }
 
 }  // namespace
@@ -209,6 +267,13 @@ OutputFormat resolve_output_format(const std::string& flag, const std::string& o
   fail("--output-format '", flag, "' is not a known format: expected one of ", names);
 }
 
+std::string png_output_location(const std::string& output_path, int64_t frames) {
+  if (frames == 1) return output_path;
+  fs::path dir(output_path);
+  if (lower_extension(output_path) == ".png") dir.replace_extension();
+  return dir.string();
+}
+
 void validate_options(const GenerateOptions& o, bool to_file) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(o.pipeline);
   const char* name = pipelines::pipeline_name(kind);
@@ -219,11 +284,23 @@ void validate_options(const GenerateOptions& o, bool to_file) {
             "add --device cuda)");
   block_streaming(o.offload, o.device);         // --offload on the CPU
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
+  const OutputFormat format = resolve_output_format(o.output_format, o.output_path);
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
     std::error_code ec;
-    LTX_CHECK(!fs::is_directory(o.output_path, ec), "--output-path '", o.output_path,
-              "' is a folder: name the MP4 file to write");
+    LTX_CHECK(!fs::is_directory(o.output_path, ec) || format == OutputFormat::Png, "--output-path '",
+              o.output_path, "' is a folder: name the MP4 file to write");
+    if (format == OutputFormat::Png) {
+      // A one-frame run writes the file, a longer one the folder (only known after the text
+      // encoding when a duration head picks the count): both must be creatable.
+      LTX_CHECK(!fs::is_directory(o.output_path, ec) || fs::path(o.output_path).extension() != ".png",
+                "--output-path '", o.output_path, "' is a folder: name the PNG file to write");
+      const std::string dir = png_output_location(o.output_path, 2);
+      LTX_CHECK(!fs::exists(dir, ec) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)), "--output-path '",
+                o.output_path, "': the PNG frames go to the folder '", dir,
+                "', which exists and is not an empty folder; remove it or pick another path");
+      media::check_output_location(dir, "--output-path");
+    }
     media::check_output_location(o.output_path, "--output-path");  // before any model loads
     check_output_format(kind, resolve_output_format(o.output_format, o.output_path));
   } else if (!o.output_format.empty()) {
@@ -336,6 +413,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
     LTX_CHECK(!im.crf || (*im.crf >= 0 && *im.crf <= 51), flag, ": CRF ", *im.crf,
               " must be in [0, 51]");
   }
+  validate_ic_lora_options(o, kind);
   const bool dfr = kind == PipelineKind::Dfr;
   for (const auto& [given, flag] :
        {std::pair{o.temporal_upsample_rounds.has_value(), "--temporal-upsample-rounds"},
@@ -373,6 +451,7 @@ ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
   if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
   if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
   if (temporal_upsampler) flags.temporal_upsampler_path = demo.temporal_upsampler;
+  if (kind == PipelineKind::IcLora) flags.loras.push_back(LoraSpec{demo.ic_lora, 1.0});
   return flags;
 }
 
@@ -506,6 +585,38 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
     req.distilled_lora_strengths[0] = *options.distilled_lora_strength_stage_1;
   if (options.distilled_lora_strength_stage_2)
     req.distilled_lora_strengths[1] = *options.distilled_lora_strength_stage_2;
+  if (kind == PipelineKind::IcLora) {
+    LTX_CHECK(!paths.loras.empty(), "--pipeline ic-lora needs its IC-LoRA: pass --lora PATH [STRENGTH] (the "
+              "control LoRA the reference videos are for)");
+    std::vector<std::string> lora_paths;
+    for (const LoraSpec& l : paths.loras) lora_paths.push_back(l.path);
+    const pipelines::ic_lora::ReferenceScaleFactors f =
+        pipelines::ic_lora::combine_reference_scale_factors(lora_paths, "--lora");
+    req.reference_downscale_factor = f.downscale;
+    req.reference_temporal_scale_factor = f.temporal;
+    if (read_images)
+      log_info("IC-LoRA reference: ", req.height / 2 / f.downscale, "x", req.width / 2 / f.downscale,
+               " (reference_downscale_factor ", f.downscale, f.downscale == 1 ? ", 1 when the metadata has none" : "",
+               "), every ", f.temporal == 1 ? std::string("frame") : str(f.temporal, "th frame after the first"));
+    req.skip_stage_2 = options.skip_stage_2;
+    for (const VideoConditioningFlag& v : options.video_conditionings) {
+      pipelines::VideoConditioning vc;
+      vc.path = v.path;
+      vc.strength = v.strength;
+      vc.frames = read_images ? read_clip(v.path, req.num_frames, "--video-conditioning")
+                              : Tensor::zeros({1, 1, 1, 3}, DType::U8);
+      req.video_conditionings.push_back(std::move(vc));
+    }
+    if (options.conditioning_attention_mask) {
+      const auto& [path, strength] = *options.conditioning_attention_mask;
+      req.conditioning_attention_strength = strength;
+      // As the reference: the mask clip at stage 1's size, num_frames frames at most.
+      if (read_images)
+        req.conditioning_attention_mask = pipelines::ic_lora::mask_from_frames(
+            read_clip(path, req.num_frames, "--conditioning-attention-mask"), req.height / 2, req.width / 2,
+            req.num_frames);
+    }
+  }
   for (size_t i = 0; i < options.images.size(); ++i) {
     const ImageFlag& im = options.images[i];
     pipelines::ImageConditioning c;
@@ -958,11 +1069,18 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
 
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
   validate_options(options);
-  std::unique_ptr<MediaSink> sink;
-  switch (resolve_output_format(options.output_format, options.output_path)) {
-    case OutputFormat::Mp4: sink = std::make_unique<Mp4Sink>(options.output_path); break;
-    case OutputFormat::Wav: sink = std::make_unique<WavSink>(options.output_path); break;
+  const OutputFormat format = resolve_output_format(options.output_format, options.output_path);
+  if (format == OutputFormat::Png) {
+    PngSink sink(options.output_path, png_output_location(options.output_path, 2));
+    GenerateResult result = generate(options, progress, sink);
+    result.output_path = sink.written_path();
+    return result;
   }
+  std::unique_ptr<MediaSink> sink;
+  if (format == OutputFormat::Wav)
+    sink = std::make_unique<WavSink>(options.output_path);
+  else
+    sink = std::make_unique<Mp4Sink>(options.output_path);
   GenerateResult result = generate(options, progress, *sink);
   result.output_path = options.output_path;
   return result;

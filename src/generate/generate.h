@@ -38,6 +38,13 @@ struct ImageFlag {
   std::vector<uint8_t> bytes;  // last, so {path, frame, strength, crf} still initialises one
 };
 
+// `--video-conditioning PATH STRENGTH` (ic-lora): a reference video and its strength in [0, 1].
+struct VideoConditioningFlag {
+  std::string path;
+  double strength = 1.0;
+};
+
+
 // A LoRA of an Engine's library (generate/engine.h), by name.
 struct LibraryLora {
   std::string name;
@@ -96,6 +103,12 @@ struct GenerateOptions {
   // video attends to it, so the frames stay exactly those of a run with audio); only its decode
   // (audio decoder + vocoder) and the track are skipped.
   bool audio = true;
+  // ic-lora: the reference videos (--video-conditioning), --conditioning-attention-mask PATH
+  // STRENGTH (a grayscale mask clip whose values weight the reference's attention, times STRENGTH)
+  // and --skip-stage-2 (stage 1's half-size result is decoded). The IC-LoRA itself is --lora.
+  std::vector<VideoConditioningFlag> video_conditionings;
+  std::optional<std::pair<std::string, double>> conditioning_attention_mask;
+  bool skip_stage_2 = false;
   // LoRAs of an Engine's library by name, fused after models.loras (generate::Engine::run only:
   // `ltx generate` names LoRA files with --lora).
   std::vector<LibraryLora> library_loras;
@@ -107,18 +120,26 @@ struct GenerateOptions {
   // a2vid: the soundtrack already decoded (f32 [C, N] at its rate: a caller that decoded an upload,
   // the tests), instead of audio_path; the start / duration cut applies to it the same way.
   std::optional<media::AudioTrack> audio_input;
-  // --output-format: "mp4" or "wav"; empty: from the output path's extension (resolve_output_format).
+  // --output-format: "mp4", "wav" or "png"; empty: from the output path's extension
+  // (resolve_output_format).
   std::string output_format;
 };
 
-// What `ltx generate` writes. The video pipelines write an MP4 (H.264 + AAC); t2a writes a 16-bit
-// PCM WAV. New formats (PNG frames, EXR) add an entry here and in kOutputFormats (generate.cpp).
-enum class OutputFormat { Mp4, Wav };
-const char* output_format_name(OutputFormat format);  // "mp4", "wav"
-// `flag` (--output-format) when given, else by `output_path`'s extension (.wav -> Wav; any other,
-// or none, -> Mp4). Throws naming the flag for an unknown format, or when the flag and a known
-// extension of another format disagree.
+// What the output path receives (--output-format, else the output path's extension):
+//   Mp4  the video with its audio track (H.264 + AAC): the video pipelines
+//   Wav  16-bit PCM: t2a, the audio-only pipeline
+//   Png  the frames as PNG: one frame (--num-frames 1, text-to-image) -> the file at the output
+//        path; several -> a folder at the output path without its ".png" ending holding
+//        frame_00000.png, frame_00001.png, ...; no audio.
+// A new format (EXR) adds an entry here and in output_formats() (generate.cpp).
+enum class OutputFormat { Mp4, Wav, Png };
+const char* output_format_name(OutputFormat format);  // "mp4", "wav", "png"
+// `flag` (--output-format) when given, else by `output_path`'s extension (.wav -> Wav, .png -> Png;
+// any other, or none, -> Mp4). Throws naming the flag for an unknown format, or when the flag and
+// a known extension of another format disagree.
 OutputFormat resolve_output_format(const std::string& flag, const std::string& output_path);
+// Where a Png output goes for `frames` frames (the path itself for one frame, else the folder).
+std::string png_output_location(const std::string& output_path, int64_t frames);
 
 struct GenerateResult {
   std::string output_path;  // empty when the media went to a caller's sink
@@ -143,7 +164,8 @@ struct GenerateResult {
 // naming the flag. `to_file`: the output path is checked too (not when a sink takes the media).
 void validate_options(const GenerateOptions& options, bool to_file = true);
 
-// Writes the output at options.output_path (MP4, or WAV for t2a: resolve_output_format).
+// Writes the output at options.output_path (an MP4, a WAV for t2a, or PNG frames:
+// resolve_output_format).
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);
 // The same generation with the decoded frames and audio handed to `sink` (e.g. a MemorySink)
 // instead of an MP4 file; options.output_path is not used.

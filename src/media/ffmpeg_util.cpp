@@ -9,7 +9,9 @@ namespace ltx::media::ff {
 
 void quiet_logs() {
   static std::once_flag once;
-  std::call_once(once, [] { av_log_set_level(AV_LOG_ERROR); });
+  // Fatal only: every failure reaches the user as one ltx::Error that carries FFmpeg's message
+  // (av_strerror); its own error lines (e.g. "moov atom not found") would double that line.
+  std::call_once(once, [] { av_log_set_level(AV_LOG_FATAL); });
 }
 
 int sws_colorspace(AVColorSpace cs) {

@@ -5,12 +5,12 @@
 #include <map>
 
 #include "core/error.h"
-#include "io/safetensors.h"
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "ops/shape.h"
 #include "pipelines/denoisers.h"
+#include "pipelines/ic_lora.h"
 #include "sampling/params.h"
 
 namespace ltx::pipelines {
@@ -23,20 +23,7 @@ sampling::Sigmas temporal_sigmas() {
 }
 
 int64_t read_detailing_downscale_factor(const std::string& lora_path) {
-  const auto file = io::SafetensorsFile::open(lora_path);
-  const auto& meta = file->metadata();
-  const auto it = meta.find("reference_downscale_factor");
-  if (it == meta.end()) return 2;
-  size_t used = 0;
-  int64_t factor = 0;
-  try {
-    factor = std::stoll(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  LTX_CHECK(used == it->second.size() && used > 0 && factor >= 1, "detailing LoRA ", lora_path,
-            ": metadata reference_downscale_factor '", it->second, "' is not a positive integer");
-  return factor;
+  return ic_lora::read_lora_factor(lora_path, "reference_downscale_factor", 2);
 }
 
 lora::LoraSet stage_loras(Stage stage, const lora::LoraSet& user, const lora::LoraSet& distilled,

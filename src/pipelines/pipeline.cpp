@@ -17,6 +17,7 @@
 #include "pipelines/dfr.h"
 #include "pipelines/keyframe_interpolation.h"
 #include "pipelines/retake.h"
+#include "pipelines/ic_lora.h"
 #include "pipelines/stages.h"
 #include "pipelines/t2a.h"
 #include "sampling/params.h"
@@ -30,7 +31,7 @@ constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled,  PipelineKind::On
                                       PipelineKind::TwoStage,   PipelineKind::TwoStageHQ,
                                       PipelineKind::Dfr,        PipelineKind::KeyframeInterpolation,
                                       PipelineKind::Retake,     PipelineKind::A2Vid,
-                                      PipelineKind::T2A};
+                                      PipelineKind::T2A,        PipelineKind::IcLora};
 
 std::string names_joined() {
   std::string s;
@@ -51,6 +52,7 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::Retake: return "retake";
     case PipelineKind::A2Vid: return "a2vid";
     case PipelineKind::T2A: return "t2a";
+    case PipelineKind::IcLora: return "ic-lora";
   }
   return "?";
 }
@@ -74,7 +76,8 @@ bool is_two_stage(PipelineKind kind) {
 }
 bool makes_video(PipelineKind kind) { return kind != PipelineKind::T2A; }
 bool uses_guidance(PipelineKind kind) {
-  return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr && kind != PipelineKind::Retake;
+  return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr && kind != PipelineKind::Retake &&
+         kind != PipelineKind::IcLora;
 }
 
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version) {
@@ -212,6 +215,13 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
   if (kind == PipelineKind::Retake)
     LTX_CHECK(r.images.empty(), "pipeline ", name, ": retake takes no --image (it conditions on the source clip)");
   if (kind == PipelineKind::A2Vid) validate_a2vid_request(r, c);
+  if (kind == PipelineKind::IcLora) {
+    validate_ic_lora_request(r, c);
+  } else {
+    LTX_CHECK(r.video_conditionings.empty() && !r.conditioning_attention_mask.defined() && !r.skip_stage_2,
+              "pipeline ", name, ": reference videos, an attention mask and skipping stage 2 are IC-LoRA options "
+              "(--pipeline ic-lora)");
+  }
   if (kind == PipelineKind::Dfr) {
     validate_dfr_request(r, c);
   } else {
@@ -440,6 +450,7 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   if (kind == PipelineKind::Retake) return run_retake(r, c, ctx, progress);
   if (kind == PipelineKind::A2Vid) return run_a2vid(r, c, ctx, progress);
   if (kind == PipelineKind::T2A) return run_t2a(r, c, ctx, progress);
+  if (kind == PipelineKind::IcLora) return run_ic_lora(r, c, ctx, progress);
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 

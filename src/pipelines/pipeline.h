@@ -1,7 +1,7 @@
 #pragma once
 // The generation pipelines (reference: ltx_pipelines/{distilled, ti2vid_one_stage, ti2vid_two_stages,
 // ti2vid_two_stages_hq, dfr_pipeline, keyframe_interpolation, retake, a2vid_two_stage,
-// t2a_one_stage}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
+// t2a_one_stage, ic_lora}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
 // encoding happens before (the caller passes the contexts), VAE / audio decoding after (the caller
 // decodes the returned latents); models are loaded by the caller and passed in, not owned.
 //
@@ -53,15 +53,17 @@ enum class PipelineKind {
   Retake,      // RetakePipeline: regenerates a time window of a source clip (distilled, one stage)
   A2Vid,       // A2VidPipelineTwoStage: TwoStage with the input audio's latent frozen in both stages (a2vid.h)
   T2A,         // T2AOneStagePipeline: audio only, LTX2Scheduler + audio-guided Euler (t2a.h)
+  IcLora,      // ICLoraPipeline: distilled two-stage, reference videos + IC-LoRA in stage 1 (ic_lora.h)
 };
 // "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr", "keyframe-interpolation", "retake",
-// "a2vid", "t2a".
+// "a2vid", "t2a", "ic-lora".
 const char* pipeline_name(PipelineKind kind);
 // Accepts the names above (and '_' for '-'); throws ltx::Error listing the valid names.
 PipelineKind parse_pipeline_kind(const std::string& name);
 std::vector<std::string> pipeline_names();
 bool is_two_stage(PipelineKind kind);  // all but OneStage, Retake and T2A (sizes multiple of 64, not 32)
-// OneStage / TwoStage / TwoStageHQ / KeyframeInterpolation / A2Vid / T2A: negatives used.
+// OneStage / TwoStage / TwoStageHQ / KeyframeInterpolation / A2Vid / T2A: negatives used (not
+// Distilled, Dfr, Retake, IcLora).
 bool uses_guidance(PipelineKind kind);
 // Whether the pipeline makes video (all but T2A, which makes audio only).
 bool makes_video(PipelineKind kind);
@@ -91,6 +93,14 @@ struct RetakeSource {
   Tensor waveform;    // f32 [C, N] (or [1, C, N]) from time 0; undefined: the clip has no audio track
   int64_t sample_rate = 0;
   double start_time = 0.0, end_time = 0.0;
+};
+
+// One IC-LoRA reference video (--video-conditioning PATH STRENGTH): its decoded frames, at most
+// num_frames of them (the pipeline uses the first num_frames).
+struct VideoConditioning {
+  Tensor frames;          // u8 [F, H, W, 3]
+  double strength = 1.0;  // 1 = the reference tokens stay clean (denoise mask 1 - strength)
+  std::string path;       // for messages
 };
 
 struct GenerationRequest {
@@ -141,6 +151,17 @@ struct GenerationRequest {
   // input_audio_rate Hz, resampled by the encoder's AudioProcessor.
   Tensor input_audio;
   int64_t input_audio_rate = 0;
+  // IC-LoRA (PipelineKind::IcLora, ic_lora.h): the reference videos, prepared at stage 1's size /
+  // reference_downscale_factor and appended to stage 1; the attention strength between them and
+  // the generated tokens in [0, 1], optionally times a pixel mask [1, 1, F, H / 2, W / 2] in [0, 1]
+  // (f32, or bf16 as a --conditioning-attention-mask clip gives it); skip_stage_2 returns stage 1's latents at half size.
+  // The factors come from the IC-LoRA's metadata (ic_lora::read_reference_scale_factors).
+  std::vector<VideoConditioning> video_conditionings;
+  double conditioning_attention_strength = 1.0;
+  Tensor conditioning_attention_mask;
+  bool skip_stage_2 = false;
+  int64_t reference_downscale_factor = 1;
+  int64_t reference_temporal_scale_factor = 1;
   // Optional replacement for the seeded torch-CPU generator of the initial / stage-2 noise (e.g.
   // noise recorded from the reference); not owned, must outlive run_pipeline.
   sampling::NoiseSource* noise = nullptr;

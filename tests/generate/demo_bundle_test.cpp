@@ -22,14 +22,14 @@ TEST(DemoBundle, WritesTheSameBytesEveryTime) {
   generate::write_demo_bundle_files(again);
   for (const std::string* p :
        {&first.checkpoint, &first.text_encoder, &first.spatial_upsampler, &first.temporal_upsampler,
-        &first.distilled_lora, &first.system_prompt}) {
+        &first.distilled_lora, &first.system_prompt, &first.ic_lora}) {
     const std::string name = std::filesystem::path(*p).filename().string();
     EXPECT_EQ(test::read_bytes(*p), test::read_bytes(again + "/" + name)) << name;
   }
-  // Nothing but the six files (the Gemma seed file is gone).
+  // Nothing but the seven files (the Gemma seed file is gone).
   int files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(again)) ++files;
-  EXPECT_EQ(files, 6);
+  EXPECT_EQ(files, 7);
 }
 
 TEST(DemoBundle, FilesAreWhatInspectAndTheLoadersExpect) {
@@ -45,6 +45,9 @@ TEST(DemoBundle, FilesAreWhatInspectAndTheLoadersExpect) {
   EXPECT_NE(io::inspect_checkpoint(b.spatial_upsampler).component("latent_upsampler"), nullptr);
   EXPECT_NE(io::inspect_checkpoint(b.temporal_upsampler).component("latent_upsampler"), nullptr);
   EXPECT_NE(io::inspect_checkpoint(b.distilled_lora).component("lora"), nullptr);
+  // The IC-LoRA carries the metadata --pipeline ic-lora reads.
+  EXPECT_NE(io::inspect_checkpoint(b.ic_lora).component("lora"), nullptr);
+  EXPECT_EQ(io::SafetensorsFile::open(b.ic_lora)->metadata().at("reference_downscale_factor"), "1");
   // The embedded tokenizer works.
   const text::Tokenizer tok = text::load_tokenizer(b.text_encoder);
   EXPECT_GT(tok.encode_ids("a cat plays the piano", true).size(), 3u);

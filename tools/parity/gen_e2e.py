@@ -73,6 +73,17 @@ Audio pipelines (opt-in, --pipelines ...,t2a,a2vid; each has its own runner in P
          torchaudio (the reference resamples to 16 kHz and takes the log-mel with it). Records the
          decoded input, the encoder's mel input, the encoded latent, both stages and the returned
          audio (the input itself, out.audio.waveform).
+IC-LoRA (opt-in, --pipelines ic_lora,ic_lora_mask): ICLoraPipeline with e2e/ltx23_tiny_ic_lora.safetensors
+(the e2e LoRA's tensors, metadata reference_downscale_factor "2") as its IC-LoRA at strength 1, at
+256x128 (stage 1 at 128x64, the reference video at 64x32). There is no PyAV: the conditioning clip
+is a deterministic synthetic u8 clip [12, 48, 30, 3] (in.video_conditioning.frames) handed to the
+reference by replacing ltx_pipelines.iclora_utils.decode_video_by_frame (it yields the clip's frames,
+stopping at num_frames as the real decoder does); video_preprocess, the video encoder and the
+conditioning items are the reference's own. ic_lora: video-conditioning strength 1, both stages.
+ic_lora_mask: strength 0.8, a seeded float32 conditioning_attention_mask [1, 1, 9, 128, 64]
+(in.conditioning_attention_mask, what ic_lora._load_mask_video returns) at attention strength 0.5,
+--skip-stage-2 (the stage-1 latents are decoded at half size). Each run encodes only the positive
+prompt, so its io file carries its own out.text.positive.* contexts.
 """
 
 from __future__ import annotations
@@ -397,6 +408,8 @@ PIPELINES = {
     "retake": {"height": 64, "width": 96},  # the source clip's size (the pipeline runs at the clip's size)
     "t2a": {"height": None, "width": None},  # audio only: T2AOneStagePipeline's placeholder pixel size
     "a2vid": {"height": 128, "width": 64},
+    "ic_lora": {"height": 256, "width": 128},
+    "ic_lora_mask": {"height": 256, "width": 128},
 }
 
 # TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
@@ -856,6 +869,8 @@ def install_recorders() -> None:
         R.put(p + ".denoise_mask", state.denoise_mask, "initial state's denoise mask")
         if spec.initial_latent is not None:
             R.put(p + ".clean_latent", state.clean_latent, "initial state's clean latent (patchified ModalitySpec.initial_latent)")
+        if getattr(state, "attention_mask", None) is not None:
+            R.put(p + ".attention_mask", state.attention_mask, "initial state's self-attention mask [B, T, T] (built by an attention-strength conditioning)")
         R.calls[p + ".noise_scale"] = str(spec.noise_scale)
         return state
 
@@ -1573,6 +1588,131 @@ def run_pipeline(name: str, paths: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------
+# IC-LoRA (ltx_pipelines.ic_lora.ICLoraPipeline + iclora_utils)
+# ------------------------------------------------------------------------------------------------
+
+IC_LORA_NAME = "e2e/ltx23_tiny_ic_lora.safetensors"
+# The e2e LoRA's tensors with IC-LoRA metadata: a union-control style reference at half the
+# stage-1 size (no temporal subsampling).
+IC_LORA_METADATA = {"format": "pt", "reference_downscale_factor": "2"}
+IC_SEEDS = {"video": 7011, "mask": 7012}
+# The conditioning clip: more frames than the request (the decoder stops at num_frames) and an aspect
+# ratio unlike the reference size (resize_and_center_crop crops the width).
+IC_VIDEO_SHAPE = (12, 48, 30)  # frames, height, width
+IC_VIDEO_PATH = "synthetic_conditioning_clip.mp4"  # never opened: the decoder is replaced (no PyAV)
+IC_RUNS = {
+    # video-conditioning strength, --conditioning-attention-mask strength (None: no mask), skip stage 2
+    "ic_lora": {"strength": 1.0, "mask_strength": None, "skip_stage_2": False},
+    "ic_lora_mask": {"strength": 0.8, "mask_strength": 0.5, "skip_stage_2": True},
+}
+
+
+def ic_video_frames() -> torch.Tensor:
+    """u8 [F, H, W, 3]: a smooth moving colour pattern plus seeded noise (deterministic)."""
+    f, h, w = IC_VIDEO_SHAPE
+    g = torch.Generator().manual_seed(IC_SEEDS["video"])
+    t = torch.arange(f, dtype=torch.float32)[:, None, None, None]
+    y = torch.arange(h, dtype=torch.float32)[None, :, None, None]
+    x = torch.arange(w, dtype=torch.float32)[None, None, :, None]
+    c = torch.arange(3, dtype=torch.float32)[None, None, None, :]
+    base = 127.5 + 90.0 * torch.sin(0.21 * x + 0.13 * y + 0.4 * t + 2.1 * c)
+    noise = 25.0 * torch.randn(f, h, w, 3, generator=g)
+    return (base + noise).round().clamp(0, 255).to(torch.uint8)
+
+
+def ic_mask(num_frames: int, height: int, width: int) -> torch.Tensor:
+    """float32 [1, 1, F, H, W] in [0, 1] at the stage-1 size, as ic_lora._load_mask_video returns."""
+    g = torch.Generator().manual_seed(IC_SEEDS["mask"])
+    return torch.rand(1, 1, num_frames, height, width, generator=g)
+
+
+def write_ic_lora(out: Path, lora: dict) -> Path:
+    path = out / IC_LORA_NAME
+    write_safetensors(path, lora, IC_LORA_METADATA)
+    return path
+
+
+def run_ic_lora(mp, paths: dict, size: dict, request: dict):
+    """ICLoraPipeline on the synthetic clip; the clip's frames come from a replaced
+    iclora_utils.decode_video_by_frame (the reference's own video_preprocess, encoder and
+    conditioning items do the rest)."""
+    import ltx_pipelines.iclora_utils as icu
+    from ltx_pipelines.ic_lora import ICLoraPipeline
+
+    run = IC_RUNS[request["pipeline"]]
+    clip = ic_video_frames()
+    R.put("in.video_conditioning.frames", clip, f"the conditioning clip, u8 [F, H, W, 3] (decode_video_by_frame's frames; path {IC_VIDEO_PATH!r})")
+
+    def decode_by_frame(path, device, starting_frame=0, frame_cap=None):
+        n = clip.shape[0] if frame_cap is None else min(frame_cap, clip.shape[0])
+        for i in range(starting_frame, n):
+            yield clip[i : i + 1].to(device)
+
+    orig = {k: getattr(icu, k) for k in ("decode_video_by_frame", "video_preprocess", "VideoConditionByReferenceLatent", "downsample_mask_video_to_latent")}
+
+    def video_preprocess(frames, height, width, dtype, device):
+        out = orig["video_preprocess"](frames, height, width, dtype, device)
+        R.put("inter.ic_lora.reference_pixels", out, f"video_preprocess(...) [1, 3, F, {height}, {width}] in [-1, 1], the video encoder's input")
+        return out
+
+    def reference_latent(latent, downscale_factor=1, temporal_scale_factor=1, strength=1.0):
+        R.put("inter.ic_lora.reference_latent", latent, "VideoConditionByReferenceLatent.latent: the encoded reference [1, C, F, h, w]")
+        R.calls["inter.ic_lora.reference"] = json.dumps({"downscale_factor": downscale_factor, "temporal_scale_factor": temporal_scale_factor, "strength": strength})
+        return orig["VideoConditionByReferenceLatent"](latent, downscale_factor=downscale_factor, temporal_scale_factor=temporal_scale_factor, strength=strength)
+
+    def downsample_mask(mask, target_latent_shape):
+        out = orig["downsample_mask_video_to_latent"](mask, target_latent_shape)
+        R.put("inter.ic_lora.latent_mask", out, "downsample_mask_video_to_latent(mask, reference latent shape) [B, F*h*w] (before * strength)")
+        return out
+
+    mask = None
+    stage1_h, stage1_w = size["height"] // 2, size["width"] // 2
+    if run["mask_strength"] is not None:
+        mask = ic_mask(NUM_FRAMES, stage1_h, stage1_w)
+        R.put("in.conditioning_attention_mask", mask, "conditioning_attention_mask [1, 1, num_frames, height / 2, width / 2] float32 in [0, 1] "
+              "(what ic_lora._load_mask_video returns for a mask clip; seeded torch.rand)")
+    lora = LoraPathStrengthAndSDOps(paths["ic_lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+    icu.decode_video_by_frame = decode_by_frame
+    icu.video_preprocess = video_preprocess
+    icu.VideoConditionByReferenceLatent = reference_latent
+    icu.downsample_mask_video_to_latent = downsample_mask
+    try:
+        pipe = ICLoraPipeline(model_paths=mp, spatial_upsampler_path=paths["upsampler"], loras=[lora], device=CPU)
+        force_float32(pipe)
+        request.update({
+            "class": "ltx_pipelines.ic_lora.ICLoraPipeline", "spatial_upsampler_path": UPSAMPLER_NAME,
+            "loras": [{"path": IC_LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP", "metadata": IC_LORA_METADATA}],
+            "reference_downscale_factor": pipe.reference_downscale_factor,
+            "reference_temporal_scale_factor": pipe.reference_temporal_scale_factor,
+            "video_conditioning": [[IC_VIDEO_PATH, run["strength"]]],
+            "video_conditioning_frames": list(IC_VIDEO_SHAPE),
+            "conditioning_attention_strength": 1.0 if run["mask_strength"] is None else run["mask_strength"],
+            "conditioning_attention_mask": mask is not None,
+            "skip_stage_2": run["skip_stage_2"],
+            "stage_1_sigmas": "DISTILLED_SIGMAS (default)", "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+        })
+        video, audio, _ = pipe(
+            prompt=PROMPT, seed=SEED, height=size["height"], width=size["width"], num_frames=NUM_FRAMES, frame_rate=FRAME_RATE,
+            images=[], video_conditioning=[(IC_VIDEO_PATH, run["strength"])], enhance_prompt=False, vae_dtype=torch.float32,
+            tiling_config=AUTO_TILING, conditioning_attention_strength=request["conditioning_attention_strength"],
+            skip_stage_2=run["skip_stage_2"], conditioning_attention_mask=mask,
+        )
+        # The decoded video is a lazy iterator that still runs the decoder: materialise it here.
+        video = [c.detach().float().cpu() for c in video]
+    finally:
+        for k, v in orig.items():
+            setattr(icu, k, v)
+    return video, audio
+
+
+# Pipelines with their own runner: name -> fn(model_paths, paths, size, request) -> (video chunks, audio).
+RUNNERS.update({
+    "ic_lora": run_ic_lora,
+    "ic_lora_mask": run_ic_lora,
+})
+
+
+# ------------------------------------------------------------------------------------------------
 # Main
 # ------------------------------------------------------------------------------------------------
 
@@ -1671,6 +1811,10 @@ def main() -> int:  # noqa: PLR0915
         files[KF_CKPT_NAME] = sha256(kf_path)
         files[TEMPORAL_UPSAMPLER_NAME] = sha256(tups_path)
         paths.update({"kf_checkpoint": str(kf_path), "temporal_upsampler": str(tups_path), "kf_embedding": kf_embedding})
+    if any(p.startswith("ic_lora") for p in args.pipelines.split(",")):
+        ic_path = write_ic_lora(out, lora)
+        files[IC_LORA_NAME] = sha256(ic_path)
+        paths["ic_lora"] = str(ic_path)
     text_ref: dict[str, torch.Tensor] | None = None
     text_prompts: list[str] | None = None
     for name in [p for p in args.pipelines.split(",") if p]:
