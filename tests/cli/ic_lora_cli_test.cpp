@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "generate/demo_bundle.h"
 #include "generate/generate_test_util.h"
 #include "io/io_test_util.h"
 #include "media/image.h"
@@ -90,7 +91,7 @@ TEST(IcLoraCli, DemoRunsWithAClipAndWritesAnMp4) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("LoRAs of this stage: "), std::string::npos) << r.err;  // the demo IC-LoRA, stage 1
   test::expect_mp4(out, 128, 128, 9, "24/1", 48000);
-  EXPECT_TRUE(fs::exists(dir.file("cache/ltx/demo-v1/ic-lora-demo.safetensors")));
+  EXPECT_TRUE(fs::exists(dir.file(str("cache/ltx/", generate::kDemoBundleVersion, "/ic-lora-demo.safetensors"))));
 }
 
 TEST(IcLoraCli, MaskAndSkipStage2WriteHalfSizePngFrames) {
@@ -162,7 +163,7 @@ TEST(IcLoraCli, BadMediaAndFlagsFailWithOneLineAndNoOutput) {
        "the ic-lora pipeline runs the distilled 8 + 3 steps without guidance"},
       {{"--video-conditioning", c.color, "1"}, "--video-conditioning is a flag of --pipeline ic-lora"},
       {{"--skip-stage-2"}, "--skip-stage-2 is a flag of --pipeline ic-lora"},
-      {{"--output-format", "gif"}, "--output-format 'gif': expected mp4 or png"},
+      {{"--output-format", "gif"}, "--output-format 'gif' is not a known format: expected one of mp4, wav, png"},
   };
   for (const Case& k : cases) {
     std::vector<std::string> args = {"--prompt", "a cat", "--output-path", out, "--num-frames", "9",
