@@ -38,6 +38,12 @@ bool is_public_path(const std::string& path) {
   return path == "/health" || path == "/" || path.rfind("/assets/", 0) == 0;
 }
 
+// The longest path a route serves ("/v1/videos/video_<32 hex>/content"; the assets' names are short):
+// a longer one is answered 404 before any pattern sees it. std::regex (ours below and the library's
+// route patterns) recurses per character and would exhaust a worker thread's stack on a path of a
+// few thousand characters.
+constexpr size_t kMaxRoutedPath = 256;
+
 // The routes that keep a Range header; every other response goes out whole.
 bool is_content_path(const std::string& path) {
   static const std::regex re(R"(^/v1/videos/[^/]+/content$)");
@@ -89,6 +95,7 @@ std::string route_label(const std::string& path) {
   for (const char* f : fixed)
     if (path == f) return f;
   if (path.rfind("/assets/", 0) == 0) return "/assets/*";
+  if (path.size() > kMaxRoutedPath) return "other";
   static const std::regex video(R"(^/v1/videos/[^/]+(/(content|events|cancel))?$)");
   std::smatch m;
   if (std::regex_match(path, m, video)) return "/v1/videos/{id}" + m[1].str();
@@ -150,6 +157,11 @@ void HttpServer::install_handlers() {
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     res.set_header("x-request-id", new_request_id());
     res.set_header("X-Content-Type-Options", "nosniff");
+    if (req.path.size() > kMaxRoutedPath) {
+      send_api_error(req, res,
+                     ApiError(404, "unknown_url", "Invalid URL (the path is longer than any route's)"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!is_content_path(req.path)) clear_ranges(req);
     if (authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
     const bool sent_key = req.has_header("Authorization");
