@@ -3,7 +3,6 @@
 #include <memory>
 #include <optional>
 
-#include "media/preprocess.h"
 #include "models/video_vae/video_vae.h"
 #include "pipelines/denoisers.h"
 #include "sampling/noise.h"
@@ -17,9 +16,7 @@ sampling::ConditioningItems keyframe_conditionings(const std::vector<PreparedIma
                                                    DType dtype, Device device) {
   sampling::ConditioningItems items;
   for (const PreparedImage& im : images) {
-    const Tensor pixels = media::normalize_to_unit_range(media::resize_and_center_crop(im.pixels, height, width), dtype)
-                              .to(device, DType::F32);
-    const Tensor latent = encoder(pixels).to(Device::cpu(), dtype);
+    const Tensor latent = encode_image(im, height, width, encoder, dtype, device);
     items.push_back(std::make_shared<sampling::VideoConditionByKeyframeIndex>(latent, im.frame_index, im.strength));
   }
   return items;

@@ -101,14 +101,19 @@ std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& 
   return out;
 }
 
+Tensor encode_image(const PreparedImage& image, int64_t height, int64_t width,
+                    const models::video_vae::VideoEncoder& encoder, DType dtype, Device device) {
+  const Tensor pixels = media::normalize_to_unit_range(media::resize_and_center_crop(image.pixels, height, width), dtype)
+                            .to(device, DType::F32);
+  return encoder(pixels).to(Device::cpu(), dtype);
+}
+
 sampling::ConditioningItems image_conditionings(const std::vector<PreparedImage>& images, int64_t height,
                                                 int64_t width, const models::video_vae::VideoEncoder& encoder,
                                                 DType dtype, Device device) {
   sampling::ConditioningItems items;
   for (const PreparedImage& im : images) {
-    const Tensor pixels = media::normalize_to_unit_range(media::resize_and_center_crop(im.pixels, height, width), dtype)
-                              .to(device, DType::F32);
-    const Tensor latent = encoder(pixels).to(Device::cpu(), dtype);
+    const Tensor latent = encode_image(im, height, width, encoder, dtype, device);
     if (im.frame_index == 0)
       items.push_back(std::make_shared<sampling::VideoConditionByLatentIndex>(latent, im.strength, 0));
     else

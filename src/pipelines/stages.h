@@ -40,6 +40,11 @@ struct PreparedImage {
 // Reads (when needed) and CRF re-encodes each image; `default_crf` fills an unset crf.
 std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf);
 
+// One image as both conditionings take it: resized + center-cropped to height x width, in [-1, 1],
+// encoded on `device`; the latent on the host in `dtype`.
+Tensor encode_image(const PreparedImage& image, int64_t height, int64_t width,
+                    const models::video_vae::VideoEncoder& encoder, DType dtype, Device device);
+
 // combined_image_conditionings at one stage's size: resize + center crop to height x width,
 // [-1, 1] rounded through `dtype` (the reference prepares images in the pipeline dtype), encode on
 // `device` (the encoder's; the pixels go there once), latent cast to `dtype` on the CPU, where the
