@@ -12,7 +12,9 @@
 #include "core/tensor.h"
 #include "generate/generate_test_util.h"
 #include "io/io_test_util.h"
+#include "io/safetensors.h"
 #include "media/image.h"
+#include "parity/parity.h"
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
@@ -69,6 +71,30 @@ TEST(EnhanceImageCli, ATextEncoderWithoutAVisionTowerIsOneError) {
     ++errors;
   EXPECT_EQ(errors, 1u) << r.err;
   EXPECT_FALSE(std::filesystem::exists(in.out));
+}
+
+// `ltx parity gemma-vision` recomputes the reference's recording (when it has been generated).
+TEST(EnhanceImageCli, ParityComponentRecomputesTheRecording) {
+  const std::string io_path = test::fixture("gemma_vision.io.safetensors");
+  if (!std::filesystem::exists(io_path))
+    GTEST_SKIP() << "gemma_vision.io.safetensors not generated yet (tools/parity/gen_gemma_vision.py)";
+  TempDir dir;
+  const std::string out = dir.file("vision.safetensors");
+  const test::CliResult r =
+      test::run_ltx(dir, {"parity", "gemma-vision", "--weights", test::fixture("text_gemma3_root"),
+                          "--inputs", io_path, "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const io::SafetensorsFile got(out), want(io_path);
+  for (const char* name : {"pixel_values", "vision_out", "projector_out", "inputs_embeds",
+                           "prefill_logits_tokens"}) {
+    ASSERT_TRUE(got.contains(name)) << name;
+    if (!want.contains(name)) continue;  // a recording made before this output was added
+    const parity::ErrorStats s = parity::compare(got.tensor(name), want.tensor(name));
+    EXPECT_LE(s.rel_l2, 1e-5) << name;
+  }
+  EXPECT_EQ(got.tensor("input_ids").to_int_vector(), want.tensor("input_ids").to_int_vector());
+  EXPECT_EQ(got.tensor("generated_ids").to_int_vector(),
+            want.tensor("generated_ids").to_int_vector());
 }
 
 }  // namespace

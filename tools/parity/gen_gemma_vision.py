@@ -29,6 +29,7 @@ Recorded in OUT/gemma_vision.io.safetensors (tensor names; metadata holds the st
   inputs_embeds        [1, T, D] f32  the language model's input (scaled text embeddings with the
                                       image soft tokens replaced by projector_out)
   prefill_logits       [1, T, V] f32  model(**inputs).logits (image tokens attend bidirectionally)
+  prefill_logits_tokens [1, T - pads, V] f32  the same without the left pads' rows
   generated_ids        [G] i64        the greedy new tokens of generate()
 metadata: prompt, system_prompt, rendered (the chat template text the processor received),
 decoded (the reference's returned enhancement, before clean_response), versions.
@@ -248,6 +249,7 @@ def main() -> None:
     if captured.get("inputs_embeds") is None:
         raise RuntimeError("the language model was not called with inputs_embeds; cannot record the merged input")
 
+    first_token = int((model_inputs["attention_mask"][0] == 0).sum().item())  # left pads
     tensors = {
         "in.image_u8": torch.from_numpy(np.ascontiguousarray(image_u8)).to(torch.uint8),
         "in.image_resized_u8": image.contiguous(),
@@ -259,6 +261,8 @@ def main() -> None:
         "projector_out": projector_out.to(torch.float32).contiguous(),
         "inputs_embeds": captured["inputs_embeds"].to(torch.float32).contiguous(),
         "prefill_logits": logits.to(torch.float32).contiguous(),
+        # The same without the left pads' rows (fully masked queries: implementation-defined).
+        "prefill_logits_tokens": logits[:, first_token:].to(torch.float32).contiguous(),
         "generated_ids": generated.to(torch.int64).contiguous(),
     }
     metadata = {
