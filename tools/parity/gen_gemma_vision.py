@@ -4,9 +4,10 @@
 The model is the tiny Gemma 3 of tests/fixtures/text_gemma3_root/ (Gemma3ForConditionalGeneration:
 text hidden 24 x 6 layers, SigLIP vision tower hidden 16 x 1 layer at 56 px with 14 px patches,
 projector pooling the 4x4 patch grid to mm_tokens_per_image = 4 tokens). The HF model is built from
-that folder's config.json (no network, no hub download) and its random weights are loaded by name
-from the folder's model.safetensors (google/gemma-3 checkpoint names, mapped to whatever names the
-installed transformers uses). The processor and tokenizer are the reference's own builders
+that folder's config.json as the reference builds it (build_gemma_hf_config +
+AutoModelForImageTextToText.from_config; no network, no hub download) and its seeded random weights
+(made by the fixture's own generator) are loaded by name from the folder's model.safetensors
+(google/gemma-3 checkpoint names, mapped to whatever names the installed transformers uses). The processor and tokenizer are the reference's own builders
 (ltx_core GemmaAssets + build_gemma_hf_tokenizer + build_gemma_processor) on the same folder.
 
 The recorded run follows ltx_pipelines.utils.helpers.generate_enhanced_prompt with an image:
@@ -87,6 +88,7 @@ from safetensors.torch import save_file  # noqa: E402
 from ltx_core.text_encoders.gemma.encoders.base_encoder import LTXGemmaTextEncoder  # noqa: E402
 from ltx_core.text_encoders.gemma.gemma_assets import (  # noqa: E402
     GemmaAssets,
+    build_gemma_hf_config,
     build_gemma_hf_tokenizer,
     build_gemma_processor,
 )
@@ -117,10 +119,12 @@ def checkpoint_name(model_key: str) -> str:
     return model_key
 
 
-def build_model(root: Path) -> torch.nn.Module:
-    config = transformers.Gemma3Config.from_dict(json.loads((root / "config.json").read_text()))
+def build_model(root: Path, assets: GemmaAssets) -> torch.nn.Module:
+    # As the reference's GemmaTextEncoderConfigurator: the HF config of the assets, then
+    # AutoModelForImageTextToText.from_config (Gemma3ForConditionalGeneration), here in float32.
+    config = build_gemma_hf_config(assets)
     torch.manual_seed(0)  # only affects tensors the file does not hold (none but the tied lm_head)
-    model = transformers.Gemma3ForConditionalGeneration(config).to(torch.float32).eval()
+    model = transformers.AutoModelForImageTextToText.from_config(config).to(torch.float32).eval()
     with safe_open(str(root / "model.safetensors"), framework="pt") as f:
         stored = {k: f.get_tensor(k).to(torch.float32) for k in f.keys()}
     # Parameters only (buffers such as position ids are derived, not stored); a tied lm_head is
@@ -186,7 +190,7 @@ def main() -> None:
 
     # The test image goes through the reference's own decoder and resize.
     png = out_dir / "gemma_vision.png"
-    Image.fromarray(test_image(), mode="RGB").save(png)
+    Image.fromarray(test_image()).save(png)  # u8 [H, W, 3]: an RGB image
     image_u8 = decode_image(image_path=str(png))
     image = torch.tensor(image_u8)
     image = resize_aspect_ratio_preserving(image, LONG_SIDE).to(torch.uint8)
@@ -194,7 +198,7 @@ def main() -> None:
     assets = GemmaAssets.load(root)
     hf_tokenizer = build_gemma_hf_tokenizer(assets)
     processor = RecordingProcessor(build_gemma_processor(assets, hf_tokenizer))
-    model = build_model(root)
+    model = build_model(root, assets)
 
     encoder = LTXGemmaTextEncoder(model=model, tokenizer=None, processor=processor, dtype=torch.float32)
     greedy = {"do_sample": False, "max_new_tokens": MAX_NEW_TOKENS}
