@@ -168,7 +168,8 @@ TEST(GemmaVision, TowerPiecesMatchAHandWrittenReference) {
       for (int64_t dy = 0; dy < 2; ++dy)
         for (int64_t dx = 0; dx < 2; ++dx) {
           const int64_t patch = (ty * 2 + dy) * 4 + tx * 2 + dx;
-          for (int64_t d = 0; d < 16; ++d) pooled[static_cast<size_t>(d)] += vo[static_cast<size_t>(patch * 16 + d)] / 4;
+          for (int64_t d = 0; d < 16; ++d)
+            pooled[static_cast<size_t>(d)] += vo[static_cast<size_t>(patch * 16 + d)] / 4;
         }
       double ms = 0;
       for (const double x : pooled) ms += x * x / 16;
@@ -199,7 +200,8 @@ TEST(GemmaVision, PrefillInsertsFeaturesAndAttendsWithinTheImageBlock) {
   std::vector<uint8_t> is_image(ids.size(), 0);
   for (size_t i = 6; i < 10; ++i) is_image[i] = 1;
   Tensor feats = Tensor::empty({4, 24});
-  for (int64_t i = 0; i < feats.numel(); ++i) feats.data<float>()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  for (int64_t i = 0; i < feats.numel(); ++i)
+    feats.data<float>()[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
   auto run = [&](const Tensor& f, std::vector<Tensor>* hs) {
     text::GemmaKvCache cache = m.make_cache(1, T);
     const text::GemmaPrefillImages images{is_image, f};

@@ -47,8 +47,7 @@ bool has_gemma3_vision_config(const json& config) {
 }
 
 int64_t GemmaVisionConfig::tokens_per_side() const {
-  const auto t = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(mm_tokens_per_image))));
-  return t;
+  return static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(mm_tokens_per_image))));
 }
 
 GemmaVisionConfig GemmaVisionConfig::from_json(const json& config, const std::string& source) {
@@ -96,10 +95,13 @@ GemmaVisionConfig GemmaVisionConfig::from_json(const json& config, const std::st
                       : config;
   c.text_hidden_size = read_int(t, "hidden_size", 2304, source + " text_config");
   c.mm_tokens_per_image = read_int(config, "mm_tokens_per_image", 256, source);
-  c.boi_token_id = read_int(config, "boi_token_index", read_int(config, "boi_token_id", 255999, source), source);
-  c.eoi_token_id = read_int(config, "eoi_token_index", read_int(config, "eoi_token_id", 256000, source), source);
-  c.image_token_id =
-      read_int(config, "image_token_index", read_int(config, "image_token_id", 262144, source), source);
+  // HF's Gemma 3 configs name these *_index (older) or *_id.
+  auto token = [&](const char* index_key, const char* id_key, int64_t def) {
+    return read_int(config, index_key, read_int(config, id_key, def, source), source);
+  };
+  c.boi_token_id = token("boi_token_index", "boi_token_id", 255999);
+  c.eoi_token_id = token("eoi_token_index", "eoi_token_id", 256000);
+  c.image_token_id = token("image_token_index", "image_token_id", 262144);
   const int64_t t_side = c.tokens_per_side();
   LTX_CHECK(c.mm_tokens_per_image > 0 && t_side * t_side == c.mm_tokens_per_image &&
                 c.patches_per_side() % t_side == 0,
