@@ -13,6 +13,7 @@
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "media/image.h"
 #include "models/gemma_support.h"
 #include "models/text/gemma/enhance.h"
 #include "models/text/gemma/image_processor.h"
@@ -265,6 +266,10 @@ TEST(GemmaVisionParity, ImagePreprocessingMatchesTheReference) {
   REQUIRE_VISION_IO();
   const io::SafetensorsFile& f = *vision_io();
   const Tensor image = f.tensor("in.image_u8");
+  // The PNG the reference decoded (PIL), through the CLI's reader.
+  if (const std::string png = test::fixture("gemma_vision.png"); std::filesystem::exists(png)) {
+    EXPECT_EQ(u8s(media::read_image(png)), u8s(image));
+  }
   const Tensor resized = text::resize_aspect_ratio_preserving_u8(image, text::kEnhanceImageLongSide);
   const Tensor want = f.tensor("in.image_resized_u8");
   ASSERT_EQ(resized.shape(), want.shape());
