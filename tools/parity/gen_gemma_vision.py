@@ -107,16 +107,14 @@ def test_image() -> np.ndarray:
     return np.clip(np.rint(img), 0, 255).astype(np.uint8)
 
 
-def checkpoint_name(model_key: str) -> str:
-    """The google/gemma-3 checkpoint name of an HF state-dict key (any transformers version)."""
-    for prefix, ckpt in (
-        ("model.language_model.", "language_model.model."),
-        ("model.vision_tower.", "vision_tower."),
-        ("model.multi_modal_projector.", "multi_modal_projector."),
-    ):
-        if model_key.startswith(prefix):
-            return ckpt + model_key[len(prefix) :]
-    return model_key
+# Segments that transformers versions add or drop around the same parameter: Gemma3's
+# `model.language_model.*` vs the checkpoint's `language_model.model.*`, and the vision tower with
+# or without its `vision_model.` level. Names compared without them identify a parameter.
+_LAYOUT_SEGMENTS = frozenset({"model", "vision_model"})
+
+
+def layout_free_name(name: str) -> str:
+    return ".".join(part for part in name.split(".") if part not in _LAYOUT_SEGMENTS)
 
 
 def build_model(root: Path, assets: GemmaAssets) -> torch.nn.Module:
@@ -130,13 +128,22 @@ def build_model(root: Path, assets: GemmaAssets) -> torch.nn.Module:
     # Parameters only (buffers such as position ids are derived, not stored); a tied lm_head is
     # listed once under the embedding's name.
     state = {k: v.detach() for k, v in model.named_parameters()}
+    by_layout_free = {}
+    for name in stored:
+        key = layout_free_name(name)
+        if key in by_layout_free:
+            raise KeyError(f"{name!r} and {by_layout_free[key]!r} of {root / 'model.safetensors'} collide as {key!r}")
+        by_layout_free[key] = name
     loaded, used = {}, set()
     for key in state:
         if key.endswith("lm_head.weight"):
             continue
-        name = checkpoint_name(key)
-        if name not in stored:
-            raise KeyError(f"model tensor {key!r} (checkpoint name {name!r}) is not in {root / 'model.safetensors'}")
+        name = by_layout_free.get(layout_free_name(key))
+        if name is None:
+            raise KeyError(
+                f"model tensor {key!r} (as {layout_free_name(key)!r}) is not in {root / 'model.safetensors'}; "
+                f"its names: {sorted(stored)}"
+            )
         if tuple(stored[name].shape) != tuple(state[key].shape):
             raise ValueError(f"{name}: file shape {tuple(stored[name].shape)} != model shape {tuple(state[key].shape)}")
         loaded[key] = stored[name]
@@ -144,7 +151,13 @@ def build_model(root: Path, assets: GemmaAssets) -> torch.nn.Module:
     unused = sorted(set(stored) - used)
     if unused:
         raise KeyError(f"tensors of {root / 'model.safetensors'} the model does not use: {unused}")
-    model.load_state_dict(loaded, strict=False)
+    result = model.load_state_dict(loaded, strict=False)
+    if result.unexpected_keys:
+        raise KeyError(f"load_state_dict did not take {result.unexpected_keys}")
+    params = dict(model.named_parameters())
+    for key, value in loaded.items():
+        if not torch.equal(params[key].detach(), value):
+            raise RuntimeError(f"{key} did not load")
     # lm_head is tied to the embedding (the checkpoint does not store it).
     emb = model.get_input_embeddings().weight
     out = model.get_output_embeddings()
@@ -183,6 +196,7 @@ def main() -> None:
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--gemma-root", default=str(GEMMA_ROOT), help="the tiny Gemma 3 root folder")
     args = ap.parse_args()
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     root = Path(args.gemma_root)
