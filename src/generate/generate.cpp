@@ -437,9 +437,6 @@ void validate_options(const GenerateOptions& o, bool to_file) {
                 (o.enhance_system_prompt_file.empty() && o.prompt_enhancer_gemma_root.empty()),
             "--enhance-system-prompt / --prompt-enhancer-gemma-root only apply with "
             "--enhance-prompt");
-  LTX_CHECK(!o.enhance_prompt || o.images.empty(),
-            "--enhance-prompt with --image (image-aware enhancement) is not supported yet; drop "
-            "one of them");
 }
 
 ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
@@ -684,6 +681,11 @@ std::string encode_text(const GenerateOptions& options, text::PromptEncoder& enc
     text::EnhanceOptions eo;
     eo.system_prompt_file = options.enhance_system_prompt_file;
     eo.seed = static_cast<uint64_t>(req.seed);  // the pipelines pass --seed
+    // With images, the first one makes it an image-aware enhancement (the reference's
+    // enhance_prompt_image = images[0]); Gemma 3 with its vision tower only.
+    if (!req.images.empty())
+      eo.image = req.images.front().image.defined() ? req.images.front().image
+                                                    : media::read_image(req.images.front().path);
     // A separate enhancer model, or the text encoder itself (Gemma 3; it stays loaded for the
     // encoding that follows).
     prompt = options.prompt_enhancer_gemma_root.empty()
@@ -833,7 +835,10 @@ StreamingPlan plan_run_streaming(const GenerateOptions& o, const ResolvedModels&
         frames, static_cast<int64_t>(std::ceil(o.auto_duration->second * req.frame_rate / 8.0)) * 8 + 1);
   // DFR's temporal rounds double the frames the later passes see.
   frames = (frames - 1) * (int64_t{1} << std::max<int64_t>(req.temporal_upsample_rounds, 0)) + 1;
-  const RunShape shape{req.width, req.height, frames, passes * jobs};
+  RunShape shape{req.width, req.height, frames, passes * jobs};
+  // Image-aware enhancement with the text encoder itself loads its vision tower in that stage.
+  shape.vision_tower =
+      o.enhance_prompt && !o.images.empty() && o.prompt_enhancer_gemma_root.empty();
   return plan_streaming(models.paths, model_placement(o.device, o.dtype).dtype, shape, o.offload,
                         budget ? o.max_gpu_memory_bytes : backend::total_memory_bytes(o.device),
                         o.device, budget ? "--max-gpu-memory" : str(o.device.str(), " memory"));

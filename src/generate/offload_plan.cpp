@@ -202,6 +202,17 @@ BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype) {
   return acc.sizes();
 }
 
+int64_t vision_tower_bytes(const std::string& path, DType dtype) {
+  int64_t bytes = 0;
+  for (const std::string& f : safetensors_files(path)) {
+    const auto file = io::SafetensorsFile::open(f);
+    for (const io::TensorInfo& info : file->infos())
+      if (info.name.starts_with("vision_tower.") || info.name.starts_with("multi_modal_projector."))
+        bytes += loaded_bytes(info, dtype, false);
+  }
+  return bytes;
+}
+
 int64_t text_connector_bytes(const ModelPaths& paths, DType dtype) {
   std::set<std::string> files(paths.embeddings_weight_paths.begin(),
                               paths.embeddings_weight_paths.end());
@@ -269,6 +280,7 @@ StreamingPlan plan_streaming(const ModelPaths& paths, DType dtype, const RunShap
     StreamableModel m{"text encoder", "text encoding", g.fixed_bytes, g.block_bytes, g.blocks};
     // The connectors and the feature extractor's projection load beside Gemma in this stage.
     m.companion_bytes = text_connector_bytes(paths, dtype);
+    if (shape.vision_tower) m.companion_bytes += vision_tower_bytes(paths.text_encoder.path, dtype);
     m.activation_bytes = estimate_text_activations(shape.prompt_tokens, hidden, ffn,
                                                    std::max<int64_t>(q_rows / 128, 1), dtype_bytes);
     models.push_back(m);

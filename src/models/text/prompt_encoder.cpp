@@ -127,6 +127,16 @@ const mt::EmbeddingsProcessor& PromptEncoder::embeddings_processor() {
 
 std::string PromptEncoder::enhance(const std::string& prompt, const EnhanceOptions& options) {
   (void)default_enhance_generation(s_->config);  // refuses gemma4_unified before loading
+  if (options.image.defined()) {
+    // The vision tower loads for this call only (encoding never uses it).
+    const GemmaVisionConfig vision_config = image_enhancement_vision_config(s_->assets);
+    (void)image_processor_config_of(s_->assets);
+    const GemmaVisionTower vision =
+        GemmaVisionTower::load(vision_config, s_->assets.weight_paths, s_->options.load);
+    return PromptEnhancer(s_->assets, text_encoder())
+        .enhance_i2v(prompt, options.image, vision, options)
+        .text;
+  }
   return PromptEnhancer(s_->assets, text_encoder()).enhance_t2v(prompt, options).text;
 }
 

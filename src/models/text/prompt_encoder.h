@@ -96,7 +96,8 @@ class PromptEncoder {
 
   // Prompt enhancement with this text encoder (the reference's enhance_first_prompt when the
   // encoder can generate: gemma3; gemma4_unified throws -- use enhance_prompt() with a separate
-  // enhancer). Returns the cleaned text. Gemma stays loaded for the encode() that follows.
+  // enhancer). Returns the cleaned text. Gemma stays loaded for the encode() that follows. With
+  // options.image, the Gemma 3 vision tower loads for this call only (image-aware enhancement).
   std::string enhance(const std::string& prompt, const EnhanceOptions& options = {});
 
   // The steps of encode(), for tools and tests.
