@@ -81,10 +81,9 @@ void add_dubit_reference(const GenerateOptions& options, const ModelPaths& paths
                          pipelines::GenerationRequest& req) {
   LTX_CHECK(paths.loras.size() == 1, "--pipeline dubit needs exactly one --lora, the DubIt IC-LoRA (got ",
             paths.loras.size(), ")");
-  const pipelines::ic_lora::ReferenceScaleFactors f =
-      pipelines::ic_lora::read_reference_scale_factors(paths.loras.front().path);
-  req.reference_downscale_factor = f.downscale;
-  req.reference_temporal_scale_factor = f.temporal;
+  // As the reference's DubIt: the downscale factor alone (its temporal factor is not read).
+  const int64_t downscale = pipelines::ic_lora::read_lora_factor(paths.loras.front().path, "reference_downscale_factor", 1);
+  req.reference_downscale_factor = downscale;
   const std::string& path = options.reference_video;
   pipelines::DubItReference ref;
   ref.path = path;
@@ -112,16 +111,16 @@ void add_dubit_reference(const GenerateOptions& options, const ModelPaths& paths
         ref.waveform = track.waveform;
         ref.sample_rate = track.sample_rate;
       }
+      log_info("DubIt reference: ", video->frames > 0 ? video->frames : ref.frames.size(0), " frames at ",
+               ref.frame_rate, " fps -> ", req.num_frames, " frames; the video reference at ",
+               req.height / 2 / downscale, "x", req.width / 2 / downscale, " in stage 1 (reference_downscale_factor ",
+               downscale, ")");
     } else {
       ref.frames = Tensor::zeros({1, 1, 1, 3}, DType::U8);  // enough for a batch key
     }
   } catch (const Error& e) {
     fail("--reference-video '", path, "': cannot read the clip: ", e.what());
   }
-  if (decode)
-    log_info("DubIt reference: ", ref.frames.size(0), " frames at ", ref.frame_rate, " fps -> ", req.num_frames,
-             " frames; the video reference at ", req.height / 2 / f.downscale, "x", req.width / 2 / f.downscale,
-             " in stage 1 (reference_downscale_factor ", f.downscale, ")");
   req.dubit = std::move(ref);
 }
 

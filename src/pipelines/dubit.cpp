@@ -82,9 +82,11 @@ void validate_dubit_request(const GenerationRequest& r, const Components& c) {
   LTX_CHECK(track.size(0) == channels, clip_name(*r.dubit), ": the audio track has ", track.size(0), " channel",
             track.size(0) == 1 ? "" : "s", " but the audio VAE encoder takes ", channels, channels == 2 ? " (stereo)" : "",
             "; convert it first, e.g. ffmpeg -i in.mp4 -ac ", channels, " out.mp4");
-  LTX_CHECK(r.reference_downscale_factor >= 1 && r.reference_temporal_scale_factor >= 1,
-            "pipeline dubit: the IC-LoRA's reference scale factors must be >= 1 (got ", r.reference_downscale_factor, ", ",
-            r.reference_temporal_scale_factor, ")");
+  LTX_CHECK(r.reference_downscale_factor >= 1, "pipeline dubit: the IC-LoRA's reference_downscale_factor must be >= 1 "
+            "(got ", r.reference_downscale_factor, ")");
+  // The reference's DubIt reads only the downscale factor: every frame of the clip is a reference frame.
+  LTX_CHECK(r.reference_temporal_scale_factor == 1, "pipeline dubit: a reference_temporal_scale_factor (",
+            r.reference_temporal_scale_factor, ") is an IC-LoRA option; DubIt uses every frame of --reference-video");
   const int64_t f = r.reference_downscale_factor;
   LTX_CHECK((r.height / 2) % f == 0 && (r.width / 2) % f == 0, "pipeline dubit: stage 1 runs at ", r.height / 2, "x",
             r.width / 2, ", which the IC-LoRA's reference_downscale_factor ", f,
@@ -125,7 +127,7 @@ GenerationResult run_dubit(const GenerationRequest& request, const Components& c
     o.height = height;
     o.width = width;
     o.num_frames = r.num_frames;
-    o.factors = {r.reference_downscale_factor, r.reference_temporal_scale_factor};
+    o.factors = {r.reference_downscale_factor, 1};
     o.dtype = r.dtype;
     o.device = c.device;
     o.encode_tiling = models::tiling::TileSizeConfig::default_config();

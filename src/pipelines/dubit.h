@@ -33,7 +33,8 @@ namespace ltx::pipelines {
 void validate_dubit_reference(const GenerationRequest& request);
 // DubIt's checks on top of validate_request's common ones (called by it): no images, IC-LoRA
 // reference videos, attention mask or skipped stage 2; audio on; the video and audio encoders; the
-// track's channel count is the audio encoder's; the stage sizes fit the reference_downscale_factor.
+// track's channel count is the audio encoder's; the stage sizes fit the reference_downscale_factor;
+// no reference_temporal_scale_factor (the reference's DubIt reads the downscale factor alone).
 void validate_dubit_request(const GenerationRequest& request, const Components& components);
 
 // The request with num_frames = the reference clip's frame count snapped down to 8k + 1

@@ -69,9 +69,8 @@ pipelines::GenerationRequest dubit_request(const Tensor& frames, double fps, con
   r.height = 256;
   r.width = 128;
   r.dtype = DType::F32;
-  const auto f = pipelines::ic_lora::read_reference_scale_factors(e2e("ltx23_tiny_ic_lora.safetensors"));
-  r.reference_downscale_factor = f.downscale;
-  r.reference_temporal_scale_factor = f.temporal;
+  r.reference_downscale_factor =
+      pipelines::ic_lora::read_lora_factor(e2e("ltx23_tiny_ic_lora.safetensors"), "reference_downscale_factor", 1);
   pipelines::DubItReference ref;
   ref.frames = frames;
   ref.frame_rate = fps;
@@ -207,6 +206,9 @@ TEST(DubIt, BadReferencesAreRefusedNamingTheFlag) {
   image.path = "frame.png";
   r.images.push_back(image);
   EXPECT_ERROR_HAS(pipelines::validate_request(PipelineKind::DubIt, r, c), "--image");
+  r = base();
+  r.reference_temporal_scale_factor = 2;
+  EXPECT_ERROR_HAS(pipelines::validate_request(PipelineKind::DubIt, r, c), "uses every frame of --reference-video");
   r = base();
   r.dubit.reset();
   EXPECT_ERROR_HAS(pipelines::validate_request(PipelineKind::DubIt, r, c), "pass --reference-video");
