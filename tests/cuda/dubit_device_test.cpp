@@ -1,7 +1,8 @@
 // The DubIt pipeline with its models on the GPU against the same run on the CPU (tiny LTX-2.3
 // fixture models in f32, f32 latents): the reference clip is prepared on the host and tiled-encoded
-// on the GPU in both stages, its audio track is resampled, turned into a log-mel and encoded on the
-// GPU, the reference tokens join both stages' audio there, stage 2 holds stage 1's audio frozen.
+// on the GPU in both stages, its audio track is resampled and turned into a log-mel on the host (as
+// a2vid's input) and encoded on the GPU, the reference tokens join both stages' audio there, stage
+// 2 holds stage 1's audio frozen.
 // The clip and its track are synthetic (no FFmpeg on the GPU machine). The devices differ only in
 // summation order, so the latents agree to rel L2 1e-4.
 #include <gtest/gtest.h>
