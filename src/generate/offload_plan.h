@@ -100,6 +100,10 @@ BlockModelSizes transformer_sizes(const std::string& path, DType dtype,
 // multimodal projector, which the text model does not load, left out).
 BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype);
 
+// What the text encoding stage loads beside Gemma: the video / audio text connectors and the
+// feature extractor's projection of paths.embeddings_weight_paths, at `dtype`.
+int64_t text_connector_bytes(const ModelPaths& paths, DType dtype);
+
 // What one run streams: each model's BlockStreaming, planned.
 struct StreamingPlan {
   models::BlockStreaming transformer, text_encoder;

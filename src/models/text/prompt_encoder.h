@@ -26,6 +26,9 @@
 // Lifecycle (memory): by default encode() does what the reference does -- load Gemma, run it,
 // free it, then load, run and free the feature extractor + connectors -- so at most one of them
 // is resident. With keep_loaded both stay resident across encode() calls until release().
+// Streamed Gemma layers (options.streaming) are page-locked when Gemma stays loaded (keep_loaded,
+// or enhance() before encode()); for the one forward of a default encode() they are read from
+// where they were bound instead (BlockStreaming::from_file).
 // Checkpoints without an audio connector (video-only) give no audio context.
 #include <functional>
 #include <memory>
@@ -124,6 +127,8 @@ class PromptEncoder {
   const std::vector<std::string>& warnings() const;          // version check skipped, and why
 
  private:
+  const GemmaTextModel& load_text_encoder(const models::BlockStreaming& streaming);
+
   struct State;
   std::unique_ptr<State> s_;
 };
