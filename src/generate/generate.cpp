@@ -16,6 +16,7 @@
 #include "generate/components.h"
 #include "generate/decode.h"
 #include "generate/demo_bundle.h"
+#include "generate/dubit_inputs.h"
 #include "generate/memory_budget.h"
 #include "generate/model_provider.h"
 #include "generate/offload_plan.h"
@@ -39,6 +40,7 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "pipelines/dfr.h"
+#include "pipelines/dubit.h"
 #include "pipelines/ic_lora.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/retake.h"
@@ -414,6 +416,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
               " must be in [0, 51]");
   }
   validate_ic_lora_options(o, kind);
+  validate_dubit_options(o, kind);
   const bool dfr = kind == PipelineKind::Dfr;
   for (const auto& [given, flag] :
        {std::pair{o.temporal_upsample_rounds.has_value(), "--temporal-upsample-rounds"},
@@ -448,7 +451,7 @@ ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
   if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
   if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
   if (temporal_upsampler) flags.temporal_upsampler_path = demo.temporal_upsampler;
-  if (kind == PipelineKind::IcLora) flags.loras.push_back(LoraSpec{demo.ic_lora, 1.0});
+  if (kind == PipelineKind::IcLora || kind == PipelineKind::DubIt) flags.loras.push_back(LoraSpec{demo.ic_lora, 1.0});
   return flags;
 }
 
@@ -628,6 +631,7 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
     req.images.push_back(std::move(c));
   }
   if (kind == PipelineKind::Retake) read_retake_source(options, read_images, req);
+  if (kind == PipelineKind::DubIt) add_dubit_reference(options, paths, read_images, req);
   return req;
 }
 
@@ -653,8 +657,9 @@ duration_head::NumFramesRequest frames_request_of(
     const GenerateOptions& options, const pipelines::GenerationRequest& req,
     const duration_head::DurationHead* head) {
   duration_head::NumFramesRequest frames_request = req.num_frames;
-  // Retake's frame count is its clip's.
-  if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::Retake) return frames_request;
+  // Retake's and DubIt's frame count is their clip's.
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  if (kind == PipelineKind::Retake || kind == PipelineKind::DubIt) return frames_request;
   if (options.num_frames || options.auto_duration || head) {
     std::optional<duration_head::AutoDuration> range;
     if (options.auto_duration)
@@ -754,10 +759,12 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
     log_placement("temporal latent upsampler", where);
     m.temporal_upsampler = provider.latent_upsampler(paths.temporal_upsampler.path, where);
   }
-  // The audio encoder: a2vid's input audio, or the audio track of a retake's source clip.
-  if (kind == PipelineKind::A2Vid || (req.retake && req.retake->waveform.defined())) {
-    log_placement(kind == PipelineKind::A2Vid ? "audio encoder (input audio)"
-                                              : "audio encoder (source audio)",
+  // The audio encoder: a2vid's input audio, the audio track of a retake's source clip, DubIt's
+  // reference voice.
+  if (kind == PipelineKind::A2Vid || kind == PipelineKind::DubIt || (req.retake && req.retake->waveform.defined())) {
+    log_placement(kind == PipelineKind::A2Vid   ? "audio encoder (input audio)"
+                  : kind == PipelineKind::DubIt ? "audio encoder (reference voice)"
+                                                : "audio encoder (source audio)",
                   where);
     m.audio_encoder = std::make_shared<const models::audio_vae::AudioEncoder>(
         models::audio_vae::AudioEncoder::from_file(io::SafetensorsFile::open(paths.audio_vae.path), where));
@@ -856,6 +863,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
   if (req.retake) pipelines::validate_retake_source(req, nullptr);  // the clip, before any model loads
+  if (req.dubit) pipelines::validate_dubit_reference(req);
   // The input audio is read before any model loads (a bad file fails here), and checked against
   // the audio encoder's channel count in the file's config.
   if (kind == PipelineKind::A2Vid) {
