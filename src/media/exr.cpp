@@ -27,11 +27,11 @@ namespace ltx::media {
 
 namespace fs = std::filesystem;
 
-std::array<float, 8> exr_chromaticities(ExrPrimaries primaries) {
+std::array<float, 8> exr_chromaticities(Primaries primaries) {
   switch (primaries) {
-    case ExrPrimaries::Rec709:
+    case Primaries::Rec709:
       return {0.64f, 0.33f, 0.30f, 0.60f, 0.15f, 0.06f, 0.3127f, 0.3290f};
-    case ExrPrimaries::ACEScg:
+    case Primaries::ACEScg:
       return {0.713f, 0.293f, 0.165f, 0.830f, 0.128f, 0.044f, 0.32168f, 0.33767f};
   }
   fail("exr_chromaticities: unknown primaries");
@@ -41,8 +41,8 @@ namespace {
 
 // [H, W, 3] f32 contiguous on the host from [H, W, 3] or [3, H, W] floating input.
 Tensor frame_hwc_f32(const Tensor& frame, const std::string& who) {
-  LTX_CHECK(frame.defined() && frame.dim() == 3 && (frame.size(2) == 3 || frame.size(0) == 3),
-            who, ": a frame must be [H, W, 3] or [3, H, W]; got ",
+  LTX_CHECK(frame.defined() && frame.dim() == 3 && (frame.size(2) == 3 || frame.size(0) == 3), who,
+            ": a frame must be [H, W, 3] or [3, H, W]; got ",
             frame.defined() ? frame.describe() : std::string("an undefined tensor"));
   LTX_CHECK(frame.dtype() == DType::F32 || frame.dtype() == DType::F16 ||
                 frame.dtype() == DType::BF16 || frame.dtype() == DType::F64,
@@ -58,13 +58,13 @@ void write_exr_file(const std::string& file, const Tensor& hwc, const ExrWriteOp
   const int h = static_cast<int>(hwc.size(0)), w = static_cast<int>(hwc.size(1));
   Imf::Header header(w, h);
   header.compression() = Imf::ZIP_COMPRESSION;
-  const Imf::PixelType type =
-      options.pixel_type == ExrPixelType::Half ? Imf::HALF : Imf::FLOAT;
+  const Imf::PixelType type = options.pixel_type == ExrPixelType::Half ? Imf::HALF : Imf::FLOAT;
   static const char* kNames[3] = {"R", "G", "B"};
   for (const char* name : kNames) header.channels().insert(name, Imf::Channel(type));
   const auto c = exr_chromaticities(options.primaries);
-  Imf::addChromaticities(header, Imf::Chromaticities(Imath::V2f(c[0], c[1]), Imath::V2f(c[2], c[3]),
-                                                     Imath::V2f(c[4], c[5]), Imath::V2f(c[6], c[7])));
+  Imf::addChromaticities(header,
+                         Imf::Chromaticities(Imath::V2f(c[0], c[1]), Imath::V2f(c[2], c[3]),
+                                             Imath::V2f(c[4], c[5]), Imath::V2f(c[6], c[7])));
   header.insert("colorSpace", Imf::StringAttribute(options.color_space));
   // OpenEXR writes a slice only into a channel of its own type: half frames are converted here
   // (Imath's float -> half, round to nearest even, as OpenImageIO's writer does).
@@ -80,8 +80,7 @@ void write_exr_file(const std::string& file, const Tensor& hwc, const ExrWriteOp
   }
   const size_t xs = 3 * elem, ys = xs * static_cast<size_t>(w);
   Imf::FrameBuffer fb;
-  for (int ch = 0; ch < 3; ++ch)
-    fb.insert(kNames[ch], Imf::Slice(type, base + ch * elem, xs, ys));
+  for (int ch = 0; ch < 3; ++ch) fb.insert(kNames[ch], Imf::Slice(type, base + ch * elem, xs, ys));
   Imf::OutputFile out(file.c_str(), header);
   out.setFrameBuffer(fb);
   out.writePixels(h);
@@ -116,8 +115,7 @@ Tensor read_exr(const std::string& path) {
   LTX_CHECK(fs::is_regular_file(path, ec), who, ": no such file");
 #if LTX_WITH_OPENEXR
   bool tiled = false, deep = false, multipart = false;
-  LTX_CHECK(Imf::isOpenExrFile(path.c_str(), tiled, deep, multipart), who,
-            ": not an OpenEXR file");
+  LTX_CHECK(Imf::isOpenExrFile(path.c_str(), tiled, deep, multipart), who, ": not an OpenEXR file");
   LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
   try {
     Imf::InputFile in(path.c_str());
@@ -176,9 +174,8 @@ std::vector<std::string> exr_frame_paths(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
     std::string ext = fs::path(path).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) {
-      return static_cast<char>(std::tolower(c));
-    });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     LTX_CHECK(ext == ".exr", "EXR path '", path, "': a file must end in .exr");
     return {path};
   }
@@ -223,7 +220,8 @@ void ExrFrameWriter::write_frames(const Tensor& frames) {
         try {
           write_exr_file(dir + name, hwc[static_cast<size_t>(i)], options_);
         } catch (const std::exception& ex) {
-          errors[static_cast<size_t>(i)] = str("write_exr_frames: writing '", dir, name, "': ", ex.what());
+          errors[static_cast<size_t>(i)] =
+              str("write_exr_frames: writing '", dir, name, "': ", ex.what());
         }
       }
     });
@@ -245,7 +243,8 @@ void ExrFrameWriter::finish() {
   tmp_->commit();
 }
 
-void write_exr_frames(const std::string& dir, const Tensor& frames, const ExrWriteOptions& options) {
+void write_exr_frames(const std::string& dir, const Tensor& frames,
+                      const ExrWriteOptions& options) {
   ExrFrameWriter w(dir, options);
   w.write_frames(frames);
   w.finish();

@@ -12,20 +12,19 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "media/primaries.h"
 #include "media/temp_output.h"
 
 namespace ltx::media {
 
-// The linear gamuts an EXR is tagged with (the reference's Primaries).
-enum class ExrPrimaries { Rec709, ACEScg };
-// The `chromaticities` attribute: red, green, blue, white x/y pairs.
-std::array<float, 8> exr_chromaticities(ExrPrimaries primaries);
+// The `chromaticities` attribute of a gamut: red, green, blue, white x/y pairs.
+std::array<float, 8> exr_chromaticities(Primaries primaries);
 
 enum class ExrPixelType { Half, Float };
 
 struct ExrWriteOptions {
   ExrPixelType pixel_type = ExrPixelType::Half;
-  ExrPrimaries primaries = ExrPrimaries::Rec709;
+  Primaries primaries = Primaries::Rec709;
   // The `colorSpace` attribute: "sRGB" / "ACEScg" for linear frames, "ACEScct" / "LogC3" for log.
   std::string color_space = "sRGB";
 };

@@ -31,9 +31,8 @@ Tensor hdr_frame(int64_t h, int64_t w, float scale = 1.0f) {
   Tensor t = Tensor::empty({h, w, 3}, DType::F32);
   float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i)
-    p[i] = scale * (0.37f * std::sin(0.7f * static_cast<float>(i)) +
-                    (i % 11 == 0 ? 40.0f : 0.0f) + (i % 7 == 0 ? 1e-3f : 0.25f) -
-                    (i % 13 == 0 ? 0.5f : 0.0f));
+    p[i] = scale * (0.37f * std::sin(0.7f * static_cast<float>(i)) + (i % 11 == 0 ? 40.0f : 0.0f) +
+                    (i % 7 == 0 ? 1e-3f : 0.25f) - (i % 13 == 0 ? 0.5f : 0.0f));
   return t;
 }
 
@@ -77,7 +76,7 @@ OpenExrImage read_with_openexr(const std::string& path) {
   return img;
 }
 
-void expect_chromaticities(const Imf::Chromaticities& c, media::ExrPrimaries primaries) {
+void expect_chromaticities(const Imf::Chromaticities& c, media::Primaries primaries) {
   const auto want = media::exr_chromaticities(primaries);
   EXPECT_FLOAT_EQ(c.red.x, want[0]);
   EXPECT_FLOAT_EQ(c.red.y, want[1]);
@@ -140,7 +139,7 @@ TEST(Exr, HalfFramesCarryTheReferenceChannelsAndTags) {
   for (auto t : img.types) EXPECT_EQ(t, Imf::HALF);
   EXPECT_EQ(img.compression, Imf::ZIP_COMPRESSION);
   ASSERT_TRUE(img.has_chromaticities);
-  expect_chromaticities(img.chromaticities, media::ExrPrimaries::Rec709);
+  expect_chromaticities(img.chromaticities, media::Primaries::Rec709);
   EXPECT_EQ(img.color_space, "sRGB");
   ASSERT_EQ(img.width, 10);
   ASSERT_EQ(img.height, 7);
@@ -162,13 +161,13 @@ TEST(Exr, FloatFramesWithAcesTagsAreExact) {
   const Tensor frame = hdr_frame(5, 6, 3.0f);
   media::ExrWriteOptions opt;
   opt.pixel_type = media::ExrPixelType::Float;
-  opt.primaries = media::ExrPrimaries::ACEScg;
+  opt.primaries = media::Primaries::ACEScg;
   opt.color_space = "ACEScct";
   // Channels-first input, as the reference's save_exr_tensor accepts.
   media::write_exr(dir.file("f.exr"), frame.permute({2, 0, 1}).contiguous(), opt);
   const OpenExrImage img = read_with_openexr(dir.file("f.exr"));
   for (auto t : img.types) EXPECT_EQ(t, Imf::FLOAT);
-  expect_chromaticities(img.chromaticities, media::ExrPrimaries::ACEScg);
+  expect_chromaticities(img.chromaticities, media::Primaries::ACEScg);
   EXPECT_EQ(img.color_space, "ACEScct");
   for (size_t i = 0; i < img.rgb.size(); ++i)
     ASSERT_EQ(img.rgb[i], frame.data<float>()[i]) << "element " << i;
@@ -180,11 +179,14 @@ TEST(Exr, ReadsFilesWrittenByOpenEXR) {
 #if LTX_TEST_OPENEXR
   test::TempDir dir;
   const int w = 9, h = 4;
-  auto value = [](size_t c, int64_t i) { return 0.125f * static_cast<float>(c + 1) * static_cast<float>(i) - 1.0f; };
+  auto value = [](size_t c, int64_t i) {
+    return 0.125f * static_cast<float>(c + 1) * static_cast<float>(i) - 1.0f;
+  };
   // RGBA plus a depth channel, mixed pixel types, an offset data window, PIZ compression.
-  write_with_openexr(dir.file("rgba.exr"), w, h,
-                     {{"R", Imf::HALF}, {"G", Imf::FLOAT}, {"B", Imf::HALF}, {"A", Imf::HALF}, {"Z", Imf::FLOAT}},
-                     value);
+  write_with_openexr(
+      dir.file("rgba.exr"), w, h,
+      {{"R", Imf::HALF}, {"G", Imf::FLOAT}, {"B", Imf::HALF}, {"A", Imf::HALF}, {"Z", Imf::FLOAT}},
+      value);
   const Tensor rgb = media::read_exr(dir.file("rgba.exr"));
   ASSERT_EQ(rgb.shape(), Shape({h, w, 3}));
   for (int64_t i = 0; i < w * h; ++i) {
@@ -209,7 +211,8 @@ TEST(Exr, FilesWeCannotUseGiveClearErrors) {
   test::expect_error_containing([&] { media::read_exr(dir.file("rg.exr")); },
                                 {"rg.exr", "needs the channels R, G and B", "it has G, R"});
   write_with_openexr(dir.file("layer.exr"), 4, 4,
-                     {{"diffuse.R", Imf::HALF}, {"diffuse.G", Imf::HALF}, {"diffuse.B", Imf::HALF}}, zero);
+                     {{"diffuse.R", Imf::HALF}, {"diffuse.G", Imf::HALF}, {"diffuse.B", Imf::HALF}},
+                     zero);
   test::expect_error_containing([&] { media::read_exr(dir.file("layer.exr")); },
                                 {"layer.exr", "needs the channels R, G and B", "diffuse.B"});
 #endif
@@ -219,10 +222,14 @@ TEST(Exr, FilesWeCannotUseGiveClearErrors) {
   test::expect_error_containing([&] { media::read_exr(dir.file("missing.exr")); },
                                 {"missing.exr", "no such file"});
   test::expect_error_containing(
-      [&] { media::write_exr(dir.file("x.exr"), Tensor::zeros({4, 4, 2})); },
+      [&] {
+        media::write_exr(dir.file("x.exr"), Tensor::zeros({4, 4, 2}));
+      },
       {"x.exr", "[H, W, 3] or [3, H, W]"});
   test::expect_error_containing(
-      [&] { media::write_exr(dir.file("x.exr"), Tensor::zeros({4, 4, 3}, DType::U8)); },
+      [&] {
+        media::write_exr(dir.file("x.exr"), Tensor::zeros({4, 4, 3}, DType::U8));
+      },
       {"x.exr", "floating point"});
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.exr")));
 }
@@ -232,7 +239,8 @@ TEST(Exr, FrameFoldersAreWrittenAtomicallyAndListedInOrder) {
   test::TempDir dir;
   const std::string out = dir.file("clip_exr");
   Tensor frames = Tensor::empty({3, 4, 6, 3}, DType::F32);
-  for (int64_t i = 0; i < frames.numel(); ++i) frames.data<float>()[i] = 0.5f * static_cast<float>(i % 17);
+  for (int64_t i = 0; i < frames.numel(); ++i)
+    frames.data<float>()[i] = 0.5f * static_cast<float>(i % 17);
   {
     media::ExrFrameWriter w(out);
     w.write_frames(frames.slice(0, 0, 2));
@@ -240,7 +248,8 @@ TEST(Exr, FrameFoldersAreWrittenAtomicallyAndListedInOrder) {
     w.write_frames(frames.select(0, 2));
     w.finish();
   }
-  EXPECT_EQ(test::list_dir(std::filesystem::path(out).parent_path().string()), (std::vector<std::string>{"clip_exr"}));
+  EXPECT_EQ(test::list_dir(std::filesystem::path(out).parent_path().string()),
+            (std::vector<std::string>{"clip_exr"}));
   EXPECT_EQ(test::list_dir(out),
             (std::vector<std::string>{"frame_00000.exr", "frame_00001.exr", "frame_00002.exr"}));
   EXPECT_TRUE(media::is_exr_folder(out));
@@ -277,7 +286,9 @@ TEST(Exr, WithoutOpenExrSaysHowToRebuild) {
   test::expect_error_containing([&] { media::read_exr(dir.file("a.exr")); },
                                 {"a.exr", "no EXR support", "-DLTX_OPENEXR=ON"});
   test::expect_error_containing(
-      [&] { media::write_exr_frames(dir.file("f"), Tensor::zeros({1, 2, 2, 3})); },
+      [&] {
+        media::write_exr_frames(dir.file("f"), Tensor::zeros({1, 2, 2, 3}));
+      },
       {"no EXR support"});
   EXPECT_TRUE(test::list_dir(dir.file("")).empty());
 }
