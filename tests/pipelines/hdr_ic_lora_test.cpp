@@ -1,0 +1,113 @@
+// The HDR IC-LoRA's building blocks: its LoRA metadata, the resolution rule, the frame count of
+// high-quality mode and the reference-video preparation (reflect-pad fit, display range -> [-1, 1],
+// the high-quality frame doubling).
+#include "pipelines/hdr_ic_lora.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "media/preprocess.h"
+#include "support/test_support.h"
+
+namespace ltx {
+namespace {
+
+namespace hdr = pipelines::hdr_ic_lora;
+
+std::string lora_with(const test::TempDir& dir, const std::string& name,
+                      const std::map<std::string, std::string>& meta) {
+  const std::string path = dir.file(name);
+  io::write_safetensors(
+      path, {{"diffusion_model.transformer_blocks.0.attn1.to_q.lora_A.weight", Tensor::zeros({2, 32})}},
+      meta);
+  return path;
+}
+
+TEST(HdrIcLoraMetadata, TransferAndScaleComeFromTheFile) {
+  test::TempDir dir;
+  auto cfg = hdr::read_hdr_lora_config(lora_with(dir, "a.safetensors", {{"hdr_transform", "logc3"}}));
+  EXPECT_EQ(cfg.transfer, media::HdrTransfer::LogC3);
+  EXPECT_EQ(cfg.reference_downscale_factor, 1);
+  cfg = hdr::read_hdr_lora_config(lora_with(
+      dir, "b.safetensors", {{"hdr_transform", "acescct"}, {"reference_downscale_factor", "2"}}));
+  EXPECT_EQ(cfg.transfer, media::HdrTransfer::ACEScct);
+  EXPECT_EQ(cfg.reference_downscale_factor, 2);
+  // A bare flag means the default working space, LogC3 (as the reference).
+  cfg = hdr::read_hdr_lora_config(lora_with(dir, "c.safetensors", {{"hdr_transform", "true"}}));
+  EXPECT_EQ(cfg.transfer, media::HdrTransfer::LogC3);
+  cfg = hdr::read_hdr_lora_config(lora_with(dir, "d.safetensors", {{"use_hdr_transform", "1"}}));
+  EXPECT_EQ(cfg.transfer, media::HdrTransfer::LogC3);
+}
+
+TEST(HdrIcLoraMetadata, LorasWithoutHdrMetadataOrWithBadValuesAreRefused) {
+  test::TempDir dir;
+  const std::string plain =
+      lora_with(dir, "plain.safetensors", {{"reference_downscale_factor", "2"}});
+  test::expect_error_containing([&] { hdr::read_hdr_lora_config(plain); },
+                                {"--hdr-lora", "plain.safetensors", "no HDR metadata",
+                                 "--pipeline ic-lora"});
+  const std::string pq = lora_with(dir, "pq.safetensors", {{"hdr_transform", "pq"}});
+  test::expect_error_containing([&] { hdr::read_hdr_lora_config(pq); },
+                                {"pq.safetensors", "hdr_transform", "unknown HDR transfer 'pq'"});
+  const std::string bad = lora_with(
+      dir, "bad.safetensors", {{"hdr_transform", "logc3"}, {"reference_downscale_factor", "0"}});
+  test::expect_error_containing([&] { hdr::read_hdr_lora_config(bad); },
+                                {"bad.safetensors", "reference_downscale_factor", "positive integer"});
+}
+
+TEST(HdrIcLoraSize, AlignsUpTo64AndCropsBack) {
+  const hdr::HdrResolution r = hdr::align_resolution(72, 176);
+  EXPECT_EQ(r.gen_height, 128);
+  EXPECT_EQ(r.gen_width, 192);
+  EXPECT_EQ(r.crop_height, 72);
+  EXPECT_EQ(r.crop_width, 176);
+  const hdr::HdrResolution same = hdr::align_resolution(128, 64);
+  EXPECT_EQ(same.gen_height, 128);
+  EXPECT_EQ(same.gen_width, 64);
+  EXPECT_EQ(hdr::generated_frames(9, false), 9);
+  EXPECT_EQ(hdr::generated_frames(9, true), 17);
+}
+
+Tensor clip(int64_t f, int64_t h, int64_t w) {
+  Tensor t = Tensor::empty({f, h, w, 3}, DType::U8);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37 + i / 7) % 256);
+  return t;
+}
+
+TEST(HdrIcLoraVideo, FitsMapsAndCapsTheFrames) {
+  const Tensor frames = clip(12, 72, 176);
+  // Stage 1 of a 128x192 generation, downscale 1: 64x96.
+  const Tensor v = hdr::reference_video(frames, 64, 96, 9, 1, false);
+  ASSERT_EQ(v.shape(), (Shape{1, 3, 9, 64, 96}));
+  const Tensor fitted = media::resize_and_reflect_pad(frames.narrow(0, 0, 9), 64, 96);
+  const float* got = v.data<float>();
+  const float* fit = fitted.data<float>();
+  for (int64_t i = 0; i < v.numel(); ++i)
+    ASSERT_EQ(got[i], std::clamp(fit[i] / 255.0f, 0.0f, 1.0f) * 2.0f - 1.0f) << i;
+  // Downscale 2 halves the reference size; bf16 on request.
+  const Tensor half = hdr::reference_video(frames, 64, 96, 9, 2, false, DType::BF16);
+  EXPECT_EQ(half.shape(), (Shape{1, 3, 9, 32, 48}));
+  EXPECT_EQ(half.dtype(), DType::BF16);
+  // Fewer frames than asked: all of them, as the reference's decoder stops at the clip's end.
+  EXPECT_EQ(hdr::reference_video(frames, 64, 96, 17, 1, false).size(2), 12);
+  test::expect_error_containing([&] { hdr::reference_video(frames, 64, 96, 9, 3, false); },
+                                {"64x96", "divisible", "reference_downscale_factor 3"});
+}
+
+TEST(HdrIcLoraVideo, HighQualityLoadsHalfTheFramesAndDoublesEach) {
+  const Tensor frames = clip(12, 72, 176);
+  // 9 output frames -> 17 generated: the first 9 clip frames, each twice, cut to 17.
+  const Tensor hq = hdr::reference_video(frames, 64, 96, 17, 1, true);
+  ASSERT_EQ(hq.shape(), (Shape{1, 3, 17, 64, 96}));
+  const Tensor plain = hdr::reference_video(frames, 64, 96, 9, 1, false);
+  for (int64_t f = 0; f < 17; ++f)
+    EXPECT_EQ(test::max_abs_diff(hq.narrow(2, f, 1), plain.narrow(2, f / 2, 1)), 0) << f;
+}
+
+}  // namespace
+}  // namespace ltx
