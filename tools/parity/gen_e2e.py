@@ -1762,9 +1762,9 @@ def run_hdr_ic_lora(mp, paths: dict, size: dict, request: dict):
     (load_video_conditioning_hdr's frames concatenated [1, 3, F, h, w] in [-1, 1]; n = 1 for stage 1,
     2 for stage 2) and .latent (the encoded reference, VideoConditionByReferenceLatent.latent);
     calls inter.hdr.stage2_phase<k>.tiles (the clamped tile-count config and each tile's latent
-    in_coords); out.video.frames (the VAE decode [F, H, W, 3] in [0, 1] before cropping, to_hdr_linear's
-    input) and out.video.hdr_linear (the pipeline's return: linear HDR [F', h, w, 3] after crop and,
-    in high-quality mode, [::2]); both float16."""
+    in_coords); out.video.frames (the VAE decode in [0, 1], to_hdr_linear's input, cropped and
+    subsampled as the output) and out.video.hdr_linear (the pipeline's return: linear HDR
+    [F, h, w, 3] after the crop and, in high-quality mode, [::2]); both float16."""
     import dataclasses
 
     import ltx_pipelines.hdr_ic_lora as hdr
@@ -1809,9 +1809,10 @@ def run_hdr_ic_lora(mp, paths: dict, size: dict, request: dict):
             })
             counters["phase"] += 1
 
+    decoded: dict[str, torch.Tensor] = {}
+
     def to_hdr_linear(working, *args, **kwargs):
-        R.put("out.video.frames", working[0].permute(1, 2, 3, 0).to(torch.float16),
-              "VAE decode [F, H, W, 3] in [0, 1] at the aligned generation size (to_hdr_linear's input), stored as float16")
+        decoded["working"] = working[0].permute(1, 2, 3, 0).detach().float().cpu()  # [F, H, W, 3] at the generation size
         return orig["to_hdr_linear"](working, *args, **kwargs)
 
     lora_path = paths["hdr_lora"]
@@ -1852,8 +1853,14 @@ def run_hdr_ic_lora(mp, paths: dict, size: dict, request: dict):
             seed=SEED, height=size["height"], width=size["width"], num_frames=NUM_FRAMES, frame_rate=FRAME_RATE,
             video_conditioning=[(HDR_CLIP_PATH, 1.0)], tiling_config=tiling, high_quality_hdr=run["high_quality"],
         )
+        working = decoded["working"][:, : size["height"], : size["width"], :]
+        if run["high_quality"]:
+            working = working[::2]
+        R.put("out.video.frames", working.to(torch.float16),
+              "the VAE decode in [0, 1] (to_hdr_linear's input) cropped and subsampled as the output (crop to the request size; "
+              "high quality: frames [::2]): [F, H, W, 3], stored as float16; out.video.hdr_linear = LogC3 decompress of it")
         R.put("out.video.hdr_linear", out.detach().float().cpu().to(torch.float16),
-              "HDRICLoraPipeline.__call__ return: linear HDR [F, H, W, 3] (LogC3 decompress of out.video.frames, cropped to the "
+              "HDRICLoraPipeline.__call__ return: linear HDR [F, H, W, 3] (LogC3 decompress of the decode, cropped to the "
               "request size; high quality: frames [::2]), stored as float16")
     finally:
         decode_mod.decode_video_by_frame = orig_decode
