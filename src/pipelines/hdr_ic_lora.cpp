@@ -27,8 +27,8 @@ HdrLoraConfig read_hdr_lora_config(const std::string& lora_path, const std::stri
             "HDR IC-LoRA; pass the HDR IC-LoRA file, or use --pipeline ic-lora for other IC-LoRAs");
   HdrLoraConfig config;
   if (!transform.empty() && transform != "true")
-    config.transfer =
-        media::parse_hdr_transfer(transform, str(flag, " '", lora_path, "': metadata hdr_transform"));
+    config.transfer = media::parse_hdr_transfer(
+        transform, str(flag, " '", lora_path, "': metadata hdr_transform"));
   config.reference_downscale_factor =
       ic_lora::read_lora_factor(lora_path, "reference_downscale_factor", 1);
   return config;
@@ -56,8 +56,10 @@ Tensor reference_video(const Tensor& frames, int64_t height, int64_t width, int6
                 frames.dtype() == DType::U8 && frames.size(0) >= 1,
             who, ": expected u8 frames [F, H, W, 3] with F >= 1; got ",
             frames.defined() ? frames.describe() : std::string("an undefined tensor"));
-  LTX_CHECK(num_frames >= 1 && downscale >= 1, who, ": num_frames and the downscale factor must "
-            "be positive; got ", num_frames, " and ", downscale);
+  LTX_CHECK(num_frames >= 1 && downscale >= 1, who,
+            ": num_frames and the downscale factor must "
+            "be positive; got ",
+            num_frames, " and ", downscale);
   LTX_CHECK(height % downscale == 0 && width % downscale == 0, who, ": the output size ", height,
             "x", width, " must be divisible by the LoRA's reference_downscale_factor ", downscale);
   const int64_t ref_h = height / downscale, ref_w = width / downscale;
@@ -81,6 +83,90 @@ Tensor reference_video(const Tensor& frames, int64_t height, int64_t width, int6
     out = out.narrow(2, 0, std::min(num_frames, out.size(2))).contiguous();
   }
   return out.to(dtype);
+}
+
+namespace tiling = models::tiling;
+
+tiling::TileCountConfig default_stage2_tiling() {
+  tiling::TileCountConfig c;
+  c.frames = tiling::DimensionTilingConfig(2, 8);
+  c.height = tiling::DimensionTilingConfig(2, 6);
+  c.width = tiling::DimensionTilingConfig(2, 6);
+  return c;
+}
+
+tiling::DimensionTilingConfig clamp_tile_count(const tiling::DimensionTilingConfig& c,
+                                               int64_t size) {
+  if (c.num_tiles <= 1) return c;
+  if (size < c.num_tiles) return tiling::DimensionTilingConfig(1, 0);
+  const int64_t max_overlap = size - c.num_tiles;
+  if (c.overlap <= max_overlap) return c;
+  return tiling::DimensionTilingConfig(c.num_tiles, max_overlap);
+}
+
+std::vector<tiling::Tile> stage2_tiles(int64_t frames, int64_t height, int64_t width,
+                                       const tiling::TileCountConfig& config) {
+  LTX_CHECK(frames >= 1 && height >= 1 && width >= 1, "HDR IC-LoRA stage 2: empty latent ", frames,
+            "x", height, "x", width);
+  tiling::TileCountConfig clamped;
+  clamped.frames = clamp_tile_count(config.frames, frames);
+  clamped.height = clamp_tile_count(config.height, height);
+  clamped.width = clamp_tile_count(config.width, width);
+  const tiling::Splitters s =
+      clamped.to_splitters(tiling::kVideoScaleFactors, std::nullopt, /*causal_temporal=*/false);
+  const tiling::MappingOperation identity = tiling::spatial_slice_mapping(1);
+  const Shape shape{frames, height, width};
+  return tiling::create_tiles(shape, {s[0], s[1], s[2]}, {identity, identity, identity}, shape);
+}
+
+TilePixelSize tile_pixel_size(const tiling::Tile& tile) {
+  const auto& sf = tiling::kVideoScaleFactors;
+  return {(tile.in[0].length() - 1) * sf.time + 1, tile.in[1].length() * sf.height,
+          tile.in[2].length() * sf.width};
+}
+
+Tensor tile_reference_latent(const Tensor& reference, const tiling::Tile& tile, int64_t downscale) {
+  LTX_CHECK(reference.defined() && reference.dim() == 5 && downscale >= 1,
+            "tile_reference_latent: expected a latent [B, C, F, h, w] and a positive factor");
+  const tiling::Range& f = tile.in[0];
+  const int64_t h0 = tile.in[1].start / downscale, h1 = tile.in[1].stop / downscale;
+  const int64_t w0 = tile.in[2].start / downscale, w1 = tile.in[2].stop / downscale;
+  // Python slicing clamps to the extent.
+  const auto clip = [](int64_t v, int64_t n) { return std::min(std::max<int64_t>(v, 0), n); };
+  const int64_t F = reference.size(2), H = reference.size(3), W = reference.size(4);
+  return reference.slice(2, clip(f.start, F), clip(f.stop, F))
+      .slice(3, clip(h0, H), clip(h1, H))
+      .slice(4, clip(w0, W), clip(w1, W));
+}
+
+void blend_tile(const Tensor& output, const Tensor& tile_latent, const tiling::Tile& tile) {
+  LTX_CHECK(output.defined() && output.dim() == 5 && output.dtype() == DType::F32 &&
+                output.device().is_cpu() && output.is_contiguous(),
+            "blend_tile: the output must be a contiguous f32 CPU latent [B, C, F, H, W]");
+  const int64_t tf = tile.in[0].length(), th = tile.in[1].length(), tw = tile.in[2].length();
+  LTX_CHECK(tile_latent.defined() && tile_latent.dim() == 5 &&
+                tile_latent.size(0) == output.size(0) && tile_latent.size(1) == output.size(1) &&
+                tile_latent.size(2) == tf && tile_latent.size(3) == th && tile_latent.size(4) == tw,
+            "blend_tile: a tile of ", tf, "x", th, "x", tw, " latent cells cannot take ",
+            tile_latent.defined() ? tile_latent.describe() : std::string("an undefined tensor"));
+  const Tensor src = tile_latent.to(Device::cpu(), DType::F32).contiguous();
+  const int64_t B = output.size(0), C = output.size(1), F = output.size(2), H = output.size(3),
+                W = output.size(4);
+  const auto& m = tile.masks;
+  const float* in = src.data<float>();
+  float* out = output.data<float>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t f = 0; f < tf; ++f)
+        for (int64_t h = 0; h < th; ++h)
+          for (int64_t w = 0; w < tw; ++w) {
+            const float weight = (m[0][static_cast<size_t>(f)] * m[1][static_cast<size_t>(h)]) *
+                                 m[2][static_cast<size_t>(w)];
+            const int64_t o =
+                (((b * C + c) * F + tile.in[0].start + f) * H + tile.in[1].start + h) * W +
+                tile.in[2].start + w;
+            out[o] += in[(((b * C + c) * tf + f) * th + h) * tw + w] * weight;
+          }
 }
 
 }  // namespace ltx::pipelines::hdr_ic_lora

@@ -7,9 +7,11 @@
 // machinery (pipelines/ic_lora.h).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "media/hdr.h"
+#include "models/tiling.h"
 
 namespace ltx::pipelines::hdr_ic_lora {
 
@@ -48,5 +50,41 @@ int64_t generated_frames(int64_t num_frames, bool high_quality);
 // width is not divisible by the downscale factor, or when there are no frames.
 Tensor reference_video(const Tensor& frames, int64_t height, int64_t width, int64_t num_frames,
                        int64_t downscale, bool high_quality, DType dtype = DType::F32);
+
+// ---- stage 2: refinement in overlapping latent tiles (HDRICLoraPipeline._run_stage2_phase) ----
+// The default phase: 2 tiles on every latent axis, overlaps 8 frames / 6 rows / 6 columns (clamped
+// to the latent, see clamp_tile_count), the stage-2 distilled sigmas up to their second value then
+// 0, the IC-LoRA reference on. Each tile is a stage-2 run of its own (its own noise generator,
+// seeded seed + tile index); the denoised tiles are blended back with trapezoidal masks.
+models::tiling::TileCountConfig default_stage2_tiling();
+
+// _clamp_dim_tiling: a tile count that cannot fit an axis of `size` latent cells falls back to one
+// tile; an overlap the axis cannot hold (split_by_count needs overlap <= size - tiles) is clamped.
+models::tiling::DimensionTilingConfig clamp_tile_count(
+    const models::tiling::DimensionTilingConfig& c, int64_t size);
+
+// The tiles of a latent [F, H, W] (VideoModalityTilingHelper: the clamped config's split_by_count
+// on every axis, the frames non-causal, identity mapping with trapezoidal masks), frames varying
+// slowest, width fastest. Each tile's `in` ranges (F, H, W) are its latent region.
+std::vector<models::tiling::Tile> stage2_tiles(int64_t frames, int64_t height, int64_t width,
+                                               const models::tiling::TileCountConfig& config);
+
+// A tile's size in pixels for its stage-2 run: (frames - 1) * 8 + 1 frames, 32 x rows, 32 x
+// columns.
+struct TilePixelSize {
+  int64_t frames = 0, height = 0, width = 0;
+};
+TilePixelSize tile_pixel_size(const models::tiling::Tile& tile);
+
+// The part of an encoded reference [B, C, F, h, w] a tile conditions on: the tile's frames and its
+// rows / columns divided by the downscale factor (start // d to stop // d, as the reference
+// slices).
+Tensor tile_reference_latent(const Tensor& reference, const models::tiling::Tile& tile,
+                             int64_t downscale);
+
+// Adds a denoised tile [B, C, f, h, w] into the phase's output [B, C, F, H, W] (f32, CPU) at the
+// tile's region, each cell weighted by the tile's blend mask (mask_F * mask_H) * mask_W, as the
+// reference's blend into the token sequence.
+void blend_tile(const Tensor& output, const Tensor& tile_latent, const models::tiling::Tile& tile);
 
 }  // namespace ltx::pipelines::hdr_ic_lora

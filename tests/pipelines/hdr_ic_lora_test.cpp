@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "media/preprocess.h"
+#include "models/tiling.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -22,14 +24,16 @@ std::string lora_with(const test::TempDir& dir, const std::string& name,
                       const std::map<std::string, std::string>& meta) {
   const std::string path = dir.file(name);
   io::write_safetensors(
-      path, {{"diffusion_model.transformer_blocks.0.attn1.to_q.lora_A.weight", Tensor::zeros({2, 32})}},
+      path,
+      {{"diffusion_model.transformer_blocks.0.attn1.to_q.lora_A.weight", Tensor::zeros({2, 32})}},
       meta);
   return path;
 }
 
 TEST(HdrIcLoraMetadata, TransferAndScaleComeFromTheFile) {
   test::TempDir dir;
-  auto cfg = hdr::read_hdr_lora_config(lora_with(dir, "a.safetensors", {{"hdr_transform", "logc3"}}));
+  auto cfg =
+      hdr::read_hdr_lora_config(lora_with(dir, "a.safetensors", {{"hdr_transform", "logc3"}}));
   EXPECT_EQ(cfg.transfer, media::HdrTransfer::LogC3);
   EXPECT_EQ(cfg.reference_downscale_factor, 1);
   cfg = hdr::read_hdr_lora_config(lora_with(
@@ -47,16 +51,17 @@ TEST(HdrIcLoraMetadata, LorasWithoutHdrMetadataOrWithBadValuesAreRefused) {
   test::TempDir dir;
   const std::string plain =
       lora_with(dir, "plain.safetensors", {{"reference_downscale_factor", "2"}});
-  test::expect_error_containing([&] { hdr::read_hdr_lora_config(plain); },
-                                {"--hdr-lora", "plain.safetensors", "no HDR metadata",
-                                 "--pipeline ic-lora"});
+  test::expect_error_containing(
+      [&] { hdr::read_hdr_lora_config(plain); },
+      {"--hdr-lora", "plain.safetensors", "no HDR metadata", "--pipeline ic-lora"});
   const std::string pq = lora_with(dir, "pq.safetensors", {{"hdr_transform", "pq"}});
   test::expect_error_containing([&] { hdr::read_hdr_lora_config(pq); },
                                 {"pq.safetensors", "hdr_transform", "unknown HDR transfer 'pq'"});
   const std::string bad = lora_with(
       dir, "bad.safetensors", {{"hdr_transform", "logc3"}, {"reference_downscale_factor", "0"}});
-  test::expect_error_containing([&] { hdr::read_hdr_lora_config(bad); },
-                                {"bad.safetensors", "reference_downscale_factor", "positive integer"});
+  test::expect_error_containing(
+      [&] { hdr::read_hdr_lora_config(bad); },
+      {"bad.safetensors", "reference_downscale_factor", "positive integer"});
 }
 
 TEST(HdrIcLoraSize, AlignsUpTo64AndCropsBack) {
@@ -107,6 +112,72 @@ TEST(HdrIcLoraVideo, HighQualityLoadsHalfTheFramesAndDoublesEach) {
   const Tensor plain = hdr::reference_video(frames, 64, 96, 9, 1, false);
   for (int64_t f = 0; f < 17; ++f)
     EXPECT_EQ(test::max_abs_diff(hq.narrow(2, f, 1), plain.narrow(2, f / 2, 1)), 0) << f;
+}
+
+namespace tl = models::tiling;
+
+std::vector<std::array<int64_t, 6>> in_ranges(const std::vector<tl::Tile>& tiles) {
+  std::vector<std::array<int64_t, 6>> out;
+  for (const auto& t : tiles)
+    out.push_back(
+        {t.in[0].start, t.in[0].stop, t.in[1].start, t.in[1].stop, t.in[2].start, t.in[2].stop});
+  return out;
+}
+
+TEST(HdrIcLoraStage2, TileLayoutFollowsTheClampedCounts) {
+  // The e2e request: 128x192 generated, 9 frames -> latent 2 x 4 x 6. Frames (2, 8) -> (2, 0),
+  // rows (2, 6) -> (2, 2): tiles of 3; columns (2, 6) -> (2, 4): tiles of 5.
+  const auto tiles = hdr::stage2_tiles(2, 4, 6, hdr::default_stage2_tiling());
+  const std::vector<std::array<int64_t, 6>> want = {
+      {0, 1, 0, 3, 0, 5}, {0, 1, 0, 3, 1, 6}, {0, 1, 1, 4, 0, 5}, {0, 1, 1, 4, 1, 6},
+      {1, 2, 0, 3, 0, 5}, {1, 2, 0, 3, 1, 6}, {1, 2, 1, 4, 0, 5}, {1, 2, 1, 4, 1, 6}};
+  EXPECT_EQ(in_ranges(tiles), want);
+  // Trapezoids: 2-cell ramps on rows (1, 2/3, 1/3 | 1/3, 2/3, 1), 4-cell ramps on columns.
+  EXPECT_EQ(tiles[0].masks[0], std::vector<float>({1.0f}));
+  ASSERT_EQ(tiles[0].masks[1].size(), 3u);
+  EXPECT_FLOAT_EQ(tiles[0].masks[1][1], 2.0f / 3);
+  EXPECT_FLOAT_EQ(tiles[0].masks[1][2], 1.0f / 3);
+  EXPECT_FLOAT_EQ(tiles[2].masks[1][0], 1.0f / 3);
+  EXPECT_FLOAT_EQ(tiles[1].masks[2][0], 0.2f);
+  EXPECT_TRUE(tl::masks_are_complementary(tiles, Shape{2, 4, 6}));
+  // High quality (17 frames -> 3 latent frames): frames (2, 8) -> (2, 1), tiles [0, 2) and [1, 3).
+  const auto hq = hdr::stage2_tiles(3, 4, 6, hdr::default_stage2_tiling());
+  ASSERT_EQ(hq.size(), 8u);
+  EXPECT_EQ(hq[0].in[0], (tl::Range{0, 2}));
+  EXPECT_EQ(hq[4].in[0], (tl::Range{1, 3}));
+  EXPECT_EQ(hq[0].masks[0], std::vector<float>({1.0f, 0.5f}));
+  // An axis shorter than its tile count is not tiled.
+  EXPECT_EQ(hdr::clamp_tile_count(tl::DimensionTilingConfig(2, 8), 1).num_tiles, 1);
+  EXPECT_EQ(hdr::stage2_tiles(1, 4, 6, hdr::default_stage2_tiling()).size(), 4u);
+  const hdr::TilePixelSize px = hdr::tile_pixel_size(hq[0]);
+  EXPECT_EQ(px.frames, 9);
+  EXPECT_EQ(px.height, 96);
+  EXPECT_EQ(px.width, 160);
+}
+
+TEST(HdrIcLoraStage2, BlendedTilesRebuildTheLatentAndReferencesAreSliced) {
+  const int64_t F = 3, H = 4, W = 6, C = 2;
+  const auto tiles = hdr::stage2_tiles(F, H, W, hdr::default_stage2_tiling());
+  const Tensor full = test::random_tensor({1, C, F, H, W}, 5);
+  const Tensor out = Tensor::zeros({1, C, F, H, W});
+  for (const auto& t : tiles)
+    hdr::blend_tile(out, tl::slice_ranges(full, {{0, 1}, {0, C}, t.in[0], t.in[1], t.in[2]}), t);
+  // The masks sum to one on every axis: blending the cut-outs of one latent gives it back.
+  EXPECT_LT(test::max_abs_diff(out, full), 1e-6);
+  // One tile alone: its masks' product at a cell in the overlap.
+  const Tensor one = Tensor::zeros({1, C, F, H, W});
+  const tl::Tile& t = tiles[7];  // frames [1, 3), rows [1, 4), columns [1, 6)
+  hdr::blend_tile(one, Tensor::full({1, C, 2, 3, 5}, 1.0), t);
+  const float* o = one.data<float>();
+  const auto at = [&](int64_t f, int64_t h, int64_t w) { return o[(f * H + h) * W + w]; };
+  EXPECT_FLOAT_EQ(at(1, 1, 1), (t.masks[0][0] * t.masks[1][0]) * t.masks[2][0]);
+  EXPECT_FLOAT_EQ(at(2, 3, 5), 1.0f);
+  EXPECT_EQ(at(0, 0, 0), 0.0f);
+  // The reference for a tile: its frames, rows and columns / the downscale factor.
+  const Tensor ref = test::random_tensor({1, C, F, 2, 3}, 6);
+  const Tensor part = hdr::tile_reference_latent(ref, t, 2);
+  EXPECT_EQ(part.shape(), (Shape{1, C, 2, 2, 3}));  // rows 1 // 2 .. 4 // 2, columns 0 .. 3
+  EXPECT_EQ(test::max_abs_diff(part, ref.slice(2, 1, 3)), 0);
 }
 
 }  // namespace
