@@ -2,11 +2,16 @@
 
 #include <algorithm>
 
+#include "core/dtype_bits.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "media/preprocess.h"
 #include "ops/shape.h"
+#include "models/video_vae/video_vae.h"
+#include "pipelines/denoisers.h"
 #include "pipelines/ic_lora.h"
+#include "pipelines/stages.h"
+#include "sampling/noise.h"
 
 namespace ltx::pipelines::hdr_ic_lora {
 
@@ -139,7 +144,14 @@ Tensor tile_reference_latent(const Tensor& reference, const tiling::Tile& tile, 
       .slice(4, clip(w0, W), clip(w1, W));
 }
 
-void blend_tile(const Tensor& output, const Tensor& tile_latent, const tiling::Tile& tile) {
+void blend_tile(const Tensor& output, const Tensor& tile_latent, const tiling::Tile& tile,
+                DType precision) {
+  LTX_CHECK(precision == DType::F32 || precision == DType::BF16,
+            "blend_tile: the blend runs in f32 or bf16; got ", dtype_name(precision));
+  const bool bf16 = precision == DType::BF16;
+  const auto round = [bf16](float x) {
+    return bf16 ? dtype_bits::bf16_to_f32(dtype_bits::f32_to_bf16(x)) : x;
+  };
   LTX_CHECK(output.defined() && output.dim() == 5 && output.dtype() == DType::F32 &&
                 output.device().is_cpu() && output.is_contiguous(),
             "blend_tile: the output must be a contiguous f32 CPU latent [B, C, F, H, W]");
@@ -160,13 +172,124 @@ void blend_tile(const Tensor& output, const Tensor& tile_latent, const tiling::T
       for (int64_t f = 0; f < tf; ++f)
         for (int64_t h = 0; h < th; ++h)
           for (int64_t w = 0; w < tw; ++w) {
-            const float weight = (m[0][static_cast<size_t>(f)] * m[1][static_cast<size_t>(h)]) *
-                                 m[2][static_cast<size_t>(w)];
+            const float weight = round((m[0][static_cast<size_t>(f)] * m[1][static_cast<size_t>(h)]) *
+                                       m[2][static_cast<size_t>(w)]);
             const int64_t o =
                 (((b * C + c) * F + tile.in[0].start + f) * H + tile.in[1].start + h) * W +
                 tile.in[2].start + w;
-            out[o] += in[(((b * C + c) * tf + f) * th + h) * tw + w] * weight;
+            out[o] = round(out[o] + round(in[(((b * C + c) * tf + f) * th + h) * tw + w] * weight));
           }
+}
+
+namespace {
+
+// The reference videos as VideoConditionByReferenceLatent items at one stage's size.
+std::vector<Tensor> encode_references(const GenerationRequest& r, const Components& c,
+                                      int64_t height, int64_t width, int64_t frames,
+                                      const HdrIcLoraOptions& o) {
+  std::vector<Tensor> latents;
+  for (const VideoConditioning& v : r.video_conditionings) {
+    const Tensor pixels = reference_video(v.frames, height, width, frames,
+                                          o.lora.reference_downscale_factor, o.high_quality, r.dtype);
+    latents.push_back((*c.video_encoder)(pixels.to(c.device, DType::F32)).to(Device::cpu(), r.dtype));
+  }
+  return latents;
+}
+
+}  // namespace
+
+HdrIcLoraLatent run_hdr_ic_lora(const GenerationRequest& r, const Components& c,
+                                const TextContexts& ctx, const HdrIcLoraOptions& o,
+                                const ProgressCallback& progress) {
+  LTX_CHECK(!r.video_conditionings.empty(),
+            "pipeline hdr-ic-lora: no reference video: pass --video-conditioning PATH STRENGTH "
+            "(the SDR clip to turn into HDR)");
+  LTX_CHECK(c.video_encoder && c.spatial_upsampler,
+            "pipeline hdr-ic-lora: needs the video VAE encoder and the spatial upsampler");
+  for (const VideoConditioning& v : r.video_conditionings)
+    LTX_CHECK(v.strength >= 0.0 && v.strength <= 1.0, "pipeline hdr-ic-lora: --video-conditioning '",
+              v.path, "': STRENGTH ", v.strength, " must be in [0, 1]");
+  HdrIcLoraLatent res;
+  res.size = align_resolution(r.height, r.width);
+  res.generated_frames = generated_frames(r.num_frames, o.high_quality);
+  const int64_t df = o.lora.reference_downscale_factor;
+  sampling::TorchCpuGenerator seeded(r.seed);
+  sampling::NoiseSource& noise1 = r.noise ? *r.noise : static_cast<sampling::NoiseSource&>(seeded);
+
+  // ---- stage 1: half the generation size, the references at that size.
+  if (progress) progress("video conditioning", 0, 1);
+  const models::transformer::LTXModel& model1 = stage_model(c, Stage::One);
+  StageConfig s1 = first_stage_config(r, c, model1, res.size.gen_height / 2,
+                                      res.size.gen_width / 2, res.generated_frames);
+  s1.sigmas = sigmas_or(r.stage_1_sigmas, sampling::distilled_sigmas());
+  ModalityInput video1;
+  const std::vector<Tensor> refs1 =
+      encode_references(r, c, s1.height, s1.width, res.generated_frames, o);
+  for (size_t i = 0; i < refs1.size(); ++i)
+    video1.conditionings.push_back(std::make_shared<sampling::VideoConditionByReferenceLatent>(
+        refs1[i], df, 1, r.video_conditionings[i].strength));
+  if (progress) progress("video conditioning", 1, 1);
+  StageOutput out1;
+  {
+    const SimpleDenoiser d(model1, ctx.video_positive, Tensor());
+    out1 = run_diffusion_stage(s1, video1, std::nullopt, d.callback(), noise1, progress);
+  }
+
+  // ---- stage 2: x2 upsample, then the tiles, each refined alone and blended back.
+  if (progress) progress("upsample", 0, 1);
+  const Tensor upscaled =
+      upsample_on_device(out1.video_latent.narrow(0, 0, 1).contiguous(), latent_statistics(c),
+                         *c.spatial_upsampler, r.dtype, c.device);
+  if (progress) progress("upsample", 1, 1);
+  const std::vector<Tensor> refs2 = encode_references(r, c, res.size.gen_height,
+                                                      res.size.gen_width, res.generated_frames, o);
+  const sampling::Sigmas& s2 = sampling::stage2_distilled_sigmas();
+  const sampling::Sigmas sigmas2 = sigmas_or(r.stage_2_sigmas, {s2[0], s2[1], 0.0f});
+  const models::transformer::LTXModel& model2 = stage_model(c, Stage::Two);
+  const auto tiles = stage2_tiles(upscaled.size(2), upscaled.size(3), upscaled.size(4),
+                                  default_stage2_tiling());
+  const Tensor blended = Tensor::zeros(upscaled.shape(), DType::F32);
+  const SimpleDenoiser d2(model2, ctx.video_positive, Tensor());
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    const tiling::Tile& tile = tiles[t];
+    const TilePixelSize px = tile_pixel_size(tile);
+    StageConfig st = first_stage_config(r, c, model2, px.height, px.width, px.frames);
+    st.name = str("stage 2 tile ", t + 1, "/", tiles.size());
+    st.sigmas = sigmas2;
+    ModalityInput v;
+    v.noise_scale = sigmas2.front();
+    v.initial_latent = tiling::slice_ranges(upscaled, {{0, upscaled.size(0)},
+                                                       {0, upscaled.size(1)},
+                                                       tile.in[0],
+                                                       tile.in[1],
+                                                       tile.in[2]})
+                           .contiguous();
+    for (size_t i = 0; i < refs2.size(); ++i)
+      v.conditionings.push_back(std::make_shared<sampling::VideoConditionByReferenceLatent>(
+          tile_reference_latent(refs2[i], tile, df).contiguous(), df, 1,
+          r.video_conditionings[i].strength));
+    sampling::TorchCpuGenerator tile_seeded(r.seed + static_cast<int64_t>(t));
+    sampling::NoiseSource& tile_noise =
+        r.noise ? *r.noise : static_cast<sampling::NoiseSource&>(tile_seeded);
+    const StageOutput out =
+        run_diffusion_stage(st, v, std::nullopt, d2.callback(), tile_noise, progress);
+    blend_tile(blended, out.video_latent, tile, r.dtype == DType::BF16 ? DType::BF16 : DType::F32);
+  }
+  res.video_latent = blended.to(r.dtype);
+  return res;
+}
+
+Tensor linear_frames(const Tensor& decoded, const HdrResolution& size, bool high_quality,
+                     media::HdrTransfer transfer) {
+  LTX_CHECK(decoded.defined() && decoded.dim() == 4 && decoded.size(3) == 3 &&
+                decoded.size(1) >= size.crop_height && decoded.size(2) >= size.crop_width,
+            "HDR IC-LoRA: expected decoded frames [F, H, W, 3] of at least ", size.crop_height, "x",
+            size.crop_width, "; got ",
+            decoded.defined() ? decoded.describe() : std::string("an undefined tensor"));
+  const Tensor cropped = decoded.narrow(1, 0, size.crop_height)
+                             .narrow(2, 0, size.crop_width)
+                             .slice(0, 0, decoded.size(0), high_quality ? 2 : 1);
+  return media::hdr_to_linear(cropped, transfer);
 }
 
 }  // namespace ltx::pipelines::hdr_ic_lora

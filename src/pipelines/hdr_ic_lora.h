@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "media/hdr.h"
 #include "models/tiling.h"
+#include "pipelines/pipeline.h"
 
 namespace ltx::pipelines::hdr_ic_lora {
 
@@ -84,7 +85,43 @@ Tensor tile_reference_latent(const Tensor& reference, const models::tiling::Tile
 
 // Adds a denoised tile [B, C, f, h, w] into the phase's output [B, C, F, H, W] (f32, CPU) at the
 // tile's region, each cell weighted by the tile's blend mask (mask_F * mask_H) * mask_W, as the
-// reference's blend into the token sequence.
-void blend_tile(const Tensor& output, const Tensor& tile_latent, const models::tiling::Tile& tile);
+// reference's blend into the token sequence. `precision`: the pipeline dtype the reference blends
+// in (bf16: the weight, the product and the sum each rounded to bf16; f32: none).
+void blend_tile(const Tensor& output, const Tensor& tile_latent, const models::tiling::Tile& tile,
+                DType precision = DType::F32);
+
+// ---- the generation ----
+struct HdrIcLoraOptions {
+  HdrLoraConfig lora;         // read_hdr_lora_config of the fused LoRA
+  bool high_quality = false;  // --high-quality
+};
+struct HdrIcLoraLatent {
+  Tensor video_latent;  // the final latent at the generation size [1, C, F, H, W], request dtype
+  HdrResolution size;
+  int64_t generated_frames = 0;
+};
+// HDRICLoraPipeline.__call__ up to the decode, video only. The request gives the seed, the
+// output size (request.height x request.width: the conditioning clip's, aligned up by
+// align_resolution), num_frames (output frames), the frame rate, the dtype, the reference videos
+// (request.video_conditionings: u8 frames and strengths) and optionally recorded noise; the HDR
+// LoRA must be fused into both stages' transformers (Components::stage_transformer).
+//   stage 1  half the generation size, distilled sigmas (request.stage_1_sigmas overrides), Euler,
+//            the reference videos (reference_video at the stage size) as
+//            VideoConditionByReferenceLatent(latent, downscale, 1, strength); seeded generator
+//   stage 2  x2 upsample; the default tiles (stage2_tiles); per tile a stage-2 run at the tile's
+//            size from the upscaled latent's cut-out renoised to the first of the sigmas
+//            {stage-2 distilled [0], [1], 0} (request.stage_2_sigmas overrides), its own generator
+//            seeded seed + tile index (recorded noise: the same source, tile after tile), the
+//            references at the generation size cut to the tile (tile_reference_latent); the
+//            denoised tiles blended (blend_tile).
+HdrIcLoraLatent run_hdr_ic_lora(const GenerationRequest& request, const Components& components,
+                                const TextContexts& contexts, const HdrIcLoraOptions& options,
+                                const ProgressCallback& progress = {});
+
+// The HDR frames from the VAE decode of the final latent (decoded in f32, [F, H, W, 3] in [0, 1]
+// at the generation size): cropped to the request size, every other frame in high-quality mode,
+// decompressed by the LoRA's transfer to scene-linear Rec.709 (_decode_video).
+Tensor linear_frames(const Tensor& decoded, const HdrResolution& size, bool high_quality,
+                     media::HdrTransfer transfer);
 
 }  // namespace ltx::pipelines::hdr_ic_lora

@@ -13,6 +13,9 @@
 #include "io/safetensors.h"
 #include "media/preprocess.h"
 #include "models/tiling.h"
+#include "models/transformer/model.h"
+#include "models/upsampler/model.h"
+#include "models/video_vae/video_vae.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -178,6 +181,89 @@ TEST(HdrIcLoraStage2, BlendedTilesRebuildTheLatentAndReferencesAreSliced) {
   const Tensor part = hdr::tile_reference_latent(ref, t, 2);
   EXPECT_EQ(part.shape(), (Shape{1, C, 2, 2, 3}));  // rows 1 // 2 .. 4 // 2, columns 0 .. 3
   EXPECT_EQ(test::max_abs_diff(part, ref.slice(2, 1, 3)), 0);
+}
+
+struct TinyModels {
+  models::transformer::LTXModel transformer = models::transformer::LTXModel::from_files(
+      {test::fixture("e2e/ltx23_tiny.safetensors")}, models::transformer::LTXModelType::AudioVideo);
+  models::video_vae::VideoEncoder encoder =
+      models::video_vae::VideoEncoder::from_file(test::fixture("e2e/ltx23_tiny.safetensors"));
+  models::upsampler::LatentUpsampler upsampler = models::upsampler::LatentUpsampler::from_file(
+      test::fixture("e2e/ltx23_tiny_upsampler_x2.safetensors"));
+  pipelines::TextContexts contexts;
+  TinyModels() {
+    auto text = io::SafetensorsFile::open(test::fixture("e2e_text.io.safetensors"));
+    contexts.video_positive = text->tensor("out.text.positive.video_encoding").contiguous();
+  }
+};
+
+const TinyModels& tiny() {
+  static const TinyModels m;
+  return m;
+}
+
+pipelines::GenerationRequest hdr_request() {
+  pipelines::GenerationRequest r;
+  r.seed = 5;
+  r.height = 72;  // the clip's size: generated at 128 x 192, cropped back
+  r.width = 176;
+  r.num_frames = 9;
+  r.dtype = DType::F32;
+  r.audio = false;
+  r.video_conditionings.push_back({clip(12, 72, 176), 1.0, "clip.mp4"});
+  return r;
+}
+
+TEST(HdrIcLoraPipeline, RunsStage1ThenEveryStage2Tile) {
+  const TinyModels& m = tiny();
+  std::vector<pipelines::Stage> stages;
+  pipelines::Components c;
+  c.transformer = &m.transformer;
+  c.video_encoder = &m.encoder;
+  c.spatial_upsampler = &m.upsampler;
+  c.model_version = "2.3.0";
+  c.stage_transformer = [&](pipelines::Stage s) -> const models::transformer::LTXModel& {
+    stages.push_back(s);
+    return m.transformer;
+  };
+  const hdr::HdrIcLoraOptions opt;
+  const auto out = hdr::run_hdr_ic_lora(hdr_request(), c, m.contexts, opt);
+  EXPECT_EQ(out.video_latent.shape(), (Shape{1, 16, 2, 4, 6}));
+  EXPECT_EQ(out.size.gen_height, 128);
+  EXPECT_EQ(out.size.gen_width, 192);
+  ASSERT_EQ(stages.size(), 2u);  // each stage's model is asked for once
+  EXPECT_EQ(stages[0], pipelines::Stage::One);
+  EXPECT_EQ(stages[1], pipelines::Stage::Two);
+  const auto again = hdr::run_hdr_ic_lora(hdr_request(), c, m.contexts, opt);
+  EXPECT_EQ(test::max_abs_diff(out.video_latent, again.video_latent), 0.0);
+  // Another reference clip, another result.
+  auto other = hdr_request();
+  Tensor darker = clip(12, 72, 176);
+  for (int64_t i = 0; i < darker.numel(); i += 3) darker.data<uint8_t>()[i] = 0;
+  other.video_conditionings[0].frames = darker;
+  EXPECT_GT(test::max_abs_diff(out.video_latent,
+                               hdr::run_hdr_ic_lora(other, c, m.contexts, opt).video_latent),
+            1e-4);
+  // High quality: 17 frames generated (3 latent frames), cut back by linear_frames.
+  hdr::HdrIcLoraOptions hq;
+  hq.high_quality = true;
+  const auto hqo = hdr::run_hdr_ic_lora(hdr_request(), c, m.contexts, hq);
+  EXPECT_EQ(hqo.video_latent.shape(), (Shape{1, 16, 3, 4, 6}));
+  EXPECT_EQ(hqo.generated_frames, 17);
+  auto none = hdr_request();
+  none.video_conditionings.clear();
+  test::expect_error_containing([&] { hdr::run_hdr_ic_lora(none, c, m.contexts, opt); },
+                                {"no reference video", "--video-conditioning"});
+}
+
+TEST(HdrIcLoraPipeline, LinearFramesCropSubsampleAndDecompress) {
+  // 18% grey's LogC3 code everywhere, 17 decoded frames at 128 x 192.
+  const Tensor decoded = Tensor::full({17, 128, 192, 3}, 0.391007);
+  const hdr::HdrResolution size = hdr::align_resolution(72, 176);
+  const Tensor lin = hdr::linear_frames(decoded, size, true, media::HdrTransfer::LogC3);
+  ASSERT_EQ(lin.shape(), (Shape{9, 72, 176, 3}));
+  EXPECT_NEAR(lin.data<float>()[0], 0.18, 1e-5);
+  EXPECT_EQ(hdr::linear_frames(decoded, size, false, media::HdrTransfer::LogC3).size(0), 17);
 }
 
 }  // namespace
