@@ -1758,9 +1758,10 @@ def run_hdr_ic_lora(mp, paths: dict, size: dict, request: dict):
     video_encoding, audio_context = audio_encoding). quantization=None (the default fp8_cast needs
     a GPU); every block float32 as in the other runs.
 
-    Records, besides the stage / noise / denoiser records every run has: inter.hdr.condition<n>.pixels
-    (load_video_conditioning_hdr's frames concatenated [1, 3, F, h, w] in [-1, 1]; n = 1 for stage 1,
-    2 for stage 2) and .latent (the encoded reference, VideoConditionByReferenceLatent.latent);
+    Records, besides the stage / noise / denoiser records every run has: inter.hdr.condition1.pixels
+    (stage 1's load_video_conditioning_hdr frames concatenated [1, 3, F, h, w] in [-1, 1]) and
+    inter.hdr.condition<n>.latent (the encoded reference, VideoConditionByReferenceLatent.latent;
+    n = 1 for stage 1, 2 for stage 2);
     calls inter.hdr.stage2_phase<k>.tiles (the clamped tile-count config and each tile's latent
     in_coords); out.video.frames (the VAE decode in [0, 1], to_hdr_linear's input, cropped and
     subsampled as the output) and out.video.hdr_linear (the pipeline's return: linear HDR
@@ -1787,6 +1788,8 @@ def run_hdr_ic_lora(mp, paths: dict, size: dict, request: dict):
     def load_conditioning(*args, **kwargs):
         counters["condition"] += 1
         frames = list(orig["load_video_conditioning_hdr"](*args, **kwargs))
+        if counters["condition"] > 1:  # stage 2's: the same steps at twice the size (its latent is recorded)
+            return iter(frames)
         R.put(f"inter.hdr.condition{counters['condition']}.pixels", torch.cat(frames, dim=2),
               f"load_video_conditioning_hdr({json.dumps({k: v for k, v in kwargs.items() if isinstance(v, (int, float, str))})}, "
               f"transfer={kwargs.get('transfer')}, resize_mode={kwargs.get('resize_mode')}) frames concatenated [1, 3, F, h, w] "
