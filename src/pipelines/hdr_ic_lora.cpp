@@ -213,6 +213,8 @@ HdrIcLoraLatent run_hdr_ic_lora(const GenerationRequest& r, const Components& c,
   res.size = align_resolution(r.height, r.width);
   res.generated_frames = generated_frames(r.num_frames, o.high_quality);
   const int64_t df = o.lora.reference_downscale_factor;
+  // Video only: the positive video context, moved to the transformer's device once.
+  const Tensor video_ctx = ctx.video_positive.to(c.device);
   sampling::TorchCpuGenerator seeded(r.seed);
   sampling::NoiseSource& noise1 = r.noise ? *r.noise : static_cast<sampling::NoiseSource&>(seeded);
 
@@ -231,7 +233,7 @@ HdrIcLoraLatent run_hdr_ic_lora(const GenerationRequest& r, const Components& c,
   if (progress) progress("video conditioning", 1, 1);
   StageOutput out1;
   {
-    const SimpleDenoiser d(model1, ctx.video_positive, Tensor());
+    const SimpleDenoiser d(model1, video_ctx, Tensor());
     out1 = run_diffusion_stage(s1, video1, std::nullopt, d.callback(), noise1, progress);
   }
 
@@ -249,7 +251,7 @@ HdrIcLoraLatent run_hdr_ic_lora(const GenerationRequest& r, const Components& c,
   const auto tiles = stage2_tiles(upscaled.size(2), upscaled.size(3), upscaled.size(4),
                                   default_stage2_tiling());
   const Tensor blended = Tensor::zeros(upscaled.shape(), DType::F32);
-  const SimpleDenoiser d2(model2, ctx.video_positive, Tensor());
+  const SimpleDenoiser d2(model2, video_ctx, Tensor());
   for (size_t t = 0; t < tiles.size(); ++t) {
     const tiling::Tile& tile = tiles[t];
     const TilePixelSize px = tile_pixel_size(tile);

@@ -3,8 +3,8 @@
 // HDRICLoraPipeline, ltx_pipelines/utils/media_io/decode.py load_video_conditioning_hdr): a
 // two-stage video-to-video IC-LoRA run whose LoRA was trained to produce a log-encoded (LogC3)
 // working space, decoded to scene-linear HDR. This header holds its LoRA metadata reader, the
-// resolution rule and the reference-video preparation; the generation itself reuses the IC-LoRA
-// machinery (pipelines/ic_lora.h).
+// resolution rule, the reference-video preparation, the stage-2 tiling and the generation up to
+// the decode, built on the shared stages (pipelines/stages.h) and tiling (models/tiling.h).
 #include <cstdint>
 #include <string>
 #include <vector>
