@@ -7,6 +7,7 @@
 #include "media/image.h"
 #include "media/support.h"
 #include "ops/resample.h"
+#include "ops/shape.h"
 
 #if LTX_WITH_FFMPEG
 #include "media/ffmpeg_util.h"
@@ -178,6 +179,32 @@ Tensor resize_and_center_crop(const Tensor& image, int64_t height, int64_t width
   const int64_t top = (new_h - height) / 2, left = (new_w - width) / 2;
   const Tensor cropped = resized.narrow(2, top, height).narrow(3, left, width);  // [F, 3, h, w]
   return cropped.permute({1, 0, 2, 3}).unsqueeze(0).contiguous();                // [1, 3, F, h, w]
+}
+
+Tensor resize_and_reflect_pad(const Tensor& image, int64_t height, int64_t width) {
+  const char* who = "resize_and_reflect_pad";
+  LTX_CHECK(height >= 1 && width >= 1, who, ": the target size must be positive; got ", height, "x",
+            width);
+  Tensor x = to_nchw_f32(image, who);
+  const int64_t src_h = x.size(2), src_w = x.size(3);
+  LTX_CHECK(src_h >= 1 && src_w >= 1, who, ": the image is empty: ", image.describe());
+  int64_t new_h = src_h, new_w = src_w;
+  if (height < src_h || width < src_w) {
+    const double scale = std::min(static_cast<double>(height) / static_cast<double>(src_h),
+                                  static_cast<double>(width) / static_cast<double>(src_w));
+    new_h = static_cast<int64_t>(std::nearbyint(static_cast<double>(src_h) * scale));
+    new_w = static_cast<int64_t>(std::nearbyint(static_cast<double>(src_w) * scale));
+    LTX_CHECK(new_h >= 1 && new_w >= 1, who, ": ", src_h, "x", src_w, " does not fit ", height,
+              "x", width, " without vanishing");
+    x = ops::interpolate(x, {new_h, new_w}, ops::InterpMode::Linear, false);
+  }
+  const int64_t pad_bottom = height - new_h, pad_right = width - new_w;
+  if (pad_bottom > 0 || pad_right > 0) {
+    const ops::PadMode mode = pad_bottom < new_h && pad_right < new_w ? ops::PadMode::Reflect
+                                                                      : ops::PadMode::Replicate;
+    x = ops::pad(x, {0, pad_right, 0, pad_bottom}, mode);
+  }
+  return x.permute({1, 0, 2, 3}).unsqueeze(0).contiguous();  // [1, 3, F, h, w]
 }
 
 Tensor normalize_to_unit_range(const Tensor& x, DType dtype) {

@@ -26,6 +26,16 @@ Tensor crf_recompress(const Tensor& image, int crf, int threads = 0);
 //   crop offsets (new - target) // 2.
 Tensor resize_and_center_crop(const Tensor& image, int64_t height, int64_t width);
 
+// resize_and_reflect_pad (the HDR IC-LoRA's fit): image [H, W, 3] or frames [F, H, W, 3] ->
+// f32 [1, 3, F, height, width], values on the input's scale. The aspect ratio is kept and the rest
+// padded at the bottom and right:
+//   no resize when the target is at least the source in both dims; else scale =
+//   min(height / H, width / W), new size round(H * scale) x round(W * scale) (Python's round: half
+//   to even), bilinear, align_corners = false, no antialias;
+//   pad (0, width - new_w, 0, height - new_h): reflect when both pads are smaller than the resized
+//   size, else replicate.
+Tensor resize_and_reflect_pad(const Tensor& image, int64_t height, int64_t width);
+
 // [0, 255] -> [-1, 1]: x / 127.5 - 1 (as x * (1 / 127.5f) - 1, torch's CUDA division by a
 // scalar, the device the reference prepares images on), then cast to dtype.
 Tensor normalize_to_unit_range(const Tensor& x, DType dtype = DType::F32);

@@ -113,6 +113,10 @@ MediaInfo probe_media(const std::string& path) {
       s.color_space = cs != nullptr ? cs : "unknown";
       const char* cr = av_color_range_name(par->color_range);
       s.color_range = cr != nullptr ? cr : "unknown";
+      const char* cp = av_color_primaries_name(par->color_primaries);
+      s.color_primaries = cp != nullptr ? cp : "unknown";
+      const char* ct = av_color_transfer_name(par->color_trc);
+      s.color_transfer = ct != nullptr ? ct : "unknown";
     } else if (par->codec_type == AVMEDIA_TYPE_AUDIO) {
       s.sample_rate = par->sample_rate;
       s.channels = par->ch_layout.nb_channels;

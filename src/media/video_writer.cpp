@@ -1,7 +1,11 @@
 #include "media/video_writer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
+#include <utility>
 
+#include "media/hdr.h"
 #include "media/support.h"
 #include "media/temp_output.h"
 #include "media/yuv.h"
@@ -16,6 +20,41 @@ extern "C" {
 #endif
 
 namespace ltx::media {
+
+std::pair<int64_t, int64_t> limit_denominator(double fps, int64_t max_den) {
+  LTX_CHECK(std::isfinite(fps) && fps > 0 && max_den >= 1,
+            "limit_denominator: needs a positive finite value and max_den >= 1; got ", fps, ", ",
+            max_den);
+  __extension__ using i128 = __int128;
+  int exp = 0;
+  const double mant = std::frexp(fps, &exp);  // fps = mant * 2^exp, mant in [0.5, 1)
+  i128 n = static_cast<i128>(std::ldexp(mant, 53)), d = 1;
+  int shift = exp - 53;
+  for (; shift > 0; --shift) n *= 2;
+  for (; shift < 0 && n % 2 == 0; ++shift) n /= 2;
+  for (; shift < 0; ++shift) d *= 2;
+  if (d <= max_den) return {static_cast<int64_t>(n), static_cast<int64_t>(d)};
+  const i128 den = d;
+  i128 p0 = 0, q0 = 1, p1 = 1, q1 = 0;
+  for (;;) {
+    const i128 a = n / d;
+    const i128 q2 = q0 + a * q1;
+    if (q2 > max_den) break;
+    const i128 p2 = p0 + a * p1;
+    p0 = p1;
+    q0 = q1;
+    p1 = p2;
+    q1 = q2;
+    const i128 r = n - a * d;
+    n = d;
+    d = r;
+  }
+  const i128 k = (max_den - q0) / q1;
+  // p1 / q1 wins when at least as close as (p0 + k p1) / (q0 + k q1): their distance is
+  // 1 / (q1 (q0 + k q1)), that of p1 / q1 to fps d / (q1 den).
+  if (2 * d * (q0 + k * q1) <= den) return {static_cast<int64_t>(p1), static_cast<int64_t>(q1)};
+  return {static_cast<int64_t>(p0 + k * p1), static_cast<int64_t>(q0 + k * q1)};
+}
 
 #if LTX_WITH_FFMPEG
 
@@ -44,8 +83,9 @@ const char* x264_instruction_sets() {
 struct Mp4Writer::Impl {
   std::string path;
   std::string who;
-  int rate = 0;
+  AVRational rate{0, 1};
   Mp4Options opt;
+  HlgMapping hlg;
   std::unique_ptr<TempOutput> tmp;
   AVFormatContext* fmt = nullptr;  // owns fmt->pb while open
   AVStream* vst = nullptr;
@@ -91,44 +131,71 @@ struct Mp4Writer::Impl {
     write_packets(enc, st);
   }
 
+  bool is_hlg() const { return opt.video == Mp4Video::HevcHlgBt2020; }
+
   void open_video(int64_t h, int64_t w) {
-    const AVCodec* codec = avcodec_find_encoder_by_name("libx264");
-    LTX_CHECK(codec != nullptr, who,
-              ": this FFmpeg has no libx264 encoder; install an FFmpeg "
-              "built with libx264 (Debian's libavcodec is)");
+    const char* name = is_hlg() ? "libx265" : "libx264";
+    const AVCodec* codec = avcodec_find_encoder_by_name(name);
+    LTX_CHECK(codec != nullptr, who, ": this FFmpeg has no ", name,
+              " encoder; install an FFmpeg built with it (Debian's libavcodec is)");
     venc.reset(avcodec_alloc_context3(codec));
     LTX_CHECK(venc != nullptr, who, ": out of memory (avcodec_alloc_context3)");
     AVCodecContext* c = venc.get();
     c->width = static_cast<int>(w);
     c->height = static_cast<int>(h);
-    c->pix_fmt = AV_PIX_FMT_YUV420P;
-    c->time_base = AVRational{1, rate};
-    c->framerate = AVRational{rate, 1};
+    c->time_base = av_inv_q(rate);
+    c->framerate = rate;
     c->bit_rate = 0;
-    c->thread_count = opt.threads;
     c->thread_type = FF_THREAD_FRAME;
-    c->colorspace = AVCOL_SPC_BT709;
     c->color_range = AVCOL_RANGE_MPEG;
     if (fmt->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
     AVDictionary* dict = nullptr;
     av_dict_set(&dict, "crf", std::to_string(opt.crf).c_str(), 0);
     av_dict_set(&dict, "preset", opt.preset.c_str(), 0);
-    if (const char* sets = x264_instruction_sets())
-      av_dict_set(&dict, "x264-params", str("asm=", sets).c_str(), 0);
+    if (is_hlg()) {
+      // The reference clamps libx265's automatic thread count (0 can hang on hosts with 100+ CPUs).
+      const int threads =
+          opt.threads > 0
+              ? opt.threads
+              : std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, 16);
+      c->pix_fmt = AV_PIX_FMT_YUV420P10LE;
+      c->thread_count = threads;
+      c->color_primaries = AVCOL_PRI_BT2020;
+      c->color_trc = AVCOL_TRC_ARIB_STD_B67;
+      c->colorspace = AVCOL_SPC_BT2020_NCL;
+      // As the reference's x265-params, plus log-level=error: x265 prints its settings otherwise.
+      av_dict_set(&dict, "x265-params",
+                  str("colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc:range=limited:"
+                      "repeat-headers=1:info=0:pools=",
+                      threads, ":frame-threads=4:log-level=error")
+                      .c_str(),
+                  0);
+    } else {
+      c->pix_fmt = AV_PIX_FMT_YUV420P;
+      c->thread_count = opt.threads;
+      c->colorspace = AVCOL_SPC_BT709;
+      if (const char* sets = x264_instruction_sets())
+        av_dict_set(&dict, "x264-params", str("asm=", sets).c_str(), 0);
+    }
     const int r = avcodec_open2(c, codec, &dict);
     av_dict_free(&dict);
     ff::check(r, who,
-              str("opening libx264 (crf ", opt.crf, ", preset '", opt.preset, "')").c_str());
+              str("opening ", name, " (crf ", opt.crf, ", preset '", opt.preset, "')").c_str());
     vst = avformat_new_stream(fmt, nullptr);
     LTX_CHECK(vst != nullptr, who, ": out of memory (avformat_new_stream)");
     ff::check(avcodec_parameters_from_context(vst->codecpar, c), who, "video stream parameters");
+    if (is_hlg()) vst->codecpar->codec_tag = MKTAG('h', 'v', 'c', '1');  // plays in Apple players
     vst->time_base = c->time_base;
     vst->avg_frame_rate = c->framerate;
 
     vframe = ff::alloc_frame();
-    vframe->format = AV_PIX_FMT_YUV420P;
+    vframe->format = c->pix_fmt;
     vframe->width = c->width;
     vframe->height = c->height;
+    if (is_hlg()) {  // the reference tags the HLG frames too
+      vframe->colorspace = c->colorspace;
+      vframe->color_range = c->color_range;
+    }
     ff::check(av_frame_get_buffer(vframe.get(), 0), who, "allocating a video frame");
   }
 
@@ -212,9 +279,19 @@ Mp4Writer::Mp4Writer(std::string path, double fps, Mp4Options options)
   m.path = std::move(path);
   m.who = str("write_mp4 '", m.path, "'");
   m.opt = std::move(options);
-  LTX_CHECK(std::isfinite(fps) && fps >= 1 && fps < 1e6, m.who,
-            ": the frame rate must be at least 1 (it is written as int(fps)); got ", fps);
-  m.rate = static_cast<int>(fps);  // the reference's int(fps): truncation
+  if (m.opt.video == Mp4Video::HevcHlgBt2020) {
+    LTX_CHECK(std::isfinite(fps) && fps > 0 && fps < 1e6, m.who,
+              ": the frame rate must be positive; got ", fps);
+    const auto [num, den] = limit_denominator(fps, 1000);
+    LTX_CHECK(num > 0 && num <= 1000000000, m.who, ": the frame rate ", fps,
+              " is below 1/1000 or too large");
+    m.rate = AVRational{static_cast<int>(num), static_cast<int>(den)};
+    m.hlg = hlg_mapping(m.opt.hlg_primaries);
+  } else {
+    LTX_CHECK(std::isfinite(fps) && fps >= 1 && fps < 1e6, m.who,
+              ": the frame rate must be at least 1 (it is written as int(fps)); got ", fps);
+    m.rate = AVRational{static_cast<int>(fps), 1};  // the reference's int(fps): truncation
+  }
   LTX_CHECK(m.opt.crf >= 0 && m.opt.crf <= 51, m.who, ": crf must be in [0, 51]; got ", m.opt.crf);
   LTX_CHECK(m.opt.threads >= 0, m.who, ": threads must be >= 0; got ", m.opt.threads);
   LTX_CHECK(m.opt.audio_sample_rate >= 0, m.who, ": the audio sample rate must be positive; got ",
@@ -257,8 +334,14 @@ void Mp4Writer::write_frames(const Tensor& frames) {
     for (int64_t i = 0; i < f4.size(0); ++i) {
       AVFrame* fr = m.vframe.get();
       ff::check(av_frame_make_writable(fr), m.who, "av_frame_make_writable");
-      rgb_to_yuv420_bt709(f4.select(0, i), fr->data[0], fr->linesize[0], fr->data[1],
-                          fr->linesize[1], fr->data[2], fr->linesize[2]);
+      if (m.is_hlg()) {
+        const auto plane = [&](int p) { return reinterpret_cast<uint16_t*>(fr->data[p]); };
+        rgb_to_yuv420p10_bt2020(hlg_signal(f4.select(0, i), m.hlg), plane(0), fr->linesize[0] / 2,
+                                plane(1), fr->linesize[1] / 2, plane(2), fr->linesize[2] / 2);
+      } else {
+        rgb_to_yuv420_bt709(f4.select(0, i), fr->data[0], fr->linesize[0], fr->data[1],
+                            fr->linesize[1], fr->data[2], fr->linesize[2]);
+      }
       fr->pts = m.frames;
       m.encode(m.venc.get(), m.vst, fr);
       ++m.frames;
@@ -325,6 +408,15 @@ void Mp4Writer::write_audio(const Tensor&) { fail_no_ffmpeg("write_mp4"); }
 void Mp4Writer::finish() { fail_no_ffmpeg("write_mp4"); }
 
 #endif
+
+Mp4Options hlg_mp4_options() {
+  Mp4Options o;
+  o.video = Mp4Video::HevcHlgBt2020;
+  o.crf = 12;
+  o.preset = "ultrafast";
+  o.faststart = true;
+  return o;
+}
 
 void write_mp4(const std::string& path, const Tensor& frames, double fps, const AudioTrack* audio,
                Mp4Options options) {

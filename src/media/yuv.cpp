@@ -1,6 +1,7 @@
 #include "media/yuv.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/dtype_bits.h"
 #include "core/parallel.h"
@@ -10,13 +11,32 @@ namespace {
 
 namespace bits = ltx::dtype_bits;
 
-// torch's f32 constants of the BT.709 matrix (rows Y, Cb, Cr).
-constexpr float kM[3][3] = {
+// A YUV matrix (rows Y, Cb, Cr) as torch holds it: f32 constants, and their f64 values for f64
+// frames.
+struct YuvMatrix {
+  float f[3][3];
+  double d[3][3];
+};
+constexpr YuvMatrix make_matrix(const float (&m)[3][3]) {
+  YuvMatrix out{};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) {
+      out.f[r][c] = m[r][c];
+      out.d[r][c] = static_cast<double>(m[r][c]);
+    }
+  return out;
+}
+constexpr float kBt709[3][3] = {
     {0.2126f, 0.7152f, 0.0722f}, {-0.1146f, -0.3854f, 0.5f}, {0.5f, -0.4542f, -0.0458f}};
-constexpr double kMd[3][3] = {
-    {static_cast<double>(kM[0][0]), static_cast<double>(kM[0][1]), static_cast<double>(kM[0][2])},
-    {static_cast<double>(kM[1][0]), static_cast<double>(kM[1][1]), static_cast<double>(kM[1][2])},
-    {static_cast<double>(kM[2][0]), static_cast<double>(kM[2][1]), static_cast<double>(kM[2][2])}};
+// BT.2020 non-constant luminance: the reference derives the chroma rows from Kr, Kg, Kb in Python
+// floats (f64) and casts the results to f32.
+constexpr double kKr = 0.2627, kKg = 0.6780, kKb = 0.0593;
+constexpr float kBt2020[3][3] = {
+    {static_cast<float>(kKr), static_cast<float>(kKg), static_cast<float>(kKb)},
+    {static_cast<float>(-kKr / 1.8814), static_cast<float>(-kKg / 1.8814), 0.5f},
+    {0.5f, static_cast<float>(-kKg / 1.4746), static_cast<float>(-kKb / 1.4746)}};
+constexpr YuvMatrix kMatBt709 = make_matrix(kBt709);
+constexpr YuvMatrix kMatBt2020 = make_matrix(kBt2020);
 
 // Rounding of one intermediate to the frames' dtype.
 struct RoundF32 {
@@ -44,20 +64,36 @@ uint8_t to_code(T x) {
   return static_cast<uint8_t>(x);
 }
 
-template <typename R>
-typename R::T dot(const typename R::T* px, int row) {
-  using T = typename R::T;
-  if constexpr (sizeof(T) == sizeof(double)) {
-    return px[0] * kMd[row][0] + px[1] * kMd[row][1] + px[2] * kMd[row][2];
-  } else {
-    // The reference casts the matrix to the frames' dtype too.
-    return R::r(px[0] * R::r(kM[row][0]) + px[1] * R::r(kM[row][1]) + px[2] * R::r(kM[row][2]));
-  }
+// 10-bit code: round half to even (torch.round), clamp to [0, 1023]; NaN -> 0.
+uint16_t to_code10(float x) {
+  if (!(x >= 0.0f)) return 0;
+  const float r = std::nearbyint(x);
+  return static_cast<uint16_t>(r >= 1023.0f ? 1023.0f : r);
 }
 
 template <typename R>
-void convert_frame(const typename R::T* rgb, int64_t H, int64_t W, uint8_t* y, int64_t ys,
-                   uint8_t* u, int64_t us, uint8_t* v, int64_t vs) {
+typename R::T dot(const YuvMatrix& m, const typename R::T* px, int row) {
+  using T = typename R::T;
+  if constexpr (sizeof(T) == sizeof(double)) {
+    return px[0] * m.d[row][0] + px[1] * m.d[row][1] + px[2] * m.d[row][2];
+  } else {
+    // The reference casts the matrix to the frames' dtype too.
+    return R::r(px[0] * R::r(m.f[row][0]) + px[1] * R::r(m.f[row][1]) + px[2] * R::r(m.f[row][2]));
+  }
+}
+
+// Code levels of one bit depth, limited range: Y * y_scale + y_offset, C * c_scale + c_offset (each
+// step rounded to the frames' dtype, as the reference's in-place mul_ / add_), then `code`.
+template <typename T, typename Out>
+struct Levels {
+  T y_scale, y_offset, c_scale, c_offset;
+  Out (*code)(T);
+};
+
+template <typename R, typename Out>
+void convert_frame(const YuvMatrix& m, const Levels<typename R::T, Out>& lv,
+                   const typename R::T* rgb, int64_t H, int64_t W, Out* y, int64_t ys, Out* u,
+                   int64_t us, Out* v, int64_t vs) {
   using T = typename R::T;
   // One task per pair of rows: the two luma rows and one chroma row.
   parallel_for(
@@ -65,11 +101,11 @@ void convert_frame(const typename R::T* rgb, int64_t H, int64_t W, uint8_t* y, i
         for (int64_t hr = b; hr < e; ++hr) {
           const T* row0 = rgb + (2 * hr) * W * 3;
           const T* row1 = row0 + W * 3;
-          uint8_t* y0 = y + (2 * hr) * ys;
-          uint8_t* y1 = y0 + ys;
+          Out* y0 = y + (2 * hr) * ys;
+          Out* y1 = y0 + ys;
           for (int64_t w = 0; w < W; ++w) {
-            y0[w] = to_code(R::r(R::r(dot<R>(row0 + 3 * w, 0) * T(219)) + T(16)));
-            y1[w] = to_code(R::r(R::r(dot<R>(row1 + 3 * w, 0) * T(219)) + T(16)));
+            y0[w] = lv.code(R::r(R::r(dot<R>(m, row0 + 3 * w, 0) * lv.y_scale) + lv.y_offset));
+            y1[w] = lv.code(R::r(R::r(dot<R>(m, row1 + 3 * w, 0) * lv.y_scale) + lv.y_offset));
           }
           for (int64_t wc = 0; wc < W / 2; ++wc) {
             const T* p00 = row0 + 6 * wc;
@@ -78,15 +114,22 @@ void convert_frame(const typename R::T* rgb, int64_t H, int64_t W, uint8_t* y, i
             const T* p11 = p10 + 3;
             for (int c = 1; c <= 2; ++c) {
               // avg_pool2d(2): summed row-major in the accumulate type, divided by 4.
-              const T sum = ((dot<R>(p00, c) + dot<R>(p01, c)) + dot<R>(p10, c)) + dot<R>(p11, c);
+              const T sum =
+                  ((dot<R>(m, p00, c) + dot<R>(m, p01, c)) + dot<R>(m, p10, c)) + dot<R>(m, p11, c);
               const T avg = R::r(sum / T(4));
-              const uint8_t code = to_code(R::r(R::r(avg * T(224)) + T(128)));
+              const Out code = lv.code(R::r(R::r(avg * lv.c_scale) + lv.c_offset));
               (c == 1 ? u + hr * us : v + hr * vs)[wc] = code;
             }
           }
         }
       });
 }
+
+// 8-bit limited range: Y * 219 + 16, C * 224 + 128, clamp and truncate.
+template <typename T>
+constexpr Levels<T, uint8_t> kLevels8{T(219), T(16), T(224), T(128), &to_code<T>};
+// 10-bit limited range: the 8-bit levels * 4, rounded half to even.
+constexpr Levels<float, uint16_t> kLevels10{876.0f, 64.0f, 896.0f, 512.0f, &to_code10};
 
 void check_frames(const Tensor& t, const char* who) {
   LTX_CHECK(dtype_is_floating(t.dtype()), who,
@@ -115,28 +158,47 @@ void rgb_to_yuv420_bt709(const Tensor& frame, uint8_t* y, int64_t y_stride, uint
   switch (cpu.dtype()) {
     case DType::F64: {
       const Tensor c = cpu.contiguous();
-      convert_frame<RoundF64>(c.data<double>(), H, W, y, y_stride, u, u_stride, v, v_stride);
+      convert_frame<RoundF64>(kMatBt709, kLevels8<double>, c.data<double>(), H, W, y, y_stride, u,
+                              u_stride, v, v_stride);
       return;
     }
     case DType::F32: {
       const Tensor c = cpu.contiguous();
-      convert_frame<RoundF32>(c.data<float>(), H, W, y, y_stride, u, u_stride, v, v_stride);
+      convert_frame<RoundF32>(kMatBt709, kLevels8<float>, c.data<float>(), H, W, y, y_stride, u,
+                              u_stride, v, v_stride);
       return;
     }
     case DType::BF16: {
       const Tensor c = cpu.to(DType::F32).contiguous();  // exact
-      convert_frame<RoundBF16>(c.data<float>(), H, W, y, y_stride, u, u_stride, v, v_stride);
+      convert_frame<RoundBF16>(kMatBt709, kLevels8<float>, c.data<float>(), H, W, y, y_stride, u,
+                               u_stride, v, v_stride);
       return;
     }
     case DType::F16: {
       const Tensor c = cpu.to(DType::F32).contiguous();  // exact
-      convert_frame<RoundF16>(c.data<float>(), H, W, y, y_stride, u, u_stride, v, v_stride);
+      convert_frame<RoundF16>(kMatBt709, kLevels8<float>, c.data<float>(), H, W, y, y_stride, u,
+                              u_stride, v, v_stride);
       return;
     }
     default:
       fail("rgb_to_yuv420_bt709: frames of dtype ", dtype_name(cpu.dtype()),
            " are not supported; use f32, bf16, f16 or f64");
   }
+}
+
+void rgb_to_yuv420p10_bt2020(const Tensor& frame, uint16_t* y, int64_t y_stride, uint16_t* u,
+                             int64_t u_stride, uint16_t* v, int64_t v_stride) {
+  LTX_CHECK(
+      frame.defined() && frame.dim() == 3 && frame.size(2) == 3 && frame.dtype() == DType::F32,
+      "rgb_to_yuv420p10_bt2020: expected one f32 frame [H, W, 3]; got ",
+      frame.defined() ? frame.describe() : std::string("an undefined tensor"));
+  const int64_t H = frame.size(0), W = frame.size(1);
+  LTX_CHECK(H % 2 == 0 && W % 2 == 0,
+            "rgb_to_yuv420p10_bt2020: height and width must be even for 4:2:0 chroma; got ", H, "x",
+            W);
+  const Tensor c = frame.to(Device::cpu()).contiguous();
+  convert_frame<RoundF32>(kMatBt2020, kLevels10, c.data<float>(), H, W, y, y_stride, u, u_stride, v,
+                          v_stride);
 }
 
 Yuv420Frames rgb_to_yuv420_bt709(const Tensor& frames) {

@@ -34,6 +34,14 @@ Yuv420Frames rgb_to_yuv420_bt709(const Tensor& frames);
 void rgb_to_yuv420_bt709(const Tensor& frame, uint8_t* y, int64_t y_stride, uint8_t* u,
                          int64_t u_stride, uint8_t* v, int64_t v_stride);
 
+// The 10-bit form of the HLG master (ltx_core/color/yuv.py: rgb_to_yuv420p10 with BT.2020
+// non-constant luminance, limited range): one f32 frame [H, W, 3] of signal values in [0, 1] into
+// u16 planes (row strides in elements). The same steps in f32 with the BT.2020 matrix (Kr 0.2627,
+// Kg 0.6780, Kb 0.0593; chroma rows / 1.8814 and / 1.4746), Y * 876 + 64, C * 896 + 512, rounded
+// half to even and clamped to [0, 1023].
+void rgb_to_yuv420p10_bt2020(const Tensor& frame, uint16_t* y, int64_t y_stride, uint16_t* u,
+                             int64_t u_stride, uint16_t* v, int64_t v_stride);
+
 // Float frames [..., 3] in [0, 1] (any shape, floating dtype) -> u8 of the same shape.
 Tensor rgb_to_uint8(const Tensor& frames);
 

@@ -16,6 +16,10 @@ namespace ltx::test {
   do {                                                                             \
     if (!::ltx::media::ffmpeg_available()) GTEST_SKIP() << "built without FFmpeg"; \
   } while (0)
+#define LTX_REQUIRE_OPENEXR()                                                       \
+  do {                                                                              \
+    if (!::ltx::media::openexr_available()) GTEST_SKIP() << "built without OpenEXR"; \
+  } while (0)
 #define LTX_REQUIRE_IMAGE_IO()                                                          \
   do {                                                                                  \
     if (!::ltx::media::image_io_available()) GTEST_SKIP() << "built without image I/O"; \

@@ -94,6 +94,56 @@ TEST(Resize, FramesAndU8Input) {
       {"[H, W, 3]"});
 }
 
+// [H, W, 3] -> expected [3, h, w] values of resize_and_reflect_pad, in double (torch's reflect
+// pad mirrors without repeating the edge; replicate repeats it).
+std::vector<double> resize_pad_ref(const std::vector<double>& x, int64_t H, int64_t W, int64_t h,
+                                   int64_t w) {
+  int64_t nh = H, nw = W;
+  std::vector<double> r = x;
+  if (h < H || w < W) {
+    const double scale = std::min(static_cast<double>(h) / H, static_cast<double>(w) / W);
+    nh = static_cast<int64_t>(std::nearbyint(H * scale));
+    nw = static_cast<int64_t>(std::nearbyint(W * scale));
+    r = bilinear_ref(x, H, W, 3, nh, nw);
+  }
+  const bool reflect = h - nh < nh && w - nw < nw;
+  auto src = [&](int64_t i, int64_t n) {
+    if (i < n) return i;
+    return reflect ? 2 * (n - 1) - i : n - 1;
+  };
+  std::vector<double> out;
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j)
+        out.push_back(r[static_cast<size_t>((src(i, nh) * nw + src(j, nw)) * 3 + c)]);
+  return out;
+}
+
+TEST(Resize, ReflectPadMatchesDoubleReference) {
+  struct Case {
+    int64_t H, W, h, w;
+  };
+  // No resize + reflect (source fits), downscale + reflect, round(2.5) = 2 (half to even) with a
+  // replicate pad (the pad exceeds the resized size), exact fit.
+  for (const Case& c : {Case{5, 7, 8, 12}, Case{72, 176, 64, 96}, Case{5, 10, 5, 5},
+                        Case{6, 4, 6, 4}, Case{3, 3, 9, 4}}) {
+    const Tensor img =
+        test::random_tensor({c.H, c.W, 3}, static_cast<uint64_t>(c.H * 1000 + c.W), 0.f, 255.f);
+    const Tensor got = media::resize_and_reflect_pad(test::non_contiguous_copy(img), c.h, c.w);
+    ASSERT_EQ(got.shape(), (Shape{1, 3, 1, c.h, c.w})) << c.H << "x" << c.W;
+    const auto ref = resize_pad_ref(img.to_double_vector(), c.H, c.W, c.h, c.w);
+    const auto g = got.to_double_vector();
+    double worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::fabs(g[i] - ref[i]));
+    // torch (and ops::interpolate) place the taps with f32 coordinates: ~1e-5 of the 255 range.
+    EXPECT_LT(worst, 5e-3) << c.H << "x" << c.W << " -> " << c.h << "x" << c.w;
+  }
+  // Without a resize the pixels pass unchanged.
+  const Tensor u8 = test::pattern_u8(4, 6, 3, 3);
+  const Tensor same = media::resize_and_reflect_pad(u8, 4, 6);
+  EXPECT_EQ(test::max_abs_diff(same, media::resize_and_center_crop(u8, 4, 6)), 0);
+}
+
 TEST(Normalize, MapsByteRangeToUnitRange) {
   const Tensor x = Tensor::from_vector(std::vector<float>{0.f, 127.5f, 255.f, 63.75f}, {4});
   const auto y = media::normalize_to_unit_range(x).to_double_vector();

@@ -87,6 +87,15 @@ prompt, so its io file carries its own out.text.positive.* contexts.
 DubIt (opt-in, --pipelines dubit; run_dubit): DubItPipeline with the same IC-LoRA file (fused for both
 stages) at 256x128 on a synthetic reference clip (11 frames snapped to 9, 48x30, 24 fps, a 0.5 s stereo
 48 kHz track) served through replaced readers (see run_dubit); needs torchaudio.
+HDR IC-LoRA (opt-in, --pipelines hdr_ic_lora,hdr_ic_lora_hq): HDRICLoraPipeline with
+e2e/ltx23_tiny_hdr_lora.safetensors (the e2e LoRA's tensors, metadata hdr_transform "logc3",
+reference_downscale_factor "1") on a synthetic u8 clip [12, 72, 176, 3] (in.video_conditioning.frames,
+served through a replaced media_io.decode.decode_video_by_frame; the output size is the clip's, as in
+the reference CLI, so the pipeline aligns 72x176 up to 128x192 and crops back). Text embeddings file
+made with the reference's PromptEncoder (out.text.positive.*), quantization None, the CLI's tiling,
+the default stage-2 phase (2x2x2 tile counts clamped to the latent, a seed + tile_idx generator per
+tile). hdr_ic_lora_hq: --high-quality (17 frames generated, every other one kept). Records the VAE
+decode in [0, 1] (out.video.frames) and the linear HDR return (out.video.hdr_linear), see run_hdr_ic_lora.
 """
 
 from __future__ import annotations
@@ -414,6 +423,8 @@ PIPELINES = {
     "ic_lora": {"height": 256, "width": 128},
     "ic_lora_mask": {"height": 256, "width": 128},
     "dubit": {"height": 256, "width": 128},  # stage 1 128x64; the reference video at 64x32 (stage 1) and 128x64 (stage 2)
+    "hdr_ic_lora": {"height": 72, "width": 176},  # the conditioning clip's size (the pipeline runs at the clip's size)
+    "hdr_ic_lora_hq": {"height": 72, "width": 176},
 }
 
 # TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
@@ -1884,6 +1895,163 @@ RUNNERS.update({
 
 
 # ------------------------------------------------------------------------------------------------
+# HDR IC-LoRA (ltx_pipelines.hdr_ic_lora.HDRICLoraPipeline)
+# ------------------------------------------------------------------------------------------------
+
+HDR_LORA_NAME = "e2e/ltx23_tiny_hdr_lora.safetensors"
+# The e2e LoRA's tensors with the HDR metadata read_hdr_lora_config reads (LogC3 working space,
+# the reference at the generation size).
+HDR_LORA_METADATA = {"format": "pt", "hdr_transform": "logc3", "reference_downscale_factor": "1"}
+HDR_TEXT_EMBEDDINGS_NAME = "hdr_text_embeddings.safetensors"  # made per run next to the io files, not committed
+HDR_CLIP_SEED = 7013
+HDR_CLIP_FRAMES = 12  # more than the request: the decoder stops at the frame cap
+HDR_CLIP_PATH = "synthetic_hdr_conditioning_clip.mp4"  # never opened: the frame decoder is replaced (no PyAV)
+HDR_RUNS = {
+    # high_quality_hdr: 2 * num_frames - 1 frames generated, every other one kept
+    "hdr_ic_lora": {"high_quality": False},
+    "hdr_ic_lora_hq": {"high_quality": True},
+}
+
+
+def write_hdr_lora(out: Path, lora: dict) -> Path:
+    path = out / HDR_LORA_NAME
+    write_safetensors(path, lora, HDR_LORA_METADATA)
+    return path
+
+
+def run_hdr_ic_lora(mp, paths: dict, size: dict, request: dict):
+    """HDRICLoraPipeline as its CLI runs it (the output size is the conditioning clip's size, the CLI's
+    tiling from _make_tiling_config(), seed, strength 1), on a synthetic u8 clip [12, 72, 176, 3]
+    whose frames come from a replaced media_io.decode.decode_video_by_frame (the reference's own
+    load_video_conditioning_hdr, reflect-pad resize, LDR compression, encoder, stage-2 tiling and
+    LogC3 decode do the rest). The text embeddings file the pipeline requires is made here with the
+    reference's PromptEncoder on PROMPT (recorded as out.text.positive.*; video_context =
+    video_encoding, audio_context = audio_encoding). quantization=None (the default fp8_cast needs
+    a GPU); every block float32 as in the other runs.
+
+    Records, besides the stage / noise / denoiser records every run has: inter.hdr.condition1.pixels
+    (stage 1's load_video_conditioning_hdr frames concatenated [1, 3, F, h, w] in [-1, 1]) and
+    inter.hdr.condition<n>.latent (the encoded reference, VideoConditionByReferenceLatent.latent;
+    n = 1 for stage 1, 2 for stage 2);
+    calls inter.hdr.stage2_phase<k>.tiles (the clamped tile-count config and each tile's latent
+    in_coords); out.video.frames (the VAE decode in [0, 1], to_hdr_linear's input, cropped and
+    subsampled as the output) and out.video.hdr_linear (the pipeline's return: linear HDR
+    [F, h, w, 3] after the crop and, in high-quality mode, [::2]); both float16."""
+    import dataclasses
+
+    import ltx_pipelines.hdr_ic_lora as hdr
+
+    run = HDR_RUNS[request["pipeline"]]
+    decode_mod = importlib.import_module("ltx_pipelines.utils.media_io.decode")
+    clip = synthetic_rgb(size["height"], size["width"], HDR_CLIP_FRAMES, HDR_CLIP_SEED)
+    R.put("in.video_conditioning.frames", clip, f"the conditioning clip, u8 [F, H, W, 3] (decode_video_by_frame's frames; path {HDR_CLIP_PATH!r})")
+
+    def decode_by_frame(path, device, starting_frame=0, frame_cap=None):
+        n = clip.shape[0] if frame_cap is None else min(frame_cap, clip.shape[0])
+        for i in range(starting_frame, n):
+            yield clip[i : i + 1].to(device)
+
+    orig_decode = decode_mod.decode_video_by_frame
+    orig = {k: getattr(hdr, k) for k in ("load_video_conditioning_hdr", "to_hdr_linear", "VideoModalityTilingHelper")}
+    orig_create = hdr.HDRICLoraPipeline._create_conditionings  # noqa: SLF001
+    counters = {"condition": 0, "phase": 0}
+
+    def load_conditioning(*args, **kwargs):
+        counters["condition"] += 1
+        frames = list(orig["load_video_conditioning_hdr"](*args, **kwargs))
+        if counters["condition"] > 1:  # stage 2's: the same steps at twice the size (its latent is recorded)
+            return iter(frames)
+        R.put(f"inter.hdr.condition{counters['condition']}.pixels", torch.cat(frames, dim=2),
+              f"load_video_conditioning_hdr({json.dumps({k: v for k, v in kwargs.items() if isinstance(v, (int, float, str))})}, "
+              f"transfer={kwargs.get('transfer')}, resize_mode={kwargs.get('resize_mode')}) frames concatenated [1, 3, F, h, w] "
+              "in [-1, 1] (before any high-quality repeat_interleave)")
+        return iter(frames)
+
+    def create_conditionings(self, *args, **kwargs):
+        conds = orig_create(self, *args, **kwargs)
+        for c in conds:
+            R.put(f"inter.hdr.condition{counters['condition']}.latent", c.latent,
+                  f"VideoConditionByReferenceLatent.latent (downscale_factor {c.downscale_factor}, strength {c.strength}): the encoded reference [1, C, F, h, w]")
+        return conds
+
+    class RecordingTilingHelper(orig["VideoModalityTilingHelper"]):
+        def __init__(self, tiling, video_tools):
+            super().__init__(tiling, video_tools)
+            R.calls[f"inter.hdr.stage2_phase{counters['phase']}.tiles"] = json.dumps({
+                "tiling": json.loads(json.dumps(dataclasses.asdict(tiling), default=str)),
+                "in_coords": [[[s.start, s.stop] for s in t.in_coords] for t in self.tiles],
+            })
+            counters["phase"] += 1
+
+    decoded: dict[str, torch.Tensor] = {}
+
+    def to_hdr_linear(working, *args, **kwargs):
+        decoded["working"] = working[0].permute(1, 2, 3, 0).detach().float().cpu()  # [F, H, W, 3] at the generation size
+        return orig["to_hdr_linear"](working, *args, **kwargs)
+
+    lora_path = paths["hdr_lora"]
+    emb_path = Path(lora_path).parent.parent / HDR_TEXT_EMBEDDINGS_NAME
+    (ctx_p,) = blocks.PromptEncoder(mp, torch.float32, CPU)([PROMPT], enhance_first_prompt=False)
+    audio_ctx = ctx_p.audio_encoding if ctx_p.audio_encoding is not None else ctx_p.video_encoding
+    save_file({"video_context": ctx_p.video_encoding.detach().float().contiguous(), "audio_context": audio_ctx.detach().float().contiguous()},
+              str(emb_path))
+
+    decode_mod.decode_video_by_frame = decode_by_frame
+    hdr.load_video_conditioning_hdr = load_conditioning
+    hdr.to_hdr_linear = to_hdr_linear
+    hdr.VideoModalityTilingHelper = RecordingTilingHelper
+    hdr.HDRICLoraPipeline._create_conditionings = create_conditionings  # noqa: SLF001
+    try:
+        pipe = hdr.HDRICLoraPipeline(
+            model_paths=mp, spatial_upsampler_path=paths["upsampler"], hdr_lora=lora_path, text_embeddings_path=str(emb_path),
+            device=CPU, quantization=None,
+        )
+        force_float32(pipe)
+        tiling = hdr._make_tiling_config()  # noqa: SLF001  (the CLI's: --spatial-tile default)
+        request.update({
+            "class": "ltx_pipelines.hdr_ic_lora.HDRICLoraPipeline", "spatial_upsampler_path": UPSAMPLER_NAME,
+            "hdr_lora": {"path": HDR_LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP", "metadata": HDR_LORA_METADATA},
+            "hdr_transform": pipe.hdr_transform.value,
+            "reference_downscale_factor": pipe.reference_downscale_factor,
+            "text_embeddings": "PromptEncoder(model_paths, float32, cpu)([prompt]) -> video_context = video_encoding, "
+            "audio_context = audio_encoding (out.text.positive.*)",
+            "quantization": None,
+            "video_conditioning": [[HDR_CLIP_PATH, 1.0]],
+            "video_conditioning_frames": list(clip.shape[:3]),
+            "high_quality": run["high_quality"],
+            "tiling_config": tiling_desc(tiling),
+            "stage2_tilings": tiling_desc(hdr.STAGE2_TILINGS[0]), "stage2_sigmas": hdr.STAGE2_SIGMAS, "stage2_use_ic_lora": hdr.STAGE2_USE_IC_LORA,
+            "stage_1_sigmas": "DISTILLED_SIGMA_VALUES", "stage2_tile_noise": "GaussianNoiser(torch.Generator('cpu').manual_seed(seed + tile_idx)) per tile",
+        })
+        out = pipe(
+            seed=SEED, height=size["height"], width=size["width"], num_frames=NUM_FRAMES, frame_rate=FRAME_RATE,
+            video_conditioning=[(HDR_CLIP_PATH, 1.0)], tiling_config=tiling, high_quality_hdr=run["high_quality"],
+        )
+        working = decoded["working"][:, : size["height"], : size["width"], :]
+        if run["high_quality"]:
+            working = working[::2]
+        R.put("out.video.frames", working.to(torch.float16),
+              "the VAE decode in [0, 1] (to_hdr_linear's input) cropped and subsampled as the output (crop to the request size; "
+              "high quality: frames [::2]): [F, H, W, 3], stored as float16; out.video.hdr_linear = LogC3 decompress of it")
+        R.put("out.video.hdr_linear", out.detach().float().cpu().to(torch.float16),
+              "HDRICLoraPipeline.__call__ return: linear HDR [F, H, W, 3] (LogC3 decompress of the decode, cropped to the "
+              "request size; high quality: frames [::2]), stored as float16")
+    finally:
+        decode_mod.decode_video_by_frame = orig_decode
+        for k, v in orig.items():
+            setattr(hdr, k, v)
+        hdr.HDRICLoraPipeline._create_conditionings = orig_create  # noqa: SLF001
+    # The decoded frames are recorded above (out.video.frames / out.video.hdr_linear): no video chunks to return.
+    return None, None
+
+
+RUNNERS.update({
+    "hdr_ic_lora": run_hdr_ic_lora,
+    "hdr_ic_lora_hq": run_hdr_ic_lora,
+})
+
+
+# ------------------------------------------------------------------------------------------------
 # Main
 # ------------------------------------------------------------------------------------------------
 
@@ -1986,6 +2154,10 @@ def main() -> int:  # noqa: PLR0915
         ic_path = write_ic_lora(out, lora)
         files[IC_LORA_NAME] = sha256(ic_path)
         paths["ic_lora"] = str(ic_path)
+    if any(p.startswith("hdr_ic_lora") for p in args.pipelines.split(",")):
+        hdr_path = write_hdr_lora(out, lora)
+        files[HDR_LORA_NAME] = sha256(hdr_path)
+        paths["hdr_lora"] = str(hdr_path)
     text_ref: dict[str, torch.Tensor] | None = None
     text_prompts: list[str] | None = None
     for name in [p for p in args.pipelines.split(",") if p]:

@@ -1,0 +1,253 @@
+#include "media/exr.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "media/support.h"
+
+#if LTX_WITH_OPENEXR
+#include <ImfChannelList.h>
+#include <ImfChromaticities.h>
+#include <ImfFrameBuffer.h>
+#include <ImfHeader.h>
+#include <ImfInputFile.h>
+#include <ImfOutputFile.h>
+#include <ImfStandardAttributes.h>
+#include <ImfStringAttribute.h>
+#include <ImfTestFile.h>
+#include <half.h>
+#endif
+
+namespace ltx::media {
+
+namespace fs = std::filesystem;
+
+std::array<float, 8> exr_chromaticities(Primaries primaries) {
+  switch (primaries) {
+    case Primaries::Rec709:
+      return {0.64f, 0.33f, 0.30f, 0.60f, 0.15f, 0.06f, 0.3127f, 0.3290f};
+    case Primaries::ACEScg:
+      return {0.713f, 0.293f, 0.165f, 0.830f, 0.128f, 0.044f, 0.32168f, 0.33767f};
+  }
+  fail("exr_chromaticities: unknown primaries");
+}
+
+namespace {
+
+// [H, W, 3] f32 contiguous on the host from [H, W, 3] or [3, H, W] floating input.
+Tensor frame_hwc_f32(const Tensor& frame, const std::string& who) {
+  LTX_CHECK(frame.defined() && frame.dim() == 3 && (frame.size(2) == 3 || frame.size(0) == 3), who,
+            ": a frame must be [H, W, 3] or [3, H, W]; got ",
+            frame.defined() ? frame.describe() : std::string("an undefined tensor"));
+  LTX_CHECK(frame.dtype() == DType::F32 || frame.dtype() == DType::F16 ||
+                frame.dtype() == DType::BF16 || frame.dtype() == DType::F64,
+            who, ": frames must be floating point; got ", frame.describe());
+  // As the reference: channels-first only when dim 0 is 3 (an [3, H, 3] frame counts as CHW).
+  const Tensor hwc = frame.size(0) == 3 ? frame.permute({1, 2, 0}) : frame;
+  LTX_CHECK(hwc.size(0) > 0 && hwc.size(1) > 0, who, ": empty frame ", frame.describe());
+  return hwc.to(Device::cpu(), DType::F32).contiguous();
+}
+
+#if LTX_WITH_OPENEXR
+void write_exr_file(const std::string& file, const Tensor& hwc, const ExrWriteOptions& options) {
+  const int h = static_cast<int>(hwc.size(0)), w = static_cast<int>(hwc.size(1));
+  Imf::Header header(w, h);
+  header.compression() = Imf::ZIP_COMPRESSION;
+  const Imf::PixelType type = options.pixel_type == ExrPixelType::Half ? Imf::HALF : Imf::FLOAT;
+  static const char* kNames[3] = {"R", "G", "B"};
+  for (const char* name : kNames) header.channels().insert(name, Imf::Channel(type));
+  const auto c = exr_chromaticities(options.primaries);
+  Imf::addChromaticities(header,
+                         Imf::Chromaticities(Imath::V2f(c[0], c[1]), Imath::V2f(c[2], c[3]),
+                                             Imath::V2f(c[4], c[5]), Imath::V2f(c[6], c[7])));
+  header.insert("colorSpace", Imf::StringAttribute(options.color_space));
+  // OpenEXR writes a slice only into a channel of its own type: half frames are converted here
+  // (Imath's float -> half, round to nearest even, as OpenImageIO's writer does).
+  std::vector<half> halves;
+  char* base = static_cast<char*>(hwc.raw_data());
+  size_t elem = sizeof(float);
+  if (type == Imf::HALF) {
+    const float* src = hwc.data<float>();
+    halves.resize(static_cast<size_t>(hwc.numel()));
+    for (size_t i = 0; i < halves.size(); ++i) halves[i] = half(src[i]);
+    base = reinterpret_cast<char*>(halves.data());
+    elem = sizeof(half);
+  }
+  const size_t xs = 3 * elem, ys = xs * static_cast<size_t>(w);
+  Imf::FrameBuffer fb;
+  for (int ch = 0; ch < 3; ++ch) fb.insert(kNames[ch], Imf::Slice(type, base + ch * elem, xs, ys));
+  Imf::OutputFile out(file.c_str(), header);
+  out.setFrameBuffer(fb);
+  out.writePixels(h);
+}
+#endif
+
+}  // namespace
+
+void write_exr(const std::string& path, const Tensor& frame, const ExrWriteOptions& options) {
+  const std::string who = str("write_exr '", path, "'");
+  if (!openexr_available()) fail_no_openexr(who);
+  const Tensor hwc = frame_hwc_f32(frame, who);
+#if LTX_WITH_OPENEXR
+  TempOutput tmp(path, TempOutput::Kind::File, who);
+  try {
+    write_exr_file(tmp.temp_path(), hwc, options);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(who, ": ", e.what());
+  }
+  tmp.commit();
+#else
+  (void)options;
+#endif
+}
+
+Tensor read_exr(const std::string& path) {
+  const std::string who = str("EXR '", path, "'");
+  if (!openexr_available()) fail_no_openexr(str("read_exr '", path, "'"));
+  std::error_code ec;
+  LTX_CHECK(fs::is_regular_file(path, ec), who, ": no such file");
+#if LTX_WITH_OPENEXR
+  bool tiled = false, deep = false, multipart = false;
+  LTX_CHECK(Imf::isOpenExrFile(path.c_str(), tiled, deep, multipart), who, ": not an OpenEXR file");
+  LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
+  try {
+    Imf::InputFile in(path.c_str());
+    const Imath::Box2i dw = in.header().dataWindow();
+    const int64_t w = static_cast<int64_t>(dw.max.x) - dw.min.x + 1;
+    const int64_t h = static_cast<int64_t>(dw.max.y) - dw.min.y + 1;
+    LTX_CHECK(w > 0 && h > 0, who, ": empty data window");
+    const Imf::ChannelList& channels = in.header().channels();
+    std::vector<std::string> names;
+    for (auto it = channels.begin(); it != channels.end(); ++it) names.emplace_back(it.name());
+    const bool rgb = channels.findChannel("R") != nullptr && channels.findChannel("G") != nullptr &&
+                     channels.findChannel("B") != nullptr;
+    if (!rgb && names.size() != 1) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      fail(who, ": needs the channels R, G and B (or exactly one channel, read as gray); it has ",
+           list.empty() ? std::string("none") : list);
+    }
+    Tensor out = Tensor::empty({h, w, 3}, DType::F32);
+    // Slice pointers are addressed by absolute pixel coordinates: offset by the window origin.
+    const ptrdiff_t xs = 3 * sizeof(float), ys = xs * static_cast<ptrdiff_t>(w);
+    char* base = static_cast<char*>(out.raw_data()) - dw.min.x * xs - dw.min.y * ys;
+    Imf::FrameBuffer fb;
+    if (rgb) {
+      static const char* kNames[3] = {"R", "G", "B"};
+      for (int ch = 0; ch < 3; ++ch)
+        fb.insert(kNames[ch], Imf::Slice(Imf::FLOAT, base + ch * sizeof(float), xs, ys));
+    } else {
+      fb.insert(names[0], Imf::Slice(Imf::FLOAT, base, xs, ys));
+    }
+    in.setFrameBuffer(fb);
+    in.readPixels(dw.min.y, dw.max.y);
+    if (!rgb) {
+      float* p = out.data<float>();
+      for (int64_t i = 0; i < h * w; ++i) p[3 * i + 1] = p[3 * i + 2] = p[3 * i];
+    }
+    return out;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(who, ": ", e.what());
+  }
+#endif
+  fail(who, ": unreachable");
+}
+
+bool is_exr_folder(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return false;
+  for (const auto& e : fs::directory_iterator(path, ec))
+    if (e.path().extension() == ".exr") return true;
+  return false;
+}
+
+std::vector<std::string> exr_frame_paths(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    std::string ext = fs::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    LTX_CHECK(ext == ".exr", "EXR path '", path, "': a file must end in .exr");
+    return {path};
+  }
+  LTX_CHECK(fs::is_directory(path, ec), "EXR path '", path,
+            "': must be a .exr file or a folder of .exr frames");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(path, ec))
+    if (e.path().extension() == ".exr") files.push_back(e.path().string());
+  LTX_CHECK(!files.empty(), "EXR folder '", path, "': holds no .exr frames");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+ExrFrameWriter::ExrFrameWriter(std::string dir, ExrWriteOptions options)
+    : dir_(std::move(dir)), options_(std::move(options)) {
+  if (!openexr_available()) fail_no_openexr(str("write_exr_frames '", dir_, "'"));
+  tmp_ = std::make_unique<TempOutput>(dir_, TempOutput::Kind::Directory,
+                                      str("write_exr_frames '", dir_, "'"));
+}
+
+ExrFrameWriter::~ExrFrameWriter() = default;
+
+void ExrFrameWriter::write_frames(const Tensor& frames) {
+  LTX_CHECK(!closed_, "write_exr_frames '", dir_, "': write_frames after finish() or an error");
+  try {
+    LTX_CHECK(frames.defined() && (frames.dim() == 3 || frames.dim() == 4) && frames.size(-1) == 3,
+              "write_exr_frames '", dir_, "': frames must be [F, H, W, 3] or [H, W, 3]; got ",
+              frames.defined() ? frames.describe() : std::string("an undefined tensor"));
+    const Tensor f4 = frames.dim() == 3 ? frames.unsqueeze(0) : frames;
+#if LTX_WITH_OPENEXR
+    const int64_t first = frames_;
+    const std::string dir = tmp_->temp_path();
+    std::vector<Tensor> hwc;
+    for (int64_t i = 0; i < f4.size(0); ++i)
+      hwc.push_back(frame_hwc_f32(f4.select(0, i), str("write_exr_frames '", dir_, "'")));
+    // Each frame is an independent file: compress them in parallel, report the first failure.
+    std::vector<std::string> errors(hwc.size());
+    parallel_for(0, f4.size(0), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        char name[32];
+        std::snprintf(name, sizeof(name), "/frame_%05lld.exr", static_cast<long long>(first + i));
+        try {
+          write_exr_file(dir + name, hwc[static_cast<size_t>(i)], options_);
+        } catch (const std::exception& ex) {
+          errors[static_cast<size_t>(i)] =
+              str("write_exr_frames: writing '", dir, name, "': ", ex.what());
+        }
+      }
+    });
+    for (const auto& e : errors)
+      if (!e.empty()) fail(e);
+#endif
+    frames_ += f4.size(0);
+  } catch (...) {
+    closed_ = true;
+    tmp_->discard();
+    throw;
+  }
+}
+
+void ExrFrameWriter::finish() {
+  LTX_CHECK(!closed_, "write_exr_frames '", dir_, "': finish() after finish() or an error");
+  closed_ = true;
+  LTX_CHECK(frames_ > 0, "write_exr_frames '", dir_, "': no frames were written");
+  tmp_->commit();
+}
+
+void write_exr_frames(const std::string& dir, const Tensor& frames,
+                      const ExrWriteOptions& options) {
+  ExrFrameWriter w(dir, options);
+  w.write_frames(frames);
+  w.finish();
+}
+
+}  // namespace ltx::media
