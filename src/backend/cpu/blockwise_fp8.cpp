@@ -71,16 +71,20 @@ ops::Fp8Blockwise quantize_e4m3_tiles(const Tensor& w, const Tensor& amax) {
                         Tensor::empty(amax.shape(), DType::F32)};
   const float* a = amax.data<float>();
   float* scale = out.weight_scale.data<float>();
-  for (int64_t t = 0; t < amax.numel(); ++t) scale[t] = 1.0f / (kE4m3Max / a[t]);
+  std::vector<float> mult(static_cast<size_t>(amax.numel()));
+  for (int64_t t = 0; t < amax.numel(); ++t) {
+    mult[static_cast<size_t>(t)] = kE4m3Max / a[t];
+    scale[t] = 1.0f / mult[static_cast<size_t>(t)];
+  }
   const float* src = w.data<float>();
   auto* q = static_cast<uint8_t*>(out.weight.raw_data());
   parallel_for(0, n, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(k, 1)),
                [&](int64_t lo, int64_t hi) {
-                 for (int64_t r = lo; r < hi; ++r)
-                   for (int64_t c = 0; c < k; ++c) {
-                     const float m = kE4m3Max / a[(r / kFp8Block) * kb + c / kFp8Block];
-                     q[r * k + c] = dtype_bits::f32_to_f8e4m3fn(src[r * k + c] * m);
-                   }
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const float* m = mult.data() + (r / kFp8Block) * kb;
+                   for (int64_t c = 0; c < k; ++c)
+                     q[r * k + c] = dtype_bits::f32_to_f8e4m3fn(src[r * k + c] * m[c / kFp8Block]);
+                 }
                });
   return out;
 }

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int i = 1; i < kThreads / 32; ++i) m = fmaxf(m, warp_max[i]);
-    amax[t] = bad ? NAN : fmaxf(m, warp_max[0]);
+    amax[t] = bad ? __int_as_float(0x7fc00000) : fmaxf(m, warp_max[0]);
   }
 }
 

@@ -71,6 +71,7 @@ using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, uint32_t, ui
 struct AlgoChoice {
   cublasLtMatmulAlgo_t algo;
   size_t workspace;
+  bool found = true;  // false: cuBLASLt has none (kept, so the question is asked once)
 };
 
 std::mutex& algo_mutex() {
@@ -219,7 +220,11 @@ bool gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
     int found = 0;
     LTX_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, desc.d, a.l, b.l, d.l, d.l, pref.p, 1,
                                                     &result, &found));
-    if (found == 0 && may_fail) return false;
+    if (found == 0 && may_fail) {
+      std::lock_guard<std::mutex> lock(algo_mutex());
+      algo_cache().emplace(key, AlgoChoice{{}, 0, false});
+      return false;
+    }
     LTX_CHECK(found > 0, "cuda::linear: cuBLASLt has no algorithm for x[", m, ", ", k,
               "] (row stride ", ldx, ", ", al_b, "-byte aligned) @ weight[", n, ", ", k,
               "]^T (", dtype_name(w.dtype()), ") with ", dtype_name(out.dtype()), " output",
@@ -231,6 +236,11 @@ bool gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
     algo_cache().emplace(key, choice);
   }
 
+  if (!choice.found) {
+    LTX_CHECK(may_fail, "cuda::linear: cuBLASLt has no algorithm for x[", m, ", ", k, "] @ weight[",
+              n, ", ", k, "]^T with this epilogue and these scale modes on cuda:", device);
+    return false;
+  }
   std::shared_ptr<void> workspace;
   if (choice.workspace > 0) workspace = allocate(choice.workspace, stream);
   const float alpha = 1.0f, beta = 0.0f;
