@@ -98,7 +98,7 @@ Tensor dequantize_fp8_blockwise(const Tensor& weight, const Tensor& weight_scale
 Fp8PerGroup quantize_fp8_per_group(const Tensor& x);
 // y = x W^T (+ bias) as above: x bf16 or f32 [..., in] (its dtype is the output's), weight
 // float8_e4m3fn [out, in], weight_scale f32 [ceil(out / 128), ceil(in / 128)], bias [out] bf16
-// or f32 or undefined. CUDA: in and out multiples of 16, a Hopper GPU (sm_90).
+// or f32 or undefined. CUDA: a Hopper GPU (sm_90).
 Tensor linear_fp8_blockwise(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
                             const Tensor& bias = Tensor());
 // The reference's LoRA fusion for blockwise FP8 (fuse_rule_fp8): the weight dequantised to bf16,

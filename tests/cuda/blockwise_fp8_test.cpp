@@ -122,8 +122,10 @@ TEST(CudaFp8Blockwise, LinearMatchesTheCpuOnSmallShapesWithPartialTiles) {
   LTX_REQUIRE_HOPPER();
   uint64_t seed = 100;
   // (rows, in, out): one tile; several tiles; a last group of 64 inputs and a last tile of 16
-  // outputs; fewer than 128 inputs (the tiny models); rows not a multiple of 4.
-  const int64_t shapes[][3] = {{4, 128, 128}, {5, 256, 384}, {77, 320, 144}, {3, 64, 32}, {1, 32, 256}};
+  // outputs (zero-padded tiles); fewer than 128 inputs (the tiny models); rows not a multiple of
+  // 4; dims not even multiples of 16.
+  const int64_t shapes[][3] = {{4, 128, 128}, {5, 256, 384}, {77, 320, 144},
+                               {3, 64, 32},   {1, 32, 256},  {6, 200, 130}};
   for (const auto& s : shapes)
     for (const DType dt : {DType::BF16, DType::F32})
       for (const DType bias : {DType::U8, DType::BF16, DType::F32})  // U8: no bias
@@ -175,8 +177,8 @@ TEST(CudaFp8Blockwise, LoraRuleFusesOnTheGpuAsOnTheCpuBitForBit) {
   EXPECT_TRUE(same_bytes(got.weight_scale, want.weight_scale));
 }
 
-// The tiny model's layers have 32 to 256 features: one partial tile per dim, so this also runs
-// cuBLASLt's block scaling with K below 128. f32: the quantisations are the CPU's until the
+// The tiny model's layers have 32 to 256 features: partial tiles, zero-padded for the GEMM.
+// f32: the quantisations are the CPU's until the
 // GEMM's partial sums move a value across an e4m3 rounding boundary of the next layer (one step,
 // 6%, for a few values), as for fp8-scaled-mm (fp8_scaled_test.cpp): 2e-2. bf16 compute adds its
 // own rounding: 4e-2. A wrong scale or a layout error is O(1).

@@ -91,13 +91,14 @@ __global__ void dequantize_tiles_kernel(const uint8_t* __restrict__ q, const flo
 }
 
 // One warp per (token, group of 128 inputs), 4 values a lane (cpu::quantize_e4m3_groups). Rows
-// from `rows` to `padded_rows` (cuBLASLt's multiple of 4) get zeros and scale 1. The group's
-// scale goes to scale[r * row_stride + g * group_stride].
+// from `rows` to `padded_rows` (cuBLASLt's multiple of 4) get zeros and scale 1. q's rows are
+// q_ld apart; columns from k to q_ld (the inputs padded to a multiple of 128) get zeros. The
+// group's scale goes to scale[r * row_stride + g * group_stride].
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads)
     quantize_groups_kernel(const void* __restrict__ x, uint8_t* __restrict__ q,
                            float* __restrict__ scale, int64_t rows, int64_t padded_rows, int64_t k,
-                           int64_t kb, int64_t row_stride, int64_t group_stride) {
+                           int64_t q_ld, int64_t kb, int64_t row_stride, int64_t group_stride) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
   for (int64_t wi = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
@@ -118,16 +119,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int64_t c = c0 + lane + 32 * j;
-      if (c >= k) continue;
-      float p = __fmul_rn(v[j], m);
+      if (c >= q_ld) continue;
+      float p = __fmul_rn(v[j], m);  // 0 beyond k
       p = p < -kE4m3Max ? -kE4m3Max : (p > kE4m3Max ? kE4m3Max : p);  // NaN stays NaN
-      q[r * k + c] = dtype_bits::f32_to_f8e4m3fn(p);
+      q[r * q_ld + c] = dtype_bits::f32_to_f8e4m3fn(p);
     }
   }
 }
 
-void launch_quantize_groups(const Tensor& x, uint8_t* q, float* scale, int64_t rows,
-                            int64_t padded_rows, int64_t k, int64_t row_stride,
+void launch_quantize_groups(const Tensor& x, uint8_t* q, int64_t q_ld, float* scale,
+                            int64_t rows, int64_t padded_rows, int64_t k, int64_t row_stride,
                             int64_t group_stride, int device) {
   const int64_t kb = ops::fp8_blocks(k);
   const int64_t work = padded_rows * kb;
@@ -136,20 +137,36 @@ void launch_quantize_groups(const Tensor& x, uint8_t* q, float* scale, int64_t r
   const cudaStream_t stream = current_stream(device).handle();
   if (x.dtype() == DType::BF16)
     quantize_groups_kernel<true><<<grid, kThreads, 0, stream>>>(
-        x.raw_data(), q, scale, rows, padded_rows, k, kb, row_stride, group_stride);
+        x.raw_data(), q, scale, rows, padded_rows, k, q_ld, kb, row_stride, group_stride);
   else
     quantize_groups_kernel<false><<<grid, kThreads, 0, stream>>>(
-        x.raw_data(), q, scale, rows, padded_rows, k, kb, row_stride, group_stride);
+        x.raw_data(), q, scale, rows, padded_rows, k, q_ld, kb, row_stride, group_stride);
   LTX_CUDA_CHECK_LAUNCH();
 }
 
-// y [rows, n] (out dtype) = round(acc + bias) from an f32 acc, for when the epilogue cannot.
-template <bool kBf16>
-__global__ void add_bias_kernel(const float* __restrict__ acc, const void* __restrict__ bias,
-                                void* __restrict__ y, int64_t total, int64_t n) {
+// dst [padded_n, padded_k] = src [n, k] (e4m3 bytes) with zeros beyond.
+__global__ void pad_bytes_kernel(const uint8_t* __restrict__ src, uint8_t* __restrict__ dst,
+                                 int64_t n, int64_t k, int64_t padded_n, int64_t padded_k) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
-    const float v = __fadd_rn(acc[i], load_one<kBf16>(bias, i % n));
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < padded_n * padded_k; i += step) {
+    const int64_t r = i / padded_k, c = i % padded_k;
+    dst[i] = r < n && c < k ? src[r * k + c] : 0;
+  }
+}
+
+// y [rows, n] (out dtype, contiguous) = round(acc + bias) from an f32 acc whose rows are acc_ld
+// apart (bias of y's dtype, or null): for when the epilogue cannot add the bias, or the GEMM ran
+// on padded operands.
+template <bool kBf16>
+__global__ void finish_kernel(const float* __restrict__ acc, int64_t acc_ld,
+                              const void* __restrict__ bias, void* __restrict__ y, int64_t rows,
+                              int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * n;
+       i += step) {
+    float v = acc[(i / n) * acc_ld + i % n];
+    if (bias != nullptr) v = __fadd_rn(v, load_one<kBf16>(bias, i % n));
     if constexpr (kBf16)
       static_cast<uint16_t*>(y)[i] = dtype_bits::f32_to_bf16(v);
     else
@@ -215,8 +232,8 @@ ops::Fp8PerGroup quantize_e4m3_groups(const Tensor& x_in) {
   for (int d = 0; d + 1 < x.dim(); ++d) lead *= x.size(d);
   ops::Fp8PerGroup out{Tensor::empty(x.shape(), DType::F8E4M3FN, dev),
                        Tensor::empty({lead, kb}, DType::F32, dev)};
-  launch_quantize_groups(x, static_cast<uint8_t*>(out.q.raw_data()), out.group_scale.data<float>(),
-                         rows, rows, k, kb, 1, dev.index);
+  launch_quantize_groups(x, static_cast<uint8_t*>(out.q.raw_data()), k,
+                         out.group_scale.data<float>(), rows, rows, k, kb, 1, dev.index);
   return out;
 }
 
@@ -229,9 +246,6 @@ Tensor linear_fp8_blockwise(const Tensor& x_in, const Tensor& weight, const Tens
             "128 x 128 weight and 1 x 128 activation scales) runs on Hopper GPUs (sm_90) only; ",
             dev.str(), " is sm_", cc.major, cc.minor, ". Use --quantization fp8 (per-token "
             "activation scales) or fp8-cast on this GPU");
-  LTX_CHECK(k % 16 == 0 && n % 16 == 0, "linear_fp8_blockwise: cuBLASLt's FP8 GEMM needs in and "
-            "out features that are multiples of 16, got weight ", weight.describe(),
-            "; keep this layer in bf16");
   DeviceGuard guard(dev.index);
   const Tensor x = x_in.contiguous();
   Shape out_shape = x.shape();
@@ -239,27 +253,49 @@ Tensor linear_fp8_blockwise(const Tensor& x_in, const Tensor& weight, const Tens
   const int64_t rows = out_shape.numel() / std::max<int64_t>(n, 1);
   if (rows == 0 || n == 0) return Tensor::empty(out_shape, out_dtype, dev);
   // cuBLASLt wants each K tile's token scales 16-byte aligned: the tokens padded to a multiple
-  // of 4 (zero rows, sliced off the output).
+  // of 4 (zero rows, sliced off the output). Dims that are not multiples of 128 (the tiny test
+  // models only) are zero-padded to whole tiles, which adds zero products and keeps every scale,
+  // so the GEMM only ever sees the reference's shapes.
   const int64_t padded = (rows + 3) / 4 * 4, kb = ops::fp8_blocks(k);
-  const Tensor xq = Tensor::empty({padded, k}, DType::F8E4M3FN, dev);
+  const int64_t kp = kb * kFp8Block, np = ops::fp8_blocks(n) * kFp8Block;
+  const bool tiles_padded = kp != k || np != n;
+  const cudaStream_t stream = current_stream(dev.index).handle();
+  Tensor w = weight;
+  if (tiles_padded) {
+    w = Tensor::empty({np, kp}, DType::F8E4M3FN, dev);
+    pad_bytes_kernel<<<grid_for(np * kp, kThreads, dev.index), kThreads, 0, stream>>>(
+        static_cast<const uint8_t*>(weight.raw_data()), static_cast<uint8_t*>(w.raw_data()), n,
+        k, np, kp);
+    LTX_CUDA_CHECK_LAUNCH();
+  }
+  const Tensor xq = Tensor::empty({padded, kp}, DType::F8E4M3FN, dev);
   const Tensor xs = Tensor::empty({kb, padded}, DType::F32, dev);
-  launch_quantize_groups(x, static_cast<uint8_t*>(xq.raw_data()), xs.data<float>(), rows, padded,
-                         k, 1, padded, dev.index);
+  launch_quantize_groups(x, static_cast<uint8_t*>(xq.raw_data()), kp, xs.data<float>(), rows,
+                         padded, k, 1, padded, dev.index);
+  const auto finish = [&](const Tensor& acc, const Tensor& b) {
+    Tensor y = Tensor::empty(out_shape, out_dtype, dev);
+    const unsigned grid = grid_for(rows * n, kThreads, dev.index);
+    const void* bp = b.defined() ? b.raw_data() : nullptr;
+    if (out_dtype == DType::BF16)
+      finish_kernel<true><<<grid, kThreads, 0, stream>>>(acc.data<float>(), acc.size(1), bp,
+                                                         y.raw_data(), rows, n);
+    else
+      finish_kernel<false><<<grid, kThreads, 0, stream>>>(acc.data<float>(), acc.size(1), bp,
+                                                          y.raw_data(), rows, n);
+    LTX_CUDA_CHECK_LAUNCH();
+    return y;
+  };
+  if (tiles_padded) {
+    const Tensor acc = Tensor::empty({padded, np}, DType::F32, dev);
+    linear_fp8_block_scaled(acc, xq, xs, w, w_scales, Tensor());
+    return finish(acc, bias);
+  }
   Tensor out = Tensor::empty({padded, n}, out_dtype, dev);
-  if (!linear_fp8_block_scaled(out, xq, xs, weight, w_scales, bias)) {
+  if (!linear_fp8_block_scaled(out, xq, xs, w, w_scales, bias)) {
     // No algorithm with the bias epilogue: the bias is added to the f32 result, one rounding.
     const Tensor acc = Tensor::empty({padded, n}, DType::F32, dev);
-    linear_fp8_block_scaled(acc, xq, xs, weight, w_scales, Tensor());
-    const int64_t total = padded * n;
-    const unsigned grid = grid_for(total, kThreads, dev.index);
-    const cudaStream_t stream = current_stream(dev.index).handle();
-    if (out_dtype == DType::BF16)
-      add_bias_kernel<true><<<grid, kThreads, 0, stream>>>(acc.data<float>(), bias.raw_data(),
-                                                           out.raw_data(), total, n);
-    else
-      add_bias_kernel<false><<<grid, kThreads, 0, stream>>>(acc.data<float>(), bias.raw_data(),
-                                                            out.raw_data(), total, n);
-    LTX_CUDA_CHECK_LAUNCH();
+    linear_fp8_block_scaled(acc, xq, xs, w, w_scales, Tensor());
+    return finish(acc, bias);
   }
   return out.narrow(0, 0, rows).view(out_shape);
 }

@@ -13,7 +13,8 @@ Tensor dequantize_e4m3_tiles(const Tensor& weight, const Tensor& scale, DType dt
 ops::Fp8PerGroup quantize_e4m3_groups(const Tensor& x);
 
 // ops::linear_fp8_blockwise without the bias rule: y [..., out] in out_dtype (bf16 or f32).
-// weight contiguous [out, in] with in and out multiples of 16; w_scales f32
+// weight contiguous [out, in] (dims that are not multiples of 128 are zero-padded to whole tiles
+// for the GEMM, a copy per call); w_scales f32
 // [ceil(out / 128), ceil(in / 128) rounded up to a multiple of 4] contiguous (the padding never
 // read); bias undefined or contiguous [out] of out_dtype. Throws unless the GPU is a Hopper
 // (sm_90), naming the modes that run elsewhere.
