@@ -92,10 +92,10 @@ TEST(CudaFp8Blockwise, ActivationGroupsQuantiseAsTheCpuBitForBit) {
 }
 
 // The GPU's linear against the CPU's on the same quantised weight. Both sum the same e4m3
-// products per group of 128 and scale them in f32; the tensor cores' order and precision inside a
-// group differ from the CPU's f32 sums by about 2^-20 relative. So f32 outputs agree to 1e-4 of
-// the largest output (cancellation can leave single values with larger relative errors), and a
-// bf16 output to one bf16 rounding step (2^-8).
+// products per group of 128 and scale them in f32; inside a group the tensor cores add in their
+// own order and precision (Hopper's FP8 MMA keeps about 14 mantissa bits until the partial sum is
+// promoted to f32), so f32 outputs agree to 1e-3 of the largest output, and a bf16 output to one
+// bf16 rounding step (2^-8) more. A wrong scale, layout or padding is O(1); one e4m3 step is 6%.
 void expect_linear_matches(int64_t rows, int64_t in, int64_t out, DType dt, DType bias_dt,
                            uint64_t seed) {
   const ops::Fp8Blockwise w =
@@ -113,7 +113,7 @@ void expect_linear_matches(int64_t rows, int64_t in, int64_t out, DType dt, DTyp
   std::printf("[fp8-blockwise linear] x [%ld, %ld] -> %ld %s bias %s: rel_l2 %.3e max %.3e\n",
               static_cast<long>(rows), static_cast<long>(in), static_cast<long>(out),
               dtype_name(dt), bias.defined() ? dtype_name(bias_dt) : "none", rel, worst);
-  const double bound = dt == DType::F32 ? 1e-4 : 8e-3;
+  const double bound = dt == DType::F32 ? 1e-3 : 8e-3;
   EXPECT_LE(worst, bound) << rows << "x" << in << "->" << out;
   EXPECT_LE(rel, bound) << rows << "x" << in << "->" << out;
 }
