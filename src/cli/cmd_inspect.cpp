@@ -51,7 +51,7 @@ int run_inspect(const InspectOptions& opt) {
       } else {
         text = io::to_text(s) + "quantization: " + quantization::describe(q) +
                "\n  --quantization modes that load it: " +
-               (modes.empty() ? std::string("none of the CLI's (Python API only)") : modes) +
+               modes +
                " (this build: " + quantization::available_modes() + ")\n";
       }
     } catch (const Error& e) {

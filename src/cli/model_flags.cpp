@@ -104,8 +104,11 @@ void add_quantization_flag(CLI::App* sub, std::string& mode) {
                       "token at each matmul, FP8 GEMMs on any bf16 or FP8 file. nvfp4-cast "
                       "quantises the video branch's 12 Linears a block to NVFP4 (4-bit, about a "
                       "quarter), nvfp4-prequant loads a pre-quantised NVFP4 file (both "
-                      "dequantised to bf16 for each matmul on this GPU generation). Example: "
-                      "--quantization fp8-cast")
+                      "dequantised to bf16 for each matmul on this GPU generation). "
+                      "fp8-blockwise stores every Linear of the blocks but the gate logits in "
+                      "128x128 FP8 tiles with their own scales (quantised at load, or a blockwise "
+                      "FP8 file as stored) and quantises the activations per token and 128 "
+                      "inputs: FP8 GEMMs on Hopper GPUs. Example: --quantization fp8-cast")
       ->default_str("none");
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/out_of_memory.h"
 #include "io/safetensors.h"
+#include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/nvfp4.h"
 
@@ -34,6 +35,11 @@ bool loads_as_e4m3(const io::SafetensorsFile& file, const io::TensorInfo& info,
     case quantization::Mode::Fp8:
       return fp8_with_scale ||
              (info.name.ends_with(".weight") && quantization::is_fp8_cast_parameter(info.name));
+    case quantization::Mode::Fp8Blockwise:
+      return fp8_with_scale ||
+             (info.name.ends_with(".weight") &&
+              quantization::is_fp8_blockwise_linear(
+                  info.name.substr(0, info.name.size() - std::string(".weight").size())));
     case quantization::Mode::Nvfp4Cast:
     case quantization::Mode::Nvfp4Prequant: return false;  // nvfp4_loaded_bytes counts those
   }

@@ -13,6 +13,7 @@
 #include "generate/memory_budget.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
+#include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/nvfp4.h"
 
@@ -171,8 +172,11 @@ BlockModelSizes transformer_sizes(const std::string& path, DType dtype,
     const std::string name = single ? info.name.substr(kSingle.size()) : info.name;
     // The text connectors share the prefix; the transformer does not load them.
     if (name.find("embeddings_connector.") != std::string::npos) continue;
-    const bool fp8 = quantization == quantization::Mode::Fp8Cast &&
-                     quantization::is_fp8_cast_parameter(name);
+    const bool fp8 = (quantization == quantization::Mode::Fp8Cast &&
+                      quantization::is_fp8_cast_parameter(name)) ||
+                     (quantization == quantization::Mode::Fp8Blockwise && name.ends_with(".weight") &&
+                      quantization::is_fp8_blockwise_linear(
+                          name.substr(0, name.size() - std::string_view(".weight").size())));
     constexpr std::string_view kBlocks = "transformer_blocks.";
     const int64_t block = name.starts_with(kBlocks) ? index_at(name, kBlocks.size()) : -1;
     const std::optional<int64_t> nvfp4 =

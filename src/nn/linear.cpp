@@ -5,6 +5,7 @@
 #include "ops/linalg.h"
 #include "ops/nvfp4.h"
 #include "ops/quantized_linear.h"
+#include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/nvfp4.h"
 
@@ -40,6 +41,11 @@ LinearFormat format_for(const io::WeightMap& w, const std::string& name, quantiz
                                                            : LinearFormat::Dense;
     // The file says which layers are NVFP4 (Linear::load).
     case quantization::Mode::Nvfp4Prequant: return LinearFormat::Dense;
+    case quantization::Mode::Fp8Blockwise:
+      return quantization::is_fp8_blockwise_linear(full_name) ||
+                     quantization::file_has_fp8_blockwise(w, name)
+                 ? LinearFormat::Fp8Blockwise
+                 : LinearFormat::Dense;
   }
   return LinearFormat::Dense;
 }
@@ -103,6 +109,28 @@ Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_featur
       // The activation scale is computed per token; a static one in the file is not used.
       w.ignore(name + ".input_scale");
       break;
+    case LinearFormat::Fp8Blockwise:
+      if (quantization::file_has_fp8_blockwise(w, name)) {
+        l.weight = w.take(name + ".weight", weight_shape, DType::F8E4M3FN, opt.device);
+        l.weight_scale = w.take(name + ".weight_scale",
+                                {ops::fp8_blocks(out_features), ops::fp8_blocks(in_features)},
+                                DType::F32, opt.device);
+      } else {
+        // Quantised here from the file's values in f32, as the reference does (w.float()).
+        const Tensor dense = w.take(name + ".weight", weight_shape, DType::F32, opt.device);
+        if (dense.defined()) {
+          try {
+            ops::Fp8Blockwise q = ops::quantize_fp8_blockwise(dense);
+            l.weight = q.weight;
+            l.weight_scale = q.weight_scale;
+          } catch (const Error& e) {
+            fail("--quantization fp8-blockwise: layer '", w.prefix(), name, "': ", e.what());
+          }
+        }
+      }
+      // A static activation scale, if the file has one, is not used: groups are scaled per token.
+      w.ignore(name + ".input_scale");
+      break;
     case LinearFormat::Nvfp4: {
       const ops::Nvfp4Weight q =
           quantization::take_cast_nvfp4(w, name, in_features, out_features, opt.device);
@@ -119,6 +147,8 @@ Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_featur
 Tensor Linear::dense_weight(DType dtype) const {
   if (format == LinearFormat::Nvfp4)
     return ops::dequantize_nvfp4({weight, block_scales, tensor_scale}, dtype);
+  if (format == LinearFormat::Fp8Blockwise)
+    return ops::dequantize_fp8_blockwise(weight, weight_scale, dtype);
   if (!weight_scale.defined()) return weight.to(dtype);
   return ops::mul(weight.to(DType::F32), weight_scale).to(dtype);
 }
@@ -136,6 +166,8 @@ Tensor Linear::operator()(const Tensor& x) const {
     case LinearFormat::Fp8Scaled:
       return ops::linear_fp8_scaled(x, weight, weight_scale, input_scale, bias);
     case LinearFormat::Fp8PerToken: return ops::linear_fp8_per_token(x, weight, weight_scale, bias);
+    case LinearFormat::Fp8Blockwise:
+      return ops::linear_fp8_blockwise(x, weight, weight_scale, bias);
   }
   return Tensor();
 }
@@ -147,7 +179,8 @@ Tensor Linear::gelu_tanh(const Tensor& x) const {
     case LinearFormat::Nvfp4:
       return ops::linear_gelu_tanh(x, dense_weight(x.dtype()), dense_bias(x.dtype()));
     case LinearFormat::Fp8Scaled:
-    case LinearFormat::Fp8PerToken: return ops::gelu_tanh((*this)(x));
+    case LinearFormat::Fp8PerToken:
+    case LinearFormat::Fp8Blockwise: return ops::gelu_tanh((*this)(x));
   }
   return Tensor();
 }

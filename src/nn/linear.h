@@ -23,12 +23,15 @@ enum class LinearFormat {
   Nvfp4,        // weight packed E2M1 u8 [out, in/2] with block_scales and tensor_scale
                 // (op_types/nvfp4.h), dequantised to the input's dtype at each forward; bias dense
                 // (quantization/nvfp4.h)
+  Fp8Blockwise,  // weight float8_e4m3fn with an f32 weight_scale per 128 x 128 tile, bias in the
+                 // compute dtype: ops::linear_fp8_blockwise (quantization/fp8_blockwise.h)
 };
 
 struct Linear {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], or undefined when the layer has none
-  Tensor weight_scale;  // f32 scalar (Fp8Scaled, Fp8PerToken), else undefined
+  // f32 scalar (Fp8Scaled, Fp8PerToken), f32 [out/128, in/128] (Fp8Blockwise), else undefined
+  Tensor weight_scale;
   // f32 scalar: the activation scale (Fp8Scaled), or an Nvfp4 file's input_scale (kept for the
   // record; Hopper's GEMM does not use it); else undefined
   Tensor input_scale;

@@ -68,6 +68,44 @@ Fp8PerToken quantize_fp8_per_token(const Tensor& x);
 Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
                             const Tensor& bias = Tensor());
 
+// Blockwise FP8, the reference's blockwise policy (ltx-core quantization/blockwise with the
+// ltx-kernels GEMM: DeepGEMM's sm90 "1d2d" kernel). Rounding on the CPU (the reference for CUDA):
+//   - weights, per 128 x 128 tile: m = 448 / amax|tile| (f32 division), q = e4m3(f32(w) * m)
+//     (torch's cast: the product never passes 448 by more than a rounding step, so no clamp
+//     is needed), scale = 1 / m. A tile that is all zeros or holds NaN / inf is an error: the
+//     reference's rule turns it into NaN (0 * inf).
+//   - activations, per token and group of 128 input features: the same m from the group's
+//     amax, the product in f32 (no rounding to x's dtype), cast with saturation to +-448 as
+//     Triton's float8e4nv conversion does (NaN stays NaN), scale = 1 / m. The amax is taken
+//     over finite values, and a group with no finite non-zero value gets m = scale = 1 (the
+//     reference would compute 448 / 0 = inf and turn the group into NaN; a zero group must
+//     contribute zero).
+//   - the product: per output (r, o), sum over the input groups g of
+//     (group_scale[r, g] * weight_scale[o / 128, g]) * P_g, where P_g sums the exact e4m3
+//     products of group g in f32 (the tensor cores' per-128 partial sum, promoted and scaled
+//     in f32 as DeepGEMM does); then the bias added in f32 and the sum rounded to x's dtype
+//     once (the reference's kernel takes an f32 bias and writes bf16).
+// On CUDA the GEMM is cuBLASLt's block-scaled FP8 GEMM (Hopper: VEC128 activation scales,
+// BLK128x128 weight scales, no fast accumulation), the bias added in its bf16 epilogue; the
+// quantisations are bit for bit the CPU's.
+
+// The weight's tiles (any float dtype, 2-D, on the CPU or CUDA); throws for a tile the rule
+// cannot quantise, naming the tile.
+Fp8Blockwise quantize_fp8_blockwise(const Tensor& weight);
+// f32(weight) * its tile's scale, rounded to `dtype` (the reference's blockwise_dequantize, bf16).
+Tensor dequantize_fp8_blockwise(const Tensor& weight, const Tensor& weight_scale, DType dtype);
+// The activations' groups: x bf16 or f32 [..., in], any strides.
+Fp8PerGroup quantize_fp8_per_group(const Tensor& x);
+// y = x W^T (+ bias) as above: x bf16 or f32 [..., in] (its dtype is the output's), weight
+// float8_e4m3fn [out, in], weight_scale f32 [ceil(out / 128), ceil(in / 128)], bias [out] bf16
+// or f32 or undefined. CUDA: a Hopper GPU (sm_90).
+Tensor linear_fp8_blockwise(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                            const Tensor& bias = Tensor());
+// The reference's LoRA fusion for blockwise FP8 (fuse_rule_fp8): the weight dequantised to bf16,
+// plus the delta rounded to bf16 (the sum in bf16), quantised again per tile.
+Fp8Blockwise fuse_delta_fp8_blockwise(const Tensor& weight, const Tensor& weight_scale,
+                                      const Tensor& delta);
+
 // Throws unless `scale` is an f32 one-element tensor holding a finite value > 0; `what` names
 // it in the message (e.g. "transformer_blocks.0.attn1.to_q.input_scale"). Reads the value back
 // from a CUDA device (one wait): meant for load time.

@@ -83,10 +83,10 @@ std::string describe(const FileQuantization& q) {
 
 std::vector<std::string> fitting_modes(FileFormat format) {
   switch (format) {
-    case FileFormat::Dense: return {"none", "fp8-cast", "fp8", "nvfp4-cast"};
+    case FileFormat::Dense: return {"none", "fp8-cast", "fp8", "nvfp4-cast", "fp8-blockwise"};
     case FileFormat::Fp8PerTensor: return {"fp8-cast", "fp8-scaled-mm", "fp8"};
     case FileFormat::Fp8NoScales: return {"none", "fp8-cast", "fp8"};
-    case FileFormat::Fp8Blockwise: return {};
+    case FileFormat::Fp8Blockwise: return {"fp8-blockwise"};
     case FileFormat::Nvfp4: return {"nvfp4-prequant"};
   }
   return {};
@@ -113,10 +113,6 @@ void check_mode_fits(const io::SafetensorsFile& file, Mode mode) {
   const std::vector<std::string> fits = fitting_modes(q.format);
   const std::string name = mode_name(mode);
   if (std::find(fits.begin(), fits.end(), name) != fits.end()) return;
-  if (fits.empty())
-    fail(file.path(), " is a ", format_name(q.format),
-         " checkpoint, which no --quantization mode loads (the reference reads it through its "
-         "Python API only); use a bf16 or FP8 per-tensor file");
   fail(file.path(), " is a ", format_name(q.format), " checkpoint; --quantization ", name,
        " cannot load it, use --quantization ", joined(fits), " (available in this build: ",
        available_modes(), ")");

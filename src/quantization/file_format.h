@@ -6,7 +6,7 @@
 //                  input, also readable by fp8-cast (the scales folded in)
 //   FP8, no scales ".weight" F8_E4M3 alone (an fp8-cast state dict saved as is)
 //   blockwise FP8  ".weight" F8_E4M3 + ".weight_scale" f32 [out/128, in/128] (ltx-core
-//                  quantization/blockwise; Python API only in the reference)
+//                  quantization/blockwise; Python API only in the reference): fp8-blockwise's
 //   NVFP4          ".weight" U8 (two values a byte) + ".weight_scale" F8_E4M3 block scales +
 //                  ".weight_scale_2" f32 (nvfp4-prequant's input)
 #include <cstdint>

@@ -6,8 +6,8 @@ namespace ltx::quantization {
 
 namespace {
 
-constexpr Mode kModes[] = {Mode::None,        Mode::Fp8Cast,   Mode::Fp8ScaledMm,
-                           Mode::Fp8,         Mode::Nvfp4Cast, Mode::Nvfp4Prequant};
+constexpr Mode kModes[] = {Mode::None,      Mode::Fp8Cast,       Mode::Fp8ScaledMm, Mode::Fp8,
+                           Mode::Nvfp4Cast, Mode::Nvfp4Prequant, Mode::Fp8Blockwise};
 
 }  // namespace
 
@@ -19,6 +19,7 @@ const char* mode_name(Mode mode) {
     case Mode::Fp8: return "fp8";
     case Mode::Nvfp4Cast: return "nvfp4-cast";
     case Mode::Nvfp4Prequant: return "nvfp4-prequant";
+    case Mode::Fp8Blockwise: return "fp8-blockwise";
   }
   return "?";
 }

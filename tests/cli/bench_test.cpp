@@ -107,6 +107,21 @@ TEST(BenchCli, Fp8TransformerStepReportsItsRelL2AgainstTheUnquantizedStep) {
   EXPECT_NE(s.err.find("which random weights are not"), std::string::npos) << s.err;
 }
 
+// --quantization fp8-blockwise: random weights are quantised per 128 x 128 tile at load, the step
+// runs with blockwise FP8 linears, and the report gives the rel L2 against the unquantized step.
+TEST(BenchCli, Fp8BlockwiseTransformerStepReportsItsRelL2AgainstTheUnquantizedStep) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--quantization", "fp8-blockwise", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["quantization"], "fp8-blockwise");
+  const nlohmann::json& q = j["cases"][0]["quantization_rel_l2"];
+  ASSERT_TRUE(q.is_object()) << r.out;
+  EXPECT_GT(q["video"].get<double>(), 0.0);
+  EXPECT_LT(q["video"].get<double>(), 0.1);
+}
+
 TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
   TempDir dir;
   const auto r = test::run_ltx(dir, {"bench", "flops"});

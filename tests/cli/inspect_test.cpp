@@ -151,8 +151,20 @@ TEST(InspectCli, SaysWhichQuantizationAFileIsAndWhichModesLoadIt) {
        {"quantization: FP8 per-tensor scaled: 1 Linear weights F8_E4M3 with a per-tensor "
         "weight_scale (1 with input_scale)",
         "--quantization modes that load it: fp8-cast, fp8-scaled-mm, fp8 (this build: none, "
-        "fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant)"})
+        "fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant, fp8-blockwise)"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+
+  // A blockwise FP8 file (the reference's key names: 2-D weight_scale per 128 x 128 tile).
+  const std::string block = dir.file("fp8_block.safetensors");
+  io::write_safetensors(block, {{p + "weight", Tensor::zeros({256, 128}, DType::F8E4M3FN)},
+                                {p + "weight_scale", Tensor::full({2, 1}, 0.5)},
+                                {p + "bias", Tensor::zeros({256}, DType::F32)}});
+  const CliRun b = test::run_ltx(dir, {"inspect", block});
+  ASSERT_EQ(b.code, 0) << b.err;
+  for (const char* needle : {"quantization: blockwise FP8: 1 Linear weights F8_E4M3 with a "
+                             "blockwise weight_scale",
+                             "--quantization modes that load it: fp8-blockwise (this build"})
+    EXPECT_NE(b.out.find(needle), std::string::npos) << needle << "\n" << b.out;
 
   const CliRun dense = test::run_ltx(dir, {"inspect", test::fixture("ltx23.weights.bf16.safetensors"),
                                            fp8, "--json"});
@@ -160,7 +172,7 @@ TEST(InspectCli, SaysWhichQuantizationAFileIsAndWhichModesLoadIt) {
   const nlohmann::json j = nlohmann::json::parse(dense.out);
   EXPECT_EQ(j[0]["quantization"]["format"], "dense (no FP8 / NVFP4 weights)");
   EXPECT_EQ(j[0]["quantization"]["modes"],
-            nlohmann::json({"none", "fp8-cast", "fp8", "nvfp4-cast"}));
+            nlohmann::json({"none", "fp8-cast", "fp8", "nvfp4-cast", "fp8-blockwise"}));
   EXPECT_EQ(j[1]["quantization"]["format"], "FP8 per-tensor scaled");
   EXPECT_EQ(j[1]["quantization"]["fp8_per_tensor"], 1);
   EXPECT_EQ(j[1]["quantization"]["fp8_input_scales"], 1);

@@ -15,6 +15,7 @@
 #include "ops/linalg.h"
 #include "ops/quantized_linear.h"
 #include "quantization/file_format.h"
+#include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/mode.h"
 #include "support/test_support.h"
@@ -191,20 +192,22 @@ TEST(Fp8CastScales, RejectsBlockwiseScalesAndOrphans) {
   }
 }
 
-TEST(QuantizationMode, ParsesEveryModeAndListsAllSixOnAnUnknownName) {
+TEST(QuantizationMode, ParsesEveryModeAndListsAllSevenOnAnUnknownName) {
   EXPECT_EQ(quantization::parse_mode("none"), Mode::None);
   EXPECT_EQ(quantization::parse_mode("fp8-cast"), Mode::Fp8Cast);
   EXPECT_EQ(quantization::parse_mode("fp8-scaled-mm"), Mode::Fp8ScaledMm);
   EXPECT_EQ(quantization::parse_mode("fp8"), Mode::Fp8);
   EXPECT_EQ(quantization::parse_mode("nvfp4-cast"), Mode::Nvfp4Cast);
   EXPECT_EQ(quantization::parse_mode("nvfp4-prequant"), Mode::Nvfp4Prequant);
+  EXPECT_EQ(quantization::parse_mode("fp8-blockwise"), Mode::Fp8Blockwise);
   EXPECT_EQ(quantization::available_modes(),
-            "none, fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant");
+            "none, fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant, fp8-blockwise");
   for (Mode m : {Mode::None, Mode::Fp8Cast, Mode::Fp8ScaledMm, Mode::Fp8, Mode::Nvfp4Cast,
-                 Mode::Nvfp4Prequant})
+                 Mode::Nvfp4Prequant, Mode::Fp8Blockwise})
     EXPECT_EQ(quantization::parse_mode(quantization::mode_name(m)), m);
   EXPECT_ERROR_HAS(quantization::parse_mode("fp4"),
-                   "available: none, fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant");
+                   "available: none, fp8-cast, fp8-scaled-mm, fp8, nvfp4-cast, nvfp4-prequant, "
+                   "fp8-blockwise");
   EXPECT_ERROR_HAS(quantization::parse_mode("fp4"), "--quantization: unknown quantization 'fp4'");
 }
 
@@ -383,9 +386,88 @@ TEST(QuantizationFileFormat, ModeThatCannotLoadTheFileIsOneLineNamingFileAndFitt
   EXPECT_ERROR_HAS(fits(nv, Mode::Fp8Cast), nv + " is a NVFP4 checkpoint");
   EXPECT_ERROR_HAS(fits(nv, Mode::Fp8Cast), "use --quantization nvfp4-prequant");
   const std::string block = f.blockwise();
-  EXPECT_ERROR_HAS(fits(block, Mode::Fp8Cast), "which no --quantization mode loads");
+  EXPECT_ERROR_HAS(fits(block, Mode::Fp8Cast), block + " is a blockwise FP8 checkpoint");
+  EXPECT_ERROR_HAS(fits(block, Mode::Fp8Cast), "use --quantization fp8-blockwise");
+  EXPECT_ERROR_HAS(fits(block, Mode::None), "use --quantization fp8-blockwise");
+  EXPECT_NO_THROW(fits(block, Mode::Fp8Blockwise));
+  EXPECT_NO_THROW(fits(f.dense(), Mode::Fp8Blockwise));
+  EXPECT_ERROR_HAS(fits(fp8, Mode::Fp8Blockwise), "cannot load it, use --quantization fp8-cast");
   const std::string msg = test::error_of([&] { fits(nv, Mode::None); });
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+// --------------------------------------------------------------- blockwise FP8
+
+TEST(Fp8BlockwisePolicy, ChoosesEveryBlockLinearButTheReferencesExclusions) {
+  using quantization::is_fp8_blockwise_linear;
+  for (const char* m : {"transformer_blocks.0.attn1.to_q", "transformer_blocks.3.attn2.to_out.0",
+                        "transformer_blocks.1.audio_ff.net.0.proj", "transformer_blocks.2.ff.net.2",
+                        "transformer_blocks.7.audio_to_video_attn.to_v",
+                        "transformer_blocks.7.video_to_audio_attn.to_k"})
+    EXPECT_TRUE(is_fp8_blockwise_linear(m)) << m;
+  for (const char* m : {"transformer_blocks.0.attn1.to_gate_logits", "proj_out", "patchify_proj",
+                        "adaln_single.linear", "audio_caption_projection.linear_1",
+                        "video_embeddings_connector.transformer_1d_blocks.0.attn1.to_q"})
+    EXPECT_FALSE(is_fp8_blockwise_linear(m)) << m;
+}
+
+TEST(Fp8BlockwiseLinear, QuantisesTheBlocksLayersAtLoadAndIsTheBlockwiseOp) {
+  const std::string module = "transformer_blocks.0.ff.net.0.proj";
+  io::WeightMap w = one_linear(module, 256, 160);
+  const nn::Linear l = load_scoped(w, module, 256, 160, Mode::Fp8Blockwise);
+  EXPECT_NO_THROW(w.finish("transformer"));
+  ASSERT_EQ(l.format, nn::LinearFormat::Fp8Blockwise);
+  const ops::Fp8Blockwise want = ops::quantize_fp8_blockwise(weights_bf16({160, 256}, 1));
+  EXPECT_EQ(test::max_abs_diff(l.weight.to(DType::F32), want.weight.to(DType::F32)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(l.weight_scale, want.weight_scale), 0.0);
+  EXPECT_EQ(l.weight_scale.shape(), Shape({2, 2}));
+  EXPECT_EQ(l.bias.dtype(), DType::F32);  // the compute dtype
+  const Tensor x = test::random_tensor({2, 3, 256}, 9);
+  const Tensor y = ops::linear_fp8_blockwise(x, l.weight, l.weight_scale, l.bias);
+  EXPECT_EQ(test::max_abs_diff(l(x), y), 0.0);
+  EXPECT_EQ(test::max_abs_diff(l.gelu_tanh(x), ops::gelu_tanh(y)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(l.dense_weight(DType::F32),
+                               ops::dequantize_fp8_blockwise(l.weight, l.weight_scale, DType::F32)),
+            0.0);
+  std::vector<std::string> roles;
+  static_cast<const nn::Linear&>(l).for_each_parameter(
+      [&](const char* role, const Tensor&) { roles.push_back(role); });
+  EXPECT_EQ(roles, (std::vector<std::string>{"weight", "bias", "weight_scale"}));
+  const std::string gate = "transformer_blocks.0.attn1.to_gate_logits";
+  io::WeightMap g = one_linear(gate, 16, 4);
+  EXPECT_EQ(load_scoped(g, gate, 16, 4, Mode::Fp8Blockwise).format, nn::LinearFormat::Dense);
+}
+
+TEST(Fp8BlockwiseLinear, UsesABlockwiseFilesLayerAsStoredAndChecksItsScaleShape) {
+  const std::string module = "transformer_blocks.0.attn1.to_k";
+  const ops::Fp8Blockwise q = ops::quantize_fp8_blockwise(weights_bf16({130, 256}, 3));
+  io::WeightMap w;
+  w.add(module + ".weight", q.weight);
+  w.add(module + ".weight_scale", q.weight_scale);
+  w.add(module + ".bias", weights_bf16({130}, 2));
+  EXPECT_TRUE(quantization::file_has_fp8_blockwise(w, module));
+  const nn::Linear l = load_scoped(w, module, 256, 130, Mode::Fp8Blockwise);
+  EXPECT_NO_THROW(w.finish("transformer"));
+  ASSERT_EQ(l.format, nn::LinearFormat::Fp8Blockwise);
+  EXPECT_EQ(test::max_abs_diff(l.weight.to(DType::F32), q.weight.to(DType::F32)), 0.0);
+  EXPECT_EQ(test::max_abs_diff(l.weight_scale, q.weight_scale), 0.0);
+  io::WeightMap bad;
+  bad.add(module + ".weight", q.weight);
+  bad.add(module + ".weight_scale", Tensor::full({1, 2}, 1.0, DType::F32));
+  bad.add(module + ".bias", weights_bf16({130}, 2));
+  // The map records a shape mismatch and reports it, with the others, when the load finishes.
+  (void)load_scoped(bad, module, 256, 130, Mode::Fp8Blockwise);
+  EXPECT_ERROR_HAS(bad.finish("transformer"), module + ".weight_scale");
+}
+
+TEST(Fp8BlockwiseLinear, AZeroTileIsAnErrorNamingTheLayer) {
+  const std::string module = "transformer_blocks.2.attn1.to_v";
+  io::WeightMap w;
+  w.add(module + ".weight", Tensor::zeros({16, 16}, DType::BF16));
+  w.add(module + ".bias", weights_bf16({16}, 2));
+  EXPECT_ERROR_HAS(load_scoped(w, module, 16, 16, Mode::Fp8Blockwise),
+                   "--quantization fp8-blockwise: layer '" + module + "'");
+  EXPECT_ERROR_HAS(load_scoped(w, module, 16, 16, Mode::Fp8Blockwise), "all zeros");
 }
 
 }  // namespace

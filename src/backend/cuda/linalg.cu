@@ -67,10 +67,11 @@ struct Preference {
 
 // Heuristic results depend on the problem and on the pointers' alignments only.
 using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t,
-                           uint32_t, int, int, int, bool>;
+                           uint32_t, int, int, int, bool, bool>;
 struct AlgoChoice {
   cublasLtMatmulAlgo_t algo;
   size_t workspace;
+  bool found = true;  // false: cuBLASLt has none (kept, so the question is asked once)
 };
 
 std::mutex& algo_mutex() {
@@ -108,18 +109,22 @@ cudaDataType_t cuda_type(DType t) {
   return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
 }
 
-// The per-tensor scales of an FP8 GEMM (f32 on the device): D = scale_w * scale_x * (W X).
+// The scales of an FP8 GEMM (f32 on the device): per tensor, D = scale_w * scale_x * (W X);
+// `blockwise`: w's per 128 x 128 tile ([N/128][K/128 padded to 4], K tiles fastest) and x's per
+// token and 128 inputs ([K/128][M], tokens fastest), cuBLASLt's BLK128x128 and VEC128 modes.
 struct Fp8Scales {
   const float* w;
   const float* x;
+  bool blockwise = false;
 };
 
 // D[M, N] (row-major, out's dtype) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]), then
 // GELU (tanh approximation) when `gelu`; X and W have w's dtype (bf16, or f32 for the
 // full-precision path: CUBLAS_COMPUTE_32F never uses TF32, or e4m3 with `fp8` scales).
-void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const Tensor& bias,
+// Returns false, without computing, when cuBLASLt has no algorithm and `may_fail` (else throws).
+bool gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const Tensor& bias,
           int64_t m, int64_t n, int64_t k, int device, bool gelu = false,
-          const Fp8Scales* fp8 = nullptr) {
+          const Fp8Scales* fp8 = nullptr, bool may_fail = false) {
   const Stream stream = current_stream(device);
   cublasLtHandle_t handle = lt_handle(device);
   const bool has_bias = bias.defined();
@@ -148,11 +153,22 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
                                                     &fp8->w, sizeof fp8->w));
     LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                                     &fp8->x, sizeof fp8->x));
-    // torch._scaled_mm(use_fast_accum=True), as the reference calls it: partial sums stay in
-    // the tensor cores' FP8 accumulator precision between promotions to f32.
-    const int8_t fast_accum = 1;
-    LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_FAST_ACCUM,
-                                                    &fast_accum, sizeof fast_accum));
+    if (fp8->blockwise) {
+      // Each 128-long partial sum is promoted to f32 and scaled there (DeepGEMM's rule, which
+      // the reference runs); cuBLASLt offers no fast accumulation with these modes.
+      const int32_t w_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+      const int32_t x_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+      LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                      &w_mode, sizeof w_mode));
+      LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                      &x_mode, sizeof x_mode));
+    } else {
+      // torch._scaled_mm(use_fast_accum=True), as the reference calls it: partial sums stay in
+      // the tensor cores' FP8 accumulator precision between promotions to f32.
+      const int8_t fast_accum = 1;
+      LTX_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_FAST_ACCUM,
+                                                      &fast_accum, sizeof fast_accum));
+    }
   }
 
   // Column-major view: A = W^T stored as [K x N] (ld K), B = X^T as [K x M] (ld ldx),
@@ -171,7 +187,7 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
   const uint32_t al_bias = has_bias ? alignment_of(bias_ptr) : 256;
   const AlgoKey key{device, m, n, k, ldx, al_a, al_b, al_d, al_bias,
                     has_bias ? static_cast<int>(bias.dtype()) : -1, static_cast<int>(out_type),
-                    static_cast<int>(in_type), gelu};
+                    static_cast<int>(in_type), gelu, fp8 != nullptr && fp8->blockwise};
   AlgoChoice choice{};
   bool cached = false;
   {
@@ -204,22 +220,34 @@ void gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
     int found = 0;
     LTX_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, desc.d, a.l, b.l, d.l, d.l, pref.p, 1,
                                                     &result, &found));
+    if (found == 0 && may_fail) {
+      std::lock_guard<std::mutex> lock(algo_mutex());
+      algo_cache().emplace(key, AlgoChoice{{}, 0, false});
+      return false;
+    }
     LTX_CHECK(found > 0, "cuda::linear: cuBLASLt has no algorithm for x[", m, ", ", k,
               "] (row stride ", ldx, ", ", al_b, "-byte aligned) @ weight[", n, ", ", k,
               "]^T (", dtype_name(w.dtype()), ") with ", dtype_name(out.dtype()), " output",
-              has_bias ? " and bias" : "", gelu ? " and GELU" : "", " on cuda:", device,
+              has_bias ? " and bias" : "", gelu ? " and GELU" : "",
+              fp8 != nullptr && fp8->blockwise ? " and blockwise FP8 scales" : "", " on cuda:", device,
               "; try a contiguous, 16-byte aligned input");
     choice = AlgoChoice{result.algo, result.workspaceSize};
     std::lock_guard<std::mutex> lock(algo_mutex());
     algo_cache().emplace(key, choice);
   }
 
+  if (!choice.found) {
+    LTX_CHECK(may_fail, "cuda::linear: cuBLASLt has no algorithm for x[", m, ", ", k, "] @ weight[",
+              n, ", ", k, "]^T with this epilogue and these scale modes on cuda:", device);
+    return false;
+  }
   std::shared_ptr<void> workspace;
   if (choice.workspace > 0) workspace = allocate(choice.workspace, stream);
   const float alpha = 1.0f, beta = 0.0f;
   LTX_CUBLAS_CHECK(cublasLtMatmul(handle, desc.d, &alpha, w.raw_data(), a.l, x, b.l, &beta,
                                   out.raw_data(), d.l, out.raw_data(), d.l, &choice.algo,
                                   workspace.get(), choice.workspace, stream.handle()));
+  return true;
 }
 
 }  // namespace
@@ -331,6 +359,42 @@ Tensor linear_fp8(const Tensor& xq, const Tensor& weight, const Tensor& x_scale,
   gemm(out, xq.raw_data(), k, weight, bias.defined() ? bias.contiguous() : Tensor(), m, n, k,
        dev.index, false, &scales);
   return out;
+}
+
+bool linear_fp8_block_scaled(const Tensor& out, const Tensor& xq, const Tensor& x_scales,
+                             const Tensor& weight, const Tensor& w_scales, const Tensor& bias) {
+  const Device dev = xq.device();
+  const int64_t m = xq.size(0), n = weight.size(0), k = weight.size(1);
+  const int64_t kb = (k + 127) / 128, nb = (n + 127) / 128;
+  LTX_CHECK(xq.dtype() == DType::F8E4M3FN && weight.dtype() == DType::F8E4M3FN && xq.dim() == 2 &&
+                weight.dim() == 2 && xq.size(1) == k && xq.is_contiguous() &&
+                weight.is_contiguous() && m % 4 == 0,
+            "cuda::linear_fp8_block_scaled: wants contiguous float8_e4m3fn xq [M, K] (M a multiple "
+            "of 4) and weight [N, K], got ", xq.describe(), " and ", weight.describe());
+  LTX_CHECK(x_scales.dtype() == DType::F32 && x_scales.is_contiguous() && x_scales.numel() == kb * m &&
+                w_scales.dtype() == DType::F32 && w_scales.is_contiguous() &&
+                w_scales.numel() == nb * ((kb + 3) / 4 * 4),
+            "cuda::linear_fp8_block_scaled: scales of the wrong size for x [", m, ", ", k,
+            "] and weight [", n, ", ", k, "]: x_scales ", x_scales.describe(), ", w_scales ",
+            w_scales.describe());
+  LTX_CHECK(out.dim() == 2 && out.size(0) == m && out.size(1) == n && out.is_contiguous() &&
+                (out.dtype() == DType::BF16 || out.dtype() == DType::F32),
+            "cuda::linear_fp8_block_scaled: out must be contiguous bf16 / f32 [", m, ", ", n,
+            "], got ", out.describe());
+  LTX_CHECK(!bias.defined() || (bias.dtype() == out.dtype() && bias.dim() == 1 &&
+                                bias.size(0) == n && bias.is_contiguous()),
+            "cuda::linear_fp8_block_scaled: the epilogue takes a contiguous bias [", n, "] of the "
+            "output's dtype, got ", bias.describe());
+  for (const Tensor* t : {&x_scales, &weight, &w_scales, &bias, &out})
+    LTX_CHECK(!t->defined() || t->device() == dev,
+              "cuda::linear_fp8_block_scaled: all tensors must be on ", dev.str(), ", got ",
+              t->describe());
+  DeviceGuard guard(dev.index);
+  if (m == 0 || n == 0) return true;
+  const Fp8Scales scales{static_cast<const float*>(w_scales.raw_data()),
+                         static_cast<const float*>(x_scales.raw_data()), true};
+  return gemm(out, xq.raw_data(), k, weight, bias, m, n, k, dev.index, false, &scales,
+              /*may_fail=*/bias.defined());
 }
 
 bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias) {

@@ -38,4 +38,18 @@ bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias);
 Tensor linear_fp8(const Tensor& xq, const Tensor& weight, const Tensor& x_scale,
                   const Tensor& w_scale, const Tensor& bias, DType out_dtype);
 
+// The block-scaled FP8 GEMM of ops::linear_fp8_blockwise (Hopper): out [M, N] (bf16 or f32,
+// contiguous) = sum over the K tiles t of x_scales[t][m] * w_scales[n / 128][t] * (the tile's
+// e4m3 products summed by the tensor cores) (+ bias), rounded once to out's dtype.
+//   xq        [M, K] float8_e4m3fn contiguous, M a multiple of 4 (cuBLASLt aligns each K tile's
+//             M scales to 16 bytes)
+//   x_scales  f32 [ceil(K / 128)][M], tokens fastest
+//   weight    [N, K] float8_e4m3fn contiguous, K and N multiples of 16
+//   w_scales  f32 [ceil(N / 128)][ceil(K / 128) rounded up to a multiple of 4], K tiles fastest
+//   bias      [N] of out's dtype or undefined.
+// Returns false, having computed nothing, when cuBLASLt has no algorithm for the bias epilogue
+// with these scale modes (the caller adds the bias itself); throws for any other failure.
+bool linear_fp8_block_scaled(const Tensor& out, const Tensor& xq, const Tensor& x_scales,
+                             const Tensor& weight, const Tensor& w_scales, const Tensor& bias);
+
 }  // namespace ltx::cuda

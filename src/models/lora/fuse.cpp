@@ -13,6 +13,7 @@
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/quantized_linear.h"
+#include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 
 namespace ltx::lora {
@@ -170,9 +171,10 @@ std::string scale_name_of(const std::string& weight_name) {
   return weight_name.ends_with(".weight") ? weight_name + "_scale" : std::string();
 }
 
-// Whether `name` is a weight the quantization mode stores as e4m3 with a per-tensor scale.
-bool is_fp8_per_tensor_target(const io::WeightMap& w, const std::string& name,
-                              quantization::Mode mode) {
+// Whether `name` is a weight the quantization mode stores as e4m3 with a scale beside it (per
+// tensor, or per 128 x 128 tile under fp8-blockwise).
+bool is_fp8_scaled_target(const io::WeightMap& w, const std::string& name,
+                          quantization::Mode mode) {
   const std::string scale = scale_name_of(name);
   if (scale.empty()) return false;
   const bool stored_scaled = w.dtype(name) == DType::F8E4M3FN && w.contains(scale);
@@ -180,6 +182,9 @@ bool is_fp8_per_tensor_target(const io::WeightMap& w, const std::string& name,
     case quantization::Mode::Fp8ScaledMm: return stored_scaled;
     case quantization::Mode::Fp8:
       return stored_scaled || quantization::is_fp8_cast_parameter(name);
+    case quantization::Mode::Fp8Blockwise:
+      return stored_scaled || quantization::is_fp8_blockwise_linear(
+                                  name.substr(0, name.size() - std::string(".weight").size()));
     default: return false;
   }
 }
@@ -225,15 +230,20 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
   LTX_CHECK(names.empty() || !quantization::is_nvfp4(opt.quantization),
             "LoRA: fusing into NVFP4 weights is not supported (--quantization ",
             quantization::mode_name(opt.quantization), "); with LoRAs use --quantization none, "
-            "fp8-cast, fp8-scaled-mm or fp8");
+            "fp8-cast, fp8-scaled-mm, fp8 or fp8-blockwise");
   for (const std::string& name : names) {
     Slot& s = slots_[name];
     const Device device = on_host && on_host(name) ? Device::cpu() : opt.device;
-    if (is_fp8_per_tensor_target(w, name, opt.quantization)) {
+    if (is_fp8_scaled_target(w, name, opt.quantization)) {
       const std::string scale = scale_name_of(name);
       if (w.dtype(name) == DType::F8E4M3FN && w.contains(scale)) {
         s.base = w.take_any_shape(name, DType::F8E4M3FN);
         s.base_scale = w.take_any_shape(scale, DType::F32);
+      } else if (opt.quantization == quantization::Mode::Fp8Blockwise) {
+        // The tile quantisation Linear::load makes (from the file's values in f32), done once.
+        ops::Fp8Blockwise q = ops::quantize_fp8_blockwise(w.take_any_shape(name, DType::F32));
+        s.base = q.weight;
+        s.base_scale = q.weight_scale;
       } else {
         // fp8 on a dense file: the per-tensor quantisation Linear::load makes, done here once.
         ops::Fp8PerTensor q = ops::quantize_fp8_per_tensor(w.take_any_shape(name, opt.dtype));
@@ -303,7 +313,15 @@ void Fuser::apply(const LoraSet& set) {
       s.fused = false;
       continue;
     }
-    if (s.bound_scale.defined()) {
+    if (s.bound_scale.defined() && s.bound_scale.dim() == 2) {
+      // Blockwise (fuse_rule_fp8): tile scales, the delta added in bf16.
+      const Device d = s.bound.device();
+      check_products(s.base, products);
+      const ops::Fp8Blockwise q = ops::fuse_delta_fp8_blockwise(
+          s.base.to(d), s.base_scale.to(d), aggregated_delta(products, d));
+      s.bound.copy_from(q.weight);
+      s.bound_scale.copy_from(q.weight_scale);
+    } else if (s.bound_scale.defined()) {
       const Device d = s.bound.device();
       check_products(s.base, products);
       const ops::Fp8PerTensor q = ops::fuse_delta_fp8_per_tensor(

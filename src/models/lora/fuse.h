@@ -109,7 +109,8 @@ class Fuser {
   struct Slot {
     Tensor base;         // the value before any LoRA, as stored
     Tensor bound;        // what the model uses (opt.dtype, opt.device)
-    // FP8 per-tensor layers (fp8-scaled-mm, fp8): the weight's scale, base and bound as above.
+    // FP8 layers: the weight's scale, base and bound as above (0-d per tensor under
+    // fp8-scaled-mm and fp8; [out/128, in/128] per tile under fp8-blockwise).
     Tensor base_scale;
     Tensor bound_scale;
     bool fused = false;  // bound differs from base
