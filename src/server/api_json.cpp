@@ -148,6 +148,8 @@ nlohmann::json models_json(const ServedModel& m, int64_t created) {
                       {"seconds", format_seconds(static_cast<double>(d.num_frames) / d.fps)},
                       {"num_inference_steps", or_null(d.steps)},
                       {"output_format", default_output_format(name, d.num_frames)},
+                      {"takes_size", takes_size(name)},
+                      {"takes_duration", takes_duration(name)},
                       {"fields", pipeline_fields_json(name)}};
   const RequestLimits& l = m.limits;
   json limits = {{"max_width", l.max_width},

@@ -617,16 +617,16 @@ class Reader {
                  str("the ", o.pipeline, " pipeline generates audio: it cannot run with "
                      "generate_audio false"));
 
-    if (kind == PipelineKind::Retake) {
+    if (!takes_duration(o.pipeline)) {
       // the clip decides
       for (const char* f : {"size", "width", "height", "seconds", "num_frames", "fps",
                             "auto_duration"})
         if (get(f))
           impossible(f, "invalid_value",
-                     str(f, ": the retake pipeline takes the size, frame count and frame rate of "
-                            "video_path; leave it out"));
+                     str(f, ": the ", o.pipeline, " pipeline takes the size, frame count and "
+                            "frame rate of video_path; leave it out"));
     } else {
-      if (!pipelines::makes_video(kind)) {
+      if (!takes_size(o.pipeline)) {
         for (const char* f : {"size", "width", "height"})
           if (get(f))
             impossible(f, "invalid_value",
@@ -1163,6 +1163,14 @@ const std::vector<PipelineField>& pipeline_fields() {
 std::string default_output_format(const std::string& pipeline, int64_t num_frames) {
   if (!pipelines::makes_video(pipelines::parse_pipeline_kind(pipeline))) return "wav";
   return num_frames == 1 ? "png" : "mp4";
+}
+
+bool takes_size(const std::string& pipeline) {
+  const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
+  return kind != PipelineKind::Retake && pipelines::makes_video(kind);
+}
+bool takes_duration(const std::string& pipeline) {
+  return pipelines::parse_pipeline_kind(pipeline) != PipelineKind::Retake;
 }
 
 std::string content_type_of(const std::string& file_name) {

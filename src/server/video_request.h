@@ -170,6 +170,10 @@ const std::vector<PipelineField>& pipeline_fields();
 // The output format a pipeline writes by default for `num_frames` frames: "wav" for the pipelines
 // without video, "png" for one frame, else "mp4".
 std::string default_output_format(const std::string& pipeline, int64_t num_frames);
+// Whether a pipeline's requests take size / width / height (not retake: the clip's; not the
+// audio-only pipelines) and seconds / num_frames / fps (not retake).
+bool takes_size(const std::string& pipeline);
+bool takes_duration(const std::string& pipeline);
 // The content type of an output file name's extension: video/mp4, audio/wav, image/png.
 std::string content_type_of(const std::string& file_name);
 
