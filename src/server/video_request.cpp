@@ -679,6 +679,13 @@ class Reader {
                       ? format_seconds(static_cast<double>(*o.num_frames) / *o.frame_rate)
                       : "auto";
     }
+    if (o.skip_stage_2 && o.width && o.height) {
+      // stage 1 runs at half size and is what the job decodes
+      const std::string half = str(*o.width / 2, "x", *o.height / 2);
+      r.adjustments.push_back(
+          {"size", r.size, half, "skip_stage_2 decodes stage 1's half-size result"});
+      r.size = half;
+    }
     r.batch_key = make_batch_key(r);
     return r;
   }

@@ -59,9 +59,9 @@ inline std::string mp4_clip(int64_t frames, int64_t w, int64_t h, double fps, bo
   return bytes;
 }
 
-inline std::string wav_clip(double seconds, int rate = 16000) {
+inline std::string wav_clip(double seconds, int rate = 16000, int64_t channels = 1) {
   const std::string path = scratch_path("ltx-tone") + ".wav";
-  media::write_wav(path, tone(seconds, rate), rate);
+  media::write_wav(path, tone(seconds, rate, channels), rate);
   std::string bytes = read_bytes(path);
   std::filesystem::remove(path);
   return bytes;

@@ -238,6 +238,11 @@ TEST_F(PipelineFields, IcLoraTakesReferenceVideosAMaskAndSkipStage2) {
   EXPECT_EQ(o.conditioning_attention_mask->second, 0.5);
   EXPECT_TRUE(o.skip_stage_2);
   EXPECT_FALSE(o.num_inference_steps);
+  // stage 1's half size is what the job makes
+  EXPECT_EQ(r.size, "64x64");
+  ASSERT_EQ(r.adjustments.size(), 1u);
+  EXPECT_EQ(r.adjustments[0].text(),
+            "size 128x128 -> 64x64 (skip_stage_2 decodes stage 1's half-size result)");
 }
 
 TEST_F(PipelineFields, IcLoraBadInputNamesTheField) {

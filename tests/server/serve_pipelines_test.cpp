@@ -8,7 +8,9 @@
 #include <string>
 
 #include "generate/generate_test_util.h"
+#include "server/media_test_util.h"
 #include "server/serve_process.h"
+#include "server/upload_test_util.h"
 
 namespace ltx::test {
 namespace {
@@ -148,6 +150,63 @@ TEST(ServePipelines, RetakeOfAnUploadT2AWavAndOneFramePngCheckedByFfprobe) {
   ASSERT_EQ(after["status"], "completed") << after.dump() << s.log();
   write_bytes(dir.file("retake2.mp4"), download(s, queued_retake).first);
   expect_mp4(dir.file("retake2.mp4"), 128, 64, 9, "24/1", 48000);
+  EXPECT_EQ(s.terminate(), 0) << s.log();
+}
+
+// a2vid to an uploaded stereo soundtrack (the audio VAE's encoder takes two channels), ic-lora with an uploaded reference clip, keyframe
+// interpolation between two uploaded images: each completes with the MP4 ffprobe expects.
+TEST(ServePipelines, A2VidIcLoraAndKeyframesRunFromUploads) {
+  if (const std::string why = mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
+  s.start();
+  const auto post = [&](const httplib::MultipartFormDataItems& form) {
+    auto r = s.client().Post("/v1/videos", form);
+    EXPECT_TRUE(r);
+    if (!r) return std::string();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body).value("id", std::string());
+  };
+  const std::string a2vid =
+      post({{"prompt", "a drummer on a stage", "", ""},
+            {"pipeline", "a2vid", "", ""},
+            {"audio_path", server::test::wav_clip(1.0, 44100, 2), "drums.wav", "audio/wav"},
+            {"audio_start_time", "0.25", "", ""},
+            {"size", "128x64", "", ""},
+            {"num_frames", "9", "", ""},
+            {"num_inference_steps", "2", "", ""}});
+  const std::string ic = post(
+      {{"prompt", "a test pattern", "", ""},
+       {"pipeline", "ic-lora", "", ""},
+       {"video_conditioning[][video]", server::test::mp4_clip(9, 128, 128, 24.0), "ref.mp4",
+        "video/mp4"},
+       {"video_conditioning[][strength]", "0.8", "", ""},
+       {"size", "128x128", "", ""},
+       {"num_frames", "9", "", ""}});
+  const std::string keyframes =
+      post({{"prompt", "a ball rolls", "", ""},
+            {"pipeline", "keyframe-interpolation", "", ""},
+            {"images[][image]", server::test::png(128, 64), "first.png", "image/png"},
+            {"images[][frame_index]", "0", "", ""},
+            {"images[][image]", server::test::jpeg(128, 64), "last.jpg", "image/jpeg"},
+            {"images[][frame_index]", "8", "", ""},
+            {"size", "128x64", "", ""},
+            {"num_frames", "9", "", ""},
+            {"num_inference_steps", "2", "", ""}});
+  struct Expect {
+    std::string id;
+    int64_t width, height, audio_rate;
+  };
+  for (const Expect& e : {Expect{a2vid, 128, 64, 44100},  // the soundtrack's own rate
+                          Expect{ic, 128, 128, 48000}, Expect{keyframes, 128, 64, 48000}}) {
+    ASSERT_FALSE(e.id.empty());
+    const json done = wait_done(s, e.id);
+    ASSERT_EQ(done["status"], "completed") << done.dump() << s.log();
+    const auto [mp4, type] = download(s, e.id);
+    EXPECT_EQ(type, "video/mp4");
+    write_bytes(dir.file(e.id + ".mp4"), mp4);
+    expect_mp4(dir.file(e.id + ".mp4"), e.width, e.height, 9, "24/1", e.audio_rate);
+  }
   EXPECT_EQ(s.terminate(), 0) << s.log();
 }
 
