@@ -186,7 +186,8 @@ RunOutcome outcome_of(std::exception_ptr error) {
     outcome.error = {"out_of_memory", e.what()};
   } catch (const Error& e) {
     outcome.status = RunStatus::Failed;
-    outcome.error = {"generation_error", e.what()};
+    // The engine speaks in `ltx generate`'s flags; the client sent fields.
+    outcome.error = {"generation_error", flags_as_fields(e.what())};
   }
   return outcome;
 }

@@ -450,27 +450,8 @@ RequestImage check_image(std::string bytes, const std::string& param, const Requ
 
 // An ltx::Error of generate::validate_options in the API's words: flags become field names.
 ApiError from_validation(const Error& e) {
-  const std::string msg = e.what();
-  std::string out, first;
-  static const std::map<std::string, std::string> renamed = {{"frame_rate", "fps"},
-                                                             {"image", "images"}};
-  for (size_t i = 0; i < msg.size();) {
-    const bool flag = msg.compare(i, 2, "--") == 0 && i + 2 < msg.size() &&
-                      std::islower(static_cast<unsigned char>(msg[i + 2])) &&
-                      (i == 0 || !std::isalnum(static_cast<unsigned char>(msg[i - 1])));
-    if (!flag) {
-      out += msg[i++];
-      continue;
-    }
-    size_t j = i + 2;
-    std::string name;
-    while (j < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[j])) || msg[j] == '-'))
-      name += msg[j] == '-' ? '_' : msg[j], ++j;
-    if (const auto r = renamed.find(name); r != renamed.end()) name = r->second;
-    if (i == 0) first = name;  // the message is about this field
-    out += name;
-    i = j;
-  }
+  std::string first;
+  const std::string out = flags_as_fields(e.what(), &first);
   return ApiError(422, "invalid_value", out, first);
 }
 
@@ -509,7 +490,8 @@ std::string make_batch_key(const VideoRequest& r) {
   std::ostringstream k;
   k << std::setprecision(17) << r.model << "|" << o.pipeline << "|" << r.size << "|"
     << o.num_frames.value_or(0) << "f|" << o.frame_rate.value_or(0)
-    << "fps|steps=" << o.num_inference_steps.value_or(0) << "|audio=" << r.generate_audio;
+    << "fps|steps=" << o.num_inference_steps.value_or(0) << "|audio=" << r.generate_audio
+    << "|out=" << r.output_format;
   const auto on = [](const std::optional<double>& v, double off) {
     return !v ? "preset" : (*v == off ? "off" : "on");
   };
@@ -1116,6 +1098,30 @@ generate::GuidanceFlags guidance_from(const json& j) {
 }
 
 }  // namespace
+
+std::string flags_as_fields(const std::string& msg, std::string* first_field) {
+  std::string out;
+  static const std::map<std::string, std::string> renamed = {{"frame_rate", "fps"},
+                                                             {"image", "images"}};
+  for (size_t i = 0; i < msg.size();) {
+    const bool flag = msg.compare(i, 2, "--") == 0 && i + 2 < msg.size() &&
+                      std::islower(static_cast<unsigned char>(msg[i + 2])) &&
+                      (i == 0 || !std::isalnum(static_cast<unsigned char>(msg[i - 1])));
+    if (!flag) {
+      out += msg[i++];
+      continue;
+    }
+    size_t j = i + 2;
+    std::string name;
+    while (j < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[j])) || msg[j] == '-'))
+      name += msg[j] == '-' ? '_' : msg[j], ++j;
+    if (const auto r = renamed.find(name); r != renamed.end()) name = r->second;
+    if (i == 0 && first_field != nullptr) *first_field = name;  // the message is about this field
+    out += name;
+    i = j;
+  }
+  return out;
+}
 
 const char* field_type_name(FieldType type) {
   switch (type) {

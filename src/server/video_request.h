@@ -177,6 +177,11 @@ bool takes_duration(const std::string& pipeline);
 // The content type of an output file name's extension: video/mp4, audio/wav, image/png.
 std::string content_type_of(const std::string& file_name);
 
+// An engine message in the API's words: `ltx generate`'s flags become the request's field names
+// ("--audio-path" -> "audio_path", "--frame-rate" -> "fps"); `first_field` gets the field a
+// message starting with a flag is about.
+std::string flags_as_fields(const std::string& message, std::string* first_field = nullptr);
+
 // "4" for 4.0, "4.04" for 97 / 24: seconds with 2 decimals, trailing zeros dropped.
 std::string format_seconds(double seconds);
 

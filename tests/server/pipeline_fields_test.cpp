@@ -328,6 +328,11 @@ TEST(PipelineFieldTable, EveryEntryNamesServedPipelinesAndApplies) {
   EXPECT_EQ(content_type_of("video_x.wav"), "audio/wav");
   EXPECT_EQ(content_type_of("video_x.png"), "image/png");
   EXPECT_EQ(content_type_of("video_x.mp4"), "video/mp4");
+  std::string first;
+  EXPECT_EQ(flags_as_fields("--audio-path 'x.wav': 1 channel; --frame-rate 0 and --image", &first),
+            "audio_path 'x.wav': 1 channel; fps 0 and images");
+  EXPECT_EQ(first, "audio_path");
+  EXPECT_EQ(flags_as_fields("a-b --not-a-flag-at-word-end x--y"), "a-b not_a_flag_at_word_end x--y");
 }
 
 }  // namespace
