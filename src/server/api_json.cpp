@@ -159,7 +159,8 @@ nlohmann::json models_json(const ServedModel& m, int64_t created) {
                  {"max_images", l.max_images},
                  {"max_image_bytes", l.max_image_bytes},
                  {"max_image_pixels", l.max_image_pixels},
-                 {"max_media_bytes", l.max_media_bytes}};
+                 {"max_media_bytes", l.max_media_bytes},
+                 {"max_media_seconds", l.max_media_seconds}};
   json model = {{"id", m.id},
                 {"object", "model"},
                 {"created", created},

@@ -60,7 +60,8 @@ ScratchFile::ScratchFile(const std::string& bytes) {
 ScratchFile::~ScratchFile() { ::unlink(path_.c_str()); }
 
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
-                                MediaKind kind, int64_t max_bytes) {
+                                MediaKind kind, const MediaLimits& limits) {
+  const int64_t max_bytes = limits.max_bytes;
   const char* what = kind == MediaKind::Video ? "video" : "audio";
   if (static_cast<int64_t>(bytes.size()) > max_bytes)
     throw ApiError(413, "file_too_large",
@@ -95,6 +96,14 @@ CheckedMedia check_upload_media(const std::string& bytes, const std::string& par
   MediaHeader& h = out.header;
   h.ext = extension_of(info.format);
   h.duration = stream->duration > 0 ? stream->duration : info.duration;
+  if (h.duration > limits.max_seconds)
+    invalid(param, str(param, " lasts ", h.duration, " s; this server takes at most ",
+                       limits.max_seconds, " s (max_media_seconds in GET /v1/models)"));
+  // w > max / h is w * h > max without the product
+  if (kind == MediaKind::Video && stream->height > 0 &&
+      stream->width > limits.max_pixels / stream->height)
+    invalid(param, str(param, " is ", stream->width, "x", stream->height,
+                       " pixels a frame; this server's limit is ", limits.max_pixels, " pixels"));
   try {
     if (kind == MediaKind::Video) {
       if (stream->fps <= 0) invalid(param, str(param, ": its video stream has no frame rate"));

@@ -6,7 +6,8 @@
 // file under the system's temporary folder for the check; the request holds it (the pipeline's
 // own checks read it too) and it is removed with the request. Errors are ApiError naming `param`:
 // 413 `file_too_large` over the byte limit; 400 `invalid_media` (unreadable, no stream of the
-// wanted kind, no decodable frame or sample), `media_unsupported` (a build without FFmpeg).
+// wanted kind, no decodable frame or sample, over the pixel or duration limit), `media_unsupported`
+// (a build without FFmpeg).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,7 +45,15 @@ struct CheckedMedia {
   std::shared_ptr<const ScratchFile> scratch;  // the bytes as a file, for the request's checks
 };
 
+// What an upload may be before anything of it is decoded: bytes, a video frame's pixels, the
+// duration the container declares (an audio file is decoded whole).
+struct MediaLimits {
+  int64_t max_bytes = 64 << 20;
+  int64_t max_pixels = 16'000'000;
+  double max_seconds = 600.0;
+};
+
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
-                                MediaKind kind, int64_t max_bytes);
+                                MediaKind kind, const MediaLimits& limits);
 
 }  // namespace ltx::server

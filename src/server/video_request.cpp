@@ -914,7 +914,9 @@ class Reader {
     RequestMedia m;
     m.field = field;
     m.bytes.assign(b.begin(), b.end());
-    CheckedMedia c = check_upload_media(m.bytes, param, kind, model_.limits.max_media_bytes);
+    const RequestLimits& lim = model_.limits;
+    CheckedMedia c = check_upload_media(
+        m.bytes, param, kind, {lim.max_media_bytes, lim.max_image_pixels, lim.max_media_seconds});
     m.header = c.header;
     m.scratch = std::move(c.scratch);
     return m;

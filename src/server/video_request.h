@@ -1,14 +1,20 @@
 #pragma once
 // POST /v1/videos bodies (JSON or multipart/form-data) turned into a checked VideoRequest, the
-// request stored with a job (its JSON, without the image bytes) and what a worker hands the engine
-// (generate::GenerateOptions). Pure: no sockets, no files, no engine runs.
+// request stored with a job (its JSON, without the uploaded bytes) and what a worker hands the
+// engine (generate::GenerateOptions). No sockets, no engine runs; uploaded video and audio files
+// are written to scratch files to be probed (upload_media.h), held by the request.
 //
 // Errors are ApiError (docs/SERVER.md, "Endpoints"): 400 when the body is malformed (bad JSON, a
 // wrong type, a missing or empty prompt, a duplicated scalar part, two fields that contradict each
-// other), 404 `model_not_found`, 413 for an image over the byte limit, 422 when the request cannot
-// be done (unknown fields, all named in one error; out-of-range sizes, frames or seconds; a flag
-// the pipeline does not use; an upload that is not a bounded PNG/JPEG; a remote URL; an unknown
-// pipeline or LoRA name).
+// other, a pipeline's required field missing) or an uploaded video / audio file cannot be used
+// (`invalid_media`, `time_range_outside_clip`), 404 `model_not_found`, 413 for an upload over the
+// byte limit, 422 when the request cannot be done (unknown fields, all named in one error;
+// out-of-range sizes, frames or seconds; a flag or field the pipeline does not use; an image that
+// is not a bounded PNG/JPEG; a remote URL; an unknown pipeline or LoRA name).
+//
+// The pipelines: each one `ltx generate` runs and the engine serves; a pipeline's own inputs are
+// the fields of pipeline_fields() (named as the CLI flags), its output format follows its kind
+// (default_output_format).
 //
 // Mapping, each change recorded in VideoRequest::adjustments:
 //   - fps: `fps`, else the pipeline's default.
@@ -49,6 +55,7 @@ struct RequestLimits {
   int64_t max_image_bytes = 20 << 20;
   int64_t max_image_pixels = 16'000'000;
   int64_t max_media_bytes = 64 << 20;  // one uploaded video or audio file
+  double max_media_seconds = 600.0;    // its duration as the container declares it
 };
 
 // The served model as requests see it; the server fills it from the engine at start.

@@ -157,6 +157,17 @@ TEST_F(PipelineFields, RetakeBadInputNamesTheField) {
   expect_error(retake({file("video_path", clip()), text("start_time", "0"),
                        text("end_time", "0.5")}),
                413, "file_too_large", "video_path", "limit", small);
+  // limits checked before anything is decoded: a frame's pixels, the declared duration
+  ServedModel few_pixels = served();
+  few_pixels.limits.max_image_pixels = 64 * 63;
+  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+                       text("end_time", "0.5")}),
+               400, "invalid_media", "video_path", "pixels a frame", few_pixels);
+  ServedModel short_media = served();
+  short_media.limits.max_media_seconds = 0.5;
+  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+                       text("end_time", "0.5")}),
+               400, "invalid_media", "video_path", "at most 0.5 s", short_media);
   // a clip above the size limit
   ServedModel narrow = served();
   narrow.limits.max_width = 32;

@@ -171,7 +171,20 @@ await check('downloadContent with variant thumbnail gives a PNG of the video siz
   assert.equal(`${ihdr.getUint32(0)}x${ihdr.getUint32(4)}`, withImage.size);
 });
 
+// The pipelines the server runs (a stand-in service for the routes may serve none of them).
+const served = await (async () => {
+  const res = await fetch(`${url}/v1/models`, { headers: key ? { Authorization: `Bearer ${key}` } : {} });
+  const body = await res.json();
+  return new Set(((body.data || [])[0] || {}).pipelines || []);
+})();
+function serves(pipeline) {
+  if (served.has(pipeline)) return true;
+  console.log(`   (the server runs no ${pipeline} pipeline: nothing to check)`);
+  return false;
+}
+
 await check('create a retake with toFile(mp4) as video_path (a pipeline field beside the SDK\'s)', async () => {
+  if (!serves('retake')) return;
   // The SDK sends every body member as a multipart field, files as file parts.
   const res = await client.videos.downloadContent(withImage.id);
   const clip = new Uint8Array(await res.arrayBuffer());
@@ -192,6 +205,7 @@ await check('create a retake with toFile(mp4) as video_path (a pipeline field be
 });
 
 await check('a retake window past the clip is BadRequestError naming end_time', async () => {
+  if (!serves('retake')) return;
   const res = await client.videos.downloadContent(withImage.id);
   const clip = new Uint8Array(await res.arrayBuffer());
   await assert.rejects(client.videos.create({
@@ -279,6 +293,7 @@ try {
     assert.ok(isMp4(bytes));
   });
   await check('curl -F pipeline=t2a gives a WAV (audio/wav)', async () => {
+    if (!serves('t2a')) return;
     const v = curlJson('-F', 'prompt=rain on a tin roof', '-F', 'pipeline=t2a', '-F', 'num_frames=9',
       '-F', 'num_inference_steps=2', `${url}/v1/videos`);
     assert.equal(v.status, 'queued', JSON.stringify(v));

@@ -142,7 +142,16 @@ async function submitAndWaitCompleted() {
   assert.equal(status, 'completed', await page.$eval('#current-error', (e) => e.textContent));
 }
 
+// Whether the page offers the pipeline (a stand-in service for the routes may serve none).
+async function offers(pipeline) {
+  const names = await page.$$eval('#pipeline option', (options) => options.map((o) => o.value));
+  if (names.includes(pipeline)) return true;
+  console.log(`   (the server runs no ${pipeline} pipeline: nothing to check)`);
+  return false;
+}
+
 await check('retake from the form: the clip uploaded in its video_path field plays', async () => {
+  if (!(await offers('retake'))) return;
   const res = await fetch(`${url}/v1/videos/${id}/content`, {
     headers: key ? { Authorization: `Bearer ${key}` } : {},
   });
@@ -168,6 +177,7 @@ await check('retake from the form: the clip uploaded in its video_path field pla
 });
 
 await check('t2a from the form: the WAV plays in an <audio>', async () => {
+  if (!(await offers('t2a'))) return;
   await page.select('#pipeline', 't2a');
   assert.equal(await page.$eval('#size-label', (e) => e.hidden), true, 't2a takes no size');
   assert.equal(await page.$$eval('#pipeline-fields input', (l) => l.length), 0);
