@@ -125,14 +125,16 @@ nlohmann::json deleted_json(const std::string& id) {
 }
 
 namespace {
-// The pipeline's own fields (video_request.h's table) as {name: {type, required, description}}.
+// The pipeline's own fields (video_request.h's table) in the table's order, as
+// [{name, type, required, description}].
 json pipeline_fields_json(const std::string& pipeline) {
-  json out = json::object();
+  json out = json::array();
   for (const PipelineField& f : pipeline_fields())
     if (std::find(f.pipelines.begin(), f.pipelines.end(), pipeline) != f.pipelines.end())
-      out[f.name] = {{"type", field_type_name(f.type)},
+      out.push_back({{"name", f.name},
+                     {"type", field_type_name(f.type)},
                      {"required", f.required},
-                     {"description", f.description}};
+                     {"description", f.description}});
   return out;
 }
 }  // namespace

@@ -62,9 +62,18 @@ TEST(ServePipelines, RetakeOfAnUploadT2AWavAndOneFramePngCheckedByFfprobe) {
     for (const char* p : {"retake", "t2a", "a2vid", "ic-lora", "keyframe-interpolation"})
       EXPECT_NE(std::find(m["pipelines"].begin(), m["pipelines"].end(), p), m["pipelines"].end())
           << p << ": " << models->body;
-    EXPECT_EQ(m["defaults"]["retake"]["fields"]["video_path"]["required"], true) << models->body;
+    const json& retake_fields = m["defaults"]["retake"]["fields"];
+    ASSERT_EQ(retake_fields.size(), 3u) << models->body;
+    EXPECT_EQ(retake_fields[0]["name"], "video_path");
+    EXPECT_EQ(retake_fields[0]["type"], "video file");
+    EXPECT_EQ(retake_fields[0]["required"], true);
+    EXPECT_EQ(retake_fields[2]["name"], "end_time");
+    EXPECT_EQ(m["defaults"]["retake"]["takes_size"], false);
     EXPECT_EQ(m["defaults"]["t2a"]["output_format"], "wav") << models->body;
-    EXPECT_TRUE(m["defaults"]["ic-lora"]["fields"].contains("video_conditioning"));
+    EXPECT_EQ(m["defaults"]["t2a"]["takes_size"], false);
+    EXPECT_EQ(m["defaults"]["t2a"]["takes_duration"], true);
+    EXPECT_EQ(m["defaults"]["ic-lora"]["fields"][0]["name"], "video_conditioning");
+    EXPECT_EQ(m["defaults"]["two-stage"]["fields"], json::array());
 
     // A clip from the server itself: 9 frames of 128x64 at 24 fps with sound.
     const json made = create_job(s, {{"prompt", "a red ball"}, {"pipeline", "distilled"},

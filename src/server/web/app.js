@@ -132,10 +132,10 @@ function showPipelineFields() {
   $('image-label').hidden = d.takes_size === false;
   const box = $('pipeline-fields');
   box.replaceChildren();
-  for (const [name, field] of Object.entries(d.fields || {})) {
+  for (const field of d.fields || []) {
     const label = document.createElement('label');
     label.title = field.description || '';
-    label.append(`${name} `, ...fieldInputs(name, field));
+    label.append(`${field.name}${field.required ? '' : ' (optional)'} `, ...fieldInputs(field.name, field));
     box.append(label);
   }
 }
