@@ -171,7 +171,9 @@ Command add_generate(CLI::App& app) {
                   "two-stage with every --image as a guiding keyframe; retake: regenerate "
                   "--start-time..--end-time of --video-path; a2vid: two-stage video generated to "
                   "--audio-path's soundtrack; t2a: text to audio, one stage, writes a WAV; ic-lora: "
-                  "video-to-video control with an IC-LoRA (--lora) on --video-conditioning clips (" +
+                  "video-to-video control with an IC-LoRA (--lora) on --video-conditioning clips; dubit: a new "
+                  "video and speech that keep --reference-video's motion and voice (the DubIt IC-LoRA as "
+                  "--lora) (" +
                       pipelines + ", default two-stage)");
   sub->add_option("--negative-prompt", o.negative_prompt,
                   "What to steer away from (guided pipelines; default: the "
@@ -222,6 +224,11 @@ Command add_generate(CLI::App& app) {
                   "ic-lora: MASK_PATH STRENGTH: a grayscale mask video whose values in [0, 1] weight "
                   "the attention to the reference per region, times STRENGTH (default: full)")
       ->expected(1, 2);
+  sub->add_option("--reference-video", o.reference_video,
+                  "dubit: reference video file (video + audio); the frame count (snapped down to 8k + 1), "
+                  "frame rate and voice come from it; EXR folders are not supported");
+  sub->add_option("--reference-strength", o.reference_strength,
+                  "dubit: strength of the IC-LoRA video reference conditioning, in [0, 1] (default 1.0)");
   sub->add_flag("--skip-stage-2", o.skip_stage_2,
                 "ic-lora: stop after stage 1; the output is at half the height and width");
   sub->add_option("--temporal-upsample-rounds", o.temporal_upsample_rounds,

@@ -16,6 +16,7 @@
 #include "generate/components.h"
 #include "generate/decode.h"
 #include "generate/demo_bundle.h"
+#include "generate/dubit_inputs.h"
 #include "generate/memory_budget.h"
 #include "generate/model_provider.h"
 #include "generate/offload_plan.h"
@@ -39,6 +40,7 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "pipelines/dfr.h"
+#include "pipelines/dubit.h"
 #include "pipelines/ic_lora.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/retake.h"
@@ -414,6 +416,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
               " must be in [0, 51]");
   }
   validate_ic_lora_options(o, kind);
+  validate_dubit_options(o, kind);
   const bool dfr = kind == PipelineKind::Dfr;
   for (const auto& [given, flag] :
        {std::pair{o.temporal_upsample_rounds.has_value(), "--temporal-upsample-rounds"},
@@ -437,9 +440,6 @@ void validate_options(const GenerateOptions& o, bool to_file) {
                 (o.enhance_system_prompt_file.empty() && o.prompt_enhancer_gemma_root.empty()),
             "--enhance-system-prompt / --prompt-enhancer-gemma-root only apply with "
             "--enhance-prompt");
-  LTX_CHECK(!o.enhance_prompt || o.images.empty(),
-            "--enhance-prompt with --image (image-aware enhancement) is not supported yet; drop "
-            "one of them");
 }
 
 ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
@@ -451,7 +451,7 @@ ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
   if (pipelines::is_two_stage(kind)) flags.spatial_upsampler_path = demo.spatial_upsampler;
   if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
   if (temporal_upsampler) flags.temporal_upsampler_path = demo.temporal_upsampler;
-  if (kind == PipelineKind::IcLora) flags.loras.push_back(LoraSpec{demo.ic_lora, 1.0});
+  if (kind == PipelineKind::IcLora || kind == PipelineKind::DubIt) flags.loras.push_back(LoraSpec{demo.ic_lora, 1.0});
   return flags;
 }
 
@@ -631,6 +631,7 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
     req.images.push_back(std::move(c));
   }
   if (kind == PipelineKind::Retake) read_retake_source(options, read_images, req);
+  if (kind == PipelineKind::DubIt) add_dubit_reference(options, paths, read_images, req);
   return req;
 }
 
@@ -656,8 +657,9 @@ duration_head::NumFramesRequest frames_request_of(
     const GenerateOptions& options, const pipelines::GenerationRequest& req,
     const duration_head::DurationHead* head) {
   duration_head::NumFramesRequest frames_request = req.num_frames;
-  // Retake's frame count is its clip's.
-  if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::Retake) return frames_request;
+  // Retake's and DubIt's frame count is their clip's.
+  const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
+  if (kind == PipelineKind::Retake || kind == PipelineKind::DubIt) return frames_request;
   if (options.num_frames || options.auto_duration || head) {
     std::optional<duration_head::AutoDuration> range;
     if (options.auto_duration)
@@ -684,6 +686,11 @@ std::string encode_text(const GenerateOptions& options, text::PromptEncoder& enc
     text::EnhanceOptions eo;
     eo.system_prompt_file = options.enhance_system_prompt_file;
     eo.seed = static_cast<uint64_t>(req.seed);  // the pipelines pass --seed
+    // With images, the first one makes it an image-aware enhancement (the reference's
+    // enhance_prompt_image = images[0]); Gemma 3 with its vision tower only.
+    if (!req.images.empty())
+      eo.image = req.images.front().image.defined() ? req.images.front().image
+                                                    : media::read_image(req.images.front().path);
     // A separate enhancer model, or the text encoder itself (Gemma 3; it stays loaded for the
     // encoding that follows).
     prompt = options.prompt_enhancer_gemma_root.empty()
@@ -752,10 +759,12 @@ DiffusionModels load_diffusion(PipelineKind kind, const ResolvedModels& models,
     log_placement("temporal latent upsampler", where);
     m.temporal_upsampler = provider.latent_upsampler(paths.temporal_upsampler.path, where);
   }
-  // The audio encoder: a2vid's input audio, or the audio track of a retake's source clip.
-  if (kind == PipelineKind::A2Vid || (req.retake && req.retake->waveform.defined())) {
-    log_placement(kind == PipelineKind::A2Vid ? "audio encoder (input audio)"
-                                              : "audio encoder (source audio)",
+  // The audio encoder: a2vid's input audio, the audio track of a retake's source clip, DubIt's
+  // reference voice.
+  if (kind == PipelineKind::A2Vid || kind == PipelineKind::DubIt || (req.retake && req.retake->waveform.defined())) {
+    log_placement(kind == PipelineKind::A2Vid   ? "audio encoder (input audio)"
+                  : kind == PipelineKind::DubIt ? "audio encoder (reference voice)"
+                                                : "audio encoder (source audio)",
                   where);
     m.audio_encoder = std::make_shared<const models::audio_vae::AudioEncoder>(
         models::audio_vae::AudioEncoder::from_file(io::SafetensorsFile::open(paths.audio_vae.path), where));
@@ -833,7 +842,10 @@ StreamingPlan plan_run_streaming(const GenerateOptions& o, const ResolvedModels&
         frames, static_cast<int64_t>(std::ceil(o.auto_duration->second * req.frame_rate / 8.0)) * 8 + 1);
   // DFR's temporal rounds double the frames the later passes see.
   frames = (frames - 1) * (int64_t{1} << std::max<int64_t>(req.temporal_upsample_rounds, 0)) + 1;
-  const RunShape shape{req.width, req.height, frames, passes * jobs};
+  RunShape shape{req.width, req.height, frames, passes * jobs};
+  // Image-aware enhancement with the text encoder itself loads its vision tower in that stage.
+  shape.vision_tower =
+      o.enhance_prompt && !o.images.empty() && o.prompt_enhancer_gemma_root.empty();
   return plan_streaming(models.paths, model_placement(o.device, o.dtype).dtype, shape, o.offload,
                         budget ? o.max_gpu_memory_bytes : backend::total_memory_bytes(o.device),
                         o.device, budget ? "--max-gpu-memory" : str(o.device.str(), " memory"));
@@ -851,6 +863,7 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
 
   pipelines::GenerationRequest req = make_request(options, models, /*read_images=*/true);
   if (req.retake) pipelines::validate_retake_source(req, nullptr);  // the clip, before any model loads
+  if (req.dubit) pipelines::validate_dubit_reference(req);
   // The input audio is read before any model loads (a bad file fails here), and checked against
   // the audio encoder's channel count in the file's config.
   if (kind == PipelineKind::A2Vid) {

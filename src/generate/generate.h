@@ -120,6 +120,10 @@ struct GenerateOptions {
   // a2vid: the soundtrack already decoded (f32 [C, N] at its rate: a caller that decoded an upload,
   // the tests), instead of audio_path; the start / duration cut applies to it the same way.
   std::optional<media::AudioTrack> audio_input;
+  // dubit: --reference-video (a clip with sound: its frame count, rate, motion and voice) and
+  // --reference-strength (the video reference's strength; unset: 1). See generate/dubit_inputs.h.
+  std::string reference_video;
+  std::optional<double> reference_strength;
   // --output-format: "mp4", "wav" or "png"; empty: from the output path's extension
   // (resolve_output_format).
   std::string output_format;

@@ -5,10 +5,13 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "generate/memory_budget.h"
+#include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/nvfp4.h"
@@ -199,6 +202,32 @@ BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype) {
   return acc.sizes();
 }
 
+int64_t vision_tower_bytes(const std::string& path, DType dtype) {
+  int64_t bytes = 0;
+  for (const std::string& f : safetensors_files(path)) {
+    const auto file = io::SafetensorsFile::open(f);
+    for (const io::TensorInfo& info : file->infos())
+      if (info.name.starts_with("vision_tower.") || info.name.starts_with("multi_modal_projector."))
+        bytes += loaded_bytes(info, dtype, false);
+  }
+  return bytes;
+}
+
+int64_t text_connector_bytes(const ModelPaths& paths, DType dtype) {
+  std::set<std::string> files(paths.embeddings_weight_paths.begin(),
+                              paths.embeddings_weight_paths.end());
+  // A single-file text encoder's own projection is already among text_encoder_sizes' tensors.
+  files.erase(paths.text_encoder.path);
+  int64_t bytes = 0;
+  for (const std::string& f : files) {
+    const io::CheckpointSummary s = io::inspect_checkpoint(f);
+    for (const char* id : {"video_connector", "audio_connector", "text_projection"})
+      if (const io::ComponentSummary* c = s.component(id))
+        bytes += c->params * static_cast<int64_t>(dtype_size(dtype));
+  }
+  return bytes;
+}
+
 StreamingPlan plan_streaming(const ModelPaths& paths, DType dtype, const RunShape& shape,
                              Offload offload, int64_t budget_bytes, Device device,
                              const std::string& budget_flag) {
@@ -249,6 +278,9 @@ StreamingPlan plan_streaming(const ModelPaths& paths, DType dtype, const RunShap
     }
     // Heads of at least 128 wide: as many heads as that allows (Gemma 3's are 256).
     StreamableModel m{"text encoder", "text encoding", g.fixed_bytes, g.block_bytes, g.blocks};
+    // The connectors and the feature extractor's projection load beside Gemma in this stage.
+    m.companion_bytes = text_connector_bytes(paths, dtype);
+    if (shape.vision_tower) m.companion_bytes += vision_tower_bytes(paths.text_encoder.path, dtype);
     m.activation_bytes = estimate_text_activations(shape.prompt_tokens, hidden, ffn,
                                                    std::max<int64_t>(q_rows / 128, 1), dtype_bytes);
     models.push_back(m);

@@ -100,6 +100,14 @@ BlockModelSizes transformer_sizes(const std::string& path, DType dtype,
 // multimodal projector, which the text model does not load, left out).
 BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype);
 
+// Gemma 3's vision tower and multi-modal projector of `path` at `dtype` (what image-aware
+// prompt enhancement loads beside the text model; 0 when the files have none).
+int64_t vision_tower_bytes(const std::string& path, DType dtype);
+
+// What the text encoding stage loads beside Gemma: the video / audio text connectors and the
+// feature extractor's projection of paths.embeddings_weight_paths, at `dtype`.
+int64_t text_connector_bytes(const ModelPaths& paths, DType dtype);
+
 // What one run streams: each model's BlockStreaming, planned.
 struct StreamingPlan {
   models::BlockStreaming transformer, text_encoder;
@@ -111,6 +119,7 @@ struct RunShape {
   int64_t width = 0, height = 0, frames = 0;
   int64_t passes = 1;          // guidance passes batched in one transformer call
   int64_t prompt_tokens = 1024;  // the text encoder's longest input
+  bool vision_tower = false;     // the text stage also loads Gemma 3's vision tower
 };
 
 // Plans the transformer and the text encoder of `paths` for `offload` under `budget_bytes` on

@@ -13,6 +13,7 @@ void run_audio_parity(Run& run);     // audio.cpp
 void run_duration_head(Run& run);    // duration_head.cpp
 void run_diffusion_decoder(Run& run);  // diffusion_decoder.cpp
 void run_pipeline_parity(Run& run);    // pipeline.cpp
+void run_gemma_vision(Run& run);       // gemma_vision.cpp
 
 const std::vector<ComponentInfo>& components() {
   static const std::vector<ComponentInfo> kComponents = {
@@ -34,6 +35,8 @@ const std::vector<ComponentInfo>& components() {
       {"pipeline",
        "the recording's files in any order: the LTX checkpoint [+ spatial / temporal upsampler] [+ the LoRA it fuses]",
        run_pipeline_parity},
+      {"gemma-vision", "the Gemma 3 root folder (or text-encoder file) with its vision tower",
+       run_gemma_vision},
   };
   return kComponents;
 }

@@ -1,7 +1,7 @@
 // `ltx parity pipeline`: an end-to-end recording of tools/parity/gen_e2e.py
 // (e2e_<name>.io.safetensors) run through our pipeline. The request comes from the io file's
 // `request` metadata (pipeline, seed, size, frames, fps, steps, guider params, LoRA strengths,
-// images / source clip as recorded in.* tensors, DFR rounds); the text contexts from the io file's
+// images / source clip / DubIt reference clip as recorded in.* tensors, DFR rounds); the text contexts from the io file's
 // out.text.* or, when it says they are bit-identical to the shared ones, from
 // e2e_text.io.safetensors next to it. Computes out.video.latent, out.audio.latent and, from them
 // through the checkpoint's decoders, out.video.frames and out.audio.waveform (+ out.audio.mel),
@@ -9,8 +9,8 @@
 //
 // --weights: the files of the recording in any order, told apart by their content: the
 // checkpoint (model.diffusion_model.* tensors), spatial / temporal latent upsamplers (their
-// config), a LoRA (lora_A / lora_B pairs) used in the role the request names (distilled LoRA, or
-// DFR's detailing LoRA).
+// config), a LoRA (lora_A / lora_B pairs) used in the role the request names (distilled LoRA,
+// DFR's detailing LoRA, or DubIt's IC-LoRA in both stages).
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -186,6 +186,20 @@ void run_pipeline_parity(Run& run) {
     }
     r.retake = src;
   }
+  std::optional<double> ic_lora_strength;  // DubIt: its IC-LoRA, fused for both stages
+  if (kind == pipelines::PipelineKind::DubIt) {
+    pipelines::DubItReference ref;
+    ref.frames = run.tensor("in.reference.frames", DType::U8);
+    ref.frame_rate = req.value("frame_rate", r.frame_rate);
+    ref.strength = req.value("reference_strength", 1.0);
+    ref.path = req.value("reference_video", "");
+    const json audio = req.value("reference_audio", json::object());
+    ref.waveform = run.tensor(audio.value("tensor", "in.reference.waveform"));
+    ref.sample_rate = audio.value("sampling_rate", int64_t{0});
+    r.dubit = ref;
+    r.reference_downscale_factor = req.value("reference_downscale_factor", int64_t{1});
+    if (req.contains("ic_lora")) ic_lora_strength = req.at("ic_lora").value("strength", 1.0);
+  }
 
   // Models. DFR records the keyframe-embedding variant of the checkpoint as the tensor it adds.
   auto ckpt = io::SafetensorsFile::open(files.checkpoint);
@@ -207,6 +221,8 @@ void run_pipeline_parity(Run& run) {
   std::optional<double> stage_lora[3];
   if (kind == pipelines::PipelineKind::Dfr) {
     stage_lora[1] = r.detailing_lora_strength;  // no distilled LoRA in the recording's DFR run
+  } else if (kind == pipelines::PipelineKind::DubIt) {
+    stage_lora[0] = stage_lora[1] = ic_lora_strength;
   } else {
     stage_lora[0] = distilled_strength[0];
     stage_lora[1] = distilled_strength[1];
@@ -220,7 +236,7 @@ void run_pipeline_parity(Run& run) {
   if (!files.temporal_upsampler.empty())
     temporal.emplace(models::upsampler::LatentUpsampler::from_file(files.temporal_upsampler, opt));
   std::optional<models::audio_vae::AudioEncoder> audio_encoder;
-  if (r.retake && r.retake->waveform.defined()) audio_encoder.emplace(models::audio_vae::AudioEncoder::from_file(ckpt, opt));
+  if ((r.retake && r.retake->waveform.defined()) || r.dubit) audio_encoder.emplace(models::audio_vae::AudioEncoder::from_file(ckpt, opt));
 
   pipelines::Components c;
   c.transformer = stage_models[0].get();

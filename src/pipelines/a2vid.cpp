@@ -50,14 +50,6 @@ GenerationResult run_a2vid(const GenerationRequest& r, const Components& c, cons
   sampling::TorchCpuGenerator seeded(r.seed);
   sampling::NoiseSource& noise = r.noise ? *r.noise : seeded;
 
-  const auto frozen_audio = [](const Tensor& latent) {
-    ModalityInput a;
-    a.noise_scale = 0.0;
-    a.initial_latent = latent;
-    a.frozen = true;
-    return a;
-  };
-
   // ---- the input audio
   if (progress) progress("audio conditioning", 0, 1);
   const Tensor audio_latent = encode_input_audio(r, *c.audio_encoder, r.dtype);
@@ -87,7 +79,7 @@ GenerationResult run_a2vid(const GenerationRequest& r, const Components& c, cons
                     r.video_guider, sampling::GuiderParams{});
   d1.set_max_batch_size(r.max_batch_size);
   const StageOutput out1 =
-      run_diffusion_stage(s1, std::move(video1), frozen_audio(audio_latent), d1.callback(), noise, progress);
+      run_diffusion_stage(s1, std::move(video1), frozen_modality(audio_latent), d1.callback(), noise, progress);
 
   // ---- upsample
   if (progress) progress("upsample", 0, 1);
@@ -102,7 +94,7 @@ GenerationResult run_a2vid(const GenerationRequest& r, const Components& c, cons
   RefinementStage s2 = refinement_stage(s1, video_only, model2, upscaled, Tensor());
   s2.video.conditionings = conditionings(s2.config.height, s2.config.width);
   const SimpleDenoiser d2(model2, ctx.video_positive, ctx.audio_positive);
-  const StageOutput out2 = run_diffusion_stage(s2.config, std::move(s2.video), frozen_audio(audio_latent),
+  const StageOutput out2 = run_diffusion_stage(s2.config, std::move(s2.video), frozen_modality(audio_latent),
                                                d2.callback(), noise, progress);
 
   GenerationResult res;

@@ -144,7 +144,9 @@ void append_reference_video_conditionings(sampling::ConditioningItems& items,
   for (const VideoConditioning& v : videos) {
     Tensor pixels = preprocess_reference_video(v.frames, ref_height, ref_width, o.num_frames, o.dtype);
     if (o.factors.temporal > 1) pixels = temporal_subsample(pixels, o.factors.temporal);
-    const Tensor latent = encoder(pixels.to(o.device, DType::F32)).to(Device::cpu(), o.dtype);
+    const Tensor on_device = pixels.to(o.device, DType::F32);
+    const Tensor latent =
+        (o.encode_tiling ? encoder.tiled_encode(on_device, o.encode_tiling) : encoder(on_device)).to(Device::cpu(), o.dtype);
     std::shared_ptr<const sampling::ConditioningItem> item =
         std::make_shared<sampling::VideoConditionByReferenceLatent>(latent, scale, o.factors.temporal, v.strength);
     std::optional<sampling::CrossAttentionMask> attention;

@@ -13,9 +13,11 @@
 //
 // Noise: one generator for stage-1 video, stage-1 audio, stage-2 video, stage-2 audio.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/tiling.h"
 #include "pipelines/pipeline.h"
 #include "sampling/conditioning.h"
 
@@ -74,8 +76,9 @@ Tensor mask_from_frames(const Tensor& frames, int64_t height, int64_t width, int
 // (height / downscale) x (width / downscale), temporally subsampled, encoded on `device`, a
 // VideoConditionByReferenceLatent(latent, downscale, temporal, strength), wrapped with the attention
 // weights: the downsampled mask x attention_strength when a mask is given, else attention_strength
-// when < 1, else none. Latents in `dtype` on the CPU. Throws when height or width is not divisible by
-// the downscale factor.
+// when < 1, else none. Latents in `dtype` on the CPU; encoded in one pass, or tiled when
+// encode_tiling is set (DubIt's TileSizeConfig default). Throws when height or width is not
+// divisible by the downscale factor.
 struct ReferenceVideoOptions {
   int64_t height = 0, width = 0, num_frames = 0;  // the target (stage) size
   ReferenceScaleFactors factors;
@@ -83,6 +86,7 @@ struct ReferenceVideoOptions {
   Tensor attention_mask;  // optional f32 [B, 1, F, H, W]
   DType dtype = DType::F32;
   Device device = Device::cpu();
+  std::optional<models::tiling::TilingConfig> encode_tiling;
 };
 void append_reference_video_conditionings(sampling::ConditioningItems& items,
                                           const std::vector<VideoConditioning>& videos,

@@ -15,6 +15,7 @@
 #include "pipelines/a2vid.h"
 #include "pipelines/denoisers.h"
 #include "pipelines/dfr.h"
+#include "pipelines/dubit.h"
 #include "pipelines/keyframe_interpolation.h"
 #include "pipelines/retake.h"
 #include "pipelines/ic_lora.h"
@@ -31,7 +32,8 @@ constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled,  PipelineKind::On
                                       PipelineKind::TwoStage,   PipelineKind::TwoStageHQ,
                                       PipelineKind::Dfr,        PipelineKind::KeyframeInterpolation,
                                       PipelineKind::Retake,     PipelineKind::A2Vid,
-                                      PipelineKind::T2A,        PipelineKind::IcLora};
+                                      PipelineKind::T2A,        PipelineKind::IcLora,
+                                      PipelineKind::DubIt};
 
 std::string names_joined() {
   std::string s;
@@ -53,6 +55,7 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::A2Vid: return "a2vid";
     case PipelineKind::T2A: return "t2a";
     case PipelineKind::IcLora: return "ic-lora";
+    case PipelineKind::DubIt: return "dubit";
   }
   return "?";
 }
@@ -77,7 +80,7 @@ bool is_two_stage(PipelineKind kind) {
 bool makes_video(PipelineKind kind) { return kind != PipelineKind::T2A; }
 bool uses_guidance(PipelineKind kind) {
   return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr && kind != PipelineKind::Retake &&
-         kind != PipelineKind::IcLora;
+         kind != PipelineKind::IcLora && kind != PipelineKind::DubIt;
 }
 
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version) {
@@ -151,7 +154,13 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
   LTX_CHECK(kind == PipelineKind::Retake || !request.retake, "pipeline ", name,
             ": a source clip (--video-path) is a retake option (--pipeline retake)");
   if (kind == PipelineKind::T2A) return validate_t2a_request(request, c, contexts);
-  const GenerationRequest& r = kind == PipelineKind::Retake ? with_retake_shape(request) : request;
+  // DubIt takes its frame count and rate from the reference clip.
+  LTX_CHECK(kind == PipelineKind::DubIt || !request.dubit, "pipeline ", name,
+            ": a reference clip (--reference-video) is a DubIt option (--pipeline dubit)");
+  if (kind == PipelineKind::DubIt) validate_dubit_reference(request);
+  const GenerationRequest& r = kind == PipelineKind::Retake  ? with_retake_shape(request)
+                               : kind == PipelineKind::DubIt ? with_dubit_shape(request)
+                                                             : request;
   LTX_CHECK(r.num_frames >= 1 && (r.num_frames - 1) % 8 == 0, "pipeline ", name, ": num_frames ", r.num_frames,
             " is not 8k + 1 (e.g. 9, 17, 25, ..., 121): pass --num-frames ", std::max<int64_t>(1, (r.num_frames - 1) / 8 * 8 + 1));
   const int64_t div = is_two_stage(kind) ? 64 : 32;
@@ -217,6 +226,8 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
   if (kind == PipelineKind::A2Vid) validate_a2vid_request(r, c);
   if (kind == PipelineKind::IcLora) {
     validate_ic_lora_request(r, c);
+  } else if (kind == PipelineKind::DubIt) {
+    validate_dubit_request(r, c);
   } else {
     LTX_CHECK(r.video_conditionings.empty() && !r.conditioning_attention_mask.defined() && !r.skip_stage_2,
               "pipeline ", name, ": reference videos, an attention mask and skipping stage 2 are IC-LoRA options "
@@ -451,6 +462,7 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   if (kind == PipelineKind::A2Vid) return run_a2vid(r, c, ctx, progress);
   if (kind == PipelineKind::T2A) return run_t2a(r, c, ctx, progress);
   if (kind == PipelineKind::IcLora) return run_ic_lora(r, c, ctx, progress);
+  if (kind == PipelineKind::DubIt) return run_dubit(r, c, ctx, progress);
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 

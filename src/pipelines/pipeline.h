@@ -1,7 +1,7 @@
 #pragma once
 // The generation pipelines (reference: ltx_pipelines/{distilled, ti2vid_one_stage, ti2vid_two_stages,
 // ti2vid_two_stages_hq, dfr_pipeline, keyframe_interpolation, retake, a2vid_two_stage,
-// t2a_one_stage, ic_lora}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
+// t2a_one_stage, ic_lora, dubit}.py): noise + conditioning -> denoising stage(s) -> final latents. Text
 // encoding happens before (the caller passes the contexts), VAE / audio decoding after (the caller
 // decodes the returned latents); models are loaded by the caller and passed in, not owned.
 //
@@ -54,16 +54,17 @@ enum class PipelineKind {
   A2Vid,       // A2VidPipelineTwoStage: TwoStage with the input audio's latent frozen in both stages (a2vid.h)
   T2A,         // T2AOneStagePipeline: audio only, LTX2Scheduler + audio-guided Euler (t2a.h)
   IcLora,      // ICLoraPipeline: distilled two-stage, reference videos + IC-LoRA in stage 1 (ic_lora.h)
+  DubIt,       // DubItPipeline: distilled two-stage, a reference clip's video and voice, IC-LoRA in both stages (dubit.h)
 };
 // "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr", "keyframe-interpolation", "retake",
-// "a2vid", "t2a", "ic-lora".
+// "a2vid", "t2a", "ic-lora", "dubit".
 const char* pipeline_name(PipelineKind kind);
 // Accepts the names above (and '_' for '-'); throws ltx::Error listing the valid names.
 PipelineKind parse_pipeline_kind(const std::string& name);
 std::vector<std::string> pipeline_names();
 bool is_two_stage(PipelineKind kind);  // all but OneStage, Retake and T2A (sizes multiple of 64, not 32)
 // OneStage / TwoStage / TwoStageHQ / KeyframeInterpolation / A2Vid / T2A: negatives used (not
-// Distilled, Dfr, Retake, IcLora).
+// Distilled, Dfr, Retake, IcLora, DubIt).
 bool uses_guidance(PipelineKind kind);
 // Whether the pipeline makes video (all but T2A, which makes audio only).
 bool makes_video(PipelineKind kind);
@@ -100,6 +101,17 @@ struct RetakeSource {
 struct VideoConditioning {
   Tensor frames;          // u8 [F, H, W, 3]
   double strength = 1.0;  // 1 = the reference tokens stay clean (denoise mask 1 - strength)
+  std::string path;       // for messages
+};
+
+// DubIt's reference clip (--reference-video), decoded: its frames give the frame count (snapped
+// down to 8k + 1) and its rate the request's; its audio track is the voice the dub keeps.
+struct DubItReference {
+  Tensor frames;          // u8 [F, H, W, 3] RGB, every frame of the clip
+  double frame_rate = 0.0;
+  Tensor waveform;        // f32 [C, N] (or [1, C, N]), the whole track; undefined: the clip has no audio
+  int64_t sample_rate = 0;
+  double strength = 1.0;  // --reference-strength: the video reference's conditioning strength
   std::string path;       // for messages
 };
 
@@ -162,6 +174,9 @@ struct GenerationRequest {
   bool skip_stage_2 = false;
   int64_t reference_downscale_factor = 1;
   int64_t reference_temporal_scale_factor = 1;
+  // DubIt (PipelineKind::DubIt, dubit.h): the reference clip; required by, and only for, DubIt. The
+  // IC-LoRA's reference_downscale_factor above sizes its video reference.
+  std::optional<DubItReference> dubit;
   // Optional replacement for the seeded torch-CPU generator of the initial / stage-2 noise (e.g.
   // noise recorded from the reference); not owned, must outlive run_pipeline.
   sampling::NoiseSource* noise = nullptr;

@@ -87,6 +87,14 @@ RefinementStage refinement_stage(const StageConfig& first, const GenerationReque
   return st;
 }
 
+ModalityInput frozen_modality(const Tensor& latent) {
+  ModalityInput m;
+  m.noise_scale = 0.0;
+  m.initial_latent = latent;
+  m.frozen = true;
+  return m;
+}
+
 std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf) {
   std::vector<PreparedImage> out;
   for (const ImageConditioning& im : images) {

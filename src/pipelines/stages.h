@@ -82,6 +82,10 @@ struct ModalityInput {
   bool frozen = false;
 };
 
+// A modality held fixed at `latent` (the reference's ModalitySpec(frozen=True, noise_scale=0.0,
+// initial_latent=latent)): no conditionings yet.
+ModalityInput frozen_modality(const Tensor& latent);
+
 enum class Sampler {
   Euler,           // euler_denoising_loop + EulerDiffusionStep
   EulerAncestral,  // euler_ancestral_denoising_loop (eta 1, s_noise 1), its own generator

@@ -146,6 +146,7 @@ LatentState VideoConditionByLatentIndex::apply(const LatentState& state, const V
   LatentState s = state.clone();
   s.clean_latent.narrow(1, start, stop - start).copy_from(tokens);
   s.denoise_mask.narrow(1, start, stop - start).fill(1.0 - strength_);
+  refresh_mask_levels(s);
   return s;
 }
 
@@ -324,6 +325,7 @@ LatentState region_mask(const LatentState& state, const Tensor& spans /* f32 [B,
   for (size_t i = 0; i < m.size(); ++i) m[i] = (t[i * 2 + 1] > s && t[i * 2] < e) ? 1.0f : 0.0f;
   LatentState out = state.clone();
   out.denoise_mask.copy_from(Tensor::from_vector(m, out.denoise_mask.shape()));
+  refresh_mask_levels(out);
   return out;
 }
 

@@ -446,6 +446,13 @@ std::optional<std::vector<MaskRuns>> mask_runs(const LatentState& state) {
   return runs;
 }
 
+void refresh_mask_levels(LatentState& state) {
+  state.mask_levels =
+      state.denoise_mask.defined()
+          ? std::make_shared<const MaskLevels>(MaskLevels{state.denoise_mask, mask_runs_of(state.denoise_mask)})
+          : nullptr;
+}
+
 std::optional<std::vector<float>> uniform_values(const std::vector<MaskRuns>& runs) {
   std::vector<float> out;
   for (const MaskRuns& r : runs) {

@@ -84,6 +84,7 @@ struct GeneratedKeyframeLayout {
 struct MaskRun {
   float value = 0.f;
   int64_t length = 0;
+  bool operator==(const MaskRun&) const = default;
 };
 using MaskRuns = std::vector<MaskRun>;  // one sample's mask, run by run (lengths sum to T)
 
@@ -191,6 +192,10 @@ std::vector<MaskRuns> mask_runs_of(const Tensor& denoise_mask);
 // it is on the host, else from state.mask_levels when they describe it; nullopt when unknown or
 // when a sample has more than kMaxMaskRuns.
 std::optional<std::vector<MaskRuns>> mask_runs(const LatentState& state);
+// After a write into state.denoise_mask in place (a conditioning item on its clone): mask_levels
+// describe the new values again (read from the mask; a device mask is copied back). Levels a
+// clone carried over would otherwise follow the mask to the device describing the old values.
+void refresh_mask_levels(LatentState& state);
 // The mask value per sample when every sample is one run; nullopt otherwise.
 std::optional<std::vector<float>> uniform_values(const std::vector<MaskRuns>& runs);
 // The state's mask value per sample when every sample's tokens share one value (uniform_values of

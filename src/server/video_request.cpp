@@ -631,11 +631,6 @@ class Reader {
     } catch (const Error& e) {
       throw from_validation(e);
     }
-    // validate_options's image rules that it cannot see here (images are not paths yet)
-    if (o.enhance_prompt && !r.images.empty())
-      impossible("enhance_prompt", "invalid_value",
-                 "enhance_prompt with images (image-aware enhancement) is not supported yet; "
-                 "drop one of them");
     if (o.width && *o.width > lim.max_width)
       impossible(get("size") ? "size" : "width", "invalid_value",
                  str("width ", *o.width, " is above this server's limit of ", lim.max_width,

@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "cli/ffmpeg_tool.h"
 #include "generate/demo_bundle.h"
 #include "generate/generate_test_util.h"
 #include "io/io_test_util.h"
@@ -23,25 +23,14 @@ namespace ltx {
 namespace {
 
 namespace fs = std::filesystem;
+using test::ffmpeg;
+using test::ffmpeg_tool_unavailable;
 using test::TempDir;
 
 test::CliResult generate(const TempDir& dir, std::vector<std::string> args) {
   setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
   args.insert(args.begin(), "generate");
   return test::run_ltx(dir, args);
-}
-
-// Why clips cannot be made here ("" when they can): the ffmpeg tool encodes them.
-std::string ffmpeg_tool_unavailable() {
-  if (!media::ffmpeg_available()) return "this build has no FFmpeg (LTX_FFMPEG=OFF)";
-  if (std::system("command -v ffmpeg >/dev/null 2>&1") != 0) return "the ffmpeg tool is not installed";
-  return "";
-}
-
-// `ffmpeg -f lavfi -i SOURCE ... OUT`, quietly; true on success.
-bool ffmpeg(const std::string& source, const std::string& extra, const std::string& out) {
-  const std::string cmd = "ffmpeg -nostdin -loglevel error -y -f lavfi -i '" + source + "' " + extra + " '" + out + "'";
-  return std::system(cmd.c_str()) == 0;
 }
 
 struct Clips {

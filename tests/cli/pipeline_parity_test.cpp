@@ -54,6 +54,7 @@ TEST(PipelineParityCli, EveryRecordingMatchesThroughTheCommand) {
       {"e2e_dfr", {ckpt, ups, lora, temporal}},
       {"e2e_keyframe_interpolation", {ckpt, ups, lora}},
       {"e2e_retake", {ckpt}},
+      {"e2e_dubit", {ckpt, ups, e2e("ltx23_tiny_ic_lora.safetensors")}},  // the IC-LoRA in both stages
   };
   int ran = 0;
   for (const Recording& rec : recordings) {

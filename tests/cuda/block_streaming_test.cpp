@@ -20,6 +20,7 @@
 #include "models/lora/lora.h"
 #include "models/text/gemma/model.h"
 #include "models/text/gemma_assets.h"
+#include "models/text/prompt_encoder.h"
 #include "models/transformer/model.h"
 #include "support/test_support.h"
 
@@ -342,6 +343,36 @@ TEST(CudaBlockStreaming, StreamedGemmaLayersGiveTheResidentHiddenStatesBitForBit
       const Tensor got_h = streamed.forward(last_ids, positions, last_mask, got_cache);
       EXPECT_TRUE(test::same_bytes(got_h, want_h)) << "forward() with the KV cache";
      }
+    }
+  }
+}
+
+// The prompt encoder's Gemma streamed (`--offload cpu`): the one forward of a default encode()
+// reads its layers from the bound file, a kept-loaded encoder from page-locked copies; both give
+// the resident encoder's contexts bit for bit.
+TEST(CudaBlockStreaming, AStreamingPromptEncoderGivesTheResidentContextsBitForBit) {
+  LTX_REQUIRE_CUDA();
+  const std::string te = test::fixture("text_gemma3.te.safetensors");
+  const std::string ckpt = test::fixture("text_ltx23.ckpt.safetensors");
+  const std::vector<std::string> prompts = {"a red fox running through snow", ""};
+  text::PromptEncoderOptions resident_options;
+  resident_options.load = {DType::BF16, test::kGpu};
+  text::PromptEncoder resident(te, {ckpt}, resident_options);
+  const std::vector<text::PromptContext> want = resident.encode(prompts);
+  for (bool keep_loaded : {false, true}) {
+    SCOPED_TRACE(keep_loaded ? "kept loaded (page-locked layers)" : "one forward (from the file)");
+    text::PromptEncoderOptions o = resident_options;
+    o.streaming = {2, false, 0};
+    o.keep_loaded = keep_loaded;
+    text::PromptEncoder streamed(te, {ckpt}, o);
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<text::PromptContext> got = streamed.encode(prompts);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_TRUE(test::same_bytes(got[i].video, want[i].video)) << "prompt " << i;
+        EXPECT_TRUE(test::same_bytes(got[i].audio, want[i].audio)) << "prompt " << i;
+      }
+      EXPECT_EQ(streamed.text_encoder_loaded(), keep_loaded);
     }
   }
 }

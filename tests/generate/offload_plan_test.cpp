@@ -209,6 +209,70 @@ TEST(OffloadPlan, GemmaSizesCountItsDecoderLayers) {
   EXPECT_EQ(f32.block_bytes, 2 * g.block_bytes);
 }
 
+// The text encoding stage holds the connectors and the feature extractor's projection beside
+// Gemma: the plan counts them (from the checkpoint's header) among the stage's needs.
+TEST(OffloadPlan, TheTextStageCountsTheConnectorsAndTheProjection) {
+  generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);
+  o.device = Device::cuda(0);
+  generate::Progress quiet(nullptr, generate::Progress::Mode::Off);
+  const generate::ResolvedModels models =
+      generate::resolve_models(o, generate::component_needs(o), quiet);
+  int64_t want = 0;
+  for (const std::string& f : models.paths.embeddings_weight_paths) {
+    if (f == models.paths.text_encoder.path) continue;
+    const auto file = io::SafetensorsFile::open(f);
+    for (const io::TensorInfo& info : file->infos())
+      if (info.name.find("embeddings_connector.") != std::string::npos ||
+          info.name.starts_with("text_embedding_projection."))
+        want += info.numel() * 2;
+  }
+  ASSERT_GT(want, 0);
+  EXPECT_EQ(generate::text_connector_bytes(models.paths, DType::BF16), want);
+  EXPECT_EQ(generate::text_connector_bytes(models.paths, DType::F32), 2 * want);
+
+  o.max_gpu_memory_bytes = 1024 * kGiB;
+  o.offload = Offload::Auto;
+  const generate::StreamingPlan plan = generate::plan_run_streaming(o, models);
+  ASSERT_EQ(plan.models.size(), 2u);
+  const generate::BlockModelSizes g =
+      generate::text_encoder_sizes(models.paths.text_encoder.path, DType::BF16);
+  EXPECT_GE(plan.models[1].need_bytes, g.fixed_bytes + g.blocks * g.block_bytes + want);
+}
+
+// Image-aware enhancement loads Gemma 3's vision tower and projector in the text stage: the plan
+// counts them then, and only then.
+TEST(OffloadPlan, ImageEnhancementCountsTheVisionTower) {
+  const std::string root = test::fixture("text_gemma3_root");
+  int64_t want = 0;
+  const auto file = io::SafetensorsFile::open(root + "/model.safetensors");
+  for (const io::TensorInfo& info : file->infos())
+    if (info.name.starts_with("vision_tower.") || info.name.starts_with("multi_modal_projector."))
+      want += info.numel() * 2;
+  ASSERT_GT(want, 0);
+  EXPECT_EQ(generate::vision_tower_bytes(root, DType::BF16), want);
+
+  generate::GenerateOptions o = test::small_demo_options("two-stage", 64, 128);
+  o.device = Device::cuda(0);
+  generate::Progress quiet(nullptr, generate::Progress::Mode::Off);
+  const generate::ResolvedModels models =
+      generate::resolve_models(o, generate::component_needs(o), quiet);
+  // The demo's text encoder has no vision tower; the tiny Gemma 3 root has one.
+  EXPECT_EQ(generate::vision_tower_bytes(models.paths.text_encoder.path, DType::BF16), 0);
+  generate::ModelPaths paths = models.paths;
+  paths.text_encoder.path = root;
+  generate::RunShape shape{128, 64, 9, 1};
+  auto text_need = [&](bool with_vision) {
+    shape.vision_tower = with_vision;
+    const generate::StreamingPlan plan = generate::plan_streaming(
+        paths, DType::BF16, shape, Offload::Auto, 1024 * kGiB, Device::cuda(0));
+    for (const auto& m : plan.models)
+      if (m.component == "text encoder") return m.need_bytes;
+    ADD_FAILURE() << "no text encoder in the plan";
+    return int64_t{0};
+  };
+  EXPECT_EQ(text_need(true) - text_need(false), want);
+}
+
 // The plan a generation makes (plan_run_streaming) for the demo bundle on a GPU, without one. The
 // demo's transformer has as many blocks as slots (streaming saves nothing: it stays resident);
 // its Gemma has 6 layers and needs the most: a budget between Gemma's resident and all-streamed

@@ -1,9 +1,7 @@
 // The keyframe-interpolation and retake pipelines on the tiny LTX-2.3 model set
 // (tests/fixtures/e2e/): final latents and decoded frames against the reference's own pipelines
 // (e2e_{keyframe_interpolation,retake}.io, made by tools/parity/gen_e2e.py --pipelines
-// keyframe_interpolation,retake; the keyframe-interpolation recording is not made yet and its test
-// skips until it is committed), plus what each pipeline must do on its
-// own: keyframe tokens instead of a pinned frame 0, the retake window regenerated and the rest of
+// keyframe_interpolation,retake), plus what each pipeline must do on its own: keyframe tokens instead of a pinned frame 0, the retake window regenerated and the rest of
 // the clip kept, and the retake request's errors.
 #include <cmath>
 #include <fstream>
@@ -149,6 +147,24 @@ void expect_matches(const pipelines::GenerationResult& out, const io::Safetensor
 }
 
 // ---------------------------------------------------------------------- keyframe interpolation
+
+TEST(KeyframeInterpolationE2E, MatchesTheReferencePipeline) {
+  const Models& m = models_();
+  auto ref = io::SafetensorsFile::open(test::fixture("e2e_keyframe_interpolation.io.safetensors"));
+  auto r = e2e_request(PipelineKind::KeyframeInterpolation);
+  const auto request = ref->metadata_json("request");
+  r.seed = request.at("seed").get<int64_t>();
+  for (const auto& im : request.at("images")) {
+    pipelines::ImageConditioning c;
+    c.image = ref->tensor(im.at("tensor").get<std::string>()).contiguous();
+    c.frame_index = im.at("frame_idx").get<int64_t>();
+    c.strength = im.at("strength").get<double>();
+    c.crf = im.at("crf").get<int>();
+    r.images.push_back(c);
+  }
+  ASSERT_EQ(r.images.size(), 2u);
+  expect_matches(pipelines::run_pipeline(PipelineKind::KeyframeInterpolation, r, m.components(), m.contexts), *ref);
+}
 
 TEST(KeyframeInterpolationE2E, EveryImageIsAGuidingKeyframeAndStage2AudioIsKept) {
   const Models& m = models_();

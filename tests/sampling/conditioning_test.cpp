@@ -178,6 +178,27 @@ TEST(TemporalRegionMask, SelectsTokensOverlappingTheRange) {
   EXPECT_EQ(a.denoise_mask.to_float_vector(), (std::vector<float>{0, 1, 1, 1, 0, 0}));
 }
 
+// Items that write into their clone's mask in place leave mask levels that describe the new
+// mask, so the runs a state takes to the device (LatentState::to) are the mask's own.
+TEST(ConditioningMaskLevels, ItemsWritingTheMaskInPlaceLeaveLevelsOfTheNewMask) {
+  const auto expect_levels_follow = [](const LatentState& s, const char* what) {
+    const LatentState moved = s.to(Device::cpu());
+    ASSERT_NE(moved.mask_levels, nullptr) << what;
+    EXPECT_EQ(moved.mask_levels->runs, sampling::mask_runs_of(s.denoise_mask)) << what;
+    EXPECT_GT(moved.mask_levels->runs[0].size(), 1u) << what << ": the item made more than one run";
+  };
+  const VideoLatentTools tl{VideoLatentShape{1, 8, 4, 1, 1}, 24.0};
+  expect_levels_follow(sampling::TemporalRegionMask(0.5, 0.8, 24.0).apply(tl.create_initial_state(DType::F32), tl),
+                       "TemporalRegionMask (video)");
+  const sampling::AudioLatentTools at_{sampling::AudioLatentShape{1, 8, 6, 16}};
+  expect_levels_follow(sampling::TemporalRegionMask(0.04, 0.1, 24.0).apply(at_.create_initial_state(DType::F32), at_),
+                       "TemporalRegionMask (audio)");
+  const VideoLatentTools t2 = tools();
+  expect_levels_follow(sampling::VideoConditionByLatentIndex(test::random_tensor({1, 8, 1, 4, 6}, 5), 1.0, 0)
+                           .apply(t2.create_initial_state(DType::F32), t2),
+                       "VideoConditionByLatentIndex");
+}
+
 TEST(Noiser, LerpsTowardNoiseAndKeepsConditionedTokensClean) {
   const VideoLatentTools tl = tools();
   const Tensor image = test::random_tensor({1, 8, 1, 4, 6}, 5);

@@ -20,10 +20,10 @@
 #            1536x1024x121. Estimated on one H100, each run 20-30 s of weight synthesis plus the
 #            clip: distilled ~30 s (768) / ~60 s (1536), two-stage ~45 s (768) / ~120 s (1536):
 #            about 5 minutes in all; each run is cut at 150 s so the step stays under 8 minutes.
-#   pipeline-budget  the distilled 1536x1024x121 clip under --max-gpu-memory 24 and 16 with
-#            --offload cpu (the transformer's blocks and Gemma's layers streamed), and under 24 with
-#            --quantization fp8-cast as well: peak memory and time next to the unconstrained run of
-#            `pipeline` (estimated 1-2 minutes each, cut at 200 s).
+#   pipeline-budget  the distilled 1536x1024x121 clip with each ';'-separated flag set of CASES
+#            (default: --max-gpu-memory 24 and 16 with --offload cpu, and 24 with --offload cpu
+#            --quantization fp8-cast; an empty set is the unconstrained run): peak memory and time
+#            (estimated 1-2 minutes each, cut at 200 s).
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -125,12 +125,13 @@ for step in "$@"; do
       done
       ;;
     pipeline-budget)
-      for case in "24 --offload cpu" "16 --offload cpu" "24 --offload cpu --quantization fp8-cast"; do
-        name=$(echo "$case" | tr -d ' -')
+      IFS=';' read -ra cases <<< "${CASES:-"--max-gpu-memory 24 --offload cpu;--max-gpu-memory 16 --offload cpu;--max-gpu-memory 24 --offload cpu --quantization fp8-cast"}"
+      for case in "${cases[@]}"; do
+        name=$(echo "$case" | tr -d ' -'); name=${name:-unconstrained}
         timeout 200 ./build-dev/ltx bench pipeline --device cuda --pipeline distilled --size 1536x1024 \
-          --frames 121 --max-gpu-memory $case --out "$LOG/pipeline_budget_$name.json" \
+          --frames 121 $case --out "$LOG/pipeline_budget_$name.json" \
           > "$LOG/pipeline_budget_$name.txt" 2>&1
-        echo "pipeline --max-gpu-memory $case rc=$?"
+        echo "pipeline $case rc=$?"
         grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_budget_$name.txt" || tail -5 "$LOG/pipeline_budget_$name.txt"
       done
       ;;

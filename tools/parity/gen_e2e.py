@@ -84,6 +84,9 @@ ic_lora_mask: strength 0.8, a seeded float32 conditioning_attention_mask [1, 1, 
 (in.conditioning_attention_mask, what ic_lora._load_mask_video returns) at attention strength 0.5,
 --skip-stage-2 (the stage-1 latents are decoded at half size). Each run encodes only the positive
 prompt, so its io file carries its own out.text.positive.* contexts.
+DubIt (opt-in, --pipelines dubit; run_dubit): DubItPipeline with the same IC-LoRA file (fused for both
+stages) at 256x128 on a synthetic reference clip (11 frames snapped to 9, 48x30, 24 fps, a 0.5 s stereo
+48 kHz track) served through replaced readers (see run_dubit); needs torchaudio.
 """
 
 from __future__ import annotations
@@ -410,6 +413,7 @@ PIPELINES = {
     "a2vid": {"height": 128, "width": 64},
     "ic_lora": {"height": 256, "width": 128},
     "ic_lora_mask": {"height": 256, "width": 128},
+    "dubit": {"height": 256, "width": 128},  # stage 1 128x64; the reference video at 64x32 (stage 1) and 128x64 (stage 2)
 }
 
 # TI2VidTwoStagesHQPipeline: LTX_2_3_HQ_PARAMS guiders (STG off, so no blocks to scale) and the
@@ -1713,6 +1717,173 @@ RUNNERS.update({
 
 
 # ------------------------------------------------------------------------------------------------
+# DubIt (ltx_pipelines.dubit.DubItPipeline)
+# ------------------------------------------------------------------------------------------------
+
+# The reference clip (video + audio track), made here (no PyAV): more frames than the 8k + 1 grid
+# (the pipeline snaps 11 down to 9), an aspect ratio unlike the output's (the reference video is
+# resized and center-cropped), and a stereo track at 48 kHz longer than the clip (the pipeline
+# encodes the whole track as the audio reference; AudioProcessor resamples it to 16 kHz).
+DUBIT_CLIP = {"frames": 11, "height": 48, "width": 30, "fps": FRAME_RATE, "seed": 7013,
+              "audio_rate": 48000, "audio_seconds": 0.5, "audio_seed": 7014}
+DUBIT_REFERENCE_PATH = "synthetic_dubit_reference.mp4"  # never opened: the readers are replaced
+DUBIT_REFERENCE_STRENGTH = 1.0  # the CLI's --reference-strength default
+
+
+def dubit_reference_waveform() -> torch.Tensor:
+    """[1, 2, N] float32 at DUBIT_CLIP['audio_rate']: a voice-like pair of tones with a slow
+    amplitude envelope per channel plus a little seeded noise; peak below 0.8."""
+    sr = DUBIT_CLIP["audio_rate"]
+    n = int(round(DUBIT_CLIP["audio_seconds"] * sr))
+    g = torch.Generator().manual_seed(DUBIT_CLIP["audio_seed"])
+    t = torch.arange(n, dtype=torch.float64) / sr
+    env = 0.5 + 0.5 * torch.sin(2 * math.pi * 3.0 * t)
+    left = env * (0.4 * torch.sin(2 * math.pi * 180.0 * t) + 0.15 * torch.sin(2 * math.pi * 540.0 * t))
+    right = env * (0.35 * torch.sin(2 * math.pi * 240.0 * t + 0.3) + 0.1 * torch.sin(2 * math.pi * 960.0 * t))
+    wave = torch.stack([left, right], dim=0) + 0.02 * torch.randn(2, n, generator=g, dtype=torch.float64)
+    return wave.float().clamp(-1.0, 1.0).unsqueeze(0).contiguous()
+
+
+def run_dubit(mp, paths: dict, size: dict, request: dict):
+    """DubItPipeline as its CLI main() calls it (images=[], the IC-LoRA e2e/ltx23_tiny_ic_lora.safetensors
+    at strength 1 fused for both stages, reference_downscale_factor 2 from its metadata). The reference
+    clip's readers are replaced by functions serving the recorded tensors with the readers' contract:
+    dubit.get_videostream_metadata -> VideoPixelShape(frames 11, fps 24) of the clip;
+    iclora_utils.decode_video_by_frame -> u8 [1, H, W, 3] frames up to frame_cap; dubit.decode_audio_from_file
+    -> Audio([1, 2, N] float32, 48000), the whole track. The reference's own video_preprocess, tiled video
+    encode (TileSizeConfig.default(): one tile here), audio encode and patchify_dubit_audio_reference_latent
+    do the rest. Recorded: in.reference.frames, in.reference.waveform; per build (call 0 stage 1, call 1
+    stage 2) inter.dubit.reference_pixels<n> / reference_latent<n>; the encoded reference audio
+    (inter.dubit.audio_reference_latent) and each patchified audio reference with its positions
+    (inter.dubit.audio_reference<n>.tokens / .positions: call 0 the clip's track, call 1 the stage-1 audio)."""
+    import ltx_pipelines.dubit as dubit_mod
+    import ltx_pipelines.iclora_utils as icu
+    from ltx_core.types import Audio, VideoPixelShape
+
+    if "torchaudio" in STUBBED:
+        raise RuntimeError("dubit needs torchaudio: the reference resamples and takes the log-mel of the reference audio with it")
+    clip = synthetic_rgb(DUBIT_CLIP["height"], DUBIT_CLIP["width"], DUBIT_CLIP["frames"], DUBIT_CLIP["seed"])
+    wave = dubit_reference_waveform()
+    rate = DUBIT_CLIP["audio_rate"]
+    R.put("in.reference.frames", clip, f"the reference clip's decoded frames, u8 [F, H, W, 3] RGB at {DUBIT_CLIP['fps']} fps "
+          f"(path {DUBIT_REFERENCE_PATH!r})")
+    R.put("in.reference.waveform", wave, f"the reference clip's decoded audio track [1, 2, N] float32 at {rate} Hz (whole track)")
+
+    def metadata(path, fps=None):
+        del path, fps
+        return VideoPixelShape(batch=1, frames=DUBIT_CLIP["frames"], height=DUBIT_CLIP["height"], width=DUBIT_CLIP["width"],
+                               fps=DUBIT_CLIP["fps"])
+
+    def decode_by_frame(path, device, starting_frame=0, frame_cap=None):
+        del path
+        n = clip.shape[0] if frame_cap is None else min(frame_cap, clip.shape[0])
+        for i in range(starting_frame, n):
+            yield clip[i : i + 1].to(device)
+
+    def decode_audio(path, device, start_time=0.0, max_duration=None):
+        del path
+        a = wave[..., int(round(start_time * rate)):]
+        if max_duration is not None:
+            a = a[..., : int(round(max_duration * rate))]
+        return Audio(waveform=a.clone().to(device), sampling_rate=rate)
+
+    orig_icu = {k: getattr(icu, k) for k in ("decode_video_by_frame", "video_preprocess", "VideoConditionByReferenceLatent")}
+    orig_dub = {k: getattr(dubit_mod, k) for k in ("get_videostream_metadata", "decode_audio_from_file", "vae_encode_audio",
+                                                     "patchify_dubit_audio_reference_latent")}
+    counts = {"pixels": 0, "latent": 0, "audio_ref": 0}
+
+    def video_preprocess(frames, height, width, dtype, device):
+        out = orig_icu["video_preprocess"](frames, height, width, dtype, device)
+        R.put(f"inter.dubit.reference_pixels{counts['pixels']}", out,
+              f"video_preprocess(...) [1, 3, F, {height}, {width}] in [-1, 1], the video encoder's input (0: stage 1, 1: stage 2)")
+        counts["pixels"] += 1
+        return out
+
+    def reference_latent(latent, downscale_factor=1, temporal_scale_factor=1, strength=1.0):
+        n = counts["latent"]
+        counts["latent"] += 1
+        R.put(f"inter.dubit.reference_latent{n}", latent, "VideoConditionByReferenceLatent.latent: the tiled-encoded reference "
+              "[1, C, F, h, w] (0: stage 1, 1: stage 2)")
+        R.calls[f"inter.dubit.reference{n}"] = json.dumps({"downscale_factor": downscale_factor,
+                                                           "temporal_scale_factor": temporal_scale_factor, "strength": strength})
+        return orig_icu["VideoConditionByReferenceLatent"](latent, downscale_factor=downscale_factor,
+                                                           temporal_scale_factor=temporal_scale_factor, strength=strength)
+
+    def encode_audio(audio, audio_encoder, audio_processor=None):
+        cap = {}
+
+        def keep_mel(_m, inputs):  # returns None: the input goes on unchanged
+            cap.setdefault("mel", inputs[0].detach().clone())
+
+        h = audio_encoder.register_forward_pre_hook(keep_mel)
+        try:
+            latent = orig_dub["vae_encode_audio"](audio, audio_encoder, audio_processor)
+        finally:
+            h.remove()
+        R.put("inter.dubit.audio_reference_mel", cap["mel"], "AudioProcessor.waveform_to_mel(resampled reference track) "
+              "[1, C, T_mel, mel_bins]: the audio encoder's input")
+        R.put("inter.dubit.audio_reference_latent", latent, "encode_audio(reference track, encoder) [1, C, T_ref, mel]: the "
+              "stage-1 audio reference (whole track, no trim)")
+        return latent
+
+    def patchify_reference(vae_latents, *, negative_positions, device):
+        tokens, positions = orig_dub["patchify_dubit_audio_reference_latent"](vae_latents, negative_positions=negative_positions,
+                                                                              device=device)
+        n = counts["audio_ref"]
+        counts["audio_ref"] += 1
+        R.put(f"inter.dubit.audio_reference{n}.tokens", tokens, "patchify_dubit_audio_reference_latent tokens [1, T_ref, C * mel] "
+              "(0: the clip's encoded track, stage 1; 1: the stage-1 audio latent, stage 2)")
+        R.put(f"inter.dubit.audio_reference{n}.positions", positions, "its positions [1, 1, T_ref, 2] in seconds, shifted by "
+              "-(last end time) - 0.04 (negative_positions=True)")
+        return tokens, positions
+
+    icu.decode_video_by_frame = decode_by_frame
+    icu.video_preprocess = video_preprocess
+    icu.VideoConditionByReferenceLatent = reference_latent
+    dubit_mod.get_videostream_metadata = metadata
+    dubit_mod.decode_audio_from_file = decode_audio
+    dubit_mod.vae_encode_audio = encode_audio
+    dubit_mod.patchify_dubit_audio_reference_latent = patchify_reference
+    try:
+        lora = LoraPathStrengthAndSDOps(paths["ic_lora"], 1.0, LTXV_LORA_COMFY_RENAMING_MAP)
+        pipe = dubit_mod.DubItPipeline(model_paths=mp, spatial_upsampler_path=paths["upsampler"], ic_lora=lora, device=CPU)
+        force_float32(pipe)
+        pipe.audio_conditioner._dtype = torch.float32  # noqa: SLF001
+        from ltx_pipelines.utils.helpers import snap_frames_to_grid
+
+        num_frames = snap_frames_to_grid(DUBIT_CLIP["frames"])
+        request.update({
+            "class": "ltx_pipelines.dubit.DubItPipeline", "spatial_upsampler_path": UPSAMPLER_NAME,
+            "ic_lora": {"path": IC_LORA_NAME, "strength": 1.0, "sd_ops": "LTXV_LORA_COMFY_RENAMING_MAP", "metadata": IC_LORA_METADATA},
+            "reference_downscale_factor": pipe.reference_downscale_factor,
+            "reference_video": DUBIT_REFERENCE_PATH, "reference_strength": DUBIT_REFERENCE_STRENGTH,
+            "reference_frames": DUBIT_CLIP["frames"], "reference_size": [DUBIT_CLIP["height"], DUBIT_CLIP["width"]],
+            "reference_audio": {"tensor": "in.reference.waveform", "sampling_rate": rate},
+            "num_frames": num_frames, "frame_rate": DUBIT_CLIP["fps"],
+            "encode_tiling": "TileSizeConfig.default() (one tile at these sizes)",
+            "stage_1_sigmas": "DISTILLED_SIGMAS (default)", "stage_2_sigmas": "STAGE_2_DISTILLED_SIGMAS (default)",
+        })
+        video, audio, _ = pipe(
+            prompt=PROMPT, seed=SEED, height=size["height"], width=size["width"], images=[],
+            reference_video_path=DUBIT_REFERENCE_PATH, reference_strength=DUBIT_REFERENCE_STRENGTH, enhance_prompt=False,
+            vae_dtype=torch.float32, tiling_config=AUTO_TILING,
+        )
+        # The decoded video is a lazy iterator that still runs the decoder: materialise it here.
+        video = [c.detach().float().cpu() for c in video]
+    finally:
+        for k, v in orig_icu.items():
+            setattr(icu, k, v)
+        for k, v in orig_dub.items():
+            setattr(dubit_mod, k, v)
+    return video, audio
+
+
+RUNNERS.update({
+    "dubit": run_dubit,
+})
+
+
+# ------------------------------------------------------------------------------------------------
 # Main
 # ------------------------------------------------------------------------------------------------
 
@@ -1811,7 +1982,7 @@ def main() -> int:  # noqa: PLR0915
         files[KF_CKPT_NAME] = sha256(kf_path)
         files[TEMPORAL_UPSAMPLER_NAME] = sha256(tups_path)
         paths.update({"kf_checkpoint": str(kf_path), "temporal_upsampler": str(tups_path), "kf_embedding": kf_embedding})
-    if any(p.startswith("ic_lora") for p in args.pipelines.split(",")):
+    if any(p.startswith("ic_lora") or p == "dubit" for p in args.pipelines.split(",")):
         ic_path = write_ic_lora(out, lora)
         files[IC_LORA_NAME] = sha256(ic_path)
         paths["ic_lora"] = str(ic_path)

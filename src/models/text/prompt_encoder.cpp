@@ -93,14 +93,16 @@ TokenizedBatch PromptEncoder::tokenize(const std::vector<std::string>& prompts) 
   return s_->tokenizer->tokenize(prompts);
 }
 
-const GemmaTextModel& PromptEncoder::text_encoder() {
+const GemmaTextModel& PromptEncoder::text_encoder() { return load_text_encoder(s_->options.streaming); }
+
+const GemmaTextModel& PromptEncoder::load_text_encoder(const models::BlockStreaming& streaming) {
   State& s = *s_;
   if (!s.gemma && s.weights.text_encoder) {
     io::WeightMap w = s.weights.text_encoder();
-    s.gemma.emplace(GemmaTextModel::load(s.config, w, s.options.load, "in memory", s.te_path,
-                                         s.options.streaming));
+    s.gemma.emplace(
+        GemmaTextModel::load(s.config, w, s.options.load, "in memory", s.te_path, streaming));
   }
-  if (!s.gemma) s.gemma.emplace(GemmaTextModel::load(s.assets, s.options.load, s.options.streaming));
+  if (!s.gemma) s.gemma.emplace(GemmaTextModel::load(s.assets, s.options.load, streaming));
   return *s_->gemma;
 }
 
@@ -125,6 +127,16 @@ const mt::EmbeddingsProcessor& PromptEncoder::embeddings_processor() {
 
 std::string PromptEncoder::enhance(const std::string& prompt, const EnhanceOptions& options) {
   (void)default_enhance_generation(s_->config);  // refuses gemma4_unified before loading
+  if (options.image.defined()) {
+    // The vision tower loads for this call only (encoding never uses it).
+    const GemmaVisionConfig vision_config = image_enhancement_vision_config(s_->assets);
+    (void)image_processor_config_of(s_->assets);
+    const GemmaVisionTower vision =
+        GemmaVisionTower::load(vision_config, s_->assets.weight_paths, s_->options.load);
+    return PromptEnhancer(s_->assets, text_encoder())
+        .enhance_i2v(prompt, options.image, vision, options)
+        .text;
+  }
   return PromptEnhancer(s_->assets, text_encoder()).enhance_t2v(prompt, options).text;
 }
 
@@ -161,7 +173,13 @@ std::vector<PromptContext> PromptEncoder::encode(const std::vector<std::string>&
             "): encode() needs the LTX checkpoint (feature extractor and connectors)");
   const TokenizedBatch batch = tokenize(prompts);
   const Tensor mask = batch.attention_mask_tensor();
-  const std::vector<Tensor> hidden = hidden_states(batch.input_ids_tensor(), mask);
+  // Gemma loaded for this one forward (freed right after it): its streamed layers are read from
+  // where they were bound through the staging buffers, one pass over their bytes; page-locking
+  // them first would cost that same pass plus the pinning, for a single use. Same bits.
+  models::BlockStreaming once = s_->options.streaming;
+  if (!s_->options.keep_loaded && once.enabled()) once.from_file = true;
+  const std::vector<Tensor> hidden =
+      load_text_encoder(once).encode(batch.input_ids_tensor(), mask);
   if (!s_->options.keep_loaded) release_text_encoder();
   std::vector<PromptContext> out;
   out.reserve(prompts.size());

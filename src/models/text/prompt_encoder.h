@@ -26,6 +26,9 @@
 // Lifecycle (memory): by default encode() does what the reference does -- load Gemma, run it,
 // free it, then load, run and free the feature extractor + connectors -- so at most one of them
 // is resident. With keep_loaded both stay resident across encode() calls until release().
+// Streamed Gemma layers (options.streaming) are page-locked when Gemma stays loaded (keep_loaded,
+// or enhance() before encode()); for the one forward of a default encode() they are read from
+// where they were bound instead (BlockStreaming::from_file).
 // Checkpoints without an audio connector (video-only) give no audio context.
 #include <functional>
 #include <memory>
@@ -93,7 +96,8 @@ class PromptEncoder {
 
   // Prompt enhancement with this text encoder (the reference's enhance_first_prompt when the
   // encoder can generate: gemma3; gemma4_unified throws -- use enhance_prompt() with a separate
-  // enhancer). Returns the cleaned text. Gemma stays loaded for the encode() that follows.
+  // enhancer). Returns the cleaned text. Gemma stays loaded for the encode() that follows. With
+  // options.image, the Gemma 3 vision tower loads for this call only (image-aware enhancement).
   std::string enhance(const std::string& prompt, const EnhanceOptions& options = {});
 
   // The steps of encode(), for tools and tests.
@@ -124,6 +128,8 @@ class PromptEncoder {
   const std::vector<std::string>& warnings() const;          // version check skipped, and why
 
  private:
+  const GemmaTextModel& load_text_encoder(const models::BlockStreaming& streaming);
+
   struct State;
   std::unique_ptr<State> s_;
 };

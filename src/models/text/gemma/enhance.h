@@ -27,6 +27,16 @@
 // the file of that name in the Gemma root folder (or its prompts/ subfolder, or next to a
 // single-file text encoder); without one, enhancement fails with an error naming the file.
 //
+// Image-aware enhancement (the reference's enhance_i2v, when the pipeline has an --image): Gemma 3
+// only (the Gemma 3 vision tower, models/text/gemma/vision.h; any other enhancer is refused naming
+// what is supported). The messages are [system: the i2v system prompt, user: [image, text
+// "User Raw Input Prompt: {prompt}."]]; the chat template renders the image as <start_of_image>,
+// which Gemma3Processor expands to "\n\n<start_of_image>" + image_seq_length x
+// <image_soft_token> + "<end_of_image>\n\n" before tokenizing; the picture goes through
+// image_processor.h (the reference's 896 long-side resize, then Gemma3ImageProcessor); the
+// projected image features replace the soft tokens' embeddings and the soft tokens attend to each
+// other in the prefill (GemmaPrefillImages); generation as for text.
+//
 // CLI: `ltx generate --enhance-prompt` calls enhance_prompt() below (or PromptEncoder::enhance
 // when the text encoder itself can enhance); see DEVELOPERS.md.
 #include <cstdint>
@@ -35,8 +45,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/tensor.h"
 #include "models/text/gemma/generate.h"
 #include "models/text/gemma/model.h"
+#include "models/text/gemma/image_processor.h"
+#include "models/text/gemma/vision.h"
 #include "models/text/gemma_assets.h"
 #include "models/text/tokenizer.h"
 #include "nn/module.h"
@@ -97,6 +110,9 @@ struct EnhanceOptions {
   // Replaces the family's decoding defaults entirely (EOS ids included) when set.
   std::optional<GenerationConfig> generation;
   bool keep_logits = false;
+  // u8 RGB [H, W, 3] (media::read_image): image-aware enhancement with the Gemma 3 vision tower
+  // (the i2v system prompt is the default then). Undefined: text-only enhancement.
+  Tensor image;
 };
 
 struct EnhanceResult {
@@ -107,6 +123,10 @@ struct EnhanceResult {
   std::vector<std::vector<float>> logits;
   std::string decoded;  // generated_ids decoded without special tokens
   std::string text;     // clean_response(decoded)
+  // Image-aware enhancement: 1 on the image soft tokens of input_ids, and the model inputs.
+  std::vector<uint8_t> image_tokens;
+  Tensor pixel_values;    // [1, 3, S, S]
+  Tensor image_features;  // [image_seq_length, hidden]
 };
 
 class PromptEnhancer {
@@ -121,6 +141,15 @@ class PromptEnhancer {
   // Steps 1-3 only: the rendered text and the padded model input.
   EnhanceResult prepare_t2v(const std::string& prompt, const std::string& system_prompt) const;
 
+  // The image-to-video enhancement of `prompt` with `image` (u8 RGB [H, W, 3]) through `vision`
+  // (Gemma 3 only). options.image is ignored.
+  EnhanceResult enhance_i2v(const std::string& prompt, const Tensor& image,
+                            const GemmaVisionTower& vision, const EnhanceOptions& options = {}) const;
+  // The rendered text and padded model input of an i2v enhancement with `image_tokens` soft
+  // tokens (the chat template's image expanded as Gemma3Processor does); image_tokens flags them.
+  EnhanceResult prepare_i2v(const std::string& prompt, const std::string& system_prompt,
+                            const GemmaVisionConfig& vision, int64_t image_tokens) const;
+
   const Tokenizer& tokenizer() const { return tokenizer_; }
   GemmaChatFormat chat_format() const { return template_.format; }
   const GemmaChatTemplate& chat_template() const { return template_; }
@@ -132,12 +161,19 @@ class PromptEnhancer {
   GemmaChatTemplate template_;
 };
 
-// `ltx generate --enhance-prompt` in one call (the reference's generate_enhanced_prompt for a
-// text prompt): loads the Gemma at `gemma_path` (a root folder or single-file text encoder of a
-// gemma3 or dense gemma4 model; gemma4_unified cannot enhance), enhances `prompt`, frees the
-// model and returns the cleaned text (EnhanceResult::text). Errors (no system prompt, a model
-// that cannot enhance, an unknown chat template) throw before any generation.
+// `ltx generate --enhance-prompt` in one call (the reference's generate_enhanced_prompt): loads
+// the Gemma at `gemma_path` (a root folder or single-file text encoder of a gemma3 or dense gemma4
+// model; gemma4_unified cannot enhance), enhances `prompt` (with options.image: image-aware, Gemma
+// 3 with its vision tower only), frees the model and returns the cleaned text
+// (EnhanceResult::text). Errors (no system prompt, a model that cannot enhance, no vision tower,
+// an unknown chat template) throw before any generation.
 std::string enhance_prompt(const std::string& gemma_path, const std::string& prompt,
                            const EnhanceOptions& options = {}, const nn::LoadOptions& load = {});
+
+// What image-aware enhancement reads besides the weights, checked before any loading: the
+// vision config (a Gemma 3 with a vision tower, else an error naming what is supported) and the
+// image processor config (preprocessor_config.json, or processor_config.json's image_processor).
+GemmaVisionConfig image_enhancement_vision_config(const GemmaAssets& assets);
+GemmaImageProcessorConfig image_processor_config_of(const GemmaAssets& assets);
 
 }  // namespace ltx::text

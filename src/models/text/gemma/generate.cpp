@@ -91,7 +91,7 @@ void apply_sampling_warpers(std::vector<float>& logits, double temperature, int6
 
 GenerationResult generate(const GemmaTextModel& model, const std::vector<int64_t>& input_ids,
                           const std::vector<int64_t>& attention_mask, const GenerationConfig& cfg,
-                          bool keep_logits) {
+                          bool keep_logits, const GemmaPrefillImages* images) {
   const auto P = static_cast<int64_t>(input_ids.size());
   LTX_CHECK(P > 0, "generation: the prompt is empty");
   LTX_CHECK(attention_mask.size() == input_ids.size(), "generation: ", attention_mask.size(),
@@ -111,7 +111,7 @@ GenerationResult generate(const GemmaTextModel& model, const std::vector<int64_t
 
   Tensor hidden =
       model.forward(Tensor::from_vector(input_ids, {1, P}), Tensor::from_vector(positions, {1, P}),
-                    Tensor::from_vector(attention_mask, {1, P}), cache);
+                    Tensor::from_vector(attention_mask, {1, P}), cache, nullptr, nullptr, images);
   Tensor last = hidden.select(1, P - 1);
   for (int64_t step = 0; step < cfg.max_new_tokens; ++step) {
     std::vector<float> logits = model.logits(last).to_float_vector();

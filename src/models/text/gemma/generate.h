@@ -36,10 +36,12 @@ struct GenerationResult {
   std::vector<std::vector<float>> logits;  // raw logits per step (when requested)
 };
 
-// input_ids / attention_mask: one prompt (mask 1 on tokens, 0 on the left pads).
+// input_ids / attention_mask: one prompt (mask 1 on tokens, 0 on the left pads). `images`: the
+// prompt's image soft tokens and their features (image-aware enhancement; used by the prefill).
 GenerationResult generate(const GemmaTextModel& model, const std::vector<int64_t>& input_ids,
                           const std::vector<int64_t>& attention_mask,
-                          const GenerationConfig& config, bool keep_logits = false);
+                          const GenerationConfig& config, bool keep_logits = false,
+                          const GemmaPrefillImages* images = nullptr);
 
 // The processors applied to one step's logits (in place); exposed for tests.
 // `sequence`: every token so far (prompt incl. pads, then the generated ones).

@@ -258,7 +258,8 @@ GemmaKvCache GemmaTextModel::make_cache(int64_t batch, int64_t capacity) const {
 
 Tensor GemmaTextModel::forward(const Tensor& input_ids, const Tensor& position_ids,
                                const Tensor& attention_mask, GemmaKvCache& cache,
-                               std::vector<Tensor>* hidden_states, GemmaTrace* trace) const {
+                               std::vector<Tensor>* hidden_states, GemmaTrace* trace,
+                               const GemmaPrefillImages* images) const {
   LTX_CHECK(input_ids.dim() == 2 && position_ids.shape() == input_ids.shape() &&
                 attention_mask.shape() == input_ids.shape(),
             "Gemma forward: input_ids, position_ids and attention_mask must share one [batch, "
@@ -278,7 +279,8 @@ Tensor GemmaTextModel::forward(const Tensor& input_ids, const Tensor& position_i
   std::vector<uint8_t> valid(static_cast<size_t>(B * key_len));
   for (int64_t b = 0; b < B; ++b)
     std::copy_n(cache.key_valid.begin() + b * cache.capacity, key_len, valid.begin() + b * key_len);
-  Tensor out = run(input_ids, position_ids, valid, past, key_len, &cache, hidden_states, trace);
+  Tensor out =
+      run(input_ids, position_ids, valid, past, key_len, &cache, hidden_states, trace, images);
   cache.length = key_len;
   return out;
 }
@@ -295,7 +297,7 @@ Tensor GemmaTextModel::logits(const Tensor& hidden) const {
 Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
                            const std::vector<uint8_t>& key_valid, int64_t past, int64_t key_len,
                            GemmaKvCache* cache, std::vector<Tensor>* hidden_states,
-                           GemmaTrace* trace) const {
+                           GemmaTrace* trace, const GemmaPrefillImages* images) const {
   const GemmaTextConfig& c = config_;
   const int64_t B = input_ids.size(0), T = input_ids.size(1), D = c.hidden_size;
   const int64_t L = c.num_layers;
@@ -312,6 +314,42 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
   const Device dev = embed_tokens.device();
   const Tensor ids_t = Tensor::from_vector(ids, {B, T}).to(dev);
   Tensor h = ops::mul(ops::embedding(embed_tokens, ids_t), static_cast<double>(embed_scale));
+
+  // Image blocks: contiguous runs of image soft tokens (group id per new token, -1 elsewhere).
+  std::vector<int64_t> image_group;
+  if (images) {
+    LTX_CHECK(B == 1 && past == 0, "Gemma: image features enter a prefill of one sequence "
+              "(batch 1, empty cache); got batch ", B, " after ", past, " cached tokens");
+    LTX_CHECK(static_cast<int64_t>(images->is_image.size()) == T, "Gemma: ",
+              images->is_image.size(), " image-token flags for ", T, " tokens");
+    image_group.assign(static_cast<size_t>(T), -1);
+    int64_t groups = 0, used = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      if (!images->is_image[static_cast<size_t>(t)]) continue;
+      if (t == 0 || !images->is_image[static_cast<size_t>(t - 1)]) ++groups;
+      image_group[static_cast<size_t>(t)] = groups - 1;
+      ++used;
+    }
+    LTX_CHECK(images->features.defined() && images->features.dim() == 2 &&
+                  images->features.size(0) == used && images->features.size(1) == D,
+              "Gemma: the prompt has ", used, " image tokens; the image features must be [", used,
+              ", ", D, "], got ",
+              images->features.defined() ? images->features.describe() : std::string("none"));
+    // masked_scatter of the features over the image tokens' embeddings.
+    const Tensor feats = images->features.to(dev, h.dtype());
+    int64_t row = 0;
+    for (int64_t t = 0; t < T;) {
+      if (!images->is_image[static_cast<size_t>(t)]) {
+        ++t;
+        continue;
+      }
+      int64_t e = t;
+      while (e < T && images->is_image[static_cast<size_t>(e)]) ++e;
+      h.narrow(1, t, e - t).copy_from(feats.narrow(0, row, e - t).unsqueeze(0));
+      row += e - t;
+      t = e;
+    }
+  }
 
   // Dense Gemma 4 per-layer inputs: (norm(proj(embeds) / sqrt(D)) + embed_per_layer(ids)) /
   // sqrt(2).
@@ -372,6 +410,12 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
         const uint8_t* kv = key_valid.data() + b * key_len;
         for (int64_t j = 0; j < key_len; ++j)
           row[j] = kv[j] && j <= q && (!sliding || j > q - c.sliding_window);
+        // Bidirectional within an image block (an "or" on top of the causal / sliding rule;
+        // padding still applies).
+        const int64_t g = image_group.empty() ? -1 : image_group[static_cast<size_t>(t)];
+        if (g >= 0)
+          for (int64_t j = 0; j < key_len; ++j)
+            if (kv[j] && image_group[static_cast<size_t>(j)] == g) row[j] = 1;
       }
     masks[sliding ? 0 : 1] = m.to(dev);
   }

@@ -70,6 +70,15 @@ struct GemmaKvCache {
   std::vector<uint8_t> key_valid;    // [batch, capacity]: 1 where the cached token is not a pad
 };
 
+// The image soft tokens of a prefill (Gemma 3's image-aware generation, batch 1): their input
+// embeddings are rows of `features` (the projected image, not scaled token embeddings), and
+// within each contiguous block of image tokens every token attends to every other, as HF's
+// token_type_ids mask does on the first forward (past = 0).
+struct GemmaPrefillImages {
+  std::vector<uint8_t> is_image;  // one entry per new token: 1 on image soft tokens
+  Tensor features;                // [number of image tokens, hidden], in token order
+};
+
 // Intermediates for parity checks.
 struct GemmaTrace {
   Tensor layer0_attn_out;  // layers[0].self_attn output (after o_proj), [B, T, D]
@@ -113,9 +122,11 @@ class GemmaTextModel {
   // Runs the new tokens input_ids [B, T] at position_ids [B, T] with their padding mask [B, T]
   // after everything in `cache` (appending to it), and returns the final-normed last hidden
   // state [B, T, hidden]. With `hidden_states`, also every hidden state of the new tokens.
+  // With `images` (an empty cache, batch 1), the image soft tokens take the image features and
+  // attend within their block (GemmaPrefillImages).
   Tensor forward(const Tensor& input_ids, const Tensor& position_ids, const Tensor& attention_mask,
                  GemmaKvCache& cache, std::vector<Tensor>* hidden_states = nullptr,
-                 GemmaTrace* trace = nullptr) const;
+                 GemmaTrace* trace = nullptr, const GemmaPrefillImages* images = nullptr) const;
 
   // lm_head (tied to embed_tokens) and final_logit_softcapping: hidden [..., D] -> [..., vocab].
   Tensor logits(const Tensor& hidden) const;
@@ -142,7 +153,8 @@ class GemmaTextModel {
   // key_valid [B, key_len]: 1 on non-pad keys (cached ones first, then the new tokens).
   Tensor run(const Tensor& input_ids, const Tensor& position_ids,
              const std::vector<uint8_t>& key_valid, int64_t past, int64_t key_len,
-             GemmaKvCache* cache, std::vector<Tensor>* hidden_states, GemmaTrace* trace) const;
+             GemmaKvCache* cache, std::vector<Tensor>* hidden_states, GemmaTrace* trace,
+             const GemmaPrefillImages* images = nullptr) const;
 };
 
 }  // namespace ltx::text
