@@ -301,9 +301,9 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     p.height = demo ? kDemoHeight : req.height;
     p.num_frames = demo ? kDemoNumFrames : req.num_frames;
     p.frame_rate = req.frame_rate;
-    // The distilled schedules are fixed: distilled, and the pipelines that run it (retake, ic-lora).
+    // The distilled schedules are fixed: distilled, and the pipelines that run it.
     p.steps_configurable = kind != PipelineKind::Distilled && kind != PipelineKind::Retake &&
-                           kind != PipelineKind::IcLora;
+                           kind != PipelineKind::IcLora && kind != PipelineKind::DubIt;
     p.num_inference_steps = p.steps_configurable ? req.num_inference_steps : 8;
     p.guidance = pipelines::uses_guidance(kind);
     p.size_multiple = pipelines::is_two_stage(kind) ? 64 : 32;

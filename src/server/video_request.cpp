@@ -35,6 +35,14 @@ using pipelines::PipelineKind;
   throw ApiError(422, code, message, param);
 }
 
+// The field of `pipeline` whose clip sets its size (or duration), or null.
+const PipelineField* clip_field(const std::string& pipeline, bool size) {
+  for (const PipelineField& f : pipeline_fields())
+    if ((size ? f.sets_size : f.sets_duration) &&
+        std::find(f.pipelines.begin(), f.pipelines.end(), pipeline) != f.pipelines.end())
+      return &f;
+  return nullptr;
+}
 // ---------------------------------------------------------------- the fields of a body
 
 // The create fields, by kind. A form (multipart) sends every scalar as text, so readers parse
@@ -599,24 +607,29 @@ class Reader {
                  str("the ", o.pipeline, " pipeline generates audio: it cannot run with "
                      "generate_audio false"));
 
-    if (!takes_duration(o.pipeline)) {
-      // the clip decides
-      for (const char* f : {"size", "width", "height", "seconds", "num_frames", "fps",
-                            "auto_duration"})
+    // where a field's clip decides the size or the duration, the request gives neither
+    if (const PipelineField* clip = clip_field(o.pipeline, true)) {
+      for (const char* f : {"size", "width", "height"})
         if (get(f))
           impossible(f, "invalid_value",
-                     str(f, ": the ", o.pipeline, " pipeline takes the size, frame count and "
-                            "frame rate of video_path; leave it out"));
+                     str(f, ": the ", o.pipeline, " pipeline takes the size of ", clip->name,
+                         "; leave it out"));
+    } else if (!takes_size(o.pipeline)) {
+      for (const char* f : {"size", "width", "height"})
+        if (get(f))
+          impossible(f, "invalid_value",
+                     str(f, ": the ", o.pipeline, " pipeline generates audio only (its length is "
+                            "seconds, or num_frames / fps); leave it out"));
     } else {
-      if (!takes_size(o.pipeline)) {
-        for (const char* f : {"size", "width", "height"})
-          if (get(f))
-            impossible(f, "invalid_value",
-                       str(f, ": the ", o.pipeline, " pipeline generates audio only (its length is "
-                              "seconds, or num_frames / fps); leave it out"));
-      } else {
-        read_size(r, kind, def);
-      }
+      read_size(r, kind, def);
+    }
+    if (const PipelineField* clip = clip_field(o.pipeline, false)) {
+      for (const char* f : {"seconds", "num_frames", "fps", "auto_duration"})
+        if (get(f))
+          impossible(f, "invalid_value",
+                     str(f, ": the ", o.pipeline, " pipeline takes the frame count and frame "
+                            "rate of ", clip->name, "; leave it out"));
+    } else {
       read_duration(r, def);
     }
     read_images(r);
@@ -646,15 +659,16 @@ class Reader {
                      format_seconds(static_cast<double>(lim.max_frames) / *o.frame_rate), " s at ",
                      number_text(*o.frame_rate), " fps)"));
     check_media_ranges(r);
-    if (kind == PipelineKind::Retake) {
-      const MediaHeader& clip = r.media.front().header;
-      r.size = str(clip.width, "x", clip.height);
-      r.seconds = format_seconds(static_cast<double>(clip.frames) / clip.fps);
-    } else {
-      r.size = o.width && o.height ? str(*o.width, "x", *o.height) : std::string();
-      r.seconds = o.num_frames
-                      ? format_seconds(static_cast<double>(*o.num_frames) / *o.frame_rate)
-                      : "auto";
+    r.size = o.width && o.height ? str(*o.width, "x", *o.height) : std::string();
+    r.seconds = o.num_frames
+                    ? format_seconds(static_cast<double>(*o.num_frames) / *o.frame_rate)
+                    : "auto";
+    for (const RequestMedia& m : r.media) {  // the clip's size and length where it sets them
+      const PipelineField* size = clip_field(o.pipeline, true);
+      const PipelineField* duration = clip_field(o.pipeline, false);
+      if (size && size->name == m.field) r.size = str(m.header.width, "x", m.header.height);
+      if (duration && duration->name == m.field)
+        r.seconds = format_seconds(static_cast<double>(m.header.frames) / m.header.fps);
     }
     if (o.skip_stage_2 && o.width && o.height) {
       // stage 1 runs at half size and is what the job decodes
@@ -1036,17 +1050,20 @@ class Reader {
   void check_media_ranges(const VideoRequest& r) const {
     const generate::GenerateOptions& o = r.options;
     const RequestLimits& lim = model_.limits;
+    const PipelineField* size = clip_field(o.pipeline, true);
+    const PipelineField* duration = clip_field(o.pipeline, false);
     for (const RequestMedia& m : r.media) {
       const MediaHeader& h = m.header;
+      const std::string& f = m.field;
+      if (size && size->name == f && (h.width > lim.max_width || h.height > lim.max_height))
+        impossible(f, "invalid_value",
+                   str(f, " is ", h.width, "x", h.height, ", above this server's limit of ",
+                       lim.max_width, "x", lim.max_height, " (--max-width / --max-height)"));
+      if (duration && duration->name == f && h.frames > lim.max_frames)
+        impossible(f, "invalid_value",
+                   str(f, " has ", h.frames, " frames, above this server's limit of ",
+                       lim.max_frames, " (--max-frames)"));
       if (m.field == "video_path") {
-        if (h.width > lim.max_width || h.height > lim.max_height)
-          impossible("video_path", "invalid_value",
-                     str("video_path is ", h.width, "x", h.height, ", above this server's limit of ",
-                         lim.max_width, "x", lim.max_height, " (--max-width / --max-height)"));
-        if (h.frames > lim.max_frames)
-          impossible("video_path", "invalid_value",
-                     str("video_path has ", h.frames, " frames, above this server's limit of ",
-                         lim.max_frames, " (--max-frames)"));
         if (o.start_time && *o.start_time >= h.duration)
           malformed("start_time", "time_range_outside_clip",
                     str("start_time ", number_text(*o.start_time), " s is not inside video_path (",
@@ -1138,7 +1155,7 @@ const std::vector<PipelineField>& pipeline_fields() {
   static const std::vector<PipelineField> fields = {
       {"video_path", {"retake"}, FieldType::Video, true,
        "the clip to retake; the job takes its size, frame count and frame rate",
-       [](O& o, const V& v) { o.video_path = v.files.at(0).first; }},
+       [](O& o, const V& v) { o.video_path = v.files.at(0).first; }, true, true},
       {"start_time", {"retake"}, FieldType::Number, true,
        "the start of the window to regenerate, in seconds",
        [](O& o, const V& v) { o.start_time = v.number; }},
@@ -1166,6 +1183,12 @@ const std::vector<PipelineField>& pipeline_fields() {
       {"skip_stage_2", {"ic-lora"}, FieldType::Flag, false,
        "decode stage 1's half-size result (no refinement)",
        [](O& o, const V& v) { o.skip_stage_2 = v.number != 0.0; }},
+      {"reference_video", {"dubit"}, FieldType::Video, true,
+       "a clip with sound: the dub keeps its frame count (8k + 1 down), frame rate, motion and voice",
+       [](O& o, const V& v) { o.reference_video = v.files.at(0).first; }, false, true},
+      {"reference_strength", {"dubit"}, FieldType::Number, false,
+       "the video reference's conditioning strength in [0, 1] (default 1)",
+       [](O& o, const V& v) { o.reference_strength = v.number; }},
   };
   return fields;
 }
@@ -1176,12 +1199,10 @@ std::string default_output_format(const std::string& pipeline, int64_t num_frame
 }
 
 bool takes_size(const std::string& pipeline) {
-  const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
-  return kind != PipelineKind::Retake && pipelines::makes_video(kind);
+  return pipelines::makes_video(pipelines::parse_pipeline_kind(pipeline)) &&
+         clip_field(pipeline, true) == nullptr;
 }
-bool takes_duration(const std::string& pipeline) {
-  return pipelines::parse_pipeline_kind(pipeline) != PipelineKind::Retake;
-}
+bool takes_duration(const std::string& pipeline) { return clip_field(pipeline, false) == nullptr; }
 
 std::string content_type_of(const std::string& file_name) {
   if (file_name.ends_with(".wav")) return "audio/wav";

@@ -171,14 +171,17 @@ struct PipelineField {
   std::string description;
   // Puts the value into the options the engine runs (the CLI flag's field).
   std::function<void(generate::GenerateOptions&, const FieldValue&)> apply;
+  // A media field whose clip gives the job its size / its frame count and rate: the request then
+  // takes no size / width / height, or no seconds / num_frames / fps / auto_duration.
+  bool sets_size = false, sets_duration = false;
 };
 const std::vector<PipelineField>& pipeline_fields();
 
 // The output format a pipeline writes by default for `num_frames` frames: "wav" for the pipelines
 // without video, "png" for one frame, else "mp4".
 std::string default_output_format(const std::string& pipeline, int64_t num_frames);
-// Whether a pipeline's requests take size / width / height (not retake: the clip's; not the
-// audio-only pipelines) and seconds / num_frames / fps (not retake).
+// Whether a pipeline's requests take size / width / height (not where a field's clip sets it, not
+// the audio-only pipelines) and seconds / num_frames / fps (not where a field's clip sets them).
 bool takes_size(const std::string& pipeline);
 bool takes_duration(const std::string& pipeline);
 // The content type of an output file name's extension: video/mp4, audio/wav, image/png.

@@ -77,7 +77,7 @@ TEST(Engine, InfoDescribesTheDemoAndItsPipelines) {
       EXPECT_TRUE(p.guidance);
       EXPECT_TRUE(p.images);
     }
-    if (p.name == "distilled" || p.name == "retake" || p.name == "ic-lora") {
+    if (p.name == "distilled" || p.name == "retake" || p.name == "ic-lora" || p.name == "dubit") {
       EXPECT_FALSE(p.steps_configurable) << p.name;  // the fixed distilled schedule
     }
     if (p.name == "two-stage") {

@@ -41,7 +41,8 @@ inline Tensor tone(double seconds, int rate, int64_t channels = 1) {
   return w;
 }
 
-// An MP4 of `frames` frames of w x h at `fps` (a gradient that moves), with a tone when `audio`.
+// An MP4 of `frames` frames of w x h at `fps` (a gradient that moves), with a stereo tone when
+// `audio`.
 inline std::string mp4_clip(int64_t frames, int64_t w, int64_t h, double fps, bool audio = false) {
   Tensor v = Tensor::zeros({frames, h, w, 3}, DType::F32);
   float* p = v.data<float>();
@@ -52,7 +53,7 @@ inline std::string mp4_clip(int64_t frames, int64_t w, int64_t h, double fps, bo
           p[((f * h + y) * w + x) * 3 + c] =
               static_cast<float>((x + y + 4 * f + 20 * c) % 64) / 63.0f;
   const std::string path = scratch_path("ltx-clip") + ".mp4";
-  media::AudioTrack track{tone(static_cast<double>(frames) / fps, 16000), 16000};
+  media::AudioTrack track{tone(static_cast<double>(frames) / fps, 16000, 2), 16000};
   media::write_mp4(path, v, fps, audio ? &track : nullptr);
   std::string bytes = read_bytes(path);
   std::filesystem::remove(path);

@@ -25,12 +25,13 @@ ServedModel served() {
   ServedModel m;
   m.id = "ltx-demo";
   m.pipelines = {"two-stage", "retake", "a2vid", "t2a", "ic-lora", "keyframe-interpolation",
-                 "distilled"};
+                 "distilled", "dubit"};
   m.default_pipeline = "two-stage";
   for (const auto& p : m.pipelines) m.defaults[p] = {128, 128, 9, 24.0, 4};
   m.defaults["retake"].steps.reset();
   m.defaults["ic-lora"].steps.reset();
   m.defaults["distilled"].steps.reset();
+  m.defaults["dubit"].steps.reset();
   return m;
 }
 
@@ -275,6 +276,32 @@ TEST_F(PipelineFields, IcLoraBadInputNamesTheField) {
                422, "invalid_value", "", "num_inference_steps");
 }
 
+// ---------------------------------------------------------------- dubit
+
+TEST_F(PipelineFields, DubItTakesTheReferenceClipsLengthAndTheRequestsSize) {
+  const VideoRequest r = parse_create(
+      form({text("prompt", "she speaks French"), text("pipeline", "dubit"),
+            file("reference_video", clip()), text("reference_strength", "0.6"),
+            text("size", "128x64")}),
+      served());
+  EXPECT_EQ(r.size, "128x64");
+  EXPECT_EQ(r.seconds, "1");  // the clip's
+  EXPECT_FALSE(r.options.num_frames || r.options.frame_rate);
+  const generate::GenerateOptions o =
+      to_generate_options(video_request_from_json(to_json(r)), {"/in/0.mp4"});
+  EXPECT_EQ(o.reference_video, "/in/0.mp4");
+  EXPECT_EQ(o.reference_strength, 0.6);
+  expect_error(form({text("prompt", "x"), text("pipeline", "dubit"),
+                     file("reference_video", clip()), text("num_frames", "9")}),
+               422, "invalid_value", "num_frames", "frame rate of reference_video");
+  expect_error(form({text("prompt", "x"), text("pipeline", "dubit")}), 400,
+               "missing_required_parameter", "reference_video", "needs reference_video");
+  // DubIt keeps the clip's voice: a silent clip is refused by the pipeline's own check
+  expect_error(form({text("prompt", "x"), text("pipeline", "dubit"),
+                     file("reference_video", test::mp4_clip(9, 64, 64, 24.0))}),
+               422, "invalid_value", "reference_video", "no audio track");
+}
+
 // ---------------------------------------------------------------- t2a, one frame, keyframes
 
 TEST_F(PipelineFields, T2AWritesAWavAndTakesNoSize) {
@@ -333,6 +360,13 @@ TEST(PipelineFieldTable, EveryEntryNamesServedPipelinesAndApplies) {
     EXPECT_TRUE(static_cast<bool>(f.apply)) << f.name;
     EXPECT_FALSE(f.description.empty()) << f.name;
   }
+  EXPECT_FALSE(takes_size("retake"));
+  EXPECT_FALSE(takes_duration("retake"));
+  EXPECT_TRUE(takes_size("dubit"));
+  EXPECT_FALSE(takes_duration("dubit"));
+  EXPECT_FALSE(takes_size("t2a"));
+  EXPECT_TRUE(takes_duration("t2a"));
+  EXPECT_TRUE(takes_size("two-stage") && takes_duration("two-stage"));
   EXPECT_EQ(default_output_format("t2a", 25), "wav");
   EXPECT_EQ(default_output_format("two-stage", 1), "png");
   EXPECT_EQ(default_output_format("two-stage", 9), "mp4");

@@ -162,9 +162,10 @@ TEST(ServePipelines, RetakeOfAnUploadT2AWavAndOneFramePngCheckedByFfprobe) {
   EXPECT_EQ(s.terminate(), 0) << s.log();
 }
 
-// a2vid to an uploaded stereo soundtrack (the audio VAE's encoder takes two channels), ic-lora with an uploaded reference clip, keyframe
-// interpolation between two uploaded images: each completes with the MP4 ffprobe expects.
-TEST(ServePipelines, A2VidIcLoraAndKeyframesRunFromUploads) {
+// a2vid to an uploaded stereo soundtrack (the audio VAE's encoder takes two channels), ic-lora
+// with an uploaded reference clip, dubit with an uploaded clip with sound, keyframe interpolation
+// between two uploaded images: each completes with the MP4 ffprobe expects.
+TEST(ServePipelines, A2VidIcLoraDubItAndKeyframesRunFromUploads) {
   if (const std::string why = mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
   ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
@@ -192,6 +193,12 @@ TEST(ServePipelines, A2VidIcLoraAndKeyframesRunFromUploads) {
        {"video_conditioning[][strength]", "0.8", "", ""},
        {"size", "128x128", "", ""},
        {"num_frames", "9", "", ""}});
+  const std::string dubit =
+      post({{"prompt", "she speaks French", "", ""},
+            {"pipeline", "dubit", "", ""},
+            {"reference_video", server::test::mp4_clip(9, 128, 64, 24.0, /*audio=*/true),
+             "speech.mp4", "video/mp4"},
+            {"size", "128x64", "", ""}});
   const std::string keyframes =
       post({{"prompt", "a ball rolls", "", ""},
             {"pipeline", "keyframe-interpolation", "", ""},
@@ -216,7 +223,8 @@ TEST(ServePipelines, A2VidIcLoraAndKeyframesRunFromUploads) {
     int64_t width, height, audio_rate;
   };
   for (const Expect& e : {Expect{a2vid, 128, 64, 44100},  // the soundtrack's own rate
-                          Expect{ic, 128, 128, 48000}, Expect{keyframes, 128, 64, 48000}}) {
+                          Expect{ic, 128, 128, 48000}, Expect{dubit, 128, 64, 48000},
+                          Expect{keyframes, 128, 64, 48000}}) {
     ASSERT_FALSE(e.id.empty());
     const json done = wait_done(s, e.id);
     ASSERT_EQ(done["status"], "completed") << done.dump() << s.log();
