@@ -234,12 +234,6 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 
   for (const std::string& name : pipelines::pipeline_names()) {
     const PipelineKind kind = pipelines::parse_pipeline_kind(name);
-    if (kind == PipelineKind::A2Vid || kind == PipelineKind::T2A) {
-      // Their input audio (an upload) and WAV output are not part of the server's API yet.
-      info_.unavailable[name] = str("the ", name, " pipeline is not served yet (no audio uploads, MP4 output only); "
-                                    "run it with `ltx generate --pipeline ", name, "`");
-      continue;
-    }
     GenerateOptions probe;
     probe.pipeline = name;
     probe.models = demo ? demo_model_flags(*bundle, name, kind == PipelineKind::Dfr)
@@ -307,7 +301,9 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     p.height = demo ? kDemoHeight : req.height;
     p.num_frames = demo ? kDemoNumFrames : req.num_frames;
     p.frame_rate = req.frame_rate;
-    p.steps_configurable = kind != PipelineKind::Distilled;
+    // The distilled schedules are fixed: distilled, and the pipelines that run it.
+    p.steps_configurable = kind != PipelineKind::Distilled && kind != PipelineKind::Retake &&
+                           kind != PipelineKind::IcLora && kind != PipelineKind::DubIt;
     p.num_inference_steps = p.steps_configurable ? req.num_inference_steps : 8;
     p.guidance = pipelines::uses_guidance(kind);
     p.size_multiple = pipelines::is_two_stage(kind) ? 64 : 32;

@@ -62,7 +62,7 @@ struct PipelineInfo {
   int64_t width = 0, height = 0, num_frames = 0;
   double frame_rate = 0.0;
   int64_t num_inference_steps = 0;  // the distilled pipeline: its fixed stage-1 schedule
-  bool steps_configurable = true;   // false for distilled
+  bool steps_configurable = true;   // false for the fixed distilled schedules (distilled, retake, ic-lora, dubit)
   int64_t size_multiple = 32;       // width and height are multiples of it (64: two-stage)
   int64_t frame_multiple = 8;       // num_frames = k * frame_multiple + 1
   int64_t max_width = 0, max_height = 0, max_num_frames = 0;

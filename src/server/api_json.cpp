@@ -1,5 +1,6 @@
 #include "server/api_json.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "core/error.h"
@@ -82,6 +83,11 @@ nlohmann::json video_json(const Job& job, const JobLive& live) {
   v["seed"] = member_or_null(request, "seed");
   v["num_inference_steps"] = member_or_null(request, "num_inference_steps");
   v["generate_audio"] = member_or_null(request, "generate_audio");
+  // what download_url holds: mp4, wav or png (requests stored before it existed made MP4s)
+  v["output_format"] = request.contains("output_format") ? request["output_format"]
+                       : request.is_object()              ? json("mp4")
+                                                          : json();
+  if (request.contains("field_values")) v["pipeline_fields"] = request["field_values"];
   v["adjustments"] = request.contains("adjustments") ? request["adjustments"] : json::array();
   // where it is
   v["stage"] = live.stage.empty() ? json() : json(live.stage);
@@ -118,6 +124,21 @@ nlohmann::json deleted_json(const std::string& id) {
   return {{"id", id}, {"object", "video.deleted"}, {"deleted", true}};
 }
 
+namespace {
+// The pipeline's own fields (video_request.h's table) in the table's order, as
+// [{name, type, required, description}].
+json pipeline_fields_json(const std::string& pipeline) {
+  json out = json::array();
+  for (const PipelineField& f : pipeline_fields())
+    if (std::find(f.pipelines.begin(), f.pipelines.end(), pipeline) != f.pipelines.end())
+      out.push_back({{"name", f.name},
+                     {"type", field_type_name(f.type)},
+                     {"required", f.required},
+                     {"description", f.description}});
+  return out;
+}
+}  // namespace
+
 nlohmann::json models_json(const ServedModel& m, int64_t created) {
   json defaults = json::object();
   for (const auto& [name, d] : m.defaults)
@@ -127,7 +148,11 @@ nlohmann::json models_json(const ServedModel& m, int64_t created) {
                       {"num_frames", d.num_frames},
                       {"fps", d.fps},
                       {"seconds", format_seconds(static_cast<double>(d.num_frames) / d.fps)},
-                      {"num_inference_steps", or_null(d.steps)}};
+                      {"num_inference_steps", or_null(d.steps)},
+                      {"output_format", default_output_format(name, d.num_frames)},
+                      {"takes_size", takes_size(name)},
+                      {"takes_duration", takes_duration(name)},
+                      {"fields", pipeline_fields_json(name)}};
   const RequestLimits& l = m.limits;
   json limits = {{"max_width", l.max_width},
                  {"max_height", l.max_height},
@@ -135,7 +160,9 @@ nlohmann::json models_json(const ServedModel& m, int64_t created) {
                  {"max_prompt_chars", l.max_prompt_chars},
                  {"max_images", l.max_images},
                  {"max_image_bytes", l.max_image_bytes},
-                 {"max_image_pixels", l.max_image_pixels}};
+                 {"max_image_pixels", l.max_image_pixels},
+                 {"max_media_bytes", l.max_media_bytes},
+                 {"max_media_seconds", l.max_media_seconds}};
   json model = {{"id", m.id},
                 {"object", "model"},
                 {"created", created},

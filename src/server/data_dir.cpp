@@ -264,9 +264,21 @@ std::string DataDir::db_path() const { return root_ + "/" + kDbName; }
 std::string DataDir::outputs_dir() const { return root_ + "/" + kOutputs; }
 std::string DataDir::inputs_dir() const { return root_ + "/" + kInputs; }
 
-std::string DataDir::output_path(const std::string& id) const {
+namespace {
+constexpr const char* kOutputExts[] = {"mp4", "wav", "png"};
+}
+
+std::string DataDir::output_path(const std::string& id, const std::string& ext) const {
   check_id(id);
-  return outputs_dir() + "/" + id + ".mp4";
+  LTX_CHECK(std::find(std::begin(kOutputExts), std::end(kOutputExts), ext) != std::end(kOutputExts),
+            "data dir: '", ext, "' is not an output format (mp4, wav or png)");
+  return outputs_dir() + "/" + id + "." + ext;
+}
+
+std::string DataDir::output_file_path(const std::string& id, const std::string& file) const {
+  for (const char* ext : kOutputExts)
+    if (file == id + "." + ext) return output_path(id, ext);
+  fail("data dir: '", file, "' is not an output name of job ", id);
 }
 
 std::string DataDir::thumbnail_path(const std::string& id) const {
@@ -317,7 +329,7 @@ std::vector<std::string> DataDir::store_inputs(const std::string& id,
 }
 
 void DataDir::remove_job_outputs(const std::string& id) const {
-  for (const std::string& p : {output_path(id), thumbnail_path(id)}) {
+  for (const std::string& p : {output_path(id), output_path(id, "wav"), thumbnail_path(id)}) {
     remove_quietly(p);
     remove_quietly(p + std::string(kTmp));
   }
@@ -334,8 +346,8 @@ void DataDir::remove_job_files(const std::string& id) const {
   remove_job_inputs(id);
 }
 
-void DataDir::sync_output(const std::string& id) const {
-  const std::string path = output_path(id);
+void DataDir::sync_output(const std::string& id, const std::string& ext) const {
+  const std::string path = output_path(id, ext);
   std::error_code ec;
   LTX_CHECK(fs::is_regular_file(path, ec), "job ", id, ": its output '", path, "' is missing");
   fsync_file(path);
@@ -353,7 +365,7 @@ DirListing DataDir::listing() const {
     }
     const fs::path p(name);
     const std::string stem = p.stem().string(), ext = p.extension().string();
-    if ((ext == ".mp4" || ext == ".png") && is_job_id(stem) &&
+    if ((ext == ".mp4" || ext == ".wav" || ext == ".png") && is_job_id(stem) &&
         std::find(out.output_ids.begin(), out.output_ids.end(), stem) == out.output_ids.end())
       out.output_ids.push_back(stem);
   }

@@ -2,9 +2,11 @@
 // The server's data dir (--data-dir) and the files in it:
 //   DATA/ltx-serve.db          the job store (server/job_store.h), with SQLite's -wal and -shm
 //   DATA/lock                  flock'd by the one server using the dir; holds its pid
-//   DATA/outputs/<id>.mp4      a completed job's video (written as <id>.mp4.tmp, then renamed)
-//   DATA/outputs/<id>.png      its thumbnail (server/thumbnail_sink.h), when one was made
-//   DATA/inputs/<id>/<n>.<ext> a job's conditioning images (written in <id>.tmp/, then renamed)
+//   DATA/outputs/<id>.mp4      a completed job's video (written as <id>.mp4.tmp, then renamed),
+//                              or <id>.wav (audio only) / <id>.png (one frame)
+//   DATA/outputs/<id>.png      a video's thumbnail (server/thumbnail_sink.h), when one was made
+//   DATA/inputs/<id>/<n>.<ext> a job's uploads: conditioning images, then video / audio files
+//                              (written in <id>.tmp/, then renamed)
 // Every path is built from a checked job id (is_job_id) and names the store chose; none comes from
 // request text. Writes that must survive a crash go to a temporary name, are fsync'd, renamed and
 // the folder fsync'd, so after a crash a file is either whole under its final name or a *.tmp
@@ -49,7 +51,7 @@ struct DiskUsage {
 
 // What is on disk under outputs/ and inputs/, by job id, for recovery.
 struct DirListing {
-  std::vector<std::string> output_ids;   // ids with <id>.mp4 or <id>.png
+  std::vector<std::string> output_ids;   // ids with <id>.mp4, <id>.wav or <id>.png
   std::vector<std::string> input_ids;    // ids with an inputs/<id>/ folder
   std::vector<std::string> temporaries;  // *.tmp files and folders (full paths)
 };
@@ -71,7 +73,11 @@ class DataDir {
 
   // Paths of a job's files; throw ltx::Error unless `id` is a job id (and `file` one of the names
   // store_inputs gives).
-  std::string output_path(const std::string& id) const;     // outputs/<id>.mp4
+  // outputs/<id>.<ext>: ext "mp4" (a video), "wav" (audio only) or "png" (one frame: the same
+  // file as its thumbnail, an image being its own).
+  std::string output_path(const std::string& id, const std::string& ext = "mp4") const;
+  // outputs/<file> when `file` is one of the names output_path gives `id`.
+  std::string output_file_path(const std::string& id, const std::string& file) const;
   std::string thumbnail_path(const std::string& id) const;  // outputs/<id>.png
   std::string inputs_path(const std::string& id) const;     // inputs/<id>
   std::string input_path(const std::string& id, const std::string& file) const;
@@ -88,7 +94,7 @@ class DataDir {
 
   // fsyncs a completed job's output and outputs/ (after the writer's rename): the output is then
   // on disk before the store records it.
-  void sync_output(const std::string& id) const;
+  void sync_output(const std::string& id, const std::string& ext = "mp4") const;
 
   DirListing listing() const;
   // Deletes the leftovers of interrupted writes; returns how many.

@@ -18,6 +18,7 @@
 #include "core/out_of_memory.h"
 #include "generate/decode.h"
 #include "media/support.h"
+#include "pipelines/pipeline.h"
 #include "server/thumbnail_sink.h"
 #include "server/video_request.h"
 
@@ -31,6 +32,10 @@ std::string fixed(double v, int decimals) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+std::string output_format_of(const Job& job) {
+  return video_request_from_json(json::parse(job.request_json)).output_format;
 }
 
 generate::GenerateOptions options_of(const Job& job, const DataDir& dir) {
@@ -95,7 +100,8 @@ ProgressPlan EngineRunner::progress_plan(const Job& job) {
   plan.audio = o.audio;
   // A two-stage pipeline's first stage runs at half width and height; its second stage is the
   // distilled refinement's three steps.
-  plan.upsample = o.pipeline != "one-stage";
+  plan.upsample = pipelines::is_two_stage(pipelines::parse_pipeline_kind(o.pipeline)) &&
+                  !o.skip_stage_2;
   const int64_t tokens1 = plan.upsample ? std::max<int64_t>(1, tokens / 4) : tokens;
   plan.denoising.push_back({"stage 1", std::max<int64_t>(1, steps1), tokens1});
   if (plan.upsample) plan.denoising.push_back({"stage 2", 3, tokens});
@@ -150,6 +156,7 @@ std::optional<std::vector<generate::GenerateOptions>> EngineRunner::batchable(
   std::string key;
   try {
     for (const RunItem& item : items) {
+      if (output_format_of(*item.job) != "mp4") return std::nullopt;  // the batch writes MP4s
       options.push_back(options_of(*item.job, dir_));
       const std::string k = engine_.batch_key(options.back());
       if (k.empty() || (!key.empty() && k != key)) {
@@ -179,7 +186,8 @@ RunOutcome outcome_of(std::exception_ptr error) {
     outcome.error = {"out_of_memory", e.what()};
   } catch (const Error& e) {
     outcome.status = RunStatus::Failed;
-    outcome.error = {"generation_error", e.what()};
+    // The engine speaks in `ltx generate`'s flags; the client sent fields.
+    outcome.error = {"generation_error", flags_as_fields(e.what())};
   }
   return outcome;
 }
@@ -277,14 +285,23 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
   backend::reset_peak_memory(device_);
   const generate::JobControl control = control_of(item, t0);
 
-  const std::string output = dir_.output_path(job.id);
+  std::string output;
   generate::GenerateResult result;
   try {
     const generate::GenerateOptions o = options_of(job, dir_);
+    const std::string format = output_format_of(job);
+    output = dir_.output_path(job.id, format);
     media::Mp4Options mp4;
     mp4.faststart = true;  // a browser plays it while it downloads
-    generate::Mp4Sink sink(output, mp4);
-    if (media::image_io_available()) {
+    generate::Mp4Sink sink(output, mp4);  // opens nothing until a video begins
+    if (format == "wav") {
+      generate::WavSink wav(output);
+      result = engine_.run(o, control, wav);
+    } else if (format == "png") {
+      // One frame (the request checked it): the file itself, which is its own thumbnail.
+      generate::PngSink png(output, output + ".frames");
+      result = engine_.run(o, control, png);
+    } else if (media::image_io_available()) {
       ThumbnailSink with_thumbnail(sink, dir_.thumbnail_path(job.id));
       result = engine_.run(o, control, with_thumbnail);
     } else {

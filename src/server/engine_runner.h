@@ -1,7 +1,8 @@
 #pragma once
 // The JobRunner of `ltx serve`: runs a job's stored request on a resident generate::Engine (one per
-// device) and writes its MP4 into the data dir (under a temporary name, renamed when whole), with
-// its thumbnail (server/thumbnail_sink.h) when the build has image I/O.
+// device) and writes its output into the data dir (under a temporary name, renamed when whole): an
+// MP4 with its thumbnail (server/thumbnail_sink.h) when the build has image I/O, a WAV for the
+// audio-only pipelines, a PNG for one frame (VideoRequest::output_format). Batches write MP4s.
 // Each job's time to first step (from the run's start to the first denoising step) and the model
 // loads it needed are logged:
 //   job video_… ttfs 0.41 s (queue 3.2 s, text 0.30 s, loads 0)

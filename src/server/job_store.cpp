@@ -454,7 +454,8 @@ std::optional<Job> JobStore::set_progress(const std::string& id, int progress) {
   return load(id, true);
 }
 
-std::optional<Job> JobStore::complete(const std::string& id, const std::string& metrics_json) {
+std::optional<Job> JobStore::complete(const std::string& id, const std::string& metrics_json,
+                                      const std::string& output_file) {
   {
     std::lock_guard lock(mu_);
     const auto job = load(id, true);
@@ -466,8 +467,10 @@ std::optional<Job> JobStore::complete(const std::string& id, const std::string& 
     }
   }
   // The file work runs outside the lock: hashing a large output must not stall the API.
-  const std::string path = dir_.output_path(id);
-  dir_.sync_output(id);
+  const std::string path =
+      output_file.empty() ? dir_.output_path(id) : dir_.output_file_path(id, output_file);
+  const std::string ext = fs::path(path).extension().string().substr(1);
+  dir_.sync_output(id, ext);
   std::error_code ec;
   const auto bytes = static_cast<int64_t>(fs::file_size(path, ec));
   LTX_CHECK(!ec, "job ", id, ": cannot read the size of '", path, "': ", ec.message());
@@ -670,11 +673,20 @@ void JobStore::recover() {
   // Completed jobs whose output is gone or not whole.
   std::vector<std::string> missing;
   {
-    Query q(stmt("SELECT id, output_bytes FROM jobs WHERE status = 'completed'"), db_, db_path_);
+    Query q(stmt("SELECT id, output_bytes, output_file FROM jobs WHERE status = 'completed'"),
+            db_, db_path_);
     while (q.step()) {
       const std::string id = q.text(0);
+      const std::string file = q.text(2);
       std::error_code ec;
-      const auto size = fs::file_size(dir_.output_path(id), ec);
+      std::string path;
+      try {
+        path = file.empty() ? dir_.output_path(id) : dir_.output_file_path(id, file);
+      } catch (const Error&) {
+        missing.push_back(id);  // a name no server writes
+        continue;
+      }
+      const auto size = fs::file_size(path, ec);
       if (ec || q.is_null(1) || static_cast<int64_t>(size) != q.i64(1)) missing.push_back(id);
     }
   }

@@ -120,10 +120,13 @@ class JobStore {
   std::optional<Job> start(const std::string& id);
   // in_progress: progress 0..99 (100 comes with complete()).
   std::optional<Job> set_progress(const std::string& id, int progress);
-  // in_progress → completed: outputs/<id>.mp4 must be in place; it is fsync'd (with its folder),
+  // in_progress → completed: the output (outputs/<id>.mp4, .wav or .png) must be in place; it is fsync'd (with its folder),
   // hashed and recorded with `metrics_json`, progress 100, completed_at and expires_at. When the
   // job is no longer running (a cancel or a delete came first), its output is deleted instead.
-  std::optional<Job> complete(const std::string& id, const std::string& metrics_json);
+  // `output_file`: the output's name under outputs/ (DataDir::output_path's, e.g. <id>.wav);
+  // empty: <id>.mp4.
+  std::optional<Job> complete(const std::string& id, const std::string& metrics_json,
+                              const std::string& output_file = "");
   // queued | in_progress → failed with the error; its output (if any) is deleted.
   std::optional<Job> fail(const std::string& id, const JobError& error);
   // queued | in_progress → cancelled; its files and input rows go, the row stays. For a running

@@ -17,6 +17,7 @@
 #include "pipelines/pipeline.h"
 #include "server/api_error.h"
 #include "server/upload_image.h"
+#include "server/upload_media.h"
 
 namespace ltx::server {
 
@@ -34,6 +35,14 @@ using pipelines::PipelineKind;
   throw ApiError(422, code, message, param);
 }
 
+// The field of `pipeline` whose clip sets its size (or duration), or null.
+const PipelineField* clip_field(const std::string& pipeline, bool size) {
+  for (const PipelineField& f : pipeline_fields())
+    if ((size ? f.sets_size : f.sets_duration) &&
+        std::find(f.pipelines.begin(), f.pipelines.end(), pipeline) != f.pipelines.end())
+      return &f;
+  return nullptr;
+}
 // ---------------------------------------------------------------- the fields of a body
 
 // The create fields, by kind. A form (multipart) sends every scalar as text, so readers parse
@@ -73,14 +82,22 @@ const std::set<std::string>& known_fields() {
                                           "distilled_lora_strength_stage_1",
                                           "distilled_lora_strength_stage_2",
                                           "num_generated_keyframes",
-                                          "temporal_upsample_rounds"};
-  return k;
+                                          "temporal_upsample_rounds",
+                                          "output_format"};
+  static const std::set<std::string> with_pipeline_fields = [] {
+    std::set<std::string> all = k;
+    for (const PipelineField& f : pipeline_fields()) all.insert(f.name);
+    return all;
+  }();
+  return with_pipeline_fields;
 }
 // The members of the fields that hold objects.
 const std::map<std::string, std::set<std::string>>& known_members() {
   static const std::map<std::string, std::set<std::string>> k = {
       {"images", {"image", "frame_index", "strength", "crf"}},
       {"loras", {"name", "strength"}},
+      {"video_conditioning", {"video", "strength"}},
+      {"conditioning_attention_mask", {"video", "strength"}},
       {"input_reference", {"image_url", "file_id"}}};
   return k;
 }
@@ -441,27 +458,8 @@ RequestImage check_image(std::string bytes, const std::string& param, const Requ
 
 // An ltx::Error of generate::validate_options in the API's words: flags become field names.
 ApiError from_validation(const Error& e) {
-  const std::string msg = e.what();
-  std::string out, first;
-  static const std::map<std::string, std::string> renamed = {{"frame_rate", "fps"},
-                                                             {"image", "images"}};
-  for (size_t i = 0; i < msg.size();) {
-    const bool flag = msg.compare(i, 2, "--") == 0 && i + 2 < msg.size() &&
-                      std::islower(static_cast<unsigned char>(msg[i + 2])) &&
-                      (i == 0 || !std::isalnum(static_cast<unsigned char>(msg[i - 1])));
-    if (!flag) {
-      out += msg[i++];
-      continue;
-    }
-    size_t j = i + 2;
-    std::string name;
-    while (j < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[j])) || msg[j] == '-'))
-      name += msg[j] == '-' ? '_' : msg[j], ++j;
-    if (const auto r = renamed.find(name); r != renamed.end()) name = r->second;
-    if (i == 0) first = name;  // the message is about this field
-    out += name;
-    i = j;
-  }
+  std::string first;
+  const std::string out = flags_as_fields(e.what(), &first);
   return ApiError(422, "invalid_value", out, first);
 }
 
@@ -500,7 +498,8 @@ std::string make_batch_key(const VideoRequest& r) {
   std::ostringstream k;
   k << std::setprecision(17) << r.model << "|" << o.pipeline << "|" << r.size << "|"
     << o.num_frames.value_or(0) << "f|" << o.frame_rate.value_or(0)
-    << "fps|steps=" << o.num_inference_steps.value_or(0) << "|audio=" << r.generate_audio;
+    << "fps|steps=" << o.num_inference_steps.value_or(0) << "|audio=" << r.generate_audio
+    << "|out=" << r.output_format;
   const auto on = [](const std::optional<double>& v, double off) {
     return !v ? "preset" : (*v == off ? "off" : "on");
   };
@@ -603,11 +602,40 @@ class Reader {
       o.enhance_prompt = read_bool(*v, "enhance_prompt", f_.form);
     if (const json* v = get("generate_audio"))
       r.generate_audio = read_bool(*v, "generate_audio", f_.form);
+    if (!pipelines::makes_video(kind) && !r.generate_audio)
+      impossible("generate_audio", "invalid_value",
+                 str("the ", o.pipeline, " pipeline generates audio: it cannot run with "
+                     "generate_audio false"));
 
-    read_size(r, kind, def);
-    read_duration(r, def);
+    // where a field's clip decides the size or the duration, the request gives neither
+    if (const PipelineField* clip = clip_field(o.pipeline, true)) {
+      for (const char* f : {"size", "width", "height"})
+        if (get(f))
+          impossible(f, "invalid_value",
+                     str(f, ": the ", o.pipeline, " pipeline takes the size of ", clip->name,
+                         "; leave it out"));
+    } else if (!takes_size(o.pipeline)) {
+      for (const char* f : {"size", "width", "height"})
+        if (get(f))
+          impossible(f, "invalid_value",
+                     str(f, ": the ", o.pipeline, " pipeline generates audio only (its length is "
+                            "seconds, or num_frames / fps); leave it out"));
+    } else {
+      read_size(r, kind, def);
+    }
+    if (const PipelineField* clip = clip_field(o.pipeline, false)) {
+      for (const char* f : {"seconds", "num_frames", "fps", "auto_duration"})
+        if (get(f))
+          impossible(f, "invalid_value",
+                     str(f, ": the ", o.pipeline, " pipeline takes the frame count and frame "
+                            "rate of ", clip->name, "; leave it out"));
+    } else {
+      read_duration(r, def);
+    }
     read_images(r);
     read_loras(r);
+    read_pipeline_fields(r);
+    read_output_format(r, kind);
 
     // the rules `ltx generate` checks, on the resolved options (images are checked above: the
     // engine gets them as stored files, not paths named in the request)
@@ -630,9 +658,25 @@ class Reader {
                      " (--max-frames: ",
                      format_seconds(static_cast<double>(lim.max_frames) / *o.frame_rate), " s at ",
                      number_text(*o.frame_rate), " fps)"));
-    r.size = str(*o.width, "x", *o.height);
-    r.seconds =
-        o.num_frames ? format_seconds(static_cast<double>(*o.num_frames) / *o.frame_rate) : "auto";
+    check_media_ranges(r);
+    r.size = o.width && o.height ? str(*o.width, "x", *o.height) : std::string();
+    r.seconds = o.num_frames
+                    ? format_seconds(static_cast<double>(*o.num_frames) / *o.frame_rate)
+                    : "auto";
+    for (const RequestMedia& m : r.media) {  // the clip's size and length where it sets them
+      const PipelineField* size = clip_field(o.pipeline, true);
+      const PipelineField* duration = clip_field(o.pipeline, false);
+      if (size && size->name == m.field) r.size = str(m.header.width, "x", m.header.height);
+      if (duration && duration->name == m.field)
+        r.seconds = format_seconds(static_cast<double>(m.header.frames) / m.header.fps);
+    }
+    if (o.skip_stage_2 && o.width && o.height) {
+      // stage 1 runs at half size and is what the job decodes
+      const std::string half = str(*o.width / 2, "x", *o.height / 2);
+      r.adjustments.push_back(
+          {"size", r.size, half, "skip_stage_2 decodes stage 1's half-size result"});
+      r.size = half;
+    }
     r.batch_key = make_batch_key(r);
     return r;
   }
@@ -865,6 +909,178 @@ class Reader {
     }
   }
 
+  // A file part of a media field, checked (upload_media.h).
+  RequestMedia media_at(const json& v, const std::string& param, const std::string& field,
+                        MediaKind kind) const {
+    if (!v.is_binary()) {
+      if (v.is_string() || v.is_object())
+        malformed(param, "invalid_type",
+                  str(param, " must be a file part of a multipart/form-data request (the server "
+                             "reads no paths and fetches no URLs)"));
+      wrong_type(param, v, "a file part");
+    }
+    const auto& b = v.get_binary();
+    RequestMedia m;
+    m.field = field;
+    m.bytes.assign(b.begin(), b.end());
+    const RequestLimits& lim = model_.limits;
+    CheckedMedia c = check_upload_media(
+        m.bytes, param, kind, {lim.max_media_bytes, lim.max_image_pixels, lim.max_media_seconds});
+    m.header = c.header;
+    m.scratch = std::move(c.scratch);
+    return m;
+  }
+
+  double strength_of(const json& obj, const std::string& param) const {
+    const auto it = obj.find("strength");
+    if (it == obj.end() || it->is_null()) return 1.0;
+    const double s = read_number(*it, param + "[strength]", f_.form);
+    if (!(s >= 0.0 && s <= 1.0))
+      impossible(param + "[strength]", "invalid_value",
+                 str(param, "[strength] ", number_text(s), " must be in [0, 1]"));
+    return s;
+  }
+
+  // {video, strength}
+  RequestMedia video_with_strength(const json& obj, const std::string& param,
+                                   const std::string& field) const {
+    if (obj.is_binary()) return media_at(obj, param, field, MediaKind::Video);  // strength 1
+    if (!obj.is_object()) wrong_type(param, obj, "an object {video, strength}");
+    const auto it = obj.find("video");
+    if (it == obj.end() || it->is_null())
+      malformed(param + "[video]", "missing_required_parameter",
+                str(param, "[video] (a video file part) is required"));
+    RequestMedia m = media_at(*it, param + "[video]", field, MediaKind::Video);
+    m.strength = strength_of(obj, param);
+    return m;
+  }
+
+  // The fields of pipeline_fields(): refused for other pipelines, required ones present, values
+  // read into r.media / r.field_values and applied to the options (the media as their scratch
+  // files, so the pipeline's own checks read them).
+  void read_pipeline_fields(VideoRequest& r) {
+    generate::GenerateOptions& o = r.options;
+    for (const PipelineField& f : pipeline_fields()) {
+      const json* v = get(f.name);
+      const bool mine =
+          std::find(f.pipelines.begin(), f.pipelines.end(), o.pipeline) != f.pipelines.end();
+      if (v && !mine) {
+        std::string names;
+        for (const auto& n : f.pipelines) names += (names.empty() ? "" : ", ") + n;
+        impossible(f.name, "invalid_value",
+                   str(f.name, " is a field of the ", names, " pipeline", f.pipelines.size() > 1 ? "s" : "",
+                       "; this request runs ", o.pipeline, " (drop it, or set pipeline)"));
+      }
+      if (!mine) continue;
+      if (!v) {
+        if (f.required)
+          malformed(f.name, "missing_required_parameter",
+                    str("the ", o.pipeline, " pipeline needs ", f.name, " (",
+                        field_type_name(f.type), "): ", f.description));
+        continue;
+      }
+      FieldValue value;
+      const size_t first_media = r.media.size();
+      switch (f.type) {
+        case FieldType::Number:
+          value.number = read_number(*v, f.name, f_.form);
+          r.field_values[f.name] = value.number;
+          break;
+        case FieldType::Flag:
+          value.number = read_bool(*v, f.name, f_.form) ? 1.0 : 0.0;
+          r.field_values[f.name] = value.number;
+          break;
+        case FieldType::Video:
+        case FieldType::Audio:
+          r.media.push_back(media_at(*v, f.name, f.name,
+                                     f.type == FieldType::Video ? MediaKind::Video
+                                                                : MediaKind::Audio));
+          break;
+        case FieldType::VideoStrength:
+          r.media.push_back(video_with_strength(*v, f.name, f.name));
+          break;
+        case FieldType::VideoList: {
+          if (!v->is_array()) {
+            r.media.push_back(video_with_strength(*v, f.name, f.name));
+            break;
+          }
+          if (v->empty())
+            malformed(f.name, "missing_required_parameter",
+                      str(f.name, " is empty: give at least one video"));
+          for (size_t i = 0; i < v->size(); ++i)
+            r.media.push_back(video_with_strength((*v)[i], str(f.name, "[", i, "]"), f.name));
+          break;
+        }
+      }
+      for (size_t i = first_media; i < r.media.size(); ++i)
+        value.files.emplace_back(r.media[i].scratch->path(), r.media[i].strength);
+      f.apply(o, value);
+    }
+  }
+
+  void read_output_format(VideoRequest& r, PipelineKind kind) {
+    const generate::GenerateOptions& o = r.options;
+    const int64_t frames = o.num_frames.value_or(0);
+    r.output_format = default_output_format(o.pipeline, frames);
+    const json* v = get("output_format");
+    if (!v) return;
+    if (!v->is_string()) wrong_type("output_format", *v, "a string (mp4, wav or png)");
+    const std::string asked = v->get<std::string>();
+    if (asked != "mp4" && asked != "wav" && asked != "png")
+      impossible("output_format", "invalid_value",
+                 str("output_format '", asked, "' must be mp4, wav or png"));
+    if (!pipelines::makes_video(kind) && asked != "wav")
+      impossible("output_format", "invalid_value",
+                 str("output_format ", asked, ": the ", o.pipeline,
+                     " pipeline generates audio only, which this server writes as wav"));
+    if (pipelines::makes_video(kind) && asked == "wav")
+      impossible("output_format", "invalid_value",
+                 str("output_format wav holds audio only: it is the output of the audio-only "
+                     "pipelines (t2a); the ", o.pipeline, " pipeline writes mp4 (or png for one "
+                     "frame)"));
+    if (asked == "png" && frames != 1)
+      impossible("output_format", "invalid_value",
+                 str("output_format png is served for one frame (num_frames 1); this request "
+                     "makes ", frames == 0 ? std::string("a clip") : str(frames, " frames"),
+                     ": ask for mp4, or num_frames 1"));
+    r.output_format = asked;
+  }
+
+  // The time ranges against the uploaded media, and the clip against the limits.
+  void check_media_ranges(const VideoRequest& r) const {
+    const generate::GenerateOptions& o = r.options;
+    const RequestLimits& lim = model_.limits;
+    const PipelineField* size = clip_field(o.pipeline, true);
+    const PipelineField* duration = clip_field(o.pipeline, false);
+    for (const RequestMedia& m : r.media) {
+      const MediaHeader& h = m.header;
+      const std::string& f = m.field;
+      if (size && size->name == f && (h.width > lim.max_width || h.height > lim.max_height))
+        impossible(f, "invalid_value",
+                   str(f, " is ", h.width, "x", h.height, ", above this server's limit of ",
+                       lim.max_width, "x", lim.max_height, " (--max-width / --max-height)"));
+      if (duration && duration->name == f && h.frames > lim.max_frames)
+        impossible(f, "invalid_value",
+                   str(f, " has ", h.frames, " frames, above this server's limit of ",
+                       lim.max_frames, " (--max-frames)"));
+      if (m.field == "video_path") {
+        if (o.start_time && *o.start_time >= h.duration)
+          malformed("start_time", "time_range_outside_clip",
+                    str("start_time ", number_text(*o.start_time), " s is not inside video_path (",
+                        format_seconds(h.duration), " s long)"));
+        if (o.end_time && *o.end_time > h.duration + 1e-6)
+          malformed("end_time", "time_range_outside_clip",
+                    str("video_path is ", format_seconds(h.duration),
+                        " s long, shorter than the retake range (end_time ",
+                        number_text(*o.end_time), " s); give an end_time within the clip"));
+      }
+      if (m.field == "audio_path" && o.audio_start_time && *o.audio_start_time >= h.duration)
+        malformed("audio_start_time", "time_range_outside_clip",
+                  str("audio_start_time ", number_text(*o.audio_start_time),
+                      " s is not inside audio_path (", format_seconds(h.duration), " s long)"));
+    }
+  }
+
   Fields f_;
   const ServedModel& model_;
 };
@@ -896,6 +1112,103 @@ generate::GuidanceFlags guidance_from(const json& j) {
 }
 
 }  // namespace
+
+std::string flags_as_fields(const std::string& msg, std::string* first_field) {
+  std::string out;
+  static const std::map<std::string, std::string> renamed = {{"frame_rate", "fps"},
+                                                             {"image", "images"}};
+  for (size_t i = 0; i < msg.size();) {
+    const bool flag = msg.compare(i, 2, "--") == 0 && i + 2 < msg.size() &&
+                      std::islower(static_cast<unsigned char>(msg[i + 2])) &&
+                      (i == 0 || !std::isalnum(static_cast<unsigned char>(msg[i - 1])));
+    if (!flag) {
+      out += msg[i++];
+      continue;
+    }
+    size_t j = i + 2;
+    std::string name;
+    while (j < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[j])) || msg[j] == '-'))
+      name += msg[j] == '-' ? '_' : msg[j], ++j;
+    if (const auto r = renamed.find(name); r != renamed.end()) name = r->second;
+    if (i == 0 && first_field != nullptr) *first_field = name;  // the message is about this field
+    out += name;
+    i = j;
+  }
+  return out;
+}
+
+const char* field_type_name(FieldType type) {
+  switch (type) {
+    case FieldType::Number: return "number";
+    case FieldType::Flag: return "boolean";
+    case FieldType::Video: return "video file";
+    case FieldType::Audio: return "audio file";
+    case FieldType::VideoList: return "[{video: video file, strength: number}]";
+    case FieldType::VideoStrength: return "{video: video file, strength: number}";
+  }
+  return "";
+}
+
+const std::vector<PipelineField>& pipeline_fields() {
+  using O = generate::GenerateOptions;
+  using V = FieldValue;
+  static const std::vector<PipelineField> fields = {
+      {"video_path", {"retake"}, FieldType::Video, true,
+       "the clip to retake; the job takes its size, frame count and frame rate",
+       [](O& o, const V& v) { o.video_path = v.files.at(0).first; }, true, true},
+      {"start_time", {"retake"}, FieldType::Number, true,
+       "the start of the window to regenerate, in seconds",
+       [](O& o, const V& v) { o.start_time = v.number; }},
+      {"end_time", {"retake"}, FieldType::Number, true,
+       "the end of the window to regenerate, in seconds (within the clip)",
+       [](O& o, const V& v) { o.end_time = v.number; }},
+      {"audio_path", {"a2vid"}, FieldType::Audio, true,
+       "the soundtrack to generate the video to (any file with an audio stream FFmpeg decodes)",
+       [](O& o, const V& v) { o.audio_path = v.files.at(0).first; }},
+      {"audio_start_time", {"a2vid"}, FieldType::Number, false,
+       "where in audio_path the soundtrack starts, in seconds (default 0)",
+       [](O& o, const V& v) { o.audio_start_time = v.number; }},
+      {"audio_max_duration", {"a2vid"}, FieldType::Number, false,
+       "the most seconds of audio_path used (default: the video's duration)",
+       [](O& o, const V& v) { o.audio_max_duration = v.number; }},
+      {"video_conditioning", {"ic-lora"}, FieldType::VideoList, true,
+       "the reference videos with their strengths in [0, 1]",
+       [](O& o, const V& v) {
+         for (const auto& [path, strength] : v.files)
+           o.video_conditionings.push_back({path, strength});
+       }},
+      {"conditioning_attention_mask", {"ic-lora"}, FieldType::VideoStrength, false,
+       "a grayscale mask clip weighting the reference's attention, times strength",
+       [](O& o, const V& v) { o.conditioning_attention_mask = v.files.at(0); }},
+      {"skip_stage_2", {"ic-lora"}, FieldType::Flag, false,
+       "decode stage 1's half-size result (no refinement)",
+       [](O& o, const V& v) { o.skip_stage_2 = v.number != 0.0; }},
+      {"reference_video", {"dubit"}, FieldType::Video, true,
+       "a clip with sound: the dub keeps its frame count (8k + 1 down), frame rate, motion and voice",
+       [](O& o, const V& v) { o.reference_video = v.files.at(0).first; }, false, true},
+      {"reference_strength", {"dubit"}, FieldType::Number, false,
+       "the video reference's conditioning strength in [0, 1] (default 1)",
+       [](O& o, const V& v) { o.reference_strength = v.number; }},
+  };
+  return fields;
+}
+
+std::string default_output_format(const std::string& pipeline, int64_t num_frames) {
+  if (!pipelines::makes_video(pipelines::parse_pipeline_kind(pipeline))) return "wav";
+  return num_frames == 1 ? "png" : "mp4";
+}
+
+bool takes_size(const std::string& pipeline) {
+  return pipelines::makes_video(pipelines::parse_pipeline_kind(pipeline)) &&
+         clip_field(pipeline, true) == nullptr;
+}
+bool takes_duration(const std::string& pipeline) { return clip_field(pipeline, false) == nullptr; }
+
+std::string content_type_of(const std::string& file_name) {
+  if (file_name.ends_with(".wav")) return "audio/wav";
+  if (file_name.ends_with(".png")) return "image/png";
+  return "video/mp4";
+}
 
 std::string Adjustment::text() const {
   return str(param, " ", requested, " -> ", used, " (", reason, ")");
@@ -929,6 +1242,18 @@ nlohmann::json to_json(const VideoRequest& r) {
                       {"crf", opt_json(im.crf)}});
   json loras = json::array();
   for (const auto& l : r.loras) loras.push_back({{"name", l.name}, {"strength", l.strength}});
+  json media = json::array();
+  for (const auto& m : r.media)
+    media.push_back({{"field", m.field},
+                     {"strength", m.strength},
+                     {"ext", m.header.ext},
+                     {"duration", m.header.duration},
+                     {"width", m.header.width},
+                     {"height", m.header.height},
+                     {"frames", m.header.frames},
+                     {"fps", m.header.fps},
+                     {"sample_rate", m.header.sample_rate},
+                     {"channels", m.header.channels}});
   json adjustments = json::array();
   for (const auto& a : r.adjustments)
     adjustments.push_back(
@@ -961,6 +1286,9 @@ nlohmann::json to_json(const VideoRequest& r) {
       {"size", r.size},
       {"seconds", r.seconds},
       {"batch_key", r.batch_key},
+      {"output_format", r.output_format},
+      {"media", media},
+      {"field_values", r.field_values},
   };
 }
 
@@ -1011,6 +1339,25 @@ VideoRequest video_request_from_json(const nlohmann::json& j) {
     r.size = j.at("size").get<std::string>();
     r.seconds = j.at("seconds").get<std::string>();
     r.batch_key = j.at("batch_key").get<std::string>();
+    // Requests stored before the pipeline fields existed have none of these.
+    r.output_format = j.value("output_format", std::string("mp4"));
+    if (j.contains("media"))
+      for (const json& m : j.at("media")) {
+        RequestMedia x;
+        x.field = m.at("field").get<std::string>();
+        x.strength = m.at("strength").get<double>();
+        x.header.ext = m.at("ext").get<std::string>();
+        x.header.duration = m.at("duration").get<double>();
+        x.header.width = m.at("width").get<int64_t>();
+        x.header.height = m.at("height").get<int64_t>();
+        x.header.frames = m.at("frames").get<int64_t>();
+        x.header.fps = m.at("fps").get<double>();
+        x.header.sample_rate = m.at("sample_rate").get<int64_t>();
+        x.header.channels = m.at("channels").get<int64_t>();
+        r.media.push_back(std::move(x));
+      }
+    if (j.contains("field_values"))
+      r.field_values = j.at("field_values").get<std::map<std::string, double>>();
     return r;
   } catch (const json::exception& e) {
     fail("stored request: ", e.what());
@@ -1018,19 +1365,41 @@ VideoRequest video_request_from_json(const nlohmann::json& j) {
 }
 
 generate::GenerateOptions to_generate_options(const VideoRequest& request,
-                                              const std::vector<std::string>& image_files) {
-  LTX_CHECK(image_files.size() == request.images.size(), "job request: ", request.images.size(),
-            " images but ", image_files.size(), " stored image files");
+                                              const std::vector<std::string>& input_files) {
+  LTX_CHECK(input_files.size() == request.images.size() + request.media.size(), "job request: ",
+            request.images.size(), " images and ", request.media.size(), " media files but ",
+            input_files.size(), " stored input files");
   generate::GenerateOptions o = request.options;
   o.images.clear();
   for (size_t i = 0; i < request.images.size(); ++i) {
     const RequestImage& im = request.images[i];
     generate::ImageFlag flag;
-    flag.path = image_files[i];
+    flag.path = input_files[i];
     flag.frame_index = im.frame_index;
     flag.strength = im.strength;
     flag.crf = im.crf;
     o.images.push_back(std::move(flag));
+  }
+  // The pipeline fields, applied from the stored values and files (any paths the options held
+  // while the request was checked are replaced).
+  o.video_path.clear();
+  o.audio_path.clear();
+  o.video_conditionings.clear();
+  o.conditioning_attention_mask.reset();
+  for (const PipelineField& f : pipeline_fields()) {
+    FieldValue value;
+    bool given = false;
+    if (const auto it = request.field_values.find(f.name); it != request.field_values.end()) {
+      value.number = it->second;
+      given = true;
+    }
+    for (size_t i = 0; i < request.media.size(); ++i)
+      if (request.media[i].field == f.name) {
+        value.files.emplace_back(input_files[request.images.size() + i],
+                                 request.media[i].strength);
+        given = true;
+      }
+    if (given) f.apply(o, value);
   }
   return o;
 }

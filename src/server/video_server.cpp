@@ -119,6 +119,8 @@ Job VideoServer::create(const CreateBody& body) {
   for (const RequestImage& im : r.images)
     inputs.push_back({InputImage{im.bytes, im.format == "png" ? "png" : "jpg"}, im.frame_index,
                       im.strength, im.crf});
+  for (const RequestMedia& m : r.media)
+    inputs.push_back({InputImage{m.bytes, m.header.ext}, 0, m.strength, std::nullopt});
   const Job job = store_.insert(std::move(j), inputs);
   events_.publish(job);
   try {
@@ -194,9 +196,17 @@ std::optional<ContentFile> VideoServer::content(const std::string& id, ContentVa
     throw ApiError(409, "video_not_ready",
                    "video " + id + " is " + to_string(job->status) +
                        "; its content is available once it is completed");
+  // The output's name says its format (an older store's completed jobs have no name: MP4).
+  const std::string output = job->output_file.empty() ? dir_.output_path(id)
+                                                      : dir_.output_file_path(id, job->output_file);
   if (variant == ContentVariant::Video)
-    return ContentFile{dir_.output_path(id), job->output_bytes, "video/mp4",
+    return ContentFile{output, job->output_bytes, content_type_of(output),
                        "\"" + job->output_sha256 + "\""};
+  if (content_type_of(output) == "audio/wav")
+    throw ApiError(404, "thumbnail_not_found",
+                   "video " + id + " is audio only (a WAV): it has no thumbnail; ask for "
+                   "variant=video",
+                   "variant");
   const std::string& path = thumbnail;
   const auto bytes = std::filesystem::file_size(path, ec);
   if (ec)
@@ -290,7 +300,8 @@ void VideoServer::progress(const Job& job, int percent, const std::string& stage
 }
 
 void VideoServer::completed(const Job& job, const RunOutcome& outcome) {
-  const auto stored = store_.complete(job.id, outcome.metrics_json);
+  const auto stored = store_.complete(job.id, outcome.metrics_json,
+                                     std::filesystem::path(outcome.output_file).filename().string());
   if (stored) {
     ended(*stored, "completed");
     const nlohmann::json m = nlohmann::json::parse(outcome.metrics_json, nullptr, false);

@@ -8,6 +8,7 @@
 #include "generate/generate_test_util.h"
 #include "generate/model_cache.h"
 #include "io/safetensors.h"
+#include "pipelines/pipeline.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -76,8 +77,8 @@ TEST(Engine, InfoDescribesTheDemoAndItsPipelines) {
       EXPECT_TRUE(p.guidance);
       EXPECT_TRUE(p.images);
     }
-    if (p.name == "distilled") {
-      EXPECT_FALSE(p.steps_configurable);
+    if (p.name == "distilled" || p.name == "retake" || p.name == "ic-lora" || p.name == "dubit") {
+      EXPECT_FALSE(p.steps_configurable) << p.name;  // the fixed distilled schedule
     }
     if (p.name == "two-stage") {
       EXPECT_EQ(p.size_multiple, 64);
@@ -85,6 +86,10 @@ TEST(Engine, InfoDescribesTheDemoAndItsPipelines) {
   }
   EXPECT_NE(std::find(names.begin(), names.end(), "one-stage"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "two-stage"), names.end());
+  // The demo bundle runs every pipeline, the ones with media inputs and audio output included.
+  for (const std::string& p : pipelines::pipeline_names())
+    EXPECT_NE(std::find(names.begin(), names.end(), p), names.end()) << p;
+  EXPECT_TRUE(info.unavailable.empty());
   EXPECT_EQ(engine.cache_stats().loads, 0) << "the constructor loads no model";
 }
 

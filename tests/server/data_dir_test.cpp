@@ -36,6 +36,13 @@ TEST(DataDir, CreatesItsLayoutAndRecordsThePid) {
   EXPECT_EQ(read_bytes(root + "/lock"), std::to_string(::getpid()) + "\n");
   const std::string id = new_job_id();
   EXPECT_EQ(dir.output_path(id), root + "/outputs/" + id + ".mp4");
+  EXPECT_EQ(dir.output_path(id, "wav"), root + "/outputs/" + id + ".wav");
+  EXPECT_EQ(dir.output_path(id, "png"), dir.thumbnail_path(id));  // an image is its own thumbnail
+  EXPECT_THROW(dir.output_path(id, "exr"), Error);
+  EXPECT_THROW(dir.output_path(id, "../x"), Error);
+  EXPECT_EQ(dir.output_file_path(id, id + ".wav"), root + "/outputs/" + id + ".wav");
+  EXPECT_THROW(dir.output_file_path(id, new_job_id() + ".wav"), Error);
+  EXPECT_THROW(dir.output_file_path(id, "../" + id + ".wav"), Error);
   EXPECT_EQ(dir.thumbnail_path(id), root + "/outputs/" + id + ".png");
   EXPECT_EQ(dir.input_path(id, "0.png"), root + "/inputs/" + id + "/0.png");
 }

@@ -467,6 +467,41 @@ TEST_F(JobStoreTest, RecoveryFailsACompletedJobWhoseOutputIsGone) {
   expect_no_orphans(again);
 }
 
+// A WAV (t2a) or PNG (one frame) output is recorded under its own name, kept by recovery while
+// whole, failed as output_missing when gone, and removed with the job.
+TEST_F(JobStoreTest, AWavOrPngOutputIsRecordedByItsName) {
+  JobStore& store = open();
+  const Job wav = store.insert(new_job("rain"));
+  const Job png = store.insert(new_job("a still"));
+  for (const auto& [job, ext] : {std::pair{wav, std::string("wav")}, std::pair{png, std::string("png")}}) {
+    ASSERT_TRUE(store.start(job.id));
+    write_file_atomic(store.data_dir().output_path(job.id, ext), "RIFF....WAVE" + ext);
+    const auto done = store.complete(job.id, "{}", job.id + "." + ext);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(done->output_file, job.id + "." + ext);
+    EXPECT_EQ(done->output_bytes, 15);
+    EXPECT_EQ(done->output_sha256, sha256_hex("RIFF....WAVE" + ext));
+  }
+  const DirListing files = store.data_dir().listing();
+  EXPECT_EQ(files.output_ids.size(), 2u);
+  // a restart keeps both; a lost WAV fails its job
+  EXPECT_EQ(open().recovery().output_missing, 0);
+  EXPECT_EQ(store_->get(wav.id)->status, JobStatus::Completed);
+  fs::remove(dir_->output_path(wav.id, "wav"));
+  JobStore& again = open();
+  EXPECT_EQ(again.recovery().output_missing, 1);
+  EXPECT_EQ(again.get(wav.id)->error->code, "output_missing");
+  EXPECT_EQ(again.get(png.id)->status, JobStatus::Completed);
+  ASSERT_TRUE(again.remove(png.id));
+  EXPECT_FALSE(fs::exists(again.data_dir().output_path(png.id, "png")));
+  // a name that is not one of the job's outputs is refused
+  const Job other = again.insert(new_job("other"));
+  ASSERT_TRUE(again.start(other.id));
+  write_file_atomic(again.data_dir().output_path(other.id), "mp4");
+  EXPECT_THROW(again.complete(other.id, "{}", "../../etc/passwd"), Error);
+  EXPECT_THROW(again.complete(other.id, "{}", wav.id + ".mp4"), Error);
+}
+
 TEST_F(JobStoreTest, RecoveryRemovesOrphansAndFinishesDeletions) {
   JobStore& store = open();
   DataDir& dir = store.data_dir();

@@ -1,5 +1,7 @@
 // The page of `ltx serve`: a form that creates a video (multipart, as the OpenAI SDKs send it),
-// live progress from the job's event stream, the video in a <video> element, and the job list.
+// live progress from the job's event stream, the result in a <video>, <audio> (t2a's WAV) or <img>
+// (one frame's PNG) element, and the job list. The form's pipeline fields (uploads for retake,
+// a2vid, ic-lora, ...) come from GET /v1/models.
 // Vanilla JS, no dependencies; the page's policy (default-src 'self') allows nothing else.
 // Server text only ever goes into the page through textContent.
 
@@ -66,6 +68,76 @@ async function loadModels() {
   }
   const defaults = model.defaults || {};
   if (defaults.seconds) $('seconds').value = String(defaults.seconds);
+  served = model;
+  const pipeline = $('pipeline');
+  pipeline.replaceChildren();
+  for (const name of model.pipelines || []) {
+    const opt = document.createElement('option');
+    opt.value = name;
+    opt.textContent = name;
+    pipeline.append(opt);
+  }
+  if (model.default_pipeline) pipeline.value = model.default_pipeline;
+  showPipelineFields();
+}
+
+let served = {};  // the model of GET /v1/models
+
+// One input per field of the chosen pipeline, named as the API names it (a form part each).
+function fieldInputs(name, field) {
+  const inputs = [];
+  const file = (partName, accept) => {
+    const input = document.createElement('input');
+    input.type = 'file';
+    input.name = partName;
+    input.accept = accept;
+    input.required = field.required;
+    return input;
+  };
+  const number = (partName, placeholder) => {
+    const input = document.createElement('input');
+    input.type = 'number';
+    input.step = 'any';
+    input.name = partName;
+    input.placeholder = placeholder;
+    return input;
+  };
+  if (field.type === 'video file') inputs.push(file(name, 'video/*'));
+  else if (field.type === 'audio file') inputs.push(file(name, 'audio/*,video/*'));
+  else if (field.type === 'number') inputs.push(number(name, field.required ? 'required' : 'default'));
+  else if (field.type === 'boolean') {
+    const input = document.createElement('input');
+    input.type = 'checkbox';
+    input.name = name;
+    input.value = 'true';
+    inputs.push(input);
+  } else if (field.type.startsWith('[')) {  // a list of {video, strength}: one here
+    inputs.push(file(`${name}[][video]`, 'video/*'), number(`${name}[][strength]`, 'strength 1'));
+  } else {  // {video, strength}
+    const video = file(`${name}[video]`, 'video/*');
+    video.required = false;
+    inputs.push(video, number(`${name}[strength]`, 'strength 1'));
+  }
+  return inputs;
+}
+
+function pipelineDefaults() {
+  return (served.defaults || {})[$('pipeline').value] || {};
+}
+
+function showPipelineFields() {
+  const d = pipelineDefaults();
+  $('size-label').hidden = d.takes_size === false;
+  $('seconds-label').hidden = d.takes_duration === false;
+  $('image-label').hidden = d.takes_size === false;
+  const box = $('pipeline-fields');
+  box.replaceChildren();
+  for (const field of d.fields || []) {
+    const label = document.createElement('label');
+    label.title = field.description || '';
+    label.append(`${field.name}${field.required ? '' : ' (optional)'} `, ...fieldInputs(field.name, field));
+    box.append(label);
+  }
 }
 
 function statusCell(td, status) {
@@ -117,7 +189,12 @@ function render(video) {
   status.dataset.status = video.status;
   $('current-error').textContent = video.error ? `${video.error.code}: ${video.error.message}` : '';
   const player = $('player');
-  if (video.status === 'completed' && video.download_url) {
+  const audio = $('audio-player');
+  const image = $('image-player');
+  const done = video.status === 'completed' && video.download_url;
+  // What the download holds: an MP4 (<video>), t2a's WAV (<audio>) or one frame's PNG (<img>).
+  const format = done ? video.output_format || 'mp4' : '';
+  if (format === 'mp4') {
     if (player.dataset.id !== video.id) {
       player.dataset.id = video.id;
       // The thumbnail (the middle frame) shows until the video plays; a job without one shows none.
@@ -130,6 +207,19 @@ function render(video) {
     player.removeAttribute('src');
     player.removeAttribute('poster');
     delete player.dataset.id;
+  }
+  for (const [element, kind] of [[audio, 'wav'], [image, 'png']]) {
+    if (format === kind) {
+      if (element.dataset.id !== video.id) {
+        element.dataset.id = video.id;
+        element.src = video.download_url;
+      }
+      element.hidden = false;
+    } else {
+      element.hidden = true;
+      element.removeAttribute('src');
+      delete element.dataset.id;
+    }
   }
 }
 
@@ -170,12 +260,23 @@ async function submit(event) {
   event.preventDefault();
   $('form-error').textContent = '';
   const form = new FormData();
+  const d = pipelineDefaults();
   form.append('prompt', $('prompt').value);
-  if ($('size').value) form.append('size', $('size').value);
-  if ($('seconds').value) form.append('seconds', $('seconds').value);
+  if ($('pipeline').value) form.append('pipeline', $('pipeline').value);
+  if ($('size').value && d.takes_size !== false) form.append('size', $('size').value);
+  if ($('seconds').value && d.takes_duration !== false) form.append('seconds', $('seconds').value);
   if ($('seed').value) form.append('seed', $('seed').value);
   const image = $('image').files[0];
-  if (image) form.append('input_reference', image, image.name);
+  if (image && d.takes_size !== false) form.append('input_reference', image, image.name);
+  for (const input of $('pipeline-fields').querySelectorAll('input')) {
+    if (input.type === 'file') {
+      if (input.files[0]) form.append(input.name, input.files[0], input.files[0].name);
+    } else if (input.type === 'checkbox') {
+      if (input.checked) form.append(input.name, 'true');
+    } else if (input.value !== '') {
+      form.append(input.name, input.value);
+    }
+  }
   const button = $('submit');
   button.disabled = true;
   try {
@@ -211,6 +312,7 @@ $('key-form').addEventListener('submit', (event) => {
   start();
 });
 $('create-form').addEventListener('submit', submit);
+$('pipeline').addEventListener('change', showPipelineFields);
 $('refresh').addEventListener('click', () => refreshList().catch((e) => {
   $('form-error').textContent = e.message;
 }));

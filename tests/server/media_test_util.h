@@ -1,0 +1,71 @@
+#pragma once
+// Small real media files for the server's upload tests: an H.264 MP4 clip (with or without an
+// AAC track) and a 16-bit WAV, written by media/ and read back as bytes.
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/tensor.h"
+#include "media/audio.h"
+#include "media/video_writer.h"
+
+namespace ltx::server::test {
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string scratch_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+      .string();
+}
+
+// A tone of `seconds` at `rate` Hz, [channels, N] f32.
+inline Tensor tone(double seconds, int rate, int64_t channels = 1) {
+  const auto n = static_cast<int64_t>(std::llround(seconds * rate));
+  Tensor w = Tensor::zeros({channels, n}, DType::F32);
+  float* p = w.data<float>();
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < n; ++i)
+      p[c * n + i] = 0.3f * static_cast<float>(std::sin(2.0 * M_PI * 440.0 * i / rate));
+  return w;
+}
+
+// An MP4 of `frames` frames of w x h at `fps` (a gradient that moves), with a stereo tone when
+// `audio`.
+inline std::string mp4_clip(int64_t frames, int64_t w, int64_t h, double fps, bool audio = false) {
+  Tensor v = Tensor::zeros({frames, h, w, 3}, DType::F32);
+  float* p = v.data<float>();
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t c = 0; c < 3; ++c)
+          p[((f * h + y) * w + x) * 3 + c] =
+              static_cast<float>((x + y + 4 * f + 20 * c) % 64) / 63.0f;
+  const std::string path = scratch_path("ltx-clip") + ".mp4";
+  media::AudioTrack track{tone(static_cast<double>(frames) / fps, 16000, 2), 16000};
+  media::write_mp4(path, v, fps, audio ? &track : nullptr);
+  std::string bytes = read_bytes(path);
+  std::filesystem::remove(path);
+  return bytes;
+}
+
+inline std::string wav_clip(double seconds, int rate = 16000, int64_t channels = 1) {
+  const std::string path = scratch_path("ltx-tone") + ".wav";
+  media::write_wav(path, tone(seconds, rate, channels), rate);
+  std::string bytes = read_bytes(path);
+  std::filesystem::remove(path);
+  return bytes;
+}
+
+}  // namespace ltx::server::test
