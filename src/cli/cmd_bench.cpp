@@ -40,7 +40,7 @@ struct BenchCliOptions {
   uint64_t seed = 0;
   bool no_audio = false, no_tiling = false, cuda_graph = false, guided = false, no_text_kv_share = false,
        per_token_timesteps = false, image_conditioned = false;
-  std::string offload = "none";
+  std::string offload;  // empty: none, or for `pipeline` under --max-gpu-memory on CUDA auto
   double decode_free_gib = 0;  // 0: the device's free memory
   std::vector<std::string> official;
   std::string official_section = "best";
@@ -100,7 +100,9 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.audio = !c.no_audio;
   o.vae_tiling = !c.no_tiling;
   o.cuda_graph = c.cuda_graph;
-  o.offload_slots = c.offload == "none" ? 0 : 2;
+  LTX_CHECK(c.offload != "auto", "--offload auto plans a whole clip under --max-gpu-memory: use it with "
+            "`ltx bench pipeline`; a transformer step takes none, cpu or disk");
+  o.offload_slots = c.offload.empty() || c.offload == "none" ? 0 : 2;
   o.offload_from_file = c.offload == "disk";
   o.guided = c.guided;
   o.share_text_kv = !c.no_text_kv_share;
@@ -233,7 +235,10 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   o.mp4_path = c.mp4;
   o.max_gpu_memory_bytes = gpu_budget(c, o.device);
   o.quantization = random_weights_mode(c.quantization);
-  o.offload = generate::parse_offload(c.offload);
+  // As ltx generate: unset, the planner decides under a GPU budget, else everything is resident.
+  o.offload = !c.offload.empty() ? generate::parse_offload(c.offload)
+              : o.max_gpu_memory_bytes > 0 && o.device.is_cuda() ? generate::Offload::Auto
+                                                                  : generate::Offload::None;
   const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
   const std::string json = bench::pipeline_bench_json(r).dump(2) + "\n";
   if (!c.out.empty()) write_text_atomically(c.out, json);
@@ -312,8 +317,9 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--offload", o->offload,
                   "none (default), cpu (the transformer's blocks in page-locked host memory, "
                   "streamed to the GPU block by block) or disk (the blocks copied through "
-                  "staging buffers at every pass), as ltx generate --offload")
-      ->check(CLI::IsMember({"none", "cpu", "disk"}));
+                  "staging buffers at every pass), as ltx generate --offload; `pipeline` also takes "
+                  "auto, its default under --max-gpu-memory on CUDA (the planner keeps what fits)")
+      ->check(CLI::IsMember({"none", "cpu", "disk", "auto"}));
   sub->add_flag("--guided", o->guided,
                 "Time one guided denoising step (the preset's default guidance: cond, uncond, STG and "
                 "isolated-modality passes batched) instead of one forward");

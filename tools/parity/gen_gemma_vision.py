@@ -297,6 +297,8 @@ def main() -> None:
         "token_type_key": type_key or "(none: derived from image_token_id)",
         "stubbed_modules": ",".join(STUBBED),
     }
+    # Own storage per tensor: safetensors refuses views of one another (the logits and their rows).
+    tensors = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
     save_file(tensors, str(out_dir / "gemma_vision.io.safetensors"), metadata=metadata)
     summary = {k: list(v.shape) for k, v in tensors.items()}
     summary.update({k: metadata[k] for k in ("decoded", "torch", "transformers", "image_processor", "token_type_key")})
