@@ -342,6 +342,20 @@ OutputFormat resolve_output_format(const std::string& flag, const std::string& o
   fail("--output-format '", flag, "' is not a known format: expected one of ", names);
 }
 
+namespace {
+
+// The format of `o`'s output: resolve_output_format, except that for hdr-ic-lora, which writes a
+// folder, a path without an extension names that folder too.
+OutputFormat output_format_of(const GenerateOptions& o) {
+  const OutputFormat f = resolve_output_format(o.output_format, o.output_path);
+  if (o.output_format.empty() && f == OutputFormat::Mp4 && lower_extension(o.output_path).empty() &&
+      pipelines::parse_pipeline_kind(o.pipeline) == PipelineKind::HdrIcLora)
+    return OutputFormat::Exr;
+  return f;
+}
+
+}  // namespace
+
 std::string png_output_location(const std::string& output_path, int64_t frames) {
   if (frames == 1) return output_path;
   fs::path dir(output_path);
@@ -359,7 +373,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
             "add --device cuda)");
   block_streaming(o.offload, o.device);         // --offload on the CPU
   LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
-  const OutputFormat format = resolve_output_format(o.output_format, o.output_path);
+  const OutputFormat format = output_format_of(o);
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
     std::error_code ec;
@@ -379,7 +393,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
     }
     // Before any model loads (an EXR folder: validate_hdr_options checks what goes into it).
     if (format != OutputFormat::Exr) media::check_output_location(o.output_path, "--output-path");
-    check_output_format(kind, resolve_output_format(o.output_format, o.output_path));
+    check_output_format(kind, format);
   } else if (!o.output_format.empty()) {
     check_output_format(kind, resolve_output_format(o.output_format, ""));
   }
@@ -562,7 +576,11 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
         "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
     flags = demo_model_flags(demo, options.pipeline, needs.temporal_upsampler);
     flags.quantization = options.models.quantization;
-    if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::HdrIcLora) r.hdr_lora = demo.hdr_lora;
+    if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::HdrIcLora) {
+      // --hdr-lora replaces the demo's (it must then fit the demo transformer).
+      r.hdr_lora = options.hdr_lora.empty() ? demo.hdr_lora : options.hdr_lora;
+      flags.loras = {LoraSpec{r.hdr_lora, 1.0}};
+    }
   } else if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::HdrIcLora) {
     // The HDR IC-LoRA shapes both stages, at full strength as the reference fuses it.
     LTX_CHECK(!options.hdr_lora.empty(), "--pipeline hdr-ic-lora needs its HDR IC-LoRA: pass --hdr-lora PATH");
@@ -1249,7 +1267,7 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
 
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
   validate_options(options);
-  const OutputFormat format = resolve_output_format(options.output_format, options.output_path);
+  const OutputFormat format = output_format_of(options);
   if (format == OutputFormat::Png) {
     PngSink sink(options.output_path, png_output_location(options.output_path, 2));
     GenerateResult result = generate(options, progress, sink);
