@@ -104,11 +104,13 @@ void ExrOutputSink::begin(const MediaFormat& format) {
   exr.color_space = "sRGB";
   exr_ = std::make_unique<media::ExrFrameWriter>(paths_.exr_dir, exr);
   if (!skip_mp4_) {
-    // encode_exr_sequence_to_mp4: libx264 with PyAV's defaults but crf 18, yuv420p, +faststart.
+    // encode_exr_sequence_to_mp4: libx264 with PyAV's defaults but crf 18, yuv420p, +faststart,
+    // the rate as Fraction(fps).limit_denominator(1000).
     media::Mp4Options mp4;
     mp4.crf = 18;
     mp4.preset = "medium";
     mp4.faststart = true;
+    mp4.exact_rate = true;
     preview_ = std::make_unique<media::Mp4Writer>(paths_.preview_mp4, format.fps, mp4);
   }
 }
