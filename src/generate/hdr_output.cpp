@@ -86,16 +86,24 @@ ExrOutputSink::~ExrOutputSink() {
   // The writers remove their temporaries; a folder made for them goes too when nothing landed.
   exr_.reset();
   preview_.reset();
+  if (finished_ || made_root_.empty()) return;
+  // The folders this sink made, from the output folder up to the first it created, while empty.
   std::error_code ec;
-  if (!finished_ && made_dir_ && fs::is_empty(paths_.dir, ec)) fs::remove(paths_.dir, ec);
+  for (fs::path p = paths_.dir;; p = p.parent_path()) {
+    if (!fs::is_empty(p, ec) || ec || !fs::remove(p, ec)) break;
+    if (p == made_root_ || !p.has_parent_path()) break;
+  }
 }
 
 void ExrOutputSink::begin(const MediaFormat& format) {
   std::error_code ec;
   if (!fs::exists(paths_.dir, ec)) {
+    fs::path root(paths_.dir);
+    while (root.has_parent_path() && !root.parent_path().empty() && !fs::exists(root.parent_path(), ec))
+      root = root.parent_path();
     fs::create_directories(paths_.dir, ec);
     LTX_CHECK(!ec, "--output-path '", paths_.dir, "': cannot create the folder: ", ec.message());
-    made_dir_ = true;
+    made_root_ = root;
   }
   // save_exr_tensor(frame, path, half=True): half float, Rec.709 chromaticities, "sRGB".
   media::ExrWriteOptions exr;

@@ -11,6 +11,7 @@
 // space, at the generation size) into the HDR frames (pipelines::hdr_ic_lora::linear_frames) for
 // the sink behind it: ExrOutputSink for the files, any other sink (memory) for library callers.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -64,7 +65,7 @@ class LinearHdrSink final : public MediaSink {
 
 // The EXR frame folder and the preview MP4 of scene-linear frames. Both are written under
 // temporary names and appear together in finish(); on an error, or without finish(), neither
-// appears and an output folder this sink made is removed again.
+// appears and the folders this sink made for them are removed again.
 class ExrOutputSink final : public MediaSink {
  public:
   ExrOutputSink(HdrOutputPaths paths, bool skip_mp4);
@@ -78,7 +79,8 @@ class ExrOutputSink final : public MediaSink {
  private:
   HdrOutputPaths paths_;
   bool skip_mp4_;
-  bool made_dir_ = false, finished_ = false;
+  bool finished_ = false;
+  std::filesystem::path made_root_;  // the first folder begin() created (empty: none)
   std::unique_ptr<media::ExrFrameWriter> exr_;
   std::unique_ptr<media::Mp4Writer> preview_;
 };

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <vector>
 
+#include "media/support.h"
+#include "io/io_test_util.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -65,6 +68,38 @@ TEST(HdrOutput, PathsFollowTheReferencesLayout) {
   EXPECT_EQ(p.exr_dir, "runs/out/street.night_exr");
   EXPECT_EQ(p.preview_mp4, "runs/out/street.night.mp4");
   EXPECT_EQ(generate::hdr_output_paths("out", "a.mov").exr_dir, "out/a_exr");
+}
+
+TEST(HdrOutput, ExrSinkLeavesNothingUnlessItFinishes) {
+  if (!media::openexr_available() || !media::ffmpeg_available())
+    GTEST_SKIP() << "this build lacks OpenEXR or FFmpeg";
+  test::TempDir dir;
+  const Tensor frames = test::random_tensor({3, 32, 48, 3}, 3, 0.0f, 4.0f);
+  generate::MediaFormat format;
+  format.fps = 24.0;
+  format.frames = 3;
+  const generate::HdrOutputPaths paths = generate::hdr_output_paths(dir.file("new/out"), "clip.mp4");
+  {
+    generate::ExrOutputSink sink(paths, /*skip_mp4=*/false);
+    sink.begin(format);
+    sink.write_frames(frames.narrow(0, 0, 2));
+  }  // abandoned mid-way (an error, a cancellation): no frame folder, no preview, no new folder
+  EXPECT_FALSE(std::filesystem::exists(dir.file("new")));
+  {
+    generate::ExrOutputSink sink(paths, /*skip_mp4=*/false);
+    sink.begin(format);
+    sink.write_frames(frames.narrow(0, 0, 2));
+    sink.write_frames(frames.narrow(0, 2, 1));
+    sink.finish();
+  }
+  EXPECT_TRUE(std::filesystem::is_regular_file(paths.preview_mp4));
+  int64_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(paths.exr_dir)) ++n;
+  EXPECT_EQ(n, 3);
+  // Nothing else next to them (no temporaries).
+  n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(paths.dir)) ++n;
+  EXPECT_EQ(n, 2);
 }
 
 }  // namespace
