@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct GenerateCli {
   std::vector<std::vector<std::string>> images;
   std::vector<std::vector<std::string>> video_conditionings;
   std::vector<std::string> conditioning_attention_mask;
+  std::string input;  // hdr-ic-lora: the reference script's name for its clip
 };
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
@@ -88,6 +90,14 @@ int run_generate(GenerateCli& c) {
               hdr ? " or PATH" : "", ", got ", v.size(), " values");
     o.video_conditionings.push_back(
         {v[0], v.size() == 1 ? 1.0 : parse_number(v[1], str("--video-conditioning ", v[0], " STRENGTH"))});
+  }
+  if (!c.input.empty()) {
+    LTX_CHECK(hdr, "--input is a flag of --pipeline hdr-ic-lora (its SDR clip)");
+    LTX_CHECK(c.video_conditionings.empty(), "--input and --video-conditioning both name the clip; give one");
+    std::error_code ec;
+    LTX_CHECK(!std::filesystem::is_directory(c.input, ec), "--input '", c.input,
+              "' is a folder: give one clip per run (the reference's script walks a folder of clips)");
+    o.video_conditionings.push_back({c.input, 1.0});
   }
   if (!c.conditioning_attention_mask.empty()) {
     const auto& v = c.conditioning_attention_mask;
@@ -238,6 +248,8 @@ Command add_generate(CLI::App& app) {
                   "frame rate and voice come from it; EXR folders are not supported");
   sub->add_option("--reference-strength", o.reference_strength,
                   "dubit: strength of the IC-LoRA video reference conditioning, in [0, 1] (default 1.0)");
+  sub->add_option("--input", c->input,
+                  "hdr-ic-lora: the SDR clip, as the reference's script names it (--video-conditioning PATH 1.0)");
   sub->add_option("--hdr-lora", o.hdr_lora,
                   "hdr-ic-lora: the HDR IC-LoRA .safetensors file (its metadata names the HDR transfer); "
                   "fused into both stages");

@@ -2,7 +2,8 @@
 // bundle: an SDR clip written by FFmpeg's own encoder (the ffmpeg tool) in, the reference's outputs
 // out (hdr_ic_lora.py _process_single_video): the EXR frame folder, read back with OpenEXR's own
 // API (channels, pixel type, compression, colour tags, frame count), and the sRGB H.264 preview,
-// probed and decoded with libav; --high-quality with --skip-mp4 and --spatial-tile; bad flags and
+// probed and decoded with libav; --high-quality with --skip-mp4 and --spatial-tile (the clip named
+// by the reference's --input); bad flags and
 // media (one error line naming the flag, exit status 1, nothing written).
 #include <gtest/gtest.h>
 
@@ -182,7 +183,7 @@ TEST(HdrIcLoraCli, HighQualityWithSkipMp4WritesTheFramesOnly) {
   const std::string clip = make_clip(dir);
   const std::string out = dir.file("hq");
   const test::CliResult r =
-      generate(dir, {"--pipeline", "hdr-ic-lora", "--video-conditioning", clip, "1.0", "--prompt", "a test pattern",
+      generate(dir, {"--pipeline", "hdr-ic-lora", "--input", clip, "--prompt", "a test pattern",
                      "--num-frames", "9", "--high-quality", "--skip-mp4", "--spatial-tile", "512", "--seed", "3",
                      "--output-path", out, "--output-format", "exr"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -208,6 +209,8 @@ TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
                         {{"reference_downscale_factor", "1"}});
   const std::string a_file = dir.file("a-file");
   std::fclose(std::fopen(a_file.c_str(), "w"));
+  const std::string clips = dir.file("clips");
+  fs::create_directories(clips);
   const std::string out = dir.file("out");
   struct Case {
     std::vector<std::string> args;
@@ -242,6 +245,9 @@ TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
       {hdr({"--video-conditioning", clip, "--output-format", "exr"}),
        "ends in .mp4 but --output-format exr writes into a folder", dir.file("out.mp4")},
       {hdr({"--video-conditioning", clip}), "' is a file: the hdr-ic-lora pipeline writes into a folder", a_file},
+      {hdr({"--input", clip, "--video-conditioning", clip}), "--input and --video-conditioning both name the clip"},
+      {hdr({"--input", clips}), "--input '" + clips + "' is a folder: give one clip per run"},
+      {{"--pipeline", "ic-lora", "--input", clip}, "--input is a flag of --pipeline hdr-ic-lora"},
       {{"--pipeline", "distilled", "--skip-mp4"}, "--skip-mp4 is a flag of --pipeline hdr-ic-lora"},
       {{"--pipeline", "ic-lora", "--video-conditioning", clip, "1", "--hdr-lora", sdr_lora},
        "--hdr-lora is a flag of --pipeline hdr-ic-lora"},
