@@ -168,7 +168,8 @@ Command add_generate(CLI::App& app) {
   std::string pipelines;
   for (const auto& n : pipelines::pipeline_names()) pipelines += (pipelines.empty() ? "" : "|") + n;
 
-  sub->add_option("--prompt", o.prompt, "What the video shows and sounds like")->required();
+  sub->add_option("--prompt", o.prompt,
+                  "What the video shows and sounds like (required, but for hdr-ic-lora with --text-embeddings)");
   sub->add_option("--output-path", o.output_path,
                   "The file to write: an MP4; a WAV for --pipeline t2a; or with --output-format png "
                   "(or a .png path) a PNG for one frame and a folder of numbered PNG frames (the "
@@ -250,6 +251,9 @@ Command add_generate(CLI::App& app) {
                   "dubit: strength of the IC-LoRA video reference conditioning, in [0, 1] (default 1.0)");
   sub->add_option("--input", c->input,
                   "hdr-ic-lora: the SDR clip, as the reference's script names it (--video-conditioning PATH 1.0)");
+  sub->add_option("--text-embeddings", o.text_embeddings,
+                  "hdr-ic-lora: precomputed text contexts (.safetensors with video_context, as the reference's "
+                  "script takes them) instead of --prompt; no text encoder is then loaded");
   sub->add_option("--hdr-lora", o.hdr_lora,
                   "hdr-ic-lora: the HDR IC-LoRA .safetensors file (its metadata names the HDR transfer); "
                   "fused into both stages");

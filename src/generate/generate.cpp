@@ -224,6 +224,26 @@ void check_clip_flag(const char* flag, const std::string& path, double strength)
             flag, " '", path, "': cannot read the video (the file has no video stream); give a video file");
 }
 
+// hdr-ic-lora's --text-embeddings: the file's "video_context" as f32 [1, L, D] on the host.
+Tensor read_text_embeddings(const std::string& path) {
+  std::error_code ec;
+  LTX_CHECK(fs::is_regular_file(path, ec), "--text-embeddings '", path, "': no such file");
+  Tensor ctx;
+  try {
+    const auto file = io::SafetensorsFile::open(path);
+    LTX_CHECK(file->contains("video_context"), "it has no video_context tensor (the reference's script "
+              "writes video_context and audio_context)");
+    // A copy: the mapped tensor lives only as long as the file.
+    ctx = file->tensor("video_context").to(Device::cpu(), DType::F32).clone();
+  } catch (const Error& e) {
+    fail("--text-embeddings '", path, "': ", e.what());
+  }
+  if (ctx.dim() == 2) ctx = ctx.unsqueeze(0);
+  LTX_CHECK(ctx.dim() == 3 && ctx.size(0) == 1 && ctx.size(1) > 0 && ctx.size(2) > 0, "--text-embeddings '",
+            path, "': video_context must be [1, tokens, dim]; got ", ctx.shape().str());
+  return ctx;
+}
+
 // The hdr-ic-lora flags (the reference's hdr_ic_lora.py CLI: one clip whose size and frame rate
 // the output keeps, the HDR IC-LoRA on a distilled checkpoint, no guidance).
 void validate_hdr_options(const GenerateOptions& o, PipelineKind kind, bool to_file) {
@@ -232,7 +252,12 @@ void validate_hdr_options(const GenerateOptions& o, PipelineKind kind, bool to_f
        {std::pair{!o.hdr_lora.empty(), "--hdr-lora"}, std::pair{o.high_quality, "--high-quality"},
         std::pair{o.spatial_tile.has_value(), "--spatial-tile"}, std::pair{o.skip_mp4, "--skip-mp4"}})
     LTX_CHECK(!given || hdr, flag, " is a flag of --pipeline hdr-ic-lora");
+  LTX_CHECK(o.text_embeddings.empty() || hdr, "--text-embeddings is a flag of --pipeline hdr-ic-lora");
   if (!hdr) return;
+  if (!o.text_embeddings.empty()) {
+    LTX_CHECK(o.prompt.empty(), "--prompt and --text-embeddings both give the text; pass one of them");
+    read_text_embeddings(o.text_embeddings);  // the file and its video_context, before any model
+  }
   LTX_CHECK(o.video_conditionings.size() == 1,
             "--pipeline hdr-ic-lora needs one SDR clip: pass --video-conditioning PATH [STRENGTH] once (got ",
             o.video_conditionings.size(), ")");
@@ -372,7 +397,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
             "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
             "add --device cuda)");
   block_streaming(o.offload, o.device);         // --offload on the CPU
-  LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
+  LTX_CHECK(!o.prompt.empty() || !o.text_embeddings.empty(), "--prompt is empty: describe the video to generate");
   const OutputFormat format = output_format_of(o);
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
@@ -555,6 +580,7 @@ ComponentNeeds component_needs(const GenerateOptions& options) {
   needs.video_encoder = needs.spatial_upsampler || !options.images.empty() || kind == PipelineKind::Retake;
   needs.distilled_lora = needs_distilled_lora(kind);
   needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
+  needs.text_encoder = options.text_embeddings.empty();
   return needs;
 }
 
@@ -971,6 +997,15 @@ void run_hdr(const GenerateOptions& options, const ResolvedModels& models,
   ho.high_quality = options.high_quality;
   log_info("HDR IC-LoRA: ", media::hdr_transfer_display_name(ho.lora.transfer), " working space, reference "
            "downscale factor ", ho.lora.reference_downscale_factor, options.high_quality ? ", high quality" : "");
+  if (!options.text_embeddings.empty() && dm.comp.transformer) {
+    // Precomputed contexts must have been made for this model: their width is the transformer's
+    // context width (its caption projection's input where it has one).
+    const models::transformer::LTXModelConfig& cfg = dm.comp.transformer->config();
+    const int64_t want = cfg.caption_projection ? cfg.caption_channels : cfg.cross_attention_dim;
+    LTX_CHECK(contexts.video_positive.size(2) == want, "--text-embeddings '", options.text_embeddings,
+              "': video_context is ", contexts.video_positive.size(2), " wide but the transformer of '",
+              models.paths.transformer.path, "' takes ", want, "; the file was made for another model");
+  }
   hdr::validate_request(req, dm.comp, &contexts);
   const hdr::HdrIcLoraLatent out = hdr::run_hdr_ic_lora(
       req, dm.comp, contexts, ho, [&](const std::string& stage, int64_t step, int64_t total) {
@@ -1066,7 +1101,11 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   // ---- text
   progress.stage("text encoding");
   pipelines::TextContexts contexts;
-  {
+  if (!options.text_embeddings.empty()) {
+    // hdr-ic-lora with the reference's precomputed contexts: no text model.
+    contexts.video_positive = read_text_embeddings(options.text_embeddings);
+    log_info("text contexts from ", options.text_embeddings, " (", contexts.video_positive.shape().str(), ")");
+  } else {
     // The text models load on the device (bf16 on a GPU, as the reference runs them); the duration
     // head reads the contexts there, then they come back to the host in f32 (exact) for the
     // pipeline, which moves them to the transformer's device once.

@@ -133,6 +133,10 @@ struct GenerateOptions {
   bool high_quality = false;
   std::optional<int64_t> spatial_tile;
   bool skip_mp4 = false;
+  // hdr-ic-lora: --text-embeddings, the reference script's precomputed text contexts (a
+  // safetensors file with "video_context" [1, L, D]; "audio_context" is not used) instead of the
+  // prompt's encoding: no --prompt, no text encoder.
+  std::string text_embeddings;
   // --output-format: "mp4", "wav" or "png"; empty: from the output path's extension
   // (resolve_output_format).
   std::string output_format;

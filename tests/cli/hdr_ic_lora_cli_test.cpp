@@ -15,6 +15,7 @@
 
 #include "cli/ffmpeg_tool.h"
 #include "generate/demo_bundle.h"
+#include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "media/support.h"
 #include "media/video_reader.h"
@@ -196,6 +197,45 @@ TEST(HdrIcLoraCli, HighQualityWithSkipMp4WritesTheFramesOnly) {
 #endif
 }
 
+TEST(HdrIcLoraCli, PrecomputedTextEmbeddingsReplaceThePrompt) {
+  if (const std::string why = ffmpeg_tool_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!media::openexr_available()) GTEST_SKIP() << "this build has no OpenEXR (LTX_OPENEXR=OFF)";
+  TempDir dir;
+  const std::string clip = make_clip(dir);
+  // The reference script's file: video_context (and audio_context, unused) [1, tokens, width];
+  // 32 is the demo transformer's context width.
+  const std::string emb = dir.file("emb.safetensors");
+  io::write_safetensors(emb, {{"video_context", test::random_tensor({1, 7, 32}, 5)},
+                              {"audio_context", test::random_tensor({1, 7, 16}, 6)}});
+  const std::string out = dir.file("out");
+  const test::CliResult r = generate(dir, {"--pipeline", "hdr-ic-lora", "--input", clip, "--text-embeddings", emb,
+                                           "--num-frames", "9", "--skip-mp4", "--output-path", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("text contexts from " + emb + " ([1, 7, 32])"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("text encoder runs"), std::string::npos) << r.err;  // no text model loaded
+  EXPECT_EQ(sorted_names(out + "/shot_exr"), frame_names(9));
+  // As the reference's script is run: model files named, no text encoder among them.
+  const std::string demo = dir.file(str("cache/ltx/", generate::kDemoBundleVersion, "/"));
+  const std::string named = dir.file("named");
+  const test::CliResult files =
+      generate(dir, {"--pipeline", "hdr-ic-lora", "--input", clip, "--text-embeddings", emb, "--num-frames", "9",
+                     "--distilled-checkpoint-path", demo + "ltx-2.3-demo.safetensors", "--spatial-upsampler-path",
+                     demo + "spatial-upscaler-x2-demo.safetensors", "--hdr-lora",
+                     demo + "hdr-ic-lora-demo.safetensors", "--output-path", named});
+  ASSERT_EQ(files.code, 0) << files.err;
+  EXPECT_EQ(sorted_names(named), (std::vector<std::string>{"shot.mp4", "shot_exr"}));
+  // Contexts made for another model: refused before the generation, nothing written.
+  const std::string wide = dir.file("wide.safetensors");
+  io::write_safetensors(wide, {{"video_context", test::random_tensor({1, 7, 48}, 5)}});
+  const test::CliResult bad = generate(dir, {"--pipeline", "hdr-ic-lora", "--input", clip, "--text-embeddings",
+                                             wide, "--num-frames", "9", "--output-path", dir.file("out2")});
+  EXPECT_EQ(bad.code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("--text-embeddings '" + wide + "': video_context is 48 wide but the transformer"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_FALSE(fs::exists(dir.file("out2")));
+}
+
 TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
   if (const std::string why = ffmpeg_tool_unavailable(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
@@ -208,6 +248,8 @@ TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
   io::write_safetensors(sdr_lora, {{"diffusion_model.x.lora_A.weight", Tensor::zeros({2, 4})}},
                         {{"reference_downscale_factor", "1"}});
   const std::string a_file = dir.file("a-file");
+  const std::string no_context = dir.file("no-context.safetensors");
+  io::write_safetensors(no_context, {{"audio_context", Tensor::zeros({1, 3, 16})}});
   std::fclose(std::fopen(a_file.c_str(), "w"));
   const std::string clips = dir.file("clips");
   fs::create_directories(clips);
@@ -248,6 +290,15 @@ TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
       {hdr({"--input", clip, "--video-conditioning", clip}), "--input and --video-conditioning both name the clip"},
       {hdr({"--input", clips}), "--input '" + clips + "' is a folder: give one clip per run"},
       {{"--pipeline", "ic-lora", "--input", clip}, "--input is a flag of --pipeline hdr-ic-lora"},
+      {hdr({"--video-conditioning", clip, "--text-embeddings", dir.file("none.safetensors")}),
+       "--text-embeddings '" + dir.file("none.safetensors") + "': no such file"},
+      {hdr({"--video-conditioning", clip, "--text-embeddings", no_context}),
+       "--text-embeddings '" + no_context + "': it has no video_context tensor"},
+      {hdr({"--video-conditioning", clip, "--text-embeddings", a_file}), "--text-embeddings '" + a_file + "': "},
+      {hdr({"--video-conditioning", clip, "--text-embeddings", no_context, "--prompt", "a cat"}),
+       "--prompt and --text-embeddings both give the text"},
+      {{"--pipeline", "distilled", "--text-embeddings", no_context},
+       "--text-embeddings is a flag of --pipeline hdr-ic-lora"},
       {{"--pipeline", "distilled", "--skip-mp4"}, "--skip-mp4 is a flag of --pipeline hdr-ic-lora"},
       {{"--pipeline", "ic-lora", "--video-conditioning", clip, "1", "--hdr-lora", sdr_lora},
        "--hdr-lora is a flag of --pipeline hdr-ic-lora"},
@@ -256,7 +307,10 @@ TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
   };
   for (const Case& k : cases) {
     const std::string output = k.output.empty() ? out : k.output;
-    std::vector<std::string> args = {"--prompt", "a cat", "--output-path", output};
+    std::vector<std::string> args = {"--output-path", output};
+    // The text comes from --prompt, unless the case gives --text-embeddings.
+    if (std::find(k.args.begin(), k.args.end(), "--text-embeddings") == k.args.end())
+      args.insert(args.end(), {"--prompt", "a cat"});
     args.insert(args.end(), k.args.begin(), k.args.end());
     const test::CliResult r = generate(dir, args);
     EXPECT_EQ(r.code, 1) << k.error << "\n" << r.err;
