@@ -204,7 +204,6 @@ std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind
   return sets;
 }
 
-// The ic-lora flags: each names a clip that must exist; strengths in [0, 1].
 // A conditioning clip named by `flag`: the file exists, its strength is in [0, 1], FFmpeg finds a
 // video stream in it (the frames are decoded later, after the checks).
 void check_clip_flag(const char* flag, const std::string& path, double strength) {
@@ -293,6 +292,7 @@ void validate_hdr_options(const GenerateOptions& o, PipelineKind kind, bool to_f
     check_hdr_output(hdr_output_paths(o.output_path, clip.path), o.skip_mp4, "--output-path");
 }
 
+// The ic-lora flags: each names a clip that must exist; strengths in [0, 1].
 void validate_ic_lora_options(const GenerateOptions& o, PipelineKind kind) {
   const bool ic = kind == PipelineKind::IcLora;
   LTX_CHECK(o.video_conditionings.empty() || ic || kind == PipelineKind::HdrIcLora,
