@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct GenerateCli {
   std::vector<std::vector<std::string>> images;
   std::vector<std::vector<std::string>> video_conditionings;
   std::vector<std::string> conditioning_attention_mask;
+  std::string input;  // hdr-ic-lora: the reference script's name for its clip
 };
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
@@ -80,9 +82,22 @@ int run_generate(GenerateCli& c) {
     o.images.push_back(im);
   }
 
+  // hdr-ic-lora takes the clip alone (the reference's --input, strength 1).
+  const bool hdr = !o.pipeline.empty() &&
+                   pipelines::parse_pipeline_kind(o.pipeline) == pipelines::PipelineKind::HdrIcLora;
   for (const auto& v : c.video_conditionings) {
-    LTX_CHECK(v.size() == 2, "--video-conditioning takes PATH STRENGTH, got ", v.size(), " values");
-    o.video_conditionings.push_back({v[0], parse_number(v[1], str("--video-conditioning ", v[0], " STRENGTH"))});
+    LTX_CHECK(v.size() == 2 || (hdr && v.size() == 1), "--video-conditioning takes PATH STRENGTH",
+              hdr ? " or PATH" : "", ", got ", v.size(), " values");
+    o.video_conditionings.push_back(
+        {v[0], v.size() == 1 ? 1.0 : parse_number(v[1], str("--video-conditioning ", v[0], " STRENGTH"))});
+  }
+  if (!c.input.empty()) {
+    LTX_CHECK(hdr, "--input is a flag of --pipeline hdr-ic-lora (its SDR clip)");
+    LTX_CHECK(c.video_conditionings.empty(), "--input and --video-conditioning both name the clip; give one");
+    std::error_code ec;
+    LTX_CHECK(!std::filesystem::is_directory(c.input, ec), "--input '", c.input,
+              "' is a folder: give one clip per run (the reference's script walks a folder of clips)");
+    o.video_conditionings.push_back({c.input, 1.0});
   }
   if (!c.conditioning_attention_mask.empty()) {
     const auto& v = c.conditioning_attention_mask;
@@ -153,16 +168,19 @@ Command add_generate(CLI::App& app) {
   std::string pipelines;
   for (const auto& n : pipelines::pipeline_names()) pipelines += (pipelines.empty() ? "" : "|") + n;
 
-  sub->add_option("--prompt", o.prompt, "What the video shows and sounds like")->required();
+  sub->add_option("--prompt", o.prompt,
+                  "What the video shows and sounds like (required, but for hdr-ic-lora with --text-embeddings)");
   sub->add_option("--output-path", o.output_path,
                   "The file to write: an MP4; a WAV for --pipeline t2a; or with --output-format png "
                   "(or a .png path) a PNG for one frame and a folder of numbered PNG frames (the "
-                  "path without .png) for more")
+                  "path without .png) for more; hdr-ic-lora: a folder that gets <clip>_exr/ (EXR "
+                  "frames) and <clip>.mp4 (sRGB preview)")
       ->required();
   sub->add_option("--output-format", o.output_format,
                   "mp4: video + audio (the video pipelines); wav: 16-bit PCM (t2a); png: frames as "
                   "PNG, no audio (--num-frames 1 writes one image: text-to-image). Default: from "
-                  "the --output-path extension (.wav: wav, .png: png, else mp4)");
+                  "the --output-path extension (.wav: wav, .png: png, else mp4); exr: hdr-ic-lora's EXR "
+                  "frames + sRGB preview in a folder (the default for a folder path)");
   sub->add_option("--pipeline", o.pipeline,
                   "distilled: distilled checkpoint, 8 + 3 steps, no guidance; one-stage: guided, "
                   "one resolution; two-stage: guided at half size, x2 upsample, distilled-LoRA "
@@ -173,7 +191,8 @@ Command add_generate(CLI::App& app) {
                   "--audio-path's soundtrack; t2a: text to audio, one stage, writes a WAV; ic-lora: "
                   "video-to-video control with an IC-LoRA (--lora) on --video-conditioning clips; dubit: a new "
                   "video and speech that keep --reference-video's motion and voice (the DubIt IC-LoRA as "
-                  "--lora) (" +
+                  "--lora); hdr-ic-lora: an SDR --video-conditioning clip to scene-linear HDR EXR frames with "
+                  "--hdr-lora (" +
                       pipelines + ", default two-stage)");
   sub->add_option("--negative-prompt", o.negative_prompt,
                   "What to steer away from (guided pipelines; default: the "
@@ -218,7 +237,8 @@ Command add_generate(CLI::App& app) {
                   "num-frames / frame-rate)");
   sub->add_option("--video-conditioning", c->video_conditionings,
                   "ic-lora: PATH STRENGTH of a reference (control) video, e.g. a depth or pose clip, "
-                  "read up to --num-frames frames (repeatable)")
+                  "read up to --num-frames frames (repeatable); hdr-ic-lora: PATH [STRENGTH] of the SDR "
+                  "clip (its size and frame rate are kept)")
       ->expected(1, 2);  // counted by run_generate, for an error that names the arguments
   sub->add_option("--conditioning-attention-mask", c->conditioning_attention_mask,
                   "ic-lora: MASK_PATH STRENGTH: a grayscale mask video whose values in [0, 1] weight "
@@ -229,6 +249,20 @@ Command add_generate(CLI::App& app) {
                   "frame rate and voice come from it; EXR folders are not supported");
   sub->add_option("--reference-strength", o.reference_strength,
                   "dubit: strength of the IC-LoRA video reference conditioning, in [0, 1] (default 1.0)");
+  sub->add_option("--input", c->input,
+                  "hdr-ic-lora: the SDR clip, as the reference's script names it (--video-conditioning PATH 1.0)");
+  sub->add_option("--text-embeddings", o.text_embeddings,
+                  "hdr-ic-lora: precomputed text contexts (.safetensors with video_context, as the reference's "
+                  "script takes them) instead of --prompt; no text encoder is then loaded");
+  sub->add_option("--hdr-lora", o.hdr_lora,
+                  "hdr-ic-lora: the HDR IC-LoRA .safetensors file (its metadata names the HDR transfer); "
+                  "fused into both stages");
+  sub->add_flag("--high-quality", o.high_quality,
+                "hdr-ic-lora: generate twice the frames and keep every other one (smoother, ~2x slower)");
+  sub->add_option("--spatial-tile", o.spatial_tile,
+                  "hdr-ic-lora: spatial tile of the VAE decode in pixels, a multiple of 32 above 256 "
+                  "(default 1280; smaller needs less memory)");
+  sub->add_flag("--skip-mp4", o.skip_mp4, "hdr-ic-lora: write the EXR frames only, no sRGB H.264 preview");
   sub->add_flag("--skip-stage-2", o.skip_stage_2,
                 "ic-lora: stop after stage 1; the output is at half the height and width");
   sub->add_option("--temporal-upsample-rounds", o.temporal_upsample_rounds,

@@ -74,8 +74,9 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
   require_given(paths.transformer, "the transformer",
                 "--checkpoint-path (single-file checkpoint) or --transformer-path (split files)",
                 pl);
-  require_given(paths.text_encoder, "the Gemma text encoder",
-                "--text-encoder-path (single-file text encoder) or --gemma-root (folder)", pl);
+  if (needs.text_encoder)
+    require_given(paths.text_encoder, "the Gemma text encoder",
+                  "--text-encoder-path (single-file text encoder) or --gemma-root (folder)", pl);
   require_given(paths.video_vae, "the video VAE",
                 single ? "--video-vae-path" : "--video-vae-path (or a --checkpoint-path with it)",
                 pl);
@@ -106,6 +107,7 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
   for (const auto& [id, what] : {std::pair{"video_connector", "video text connector"},
                                  std::pair{"audio_connector", "audio text connector"},
                                  std::pair{"text_projection", "text projection"}}) {
+    if (!needs.text_encoder) break;
     bool found = false;
     for (const std::string& p : paths.embeddings_weight_paths)
       found = found || sums.get(p).component(id) != nullptr;
@@ -211,6 +213,7 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
               paths.temporal_upsampler.path, "' is not a temporal-only x2 upsampler");
   }
 
+  if (!needs.text_encoder) return r;
   // The reference's Gemma version rule.
   const text::GemmaAssets assets = text::GemmaAssets::load(paths.text_encoder.path);
   LTX_CHECK(!assets.config.is_null(), paths.text_encoder.flag, " '", paths.text_encoder.path,

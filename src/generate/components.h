@@ -26,6 +26,9 @@ struct ComponentNeeds {
   bool spatial_upsampler = false;   // distilled, two-stage, two-stage-hq
   bool distilled_lora = false;      // two-stage, two-stage-hq, dfr
   bool temporal_upsampler = false;  // dfr with temporal rounds
+  // false: the text contexts come precomputed (hdr-ic-lora --text-embeddings), so neither the
+  // Gemma text encoder nor the text connectors are needed.
+  bool text_encoder = true;
 };
 
 // What the checks found (for the log and the pipelines' defaults).

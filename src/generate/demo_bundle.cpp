@@ -47,6 +47,7 @@ constexpr const char* kUpsamplerName = "spatial-upscaler-x2-demo.safetensors";
 constexpr const char* kTemporalUpsamplerName = "temporal-upscaler-x2-demo.safetensors";
 constexpr const char* kLoraName = "distilled-lora-demo.safetensors";
 constexpr const char* kIcLoraName = "ic-lora-demo.safetensors";
+constexpr const char* kHdrLoraName = "hdr-ic-lora-demo.safetensors";
 // Found next to the text encoder by --enhance-prompt (text::find_default_system_prompt).
 constexpr const char* kSystemPromptName = "gemma3_t2v_system_prompt.txt";
 constexpr const char* kSystemPrompt =
@@ -344,13 +345,14 @@ DemoBundle bundle_in(const std::string& dir) {
           (d / kTemporalUpsamplerName).string(),
           (d / kLoraName).string(),
           (d / kSystemPromptName).string(),
-          (d / kIcLoraName).string()};
+          (d / kIcLoraName).string(),
+          (d / kHdrLoraName).string()};
 }
 
 bool complete(const DemoBundle& b) {
   std::error_code ec;
   for (const std::string* p : {&b.checkpoint, &b.text_encoder, &b.spatial_upsampler,
-                               &b.temporal_upsampler, &b.distilled_lora, &b.system_prompt, &b.ic_lora})
+                               &b.temporal_upsampler, &b.distilled_lora, &b.system_prompt, &b.ic_lora, &b.hdr_lora})
     if (!fs::is_regular_file(*p, ec)) return false;
   return true;
 }
@@ -376,6 +378,10 @@ void write_demo_bundle_files(const std::string& dir) {
   // An IC-LoRA with the metadata ic-lora reads (a reference at the stage size: the demo's half
   // size, 96x160, is the smallest the x32 VAE takes).
   write_lora(b.ic_lora, transformer, "ic_lora.", {{"format", "pt"}, {"reference_downscale_factor", "1"}});
+  // An HDR IC-LoRA: the metadata hdr-ic-lora reads (the LogC3 working space, references at the
+  // generation size).
+  write_lora(b.hdr_lora, transformer, "hdr_ic_lora.",
+             {{"format", "pt"}, {"hdr_transform", "logc3"}, {"reference_downscale_factor", "1"}});
   std::ofstream(b.system_prompt) << kSystemPrompt;
   LTX_CHECK(fs::file_size(b.system_prompt) > 0, "cannot write ", b.system_prompt);
 }

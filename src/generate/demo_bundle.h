@@ -23,6 +23,9 @@
 //   distilled-lora-demo.safetensors   rank-2 LoRA on the self-attention projections
 //   ic-lora-demo.safetensors          rank-2 IC-LoRA (metadata reference_downscale_factor "1"),
 //                                     what --pipeline ic-lora fuses into its first stage
+//   hdr-ic-lora-demo.safetensors      rank-2 HDR IC-LoRA (metadata hdr_transform "logc3",
+//                                     reference_downscale_factor "1"), what --pipeline
+//                                     hdr-ic-lora fuses into both stages
 //   gemma3_t2v_system_prompt.txt      the system prompt --enhance-prompt finds next to the text
 //                                     encoder
 #include <cstdint>
@@ -39,10 +42,11 @@ struct DemoBundle {
   std::string distilled_lora;
   std::string system_prompt;  // for --enhance-prompt (a short one of our own)
   std::string ic_lora;        // for --pipeline ic-lora
+  std::string hdr_lora;       // for --pipeline hdr-ic-lora
 };
 
 // Bump when the bundle's content changes, so stale caches are not reused.
-inline constexpr const char* kDemoBundleVersion = "demo-v2";
+inline constexpr const char* kDemoBundleVersion = "demo-v3";
 
 // Demo defaults (small enough for seconds on a laptop CPU; multiples of 64 so that every
 // pipeline accepts them): 192x320, 25 frames (about one second at 24 fps).

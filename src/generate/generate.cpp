@@ -17,6 +17,7 @@
 #include "generate/decode.h"
 #include "generate/demo_bundle.h"
 #include "generate/dubit_inputs.h"
+#include "generate/hdr_output.h"
 #include "generate/memory_budget.h"
 #include "generate/model_provider.h"
 #include "generate/offload_plan.h"
@@ -41,6 +42,7 @@
 #include "models/video_vae/video_vae.h"
 #include "pipelines/dfr.h"
 #include "pipelines/dubit.h"
+#include "pipelines/hdr_ic_lora.h"
 #include "pipelines/ic_lora.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/retake.h"
@@ -70,6 +72,11 @@ namespace fs = std::filesystem;
 namespace tf = models::transformer;
 namespace duration_head = models::duration_head;
 using pipelines::PipelineKind;
+
+// The reference's HDR decode tiling (hdr_ic_lora.py _make_tiling_config defaults): 1280-pixel
+// spatial tiles (--spatial-tile) with a 256-pixel overlap, 32-frame tiles with a 16-frame overlap.
+constexpr int64_t kHdrSpatialTile = 1280, kHdrSpatialOverlap = 256;
+constexpr int64_t kHdrTemporalTile = 32, kHdrTemporalOverlap = 16;
 
 void apply_guidance(const GuidanceFlags& f, sampling::GuiderParams& p) {
   if (f.cfg) p.cfg_scale = *f.cfg;
@@ -134,6 +141,7 @@ const std::vector<OutputFormatInfo>& output_formats() {
       {OutputFormat::Mp4, "mp4", {".mp4"}},
       {OutputFormat::Wav, "wav", {".wav"}},
       {OutputFormat::Png, "png", {".png"}},
+      {OutputFormat::Exr, "exr", {}},  // a folder: chosen by the flag or a folder path
   };
   return formats;
 }
@@ -146,6 +154,14 @@ std::string lower_extension(const std::string& path) {
 
 // The pipeline's output kind against the format: audio-only pipelines write WAV, the video ones MP4.
 void check_output_format(PipelineKind kind, OutputFormat format) {
+  if (kind == PipelineKind::HdrIcLora)
+    LTX_CHECK(format == OutputFormat::Exr, "--pipeline hdr-ic-lora writes EXR frames and an sRGB preview "
+              "into a folder: name a folder as --output-path (e.g. out/) or pass --output-format exr "
+              "(not ", output_format_name(format), ")");
+  else
+    LTX_CHECK(format != OutputFormat::Exr, "--output-format exr (or a folder as --output-path) is the "
+              "hdr-ic-lora pipeline's output (--pipeline hdr-ic-lora); the ", pipelines::pipeline_name(kind),
+              " pipeline writes ", pipelines::makes_video(kind) ? "an MP4 file" : "a WAV file");
   if (!pipelines::makes_video(kind))
     LTX_CHECK(format == OutputFormat::Wav, "--pipeline ", pipelines::pipeline_name(kind),
               " generates audio only: name a .wav --output-path or pass --output-format wav");
@@ -188,12 +204,101 @@ std::vector<lora::LoraSet> stage_lora_sets(const ModelPaths& paths, PipelineKind
   return sets;
 }
 
+// A conditioning clip named by `flag`: the file exists, its strength is in [0, 1], FFmpeg finds a
+// video stream in it (the frames are decoded later, after the checks).
+void check_clip_flag(const char* flag, const std::string& path, double strength) {
+  std::error_code ec;
+  LTX_CHECK(fs::is_regular_file(path, ec), flag, " '", path, "': no such file");
+  LTX_CHECK(strength >= 0.0 && strength <= 1.0, flag, " '", path, "': STRENGTH ", strength,
+            " must be in [0, 1]");
+  media::MediaInfo info;
+  try {
+    info = media::probe_media(path);
+  } catch (const Error& e) {
+    fail(flag, " '", path, "': cannot read the video (", e.what(), "); give a video file FFmpeg decodes "
+         "(e.g. H.264 MP4)");
+  }
+  LTX_CHECK(std::any_of(info.streams.begin(), info.streams.end(),
+                        [](const media::StreamInfo& st) { return st.type == "video"; }),
+            flag, " '", path, "': cannot read the video (the file has no video stream); give a video file");
+}
+
+// hdr-ic-lora's --text-embeddings: the file's "video_context" as f32 [1, L, D] on the host.
+Tensor read_text_embeddings(const std::string& path) {
+  std::error_code ec;
+  LTX_CHECK(fs::is_regular_file(path, ec), "--text-embeddings '", path, "': no such file");
+  Tensor ctx;
+  try {
+    const auto file = io::SafetensorsFile::open(path);
+    LTX_CHECK(file->contains("video_context"), "it has no video_context tensor (the reference's script "
+              "writes video_context and audio_context)");
+    // A copy: the mapped tensor lives only as long as the file.
+    ctx = file->tensor("video_context").to(Device::cpu(), DType::F32).clone();
+  } catch (const Error& e) {
+    fail("--text-embeddings '", path, "': ", e.what());
+  }
+  if (ctx.dim() == 2) ctx = ctx.unsqueeze(0);
+  LTX_CHECK(ctx.dim() == 3 && ctx.size(0) == 1 && ctx.size(1) > 0 && ctx.size(2) > 0, "--text-embeddings '",
+            path, "': video_context must be [1, tokens, dim]; got ", ctx.shape().str());
+  return ctx;
+}
+
+// The hdr-ic-lora flags (the reference's hdr_ic_lora.py CLI: one clip whose size and frame rate
+// the output keeps, the HDR IC-LoRA on a distilled checkpoint, no guidance).
+void validate_hdr_options(const GenerateOptions& o, PipelineKind kind, bool to_file) {
+  const bool hdr = kind == PipelineKind::HdrIcLora;
+  for (const auto& [given, flag] :
+       {std::pair{!o.hdr_lora.empty(), "--hdr-lora"}, std::pair{o.high_quality, "--high-quality"},
+        std::pair{o.spatial_tile.has_value(), "--spatial-tile"}, std::pair{o.skip_mp4, "--skip-mp4"}})
+    LTX_CHECK(!given || hdr, flag, " is a flag of --pipeline hdr-ic-lora");
+  LTX_CHECK(o.text_embeddings.empty() || hdr, "--text-embeddings is a flag of --pipeline hdr-ic-lora");
+  if (!hdr) return;
+  if (!o.text_embeddings.empty()) {
+    LTX_CHECK(o.prompt.empty(), "--prompt and --text-embeddings both give the text; pass one of them");
+    read_text_embeddings(o.text_embeddings);  // the file and its video_context, before any model
+  }
+  LTX_CHECK(o.video_conditionings.size() == 1,
+            "--pipeline hdr-ic-lora needs one SDR clip: pass --video-conditioning PATH [STRENGTH] once (got ",
+            o.video_conditionings.size(), ")");
+  const VideoConditioningFlag& clip = o.video_conditionings.front();
+  check_clip_flag("--video-conditioning", clip.path, clip.strength);
+  if (o.hdr_lora.empty()) {
+    LTX_CHECK(o.models.empty(), "--pipeline hdr-ic-lora needs its HDR IC-LoRA: pass --hdr-lora PATH "
+              "(a LoRA whose metadata names its HDR transfer)");
+  } else {
+    std::error_code ec;
+    LTX_CHECK(fs::is_regular_file(o.hdr_lora, ec), "--hdr-lora '", o.hdr_lora, "': no such file");
+    pipelines::hdr_ic_lora::read_hdr_lora_config(o.hdr_lora, "--hdr-lora");  // its HDR metadata
+  }
+  if (o.spatial_tile)
+    LTX_CHECK(*o.spatial_tile > kHdrSpatialOverlap && *o.spatial_tile % 32 == 0, "--spatial-tile ",
+              *o.spatial_tile, " must be a multiple of 32 above the decode tiles' ", kHdrSpatialOverlap,
+              "-pixel overlap (e.g. 768 or 1280)");
+  for (const auto& [given, flag] :
+       {std::pair{o.height.has_value(), "--height"}, std::pair{o.width.has_value(), "--width"},
+        std::pair{o.frame_rate.has_value(), "--frame-rate"}})
+    LTX_CHECK(!given, flag, ": the hdr-ic-lora pipeline keeps the size and frame rate of --video-conditioning");
+  LTX_CHECK(!o.auto_duration, "--auto-duration does not apply to --pipeline hdr-ic-lora; pass --num-frames");
+  LTX_CHECK(o.images.empty(), "--image: the hdr-ic-lora pipeline conditions on --video-conditioning only");
+  LTX_CHECK(!guidance_given(o.video_guidance) && !guidance_given(o.audio_guidance) && !o.negative_prompt &&
+                !o.num_inference_steps,
+            "the hdr-ic-lora pipeline runs the distilled schedules without guidance: --negative-prompt, "
+            "--num-inference-steps and the guidance scale flags do not apply to it");
+  LTX_CHECK(!o.models.distilled_lora && o.models.loras.empty(),
+            "--distilled-lora / --lora: the hdr-ic-lora pipeline runs a distilled checkpoint with the HDR "
+            "IC-LoRA alone (--hdr-lora)");
+  LTX_CHECK(!o.enhance_prompt, "--enhance-prompt does not apply to --pipeline hdr-ic-lora");
+  if (to_file)
+    check_hdr_output(hdr_output_paths(o.output_path, clip.path), o.skip_mp4, "--output-path");
+}
+
 // The ic-lora flags: each names a clip that must exist; strengths in [0, 1].
 void validate_ic_lora_options(const GenerateOptions& o, PipelineKind kind) {
   const bool ic = kind == PipelineKind::IcLora;
+  LTX_CHECK(o.video_conditionings.empty() || ic || kind == PipelineKind::HdrIcLora,
+            "--video-conditioning is a flag of --pipeline ic-lora and --pipeline hdr-ic-lora");
   for (const auto& [given, flag] :
-       {std::pair{!o.video_conditionings.empty(), "--video-conditioning"},
-        std::pair{o.conditioning_attention_mask.has_value(), "--conditioning-attention-mask"},
+       {std::pair{o.conditioning_attention_mask.has_value(), "--conditioning-attention-mask"},
         std::pair{o.skip_stage_2, "--skip-stage-2"}})
     LTX_CHECK(!given || ic, flag, " is a flag of --pipeline ic-lora");
   if (!ic) return;
@@ -202,25 +307,9 @@ void validate_ic_lora_options(const GenerateOptions& o, PipelineKind kind) {
   std::vector<std::pair<std::string, double>> clips;
   for (const VideoConditioningFlag& v : o.video_conditionings) clips.emplace_back(v.path, v.strength);
   if (o.conditioning_attention_mask) clips.push_back(*o.conditioning_attention_mask);
-  for (size_t i = 0; i < clips.size(); ++i) {
-    const char* flag = i < o.video_conditionings.size() ? "--video-conditioning" : "--conditioning-attention-mask";
-    const auto& [path, strength] = clips[i];
-    std::error_code ec;
-    LTX_CHECK(fs::is_regular_file(path, ec), flag, " '", path, "': no such file");
-    LTX_CHECK(strength >= 0.0 && strength <= 1.0, flag, " '", path, "': STRENGTH ", strength,
-              " must be in [0, 1]");
-    // Its container and video stream, before any model loads (the frames are decoded later).
-    media::MediaInfo info;
-    try {
-      info = media::probe_media(path);
-    } catch (const Error& e) {
-      fail(flag, " '", path, "': cannot read the video (", e.what(), "); give a video file FFmpeg decodes "
-           "(e.g. H.264 MP4)");
-    }
-    LTX_CHECK(std::any_of(info.streams.begin(), info.streams.end(),
-                          [](const media::StreamInfo& st) { return st.type == "video"; }),
-              flag, " '", path, "': cannot read the video (the file has no video stream); give a video file");
-  }
+  for (size_t i = 0; i < clips.size(); ++i)
+    check_clip_flag(i < o.video_conditionings.size() ? "--video-conditioning" : "--conditioning-attention-mask",
+                    clips[i].first, clips[i].second);
   LTX_CHECK(!o.auto_duration, "--auto-duration does not apply to --pipeline ic-lora: the reference "
             "video is read up to --num-frames frames; pass --num-frames");
   LTX_CHECK(!guidance_given(o.video_guidance) && !guidance_given(o.audio_guidance) && !o.negative_prompt &&
@@ -256,11 +345,20 @@ OutputFormat resolve_output_format(const std::string& flag, const std::string& o
   for (const OutputFormatInfo& f : output_formats())
     for (const std::string& e : f.extensions)
       if (e == ext) by_ext = &f;
-  if (flag.empty()) return by_ext ? by_ext->format : OutputFormat::Mp4;
+  std::error_code ec;
+  const bool folder = !output_path.empty() && (output_path.back() == '/' || fs::is_directory(output_path, ec));
+  if (flag.empty()) return folder ? OutputFormat::Exr : by_ext ? by_ext->format : OutputFormat::Mp4;
   std::string names;
   for (const OutputFormatInfo& f : output_formats()) {
     names += (names.empty() ? "" : ", ") + std::string(f.name);
     if (flag != f.name) continue;
+    if (f.format == OutputFormat::Exr) {
+      LTX_CHECK(by_ext == nullptr, "--output-path '", output_path, "' ends in ", ext,
+                " but --output-format exr writes into a folder; name a folder (e.g. out/)");
+      return f.format;
+    }
+    LTX_CHECK(!folder || f.format == OutputFormat::Png, "--output-path '", output_path,
+              "' is a folder but --output-format is ", f.name, "; name the file to write");
     LTX_CHECK(by_ext == nullptr || by_ext->format == f.format, "--output-path '", output_path,
               "' ends in ", ext, " but --output-format is ", f.name, "; name it ",
               fs::path(output_path).replace_extension(f.extensions.front()).string(), " or drop one of them");
@@ -268,6 +366,20 @@ OutputFormat resolve_output_format(const std::string& flag, const std::string& o
   }
   fail("--output-format '", flag, "' is not a known format: expected one of ", names);
 }
+
+namespace {
+
+// The format of `o`'s output: resolve_output_format, except that for hdr-ic-lora, which writes a
+// folder, a path without an extension names that folder too.
+OutputFormat output_format_of(const GenerateOptions& o) {
+  const OutputFormat f = resolve_output_format(o.output_format, o.output_path);
+  if (o.output_format.empty() && f == OutputFormat::Mp4 && lower_extension(o.output_path).empty() &&
+      pipelines::parse_pipeline_kind(o.pipeline) == PipelineKind::HdrIcLora)
+    return OutputFormat::Exr;
+  return f;
+}
+
+}  // namespace
 
 std::string png_output_location(const std::string& output_path, int64_t frames) {
   if (frames == 1) return output_path;
@@ -285,12 +397,13 @@ void validate_options(const GenerateOptions& o, bool to_file) {
             "--max-gpu-memory budgets GPU memory; it does not apply to --device cpu (drop it, or "
             "add --device cuda)");
   block_streaming(o.offload, o.device);         // --offload on the CPU
-  LTX_CHECK(!o.prompt.empty(), "--prompt is empty: describe the video to generate");
-  const OutputFormat format = resolve_output_format(o.output_format, o.output_path);
+  LTX_CHECK(!o.prompt.empty() || !o.text_embeddings.empty(), "--prompt is empty: describe the video to generate");
+  const OutputFormat format = output_format_of(o);
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
     std::error_code ec;
-    LTX_CHECK(!fs::is_directory(o.output_path, ec) || format == OutputFormat::Png, "--output-path '",
+    LTX_CHECK(!fs::is_directory(o.output_path, ec) || format == OutputFormat::Png ||
+                  format == OutputFormat::Exr, "--output-path '",
               o.output_path, "' is a folder: name the MP4 file to write");
     if (format == OutputFormat::Png) {
       // A one-frame run writes the file, a longer one the folder (only known after the text
@@ -303,11 +416,13 @@ void validate_options(const GenerateOptions& o, bool to_file) {
                 "', which exists and is not an empty folder; remove it or pick another path");
       media::check_output_location(dir, "--output-path");
     }
-    media::check_output_location(o.output_path, "--output-path");  // before any model loads
-    check_output_format(kind, resolve_output_format(o.output_format, o.output_path));
+    // Before any model loads (an EXR folder: validate_hdr_options checks what goes into it).
+    if (format != OutputFormat::Exr) media::check_output_location(o.output_path, "--output-path");
+    check_output_format(kind, format);
   } else if (!o.output_format.empty()) {
     check_output_format(kind, resolve_output_format(o.output_format, ""));
   }
+  validate_hdr_options(o, kind, to_file);
   const bool a2vid = kind == PipelineKind::A2Vid, t2a = kind == PipelineKind::T2A;
   if (!a2vid)
     LTX_CHECK(o.audio_path.empty() && !o.audio_input && !o.audio_start_time && !o.audio_max_duration,
@@ -387,8 +502,9 @@ void validate_options(const GenerateOptions& o, bool to_file) {
               "the one-stage pipeline has no second stage: --distilled-lora and "
               "--spatial-upsampler-path do not apply to it");
   LTX_CHECK(
-      o.models.distilled_checkpoint_path.empty() || kind == PipelineKind::Distilled,
-      "--distilled-checkpoint-path is for --pipeline distilled; use --checkpoint-path for the ",
+      o.models.distilled_checkpoint_path.empty() || kind == PipelineKind::Distilled ||
+          kind == PipelineKind::HdrIcLora,
+      "--distilled-checkpoint-path is for --pipeline distilled and hdr-ic-lora; use --checkpoint-path for the ",
       name, " pipeline");
   if (o.distilled_lora_strength_stage_1 || o.distilled_lora_strength_stage_2)
     LTX_CHECK(kind == PipelineKind::TwoStageHQ ||
@@ -452,6 +568,7 @@ ModelFlags demo_model_flags(const DemoBundle& demo, const std::string& pipeline,
   if (needs_distilled_lora(kind)) flags.distilled_lora = LoraSpec{demo.distilled_lora, 1.0};
   if (temporal_upsampler) flags.temporal_upsampler_path = demo.temporal_upsampler;
   if (kind == PipelineKind::IcLora || kind == PipelineKind::DubIt) flags.loras.push_back(LoraSpec{demo.ic_lora, 1.0});
+  if (kind == PipelineKind::HdrIcLora) flags.loras.push_back(LoraSpec{demo.hdr_lora, 1.0});
   return flags;
 }
 
@@ -463,6 +580,7 @@ ComponentNeeds component_needs(const GenerateOptions& options) {
   needs.video_encoder = needs.spatial_upsampler || !options.images.empty() || kind == PipelineKind::Retake;
   needs.distilled_lora = needs_distilled_lora(kind);
   needs.temporal_upsampler = options.temporal_upsample_rounds.value_or(0) > 0;
+  needs.text_encoder = options.text_embeddings.empty();
   return needs;
 }
 
@@ -484,6 +602,16 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
         "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
     flags = demo_model_flags(demo, options.pipeline, needs.temporal_upsampler);
     flags.quantization = options.models.quantization;
+    if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::HdrIcLora) {
+      // --hdr-lora replaces the demo's (it must then fit the demo transformer).
+      r.hdr_lora = options.hdr_lora.empty() ? demo.hdr_lora : options.hdr_lora;
+      flags.loras = {LoraSpec{r.hdr_lora, 1.0}};
+    }
+  } else if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::HdrIcLora) {
+    // The HDR IC-LoRA shapes both stages, at full strength as the reference fuses it.
+    LTX_CHECK(!options.hdr_lora.empty(), "--pipeline hdr-ic-lora needs its HDR IC-LoRA: pass --hdr-lora PATH");
+    flags.loras.push_back(LoraSpec{options.hdr_lora, 1.0});
+    r.hdr_lora = options.hdr_lora;
   }
   r.paths = resolve_model_paths(flags);
   // Before any model loads: a quantization mode that cannot read the transformer's file.
@@ -536,6 +664,37 @@ void read_retake_source(const GenerateOptions& options, bool decode, pipelines::
   } catch (const Error& e) {
     fail("--video-path '", path, "': cannot read the clip: ", e.what());
   }
+}
+
+// hdr-ic-lora: the clip's size and frame rate (the reference's get_videostream_metadata), the
+// frame count (--num-frames, else the preset's), video only; when `read`, its first num_frames
+// frames as the reference video (high quality repeats the first half of them itself).
+void add_hdr_clip(const GenerateOptions& options, const ResolvedModels& models, bool read,
+                  pipelines::GenerationRequest& req) {
+  const VideoConditioningFlag& clip = options.video_conditionings.at(0);
+  media::MediaInfo info;
+  try {
+    info = media::probe_media(clip.path);
+  } catch (const Error& e) {
+    fail("--video-conditioning '", clip.path, "': cannot read the video (", e.what(), ")");
+  }
+  const media::StreamInfo* video = nullptr;
+  for (const media::StreamInfo& st : info.streams)
+    if (st.type == "video" && !video) video = &st;
+  LTX_CHECK(video && video->width > 0 && video->height > 0 && video->fps > 0, "--video-conditioning '",
+            clip.path, "': the video stream has no size or frame rate");
+  req.height = video->height;
+  req.width = video->width;
+  req.frame_rate = video->fps;
+  if (options.num_frames) req.num_frames = *options.num_frames;
+  else if (models.demo) req.num_frames = kDemoNumFrames;
+  req.audio = false;
+  pipelines::VideoConditioning vc;
+  vc.path = clip.path;
+  vc.strength = clip.strength;
+  vc.frames = read ? read_clip(clip.path, req.num_frames, "--video-conditioning")
+                   : Tensor::zeros({1, 1, 1, 3}, DType::U8);
+  req.video_conditionings.push_back(std::move(vc));
 }
 
 // The request of one generation: the reference's preset for the model, then the options. Images
@@ -632,6 +791,7 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
   }
   if (kind == PipelineKind::Retake) read_retake_source(options, read_images, req);
   if (kind == PipelineKind::DubIt) add_dubit_reference(options, paths, read_images, req);
+  if (kind == PipelineKind::HdrIcLora) add_hdr_clip(options, models, read_images, req);
   return req;
 }
 
@@ -659,7 +819,8 @@ duration_head::NumFramesRequest frames_request_of(
   duration_head::NumFramesRequest frames_request = req.num_frames;
   // Retake's and DubIt's frame count is their clip's.
   const PipelineKind kind = pipelines::parse_pipeline_kind(options.pipeline);
-  if (kind == PipelineKind::Retake || kind == PipelineKind::DubIt) return frames_request;
+  if (kind == PipelineKind::Retake || kind == PipelineKind::DubIt || kind == PipelineKind::HdrIcLora)
+    return frames_request;
   if (options.num_frames || options.auto_duration || head) {
     std::optional<duration_head::AutoDuration> range;
     if (options.auto_duration)
@@ -821,6 +982,61 @@ DecodeResult decode_output(const GenerateOptions& options, const ResolvedModels&
 
 }  // namespace
 
+namespace {
+
+// hdr-ic-lora from the loaded models on: the generation (run_hdr_ic_lora), then the decode in f32
+// with the reference's fixed decode tiling (--spatial-tile; 32 frames, 16 overlap) through
+// LinearHdrSink (crop, high-quality subsampling, the LoRA's transfer to scene-linear) into `sink`.
+void run_hdr(const GenerateOptions& options, const ResolvedModels& models,
+             const pipelines::GenerationRequest& req, const pipelines::TextContexts& contexts,
+             DiffusionModels dm, ModelProvider& provider, Progress& progress, MediaSink& sink,
+             GenerateResult& result) {
+  namespace hdr = pipelines::hdr_ic_lora;
+  hdr::HdrIcLoraOptions ho;
+  ho.lora = hdr::read_hdr_lora_config(models.hdr_lora, "--hdr-lora");
+  ho.high_quality = options.high_quality;
+  log_info("HDR IC-LoRA: ", media::hdr_transfer_display_name(ho.lora.transfer), " working space, reference "
+           "downscale factor ", ho.lora.reference_downscale_factor, options.high_quality ? ", high quality" : "");
+  if (!options.text_embeddings.empty() && dm.comp.transformer) {
+    // Precomputed contexts must have been made for this model: their width is the transformer's
+    // context width (its caption projection's input where it has one).
+    const models::transformer::LTXModelConfig& cfg = dm.comp.transformer->config();
+    const int64_t want = cfg.caption_projection ? cfg.caption_channels : cfg.cross_attention_dim;
+    LTX_CHECK(contexts.video_positive.size(2) == want, "--text-embeddings '", options.text_embeddings,
+              "': video_context is ", contexts.video_positive.size(2), " wide but the transformer of '",
+              models.paths.transformer.path, "' takes ", want, "; the file was made for another model");
+  }
+  hdr::validate_request(req, dm.comp, &contexts);
+  const hdr::HdrIcLoraLatent out = hdr::run_hdr_ic_lora(
+      req, dm.comp, contexts, ho, [&](const std::string& stage, int64_t step, int64_t total) {
+        progress.stage(stage);
+        progress.step(step, total);
+      });
+  progress.end_stage();
+  dm = {};  // the diffusion models are no longer needed
+  DecodeOptions dec;
+  dec.device = options.device;
+  dec.dtype = DType::F32;  // the reference decodes the HDR latent with f32 weights
+  dec.fps = req.frame_rate;
+  dec.noise_seed = req.seed;
+  const int64_t tile = options.spatial_tile.value_or(kHdrSpatialTile);
+  models::tiling::TileSizeConfig tiling;
+  tiling.frames = models::tiling::DimensionSizeConfig(kHdrTemporalTile, kHdrTemporalOverlap);
+  tiling.height = models::tiling::DimensionSizeConfig(tile, kHdrSpatialOverlap);
+  tiling.width = models::tiling::DimensionSizeConfig(tile, kHdrSpatialOverlap);
+  dec.tiling = tiling;
+  dec.auto_tiling = false;
+  LinearHdrSink linear(sink, out.size, options.high_quality, ho.lora.transfer);
+  result.decoded = provider.decode(out.video_latent.to(Device::cpu(), DType::F32), Tensor(), models.paths,
+                                   linear, dec, &progress);
+  result.decoded.frames = linear.frames_out();
+  result.decoded.height = out.size.crop_height;
+  result.decoded.width = out.size.crop_width;
+  result.frame_rate = req.frame_rate;
+}
+
+}  // namespace
+
 StreamingPlan plan_run_streaming(const GenerateOptions& o, const ResolvedModels& models,
                                  int64_t jobs) {
   const bool budget = o.max_gpu_memory_bytes > 0;
@@ -885,7 +1101,11 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   // ---- text
   progress.stage("text encoding");
   pipelines::TextContexts contexts;
-  {
+  if (!options.text_embeddings.empty()) {
+    // hdr-ic-lora with the reference's precomputed contexts: no text model.
+    contexts.video_positive = read_text_embeddings(options.text_embeddings);
+    log_info("text contexts from ", options.text_embeddings, " (", contexts.video_positive.shape().str(), ")");
+  } else {
     // The text models load on the device (bf16 on a GPU, as the reference runs them); the duration
     // head reads the contexts there, then they come back to the host in f32 (exact) for the
     // pipeline, which moves them to the transformer's device once.
@@ -907,6 +1127,10 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
   DiffusionModels dm = load_diffusion(kind, models, req, !options.images.empty() || req.retake.has_value(),
                                       where, streaming.transformer, provider);
   progress.end_stage();
+  if (kind == PipelineKind::HdrIcLora) {
+    run_hdr(options, models, req, contexts, std::move(dm), provider, progress, sink, result);
+    return result;
+  }
   pipelines::validate_request(kind, req, dm.comp, &contexts);
   const pipelines::GenerationResult out = pipelines::run_pipeline(
       kind, req, dm.comp, contexts, [&](const std::string& stage, int64_t step, int64_t total) {
@@ -1082,11 +1306,18 @@ GenerateResult generate(const GenerateOptions& options, Progress& progress, Medi
 
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress) {
   validate_options(options);
-  const OutputFormat format = resolve_output_format(options.output_format, options.output_path);
+  const OutputFormat format = output_format_of(options);
   if (format == OutputFormat::Png) {
     PngSink sink(options.output_path, png_output_location(options.output_path, 2));
     GenerateResult result = generate(options, progress, sink);
     result.output_path = sink.written_path();
+    return result;
+  }
+  if (format == OutputFormat::Exr) {
+    ExrOutputSink sink(hdr_output_paths(options.output_path, options.video_conditionings.at(0).path),
+                       options.skip_mp4);
+    GenerateResult result = generate(options, progress, sink);
+    result.output_path = sink.paths().exr_dir;
     return result;
   }
   std::unique_ptr<MediaSink> sink;

@@ -124,6 +124,19 @@ struct GenerateOptions {
   // --reference-strength (the video reference's strength; unset: 1). See generate/dubit_inputs.h.
   std::string reference_video;
   std::optional<double> reference_strength;
+  // hdr-ic-lora (the reference's hdr_ic_lora.py): --hdr-lora (the HDR IC-LoRA, fused into both
+  // stages; its metadata gives the working-space transfer), one --video-conditioning clip (its
+  // size and frame rate are the output's), --high-quality (twice the frames generated, every other
+  // one kept), --spatial-tile (the VAE decode's spatial tile in pixels; unset: 1280) and
+  // --skip-mp4 (the EXR frames only, no sRGB preview). See generate/hdr_output.h.
+  std::string hdr_lora;
+  bool high_quality = false;
+  std::optional<int64_t> spatial_tile;
+  bool skip_mp4 = false;
+  // hdr-ic-lora: --text-embeddings, the reference script's precomputed text contexts (a
+  // safetensors file with "video_context" [1, L, D]; "audio_context" is not used) instead of the
+  // prompt's encoding: no --prompt, no text encoder.
+  std::string text_embeddings;
   // --output-format: "mp4", "wav" or "png"; empty: from the output path's extension
   // (resolve_output_format).
   std::string output_format;
@@ -135,12 +148,17 @@ struct GenerateOptions {
 //   Png  the frames as PNG: one frame (--num-frames 1, text-to-image) -> the file at the output
 //        path; several -> a folder at the output path without its ".png" ending holding
 //        frame_00000.png, frame_00001.png, ...; no audio.
-// A new format (EXR) adds an entry here and in output_formats() (generate.cpp).
-enum class OutputFormat { Mp4, Wav, Png };
-const char* output_format_name(OutputFormat format);  // "mp4", "wav", "png"
-// `flag` (--output-format) when given, else by `output_path`'s extension (.wav -> Wav, .png -> Png;
-// any other, or none, -> Mp4). Throws naming the flag for an unknown format, or when the flag and
-// a known extension of another format disagree.
+//   Exr  hdr-ic-lora's scene-linear HDR frames: the output path is a folder that receives, as the
+//        reference's output dir, <clip>_exr/frame_00000.exr ... (half float, R G B) and the sRGB
+//        H.264 preview <clip>.mp4 (unless --skip-mp4), <clip> being the conditioning clip's name
+//        without its extension (generate/hdr_output.h).
+// A new format adds an entry here and in output_formats() (generate.cpp).
+enum class OutputFormat { Mp4, Wav, Png, Exr };
+const char* output_format_name(OutputFormat format);  // "mp4", "wav", "png", "exr"
+// `flag` (--output-format) when given, else by `output_path`: a path ending in '/' or naming an
+// existing folder -> Exr, else its extension (.wav -> Wav, .png -> Png; any other, or none ->
+// Mp4). Throws naming the flag for an unknown format, or when the flag and a known extension of
+// another format disagree.
 OutputFormat resolve_output_format(const std::string& flag, const std::string& output_path);
 // Where a Png output goes for `frames` frames (the path itself for one frame, else the folder).
 std::string png_output_location(const std::string& output_path, int64_t frames);
@@ -172,7 +190,8 @@ void validate_options(const GenerateOptions& options, bool to_file = true);
 // resolve_output_format).
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);
 // The same generation with the decoded frames and audio handed to `sink` (e.g. a MemorySink)
-// instead of an MP4 file; options.output_path is not used.
+// instead of an MP4 file; options.output_path is not used. hdr-ic-lora hands it scene-linear
+// Rec.709 frames (values above 1 kept), cropped to the clip's size, and no audio.
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress, MediaSink& sink);
 
 // The files of one generation, found and checked: run_generation does it on every call, an
@@ -181,6 +200,7 @@ struct ResolvedModels {
   ModelPaths paths;
   ComponentReport report;
   bool demo = false;  // the built-in demo bundle (no model file was given)
+  std::string hdr_lora;  // hdr-ic-lora: the HDR IC-LoRA (also in paths.loras, fused in both stages)
 };
 // The demo bundle's files as the model flags of `pipeline` (the spatial upsampler for the
 // two-stage pipelines, the distilled LoRA where a stage fuses it, the temporal upsampler when

@@ -279,14 +279,14 @@ Mp4Writer::Mp4Writer(std::string path, double fps, Mp4Options options)
   m.path = std::move(path);
   m.who = str("write_mp4 '", m.path, "'");
   m.opt = std::move(options);
-  if (m.opt.video == Mp4Video::HevcHlgBt2020) {
+  if (m.opt.video == Mp4Video::HevcHlgBt2020 || m.opt.exact_rate) {
     LTX_CHECK(std::isfinite(fps) && fps > 0 && fps < 1e6, m.who,
               ": the frame rate must be positive; got ", fps);
     const auto [num, den] = limit_denominator(fps, 1000);
     LTX_CHECK(num > 0 && num <= 1000000000, m.who, ": the frame rate ", fps,
               " is below 1/1000 or too large");
     m.rate = AVRational{static_cast<int>(num), static_cast<int>(den)};
-    m.hlg = hlg_mapping(m.opt.hlg_primaries);
+    if (m.opt.video == Mp4Video::HevcHlgBt2020) m.hlg = hlg_mapping(m.opt.hlg_primaries);
   } else {
     LTX_CHECK(std::isfinite(fps) && fps >= 1 && fps < 1e6, m.who,
               ": the frame rate must be at least 1 (it is written as int(fps)); got ", fps);

@@ -39,6 +39,9 @@ struct Mp4Options {
   // The index (moov) before the media data (FFmpeg's "-movflags +faststart"), so a browser can
   // start playing while the file downloads; the muxer rewrites the file once in finish().
   bool faststart = false;
+  // H.264: the frame rate as Fraction(fps).limit_denominator(1000), as the reference's HDR preview
+  // (encode_exr_sequence_to_mp4) writes it, instead of encode_video's int(fps).
+  bool exact_rate = false;
 };
 
 // Python's Fraction(x).limit_denominator(max_den): the fraction closest to the double's exact

@@ -1,6 +1,7 @@
 #include "pipelines/hdr_ic_lora.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/dtype_bits.h"
 #include "core/error.h"
@@ -197,6 +198,39 @@ std::vector<Tensor> encode_references(const GenerationRequest& r, const Componen
 }
 
 }  // namespace
+
+void validate_request(const GenerationRequest& r, const Components& c, const TextContexts* contexts) {
+  constexpr const char* kName = "pipeline hdr-ic-lora";
+  LTX_CHECK(r.num_frames >= 1 && (r.num_frames - 1) % 8 == 0, kName, ": num_frames ", r.num_frames,
+            " is not 8k + 1 (e.g. 9, 17, ..., 161): pass --num-frames ",
+            std::max<int64_t>(1, (r.num_frames - 1) / 8 * 8 + 1));
+  LTX_CHECK(r.height > 0 && r.width > 0, kName, ": resolution ", r.height, "x", r.width,
+            " (height x width) must be positive");
+  LTX_CHECK(r.frame_rate > 0 && std::isfinite(r.frame_rate), kName, ": frame rate ", r.frame_rate,
+            " must be a positive number");
+  LTX_CHECK(r.dtype == DType::BF16 || r.dtype == DType::F32, kName, ": latent dtype ",
+            dtype_name(r.dtype), " is not supported (bf16 or f32)");
+  LTX_CHECK(!r.video_conditionings.empty(), kName,
+            ": no reference video: pass --video-conditioning PATH (the SDR clip to turn into HDR)");
+  for (const VideoConditioning& v : r.video_conditionings) {
+    LTX_CHECK(v.strength >= 0.0 && v.strength <= 1.0, kName, ": --video-conditioning '", v.path,
+              "': STRENGTH ", v.strength, " must be in [0, 1]");
+    LTX_CHECK(v.frames.defined() && v.frames.dim() == 4 && v.frames.size(0) > 0 &&
+                  v.frames.dtype() == DType::U8,
+              kName, ": --video-conditioning '", v.path, "': no u8 [F, H, W, 3] frames");
+  }
+  LTX_CHECK(r.images.empty() && !r.retake && !r.dubit && !r.conditioning_attention_mask.defined() &&
+                !r.skip_stage_2 && r.temporal_upsample_rounds == 0 &&
+                r.num_generated_keyframes == 0 && r.generated_keyframe_positions.empty(),
+            kName, ": takes only reference videos (no images, source clip, attention mask, "
+            "skipped stage, temporal rounds or generated keyframes)");
+  LTX_CHECK(c.transformer || c.stage_transformer, kName,
+            ": no transformer given (load one with --distilled-checkpoint-path or --checkpoint-path)");
+  LTX_CHECK(c.video_encoder && c.spatial_upsampler, kName,
+            ": needs the video VAE encoder and the spatial upsampler (pass --spatial-upsampler-path)");
+  if (contexts)
+    LTX_CHECK(contexts->video_positive.defined(), kName, ": the prompt's video context is missing");
+}
 
 HdrIcLoraLatent run_hdr_ic_lora(const GenerationRequest& r, const Components& c,
                                 const TextContexts& ctx, const HdrIcLoraOptions& o,

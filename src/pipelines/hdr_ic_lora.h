@@ -114,6 +114,14 @@ struct HdrIcLoraLatent {
 //            seeded seed + tile index (recorded noise: the same source, tile after tile), the
 //            references at the generation size cut to the tile (tile_reference_latent); the
 //            denoised tiles blended (blend_tile).
+// The request checks of pipelines::validate_request for PipelineKind::HdrIcLora: the size is
+// the clip's (any positive size: align_resolution pads it), frames 8k + 1, a positive frame rate,
+// at least one reference video with a strength in [0, 1]; the transformer, the video encoder and
+// the spatial upsampler; the positive video context (when `contexts` is given); none of the other
+// pipelines' inputs (images, a retake or DubIt clip, an attention mask, generated keyframes).
+void validate_request(const GenerationRequest& request, const Components& components,
+                      const TextContexts* contexts = nullptr);
+
 HdrIcLoraLatent run_hdr_ic_lora(const GenerationRequest& request, const Components& components,
                                 const TextContexts& contexts, const HdrIcLoraOptions& options,
                                 const ProgressCallback& progress = {});

@@ -16,6 +16,7 @@
 #include "pipelines/denoisers.h"
 #include "pipelines/dfr.h"
 #include "pipelines/dubit.h"
+#include "pipelines/hdr_ic_lora.h"
 #include "pipelines/keyframe_interpolation.h"
 #include "pipelines/retake.h"
 #include "pipelines/ic_lora.h"
@@ -33,7 +34,7 @@ constexpr PipelineKind kAllKinds[] = {PipelineKind::Distilled,  PipelineKind::On
                                       PipelineKind::Dfr,        PipelineKind::KeyframeInterpolation,
                                       PipelineKind::Retake,     PipelineKind::A2Vid,
                                       PipelineKind::T2A,        PipelineKind::IcLora,
-                                      PipelineKind::DubIt};
+                                      PipelineKind::DubIt,      PipelineKind::HdrIcLora};
 
 std::string names_joined() {
   std::string s;
@@ -56,6 +57,7 @@ const char* pipeline_name(PipelineKind kind) {
     case PipelineKind::T2A: return "t2a";
     case PipelineKind::IcLora: return "ic-lora";
     case PipelineKind::DubIt: return "dubit";
+    case PipelineKind::HdrIcLora: return "hdr-ic-lora";
   }
   return "?";
 }
@@ -80,7 +82,7 @@ bool is_two_stage(PipelineKind kind) {
 bool makes_video(PipelineKind kind) { return kind != PipelineKind::T2A; }
 bool uses_guidance(PipelineKind kind) {
   return kind != PipelineKind::Distilled && kind != PipelineKind::Dfr && kind != PipelineKind::Retake &&
-         kind != PipelineKind::IcLora && kind != PipelineKind::DubIt;
+         kind != PipelineKind::IcLora && kind != PipelineKind::DubIt && kind != PipelineKind::HdrIcLora;
 }
 
 GenerationRequest default_request(PipelineKind kind, const std::string& model_version) {
@@ -107,6 +109,11 @@ GenerationRequest default_request(PipelineKind kind, const std::string& model_ve
     case PipelineKind::TwoStageHQ: r.distilled_lora_strengths = {0.25, 0.5}; break;
     case PipelineKind::Dfr: r.distilled_lora_strengths = {1.0, 1.0}; break;
     default: r.distilled_lora_strengths = {0.0, 0.0}; break;
+  }
+  if (kind == PipelineKind::HdrIcLora) {
+    // hdr_ic_lora.py's DEFAULT_NUM_FRAMES; video only (the size and rate are the clip's).
+    r.num_frames = 161;
+    r.audio = false;
   }
   if (kind == PipelineKind::T2A) {
     // Audio only: no video stream, so the video -> audio modality guidance is off (its CLI passes
@@ -154,6 +161,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
   LTX_CHECK(kind == PipelineKind::Retake || !request.retake, "pipeline ", name,
             ": a source clip (--video-path) is a retake option (--pipeline retake)");
   if (kind == PipelineKind::T2A) return validate_t2a_request(request, c, contexts);
+  if (kind == PipelineKind::HdrIcLora) return hdr_ic_lora::validate_request(request, c, contexts);
   // DubIt takes its frame count and rate from the reference clip.
   LTX_CHECK(kind == PipelineKind::DubIt || !request.dubit, "pipeline ", name,
             ": a reference clip (--reference-video) is a DubIt option (--pipeline dubit)");
@@ -463,6 +471,8 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   if (kind == PipelineKind::T2A) return run_t2a(r, c, ctx, progress);
   if (kind == PipelineKind::IcLora) return run_ic_lora(r, c, ctx, progress);
   if (kind == PipelineKind::DubIt) return run_dubit(r, c, ctx, progress);
+  LTX_CHECK(kind != PipelineKind::HdrIcLora, "pipeline hdr-ic-lora: its latent needs the HDR LoRA's "
+            "metadata and an HDR decode; run it with hdr_ic_lora::run_hdr_ic_lora");
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 

@@ -55,16 +55,20 @@ enum class PipelineKind {
   T2A,         // T2AOneStagePipeline: audio only, LTX2Scheduler + audio-guided Euler (t2a.h)
   IcLora,      // ICLoraPipeline: distilled two-stage, reference videos + IC-LoRA in stage 1 (ic_lora.h)
   DubIt,       // DubItPipeline: distilled two-stage, a reference clip's video and voice, IC-LoRA in both stages (dubit.h)
+  // HDRICLoraPipeline: an SDR clip to scene-linear HDR frames through an HDR IC-LoRA, video only.
+  // Its result needs the LoRA's HDR metadata and an HDR decode: it runs through
+  // hdr_ic_lora::run_hdr_ic_lora (hdr_ic_lora.h), not run_pipeline.
+  HdrIcLora,
 };
 // "distilled", "one-stage", "two-stage", "two-stage-hq", "dfr", "keyframe-interpolation", "retake",
-// "a2vid", "t2a", "ic-lora", "dubit".
+// "a2vid", "t2a", "ic-lora", "dubit", "hdr-ic-lora".
 const char* pipeline_name(PipelineKind kind);
 // Accepts the names above (and '_' for '-'); throws ltx::Error listing the valid names.
 PipelineKind parse_pipeline_kind(const std::string& name);
 std::vector<std::string> pipeline_names();
 bool is_two_stage(PipelineKind kind);  // all but OneStage, Retake and T2A (sizes multiple of 64, not 32)
 // OneStage / TwoStage / TwoStageHQ / KeyframeInterpolation / A2Vid / T2A: negatives used (not
-// Distilled, Dfr, Retake, IcLora, DubIt).
+// Distilled, Dfr, Retake, IcLora, DubIt, HdrIcLora).
 bool uses_guidance(PipelineKind kind);
 // Whether the pipeline makes video (all but T2A, which makes audio only).
 bool makes_video(PipelineKind kind);
@@ -269,6 +273,7 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
                       const TextContexts* contexts = nullptr);
 
 // Runs the pipeline (validate_request first). Deterministic for a given request and components.
+// HdrIcLora is refused: it runs through hdr_ic_lora::run_hdr_ic_lora.
 GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& request, const Components& components,
                               const TextContexts& contexts, const ProgressCallback& progress = {});
 

@@ -150,9 +150,9 @@ TEST(IcLoraCli, BadMediaAndFlagsFailWithOneLineAndNoOutput) {
       {with({}), "--pipeline ic-lora needs a reference video"},
       {with({"--video-conditioning", c.color, "1", "--video-cfg-guidance-scale", "3"}),
        "the ic-lora pipeline runs the distilled 8 + 3 steps without guidance"},
-      {{"--video-conditioning", c.color, "1"}, "--video-conditioning is a flag of --pipeline ic-lora"},
+      {{"--video-conditioning", c.color, "1"}, "--video-conditioning is a flag of --pipeline ic-lora and --pipeline hdr-ic-lora"},
       {{"--skip-stage-2"}, "--skip-stage-2 is a flag of --pipeline ic-lora"},
-      {{"--output-format", "gif"}, "--output-format 'gif' is not a known format: expected one of mp4, wav, png"},
+      {{"--output-format", "gif"}, "--output-format 'gif' is not a known format: expected one of mp4, wav, png, exr"},
   };
   for (const Case& k : cases) {
     std::vector<std::string> args = {"--prompt", "a cat", "--output-path", out, "--num-frames", "9",

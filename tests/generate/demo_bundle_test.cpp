@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "models/text/gemma_tokenizer.h"
+#include "pipelines/hdr_ic_lora.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -22,14 +23,14 @@ TEST(DemoBundle, WritesTheSameBytesEveryTime) {
   generate::write_demo_bundle_files(again);
   for (const std::string* p :
        {&first.checkpoint, &first.text_encoder, &first.spatial_upsampler, &first.temporal_upsampler,
-        &first.distilled_lora, &first.system_prompt, &first.ic_lora}) {
+        &first.distilled_lora, &first.system_prompt, &first.ic_lora, &first.hdr_lora}) {
     const std::string name = std::filesystem::path(*p).filename().string();
     EXPECT_EQ(test::read_bytes(*p), test::read_bytes(again + "/" + name)) << name;
   }
-  // Nothing but the seven files (the Gemma seed file is gone).
+  // Nothing but the eight files (the Gemma seed file is gone).
   int files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(again)) ++files;
-  EXPECT_EQ(files, 7);
+  EXPECT_EQ(files, 8);
 }
 
 TEST(DemoBundle, FilesAreWhatInspectAndTheLoadersExpect) {
@@ -48,6 +49,13 @@ TEST(DemoBundle, FilesAreWhatInspectAndTheLoadersExpect) {
   // The IC-LoRA carries the metadata --pipeline ic-lora reads.
   EXPECT_NE(io::inspect_checkpoint(b.ic_lora).component("lora"), nullptr);
   EXPECT_EQ(io::SafetensorsFile::open(b.ic_lora)->metadata().at("reference_downscale_factor"), "1");
+  // The HDR IC-LoRA: the metadata --pipeline hdr-ic-lora reads (LogC3, references at full size),
+  // and factors of its own (not the IC-LoRA's).
+  EXPECT_NE(io::inspect_checkpoint(b.hdr_lora).component("lora"), nullptr);
+  const pipelines::hdr_ic_lora::HdrLoraConfig hdr = pipelines::hdr_ic_lora::read_hdr_lora_config(b.hdr_lora);
+  EXPECT_EQ(hdr.transfer, media::HdrTransfer::LogC3);
+  EXPECT_EQ(hdr.reference_downscale_factor, 1);
+  EXPECT_NE(test::read_bytes(b.hdr_lora), test::read_bytes(b.ic_lora));
   // The embedded tokenizer works.
   const text::Tokenizer tok = text::load_tokenizer(b.text_encoder);
   EXPECT_GT(tok.encode_ids("a cat plays the piano", true).size(), 3u);
