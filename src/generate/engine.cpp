@@ -234,6 +234,12 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 
   for (const std::string& name : pipelines::pipeline_names()) {
     const PipelineKind kind = pipelines::parse_pipeline_kind(name);
+    if (kind == PipelineKind::HdrIcLora) {
+      // Its outputs (an EXR frame folder and a preview) are not part of the server's API yet.
+      info_.unavailable[name] = str("the ", name, " pipeline is not served yet (its EXR frame folder is "
+                                    "not an API output); run it with `ltx generate --pipeline ", name, "`");
+      continue;
+    }
     GenerateOptions probe;
     probe.pipeline = name;
     probe.models = demo ? demo_model_flags(*bundle, name, kind == PipelineKind::Dfr)

@@ -86,10 +86,15 @@ TEST(Engine, InfoDescribesTheDemoAndItsPipelines) {
   }
   EXPECT_NE(std::find(names.begin(), names.end(), "one-stage"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "two-stage"), names.end());
-  // The demo bundle runs every pipeline, the ones with media inputs and audio output included.
-  for (const std::string& p : pipelines::pipeline_names())
+  // The demo bundle runs every pipeline, the ones with media inputs and audio output included,
+  // but hdr-ic-lora, whose EXR frame folder the API does not serve yet (said why).
+  for (const std::string& p : pipelines::pipeline_names()) {
+    if (p == "hdr-ic-lora") continue;
     EXPECT_NE(std::find(names.begin(), names.end(), p), names.end()) << p;
-  EXPECT_TRUE(info.unavailable.empty());
+  }
+  ASSERT_EQ(info.unavailable.size(), 1u);
+  EXPECT_NE(info.unavailable.at("hdr-ic-lora").find("ltx generate --pipeline hdr-ic-lora"), std::string::npos);
+  EXPECT_EQ(std::find(names.begin(), names.end(), "hdr-ic-lora"), names.end());
   EXPECT_EQ(engine.cache_stats().loads, 0) << "the constructor loads no model";
 }
 
