@@ -90,14 +90,8 @@ void add_dubit_reference(const GenerateOptions& options, const ModelPaths& paths
   ref.strength = options.reference_strength.value_or(1.0);
   try {
     const media::MediaInfo info = media::probe_media(path);
-    const media::StreamInfo* video = nullptr;
-    bool audio = false;
-    for (const media::StreamInfo& s : info.streams) {
-      if (s.type == "video" && !video) video = &s;
-      audio = audio || s.type == "audio";
-    }
-    LTX_CHECK(video, "no video stream");
-    LTX_CHECK(video->fps > 0, "the video stream has no frame rate");
+    const media::StreamInfo* video = &media::first_video_stream(info);
+    const bool audio = media::has_audio_stream(info);
     req.frame_rate = video->fps;
     if (video->frames > 0) req.num_frames = snapped(video->frames);
     ref.frame_rate = video->fps;

@@ -636,14 +636,8 @@ void read_retake_source(const GenerateOptions& options, bool decode, pipelines::
   const std::string& path = options.video_path;
   try {
     const media::MediaInfo info = media::probe_media(path);
-    const media::StreamInfo* video = nullptr;
-    bool audio = false;
-    for (const media::StreamInfo& s : info.streams) {
-      if (s.type == "video" && !video) video = &s;
-      audio = audio || s.type == "audio";
-    }
-    LTX_CHECK(video, "no video stream");
-    LTX_CHECK(video->fps > 0, "the video stream has no frame rate");
+    const media::StreamInfo* video = &media::first_video_stream(info);
+    const bool audio = media::has_audio_stream(info);
     req.frame_rate = video->fps;
     req.height = video->height;
     req.width = video->width;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 #include "media/audio.h"
 
@@ -37,6 +38,21 @@ struct MediaInfo {
 };
 
 MediaInfo probe_media(const std::string& path);
+
+// The first video stream of `info`; throws ltx::Error when there is none or it has no frame rate.
+inline const StreamInfo& first_video_stream(const MediaInfo& info) {
+  for (const StreamInfo& s : info.streams)
+    if (s.type == "video") {
+      LTX_CHECK(s.fps > 0, "the video stream has no frame rate");
+      return s;
+    }
+  fail("no video stream");
+}
+inline bool has_audio_stream(const MediaInfo& info) {
+  for (const StreamInfo& s : info.streams)
+    if (s.type == "audio") return true;
+  return false;
+}
 
 // Frames of the first video stream as u8 RGB [F, H, W, 3] (the first max_frames when >= 0). The
 // YUV -> RGB conversion (libswscale, bilinear) follows the stream's matrix and range tags, BT.601

@@ -22,11 +22,8 @@ namespace {
 
 using test::TempDir;
 
-test::CliResult generate(const TempDir& dir, std::vector<std::string> args) {
-  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
-  args.insert(args.begin(), "generate");
-  return test::run_ltx(dir, args);
-}
+// `ltx generate` with the demo bundle in the test's own cache folder.
+constexpr auto& generate = test::run_generate;
 
 // A stereo soundtrack of `seconds` at `rate` (two tones), written as a WAV.
 std::string soundtrack(const TempDir& dir, int rate, double seconds) {

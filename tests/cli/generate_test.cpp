@@ -24,11 +24,7 @@ namespace {
 using test::TempDir;
 
 // `ltx generate` with the demo bundle in the test's own cache folder.
-test::CliResult generate(const TempDir& dir, std::vector<std::string> args) {
-  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
-  args.insert(args.begin(), "generate");
-  return test::run_ltx(dir, args);
-}
+constexpr auto& generate = test::run_generate;
 
 // SIGTERM / SIGINT in the middle of the denoising loop: the run stops at the next step, says so
 // on stderr, exits 128 + the signal and leaves nothing in the output folder (no MP4, no temporary).

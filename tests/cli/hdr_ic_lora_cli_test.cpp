@@ -39,11 +39,8 @@ using test::ffmpeg;
 using test::ffmpeg_tool_unavailable;
 using test::TempDir;
 
-test::CliResult generate(const TempDir& dir, std::vector<std::string> args) {
-  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
-  args.insert(args.begin(), "generate");
-  return test::run_ltx(dir, args);
-}
+// `ltx generate` with the demo bundle in the test's own cache folder.
+constexpr auto& generate = test::run_generate;
 
 // A 96x64 SDR test pattern at NTSC's 30000/1001 fps, 12 frames, H.264 from FFmpeg's libx264.
 std::string make_clip(const TempDir& dir) {

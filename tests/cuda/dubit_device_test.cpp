@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
+#include "cuda/tiny_e2e_models.h"
 #include "io/safetensors.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/transformer/model.h"
@@ -23,33 +24,7 @@
 namespace ltx {
 namespace {
 
-namespace mt = models::transformer;
 using pipelines::PipelineKind;
-
-struct TinyModels {
-  mt::LTXModel transformer;
-  models::video_vae::VideoEncoder encoder;
-  models::upsampler::LatentUpsampler upsampler;
-  models::audio_vae::AudioEncoder audio_encoder;
-  explicit TinyModels(const nn::LoadOptions& opt)
-      : transformer(mt::LTXModel::from_files({test::fixture("e2e/ltx23_tiny.safetensors")}, mt::LTXModelType::AudioVideo,
-                                             opt)),
-        encoder(models::video_vae::VideoEncoder::from_file(test::fixture("e2e/ltx23_tiny.safetensors"), opt)),
-        upsampler(models::upsampler::LatentUpsampler::from_file(
-            test::fixture("e2e/ltx23_tiny_upsampler_x2.safetensors"), opt)),
-        audio_encoder(models::audio_vae::AudioEncoder::from_file(
-            io::SafetensorsFile::open(test::fixture("e2e/ltx23_tiny.safetensors")), opt)) {}
-  pipelines::Components components(Device device) const {
-    pipelines::Components c;
-    c.transformer = &transformer;
-    c.video_encoder = &encoder;
-    c.spatial_upsampler = &upsampler;
-    c.audio_encoder = &audio_encoder;
-    c.model_version = "2.3.0";
-    c.device = device;
-    return c;
-  }
-};
 
 // 11 frames of 48x30 at 24 fps (9 used) and 0.5 s of a 48 kHz stereo track; 256x128 output with
 // the reference at half of each stage's size, as the e2e recording.
@@ -80,14 +55,9 @@ pipelines::GenerationRequest request() {
 
 TEST(DubItOnCuda, ReferenceClipAndBothStagesMatchTheCpuInF32) {
   LTX_REQUIRE_CUDA();
-  const TinyModels cpu(nn::LoadOptions{DType::F32, Device::cpu()});
-  const TinyModels gpu(nn::LoadOptions{DType::F32, test::kGpu});
-  pipelines::TextContexts ctx;
-  {
-    auto text = io::SafetensorsFile::open(test::fixture("e2e_text.io.safetensors"));
-    ctx.video_positive = text->tensor("out.text.positive.video_encoding").contiguous();
-    ctx.audio_positive = text->tensor("out.text.positive.audio_encoding").contiguous();
-  }
+  const test::TinyE2eModels cpu(nn::LoadOptions{DType::F32, Device::cpu()}, true);
+  const test::TinyE2eModels gpu(nn::LoadOptions{DType::F32, test::kGpu}, true);
+  const pipelines::TextContexts ctx = test::e2e_positive_contexts();
   const auto want = pipelines::run_pipeline(PipelineKind::DubIt, request(), cpu.components(Device::cpu()), ctx);
   const auto got = pipelines::run_pipeline(PipelineKind::DubIt, request(), gpu.components(test::kGpu), ctx);
   ASSERT_TRUE(got.video_latent.device().is_cpu());

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "cuda/cuda_test_util.h"
+#include "cuda/tiny_e2e_models.h"
 #include "io/safetensors.h"
 #include "models/transformer/model.h"
 #include "models/upsampler/model.h"
@@ -19,29 +20,7 @@
 namespace ltx {
 namespace {
 
-namespace mt = models::transformer;
 using pipelines::PipelineKind;
-
-struct TinyModels {
-  mt::LTXModel transformer;
-  models::video_vae::VideoEncoder encoder;
-  models::upsampler::LatentUpsampler upsampler;
-  explicit TinyModels(const nn::LoadOptions& opt)
-      : transformer(mt::LTXModel::from_files({test::fixture("e2e/ltx23_tiny.safetensors")}, mt::LTXModelType::AudioVideo,
-                                             opt)),
-        encoder(models::video_vae::VideoEncoder::from_file(test::fixture("e2e/ltx23_tiny.safetensors"), opt)),
-        upsampler(models::upsampler::LatentUpsampler::from_file(
-            test::fixture("e2e/ltx23_tiny_upsampler_x2.safetensors"), opt)) {}
-  pipelines::Components components(Device device) const {
-    pipelines::Components c;
-    c.transformer = &transformer;
-    c.video_encoder = &encoder;
-    c.spatial_upsampler = &upsampler;
-    c.model_version = "2.3.0";
-    c.device = device;
-    return c;
-  }
-};
 
 pipelines::GenerationRequest request(bool skip_stage_2) {
   auto r = pipelines::default_request(PipelineKind::IcLora, "2.3.0");
@@ -60,14 +39,9 @@ pipelines::GenerationRequest request(bool skip_stage_2) {
 
 TEST(IcLoraOnCuda, ReferenceVideoMaskAndBothStagesMatchTheCpuInF32) {
   LTX_REQUIRE_CUDA();
-  const TinyModels cpu(nn::LoadOptions{DType::F32, Device::cpu()});
-  const TinyModels gpu(nn::LoadOptions{DType::F32, test::kGpu});
-  pipelines::TextContexts ctx;
-  {
-    auto text = io::SafetensorsFile::open(test::fixture("e2e_text.io.safetensors"));
-    ctx.video_positive = text->tensor("out.text.positive.video_encoding").contiguous();
-    ctx.audio_positive = text->tensor("out.text.positive.audio_encoding").contiguous();
-  }
+  const test::TinyE2eModels cpu(nn::LoadOptions{DType::F32, Device::cpu()});
+  const test::TinyE2eModels gpu(nn::LoadOptions{DType::F32, test::kGpu});
+  const pipelines::TextContexts ctx = test::e2e_positive_contexts();
   for (const bool skip : {true, false}) {
     SCOPED_TRACE(skip ? "stage 1 only" : "both stages");
     const auto want = pipelines::run_pipeline(PipelineKind::IcLora, request(skip), cpu.components(Device::cpu()), ctx);

@@ -45,6 +45,14 @@ inline CliResult run_ltx(const TempDir& dir, const std::vector<std::string>& arg
   return r;
 }
 
+// `ltx generate ARGS` with the demo bundle in the test's own cache folder (XDG_CACHE_HOME under
+// `dir`, so each test writes its own bundle).
+inline CliResult run_generate(const TempDir& dir, std::vector<std::string> args) {
+  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
+  args.insert(args.begin(), "generate");
+  return run_ltx(dir, args);
+}
+
 // One output line of an `ltx parity` report: "name max_abs rel_l2 max_rel".
 struct ParityLine {
   double max_abs = -1, rel_l2 = -1, max_rel = -1;
