@@ -16,6 +16,20 @@ using json = nlohmann::json;
 
 namespace {
 
+// The prompt's ids left-padded to a multiple of 8 with the pad id (mask 0 there), as the
+// reference's _pad_inputs_for_attention_alignment.
+void left_pad_to_eight(const std::vector<int32_t>& ids, int64_t pad, EnhanceResult& r) {
+  const auto n = static_cast<int64_t>(ids.size());
+  const int64_t padded = (n + 7) / 8 * 8;
+  r.input_ids.assign(static_cast<size_t>(padded - n), pad);
+  r.attention_mask.assign(static_cast<size_t>(padded - n), 0);
+  for (const int32_t id : ids) {
+    r.input_ids.push_back(id);
+    r.attention_mask.push_back(1);
+  }
+}
+
+
 // UTF-8 -> code points; invalid bytes become U+FFFD (decoded text is valid already).
 std::u32string utf8_to_u32(std::string_view s) {
   std::u32string out;
@@ -253,15 +267,7 @@ EnhanceResult PromptEnhancer::prepare_t2v(const std::string& prompt,
   r.rendered =
       render_gemma_chat(template_, messages, *tokenizer_.id_to_token(*tokenizer_.bos_id()));
   const Encoding enc = tokenizer_.encode(r.rendered, true);
-  const auto n = static_cast<int64_t>(enc.ids.size());
-  const int64_t padded = (n + 7) / 8 * 8;
-  const int64_t pad = tokenizer_.pad_id().value_or(0);
-  r.input_ids.assign(static_cast<size_t>(padded - n), pad);
-  r.attention_mask.assign(static_cast<size_t>(padded - n), 0);
-  for (const int32_t id : enc.ids) {
-    r.input_ids.push_back(id);
-    r.attention_mask.push_back(1);
-  }
+  left_pad_to_eight(enc.ids, tokenizer_.pad_id().value_or(0), r);
   return r;
 }
 
@@ -357,15 +363,7 @@ EnhanceResult PromptEnhancer::prepare_i2v(const std::string& prompt,
   expanded.replace(expanded.find(boi), boi.size(), sequence);
 
   const Encoding enc = tokenizer_.encode(expanded, true);
-  const auto n = static_cast<int64_t>(enc.ids.size());
-  const int64_t padded = (n + 7) / 8 * 8;
-  const int64_t pad = tokenizer_.pad_id().value_or(0);
-  r.input_ids.assign(static_cast<size_t>(padded - n), pad);
-  r.attention_mask.assign(static_cast<size_t>(padded - n), 0);
-  for (const int32_t id : enc.ids) {
-    r.input_ids.push_back(id);
-    r.attention_mask.push_back(1);
-  }
+  left_pad_to_eight(enc.ids, tokenizer_.pad_id().value_or(0), r);
   int64_t found = 0;
   r.image_tokens.resize(r.input_ids.size());
   for (size_t i = 0; i < r.input_ids.size(); ++i) {
