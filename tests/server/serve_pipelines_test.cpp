@@ -19,14 +19,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 json wait_done(const ServeProcess& s, const std::string& id, std::chrono::seconds timeout = 300s) {
-  json v;
-  wait_until(
-      [&] {
-        v = get_job(s, id);
-        return is_ended(v.value("status", ""));
-      },
-      timeout);
-  return v;
+  return test::wait_done(s, id, timeout);
 }
 
 // The job's download with its content type.

@@ -142,4 +142,17 @@ inline bool is_ended(const std::string& status) {
   return status == "completed" || status == "failed" || status == "cancelled";
 }
 
+// Waits (at most `timeout`) until the job ends; returns its last state.
+inline nlohmann::json wait_done(const ServeProcess& s, const std::string& id,
+                                std::chrono::milliseconds timeout) {
+  nlohmann::json v;
+  wait_until(
+      [&] {
+        v = get_job(s, id);
+        return is_ended(v.value("status", ""));
+      },
+      timeout);
+  return v;
+}
+
 }  // namespace ltx::test

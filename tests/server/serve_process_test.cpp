@@ -25,16 +25,8 @@ json tiny_job(const std::string& prompt, int steps = 2) {
           {"num_frames", 9},  {"num_inference_steps", steps}};
 }
 
-// Waits until the job ends; returns its last state.
 json wait_done(const ServeProcess& s, const std::string& id, std::chrono::seconds timeout = 120s) {
-  json v;
-  wait_until(
-      [&] {
-        v = get_job(s, id);
-        return is_ended(v.value("status", ""));
-      },
-      timeout);
-  return v;
+  return test::wait_done(s, id, timeout);
 }
 
 std::string content(const ServeProcess& s, const std::string& id) {
