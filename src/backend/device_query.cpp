@@ -72,6 +72,7 @@ MemoryStats memory_stats(Device d) {
   m.peak_bytes = static_cast<int64_t>(s.peak_allocated_bytes);
   m.reserved_bytes = static_cast<int64_t>(s.reserved_bytes);
   m.peak_reserved_bytes = static_cast<int64_t>(s.peak_reserved_bytes);
+  m.limit_bytes = static_cast<int64_t>(s.limit_bytes);
 #endif
   return m;
 }

@@ -27,6 +27,7 @@ struct MemoryStats {
   int64_t peak_bytes = 0;      // most allocated at once since reset_peak_memory
   int64_t reserved_bytes = 0;  // CUDA: held from the driver now (cached included); CPU: = live
   int64_t peak_reserved_bytes = 0;
+  int64_t limit_bytes = 0;     // CUDA: set_memory_limit's cap (0: none); CPU: 0
 };
 MemoryStats memory_stats(Device d);
 // Restarts peak tracking from the current allocation.

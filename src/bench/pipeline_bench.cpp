@@ -358,6 +358,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
             "(its weights are made in memory); use --offload cpu");
   g.offload = o.offload;
   generate::validate_options(g, /*to_file=*/false);
+  const int64_t previous_limit = o.device.is_cpu() ? 0 : backend::memory_stats(o.device).limit_bytes;
   if (o.max_gpu_memory_bytes > 0) {
     // Whole models as ltx generate counts them; with streamed blocks or quantized Linears their
     // resident size is smaller than that count, so then the allocator's limit alone holds them.
@@ -367,6 +368,19 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
           o.max_gpu_memory_bytes);
     generate::apply_gpu_budget(o.device, o.max_gpu_memory_bytes);
   }
+  // The budget holds for this run only: a later run in the same process (the tests, `ltx bench`
+  // called as a library) finds the allocator's limit as it was.
+  struct RestoreLimit {
+    Device device;
+    int64_t bytes = -1;
+    ~RestoreLimit() {
+      try {
+        if (bytes >= 0) backend::set_memory_limit(device, bytes);
+      } catch (const std::exception& e) {
+        log_warn("ltx bench pipeline: could not restore the GPU memory limit: ", e.what());
+      }
+    }
+  } restore_limit{o.device, o.max_gpu_memory_bytes > 0 ? previous_limit : -1};
 
   const StandInModelFiles files(preset);
   generate::ResolvedModels models;

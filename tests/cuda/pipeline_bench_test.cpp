@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/device_query.h"
 #include "bench/pipeline_bench.h"
 #include "core/error.h"
 #include "cuda/cuda_test_util.h"
@@ -80,6 +81,8 @@ TEST(PipelineBenchOnCuda, UnderABudgetTheRunIsPlannedFromItsModelsAndStaysUnderI
   EXPECT_GT(r.peak_bytes, 0);
   EXPECT_LE(r.peak_bytes, o.max_gpu_memory_bytes);
   EXPECT_EQ(r.offload, "cpu");
+  EXPECT_EQ(backend::memory_stats(test::kGpu).limit_bytes, 0)
+      << "the run's budget is lifted when it ends (later tests in the process run unlimited)";
 }
 
 }  // namespace

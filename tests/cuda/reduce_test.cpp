@@ -70,6 +70,26 @@ TEST(CudaReduce, MaxMinPropagateNaNAndMeanOfNothingIsNaN) {
   EXPECT_EQ(ops::sum(empty, {1}).to_float_vector(), std::vector<float>(3, 0.f));
 }
 
+TEST(CudaReduce, LongAmaxAndAminSplitOverManyBlocksGiveTheSameBits) {
+  LTX_REQUIRE_CUDA();
+  // A whole-weight amax (one output, millions of values: the FP8 quantisers' scale) and a few
+  // long rows take the split path; bf16 and strided inputs as the quantisers pass them.
+  const Tensor w = test::random_tensor({1000, 4099}, 4, -3.f, 2.f);
+  for (const Tensor& x : {w, w.to(DType::BF16)}) {
+    const Tensor xg = gpu(x);
+    EXPECT_TRUE(same_bytes(ops::amax(xg), ops::amax(x)));
+    EXPECT_TRUE(same_bytes(ops::amin(xg), ops::amin(x)));
+    EXPECT_TRUE(same_bytes(ops::amax(xg.narrow(0, 0, 3), {1}), ops::amax(x.narrow(0, 0, 3), {1})));
+    EXPECT_TRUE(same_bytes(ops::amin(test::non_contiguous_copy(xg)), ops::amin(x)));
+  }
+  Tensor x = w.clone();
+  x.select(0, 777).narrow(0, 4000, 1).fill(std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> m = ops::amax(gpu(x)).to_float_vector();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_TRUE(std::isnan(m[0])) << "one NaN among four million values still wins";
+  EXPECT_TRUE(same_bytes(ops::amax(gpu(x), {1}), ops::amax(x, {1})));
+}
+
 TEST(CudaReduce, ArgmaxPicksTheFirstMaximumAndNaN) {
   LTX_REQUIRE_CUDA();
   // Values rounded to {-2, ..., 2} make ties common; two NaNs in one column of dim 1.

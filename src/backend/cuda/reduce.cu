@@ -109,6 +109,29 @@ __global__ void reduce_cols_kernel(ReduceArgs g) {
   }
 }
 
+// Amax / Amin over a long R with few outputs (a whole-tensor amax: one output, R = numel) would
+// leave all but a few multiprocessors idle with one block per output: blocks of this kernel each
+// take a span of `span` values of one output row and write its extreme as f32 to
+// partial[a * splits + s]; a second pass reduces the partials. The result does not depend on the
+// order (min / max are exact, NaN wins either way), so it equals the one-block path bit for bit.
+__global__ void reduce_rows_split_kernel(ReduceArgs g, float* partial, int64_t splits,
+                                         int64_t span) {
+  const float kInf = INFINITY;
+  const bool is_max = g.mode == Mode::Amax;
+  const int64_t n = g.a * splits;
+  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+    const int64_t a = i / splits, s = i % splits;
+    const int64_t end = std::min(g.r, (s + 1) * span);
+    float m = is_max ? -kInf : kInf;
+    for (int64_t r = s * span + threadIdx.x; r < end; r += blockDim.x) {
+      const float v = at(g, a, r, 0);
+      m = is_max ? max_nan(m, v) : min_nan(m, v);
+    }
+    m = is_max ? block_reduce(m, MaxOp{}, -kInf) : block_reduce(m, MinOp{}, kInf);
+    if (threadIdx.x == 0) partial[i] = m;
+  }
+}
+
 int block_threads(int64_t r) {
   int t = 32;
   while (t < 256 && t < r) t *= 2;
@@ -147,7 +170,27 @@ Tensor run(Mode mode, const Tensor& x, const std::vector<int>& dims, bool keepdi
   g.b = p.s.b;
   g.mode = mode;
   g.divisor = divisor;
-  launch(reduce_rows_kernel, reduce_cols_kernel, g, g.a, g.r, g.b, x.device().index);
+  const int dev = x.device().index;
+  constexpr int64_t kMinSpan = 16384;  // values per block of the split pass, at least
+  const int64_t target_blocks = static_cast<int64_t>(multiprocessor_count(dev)) * 4;
+  if ((mode == Mode::Amax || mode == Mode::Amin) && g.b == 1 && g.a < target_blocks &&
+      g.r >= 2 * kMinSpan) {
+    const int64_t splits =
+        std::max<int64_t>(2, std::min(target_blocks / g.a, (g.r + kMinSpan - 1) / kMinSpan));
+    const int64_t span = (g.r + splits - 1) / splits;
+    Tensor partial = Tensor::empty({g.a, splits}, DType::F32, x.device());
+    {
+      DeviceGuard guard(dev);
+      const cudaStream_t st = current_stream(dev).handle();
+      reduce_rows_split_kernel<<<static_cast<unsigned>(g.a * splits), 256, 0, st>>>(
+          g, static_cast<float*>(partial.raw_data()), splits, span);
+      LTX_CUDA_CHECK_LAUNCH();
+    }
+    g.x = partial.raw_data();
+    g.x_dtype = DType::F32;
+    g.r = splits;
+  }
+  launch(reduce_rows_kernel, reduce_cols_kernel, g, g.a, g.r, g.b, dev);
   return out;
 }
 
