@@ -20,7 +20,8 @@ std::optional<std::vector<RepoFile>> load_listing(const std::string& path) {
   if (!f) return std::nullopt;
   try {
     std::vector<RepoFile> files;
-    for (const json& e : json::parse(f).at("files"))
+    const json listing = json::parse(f);
+    for (const json& e : listing.at("files"))
       files.push_back({e.at("path").get<std::string>(), e.at("size").get<int64_t>()});
     return files;
   } catch (const std::exception&) {

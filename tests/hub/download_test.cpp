@@ -43,7 +43,9 @@ TEST(HubDownload, FetchesThroughTheCdnRedirectAndVerifies) {
   EXPECT_FALSE(fs::exists(cache.partial_path({"Org/Model", "main", "weights/model.safetensors"})));
   bool cdn = false;
   for (const MockHub::Seen& s : mock.seen()) {
-    if (s.server == "hub") EXPECT_TRUE(s.authorization) << s.path;
+    if (s.server == "hub") {
+      EXPECT_TRUE(s.authorization) << s.path;
+    }
     if (s.server != "cdn") continue;
     cdn = true;
     EXPECT_FALSE(s.authorization) << "the token went to the CDN: " << s.path;
@@ -144,8 +146,11 @@ TEST(HubDownload, AStoppedDownloadKeepsItsBytesForTheNextRun) {
   CancelToken stop;
   hub::DownloadOptions o = quiet_options();
   o.cancel = &stop;
+  // Stopped once every byte before the stall is on disk, so the resume point is known.
   std::thread stopper([&] {
     ASSERT_TRUE(mock.wait_stalled());
+    std::error_code ec;
+    EXPECT_TRUE(eventually([&] { return fs::file_size(cache.partial_path(ref), ec) == 120000; }));
     stop.request(2);
   });
   EXPECT_THROW(hub::fetch_file(config(mock), cache, ref, o), Cancelled);

@@ -76,6 +76,8 @@ TEST(LtxPull, CtrlCKeepsAResumablePartialFileAndNothingAtTheFinalPath) {
   LtxProcess p(dir, "pull", mock.endpoint());
   p.start({"pull", "Org/Model:w.safetensors", "--cache-dir", dir.file("c")});
   ASSERT_TRUE(mock.wait_stalled());
+  std::error_code ec;  // every byte before the stall on disk: the resume point is known
+  ASSERT_TRUE(eventually([&] { return fs::file_size(part, ec) == 150000; })) << p.err();
   p.signal(SIGINT);
   EXPECT_EQ(p.wait(), 130);
   EXPECT_TRUE(contains(p.err(), "run the same command again to resume")) << p.err();
