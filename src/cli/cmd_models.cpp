@@ -55,8 +55,12 @@ int run_models(const ModelsCli& c) {
       for (int64_t b : s.missing_sizes) v.bytes = b < 0 || v.bytes < 0 ? -1 : v.bytes + b;
       if (v.bytes < 0) v.note = "size unknown offline";
     } catch (const Error& e) {
+      // The size stays unknown; the reason in a few words (`ltx pull` gives the whole message).
+      const std::string what = e.what();
       v.status = "missing";
-      v.note = e.what();
+      v.note = what.find("gated") != std::string::npos || what.find("refused the token") != std::string::npos
+                   ? "gated: accept its terms on the hub, then --token or HF_TOKEN"
+                   : what.substr(0, 160);
     }
     return seen.emplace(t.str(), v).first->second;
   };

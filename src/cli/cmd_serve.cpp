@@ -183,7 +183,7 @@ int run_serve(const ServeCli& c) {
   const generate::EngineInfo& info = engine.info();
   if (info.demo)
     log_info("ltx serve: serving the built-in DEMO bundle (tiny model, RANDOM weights: its videos "
-             "are noise); pass model files to serve a real model");
+             "are noise); pass model files or --model PRESET to serve a real model");
 
   server::RequestLimits limits;
   limits.max_width = c.max_width;

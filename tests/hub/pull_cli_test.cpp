@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <map>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -178,6 +180,36 @@ TEST(LtxModels, ListsThePresetsWithTheirFilesOffline) {
   EXPECT_TRUE(found) << p.out();
 }
 
+TEST(LtxModels, SizesComeFromTheHubAndTheCache) {
+  MockHub mock;
+  const std::string up = "ltx-2.3-spatial-upscaler-x2-1.1.safetensors";
+  mock.add("Lightricks/LTX-2.3", up, {pattern_bytes(1234, 20)});
+  mock.add("google/gemma-3-12b-it-qat-q4_0-unquantized", "config.json", {"{}", false});
+  mock.gate("google/gemma-3-12b-it-qat-q4_0-unquantized", "hf_x");
+  TempDir dir;
+  auto files_of = [&](LtxProcess& p) {
+    EXPECT_EQ(p.run({"models", "ltx-2.3-distilled", "--json", "--cache-dir", dir.file("c")}), 0) << p.err();
+    std::map<std::string, nlohmann::json> files;
+    const nlohmann::json listing = nlohmann::json::parse(p.out());
+    for (const nlohmann::json& f : listing.at("presets").at(0).at("files"))
+      files[f.at("flag").get<std::string>()] = f;
+    return files;
+  };
+  LtxProcess before(dir, "before", mock.endpoint());
+  auto files = files_of(before);
+  EXPECT_EQ(files["--spatial-upsampler-path"].at("bytes"), 1234);
+  EXPECT_EQ(files["--spatial-upsampler-path"].at("status"), "missing");
+  EXPECT_TRUE(contains(files["--gemma-root"].at("note").get<std::string>(), "gated"));
+
+  LtxProcess pull(dir, "pull", mock.endpoint());
+  ASSERT_EQ(pull.run({"pull", "Lightricks/LTX-2.3:" + up, "--cache-dir", dir.file("c")}), 0) << pull.err();
+  LtxProcess after(dir, "after", mock.endpoint());
+  files = files_of(after);
+  EXPECT_EQ(files["--spatial-upsampler-path"].at("status"), "downloaded");
+  EXPECT_EQ(files["--spatial-upsampler-path"].at("local_path"),
+            dir.file("c") + "/Lightricks/LTX-2.3/main/" + up);
+}
+
 // The LTX-2.5 distilled preset's five files, served from the demo bundle's tiny models.
 void serve_demo_as_ltx25(MockHub& mock, const generate::DemoBundle& demo) {
   const std::string repo = "Lightricks/LTX-2.5";
@@ -223,6 +255,45 @@ TEST(LtxGenerateModel, PullsThePresetThenRunsFromTheCache) {
   ASSERT_EQ(again.run(offline), 0) << again.err();
   EXPECT_TRUE(fs::exists(dir.file("out.mp4")));
   EXPECT_EQ(mock.seen().size(), requests);
+}
+
+}  // namespace
+}  // namespace ltx::test
+
+namespace ltx::test {
+namespace {
+
+TEST(LtxServeModel, ServesThePresetItPulled) {
+  TempDir dir;
+  const generate::DemoBundle demo = generate::ensure_demo_bundle(dir.file("demo"));
+  MockHub mock;
+  serve_demo_as_ltx25(mock, demo);
+  const std::string port_file = dir.file("port");
+  LtxProcess serve(dir, "serve", mock.endpoint());
+  serve.start({"serve", "--model", "ltx-2.5-distilled", "--yes", "--port", "0", "--port-file", port_file,
+               "--data-dir", dir.file("data")});
+  int port = 0;
+  ASSERT_TRUE(eventually([&] {
+    std::ifstream f(port_file);
+    return static_cast<bool>(f >> port) && port > 0;
+  }))
+      << serve.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(std::chrono::seconds(30));
+  std::string model;
+  ASSERT_TRUE(eventually([&] {
+    const auto r = client.Get("/v1/models");
+    if (!r || r->status != 200) return false;
+    model = nlohmann::json::parse(r->body).at("data").at(0).at("id").get<std::string>();
+    return true;
+  }))
+      << serve.err();
+  EXPECT_NE(model, "ltx-demo");
+  const std::string cached = dir.file("xdg-cache") + "/ltx/models/Lightricks/LTX-2.5/main/";
+  EXPECT_TRUE(contains(serve.err(), "--text-encoder-path " + cached)) << serve.err();
+  EXPECT_FALSE(contains(serve.err(), "DEMO")) << serve.err();
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait(), 0) << serve.err();
 }
 
 }  // namespace
