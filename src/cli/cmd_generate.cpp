@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "generate/generate.h"
 #include "generate/progress.h"
+#include "hub/presets.h"
 #include "pipelines/pipeline.h"
 
 namespace ltx::cli {
@@ -66,6 +67,8 @@ class StopOnSignals {
 
 int run_generate(GenerateCli& c) {
   generate::GenerateOptions o = c.o;
+  const hub::Preset* preset = model_preset(c.model);
+  if (preset && c.model.sub->count("--pipeline") == 0) o.pipeline = preset->default_pipeline;
   o.device = resolved_device(c.model);
   o.offload = resolved_offload(c.model);
   o.models = resolved_models(c.model);
@@ -104,6 +107,19 @@ int run_generate(GenerateCli& c) {
     LTX_CHECK(v.size() == 2, "--conditioning-attention-mask takes MASK_PATH STRENGTH, got ", v.size(), " values");
     o.conditioning_attention_mask =
         std::pair{v[0], parse_number(v[1], str("--conditioning-attention-mask ", v[0], " STRENGTH"))};
+  }
+
+  if (preset) {
+    // The preset's files this pipeline uses, downloaded first when missing.
+    const generate::ComponentNeeds needs = generate::component_needs(o);
+    try {
+      resolve_preset_files(c.model, o.models, &needs);
+    } catch (const Cancelled& e) {
+      std::fprintf(stderr, "ltx: stopped by %s: %s\n",
+                   e.reason() == SIGINT ? "SIGINT" : e.reason() == SIGTERM ? "SIGTERM" : "a signal",
+                   e.what());
+      return 128 + e.reason();
+    }
   }
 
   generate::Progress progress(stderr, log_level() > LogLevel::Info

@@ -170,6 +170,7 @@ int run_serve(const ServeCli& c) {
   eo.device = resolved_device(c.model);
   eo.offload = resolved_offload(c.model);
   eo.models = resolved_models(c.model);
+  resolve_preset_files(c.model, eo.models, nullptr);  // --model: every file of the preset
   eo.model_budget_bytes = parse_bytes(c.model_memory_budget, "--model-memory-budget");
   eo.max_gpu_memory_bytes = resolved_gpu_budget(c.model);
   for (const std::string& entry : c.lora_library) {
@@ -182,7 +183,7 @@ int run_serve(const ServeCli& c) {
   const generate::EngineInfo& info = engine.info();
   if (info.demo)
     log_info("ltx serve: serving the built-in DEMO bundle (tiny model, RANDOM weights: its videos "
-             "are noise); pass model files to serve a real model");
+             "are noise); pass model files or --model PRESET to serve a real model");
 
   server::RequestLimits limits;
   limits.max_width = c.max_width;

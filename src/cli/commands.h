@@ -18,5 +18,7 @@ Command add_inspect(CLI::App& app);
 Command add_parity(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_serve(CLI::App& app);
+Command add_pull(CLI::App& app);
+Command add_models(CLI::App& app);
 
 }  // namespace ltx::cli

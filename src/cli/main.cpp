@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
       ltx::cli::add_parity(app),
       ltx::cli::add_tokenize(app),
       ltx::cli::add_serve(app),
+      ltx::cli::add_pull(app),
+      ltx::cli::add_models(app),
   };
 
   try {

@@ -46,6 +46,12 @@ int64_t parse_integer(const std::string& s, const std::string& what) {
 
 void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
   generate::ModelFlags& m = c.models;
+  c.sub = sub;
+  sub->add_option("--model", c.model,
+                  "A model preset (`ltx models` lists them, e.g. ltx-2.3-distilled): its files from "
+                  "the model cache, downloaded first when missing (asking, unless --yes), and its "
+                  "default --pipeline and --quantization; explicit model flags replace its parts");
+  add_hub_flags(sub, c.hub, true);
   sub->add_option("--device", c.device,
                   "cpu (default) or cuda[:N]: where every model runs (bf16 weights on CUDA, f32 "
                   "on the CPU)");
@@ -117,8 +123,21 @@ generate::ModelFlags resolved_models(const ModelFlagsCli& c) {
   for (const auto& l : c.loras) m.loras.push_back(parse_lora(l, "--lora"));
   if (!c.distilled_lora.empty()) m.distilled_lora = parse_lora(c.distilled_lora, "--distilled-lora");
   if (!c.detailing_lora.empty()) m.detailing_lora = parse_lora(c.detailing_lora, "--detailing-lora");
-  m.quantization = quantization::parse_mode(c.quantization);
+  const hub::Preset* preset = model_preset(c);
+  const bool quantization_given = c.sub != nullptr && c.sub->count("--quantization") > 0;
+  m.quantization = quantization::parse_mode(
+      preset && !quantization_given && !preset->quantization.empty() ? std::string(preset->quantization)
+                                                                      : c.quantization);
   return m;
+}
+
+const hub::Preset* model_preset(const ModelFlagsCli& c) {
+  return c.model.empty() ? nullptr : &hub::preset(c.model, "--model");
+}
+
+void resolve_preset_files(const ModelFlagsCli& c, generate::ModelFlags& models,
+                          const generate::ComponentNeeds* needs) {
+  if (const hub::Preset* preset = model_preset(c)) apply_model_preset(*preset, models, needs, c.hub);
 }
 
 Device resolved_device(const ModelFlagsCli& c) { return parse_device(c.device, "--device"); }

@@ -1,6 +1,7 @@
 #include "core/env_settings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <sstream>
@@ -101,6 +102,30 @@ const std::vector<Row>& rows() {
         "unless --data-dir says otherwise",
         true},
        nullptr},
+      {{"HF_ENDPOINT", "standard", "https://huggingface.co", "a URL",
+        "the Hugging Face hub `ltx pull` and `--model` download from (a mirror, or a local hub), "
+        "as in Hugging Face's own tools",
+        true},
+       nullptr},
+      {{"HF_TOKEN", "standard", "", "a token",
+        "the Hugging Face access token for gated repositories (Gemma, LTX-2.5); `--token` wins, "
+        "without either the file `hf auth login` writes ($HF_HOME/token) is read",
+        true},
+       nullptr},
+      {{"HF_HUB_OFFLINE", "standard", "", "1, true, yes or on",
+        "use only files already downloaded (the ltx model cache and the Hugging Face cache), as "
+        "`--offline`: a missing file is an error that lists what to pull",
+        true},
+       nullptr},
+      {{"HF_HOME", "standard", "", "a folder",
+        "Hugging Face's folder (default $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface): "
+        "files already in its hub cache are used without a download, and its token file is read",
+        true},
+       nullptr},
+      {{"HF_HUB_CACHE", "standard", "", "a folder",
+        "Hugging Face's hub cache (default $HF_HOME/hub), searched before downloading a file",
+        true},
+       nullptr},
       {{"HOME", "standard", "", "a folder",
         "without XDG_CACHE_HOME / XDG_DATA_HOME: $HOME/.cache/ltx and $HOME/.local/share/ltx",
         true},
@@ -193,5 +218,18 @@ std::vector<std::string> environment_names() {
 std::optional<std::string> xdg_cache_home() { return read_non_empty("XDG_CACHE_HOME"); }
 std::optional<std::string> xdg_data_home() { return read_non_empty("XDG_DATA_HOME"); }
 std::optional<std::string> home() { return read_non_empty("HOME"); }
+std::optional<std::string> hf_endpoint() { return read_non_empty("HF_ENDPOINT"); }
+std::optional<std::string> hf_token() { return read_non_empty("HF_TOKEN"); }
+std::optional<std::string> hf_home() { return read_non_empty("HF_HOME"); }
+std::optional<std::string> hf_hub_cache() { return read_non_empty("HF_HUB_CACHE"); }
+
+bool hf_hub_offline() {
+  // huggingface_hub's rule: these values (any case) are true, anything else false.
+  const std::optional<std::string> v = read_non_empty("HF_HUB_OFFLINE");
+  if (!v) return false;
+  std::string u = *v;
+  for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return u == "1" || u == "ON" || u == "YES" || u == "TRUE";
+}
 
 }  // namespace ltx::env

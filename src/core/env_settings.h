@@ -33,7 +33,7 @@ struct Variable {
   std::string_view default_value;  // "" where the default is described in `doc`
   std::string_view allowed;        // the values a bad setting's error lists
   std::string_view doc;
-  bool standard = false;  // not ltx's own (XDG_CACHE_HOME, HOME): read at each use, not validated
+  bool standard = false;  // not ltx's own (XDG_CACHE_HOME, HOME, HF_*): read at each use, not validated
 };
 
 const std::vector<Variable>& variables();
@@ -62,5 +62,11 @@ std::vector<std::string> environment_names();
 std::optional<std::string> xdg_cache_home();
 std::optional<std::string> xdg_data_home();
 std::optional<std::string> home();
+// Hugging Face's own variables (read as huggingface_hub reads them; `ltx pull`, `--model`).
+std::optional<std::string> hf_endpoint();
+std::optional<std::string> hf_token();
+std::optional<std::string> hf_home();
+std::optional<std::string> hf_hub_cache();
+bool hf_hub_offline();  // HF_HUB_OFFLINE is 1 / ON / YES / TRUE (any case)
 
 }  // namespace ltx::env

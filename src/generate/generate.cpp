@@ -599,7 +599,8 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
         "weights, from ",
         demo.dir,
         "); the output is noise, not a real video. Pass "
-        "--checkpoint-path and --text-encoder-path (or --gemma-root) for real results.");
+        "--checkpoint-path and --text-encoder-path (or --gemma-root), or --model PRESET (`ltx "
+        "models` lists them), for real results.");
     flags = demo_model_flags(demo, options.pipeline, needs.temporal_upsampler);
     flags.quantization = options.models.quantization;
     if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::HdrIcLora) {

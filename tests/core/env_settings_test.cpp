@@ -115,13 +115,33 @@ TEST(EnvSettings, TheTableListsEveryVariableOnceWithItsDoc) {
   const std::set<std::string> expected = {
       "LTX_NUM_THREADS", "LTX_SIDE_STREAMS",        "LTX_TUNING_CACHE", "LTX_CUDNN_BACKEND",
       "LTX_CUDNN_STATS", "LTX_PROFILE_OPS",         "LTX_CUDA_PROFILER_RANGE",
-      "XDG_CACHE_HOME",  "XDG_DATA_HOME",           "HOME"};
+      "XDG_CACHE_HOME",  "XDG_DATA_HOME",           "HOME",
+      "HF_ENDPOINT",     "HF_TOKEN",                "HF_HUB_OFFLINE",   "HF_HOME",
+      "HF_HUB_CACHE"};
   EXPECT_EQ(names, expected);
   const std::string help = env::describe_variables();
   for (const std::string& name : names)
     EXPECT_NE(help.find("\n" + name + "  ("), std::string::npos) << name;
   EXPECT_NE(help.find("LTX_SIDE_STREAMS  (switch, default 1; 0 or 1)"), std::string::npos) << help;
   EXPECT_NE(help.find("HOME  (standard)"), std::string::npos) << help;
+}
+
+TEST(EnvSettings, HuggingFaceOfflineIsReadAsHuggingFaceReadsIt) {
+  for (const char* on : {"1", "true", "TRUE", "yes", "On"}) {
+    setenv("HF_HUB_OFFLINE", on, 1);
+    EXPECT_TRUE(env::hf_hub_offline()) << on;
+  }
+  for (const char* off : {"0", "false", "no", "", "2"}) {
+    setenv("HF_HUB_OFFLINE", off, 1);
+    EXPECT_FALSE(env::hf_hub_offline()) << off;
+  }
+  unsetenv("HF_HUB_OFFLINE");
+  EXPECT_FALSE(env::hf_hub_offline());
+  setenv("HF_ENDPOINT", "http://127.0.0.1:1", 1);
+  EXPECT_EQ(env::hf_endpoint(), std::optional<std::string>("http://127.0.0.1:1"));
+  setenv("HF_ENDPOINT", "", 1);
+  EXPECT_FALSE(env::hf_endpoint().has_value());
+  unsetenv("HF_ENDPOINT");
 }
 
 TEST(EnvSettings, UnknownVariablesAreLtxNamesNoOneReads) {
