@@ -12,6 +12,7 @@
 
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/stream.h"
 #endif
 
 namespace ltx::backend {
@@ -41,6 +42,14 @@ std::string device_description(Device d) {
 void synchronize(Device d) {
 #if LTX_WITH_CUDA
   if (d.is_cuda()) cuda::synchronize(d.index);
+#else
+  (void)d;
+#endif
+}
+
+void synchronize_stream(Device d) {
+#if LTX_WITH_CUDA
+  if (d.is_cuda()) cuda::current_stream(d.index).synchronize();
 #else
   (void)d;
 #endif
@@ -107,6 +116,16 @@ int64_t total_memory_bytes(Device d) {
   if (d.is_cpu()) return host_available_bytes();
   check_device(d);
   return static_cast<int64_t>(detail::cuda_total_memory(d.index));
+}
+
+int64_t memory_limit_bytes(Device d) {
+  if (d.is_cpu()) return 0;
+  check_device(d);
+#if LTX_WITH_CUDA
+  return static_cast<int64_t>(cuda::memory_limit(d.index));
+#else
+  return 0;  // not reached: check_device throws without the CUDA backend
+#endif
 }
 
 void set_memory_limit(Device d, int64_t bytes, const char* flag) {
