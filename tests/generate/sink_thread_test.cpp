@@ -105,25 +105,5 @@ TEST(SinkThread, DroppedWithoutFinishNeverFinishesItsSink) {
   for (const std::string& c : calls) EXPECT_NE(c, "finish");
 }
 
-TEST(DecodeTail, PlanFollowsTheModeTheDeviceAndTheMemoryLimit) {
-  using generate::TailMode;
-  const Device cpu = Device::cpu(), gpu = Device::cuda(0);
-  for (const bool limited : {false, true}) {
-    for (const Device d : {cpu, gpu}) {
-      const generate::TailPlan seq = generate::plan_tail(TailMode::Sequential, d, limited);
-      EXPECT_FALSE(seq.sink_thread);
-      EXPECT_FALSE(seq.audio_beside_video);
-      const generate::TailPlan over = generate::plan_tail(TailMode::Overlapped, d, limited);
-      EXPECT_TRUE(over.sink_thread);
-      EXPECT_EQ(over.audio_beside_video, d.is_cuda());  // the CPU runs ops as they are called
-      const generate::TailPlan aut = generate::plan_tail(TailMode::Auto, d, limited);
-      EXPECT_TRUE(aut.sink_thread);
-      // Under a memory limit the audio's activations would share the video decode's budget.
-      EXPECT_EQ(aut.audio_beside_video, d.is_cuda() && !limited);
-    }
-  }
-  EXPECT_STREQ(generate::tail_mode_name(TailMode::Overlapped), "overlapped");
-}
-
 }  // namespace
 }  // namespace ltx
