@@ -12,6 +12,7 @@
 
 #include "backend/cuda/allocator.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/stream.h"
 #endif
 
 namespace ltx::backend {
@@ -46,6 +47,14 @@ void synchronize(Device d) {
 #endif
 }
 
+void synchronize_stream(Device d) {
+#if LTX_WITH_CUDA
+  if (d.is_cuda()) cuda::current_stream(d.index).synchronize();
+#else
+  (void)d;
+#endif
+}
+
 void profiler_range(Device d, bool start) {
 #if LTX_WITH_CUDA
   if (!d.is_cuda()) return;
@@ -72,7 +81,6 @@ MemoryStats memory_stats(Device d) {
   m.peak_bytes = static_cast<int64_t>(s.peak_allocated_bytes);
   m.reserved_bytes = static_cast<int64_t>(s.reserved_bytes);
   m.peak_reserved_bytes = static_cast<int64_t>(s.peak_reserved_bytes);
-  m.limit_bytes = static_cast<int64_t>(s.limit_bytes);
 #endif
   return m;
 }
@@ -108,6 +116,16 @@ int64_t total_memory_bytes(Device d) {
   if (d.is_cpu()) return host_available_bytes();
   check_device(d);
   return static_cast<int64_t>(detail::cuda_total_memory(d.index));
+}
+
+int64_t memory_limit_bytes(Device d) {
+  if (d.is_cpu()) return 0;
+  check_device(d);
+#if LTX_WITH_CUDA
+  return static_cast<int64_t>(cuda::memory_limit(d.index));
+#else
+  return 0;  // not reached: check_device throws without the CUDA backend
+#endif
 }
 
 void set_memory_limit(Device d, int64_t bytes, const char* flag) {

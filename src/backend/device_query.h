@@ -17,6 +17,9 @@ void check_device(Device d, const char* what = "--device");
 std::string device_description(Device d);
 // Blocks until all work queued on `d` has finished (a no-op on the CPU, whose ops are synchronous).
 void synchronize(Device d);
+// Blocks until the work queued so far on the calling thread's current stream of `d` has finished,
+// not the work of other streams (the decode's audio on its own stream runs on; a no-op on the CPU).
+void synchronize_stream(Device d);
 // Opens (start) or closes the CUDA profiler's capture range on `d` (cudaProfilerStart / Stop: what
 // `ncu --profile-from-start off` and `nsys profile --capture-range=cudaProfilerApi` record); a
 // no-op on the CPU.
@@ -27,7 +30,6 @@ struct MemoryStats {
   int64_t peak_bytes = 0;      // most allocated at once since reset_peak_memory
   int64_t reserved_bytes = 0;  // CUDA: held from the driver now (cached included); CPU: = live
   int64_t peak_reserved_bytes = 0;
-  int64_t limit_bytes = 0;     // CUDA: set_memory_limit's cap (0: none); CPU: 0
 };
 MemoryStats memory_stats(Device d);
 // Restarts peak tracking from the current allocation.
@@ -43,6 +45,8 @@ int64_t total_memory_bytes(Device d);
 // would pass it throws ltx::OutOfMemory (core/out_of_memory.h). Throws ltx::Error naming `flag`
 // on the CPU, whose memory is not budgeted.
 void set_memory_limit(Device d, int64_t bytes, const char* flag = "--max-gpu-memory");
+// The cap set_memory_limit put on `d` (0: none; always 0 on the CPU).
+int64_t memory_limit_bytes(Device d);
 // Gives cached device memory back (CUDA empty_cache); a no-op on the CPU.
 void release_cached_memory(Device d);
 

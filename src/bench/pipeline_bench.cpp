@@ -218,7 +218,8 @@ class SyntheticModelProvider final : public generate::ModelProvider {
   }
 };
 
-// Times the calls into the sink it wraps: the MP4 encode (it runs inside the video decode).
+// Times the calls into the sink it wraps: the MP4 encode (inside the video decode stage, on the
+// decode's sink thread when the tail overlaps).
 class TimedSink final : public generate::MediaSink {
  public:
   explicit TimedSink(generate::MediaSink* inner) : inner_(inner) {}
@@ -358,7 +359,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
             "(its weights are made in memory); use --offload cpu");
   g.offload = o.offload;
   generate::validate_options(g, /*to_file=*/false);
-  const int64_t previous_limit = o.device.is_cpu() ? 0 : backend::memory_stats(o.device).limit_bytes;
+  const int64_t previous_limit = backend::memory_limit_bytes(o.device);
   if (o.max_gpu_memory_bytes > 0) {
     // Whole models as ltx generate counts them; with streamed blocks or quantized Linears their
     // resident size is smaller than that count, so then the allocator's limit alone holds them.
@@ -415,7 +416,9 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   std::vector<double> step_ms;
   const Device dev = o.device;
   progress.set_listener([&](const generate::ProgressEvent& e) {
-    backend::synchronize(dev);
+    // The calling thread's stream only: the decode's audio runs on its own stream beside the video
+    // decode (generate::TailPlan), and a device-wide wait here would serialise the two.
+    backend::synchronize_stream(dev);
     const Clock::time_point now = Clock::now();
     switch (e.kind) {
       case generate::ProgressEvent::Kind::StageStart:
@@ -467,12 +470,22 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   r.parameters = meter.elements;
   r.weight_bytes = meter.bytes;
   r.mp4_seconds = sink.seconds();
+  r.tail = out.decoded.tail;
   r.decoded_frames = out.decoded.frames;
   r.audio_samples = out.decoded.audio_samples;
   LTX_CHECK(sink.frames() == o.frames, "bench pipeline: the decode gave ", sink.frames(),
             " frames, expected ", o.frames);
   return r;
 }
+
+namespace {
+std::string tail_description(const generate::TailPlan& p) {
+  if (!p.sink_thread && !p.audio_beside_video) return "sequential";
+  return str(p.sink_thread ? "sink on its own thread" : "sink in line",
+             p.audio_beside_video ? ", audio beside the video on its own stream"
+                                  : ", audio before the video");
+}
+}  // namespace
 
 std::string format_pipeline_bench(const PipelineBenchResult& r) {
   std::string s = str("ltx bench pipeline: ", r.pipeline, ", preset ", r.preset, ", ", r.width, "x",
@@ -496,8 +509,13 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
                   fixed(static_cast<double>(t.peak_bytes) / kGiB, 2).c_str());
     s += line;
   }
-  s += r.mp4 ? str("mp4 encode: ", fixed(r.mp4_seconds, 3), " s (inside the video decode)\n")
+  s += r.mp4 ? str("mp4 encode: ", fixed(r.mp4_seconds, 3), " s (inside the video decode stage",
+                   r.tail.plan.sink_thread ? ", on its own thread" : "", ")\n")
              : std::string("mp4 encode: not built (no FFmpeg in this build)\n");
+  s += str("tail (", tail_description(r.tail.plan), "): wall ", fixed(r.tail.wall_seconds, 3),
+           " s; busy: video decode ", fixed(r.tail.video_seconds, 3), " s, audio decode ",
+           fixed(r.tail.audio_seconds, 3), " s, sink ", fixed(r.tail.sink_seconds, 3),
+           " s; waited for the sink ", fixed(r.tail.sink_wait_seconds, 3), " s\n");
   s += "lora switch: not run (no LoRA in a run with random weights)\n";
   s += str("end to end: ", fixed(r.end_to_end_seconds, 3), " s (", fixed(r.total_seconds, 3),
            " s wall minus ", fixed(r.synthesis_seconds, 3), " s of weight synthesis, ",
@@ -537,6 +555,13 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["stages"] = std::move(stages);
   j["mp4_encode"] = r.mp4 ? nlohmann::ordered_json{{"built", true}, {"seconds", r.mp4_seconds}}
                           : nlohmann::ordered_json{{"built", false}};
+  j["tail"] = {{"sink_thread", r.tail.plan.sink_thread},
+               {"audio_beside_video", r.tail.plan.audio_beside_video},
+               {"wall_seconds", r.tail.wall_seconds},
+               {"video_decode_busy_seconds", r.tail.video_seconds},
+               {"audio_decode_busy_seconds", r.tail.audio_seconds},
+               {"sink_busy_seconds", r.tail.sink_seconds},
+               {"sink_wait_seconds", r.tail.sink_wait_seconds}};
   j["lora_switch"] = {{"run", false}, {"why", "no LoRA in a run with random weights"}};
   j["total_seconds"] = r.total_seconds;
   j["synthesis_seconds"] = r.synthesis_seconds;

@@ -12,8 +12,11 @@
 //   * no LoRA file exists, so the two-stage pipelines run their second stage without the distilled
 //     LoRA (no LoRA switch is timed; the report says so).
 //
-// Timing: the device is synchronised at every stage start, step and stage end (the progress
-// events), so each stage's time is its device work. Weight synthesis happens inside the stages
+// Timing: the calling thread's stream is synchronised at every stage start, step and stage end
+// (the progress events), so each stage's time is its device work. The decode's tail overlaps its
+// parts (generate::TailPlan): the audio decode stage is then only its issue, its device work runs
+// beside the video decode, whose stage holds the tail's wall time; the tail's report gives each
+// part's busy time. Weight synthesis happens inside the stages
 // that load models (text encoding, model loading, the decodes); its time is measured (synchronised
 // per tensor) and subtracted: the end-to-end number is the clip's wall time without it, i.e. as
 // if the weights had been in memory already (not a file load).
@@ -27,6 +30,7 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "generate/decode.h"
 #include "generate/placement.h"
 #include "quantization/mode.h"
 
@@ -99,7 +103,9 @@ struct PipelineBenchResult {
   int64_t parameters = 0;        // elements synthesized
   int64_t weight_bytes = 0;      // bytes synthesized
   bool mp4 = false;              // the MP4 encode ran (FFmpeg built in)
-  double mp4_seconds = 0;        // time inside the MP4 writer (part of the video decode stage)
+  double mp4_seconds = 0;        // time inside the MP4 writer (part of the video decode stage;
+                                 // on the decode's sink thread when the tail overlaps)
+  generate::TailTiming tail;     // the decode's tail: its wall time and each part's busy time
   bool lora_switch = false;      // a LoRA was switched between stages (never, see the header)
   int64_t decoded_frames = 0, audio_samples = 0;
 };

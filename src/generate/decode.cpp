@@ -1,17 +1,21 @@
 #include "generate/decode.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <utility>
 #include <variant>
 
 #include "backend/device_query.h"
+#include "backend/stream_fork.h"
+#include "backend/stream_timer.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "generate/memory_budget.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
+#include "generate/sink_thread.h"
 #include "io/safetensors.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
@@ -28,28 +32,24 @@ namespace ltx::generate {
 
 namespace {
 
-// Runs the audio decoder + vocoder on `latent`; the waveform comes back to the host in f32.
-models::audio_vae::Audio decode_audio_with(const Tensor& latent, const AudioDecodeModels& m,
-                                           const nn::LoadOptions& where) {
-  LTX_CHECK(latent.size(1) == m.decoder->config().z_channels, "decode: the audio latent has ",
-            latent.size(1), " channels but the audio VAE decoder of '", m.path, "' takes ",
-            m.decoder->config().z_channels, "; were the latents made with another model?");
-  models::audio_vae::Audio audio =
-      models::audio_vae::decode_audio(latent.to(where.device), *m.decoder, *m.vocoder);
-  audio.waveform = audio.waveform.to(Device::cpu(), DType::F32);  // the one trip back
-  return audio;
-}
-
 // The bytes the automatic tiling may plan with (the diffusion decoder's; the conv decoder's on a
 // GPU): given, or what the decoding
 // device has free now (backend::free_memory_bytes: cudaMemGetInfo on a GPU, MemAvailable on the
 // host). On a GPU the allocator's cache is released first: the freed diffusion models' blocks are
 // free memory for the decode (the reference empties its cache between the blocks, and its
-// cuda_activation_budget_bytes counts cached blocks as used).
-int64_t decode_budget_bytes(const DecodeOptions& options, Device device) {
+// cuda_activation_budget_bytes counts cached blocks as used). While an audio decode runs beside
+// (audio_in_flight) a release would wait for it, so the cached blocks are counted as free instead:
+// the same bytes, apart from the audio decoders' weights, which are still held.
+int64_t decode_budget_bytes(const DecodeOptions& options, Device device, bool audio_in_flight) {
   if (options.decode_free_bytes) return *options.decode_free_bytes;
-  backend::release_cached_memory(device);  // then cudaMemGetInfo's free = min(free, total - reserved)
-  return backend::free_memory_bytes(device);
+  if (!audio_in_flight) {
+    backend::release_cached_memory(device);  // then cudaMemGetInfo's free = min(free, total - reserved)
+    return backend::free_memory_bytes(device);
+  }
+  // Under a limit free_memory_bytes already counts the cache as free (the limit less what is allocated).
+  if (backend::memory_limit_bytes(device) > 0) return backend::free_memory_bytes(device);
+  const backend::MemoryStats m = backend::memory_stats(device);
+  return backend::free_memory_bytes(device) + std::max<int64_t>(0, m.reserved_bytes - m.live_bytes);
 }
 
 // The pipelines' tiling for the decoder (reference: ensure_tiling_config): a given layout is
@@ -110,6 +110,32 @@ std::optional<models::tiling::TilingConfig> decode_tiling(
 }
 
 }  // namespace
+
+TailPlan plan_tail(TailMode mode, Device device, bool memory_limited) {
+  TailPlan p;
+  switch (mode) {
+    case TailMode::Sequential:
+      return p;
+    case TailMode::Overlapped:
+      p.sink_thread = true;
+      p.audio_beside_video = device.is_cuda();
+      return p;
+    case TailMode::Auto:
+      p.sink_thread = true;
+      p.audio_beside_video = device.is_cuda() && !memory_limited;
+      return p;
+  }
+  return p;
+}
+
+const char* tail_mode_name(TailMode mode) {
+  switch (mode) {
+    case TailMode::Auto: return "auto";
+    case TailMode::Overlapped: return "overlapped";
+    case TailMode::Sequential: return "sequential";
+  }
+  return "?";
+}
 
 Mp4Sink::Mp4Sink(std::string path, media::Mp4Options options)
     : path_(std::move(path)), options_(std::move(options)) {}
@@ -207,8 +233,123 @@ struct DecoderSource {
   std::function<int64_t()> diffusion_weight_bytes;
 };
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The sink as the decode calls it: through a SinkThread, or in line with its calls timed.
+class TailSink {
+ public:
+  TailSink(MediaSink& sink, bool threaded) : sink_(sink) {
+    if (threaded) thread_.emplace(sink);
+  }
+  void begin(const MediaFormat& f) { call([&](MediaSink& s) { s.begin(f); }); }
+  void write_frames(const Tensor& t) { call([&](MediaSink& s) { s.write_frames(t); }); }
+  void write_audio(const Tensor& t) { call([&](MediaSink& s) { s.write_audio(t); }); }
+  void finish() { call([&](MediaSink& s) { s.finish(); }); }
+  double busy_seconds() const { return thread_ ? thread_->busy_seconds() : in_line_seconds_; }
+  double wait_seconds() const { return thread_ ? thread_->wait_seconds() : 0.0; }
+
+ private:
+  MediaSink& sink_;
+  std::optional<SinkThread> thread_;
+  double in_line_seconds_ = 0;
+  template <class F>
+  void call(const F& f) {
+    if (thread_) {
+      f(*thread_);
+      return;
+    }
+    const Clock::time_point t0 = Clock::now();
+    f(sink_);
+    in_line_seconds_ += seconds_since(t0);
+  }
+};
+
+// An audio decode issued on the device and read back later: beside the video decode, its work
+// runs on the side stream (backend/stream_fork.h) and the main stream waits for it only at the
+// read-back. Until then it keeps its models and its input alive; unwinding before the read-back
+// waits for its device work first, so nothing it reads is freed under it.
+class AudioDecode {
+ public:
+  AudioDecode(Device device, bool beside) : device_(device), timer_(device) {
+    if (beside) fork_.emplace(device);
+  }
+  ~AudioDecode() {
+    if (!pending_) return;
+    try {
+      fork_->join();
+      backend::synchronize_stream(device_);
+    } catch (const std::exception& e) {
+      log_warn("decode: waiting for the abandoned audio decode failed: ", e.what());
+    }
+  }
+  AudioDecode(const AudioDecode&) = delete;
+  AudioDecode& operator=(const AudioDecode&) = delete;
+
+  // Issues the decode of `latent` (on the host or the device) with `models` at `where`.
+  void issue(const Tensor& latent, std::shared_ptr<const AudioDecodeModels> decoders,
+             const nn::LoadOptions& where) {
+    models_ = std::move(decoders);
+    LTX_CHECK(latent.size(1) == models_->decoder->config().z_channels, "decode: the audio latent has ",
+              latent.size(1), " channels but the audio VAE decoder of '", models_->path, "' takes ",
+              models_->decoder->config().z_channels, "; were the latents made with another model?");
+    latent_ = latent.to(where.device);
+    const auto run = [&] {
+      timer_.start();
+      models::audio_vae::Audio audio =
+          models::audio_vae::decode_audio(latent_, *models_->decoder, *models_->vocoder);
+      timer_.stop();
+      waveform_ = audio.waveform;
+      sample_rate_ = audio.sampling_rate;
+    };
+    if (fork_) {
+      fork_->fork();  // after the latent's copy and the models' load on the main stream
+      fork_->read_on_side(latent_);
+      pending_ = fork_->active();
+      fork_->on_side(run);
+    } else {
+      run();
+    }
+    LTX_CHECK(waveform_.dim() == 2, "decode: the vocoder returned ", waveform_.describe(),
+              ", expected [channels, samples]");
+  }
+  // Shapes and rate, known once issued.
+  int64_t channels() const { return waveform_.size(0); }
+  int64_t samples() const { return waveform_.size(1); }
+  int64_t sample_rate() const { return sample_rate_; }
+
+  // The waveform on the host in f32 (the one trip back); frees the models and the device tensors.
+  Tensor collect() {
+    if (fork_) {
+      fork_->join();
+      fork_->read_on_main(waveform_);
+    }
+    const Tensor host = waveform_.to(Device::cpu(), DType::F32);
+    pending_ = false;
+    seconds_ = timer_.seconds();
+    waveform_ = Tensor();
+    latent_ = Tensor();
+    models_.reset();
+    fork_.reset();
+    return host;
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  Device device_;
+  std::optional<backend::StreamFork> fork_;
+  backend::StreamTimer timer_;
+  std::shared_ptr<const AudioDecodeModels> models_;
+  Tensor latent_, waveform_;
+  int64_t sample_rate_ = 0;
+  bool pending_ = false;  // side work not yet waited for
+  double seconds_ = 0;
+};
+
 DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_latent_in,
-                         const DecoderSource& src, MediaSink& sink, const DecodeOptions& options,
+                         const DecoderSource& src, MediaSink& sink_in, const DecodeOptions& options,
                          Progress* progress) {
   const std::string& video_vae_path = src.video_vae_path;
   // The pipelines' latents are bf16 by default; widened here exactly (each decoder casts its input
@@ -226,53 +367,68 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   LTX_CHECK(options.fps > 0, "decode: the frame rate must be positive, got ", options.fps);
 
   const nn::LoadOptions video_where = model_placement(options.device, options.dtype);
+  const Device device = video_where.device;
+  const TailPlan plan =
+      plan_tail(options.tail, device, backend::memory_limit_bytes(device) > 0);
+  const Clock::time_point tail_start = Clock::now();
 
   DecodeResult r;
-  models::audio_vae::Audio audio;
+  r.tail.plan = plan;
+  TailSink sink(sink_in, plan.sink_thread);
+  // Beside the video only when there is a video decode to overlap.
+  AudioDecode audio_decode(device, plan.audio_beside_video && video_latent.defined());
+  Tensor waveform;  // on the host, cut
+  int64_t audio_rate = 0, audio_channels = 0;
+  bool audio_in_flight = false;
   if (audio_latent.defined()) {
     if (progress) progress->stage("audio decode");
-    audio = decode_audio_with(audio_latent, *src.audio(video_where), video_where);
-    LTX_CHECK(audio.waveform.dim() == 2, "decode: the vocoder returned ", audio.waveform.describe(),
-              ", expected [channels, samples]");
+    audio_decode.issue(audio_latent, src.audio(video_where), video_where);
     pipelines::GenerationResult cut;  // the pipelines' rule for the cut
     cut.audio_max_seconds = options.audio_max_seconds;
-    audio.waveform = audio.waveform.narrow(
-        1, 0,
-        pipelines::audio_samples_to_keep(cut, audio.waveform.size(1),
-                                         static_cast<double>(audio.sampling_rate)));
-    r.audio_samples = audio.waveform.size(1);
-    r.audio_sample_rate = audio.sampling_rate;
+    r.audio_samples = pipelines::audio_samples_to_keep(
+        cut, audio_decode.samples(), static_cast<double>(audio_decode.sample_rate()));
+    r.audio_sample_rate = audio_rate = audio_decode.sample_rate();
+    audio_channels = audio_decode.channels();
+    audio_in_flight = plan.audio_beside_video && video_latent.defined();
+    if (!audio_in_flight) {
+      waveform = audio_decode.collect().narrow(1, 0, r.audio_samples);
+      r.tail.audio_seconds = audio_decode.seconds();
+    }
     if (progress) progress->end_stage();
   } else if (options.audio_track) {
     const auto [channels, samples] = media::audio_layout(options.audio_track->waveform, "decode: the audio track");
-    audio.waveform = options.audio_track->waveform.to(Device::cpu(), DType::F32).reshape({channels, samples});
-    audio.sampling_rate = options.audio_track->sample_rate;
+    waveform = options.audio_track->waveform.to(Device::cpu(), DType::F32).reshape({channels, samples});
     r.audio_samples = samples;
-    r.audio_sample_rate = audio.sampling_rate;
+    r.audio_sample_rate = audio_rate = options.audio_track->sample_rate;
+    audio_channels = channels;
   }
 
   if (!video_latent.defined()) {  // audio only
     MediaFormat format;
     format.fps = options.fps;
-    format.audio_sample_rate = audio.sampling_rate;
-    format.audio_channels = audio.waveform.size(0);
+    format.audio_sample_rate = audio_rate;
+    format.audio_channels = audio_channels;
     sink.begin(format);
-    sink.write_audio(audio.waveform);
+    sink.write_audio(waveform);
     sink.finish();
+    r.tail.sink_seconds = sink.busy_seconds();
+    r.tail.sink_wait_seconds = sink.wait_seconds();
+    r.tail.wall_seconds = seconds_since(tail_start);
     return r;
   }
 
   if (progress) progress->stage("video decode");
+  const Clock::time_point video_start = Clock::now();
   // Convolutional or diffusion decoder, chosen from the file's metadata like the reference.
   const bool diffusion_file = src.is_diffusion();
   // The automatic diffusion tiling's budget: on a GPU measured before the decoder's weights
   // arrive, as the reference (the budget counts them apart); on the CPU after the load, as before.
   // The conv decoder's on a GPU: measured after its weights arrive.
   const bool auto_tiled = !options.tiling && options.auto_tiling;
-  const bool needs_budget = auto_tiled && (diffusion_file || video_where.device.is_cuda());
+  const bool needs_budget = auto_tiled && (diffusion_file || device.is_cuda());
   std::optional<int64_t> free_bytes;
-  if (needs_budget && diffusion_file && video_where.device.is_cuda())
-    free_bytes = decode_budget_bytes(options, video_where.device);
+  if (needs_budget && diffusion_file && device.is_cuda())
+    free_bytes = decode_budget_bytes(options, device, audio_in_flight);
   log_placement(diffusion_file ? "diffusion video decoder" : "video decoder", video_where);
   const std::shared_ptr<const models::video_vae::VideoDecoder> decoder_lease =
       src.video(video_where);
@@ -290,7 +446,7 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   r.frames = out_shape[2];
   r.height = out_shape[3];
   r.width = out_shape[4];
-  if (needs_budget && !free_bytes) free_bytes = decode_budget_bytes(options, video_where.device);
+  if (needs_budget && !free_bytes) free_bytes = decode_budget_bytes(options, device, audio_in_flight);
   const std::optional<models::tiling::TilingConfig> tiling =
       decode_tiling(decoder, video_vae_path, r, video_latent.shape(), options,
                     free_bytes.value_or(0), video_where, src.diffusion_weight_bytes);
@@ -299,12 +455,11 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   MediaFormat format;
   format.fps = options.fps;
   format.frames = r.frames;
-  if (audio.waveform.defined()) {
-    format.audio_sample_rate = audio.sampling_rate;
-    format.audio_channels = audio.waveform.size(0);
+  if (audio_rate > 0) {
+    format.audio_sample_rate = audio_rate;
+    format.audio_channels = audio_channels;
   }
   sink.begin(format);
-  const Device device = video_where.device;
   sampling::TorchCpuGenerator generator(options.noise_seed);
   const models::video_vae::NoiseFn noise = [&](const Shape& shape) {
     return generator.randn(shape, DType::F32).to(device);  // drawn on the host, as before
@@ -321,8 +476,16 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   });
   LTX_CHECK(frames_written == r.frames, "decode: the video decoder produced ", frames_written,
             " frames, expected ", r.frames);
-  if (audio.waveform.defined()) sink.write_audio(audio.waveform);
+  r.tail.video_seconds = seconds_since(video_start) - sink.wait_seconds();
+  if (audio_in_flight) {
+    waveform = audio_decode.collect().narrow(1, 0, r.audio_samples);
+    r.tail.audio_seconds = audio_decode.seconds();
+  }
+  if (waveform.defined()) sink.write_audio(waveform);
   sink.finish();
+  r.tail.sink_seconds = sink.busy_seconds();
+  r.tail.sink_wait_seconds = sink.wait_seconds();
+  r.tail.wall_seconds = seconds_since(tail_start);
   if (progress) progress->end_stage();
   return r;
 }

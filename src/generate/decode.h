@@ -4,10 +4,12 @@
 // LTX-2.5's diffusion decoder, chosen from the file's metadata; tiled with the pipelines'
 // automatic layout for that decoder), -> waveform through the audio VAE decoder + vocoder, -> a
 // MediaSink: one MP4 (H.264 yuv420p + AAC at the vocoder's rate), or memory. Each decoder is loaded
-// from its file onto DecodeOptions::device, used and freed (the audio ones first, so the video
-// decoder runs alone). Video chunks stream into the sink as the tiled decode yields them, each
-// brought to the host once; the waveform comes back once. An MP4 appears only when everything
-// succeeded (media::Mp4Writer writes a temporary and renames it).
+// from its file onto DecodeOptions::device, used and freed (the audio ones first). Video chunks
+// stream into the sink as the tiled decode yields them, each brought to the host once; the
+// waveform comes back once. The three overlap as DecodeOptions::tail says (TailMode: the sink on
+// its own thread, the audio decode on its own stream beside the video's on a GPU), with the same
+// media bit for bit. An MP4 appears only when everything succeeded (media::Mp4Writer writes a
+// temporary and renames it).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +29,29 @@
 namespace ltx::generate {
 
 class Progress;
+
+// How the tail of a generation (audio decode, video decode, the sink's encode) runs; the media
+// are the same bit for bit either way.
+enum class TailMode {
+  // Overlapped, except that under a GPU memory limit (--max-gpu-memory) the audio decode runs
+  // before the video decode: beside it, its activations would take memory the video decode's
+  // tiling was planned with.
+  Auto,
+  // The sink's calls on a thread of their own (SinkThread: the MP4's conversion and encoding of a
+  // chunk while the next one decodes) and, on a GPU, the audio decode issued on its own stream
+  // before the video decode and read back after it. On the CPU, whose ops run as they are called,
+  // the audio decode runs before the video decode.
+  Overlapped,
+  // The audio decode, then the video decode with the sink called in line.
+  Sequential,
+};
+struct TailPlan {
+  bool sink_thread = false;         // the sink's calls on their own thread
+  bool audio_beside_video = false;  // the audio decode on its own stream, beside the video's
+};
+// What `mode` means on `device` (memory_limited: the device's allocator has a cap).
+TailPlan plan_tail(TailMode mode, Device device, bool memory_limited);
+const char* tail_mode_name(TailMode mode);
 
 struct DecodeOptions {
   double fps = 24.0;
@@ -57,12 +82,28 @@ struct DecodeOptions {
   // reference muxes as it is); the audio latent must then be undefined.
   std::optional<media::AudioTrack> audio_track;
   media::Mp4Options mp4;  // decode_to_mp4's encoder settings
+  TailMode tail = TailMode::Auto;
+};
+
+// Where the tail's time went. The parts overlap when the plan says so, so they need not add up to
+// the wall time.
+struct TailTiming {
+  TailPlan plan;
+  double wall_seconds = 0;   // from the audio decode's start (the video's without audio) to the sink's finish
+  double video_seconds = 0;  // the video decoder's work on the calling thread (its load when it
+                             // loads here, the decode, the chunks' copies to the host), less the
+                             // time it waited for the sink thread
+  double audio_seconds = 0;  // the audio decoder + vocoder: their span on the device's stream
+                             // (on the CPU: their wall time); 0 without an audio decode
+  double sink_seconds = 0;   // inside the sink's calls (on its thread, or in line)
+  double sink_wait_seconds = 0;  // the calling thread waited for the sink thread
 };
 
 struct DecodeResult {
   int64_t frames = 0, height = 0, width = 0;
   int64_t audio_samples = 0;  // per channel; 0 without audio
   int64_t audio_sample_rate = 0;
+  TailTiming tail;
 };
 
 // Where decoded media goes, in this order: begin() once (after the audio decode and the video
@@ -165,7 +206,10 @@ class MemorySink final : public MediaSink {
 // DecodeOptions::audio_track gives the waveform). video_vae_path /
 // audio_vae_path: files holding the video VAE decoder / the audio VAE decoder + vocoder (a
 // single-file checkpoint may be both). `progress` (optional) gets the stages "audio decode" and
-// "video decode" (one step per decoded chunk). Checks run before the sink sees anything.
+// "video decode" (one step per decoded chunk); with the audio beside the video, "audio decode" is
+// its load and issue, and its device work ends inside "video decode". Checks run before the sink
+// sees anything. The sink's calls come from the calling thread, or from a SinkThread
+// (DecodeOptions::tail), never from two threads at once.
 DecodeResult decode_latents(const Tensor& video_latent, const Tensor& audio_latent,
                             const std::string& video_vae_path, const std::string& audio_vae_path,
                             MediaSink& sink, const DecodeOptions& options = {},

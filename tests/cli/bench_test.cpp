@@ -379,6 +379,18 @@ TEST(BenchPipelineCli, DistilledReportsEveryStageInJsonAndInTheFile) {
   EXPECT_GT(j["end_to_end_seconds"].get<double>(), 0);
   EXPECT_EQ(j["mp4_encode"]["built"], media::ffmpeg_available());
   EXPECT_EQ(j["lora_switch"]["run"], false);
+  // The tail: the MP4 writer on its own thread; on the CPU the audio decodes before the video.
+  const nlohmann::json& tail = j["tail"];
+  EXPECT_EQ(tail["sink_thread"], true);
+  EXPECT_EQ(tail["audio_beside_video"], false);
+  EXPECT_GT(tail["audio_decode_busy_seconds"].get<double>(), 0);
+  EXPECT_GT(tail["video_decode_busy_seconds"].get<double>(), 0);
+  EXPECT_LE(tail["video_decode_busy_seconds"].get<double>(), tail["wall_seconds"].get<double>());
+  if (media::ffmpeg_available()) {
+    EXPECT_GT(tail["sink_busy_seconds"].get<double>(), 0);
+    // The sink thread's time holds the MP4 writer's.
+    EXPECT_GE(tail["sink_busy_seconds"].get<double>(), j["mp4_encode"]["seconds"].get<double>());
+  }
   EXPECT_EQ(j["decoded_frames"], 9);
   EXPECT_GT(j["audio_samples"].get<int64_t>(), 0);
 }
@@ -390,7 +402,8 @@ TEST(BenchPipelineCli, TwoStageTableAndASilentFp8Run) {
   for (const char* needle : {"ltx bench pipeline: two-stage, preset tiny, 128x128x9 frames",
                              "stage 1", "upsample", "stage 2", "video decode", "step med ms",
                              "peak GiB", "lora switch: not run", "end to end: ",
-                             "of weight synthesis"})
+                             "of weight synthesis",
+                             "tail (sink on its own thread, audio before the video): wall "})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   EXPECT_NE(r.out.find(media::ffmpeg_available() ? "mp4 encode: " : "mp4 encode: not built"),
             std::string::npos)

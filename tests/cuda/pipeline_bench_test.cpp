@@ -53,6 +53,13 @@ TEST(PipelineBenchOnCuda, TwoStageRunsEveryStageOnTheGpuLikeTheCpu) {
   EXPECT_EQ(gpu.stages[2].steps, 2);
   EXPECT_GT(gpu.stages[2].step_median_ms, 0);
   EXPECT_GT(gpu.end_to_end_seconds, 0);
+  // The tail overlaps on the GPU: the audio decode on its own stream beside the video decode,
+  // timed there; on the CPU it decodes first.
+  EXPECT_TRUE(gpu.tail.plan.audio_beside_video);
+  EXPECT_FALSE(cpu.tail.plan.audio_beside_video);
+  EXPECT_TRUE(gpu.tail.plan.sink_thread);
+  EXPECT_GT(gpu.tail.audio_seconds, 0);
+  EXPECT_GT(gpu.tail.video_seconds, 0);
 }
 
 TEST(PipelineBenchOnCuda, ABudgetBelowTheLargestModelIsRefusedBeforeAnythingIsMade) {
@@ -81,7 +88,7 @@ TEST(PipelineBenchOnCuda, UnderABudgetTheRunIsPlannedFromItsModelsAndStaysUnderI
   EXPECT_GT(r.peak_bytes, 0);
   EXPECT_LE(r.peak_bytes, o.max_gpu_memory_bytes);
   EXPECT_EQ(r.offload, "cpu");
-  EXPECT_EQ(backend::memory_stats(test::kGpu).limit_bytes, 0)
+  EXPECT_EQ(backend::memory_limit_bytes(test::kGpu), 0)
       << "the run's budget is lifted when it ends (later tests in the process run unlimited)";
 }
 

@@ -145,6 +145,9 @@ TEST(GenerateControl, CancelDuringTheDecodeStopsAfterTheChunkInFlight) {
   models::tiling::TileSizeConfig tiles;
   tiles.frames = {16, 8};
   opt.tiling = tiles;
+  // The sink called in line, so the chunk it asks in is the one in flight (on a sink thread the
+  // caller may hand over one more first: DecodeTail.CancellingTheOverlappedDecodeLeavesNoFile).
+  opt.tail = generate::TailMode::Sequential;
   CancelToken token;
   generate::Progress progress(nullptr, generate::Progress::Mode::Off);
   progress.set_cancel_token(&token);
