@@ -1091,17 +1091,18 @@ std::string to_text(const CheckpointSummary& s) {
     if (!s.key_prefix_added.empty())
       os << "  keys        bare transformer names (ComfyUI-GGUF layout), read under '"
          << s.key_prefix_added << "'\n";
-    os << "  storage    ";
+    // One line per GGML type, largest share first.
     for (size_t i = 0; i < s.storage_types.size(); ++i) {
       const StorageTypeSummary& t = s.storage_types[i];
-      char bpw[32];
-      std::snprintf(bpw, sizeof(bpw), "%.2f", t.bits_per_weight);
-      os << (i ? ", " : " ") << t.type << " " << thousands(t.tensors) << " tensors / "
-         << thousands(static_cast<int64_t>(t.bytes)) << " bytes (" << bpw << " bits/weight)";
+      char line[160];
+      std::snprintf(line, sizeof(line), "%-14s%-8s %7s tensors %13s bytes %6.2f bits/weight\n",
+                    i == 0 ? "  storage" : "", t.type.c_str(), thousands(t.tensors).c_str(),
+                    thousands(static_cast<int64_t>(t.bytes)).c_str(), t.bits_per_weight);
+      os << line;
     }
     char bpw[32];
     std::snprintf(bpw, sizeof(bpw), "%.2f", s.bits_per_weight);
-    os << "\n  bits/weight " << bpw << " over all tensors\n";
+    os << "  bits/weight " << bpw << " over all tensors\n";
   }
 
   if (!s.components.empty()) {

@@ -145,6 +145,7 @@ TEST(GgufInspect, RecognisesTheCommunityLtxLayoutAndReportsStorage) {
 
   const std::string text = io::to_text(s);
   for (const char* needle : {"GGUF v3", "arch        ltxv", "ComfyUI-GGUF layout", "Q4_0 ",
+                             "storage     F32 ",
                              "bits/weight", "transformer (DiT)", "LTX-2.3"})
     EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
   const auto j = io::to_json(s);
