@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <functional>
 #include <sstream>
 
@@ -13,6 +14,36 @@ namespace {
 
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
+
+// One tensor as the summary sees it, whatever the file format: its element type by name ("bf16"
+// for safetensors, "Q4_K" for GGUF) and its size.
+struct Item {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+  uint64_t bytes = 0;
+  int64_t numel() const { return shape.numel(); }
+  uint64_t nbytes() const { return bytes; }
+};
+
+// A file's tensors and string metadata (safetensors' __metadata__, GGUF's string values).
+struct Header {
+  std::map<std::string, std::string> meta;
+  std::vector<Item> items;
+  std::set<std::string> names;
+
+  const std::map<std::string, std::string>& metadata() const { return meta; }
+  bool contains(const std::string& name) const { return names.count(name) != 0; }
+  // Every metadata value decoded as SafetensorsFile::metadata_json does.
+  json metadata_json() const {
+    json out = json::object();
+    for (const auto& [k, v] : meta) {
+      json j = json::parse(v, nullptr, /*allow_exceptions=*/false);
+      out[k] = j.is_discarded() ? json(v) : j;
+    }
+    return out;
+  }
+};
 
 // Display order and titles of the components.
 struct ComponentKind {
@@ -150,9 +181,9 @@ void put_first(ComponentSummary& c, const json* section, std::initializer_list<c
 }
 
 // Distinct integers N in "<marker>N." over the component's keys.
-int64_t count_indices(const std::vector<const TensorInfo*>& infos, const std::string& marker) {
+int64_t count_indices(const std::vector<const Item*>& infos, const std::string& marker) {
   std::set<int64_t> ids;
-  for (const TensorInfo* ti : infos) {
+  for (const Item* ti : infos) {
     const size_t pos = ti->name.find(marker);
     if (pos == std::string::npos) continue;
     size_t i = pos + marker.size();
@@ -168,15 +199,15 @@ int64_t count_indices(const std::vector<const TensorInfo*>& infos, const std::st
   return static_cast<int64_t>(ids.size());
 }
 
-const TensorInfo* find_suffix(const std::vector<const TensorInfo*>& infos,
+const Item* find_suffix(const std::vector<const Item*>& infos,
                               const std::string& suffix) {
-  for (const TensorInfo* ti : infos)
+  for (const Item* ti : infos)
     if (ti->name.ends_with(suffix)) return ti;
   return nullptr;
 }
 
-bool any_contains(const std::vector<const TensorInfo*>& infos, const std::string& text) {
-  for (const TensorInfo* ti : infos)
+bool any_contains(const std::vector<const Item*>& infos, const std::string& text) {
+  for (const Item* ti : infos)
     if (ti->name.find(text) != std::string::npos) return true;
   return false;
 }
@@ -225,7 +256,7 @@ Version ltx_version(const std::vector<int>& v, const std::string& source, bool d
   return {version_text(v), str("LTX-", version_text(v)), source};
 }
 
-std::string metadata_string(const SafetensorsFile& f, const std::string& key) {
+std::string metadata_string(const Header& f, const std::string& key) {
   auto it = f.metadata().find(key);
   return it == f.metadata().end() ? "" : it->second;
 }
@@ -233,12 +264,12 @@ std::string metadata_string(const SafetensorsFile& f, const std::string& key) {
 // ------------------------------------------------------------------ per-component details
 
 struct Inputs {
-  const SafetensorsFile& file;
+  const Header& file;
   const json& config;  // decoded metadata "config" (object or null)
   const json& meta;    // every metadata value decoded
 };
 
-void describe_transformer(ComponentSummary& c, const std::vector<const TensorInfo*>& infos,
+void describe_transformer(ComponentSummary& c, const std::vector<const Item*>& infos,
                           const Inputs& in) {
   const json* tc = find(in.config, {"transformer"});
   if (tc == nullptr || !tc->is_object()) {
@@ -287,7 +318,7 @@ void describe_transformer(ComponentSummary& c, const std::vector<const TensorInf
             "text encoder file, feature extractor V2)");
 }
 
-void describe_connector(ComponentSummary& c, const std::vector<const TensorInfo*>& infos,
+void describe_connector(ComponentSummary& c, const std::vector<const Item*>& infos,
                         const Inputs& in, bool audio) {
   const json* tc = find(in.config, {"transformer"});
   if (tc != nullptr && tc->is_object()) {
@@ -311,15 +342,15 @@ void describe_connector(ComponentSummary& c, const std::vector<const TensorInfo*
         "transformer file)");
   }
   c.config["blocks_in_file"] = count_indices(infos, "transformer_1d_blocks.");
-  if (const TensorInfo* r = find_suffix(infos, ".learnable_registers"); r && r->shape.size() == 2)
+  if (const Item* r = find_suffix(infos, ".learnable_registers"); r && r->shape.size() == 2)
     c.config["registers"] = r->shape[0];
 }
 
-void describe_text_projection(ComponentSummary& c, const std::vector<const TensorInfo*>& infos) {
-  const TensorInfo* v1 = find_suffix(infos, "text_embedding_projection.aggregate_embed.weight");
-  const TensorInfo* vv =
+void describe_text_projection(ComponentSummary& c, const std::vector<const Item*>& infos) {
+  const Item* v1 = find_suffix(infos, "text_embedding_projection.aggregate_embed.weight");
+  const Item* vv =
       find_suffix(infos, "text_embedding_projection.video_aggregate_embed.weight");
-  const TensorInfo* va =
+  const Item* va =
       find_suffix(infos, "text_embedding_projection.audio_aggregate_embed.weight");
   if (v1 != nullptr && v1->shape.size() == 2) {
     c.config["feature_extractor"] = "V1";
@@ -334,7 +365,7 @@ void describe_text_projection(ComponentSummary& c, const std::vector<const Tenso
   if (va != nullptr && va->shape.size() == 2) c.config["audio_out_features"] = va->shape[0];
 }
 
-void describe_gemma(ComponentSummary& c, const std::vector<const TensorInfo*>& infos,
+void describe_gemma(ComponentSummary& c, const std::vector<const Item*>& infos,
                     const Inputs& in) {
   const json* gc = find(in.meta, {"gemma_config"});
   if (gc != nullptr && gc->is_object()) {
@@ -364,22 +395,22 @@ void describe_gemma(ComponentSummary& c, const std::vector<const TensorInfo*>& i
   c.config["key_layout"] = layout;
   c.config["layers_in_file"] = count_indices(infos, "layers.");
   int64_t lang = 0, other = 0;
-  for (const TensorInfo* ti : infos)
+  for (const Item* ti : infos)
     (is_gemma_language_key(ti->name) ? lang : other) += ti->numel();
   c.config["language_model_params"] = lang;
   c.config["vision_audio_params"] = other;
 }
 
-void describe_tokenizer(ComponentSummary& c, const std::vector<const TensorInfo*>& infos) {
+void describe_tokenizer(ComponentSummary& c, const std::vector<const Item*>& infos) {
   ojson assets = ojson::array();
-  for (const TensorInfo* ti : infos) {
+  for (const Item* ti : infos) {
     if (ti->name == "tokenizer_json") c.config["tokenizer_json_bytes"] = ti->nbytes();
     if (ti->name.starts_with("hf_asset__")) assets.push_back(ti->name.substr(10));
   }
   c.config["assets"] = assets;
-  for (const TensorInfo* ti : infos)
-    if (ti->dtype != DType::U8 && ti->dtype != DType::I8)
-      c.notes.push_back(str("'", ti->name, "' is ", dtype_name(ti->dtype), ", expected u8 bytes"));
+  for (const Item* ti : infos)
+    if (ti->dtype != "u8" && ti->dtype != "i8")
+      c.notes.push_back(str("'", ti->name, "' is ", ti->dtype, ", expected u8 bytes"));
 }
 
 void describe_video_vae(ComponentSummary& c, const Inputs& in, bool encoder) {
@@ -423,7 +454,7 @@ void describe_video_vae(ComponentSummary& c, const Inputs& in, bool encoder) {
   put(c, vc, "causal_decoder", false);
 }
 
-void describe_diffusion_decoder(ComponentSummary& c, const std::vector<const TensorInfo*>& infos,
+void describe_diffusion_decoder(ComponentSummary& c, const std::vector<const Item*>& infos,
                                 const Inputs& in) {
   const json* vc = find(in.config, {"vae"});
   if (vc == nullptr || !vc->is_object()) {
@@ -452,8 +483,8 @@ void describe_diffusion_decoder(ComponentSummary& c, const std::vector<const Ten
     c.notes.push_back("type_emb present (unused by the reference)");
 }
 
-void describe_statistics(ComponentSummary& c, const std::vector<const TensorInfo*>& infos) {
-  if (const TensorInfo* m = find_suffix(infos, "mean-of-means"); m && m->shape.size() == 1)
+void describe_statistics(ComponentSummary& c, const std::vector<const Item*>& infos) {
+  if (const Item* m = find_suffix(infos, "mean-of-means"); m && m->shape.size() == 1)
     c.config["channels"] = m->shape[0];
   if (find_suffix(infos, "per_channel_statistics.channel") || find_suffix(infos, "mean-of-stds"))
     c.notes.push_back("extra 19B statistics (channel, mean-of-stds) present, unused by the loader");
@@ -478,7 +509,7 @@ void describe_audio_vae(ComponentSummary& c, const Inputs& in) {
   put(c, find(*ac, {"preprocessing", "stft"}), "hop_length", 160);
 }
 
-void describe_vocoder(ComponentSummary& c, const std::vector<const TensorInfo*>& infos,
+void describe_vocoder(ComponentSummary& c, const std::vector<const Item*>& infos,
                       const Inputs& in) {
   const json* vc = find(in.config, {"vocoder"});
   const bool bwe_keys = any_contains(infos, "vocoder.bwe_generator.");
@@ -556,11 +587,11 @@ void describe_duration_head(ComponentSummary& c, const Inputs& in) {
   put(c, dc, "mlp_hidden", 256);
 }
 
-void describe_lora(ComponentSummary& c, const std::vector<const TensorInfo*>& infos,
+void describe_lora(ComponentSummary& c, const std::vector<const Item*>& infos,
                    const Inputs& in, std::vector<std::string>& warnings) {
-  std::map<std::string, const TensorInfo*> a, b;
+  std::map<std::string, const Item*> a, b;
   int64_t alphas = 0;
-  for (const TensorInfo* ti : infos) {
+  for (const Item* ti : infos) {
     if (ti->name.ends_with(kLoraA))
       a[ti->name.substr(0, ti->name.size() - 14)] = ti;
     else if (ti->name.ends_with(kLoraB))
@@ -580,7 +611,7 @@ void describe_lora(ComponentSummary& c, const std::vector<const TensorInfo*>& in
     }
     ++pairs;
     if (ta->shape.size() == 2) ranks.insert(ta->shape[0]);
-    const TensorInfo* tb = it->second;
+    const Item* tb = it->second;
     if (ta->shape.size() != 2 || tb->shape.size() != 2 || tb->shape[1] != ta->shape[0])
       warnings.push_back("LoRA pair '" + prefix + "': lora_A " + ta->shape.str() + " and lora_B " +
                          tb->shape.str() + " do not multiply");
@@ -772,22 +803,15 @@ const ComponentSummary* CheckpointSummary::component(const std::string& id) cons
   return nullptr;
 }
 
-CheckpointSummary inspect_checkpoint(const std::string& path) {
-  SafetensorsFile file(path);
-  return inspect_checkpoint(file);
-}
+namespace {
 
-CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
-  CheckpointSummary s;
-  s.path = file.path();
-  s.file_size = file.file_size();
-  s.header_size = file.header_size();
-  for (const auto& [k, v] : file.metadata()) s.metadata_keys.push_back(k);
+// Everything but the format's own fields: components, config, version, layout.
+void summarize(const Header& file, CheckpointSummary& s) {
   s.model_version = metadata_string(file, "model_version");
 
   const json meta = file.metadata_json();
   json config = nullptr;
-  if (file.has_metadata("config")) {
+  if (file.meta.count("config") != 0) {
     config = meta["config"];
     if (config.is_string()) {
       s.warnings.push_back("metadata 'config' is not valid JSON; the model cannot be configured");
@@ -800,19 +824,19 @@ CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
   const Inputs in{file, config, meta};
 
   Context ctx;
-  for (const TensorInfo& ti : file.infos())
+  for (const Item& ti : file.items)
     if (ti.name.ends_with(kLoraA) || ti.name.ends_with(kLoraB)) ctx.lora = true;
   if (const json* cls = find(config, {"vae", "_class_name"}); cls && cls->is_string()) {
     ctx.diffusion_vae = cls->get<std::string>() != "CausalVideoAutoencoder";
   } else {
-    for (const TensorInfo& ti : file.infos())
+    for (const Item& ti : file.items)
       if (ti.name.find("decoder.det_stages.") != std::string::npos ||
           ti.name.find("decoder.diff_blocks.") != std::string::npos)
         ctx.diffusion_vae = true;
   }
 
-  std::map<std::string, std::vector<const TensorInfo*>> groups;
-  for (const TensorInfo& ti : file.infos()) {
+  std::map<std::string, std::vector<const Item*>> groups;
+  for (const Item& ti : file.items) {
     groups[classify(ti.name, ctx)].push_back(&ti);
     s.tensors += 1;
     s.params += ti.numel();
@@ -827,12 +851,12 @@ CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
     ComponentSummary c;
     c.id = kind.id;
     c.title = kind.title;
-    for (const TensorInfo* ti : infos) {
+    for (const Item* ti : infos) {
       c.tensors += 1;
       c.params += ti->numel();
       c.bytes += ti->nbytes();
-      c.dtype_tensors[dtype_name(ti->dtype)] += 1;
-      c.dtype_params[dtype_name(ti->dtype)] += ti->numel();
+      c.dtype_tensors[ti->dtype] += 1;
+      c.dtype_params[ti->dtype] += ti->numel();
     }
     const std::string id = kind.id;
     if (id == "transformer")
@@ -883,11 +907,6 @@ CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
                                " but the file holds ", t->config["blocks_in_file"].dump(),
                                " transformer blocks"));
   }
-  if (file.header_size() % 8 != 0)
-    s.warnings.push_back(
-        str("header length ", file.header_size(),
-            " is not a multiple of 8: tensor data may be misaligned (copied on load)"));
-
   const Version v = detect_version(in, present, s);
   s.version = v.short_name;
   s.version_source = v.source;
@@ -896,15 +915,122 @@ CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
   s.version_name = !v.name.empty()       ? v.name
                    : s.family == "LTX-2" ? "LTX-2.x (version not recorded in the file)"
                                          : "unknown";
+}
+
+// Bare transformer keys as ComfyUI-GGUF writes them (its converter strips the prefix).
+bool looks_like_bare_ltx_dit(const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (n.starts_with("transformer_blocks.") || n.starts_with("adaln_single.") ||
+        n.starts_with("audio_adaln_single.") || n.starts_with("patchify_proj.") ||
+        n.starts_with("scale_shift_table"))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+CheckpointSummary inspect_checkpoint(const std::string& path) {
+  if (is_gguf_file(path)) return inspect_checkpoint(GgufFile(path));
+  SafetensorsFile file(path);
+  return inspect_checkpoint(file);
+}
+
+CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
+  CheckpointSummary s;
+  s.path = file.path();
+  s.file_size = file.file_size();
+  s.header_size = file.header_size();
+  for (const auto& [k, v] : file.metadata()) s.metadata_keys.push_back(k);
+  Header h;
+  h.meta = file.metadata();
+  h.items.reserve(file.infos().size());
+  for (const TensorInfo& ti : file.infos()) {
+    h.items.push_back({ti.name, dtype_name(ti.dtype), ti.shape, ti.nbytes()});
+    h.names.insert(ti.name);
+  }
+  summarize(h, s);
+  if (file.header_size() % 8 != 0)
+    s.warnings.push_back(
+        str("header length ", file.header_size(),
+            " is not a multiple of 8: tensor data may be misaligned (copied on load)"));
+  return s;
+}
+
+CheckpointSummary inspect_checkpoint(const GgufFile& file) {
+  CheckpointSummary s;
+  s.path = file.path();
+  s.format = "GGUF";
+  s.file_size = file.file_size();
+  s.header_size = file.data_offset();
+  s.gguf_version = file.version();
+  s.gguf_alignment = file.alignment();
+  for (const GgufMetadata& kv : file.metadata()) s.metadata_keys.push_back(kv.key);
+  if (const GgufMetadata* a = file.find("general.architecture")) {
+    if (a->type == GgufValueType::String)
+      s.architecture = a->value.get<std::string>();
+    else
+      s.warnings.push_back(str("metadata 'general.architecture' is a ",
+                               gguf_value_type_name(a->type), ", not a string"));
+  }
+
+  bool has_prefix = false;
+  for (const std::string& n : file.names()) has_prefix = has_prefix || n.starts_with("model.");
+  if (!has_prefix && (s.architecture == "ltxv" || looks_like_bare_ltx_dit(file.names())))
+    s.key_prefix_added = "model.diffusion_model.";
+
+  Header h;
+  h.meta = file.string_metadata();
+  std::map<std::string, StorageTypeSummary> types;
+  uint64_t all_bytes = 0;
+  int64_t all_params = 0;
+  for (const GgufTensorInfo& ti : file.infos()) {
+    const std::string type = ggml_type_name(ti.type);
+    const std::string name = s.key_prefix_added + ti.name;
+    h.items.push_back({name, type, ti.shape, ti.nbytes});
+    h.names.insert(name);
+    StorageTypeSummary& t = types[type];
+    t.type = type;
+    t.tensors += 1;
+    t.params += ti.numel();
+    t.bytes += ti.nbytes;
+    all_bytes += ti.nbytes;
+    all_params += ti.numel();
+  }
+  for (auto& [name, t] : types) {
+    t.bits_per_weight = t.params > 0 ? 8.0 * static_cast<double>(t.bytes) / t.params : 0;
+    s.storage_types.push_back(t);
+  }
+  std::stable_sort(s.storage_types.begin(), s.storage_types.end(),
+                   [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  s.bits_per_weight = all_params > 0 ? 8.0 * static_cast<double>(all_bytes) / all_params : 0;
+
+  summarize(h, s);
+  if (!s.architecture.empty() && s.architecture != "ltxv" && s.family.empty())
+    s.warnings.push_back(str("general.architecture '", s.architecture,
+                             "' is not an LTX model; its key layout is not one ltx maps"));
   return s;
 }
 
 nlohmann::ordered_json to_json(const CheckpointSummary& s) {
   ojson j;
   j["path"] = s.path;
-  j["format"] = "safetensors";
+  j["format"] = s.format;
   j["file_size"] = s.file_size;
   j["header_size"] = s.header_size;
+  if (s.format == "GGUF") {
+    ojson types = ojson::object();
+    for (const StorageTypeSummary& t : s.storage_types)
+      types[t.type] = {{"tensors", t.tensors},
+                       {"params", t.params},
+                       {"bytes", t.bytes},
+                       {"bits_per_weight", t.bits_per_weight}};
+    j["gguf"] = {{"version", s.gguf_version},
+                 {"alignment", s.gguf_alignment},
+                 {"architecture", s.architecture.empty() ? ojson(nullptr) : ojson(s.architecture)},
+                 {"key_prefix_added", s.key_prefix_added},
+                 {"types", std::move(types)},
+                 {"bits_per_weight", s.bits_per_weight}};
+  }
   j["tensors"] = s.tensors;
   j["params"] = s.params;
   j["metadata_keys"] = s.metadata_keys;
@@ -939,9 +1065,17 @@ nlohmann::ordered_json to_json(const CheckpointSummary& s) {
 std::string to_text(const CheckpointSummary& s) {
   std::ostringstream os;
   os << s.path << "\n";
-  os << "  format      safetensors, " << thousands(static_cast<int64_t>(s.file_size)) << " bytes, "
-     << thousands(s.tensors) << " tensors, header "
-     << thousands(static_cast<int64_t>(s.header_size)) << " bytes (valid)\n";
+  if (s.format == "GGUF") {
+    os << "  format      GGUF v" << s.gguf_version << ", "
+       << thousands(static_cast<int64_t>(s.file_size)) << " bytes, " << thousands(s.tensors)
+       << " tensors, " << s.metadata_keys.size() << " metadata keys, alignment "
+       << s.gguf_alignment << ", data at " << thousands(static_cast<int64_t>(s.header_size))
+       << " (valid)\n";
+  } else {
+    os << "  format      safetensors, " << thousands(static_cast<int64_t>(s.file_size))
+       << " bytes, " << thousands(s.tensors) << " tensors, header "
+       << thousands(static_cast<int64_t>(s.header_size)) << " bytes (valid)\n";
+  }
   os << "  metadata    ";
   if (s.metadata_keys.empty()) os << "(none)";
   for (size_t i = 0; i < s.metadata_keys.size(); ++i) os << (i ? ", " : "") << s.metadata_keys[i];
@@ -951,6 +1085,25 @@ std::string to_text(const CheckpointSummary& s) {
   os << "\n";
   os << "  layout      " << s.layout << "\n";
   os << "  parameters  " << thousands(s.params) << "\n";
+  if (s.format == "GGUF") {
+    os << "  arch        " << (s.architecture.empty() ? "(no general.architecture)" : s.architecture)
+       << "\n";
+    if (!s.key_prefix_added.empty())
+      os << "  keys        bare transformer names (ComfyUI-GGUF layout), read under '"
+         << s.key_prefix_added << "'\n";
+    // One line per GGML type, largest share first.
+    for (size_t i = 0; i < s.storage_types.size(); ++i) {
+      const StorageTypeSummary& t = s.storage_types[i];
+      char line[160];
+      std::snprintf(line, sizeof(line), "%-14s%-8s %7s tensors %13s bytes %6.2f bits/weight\n",
+                    i == 0 ? "  storage" : "", t.type.c_str(), thousands(t.tensors).c_str(),
+                    thousands(static_cast<int64_t>(t.bytes)).c_str(), t.bits_per_weight);
+      os << line;
+    }
+    char bpw[32];
+    std::snprintf(bpw, sizeof(bpw), "%.2f", s.bits_per_weight);
+    os << "  bits/weight " << bpw << " over all tensors\n";
+  }
 
   if (!s.components.empty()) {
     size_t w = 9;

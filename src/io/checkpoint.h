@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "io/gguf.h"
 #include "io/safetensors.h"
 
 namespace ltx::io {
@@ -33,10 +34,30 @@ struct ComponentSummary {
   std::vector<std::string> notes;
 };
 
+// The tensors of one GGML storage type in a GGUF file.
+struct StorageTypeSummary {
+  std::string type;  // "Q4_K", "F32", ...
+  int64_t tensors = 0;
+  int64_t params = 0;
+  uint64_t bytes = 0;
+  double bits_per_weight = 0;  // 8 * bytes / params
+};
+
 struct CheckpointSummary {
   std::string path;
+  std::string format = "safetensors";  // or "GGUF"
   uint64_t file_size = 0;
-  uint64_t header_size = 0;
+  uint64_t header_size = 0;  // GGUF: the data section's offset
+  // GGUF only: the version, the alignment, general.architecture ("ltxv" for the community LTX
+  // files), the prefix put back on bare transformer keys to recognise them ("model.diffusion_model."
+  // for ComfyUI-GGUF files, "" when the names carry it), the storage types (largest first) and
+  // the bits per weight over every tensor.
+  uint32_t gguf_version = 0;
+  uint32_t gguf_alignment = 0;
+  std::string architecture;
+  std::string key_prefix_added;
+  std::vector<StorageTypeSummary> storage_types;
+  double bits_per_weight = 0;
   int64_t tensors = 0;
   int64_t params = 0;
   std::vector<std::string> metadata_keys;
@@ -54,10 +75,14 @@ struct CheckpointSummary {
   const ComponentSummary* component(const std::string& id) const;
 };
 
-// Opens and validates `path` (throws ltx::Error naming the file when it is not a valid
-// safetensors file) and describes it.
+// Opens and validates `path` (GGUF when it starts with the GGUF magic, safetensors otherwise;
+// throws ltx::Error naming the file when it is not valid) and describes it.
 CheckpointSummary inspect_checkpoint(const std::string& path);
 CheckpointSummary inspect_checkpoint(const SafetensorsFile& file);
+// GGUF files: the string metadata plays the part of safetensors' __metadata__ (config,
+// model_version); tensor names are classified as in a safetensors checkpoint, with
+// "model.diffusion_model." put back on the bare transformer keys that ComfyUI-GGUF writes.
+CheckpointSummary inspect_checkpoint(const GgufFile& file);
 
 // One JSON object per file (the elements of `ltx inspect --json`'s array).
 nlohmann::ordered_json to_json(const CheckpointSummary& summary);

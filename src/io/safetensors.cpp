@@ -144,6 +144,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   map_ = std::make_shared<Mapping>(addr, file_size_);
 
   const auto* bytes = static_cast<const uint8_t*>(addr);
+  if (std::memcmp(bytes, "GGUF", 4) == 0)
+    bad_file(path, "this is a GGUF file, not safetensors: `ltx inspect` describes it, but models "
+                   "load only from safetensors files so far");
   const uint64_t n = read_u64_le(bytes);
   if (n > kMaxSafetensorsHeader)
     bad_file(path, "header length ", n, " exceeds the ", kMaxSafetensorsHeader,

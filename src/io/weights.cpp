@@ -79,10 +79,36 @@ std::optional<std::string> KeyMap::apply(const std::string& key) const {
 namespace {
 
 struct Entry {
-  std::shared_ptr<const SafetensorsFile> file;  // null for tensors added with add()
+  std::shared_ptr<const SafetensorsFile> file;  // both null for tensors added with add()
+  std::shared_ptr<const GgufFile> gguf;
   std::string file_key;
   Tensor tensor;
   bool used = false;
+
+  Shape shape() const {
+    if (file) return file->info(file_key).shape;
+    if (gguf) return gguf->info(file_key).shape;
+    return tensor.shape();
+  }
+  std::optional<GgmlType> ggml_type() const {
+    if (gguf) return gguf->info(file_key).type;
+    return std::nullopt;
+  }
+  bool quantized() const {
+    const std::optional<GgmlType> t = ggml_type();
+    return t && !ggml_dense_dtype(*t);
+  }
+  // The element type a dense read gives (u8 for block-quantized GGML tensors).
+  DType dtype() const {
+    if (file) return file->info(file_key).dtype;
+    if (gguf) return ggml_dense_dtype(gguf->info(file_key).type).value_or(DType::U8);
+    return tensor.dtype();
+  }
+  Tensor read() const {
+    if (file) return file->tensor(file_key);
+    if (gguf) return gguf->tensor(file_key);
+    return tensor;
+  }
 };
 
 bool shape_matches(const Shape& actual, const Shape& expected) {
@@ -107,7 +133,7 @@ std::string list_names(const std::vector<std::string>& items) {
 }  // namespace
 
 struct WeightMap::State {
-  std::vector<std::shared_ptr<const SafetensorsFile>> files;
+  std::vector<std::string> paths;  // the files, for messages (the entries keep them alive)
   std::string key_map;
   std::map<std::string, Entry> entries;
   std::set<std::string> missing;
@@ -126,26 +152,41 @@ WeightMap WeightMap::synthetic(WeightSynthesizer fn) {
   return w;
 }
 
+void WeightMap::add_file(std::shared_ptr<const SafetensorsFile> st,
+                         std::shared_ptr<const GgufFile> gguf, const KeyMap& keys) {
+  LTX_CHECK((st != nullptr) != (gguf != nullptr), "WeightMap: null file");
+  const std::vector<std::string>& names = st ? st->names() : gguf->names();
+  for (const std::string& key : names) {
+    std::optional<std::string> name = keys.apply(key);
+    if (!name) continue;
+    Entry& e = state_->entries[*name];  // a later file replaces an earlier one
+    e = Entry{st, gguf, key, Tensor(), false};
+  }
+  state_->paths.push_back(st ? st->path() : gguf->path());
+}
+
 WeightMap::WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files, const KeyMap& keys)
     : state_(std::make_shared<State>()) {
   state_->key_map = keys.name();
-  for (const auto& f : files) {
-    LTX_CHECK(f != nullptr, "WeightMap: null file");
-    for (const std::string& key : f->names()) {
-      std::optional<std::string> name = keys.apply(key);
-      if (!name) continue;
-      Entry& e = state_->entries[*name];  // a later file replaces an earlier one
-      e = Entry{f, key, Tensor(), false};
-    }
-  }
-  state_->files = std::move(files);
+  for (auto& f : files) add_file(std::move(f), nullptr, keys);
+}
+
+WeightMap::WeightMap(std::vector<std::shared_ptr<const GgufFile>> files, const KeyMap& keys)
+    : state_(std::make_shared<State>()) {
+  state_->key_map = keys.name();
+  for (auto& f : files) add_file(nullptr, std::move(f), keys);
 }
 
 WeightMap WeightMap::open(const std::vector<std::string>& paths, const KeyMap& keys) {
-  std::vector<std::shared_ptr<const SafetensorsFile>> files;
-  files.reserve(paths.size());
-  for (const auto& p : paths) files.push_back(SafetensorsFile::open(p));
-  return WeightMap(std::move(files), keys);
+  WeightMap w;
+  w.state_->key_map = keys.name();
+  for (const auto& p : paths) {
+    if (is_gguf_file(p))
+      w.add_file(nullptr, GgufFile::open(p), keys);
+    else
+      w.add_file(SafetensorsFile::open(p), nullptr, keys);
+  }
+  return w;
 }
 
 WeightMap WeightMap::scoped(const std::string& prefix) const {
@@ -167,20 +208,30 @@ std::vector<std::string> WeightMap::names() const {
 Shape WeightMap::shape(const std::string& name) const {
   auto it = state_->entries.find(prefix_ + name);
   LTX_CHECK(it != state_->entries.end(), "weights: no tensor '", prefix_ + name, "'");
-  const Entry& e = it->second;
-  return e.file ? e.file->info(e.file_key).shape : e.tensor.shape();
+  return it->second.shape();
 }
 
 DType WeightMap::dtype(const std::string& name) const {
   auto it = state_->entries.find(prefix_ + name);
   LTX_CHECK(it != state_->entries.end(), "weights: no tensor '", prefix_ + name, "'");
-  const Entry& e = it->second;
-  return e.file ? e.file->info(e.file_key).dtype : e.tensor.dtype();
+  return it->second.dtype();
+}
+
+std::optional<GgmlType> WeightMap::ggml_type(const std::string& name) const {
+  auto it = state_->entries.find(prefix_ + name);
+  LTX_CHECK(it != state_->entries.end(), "weights: no tensor '", prefix_ + name, "'");
+  return it->second.ggml_type();
+}
+
+bool WeightMap::is_quantized(const std::string& name) const {
+  auto it = state_->entries.find(prefix_ + name);
+  LTX_CHECK(it != state_->entries.end(), "weights: no tensor '", prefix_ + name, "'");
+  return it->second.quantized();
 }
 
 void WeightMap::add(const std::string& name, Tensor tensor) {
   LTX_CHECK(tensor.defined(), "WeightMap::add: tensor '", prefix_ + name, "' is undefined");
-  state_->entries[prefix_ + name] = Entry{nullptr, "", std::move(tensor), false};
+  state_->entries[prefix_ + name] = Entry{nullptr, nullptr, "", std::move(tensor), false};
 }
 
 std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape* expected,
@@ -205,7 +256,7 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
       LTX_CHECK(made.defined() && made.shape() == *expected, who, " returned ",
                 made.defined() ? made.describe() : "nothing", " for '", full, "', expected ",
                 expected->str());
-      it = state_->entries.emplace(full, Entry{nullptr, "", std::move(made), false}).first;
+      it = state_->entries.emplace(full, Entry{nullptr, nullptr, "", std::move(made), false}).first;
     }
   }
   if (it == state_->entries.end()) {
@@ -214,10 +265,16 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
   }
   Entry& e = it->second;
   e.used = true;
-  const Shape actual = e.file ? e.file->info(e.file_key).shape : e.tensor.shape();
-  const DType stored = e.file ? e.file->info(e.file_key).dtype : e.tensor.dtype();
+  const Shape actual = e.shape();
+  const DType stored = e.dtype();
   if (expected != nullptr && !shape_matches(actual, *expected)) {
     state_->misshaped[full] = str("expected ", expected->str(), ", file has ", actual.str());
+    return std::nullopt;
+  }
+  if (e.quantized()) {
+    state_->wrong_dtype[full] = str("file has GGML ", ggml_type_name(*e.ggml_type()),
+                                    " blocks, model wants a dense ", dtype_name(target),
+                                    " tensor (quantized weights bind with take_ggml)");
     return std::nullopt;
   }
   if (stored != target && !(dtype_is_floating(stored) && dtype_is_floating(target))) {
@@ -225,7 +282,7 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
         str("file has ", dtype_name(stored), ", model wants ", dtype_name(target));
     return std::nullopt;
   }
-  Tensor raw = e.file ? e.file->tensor(e.file_key) : e.tensor;
+  Tensor raw = e.read();
   return raw.to(device, target);  // no copy for a CPU tensor that already has the target dtype
 }
 
@@ -243,6 +300,45 @@ std::optional<Tensor> WeightMap::take_optional(const std::string& name, const Sh
 Tensor WeightMap::take_any_shape(const std::string& name, DType target, Device device) {
   std::optional<Tensor> t = take_impl(name, nullptr, target, device, true);
   return t ? *t : Tensor();
+}
+
+GgmlTensor WeightMap::take_ggml(const std::string& name, const Shape& expected) {
+  const std::string full = prefix_ + name;
+  GgmlTensor out;
+  out.name = full;
+  auto it = state_->entries.find(full);
+  if (it == state_->entries.end()) {
+    state_->missing.insert(full);
+    return out;
+  }
+  Entry& e = it->second;
+  e.used = true;
+  const Shape actual = e.shape();
+  if (!shape_matches(actual, expected)) {
+    state_->misshaped[full] = str("expected ", expected.str(), ", file has ", actual.str());
+    return out;
+  }
+  if (e.gguf) {
+    out = e.gguf->ggml_tensor(e.file_key);
+    out.name = full;
+    return out;
+  }
+  const Tensor t = e.read();
+  const DType dt = t.dtype();
+  if (dt != DType::F32 && dt != DType::F16 && dt != DType::BF16) {
+    state_->wrong_dtype[full] =
+        str("file has ", dtype_name(dt), ", a GGML weight needs f32, f16, bf16 or GGUF blocks");
+    return out;
+  }
+  // The dense data as F32 / F16 / BF16 rows of the last dimension (kept alive by the view).
+  auto host = std::make_shared<Tensor>(t.to(Device::cpu()).contiguous());
+  out.type = *ggml_type_of(dt);
+  out.shape = host->shape();
+  out.row_elems = host->dim() == 0 ? 1 : host->shape()[host->dim() - 1];
+  void* data = host->raw_data();
+  out.bytes = Tensor::from_blob(data, Shape{static_cast<int64_t>(host->nbytes())}, DType::U8,
+                                Device::cpu(), std::shared_ptr<void>(host, data));
+  return out;
 }
 
 void WeightMap::ignore(const std::string& name_or_prefix) {
@@ -276,12 +372,12 @@ void WeightMap::finish(const std::string& what) const {
 
   std::ostringstream os;
   os << what << ": the weights do not match the model (";
-  if (state_->files.empty()) {
+  if (state_->paths.empty()) {
     os << "no files";
   } else {
     os << "from ";
-    for (size_t i = 0; i < state_->files.size(); ++i)
-      os << (i ? ", '" : "'") << state_->files[i]->path() << "'";
+    for (size_t i = 0; i < state_->paths.size(); ++i)
+      os << (i ? ", '" : "'") << state_->paths[i] << "'";
   }
   if (!state_->key_map.empty()) os << ", keys " << state_->key_map;
   if (!prefix_.empty()) os << ", under '" << prefix_ << "'";

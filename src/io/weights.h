@@ -3,7 +3,7 @@
 //
 // A KeyMap says which file keys a model reads and under which names (the reference's SDOps:
 // matchers, then replacements). A WeightMap holds the renamed tensors of one or more safetensors
-// files; model code walks it with scoped("transformer_blocks.0.") views and take()s every parameter
+// or GGUF files; model code walks it with scoped("transformer_blocks.0.") views and take()s every parameter
 // with its expected shape and dtype. take() never throws for a missing or misshaped tensor: it
 // records the problem and returns an undefined Tensor, so that finish() can report every missing,
 // misshaped and unexpected name of a component in ONE error. Call finish() before using the
@@ -23,7 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "core/ggml_type.h"
 #include "core/tensor.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
 
 namespace ltx::io {
@@ -85,6 +87,11 @@ class WeightMap {
   // long as the map or any tensor taken from it.
   explicit WeightMap(std::vector<std::shared_ptr<const SafetensorsFile>> files,
                      const KeyMap& keys = KeyMap::all());
+  // The same over GGUF files: dense tensors (F32, F16, BF16, ...) take() like safetensors ones;
+  // block-quantized ones (Q8_0, Q4_K, ...) are bound with take_ggml().
+  explicit WeightMap(std::vector<std::shared_ptr<const GgufFile>> files,
+                     const KeyMap& keys = KeyMap::all());
+  // Opens each path as GGUF when it starts with the GGUF magic, as safetensors otherwise.
   static WeightMap open(const std::vector<std::string>& paths, const KeyMap& keys = KeyMap::all());
 
   // A view of the names under `prefix` (relative to this view), sharing the record of which names
@@ -97,9 +104,15 @@ class WeightMap {
   bool contains(const std::string& name) const;
   std::vector<std::string> names() const;  // sorted
   size_t size() const { return names().size(); }
-  // Stored shape / dtype; throw when the name is absent.
+  // Stored (logical) shape / dtype; throw when the name is absent. A tensor stored in GGML blocks
+  // of a quantized type reports u8 (its raw bytes): ask ggml_type().
   Shape shape(const std::string& name) const;
   DType dtype(const std::string& name) const;
+  // The GGML type of a tensor that comes from a GGUF file; nullopt for any other tensor.
+  // Throws when the name is absent.
+  std::optional<GgmlType> ggml_type(const std::string& name) const;
+  // True when the tensor is stored in blocks of a quantized GGML type (take() refuses it).
+  bool is_quantized(const std::string& name) const;
 
   // Adds (or replaces) a tensor, e.g. one derived at load time from a fused file tensor.
   void add(const std::string& name, Tensor tensor);
@@ -117,6 +130,11 @@ class WeightMap {
                                       Device device = Device::cpu());
   // As take() without a shape check (scalars, buffers whose shape the caller inspects itself).
   Tensor take_any_shape(const std::string& name, DType target, Device device = Device::cpu());
+  // The tensor as GGML storage, without converting or copying: a GGUF tensor of any type as
+  // stored, or a dense f32 / f16 / bf16 tensor of another source as F32 / F16 / BF16 rows (its last
+  // dimension). What a quantized weight binds to. Missing and misshaped names are recorded as for
+  // take() and give a GgmlTensor whose `bytes` is undefined.
+  GgmlTensor take_ggml(const std::string& name, const Shape& expected);
   // Marks names as deliberately unused so finish() does not report them: the exact name, or every
   // name under it when it ends with '.'. Absent names are fine.
   void ignore(const std::string& name_or_prefix);
@@ -138,6 +156,9 @@ class WeightMap {
       : state_(std::move(state)), prefix_(std::move(prefix)) {}
   std::optional<Tensor> take_impl(const std::string& name, const Shape* expected, DType target,
                                   Device device, bool required);
+  // Adds the kept tensors of one file (exactly one of the two set); a later file wins.
+  void add_file(std::shared_ptr<const SafetensorsFile> st, std::shared_ptr<const GgufFile> gguf,
+                const KeyMap& keys);
 };
 
 // Writing a model file from nothing (the built-in demo bundle, tests): while a WeightSynthesis lives

@@ -178,5 +178,38 @@ TEST(InspectCli, SaysWhichQuantizationAFileIsAndWhichModesLoadIt) {
   EXPECT_EQ(j[1]["quantization"]["fp8_input_scales"], 1);
 }
 
+TEST(InspectCli, DescribesACommunityGgufFile) {
+  TempDir dir;
+  const std::string path = test::fixture("gguf/ltx23_tiny.gguf");
+  const CliRun text = test::run_ltx(dir, {"inspect", path});
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* needle : {"GGUF v3", "arch        ltxv", "LTX-2.3 (22B)", "transformer (DiT)",
+                             "storage     F32", "178 tensors", "Q4_0", "36 tensors", "Q8_0",
+                             "16 tensors",
+                             "bits/weight", "--quantization modes do not apply"})
+    EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
+  const CliRun json = test::run_ltx(dir, {"inspect", path, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j[0]["format"], "GGUF");
+  EXPECT_EQ(j[0]["version"], "2.3");
+  EXPECT_EQ(j[0]["gguf"]["architecture"], "ltxv");
+  EXPECT_EQ(j[0]["gguf"]["types"]["Q4_0"]["tensors"], 36);
+  EXPECT_GT(j[0]["gguf"]["bits_per_weight"].get<double>(), 4.5);
+  EXPECT_EQ(j[0]["quantization"]["format"], "GGUF");
+
+  // A truncated download: one error line naming the file, exit 1, nothing on stdout.
+  const std::string bad = dir.file("cut.gguf");
+  std::string bytes = test::read_bytes(path);
+  bytes.resize(bytes.size() / 2);
+  test::write_bytes(bad, bytes);
+  const CliRun r = test::run_ltx(dir, {"inspect", bad});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("invalid GGUF file '" + bad + "'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 }  // namespace
 }  // namespace ltx
