@@ -39,9 +39,18 @@ struct GenerateCli {
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
 // where it unwinds like an error (no output file, no temporary left) and exits 128 + the signal.
-// The handler resets itself, so a second signal ends the process at once.
+// The first one puts both signals back to their default action, so a second (either) ends the
+// process at once; nothing is at the output path then either (outputs are renamed into place
+// only when complete; a leftover "<output>.tmp" is removed by the next run writing that path).
 CancelToken g_interrupt;
-extern "C" void request_stop(int sig) { g_interrupt.request(sig); }
+extern "C" void request_stop(int sig) {
+  g_interrupt.request(sig);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGINT, &dfl, nullptr);  // async-signal-safe
+  sigaction(SIGTERM, &dfl, nullptr);
+}
 
 class StopOnSignals {
  public:
@@ -49,7 +58,7 @@ class StopOnSignals {
     struct sigaction sa {};
     sa.sa_handler = request_stop;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
   }
