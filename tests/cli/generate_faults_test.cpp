@@ -81,8 +81,8 @@ std::string cache_with_demo_bundle(const TempDir& dir) {
 
 // A second signal while the first one's stop is under way ends the process at once by that
 // signal's default action, with nothing at the output path. SIGINT then SIGTERM: two different
-// signals are never merged into one delivery, and a step at this size outlasts the gap between
-// the two kill() calls by orders of magnitude.
+// signals are never merged into one delivery (two SIGINTs sent back to back may be), and a step at
+// this size outlasts the gap between the two kill() calls by orders of magnitude.
 TEST(GenerateFaults, ASecondSignalEndsTheProcessAtOnce) {
   TempDir dir;
   const std::string cache = cache_with_demo_bundle(dir);
@@ -99,8 +99,10 @@ TEST(GenerateFaults, ASecondSignalEndsTheProcessAtOnce) {
   }
   const int status = child.finish(log);
   ASSERT_TRUE(started) << log;
+  // Ended by the default action of whichever signal was handled second (the kernel may hand the
+  // two to different threads in either order), not by the clean stop's exit(128 + signal).
   ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status) << "\n" << log;
-  EXPECT_EQ(WTERMSIG(status), SIGTERM) << log;
+  EXPECT_TRUE(WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM) << WTERMSIG(status) << "\n" << log;
   EXPECT_EQ(log.find("stage 1: step 200/200"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(out));
 }
