@@ -67,7 +67,9 @@ TEST(CudaNonFiniteWatch, ANaNWeightOnTheGpuNamesStageStepAndLatent) {
             std::string::npos)
       << err;
   for (const auto& t : progress.timings()) {
-    if (t.stage == "stage 1") EXPECT_EQ(t.step_read_backs, 0);
+    if (t.stage == "stage 1") {
+      EXPECT_EQ(t.step_read_backs, 0);
+    }
   }
 }
 
