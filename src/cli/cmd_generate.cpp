@@ -6,6 +6,7 @@
 // timing summary go to stderr; the MP4 appears only when everything succeeded.
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -40,9 +41,27 @@ struct GenerateCli {
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
 // where it unwinds like an error (no output file, no temporary left) and exits 128 + the signal.
-// The handler resets itself, so a second signal ends the process at once.
+// The first one puts both signals back to their default action, so a second (either) ends the
+// process at once; nothing is at the output path then either (outputs are renamed into place
+// only when complete; a leftover "<output>.tmp" is removed by the next run writing that path).
+// Two signals sent back to back can both reach this handler (on two threads, or the second
+// before the first one's handler body ran): the count makes the second one a default-action exit
+// too, re-raised to take effect when this handler returns.
 CancelToken g_interrupt;
-extern "C" void request_stop(int sig) { g_interrupt.request(sig); }
+std::atomic<int> g_stop_signals{0};
+static_assert(std::atomic<int>::is_always_lock_free);  // async-signal-safe
+extern "C" void request_stop(int sig) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGINT, &dfl, nullptr);  // async-signal-safe
+  sigaction(SIGTERM, &dfl, nullptr);
+  if (g_stop_signals.fetch_add(1) > 0) {
+    raise(sig);
+    return;
+  }
+  g_interrupt.request(sig);
+}
 
 class StopOnSignals {
  public:
@@ -50,7 +69,9 @@ class StopOnSignals {
     struct sigaction sa {};
     sa.sa_handler = request_stop;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaddset(&sa.sa_mask, SIGINT);  // neither interrupts the handler
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
   }

@@ -26,6 +26,7 @@
 #if LTX_WITH_SERVER
 #include "backend/device_query.h"
 #include "generate/engine.h"
+#include "media/temp_output.h"
 #include "server/engine_runner.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -162,6 +163,9 @@ int run_serve(const ServeCli& c) {
   LTX_CHECK(c.job_timeout_s >= 0 && c.shutdown_grace_s >= 0 && c.keep_outputs_for_s >= 0,
             "--job-timeout, --shutdown-grace and --keep-outputs-for are seconds >= 0");
   const std::string api_key = read_api_key(c);
+  // Before any model loads (the demo bundle included): a data dir that cannot be made or written.
+  const std::string data_dir = c.data_dir.empty() ? default_data_dir() : c.data_dir;
+  media::check_output_location((std::filesystem::path(data_dir) / "ltx-serve.db").string(), "--data-dir");
   if (c.host != "127.0.0.1" && c.host != "localhost" && c.host != "::1" && api_key.empty())
     log_warn("ltx serve: listening on ", c.host, " without --api-key: anyone who can reach it may "
              "submit jobs");
@@ -191,7 +195,7 @@ int run_serve(const ServeCli& c) {
   limits.max_frames = c.max_frames;
 
   server::ServerOptions so;
-  so.data_dir = c.data_dir.empty() ? default_data_dir() : c.data_dir;
+  so.data_dir = data_dir;
   so.scheduler.max_queue = static_cast<size_t>(c.max_queue);
   so.scheduler.max_batch = static_cast<size_t>(c.max_batch);
   so.scheduler.job_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.job_timeout_s * 1000));

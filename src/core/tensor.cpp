@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/device_hooks.h"
+#include "core/out_of_memory.h"
 #include "core/parallel.h"
 
 namespace ltx {
@@ -12,6 +13,18 @@ namespace ltx {
 namespace {
 
 std::atomic<int64_t> g_device_to_host_copies{0};
+
+// The storage of a new tensor; a device out of memory names the tensor it was for.
+std::shared_ptr<Storage> allocate_for(const Shape& shape, DType dtype, Device device) {
+  try {
+    return Storage::allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device);
+  } catch (const OutOfMemory& e) {
+    if (!e.report() || !e.report()->tensor.empty()) throw;
+    OutOfMemoryReport r = *e.report();
+    r.tensor = str(dtype_name(dtype), shape.str());
+    throw OutOfMemory(std::move(r));
+  }
+}
 
 // PyTorch's rule for when a reshape can be a view: each run of dims that is contiguous in the old
 // layout must map to whole dims of the new shape. Returns false when a copy is needed.
@@ -131,7 +144,7 @@ void cpu_copy(const Tensor& dst, const Tensor& src) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) LTX_CHECK(d >= 0, "empty: negative size in shape ", shape.str());
   Tensor t;
-  t.storage_ = Storage::allocate(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device);
+  t.storage_ = allocate_for(shape, dtype, device);
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;

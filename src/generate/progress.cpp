@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/out_of_memory.h"
 
 namespace ltx::generate {
 
@@ -16,6 +17,7 @@ Progress::Progress(std::FILE* out, Mode mode) : out_(out), mode_(mode), start_(C
 }
 
 Progress::~Progress() {
+  if (in_stage_) set_memory_stage("");
   if (bar_drawn_) std::fputc('\n', out_);
 }
 
@@ -24,6 +26,7 @@ void Progress::stage(const std::string& name) {
   check_stop([&] { return str("the start of ", name); });
   end_stage();
   current_ = name;
+  set_memory_stage(name);
   stage_start_ = Clock::now();
   stage_allocations_ = allocation_counts();
   step_mark_ = -1;
@@ -93,6 +96,7 @@ void Progress::draw(int64_t done, int64_t total, double elapsed) {
 void Progress::end_stage() {
   if (!in_stage_) return;
   in_stage_ = false;
+  set_memory_stage("");
   const double s = std::chrono::duration<double>(Clock::now() - stage_start_).count();
   const AllocationCounts now = allocation_counts();
   const AllocationCounts made{now.host - stage_allocations_.host, now.cuda - stage_allocations_.cuda};

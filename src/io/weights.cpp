@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/out_of_memory.h"
 
 namespace ltx::io {
 
@@ -283,7 +284,9 @@ std::optional<Tensor> WeightMap::take_impl(const std::string& name, const Shape*
     return std::nullopt;
   }
   Tensor raw = e.read();
-  return raw.to(device, target);  // no copy for a CPU tensor that already has the target dtype
+  if (!device.is_cuda()) return raw.to(device, target);  // no copy when the dtype is already the target
+  const MemoryScope scope(str("weight '", full, "'"));  // named by an out-of-memory error
+  return raw.to(device, target);
 }
 
 Tensor WeightMap::take(const std::string& name, const Shape& expected, DType target,

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/input_limits.h"
 #include "core/parallel.h"
 #include "media/support.h"
 
@@ -117,12 +118,22 @@ Tensor read_exr(const std::string& path) {
   bool tiled = false, deep = false, multipart = false;
   LTX_CHECK(Imf::isOpenExrFile(path.c_str(), tiled, deep, multipart), who, ": not an OpenEXR file");
   LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
+  // OpenEXR refuses a header whose data window passes this while reading it, before allocating
+  // its line offset table and buffers (process-wide; nothing else in ltx reads EXR files).
+  static const bool limited = [] {
+    Imf::Header::setMaxImageSize(static_cast<int>(limits::kMaxImageSide), static_cast<int>(limits::kMaxImageSide));
+    Imf::Header::setMaxTileSize(static_cast<int>(limits::kMaxImageSide), static_cast<int>(limits::kMaxImageSide));
+    return true;
+  }();
+  (void)limited;
   try {
     Imf::InputFile in(path.c_str());
     const Imath::Box2i dw = in.header().dataWindow();
     const int64_t w = static_cast<int64_t>(dw.max.x) - dw.min.x + 1;
     const int64_t h = static_cast<int64_t>(dw.max.y) - dw.min.y + 1;
     LTX_CHECK(w > 0 && h > 0, who, ": empty data window");
+    LTX_CHECK(w <= limits::kMaxImageSide && h <= limits::kMaxImageSide, who, ": the data window is ", w, "x", h,
+              ", more than the limit of ", limits::kMaxImageSide, " x ", limits::kMaxImageSide, " pixels");
     const Imf::ChannelList& channels = in.header().channels();
     std::vector<std::string> names;
     for (auto it = channels.begin(); it != channels.end(); ++it) names.emplace_back(it.name());

@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
+#include "core/input_limits.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "media/exif.h"
@@ -47,6 +50,11 @@ namespace {
 std::vector<uint8_t> read_file(const std::string& path, const char* who) {
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(who, " '", path, "': cannot open the file: ", std::strerror(errno));
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  LTX_CHECK(ec || size <= static_cast<uint64_t>(limits::kMaxImageFileBytes), who, " '", path, "' has ", size,
+            " bytes, more than the limit of ", limits::bytes_text(limits::kMaxImageFileBytes),
+            " for an image file");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (f.bad()) fail(who, " '", path, "': reading the file failed");
   return bytes;
@@ -403,6 +411,17 @@ Tensor decode_image(const uint8_t* data, size_t size, const std::string& name) {
   const bool is_jpeg = size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
   LTX_CHECK(is_png || is_jpeg, "read_image '", name,
             "': not a PNG or JPEG file (the supported image formats)");
+  // The pixel count the header declares, before the decoder allocates for it (a header the probe
+  // cannot read is left to the decoder, whose error says more).
+  std::optional<ImageInfo> declared;
+  try {
+    declared = probe_image(data, size, name);
+  } catch (const Error&) {
+  }
+  if (declared)
+    LTX_CHECK(declared->width <= limits::kMaxImagePixels / declared->height, "read_image '", name, "': the ",
+              is_png ? "PNG" : "JPEG", " header declares ", declared->width, "x", declared->height,
+              " pixels, more than the limit of ", limits::kMaxImagePixels, " pixels (16384 x 16384) for an image");
   auto d = std::make_unique<Decoded>();
   const bool ok = is_png ? decode_png(data, size, d.get()) : decode_jpeg(data, size, d.get());
   if (!ok)
@@ -513,8 +532,10 @@ void PngFrameWriter::write_frames(const Tensor& frames) {
         fail("write_png_frames: cannot create '", file, "': ", std::strerror(errno));
       const auto& b = encoded[static_cast<size_t>(i)];
       const bool ok = std::fwrite(b.data(), 1, b.size(), f) == b.size();
+      const int err = errno;
       const bool closed = std::fclose(f) == 0;
-      if (!ok || !closed) fail("write_png_frames: writing '", file, "' failed");
+      if (!ok || !closed)
+        fail("write_png_frames: writing '", file, "' failed: ", std::strerror(ok ? errno : err));
     }
     frames_ += u8.size(0);
   } catch (...) {

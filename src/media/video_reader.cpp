@@ -1,9 +1,11 @@
 #include "media/video_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 
+#include "core/input_limits.h"
 #include "media/support.h"
 
 #if LTX_WITH_FFMPEG
@@ -131,6 +133,10 @@ Tensor decode_video_frames(const std::string& path, int64_t max_frames) {
   ff::InputPtr in = open_input(path, who);
   const int idx = find_stream(in.get(), AVMEDIA_TYPE_VIDEO, who, "video");
   ff::CodecContextPtr dec = open_decoder(in->streams[idx], who);
+  // The size the container declares, before the decoder allocates a frame of it.
+  LTX_CHECK(int64_t{dec->width} <= limits::kMaxVideoFramePixels / std::max(dec->height, 1), who,
+            ": the video stream declares ", dec->width, "x", dec->height, " frames, more than the limit of ",
+            limits::kMaxVideoFramePixels, " pixels (16384 x 16384) for a video frame");
   std::vector<uint8_t> pixels;
   int64_t frames = 0, height = 0, width = 0;
   ff::SwsPtr sws;
@@ -140,6 +146,9 @@ Tensor decode_video_frames(const std::string& path, int64_t max_frames) {
     if (frames == 0) {
       height = f->height;
       width = f->width;
+      LTX_CHECK(width > 0 && height > 0 && width <= limits::kMaxVideoFramePixels / height, who, ": frames of ",
+                width, "x", height, " pixels, more than the limit of ", limits::kMaxVideoFramePixels,
+                " pixels (16384 x 16384) for a video frame");
       sws.reset(sws_getContext(f->width, f->height, static_cast<AVPixelFormat>(f->format), f->width,
                                f->height, AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr,
                                nullptr));
@@ -161,6 +170,9 @@ Tensor decode_video_frames(const std::string& path, int64_t max_frames) {
     }
     LTX_CHECK(f->height == height && f->width == width, who, ": frame ", frames, " is ", f->width,
               "x", f->height, " after frames of ", width, "x", height);
+    LTX_CHECK(static_cast<int64_t>(pixels.size()) + width * height * 3 <= limits::kMaxDecodedVideoBytes, who,
+              ": more than ", frames, " frames of ", width, "x", height, " take more than the limit of ",
+              limits::bytes_text(limits::kMaxDecodedVideoBytes), " for a decoded clip; cut it first (e.g. ffmpeg -t)");
     // libswscale's SIMD paths write whole blocks past the width: convert into a padded frame.
     sws_scale(sws.get(), f->data, f->linesize, 0, f->height, rgb->data, rgb->linesize);
     const size_t row = static_cast<size_t>(width) * 3;
@@ -191,6 +203,8 @@ AudioTrack decode_audio_stream(const std::string& path, const std::string& who, 
   decode_stream(in.get(), idx, dec.get(), who, [&](AVFrame* f) {
     const int C = f->ch_layout.nb_channels;
     if (chans.empty()) {
+      LTX_CHECK(C >= 1 && C <= limits::kMaxAudioChannels && f->sample_rate > 0, who, ": ", C, " channels at ",
+                f->sample_rate, " Hz; at most ", limits::kMaxAudioChannels, " channels are read");
       chans.resize(static_cast<size_t>(C));
       sample_rate = f->sample_rate;
       const int64_t ts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
@@ -201,6 +215,9 @@ AudioTrack decode_audio_stream(const std::string& path, const std::string& who, 
     const bool planar = av_sample_fmt_is_planar(fmt) != 0;
     const AVSampleFormat packed = av_get_packed_sample_fmt(fmt);
     const int n = f->nb_samples;
+    const double seconds = static_cast<double>(chans[0].size() + static_cast<size_t>(n)) / sample_rate;
+    LTX_CHECK(seconds <= limits::kMaxAudioSeconds, who, ": the audio runs past the limit of ",
+              limits::kMaxAudioSeconds, " s for a decoded audio stream; cut it first (e.g. ffmpeg -t)");
     for (int c = 0; c < C; ++c) {
       const uint8_t* base = f->extended_data[planar ? c : 0];
       const int step = planar ? 1 : C, first = planar ? 0 : c;

@@ -12,6 +12,7 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "ops/shape.h"
+#include "sampling/non_finite_watch.h"
 #include "sampling/params.h"
 #include "sampling/steps.h"
 
@@ -291,11 +292,30 @@ std::vector<StageOutput> run_diffusion_stage_batch(const StageConfig& c, const s
 
   const int64_t total = static_cast<int64_t>(c.sigmas.size()) - 1;
   if (progress) progress(c.name, 0, total);
-  sampling::StepCallback on_step;
-  if (progress) on_step = [&](int64_t done, int64_t n) { progress(c.name, done, n); };
+  // NaN / Inf in the latents: the initial states, every prediction (the step it belongs to counted
+  // here: res_2s calls the model twice a step) and the final states (sampling/non_finite_watch.h).
+  sampling::NonFiniteWatch watch(c.name);
+  const auto watch_states = [&](const AVState& s, const std::string& when) {
+    if (s.video) watch.check(s.video->latent, "video", when);
+    if (s.audio) watch.check(s.audio->latent, "audio", when);
+  };
+  watch_states(st, "the initial noise and conditioning, before step 1");
+  int64_t steps_done = 0;
+  const sampling::Denoiser watched = [&](const LatentState* video, const LatentState* audio,
+                                         const std::vector<double>& sigmas, int64_t step_index) {
+    sampling::DenoiseOutput out = denoiser(video, audio, sigmas, step_index);
+    const std::string when = str("the transformer's prediction at step ", steps_done + 1, " of ", total);
+    watch.check(out.video.denoised, "video", when);
+    watch.check(out.audio.denoised, "audio", when);
+    return out;
+  };
+  const sampling::StepCallback on_step = [&](int64_t done, int64_t n) {
+    steps_done = done;
+    if (progress) progress(c.name, done, n);
+  };
 
   switch (c.sampler) {
-    case Sampler::Euler: st = sampling::euler_loop(c.sigmas, std::move(st), denoiser, on_step); break;
+    case Sampler::Euler: st = sampling::euler_loop(c.sigmas, std::move(st), watched, on_step); break;
     case Sampler::EulerAncestral: {
       std::vector<std::unique_ptr<sampling::TorchCpuGenerator>> gens;
       std::vector<sampling::NoiseSource*> sources;
@@ -308,17 +328,19 @@ std::vector<StageOutput> run_diffusion_stage_batch(const StageConfig& c, const s
       opt.model_dtype = c.dtype;
       opt.on_step = on_step;
       const sampling::EulerAncestralStep step{c.ancestral_eta, sampling::kAncestralSNoise};
-      st = sampling::euler_ancestral_loop(c.sigmas, std::move(st), denoiser, step, gen, opt);
+      st = sampling::euler_ancestral_loop(c.sigmas, std::move(st), watched, step, gen, opt);
       break;
     }
     case Sampler::Res2s: {
       sampling::Res2sLoopOptions opt;
       opt.model_dtype = c.dtype;
       opt.on_step = on_step;
-      st = sampling::res2s_loop(c.sigmas, std::move(st), denoiser, sampling::kRes2sDefaultNoiseSeed, opt);
+      st = sampling::res2s_loop(c.sigmas, std::move(st), watched, sampling::kRes2sDefaultNoiseSeed, opt);
       break;
     }
   }
+  watch_states(st, str("after the last step, ", total, " of ", total));
+  watch.finish();
 
   st = sampling::on_device(st, Device::cpu());
   std::vector<StageOutput> outs;

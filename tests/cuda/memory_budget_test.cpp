@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "generate/model_cache.h"
 #include "generate/offload_plan.h"
 #include "generate/progress.h"
+#include "media/support.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -303,6 +305,57 @@ TEST(EngineOnCuda, DefaultModelBudgetIsTheGpuBudgetLessHeadroom) {
   eo.max_gpu_memory_bytes = kGiB;
   EXPECT_ERROR_HAS(generate::Engine{eo},
                    "more than the --max-gpu-memory budget of 1.00 GiB; nothing was loaded");
+}
+
+// An allocation past the limit names the tensor being made and what the thread was doing (the
+// scopes a generation's stages and weight loads set), with the free memory and the flags.
+TEST_F(CudaMemoryLimit, OutOfMemoryNamesTheTensorAndTheScope) {
+  cuda::set_memory_limit(0, base + 8 * kMiB);
+  std::string msg;
+  try {
+    const MemoryScope stage("stage 1");
+    const MemoryScope weight("weight 'blocks.0.attn1.to_q.weight'");
+    (void)Tensor::empty({64, 1024, 1024}, DType::BF16, test::kGpu);  // 128 MiB
+  } catch (const OutOfMemory& e) {
+    msg = e.what();
+    ASSERT_TRUE(e.report().has_value());
+    EXPECT_EQ(e.report()->tensor, "bf16[64, 1024, 1024]");
+    EXPECT_EQ(e.report()->requested_bytes, 128 * kMiB);
+    EXPECT_GT(e.report()->total_bytes, 0u);
+  }
+  EXPECT_NE(msg.find("out of GPU memory on cuda:0 during stage 1, weight 'blocks.0.attn1.to_q.weight': "
+                     "tried to allocate 128.00 MiB for a bf16[64, 1024, 1024] tensor ("),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find(" free of "), std::string::npos) << msg;
+  EXPECT_NE(msg.find(kOutOfMemoryHelp), std::string::npos) << msg;
+  EXPECT_EQ(memory_scope(), "") << "the scopes ended with their blocks";
+}
+
+// A generation that runs out of GPU memory (a limit below what its models need, set on the
+// allocator directly so the planner does not refuse it up front) fails naming the stage it was in,
+// and leaves no output file.
+TEST_F(CudaMemoryLimit, AGenerationOutOfMemoryNamesItsStageAndWritesNothing) {
+  if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O (the PNG output)";
+  test::TempDir dir;
+  generate::GenerateOptions o = test::small_demo_options("one-stage", 64, 64);
+  o.device = test::kGpu;
+  o.num_frames = 1;
+  o.output_path = dir.file("out/frame.png");
+  (void)test::shared_demo_bundle();  // written before the limit
+  cuda::set_memory_limit(0, base + 2 * kMiB);
+  generate::Progress progress(nullptr, generate::Progress::Mode::Off);
+  std::string msg;
+  try {
+    generate::run_generation(o, progress);
+  } catch (const OutOfMemory& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("out of GPU memory on cuda:0 during "), std::string::npos) << msg;
+  EXPECT_NE(msg.find(" tensor ("), std::string::npos) << msg;
+  EXPECT_NE(msg.find(kOutOfMemoryHelp), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out/frame.png")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out/frame.png.tmp")));
 }
 
 }  // namespace

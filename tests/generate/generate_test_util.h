@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "generate/generate.h"
 #include "generate/progress.h"
 #include "io/io_test_util.h"
+#include "io/safetensors.h"
 #include "media/support.h"
 
 namespace ltx::test {
@@ -46,6 +48,30 @@ inline generate::GenerateOptions small_demo_options(const std::string& pipeline,
   o.num_frames = 9;
   if (pipeline != "distilled") o.num_inference_steps = 2;
   return o;
+}
+
+// A copy of the shared demo bundle in `dir` whose checkpoint has every value of `tensor` (e.g.
+// "model.diffusion_model.proj_out.bias") replaced by `value` (NaN, an infinity): the tiny model
+// with a broken weight. Returns the copy's folder, for GenerateOptions::demo_dir.
+inline std::string demo_bundle_with_weight(const std::string& dir, const std::string& tensor, float value) {
+  namespace fs = std::filesystem;
+  const generate::DemoBundle& b = shared_demo_bundle();
+  fs::copy(b.dir, dir, fs::copy_options::recursive);
+  const std::string ckpt = (fs::path(dir) / fs::path(b.checkpoint).filename()).string();
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::map<std::string, std::string> metadata;
+  {
+    const io::SafetensorsFile f(ckpt);
+    metadata = f.metadata();
+    for (const std::string& name : f.names()) {
+      Tensor t = f.tensor(name).clone();
+      if (name == tensor) t = Tensor::full(t.shape(), value, t.dtype());
+      tensors.emplace_back(name, t);
+    }
+    EXPECT_TRUE(f.contains(tensor)) << "the demo checkpoint has no " << tensor;
+  }
+  io::write_safetensors(ckpt, tensors, metadata);
+  return dir;
 }
 
 // One generation into memory (no FFmpeg needed): the result, the decoded media and the stages'

@@ -12,6 +12,7 @@
 #include "media/support.h"
 #include "server/data_dir.h"
 #include "server/serve_process.h"
+#include "support/cli_runner.h"
 
 namespace ltx::test {
 namespace {
@@ -47,6 +48,22 @@ std::vector<std::string> temporaries(const std::string& dir) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
     if (e.path().string().find(".tmp") != std::string::npos) out.push_back(e.path().string());
   return out;
+}
+
+// A data dir that cannot be made is reported at start-up, before any model loads (no demo bundle
+// is written), naming the flag and the part of the path at fault.
+TEST(ServeProcess, AnUnusableDataDirFailsBeforeAnyModelLoads) {
+  TempDir dir;
+  const std::string file = dir.file("notes.txt");
+  write_bytes(file, "a file, not a folder");
+  setenv("XDG_CACHE_HOME", dir.file("cache").c_str(), 1);
+  for (const std::string& data : {file, file + "/data"}) {
+    const CliResult r = run_ltx(dir, {"serve", "--port", "0", "--data-dir", data});
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("--data-dir: cannot write '"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'" + file + "' is a file, not a folder"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("cache/ltx"))) << "a model was prepared first";
 }
 
 TEST(ServeProcess, DemoRoundTrip) {

@@ -50,12 +50,6 @@ struct BlockLess {
 };
 using Pool = std::set<Block*, BlockLess>;
 
-std::string mib(size_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
-
 size_t segment_size(size_t size) {
   if (size <= kSmallSize) return kSmallBuffer;
   if (size < kMinLargeAlloc) return kLargeBuffer;
@@ -240,17 +234,15 @@ class DeviceAllocator {
 
   [[noreturn]] void throw_oom(size_t requested) {
     stats_.num_ooms += 1;
-    size_t free_b = 0, total_b = 0;
-    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
-    const std::string budget =
-        stats_.limit_bytes == 0
-            ? std::string("no --max-gpu-memory budget")
-            : str("a --max-gpu-memory budget of ", mib(stats_.limit_bytes), " MiB, ",
-                  mib(stats_.reserved_bytes), " MiB of it held");
-    throw OutOfMemory(str("out of GPU memory on cuda:", device_, ": tried to allocate ",
-                          mib(requested), " MiB (", mib(stats_.allocated_bytes),
-                          " MiB allocated, ", budget, ", ", mib(free_b), " MiB free of ",
-                          mib(total_b), " MiB on the device); ", kOutOfMemoryHelp));
+    OutOfMemoryReport r;
+    r.device = device_;
+    r.requested_bytes = requested;
+    r.allocated_bytes = stats_.allocated_bytes;
+    r.limit_bytes = stats_.limit_bytes;
+    r.reserved_bytes = stats_.reserved_bytes;
+    if (cudaMemGetInfo(&r.free_bytes, &r.total_bytes) != cudaSuccess) (void)cudaGetLastError();
+    r.scope = memory_scope();
+    throw OutOfMemory(std::move(r));
   }
 
   // Merges `b` with free neighbours of its segment and puts the result into its pool.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_limits.h"
 #include "io/safetensors.h"
 
 namespace ltx::text {
@@ -16,13 +17,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A text file of the Gemma folder, within its size limit (core/input_limits.h).
 std::string read_file_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  LTX_CHECK(in, "cannot open ", p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  LTX_CHECK(!in.bad(), "error reading ", p.string());
-  return ss.str();
+  const std::string name = p.filename().string();
+  return name == "tokenizer.json"
+             ? limits::read_file_within(p.string(), limits::kMaxTokenizerJsonBytes, "tokenizer.json")
+             : limits::read_file_within(p.string(), limits::kMaxTextFileBytes, "text file");
 }
 
 // Regular files under `root`, breadth first (a folder's own files before its subfolders'), each

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/input_limits.h"
 #include "core/log.h"
 
 namespace ltx::text {
@@ -1565,15 +1566,7 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
 }
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  LTX_CHECK(in, "tokenizer: cannot open ", path);
-  const std::streamoff size = in.tellg();
-  LTX_CHECK(size >= 0, "tokenizer: cannot read ", path);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(bytes.data(), size);
-  LTX_CHECK(in.gcount() == size, "tokenizer: error reading ", path);
-  return from_json(bytes, path);
+  return from_json(limits::read_file_within(path, limits::kMaxTokenizerJsonBytes, "tokenizer.json"), path);
 }
 
 Encoding Tokenizer::encode(std::string_view text, bool add_special_tokens,

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_limits.h"
 #include "models/text/gemma/unicode_alpha.h"
 #include "models/text/gemma_tokenizer.h"
 
@@ -79,12 +80,7 @@ void append_utf8(std::string& out, char32_t cp) {
 }
 
 std::string read_text(const fs::path& p, const char* what) {
-  std::ifstream in(p, std::ios::binary);
-  LTX_CHECK(in, "cannot read ", what, " ", p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  LTX_CHECK(!in.bad(), "error reading ", what, " ", p.string());
-  return ss.str();
+  return limits::read_file_within(p.string(), limits::kMaxTextFileBytes, what);
 }
 
 }  // namespace
