@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 
@@ -11,10 +12,12 @@
 #include "media/support.h"
 
 #if LTX_WITH_OPENEXR
+#include <IexBaseExc.h>
 #include <ImfChannelList.h>
 #include <ImfChromaticities.h>
 #include <ImfFrameBuffer.h>
 #include <ImfHeader.h>
+#include <ImfIO.h>
 #include <ImfInputFile.h>
 #include <ImfOutputFile.h>
 #include <ImfStandardAttributes.h>
@@ -108,6 +111,72 @@ void write_exr(const std::string& path, const Tensor& frame, const ExrWriteOptio
 #endif
 }
 
+#if LTX_WITH_OPENEXR
+namespace {
+
+// An EXR held in memory, for OpenEXR's readers. Reading past the end throws as a truncated file
+// does.
+class MemoryIStream final : public Imf::IStream {
+ public:
+  MemoryIStream(const uint8_t* data, size_t size, const std::string& name)
+      : Imf::IStream(name.c_str()), data_(data), size_(size) {}
+  bool read(char c[], int n) override {
+    if (n < 0 || pos_ > size_ || static_cast<uint64_t>(n) > size_ - pos_)
+      throw IEX_NAMESPACE::InputExc("unexpected end of file");
+    if (n > 0) std::memcpy(c, data_ + pos_, static_cast<size_t>(n));
+    pos_ += static_cast<uint64_t>(n);
+    return pos_ < size_;
+  }
+  uint64_t tellg() override { return pos_; }
+  void seekg(uint64_t pos) override { pos_ = pos; }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
+};
+
+// The frame of an opened EXR as f32 [H, W, 3] (see read_exr).
+Tensor read_exr_pixels(Imf::InputFile& in, const std::string& who) {
+  const Imath::Box2i dw = in.header().dataWindow();
+  const int64_t w = static_cast<int64_t>(dw.max.x) - dw.min.x + 1;
+  const int64_t h = static_cast<int64_t>(dw.max.y) - dw.min.y + 1;
+  LTX_CHECK(w > 0 && h > 0, who, ": empty data window");
+  const Imf::ChannelList& channels = in.header().channels();
+  std::vector<std::string> names;
+  for (auto it = channels.begin(); it != channels.end(); ++it) names.emplace_back(it.name());
+  const bool rgb = channels.findChannel("R") != nullptr && channels.findChannel("G") != nullptr &&
+                   channels.findChannel("B") != nullptr;
+  if (!rgb && names.size() != 1) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    fail(who, ": needs the channels R, G and B (or exactly one channel, read as gray); it has ",
+         list.empty() ? std::string("none") : list);
+  }
+  Tensor out = Tensor::empty({h, w, 3}, DType::F32);
+  // Slice pointers are addressed by absolute pixel coordinates: offset by the window origin.
+  const ptrdiff_t xs = 3 * sizeof(float), ys = xs * static_cast<ptrdiff_t>(w);
+  char* base = static_cast<char*>(out.raw_data()) - dw.min.x * xs - dw.min.y * ys;
+  Imf::FrameBuffer fb;
+  if (rgb) {
+    static const char* kNames[3] = {"R", "G", "B"};
+    for (int ch = 0; ch < 3; ++ch)
+      fb.insert(kNames[ch], Imf::Slice(Imf::FLOAT, base + ch * sizeof(float), xs, ys));
+  } else {
+    fb.insert(names[0], Imf::Slice(Imf::FLOAT, base, xs, ys));
+  }
+  in.setFrameBuffer(fb);
+  in.readPixels(dw.min.y, dw.max.y);
+  if (!rgb) {
+    float* p = out.data<float>();
+    for (int64_t i = 0; i < h * w; ++i) p[3 * i + 1] = p[3 * i + 2] = p[3 * i];
+  }
+  return out;
+}
+
+}  // namespace
+#endif
+
 Tensor read_exr(const std::string& path) {
   const std::string who = str("EXR '", path, "'");
   if (!openexr_available()) fail_no_openexr(str("read_exr '", path, "'"));
@@ -119,45 +188,36 @@ Tensor read_exr(const std::string& path) {
   LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
   try {
     Imf::InputFile in(path.c_str());
-    const Imath::Box2i dw = in.header().dataWindow();
-    const int64_t w = static_cast<int64_t>(dw.max.x) - dw.min.x + 1;
-    const int64_t h = static_cast<int64_t>(dw.max.y) - dw.min.y + 1;
-    LTX_CHECK(w > 0 && h > 0, who, ": empty data window");
-    const Imf::ChannelList& channels = in.header().channels();
-    std::vector<std::string> names;
-    for (auto it = channels.begin(); it != channels.end(); ++it) names.emplace_back(it.name());
-    const bool rgb = channels.findChannel("R") != nullptr && channels.findChannel("G") != nullptr &&
-                     channels.findChannel("B") != nullptr;
-    if (!rgb && names.size() != 1) {
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      fail(who, ": needs the channels R, G and B (or exactly one channel, read as gray); it has ",
-           list.empty() ? std::string("none") : list);
-    }
-    Tensor out = Tensor::empty({h, w, 3}, DType::F32);
-    // Slice pointers are addressed by absolute pixel coordinates: offset by the window origin.
-    const ptrdiff_t xs = 3 * sizeof(float), ys = xs * static_cast<ptrdiff_t>(w);
-    char* base = static_cast<char*>(out.raw_data()) - dw.min.x * xs - dw.min.y * ys;
-    Imf::FrameBuffer fb;
-    if (rgb) {
-      static const char* kNames[3] = {"R", "G", "B"};
-      for (int ch = 0; ch < 3; ++ch)
-        fb.insert(kNames[ch], Imf::Slice(Imf::FLOAT, base + ch * sizeof(float), xs, ys));
-    } else {
-      fb.insert(names[0], Imf::Slice(Imf::FLOAT, base, xs, ys));
-    }
-    in.setFrameBuffer(fb);
-    in.readPixels(dw.min.y, dw.max.y);
-    if (!rgb) {
-      float* p = out.data<float>();
-      for (int64_t i = 0; i < h * w; ++i) p[3 * i + 1] = p[3 * i + 2] = p[3 * i];
-    }
-    return out;
+    return read_exr_pixels(in, who);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
     fail(who, ": ", e.what());
   }
+#endif
+  fail(who, ": unreachable");
+}
+
+Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name) {
+  const std::string who = str("EXR '", name, "'");
+  if (!openexr_available()) fail_no_openexr(str("decode_exr '", name, "'"));
+#if LTX_WITH_OPENEXR
+  try {
+    MemoryIStream probe(data, size, name);
+    bool tiled = false, deep = false, multipart = false;
+    LTX_CHECK(Imf::isOpenExrFile(probe, tiled, deep, multipart), who, ": not an OpenEXR file");
+    LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
+    MemoryIStream stream(data, size, name);
+    Imf::InputFile in(stream);
+    return read_exr_pixels(in, who);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(who, ": ", e.what());
+  }
+#else
+  (void)data;
+  (void)size;
 #endif
   fail(who, ": unreachable");
 }
