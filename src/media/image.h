@@ -26,6 +26,9 @@ namespace ltx::media {
 // copied). CMYK JPEGs are rejected. Throws ltx::Error naming the file for unreadable, truncated
 // or unsupported files.
 Tensor read_image(const std::string& path);
+// The most pixels (width x height, as the file declares them) read_image / decode_image decode:
+// 16384 x 8192. A file declaring more is refused before its pixels are allocated.
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 27;
 // The same from bytes in memory; `name` is used in error messages.
 Tensor decode_image(const uint8_t* data, size_t size, const std::string& name);
 
