@@ -223,6 +223,22 @@ TEST(Exr, DecodesFilesHeldInMemory) {
       {"junk", "not an OpenEXR file"});
 }
 
+// Found by fuzz_exr (tests/fuzz/regressions/exr/): a 1 KB file whose `writer` attribute declares
+// 1979711492 bytes made OpenEXR allocate and clear them before finding the file too short.
+TEST(Exr, RefusesAttributesLargerThanTheFileBeforeOpenExrAllocatesThem) {
+  LTX_REQUIRE_OPENEXR();
+  std::ifstream in(std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/string_attribute_2gb.exr",
+                   std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  test::expect_error_containing([&] { media::decode_exr(bytes.data(), bytes.size(), "w.exr"); },
+                                {"w.exr", "attribute 'writer'", "1979711492 bytes"});
+  test::TempDir dir;
+  test::write_bytes(dir.file("w.exr"), std::string(bytes.begin(), bytes.end()));
+  test::expect_error_containing([&] { media::read_exr(dir.file("w.exr")); },
+                                {"w.exr", "attribute 'writer'", "1979711492 bytes"});
+}
+
 TEST(Exr, FilesWeCannotUseGiveClearErrors) {
   LTX_REQUIRE_OPENEXR();
   test::TempDir dir;
