@@ -6,6 +6,8 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -136,6 +138,42 @@ class MemoryIStream final : public Imf::IStream {
   uint64_t pos_ = 0;
 };
 
+// OpenEXR 3.1 allocates (and clears) an attribute's declared size before reading its value: a few
+// bytes can make it allocate 2 GB. The headers' attributes (name NUL, type NUL, int32 size,
+// value; an empty name ends a header, an empty header ends a multi-part file's list) are walked
+// first and a size past the end of the bytes is refused. What this walk cannot follow (no NUL, a
+// cut size field) is left to OpenEXR, which reports it.
+void check_attribute_sizes(const uint8_t* data, size_t size, const std::string& who) {
+  if (size < 8) return;
+  const bool multipart = (data[5] & 0x10) != 0;  // version flag bit 12
+  size_t pos = 8;
+  auto read_string = [&](std::string* out) {
+    const auto* end = static_cast<const uint8_t*>(std::memchr(data + pos, 0, size - pos));
+    if (end == nullptr) return false;
+    out->assign(reinterpret_cast<const char*>(data + pos), static_cast<size_t>(end - (data + pos)));
+    pos = static_cast<size_t>(end - data) + 1;
+    return true;
+  };
+  while (pos < size) {
+    std::string name, type;
+    if (!read_string(&name)) return;
+    if (name.empty()) {  // the end of a header
+      if (!multipart || pos >= size || data[pos] == 0) return;
+      continue;
+    }
+    if (!read_string(&type) || size - pos < 4) return;
+    const int32_t n = static_cast<int32_t>(static_cast<uint32_t>(data[pos]) |
+                                           static_cast<uint32_t>(data[pos + 1]) << 8 |
+                                           static_cast<uint32_t>(data[pos + 2]) << 16 |
+                                           static_cast<uint32_t>(data[pos + 3]) << 24);
+    pos += 4;
+    if (n < 0 || static_cast<uint64_t>(n) > size - pos)
+      fail(who, ": attribute '", name, "' (", type, ") declares ", n, " bytes but ", size - pos,
+           " follow: a corrupt or truncated file");
+    pos += static_cast<size_t>(n);
+  }
+}
+
 // The frame of an opened EXR as f32 [H, W, 3] (see read_exr).
 Tensor read_exr_pixels(Imf::InputFile& in, const std::string& who) {
   const Imath::Box2i dw = in.header().dataWindow();
@@ -182,20 +220,13 @@ Tensor read_exr(const std::string& path) {
   if (!openexr_available()) fail_no_openexr(str("read_exr '", path, "'"));
   std::error_code ec;
   LTX_CHECK(fs::is_regular_file(path, ec), who, ": no such file");
-#if LTX_WITH_OPENEXR
-  bool tiled = false, deep = false, multipart = false;
-  LTX_CHECK(Imf::isOpenExrFile(path.c_str(), tiled, deep, multipart), who, ": not an OpenEXR file");
-  LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
-  try {
-    Imf::InputFile in(path.c_str());
-    return read_exr_pixels(in, who);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail(who, ": ", e.what());
-  }
-#endif
-  fail(who, ": unreachable");
+  // Read whole, so that the header is checked before OpenEXR sees it (decode_exr).
+  std::ifstream in(path, std::ios::binary);
+  LTX_CHECK(in, who, ": cannot open the file");
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  LTX_CHECK(!in.bad(), who, ": reading the file failed");
+  return decode_exr(bytes.data(), bytes.size(), path);
 }
 
 Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name) {
@@ -207,6 +238,7 @@ Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name) {
     bool tiled = false, deep = false, multipart = false;
     LTX_CHECK(Imf::isOpenExrFile(probe, tiled, deep, multipart), who, ": not an OpenEXR file");
     LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
+    check_attribute_sizes(data, size, who);
     MemoryIStream stream(data, size, name);
     Imf::InputFile in(stream);
     return read_exr_pixels(in, who);
