@@ -103,14 +103,20 @@ const char* safetensors_dtype_name(DType dtype) {
   fail("safetensors: no safetensors name for dtype ", dtype_name(dtype));
 }
 
+// The file's bytes: a read-only mapping of the file, or a buffer the object owns.
 struct SafetensorsFile::Mapping {
-  void* addr = nullptr;
+  void* addr = nullptr;  // the first byte
   size_t size = 0;
-  Mapping(void* a, size_t s) : addr(a), size(s) {}
+  bool mapped = false;  // munmap on destruction
+  std::vector<uint8_t> owned;
+  Mapping(void* a, size_t s) : addr(a), size(s), mapped(true) {}
+  explicit Mapping(std::vector<uint8_t> bytes) : size(bytes.size()), owned(std::move(bytes)) {
+    addr = owned.data();
+  }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
   ~Mapping() {
-    if (addr != nullptr) munmap(addr, size);
+    if (mapped && addr != nullptr) munmap(addr, size);
   }
 };
 
@@ -142,18 +148,38 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   if (addr == MAP_FAILED)
     fail("cannot map safetensors file '", path, "': ", std::strerror(map_err));
   map_ = std::make_shared<Mapping>(addr, file_size_);
+  validate();
+}
 
-  const auto* bytes = static_cast<const uint8_t*>(addr);
+SafetensorsFile::SafetensorsFile(std::string name, std::vector<uint8_t> bytes)
+    : path_(std::move(name)) {
+  g_open_count.fetch_add(1, std::memory_order_relaxed);
+  file_size_ = bytes.size();
+  if (file_size_ < 8)
+    bad_file(path_, "the file is ", file_size_,
+             " bytes long, shorter than the 8-byte header length field (empty or truncated file)");
+  map_ = std::make_shared<Mapping>(std::move(bytes));
+  validate();
+}
+
+std::shared_ptr<const SafetensorsFile> SafetensorsFile::from_bytes(std::string name,
+                                                                   std::vector<uint8_t> bytes) {
+  return std::shared_ptr<const SafetensorsFile>(
+      new SafetensorsFile(std::move(name), std::move(bytes)));
+}
+
+void SafetensorsFile::validate() {
+  const auto* bytes = static_cast<const uint8_t*>(map_->addr);
   if (std::memcmp(bytes, "GGUF", 4) == 0)
-    bad_file(path, "this is a GGUF file, not safetensors: `ltx inspect` describes it, but models "
-                   "load only from safetensors files so far");
+    bad_file(path_, "this is a GGUF file, not safetensors: `ltx inspect` describes it, but models "
+                    "load only from safetensors files so far");
   const uint64_t n = read_u64_le(bytes);
   if (n > kMaxSafetensorsHeader)
-    bad_file(path, "header length ", n, " exceeds the ", kMaxSafetensorsHeader,
+    bad_file(path_, "header length ", n, " exceeds the ", kMaxSafetensorsHeader,
              "-byte limit (corrupt length field or not a safetensors file)");
-  if (n < 2) bad_file(path, "header length ", n, " is too small (the shortest header is '{}')");
+  if (n < 2) bad_file(path_, "header length ", n, " is too small (the shortest header is '{}')");
   if (n > file_size_ - 8)
-    bad_file(path, "header length ", n, " runs past the end of the file (", file_size_,
+    bad_file(path_, "header length ", n, " runs past the end of the file (", file_size_,
              " bytes): the file is truncated or not a safetensors file");
   header_size_ = n;
   parse_header(reinterpret_cast<const char*>(bytes + 8), n);

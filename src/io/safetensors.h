@@ -52,6 +52,11 @@ class SafetensorsFile {
   static std::shared_ptr<const SafetensorsFile> open(const std::string& path) {
     return std::make_shared<const SafetensorsFile>(path);
   }
+  // Validates a file held in memory (it keeps `bytes`; tensors view them) exactly as a mapped one;
+  // `name` stands for the path in messages and path(). For bytes that never were a file (a
+  // fuzzer's input, a download in memory).
+  static std::shared_ptr<const SafetensorsFile> from_bytes(std::string name,
+                                                           std::vector<uint8_t> bytes);
 
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return file_size_; }
@@ -97,6 +102,9 @@ class SafetensorsFile {
   std::unordered_map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
 
+  SafetensorsFile(std::string name, std::vector<uint8_t> bytes);
+  // Checks the length field and the header of the bytes map_ holds.
+  void validate();
   void parse_header(const char* header, uint64_t n);
 };
 

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/input_limits.h"
@@ -12,10 +15,12 @@
 #include "media/support.h"
 
 #if LTX_WITH_OPENEXR
+#include <IexBaseExc.h>
 #include <ImfChannelList.h>
 #include <ImfChromaticities.h>
 #include <ImfFrameBuffer.h>
 #include <ImfHeader.h>
+#include <ImfIO.h>
 #include <ImfInputFile.h>
 #include <ImfOutputFile.h>
 #include <ImfStandardAttributes.h>
@@ -109,15 +114,131 @@ void write_exr(const std::string& path, const Tensor& frame, const ExrWriteOptio
 #endif
 }
 
+#if LTX_WITH_OPENEXR
+namespace {
+
+// An EXR held in memory, for OpenEXR's readers. Reading past the end throws as a truncated file
+// does.
+class MemoryIStream final : public Imf::IStream {
+ public:
+  MemoryIStream(const uint8_t* data, size_t size, const std::string& name)
+      : Imf::IStream(name.c_str()), data_(data), size_(size) {}
+  bool read(char c[], int n) override {
+    if (n < 0 || pos_ > size_ || static_cast<uint64_t>(n) > size_ - pos_)
+      throw IEX_NAMESPACE::InputExc("unexpected end of file");
+    if (n > 0) std::memcpy(c, data_ + pos_, static_cast<size_t>(n));
+    pos_ += static_cast<uint64_t>(n);
+    return pos_ < size_;
+  }
+  uint64_t tellg() override { return pos_; }
+  void seekg(uint64_t pos) override { pos_ = pos; }
+
+ private:
+  const uint8_t* data_;
+  uint64_t size_;
+  uint64_t pos_ = 0;
+};
+
+// OpenEXR 3.1 allocates (and clears) an attribute's declared size before reading its value: a few
+// bytes can make it allocate 2 GB. The headers' attributes (name NUL, type NUL, int32 size,
+// value; an empty name ends a header, an empty header ends a multi-part file's list) are walked
+// first and a size past the end of the bytes is refused. What this walk cannot follow (no NUL, a
+// cut size field) is left to OpenEXR, which reports it.
+void check_attribute_sizes(const uint8_t* data, size_t size, const std::string& who) {
+  if (size < 8) return;
+  const bool multipart = (data[5] & 0x10) != 0;  // version flag bit 12
+  size_t pos = 8;
+  auto read_string = [&](std::string* out) {
+    const auto* end = static_cast<const uint8_t*>(std::memchr(data + pos, 0, size - pos));
+    if (end == nullptr) return false;
+    out->assign(reinterpret_cast<const char*>(data + pos), static_cast<size_t>(end - (data + pos)));
+    pos = static_cast<size_t>(end - data) + 1;
+    return true;
+  };
+  while (pos < size) {
+    std::string name, type;
+    if (!read_string(&name)) return;
+    if (name.empty()) {  // the end of a header
+      if (!multipart || pos >= size || data[pos] == 0) return;
+      continue;
+    }
+    if (!read_string(&type) || size - pos < 4) return;
+    const int32_t n = static_cast<int32_t>(static_cast<uint32_t>(data[pos]) |
+                                           static_cast<uint32_t>(data[pos + 1]) << 8 |
+                                           static_cast<uint32_t>(data[pos + 2]) << 16 |
+                                           static_cast<uint32_t>(data[pos + 3]) << 24);
+    pos += 4;
+    if (n < 0 || static_cast<uint64_t>(n) > size - pos)
+      fail(who, ": attribute '", name, "' (", type, ") declares ", n, " bytes but ", size - pos,
+           " follow: a corrupt or truncated file");
+    pos += static_cast<size_t>(n);
+  }
+}
+
+// The frame of an opened EXR as f32 [H, W, 3] (see read_exr).
+Tensor read_exr_pixels(Imf::InputFile& in, const std::string& who) {
+  const Imath::Box2i dw = in.header().dataWindow();
+  const int64_t w = static_cast<int64_t>(dw.max.x) - dw.min.x + 1;
+  const int64_t h = static_cast<int64_t>(dw.max.y) - dw.min.y + 1;
+  LTX_CHECK(w > 0 && h > 0, who, ": empty data window");
+  LTX_CHECK(w <= limits::kMaxImageSide && h <= limits::kMaxImageSide, who, ": the data window is ", w, "x", h,
+            ", more than the limit of ", limits::kMaxImageSide, " x ", limits::kMaxImageSide, " pixels");
+  const Imf::ChannelList& channels = in.header().channels();
+  std::vector<std::string> names;
+  for (auto it = channels.begin(); it != channels.end(); ++it) names.emplace_back(it.name());
+  const bool rgb = channels.findChannel("R") != nullptr && channels.findChannel("G") != nullptr &&
+                   channels.findChannel("B") != nullptr;
+  if (!rgb && names.size() != 1) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    fail(who, ": needs the channels R, G and B (or exactly one channel, read as gray); it has ",
+         list.empty() ? std::string("none") : list);
+  }
+  Tensor out = Tensor::empty({h, w, 3}, DType::F32);
+  // Slice pointers are addressed by absolute pixel coordinates: offset by the window origin.
+  const ptrdiff_t xs = 3 * sizeof(float), ys = xs * static_cast<ptrdiff_t>(w);
+  char* base = static_cast<char*>(out.raw_data()) - dw.min.x * xs - dw.min.y * ys;
+  Imf::FrameBuffer fb;
+  if (rgb) {
+    static const char* kNames[3] = {"R", "G", "B"};
+    for (int ch = 0; ch < 3; ++ch)
+      fb.insert(kNames[ch], Imf::Slice(Imf::FLOAT, base + ch * sizeof(float), xs, ys));
+  } else {
+    fb.insert(names[0], Imf::Slice(Imf::FLOAT, base, xs, ys));
+  }
+  in.setFrameBuffer(fb);
+  in.readPixels(dw.min.y, dw.max.y);
+  if (!rgb) {
+    float* p = out.data<float>();
+    for (int64_t i = 0; i < h * w; ++i) p[3 * i + 1] = p[3 * i + 2] = p[3 * i];
+  }
+  return out;
+}
+
+}  // namespace
+#endif
+
 Tensor read_exr(const std::string& path) {
   const std::string who = str("EXR '", path, "'");
   if (!openexr_available()) fail_no_openexr(str("read_exr '", path, "'"));
   std::error_code ec;
   LTX_CHECK(fs::is_regular_file(path, ec), who, ": no such file");
+  const uintmax_t file_bytes = fs::file_size(path, ec);
+  LTX_CHECK(!ec && file_bytes <= static_cast<uintmax_t>(limits::kMaxImageFileBytes), who, ": the file is ",
+            file_bytes, " bytes, more than the limit of ", limits::kMaxImageFileBytes, " bytes for an image");
+  // Read whole, so that the header is checked before OpenEXR sees it (decode_exr).
+  std::ifstream in(path, std::ios::binary);
+  LTX_CHECK(in, who, ": cannot open the file");
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  LTX_CHECK(!in.bad(), who, ": reading the file failed");
+  return decode_exr(bytes.data(), bytes.size(), path);
+}
+
+Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name) {
+  const std::string who = str("EXR '", name, "'");
+  if (!openexr_available()) fail_no_openexr(str("decode_exr '", name, "'"));
 #if LTX_WITH_OPENEXR
-  bool tiled = false, deep = false, multipart = false;
-  LTX_CHECK(Imf::isOpenExrFile(path.c_str(), tiled, deep, multipart), who, ": not an OpenEXR file");
-  LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
   // OpenEXR refuses a header whose data window passes this while reading it, before allocating
   // its line offset table and buffers (process-wide; nothing else in ltx reads EXR files).
   static const bool limited = [] {
@@ -127,48 +248,22 @@ Tensor read_exr(const std::string& path) {
   }();
   (void)limited;
   try {
-    Imf::InputFile in(path.c_str());
-    const Imath::Box2i dw = in.header().dataWindow();
-    const int64_t w = static_cast<int64_t>(dw.max.x) - dw.min.x + 1;
-    const int64_t h = static_cast<int64_t>(dw.max.y) - dw.min.y + 1;
-    LTX_CHECK(w > 0 && h > 0, who, ": empty data window");
-    LTX_CHECK(w <= limits::kMaxImageSide && h <= limits::kMaxImageSide, who, ": the data window is ", w, "x", h,
-              ", more than the limit of ", limits::kMaxImageSide, " x ", limits::kMaxImageSide, " pixels");
-    const Imf::ChannelList& channels = in.header().channels();
-    std::vector<std::string> names;
-    for (auto it = channels.begin(); it != channels.end(); ++it) names.emplace_back(it.name());
-    const bool rgb = channels.findChannel("R") != nullptr && channels.findChannel("G") != nullptr &&
-                     channels.findChannel("B") != nullptr;
-    if (!rgb && names.size() != 1) {
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      fail(who, ": needs the channels R, G and B (or exactly one channel, read as gray); it has ",
-           list.empty() ? std::string("none") : list);
-    }
-    Tensor out = Tensor::empty({h, w, 3}, DType::F32);
-    // Slice pointers are addressed by absolute pixel coordinates: offset by the window origin.
-    const ptrdiff_t xs = 3 * sizeof(float), ys = xs * static_cast<ptrdiff_t>(w);
-    char* base = static_cast<char*>(out.raw_data()) - dw.min.x * xs - dw.min.y * ys;
-    Imf::FrameBuffer fb;
-    if (rgb) {
-      static const char* kNames[3] = {"R", "G", "B"};
-      for (int ch = 0; ch < 3; ++ch)
-        fb.insert(kNames[ch], Imf::Slice(Imf::FLOAT, base + ch * sizeof(float), xs, ys));
-    } else {
-      fb.insert(names[0], Imf::Slice(Imf::FLOAT, base, xs, ys));
-    }
-    in.setFrameBuffer(fb);
-    in.readPixels(dw.min.y, dw.max.y);
-    if (!rgb) {
-      float* p = out.data<float>();
-      for (int64_t i = 0; i < h * w; ++i) p[3 * i + 1] = p[3 * i + 2] = p[3 * i];
-    }
-    return out;
+    MemoryIStream probe(data, size, name);
+    bool tiled = false, deep = false, multipart = false;
+    LTX_CHECK(Imf::isOpenExrFile(probe, tiled, deep, multipart), who, ": not an OpenEXR file");
+    LTX_CHECK(!deep, who, ": deep EXR files are not supported (a flat RGB image is needed)");
+    check_attribute_sizes(data, size, who);
+    MemoryIStream stream(data, size, name);
+    Imf::InputFile in(stream);
+    return read_exr_pixels(in, who);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
     fail(who, ": ", e.what());
   }
+#else
+  (void)data;
+  (void)size;
 #endif
   fail(who, ": unreachable");
 }

@@ -6,6 +6,7 @@
 // ... for a clip. Needs OpenEXR (CMake option LTX_OPENEXR); without it these functions throw
 // ltx::Error saying how to rebuild.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +40,8 @@ void write_exr(const std::string& path, const Tensor& frame, const ExrWriteOptio
 // returned unmodified. Throws ltx::Error naming the file when it is not a readable EXR or has
 // neither R, G and B nor a single channel.
 Tensor read_exr(const std::string& path);
+// The same from bytes in memory; `name` is used in error messages.
+Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name);
 
 // The frames of a conditioning path: a single .exr file, or a folder's *.exr files sorted by name
 // (the reference's rule). Throws ltx::Error when the path is neither or the folder has none.

@@ -129,6 +129,19 @@ std::vector<uint8_t> hex_decode(const std::string& text) {
   return out;
 }
 
+// Fills out->error and answers false when a declared size is over kMaxImagePixels: checked before
+// the pixels are allocated (a small file can declare a huge image).
+bool within_pixel_limit(uint64_t width, uint64_t height, Decoded* out) {
+  if (width * height <= static_cast<uint64_t>(kMaxImagePixels)) return true;
+  std::snprintf(out->error, sizeof(out->error),
+                "the image is %llux%llu = %llu pixels, more than the %lld (kMaxImagePixels) read_image "
+                "decodes; downscale it",
+                static_cast<unsigned long long>(width), static_cast<unsigned long long>(height),
+                static_cast<unsigned long long>(width * height),
+                static_cast<long long>(kMaxImagePixels));
+  return false;
+}
+
 bool decode_png(const uint8_t* data, size_t size, Decoded* out) {
   PngSource src{data, size, 0, out, {}};
   png_structp png =
@@ -157,6 +170,10 @@ bool decode_png(const uint8_t* data, size_t size, Decoded* out) {
   if (depth == 16) png_set_strip_16(png);  // the high byte, as PIL's "RGB;16B"
   if ((color & PNG_COLOR_MASK_ALPHA) || color == PNG_COLOR_TYPE_PALETTE) png_set_strip_alpha(png);
   png_read_update_info(png, info);
+  if (!within_pixel_limit(png_get_image_width(png, info), png_get_image_height(png, info), out)) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
   out->height = static_cast<int>(png_get_image_height(png, info));
   out->width = static_cast<int>(png_get_image_width(png, info));
   out->channels = png_get_channels(png, info);
@@ -236,6 +253,10 @@ bool decode_jpeg(const uint8_t* data, size_t size, Decoded* out) {
   jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xFFFF);  // EXIF, XMP
   jpeg_save_markers(&cinfo, JPEG_APP0 + 2, 0xFFFF);  // ICC
   jpeg_read_header(&cinfo, TRUE);
+  if (!within_pixel_limit(cinfo.image_width, cinfo.image_height, out)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
     std::snprintf(out->error, sizeof(out->error),
                   "CMYK JPEGs are not supported; convert the image to RGB");

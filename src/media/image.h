@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/input_limits.h"
 #include "core/tensor.h"
 #include "media/temp_output.h"
 
@@ -26,6 +27,10 @@ namespace ltx::media {
 // copied). CMYK JPEGs are rejected. Throws ltx::Error naming the file for unreadable, truncated
 // or unsupported files.
 Tensor read_image(const std::string& path);
+// The most pixels (width x height, as the file declares them) read_image / decode_image decode:
+// the engine's image limit (core/input_limits.h). A file declaring more is refused before its
+// pixels are allocated.
+inline constexpr int64_t kMaxImagePixels = limits::kMaxImagePixels;
 // The same from bytes in memory; `name` is used in error messages.
 Tensor decode_image(const uint8_t* data, size_t size, const std::string& name);
 

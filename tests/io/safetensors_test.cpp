@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "io/io_test_util.h"
@@ -64,6 +66,30 @@ TEST(Safetensors, RoundTripsEveryDtypeBitExactly) {
     // Every view is aligned to its element size: the writer orders tensors by element size.
     EXPECT_EQ(reinterpret_cast<uintptr_t>(r.raw_data()) % r.element_size(), 0u) << name;
   }
+}
+
+// from_bytes validates exactly as a mapped file does and names the bytes as given.
+TEST(Safetensors, ReadsFilesHeldInMemory) {
+  TempDir dir;
+  const std::string path = dir.file("m.safetensors");
+  write_safetensors(path, {{"a", random_bits({3, 5}, DType::BF16, 7)}, {"b", random_bits({2}, DType::F64, 8)}},
+                    {{"config", "{\"k\": 1}"}});
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const SafetensorsFile mapped(path);
+  const auto mem = SafetensorsFile::from_bytes("in-memory", bytes);
+  EXPECT_EQ(mem->path(), "in-memory");
+  EXPECT_EQ(mem->names(), mapped.names());
+  EXPECT_EQ(mem->file_size(), mapped.file_size());
+  EXPECT_EQ(mem->metadata_json("config"), mapped.metadata_json("config"));
+  for (const std::string& name : mapped.names())
+    EXPECT_TRUE(same_bytes(mem->tensor(name), mapped.tensor(name))) << name;
+
+  const std::vector<uint8_t> cut(bytes.begin(), bytes.end() - 1);
+  expect_error_containing([&] { SafetensorsFile::from_bytes("cut-copy", cut); },
+                          {"cut-copy", "data section"});
+  expect_error_containing([&] { SafetensorsFile::from_bytes("tiny", {1, 2, 3}); },
+                          {"tiny", "shorter than the 8-byte header length"});
 }
 
 TEST(Safetensors, WritesNonContiguousTensorsAsTheirLogicalContents) {

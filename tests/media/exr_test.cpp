@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
 #include "media_test_util.h"
 #include "support/test_support.h"
@@ -200,6 +202,41 @@ TEST(Exr, ReadsFilesWrittenByOpenEXR) {
   for (int64_t i = 0; i < w * h; ++i)
     for (int c = 0; c < 3; ++c) EXPECT_EQ(gray.data<float>()[3 * i + c], value(0, i));
 #endif
+}
+
+// decode_exr reads the bytes of a file as read_exr reads the file.
+TEST(Exr, DecodesFilesHeldInMemory) {
+  LTX_REQUIRE_OPENEXR();
+  test::TempDir dir;
+  const Tensor frame = test::random_tensor({5, 7, 3}, 3, -2.f, 8.f);
+  media::write_exr(dir.file("f.exr"), frame, {media::ExrPixelType::Float});
+  std::ifstream in(dir.file("f.exr"), std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Tensor mem = media::decode_exr(bytes.data(), bytes.size(), "mem.exr");
+  EXPECT_EQ(test::max_abs_diff(mem, media::read_exr(dir.file("f.exr"))), 0.0);
+  EXPECT_EQ(test::max_abs_diff(mem, frame), 0.0);
+  test::expect_error_containing(
+      [&] { media::decode_exr(bytes.data(), bytes.size() / 2, "half.exr"); }, {"half.exr"});
+  const std::string junk = "not an exr file at all";
+  test::expect_error_containing(
+      [&] { media::decode_exr(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), "junk"); },
+      {"junk", "not an OpenEXR file"});
+}
+
+// Found by fuzz_exr (tests/fuzz/regressions/exr/): a 1 KB file whose `writer` attribute declares
+// 1979711492 bytes made OpenEXR allocate and clear them before finding the file too short.
+TEST(Exr, RefusesAttributesLargerThanTheFileBeforeOpenExrAllocatesThem) {
+  LTX_REQUIRE_OPENEXR();
+  std::ifstream in(std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/string_attribute_2gb.exr",
+                   std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  test::expect_error_containing([&] { media::decode_exr(bytes.data(), bytes.size(), "w.exr"); },
+                                {"w.exr", "attribute 'writer'", "1979711492 bytes"});
+  test::TempDir dir;
+  test::write_bytes(dir.file("w.exr"), std::string(bytes.begin(), bytes.end()));
+  test::expect_error_containing([&] { media::read_exr(dir.file("w.exr")); },
+                                {"w.exr", "attribute 'writer'", "1979711492 bytes"});
 }
 
 TEST(Exr, FilesWeCannotUseGiveClearErrors) {

@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "media/exif.h"
 #include "media/yuv.h"
@@ -327,6 +329,27 @@ Bytes png_header(uint32_t width, uint32_t height) {
   b.insert(b.end(), body.begin(), body.end());
   put_be32(b, crc32(body.data(), body.size()));
   return b;
+}
+
+// Found by fuzz_image (tests/fuzz/regressions/image/): a 472-byte JPEG whose SOF declares
+// 17232x26947 pixels made the reader allocate 2.8 GB before decoding a scanline. A PNG's IHDR
+// can declare up to 65535x65535 the same way.
+TEST(Image, RefusesImagesOverThePixelLimitBeforeAllocating) {
+  LTX_REQUIRE_IMAGE_IO();
+  std::ifstream in(std::string(LTX_TESTS_DIR) + "/fuzz/regressions/image/jpeg_sof_26947x17232.jpg",
+                   std::ios::binary);
+  ASSERT_TRUE(in);
+  const Bytes jpeg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string limit = std::to_string(media::kMaxImagePixels);
+  test::expect_error_containing([&] { media::decode_image(jpeg.data(), jpeg.size(), "big.jpg"); },
+                                {"big.jpg", "17232x26947", limit});
+  const Bytes png = with_png_chunk(png_header(65535, 65535), "IDAT", {0x78, 0x9C});
+  test::expect_error_containing([&] { media::decode_image(png.data(), png.size(), "big.png"); },
+                                {"big.png", "65535x65535", limit});
+  // Under the limit an image still decodes as far as its data goes (here: none).
+  const Bytes fits = with_png_chunk(png_header(16384, 8192), "IDAT", {0x78, 0x9C});
+  const std::string err = test::error_of([&] { media::decode_image(fits.data(), fits.size(), "f.png"); });
+  EXPECT_EQ(err.find(limit), std::string::npos) << err;
 }
 
 TEST(ImageProbe, ReadsTheSizeFromTheHeaderAlone) {

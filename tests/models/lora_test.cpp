@@ -161,6 +161,11 @@ TEST(LoraFile, NamesTargetsAfterRemovingDiffusionModelAndIgnoresAlpha) {
   EXPECT_EQ(lf->targets().at("transformer_blocks.1.ff.net.0.proj.weight").rank(), 3);
   EXPECT_EQ(lf->file().metadata_json("reference_downscale_factor"), 2);
   EXPECT_EQ(lf->path(), path);
+  // The same checks on a file opened elsewhere (from_file: e.g. bytes held in memory).
+  const auto same = lora::LoraFile::from_file(io::SafetensorsFile::open(path));
+  ASSERT_EQ(same->targets().size(), 2u);
+  EXPECT_EQ(test::max_abs_diff(same->targets().at("transformer_blocks.0.attn1.to_q.weight").b,
+                               pq.b), 0.0);
 }
 
 TEST(LoraFile, RejectsMalformedFilesNamingTheFileAndTensor) {

@@ -31,10 +31,17 @@ const io::KeyMap& lora_key_map() {
 }  // namespace
 
 std::shared_ptr<const LoraFile> LoraFile::open(const std::string& path, const OpenOptions& opt) {
+  return from_file(io::SafetensorsFile::open(path), opt);
+}
+
+std::shared_ptr<const LoraFile> LoraFile::from_file(std::shared_ptr<const io::SafetensorsFile> file,
+                                                    const OpenOptions& opt) {
+  LTX_CHECK(file != nullptr, "LoraFile::from_file: no file");
   auto lf = std::make_shared<LoraFile>();
-  lf->file_ = io::SafetensorsFile::open(path);
+  lf->file_ = std::move(file);
   lf->strict_ = opt.strict;
   const io::SafetensorsFile& f = *lf->file_;
+  const std::string& path = f.path();
 
   // File names per renamed name, to report collisions.
   std::map<std::string, std::string> file_key;

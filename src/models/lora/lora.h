@@ -52,6 +52,9 @@ class LoraFile {
 
   // Opens, maps and validates `path` (errors name the file and the offending tensor).
   static std::shared_ptr<const LoraFile> open(const std::string& path, const OpenOptions& opt = {});
+  // The same checks on a file already opened (e.g. SafetensorsFile::from_bytes).
+  static std::shared_ptr<const LoraFile> from_file(std::shared_ptr<const io::SafetensorsFile> file,
+                                                   const OpenOptions& opt = {});
 
   const std::string& path() const { return file_->path(); }
   bool strict() const { return strict_; }

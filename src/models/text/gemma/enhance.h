@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "models/text/gemma/chat_template.h"
 #include "models/text/gemma/generate.h"
 #include "models/text/gemma/model.h"
 #include "models/text/gemma/image_processor.h"
@@ -55,39 +56,6 @@
 #include "nn/module.h"
 
 namespace ltx::text {
-
-enum class GemmaChatFormat { Gemma3, Gemma4 };
-
-struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
-  std::string content;
-};
-
-// What rendering a recognised template needs.
-struct GemmaChatTemplate {
-  GemmaChatFormat format = GemmaChatFormat::Gemma3;
-  // Gemma 4: the generation prompt closes an empty thought channel (thinking off).
-  bool empty_thought_channel = false;
-  GemmaChatTemplate(GemmaChatFormat f = GemmaChatFormat::Gemma3, bool thought = false)  // NOLINT
-      : format(f), empty_thought_channel(thought) {}
-};
-
-// Recognises a Gemma chat template by its turn markers; throws for anything else.
-GemmaChatFormat detect_chat_format(const std::string& chat_template, const std::string& source);
-// The format and, for Gemma 4, whether the generation prompt carries the empty thought channel
-// (the literal '<|channel>thought\n<channel|>' in the template source).
-GemmaChatTemplate parse_chat_template(const std::string& chat_template, const std::string& source);
-// The chat template of the assets (chat_template.jinja, else chat_template.json's string or
-// "chat_template" entry); throws naming the source when there is none.
-std::string chat_template_of(const GemmaAssets& assets);
-// Renders `messages` in the template's format (see the header comment).
-std::string render_gemma_chat(const GemmaChatTemplate& chat_template,
-                              const std::vector<ChatMessage>& messages, const std::string& bos_token,
-                              bool add_generation_prompt = true);
-
-// clean_response: curly quotes, dashes, NBSP, prime and minus sign to ASCII, then everything
-// before the first letter (Python's str.isalpha) removed.
-std::string clean_response(std::string_view text);
 
 // "gemma3_t2v_system_prompt.txt" etc.: the reference's file name for a family's default prompt.
 std::string default_system_prompt_file(GemmaFamily family, bool t2v);
