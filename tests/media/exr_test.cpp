@@ -29,7 +29,7 @@ namespace ltx {
 namespace {
 
 // Scene-linear test values: negatives, tiny, mid-grey, highlights far above 1.
-Tensor hdr_frame(int64_t h, int64_t w, float scale = 1.0f) {
+[[maybe_unused]] Tensor hdr_frame(int64_t h, int64_t w, float scale = 1.0f) {
   Tensor t = Tensor::empty({h, w, 3}, DType::F32);
   float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i)
