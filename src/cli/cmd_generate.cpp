@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "generate/generate.h"
 #include "generate/progress.h"
 #include "hub/presets.h"
+#include "media/hdr.h"
 #include "pipelines/pipeline.h"
 
 namespace ltx::cli {
@@ -37,6 +39,7 @@ struct GenerateCli {
   std::vector<std::vector<std::string>> video_conditionings;
   std::vector<std::string> conditioning_attention_mask;
   std::string input;  // hdr-ic-lora: the reference script's name for its clip
+  std::optional<std::string> hdr;
 };
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
@@ -94,6 +97,7 @@ int run_generate(GenerateCli& c) {
   o.offload = resolved_offload(c.model);
   o.models = resolved_models(c.model);
   o.max_gpu_memory_bytes = resolved_gpu_budget(c.model);
+  if (c.hdr) o.hdr = media::parse_hdr_color_space(*c.hdr, "--hdr");
   for (const auto& v : c.images) {
     LTX_CHECK(v.size() == 3 || v.size() == 4, "--image takes PATH FRAME_IDX STRENGTH [CRF], got ",
               v.size(), " values");
@@ -118,9 +122,6 @@ int run_generate(GenerateCli& c) {
   if (!c.input.empty()) {
     LTX_CHECK(hdr, "--input is a flag of --pipeline hdr-ic-lora (its SDR clip)");
     LTX_CHECK(c.video_conditionings.empty(), "--input and --video-conditioning both name the clip; give one");
-    std::error_code ec;
-    LTX_CHECK(!std::filesystem::is_directory(c.input, ec), "--input '", c.input,
-              "' is a folder: give one clip per run (the reference's script walks a folder of clips)");
     o.video_conditionings.push_back({c.input, 1.0});
   }
   if (!c.conditioning_attention_mask.empty()) {
@@ -239,7 +240,8 @@ Command add_generate(CLI::App& app) {
                   "Video height in pixels: a multiple of 32 (one-stage) or 64");
   sub->add_option("--width", o.width, "Video width in pixels: a multiple of 32 (one-stage) or 64");
   sub->add_option("--num-frames", o.num_frames, "Frame count, 8k + 1 (default 121)");
-  sub->add_option("--frame-rate", o.frame_rate, "Frames per second (default 24)");
+  sub->add_option("--frame-rate", o.frame_rate,
+                  "Frames per second (default 24; retake: only for an EXR-frame folder as --video-path)");
   sub->add_option("--num-inference-steps", o.num_inference_steps,
                   "Denoising steps of the guided first stage (default: the preset's, "
                   "30 for LTX-2.3)");
@@ -253,12 +255,20 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--distilled-lora-strength-stage-2", o.distilled_lora_strength_stage_2,
                   "two-stage-hq: distilled LoRA strength in stage 2 (default 0.5)");
   sub->add_option("--image", c->images,
-                  "PATH FRAME_IDX STRENGTH [CRF]: condition on an image (PNG/JPEG) at a frame "
-                  "(repeatable; CRF default: the model's)")
+                  "PATH FRAME_IDX STRENGTH [CRF]: condition on an image at a frame: PNG/JPEG (SDR) or a "
+                  "scene-linear .exr still (HDR, with --hdr) (repeatable; CRF default: the model's; EXR is "
+                  "not re-encoded)")
       ->expected(1, 4);  // counted by run_generate, for an error that names the arguments
   sub->add_option("--video-path", o.video_path,
                   "retake: the source video to retake (its size, frame count and frame rate are "
-                  "kept; 8k + 1 frames, sizes multiples of 32)");
+                  "kept; 8k + 1 frames, sizes multiples of 32), or a folder of scene-linear *.exr frames "
+                  "(HDR retake: needs --hdr and --frame-rate)");
+  sub->add_option("--hdr", c->hdr,
+                  "{SRGB_LINEAR,ACESCG,ACESCCT}: the colour space of EXR inputs (--image x.exr, EXR-frame "
+                  "folders) and an HDR output: --output-path becomes an HLG BT.2020 10-bit HEVC master and "
+                  "<stem>_exr/ beside it gets the frames as half-float EXR. Required with any EXR input; "
+                  "default SDR. Pipelines: distilled, one-stage, two-stage, two-stage-hq, "
+                  "keyframe-interpolation, a2vid, ic-lora, retake");
   sub->add_option("--start-time", o.start_time, "retake: start of the window to regenerate (seconds)");
   sub->add_option("--end-time", o.end_time, "retake: end of the window to regenerate (seconds)");
   sub->add_option("--num-generated-keyframes", o.num_generated_keyframes,
@@ -274,7 +284,8 @@ Command add_generate(CLI::App& app) {
                   "num-frames / frame-rate)");
   sub->add_option("--video-conditioning", c->video_conditionings,
                   "ic-lora: PATH STRENGTH of a reference (control) video, e.g. a depth or pose clip, "
-                  "read up to --num-frames frames (repeatable); hdr-ic-lora: PATH [STRENGTH] of the SDR "
+                  "or a folder of *.exr frames (with --hdr), read up to --num-frames frames (repeatable); "
+                  "hdr-ic-lora: PATH [STRENGTH] of the SDR "
                   "clip (its size and frame rate are kept)")
       ->expected(1, 2);  // counted by run_generate, for an error that names the arguments
   sub->add_option("--conditioning-attention-mask", c->conditioning_attention_mask,
@@ -287,7 +298,8 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--reference-strength", o.reference_strength,
                   "dubit: strength of the IC-LoRA video reference conditioning, in [0, 1] (default 1.0)");
   sub->add_option("--input", c->input,
-                  "hdr-ic-lora: the SDR clip, as the reference's script names it (--video-conditioning PATH 1.0)");
+                  "hdr-ic-lora: the SDR clip, or a folder of .mp4 / .mov clips run one after another, as the "
+                  "reference's script names it (--video-conditioning PATH 1.0)");
   sub->add_option("--text-embeddings", o.text_embeddings,
                   "hdr-ic-lora: precomputed text contexts (.safetensors with video_context, as the reference's "
                   "script takes them) instead of --prompt; no text encoder is then loaded");

@@ -16,6 +16,8 @@
 #include "generate/offload_plan.h"
 #include "generate/model_provider.h"
 #include "generate/placement.h"
+#include "io/safetensors.h"
+#include "models/audio_vae/audio_vae.h"
 #include "pipelines/pipeline.h"
 
 namespace ltx::generate {
@@ -317,6 +319,12 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     p.max_height = demo ? 512 : 2048;
     p.max_num_frames = demo ? 49 : 257;
     p.images = r.images;
+    if (kind == PipelineKind::A2Vid) {
+      const std::string& vae = r.models.paths.audio_vae.path;
+      const auto file = io::SafetensorsFile::open(vae);
+      p.input_audio_channels =
+          models::audio_vae::AudioVaeConfig::from_config(file->metadata_json("config"), vae).in_channels;
+    }
     info_.pipelines.push_back(p);
   }
   info_.default_pipeline = resolved_.count("two-stage") ? "two-stage" : resolved_.begin()->first;

@@ -68,6 +68,8 @@ struct PipelineInfo {
   int64_t max_width = 0, max_height = 0, max_num_frames = 0;
   bool images = true;    // can take conditioning images (the video encoder is present)
   bool guidance = true;  // takes the guidance flags (not distilled)
+  // a2vid: the channel count its audio VAE encoder takes (the soundtrack must have it); 0 elsewhere.
+  int64_t input_audio_channels = 0;
 };
 
 struct EngineInfo {

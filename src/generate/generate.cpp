@@ -25,9 +25,8 @@
 #include "generate/progress.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "media/exr.h"
 #include "media/image.h"
-#include "media/video_reader.h"
-#include "models/audio_vae/audio_vae.h"
 #include "media/temp_output.h"
 #include "media/video_reader.h"
 #include "models/audio_vae/audio_vae.h"
@@ -109,7 +108,9 @@ void validate_retake_options(const GenerateOptions& o) {
   if (!retake) return;
   LTX_CHECK(!o.video_path.empty(), "--pipeline retake needs --video-path CLIP (the video to retake)");
   std::error_code ec;
-  LTX_CHECK(fs::is_regular_file(o.video_path, ec), "--video-path '", o.video_path, "': no such file");
+  // An EXR-frame folder (HDR retake, validate_media_paths) or a video file.
+  const bool exr = media::is_exr_folder(o.video_path);
+  LTX_CHECK(exr || fs::is_regular_file(o.video_path, ec), "--video-path '", o.video_path, "': no such file");
   LTX_CHECK(o.start_time && o.end_time,
             "--pipeline retake needs --start-time and --end-time (the window to regenerate, in seconds)");
   LTX_CHECK(std::isfinite(*o.start_time) && *o.start_time >= 0, "--start-time ", *o.start_time, " must be >= 0");
@@ -117,7 +118,7 @@ void validate_retake_options(const GenerateOptions& o) {
             " must be greater than --start-time ", *o.start_time);
   for (const auto& [given, flag] :
        {std::pair{o.height.has_value(), "--height"}, std::pair{o.width.has_value(), "--width"},
-        std::pair{o.num_frames.has_value(), "--num-frames"}, std::pair{o.frame_rate.has_value(), "--frame-rate"},
+        std::pair{o.num_frames.has_value(), "--num-frames"}, std::pair{o.frame_rate.has_value() && !exr, "--frame-rate"},
         std::pair{o.auto_duration.has_value(), "--auto-duration"}})
     LTX_CHECK(!given, flag, ": the retake pipeline takes the size, frame count and frame rate of --video-path");
   LTX_CHECK(o.images.empty(), "--image: the retake pipeline conditions on --video-path, not on images");
@@ -243,6 +244,120 @@ Tensor read_text_embeddings(const std::string& path) {
   return ctx;
 }
 
+// hdr-ic-lora's clips (the reference's _collect_videos): the file itself, or a folder's .mp4 /
+// .mov files (any case) sorted by name.
+std::vector<std::string> hdr_clips(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return {path};
+  std::vector<std::string> clips;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    const std::string ext = lower_extension(e.path().string());
+    if (e.is_regular_file(ec) && (ext == ".mp4" || ext == ".mov")) clips.push_back(e.path().string());
+  }
+  std::sort(clips.begin(), clips.end());
+  LTX_CHECK(!clips.empty(), "--input '", path, "': the folder holds no .mp4 or .mov clip");
+  return clips;
+}
+
+// The pipelines whose reference scripts take --hdr (their parsers add add_hdr_args and their
+// main() applies it). DFR's parser has the flag too but its script never applies it.
+bool takes_hdr(PipelineKind kind) {
+  switch (kind) {
+    case PipelineKind::Distilled:
+    case PipelineKind::OneStage:
+    case PipelineKind::TwoStage:
+    case PipelineKind::TwoStageHQ:
+    case PipelineKind::KeyframeInterpolation:
+    case PipelineKind::A2Vid:
+    case PipelineKind::IcLora:
+    case PipelineKind::Retake:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_exr_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && lower_extension(path) == ".exr";
+}
+
+// A flag that takes a video file or an EXR-frame folder (the reference's _verify_sequence_path).
+void check_sequence_path(const char* flag, const std::string& path) {
+  std::error_code ec;
+  LTX_CHECK(!is_exr_file(path), flag, " '", path, "' is a single .exr file; pass a directory of *.exr frames.");
+  LTX_CHECK(!fs::is_directory(path, ec) || media::is_exr_folder(path), flag, " '", path,
+            "' is a directory without *.exr frames.");
+}
+
+// --hdr and the shapes of the media paths, as the reference's _verify_media_path_args: --image is
+// a still (.exr or PNG / JPEG), never a folder; --video-conditioning / --video-path a video file
+// or an EXR-frame folder; --image and --video-conditioning all EXR or all SDR; any EXR input
+// needs --hdr; retake's --frame-rate only (and always) with an EXR folder; DubIt's
+// --reference-video a video file. hdr-ic-lora's clip is SDR.
+void validate_media_paths(const GenerateOptions& o, PipelineKind kind) {
+  const char* name = pipelines::pipeline_name(kind);
+  if (o.hdr)
+    LTX_CHECK(takes_hdr(kind), "--hdr is not a flag of --pipeline ", name,
+              kind == PipelineKind::Dfr ? " (the reference's dfr script parses it but never applies it)"
+              : kind == PipelineKind::HdrIcLora
+                  ? " (it makes HDR from an SDR clip through --hdr-lora; its reference script refuses --hdr)"
+              : kind == PipelineKind::DubIt ? " (DubIt is SDR only, as the reference)"
+                                            : " (it generates audio only)");
+  std::error_code ec;
+  struct Input {
+    std::string flag, path;
+    bool exr;
+  };
+  std::vector<Input> inputs;
+  for (const ImageFlag& im : o.images) {
+    if (im.path.empty()) continue;  // bytes (a server's upload): PNG / JPEG
+    LTX_CHECK(!fs::is_directory(im.path, ec), "--image '", im.path, "' is a directory; pass a still file (.exr or "
+              "PNG/JPEG). For an EXR sequence use --video-conditioning or --video-path.");
+    inputs.push_back({"--image", im.path, is_exr_file(im.path)});
+  }
+  if (kind == PipelineKind::HdrIcLora) {
+    for (const VideoConditioningFlag& v : o.video_conditionings)
+      LTX_CHECK(!is_exr_file(v.path) && !media::is_exr_folder(v.path), "--video-conditioning '", v.path,
+                "': the hdr-ic-lora pipeline takes SDR video clips (.mp4 / .mov, or a folder of them), not EXR "
+                "frames");
+  } else {
+    for (const VideoConditioningFlag& v : o.video_conditionings) {
+      check_sequence_path("--video-conditioning", v.path);
+      inputs.push_back({"--video-conditioning", v.path, media::is_exr_folder(v.path)});
+    }
+  }
+  bool exr = false, sdr = false;
+  for (const Input& in : inputs) (in.exr ? exr : sdr) = true;
+  if (exr && sdr) {
+    std::string detail;
+    for (const Input& in : inputs)
+      detail += str(detail.empty() ? "" : ", ", in.flag, " '", in.path, "' (", in.exr ? "EXR" : "SDR", ")");
+    fail("--image / --video-conditioning must be all EXR or all SDR; got mixed: ", detail,
+         ". (--conditioning-attention-mask is always SDR and is ignored here.)");
+  }
+  if (!o.reference_video.empty()) {
+    LTX_CHECK(!is_exr_file(o.reference_video) && !media::is_exr_folder(o.reference_video), "--reference-video '",
+              o.reference_video, "' must be a video file with an audio track; EXR is not supported (fps and "
+              "audio identity come from the container).");
+    LTX_CHECK(!fs::is_directory(o.reference_video, ec), "--reference-video '", o.reference_video,
+              "' is a directory; pass a video file (fps and audio identity come from the container).");
+  }
+  if (!o.video_path.empty() && kind == PipelineKind::Retake) {
+    check_sequence_path("--video-path", o.video_path);
+    if (media::is_exr_folder(o.video_path)) {
+      exr = true;
+      LTX_CHECK(o.frame_rate, "--video-path '", o.video_path, "' is an EXR-frame folder; --frame-rate is required "
+                "(EXR sequences have no container fps).");
+    } else {
+      LTX_CHECK(!o.frame_rate, "--frame-rate is only valid when --video-path is an EXR-frame folder; for video "
+                "files the container fps is used.");
+    }
+  }
+  LTX_CHECK(!exr || o.hdr, "EXR input requires --hdr ", media::hdr_color_space_choices(),
+            " to declare the source colour space.");
+}
+
 // The hdr-ic-lora flags (the reference's hdr_ic_lora.py CLI: one clip whose size and frame rate
 // the output keeps, the HDR IC-LoRA on a distilled checkpoint, no guidance).
 void validate_hdr_options(const GenerateOptions& o, PipelineKind kind, bool to_file) {
@@ -261,7 +376,9 @@ void validate_hdr_options(const GenerateOptions& o, PipelineKind kind, bool to_f
             "--pipeline hdr-ic-lora needs one SDR clip: pass --video-conditioning PATH [STRENGTH] once (got ",
             o.video_conditionings.size(), ")");
   const VideoConditioningFlag& clip = o.video_conditionings.front();
-  check_clip_flag("--video-conditioning", clip.path, clip.strength);
+  // One clip, or a folder of clips each run in turn (the reference's --input folder).
+  const std::vector<std::string> clips = hdr_clips(clip.path);
+  for (const std::string& c : clips) check_clip_flag("--video-conditioning", c, clip.strength);
   if (o.hdr_lora.empty()) {
     LTX_CHECK(o.models.empty(), "--pipeline hdr-ic-lora needs its HDR IC-LoRA: pass --hdr-lora PATH "
               "(a LoRA whose metadata names its HDR transfer)");
@@ -289,7 +406,10 @@ void validate_hdr_options(const GenerateOptions& o, PipelineKind kind, bool to_f
             "IC-LoRA alone (--hdr-lora)");
   LTX_CHECK(!o.enhance_prompt, "--enhance-prompt does not apply to --pipeline hdr-ic-lora");
   if (to_file)
-    check_hdr_output(hdr_output_paths(o.output_path, clip.path), o.skip_mp4, "--output-path");
+    for (const std::string& c : clips) check_hdr_output(hdr_output_paths(o.output_path, c), o.skip_mp4, "--output-path");
+  else
+    LTX_CHECK(clips.size() == 1 && clips.front() == clip.path, "--video-conditioning '", clip.path,
+              "': a folder of clips writes one output per clip; run the clips one by one");
 }
 
 // The ic-lora flags: each names a clip that must exist; strengths in [0, 1].
@@ -307,9 +427,14 @@ void validate_ic_lora_options(const GenerateOptions& o, PipelineKind kind) {
   std::vector<std::pair<std::string, double>> clips;
   for (const VideoConditioningFlag& v : o.video_conditionings) clips.emplace_back(v.path, v.strength);
   if (o.conditioning_attention_mask) clips.push_back(*o.conditioning_attention_mask);
-  for (size_t i = 0; i < clips.size(); ++i)
-    check_clip_flag(i < o.video_conditionings.size() ? "--video-conditioning" : "--conditioning-attention-mask",
-                    clips[i].first, clips[i].second);
+  for (size_t i = 0; i < clips.size(); ++i) {
+    const char* flag = i < o.video_conditionings.size() ? "--video-conditioning" : "--conditioning-attention-mask";
+    if (i < o.video_conditionings.size() && media::is_exr_folder(clips[i].first))
+      LTX_CHECK(clips[i].second >= 0.0 && clips[i].second <= 1.0, flag, " '", clips[i].first, "': STRENGTH ",
+                clips[i].second, " must be in [0, 1]");  // an EXR-frame folder: read after the checks
+    else
+      check_clip_flag(flag, clips[i].first, clips[i].second);
+  }
   LTX_CHECK(!o.auto_duration, "--auto-duration does not apply to --pipeline ic-lora: the reference "
             "video is read up to --num-frames frames; pass --num-frames");
   LTX_CHECK(!guidance_given(o.video_guidance) && !guidance_given(o.audio_guidance) && !o.negative_prompt &&
@@ -328,6 +453,15 @@ Tensor read_clip(const std::string& path, int64_t max_frames, const char* flag) 
   } catch (const Error& e) {
     fail(flag, " '", path, "': cannot read the video (", e.what(), "); give a video file FFmpeg decodes "
          "(e.g. H.264 MP4)");
+  }
+}
+
+// An EXR still named by --image (scene-linear f32 [H, W, 3]); errors name the flag.
+Tensor read_exr_still(const std::string& path) {
+  try {
+    return media::read_exr(path);
+  } catch (const Error& e) {
+    fail("--image '", path, "': ", e.what());
   }
 }
 
@@ -398,6 +532,7 @@ void validate_options(const GenerateOptions& o, bool to_file) {
             "add --device cuda)");
   block_streaming(o.offload, o.device);         // --offload on the CPU
   LTX_CHECK(!o.prompt.empty() || !o.text_embeddings.empty(), "--prompt is empty: describe the video to generate");
+  validate_media_paths(o, kind);
   const OutputFormat format = output_format_of(o);
   if (to_file) {
     LTX_CHECK(!o.output_path.empty(), "--output-path is empty: name the MP4 file to write");
@@ -421,6 +556,11 @@ void validate_options(const GenerateOptions& o, bool to_file) {
     check_output_format(kind, format);
   } else if (!o.output_format.empty()) {
     check_output_format(kind, resolve_output_format(o.output_format, ""));
+  }
+  if (o.hdr) {
+    LTX_CHECK(format == OutputFormat::Mp4, "--hdr writes an HLG BT.2020 master MP4 with the EXR frames beside it; ",
+              "--output-format ", output_format_name(format), " does not apply: name a .mp4 --output-path");
+    if (to_file) check_hdr_master_output(hdr_master_paths(o.output_path), "--output-path");
   }
   validate_hdr_options(o, kind, to_file);
   const bool a2vid = kind == PipelineKind::A2Vid, t2a = kind == PipelineKind::T2A;
@@ -635,6 +775,22 @@ namespace {
 // audio track. Unreadable media fail naming --video-path.
 void read_retake_source(const GenerateOptions& options, bool decode, pipelines::GenerationRequest& req) {
   const std::string& path = options.video_path;
+  if (media::is_exr_folder(path)) {
+    // An EXR-frame folder (get_videostream_metadata's EXR branch): the frames' count and the first
+    // one's size, --frame-rate as the rate, no audio.
+    req.frame_rate = options.frame_rate.value_or(req.frame_rate);
+    const Tensor first = media::read_exr_frames(path, 0, 1, "--video-path");
+    req.height = first.size(1);
+    req.width = first.size(2);
+    req.num_frames = static_cast<int64_t>(media::exr_frame_paths(path).size());
+    if (!decode) return;
+    pipelines::RetakeSource src;
+    src.frames = media::read_exr_frames(path, 0, 0, "--video-path");
+    src.start_time = options.start_time.value_or(0.0);
+    src.end_time = options.end_time.value_or(0.0);
+    req.retake = std::move(src);
+    return;
+  }
   try {
     const media::MediaInfo info = media::probe_media(path);
     const media::StreamInfo* video = &media::first_video_stream(info);
@@ -707,6 +863,7 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
     req.num_frames = kDemoNumFrames;
   }
   if (options.seed) req.seed = *options.seed;
+  req.hdr = options.hdr;
   if (options.height) req.height = *options.height;
   if (options.width) req.width = *options.width;
   if (options.frame_rate) req.frame_rate = *options.frame_rate;
@@ -757,8 +914,11 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
       pipelines::VideoConditioning vc;
       vc.path = v.path;
       vc.strength = v.strength;
-      vc.frames = read_images ? read_clip(v.path, req.num_frames, "--video-conditioning")
-                              : Tensor::zeros({1, 1, 1, 3}, DType::U8);
+      // An EXR-frame folder: its first num_frames frames, scene-linear (the request's --hdr space).
+      vc.frames = !read_images ? Tensor::zeros({1, 1, 1, 3}, DType::U8)
+                  : media::is_exr_folder(v.path)
+                      ? media::read_exr_frames(v.path, 0, req.num_frames, "--video-conditioning")
+                      : read_clip(v.path, req.num_frames, "--video-conditioning");
       req.video_conditionings.push_back(std::move(vc));
     }
     if (options.conditioning_attention_mask) {
@@ -776,9 +936,9 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
     pipelines::ImageConditioning c;
     c.path = im.path;
     if (read_images)
-      c.image = im.path.empty()
-                    ? media::decode_image(im.bytes.data(), im.bytes.size(), str("image ", i + 1))
-                    : media::read_image(im.path);
+      c.image = im.path.empty()         ? media::decode_image(im.bytes.data(), im.bytes.size(), str("image ", i + 1))
+                : is_exr_file(im.path) ? read_exr_still(im.path)
+                                        : media::read_image(im.path);
     c.frame_index = im.frame_index;
     c.strength = im.strength;
     c.crf = im.crf;
@@ -963,6 +1123,11 @@ DecodeResult decode_output(const GenerateOptions& options, const ResolvedModels&
   dec.device = options.device;
   dec.dtype = options.dtype;
   dec.fps = out.frame_rate;
+  if (options.hdr) {
+    dec.dtype = DType::F32;  // vae_dtype_for_hdr: the HDR decode runs with f32 weights
+    // The reference's retake hands its encoder int(fps).
+    if (pipelines::parse_pipeline_kind(options.pipeline) == PipelineKind::Retake) dec.fps = std::floor(dec.fps);
+  }
   dec.noise_seed = req.seed;
   dec.audio_max_seconds = out.audio_max_seconds;
   Tensor audio_latent = options.audio ? out.audio_latent : Tensor();
@@ -1309,10 +1474,24 @@ GenerateResult run_generation(const GenerateOptions& options, Progress& progress
     return result;
   }
   if (format == OutputFormat::Exr) {
-    ExrOutputSink sink(hdr_output_paths(options.output_path, options.video_conditionings.at(0).path),
-                       options.skip_mp4);
+    // hdr-ic-lora: each clip of the input (one, or a folder's) into its own EXR folder and preview,
+    // which appear when that clip is done (as the reference's script walks a folder).
+    const std::vector<std::string> clips = hdr_clips(options.video_conditionings.at(0).path);
+    GenerateResult result;
+    for (size_t i = 0; i < clips.size(); ++i) {
+      GenerateOptions one = options;
+      one.video_conditionings.at(0).path = clips[i];
+      if (clips.size() > 1) log_info("clip ", i + 1, " of ", clips.size(), ": ", clips[i]);
+      ExrOutputSink sink(hdr_output_paths(options.output_path, clips[i]), options.skip_mp4);
+      result = generate(one, progress, sink);
+      result.output_path = sink.paths().exr_dir;
+    }
+    return result;
+  }
+  if (options.hdr) {
+    HdrMasterSink sink(hdr_master_paths(options.output_path), *options.hdr);
     GenerateResult result = generate(options, progress, sink);
-    result.output_path = sink.paths().exr_dir;
+    result.output_path = options.output_path;
     return result;
   }
   std::unique_ptr<MediaSink> sink;

@@ -22,6 +22,7 @@
 #include "generate/model_paths.h"
 #include "generate/placement.h"
 #include "media/audio.h"
+#include "media/hdr.h"
 
 namespace ltx::generate {
 
@@ -140,10 +141,19 @@ struct GenerateOptions {
   // --output-format: "mp4", "wav" or "png"; empty: from the output path's extension
   // (resolve_output_format).
   std::string output_format;
+  // --hdr {SRGB_LINEAR,ACESCG,ACESCCT} (the reference's add_hdr_args; distilled, one-stage,
+  // two-stage, two-stage-hq, keyframe-interpolation, a2vid, ic-lora, retake): the colour space of
+  // EXR inputs (--image x.exr, an EXR-frame folder as --video-conditioning or --video-path, which
+  // then needs --frame-rate) and an HDR output: the decode in f32, the output path an HLG BT.2020
+  // 10-bit HEVC master with the audio, <stem>_exr/ beside it with the frames as half-float EXR in
+  // that colour space (generate/hdr_output.h). Any EXR input needs it; inputs are all EXR or all
+  // SDR.
+  std::optional<media::HdrColorSpace> hdr;
 };
 
 // What the output path receives (--output-format, else the output path's extension):
-//   Mp4  the video with its audio track (H.264 + AAC): the video pipelines
+//   Mp4  the video with its audio track (H.264 + AAC): the video pipelines; with --hdr the HLG
+//        BT.2020 master (HEVC 10-bit + AAC) and <stem>_exr/ (EXR frames) beside it
 //   Wav  16-bit PCM: t2a, the audio-only pipeline
 //   Png  the frames as PNG: one frame (--num-frames 1, text-to-image) -> the file at the output
 //        path; several -> a folder at the output path without its ".png" ending holding
@@ -191,7 +201,9 @@ void validate_options(const GenerateOptions& options, bool to_file = true);
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress);
 // The same generation with the decoded frames and audio handed to `sink` (e.g. a MemorySink)
 // instead of an MP4 file; options.output_path is not used. hdr-ic-lora hands it scene-linear
-// Rec.709 frames (values above 1 kept), cropped to the clip's size, and no audio.
+// Rec.709 frames (values above 1 kept), cropped to the clip's size, and no audio; with --hdr the
+// frames are the ACEScct working-space codes in [0, 1] (media::hdr_exr_frames / hdr_to_linear
+// take them to linear).
 GenerateResult run_generation(const GenerateOptions& options, Progress& progress, MediaSink& sink);
 
 // The files of one generation, found and checked: run_generation does it on every call, an

@@ -13,6 +13,62 @@ namespace ltx::generate {
 
 namespace fs = std::filesystem;
 
+HdrMasterPaths hdr_master_paths(const std::string& output_path) {
+  const fs::path out(output_path);
+  return {output_path, (out.parent_path() / (out.stem().string() + "_exr")).string()};
+}
+
+void check_hdr_master_output(const HdrMasterPaths& paths, const std::string& who) {
+  std::error_code ec;
+  LTX_CHECK(!fs::exists(paths.exr_dir, ec) || (fs::is_directory(paths.exr_dir, ec) && fs::is_empty(paths.exr_dir, ec)),
+            who, ": with --hdr the EXR frames go to '", paths.exr_dir,
+            "', which exists and is not an empty folder; remove it or pick another output path");
+  media::check_output_location(paths.exr_dir, who);
+  media::check_output_location(paths.mp4, who);
+}
+
+HdrMasterSink::HdrMasterSink(HdrMasterPaths paths, media::HdrColorSpace color_space)
+    : paths_(std::move(paths)), color_space_(color_space) {}
+
+HdrMasterSink::~HdrMasterSink() = default;  // the writers remove their temporaries
+
+void HdrMasterSink::begin(const MediaFormat& format) {
+  exr_ = std::make_unique<media::ExrFrameWriter>(paths_.exr_dir, media::exr_output_options(color_space_));
+  media::Mp4Options mp4 = media::hlg_mp4_options();
+  mp4.hlg_primaries = media::Primaries::Rec709;  // the master is always fed Rec.709 linear
+  if (format.audio_sample_rate > 0) {
+    mp4.audio_sample_rate = static_cast<int>(format.audio_sample_rate);
+    mp4.audio_channels = static_cast<int>(format.audio_channels);
+  }
+  master_ = std::make_unique<media::Mp4Writer>(paths_.mp4, format.fps, mp4);
+}
+
+void HdrMasterSink::write_frames(const Tensor& frames) {
+  LTX_CHECK(exr_ && master_, "HDR output: frames before begin()");
+  const Tensor linear = media::hdr_to_linear(frames, media::kHdrWorkingTransfer, media::Primaries::Rec709);
+  // The EXR sink reuses the master's pixels when they match (SRGB_LINEAR), as the reference does.
+  exr_->write_frames(color_space_ == media::HdrColorSpace::SrgbLinear ? linear
+                                                                       : media::hdr_exr_frames(frames, color_space_));
+  master_->write_frames(linear);
+}
+
+void HdrMasterSink::write_audio(const Tensor& waveform) {
+  LTX_CHECK(master_, "HDR output: audio before begin()");
+  master_->write_audio(waveform);
+}
+
+void HdrMasterSink::finish() {
+  LTX_CHECK(exr_ && master_, "HDR output: no frame was decoded");
+  master_->finish();
+  try {
+    exr_->finish();
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(paths_.mp4, ec);
+    throw;
+  }
+}
+
 HdrOutputPaths hdr_output_paths(const std::string& output_dir, const std::string& clip_path) {
   // A trailing '/' names the folder itself.
   fs::path dir(output_dir);

@@ -24,6 +24,43 @@
 
 namespace ltx::generate {
 
+// ---- --hdr on the standard pipelines (the reference's encode_video with a colour space:
+// _encode_hdr_video_outputs). The decode (in f32) gives ACEScct working-space codes in [0, 1];
+// one pass feeds two files:
+//  - the output path: the HLG master (media::hlg_mp4_options: HEVC Main10, BT.2020 / ARIB STD-B67
+//    tags) of the frames as scene-linear Rec.709, with the audio track;
+//  - <output folder>/<output stem>_exr/frame_00000.exr, ...: media::hdr_exr_frames (the codes
+//    for ACESCCT, else scene-linear in the colour space's primaries), half float, tagged by
+//    media::exr_output_options.
+struct HdrMasterPaths {
+  std::string mp4;      // the output path
+  std::string exr_dir;  // <parent>/<stem>_exr
+};
+HdrMasterPaths hdr_master_paths(const std::string& output_path);
+// Before any model loads: both can be written and the EXR folder does not exist or is empty.
+void check_hdr_master_output(const HdrMasterPaths& paths, const std::string& who);
+
+// Both files are built under temporary names and appear together in finish(); on an error, or
+// without finish(), neither appears.
+class HdrMasterSink final : public MediaSink {
+ public:
+  HdrMasterSink(HdrMasterPaths paths, media::HdrColorSpace color_space);
+  ~HdrMasterSink() override;
+  void begin(const MediaFormat& format) override;
+  void write_frames(const Tensor& frames) override;
+  void write_audio(const Tensor& waveform) override;
+  void finish() override;
+  const HdrMasterPaths& paths() const { return paths_; }
+
+ private:
+  HdrMasterPaths paths_;
+  media::HdrColorSpace color_space_;
+  std::unique_ptr<media::ExrFrameWriter> exr_;
+  std::unique_ptr<media::Mp4Writer> master_;
+};
+
+// ---- hdr-ic-lora
+
 struct HdrOutputPaths {
   std::string dir;          // the output folder (made when missing)
   std::string exr_dir;      // <dir>/<clip>_exr

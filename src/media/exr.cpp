@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/input_limits.h"
 #include "core/parallel.h"
+#include "ops/shape.h"
 #include "media/support.h"
 
 #if LTX_WITH_OPENEXR
@@ -293,6 +294,55 @@ std::vector<std::string> exr_frame_paths(const std::string& path) {
   LTX_CHECK(!files.empty(), "EXR folder '", path, "': holds no .exr frames");
   std::sort(files.begin(), files.end());
   return files;
+}
+
+ExrWriteOptions exr_output_options(HdrColorSpace cs) {
+  ExrWriteOptions o;
+  o.pixel_type = ExrPixelType::Half;
+  switch (cs) {
+    case HdrColorSpace::ACEScct:
+      o.primaries = Primaries::ACEScg;
+      o.color_space = "ACEScct";
+      break;
+    case HdrColorSpace::ACEScg:
+      o.primaries = Primaries::ACEScg;
+      o.color_space = "ACEScg";
+      break;
+    case HdrColorSpace::SrgbLinear:
+      o.primaries = Primaries::Rec709;
+      o.color_space = "sRGB";
+      break;
+  }
+  return o;
+}
+
+Tensor read_exr_frames(const std::string& path, int64_t start, int64_t max_frames, const std::string& who) {
+  std::vector<std::string> files;
+  try {
+    files = exr_frame_paths(path);
+  } catch (const Error& e) {
+    fail(who, " '", path, "': ", e.what());
+  }
+  LTX_CHECK(start >= 0 && start < static_cast<int64_t>(files.size()), who, " '", path,
+            "': no EXR frame left from frame ", start, " (it holds ", files.size(), ")");
+  const auto begin = files.begin() + start;
+  const auto end = max_frames > 0 && max_frames < static_cast<int64_t>(files.end() - begin) ? begin + max_frames
+                                                                                            : files.end();
+  std::vector<Tensor> frames;
+  for (auto it = begin; it != end; ++it) {
+    Tensor f;
+    try {
+      f = read_exr(*it);
+    } catch (const Error& e) {
+      fail(who, " '", path, "': ", e.what());
+    }
+    if (!frames.empty())
+      LTX_CHECK(f.size(0) == frames[0].size(1) && f.size(1) == frames[0].size(2), who, " '", path, "': frame '",
+                fs::path(*it).filename().string(), "' is ", f.size(1), "x", f.size(0), " but the first is ",
+                frames[0].size(2), "x", frames[0].size(1), " (width x height); every frame must have one size");
+    frames.push_back(f.unsqueeze(0));
+  }
+  return ops::concat(frames, 0);
 }
 
 ExrFrameWriter::ExrFrameWriter(std::string dir, ExrWriteOptions options)

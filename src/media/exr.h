@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "media/hdr.h"
 #include "media/primaries.h"
 #include "media/temp_output.h"
 
@@ -30,6 +31,10 @@ struct ExrWriteOptions {
   std::string color_space = "sRGB";
 };
 
+// The tags of an --hdr run's EXR frames (the reference's HDRColorSpace.exr_output_tags): ACEScg
+// primaries tagged "ACEScct" (log codes) or "ACEScg", Rec.709 tagged "sRGB"; half float.
+ExrWriteOptions exr_output_options(HdrColorSpace cs);
+
 // One frame [H, W, 3] (or [3, H, W], as the reference accepts), any floating dtype, any device;
 // values are written as they are (no clamp: highlights above 1 survive). Atomic (temp name +
 // rename). Throws ltx::Error naming the file.
@@ -46,6 +51,11 @@ Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name);
 // The frames of a conditioning path: a single .exr file, or a folder's *.exr files sorted by name
 // (the reference's rule). Throws ltx::Error when the path is neither or the folder has none.
 std::vector<std::string> exr_frame_paths(const std::string& path);
+// The frames of a conditioning path from `start` on, at most `max_frames` of them (0: all), read
+// with read_exr into f32 [F, H, W, 3] (the reference's load_exr_conditioning_hdr before its
+// resize). Every frame must have the first one's size. Throws naming `who` (the flag) when the
+// path has no frame left from `start` or a frame is unreadable or of another size.
+Tensor read_exr_frames(const std::string& path, int64_t start, int64_t max_frames, const std::string& who);
 // Whether `path` is a folder that directly holds *.exr files.
 bool is_exr_folder(const std::string& path);
 

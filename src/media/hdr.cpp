@@ -1,6 +1,7 @@
 #include "media/hdr.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/error.h"
@@ -117,6 +118,37 @@ Tensor hdr_to_working_space(const Tensor& linear, HdrTransfer t, Primaries sourc
     if (!same) apply(m, lin, lin);
     for (int c = 0; c < 3; ++c) o[c] = hdr_compress(t, std::max(lin[c], 0.0f));
   });
+}
+
+HdrColorSpace parse_hdr_color_space(const std::string& name, const std::string& who) {
+  std::string key = name;
+  std::transform(key.begin(), key.end(), key.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  for (const HdrColorSpace cs : {HdrColorSpace::SrgbLinear, HdrColorSpace::ACEScg, HdrColorSpace::ACEScct})
+    if (key == hdr_color_space_name(cs)) return cs;
+  fail("invalid ", who, " '", name, "'; choose from SRGB_LINEAR, ACESCG, ACESCCT");
+}
+
+std::string hdr_color_space_name(HdrColorSpace cs) {
+  switch (cs) {
+    case HdrColorSpace::SrgbLinear: return "SRGB_LINEAR";
+    case HdrColorSpace::ACEScg: return "ACESCG";
+    case HdrColorSpace::ACEScct: return "ACESCCT";
+  }
+  fail("hdr_color_space_name: unknown colour space");
+}
+
+std::string hdr_color_space_choices() { return "{SRGB_LINEAR,ACESCG,ACESCCT}"; }
+
+Primaries hdr_source_primaries(HdrColorSpace cs) {
+  return cs == HdrColorSpace::SrgbLinear ? Primaries::Rec709 : Primaries::ACEScg;
+}
+
+bool hdr_is_log_working(HdrColorSpace cs) { return cs == HdrColorSpace::ACEScct; }
+
+Tensor hdr_exr_frames(const Tensor& working, HdrColorSpace cs) {
+  if (hdr_is_log_working(cs)) return rgb_f32(working, "hdr_exr_frames");
+  return hdr_to_linear(working, kHdrWorkingTransfer, hdr_source_primaries(cs));
 }
 
 Tensor to_vae_range(const Tensor& x, const std::string& who) {

@@ -31,6 +31,29 @@ Primaries hdr_native_primaries(HdrTransfer t);
 float hdr_compress(HdrTransfer t, float linear);
 float hdr_decompress(HdrTransfer t, float working);
 
+// The colour spaces of `--hdr` (the reference's HDRColorSpace, ltx_pipelines/utils/media_io/
+// color_config.py): what EXR inputs hold and what the HDR outputs are written in. The VAE's
+// working space is ACEScct for all three: SRGB_LINEAR (scene-linear Rec.709) and ACESCG
+// (scene-linear ACEScg) are compressed by the curve when loaded; ACESCCT inputs already hold its
+// codes.
+enum class HdrColorSpace { SrgbLinear, ACEScg, ACEScct };
+// The reference's names, any case ("srgb_linear", "ACESCG", ...); throws ltx::Error naming `who`
+// and the choices for anything else.
+HdrColorSpace parse_hdr_color_space(const std::string& name, const std::string& who);
+std::string hdr_color_space_name(HdrColorSpace cs);  // "SRGB_LINEAR", "ACESCG", "ACESCCT"
+// "{SRGB_LINEAR,ACESCG,ACESCCT}", as the reference's messages list them.
+std::string hdr_color_space_choices();
+// The gamut of the space's linear values: Rec.709 for SRGB_LINEAR, ACEScg for the other two.
+Primaries hdr_source_primaries(HdrColorSpace cs);
+// The VAE working-space curve (ACEScct for every space).
+constexpr HdrTransfer kHdrWorkingTransfer = HdrTransfer::ACEScct;
+// ACESCCT: the values are already working-space codes (no transfer on load or for the EXR output).
+bool hdr_is_log_working(HdrColorSpace cs);
+// Working-space codes [..., 3] in [0, 1] (the VAE decode of an --hdr run) -> what its EXR frames
+// hold: the codes themselves for ACESCCT, else scene-linear in the space's primaries (the
+// reference's _encode_hdr_video_outputs).
+Tensor hdr_exr_frames(const Tensor& working, HdrColorSpace cs);
+
 // Working-space codes [..., 3] -> scene-linear in `out` primaries, clamped to >= 0
 // (HDRTransfer.to_linear / to_hdr_linear).
 Tensor hdr_to_linear(const Tensor& working, HdrTransfer t, Primaries out = Primaries::Rec709);

@@ -6,6 +6,7 @@
 
 #include "media/image.h"
 #include "media/support.h"
+#include "ops/elementwise.h"
 #include "ops/resample.h"
 #include "ops/shape.h"
 
@@ -215,6 +216,21 @@ Tensor normalize_to_unit_range(const Tensor& x, DType dtype) {
   const float inv = 1.0f / 127.5f;
   for (int64_t i = 0; i < src.numel(); ++i) o[i] = p[i] * inv - 1.0f;
   return out.to(dtype);
+}
+
+Tensor prepare_hdr_frames(const Tensor& frames, int64_t height, int64_t width, HdrColorSpace cs, ResizeMode mode,
+                          DType dtype) {
+  LTX_CHECK(frames.defined() && dtype_is_floating(frames.dtype()),
+            "prepare_hdr_frames: expected floating (EXR) pixels; got ",
+            frames.defined() ? frames.describe() : std::string("an undefined tensor"));
+  const Tensor resized = mode == ResizeMode::ReflectPad ? resize_and_reflect_pad(frames, height, width)
+                                                        : resize_and_center_crop(frames, height, width);
+  // The curves work on channels-last pixels: [1, 3, F, h, w] -> [1, F, h, w, 3] and back.
+  const Tensor pixels = resized.permute({0, 2, 3, 4, 1});
+  const Tensor working = hdr_is_log_working(cs)
+                             ? ops::clamp(pixels.contiguous(), 0.0, 1.0)
+                             : hdr_to_working_space(pixels, kHdrWorkingTransfer, hdr_source_primaries(cs));
+  return to_vae_range(working, "HDR conditioning").permute({0, 4, 1, 2, 3}).contiguous().to(dtype);
 }
 
 Tensor load_image_conditioning(const std::string& path, int64_t height, int64_t width, int crf,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "media/hdr.h"
 
 namespace ltx::media {
 
@@ -39,6 +40,17 @@ Tensor resize_and_reflect_pad(const Tensor& image, int64_t height, int64_t width
 // [0, 255] -> [-1, 1]: x / 127.5 - 1 (as x * (1 / 127.5f) - 1, torch's CUDA division by a
 // scalar, the device the reference prepares images on), then cast to dtype.
 Tensor normalize_to_unit_range(const Tensor& x, DType dtype = DType::F32);
+
+// How a conditioning is fitted to the target size (the reference's ResizeMode).
+enum class ResizeMode { CenterCrop, ReflectPad };
+
+// HDR conditioning frames as the reference's load_exr_conditioning_hdr prepares EXR pixels:
+// frames [F, H, W, 3] or an image [H, W, 3], floating (scene-linear in `cs`'s primaries, or ACEScct
+// codes for ACESCCT) -> resized to height x width by `mode` (in linear light) -> the VAE working
+// space (hdr_to_working_space with ACEScct from the space's primaries; ACESCCT codes clamped to
+// [0, 1]) -> [-1, 1] -> f32 [1, 3, F, height, width] cast to `dtype`.
+Tensor prepare_hdr_frames(const Tensor& frames, int64_t height, int64_t width, HdrColorSpace cs, ResizeMode mode,
+                          DType dtype = DType::F32);
 
 // The whole path (load_image_and_preprocess): read_image -> crf_recompress -> resize and center
 // crop -> normalise: [1, 3, 1, height, width] in [-1, 1].

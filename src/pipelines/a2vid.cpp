@@ -59,7 +59,8 @@ GenerationResult run_a2vid(const GenerationRequest& r, const Components& c, cons
   std::vector<PreparedImage> images;
   if (!r.images.empty()) {
     if (progress) progress("image conditioning", 0, 1);
-    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf));
+    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf),
+                            r.hdr);
   }
   const auto conditionings = [&](int64_t h, int64_t w) {
     return images.empty() ? sampling::ConditioningItems{}

@@ -146,7 +146,8 @@ GenerationResult run_dfr(const GenerationRequest& r, const Components& c, const 
   std::vector<PreparedImage> images;
   if (!r.images.empty()) {
     if (progress) progress("image conditioning", 0, 1);
-    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf));
+    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf),
+                            r.hdr);
     if (progress) progress("image conditioning", 1, 1);
   }
   auto conditionings = [&](const std::vector<PreparedImage>& ims, int64_t h, int64_t w) {

@@ -100,9 +100,11 @@ Tensor temporal_subsample(const Tensor& video, int64_t factor) {
 
 namespace {
 
-Tensor first_frames(const Tensor& frames, int64_t max_frames, const char* what) {
-  LTX_CHECK(frames.dim() == 4 && frames.size(3) == 3 && frames.dtype() == DType::U8, what,
-            ": frames must be u8 [F, H, W, 3], got ", dtype_name(frames.dtype()), " ", frames.shape().str());
+Tensor first_frames(const Tensor& frames, int64_t max_frames, const char* what, bool allow_float = false) {
+  LTX_CHECK(frames.dim() == 4 && frames.size(3) == 3 &&
+                (frames.dtype() == DType::U8 || (allow_float && frames.dtype() == DType::F32)),
+            what, ": frames must be u8 [F, H, W, 3]", allow_float ? " (or an EXR folder's f32 frames)" : "", ", got ",
+            dtype_name(frames.dtype()), " ", frames.shape().str());
   LTX_CHECK(frames.size(0) >= 1, what, ": the video has no frames");
   return max_frames > 0 && frames.size(0) > max_frames ? frames.narrow(0, 0, max_frames) : frames;
 }
@@ -110,8 +112,13 @@ Tensor first_frames(const Tensor& frames, int64_t max_frames, const char* what) 
 }  // namespace
 
 Tensor preprocess_reference_video(const Tensor& frames, int64_t height, int64_t width, int64_t max_frames,
-                                  DType dtype) {
-  const Tensor used = first_frames(frames, max_frames, "IC-LoRA reference video");
+                                  DType dtype, std::optional<media::HdrColorSpace> hdr) {
+  const Tensor used = first_frames(frames, max_frames, "IC-LoRA reference video", true);
+  if (used.dtype() != DType::U8) {
+    LTX_CHECK(hdr, "IC-LoRA reference video: EXR input requires --hdr ", media::hdr_color_space_choices(),
+              " to declare the source colour space");
+    return media::prepare_hdr_frames(used, height, width, *hdr, media::ResizeMode::ReflectPad, dtype);
+  }
   return media::normalize_to_unit_range(media::resize_and_center_crop(used, height, width), dtype);
 }
 
@@ -142,7 +149,7 @@ void append_reference_video_conditionings(sampling::ConditioningItems& items,
             "), which the video VAE's x", vae.height, " grid does not divide; pick --height / --width so that ",
             "each divided by ", 2 * scale, " is a multiple of ", vae.height);
   for (const VideoConditioning& v : videos) {
-    Tensor pixels = preprocess_reference_video(v.frames, ref_height, ref_width, o.num_frames, o.dtype);
+    Tensor pixels = preprocess_reference_video(v.frames, ref_height, ref_width, o.num_frames, o.dtype, o.hdr);
     if (o.factors.temporal > 1) pixels = temporal_subsample(pixels, o.factors.temporal);
     const Tensor on_device = pixels.to(o.device, DType::F32);
     const Tensor latent =
@@ -173,8 +180,11 @@ void validate_ic_lora_request(const GenerationRequest& r, const Components& c) {
     const VideoConditioning& v = r.video_conditionings[i];
     const std::string which = v.path.empty() ? str("reference video ", i + 1) : str("--video-conditioning '", v.path, "'");
     LTX_CHECK(v.frames.defined() && v.frames.dim() == 4 && v.frames.size(0) >= 1 && v.frames.size(3) == 3 &&
-                  v.frames.dtype() == DType::U8,
-              "pipeline ic-lora: ", which, " has no decoded u8 [F, H, W, 3] frames");
+                  (v.frames.dtype() == DType::U8 || v.frames.dtype() == DType::F32),
+              "pipeline ic-lora: ", which, " has no decoded u8 [F, H, W, 3] frames (or f32 EXR frames)");
+    LTX_CHECK(v.frames.dtype() == DType::U8 || r.hdr, "pipeline ic-lora: ", which,
+              " is an EXR folder: EXR input requires --hdr ", media::hdr_color_space_choices(),
+              " to declare the source colour space");
     LTX_CHECK(v.strength >= 0.0 && v.strength <= 1.0, "pipeline ic-lora: ", which, ": STRENGTH ", v.strength,
               " must be in [0, 1]");
   }
@@ -205,7 +215,8 @@ GenerationResult run_ic_lora(const GenerationRequest& r, const Components& c, co
   std::vector<PreparedImage> images;
   if (progress) progress("image conditioning", 0, 1);
   if (!r.images.empty())
-    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf));
+    images = prepare_images(r.images, static_cast<int>(sampling::detect_params(c.model_version).default_image_crf),
+                            r.hdr);
   auto image_items = [&](int64_t h, int64_t w) {
     return images.empty() ? sampling::ConditioningItems{}
                           : image_conditionings(images, h, w, *c.video_encoder, r.dtype, c.device);
@@ -226,6 +237,7 @@ GenerationResult run_ic_lora(const GenerationRequest& r, const Components& c, co
   ro.attention_mask = r.conditioning_attention_mask;
   ro.dtype = r.dtype;
   ro.device = c.device;
+  ro.hdr = r.hdr;
   ic_lora::append_reference_video_conditionings(video1.conditionings, r.video_conditionings, *c.video_encoder, ro);
   if (progress) progress("image conditioning", 1, 1);
   std::optional<ModalityInput> audio1;

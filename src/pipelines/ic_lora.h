@@ -63,9 +63,11 @@ Tensor temporal_subsample(const Tensor& video, int64_t factor);
 
 // A reference video ready for the encoder (video_preprocess): each of the first `max_frames` frames
 // of u8 [F, H, W, 3] resized and center-cropped to height x width, mapped to [-1, 1] through
-// `dtype`: [1, 3, F', height, width] in `dtype`.
+// `dtype`: [1, 3, F', height, width] in `dtype`. An EXR folder's f32 frames take the HDR path
+// instead (load_exr_folder_conditioning_hdr: reflect-pad fit, the `hdr` colour space into the
+// working space), which needs `hdr`.
 Tensor preprocess_reference_video(const Tensor& frames, int64_t height, int64_t width, int64_t max_frames,
-                                  DType dtype);
+                                  DType dtype, std::optional<media::HdrColorSpace> hdr = std::nullopt);
 
 // The mask an --conditioning-attention-mask clip gives (ic_lora._load_mask_video): the first
 // `max_frames` frames resized and center-cropped to height x width, [-1, 1] in bf16, the channel
@@ -87,6 +89,7 @@ struct ReferenceVideoOptions {
   DType dtype = DType::F32;
   Device device = Device::cpu();
   std::optional<models::tiling::TilingConfig> encode_tiling;
+  std::optional<media::HdrColorSpace> hdr;  // --hdr: the colour space of EXR reference frames
 };
 void append_reference_video_conditionings(sampling::ConditioningItems& items,
                                           const std::vector<VideoConditioning>& videos,

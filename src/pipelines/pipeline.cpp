@@ -196,10 +196,15 @@ void validate_request(PipelineKind kind, const GenerationRequest& request, const
               im.strength, " must be in [0, 1]");
     LTX_CHECK(im.image.defined() || !im.path.empty(), "pipeline ", name, ": image ", i,
               " has neither a path nor pixels");
-    if (im.image.defined())
-      LTX_CHECK(im.image.dim() == 3 && im.image.size(2) == 3 && im.image.dtype() == DType::U8, "pipeline ", name,
-                ": image ", i, " pixels must be u8 [H, W, 3], got ", dtype_name(im.image.dtype()), " ",
-                im.image.shape().str());
+    if (im.image.defined()) {
+      LTX_CHECK(im.image.dim() == 3 && im.image.size(2) == 3 &&
+                    (im.image.dtype() == DType::U8 || im.image.dtype() == DType::F32),
+                "pipeline ", name, ": image ", i, " pixels must be u8 [H, W, 3] (or an EXR still's f32), got ",
+                dtype_name(im.image.dtype()), " ", im.image.shape().str());
+      LTX_CHECK(im.image.dtype() == DType::U8 || r.hdr, "pipeline ", name, ": image ", i,
+                " is an EXR still: EXR input requires --hdr ", media::hdr_color_space_choices(),
+                " to declare the source colour space");
+    }
     LTX_CHECK(!im.crf || *im.crf >= 0, "pipeline ", name, ": image ", i, " CRF ", *im.crf, " must be >= 0");
   }
   // Components.
@@ -337,7 +342,8 @@ std::vector<GenerationResult> run_standard_batch(PipelineKind kind, const std::v
   for (size_t i = 0; i < n; ++i)
     if (!reqs[i].images.empty())
       images[i] = prepare_images(reqs[i].images,
-                                 static_cast<int>(sampling::detect_params(c.model_version).default_image_crf));
+                                 static_cast<int>(sampling::detect_params(c.model_version).default_image_crf),
+                                 reqs[i].hdr);
   auto conditionings = [&](size_t i, int64_t h, int64_t w) {
     return images[i].empty() ? sampling::ConditioningItems{}
                              : image_conditionings(images[i], h, w, *c.video_encoder, reqs[i].dtype, c.device);

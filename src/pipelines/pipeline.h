@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "media/hdr.h"
 #include "sampling/guiders.h"
 #include "sampling/noise.h"
 
@@ -80,11 +81,13 @@ enum class Stage { One = 1, Two = 2, Temporal = 3 };
 
 // One conditioning image (the reference's ImageConditioningInput). It is prepared per stage at that
 // stage's resolution: CRF re-encode (once) -> resize + center crop -> [-1, 1] -> video encoder.
+// An EXR still (a path ending in .exr, or floating pixels) is HDR: no CRF, and the request's `hdr`
+// colour space takes it into the VAE working space (media::prepare_hdr_frames, center crop).
 // Frame 0 replaces the first latent frame (VideoConditionByLatentIndex); any other frame index adds
 // guiding keyframe tokens at that pixel frame (VideoConditionByKeyframeIndex).
 struct ImageConditioning {
-  std::string path;          // read with media::read_image when `image` is undefined
-  Tensor image;              // optional: u8 [H, W, 3] already read (not yet CRF re-encoded)
+  std::string path;          // read (media::read_image, or read_exr for .exr) when `image` is undefined
+  Tensor image;              // optional: u8 [H, W, 3] already read (not yet CRF re-encoded), or f32 EXR pixels
   int64_t frame_index = 0;   // pixel frame in [0, num_frames)
   double strength = 1.0;     // 1 = kept exactly (denoise mask 1 - strength)
   std::optional<int> crf;    // nullopt: the model generation's default (33; 18 from 2.4 on); 0 = none
@@ -94,7 +97,9 @@ struct ImageConditioning {
 // inputs), and the window [start_time, end_time) in seconds to regenerate. The request's
 // frame_rate is the clip's; its height, width and num_frames are taken from `frames`.
 struct RetakeSource {
-  Tensor frames;      // u8 [F, H, W, 3] RGB, frame i at time i / frame_rate; F = 8k + 1, H, W multiples of 32
+  // u8 [F, H, W, 3] RGB, frame i at time i / frame_rate; F = 8k + 1, H, W multiples of 32. Or an
+  // EXR folder's frames, f32 (the request's `hdr` colour space; no audio then).
+  Tensor frames;
   Tensor waveform;    // f32 [C, N] (or [1, C, N]) from time 0; undefined: the clip has no audio track
   int64_t sample_rate = 0;
   double start_time = 0.0, end_time = 0.0;
@@ -103,7 +108,7 @@ struct RetakeSource {
 // One IC-LoRA reference video (--video-conditioning PATH STRENGTH): its decoded frames, at most
 // num_frames of them (the pipeline uses the first num_frames).
 struct VideoConditioning {
-  Tensor frames;          // u8 [F, H, W, 3]
+  Tensor frames;          // u8 [F, H, W, 3], or an EXR folder's f32 frames (the request's `hdr` colour space)
   double strength = 1.0;  // 1 = the reference tokens stay clean (denoise mask 1 - strength)
   std::string path;       // for messages
 };
@@ -132,6 +137,10 @@ struct GenerationRequest {
   sampling::GuiderParams video_guider;
   sampling::GuiderParams audio_guider;
   std::vector<ImageConditioning> images;
+  // --hdr: the colour space of the EXR conditionings (stills, IC-LoRA reference folders, a retake's
+  // folder), which enter the VAE in its ACEScct working space; nullopt = SDR (EXR inputs are then
+  // refused). The HDR output (EXR frames + HLG master) is the decode's (generate/hdr_output.h).
+  std::optional<media::HdrColorSpace> hdr;
   bool audio = true;  // false: video only (no audio latent, the transformer's audio stream unused)
   // Distilled-LoRA strengths per stage (informational for Components::stage_transformer; see
   // distilled_lora_strength()). TwoStage: {unused, --distilled-lora strength}; HQ: {0.25, 0.5}.

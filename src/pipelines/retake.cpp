@@ -32,9 +32,12 @@ Tensor batched_waveform(const Tensor& w) { return w.dim() == 2 ? w.unsqueeze(0) 
 void validate_retake_source(const GenerationRequest& r, const Components* c) {
   LTX_CHECK(r.retake, "pipeline retake: no source clip given (pass --video-path CLIP)");
   const RetakeSource& s = *r.retake;
-  LTX_CHECK(s.frames.defined() && s.frames.dim() == 4 && s.frames.size(3) == 3 && s.frames.dtype() == DType::U8,
-            "pipeline retake: --video-path must decode to u8 RGB frames [F, H, W, 3], got ",
-            s.frames.defined() ? s.frames.describe() : std::string("nothing"));
+  LTX_CHECK(s.frames.defined() && s.frames.dim() == 4 && s.frames.size(3) == 3 &&
+                (s.frames.dtype() == DType::U8 || s.frames.dtype() == DType::F32),
+            "pipeline retake: --video-path must decode to u8 RGB frames [F, H, W, 3] (or an EXR folder's f32 ",
+            "frames), got ", s.frames.defined() ? s.frames.describe() : std::string("nothing"));
+  LTX_CHECK(s.frames.dtype() == DType::U8 || r.hdr, "pipeline retake: --video-path is an EXR folder: EXR input "
+            "requires --hdr ", media::hdr_color_space_choices(), " to declare the source colour space");
   const int64_t f = s.frames.size(0), h = s.frames.size(1), w = s.frames.size(2);
   LTX_CHECK(f >= 1 && (f - 1) % 8 == 0, "pipeline retake: --video-path has ", f,
             " frames; the frame count must be 8k + 1 (e.g. 97, 193): use a clip with ",
@@ -87,12 +90,13 @@ GenerationResult run_retake(const GenerationRequest& request, const Components& 
   s.sigmas = sigmas_or(r.stage_1_sigmas, sampling::distilled_sigmas());
 
   // video_latent_from_file: every frame (their times are all below frames / fps), resized to the
-  // clip's own size (an identity) and normalised in the pipeline dtype, tiled encode with the
-  // default tile sizes, conformed to the latent frame count of the clip.
+  // clip's own size (an identity) and normalised in the pipeline dtype (an EXR folder: into the
+  // --hdr working space, center crop), tiled encode with the default tile sizes, conformed to the
+  // latent frame count of the clip.
   if (progress) progress("source encoding", 0, 1);
-  const Tensor pixels =
-      media::normalize_to_unit_range(media::resize_and_center_crop(src.frames, r.height, r.width), r.dtype)
-          .to(c.device, DType::F32);
+  const Tensor pixels = conditioning_pixels(src.frames, r.height, r.width, r.dtype, r.hdr,
+                                            media::ResizeMode::CenterCrop, "--video-path")
+                            .to(c.device, DType::F32);
   const int64_t latent_frames = (r.num_frames - 1) / s.scale.time + 1;
   const Tensor video_latent = models::audio_vae::conform_latent_length(
       c.video_encoder->tiled_encode(pixels, models::tiling::TileSizeConfig::default_config())

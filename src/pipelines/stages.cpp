@@ -1,10 +1,13 @@
 #include "pipelines/stages.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <memory>
 #include <utility>
 
 #include "core/error.h"
+#include "media/exr.h"
 #include "media/image.h"
 #include "media/preprocess.h"
 #include "models/transformer/config.h"
@@ -96,23 +99,54 @@ ModalityInput frozen_modality(const Tensor& latent) {
   return m;
 }
 
-std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf) {
+namespace {
+
+// The reference tells an EXR still by its name (str(path).lower().endswith(".exr")).
+bool has_exr_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == ".exr";
+}
+
+}  // namespace
+
+std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf,
+                                          std::optional<media::HdrColorSpace> hdr) {
   std::vector<PreparedImage> out;
   for (const ImageConditioning& im : images) {
     PreparedImage p;
-    p.pixels = im.image.defined() ? im.image : media::read_image(im.path);
-    const int crf = im.crf.value_or(default_crf);
-    if (crf > 0) p.pixels = media::crf_recompress(p.pixels, crf);
+    const bool exr_file = !im.image.defined() && has_exr_extension(im.path);
+    p.pixels = im.image.defined() ? im.image : exr_file ? media::read_exr(im.path) : media::read_image(im.path);
+    if (p.pixels.dtype() == DType::U8) {
+      const int crf = im.crf.value_or(default_crf);
+      if (crf > 0) p.pixels = media::crf_recompress(p.pixels, crf);
+    } else {
+      // An EXR still: HDR, never CRF re-encoded (load_image_and_preprocess's .exr branch).
+      LTX_CHECK(hdr, "--image '", im.path, "': EXR input requires --hdr ", media::hdr_color_space_choices(),
+                " to declare the source colour space");
+    }
     p.frame_index = im.frame_index;
     p.strength = im.strength;
+    p.hdr = hdr;
     out.push_back(std::move(p));
   }
   return out;
 }
 
+Tensor conditioning_pixels(const Tensor& frames, int64_t height, int64_t width, DType dtype,
+                           const std::optional<media::HdrColorSpace>& hdr, media::ResizeMode fit,
+                           const std::string& who) {
+  if (frames.dtype() == DType::U8)
+    return media::normalize_to_unit_range(media::resize_and_center_crop(frames, height, width), dtype);
+  LTX_CHECK(hdr, who, ": EXR input requires --hdr ", media::hdr_color_space_choices(),
+            " to declare the source colour space");
+  return media::prepare_hdr_frames(frames, height, width, *hdr, fit, dtype);
+}
+
 Tensor encode_image(const PreparedImage& image, int64_t height, int64_t width,
                     const models::video_vae::VideoEncoder& encoder, DType dtype, Device device) {
-  const Tensor pixels = media::normalize_to_unit_range(media::resize_and_center_crop(image.pixels, height, width), dtype)
+  const Tensor pixels = conditioning_pixels(image.pixels, height, width, dtype, image.hdr,
+                                            media::ResizeMode::CenterCrop, "conditioning image")
                             .to(device, DType::F32);
   return encoder(pixels).to(Device::cpu(), dtype);
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "media/hdr.h"
+#include "media/preprocess.h"
 #include "pipelines/pipeline.h"
 #include "sampling/conditioning.h"
 #include "sampling/latent.h"
@@ -31,14 +33,26 @@ struct LatentWidths {
 LatentWidths latent_widths(const models::transformer::LTXModelConfig& config);
 
 // A conditioning image after the resolution-independent part of its preparation (read + CRF
-// re-encode, done once per run): u8 [H, W, 3].
+// re-encode, done once per run): u8 [H, W, 3], or an EXR still's f32 pixels with its colour space.
 struct PreparedImage {
   Tensor pixels;
   int64_t frame_index = 0;
   double strength = 1.0;
+  std::optional<media::HdrColorSpace> hdr;  // the request's --hdr (used by EXR pixels)
 };
-// Reads (when needed) and CRF re-encodes each image; `default_crf` fills an unset crf.
-std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf);
+// Reads (when needed) and CRF re-encodes each image; `default_crf` fills an unset crf. EXR stills
+// (a path ending in .exr, or floating pixels) are read with media::read_exr and not re-encoded;
+// they need `hdr` (the reference: "EXR input requires --hdr ...").
+std::vector<PreparedImage> prepare_images(const std::vector<ImageConditioning>& images, int default_crf,
+                                          std::optional<media::HdrColorSpace> hdr = std::nullopt);
+
+// Pixels of a conditioning for the video encoder at height x width, [1, 3, F, height, width] in
+// `dtype`: u8 frames [F, H, W, 3] (or an image [H, W, 3]) resized and center-cropped, then
+// normalised to [-1, 1] (SDR); floating frames (EXR) through media::prepare_hdr_frames with `fit`
+// in the colour space `hdr`, which they need (`who` names the input in that error).
+Tensor conditioning_pixels(const Tensor& frames, int64_t height, int64_t width, DType dtype,
+                           const std::optional<media::HdrColorSpace>& hdr, media::ResizeMode fit,
+                           const std::string& who);
 
 // One image as both conditionings take it: resized + center-cropped to height x width, in [-1, 1],
 // encoded on `device`; the latent on the host in `dtype`.

@@ -72,6 +72,7 @@ ServedModel served_model(const generate::EngineInfo& info, RequestLimits limits)
     d.num_frames = p.num_frames;
     d.fps = p.frame_rate;
     if (p.steps_configurable) d.steps = p.num_inference_steps;
+    d.input_audio_channels = p.input_audio_channels;
     m.defaults[p.name] = d;
     max_w = std::max(max_w, p.max_width);
     max_h = std::max(max_h, p.max_height);

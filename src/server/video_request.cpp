@@ -1074,6 +1074,16 @@ class Reader {
                         " s long, shorter than the retake range (end_time ",
                         number_text(*o.end_time), " s); give an end_time within the clip"));
       }
+      if (m.field == "audio_path") {
+        // The audio encoder takes a fixed channel count (stereo on every published model); the
+        // engine would refuse the job only when it runs.
+        const auto def = model_.defaults.find(o.pipeline);
+        const int64_t want = def == model_.defaults.end() ? 0 : def->second.input_audio_channels;
+        if (want > 0 && h.channels != want)
+          malformed("audio_path", "invalid_media",
+                    str("audio_path has ", h.channels, " channel(s) but this model's audio encoder takes ", want,
+                        "; convert it first, e.g. ffmpeg -i in.wav -ac ", want, " out.wav"));
+      }
       if (m.field == "audio_path" && o.audio_start_time && *o.audio_start_time >= h.duration)
         malformed("audio_start_time", "time_range_outside_clip",
                   str("audio_start_time ", number_text(*o.audio_start_time),

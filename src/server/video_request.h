@@ -45,6 +45,7 @@ struct PipelineDefaults {
   int64_t width = 0, height = 0, num_frames = 0;
   double fps = 24.0;
   std::optional<int64_t> steps;  // stage-1 steps of the guided pipelines; none for distilled
+  int64_t input_audio_channels = 0;  // a2vid: the soundtrack's channels the model takes (0: any)
 };
 
 // What a request may ask of the model; above these it gets a 422 (images over the byte limit 413).

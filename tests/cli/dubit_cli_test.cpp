@@ -86,7 +86,8 @@ TEST(DubItCli, BadMediaAndFlagsFailWithOneLineAndNoOutput) {
   const std::vector<Case> cases = {
       {dubit({}), "--pipeline dubit needs --reference-video CLIP"},
       {dubit({"--reference-video", missing}), "--reference-video '" + missing + "': no such file"},
-      {dubit({"--reference-video", dir.file("frames")}), "is a folder; pass a video file"},
+      {dubit({"--reference-video", dir.file("frames")}),
+       "is a directory; pass a video file (fps and audio identity come from the container)"},
       {dubit({"--reference-video", exr}), "EXR is not supported"},
       {dubit({"--reference-video", c.corrupt}), "--reference-video '" + c.corrupt + "': cannot read the video"},
       {dubit({"--reference-video", c.sound_only}), "the file has no video stream"},

@@ -233,6 +233,29 @@ TEST(HdrIcLoraCli, PrecomputedTextEmbeddingsReplaceThePrompt) {
   EXPECT_FALSE(fs::exists(dir.file("out2")));
 }
 
+// The reference's --input folder: its .mp4 / .mov clips (any case, sorted), each into its own
+// <clip>_exr/ and <clip>.mp4; other files are left alone.
+TEST(HdrIcLoraCli, AFolderOfClipsGivesEachClipsOutputs) {
+  if (const std::string why = ffmpeg_tool_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!media::openexr_available()) GTEST_SKIP() << "this build has no OpenEXR (LTX_OPENEXR=OFF)";
+  TempDir dir;
+  const std::string clips = dir.file("clips");
+  fs::create_directories(clips);
+  fs::copy_file(make_clip(dir), clips + "/b.MOV");
+  EXPECT_TRUE(ffmpeg("testsrc=size=64x64:rate=24", "-frames:v 9 -c:v libx264 -pix_fmt yuv420p", clips + "/a.mp4"));
+  test::write_bytes(clips + "/notes.txt", "not a clip");
+  const std::string out = dir.file("out");
+  const test::CliResult r = generate(dir, {"--pipeline", "hdr-ic-lora", "--input", clips, "--prompt", "a test pattern",
+                                           "--num-frames", "9", "--output-path", out + "/"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("clip 2 of 2: " + clips + "/b.MOV"), std::string::npos) << r.err;
+  EXPECT_EQ(sorted_names(out), (std::vector<std::string>{"a.mp4", "a_exr", "b.mp4", "b_exr"}));
+  EXPECT_EQ(sorted_names(out + "/a_exr"), frame_names(9));
+  EXPECT_EQ(sorted_names(out + "/b_exr"), frame_names(9));
+  EXPECT_EQ(media::probe_media(out + "/a.mp4").streams.at(0).width, 64);
+  EXPECT_EQ(media::probe_media(out + "/b.mp4").streams.at(0).width, 96);
+}
+
 TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
   if (const std::string why = ffmpeg_tool_unavailable(); !why.empty()) GTEST_SKIP() << why;
   TempDir dir;
@@ -285,7 +308,7 @@ TEST(HdrIcLoraCli, BadFlagsAndMediaFailWithOneLineAndNoOutput) {
        "ends in .mp4 but --output-format exr writes into a folder", dir.file("out.mp4")},
       {hdr({"--video-conditioning", clip}), "' is a file: the hdr-ic-lora pipeline writes into a folder", a_file},
       {hdr({"--input", clip, "--video-conditioning", clip}), "--input and --video-conditioning both name the clip"},
-      {hdr({"--input", clips}), "--input '" + clips + "' is a folder: give one clip per run"},
+      {hdr({"--input", clips}), "--input '" + clips + "': the folder holds no .mp4 or .mov clip"},
       {{"--pipeline", "ic-lora", "--input", clip}, "--input is a flag of --pipeline hdr-ic-lora"},
       {hdr({"--video-conditioning", clip, "--text-embeddings", dir.file("none.safetensors")}),
        "--text-embeddings '" + dir.file("none.safetensors") + "': no such file"},

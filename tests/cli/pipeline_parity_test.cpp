@@ -11,31 +11,15 @@
 
 #include "io/safetensors.h"
 #include "support/cli_runner.h"
+#include "support/e2e_compare.h"
 #include "support/test_support.h"
 
 namespace ltx {
 namespace {
 
-double rel_l2(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  EXPECT_EQ(x.size(), y.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num / den);
-}
-
-double psnr_db(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  EXPECT_EQ(x.size(), y.size());
-  double se = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) se += (x[i] - y[i]) * (x[i] - y[i]);
-  return se == 0 ? 200.0 : 10.0 * std::log10(static_cast<double>(x.size()) / se);
-}
-
-std::string e2e(const std::string& name) { return test::fixture("e2e/" + name); }
+using e2e_fixture::e2e;
+using e2e_fixture::psnr_db;
+using e2e_fixture::rel_l2;
 
 struct Recording {
   std::string io;

@@ -23,15 +23,15 @@
 #include "models/upsampler/model.h"
 #include "models/video_vae/video_vae.h"
 #include "pipelines/pipeline.h"
+#include "support/e2e_compare.h"
 #include "support/test_support.h"
 
 namespace ltx {
 namespace {
 
 namespace mt = models::transformer;
+using e2e_fixture::e2e;
 using pipelines::PipelineKind;
-
-std::string e2e(const std::string& name) { return test::fixture("e2e/" + name); }
 
 // The tiny models on one device (f32), the distilled LoRA fused into the stage-2 transformer.
 struct DeviceModels {

@@ -10,7 +10,9 @@
 #include <limits>
 #include <vector>
 
+#include "media/exr.h"
 #include "media/support.h"
+#include "media/video_reader.h"
 #include "io/io_test_util.h"
 #include "support/test_support.h"
 
@@ -100,6 +102,73 @@ TEST(HdrOutput, ExrSinkLeavesNothingUnlessItFinishes) {
   n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(paths.dir)) ++n;
   EXPECT_EQ(n, 2);
+}
+
+TEST(HdrMaster, PathsPutTheExrFolderBesideTheMaster) {
+  const generate::HdrMasterPaths p = generate::hdr_master_paths("runs/shot.v2.mp4");
+  EXPECT_EQ(p.mp4, "runs/shot.v2.mp4");
+  EXPECT_EQ(p.exr_dir, "runs/shot.v2_exr");
+  EXPECT_EQ(generate::hdr_master_paths("out.mp4").exr_dir, "out_exr");
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.file("out_exr"));
+  test::write_bytes(dir.file("out_exr/frame_00000.exr"), "x");
+  test::expect_error_containing(
+      [&] { generate::check_hdr_master_output(generate::hdr_master_paths(dir.file("out.mp4")), "--output-path"); },
+      {"--output-path", "out_exr", "exists and is not an empty folder"});
+}
+
+// The reference's _encode_hdr_video_outputs from decoded ACEScct codes: the HLG master (with its
+// audio) at the path, the EXR frames in the colour space's values and tags beside it, both only
+// on finish().
+TEST(HdrMaster, WritesTheHlgMasterAndTheExrFramesTogether) {
+  if (!media::openexr_available() || !media::ffmpeg_available())
+    GTEST_SKIP() << "this build lacks OpenEXR or FFmpeg";
+  test::TempDir dir;
+  // 96x64: Debian's libx265 3.5 writes out of bounds in its lookahead (cuTree) for frames as
+  // small as 48x32 (valgrind), which would corrupt the test's heap.
+  const Tensor codes = test::random_tensor({3, 64, 96, 3}, 5, 0.0f, 1.0f);
+  generate::MediaFormat format;
+  format.fps = 24.0;
+  format.frames = 3;
+  format.audio_sample_rate = 48000;
+  format.audio_channels = 2;
+  for (const auto cs : {media::HdrColorSpace::SrgbLinear, media::HdrColorSpace::ACEScg, media::HdrColorSpace::ACEScct}) {
+    const std::string name = media::hdr_color_space_name(cs);
+    const generate::HdrMasterPaths paths = generate::hdr_master_paths(dir.file(name + "/out.mp4"));
+    {
+      generate::HdrMasterSink sink(paths, cs);
+      sink.begin(format);
+      sink.write_frames(codes.narrow(0, 0, 2));
+    }  // abandoned: neither file
+    EXPECT_FALSE(std::filesystem::exists(paths.mp4)) << name;
+    EXPECT_FALSE(std::filesystem::exists(paths.exr_dir)) << name;
+    generate::HdrMasterSink sink(paths, cs);
+    sink.begin(format);
+    sink.write_frames(codes.narrow(0, 0, 2));
+    sink.write_frames(codes.narrow(0, 2, 1));
+    sink.write_audio(test::random_tensor({2, 4800}, 9, -0.5f, 0.5f));
+    sink.finish();
+
+    const media::MediaInfo info = media::probe_media(paths.mp4);
+    ASSERT_EQ(info.streams.size(), 2u) << name;
+    const media::StreamInfo& v = info.streams[0].type == "video" ? info.streams[0] : info.streams[1];
+    EXPECT_EQ(v.codec, "hevc") << name;
+    EXPECT_EQ(v.pixel_format, "yuv420p10le") << name;
+    EXPECT_EQ(v.color_primaries, "bt2020") << name;
+    EXPECT_EQ(v.color_transfer, "arib-std-b67") << name;
+    EXPECT_EQ(v.frames, 3) << name;
+
+    const std::vector<std::string> frames = media::exr_frame_paths(paths.exr_dir);
+    ASSERT_EQ(frames.size(), 3u) << name;
+    const Tensor want = media::hdr_exr_frames(codes, cs);
+    for (int64_t f = 0; f < 3; ++f) {
+      const std::vector<float> got = media::read_exr(frames[static_cast<size_t>(f)]).to_float_vector();
+      const std::vector<float> w = want.select(0, f).contiguous().to_float_vector();
+      ASSERT_EQ(got.size(), w.size());
+      for (size_t i = 0; i < got.size(); ++i)  // half float: 11 significant bits
+        ASSERT_NEAR(got[i], w[i], 1e-3 * std::max(1.0f, std::abs(w[i]))) << name << " frame " << f << " " << i;
+    }
+  }
 }
 
 }  // namespace

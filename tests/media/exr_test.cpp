@@ -317,6 +317,42 @@ TEST(Exr, FrameFoldersAreWrittenAtomicallyAndListedInOrder) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad_exr.tmp")));
 }
 
+TEST(Exr, HdrOutputTagsFollowTheColourSpace) {
+  const media::ExrWriteOptions cct = media::exr_output_options(media::HdrColorSpace::ACEScct);
+  EXPECT_EQ(cct.primaries, media::Primaries::ACEScg);
+  EXPECT_EQ(cct.color_space, "ACEScct");
+  EXPECT_EQ(cct.pixel_type, media::ExrPixelType::Half);
+  const media::ExrWriteOptions cg = media::exr_output_options(media::HdrColorSpace::ACEScg);
+  EXPECT_EQ(cg.primaries, media::Primaries::ACEScg);
+  EXPECT_EQ(cg.color_space, "ACEScg");
+  const media::ExrWriteOptions srgb = media::exr_output_options(media::HdrColorSpace::SrgbLinear);
+  EXPECT_EQ(srgb.primaries, media::Primaries::Rec709);
+  EXPECT_EQ(srgb.color_space, "sRGB");
+}
+
+TEST(Exr, FrameSequencesAreReadFromAStartUpToACount) {
+  LTX_REQUIRE_OPENEXR();
+  test::TempDir dir;
+  Tensor frames = Tensor::empty({4, 2, 3, 3}, DType::F32);
+  for (int64_t i = 0; i < frames.numel(); ++i) frames.data<float>()[i] = 0.25f * static_cast<float>(i % 29);
+  media::write_exr_frames(dir.file("seq"), frames);
+  const Tensor all = media::read_exr_frames(dir.file("seq"), 0, 0, "--video-path");
+  ASSERT_EQ(all.shape(), (Shape{4, 2, 3, 3}));
+  EXPECT_EQ(all.to_float_vector(), frames.to_float_vector());  // quarters below 8: exact in half
+  const Tensor mid = media::read_exr_frames(dir.file("seq"), 1, 2, "--video-path");
+  EXPECT_EQ(mid.to_float_vector(), frames.slice(0, 1, 3).contiguous().to_float_vector());
+  EXPECT_EQ(media::read_exr_frames(dir.file("seq"), 2, 10, "x").size(0), 2);  // fewer than asked: what is left
+  test::expect_error_containing([&] { media::read_exr_frames(dir.file("seq"), 4, 1, "--video-path"); },
+                                {"--video-path", "no EXR frame left from frame 4", "holds 4"});
+  // Frames of different sizes.
+  media::write_exr(dir.file("seq/frame_00004.exr"), Tensor::zeros({4, 4, 3}));
+  test::expect_error_containing([&] { media::read_exr_frames(dir.file("seq"), 0, 0, "--video-conditioning"); },
+                                {"--video-conditioning", "frame_00004.exr", "is 4x4 but the first is 3x2"});
+  std::filesystem::create_directory(dir.file("none"));
+  test::expect_error_containing([&] { media::read_exr_frames(dir.file("none"), 0, 0, "--video-path"); },
+                                {"--video-path", "holds no .exr frames"});
+}
+
 TEST(Exr, WithoutOpenExrSaysHowToRebuild) {
   if (media::openexr_available()) GTEST_SKIP() << "built with OpenEXR";
   test::TempDir dir;

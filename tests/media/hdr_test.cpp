@@ -154,6 +154,35 @@ TEST(HdrTransfer, VaeRangeMap) {
   EXPECT_EQ(back.to_float_vector(), (std::vector<float>{0.0f, 0.25f, 0.6f, 1.0f}));
 }
 
+TEST(HdrColorSpace, NamesTagsAndPrimariesAsTheReference) {
+  using media::HdrColorSpace;
+  EXPECT_EQ(media::parse_hdr_color_space("srgb_linear", "--hdr"), HdrColorSpace::SrgbLinear);
+  EXPECT_EQ(media::parse_hdr_color_space("ACEScg", "--hdr"), HdrColorSpace::ACEScg);
+  EXPECT_EQ(media::parse_hdr_color_space("ACESCCT", "--hdr"), HdrColorSpace::ACEScct);
+  test::expect_error_containing([] { media::parse_hdr_color_space("pq", "--hdr"); },
+                                {"invalid --hdr 'pq'", "choose from SRGB_LINEAR, ACESCG, ACESCCT"});
+  EXPECT_EQ(media::hdr_color_space_name(HdrColorSpace::SrgbLinear), "SRGB_LINEAR");
+  EXPECT_EQ(media::hdr_source_primaries(HdrColorSpace::SrgbLinear), Primaries::Rec709);
+  EXPECT_EQ(media::hdr_source_primaries(HdrColorSpace::ACEScg), Primaries::ACEScg);
+  EXPECT_EQ(media::hdr_source_primaries(HdrColorSpace::ACEScct), Primaries::ACEScg);
+  EXPECT_TRUE(media::hdr_is_log_working(HdrColorSpace::ACEScct));
+  EXPECT_FALSE(media::hdr_is_log_working(HdrColorSpace::ACEScg));
+  EXPECT_EQ(media::kHdrWorkingTransfer, HdrTransfer::ACEScct);
+}
+
+TEST(HdrColorSpace, ExrFramesOfTheDecodeFollowTheSpace) {
+  using media::HdrColorSpace;
+  const std::vector<float> codes = {0.1f, 0.4f, 0.9f, 0.0f, 1.0f, 0.5f, 0.62f, 0.2f, 0.05f};
+  const Tensor working = Tensor::from_vector(codes, Shape({1, 3, 3}));
+  // ACESCCT keeps the log codes; the linear spaces decompress into their own primaries.
+  EXPECT_EQ(media::hdr_exr_frames(working, HdrColorSpace::ACEScct).to_float_vector(), codes);
+  const Tensor cg = media::hdr_exr_frames(working, HdrColorSpace::ACEScg);
+  for (size_t i = 0; i < codes.size(); ++i)
+    expect_close(cg.data<float>()[i], std::max(0.0, acescct_decompress(codes[i])), 2e-5, "acescg");
+  EXPECT_EQ(media::hdr_exr_frames(working, HdrColorSpace::SrgbLinear).to_float_vector(),
+            media::hdr_to_linear(working, HdrTransfer::ACEScct, Primaries::Rec709).to_float_vector());
+}
+
 // The reference's HLG signal in f64.
 double hlg_of(double lin, double white_x, double k) {
   lin = std::max(lin, 0.0);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "media/image.h"
@@ -220,6 +221,42 @@ TEST(LoadImageConditioning, ComposesTheSteps) {
     EXPECT_GT(test::max_abs_diff(crf, got), 0);
     EXPECT_LT(test::max_abs_diff(crf, got), 0.5);
   }
+}
+
+// load_exr_conditioning_hdr's steps after the read: the fit in linear light, the working space
+// (ACEScct from the space's primaries, or ACEScct codes clamped), then x * 2 - 1.
+TEST(PrepareHdrFrames, ComposesFitWorkingSpaceAndRange) {
+  Tensor linear = Tensor::empty({2, 6, 10, 3}, DType::F32);
+  for (int64_t i = 0; i < linear.numel(); ++i)
+    linear.data<float>()[i] =
+        0.02f * static_cast<float>(i % 37) + (i % 19 == 0 ? 30.0f : 0.0f) - (i % 23 == 0 ? 0.1f : 0.0f);
+  for (const auto mode : {media::ResizeMode::CenterCrop, media::ResizeMode::ReflectPad}) {
+    const Tensor fitted = mode == media::ResizeMode::CenterCrop ? media::resize_and_center_crop(linear, 4, 4)
+                                                                : media::resize_and_reflect_pad(linear, 4, 8);
+    const int64_t w = mode == media::ResizeMode::CenterCrop ? 4 : 8;
+    for (const auto cs :
+         {media::HdrColorSpace::SrgbLinear, media::HdrColorSpace::ACEScg, media::HdrColorSpace::ACEScct}) {
+      const Tensor got = media::prepare_hdr_frames(linear, 4, w, cs, mode);
+      ASSERT_EQ(got.shape(), (Shape{1, 3, 2, 4, w}));
+      const Tensor cl = fitted.permute({0, 2, 3, 4, 1}).contiguous();  // [1, F, h, w, 3]
+      const Tensor working = cs == media::HdrColorSpace::ACEScct
+                                 ? cl
+                                 : media::hdr_to_working_space(cl, media::HdrTransfer::ACEScct,
+                                                               media::hdr_source_primaries(cs));
+      const Tensor want = working.permute({0, 4, 1, 2, 3}).contiguous();
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        const float x = std::clamp(want.data<float>()[i], 0.0f, 1.0f);
+        ASSERT_EQ(got.data<float>()[i], x * 2.0f - 1.0f) << media::hdr_color_space_name(cs) << " " << i;
+      }
+    }
+  }
+  // The pipeline dtype is applied last; u8 pixels are not EXR.
+  EXPECT_EQ(media::prepare_hdr_frames(linear, 4, 4, media::HdrColorSpace::ACEScg, media::ResizeMode::CenterCrop,
+                                      DType::BF16).dtype(), DType::BF16);
+  test::expect_error_containing(
+      [] { media::prepare_hdr_frames(Tensor::zeros({4, 4, 3}, DType::U8), 4, 4, media::HdrColorSpace::ACEScg,
+                                     media::ResizeMode::CenterCrop); },
+      {"prepare_hdr_frames", "floating (EXR) pixels"});
 }
 
 }  // namespace

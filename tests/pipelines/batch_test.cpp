@@ -18,6 +18,7 @@
 #include "models/video_vae/video_vae.h"
 #include "ops/elementwise.h"
 #include "pipelines/pipeline.h"
+#include "support/e2e_compare.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -26,10 +27,9 @@ namespace {
 namespace mt = models::transformer;
 using pipelines::GenerationRequest;
 using pipelines::GenerationResult;
+using e2e_fixture::e2e;
 using pipelines::PipelineKind;
 using pipelines::TextContexts;
-
-std::string e2e(const std::string& name) { return test::fixture("e2e/" + name); }
 
 // Elements whose bits differ (-1 when shape or dtype differ).
 int64_t differing_bits(const Tensor& a, const Tensor& b) {

@@ -1,8 +1,8 @@
 #pragma once
 // The tiny LTX-2.3 model set of the end-to-end parity tests (tests/fixtures/e2e/, made by
 // tools/parity/gen_e2e.py with the reference's pipelines' io files beside it): the models, the
-// shared text contexts, the fixtures' request and the comparisons (relative L2, PSNR of decoded
-// frames). Shared by the pipelines' e2e tests.
+// shared text contexts and the fixtures' request, with the comparisons of support/e2e_compare.h
+// (relative L2, PSNR of decoded frames). Shared by the pipelines' e2e tests.
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -18,6 +18,7 @@
 #include "models/video_vae/video_vae.h"
 #include "ops/shape.h"
 #include "pipelines/pipeline.h"
+#include "support/e2e_compare.h"
 #include "support/test_support.h"
 
 namespace ltx::e2e_fixture {
@@ -26,19 +27,6 @@ namespace mt = models::transformer;
 using pipelines::PipelineKind;
 
 constexpr double kLatentTol = 1e-4;  // issue 6 item 7: final latents relative L2
-
-inline std::string e2e(const std::string& name) { return test::fixture("e2e/" + name); }
-
-inline double rel_l2(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  EXPECT_EQ(x.size(), y.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num / den);
-}
 
 // Changes a checkpoint's transformer before it is built (e.g. the DFR case's keyframe embedding).
 using ModelEdit = std::function<void(mt::LTXModelConfig&, io::WeightMap&)>;
@@ -124,35 +112,6 @@ inline pipelines::GenerationRequest e2e_request(PipelineKind kind) {
   r.audio_guider.stg_blocks = {1};
   r.dtype = DType::F32;
   return r;
-}
-
-struct Reference {
-  std::shared_ptr<const io::SafetensorsFile> f;
-  explicit Reference(const std::string& name) : f(io::SafetensorsFile::open(test::fixture(name))) {}
-  Tensor t(const std::string& n) const { return f->tensor(n).contiguous(); }
-};
-
-// Issue 6: decoded frames within PSNR 40 dB of the reference's (on the [0, 1] scale).
-constexpr double kFramesMinPsnrDb = 40.0;
-
-// Our final video latent through the checkpoint's video decoder, as the pipelines decode it (one
-// tile at these sizes, as the reference's AUTO_TILING resolves): [f, H, W, 3] in [0, 1].
-inline Tensor decode_frames(const Tensor& video_latent) {
-  static const models::video_vae::VideoDecoder decoder =
-      models::video_vae::load_video_decoder(e2e("ltx23_tiny.safetensors"));
-  std::vector<Tensor> chunks;
-  models::video_vae::decode_video(decoder, video_latent.to(DType::F32), std::nullopt, {},
-                                  [&](const Tensor& chunk) { chunks.push_back(chunk.contiguous()); });
-  return ops::concat(chunks, 0);
-}
-
-inline double psnr_db(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = a.to(DType::F32).contiguous().to_float_vector();
-  const std::vector<float> y = b.to(DType::F32).contiguous().to_float_vector();
-  double se = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) se += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
-  const double mse = se / static_cast<double>(x.size());
-  return mse == 0.0 ? 200.0 : 10.0 * std::log10(1.0 / mse);
 }
 
 }  // namespace ltx::e2e_fixture

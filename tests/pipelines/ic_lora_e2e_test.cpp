@@ -19,6 +19,7 @@
 #include "ops/shape.h"
 #include "pipelines/ic_lora.h"
 #include "pipelines/pipeline.h"
+#include "support/e2e_compare.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -26,39 +27,14 @@ namespace {
 
 namespace mt = models::transformer;
 using pipelines::PipelineKind;
+using e2e_fixture::decode_frames;
+using e2e_fixture::e2e;
+using e2e_fixture::kFramesMinPsnrDb;
+using e2e_fixture::psnr_db;
+using e2e_fixture::Reference;
+using e2e_fixture::rel_l2;
 
 constexpr double kLatentTol = 1e-5;
-constexpr double kFramesMinPsnrDb = 40.0;
-
-std::string e2e(const std::string& name) { return test::fixture("e2e/" + name); }
-
-double rel_l2(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  EXPECT_EQ(x.size(), y.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num / den);
-}
-
-double psnr_db(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  double se = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) se += (x[i] - y[i]) * (x[i] - y[i]);
-  const double mse = se / static_cast<double>(x.size());
-  return mse == 0.0 ? 200.0 : 10.0 * std::log10(1.0 / mse);
-}
-
-Tensor decode_frames(const Tensor& video_latent) {
-  static const models::video_vae::VideoDecoder decoder =
-      models::video_vae::load_video_decoder(e2e("ltx23_tiny.safetensors"));
-  std::vector<Tensor> chunks;
-  models::video_vae::decode_video(decoder, video_latent.to(DType::F32), std::nullopt, {},
-                                  [&](const Tensor& chunk) { chunks.push_back(chunk.contiguous()); });
-  return ops::concat(chunks, 0);
-}
 
 // The transformer with the IC-LoRA fused by the product's fusion (lora/fuse.h, the reference's
 // bf16 rule), for stage 1; the base transformer for stage 2.
@@ -98,12 +74,6 @@ const Models& models_() {
   static const Models m;
   return m;
 }
-
-struct Reference {
-  std::shared_ptr<const io::SafetensorsFile> f;
-  explicit Reference(const std::string& name) : f(io::SafetensorsFile::open(test::fixture(name))) {}
-  Tensor t(const std::string& n) const { return f->tensor(n).contiguous(); }
-};
 
 // The recorded request (gen_e2e.py IC_RUNS): 256x128, 9 frames at 24 fps, seed 42, f32.
 pipelines::GenerationRequest request_of(const Reference& ref, double strength, double attention_strength,

@@ -23,6 +23,7 @@
 #include "pipelines/keyframe_interpolation.h"
 #include "pipelines/pipeline.h"
 #include "pipelines/retake.h"
+#include "support/e2e_compare.h"
 #include "support/test_support.h"
 
 namespace ltx {
@@ -30,31 +31,13 @@ namespace {
 
 namespace mt = models::transformer;
 using pipelines::PipelineKind;
+using e2e_fixture::decode_frames;
+using e2e_fixture::e2e;
+using e2e_fixture::kFramesMinPsnrDb;
+using e2e_fixture::psnr_db;
+using e2e_fixture::rel_l2;
 
 constexpr double kLatentTol = 1e-5;         // issue 33 item 3: final latents, relative L2
-constexpr double kFramesMinPsnrDb = 40.0;  // decoded frames on the [0, 1] scale
-
-std::string e2e(const std::string& name) { return test::fixture("e2e/" + name); }
-
-double rel_l2(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  EXPECT_EQ(x.size(), y.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num / den);
-}
-
-double psnr_db(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  EXPECT_EQ(x.size(), y.size());
-  double se = 0.0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) se += (x[i] - y[i]) * (x[i] - y[i]);
-  const double mse = se / static_cast<double>(x.size());
-  return mse == 0.0 ? 200.0 : 10.0 * std::log10(1.0 / mse);
-}
 
 // The checkpoint's transformer with the distilled LoRA fused by the library (as `ltx generate`).
 mt::LTXModel load_transformer(std::optional<double> lora_strength) {
@@ -123,15 +106,6 @@ Tensor gradient_image(int64_t h, int64_t w, int seed) {
   std::vector<uint8_t> px(static_cast<size_t>(h * w * 3));
   for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>((i * (31 + seed) + seed * 17) % 251);
   return Tensor::from_vector(px, Shape{h, w, 3});
-}
-
-Tensor decode_frames(const Tensor& video_latent) {
-  static const models::video_vae::VideoDecoder decoder =
-      models::video_vae::load_video_decoder(e2e("ltx23_tiny.safetensors"));
-  std::vector<Tensor> chunks;
-  models::video_vae::decode_video(decoder, video_latent.to(DType::F32), std::nullopt, {},
-                                  [&](const Tensor& chunk) { chunks.push_back(chunk.contiguous()); });
-  return ops::concat(chunks, 0);
 }
 
 void expect_matches(const pipelines::GenerationResult& out, const io::SafetensorsFile& ref) {

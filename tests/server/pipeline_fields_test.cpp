@@ -20,6 +20,9 @@ namespace ltx::server {
 namespace {
 
 using json = nlohmann::json;
+using test::clip_part;
+using test::form;
+using test::text;
 
 ServedModel served() {
   ServedModel m;
@@ -35,19 +38,6 @@ ServedModel served() {
   return m;
 }
 
-FormPart text(std::string name, std::string value) {
-  return {std::move(name), std::move(value), "", ""};
-}
-FormPart file(std::string name, std::string bytes, std::string filename = "clip.mp4",
-              std::string type = "video/mp4") {
-  return {std::move(name), std::move(bytes), std::move(filename), std::move(type)};
-}
-CreateBody form(std::vector<FormPart> parts) {
-  CreateBody b;
-  b.multipart = true;
-  b.parts = std::move(parts);
-  return b;
-}
 
 void expect_error(const CreateBody& body, int status, const std::string& code,
                   const std::string& param, const std::string& message_part,
@@ -83,7 +73,7 @@ class PipelineFields : public ::testing::Test {
 
 TEST_F(PipelineFields, RetakeTakesTheClipItsWindowAndItsSize) {
   const VideoRequest r = parse_create(form({text("prompt", "a cat"), text("pipeline", "retake"),
-                                            file("video_path", clip()),
+                                            clip_part("video_path", clip()),
                                             text("start_time", "0.25"), text("end_time", "0.5")}),
                                       served());
   EXPECT_EQ(r.options.pipeline, "retake");
@@ -118,29 +108,29 @@ TEST_F(PipelineFields, RetakeBadInputNamesTheField) {
   };
   expect_error(retake({text("start_time", "0.1"), text("end_time", "0.3")}), 400,
                "missing_required_parameter", "video_path", "needs video_path");
-  expect_error(retake({file("video_path", clip()), text("end_time", "0.3")}), 400,
+  expect_error(retake({clip_part("video_path", clip()), text("end_time", "0.3")}), 400,
                "missing_required_parameter", "start_time", "needs start_time");
-  expect_error(retake({file("video_path", clip()), text("start_time", "0.25"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0.25"),
                        text("end_time", "3")}),
                400, "time_range_outside_clip", "end_time", "shorter than the retake range");
-  expect_error(retake({file("video_path", clip()), text("start_time", "1.5"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "1.5"),
                        text("end_time", "2")}),
                400, "time_range_outside_clip", "start_time", "not inside video_path");
-  expect_error(retake({file("video_path", clip()), text("start_time", "0.5"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0.5"),
                        text("end_time", "0.25")}),
                422, "invalid_value", "end_time", "greater than start_time");
-  expect_error(retake({file("video_path", "not a video at all"), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", "not a video at all"), text("start_time", "0"),
                        text("end_time", "0.5")}),
                400, "invalid_media", "video_path", "cannot be read");
-  expect_error(retake({file("video_path", ""), text("start_time", "0"), text("end_time", "0.5")}),
+  expect_error(retake({clip_part("video_path", ""), text("start_time", "0"), text("end_time", "0.5")}),
                400, "invalid_media", "video_path", "empty");
-  expect_error(retake({file("video_path", wav(), "a.wav", "audio/wav"), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", wav(), "a.wav", "audio/wav"), text("start_time", "0"),
                        text("end_time", "0.5")}),
                400, "invalid_media", "video_path", "no video stream");
-  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0"),
                        text("end_time", "0.5"), text("size", "256x256")}),
                422, "invalid_value", "size", "takes the size");
-  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0"),
                        text("end_time", "0.5"), text("seconds", "2")}),
                422, "invalid_value", "seconds", "frame count");
   // a path or a URL is not an upload
@@ -155,30 +145,30 @@ TEST_F(PipelineFields, RetakeBadInputNamesTheField) {
   // over the byte limit: 413 before any probing
   ServedModel small = served();
   small.limits.max_media_bytes = 100;
-  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0"),
                        text("end_time", "0.5")}),
                413, "file_too_large", "video_path", "limit", small);
   // limits checked before anything is decoded: a frame's pixels, the declared duration
   ServedModel few_pixels = served();
   few_pixels.limits.max_image_pixels = 64 * 63;
-  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0"),
                        text("end_time", "0.5")}),
                400, "invalid_media", "video_path", "pixels a frame", few_pixels);
   ServedModel short_media = served();
   short_media.limits.max_media_seconds = 0.5;
-  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0"),
                        text("end_time", "0.5")}),
                400, "invalid_media", "video_path", "at most 0.5 s", short_media);
   // a clip above the size limit
   ServedModel narrow = served();
   narrow.limits.max_width = 32;
-  expect_error(retake({file("video_path", clip()), text("start_time", "0"),
+  expect_error(retake({clip_part("video_path", clip()), text("start_time", "0"),
                        text("end_time", "0.5")}),
                422, "invalid_value", "video_path", "above this server's limit", narrow);
 }
 
 TEST_F(PipelineFields, AFieldOfAnotherPipelineIsRefused) {
-  expect_error(form({text("prompt", "a cat"), file("video_path", clip()),
+  expect_error(form({text("prompt", "a cat"), clip_part("video_path", clip()),
                      text("start_time", "0"), text("end_time", "0.5")}),
                422, "invalid_value", "video_path", "a field of the retake pipeline");
   expect_error(form({text("prompt", "a cat"), text("pipeline", "t2a"), text("skip_stage_2", "1")}),
@@ -190,7 +180,7 @@ TEST_F(PipelineFields, AFieldOfAnotherPipelineIsRefused) {
 TEST_F(PipelineFields, A2VidTakesTheSoundtrackAndItsWindow) {
   const VideoRequest r = parse_create(
       form({text("prompt", "a drum"), text("pipeline", "a2vid"),
-            file("audio_path", wav(), "drum.wav", "audio/wav"), text("audio_start_time", "0.5"),
+            clip_part("audio_path", wav(), "drum.wav", "audio/wav"), text("audio_start_time", "0.5"),
             text("audio_max_duration", "1")}),
       served());
   ASSERT_EQ(r.media.size(), 1u);
@@ -210,17 +200,26 @@ TEST_F(PipelineFields, A2VidBadInputNamesTheField) {
   expect_error(form({text("prompt", "a drum"), text("pipeline", "a2vid")}), 400,
                "missing_required_parameter", "audio_path", "needs audio_path");
   expect_error(form({text("prompt", "a drum"), text("pipeline", "a2vid"),
-                     file("audio_path", wav(), "d.wav", "audio/wav"),
+                     clip_part("audio_path", wav(), "d.wav", "audio/wav"),
                      text("audio_start_time", "2.5")}),
                400, "time_range_outside_clip", "audio_start_time", "not inside audio_path");
   // a silent video has no audio stream
   expect_error(form({text("prompt", "a drum"), text("pipeline", "a2vid"),
-                     file("audio_path", test::mp4_clip(9, 32, 32, 24.0))}),
+                     clip_part("audio_path", test::mp4_clip(9, 32, 32, 24.0))}),
                400, "invalid_media", "audio_path", "no audio stream");
   expect_error(form({text("prompt", "a drum"), text("pipeline", "a2vid"),
-                     file("audio_path", wav(), "d.wav", "audio/wav"),
+                     clip_part("audio_path", wav(), "d.wav", "audio/wav"),
                      text("audio_max_duration", "-1")}),
                422, "invalid_value", "audio_max_duration", "positive");
+  // A model whose audio encoder takes stereo refuses the mono soundtrack when it is sent.
+  ServedModel stereo = served();
+  stereo.defaults["a2vid"].input_audio_channels = 2;
+  expect_error(form({text("prompt", "a drum"), text("pipeline", "a2vid"),
+                     clip_part("audio_path", wav(), "d.wav", "audio/wav")}),
+               400, "invalid_media", "audio_path", "1 channel(s) but this model's audio encoder takes 2", stereo);
+  EXPECT_NO_THROW(parse_create(form({text("prompt", "a drum"), text("pipeline", "a2vid"),
+                                     clip_part("audio_path", test::wav_clip(1.0, 16000, 2), "d.wav", "audio/wav")}),
+                               stereo));
 }
 
 // ---------------------------------------------------------------- ic-lora
@@ -229,9 +228,9 @@ TEST_F(PipelineFields, IcLoraTakesReferenceVideosAMaskAndSkipStage2) {
   const std::string ref = test::mp4_clip(9, 64, 64, 24.0);
   const VideoRequest r = parse_create(
       form({text("prompt", "a dancer"), text("pipeline", "ic-lora"),
-            file("video_conditioning[][video]", ref), text("video_conditioning[][strength]", "0.7"),
-            file("video_conditioning[][video]", ref),
-            file("conditioning_attention_mask[video]", ref),
+            clip_part("video_conditioning[][video]", ref), text("video_conditioning[][strength]", "0.7"),
+            clip_part("video_conditioning[][video]", ref),
+            clip_part("conditioning_attention_mask[video]", ref),
             text("conditioning_attention_mask[strength]", "0.5"), text("skip_stage_2", "true")}),
       served());
   ASSERT_EQ(r.media.size(), 3u);
@@ -262,17 +261,17 @@ TEST_F(PipelineFields, IcLoraBadInputNamesTheField) {
   expect_error(form({text("prompt", "a dancer"), text("pipeline", "ic-lora")}), 400,
                "missing_required_parameter", "video_conditioning", "needs video_conditioning");
   expect_error(form({text("prompt", "a dancer"), text("pipeline", "ic-lora"),
-                     file("video_conditioning[][video]", ref),
+                     clip_part("video_conditioning[][video]", ref),
                      text("video_conditioning[][strength]", "1.5")}),
                422, "invalid_value", "video_conditioning[0][strength]", "[0, 1]");
   expect_error(form({text("prompt", "a dancer"), text("pipeline", "ic-lora"),
                      text("video_conditioning[][strength]", "0.5")}),
                400, "missing_required_parameter", "video_conditioning[0][video]", "required");
   expect_error(form({text("prompt", "a dancer"), text("pipeline", "ic-lora"),
-                     file("video_conditioning[][video]", "garbage")}),
+                     clip_part("video_conditioning[][video]", "garbage")}),
                400, "invalid_media", "video_conditioning[0][video]", "cannot be read");
   expect_error(form({text("prompt", "a dancer"), text("pipeline", "ic-lora"),
-                     file("video_conditioning[][video]", ref), text("num_inference_steps", "4")}),
+                     clip_part("video_conditioning[][video]", ref), text("num_inference_steps", "4")}),
                422, "invalid_value", "", "num_inference_steps");
 }
 
@@ -281,7 +280,7 @@ TEST_F(PipelineFields, IcLoraBadInputNamesTheField) {
 TEST_F(PipelineFields, DubItTakesTheReferenceClipsLengthAndTheRequestsSize) {
   const VideoRequest r = parse_create(
       form({text("prompt", "she speaks French"), text("pipeline", "dubit"),
-            file("reference_video", clip()), text("reference_strength", "0.6"),
+            clip_part("reference_video", clip()), text("reference_strength", "0.6"),
             text("size", "128x64")}),
       served());
   EXPECT_EQ(r.size, "128x64");
@@ -292,13 +291,13 @@ TEST_F(PipelineFields, DubItTakesTheReferenceClipsLengthAndTheRequestsSize) {
   EXPECT_EQ(o.reference_video, "/in/0.mp4");
   EXPECT_EQ(o.reference_strength, 0.6);
   expect_error(form({text("prompt", "x"), text("pipeline", "dubit"),
-                     file("reference_video", clip()), text("num_frames", "9")}),
+                     clip_part("reference_video", clip()), text("num_frames", "9")}),
                422, "invalid_value", "num_frames", "frame rate of reference_video");
   expect_error(form({text("prompt", "x"), text("pipeline", "dubit")}), 400,
                "missing_required_parameter", "reference_video", "needs reference_video");
   // DubIt keeps the clip's voice: a silent clip is refused by the pipeline's own check
   expect_error(form({text("prompt", "x"), text("pipeline", "dubit"),
-                     file("reference_video", test::mp4_clip(9, 64, 64, 24.0))}),
+                     clip_part("reference_video", test::mp4_clip(9, 64, 64, 24.0))}),
                422, "invalid_value", "reference_video", "no audio track");
 }
 
@@ -342,9 +341,9 @@ TEST_F(PipelineFields, OneFrameIsAPng) {
 TEST_F(PipelineFields, KeyframeInterpolationTakesImagesAtFrames) {
   const VideoRequest r = parse_create(
       form({text("prompt", "a door opens"), text("pipeline", "keyframe-interpolation"),
-            file("images[][image]", test::png(), "a.png", "image/png"),
+            clip_part("images[][image]", test::png(), "a.png", "image/png"),
             text("images[][frame_index]", "0"),
-            file("images[][image]", test::png(), "b.png", "image/png"),
+            clip_part("images[][image]", test::png(), "b.png", "image/png"),
             text("images[][frame_index]", "8")}),
       served());
   ASSERT_EQ(r.images.size(), 2u);

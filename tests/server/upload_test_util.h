@@ -1,13 +1,36 @@
 #pragma once
-// Image bytes for the request tests: small real PNG / JPEG files, base64 data URLs, and a PNG
-// that is only a header declaring any size.
+// Bodies for the request tests: multipart form parts (text fields, uploaded images and clips),
+// small real PNG / JPEG files, base64 data URLs, and a PNG that is only a header declaring any
+// size.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 #include "media/image.h"
+#include "server/video_service.h"
 
 namespace ltx::server::test {
+
+// A text field of a multipart form.
+inline FormPart text(std::string name, std::string value) { return {std::move(name), std::move(value), "", ""}; }
+// A file part: an uploaded image (PNG by default) or a video / audio clip (MP4 by default).
+inline FormPart image_part(std::string name, std::string bytes, std::string filename = "image.png",
+                           std::string type = "image/png") {
+  return {std::move(name), std::move(bytes), std::move(filename), std::move(type)};
+}
+inline FormPart clip_part(std::string name, std::string bytes, std::string filename = "clip.mp4",
+                          std::string type = "video/mp4") {
+  return {std::move(name), std::move(bytes), std::move(filename), std::move(type)};
+}
+// A multipart body of these parts, in order.
+inline CreateBody form(std::vector<FormPart> parts) {
+  CreateBody b;
+  b.multipart = true;
+  b.parts = std::move(parts);
+  return b;
+}
 
 inline std::string png(int64_t w = 16, int64_t h = 8) {
   const auto b = media::encode_png(Tensor::full({h, w, 3}, 120.0, DType::U8));

@@ -19,6 +19,9 @@ namespace ltx::server {
 namespace {
 
 using json = nlohmann::json;
+using test::form;
+using test::image_part;
+using test::text;
 using test::base64;
 using test::data_url;
 using test::jpeg;
@@ -46,19 +49,6 @@ CreateBody json_body(const json& j) {
 CreateBody raw_json(std::string text) {
   CreateBody b;
   b.json = std::move(text);
-  return b;
-}
-FormPart text(std::string name, std::string value) {
-  return {std::move(name), std::move(value), "", ""};
-}
-FormPart file(std::string name, std::string bytes, std::string filename = "image.png",
-              std::string type = "image/png") {
-  return {std::move(name), std::move(bytes), std::move(filename), std::move(type)};
-}
-CreateBody form(std::vector<FormPart> parts) {
-  CreateBody b;
-  b.multipart = true;
-  b.parts = std::move(parts);
   return b;
 }
 
@@ -115,7 +105,7 @@ std::vector<ErrorCase> error_cases() {
        "prompt", "UTF-8"},
       {"FormPromptSurrogate", form({text("prompt", "\xED\xA0\x80")}), 400, "invalid_encoding",
        "prompt", "UTF-8"},
-      {"FormPromptAsAFile", form({file("prompt", "a cat", "p.txt", "text/plain")}), 400,
+      {"FormPromptAsAFile", form({image_part("prompt", "a cat", "p.txt", "text/plain")}), 400,
        "invalid_type", "prompt", "a file"},
       {"JsonSeedString", json_body({{"prompt", "x"}, {"seed", "1"}}), 400, "invalid_type", "seed",
        "an integer"},
@@ -174,7 +164,7 @@ std::vector<ErrorCase> error_cases() {
       {"NegativePromptTooLong", json_body({{"prompt", "x"}, {"negative_prompt", p5001}}), 422,
        "string_above_max_length", "negative_prompt", "at most 5000"},
       {"UnknownFields",
-       form({text("prompt", "x"), text("quality", "high"), file("images[][image]", png()),
+       form({text("prompt", "x"), text("quality", "high"), image_part("images[][image]", png()),
              text("images[][bogus]", "1"), text("output_path", "/etc/x")}),
        422, "unknown_field", "images[][bogus]",
        "unknown fields: images[][bogus], output_path, quality"},
@@ -247,12 +237,12 @@ std::vector<ErrorCase> error_cases() {
       {"InputReferenceFileId", form({text("prompt", "x"), text("input_reference[file_id]", "f1")}),
        422, "unsupported_value", "input_reference[file_id]", "keeps no files"},
       {"TextAsInputReference",
-       form({text("prompt", "x"), file("input_reference", "hello, world", "a.txt", "text/plain")}),
+       form({text("prompt", "x"), image_part("input_reference", "hello, world", "a.txt", "text/plain")}),
        422, "invalid_image", "input_reference", "not a PNG or JPEG"},
-      {"TruncatedPng", form({text("prompt", "x"), file("input_reference", png().substr(0, 40))}),
+      {"TruncatedPng", form({text("prompt", "x"), image_part("input_reference", png().substr(0, 40))}),
        422, "invalid_image", "input_reference", "cannot be decoded"},
       {"HugePngHeader",
-       form({text("prompt", "x"), file("input_reference", png_header(20000, 20000))}), 422,
+       form({text("prompt", "x"), image_part("input_reference", png_header(20000, 20000))}), 422,
        "image_too_many_pixels", "input_reference", "20000x20000"},
       {"DataUrlNotBase64", json_body({{"prompt", "x"}, {"images", {{{"image", "data:,abc"}}}}}),
        422, "invalid_image", "images[0][image]", "base64"},
@@ -419,9 +409,9 @@ TEST(VideoRequest, ExtraBodyIsMerged) {
 TEST(VideoRequest, SdkImageGroupsKeepTheirOrder) {
   if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
   const VideoRequest r = parse(
-      form({text("prompt", "x"), text("num_frames", "25"), file("images[][image]", png(16, 8)),
+      form({text("prompt", "x"), text("num_frames", "25"), image_part("images[][image]", png(16, 8)),
             text("images[][frame_index]", "0"), text("images[][strength]", "0.5"),
-            file("images[][image]", jpeg(24, 16), "b.jpg", "image/jpeg"),
+            image_part("images[][image]", jpeg(24, 16), "b.jpg", "image/jpeg"),
             text("images[][frame_index]", "24"), text("images[][crf]", "0")}));
   ASSERT_EQ(r.images.size(), 2u);
   EXPECT_EQ(r.images[0].format, "png");
@@ -442,7 +432,7 @@ TEST(VideoRequest, IndexedImagePartsAreOrderedByIndex) {
   if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
   const VideoRequest r = parse(
       form({text("prompt", "x"), text("num_frames", "25"), text("images[1][frame_index]", "8"),
-            file("images[1][image]", png(32, 8)), file("images[0][image]", png(16, 8))}));
+            image_part("images[1][image]", png(32, 8)), image_part("images[0][image]", png(16, 8))}));
   ASSERT_EQ(r.images.size(), 2u);
   EXPECT_EQ(r.images[0].width, 16);
   EXPECT_EQ(r.images[1].width, 32);
@@ -452,7 +442,7 @@ TEST(VideoRequest, IndexedImagePartsAreOrderedByIndex) {
 TEST(VideoRequest, InputReferenceIsFrameZeroFirst) {
   if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
   // the SDK's file part
-  const VideoRequest f = parse(form({text("prompt", "x"), file("input_reference", png())}));
+  const VideoRequest f = parse(form({text("prompt", "x"), image_part("input_reference", png())}));
   ASSERT_EQ(f.images.size(), 1u);
   EXPECT_EQ(f.images[0].frame_index, 0);
   EXPECT_EQ(f.images[0].strength, 1.0);
@@ -460,7 +450,7 @@ TEST(VideoRequest, InputReferenceIsFrameZeroFirst) {
   const VideoRequest u =
       parse(form({text("prompt", "x"), text("num_frames", "9"),
                   text("input_reference[image_url]", data_url(jpeg(), "image/jpeg")),
-                  file("images[][image]", png(8, 8)), text("images[][frame_index]", "8")}));
+                  image_part("images[][image]", png(8, 8)), text("images[][frame_index]", "8")}));
   ASSERT_EQ(u.images.size(), 2u);
   EXPECT_EQ(u.images[0].format, "jpeg");
   EXPECT_EQ(u.images[1].frame_index, 8);
@@ -490,7 +480,7 @@ TEST(VideoRequest, ImageLimits) {
   m.limits.max_image_bytes = 100;
   try {
     parse(
-        form({text("prompt", "x"), file("input_reference", png(64, 64) + std::string(200, '\0'))}),
+        form({text("prompt", "x"), image_part("input_reference", png(64, 64) + std::string(200, '\0'))}),
         m);
     FAIL() << "accepted";
   } catch (const ApiError& e) {
@@ -506,7 +496,7 @@ TEST(VideoRequest, ImageLimits) {
   m = served();
   m.limits.max_image_pixels = 100;
   try {
-    parse(form({text("prompt", "x"), file("input_reference", png(16, 8))}), m);
+    parse(form({text("prompt", "x"), image_part("input_reference", png(16, 8))}), m);
     FAIL() << "accepted";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 422);
@@ -516,7 +506,7 @@ TEST(VideoRequest, ImageLimits) {
   m.limits.max_images = 1;
   try {
     parse(
-        form({text("prompt", "x"), file("images[][image]", png()), file("images[][image]", png())}),
+        form({text("prompt", "x"), image_part("images[][image]", png()), image_part("images[][image]", png())}),
         m);
     FAIL() << "accepted";
   } catch (const ApiError& e) {
@@ -529,7 +519,7 @@ TEST(VideoRequest, ImageLimits) {
   ASSERT_NE(sof, std::string::npos);
   big[sof + 5] = big[sof + 6] = big[sof + 7] = big[sof + 8] = '\x7F';
   try {
-    parse(form({text("prompt", "x"), file("input_reference", big)}));
+    parse(form({text("prompt", "x"), image_part("input_reference", big)}));
     FAIL() << "accepted";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.code(), "image_too_many_pixels") << e.what();
@@ -596,7 +586,7 @@ TEST(VideoRequest, AutoDurationRangeIsChecked) {
 TEST(VideoRequest, EnhancePromptWithImagesIsAccepted) {
   if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
   const auto r = parse(form(
-      {text("prompt", "x"), text("enhance_prompt", "true"), file("input_reference", png())}));
+      {text("prompt", "x"), text("enhance_prompt", "true"), image_part("input_reference", png())}));
   EXPECT_TRUE(r.options.enhance_prompt);
   EXPECT_EQ(r.images.size(), 1u);
 }
@@ -625,7 +615,7 @@ TEST(VideoRequest, BatchKeySeparatesShapesNotPrompts) {
 TEST(VideoRequest, BatchKeySeparatesImageStrengths) {
   if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
   const auto key = [](const char* strength) {
-    return parse(form({text("prompt", "x"), file("images[][image]", png()),
+    return parse(form({text("prompt", "x"), image_part("images[][image]", png()),
                        text("images[][frame_index]", "0"), text("images[][strength]", strength)}))
         .batch_key;
   };
@@ -641,7 +631,7 @@ TEST(VideoRequest, StoredJsonRoundTripWithoutImageBytes) {
             text("seed", "42"), text("negative_prompt", "blur"), text("guidance_scale", "3"),
             text("video_stg_blocks", "28"), text("generate_audio", "false"),
             text("loras[][name]", "style"), text("loras[][strength]", "0.5"),
-            file("images[][image]", png()), text("images[][frame_index]", "8"),
+            image_part("images[][image]", png()), text("images[][frame_index]", "8"),
             text("images[][strength]", "0.25"), text("images[][crf]", "18")}));
   const json j = to_json(r);
   EXPECT_EQ(j.dump().find(base64(png()).substr(0, 40)), std::string::npos);
@@ -676,8 +666,8 @@ TEST(VideoRequest, StoredJsonThatIsNotARequestIsAnError) {
 TEST(VideoRequest, GenerateOptionsConditionOnTheStoredFiles) {
   if (!media::image_io_available()) GTEST_SKIP() << "built without image I/O";
   const VideoRequest r =
-      parse(form({text("prompt", "x"), text("num_frames", "9"), file("input_reference", png()),
-                  file("images[][image]", png()), text("images[][frame_index]", "8"),
+      parse(form({text("prompt", "x"), text("num_frames", "9"), image_part("input_reference", png()),
+                  image_part("images[][image]", png()), text("images[][frame_index]", "8"),
                   text("images[][crf]", "0")}));
   const generate::GenerateOptions o =
       to_generate_options(r, {"/data/inputs/a/0.png", "/data/inputs/a/1.png"});
