@@ -17,6 +17,7 @@
 #include "quantization/fp8_cast.h"
 #include "quantization/ggml_dequant.h"
 #include "quantization/gguf_policy.h"
+#include "support/test_support.h"
 #include "support/tiny_transformer_checkpoint.h"
 
 namespace ltx {
@@ -204,6 +205,30 @@ TEST(QuantizeCheckpoint, Fp8WritesTheOfficialLayout) {
     for (int64_t i = 0; i < back.numel(); ++i) back.data<float>()[i] *= scale.data<float>()[0];
     EXPECT_LT(rel_rms(back, t), 0.05) << name;  // e4m3: 3 mantissa bits
   }
+}
+
+TEST(QuantizeCheckpoint, Fp8MatchesTheReferencesQuantisedCheckpoint) {
+  // tests/fixtures/ltx23.fp8_scaled.weights: the reference's quantize_weight_to_fp8_per_tensor
+  // on every fp8-cast Linear of ltx23.weights.bf16 (plus calibrated input scales, which ltx
+  // does not write). Every other tensor and the metadata come from the bf16 file.
+  TempDir dir;
+  const std::string out = dir.file("fp8.safetensors");
+  quantize(test::fixture("ltx23.weights.bf16.safetensors"), "fp8", out);
+  const io::SafetensorsFile got(out);
+  const io::SafetensorsFile want(test::fixture("ltx23.fp8_scaled.weights.safetensors"));
+  EXPECT_EQ(got.metadata(), want.metadata());
+  int64_t fp8 = 0;
+  for (const std::string& name : want.names()) {
+    if (name.ends_with(".input_scale")) {
+      EXPECT_FALSE(got.contains(name)) << name;
+      continue;
+    }
+    ASSERT_TRUE(got.contains(name)) << name;
+    EXPECT_TRUE(same_bytes(got.tensor(name), want.tensor(name))) << name;
+    fp8 += want.info(name).dtype == DType::F8E4M3FN;
+  }
+  EXPECT_GT(fp8, 0);
+  EXPECT_EQ(got.size() + static_cast<size_t>(fp8), want.size());  // one input_scale per layer
 }
 
 TEST(ConvertCheckpoint, SafetensorsToGgufAndBackIsExact) {
