@@ -20,5 +20,7 @@ Command add_tokenize(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_pull(CLI::App& app);
 Command add_models(CLI::App& app);
+Command add_quantize(CLI::App& app);
+Command add_convert(CLI::App& app);
 
 }  // namespace ltx::cli

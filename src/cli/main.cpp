@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
       ltx::cli::add_serve(app),
       ltx::cli::add_pull(app),
       ltx::cli::add_models(app),
+      ltx::cli::add_quantize(app),
+      ltx::cli::add_convert(app),
   };
 
   try {

@@ -30,42 +30,6 @@ template <typename... Args>
   fail("invalid GGUF file '", path, "': ", std::forward<Args>(args)...);
 }
 
-bool valid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int extra = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + static_cast<size_t>(extra) >= s.size()) return false;
-    for (int k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF.
-    if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += static_cast<size_t>(extra) + 1;
-  }
-  return true;
-}
-
 // A printable excerpt of a name for messages.
 std::string shown(const std::string& s) {
   std::string out;
@@ -177,6 +141,42 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace
 
+bool is_valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int extra = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + static_cast<size_t>(extra) >= s.size()) return false;
+    for (int k = 1; k <= extra; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF.
+    if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += static_cast<size_t>(extra) + 1;
+  }
+  return true;
+}
+
 const char* gguf_value_type_name(GgufValueType type) {
   switch (type) {
     case GgufValueType::U8: return "u8";
@@ -284,7 +284,7 @@ void GgufFile::parse(const uint8_t* bytes) {
     kv.key = c.read_string(str("metadata key ", i), kMaxGgufNameBytes);
     const std::string what = "metadata '" + shown(kv.key) + "'";
     if (kv.key.empty()) bad_file(path_, "metadata key ", i, " is empty");
-    if (!valid_utf8(kv.key)) bad_file(path_, what, ": the key is not valid UTF-8");
+    if (!is_valid_utf8(kv.key)) bad_file(path_, what, ": the key is not valid UTF-8");
     if (metadata_index_.count(kv.key) != 0) bad_file(path_, what, " appears twice");
     const auto type = c.read<uint32_t>(what + " (its type)");
     if (!known_value_type(type))
@@ -335,7 +335,7 @@ void GgufFile::parse(const uint8_t* bytes) {
     ti.name = c.read_string(str("the name of tensor ", i), kMaxGgufNameBytes);
     if (ti.name.empty()) bad_file(path_, "tensor ", i, " has an empty name");
     const std::string what = "tensor '" + shown(ti.name) + "'";
-    if (!valid_utf8(ti.name)) bad_file(path_, what, ": the name is not valid UTF-8");
+    if (!is_valid_utf8(ti.name)) bad_file(path_, what, ": the name is not valid UTF-8");
     if (index_.count(ti.name) != 0) bad_file(path_, what, " appears twice");
     const auto n_dims = c.read<uint32_t>(what + " (its dimension count)");
     if (n_dims > static_cast<uint32_t>(kMaxGgufDims))

@@ -57,6 +57,10 @@ enum class GgufValueType : uint32_t {
   I64 = 11,
   F64 = 12,
 };
+// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF):
+// what keys and tensor names must be.
+bool is_valid_utf8(const std::string& s);
+
 // "u8", "i32", "f32", "bool", "string", "array", ... (gguf.h's names).
 const char* gguf_value_type_name(GgufValueType type);
 

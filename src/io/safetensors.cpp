@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 namespace ltx::io {
 
@@ -373,40 +374,24 @@ nlohmann::json SafetensorsFile::metadata_json() const {
 
 // ------------------------------------------------------------------------------------ writer
 
-namespace {
-
-// Removes the temporary file unless the write completed.
-struct TempFile {
-  std::string path;
-  std::FILE* f = nullptr;
-  bool created = false;
-  bool done = false;
-  ~TempFile() {
-    if (f != nullptr) std::fclose(f);
-    if (created && !done) std::remove(path.c_str());
-  }
-};
-
-}  // namespace
-
-void write_safetensors(const std::string& path,
-                       const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+void write_safetensors_streamed(const std::string& path,
+                                const std::vector<SafetensorsEntry>& entries,
+                                const std::function<Tensor(size_t)>& produce,
+                                const std::map<std::string, std::string>& metadata) {
   std::set<std::string> seen;
-  for (const auto& [name, t] : tensors) {
-    LTX_CHECK(!name.empty(), "write_safetensors '", path, "': empty tensor name");
-    LTX_CHECK(name != "__metadata__", "write_safetensors '", path,
+  for (const SafetensorsEntry& e : entries) {
+    LTX_CHECK(!e.name.empty(), "write_safetensors '", path, "': empty tensor name");
+    LTX_CHECK(e.name != "__metadata__", "write_safetensors '", path,
               "': '__metadata__' is reserved and cannot name a tensor");
-    LTX_CHECK(seen.insert(name).second, "write_safetensors '", path, "': tensor '", name,
+    LTX_CHECK(seen.insert(e.name).second, "write_safetensors '", path, "': tensor '", e.name,
               "' given twice");
-    LTX_CHECK(t.defined(), "write_safetensors '", path, "': tensor '", name, "' is undefined");
   }
   // Largest elements first keeps every tensor aligned to its element size (the header is padded to
   // a multiple of 8); stable, so the caller's order survives within one element size.
-  std::vector<size_t> order(tensors.size());
+  std::vector<size_t> order(entries.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return tensors[a].second.element_size() > tensors[b].second.element_size();
+    return dtype_size(entries[a].dtype) > dtype_size(entries[b].dtype);
   });
 
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -417,11 +402,11 @@ void write_safetensors(const std::string& path,
   }
   uint64_t offset = 0;
   for (size_t i : order) {
-    const auto& [name, t] = tensors[i];
-    const uint64_t nb = t.nbytes();
-    header[name] = {{"dtype", safetensors_dtype_name(t.dtype())},
-                    {"shape", t.shape().vec()},
-                    {"data_offsets", {offset, offset + nb}}};
+    const SafetensorsEntry& e = entries[i];
+    const uint64_t nb = static_cast<uint64_t>(e.shape.numel()) * dtype_size(e.dtype);
+    header[e.name] = {{"dtype", safetensors_dtype_name(e.dtype)},
+                      {"shape", e.shape.vec()},
+                      {"data_offsets", {offset, offset + nb}}};
     offset += nb;
   }
   std::string text;
@@ -435,33 +420,36 @@ void write_safetensors(const std::string& path,
   LTX_CHECK(text.size() <= kMaxSafetensorsHeader, "write_safetensors '", path, "': header of ",
             text.size(), " bytes exceeds the ", kMaxSafetensorsHeader, "-byte limit");
 
-  TempFile tmp{path + ".tmp"};
-  tmp.f = std::fopen(tmp.path.c_str(), "wb");
-  if (tmp.f == nullptr)
-    fail("write_safetensors: cannot create '", tmp.path, "': ", std::strerror(errno));
-  tmp.created = true;
-  auto put = [&](const void* data, size_t n) {
-    if (n > 0 && std::fwrite(data, 1, n, tmp.f) != n)
-      fail("write_safetensors: writing '", tmp.path, "' failed: ", std::strerror(errno));
-  };
+  AtomicFile out(path, "write_safetensors");
   uint8_t len[8];
-  uint64_t n = text.size();
+  const uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
-  put(len, 8);
-  put(text.data(), text.size());
+  out.write(len, 8);
+  out.write(text.data(), text.size());
   for (size_t i : order) {
-    const Tensor host = tensors[i].second.to(Device::cpu()).contiguous();
-    put(host.raw_data(), host.nbytes());
+    const SafetensorsEntry& e = entries[i];
+    const Tensor t = produce(i);
+    LTX_CHECK(t.defined(), "write_safetensors '", path, "': tensor '", e.name, "' is undefined");
+    LTX_CHECK(t.dtype() == e.dtype && t.shape() == e.shape, "write_safetensors '", path,
+              "': tensor '", e.name, "' was announced as ", dtype_name(e.dtype), " ",
+              e.shape.str(), " but produced as ", dtype_name(t.dtype()), " ", t.shape().str());
+    const Tensor host = t.to(Device::cpu()).contiguous();
+    out.write(host.raw_data(), host.nbytes());
   }
-  if (std::fflush(tmp.f) != 0 || fsync(fileno(tmp.f)) != 0)
-    fail("write_safetensors: flushing '", tmp.path, "' failed: ", std::strerror(errno));
-  const int rc = std::fclose(tmp.f);
-  tmp.f = nullptr;
-  if (rc != 0) fail("write_safetensors: closing '", tmp.path, "' failed: ", std::strerror(errno));
-  if (std::rename(tmp.path.c_str(), path.c_str()) != 0)
-    fail("write_safetensors: cannot rename '", tmp.path, "' to '", path,
-         "': ", std::strerror(errno));
-  tmp.done = true;
+  out.commit();
+}
+
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsEntry> entries;
+  entries.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) {
+    LTX_CHECK(t.defined(), "write_safetensors '", path, "': tensor '", name, "' is undefined");
+    entries.push_back({name, t.dtype(), t.shape()});
+  }
+  write_safetensors_streamed(
+      path, entries, [&](size_t i) { return tensors[i].second; }, metadata);
 }
 
 }  // namespace ltx::io

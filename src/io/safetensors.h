@@ -12,6 +12,7 @@
 // tile the data section exactly (no overlap, no hole, nothing after the last tensor). Any violation
 // throws ltx::Error naming the file, the tensor when there is one, and the problem.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -117,5 +118,22 @@ class SafetensorsFile {
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// What write_safetensors_streamed writes for one tensor.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
+// The same file as write_safetensors, with the tensors made one at a time: the header comes from
+// `entries`, then `produce(i)` is called once per entry, in file order (element size, largest
+// first, then the given order), and must return a tensor of entry i's dtype and shape (any device
+// and strides); it is written and released before the next call. For outputs larger than memory
+// (a quantised checkpoint made tensor by tensor).
+void write_safetensors_streamed(const std::string& path,
+                                const std::vector<SafetensorsEntry>& entries,
+                                const std::function<Tensor(size_t)>& produce,
+                                const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace ltx::io

@@ -296,6 +296,37 @@ TEST(Safetensors, FailedRewriteKeepsThePreviousFile) {
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
+TEST(Safetensors, StreamedWriterAsksForEachTensorOnceInFileOrder) {
+  TempDir dir;
+  const std::string path = dir.file("s.safetensors");
+  const std::vector<io::SafetensorsEntry> entries = {
+      {"small", DType::BF16, Shape{3}}, {"big", DType::F32, Shape{2, 2}}, {"byte", DType::U8, Shape{5}}};
+  std::vector<size_t> asked;
+  io::write_safetensors_streamed(
+      path, entries,
+      [&](size_t i) {
+        asked.push_back(i);
+        return Tensor::full(entries[i].shape, 1.0, entries[i].dtype);
+      },
+      {{"k", "v"}});
+  EXPECT_EQ(asked, (std::vector<size_t>{1, 0, 2}));  // 4-byte, then 2-byte, then 1-byte elements
+  const SafetensorsFile f(path);
+  EXPECT_EQ(f.names(), (std::vector<std::string>{"big", "small", "byte"}));
+  EXPECT_EQ(f.metadata().at("k"), "v");
+  EXPECT_EQ(f.tensor("small").to(DType::F32).data<float>()[2], 1.0f);
+
+  // A tensor that is not what its entry announced stops the write; no file is left.
+  const std::string bad = dir.file("bad.safetensors");
+  expect_error_containing(
+      [&] {
+        io::write_safetensors_streamed(bad, entries,
+                                       [&](size_t) { return Tensor::zeros({2, 2}, DType::F32); });
+      },
+      {"tensor 'small'", "announced as bf16 [3]", "f32 [2, 2]"});
+  EXPECT_FALSE(std::filesystem::exists(bad));
+  EXPECT_FALSE(std::filesystem::exists(bad + ".tmp"));
+}
+
 TEST(Safetensors, InfoOfAnAbsentTensorNamesFileAndTensor) {
   TempDir dir;
   const std::string path = dir.file("x.safetensors");
