@@ -95,7 +95,7 @@ Linear load_ggml(io::WeightMap& w, const std::string& name, int64_t in_features,
     }
   }
   if (has_bias) l.bias = w.take(name + ".bias", {out_features}, opt.dtype, opt.device);
-  if (l.format == LinearFormat::GgmlBlocks && w.contains(name + kLoraDownSuffix)) {
+  if (w.contains(name + kLoraDownSuffix)) {
     l.lora_a = w.take(name + kLoraDownSuffix, {-1, in_features}, opt.dtype, opt.device);
     const int64_t rank = l.lora_a.defined() ? l.lora_a.size(0) : -1;
     l.lora_b = w.take(name + kLoraUpSuffix, {out_features, rank}, opt.dtype, opt.device);
@@ -222,6 +222,11 @@ Tensor Linear::dense_bias(DType dtype) const {
 }
 
 Tensor Linear::operator()(const Tensor& x) const {
+  if (lora_a.defined()) return add_low_rank(*this, x, product(x));
+  return product(x);
+}
+
+Tensor Linear::product(const Tensor& x) const {
   switch (format) {
     case LinearFormat::Dense: return ops::linear(x, weight, bias);
     case LinearFormat::Fp8Cast:
@@ -232,12 +237,14 @@ Tensor Linear::operator()(const Tensor& x) const {
     case LinearFormat::Fp8PerToken: return ops::linear_fp8_per_token(x, weight, weight_scale, bias);
     case LinearFormat::Fp8Blockwise:
       return ops::linear_fp8_blockwise(x, weight, weight_scale, bias);
-    case LinearFormat::GgmlBlocks: return add_low_rank(*this, x, ops::linear_ggml(x, ggml_weight(), bias));
+    case LinearFormat::GgmlBlocks: return ops::linear_ggml(x, ggml_weight(), bias);
   }
   return Tensor();
 }
 
 Tensor Linear::gelu_tanh(const Tensor& x) const {
+  // A low-rank term goes in before the activation.
+  if (lora_a.defined()) return ops::gelu_tanh((*this)(x));
   switch (format) {
     case LinearFormat::Dense: return ops::linear_gelu_tanh(x, weight, bias);
     case LinearFormat::Fp8Cast:
@@ -246,10 +253,7 @@ Tensor Linear::gelu_tanh(const Tensor& x) const {
     case LinearFormat::Fp8Scaled:
     case LinearFormat::Fp8PerToken:
     case LinearFormat::Fp8Blockwise: return ops::gelu_tanh((*this)(x));
-    case LinearFormat::GgmlBlocks:
-      // The low-rank term goes in before the activation.
-      return lora_a.defined() ? ops::gelu_tanh((*this)(x))
-                              : ops::linear_ggml_gelu_tanh(x, ggml_weight(), bias);
+    case LinearFormat::GgmlBlocks: return ops::linear_ggml_gelu_tanh(x, ggml_weight(), bias);
   }
   return Tensor();
 }

@@ -55,7 +55,7 @@ struct Linear {
   GgmlType ggml_type = GgmlType::F32;
   DType compute = DType::F32;
   // A low-rank term added to the output, y += (x lora_a^T) lora_b^T, in the compute dtype:
-  // how LoRAs apply to weights that are not fused (GgmlBlocks); undefined otherwise.
+  // how LoRAs apply to weights that are not fused (a GGUF file's blocks); undefined otherwise.
   Tensor lora_a;  // [rank, in]
   Tensor lora_b;  // [out, rank]
 
@@ -87,6 +87,10 @@ struct Linear {
   // in a fixed order (e.g. for moving a block's weights between devices).
   void for_each_parameter(const std::function<void(const char* role, Tensor& t)>& fn);
   void for_each_parameter(const std::function<void(const char* role, const Tensor& t)>& fn) const;
+
+ private:
+  // x W^T + b in the layer's format, without the low-rank term.
+  Tensor product(const Tensor& x) const;
 };
 
 }  // namespace ltx::nn
