@@ -1,6 +1,7 @@
 // Linear layers on GGML blocks on CUDA against the CPU (ops/ggml_linear.h): the dequantising
 // kernel bit for bit for every type, the products of every type, a 4096-wide layer, the chunked
-// path for weights larger than one scratch, and the GELU epilogue.
+// path for weights larger than one scratch, the GELU epilogue, and the tiny transformer from a
+// GGUF file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 
 #include "backend/cuda/ggml_linear.h"
 #include "cuda/cuda_test_util.h"
+#include "cuda/tiny_transformer_modes.h"
+#include "io/io_test_util.h"
 #include "ops/elementwise.h"
 #include "ops/ggml_linear.h"
 #include "ops/linalg.h"
@@ -125,6 +128,16 @@ TEST(CudaGgmlLinear, GeluVariantMatchesTheCpu) {
   EXPECT_LT(rel_diff(ops::linear_ggml_gelu_tanh(x, on_gpu(w), bias),
                      ops::gelu_tanh(cpu_product(x, w, bias))),
             2e-2);
+}
+
+TEST(CudaGgmlLinear, TinyGgufTransformerMatchesTheCpu) {
+  LTX_REQUIRE_CUDA();
+  // The community-style file (Q8_0 / Q4_0 Linears, F32 tables) through `ltx parity transformer`:
+  // f32 on the GPU is the CPU's product in another summation order; bf16 rounds the dequantised
+  // weights and every activation (the bounds of the dense fp8-cast run's bf16 compute).
+  test::TempDir dir;
+  test::expect_tiny_transformer_matches_cpu(dir, test::fixture("gguf/ltx23_tiny.gguf"),
+                                            quantization::Mode::None, {1e-4, 2e-2});
 }
 
 }  // namespace
