@@ -1,17 +1,27 @@
 // Linear layers on GGML blocks on CUDA against the CPU (ops/ggml_linear.h): the dequantising
 // kernel bit for bit for every type, the products of every type, a 4096-wide layer, the chunked
 // path for weights larger than one scratch, the GELU epilogue, and the tiny transformer from a
-// GGUF file.
+// GGUF file (against the CPU; streamed blocks and a LoRA's low-rank term against the resident
+// model).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/cuda/ggml_linear.h"
 #include "cuda/cuda_test_util.h"
 #include "cuda/tiny_transformer_modes.h"
+#include "generate/model_provider.h"
 #include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "io/weights.h"
+#include "models/lora/fuse.h"
+#include "models/lora/lora.h"
+#include "models/transformer/model.h"
+#include "nn/linear.h"
 #include "ops/elementwise.h"
 #include "ops/ggml_linear.h"
 #include "ops/linalg.h"
@@ -138,6 +148,71 @@ TEST(CudaGgmlLinear, TinyGgufTransformerMatchesTheCpu) {
   test::TempDir dir;
   test::expect_tiny_transformer_matches_cpu(dir, test::fixture("gguf/ltx23_tiny.gguf"),
                                             quantization::Mode::None, {1e-4, 2e-2});
+}
+
+// The tiny transformer's fixture inputs on the GPU, in the model dtype where the pipelines pass it.
+models::transformer::Modality gpu_stream(const io::SafetensorsFile& io, const std::string& stream) {
+  const std::string p = "in." + stream + ".";
+  models::transformer::Modality m;
+  m.latent = io.tensor(p + "latent").to(kGpu, DType::BF16);
+  m.sigma = io.tensor(p + "sigma").to(kGpu, DType::F32);
+  m.timesteps = io.tensor(p + "timesteps").to(kGpu, DType::F32);
+  m.positions = io.tensor(p + "positions").to(kGpu, DType::F32);
+  m.context = io.tensor(p + "context").to(kGpu, DType::BF16);
+  return m;
+}
+
+void expect_same_outputs(const models::transformer::ModelOutputs& got,
+                         const models::transformer::ModelOutputs& want) {
+  ASSERT_TRUE(got.video.defined() && want.video.defined() && got.audio.defined() &&
+              want.audio.defined());
+  EXPECT_TRUE(test::same_bytes(got.video, want.video)) << "video velocity";
+  EXPECT_TRUE(test::same_bytes(got.audio, want.audio)) << "audio velocity";
+}
+
+TEST(CudaGgmlLinear, StreamedGgufBlocksAndTheirLoraTermGiveTheResidentOutputsBitForBit) {
+  LTX_REQUIRE_CUDA();
+  namespace tf = models::transformer;
+  const std::string path = test::fixture("gguf/ltx23_tiny.gguf");
+  const io::SafetensorsFile io(test::fixture("ltx23.io.safetensors"));
+  const tf::Modality video = gpu_stream(io, "video"), audio = gpu_stream(io, "audio");
+  const nn::LoadOptions gpu{DType::BF16, kGpu};
+
+  // A LoRA on a Q8_0 block projection, a Q4_0 feed-forward input and a dense layer.
+  test::TempDir dir;
+  io::WeightMap shapes = io::WeightMap::open_checkpoints(
+      {path}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
+  std::vector<std::pair<std::string, Tensor>> factors;
+  uint64_t seed = 150;
+  for (const char* target : {"transformer_blocks.0.attn1.to_q", "transformer_blocks.1.ff.net.0.proj",
+                             "audio_patchify_proj"}) {
+    const Shape s = shapes.shape(std::string(target) + ".weight");
+    factors.emplace_back(str("diffusion_model.", target, ".lora_A.weight"),
+                         random_tensor({2, s[1]}, seed++, -0.5f, 0.5f).to(DType::BF16));
+    factors.emplace_back(str("diffusion_model.", target, ".lora_B.weight"),
+                         random_tensor({s[0], 2}, seed++, -0.5f, 0.5f).to(DType::BF16));
+  }
+  const std::string lora_path = dir.file("lora.safetensors");
+  io::write_safetensors(lora_path, factors);
+  const lora::LoraSet set = {{lora::LoraFile::open(lora_path), 0.8}};
+
+  const auto resident = generate::load_stage_transformer(path, {set}, gpu, {});
+  const tf::ModelOutputs want_base = resident->model->forward(&video, &audio, nullptr);
+  resident->fuser->apply(set);
+  const tf::ModelOutputs want_lora = resident->model->forward(&video, &audio, nullptr);
+  EXPECT_FALSE(test::same_bytes(want_lora.video, want_base.video)) << "the LoRA changed nothing";
+  // The blocks' u8 rows, biases and low-rank factors travel through the slots as they are.
+  for (bool from_file : {false, true}) {
+    SCOPED_TRACE(from_file ? "disk" : "cpu");
+    const auto st = generate::load_stage_transformer(path, {set}, gpu, {2, from_file});
+    ASSERT_TRUE(st->model->streams_blocks());
+    for (int pass = 0; pass < 2; ++pass)
+      expect_same_outputs(st->model->forward(&video, &audio, nullptr), want_base);
+    st->fuser->apply(set);
+    expect_same_outputs(st->model->forward(&video, &audio, nullptr), want_lora);
+    st->fuser->reset();
+    expect_same_outputs(st->model->forward(&video, &audio, nullptr), want_base);
+  }
 }
 
 }  // namespace
