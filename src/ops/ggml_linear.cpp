@@ -63,8 +63,8 @@ Tensor linear_ggml(const Tensor& x, const GgmlWeight& w, const Tensor& bias) {
 }
 
 Tensor linear_ggml_gelu_tanh(const Tensor& x, const GgmlWeight& w, const Tensor& bias) {
-  const char* op = "linear_ggml_gelu_tanh";
 #if LTX_WITH_CUDA
+  const char* op = "linear_ggml_gelu_tanh";
   // The GELU epilogue takes a bf16 output and no or a bf16 bias (as ops::linear_gelu_tanh).
   if (check_linear_ggml(op, x, w, bias).is_cuda() && x.dtype() == DType::BF16 &&
       (!bias.defined() || bias.dtype() == DType::BF16))
