@@ -19,6 +19,7 @@
 #include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "ops/ggml_linear.h"
 #include "ops/linalg.h"
 #include "ops/mlp.h"
 #include "ops/norm.h"
@@ -63,7 +64,7 @@ std::string KernelTiming::line() const {
 const std::vector<std::string>& kernel_harness_names() {
   static const std::vector<std::string> names = {"step-kernels", "fused-glue", "neighborhood-attention",
                                                  "qk-norm-rope", "swiglu-mlp", "vae-conv",
-                                                 "vae-glue",     "fp8-linear"};
+                                                 "vae-glue",     "fp8-linear",   "ggml-linear"};
   return names;
 }
 
@@ -433,6 +434,58 @@ void fp8_linear(Rows& r) {
   }
 }
 
+// Random GGML blocks of `type` for a [n, k] weight on `device`: random bytes with every f16 scale
+// field set to a small value (what matters for timing is the layout, not the values).
+Tensor random_ggml_blocks(GgmlType type, int64_t n, int64_t k, Device device) {
+  const int64_t elems = ggml_traits(type).block_elems, bytes = ggml_traits(type).block_bytes;
+  const int64_t row_bytes = k / elems * bytes;
+  std::vector<uint8_t> v(static_cast<size_t>(n * row_bytes));
+  std::mt19937_64 rng(70);
+  for (uint8_t& b : v) b = static_cast<uint8_t>(rng());
+  // The f16 scales' offsets in a block (ggml-common.h): 0.01 is 0x211F.
+  const std::vector<int> offsets = type == GgmlType::Q6_K   ? std::vector<int>{208}
+                                   : type == GgmlType::Q4_K ? std::vector<int>{0, 2}
+                                                            : std::vector<int>{0};
+  for (size_t blk = 0; blk < v.size(); blk += static_cast<size_t>(bytes))
+    for (int off : offsets) {
+      v[blk + off] = 0x1F;
+      v[blk + off + 1] = 0x21;
+    }
+  Tensor host = Tensor::empty({n, row_bytes}, DType::U8);
+  std::copy(v.begin(), v.end(), host.data<uint8_t>());
+  return host.to(device);
+}
+
+// The 22B transformer's linears on the 768x512x121 video stream (6144 tokens) with GGUF weights
+// (ops::linear_ggml: the dequantising kernel into a bf16 scratch, then cuBLASLt) next to the bf16
+// GEMM, and the dequantisation alone (its rate: the bf16 bytes written plus the blocks read).
+void ggml_linear(Rows& r) {
+  const int64_t m = 6144;
+  const struct {
+    const char* name;
+    int64_t k, n;
+  } shapes[] = {{"attn to_q", 4096, 4096}, {"ff.net.0", 4096, 16384}, {"ff.net.2", 16384, 4096}};
+  for (const auto& sh : shapes) {
+    const Tensor x = r.uniform({1, m, sh.k}, 60, DType::BF16);
+    const Tensor w = r.uniform({sh.n, sh.k}, 61, DType::BF16, -0.05f, 0.05f);
+    const Tensor bias = r.uniform({sh.n}, 62, DType::BF16);
+    const double flops = 2.0 * static_cast<double>(m * sh.k * sh.n);
+    const std::string shape = format("%s %lldx%lldx%lld", sh.name, static_cast<long long>(m),
+                                     static_cast<long long>(sh.k), static_cast<long long>(sh.n));
+    const double tb = r.seconds_per_call([&] { (void)ops::linear(x, w, bias); }, 5);
+    r.add(DType::BF16, "linear " + shape, tb, flops / tb / 1e12, "TFLOP/s");
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q4_K}) {
+      const ops::GgmlWeight g{random_ggml_blocks(type, sh.n, sh.k, r.device()), type, sh.k};
+      const std::string t = ggml_type_name(type);
+      const double tg = r.seconds_per_call([&] { (void)ops::linear_ggml(x, g, bias); }, 5);
+      r.add(DType::BF16, "linear_ggml " + t + " " + shape, tg, flops / tg / 1e12, "TFLOP/s");
+      const double td = r.seconds_per_call([&] { (void)ops::dequantize_ggml(g, DType::BF16); }, 5);
+      const double moved = static_cast<double>(g.blocks.nbytes()) + 2.0 * static_cast<double>(sh.n * sh.k);
+      r.add(DType::BF16, "dequantize_ggml " + t + " " + shape, td, moved / td / 1e9, "GB/s");
+    }
+  }
+}
+
 // The diffusion decoder's stage-5 SwiGLU MLP on one chunk of 262144 rows (C 256, hidden 1024):
 // residual += w_down(silu(gate) * up), unfused (GEMM to [n, 2048] bf16, silu_mul, GEMM, add_) and
 // fused (one kernel, no hidden activations in memory) where it applies. FLOPs: 6 n C H.
@@ -541,7 +594,7 @@ std::vector<KernelTiming> run_kernel_timings(const std::vector<std::string>& har
   const std::vector<std::pair<std::string, Harness>> all = {
       {"step-kernels", step_kernels}, {"fused-glue", fused_glue}, {"neighborhood-attention", neighborhood_attention},
       {"qk-norm-rope", qk_norm_rope}, {"swiglu-mlp", swiglu_mlp}, {"vae-conv", vae_conv},
-      {"vae-glue", vae_glue}, {"fp8-linear", fp8_linear}};
+      {"vae-glue", vae_glue}, {"fp8-linear", fp8_linear}, {"ggml-linear", ggml_linear}};
   for (const std::string& name : harnesses) {
     const auto it = std::find_if(all.begin(), all.end(), [&](const auto& h) { return h.first == name; });
     LTX_CHECK(it != all.end(), "ltx bench kernels: no harness named '", name, "'");

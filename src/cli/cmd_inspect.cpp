@@ -41,7 +41,7 @@ int run_inspect(const InspectOptions& opt) {
         quant = {{"format", "GGUF"}, {"modes", nlohmann::ordered_json::array()}};
         quant_text =
             "quantization: GGUF blocks per tensor (storage above); --quantization modes do not "
-            "apply, and models load only from safetensors files so far\n";
+            "apply; `ltx generate --transformer-path` loads it\n";
       } else {
         const quantization::FileQuantization q =
             quantization::inspect_file(*io::SafetensorsFile::open(path));

@@ -72,7 +72,11 @@ void add_model_flags(CLI::App* sub, ModelFlagsCli& c) {
   sub->add_option("--distilled-checkpoint-path", m.distilled_checkpoint_path,
                   "Single-file distilled checkpoint (--pipeline distilled)");
   sub->add_option("--transformer-path", m.transformer_path,
-                  "Split layout: the transformer (+ text connectors) file");
+                  "Split layout: the transformer (+ text connectors) file, safetensors or GGUF "
+                  "(the community quantizations: Q8_0 ... Q2_K layers computed as stored)");
+  sub->add_option("--text-connectors-path", m.text_connectors_path,
+                  "Split layout: the text connectors (+ projection) from a file of their own, for "
+                  "a transformer file without them (a community GGUF holds the transformer only)");
   sub->add_option("--text-encoder-path", m.text_encoder_path,
                   "Gemma text encoder: a single-file .safetensors (or a Gemma folder)");
   sub->add_option("--gemma-root", m.gemma_root, "Gemma text encoder folder (Hugging Face layout)");

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
+#include "io/weights.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/config.h"
 #include "models/text/gemma/compat.h"
@@ -116,8 +117,10 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
     if (!found && std::filesystem::is_regular_file(paths.text_encoder.path, ec))
       found = sums.get(paths.text_encoder.path).component(id) != nullptr;
     LTX_CHECK(found, paths.transformer.flag, " '", paths.transformer.path, "' has no ", what,
-              single ? "" : " (nor has --text-encoder-path)",
-              "; is this a full LTX-2 checkpoint or transformer file?");
+              single ? "" : " (nor has --text-encoder-path or --text-connectors-path)",
+              single ? "; is this a full LTX-2 checkpoint or transformer file?"
+                     : "; is this a full LTX-2 transformer file? A transformer-only file (a "
+                       "community GGUF) needs the connectors' file: pass --text-connectors-path");
   }
   // The video decoder is chosen from the VAE file's metadata, like the reference: the
   // convolutional VAE or LTX-2.5's diffusion decoder.
@@ -148,9 +151,10 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
     require_component(sums, {l.path, "--lora"}, "lora", "LoRA", pl);
 
   // Agreement between the files (configs only).
-  const auto transformer_file = io::SafetensorsFile::open(paths.transformer.path);
-  const auto dit = models::transformer::LTXModelConfig::from_file(
-      *transformer_file, models::transformer::LTXModelType::AudioVideo);
+  // Safetensors or GGUF (the community quantizations carry the config as a string value).
+  const nlohmann::json transformer_meta = io::checkpoint_metadata_json(paths.transformer.path);
+  const auto dit = models::transformer::LTXModelConfig::from_metadata(
+      transformer_meta, models::transformer::LTXModelType::AudioVideo, paths.transformer.path);
   int64_t latent_channels = 0;
   models::tiling::ScaleFactors vae_scale;
   if (diffusion_vae) {
@@ -221,7 +225,7 @@ ComponentReport check_components(const ModelPaths& paths, const ComponentNeeds& 
   const text::GemmaTextConfig gemma =
       text::GemmaTextConfig::from_json(assets.config, paths.text_encoder.path);
   const text::GemmaCompatibility compat = text::check_gemma_version(
-      transformer_file->metadata_json(), paths.transformer.path, gemma, paths.text_encoder.path);
+      transformer_meta, paths.transformer.path, gemma, paths.text_encoder.path);
   r.warnings.insert(r.warnings.end(), compat.warnings.begin(), compat.warnings.end());
   return r;
 }

@@ -757,8 +757,7 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
   r.paths = resolve_model_paths(flags);
   // Before any model loads: a quantization mode that cannot read the transformer's file.
   if (r.paths.transformer.given() && fs::is_regular_file(r.paths.transformer.path))
-    quantization::check_mode_fits(*io::SafetensorsFile::open(r.paths.transformer.path),
-                                  r.paths.quantization);
+    quantization::check_mode_fits(r.paths.transformer.path, r.paths.quantization);
   r.report = check_components(r.paths, needs);
   for (const std::string& w : r.report.warnings) log_warn(w);
   log_info("model: ",

@@ -10,7 +10,9 @@
 #include "backend/device_query.h"
 #include "core/error.h"
 #include "core/out_of_memory.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
+#include "io/weights.h"
 #include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/nvfp4.h"
@@ -48,6 +50,22 @@ bool loads_as_e4m3(const io::SafetensorsFile& file, const io::TensorInfo& info,
 
 int64_t file_bytes(const std::string& path, std::initializer_list<const char*> prefixes,
                    DType dtype, quantization::Mode mode) {
+  if (io::is_gguf_file(path)) {
+    // GGML blocks are held as stored, dense tensors at `dtype` (GGUF files take no mode).
+    int64_t matched = 0, all = 0;
+    for (const io::StoredTensorInfo& t : io::stored_tensor_infos(path)) {
+      const int64_t bytes = t.ggml_blocks || !dtype_is_floating(t.dtype)
+                                ? t.nbytes
+                                : t.shape.numel() * static_cast<int64_t>(dtype_size(dtype));
+      all += bytes;
+      for (const char* p : prefixes)
+        if (t.name.rfind(p, 0) == 0) {
+          matched += bytes;
+          break;
+        }
+    }
+    return prefixes.size() == 0 ? all : matched;
+  }
   const auto file = io::SafetensorsFile::open(path);
   int64_t matched = 0, all = 0;
   constexpr std::string_view kModelPrefix = "model.diffusion_model.";

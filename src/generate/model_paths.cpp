@@ -25,6 +25,7 @@ bool ModelFlags::empty() const {
   return checkpoint_path.empty() && distilled_checkpoint_path.empty() && transformer_path.empty() &&
          text_encoder_path.empty() && gemma_root.empty() && video_vae_path.empty() &&
          audio_vae_path.empty() && spatial_upsampler_path.empty() && loras.empty() &&
+         text_connectors_path.empty() &&
          !distilled_lora;
 }
 
@@ -41,7 +42,8 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
       distilled ? "--distilled-checkpoint-path" : "--checkpoint-path";
   if (!checkpoint.empty()) {
     for (const auto& [value, flag] : {std::pair{f.transformer_path, "--transformer-path"},
-                                      std::pair{f.audio_vae_path, "--audio-vae-path"}})
+                                      std::pair{f.audio_vae_path, "--audio-vae-path"},
+                                      std::pair{f.text_connectors_path, "--text-connectors-path"}})
       LTX_CHECK(value.empty(), flag, " (split layout) cannot be combined with ", checkpoint_flag,
                 " (single-file checkpoint); pass either the checkpoint or the split files "
                 "(--video-vae-path may override the checkpoint's video VAE)");
@@ -57,7 +59,8 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
       {&f.audio_vae_path, "--audio-vae-path"},
       {&f.spatial_upsampler_path, "--spatial-upsampler-path"},
       {&f.temporal_upsampler_path, "--temporal-upsampler-path"},
-      {&f.duration_head_path, "--duration-head-path"}};
+      {&f.duration_head_path, "--duration-head-path"},
+      {&f.text_connectors_path, "--text-connectors-path"}};
   for (const auto& [value, flag] : all) require_exists(*value, flag);
   for (const LoraSpec& l : f.loras) require_exists(l.path, "--lora");
   if (f.distilled_lora) require_exists(f.distilled_lora->path, "--distilled-lora");
@@ -91,6 +94,7 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
   p.distilled_lora = f.distilled_lora;
   p.detailing_lora = f.detailing_lora;
   if (p.transformer.given()) p.embeddings_weight_paths.push_back(p.transformer.path);
+  if (!f.text_connectors_path.empty()) p.embeddings_weight_paths.push_back(f.text_connectors_path);
   if (p.layout == ModelPaths::Layout::Split && p.text_encoder.given() &&
       is_regular_file(p.text_encoder.path) && p.transformer.given())
     p.embeddings_weight_paths.push_back(p.text_encoder.path);

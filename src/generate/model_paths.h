@@ -35,6 +35,7 @@ struct ModelFlags {
   std::string spatial_upsampler_path;
   std::string temporal_upsampler_path;  // DFR temporal rounds
   std::string duration_head_path;       // split layout (LTX-2.5)
+  std::string text_connectors_path;     // split layout: connectors the transformer file lacks
   std::vector<LoraSpec> loras;
   std::optional<LoraSpec> distilled_lora;
   std::optional<LoraSpec> detailing_lora;  // DFR stage 2
@@ -68,9 +69,9 @@ struct ModelPaths {
   std::optional<LoraSpec> detailing_lora;
   quantization::Mode quantization = quantization::Mode::None;  // the transformer's (ModelFlags)
   // The files the text connectors and projection are read from (the reference's
-  // embeddings_weight_paths): the transformer file, and in the split layout a single-file text
-  // encoder after it (LTX-2.5 split packs keep the projection there). The config comes from the
-  // first.
+  // embeddings_weight_paths): the transformer file, then --text-connectors-path, and in the split
+  // layout a single-file text encoder after them (LTX-2.5 split packs keep the projection there).
+  // The config comes from the first.
   std::vector<std::string> embeddings_weight_paths;
 
   const char* layout_name() const {

@@ -16,10 +16,12 @@ std::shared_ptr<StageTransformer> load_stage_transformer(
   auto st = std::make_shared<StageTransformer>();
   bool any = false;
   for (const lora::LoraSet& set : fuser_sets) any = any || !lora::is_identity(set);
-  const auto file = io::SafetensorsFile::open(path);
-  const auto config = tf::LTXModelConfig::from_file(*file, tf::LTXModelType::AudioVideo);
-  io::WeightMap w({file}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
-  quantization::check_mode_fits(*file, where.quantization);
+  // A GGUF file (the community quantizations) binds its block-quantized Linears as stored.
+  const auto config = tf::LTXModelConfig::from_metadata(io::checkpoint_metadata_json(path),
+                                                        tf::LTXModelType::AudioVideo, path);
+  io::WeightMap w = io::WeightMap::open_checkpoints(
+      {path}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
+  quantization::check_mode_fits(path, where.quantization);
   if (where.quantization == quantization::Mode::Fp8Cast)
     quantization::fold_prequant_scales(w, path);
   // Streamed blocks are bound on the host, so their fusion buffers are made there.

@@ -12,7 +12,9 @@
 #include "core/log.h"
 #include "generate/memory_budget.h"
 #include "io/checkpoint.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
+#include "io/weights.h"
 #include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/nvfp4.h"
@@ -162,6 +164,20 @@ std::vector<std::string> safetensors_files(const std::string& path) {
 
 BlockModelSizes transformer_sizes(const std::string& path, DType dtype,
                                   quantization::Mode quantization) {
+  if (io::is_gguf_file(path)) {
+    // GGML blocks as stored, dense tensors at `dtype`; bare names (the community files).
+    SizeAccumulator acc;
+    constexpr std::string_view kSingle = "model.diffusion_model.", kBlocks = "transformer_blocks.";
+    for (const io::StoredTensorInfo& t : io::stored_tensor_infos(path)) {
+      const std::string name = t.name.starts_with(kSingle) ? t.name.substr(kSingle.size()) : t.name;
+      if (name.find("embeddings_connector.") != std::string::npos) continue;
+      const int64_t block = name.starts_with(kBlocks) ? index_at(name, kBlocks.size()) : -1;
+      acc.add(block, t.ggml_blocks || !dtype_is_floating(t.dtype)
+                         ? t.nbytes
+                         : t.shape.numel() * static_cast<int64_t>(dtype_size(dtype)));
+    }
+    return acc.sizes();
+  }
   const auto file = io::SafetensorsFile::open(path);
   constexpr std::string_view kSingle = "model.diffusion_model.";
   bool single = false;
@@ -243,15 +259,12 @@ StreamingPlan plan_streaming(const ModelPaths& paths, DType dtype, const RunShap
   if (paths.transformer.given()) {
     const BlockModelSizes t = transformer_sizes(paths.transformer.path, dtype, paths.quantization);
     int64_t video_dim = 0, audio_dim = 0;
-    {
-      const auto file = io::SafetensorsFile::open(paths.transformer.path);
-      for (const io::TensorInfo& info : file->infos()) {
-        if (info.shape.size() != 2) continue;
-        if (info.name.ends_with("audio_patchify_proj.weight"))
-          audio_dim = info.shape[0];
-        else if (info.name.ends_with("patchify_proj.weight"))
-          video_dim = info.shape[0];
-      }
+    for (const io::StoredTensorInfo& info : io::stored_tensor_infos(paths.transformer.path)) {
+      if (info.shape.size() != 2) continue;
+      if (info.name.ends_with("audio_patchify_proj.weight"))
+        audio_dim = info.shape[0];
+      else if (info.name.ends_with("patchify_proj.weight"))
+        video_dim = info.shape[0];
     }
     // Audio: 25 latent rows a second at the slowest frame rate the pipelines take (8 fps).
     const int64_t audio_rows = (shape.frames / 8 + 1) * 25 * std::max<int64_t>(shape.passes, 1);

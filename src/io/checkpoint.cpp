@@ -917,16 +917,6 @@ void summarize(const Header& file, CheckpointSummary& s) {
                                          : "unknown";
 }
 
-// Bare transformer keys as ComfyUI-GGUF writes them (its converter strips the prefix).
-bool looks_like_bare_ltx_dit(const std::vector<std::string>& names) {
-  for (const std::string& n : names)
-    if (n.starts_with("transformer_blocks.") || n.starts_with("adaln_single.") ||
-        n.starts_with("audio_adaln_single.") || n.starts_with("patchify_proj.") ||
-        n.starts_with("scale_shift_table"))
-      return true;
-  return false;
-}
-
 }  // namespace
 
 CheckpointSummary inspect_checkpoint(const std::string& path) {
@@ -973,10 +963,7 @@ CheckpointSummary inspect_checkpoint(const GgufFile& file) {
                                gguf_value_type_name(a->type), ", not a string"));
   }
 
-  bool has_prefix = false;
-  for (const std::string& n : file.names()) has_prefix = has_prefix || n.starts_with("model.");
-  if (!has_prefix && (s.architecture == "ltxv" || looks_like_bare_ltx_dit(file.names())))
-    s.key_prefix_added = "model.diffusion_model.";
+  s.key_prefix_added = ltx_key_prefix_to_add(file);
 
   Header h;
   h.meta = file.string_metadata();

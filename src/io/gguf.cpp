@@ -205,6 +205,20 @@ bool is_gguf_file(const std::string& path) {
   return std::memcmp(magic, kMagic, 4) == 0;
 }
 
+std::string ltx_key_prefix_to_add(const GgufFile& file) {
+  bool bare_dit = false;
+  for (const std::string& n : file.names()) {
+    if (n.starts_with("model.")) return "";
+    bare_dit = bare_dit || n.starts_with("transformer_blocks.") || n.starts_with("adaln_single.") ||
+               n.starts_with("audio_adaln_single.") || n.starts_with("patchify_proj.") ||
+               n.starts_with("scale_shift_table");
+  }
+  const GgufMetadata* arch = file.find("general.architecture");
+  const bool ltxv = arch != nullptr && arch->type == GgufValueType::String &&
+                    arch->value.get<std::string>() == "ltxv";
+  return bare_dit || ltxv ? "model.diffusion_model." : "";
+}
+
 struct GgufFile::Mapping {
   void* addr = nullptr;
   size_t size = 0;
@@ -443,6 +457,15 @@ std::map<std::string, std::string> GgufFile::string_metadata() const {
   std::map<std::string, std::string> out;
   for (const GgufMetadata& kv : metadata_)
     if (kv.type == GgufValueType::String) out[kv.key] = kv.value.get<std::string>();
+  return out;
+}
+
+nlohmann::json GgufFile::decoded_string_metadata() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : string_metadata()) {
+    nlohmann::json j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
+    out[k] = j.is_discarded() ? nlohmann::json(v) : j;
+  }
   return out;
 }
 

@@ -95,6 +95,13 @@ struct GgmlTensor {
   Tensor bytes;            // u8 [nbytes], CPU, read-only (a view of the mapping)
 };
 
+// The key prefix the safetensors checkpoint had where a GGUF file dropped it: "model.diffusion_model."
+// for a file holding an LTX transformer under bare names (ComfyUI-GGUF's converter strips the
+// prefix; general.architecture "ltxv", or transformer names such as "transformer_blocks.*"), ""
+// otherwise (names already prefixed, or another model).
+class GgufFile;
+std::string ltx_key_prefix_to_add(const GgufFile& file);
+
 // GgufFile objects made by this process so far (as safetensors_open_count()).
 int64_t gguf_open_count();
 
@@ -127,6 +134,9 @@ class GgufFile {
   std::map<std::string, std::string> string_metadata() const;
   // Every key and its value as one JSON object.
   nlohmann::json metadata_json() const;
+  // The string values, each JSON-decoded where it parses (as SafetensorsFile::metadata_json()
+  // decodes __metadata__): what the model configs read ("config" as an object).
+  nlohmann::json decoded_string_metadata() const;
 
   size_t size() const { return infos_.size(); }
   // Tensor names in file order (the order of the tensor infos).

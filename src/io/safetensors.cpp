@@ -172,8 +172,9 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::from_bytes(std::string n
 void SafetensorsFile::validate() {
   const auto* bytes = static_cast<const uint8_t*>(map_->addr);
   if (std::memcmp(bytes, "GGUF", 4) == 0)
-    bad_file(path_, "this is a GGUF file, not safetensors: `ltx inspect` describes it, but models "
-                    "load only from safetensors files so far");
+    bad_file(path_, "this is a GGUF file, not safetensors: ltx loads GGUF files as the transformer "
+                    "(--transformer-path, with its text connectors when the file holds them) and "
+                    "`ltx inspect` describes them; this component needs a safetensors file");
   const uint64_t n = read_u64_le(bytes);
   if (n > kMaxSafetensorsHeader)
     bad_file(path_, "header length ", n, " exceeds the ", kMaxSafetensorsHeader,

@@ -154,11 +154,12 @@ WeightMap WeightMap::synthetic(WeightSynthesizer fn) {
 }
 
 void WeightMap::add_file(std::shared_ptr<const SafetensorsFile> st,
-                         std::shared_ptr<const GgufFile> gguf, const KeyMap& keys) {
+                         std::shared_ptr<const GgufFile> gguf, const KeyMap& keys,
+                         const std::string& key_prefix) {
   LTX_CHECK((st != nullptr) != (gguf != nullptr), "WeightMap: null file");
   const std::vector<std::string>& names = st ? st->names() : gguf->names();
   for (const std::string& key : names) {
-    std::optional<std::string> name = keys.apply(key);
+    std::optional<std::string> name = keys.apply(key_prefix + key);
     if (!name) continue;
     Entry& e = state_->entries[*name];  // a later file replaces an earlier one
     e = Entry{st, gguf, key, Tensor(), false};
@@ -188,6 +189,53 @@ WeightMap WeightMap::open(const std::vector<std::string>& paths, const KeyMap& k
       w.add_file(SafetensorsFile::open(p), nullptr, keys);
   }
   return w;
+}
+
+WeightMap WeightMap::open_checkpoints(const std::vector<std::string>& paths, const KeyMap& keys) {
+  WeightMap w;
+  w.state_->key_map = keys.name();
+  for (const auto& p : paths) {
+    if (is_gguf_file(p)) {
+      auto f = GgufFile::open(p);
+      const std::string prefix = ltx_key_prefix_to_add(*f);
+      w.add_file(nullptr, std::move(f), keys, prefix);
+    } else {
+      w.add_file(SafetensorsFile::open(p), nullptr, keys);
+    }
+  }
+  return w;
+}
+
+nlohmann::json checkpoint_metadata_json(const std::string& path) {
+  if (is_gguf_file(path)) return GgufFile(path).decoded_string_metadata();
+  return SafetensorsFile(path).metadata_json();
+}
+
+std::vector<std::string> checkpoint_keys(const std::string& path) {
+  if (!is_gguf_file(path)) return SafetensorsFile(path).names();
+  const GgufFile f(path);
+  const std::string prefix = ltx_key_prefix_to_add(f);
+  std::vector<std::string> out;
+  out.reserve(f.names().size());
+  for (const std::string& n : f.names()) out.push_back(prefix + n);
+  return out;
+}
+
+std::vector<StoredTensorInfo> stored_tensor_infos(const std::string& path) {
+  std::vector<StoredTensorInfo> out;
+  if (is_gguf_file(path)) {
+    const GgufFile f(path);
+    for (const GgufTensorInfo& ti : f.infos()) {
+      const std::optional<DType> dense = ggml_dense_dtype(ti.type);
+      out.push_back({ti.name, ti.shape, dense.value_or(DType::U8), static_cast<int64_t>(ti.nbytes),
+                     !dense.has_value()});
+    }
+    return out;
+  }
+  const SafetensorsFile f(path);
+  for (const TensorInfo& ti : f.infos())
+    out.push_back({ti.name, ti.shape, ti.dtype, static_cast<int64_t>(ti.nbytes()), false});
+  return out;
 }
 
 WeightMap WeightMap::scoped(const std::string& prefix) const {

@@ -93,6 +93,12 @@ class WeightMap {
                      const KeyMap& keys = KeyMap::all());
   // Opens each path as GGUF when it starts with the GGUF magic, as safetensors otherwise.
   static WeightMap open(const std::vector<std::string>& paths, const KeyMap& keys = KeyMap::all());
+  // As open(), for model checkpoints: a GGUF file whose names are an LTX transformer's without
+  // "model.diffusion_model." (the community files; io::ltx_key_prefix_to_add) is read with that
+  // prefix put back first, so the checkpoint key maps apply to it as to the safetensors file it
+  // was converted from.
+  static WeightMap open_checkpoints(const std::vector<std::string>& paths,
+                                    const KeyMap& keys = KeyMap::all());
 
   // A view of the names under `prefix` (relative to this view), sharing the record of which names
   // were used: scoped("transformer_blocks.0.").take("attn1.to_q.weight", ...).
@@ -156,10 +162,27 @@ class WeightMap {
       : state_(std::move(state)), prefix_(std::move(prefix)) {}
   std::optional<Tensor> take_impl(const std::string& name, const Shape* expected, DType target,
                                   Device device, bool required);
-  // Adds the kept tensors of one file (exactly one of the two set); a later file wins.
+  // Adds the kept tensors of one file (exactly one of the two set), each key read as
+  // key_prefix + key; a later file wins.
   void add_file(std::shared_ptr<const SafetensorsFile> st, std::shared_ptr<const GgufFile> gguf,
-                const KeyMap& keys);
+                const KeyMap& keys, const std::string& key_prefix = "");
 };
+
+// A checkpoint file of either format (GGUF when it starts with the GGUF magic): its metadata
+// decoded as SafetensorsFile::metadata_json() decodes __metadata__ (a GGUF file's string values),
+// and its tensor names as WeightMap::open_checkpoints reads them (LTX prefix put back).
+nlohmann::json checkpoint_metadata_json(const std::string& path);
+std::vector<std::string> checkpoint_keys(const std::string& path);
+
+// A tensor of a checkpoint file as stored (for size estimates before loading).
+struct StoredTensorInfo {
+  std::string name;    // as the file names it (a GGUF file's without a prefix put back)
+  Shape shape;         // logical shape
+  DType dtype;         // u8 for GGML blocks
+  int64_t nbytes = 0;  // bytes in the file
+  bool ggml_blocks = false;  // block-quantized (GGUF): bound as stored
+};
+std::vector<StoredTensorInfo> stored_tensor_infos(const std::string& path);
 
 // Writing a model file from nothing (the built-in demo bundle, tests): while a WeightSynthesis lives
 // on a thread, every WeightMap::take() there of a name that no file provides creates the tensor

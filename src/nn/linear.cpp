@@ -1,12 +1,15 @@
 #include "nn/linear.h"
 
 #include "core/error.h"
+#include "op_types/ggml_blocks.h"
 #include "ops/elementwise.h"
+#include "ops/ggml_linear.h"
 #include "ops/linalg.h"
 #include "ops/nvfp4.h"
 #include "ops/quantized_linear.h"
 #include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
+#include "quantization/ggml_dequant.h"
 #include "quantization/nvfp4.h"
 
 namespace ltx::nn {
@@ -58,10 +61,60 @@ Tensor take_scale(io::WeightMap& w, const std::string& name, Device device) {
   return s;
 }
 
+// A layer whose file weight is GGML blocks (a GGUF file's quantized tensor): bound as stored, the
+// bias and any low-rank LoRA term in the compute dtype.
+Linear load_ggml(io::WeightMap& w, const std::string& name, int64_t in_features,
+                 int64_t out_features, bool has_bias, const LoadOptions& opt) {
+  const std::string layer = w.prefix() + name;
+  LTX_CHECK(opt.quantization == quantization::Mode::None, "layer '", layer, "' is stored as GGML ",
+            ggml_type_name(*w.ggml_type(name + ".weight")), " blocks (a quantized GGUF file) and "
+            "is used as stored; --quantization ", quantization::mode_name(opt.quantization),
+            " applies to dense checkpoints only: use --quantization none");
+  Linear l;
+  l.format = LinearFormat::GgmlBlocks;
+  l.compute = opt.dtype;
+  const io::GgmlTensor g = w.take_ggml(name + ".weight", {out_features, in_features});
+  l.ggml_type = g.type;
+  if (g.bytes.defined()) {
+    const int64_t elems = ops::ggml::block_elems(g.type), bytes = ops::ggml::block_bytes(g.type);
+    if (elems > 0 && in_features % elems == 0) {
+      // Rows of whole blocks: the flat block sequence is the rows one after the other, whatever
+      // row length the file records (ComfyUI-GGUF reshapes some tensors before quantizing).
+      const int64_t row_bytes = in_features / elems * bytes;
+      LTX_CHECK(static_cast<int64_t>(g.bytes.nbytes()) == out_features * row_bytes, "layer '",
+                layer, "': the GGML weight holds ", g.bytes.nbytes(), " bytes, not ",
+                out_features, " rows of ", row_bytes);
+      l.weight = g.bytes.contiguous().view({out_features, row_bytes}).to(opt.device);
+      ops::check_ggml_weight(l.ggml_weight(), "layer '" + layer + "'");
+    } else {
+      // Blocks that straddle the layer's rows cannot be dequantised a row group at a time: the
+      // layer is widened once, here.
+      quantization::check_ggml_dequantizable(g.type, "layer '" + layer + "'");
+      l.format = LinearFormat::Dense;
+      l.weight = quantization::dequantize(g, opt.dtype).to(opt.device);
+    }
+  }
+  if (has_bias) l.bias = w.take(name + ".bias", {out_features}, opt.dtype, opt.device);
+  if (w.contains(name + kLoraDownSuffix)) {
+    l.lora_a = w.take(name + kLoraDownSuffix, {-1, in_features}, opt.dtype, opt.device);
+    const int64_t rank = l.lora_a.defined() ? l.lora_a.size(0) : -1;
+    l.lora_b = w.take(name + kLoraUpSuffix, {out_features, rank}, opt.dtype, opt.device);
+  }
+  return l;
+}
+
+// y plus the layer's low-rank term, when it has one.
+Tensor add_low_rank(const Linear& l, const Tensor& x, Tensor y) {
+  if (!l.lora_a.defined()) return y;
+  return ops::add(y, ops::linear(ops::linear(x, l.lora_a), l.lora_b));
+}
+
 }  // namespace
 
 Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_features,
                     int64_t out_features, bool has_bias, const LoadOptions& opt) {
+  if (w.contains(name + ".weight") && w.is_quantized(name + ".weight"))
+    return load_ggml(w, name, in_features, out_features, has_bias, opt);
   Linear l;
   if (opt.quantization == quantization::Mode::Nvfp4Prequant) {
     if (auto p = quantization::take_prequant_nvfp4(w, name, in_features, out_features, opt.device)) {
@@ -139,12 +192,23 @@ Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_featur
       l.tensor_scale = q.tensor_scale;
       break;
     }
+    case LinearFormat::GgmlBlocks: break;  // chosen above from the file, never by a mode
   }
   if (has_bias) l.bias = w.take(name + ".bias", {out_features}, opt.dtype, opt.device);
   return l;
 }
 
+int64_t Linear::in_features() const {
+  switch (format) {
+    case LinearFormat::Nvfp4: return weight.size(1) * 2;
+    case LinearFormat::GgmlBlocks:
+      return weight.size(1) / ops::ggml::block_bytes(ggml_type) * ops::ggml::block_elems(ggml_type);
+    default: return weight.size(1);
+  }
+}
+
 Tensor Linear::dense_weight(DType dtype) const {
+  if (format == LinearFormat::GgmlBlocks) return ops::dequantize_ggml(ggml_weight(), dtype);
   if (format == LinearFormat::Nvfp4)
     return ops::dequantize_nvfp4({weight, block_scales, tensor_scale}, dtype);
   if (format == LinearFormat::Fp8Blockwise)
@@ -158,6 +222,11 @@ Tensor Linear::dense_bias(DType dtype) const {
 }
 
 Tensor Linear::operator()(const Tensor& x) const {
+  if (lora_a.defined()) return add_low_rank(*this, x, product(x));
+  return product(x);
+}
+
+Tensor Linear::product(const Tensor& x) const {
   switch (format) {
     case LinearFormat::Dense: return ops::linear(x, weight, bias);
     case LinearFormat::Fp8Cast:
@@ -168,11 +237,14 @@ Tensor Linear::operator()(const Tensor& x) const {
     case LinearFormat::Fp8PerToken: return ops::linear_fp8_per_token(x, weight, weight_scale, bias);
     case LinearFormat::Fp8Blockwise:
       return ops::linear_fp8_blockwise(x, weight, weight_scale, bias);
+    case LinearFormat::GgmlBlocks: return ops::linear_ggml(x, ggml_weight(), bias);
   }
   return Tensor();
 }
 
 Tensor Linear::gelu_tanh(const Tensor& x) const {
+  // A low-rank term goes in before the activation.
+  if (lora_a.defined()) return ops::gelu_tanh((*this)(x));
   switch (format) {
     case LinearFormat::Dense: return ops::linear_gelu_tanh(x, weight, bias);
     case LinearFormat::Fp8Cast:
@@ -181,6 +253,7 @@ Tensor Linear::gelu_tanh(const Tensor& x) const {
     case LinearFormat::Fp8Scaled:
     case LinearFormat::Fp8PerToken:
     case LinearFormat::Fp8Blockwise: return ops::gelu_tanh((*this)(x));
+    case LinearFormat::GgmlBlocks: return ops::linear_ggml_gelu_tanh(x, ggml_weight(), bias);
   }
   return Tensor();
 }
@@ -192,6 +265,8 @@ void Linear::for_each_parameter(const std::function<void(const char*, Tensor&)>&
   if (block_scales.defined()) fn("weight_scale", block_scales);
   if (tensor_scale.defined()) fn("weight_scale_2", tensor_scale);
   if (input_scale.defined()) fn("input_scale", input_scale);
+  if (lora_a.defined()) fn("lora_A", lora_a);
+  if (lora_b.defined()) fn("lora_B", lora_b);
 }
 
 void Linear::for_each_parameter(const std::function<void(const char*, const Tensor&)>& fn) const {
@@ -201,6 +276,8 @@ void Linear::for_each_parameter(const std::function<void(const char*, const Tens
   if (block_scales.defined()) fn("weight_scale", block_scales);
   if (tensor_scale.defined()) fn("weight_scale_2", tensor_scale);
   if (input_scale.defined()) fn("input_scale", input_scale);
+  if (lora_a.defined()) fn("lora_A", lora_a);
+  if (lora_b.defined()) fn("lora_B", lora_b);
 }
 
 }  // namespace ltx::nn

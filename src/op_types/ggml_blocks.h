@@ -221,6 +221,49 @@ LTX_HOST_DEVICE inline void dequantize_q6_k(const uint8_t* b, float* y) {
   }
 }
 
+// The block geometry of the types below, as compile-time constants for the kernels (the same
+// numbers as core/ggml_type.cpp's table); 0 for a type without a dequantiser here.
+LTX_HOST_DEVICE constexpr int block_elems(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16: return 1;
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q8_0: return 32;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return 256;
+    default: return 0;
+  }
+}
+
+LTX_HOST_DEVICE constexpr int block_bytes(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return 4;
+    case GgmlType::F16:
+    case GgmlType::BF16: return 2;
+    case GgmlType::Q4_0: return 18;
+    case GgmlType::Q4_1: return 20;
+    case GgmlType::Q5_0: return 22;
+    case GgmlType::Q5_1: return 24;
+    case GgmlType::Q8_0: return 34;
+    case GgmlType::Q2_K: return 84;
+    case GgmlType::Q3_K: return 110;
+    case GgmlType::Q4_K: return 144;
+    case GgmlType::Q5_K: return 176;
+    case GgmlType::Q6_K: return 210;
+    default: return 0;
+  }
+}
+
+// True for the types dequantize_block handles.
+LTX_HOST_DEVICE constexpr bool has_dequantizer(GgmlType type) { return block_elems(type) > 0; }
+
 // Dequantises one block of `type` (block_elems values, see core/ggml_type.h) into y. Returns false
 // for a type this code does not dequantise (the caller names it); the dense F32 / F16 / BF16
 // "blocks" are single values.

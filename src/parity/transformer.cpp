@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "io/safetensors.h"
+#include "io/weights.h"
 #include "models/transformer/model.h"
 #include "parity/parity.h"
 #include "quantization/file_format.h"
@@ -63,16 +64,19 @@ void run_transformer(Run& run) {
   LTX_CHECK(dtype == DType::F32 || (dtype == DType::BF16 && device.is_cuda()),
             "parity transformer: --dtype bf16 needs --device cuda (the CPU computes in f32 only)");
   const nn::LoadOptions opt{dtype, device, args.quantization};
-  const auto file = io::SafetensorsFile::open(args.weights[0]);
-  quantization::check_mode_fits(*file, opt.quantization);
-  const auto load = [&](const std::shared_ptr<const io::SafetensorsFile>& f, tf::LTXModelConfig cfg) {
-    quantization::check_mode_fits(*f, opt.quantization);
-    io::WeightMap w({f}, tf::transformer_key_map(cfg.model_type));
+  // Safetensors or GGUF weights (a GGUF file's quantized Linears computed as stored).
+  const std::string& file = args.weights[0];
+  const auto config_of = [](const std::string& path, LTXModelType type) {
+    return tf::LTXModelConfig::from_metadata(io::checkpoint_metadata_json(path), type, path);
+  };
+  const auto load = [&](const std::string& path, tf::LTXModelConfig cfg) {
+    quantization::check_mode_fits(path, opt.quantization);
+    io::WeightMap w = io::WeightMap::open_checkpoints({path}, tf::transformer_key_map(cfg.model_type));
     if (opt.quantization == quantization::Mode::Fp8Cast)
-      quantization::fold_prequant_scales(w, f->path());
+      quantization::fold_prequant_scales(w, path);
     return tf::LTXModel::load(w, cfg, opt);
   };
-  const tf::LTXModelConfig av_config = tf::LTXModelConfig::from_file(*file, LTXModelType::AudioVideo);
+  const tf::LTXModelConfig av_config = config_of(file, LTXModelType::AudioVideo);
   const tf::LTXModel model = load(file, av_config);
 
   const tf::Modality video = read_modality(run, "video", device);
@@ -162,11 +166,11 @@ void run_transformer(Run& run) {
     return model.forward(&video, &audio, &p);
   });
   variant("videoonly_model", [&] {
-    const auto m = load(file, tf::LTXModelConfig::from_file(*file, LTXModelType::VideoOnly));
+    const auto m = load(file, config_of(file, LTXModelType::VideoOnly));
     return m.forward(&video, nullptr, nullptr);
   });
   variant("audioonly_model", [&] {
-    const auto m = load(file, tf::LTXModelConfig::from_file(*file, LTXModelType::AudioOnly));
+    const auto m = load(file, config_of(file, LTXModelType::AudioOnly));
     return m.forward(nullptr, &audio, nullptr);
   });
   variant("avca1", [&] {
@@ -177,9 +181,7 @@ void run_transformer(Run& run) {
   variant("bf16w", [&] {
     const std::string path = bf16_weights_path(args);
     LTX_CHECK(!path.empty(), "needs the bf16 weights: pass them as a second --weights");
-    const auto f = io::SafetensorsFile::open(path);
-    return load(f, tf::LTXModelConfig::from_file(*f, LTXModelType::AudioVideo))
-        .forward(&video, &audio, nullptr);
+    return load(path, config_of(path, LTXModelType::AudioVideo)).forward(&video, &audio, nullptr);
   });
   if (!run.names_with_prefix("out.main_f64.").empty())
     std::fprintf(stderr, "transformer: variant 'main_f64' not computed: the transformer computes in "

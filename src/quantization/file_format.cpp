@@ -1,8 +1,12 @@
 #include "quantization/file_format.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "core/error.h"
+#include "core/ggml_type.h"
+#include "io/gguf.h"
 
 namespace ltx::quantization {
 
@@ -116,6 +120,20 @@ void check_mode_fits(const io::SafetensorsFile& file, Mode mode) {
   fail(file.path(), " is a ", format_name(q.format), " checkpoint; --quantization ", name,
        " cannot load it, use --quantization ", joined(fits), " (available in this build: ",
        available_modes(), ")");
+}
+
+void check_mode_fits(const std::string& path, Mode mode) {
+  if (!io::is_gguf_file(path)) return check_mode_fits(io::SafetensorsFile(path), mode);
+  if (mode == Mode::None) return;
+  const io::GgufFile file(path);
+  std::set<std::string> types;
+  for (const io::GgufTensorInfo& ti : file.infos())
+    if (ggml_is_quantized(ti.type)) types.insert(ggml_type_name(ti.type));
+  if (types.empty()) return;  // a dense GGUF file: the modes apply as to safetensors
+  std::string listed;
+  for (const std::string& t : types) listed += (listed.empty() ? "" : ", ") + t;
+  fail(path, " is a GGUF file of GGML-quantized layers (", listed, "), used as stored; --quantization ",
+       mode_name(mode), " applies to dense checkpoints only: use --quantization none");
 }
 
 }  // namespace ltx::quantization

@@ -45,5 +45,8 @@ std::vector<std::string> fitting_modes(FileFormat format);
 // Throws a one-line ltx::Error naming `path`, its format and the modes that fit when `mode`
 // cannot load it (an FP8 per-tensor file without a quantization mode, NVFP4 under fp8-cast, ...).
 void check_mode_fits(const io::SafetensorsFile& file, Mode mode);
+// The same for a file by path: safetensors as above; a GGUF file's block-quantized layers are
+// used as stored, so it takes --quantization none only (the error names the file and its types).
+void check_mode_fits(const std::string& path, Mode mode);
 
 }  // namespace ltx::quantization

@@ -91,4 +91,21 @@ Tensor dequantize(const io::GgmlTensor& tensor, DType dtype) {
   return dtype == DType::F32 ? out : out.to(dtype);
 }
 
+Tensor take_dense(io::WeightMap& w, const std::string& name, const Shape& expected, DType dtype,
+                  Device device) {
+  if (!w.contains(name) || !w.is_quantized(name)) return w.take(name, expected, dtype, device);
+  const io::GgmlTensor g = w.take_ggml(name, expected);
+  if (!g.bytes.defined()) return Tensor();  // recorded for finish()
+  check_ggml_dequantizable(g.type, "tensor '" + w.prefix() + name + "'");
+  return dequantize(g, DType::F32).to(device, dtype);
+}
+
+std::optional<Tensor> take_dense_optional(io::WeightMap& w, const std::string& name,
+                                          const Shape& expected, DType dtype, Device device) {
+  if (!w.contains(name)) return std::nullopt;
+  Tensor t = take_dense(w, name, expected, dtype, device);
+  if (!t.defined()) return std::nullopt;
+  return t;
+}
+
 }  // namespace ltx::quantization

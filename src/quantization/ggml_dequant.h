@@ -3,11 +3,13 @@
 // GEMMs (dequantise a group of rows, then the dense GEMM) and the CUDA kernels are tested against.
 // The per-block math is op_types/ggml_blocks.h's, bit-exact to ggml's dequantize_row_*.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/ggml_type.h"
 #include "core/tensor.h"
 #include "io/gguf.h"
+#include "io/weights.h"
 
 namespace ltx::quantization {
 
@@ -32,5 +34,16 @@ void dequantize_rows(GgmlType type, const void* blocks, int64_t rows, int64_t co
 // A GGML tensor (see io::GgmlTensor) as a contiguous CPU tensor of `dtype` (f32, or bf16 / f16,
 // rounded from the f32 values) with the tensor's logical shape.
 Tensor dequantize(const io::GgmlTensor& tensor, DType dtype = DType::F32);
+
+// WeightMap::take for parameters that are not a Linear's weight (tables, registers, embeddings):
+// a tensor a GGUF file stores in GGML blocks is dequantised here (to `dtype` on `device`, a copy),
+// any other goes through take() unchanged. Missing and misshaped names are recorded as take()
+// records them.
+Tensor take_dense(io::WeightMap& w, const std::string& name, const Shape& expected, DType dtype,
+                  Device device = Device::cpu());
+// As take_dense; an absent name gives nullopt (take_optional).
+std::optional<Tensor> take_dense_optional(io::WeightMap& w, const std::string& name,
+                                          const Shape& expected, DType dtype,
+                                          Device device = Device::cpu());
 
 }  // namespace ltx::quantization

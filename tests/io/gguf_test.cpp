@@ -220,7 +220,8 @@ TEST(Gguf, SafetensorsReaderNamesAGgufFileForWhatItIs) {
   TempDir dir;
   const std::string path = write(dir, small_file().bytes());
   expect_error_containing([&] { io::SafetensorsFile f(path); },
-                          {path, "this is a GGUF file, not safetensors", "ltx inspect"});
+                          {path, "this is a GGUF file, not safetensors", "--transformer-path",
+                           "needs a safetensors file"});
 }
 
 // ------------------------------------------------------------------ the corrupt-file corpus

@@ -66,8 +66,8 @@ struct Preference {
 };
 
 // Heuristic results depend on the problem and on the pointers' alignments only.
-using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t,
-                           uint32_t, int, int, int, bool, bool>;
+using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, uint32_t, uint32_t,
+                           uint32_t, uint32_t, int, int, int, bool, bool>;
 struct AlgoChoice {
   cublasLtMatmulAlgo_t algo;
   size_t workspace;
@@ -118,13 +118,15 @@ struct Fp8Scales {
   bool blockwise = false;
 };
 
-// D[M, N] (row-major, out's dtype) = X[M, K] (rows ldx apart) @ W[N, K]^T (+ bias[N]), then
-// GELU (tanh approximation) when `gelu`; X and W have w's dtype (bf16, or f32 for the
-// full-precision path: CUBLAS_COMPUTE_32F never uses TF32, or e4m3 with `fp8` scales).
-// Returns false, without computing, when cuBLASLt has no algorithm and `may_fail` (else throws).
+// D[M, N] (row-major, out's dtype, rows ldd apart: N when 0) = X[M, K] (rows ldx apart) @
+// W[N, K]^T (+ bias[N]), then GELU (tanh approximation) when `gelu`; X and W have w's dtype
+// (bf16, or f32 for the full-precision path: CUBLAS_COMPUTE_32F never uses TF32, or e4m3 with
+// `fp8` scales). Returns false, without computing, when cuBLASLt has no algorithm and
+// `may_fail` (else throws).
 bool gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const Tensor& bias,
           int64_t m, int64_t n, int64_t k, int device, bool gelu = false,
-          const Fp8Scales* fp8 = nullptr, bool may_fail = false) {
+          const Fp8Scales* fp8 = nullptr, bool may_fail = false, int64_t ldd = 0) {
+  if (ldd == 0) ldd = n;
   const Stream stream = current_stream(device);
   cublasLtHandle_t handle = lt_handle(device);
   const bool has_bias = bias.defined();
@@ -180,12 +182,12 @@ bool gemm(const Tensor& out, const void* x, int64_t ldx, const Tensor& w, const 
   LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b.l, in_type, static_cast<uint64_t>(k),
                                               static_cast<uint64_t>(m), ldx));
   LTX_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.l, out_type, static_cast<uint64_t>(n),
-                                              static_cast<uint64_t>(m), n));
+                                              static_cast<uint64_t>(m), ldd));
 
   const uint32_t al_a = alignment_of(w.raw_data()), al_b = alignment_of(x),
                  al_d = alignment_of(out.raw_data());
   const uint32_t al_bias = has_bias ? alignment_of(bias_ptr) : 256;
-  const AlgoKey key{device, m, n, k, ldx, al_a, al_b, al_d, al_bias,
+  const AlgoKey key{device, m, n, k, ldx, ldd, al_a, al_b, al_d, al_bias,
                     has_bias ? static_cast<int>(bias.dtype()) : -1, static_cast<int>(out_type),
                     static_cast<int>(in_type), gelu, fp8 != nullptr && fp8->blockwise};
   AlgoChoice choice{};
@@ -395,6 +397,33 @@ bool linear_fp8_block_scaled(const Tensor& out, const Tensor& xq, const Tensor& 
                          static_cast<const float*>(x_scales.raw_data()), true};
   return gemm(out, xq.raw_data(), k, weight, bias, m, n, k, dev.index, false, &scales,
               /*may_fail=*/bias.defined());
+}
+
+void linear_into_columns(const Tensor& out, int64_t col0, const Tensor& x, int64_t ldx,
+                         const Tensor& weight, const Tensor& bias, bool gelu) {
+  const int64_t m = out.size(0), n = weight.size(0), k = weight.size(1);
+  LTX_CHECK(out.dim() == 2 && out.is_contiguous() && out.dtype() == weight.dtype() &&
+                (weight.dtype() == DType::BF16 || weight.dtype() == DType::F32) &&
+                weight.is_contiguous() && col0 >= 0 && col0 + n <= out.size(1) &&
+                x.dtype() == weight.dtype() && x.dim() == 2 && x.size(0) == m &&
+                x.size(1) == k && ldx >= k && (x.size(0) <= 1 || x.stride(0) == ldx) &&
+                x.stride(1) == 1,
+            "cuda::linear_into_columns: wants out [M, N] contiguous, x [M, K] with rows ldx apart "
+            "and a contiguous weight [n, K], all of one dtype (bf16 or f32), and columns inside "
+            "out; got out ", out.describe(), ", x ", x.describe(), ", weight ", weight.describe(),
+            ", col0 ", col0);
+  LTX_CHECK(!bias.defined() || (bias.dtype() == out.dtype() && bias.dim() == 1 &&
+                                bias.size(0) == n && bias.is_contiguous()),
+            "cuda::linear_into_columns: the bias must be a contiguous [", n, "] of the output's "
+            "dtype, got ", bias.describe());
+  LTX_CHECK(!gelu || out.dtype() == DType::BF16,
+            "cuda::linear_into_columns: the GELU epilogue takes a bf16 output");
+  const Device dev = out.device();
+  DeviceGuard guard(dev.index);
+  if (m == 0 || n == 0) return;
+  LTX_CHECK(k > 0, "cuda::linear_into_columns: K must be > 0");
+  gemm(out.narrow(1, col0, n), x.raw_data(), ldx, weight, bias, m, n, k, dev.index, gelu,
+       nullptr, false, out.size(1));
 }
 
 bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias) {

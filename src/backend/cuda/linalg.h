@@ -28,6 +28,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias);
 bool linear_gelu_epilogue_applies(const Tensor& weight, const Tensor& bias);
 
+// The GEMM of cuda::linear into columns [col0, col0 + weight.size(0)) of `out` (row-major
+// [M, N], contiguous): out[:, cols] = x [M, K] (rows ldx apart, unit column stride) @ weight^T
+// (+ bias), then GELU when `gelu` (bf16 only). x, weight, bias and out share one dtype, bf16 or
+// f32. What a GEMM by a weight made a chunk of rows at a time writes into (ops::linear_ggml).
+void linear_into_columns(const Tensor& out, int64_t col0, const Tensor& x, int64_t ldx,
+                         const Tensor& weight, const Tensor& bias, bool gelu);
+
 // The FP8 GEMM of ops::linear_fp8_scaled: y [M, N] (out_dtype, bf16 or f32) =
 // (xq [M, K] @ weight [N, K]^T) * x_scale * w_scale (+ bias), rounded once to out_dtype.
 // xq and weight contiguous float8_e4m3fn with K and N multiples of 16 (cuBLASLt's FP8 rule);

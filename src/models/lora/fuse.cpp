@@ -10,9 +10,11 @@
 #include "core/dtype_bits.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "nn/linear.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/quantized_linear.h"
+#include "ops/shape.h"
 #include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 
@@ -55,7 +57,8 @@ std::vector<std::string> checked_targets(const io::WeightMap& w, const LoraSet& 
       }
       const Shape s = w.shape(target);
       const DType d = w.dtype(target);
-      if (!dtype_is_floating(d)) {
+      // GGML blocks (a GGUF file) take the LoRA as a low-rank term beside the weight.
+      if (!dtype_is_floating(d) && !w.is_quantized(target)) {
         misfit.push_back(str(target, " (the model stores ", dtype_name(d), ")"));
         continue;
       }
@@ -210,9 +213,40 @@ std::vector<Product> products_for(const LoraSet& set, const std::string& target)
   return out;
 }
 
+namespace {
+
+// "<layer>.weight" -> "<layer>"; empty for a name that is not a weight.
+std::string layer_of(const std::string& weight_name) {
+  const std::string suffix = ".weight";
+  return weight_name.ends_with(suffix) ? weight_name.substr(0, weight_name.size() - suffix.size())
+                                       : std::string();
+}
+
+// The factors of `products` side by side, f32 on the CPU: down = [A_1; A_2; ...] [rank, in] and
+// up = [s_1 B_1, s_2 B_2, ...] [out, rank], so that x down^T up^T = sum_i s_i x A_i^T B_i^T.
+std::pair<Tensor, Tensor> stacked_factors(const std::vector<Product>& products) {
+  std::vector<Tensor> downs, ups;
+  for (const Product& p : products) {
+    downs.push_back(p.pair->a.to(Device::cpu(), DType::F32));
+    ups.push_back(ops::mul(p.pair->b.to(Device::cpu(), DType::F32), p.strength));
+  }
+  return {ops::concat(downs, 0), ops::concat(ups, 1)};
+}
+
+}  // namespace
+
 void fuse_into(io::WeightMap& w, const LoraSet& set) {
   if (is_identity(set)) return;
   for (const std::string& name : checked_targets(w, set)) {
+    if (w.is_quantized(name)) {
+      // Not fused: the layer adds the low-rank term (nn::Linear, LinearFormat::GgmlBlocks).
+      const std::string layer = layer_of(name);
+      LTX_CHECK(!layer.empty(), "LoRA: target '", name, "' is not a layer's weight");
+      auto [down, up] = stacked_factors(products_for(set, name));
+      w.add(layer + nn::kLoraDownSuffix, down);
+      w.add(layer + nn::kLoraUpSuffix, up);
+      continue;
+    }
     const Tensor base = w.take_any_shape(name, w.dtype(name));
     w.add(name, fused_weight(base, products_for(set, name)));
   }
@@ -234,6 +268,29 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
   for (const std::string& name : names) {
     Slot& s = slots_[name];
     const Device device = on_host && on_host(name) ? Device::cpu() : opt.device;
+    if (w.is_quantized(name)) {
+      // GGML blocks: a low-rank term with a column range per LoRA file of any set (strengths
+      // are written into the up factor at each apply; zero while a file is not applied).
+      const std::string layer = layer_of(name);
+      LTX_CHECK(!layer.empty(), "LoRA: target '", name, "' is not a layer's weight");
+      std::vector<Tensor> downs;
+      int64_t rank = 0;
+      for (const LoraSet& set : sets)
+        for (const WeightedLora& l : set) {
+          auto it = l.lora->targets().find(name);
+          if (it == l.lora->targets().end() || s.low_rank_columns.count(l.lora.get())) continue;
+          s.low_rank_columns[l.lora.get()] = rank;
+          rank += it->second.rank();
+          downs.push_back(it->second.a.to(Device::cpu(), DType::F32));
+        }
+      const Shape shape = w.shape(name);
+      s.bound = Tensor::empty({rank, shape[1]}, opt.dtype, device);
+      s.bound.copy_from(ops::concat(downs, 0));
+      s.bound_up = Tensor::zeros({shape[0], rank}, opt.dtype, device);
+      w.add(layer + nn::kLoraDownSuffix, s.bound);
+      w.add(layer + nn::kLoraUpSuffix, s.bound_up);
+      continue;
+    }
     if (is_fp8_scaled_target(w, name, opt.quantization)) {
       const std::string scale = scale_name_of(name);
       if (w.dtype(name) == DType::F8E4M3FN && w.contains(scale)) {
@@ -305,6 +362,23 @@ void Fuser::apply(const LoraSet& set) {
   for (auto& [name, s] : slots_) {
     const std::vector<Product> products =
         identity ? std::vector<Product>{} : products_for(set, name);
+    if (s.bound_up.defined()) {
+      // The low-rank term: each applied file's columns of the up factor are its B * strength.
+      if (products.empty() && !s.fused) continue;
+      Tensor up = Tensor::zeros(s.bound_up.shape());
+      for (const WeightedLora& l : identity ? LoraSet{} : set) {
+        auto it = l.lora->targets().find(name);
+        if (it == l.lora->targets().end()) continue;
+        const int64_t col0 = s.low_rank_columns.at(l.lora.get());
+        const Tensor cols = up.narrow(1, col0, it->second.rank());
+        cols.copy_from(ops::add(cols, ops::mul(it->second.b.to(Device::cpu(), DType::F32),
+                                               l.strength)));
+      }
+      s.bound_up.copy_from(up);
+      s.fused = !products.empty();
+      if (s.fused) ++fused;
+      continue;
+    }
     if (products.empty()) {
       if (s.fused) {
         s.bound.copy_from(s.base);
@@ -347,6 +421,10 @@ void Fuser::rebind(const std::function<Tensor(const Tensor& bound)>& home, Devic
     if (s.bound_scale.defined()) {
       Tensor moved_scale = home(s.bound_scale);
       if (moved_scale.defined()) s.bound_scale = moved_scale;
+    }
+    if (s.bound_up.defined()) {
+      Tensor moved_up = home(s.bound_up);
+      if (moved_up.defined()) s.bound_up = moved_up;
     }
     Tensor moved = home(s.bound);
     if (!moved.defined()) continue;

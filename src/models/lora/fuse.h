@@ -65,12 +65,17 @@ Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& product
 std::vector<Product> products_for(const LoraSet& set, const std::string& target);
 
 // Replaces every tensor of `w` that `set` targets by its fused value (stored dtype, CPU), so a
-// model that binds `w` afterwards gets the fused weights. An identity set changes nothing.
+// model that binds `w` afterwards gets the fused weights; a GGML-block target (GGUF) keeps its
+// weight and gets the set's low-rank term instead (f32 factors under the names the Fuser uses). An identity set changes nothing.
 // Throws naming the LoRA file for targets `w` lacks (strict files) or whose shape does not fit.
 void fuse_into(io::WeightMap& w, const LoraSet& set);
 
 class Fuser {
  public:
+  // Weights stored as GGML blocks (GGUF files) are not fused: their layer gets a low-rank term
+  // "<layer>.lora_A.weight" / ".lora_B.weight" (nn::kLoraDownSuffix / kLoraUpSuffix) holding every
+  // set's factors side by side, with the applied set's strengths folded into the up factor and
+  // zeros for the files it does not apply.
   // Gives every weight that any of `sets` targets (absent targets of non-strict files skipped) a
   // buffer of its own in opt.dtype on opt.device (e4m3 for the Linears opt.quantization stores
   // so, quantization/fp8_cast.h), holding the base value, and puts it into `w`
@@ -113,6 +118,11 @@ class Fuser {
     // fp8-scaled-mm and fp8; [out/128, in/128] per tile under fp8-blockwise).
     Tensor base_scale;
     Tensor bound_scale;
+    // GGML layers (a GGUF file's blocks, never rewritten): `bound` is the low-rank term's down
+    // factor [rank, in] (every file's lora_A stacked), bound_up its up factor [out, rank], each
+    // file's columns starting at low_rank_columns[file].
+    Tensor bound_up;
+    std::map<const LoraFile*, int64_t> low_rank_columns;
     bool fused = false;  // bound differs from base
   };
   std::map<std::string, Slot> slots_;

@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "ops/shape.h"
+#include "quantization/ggml_dequant.h"
 
 namespace ltx::models::text {
 
@@ -78,7 +79,8 @@ Embeddings1DConnector Embeddings1DConnector::load(io::WeightMap& w,
   const int64_t dim = config.inner_dim();
   if (config.num_learnable_registers > 0)
     c.learnable_registers_ =
-        w.take("learnable_registers", {config.num_learnable_registers, dim}, opt.dtype, opt.device);
+        quantization::take_dense(w, "learnable_registers", {config.num_learnable_registers, dim},
+                                 opt.dtype, opt.device);
   for (int64_t i = 0; i < config.num_layers; ++i) {
     io::WeightMap b = w.scoped(str("transformer_1d_blocks.", i, "."));
     io::WeightMap a = b.scoped("attn1."), f = b.scoped("ff.");

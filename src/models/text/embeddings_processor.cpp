@@ -99,6 +99,21 @@ io::KeyMap embeddings_processor_key_map(bool audio) {
   return k;
 }
 
+bool embeddings_have_audio(const std::vector<std::string>& paths) {
+  std::vector<std::string> keys;
+  for (const std::string& p : paths) {
+    const std::vector<std::string> k = io::checkpoint_keys(p);
+    keys.insert(keys.end(), k.begin(), k.end());
+  }
+  const auto any_key = [&](const std::string& prefix) {
+    for (const std::string& n : keys)
+      if (n.starts_with(prefix)) return true;
+    return false;
+  };
+  return any_key("model.diffusion_model.audio_embeddings_connector.") ||
+         !any_key("model.diffusion_model.embeddings_connector.");
+}
+
 bool embeddings_have_audio(const std::vector<std::shared_ptr<const io::SafetensorsFile>>& files) {
   const auto any_key = [&](const std::string& prefix) {
     for (const auto& f : files)
@@ -132,11 +147,11 @@ EmbeddingsProcessor EmbeddingsProcessor::from_files(const std::vector<std::strin
                                                     const GemmaTextDims& gemma, const nn::LoadOptions& opt) {
   LTX_CHECK(!paths.empty(), "text embeddings processor: no checkpoint given (pass the LTX checkpoint, "
             "or the transformer and text-encoder files of a split pack)");
-  std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
-  for (const std::string& p : paths) files.push_back(io::SafetensorsFile::open(p));
-  const bool audio = embeddings_have_audio(files);
-  const EmbeddingsProcessorConfig config = EmbeddingsProcessorConfig::from_file(*files[0], gemma, audio);
-  io::WeightMap w(files, embeddings_processor_key_map(audio));
+  // Safetensors or GGUF files (a GGUF transformer file: config as a string value, bare names).
+  const bool audio = embeddings_have_audio(paths);
+  const EmbeddingsProcessorConfig config = EmbeddingsProcessorConfig::from_metadata(
+      io::checkpoint_metadata_json(paths[0]), gemma, paths[0], audio);
+  io::WeightMap w = io::WeightMap::open_checkpoints(paths, embeddings_processor_key_map(audio));
   return load(w, config, opt);
 }
 

@@ -66,6 +66,8 @@ io::KeyMap embeddings_processor_key_map(bool audio = true);
 // (model.diffusion_model.audio_embeddings_connector.*) and one holds the video-only connector
 // (model.diffusion_model.embeddings_connector.*).
 bool embeddings_have_audio(const std::vector<std::shared_ptr<const io::SafetensorsFile>>& files);
+// The same from the files' paths, safetensors or GGUF (io::checkpoint_keys).
+bool embeddings_have_audio(const std::vector<std::string>& paths);
 
 class EmbeddingsProcessor {
  public:

@@ -161,7 +161,7 @@ Tensor scatter_rows(const Tensor& valid, const Tensor& pad_row, const std::vecto
 
 Tensor pad_row_of(const nn::Linear& lin) {
   // The projection of a zeroed row: its bias, or zeros.
-  return lin.bias.defined() ? lin.bias : Tensor::zeros({lin.out_features()}, lin.weight.dtype(),
+  return lin.bias.defined() ? lin.bias : Tensor::zeros({lin.out_features()}, lin.dtype(),
                                                        lin.weight.device());
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "io/weights.h"
 #include "models/text/embeddings_processor.h"
 #include "models/text/gemma/compat.h"
 #include "models/text/gemma/model.h"
@@ -16,8 +17,10 @@ namespace mt = models::text;
 
 namespace {
 
-bool holds_prefix(const io::SafetensorsFile& f, const std::string& prefix) {
-  return std::any_of(f.names().begin(), f.names().end(),
+// Whether a checkpoint file (safetensors or GGUF) holds a tensor under `prefix`.
+bool holds_prefix(const std::string& path, const std::string& prefix) {
+  const std::vector<std::string> names = io::checkpoint_keys(path);
+  return std::any_of(names.begin(), names.end(),
                      [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
 }
 
@@ -50,24 +53,20 @@ PromptEncoder::PromptEncoder(const std::string& text_encoder, std::vector<std::s
 
   if (embeddings.empty()) return;
   // ModelPaths.from_split passes (transformer, text encoder): the projection lives in the TE.
+  // Safetensors or GGUF files (a GGUF transformer first: the config is its string metadata).
   bool has_projection = false;
-  std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
-  for (const std::string& p : embeddings) {
-    files.push_back(io::SafetensorsFile::open(p));
-    has_projection = has_projection || holds_prefix(*files.back(), "text_embedding_projection.");
-  }
+  for (const std::string& p : embeddings)
+    has_projection = has_projection || holds_prefix(p, "text_embedding_projection.");
   if (!has_projection && is_safetensors_file(text_encoder) &&
-      std::find(embeddings.begin(), embeddings.end(), text_encoder) == embeddings.end()) {
+      std::find(embeddings.begin(), embeddings.end(), text_encoder) == embeddings.end())
     embeddings.push_back(text_encoder);
-    files.push_back(io::SafetensorsFile::open(text_encoder));
-  }
   s.embeddings = std::move(embeddings);
 
-  const nlohmann::json meta = files.front()->metadata_json();
+  const nlohmann::json meta = io::checkpoint_metadata_json(s.embeddings.front());
   s.warnings = check_gemma_version(meta, s.embeddings.front(), s.config, text_encoder).warnings;
   s.processor_config = mt::EmbeddingsProcessorConfig::from_metadata(
       meta, mt::GemmaTextDims{s.config.hidden_size, s.config.num_layers}, s.embeddings.front(),
-      mt::embeddings_have_audio(files));
+      mt::embeddings_have_audio(s.embeddings));
 }
 
 PromptEncoder::PromptEncoder(GemmaAssets assets, const mt::EmbeddingsProcessorConfig& processor,
@@ -117,9 +116,8 @@ const mt::EmbeddingsProcessor& PromptEncoder::embeddings_processor() {
     s.processor.emplace(mt::EmbeddingsProcessor::load(w, *s.processor_config, s.options.load));
   }
   if (!s.processor) {
-    std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
-    for (const std::string& p : s.embeddings) files.push_back(io::SafetensorsFile::open(p));
-    io::WeightMap w(files, mt::embeddings_processor_key_map(s.processor_config->audio));
+    io::WeightMap w = io::WeightMap::open_checkpoints(
+        s.embeddings, mt::embeddings_processor_key_map(s.processor_config->audio));
     s.processor.emplace(mt::EmbeddingsProcessor::load(w, *s.processor_config, s.options.load));
   }
   return *s.processor;

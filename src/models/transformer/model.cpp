@@ -7,6 +7,7 @@
 #include "models/transformer/block_parameters.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "quantization/ggml_dequant.h"
 
 namespace ltx::models::transformer {
 
@@ -82,10 +83,12 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     }
     if (c.use_keyframes_abs_pos_embedding)
       m.keyframes_abs_pos_embedding_ =
-          w.take_optional("keyframes_abs_pos_embedding", {1, d}, opt.dtype, opt.device);
+          quantization::take_dense_optional(w, "keyframes_abs_pos_embedding", {1, d}, opt.dtype,
+                                            opt.device);
     m.adaln_single_ = adaln("adaln_single", d, coef);
     if (prompt_adaln) m.prompt_adaln_single_ = adaln("prompt_adaln_single", d, 2);
-    m.scale_shift_table_ = w.take("scale_shift_table", {2, d}, opt.dtype, opt.device);
+    m.scale_shift_table_ =
+        quantization::take_dense(w, "scale_shift_table", {2, d}, opt.dtype, opt.device);
     m.proj_out_ = nn::Linear::load(w, "proj_out", d, c.out_channels, true, opt);
   }
   if (audio) {
@@ -97,7 +100,8 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     }
     m.audio_adaln_single_ = adaln("audio_adaln_single", a, coef);
     if (prompt_adaln) m.audio_prompt_adaln_single_ = adaln("audio_prompt_adaln_single", a, 2);
-    m.audio_scale_shift_table_ = w.take("audio_scale_shift_table", {2, a}, opt.dtype, opt.device);
+    m.audio_scale_shift_table_ =
+        quantization::take_dense(w, "audio_scale_shift_table", {2, a}, opt.dtype, opt.device);
     m.audio_proj_out_ = nn::Linear::load(w, "audio_proj_out", a, c.audio_out_channels, true, opt);
   }
   if (video && audio) {
@@ -108,7 +112,7 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
     m.av_ca_v2a_gate_adaln_single_ = adaln("av_ca_v2a_gate_adaln_single", c.audio_inner_dim(), 1);
   }
 
-  m.dtype_ = (video ? m.patchify_proj_ : m.audio_patchify_proj_).weight.dtype();
+  m.dtype_ = (video ? m.patchify_proj_ : m.audio_patchify_proj_).dtype();
 
   std::optional<TransformerConfig> vcfg, acfg;
   if (video)
@@ -155,10 +159,10 @@ LTXModel LTXModel::load(io::WeightMap& w, const LTXModelConfig& c, const nn::Loa
 LTXModel LTXModel::from_files(const std::vector<std::string>& paths, LTXModelType type,
                               const nn::LoadOptions& opt, const BlockStreaming& streaming) {
   LTX_CHECK(!paths.empty(), "transformer: no weights file given");
-  std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
-  for (const auto& p : paths) files.push_back(io::SafetensorsFile::open(p));
-  const LTXModelConfig config = LTXModelConfig::from_file(*files.front(), type);
-  io::WeightMap w(files, transformer_key_map(type));
+  // Safetensors or GGUF (the community files: bare names, config as a string value).
+  io::WeightMap w = io::WeightMap::open_checkpoints(paths, transformer_key_map(type));
+  const LTXModelConfig config =
+      LTXModelConfig::from_metadata(io::checkpoint_metadata_json(paths.front()), type, paths.front());
   return load(w, config, opt, streaming);
 }
 

@@ -47,7 +47,9 @@ class LTXModel {
   static LTXModel load(io::WeightMap& w, const LTXModelConfig& config,
                        const nn::LoadOptions& opt = {}, const BlockStreaming& streaming = {});
   // Opens `paths` (the transformer file first: its metadata holds the config), applies the key map
-  // of `type` and loads.
+  // of `type` and loads. Safetensors or GGUF files (io::WeightMap::open_checkpoints): a GGUF
+  // file's block-quantized Linears stay GGML blocks (nn::LinearFormat::GgmlBlocks), its dense
+  // tensors (norms, tables, small layers) load as from safetensors.
   static LTXModel from_files(const std::vector<std::string>& paths, LTXModelType type,
                              const nn::LoadOptions& opt = {}, const BlockStreaming& streaming = {});
 

@@ -64,7 +64,7 @@ PixArtAlphaCombinedTimestepSizeEmbeddings PixArtAlphaCombinedTimestepSizeEmbeddi
 
 Tensor PixArtAlphaCombinedTimestepSizeEmbeddings::operator()(const Tensor& timesteps) const {
   Tensor proj = timestep_sinusoid(timesteps.to(DType::F32), kChannels, true, 0.0);
-  return timestep_embedder(proj.to(timestep_embedder.linear_1.weight.dtype()));
+  return timestep_embedder(proj.to(timestep_embedder.linear_1.dtype()));
 }
 
 }  // namespace ltx::models::transformer

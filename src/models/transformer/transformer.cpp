@@ -5,6 +5,7 @@
 
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "quantization/ggml_dequant.h"
 
 namespace ltx::models::transformer {
 
@@ -87,9 +88,10 @@ BasicAVTransformerBlock BasicAVTransformerBlock::load(io::WeightMap& w,
     b.attn2 = attention("attn2", v.dim, v.context_dim, v, v.apply_gated_attention);
     io::WeightMap f = w.scoped("ff.");
     b.ff = FeedForward::load(f, v.dim, v.dim, v.ff_bias, opt);
-    b.scale_shift_table = w.take("scale_shift_table",
-                                 {adaln_embedding_coefficient(v.cross_attention_adaln), v.dim},
-                                 opt.dtype, opt.device);
+    // Tables as dense values, also where a GGUF file stores them in blocks.
+    b.scale_shift_table = quantization::take_dense(
+        w, "scale_shift_table", {adaln_embedding_coefficient(v.cross_attention_adaln), v.dim},
+        opt.dtype, opt.device);
   }
   if (audio) {
     const TransformerConfig& a = *audio;
@@ -97,8 +99,8 @@ BasicAVTransformerBlock BasicAVTransformerBlock::load(io::WeightMap& w,
     b.audio_attn2 = attention("audio_attn2", a.dim, a.context_dim, a, a.apply_gated_attention);
     io::WeightMap f = w.scoped("audio_ff.");
     b.audio_ff = FeedForward::load(f, a.dim, a.dim, a.ff_bias, opt);
-    b.audio_scale_shift_table = w.take(
-        "audio_scale_shift_table", {adaln_embedding_coefficient(a.cross_attention_adaln), a.dim},
+    b.audio_scale_shift_table = quantization::take_dense(
+        w, "audio_scale_shift_table", {adaln_embedding_coefficient(a.cross_attention_adaln), a.dim},
         opt.dtype, opt.device);
   }
   if (video && audio) {
@@ -108,18 +110,22 @@ BasicAVTransformerBlock BasicAVTransformerBlock::load(io::WeightMap& w,
     b.video_to_audio_attn =
         attention("video_to_audio_attn", audio->dim, video->dim, *audio, audio->apply_gated_attention);
     b.scale_shift_table_a2v_ca_audio =
-        w.take("scale_shift_table_a2v_ca_audio", {5, audio->dim}, opt.dtype, opt.device);
+        quantization::take_dense(w, "scale_shift_table_a2v_ca_audio", {5, audio->dim}, opt.dtype,
+                                 opt.device);
     b.scale_shift_table_a2v_ca_video =
-        w.take("scale_shift_table_a2v_ca_video", {5, video->dim}, opt.dtype, opt.device);
+        quantization::take_dense(w, "scale_shift_table_a2v_ca_video", {5, video->dim}, opt.dtype,
+                                 opt.device);
   }
   b.cross_attention_adaln =
       (video && video->cross_attention_adaln) || (audio && audio->cross_attention_adaln);
   if (b.cross_attention_adaln && video)
     b.prompt_scale_shift_table =
-        w.take("prompt_scale_shift_table", {2, video->dim}, opt.dtype, opt.device);
+        quantization::take_dense(w, "prompt_scale_shift_table", {2, video->dim}, opt.dtype,
+                                 opt.device);
   if (b.cross_attention_adaln && audio)
     b.audio_prompt_scale_shift_table =
-        w.take("audio_prompt_scale_shift_table", {2, audio->dim}, opt.dtype, opt.device);
+        quantization::take_dense(w, "audio_prompt_scale_shift_table", {2, audio->dim}, opt.dtype,
+                                 opt.device);
   return b;
 }
 
