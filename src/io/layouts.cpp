@@ -1,6 +1,7 @@
 #include "io/layouts.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -103,9 +104,24 @@ const std::vector<DiffusersComponent>& diffusers_components() {
                   {substring("act_out", "act_post")},
                   {substring("downsample.", "downsample.lowpass.")},
                   {prefix("", "vocoder.")}}});
+    c.push_back({"duration_head",
+                 "the duration head (LTX2DurationHead)",
+                 {{prefix("attention_pooler.to_out.", "attention_pooler.cross_attn.out_proj.")},
+                  {prefix("", "duration_head.")}}});
     return c;
   }();
   return kComponents;
+}
+
+const std::vector<DiffusersConcat>& diffusers_concats() {
+  static const std::vector<DiffusersConcat> kConcats = {
+      {"duration_head",
+       {"attention_pooler.to_q.weight", "attention_pooler.to_k.weight", "attention_pooler.to_v.weight"},
+       "duration_head.attention_pooler.cross_attn.in_proj_weight"},
+      {"duration_head",
+       {"attention_pooler.to_q.bias", "attention_pooler.to_k.bias", "attention_pooler.to_v.bias"},
+       "duration_head.attention_pooler.cross_attn.in_proj_bias"}};
+  return kConcats;
 }
 
 std::string diffusers_to_official(const DiffusersComponent& component, const std::string& key) {
@@ -520,7 +536,50 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
               "' is missing (the config of ", comp.description, "); download the component again");
     const json cfg = read_json_file(config_path, "a component config");
     const ComponentFiles files = open_component_weights(folder);
+    std::set<std::string> consumed;
+    for (const DiffusersConcat& cat : diffusers_concats()) {
+      if (cat.folder != comp.folder) continue;
+      size_t present = 0;
+      for (const std::string& part : cat.parts) present += files.by_key.count(part);
+      if (present == 0) continue;
+      LTX_CHECK(present == cat.parts.size(), "Diffusers folder: '", folder.string(), "' has only ",
+                present, " of ", cat.parts.front(), " and its ", cat.parts.size() - 1,
+                " siblings (", cat.official, " is made of all of them); download the component again");
+      std::vector<std::shared_ptr<const SafetensorsFile>> srcs;
+      Shape shape;
+      DType dtype = DType::F32;
+      for (size_t i = 0; i < cat.parts.size(); ++i) {
+        const auto& f = files.by_key.at(cat.parts[i]);
+        const TensorInfo& ti = f->info(cat.parts[i]);
+        if (i == 0) {
+          shape = ti.shape;
+          dtype = ti.dtype;
+        } else {
+          bool same = ti.dtype == dtype && ti.shape.size() == shape.size() && shape.size() >= 1;
+          for (int d = 1; same && d < shape.size(); ++d) same = ti.shape[d] == shape[d];
+          LTX_CHECK(same, "Diffusers folder: '", cat.parts[i], "' (", dtype_name(ti.dtype), " ",
+                    ti.shape.str(), ") does not stack with '", cat.parts[0], "' (",
+                    dtype_name(dtype), " ", shape.str(), ") into ", cat.official);
+          shape[0] += ti.shape[0];
+        }
+        srcs.push_back(f);
+        consumed.insert(cat.parts[i]);
+      }
+      const std::vector<std::string> parts = cat.parts;
+      tensors.push_back({cat.official, dtype, shape, [srcs, parts, shape, dtype] {
+                           Tensor out = Tensor::empty(shape, dtype);
+                           auto* dst = static_cast<uint8_t*>(out.raw_data());
+                           for (size_t i = 0; i < parts.size(); ++i) {
+                             const Tensor t = srcs[i]->tensor(parts[i]).contiguous();
+                             std::memcpy(dst, t.raw_data(), t.nbytes());
+                             dst += t.nbytes();
+                           }
+                           return out;
+                         }});
+      seen.insert(cat.official);
+    }
     for (const auto& [key, file] : files.by_key) {
+      if (consumed.count(key)) continue;
       const std::string name = diffusers_to_official(comp, key);
       LTX_CHECK(seen.insert(name).second, "Diffusers folder '", dir, "': two tensors map to '", name,
                 "' (the second from '", file->path(), "', key '", key, "')");
@@ -549,6 +608,15 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
             "LTX-2 pipeline folder (or it is incomplete: download it again)");
   std::map<std::string, std::string> metadata;
   metadata["config"] = config.dump();
+  // A Diffusers folder does not record the checkpoint's model_version, which picks the
+  // pipelines' defaults; its transformer's settings tell the published versions apart (2.3 added
+  // the cross-attention AdaLN, 2.5 dropped the video FFN bias and added the keyframe embedding;
+  // LTX-2 (19B) files carry no model_version).
+  const json& t = config["transformer"];
+  if (t.value("ff_bias", true) == false || t.value("use_keyframes_abs_pos_embedding", false))
+    metadata["model_version"] = "2.5.0";
+  else if (t.value("cross_attention_adaln", false))
+    metadata["model_version"] = "2.3.0";
   return SafetensorsFile::view(dir, "Diffusers folder", std::move(tensors), std::move(metadata));
 }
 

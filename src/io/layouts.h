@@ -11,7 +11,8 @@
 //     `diffusion_pytorch_model.safetensors.index.json`): transformer, connectors, vae, audio_vae
 //     and vocoder renamed back to the official names (the inverse of diffusers'
 //     scripts/convert_ltx2_to_diffusers.py) and their config.json files translated into the
-//     official `config` sections. The text encoder stays a Gemma folder (`text_encoder/`, with
+//     official `config` sections; the duration head's split pooler projection is concatenated
+//     back. The text encoder stays a Gemma folder (`text_encoder/`, with
 //     `tokenizer/` beside it): --gemma-root DIR reads it.
 //   * ComfyUI files: FP8 weights with the ComfyUI scale names (`scaled_fp8` marker +
 //     `.scale_weight` / `.scale_input`, or `.comfy_quant` markers + `.weight_scale` /
@@ -54,6 +55,15 @@ struct DiffusersComponent {
   std::vector<std::vector<KeyRename>> stages;
 };
 const std::vector<DiffusersComponent>& diffusers_components();
+
+// A tensor diffusers split that the official file stores whole: the parts (Diffusers keys of one
+// component) concatenated along the first dimension give `official`.
+struct DiffusersConcat {
+  std::string folder;
+  std::vector<std::string> parts;
+  std::string official;
+};
+const std::vector<DiffusersConcat>& diffusers_concats();
 // The official name of Diffusers key `key` of `component` (applies its renames).
 std::string diffusers_to_official(const DiffusersComponent& component, const std::string& key);
 

@@ -20,6 +20,7 @@
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
 #include "models/text/gemma/config.h"
+#include "models/text/gemma_assets.h"
 #include "models/text/gemma/model.h"
 #include "models/transformer/config.h"
 #include "models/transformer/model.h"
@@ -87,6 +88,7 @@ TEST(DiffusersFolder, ConfigTranslatesToTheOfficialTransformerAndConnectorKeys) 
     ++shared;
   }
   EXPECT_GT(shared, 30);
+  EXPECT_EQ(view->metadata().at("model_version"), official->metadata().at("model_version"));
   namespace tf = models::transformer;
   const auto a = tf::LTXModelConfig::from_file(*official, tf::LTXModelType::AudioVideo);
   const auto b = tf::LTXModelConfig::from_file(*view, tf::LTXModelType::AudioVideo);
@@ -153,6 +155,51 @@ TEST(DiffusersFolder, VaeAudioVaeAndVocoderOutputsEqualTheOfficialFilesBitForBit
   EXPECT_TRUE(same_bits(voc_a.forward(mel_a), voc_b.forward(mel_a)));
 }
 
+TEST(DiffusersFolder, DurationHeadPoolerProjectionIsConcatenatedBack) {
+  TempDir tmp;
+  const auto official = SafetensorsFile::open(test::fixture("e2e/ltx23_tiny.safetensors"));
+  const std::string dir = write_diffusers_folder(tmp, *official);
+  // The converter's split: in_proj -> to_q / to_k / to_v (thirds of dim 0), out_proj -> to_out.
+  const auto head = SafetensorsFile::open(test::fixture("duration_ltx25.weights.safetensors"));
+  std::vector<std::pair<std::string, Tensor>> parts;
+  const std::string pre = "duration_head.", fused = "attention_pooler.cross_attn.";
+  for (const std::string& key : head->names()) {
+    std::string k = key.substr(pre.size());
+    const Tensor t = head->tensor(key);
+    if (k.starts_with(fused + "in_proj_")) {
+      const std::string leaf = k.ends_with("weight") ? "weight" : "bias";
+      const int64_t third = t.size(0) / 3;
+      const char* names[] = {"to_q", "to_k", "to_v"};
+      for (int i = 0; i < 3; ++i)
+        parts.emplace_back(str("attention_pooler.", names[i], ".", leaf),
+                           t.slice(0, i * third, (i + 1) * third).contiguous());
+      continue;
+    }
+    if (k.starts_with(fused + "out_proj.")) k = "attention_pooler.to_out." + k.substr(fused.size() + 9);
+    parts.emplace_back(k, t);
+  }
+  const fs::path folder = fs::path(dir) / "duration_head";
+  fs::create_directories(folder);
+  write_safetensors((folder / "diffusion_pytorch_model.safetensors").string(), parts);
+  write_json(folder / "config.json", {{"_class_name", "LTX2DurationHead"}});
+  json index = json::parse(test::read_bytes((fs::path(dir) / "model_index.json").string()));
+  index["duration_head"] = {"ltx2", "LTX2DurationHead"};
+  write_json(fs::path(dir) / "model_index.json", index);
+
+  const auto view = SafetensorsFile::open(dir);
+  for (const std::string& key : head->names()) {
+    ASSERT_TRUE(view->contains(key)) << key;
+    EXPECT_TRUE(same_bits(view->tensor(key), head->tensor(key))) << key;
+  }
+  // A part missing is one error naming the fused tensor.
+  std::vector<std::pair<std::string, Tensor>> partial;
+  for (auto& [k, t] : parts)
+    if (k != "attention_pooler.to_k.bias") partial.emplace_back(k, t);
+  write_safetensors((folder / "diffusion_pytorch_model.safetensors").string(), partial);
+  const std::string e = error_of([&] { SafetensorsFile::open(dir); });
+  EXPECT_NE(e.find("in_proj_bias"), std::string::npos) << e;
+}
+
 TEST(DiffusersFolder, MissingComponentFolderIsOneErrorNamingIt) {
   TempDir tmp;
   const auto official = SafetensorsFile::open(test::fixture("e2e/ltx23_tiny.safetensors"));
@@ -217,6 +264,49 @@ TEST(DiffusersFolder, InspectNamesTheLayout) {
   const CheckpointSummary s = inspect_checkpoint(write_diffusers_folder(tmp, *official));
   EXPECT_EQ(s.source_layout, "Diffusers folder");
   EXPECT_NE(s.component("transformer"), nullptr);
+}
+
+// The Gemma text encoder of a Diffusers pipeline: text_encoder/ (weights saved by newer
+// transformers, model.language_model.*) with tokenizer/ beside it.
+TEST(DiffusersFolder, TextEncoderFolderReadsAsTheGemmaRoot) {
+  TempDir tmp;
+  const std::string te_path = test::fixture("text_gemma3.te.safetensors");
+  const text::GemmaAssets ref = text::GemmaAssets::from_single_file(te_path);
+  const fs::path root = tmp.file("pipeline");
+  fs::create_directories(root / "text_encoder");
+  fs::create_directories(root / "tokenizer");
+  write_json(root / "model_index.json", {{"_class_name", "LTX2Pipeline"},
+                                         {"text_encoder", {"transformers", "Gemma3ForConditionalGeneration"}},
+                                         {"tokenizer", {"transformers", "GemmaTokenizerFast"}}});
+  write_json(root / "text_encoder" / "config.json", ref.config);
+  test::write_bytes((root / "tokenizer" / "tokenizer.json").string(), ref.tokenizer_json);
+  for (const auto& [name, bytes] : ref.sidecars)
+    test::write_bytes((root / "tokenizer" / name).string(), bytes);
+  const auto te = SafetensorsFile::open(te_path);
+  std::vector<std::pair<std::string, Tensor>> weights;
+  const std::string hf = "language_model.model.";
+  for (const std::string& key : te->names())
+    if (key.starts_with(hf))
+      weights.emplace_back("model.language_model." + key.substr(hf.size()), te->tensor(key));
+  write_safetensors((root / "text_encoder" / "model-00001-of-00001.safetensors").string(), weights);
+
+  const text::GemmaAssets got = text::GemmaAssets::load(root.string());
+  EXPECT_EQ(got.tokenizer_json, ref.tokenizer_json);
+  EXPECT_EQ(got.config, ref.config);
+  EXPECT_TRUE(got.has_sidecar("tokenizer_config.json"));
+  ASSERT_EQ(got.weight_paths.size(), 1u);
+  const auto a = text::GemmaTextModel::load(got);
+  const auto b = text::GemmaTextModel::load(ref);
+  EXPECT_NE(a.key_layout().find("model.language_model"), std::string::npos) << a.key_layout();
+  const Tensor ids = Tensor::from_vector<int64_t>({2, 10, 20, 30}, {1, 4});
+  const Tensor mask = Tensor::from_vector<int64_t>({1, 1, 1, 1}, {1, 4});
+  const std::vector<Tensor> ha = a.encode(ids, mask), hb = b.encode(ids, mask);
+  ASSERT_EQ(ha.size(), hb.size());
+  for (size_t i = 0; i < ha.size(); ++i) EXPECT_TRUE(same_bits(ha[i], hb[i])) << i;
+
+  fs::remove_all(root / "text_encoder");
+  const std::string e = error_of([&] { text::GemmaAssets::load(root.string()); });
+  EXPECT_NE(e.find("text_encoder/"), std::string::npos) << e;
 }
 
 // --- ComfyUI split files ---------------------------------------------------------------------
@@ -329,6 +419,29 @@ void expect_same_hidden_states(bool scaled) {
 TEST(ComfyFp8Gemma, UnscaledE4m3WeightsComputeAsTheirExactUpcast) { expect_same_hidden_states(false); }
 
 TEST(ComfyFp8Gemma, ScaledWeightsComputeAsTheFoldedBf16Twin) { expect_same_hidden_states(true); }
+
+// ComfyUI's file carries neither config nor tokenizer: put beside Gemma's, it is the root's weights.
+TEST(ComfyFp8Gemma, AFolderWithGemmasConfigAndTokenizerReadsTheFileAsItsWeights) {
+  TempDir tmp;
+  const fs::path root = tmp.file("gemma");
+  fs::create_directories(root);
+  write_comfy_gemma((root / "gemma_3_12B_it_fp8_e4m3fn.safetensors").string(),
+                    tmp.file("twin.safetensors"), true);
+  const text::GemmaAssets ref =
+      text::GemmaAssets::from_single_file(test::fixture("text_gemma3.te.safetensors"));
+  write_json(root / "config.json", ref.config);
+  test::write_bytes((root / "tokenizer.json").string(), ref.tokenizer_json);
+  for (const auto& [name, bytes] : ref.sidecars) test::write_bytes((root / name).string(), bytes);
+  const text::GemmaAssets got = text::GemmaAssets::load(root.string());
+  ASSERT_EQ(got.weight_paths.size(), 1u);
+  EXPECT_NO_THROW(got.require_encoder_assets());
+  const auto fp8 = text::GemmaTextModel::load(got);
+  const auto twin = text::GemmaTextModel::load(
+      text::GemmaTextConfig::from_json(ref.config, "twin"), {tmp.file("twin.safetensors")});
+  const Tensor ids = Tensor::from_vector<int64_t>({2, 7, 9}, {1, 3});
+  const Tensor mask = Tensor::from_vector<int64_t>({1, 1, 1}, {1, 3});
+  EXPECT_TRUE(same_bits(fp8.encode(ids, mask).back(), twin.encode(ids, mask).back()));
+}
 
 TEST(ComfyFp8Gemma, ScaleNamesAreReadAsTheOfficialPreQuantisedOnes) {
   TempDir tmp;

@@ -101,8 +101,11 @@ GemmaAssets GemmaAssets::load(const std::string& path) {
 GemmaAssets GemmaAssets::from_root(const std::string& dir) {
   std::error_code ec;
   const fs::path diffusers_te = fs::path(dir) / "text_encoder";
-  if (fs::is_regular_file(fs::path(dir) / "model_index.json", ec) &&
-      fs::is_directory(diffusers_te, ec)) {
+  const bool diffusers = fs::is_regular_file(fs::path(dir) / "model_index.json", ec);
+  LTX_CHECK(!diffusers || fs::is_directory(diffusers_te, ec), "Diffusers folder ", dir,
+            " has no text_encoder/ folder (the Gemma text encoder): download it with the "
+            "pipeline, or pass --gemma-root / --text-encoder-path");
+  if (diffusers) {
     // A Diffusers pipeline: the Gemma weights and config in text_encoder/, the tokenizer files in
     // tokenizer/ (and processor/ when the pipeline has one) beside it.
     GemmaAssets a = from_root(diffusers_te.string());
