@@ -392,8 +392,16 @@ void describe_gemma(ComponentSummary& c, const std::vector<const Item*>& infos,
   if (any_contains(infos, "language_model.model.")) layout = "HF Gemma 3 (language_model.model.*)";
   if (any_contains(infos, "model.language_model.")) layout = "HF Gemma 4 (model.language_model.*)";
   if (find_suffix(infos, "model.layers.0.post_feedforward_layernorm.weight") != nullptr &&
-      !any_contains(infos, "language_model."))
-    layout = "Comfy-flat Gemma 4 (model.layers.*)";
+      !any_contains(infos, "language_model.")) {
+    // ComfyUI's flat text-encoder files: Gemma 4 unified, or Gemma 3 (gemma_3_12B_it*.safetensors,
+    // which carry no config; Gemma 3 names the norms of its q / k projections q_norm / k_norm too,
+    // so only the config tells them apart).
+    const std::string mt =
+        gc != nullptr && gc->is_object() ? gc->value("model_type", std::string()) : std::string();
+    layout = mt == "gemma3" ? "ComfyUI flat Gemma 3 (model.layers.*)"
+             : mt.empty()   ? "ComfyUI flat Gemma (model.layers.*; Gemma 3 or 4, no config)"
+                            : "Comfy-flat Gemma 4 (model.layers.*)";
+  }
   c.config["key_layout"] = layout;
   c.config["layers_in_file"] = count_indices(infos, "layers.");
   int64_t lang = 0, other = 0;

@@ -443,6 +443,21 @@ TEST(ComfyFp8Gemma, AFolderWithGemmasConfigAndTokenizerReadsTheFileAsItsWeights)
   EXPECT_TRUE(same_bits(fp8.encode(ids, mask).back(), twin.encode(ids, mask).back()));
 }
 
+TEST(ComfyFp8Gemma, InspectNamesTheLayoutAndTheFp8Storage) {
+  TempDir tmp;
+  write_comfy_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), true);
+  const CheckpointSummary s = inspect_checkpoint(tmp.file("gemma_fp8.safetensors"));
+  EXPECT_EQ(s.source_layout, "ComfyUI FP8 (scaled)");
+  const ComponentSummary* g = s.component("gemma");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->config.value("key_layout", "").find("ComfyUI flat Gemma"), std::string::npos);
+  bool fp8 = false;
+  for (const StorageTypeSummary& t : s.storage_types) fp8 = fp8 || t.type == "F8_E4M3";
+  EXPECT_TRUE(fp8);
+  EXPECT_GT(s.bits_per_weight, 8.0);
+  EXPECT_LT(s.bits_per_weight, 16.0);
+}
+
 TEST(ComfyFp8Gemma, ScaleNamesAreReadAsTheOfficialPreQuantisedOnes) {
   TempDir tmp;
   write_comfy_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), true);
