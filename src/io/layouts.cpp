@@ -508,6 +508,26 @@ json translate_vocoder(const json& d, const fs::path& where) {
   return {{"vocoder", translate_generator(d, "", true, where)}, {"bwe", b}};
 }
 
+// Adds what `folder`'s config.json says to the official `config`.
+void translate_config(const std::string& folder, const json& cfg, const fs::path& config_path,
+                      json& config) {
+  if (folder == "transformer") {
+    json t = translate_transformer(cfg, config_path);
+    if (config.contains("transformer")) t.update(config["transformer"]);
+    config["transformer"] = t;
+  } else if (folder == "connectors") {
+    json t = config.value("transformer", json::object());
+    translate_connectors(cfg, t, config_path);
+    config["transformer"] = t;
+  } else if (folder == "vae") {
+    config["vae"] = translate_vae(cfg, config_path);
+  } else if (folder == "audio_vae") {
+    config["audio_vae"] = translate_audio_vae(cfg);
+  } else if (folder == "vocoder") {
+    config["vocoder"] = translate_vocoder(cfg, config_path);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir) {
@@ -584,22 +604,16 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
       LTX_CHECK(seen.insert(name).second, "Diffusers folder '", dir, "': two tensors map to '", name,
                 "' (the second from '", file->path(), "', key '", key, "')");
       const TensorInfo& ti = file->info(key);
-      tensors.push_back({name, ti.dtype, ti.shape, [file, key] { return file->tensor(key); }});
+      // Copies: a lambda cannot capture structured bindings before C++20's P1091 (clang < 16).
+      const std::shared_ptr<const SafetensorsFile> src = file;
+      const std::string src_key = key;
+      tensors.push_back({name, ti.dtype, ti.shape, [src, src_key] { return src->tensor(src_key); }});
     }
-    if (comp.folder == "transformer") {
-      json t = translate_transformer(cfg, config_path);
-      if (config.contains("transformer")) t.update(config["transformer"]);
-      config["transformer"] = t;
-    } else if (comp.folder == "connectors") {
-      json t = config.value("transformer", json::object());
-      translate_connectors(cfg, t, config_path);
-      config["transformer"] = t;
-    } else if (comp.folder == "vae") {
-      config["vae"] = translate_vae(cfg, config_path);
-    } else if (comp.folder == "audio_vae") {
-      config["audio_vae"] = translate_audio_vae(cfg);
-    } else if (comp.folder == "vocoder") {
-      config["vocoder"] = translate_vocoder(cfg, config_path);
+    try {
+      translate_config(comp.folder, cfg, config_path, config);
+    } catch (const json::exception& e) {
+      fail("Diffusers folder: '", config_path.string(), "': a value has the wrong type (", e.what(),
+           "); the config is damaged: download the component again");
     }
     found.push_back(comp.folder);
   }
@@ -613,9 +627,10 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
   // the cross-attention AdaLN, 2.5 dropped the video FFN bias and added the keyframe embedding;
   // LTX-2 (19B) files carry no model_version).
   const json& t = config["transformer"];
-  if (t.value("ff_bias", true) == false || t.value("use_keyframes_abs_pos_embedding", false))
+  const auto is = [&t](const char* key, bool v) { return t.contains(key) && t[key] == v; };
+  if (is("ff_bias", false) || is("use_keyframes_abs_pos_embedding", true))
     metadata["model_version"] = "2.5.0";
-  else if (t.value("cross_attention_adaln", false))
+  else if (is("cross_attention_adaln", true))
     metadata["model_version"] = "2.3.0";
   return SafetensorsFile::view(dir, "Diffusers folder", std::move(tensors), std::move(metadata));
 }
@@ -630,6 +645,8 @@ bool has_bare_transformer_keys(const SafetensorsFile& file) {
   bool blocks = false, stem = false;
   for (const std::string& n : file.names()) {
     if (n.starts_with("model.diffusion_model.")) return false;
+    // LoRA files name their targets bare too; their own reader maps them.
+    if (n.find(".lora_") != std::string::npos) return false;
     blocks = blocks || n.starts_with("transformer_blocks.0.");
     stem = stem || n.starts_with("patchify_proj.") || n.starts_with("adaln_single.") ||
            n.starts_with("audio_patchify_proj.");

@@ -252,6 +252,19 @@ TEST(DiffusersFolder, ShapesThatContradictTheConfigAreReportedByTheBinding) {
   EXPECT_NE(e.find("wrong shape"), std::string::npos) << e;
 }
 
+TEST(DiffusersFolder, AConfigValueOfTheWrongTypeIsOneErrorNamingTheConfig) {
+  TempDir tmp;
+  const auto official = SafetensorsFile::open(test::fixture("e2e/ltx23_tiny.safetensors"));
+  const std::string dir = write_diffusers_folder(tmp, *official);
+  const fs::path cfg_path = fs::path(dir) / "vae" / "config.json";
+  json cfg = json::parse(test::read_bytes(cfg_path.string()));
+  cfg["latent_channels"] = "sixteen";
+  write_json(cfg_path, cfg);
+  const std::string e = error_of([&] { SafetensorsFile::open(dir); });
+  EXPECT_NE(e.find(cfg_path.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("wrong type"), std::string::npos) << e;
+}
+
 TEST(DiffusersFolder, AFolderWithoutModelIndexIsRefused) {
   TempDir tmp;
   const std::string e = error_of([&] { SafetensorsFile::open(tmp.file("")); });
@@ -358,6 +371,14 @@ TEST(ComfySplitPack, ScaledFp8TransformerIsAnOfficialPerTensorFp8File) {
   EXPECT_EQ(scales, quantized);
   EXPECT_EQ(inputs, 0);  // scale_input of exactly 1 is dropped, as ComfyUI does
   EXPECT_FALSE(f->contains("scaled_fp8"));
+}
+
+TEST(ComfySplitPack, BareLoraFilesAreLeftToTheLoraReader) {
+  TempDir tmp;
+  write_safetensors(tmp.file("lora.safetensors"),
+                    {{"patchify_proj.lora_A.weight", Tensor::zeros({2, 16})},
+                     {"transformer_blocks.0.attn1.to_q.lora_A.weight", Tensor::zeros({2, 32})}});
+  EXPECT_FALSE(SafetensorsFile::open(tmp.file("lora.safetensors"))->is_view());
 }
 
 TEST(ComfySplitPack, OfficialNamesAreReadAsStored) {
