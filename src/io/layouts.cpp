@@ -530,13 +530,45 @@ void translate_config(const std::string& folder, const json& cfg, const fs::path
 
 }  // namespace
 
+namespace {
+
+// A Diffusers latent upsampler folder (LTX2LatentUpsamplerModel: the official names, its own
+// config keys) as the official upsampler file.
+std::shared_ptr<const SafetensorsFile> open_upsampler_folder(const fs::path& folder,
+                                                             const json& d) {
+  json c = json::object();
+  c["_class_name"] = "LatentUpsampler";
+  copy_keys(d, c, {"in_channels", "mid_channels", "num_blocks_per_stage", "dims",
+                   "spatial_upsample", "temporal_upsample"});
+  if (d.contains("rational_spatial_scale")) c["spatial_scale"] = d["rational_spatial_scale"];
+  if (d.contains("use_rational_resampler")) c["rational_resampler"] = d["use_rational_resampler"];
+  const ComponentFiles files = open_component_weights(folder);
+  std::vector<ViewTensor> tensors;
+  for (const auto& [key, file] : files.by_key) {
+    const TensorInfo& ti = file->info(key);
+    const std::shared_ptr<const SafetensorsFile> src = file;
+    const std::string src_key = key;
+    tensors.push_back({key, ti.dtype, ti.shape, [src, src_key] { return src->tensor(src_key); }});
+  }
+  return SafetensorsFile::view(folder.string(), "Diffusers latent upsampler folder",
+                               std::move(tensors), {{"config", c.dump()}});
+}
+
+}  // namespace
+
 std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir) {
   const fs::path root(dir);
   std::error_code ec;
   const fs::path index = root / "model_index.json";
+  if (!fs::is_regular_file(index, ec) && fs::is_regular_file(root / "config.json", ec)) {
+    const json d = read_json_file(root / "config.json", "a component config");
+    if (d.value("_class_name", json()) == "LTX2LatentUpsamplerModel")
+      return open_upsampler_folder(root, d);
+  }
   LTX_CHECK(fs::is_regular_file(index, ec), "'", dir,
-            "' is a folder but not a Diffusers pipeline (no model_index.json): pass a "
-            ".safetensors checkpoint file, or the Diffusers folder that holds model_index.json");
+            "' is a folder but not a Diffusers pipeline (no model_index.json) nor a Diffusers "
+            "latent upsampler (config.json of LTX2LatentUpsamplerModel): pass a .safetensors "
+            "checkpoint file, or the Diffusers folder that holds model_index.json");
   const json model_index = read_json_file(index, "the Diffusers pipeline index");
 
   std::vector<ViewTensor> tensors;

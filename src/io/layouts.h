@@ -12,7 +12,8 @@
 //     and vocoder renamed back to the official names (the inverse of diffusers'
 //     scripts/convert_ltx2_to_diffusers.py) and their config.json files translated into the
 //     official `config` sections; the duration head's split pooler projection is concatenated
-//     back. The text encoder stays a Gemma folder (`text_encoder/`, with
+//     back. A Diffusers latent upsampler folder (config.json of LTX2LatentUpsamplerModel) reads
+//     as the official upsampler file. The text encoder stays a Gemma folder (`text_encoder/`, with
 //     `tokenizer/` beside it): --gemma-root DIR reads it.
 //   * ComfyUI files: FP8 weights with the ComfyUI scale names (`scaled_fp8` marker +
 //     `.scale_weight` / `.scale_input`, or `.comfy_quant` markers + `.weight_scale` /
@@ -26,7 +27,8 @@
 
 namespace ltx::io {
 
-// A Diffusers folder (model_index.json) as the official single-file checkpoint. Throws one
+// A Diffusers folder (model_index.json) as the official single-file checkpoint, or a Diffusers
+// latent upsampler folder as the official upsampler file. Throws one
 // ltx::Error naming the file and the fix for a folder that is not one, a missing component
 // folder, config or shard, an index naming a tensor its shard lacks, or a config this code cannot
 // translate.

@@ -2,6 +2,7 @@
 // from the tiny official fixtures, read back as the official checkpoint.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -263,6 +264,33 @@ TEST(DiffusersFolder, AConfigValueOfTheWrongTypeIsOneErrorNamingTheConfig) {
   const std::string e = error_of([&] { SafetensorsFile::open(dir); });
   EXPECT_NE(e.find(cfg_path.string()), std::string::npos) << e;
   EXPECT_NE(e.find("wrong type"), std::string::npos) << e;
+}
+
+TEST(DiffusersFolder, LatentUpsamplerFolderReadsAsTheOfficialUpsamplerFile) {
+  TempDir tmp;
+  const std::string path = test::fixture("upsampler_x1_5.weights.safetensors");
+  const auto official = SafetensorsFile::open(path);
+  const json c = json::parse(official->metadata().at("config"));
+  const fs::path folder = tmp.file("latent_upsampler");
+  fs::create_directories(folder);
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (const std::string& key : official->names()) all.emplace_back(key, official->tensor(key));
+  write_safetensors((folder / "diffusion_pytorch_model.safetensors").string(), all);
+  write_json(folder / "config.json",
+             {{"_class_name", "LTX2LatentUpsamplerModel"}, {"in_channels", c["in_channels"]},
+              {"mid_channels", c["mid_channels"]}, {"num_blocks_per_stage", c["num_blocks_per_stage"]},
+              {"dims", c["dims"]}, {"spatial_upsample", c["spatial_upsample"]},
+              {"temporal_upsample", c["temporal_upsample"]},
+              {"rational_spatial_scale", c["spatial_scale"]},
+              {"use_rational_resampler", c["rational_resampler"]}});
+  const auto view = SafetensorsFile::open(folder.string());
+  EXPECT_EQ(json::parse(view->metadata().at("config")), c);
+  std::vector<std::string> want = official->names(), got = view->names();
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  ASSERT_EQ(got, want);
+  for (const std::string& key : official->names())
+    EXPECT_TRUE(same_bits(view->tensor(key), official->tensor(key))) << key;
 }
 
 TEST(DiffusersFolder, AFolderWithoutModelIndexIsRefused) {
