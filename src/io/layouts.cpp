@@ -17,7 +17,9 @@ using json = nlohmann::json;
 
 namespace {
 
-KeyRename prefix(std::string from, std::string to) { return {std::move(from), std::move(to), true}; }
+KeyRename prefix(std::string from, std::string to) {
+  return {std::move(from), std::move(to), true};
+}
 KeyRename substring(std::string from, std::string to) {
   return {std::move(from), std::move(to), false};
 }
@@ -40,32 +42,34 @@ std::string replace_all(const std::string& s, const std::string& from, const std
 const std::vector<DiffusersComponent>& diffusers_components() {
   static const std::vector<DiffusersComponent> kComponents = [] {
     std::vector<DiffusersComponent> c;
-    c.push_back({"transformer",
-                 "the DiT (LTX2VideoTransformer3DModel)",
-                 {{prefix("time_embed.", "adaln_single."),
-                   prefix("audio_time_embed.", "audio_adaln_single."),
-                   prefix("prompt_adaln.", "prompt_adaln_single."),
-                   prefix("audio_prompt_adaln.", "audio_prompt_adaln_single.")},
-                  {substring("proj_in", "patchify_proj")},
-                  {prefix("av_cross_attn_video_scale_shift.", "av_ca_video_scale_shift_adaln_single."),
-                   prefix("av_cross_attn_video_a2v_gate.", "av_ca_a2v_gate_adaln_single."),
-                   prefix("av_cross_attn_audio_scale_shift.", "av_ca_audio_scale_shift_adaln_single."),
-                   prefix("av_cross_attn_audio_v2a_gate.", "av_ca_v2a_gate_adaln_single.")},
-                  {substring("video_a2v_cross_attn_scale_shift_table", "scale_shift_table_a2v_ca_video"),
-                   substring("audio_a2v_cross_attn_scale_shift_table", "scale_shift_table_a2v_ca_audio")},
-                  {substring("norm_q", "q_norm")},
-                  {substring("norm_k", "k_norm")},
-                  {prefix("", "model.diffusion_model.")}}});
-    c.push_back({"connectors",
-                 "the text connectors and projection (LTX2TextConnectors)",
-                 {{prefix("video_connector.", "model.diffusion_model.video_embeddings_connector."),
-                   prefix("audio_connector.", "model.diffusion_model.audio_embeddings_connector."),
-                   prefix("text_proj_in.", "text_embedding_projection.aggregate_embed."),
-                   prefix("video_text_proj_in.", "text_embedding_projection.video_aggregate_embed."),
-                   prefix("audio_text_proj_in.", "text_embedding_projection.audio_aggregate_embed.")},
-                  {substring("transformer_blocks", "transformer_1d_blocks")},
-                  {substring("norm_q", "q_norm")},
-                  {substring("norm_k", "k_norm")}}});
+    c.push_back(
+        {"transformer",
+         "the DiT (LTX2VideoTransformer3DModel)",
+         {{prefix("time_embed.", "adaln_single."),
+           prefix("audio_time_embed.", "audio_adaln_single."),
+           prefix("prompt_adaln.", "prompt_adaln_single."),
+           prefix("audio_prompt_adaln.", "audio_prompt_adaln_single.")},
+          {substring("proj_in", "patchify_proj")},
+          {prefix("av_cross_attn_video_scale_shift.", "av_ca_video_scale_shift_adaln_single."),
+           prefix("av_cross_attn_video_a2v_gate.", "av_ca_a2v_gate_adaln_single."),
+           prefix("av_cross_attn_audio_scale_shift.", "av_ca_audio_scale_shift_adaln_single."),
+           prefix("av_cross_attn_audio_v2a_gate.", "av_ca_v2a_gate_adaln_single.")},
+          {substring("video_a2v_cross_attn_scale_shift_table", "scale_shift_table_a2v_ca_video"),
+           substring("audio_a2v_cross_attn_scale_shift_table", "scale_shift_table_a2v_ca_audio")},
+          {substring("norm_q", "q_norm")},
+          {substring("norm_k", "k_norm")},
+          {prefix("", "model.diffusion_model.")}}});
+    c.push_back(
+        {"connectors",
+         "the text connectors and projection (LTX2TextConnectors)",
+         {{prefix("video_connector.", "model.diffusion_model.video_embeddings_connector."),
+           prefix("audio_connector.", "model.diffusion_model.audio_embeddings_connector."),
+           prefix("text_proj_in.", "text_embedding_projection.aggregate_embed."),
+           prefix("video_text_proj_in.", "text_embedding_projection.video_aggregate_embed."),
+           prefix("audio_text_proj_in.", "text_embedding_projection.audio_aggregate_embed.")},
+          {substring("transformer_blocks", "transformer_1d_blocks")},
+          {substring("norm_q", "q_norm")},
+          {substring("norm_k", "k_norm")}}});
     std::vector<KeyRename> vae_blocks;
     // Encoder: the official list alternates res blocks and downsamplers (8 = the mid block).
     for (int i = 0; i < 4; ++i)
@@ -116,7 +120,8 @@ const std::vector<DiffusersComponent>& diffusers_components() {
 const std::vector<DiffusersConcat>& diffusers_concats() {
   static const std::vector<DiffusersConcat> kConcats = {
       {"duration_head",
-       {"attention_pooler.to_q.weight", "attention_pooler.to_k.weight", "attention_pooler.to_v.weight"},
+       {"attention_pooler.to_q.weight", "attention_pooler.to_k.weight",
+        "attention_pooler.to_v.weight"},
        "duration_head.attention_pooler.cross_attn.in_proj_weight"},
       {"duration_head",
        {"attention_pooler.to_q.bias", "attention_pooler.to_k.bias", "attention_pooler.to_v.bias"},
@@ -150,8 +155,7 @@ bool is_diffusers_folder(const std::string& dir) {
 namespace {
 
 json read_json_file(const fs::path& p, const std::string& what) {
-  const std::string text =
-      limits::read_file_within(p.string(), limits::kMaxTextFileBytes, what);
+  const std::string text = limits::read_file_within(p.string(), limits::kMaxTextFileBytes, what);
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   LTX_CHECK(!j.is_discarded() && j.is_object(), "'", p.string(), "' is not a JSON object (", what,
             "); the Diffusers folder is damaged: download it again");
@@ -185,13 +189,15 @@ ComponentFiles open_component_weights(const fs::path& folder) {
       if (!shard) {
         const fs::path p = folder / name;
         LTX_CHECK(fs::is_regular_file(p, ec), "Diffusers folder: the shard '", p.string(),
-                  "' that '", index.string(), "' lists is missing; download it again (e.g. `ltx "
+                  "' that '", index.string(),
+                  "' lists is missing; download it again (e.g. `ltx "
                   "pull`, or huggingface-cli download) so that every shard is present");
         shard = std::make_shared<const SafetensorsFile>(p.string());
         out.files.push_back(shard);
       }
       LTX_CHECK(shard->contains(key), "Diffusers folder: '", index.string(), "' places tensor '",
-                key, "' in '", shard->path(), "', which has no such tensor; the shard and its "
+                key, "' in '", shard->path(),
+                "', which has no such tensor; the shard and its "
                 "index do not belong together: download the component again");
       out.by_key[key] = shard;
     }
@@ -225,20 +231,36 @@ json translate_transformer(const json& d, const fs::path& where) {
   json t = json::object();
   t["_class_name"] = "AVTransformer3DModel";
   copy_keys(d, t,
-            {"num_attention_heads", "attention_head_dim", "in_channels", "out_channels", "num_layers",
-             "cross_attention_dim", "norm_eps", "caption_channels", "audio_num_attention_heads",
-             "audio_attention_head_dim", "audio_in_channels", "audio_out_channels",
-             "audio_cross_attention_dim", "timestep_scale_multiplier", "activation_fn",
-             "attention_bias", "norm_elementwise_affine", "rope_type", "ff_bias", "audio_ff_bias",
-             "use_prompt_adaln_single", "use_keyframes_abs_pos_embedding"});
+            {"num_attention_heads",
+             "attention_head_dim",
+             "in_channels",
+             "out_channels",
+             "num_layers",
+             "cross_attention_dim",
+             "norm_eps",
+             "caption_channels",
+             "audio_num_attention_heads",
+             "audio_attention_head_dim",
+             "audio_in_channels",
+             "audio_out_channels",
+             "audio_cross_attention_dim",
+             "timestep_scale_multiplier",
+             "activation_fn",
+             "attention_bias",
+             "norm_elementwise_affine",
+             "rope_type",
+             "ff_bias",
+             "audio_ff_bias",
+             "use_prompt_adaln_single",
+             "use_keyframes_abs_pos_embedding"});
   if (d.contains("qk_norm")) {
     if (d["qk_norm"] != "rms_norm_across_heads")
       cannot_translate(where, "qk_norm", str("is ", d["qk_norm"].dump()));
     t["qk_norm"] = "rms_norm";
   }
   if (d.contains("rope_theta")) t["positional_embedding_theta"] = d["rope_theta"];
-  t["positional_embedding_max_pos"] = {d.value("pos_embed_max_pos", 20), d.value("base_height", 2048),
-                                       d.value("base_width", 2048)};
+  t["positional_embedding_max_pos"] = {d.value("pos_embed_max_pos", 20),
+                                       d.value("base_height", 2048), d.value("base_width", 2048)};
   t["audio_positional_embedding_max_pos"] = {d.value("audio_pos_embed_max_pos", 20)};
   t["frequencies_precision"] = d.value("rope_double_precision", true) ? "float64" : "float32";
   const bool gated = d.value("gated_attn", false);
@@ -280,8 +302,8 @@ json translate_transformer(const json& d, const fs::path& where) {
 void translate_connectors(const json& d, json& t, const fs::path& where) {
   const auto same = [&](const char* a, const char* b) {
     if (d.contains(a) && d.contains(b) && d[a] != d[b])
-      cannot_translate(where, a, str("(", d[a].dump(), ") differs from ", b, " (", d[b].dump(),
-                                     ")"));
+      cannot_translate(where, a,
+                       str("(", d[a].dump(), ") differs from ", b, " (", d[b].dump(), ")"));
   };
   same("video_gated_attn", "audio_gated_attn");
   if (d.contains("video_connector_num_attention_heads"))
@@ -321,14 +343,16 @@ std::vector<int64_t> ints(const json& d, const char* key, const fs::path& where)
   if (!v.is_array()) cannot_translate(where, key, "is not a list");
   std::vector<int64_t> out;
   for (const json& e : v) {
-    if (!e.is_number_integer()) cannot_translate(where, key, "holds a value that is not an integer");
+    if (!e.is_number_integer())
+      cannot_translate(where, key, "holds a value that is not an integer");
     out.push_back(e.get<int64_t>());
   }
   return out;
 }
 
 // A bool, or a tuple of bools, expanded to `n` entries.
-std::vector<bool> bools(const json& d, const char* key, size_t n, bool dflt, const fs::path& where) {
+std::vector<bool> bools(const json& d, const char* key, size_t n, bool dflt,
+                        const fs::path& where) {
   if (!d.contains(key) || d[key].is_boolean())
     return std::vector<bool>(n, d.contains(key) ? d[key].get<bool>() : dflt);
   const json& v = d[key];
@@ -376,10 +400,12 @@ json translate_vae(const json& d, const fs::path& where) {
   for (size_t i = 0; i < enc_out.size(); ++i) {
     enc_blocks.push_back({"res_x", {{"num_layers", enc_layers[i]}}});
     if (!enc_scale[i]) {
-      if (enc_out[i] != ch) cannot_translate(where, "block_out_channels", "changes width without a downsampler");
+      if (enc_out[i] != ch)
+        cannot_translate(where, "block_out_channels", "changes width without a downsampler");
       continue;
     }
-    if (enc_out[i] % ch != 0) cannot_translate(where, "block_out_channels", "is not a multiple of the previous width");
+    if (enc_out[i] % ch != 0)
+      cannot_translate(where, "block_out_channels", "is not a multiple of the previous width");
     enc_blocks.push_back({compress_name(down[i], true, where), {{"multiplier", enc_out[i] / ch}}});
     ch = enc_out[i];
   }
@@ -405,7 +431,8 @@ json translate_vae(const json& d, const fs::path& where) {
   int64_t width = base;  // the width after each up block, pixel side first
   for (size_t i = 0; i < dec_out.size(); ++i) {
     dec_blocks.push_back({"res_x", {{"num_layers", dec_layers[i]}}});
-    if (!dec_scale[i]) cannot_translate(where, "decoder_spatio_temporal_scaling", "skips an upsampler");
+    if (!dec_scale[i])
+      cannot_translate(where, "decoder_spatio_temporal_scaling", "skips an upsampler");
     if (dec_out[i] != width * factor[i])
       cannot_translate(where, "decoder_block_out_channels",
                        "changes width inside an up block (no official block does)");
@@ -431,13 +458,14 @@ json translate_vae(const json& d, const fs::path& where) {
   v["timestep_conditioning"] = d.value("timestep_conditioning", false);
   v["spatial_padding_mode"] = d.value("decoder_spatial_padding_mode", std::string("reflect"));
   // The encoder's own section, so that its padding may differ from the decoder's.
-  v["encoder"] = {{"blocks", enc_blocks},
-                  {"in_channels", v["in_channels"]},
-                  {"out_channels", latent},
-                  {"patch_size", v["patch_size"]},
-                  {"norm_layer", "pixel_norm"},
-                  {"latent_log_var", "uniform"},
-                  {"spatial_padding_mode", d.value("encoder_spatial_padding_mode", std::string("zeros"))}};
+  v["encoder"] = {
+      {"blocks", enc_blocks},
+      {"in_channels", v["in_channels"]},
+      {"out_channels", latent},
+      {"patch_size", v["patch_size"]},
+      {"norm_layer", "pixel_norm"},
+      {"latent_log_var", "uniform"},
+      {"spatial_padding_mode", d.value("encoder_spatial_padding_mode", std::string("zeros"))}};
   return v;
 }
 
@@ -461,8 +489,9 @@ json translate_audio_vae(const json& d) {
   if (d.contains("mel_bins")) dd["mel_bins"] = d["mel_bins"];
   json a = json::object();
   a["model"] = {{"params", {{"ddconfig", dd}, {"sampling_rate", d.value("sample_rate", 16000)}}}};
-  a["preprocessing"] = {{"stft", {{"hop_length", d.value("mel_hop_length", 160)},
-                                  {"causal", d.value("is_causal", true)}}}};
+  a["preprocessing"] = {
+      {"stft",
+       {{"hop_length", d.value("mel_hop_length", 160)}, {"causal", d.value("is_causal", true)}}}};
   return a;
 }
 
@@ -482,7 +511,8 @@ json translate_generator(const json& d, const std::string& p, bool amp, const fs
     g["upsample_kernel_sizes"] = d[key("upsample_kernel_sizes")];
   if (d.contains(key("resnet_kernel_sizes")))
     g["resblock_kernel_sizes"] = d[key("resnet_kernel_sizes")];
-  if (d.contains(key("resnet_dilations"))) g["resblock_dilation_sizes"] = d[key("resnet_dilations")];
+  if (d.contains(key("resnet_dilations")))
+    g["resblock_dilation_sizes"] = d[key("resnet_dilations")];
   const json fin = d.value(key("final_act_fn"), json());
   g["use_tanh_at_final"] = fin.is_string() && fin.get<std::string>() == "tanh";
   if (d.contains(key("final_bias"))) g["use_bias_at_final"] = d[key("final_bias")];
@@ -538,8 +568,9 @@ std::shared_ptr<const SafetensorsFile> open_upsampler_folder(const fs::path& fol
                                                              const json& d) {
   json c = json::object();
   c["_class_name"] = "LatentUpsampler";
-  copy_keys(d, c, {"in_channels", "mid_channels", "num_blocks_per_stage", "dims",
-                   "spatial_upsample", "temporal_upsample"});
+  copy_keys(d, c,
+            {"in_channels", "mid_channels", "num_blocks_per_stage", "dims", "spatial_upsample",
+             "temporal_upsample"});
   if (d.contains("rational_spatial_scale")) c["spatial_scale"] = d["rational_spatial_scale"];
   if (d.contains("use_rational_resampler")) c["rational_resampler"] = d["use_rational_resampler"];
   const ComponentFiles files = open_component_weights(folder);
@@ -596,7 +627,8 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
       if (present == 0) continue;
       LTX_CHECK(present == cat.parts.size(), "Diffusers folder: '", folder.string(), "' has only ",
                 present, " of ", cat.parts.front(), " and its ", cat.parts.size() - 1,
-                " siblings (", cat.official, " is made of all of them); download the component again");
+                " siblings (", cat.official,
+                " is made of all of them); download the component again");
       std::vector<std::shared_ptr<const SafetensorsFile>> srcs;
       Shape shape;
       DType dtype = DType::F32;
@@ -633,13 +665,14 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
     for (const auto& [key, file] : files.by_key) {
       if (consumed.count(key)) continue;
       const std::string name = diffusers_to_official(comp, key);
-      LTX_CHECK(seen.insert(name).second, "Diffusers folder '", dir, "': two tensors map to '", name,
-                "' (the second from '", file->path(), "', key '", key, "')");
+      LTX_CHECK(seen.insert(name).second, "Diffusers folder '", dir, "': two tensors map to '",
+                name, "' (the second from '", file->path(), "', key '", key, "')");
       const TensorInfo& ti = file->info(key);
       // Copies: a lambda cannot capture structured bindings before C++20's P1091 (clang < 16).
       const std::shared_ptr<const SafetensorsFile> src = file;
       const std::string src_key = key;
-      tensors.push_back({name, ti.dtype, ti.shape, [src, src_key] { return src->tensor(src_key); }});
+      tensors.push_back(
+          {name, ti.dtype, ti.shape, [src, src_key] { return src->tensor(src_key); }});
     }
     try {
       translate_config(comp.folder, cfg, config_path, config);
@@ -650,7 +683,8 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
     found.push_back(comp.folder);
   }
   LTX_CHECK(std::find(found.begin(), found.end(), "transformer") != found.end(),
-            "Diffusers folder '", dir, "': model_index.json lists no transformer; this is not an "
+            "Diffusers folder '", dir,
+            "': model_index.json lists no transformer; this is not an "
             "LTX-2 pipeline folder (or it is incomplete: download it again)");
   std::map<std::string, std::string> metadata;
   metadata["config"] = config.dump();
@@ -694,7 +728,8 @@ bool is_component_prefix(const std::string& n) {
 
 }  // namespace
 
-std::shared_ptr<const SafetensorsFile> adapt_file_layout(std::shared_ptr<const SafetensorsFile> file) {
+std::shared_ptr<const SafetensorsFile> adapt_file_layout(
+    std::shared_ptr<const SafetensorsFile> file) {
   bool scaled = file->contains("scaled_fp8");
   for (const std::string& n : file->names())
     scaled = scaled || n.ends_with(".comfy_quant") || n.ends_with(".scale_weight");
@@ -716,15 +751,15 @@ std::shared_ptr<const SafetensorsFile> adapt_file_layout(std::shared_ptr<const S
     const std::string key = ti.name;
     if (scaled && scale && ti.shape.numel() == 1 && ti.shape.size() > 0) {
       // The official per-tensor scales are scalars; ComfyUI also writes them as [1].
-      tensors.push_back({name, ti.dtype, Shape{}, [file, key] {
-                           return file->tensor(key).reshape(Shape{});
-                         }});
+      tensors.push_back(
+          {name, ti.dtype, Shape{}, [file, key] { return file->tensor(key).reshape(Shape{}); }});
       continue;
     }
     tensors.push_back({name, ti.dtype, ti.shape, [file, key] { return file->tensor(key); }});
   }
   std::string layout = scaled ? "ComfyUI FP8 (scaled)" : "";
-  if (bare) layout += std::string(layout.empty() ? "" : ", ") + "ComfyUI diffusion model (bare keys)";
+  if (bare)
+    layout += std::string(layout.empty() ? "" : ", ") + "ComfyUI diffusion model (bare keys)";
   return SafetensorsFile::view(file->path(), layout, std::move(tensors), file->metadata());
 }
 

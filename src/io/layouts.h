@@ -35,7 +35,8 @@ namespace ltx::io {
 std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir);
 
 // `file` itself, or a view of it under the official names when it is in a ComfyUI layout.
-std::shared_ptr<const SafetensorsFile> adapt_file_layout(std::shared_ptr<const SafetensorsFile> file);
+std::shared_ptr<const SafetensorsFile> adapt_file_layout(
+    std::shared_ptr<const SafetensorsFile> file);
 
 // True when `dir` has a model_index.json (a Diffusers pipeline folder).
 bool is_diffusers_folder(const std::string& dir);

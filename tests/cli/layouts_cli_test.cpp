@@ -54,9 +54,9 @@ TEST(LayoutsCli, GenerateFromAFolderMissingAComponentFailsBeforeAnyOutput) {
   const std::string folder = diffusers_folder(dir);
   fs::remove_all(fs::path(folder) / "audio_vae");
   const std::string out = dir.file("out.mp4");
-  const test::CliResult r = test::run_ltx(
-      dir, {"generate", "--prompt", "a cat", "--output-path", out, "--checkpoint-path", folder,
-            "--pipeline", "one-stage"});
+  const test::CliResult r =
+      test::run_ltx(dir, {"generate", "--prompt", "a cat", "--output-path", out,
+                          "--checkpoint-path", folder, "--pipeline", "one-stage"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find((fs::path(folder) / "audio_vae").string()), std::string::npos) << r.err;

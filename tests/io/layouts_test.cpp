@@ -1,5 +1,7 @@
 // The layouts users have (io/layouts.h): a Diffusers folder and ComfyUI FP8 files, written here
 // from the tiny official fixtures, read back as the official checkpoint.
+#include "io/layouts.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,22 +9,21 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/io_test_util.h"
-#include "io/layouts.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/vocoder.h"
 #include "models/text/gemma/config.h"
-#include "models/text/gemma_assets.h"
 #include "models/text/gemma/model.h"
+#include "models/text/gemma_assets.h"
 #include "models/transformer/config.h"
 #include "models/transformer/model.h"
 #include "models/video_vae/conv_video_decoder.h"
@@ -36,8 +37,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using test::TempDir;
 using test::official_transformer_config;
+using test::TempDir;
 using test::to_diffusers;
 using test::write_diffusers_folder;
 using test::write_json;
@@ -113,7 +114,8 @@ TEST(DiffusersFolder, TransformerBindsStrictlyToTheSameTensorsAsTheOfficialFile)
   // Every binding finishes without a missing, misshaped or unexpected name.
   EXPECT_NO_THROW(tf::LTXModel::load(wb, cfg));
   for (const std::string& n : wa.names())
-    EXPECT_TRUE(same_bits(wa.take_any_shape(n, wa.dtype(n)), wb.take_any_shape(n, wb.dtype(n)))) << n;
+    EXPECT_TRUE(same_bits(wa.take_any_shape(n, wa.dtype(n)), wb.take_any_shape(n, wb.dtype(n))))
+        << n;
 }
 
 Tensor random_tensor(const Shape& shape, uint64_t seed) {
@@ -176,7 +178,8 @@ TEST(DiffusersFolder, DurationHeadPoolerProjectionIsConcatenatedBack) {
                            t.slice(0, i * third, (i + 1) * third).contiguous());
       continue;
     }
-    if (k.starts_with(fused + "out_proj.")) k = "attention_pooler.to_out." + k.substr(fused.size() + 9);
+    if (k.starts_with(fused + "out_proj."))
+      k = "attention_pooler.to_out." + k.substr(fused.size() + 9);
     parts.emplace_back(k, t);
   }
   const fs::path folder = fs::path(dir) / "duration_head";
@@ -226,7 +229,8 @@ TEST(DiffusersFolder, IndexNamingATensorItsShardLacksIsAnError) {
   TempDir tmp;
   const auto official = SafetensorsFile::open(test::fixture("e2e/ltx23_tiny.safetensors"));
   const std::string dir = write_diffusers_folder(tmp, *official);
-  const fs::path index = fs::path(dir) / "transformer" / "diffusion_pytorch_model.safetensors.index.json";
+  const fs::path index =
+      fs::path(dir) / "transformer" / "diffusion_pytorch_model.safetensors.index.json";
   json j = json::parse(test::read_bytes(index.string()));
   j["weight_map"]["no_such.weight"] = "diffusion_pytorch_model-00001-of-00002.safetensors";
   write_json(index, j);
@@ -276,13 +280,15 @@ TEST(DiffusersFolder, LatentUpsamplerFolderReadsAsTheOfficialUpsamplerFile) {
   std::vector<std::pair<std::string, Tensor>> all;
   for (const std::string& key : official->names()) all.emplace_back(key, official->tensor(key));
   write_safetensors((folder / "diffusion_pytorch_model.safetensors").string(), all);
-  write_json(folder / "config.json",
-             {{"_class_name", "LTX2LatentUpsamplerModel"}, {"in_channels", c["in_channels"]},
-              {"mid_channels", c["mid_channels"]}, {"num_blocks_per_stage", c["num_blocks_per_stage"]},
-              {"dims", c["dims"]}, {"spatial_upsample", c["spatial_upsample"]},
-              {"temporal_upsample", c["temporal_upsample"]},
-              {"rational_spatial_scale", c["spatial_scale"]},
-              {"use_rational_resampler", c["rational_resampler"]}});
+  write_json(folder / "config.json", {{"_class_name", "LTX2LatentUpsamplerModel"},
+                                      {"in_channels", c["in_channels"]},
+                                      {"mid_channels", c["mid_channels"]},
+                                      {"num_blocks_per_stage", c["num_blocks_per_stage"]},
+                                      {"dims", c["dims"]},
+                                      {"spatial_upsample", c["spatial_upsample"]},
+                                      {"temporal_upsample", c["temporal_upsample"]},
+                                      {"rational_spatial_scale", c["spatial_scale"]},
+                                      {"use_rational_resampler", c["rational_resampler"]}});
   const auto view = SafetensorsFile::open(folder.string());
   EXPECT_EQ(json::parse(view->metadata().at("config")), c);
   std::vector<std::string> want = official->names(), got = view->names();
@@ -316,9 +322,10 @@ TEST(DiffusersFolder, TextEncoderFolderReadsAsTheGemmaRoot) {
   const fs::path root = tmp.file("pipeline");
   fs::create_directories(root / "text_encoder");
   fs::create_directories(root / "tokenizer");
-  write_json(root / "model_index.json", {{"_class_name", "LTX2Pipeline"},
-                                         {"text_encoder", {"transformers", "Gemma3ForConditionalGeneration"}},
-                                         {"tokenizer", {"transformers", "GemmaTokenizerFast"}}});
+  write_json(root / "model_index.json",
+             {{"_class_name", "LTX2Pipeline"},
+              {"text_encoder", {"transformers", "Gemma3ForConditionalGeneration"}},
+              {"tokenizer", {"transformers", "GemmaTokenizerFast"}}});
   write_json(root / "text_encoder" / "config.json", ref.config);
   test::write_bytes((root / "tokenizer" / "tokenizer.json").string(), ref.tokenizer_json);
   for (const auto& [name, bytes] : ref.sidecars)
@@ -366,7 +373,8 @@ TEST(ComfySplitPack, BareDiffusionModelKeysAreReadUnderTheCheckpointPrefix) {
   WeightMap wa({official}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
   WeightMap wb({f}, tf::transformer_key_map(tf::LTXModelType::AudioVideo));
   ASSERT_EQ(wa.names(), wb.names());
-  EXPECT_NO_THROW(tf::LTXModel::load(wb, tf::LTXModelConfig::from_file(*f, tf::LTXModelType::AudioVideo)));
+  EXPECT_NO_THROW(
+      tf::LTXModel::load(wb, tf::LTXModelConfig::from_file(*f, tf::LTXModelType::AudioVideo)));
 }
 
 TEST(ComfySplitPack, ScaledFp8TransformerIsAnOfficialPerTensorFp8File) {
@@ -436,11 +444,12 @@ void write_comfy_gemma(const std::string& path, const std::string& twin_path, bo
       continue;
     }
     const float s = scaled ? 0.03125f : 1.0f;
-    const Tensor w8 = ops::mul(w.to(DType::F32), Tensor::full({}, 1.0f / s, DType::F32))
-                          .to(DType::F8E4M3FN);
+    const Tensor w8 =
+        ops::mul(w.to(DType::F32), Tensor::full({}, 1.0f / s, DType::F32)).to(DType::F8E4M3FN);
     comfy.emplace_back(flat, w8);
-    if (scaled) comfy.emplace_back(flat.substr(0, flat.size() - 7) + ".scale_weight",
-                                   Tensor::full({1}, s, DType::F32));
+    if (scaled)
+      comfy.emplace_back(flat.substr(0, flat.size() - 7) + ".scale_weight",
+                         Tensor::full({1}, s, DType::F32));
     twin.emplace_back(key, ops::mul(w8.to(DType::F32), Tensor::full({}, s, DType::F32))
                                .to(scaled ? DType::BF16 : DType::F32));
   }
@@ -465,11 +474,14 @@ void expect_same_hidden_states(bool scaled) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(same_bits(a[i], b[i])) << "hidden state " << i;
 }
 
-TEST(ComfyFp8Gemma, UnscaledE4m3WeightsComputeAsTheirExactUpcast) { expect_same_hidden_states(false); }
+TEST(ComfyFp8Gemma, UnscaledE4m3WeightsComputeAsTheirExactUpcast) {
+  expect_same_hidden_states(false);
+}
 
 TEST(ComfyFp8Gemma, ScaledWeightsComputeAsTheFoldedBf16Twin) { expect_same_hidden_states(true); }
 
-// ComfyUI's file carries neither config nor tokenizer: put beside Gemma's, it is the root's weights.
+// ComfyUI's file carries neither config nor tokenizer: put beside Gemma's, it is the root's
+// weights.
 TEST(ComfyFp8Gemma, AFolderWithGemmasConfigAndTokenizerReadsTheFileAsItsWeights) {
   TempDir tmp;
   const fs::path root = tmp.file("gemma");
@@ -485,8 +497,8 @@ TEST(ComfyFp8Gemma, AFolderWithGemmasConfigAndTokenizerReadsTheFileAsItsWeights)
   ASSERT_EQ(got.weight_paths.size(), 1u);
   EXPECT_NO_THROW(got.require_encoder_assets());
   const auto fp8 = text::GemmaTextModel::load(got);
-  const auto twin = text::GemmaTextModel::load(
-      text::GemmaTextConfig::from_json(ref.config, "twin"), {tmp.file("twin.safetensors")});
+  const auto twin = text::GemmaTextModel::load(text::GemmaTextConfig::from_json(ref.config, "twin"),
+                                               {tmp.file("twin.safetensors")});
   const Tensor ids = Tensor::from_vector<int64_t>({2, 7, 9}, {1, 3});
   const Tensor mask = Tensor::from_vector<int64_t>({1, 1, 1}, {1, 3});
   EXPECT_TRUE(same_bits(fp8.encode(ids, mask).back(), twin.encode(ids, mask).back()));

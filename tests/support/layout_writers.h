@@ -32,7 +32,8 @@ inline std::string replace_all(std::string s, const std::string& from, const std
   return out;
 }
 
-inline std::string apply_dict(std::string k, const std::vector<std::pair<std::string, std::string>>& d) {
+inline std::string apply_dict(std::string k,
+                              const std::vector<std::pair<std::string, std::string>>& d) {
   for (const auto& [from, to] : d) k = replace_all(k, from, to);
   return k;
 }
@@ -47,63 +48,64 @@ inline std::optional<std::pair<std::string, std::string>> to_diffusers(const std
       key.starts_with(dit + "audio_embeddings_connector.") ||
       key.starts_with("text_embedding_projection.")) {
     const std::string k = key.starts_with(dit) ? strip(key, dit) : key;
-    return std::pair{"connectors",
-                     apply_dict(k, {{"connectors.", ""},
-                                    {"video_embeddings_connector", "video_connector"},
-                                    {"audio_embeddings_connector", "audio_connector"},
-                                    {"transformer_1d_blocks", "transformer_blocks"},
-                                    {"text_embedding_projection.audio_aggregate_embed", "audio_text_proj_in"},
-                                    {"text_embedding_projection.video_aggregate_embed", "video_text_proj_in"},
-                                    {"q_norm", "norm_q"},
-                                    {"k_norm", "norm_k"}})};
+    return std::pair{
+        "connectors",
+        apply_dict(k, {{"connectors.", ""},
+                       {"video_embeddings_connector", "video_connector"},
+                       {"audio_embeddings_connector", "audio_connector"},
+                       {"transformer_1d_blocks", "transformer_blocks"},
+                       {"text_embedding_projection.audio_aggregate_embed", "audio_text_proj_in"},
+                       {"text_embedding_projection.video_aggregate_embed", "video_text_proj_in"},
+                       {"q_norm", "norm_q"},
+                       {"k_norm", "norm_k"}})};
   }
   if (key.starts_with(dit)) {
-    std::string k = apply_dict(
-        strip(key, dit),
-        {{"patchify_proj", "proj_in"},
-         {"audio_patchify_proj", "audio_proj_in"},
-         {"av_ca_video_scale_shift_adaln_single", "av_cross_attn_video_scale_shift"},
-         {"av_ca_a2v_gate_adaln_single", "av_cross_attn_video_a2v_gate"},
-         {"av_ca_audio_scale_shift_adaln_single", "av_cross_attn_audio_scale_shift"},
-         {"av_ca_v2a_gate_adaln_single", "av_cross_attn_audio_v2a_gate"},
-         {"scale_shift_table_a2v_ca_video", "video_a2v_cross_attn_scale_shift_table"},
-         {"scale_shift_table_a2v_ca_audio", "audio_a2v_cross_attn_scale_shift_table"},
-         {"q_norm", "norm_q"},
-         {"k_norm", "norm_k"},
-         {"audio_prompt_adaln_single", "audio_prompt_adaln"},
-         {"prompt_adaln_single", "prompt_adaln"}});
+    std::string k =
+        apply_dict(strip(key, dit),
+                   {{"patchify_proj", "proj_in"},
+                    {"audio_patchify_proj", "audio_proj_in"},
+                    {"av_ca_video_scale_shift_adaln_single", "av_cross_attn_video_scale_shift"},
+                    {"av_ca_a2v_gate_adaln_single", "av_cross_attn_video_a2v_gate"},
+                    {"av_ca_audio_scale_shift_adaln_single", "av_cross_attn_audio_scale_shift"},
+                    {"av_ca_v2a_gate_adaln_single", "av_cross_attn_audio_v2a_gate"},
+                    {"scale_shift_table_a2v_ca_video", "video_a2v_cross_attn_scale_shift_table"},
+                    {"scale_shift_table_a2v_ca_audio", "audio_a2v_cross_attn_scale_shift_table"},
+                    {"q_norm", "norm_q"},
+                    {"k_norm", "norm_k"},
+                    {"audio_prompt_adaln_single", "audio_prompt_adaln"},
+                    {"prompt_adaln_single", "prompt_adaln"}});
     if (k.starts_with("adaln_single.")) k = "time_embed." + strip(k, "adaln_single.");
-    if (k.starts_with("audio_adaln_single.")) k = "audio_time_embed." + strip(k, "audio_adaln_single.");
+    if (k.starts_with("audio_adaln_single."))
+      k = "audio_time_embed." + strip(k, "audio_adaln_single.");
     return std::pair{"transformer", k};
   }
   if (key.starts_with("vae.")) {
     const std::string k = strip(key, "vae.");
     if (k == "per_channel_statistics.channel" || k == "per_channel_statistics.mean-of-stds")
       return std::nullopt;
-    return std::pair{
-        "vae", apply_dict(k, {{"down_blocks.0", "down_blocks.0"},
-                              {"down_blocks.1", "down_blocks.0.downsamplers.0"},
-                              {"down_blocks.2", "down_blocks.1"},
-                              {"down_blocks.3", "down_blocks.1.downsamplers.0"},
-                              {"down_blocks.4", "down_blocks.2"},
-                              {"down_blocks.5", "down_blocks.2.downsamplers.0"},
-                              {"down_blocks.6", "down_blocks.3"},
-                              {"down_blocks.7", "down_blocks.3.downsamplers.0"},
-                              {"down_blocks.8", "mid_block"},
-                              {"up_blocks.0", "mid_block"},
-                              {"up_blocks.1", "up_blocks.0.upsamplers.0"},
-                              {"up_blocks.2", "up_blocks.0"},
-                              {"up_blocks.3", "up_blocks.1.upsamplers.0"},
-                              {"up_blocks.4", "up_blocks.1"},
-                              {"up_blocks.5", "up_blocks.2.upsamplers.0"},
-                              {"up_blocks.6", "up_blocks.2"},
-                              {"last_time_embedder", "time_embedder"},
-                              {"last_scale_shift_table", "scale_shift_table"},
-                              {"res_blocks", "resnets"},
-                              {"per_channel_statistics.mean-of-means", "latents_mean"},
-                              {"per_channel_statistics.std-of-means", "latents_std"},
-                              {"up_blocks.7", "up_blocks.3.upsamplers.0"},
-                              {"up_blocks.8", "up_blocks.3"}})};
+    return std::pair{"vae", apply_dict(k, {{"down_blocks.0", "down_blocks.0"},
+                                           {"down_blocks.1", "down_blocks.0.downsamplers.0"},
+                                           {"down_blocks.2", "down_blocks.1"},
+                                           {"down_blocks.3", "down_blocks.1.downsamplers.0"},
+                                           {"down_blocks.4", "down_blocks.2"},
+                                           {"down_blocks.5", "down_blocks.2.downsamplers.0"},
+                                           {"down_blocks.6", "down_blocks.3"},
+                                           {"down_blocks.7", "down_blocks.3.downsamplers.0"},
+                                           {"down_blocks.8", "mid_block"},
+                                           {"up_blocks.0", "mid_block"},
+                                           {"up_blocks.1", "up_blocks.0.upsamplers.0"},
+                                           {"up_blocks.2", "up_blocks.0"},
+                                           {"up_blocks.3", "up_blocks.1.upsamplers.0"},
+                                           {"up_blocks.4", "up_blocks.1"},
+                                           {"up_blocks.5", "up_blocks.2.upsamplers.0"},
+                                           {"up_blocks.6", "up_blocks.2"},
+                                           {"last_time_embedder", "time_embedder"},
+                                           {"last_scale_shift_table", "scale_shift_table"},
+                                           {"res_blocks", "resnets"},
+                                           {"per_channel_statistics.mean-of-means", "latents_mean"},
+                                           {"per_channel_statistics.std-of-means", "latents_std"},
+                                           {"up_blocks.7", "up_blocks.3.upsamplers.0"},
+                                           {"up_blocks.8", "up_blocks.3"}})};
   }
   if (key.starts_with("audio_vae.")) {
     const std::string k = strip(key, "audio_vae.");
@@ -114,10 +116,10 @@ inline std::optional<std::pair<std::string, std::string>> to_diffusers(const std
   }
   if (key.starts_with("vocoder.")) {
     std::string k = apply_dict(strip(key, "vocoder."), {{"resblocks", "resnets"},
-                                                       {"conv_pre", "conv_in"},
-                                                       {"conv_post", "conv_out"},
-                                                       {"act_post", "act_out"},
-                                                       {"downsample.lowpass", "downsample"}});
+                                                        {"conv_pre", "conv_in"},
+                                                        {"conv_post", "conv_out"},
+                                                        {"act_post", "act_out"},
+                                                        {"downsample.lowpass", "downsample"}});
     k = replace_all(k, ".ups.", ".upsamplers.");
     if (k.starts_with("ups.")) k = "upsamplers." + strip(k, "ups.");
     return std::pair{"vocoder", k};
@@ -134,14 +136,15 @@ inline json official_transformer_config(const SafetensorsFile& f) {
 inline json diffusers_transformer_config(const json& t) {
   json d;
   d["_class_name"] = "LTX2VideoTransformer3DModel";
-  for (const char* k : {"num_attention_heads", "attention_head_dim", "in_channels", "out_channels",
-                        "num_layers", "cross_attention_dim", "norm_eps", "caption_channels",
-                        "audio_num_attention_heads", "audio_attention_head_dim", "audio_in_channels",
-                        "audio_out_channels", "audio_cross_attention_dim", "timestep_scale_multiplier",
-                        "activation_fn", "attention_bias", "norm_elementwise_affine", "rope_type"})
+  for (const char* k :
+       {"num_attention_heads", "attention_head_dim", "in_channels", "out_channels", "num_layers",
+        "cross_attention_dim", "norm_eps", "caption_channels", "audio_num_attention_heads",
+        "audio_attention_head_dim", "audio_in_channels", "audio_out_channels",
+        "audio_cross_attention_dim", "timestep_scale_multiplier", "activation_fn", "attention_bias",
+        "norm_elementwise_affine", "rope_type"})
     if (t.contains(k)) d[k] = t[k];
-  for (const char* k : {"ff_bias", "audio_ff_bias", "use_prompt_adaln_single",
-                        "use_keyframes_abs_pos_embedding"})
+  for (const char* k :
+       {"ff_bias", "audio_ff_bias", "use_prompt_adaln_single", "use_keyframes_abs_pos_embedding"})
     if (t.contains(k)) d[k] = t[k];
   d["qk_norm"] = "rms_norm_across_heads";
   d["rope_theta"] = t.value("positional_embedding_theta", 10000.0);
@@ -169,7 +172,8 @@ inline json diffusers_connectors_config(const json& t) {
       t.value("audio_connector_num_attention_heads", t["connector_num_attention_heads"]);
   d["audio_connector_attention_head_dim"] =
       t.value("audio_connector_attention_head_dim", t["connector_attention_head_dim"]);
-  d["audio_connector_num_layers"] = t.value("audio_connector_num_layers", t["connector_num_layers"]);
+  d["audio_connector_num_layers"] =
+      t.value("audio_connector_num_layers", t["connector_num_layers"]);
   d["video_gated_attn"] = d["audio_gated_attn"] = t.value("connector_apply_gated_attention", false);
   d["connector_rope_base_seq_len"] = t["connector_positional_embedding_max_pos"][0];
   d["rope_type"] = t.value("rope_type", "split");
@@ -294,7 +298,8 @@ inline std::string write_diffusers_folder(const TempDir& tmp, const SafetensorsF
   const fs::path root = tmp.file("pipeline");
   std::map<std::string, std::vector<std::pair<std::string, Tensor>>> parts;
   for (const std::string& key : official.names())
-    if (auto to = to_diffusers(key)) parts[to->first].emplace_back(to->second, official.tensor(key));
+    if (auto to = to_diffusers(key))
+      parts[to->first].emplace_back(to->second, official.tensor(key));
   json index = {{"_class_name", "LTX2Pipeline"}, {"_diffusers_version", "0.37.0"}};
   const json t = official_transformer_config(official);
   for (auto& [folder, tensors] : parts) {
