@@ -604,7 +604,7 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
 
   std::vector<ViewTensor> tensors;
   std::set<std::string> seen;
-  json config = json::object();
+  std::vector<std::pair<std::string, json>> configs;
   std::vector<std::string> found;
   for (const DiffusersComponent& comp : diffusers_components()) {
     const fs::path folder = root / comp.folder;
@@ -674,31 +674,44 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
       tensors.push_back(
           {name, ti.dtype, ti.shape, [src, src_key] { return src->tensor(src_key); }});
     }
-    try {
-      translate_config(comp.folder, cfg, config_path, config);
-    } catch (const json::exception& e) {
-      fail("Diffusers folder: '", config_path.string(), "': a value has the wrong type (", e.what(),
-           "); the config is damaged: download the component again");
-    }
+    configs.emplace_back(comp.folder, cfg);
     found.push_back(comp.folder);
   }
   LTX_CHECK(std::find(found.begin(), found.end(), "transformer") != found.end(),
             "Diffusers folder '", dir,
             "': model_index.json lists no transformer; this is not an "
             "LTX-2 pipeline folder (or it is incomplete: download it again)");
+  return SafetensorsFile::view(dir, "Diffusers folder", std::move(tensors),
+                               diffusers_metadata(configs, dir));
+}
+
+std::map<std::string, std::string> diffusers_metadata(
+    const std::vector<std::pair<std::string, json>>& configs, const std::string& dir) {
+  json config = json::object();
+  for (const auto& [folder, cfg] : configs) {
+    const fs::path config_path = fs::path(dir) / folder / "config.json";
+    LTX_CHECK(cfg.is_object(), "Diffusers folder: '", config_path.string(),
+              "' is not a JSON object; download the component again");
+    try {
+      translate_config(folder, cfg, config_path, config);
+    } catch (const json::exception& e) {
+      fail("Diffusers folder: '", config_path.string(), "': a value has the wrong type (", e.what(),
+           "); the config is damaged: download the component again");
+    }
+  }
   std::map<std::string, std::string> metadata;
   metadata["config"] = config.dump();
   // A Diffusers folder does not record the checkpoint's model_version, which picks the
   // pipelines' defaults; its transformer's settings tell the published versions apart (2.3 added
   // the cross-attention AdaLN, 2.5 dropped the video FFN bias and added the keyframe embedding;
   // LTX-2 (19B) files carry no model_version).
-  const json& t = config["transformer"];
+  const json t = config.value("transformer", json::object());
   const auto is = [&t](const char* key, bool v) { return t.contains(key) && t[key] == v; };
   if (is("ff_bias", false) || is("use_keyframes_abs_pos_embedding", true))
     metadata["model_version"] = "2.5.0";
   else if (is("cross_attention_adaln", true))
     metadata["model_version"] = "2.3.0";
-  return SafetensorsFile::view(dir, "Diffusers folder", std::move(tensors), std::move(metadata));
+  return metadata;
 }
 
 // --- ComfyUI files -----------------------------------------------------------------------------

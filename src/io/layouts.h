@@ -19,8 +19,11 @@
 //     `.scale_weight` / `.scale_input`, or `.comfy_quant` markers + `.weight_scale` /
 //     `.input_scale`) renamed to the official pre-quantised FP8 names (`.weight_scale`,
 //     `.input_scale`; markers dropped, an input scale of exactly 1 dropped as ComfyUI does).
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/safetensors.h"
@@ -33,6 +36,13 @@ namespace ltx::io {
 // folder, config or shard, an index naming a tensor its shard lacks, or a config this code cannot
 // translate.
 std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir);
+
+// The official metadata (`config`, and `model_version` where the settings tell it) of a Diffusers
+// pipeline from its components' config.json values (folder -> parsed JSON, in
+// diffusers_components() order); `dir` names the files in errors. Throws one ltx::Error for a
+// setting the official config cannot express or a value of the wrong type.
+std::map<std::string, std::string> diffusers_metadata(
+    const std::vector<std::pair<std::string, nlohmann::json>>& configs, const std::string& dir);
 
 // `file` itself, or a view of it under the official names when it is in a ComfyUI layout.
 std::shared_ptr<const SafetensorsFile> adapt_file_layout(
