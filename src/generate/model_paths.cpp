@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "io/layouts.h"
 
 namespace ltx::generate {
 
@@ -86,8 +87,10 @@ ModelPaths resolve_model_paths(const ModelFlags& f) {
   }
   if (!f.text_encoder_path.empty())
     p.text_encoder = {f.text_encoder_path, "--text-encoder-path"};
-  else
+  else if (!f.gemma_root.empty() || checkpoint.empty() || !io::is_diffusers_folder(checkpoint))
     p.text_encoder = {f.gemma_root, "--gemma-root"};
+  else
+    p.text_encoder = {checkpoint, checkpoint_flag};  // a Diffusers folder's text_encoder/
   p.spatial_upsampler = {f.spatial_upsampler_path, "--spatial-upsampler-path"};
   p.temporal_upsampler = {f.temporal_upsampler_path, "--temporal-upsampler-path"};
   p.loras = f.loras;

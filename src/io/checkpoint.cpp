@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <iomanip>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -390,8 +392,16 @@ void describe_gemma(ComponentSummary& c, const std::vector<const Item*>& infos,
   if (any_contains(infos, "language_model.model.")) layout = "HF Gemma 3 (language_model.model.*)";
   if (any_contains(infos, "model.language_model.")) layout = "HF Gemma 4 (model.language_model.*)";
   if (find_suffix(infos, "model.layers.0.post_feedforward_layernorm.weight") != nullptr &&
-      !any_contains(infos, "language_model."))
-    layout = "Comfy-flat Gemma 4 (model.layers.*)";
+      !any_contains(infos, "language_model.")) {
+    // ComfyUI's flat text-encoder files: Gemma 4 unified, or Gemma 3 (gemma_3_12B_it*.safetensors,
+    // which carry no config; Gemma 3 names the norms of its q / k projections q_norm / k_norm too,
+    // so only the config tells them apart).
+    const std::string mt =
+        gc != nullptr && gc->is_object() ? gc->value("model_type", std::string()) : std::string();
+    layout = mt == "gemma3" ? "ComfyUI flat Gemma 3 (model.layers.*)"
+             : mt.empty()   ? "ComfyUI flat Gemma (model.layers.*; Gemma 3 or 4, no config)"
+                            : "Comfy-flat Gemma 4 (model.layers.*)";
+  }
   c.config["key_layout"] = layout;
   c.config["layers_in_file"] = count_indices(infos, "layers.");
   int64_t lang = 0, other = 0;
@@ -921,8 +931,7 @@ void summarize(const Header& file, CheckpointSummary& s) {
 
 CheckpointSummary inspect_checkpoint(const std::string& path) {
   if (is_gguf_file(path)) return inspect_checkpoint(GgufFile(path));
-  SafetensorsFile file(path);
-  return inspect_checkpoint(file);
+  return inspect_checkpoint(*SafetensorsFile::open(path));  // other layouts as the official file
 }
 
 CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
@@ -939,6 +948,28 @@ CheckpointSummary inspect_checkpoint(const SafetensorsFile& file) {
     h.names.insert(ti.name);
   }
   summarize(h, s);
+  s.source_layout = file.layout().empty() ? "official safetensors" : file.layout();
+  if (file.is_view()) s.format = "safetensors (" + file.layout() + ")";
+  // Storage by dtype and the bits per weight over every tensor (as for GGUF files).
+  std::map<std::string, StorageTypeSummary> by_dtype;
+  uint64_t all_bytes = 0;
+  for (const TensorInfo& ti : file.infos()) {
+    StorageTypeSummary& t = by_dtype[safetensors_dtype_name(ti.dtype)];
+    t.type = safetensors_dtype_name(ti.dtype);
+    ++t.tensors;
+    t.params += ti.numel();
+    t.bytes += ti.nbytes();
+    all_bytes += ti.nbytes();
+  }
+  int64_t all_params = 0;
+  for (auto& [name, t] : by_dtype) {
+    t.bits_per_weight = t.params > 0 ? 8.0 * static_cast<double>(t.bytes) / t.params : 0;
+    all_params += t.params;
+    s.storage_types.push_back(t);
+  }
+  std::sort(s.storage_types.begin(), s.storage_types.end(),
+            [](const StorageTypeSummary& a, const StorageTypeSummary& b) { return a.bytes > b.bytes; });
+  s.bits_per_weight = all_params > 0 ? 8.0 * static_cast<double>(all_bytes) / all_params : 0;
   if (file.header_size() % 8 != 0)
     s.warnings.push_back(
         str("header length ", file.header_size(),
@@ -1004,6 +1035,14 @@ nlohmann::ordered_json to_json(const CheckpointSummary& s) {
   j["format"] = s.format;
   j["file_size"] = s.file_size;
   j["header_size"] = s.header_size;
+  if (!s.source_layout.empty()) {
+    j["source_layout"] = s.source_layout;
+    ojson types = ojson::object();
+    for (const StorageTypeSummary& t : s.storage_types)
+      types[t.type] = {{"tensors", t.tensors}, {"params", t.params}, {"bytes", t.bytes},
+                       {"bits_per_weight", t.bits_per_weight}};
+    j["storage"] = {{"types", types}, {"bits_per_weight", s.bits_per_weight}};
+  }
   if (s.format == "GGUF") {
     ojson types = ojson::object();
     for (const StorageTypeSummary& t : s.storage_types)
@@ -1059,9 +1098,14 @@ std::string to_text(const CheckpointSummary& s) {
        << s.gguf_alignment << ", data at " << thousands(static_cast<int64_t>(s.header_size))
        << " (valid)\n";
   } else {
-    os << "  format      safetensors, " << thousands(static_cast<int64_t>(s.file_size))
+    os << "  format      " << s.format << ", " << thousands(static_cast<int64_t>(s.file_size))
        << " bytes, " << thousands(s.tensors) << " tensors, header "
        << thousands(static_cast<int64_t>(s.header_size)) << " bytes (valid)\n";
+    os << "  on disk     " << s.source_layout << ";";
+    for (const StorageTypeSummary& t : s.storage_types)
+      os << " " << t.type << " " << thousands(t.params) << " params,";
+    os << " " << std::fixed << std::setprecision(2) << s.bits_per_weight << " bits per weight\n";
+    os.unsetf(std::ios::floatfield);
   }
   os << "  metadata    ";
   if (s.metadata_keys.empty()) os << "(none)";

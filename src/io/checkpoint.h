@@ -56,6 +56,9 @@ struct CheckpointSummary {
   uint32_t gguf_alignment = 0;
   std::string architecture;
   std::string key_prefix_added;
+  // safetensors: how the file(s) are laid out ("official safetensors", "Diffusers folder",
+  // "ComfyUI FP8 (scaled)": io/layouts.h); storage_types and bits_per_weight by dtype.
+  std::string source_layout;
   std::vector<StorageTypeSummary> storage_types;
   double bits_per_weight = 0;
   int64_t tensors = 0;

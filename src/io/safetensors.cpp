@@ -11,12 +11,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <string_view>
 
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/layouts.h"
 
 namespace ltx::io {
 
@@ -341,13 +344,70 @@ const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   return infos_[it->second];
 }
 
+// What a view reads its tensors with, and the tensors tensor_bytes() handed out (kept alive).
+struct SafetensorsFile::ViewState {
+  std::vector<std::function<Tensor()>> readers;  // by index_
+  std::mutex mutex;
+  std::map<std::string, Tensor> read_for_bytes;
+};
+
+std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return open_layout_folder(path);
+  return adapt_file_layout(std::make_shared<const SafetensorsFile>(path));
+}
+
+std::shared_ptr<const SafetensorsFile> SafetensorsFile::view(
+    std::string path, std::string layout, std::vector<ViewTensor> tensors,
+    std::map<std::string, std::string> metadata) {
+  std::shared_ptr<SafetensorsFile> f(new SafetensorsFile());
+  f->path_ = std::move(path);
+  f->layout_ = std::move(layout);
+  f->metadata_ = std::move(metadata);
+  f->view_ = std::make_shared<ViewState>();
+  std::sort(tensors.begin(), tensors.end(),
+            [](const ViewTensor& a, const ViewTensor& b) { return a.name < b.name; });
+  uint64_t offset = 0;
+  for (ViewTensor& t : tensors) {
+    LTX_CHECK(t.read != nullptr, "file view '", f->path_, "': tensor '", t.name, "' has no reader");
+    LTX_CHECK(f->index_.emplace(t.name, f->infos_.size()).second, "file view '", f->path_,
+              "': two tensors are named '", t.name, "'");
+    TensorInfo ti;
+    ti.name = t.name;
+    ti.dtype = t.dtype;
+    ti.shape = t.shape;
+    ti.begin = offset;
+    offset += static_cast<uint64_t>(t.shape.numel()) * dtype_size(t.dtype);
+    ti.end = offset;
+    f->infos_.push_back(std::move(ti));
+    f->names_.push_back(t.name);
+    f->view_->readers.push_back(std::move(t.read));
+  }
+  f->file_size_ = offset;
+  return f;
+}
+
 const uint8_t* SafetensorsFile::tensor_bytes(const std::string& name) const {
   const TensorInfo& ti = info(name);
+  if (view_) {
+    const Tensor t = tensor(name).contiguous();
+    const std::lock_guard<std::mutex> lock(view_->mutex);
+    Tensor& kept = view_->read_for_bytes[name];
+    if (!kept.defined()) kept = t;
+    return static_cast<const uint8_t*>(kept.raw_data());
+  }
   return static_cast<const uint8_t*>(map_->addr) + data_offset() + ti.begin;
 }
 
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   const TensorInfo& ti = info(name);
+  if (view_) {
+    Tensor t = view_->readers[index_.at(name)]();
+    LTX_CHECK(t.defined() && t.dtype() == ti.dtype && t.shape() == ti.shape, "file view '", path_,
+              "': tensor '", name, "' read as ", t.defined() ? t.describe() : "nothing",
+              ", its header says ", dtype_name(ti.dtype), " ", ti.shape.str());
+    return t;
+  }
   auto* p = const_cast<uint8_t*>(tensor_bytes(name));
   if (reinterpret_cast<uintptr_t>(p) % dtype_size(ti.dtype) != 0) {
     Tensor t = Tensor::empty(ti.shape, ti.dtype);

@@ -39,6 +39,16 @@ struct TensorInfo {
   uint64_t nbytes() const { return end - begin; }
 };
 
+// One tensor of a file view (SafetensorsFile::view): its name there, what it holds and how to read
+// it (a CPU tensor of exactly that dtype and shape: another file's zero-copy tensor, or one
+// computed on each read).
+struct ViewTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  std::function<Tensor()> read;
+};
+
 // Name of a dtype in safetensors headers ("F32", "BF16", "F8_E4M3", ...).
 const char* safetensors_dtype_name(DType dtype);
 
@@ -50,9 +60,16 @@ class SafetensorsFile {
  public:
   // Opens, maps and validates `path`; throws ltx::Error on any problem.
   explicit SafetensorsFile(const std::string& path);
-  static std::shared_ptr<const SafetensorsFile> open(const std::string& path) {
-    return std::make_shared<const SafetensorsFile>(path);
-  }
+  // Opens `path` as the models read it: a safetensors file as it is, or, where it is in another
+  // layout that io/layouts.h knows (a Diffusers folder, a ComfyUI file), a view of it under the
+  // official single-file names (layout() says which). Throws ltx::Error naming the file.
+  static std::shared_ptr<const SafetensorsFile> open(const std::string& path);
+  // A file made of `tensors` (unique names) and `metadata`, standing for `path` in messages;
+  // `layout` names what it presents ("Diffusers folder", ...). Views own nothing but what their
+  // readers capture. infos() give each tensor's byte range as if stored back to back.
+  static std::shared_ptr<const SafetensorsFile> view(std::string path, std::string layout,
+                                                     std::vector<ViewTensor> tensors,
+                                                     std::map<std::string, std::string> metadata);
   // Validates a file held in memory (it keeps `bytes`; tensors view them) exactly as a mapped one;
   // `name` stands for the path in messages and path(). For bytes that never were a file (a
   // fuzzer's input, a download in memory).
@@ -60,6 +77,10 @@ class SafetensorsFile {
                                                            std::vector<uint8_t> bytes);
 
   const std::string& path() const { return path_; }
+  // "" for a file read as stored; the layout a view presents otherwise.
+  const std::string& layout() const { return layout_; }
+  bool is_view() const { return view_ != nullptr; }
+  // The sum of the tensors' sizes for a view.
   uint64_t file_size() const { return file_size_; }
   // Length of the JSON header (without the 8-byte length field); data starts at 8 + header_size().
   uint64_t header_size() const { return header_size_; }
@@ -78,7 +99,7 @@ class SafetensorsFile {
   // clone() first). Data whose address is not a multiple of the element size (possible only in
   // files whose header length is not a multiple of 8) is copied instead.
   Tensor tensor(const std::string& name) const;
-  // Raw bytes of a tensor inside the mapping (read-only).
+  // Raw bytes of a tensor inside the mapping (read-only; a view keeps the tensor it read alive).
   const uint8_t* tensor_bytes(const std::string& name) const;
 
   // "__metadata__" as stored (empty when absent).
@@ -94,7 +115,10 @@ class SafetensorsFile {
 
  private:
   struct Mapping;
+  struct ViewState;
   std::string path_;
+  std::string layout_;
+  std::shared_ptr<ViewState> view_;  // views only
   std::shared_ptr<Mapping> map_;
   uint64_t file_size_ = 0;
   uint64_t header_size_ = 0;
@@ -104,6 +128,7 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 
   SafetensorsFile(std::string name, std::vector<uint8_t> bytes);
+  SafetensorsFile() = default;
   // Checks the length field and the header of the bytes map_ holds.
   void validate();
   void parse_header(const char* header, uint64_t n);

@@ -102,6 +102,86 @@ def seeds_model_config():
         put("model_config", "gemma3_config.txt", f.read() + "\0")
 
 
+def seeds_diffusers_config():
+    """The tiny checkpoint's config as the config.json files a Diffusers pipeline has (the names
+    diffusers' LTX-2 models take; tests/support/layout_writers.h writes the same)."""
+    cfg = json.loads(read_header(os.path.join(FIX, "e2e/ltx23_tiny.safetensors"))["__metadata__"]["config"])
+    t, v, a, voc = cfg["transformer"], cfg["vae"], cfg["audio_vae"], cfg["vocoder"]
+    same = ["num_attention_heads", "attention_head_dim", "in_channels", "out_channels", "num_layers",
+            "cross_attention_dim", "norm_eps", "caption_channels", "audio_num_attention_heads",
+            "audio_attention_head_dim", "audio_in_channels", "audio_out_channels",
+            "audio_cross_attention_dim", "timestep_scale_multiplier", "activation_fn",
+            "attention_bias", "norm_elementwise_affine", "rope_type"]
+    tr = {k: t[k] for k in same if k in t}
+    tr.update({"_class_name": "LTX2VideoTransformer3DModel", "qk_norm": "rms_norm_across_heads",
+               "rope_theta": t["positional_embedding_theta"],
+               "pos_embed_max_pos": t["positional_embedding_max_pos"][0],
+               "base_height": t["positional_embedding_max_pos"][1],
+               "base_width": t["positional_embedding_max_pos"][2],
+               "audio_pos_embed_max_pos": t["audio_positional_embedding_max_pos"][0],
+               "rope_double_precision": t["frequencies_precision"] == "float64",
+               "gated_attn": t["apply_gated_attention"], "audio_gated_attn": t["apply_gated_attention"],
+               "cross_attn_mod": t["cross_attention_adaln"],
+               "audio_cross_attn_mod": t["cross_attention_adaln"],
+               "cross_attn_timestep_scale_multiplier": t["av_ca_timestep_scale_multiplier"]})
+    co = {"_class_name": "LTX2TextConnectors", "caption_channels": t["caption_channels"],
+          "video_connector_num_attention_heads": t["connector_num_attention_heads"],
+          "video_connector_attention_head_dim": t["connector_attention_head_dim"],
+          "video_connector_num_layers": t["connector_num_layers"],
+          "audio_connector_num_attention_heads": t["audio_connector_num_attention_heads"],
+          "audio_connector_attention_head_dim": t["audio_connector_attention_head_dim"],
+          "audio_connector_num_layers": t["connector_num_layers"],
+          "video_gated_attn": t["connector_apply_gated_attention"],
+          "audio_gated_attn": t["connector_apply_gated_attention"],
+          "connector_rope_base_seq_len": t["connector_positional_embedding_max_pos"][0],
+          "rope_type": t["rope_type"], "rope_double_precision": True,
+          "per_modality_projections": True}
+    kind = {"space": "spatial", "time": "temporal", "all": "spatiotemporal"}
+    enc_layers, enc_out, down, ch = [], [], [], v["latent_channels"]
+    for name, p in v["encoder_blocks"]:
+        if name == "res_x":
+            enc_layers.append(p["num_layers"])
+        else:
+            ch *= p.get("multiplier", 2)
+            enc_out.append(ch)
+            down.append(kind[name.split("_")[1]])
+    dec_layers, dec_out, up, factor, res, w = [], [], [], [], [], v["decoder_base_channels"]
+    for name, p in v["decoder_blocks"]:
+        if name == "res_x":
+            dec_layers.append(p["num_layers"])
+        else:
+            w *= p.get("multiplier", 1)
+            dec_out.append(w)
+            up.append(kind[name.split("_")[1]])
+            factor.append(p.get("multiplier", 1))
+            res.append(p.get("residual", False))
+    va = {"_class_name": "AutoencoderKLLTX2Video", "latent_channels": v["latent_channels"],
+          "block_out_channels": enc_out, "layers_per_block": enc_layers, "downsample_type": down,
+          "decoder_block_out_channels": dec_out, "decoder_layers_per_block": dec_layers,
+          "upsample_type": up, "upsample_factor": factor, "upsample_residual": res,
+          "patch_size": v["patch_size"], "timestep_conditioning": v["timestep_conditioning"]}
+    dd = a["model"]["params"]["ddconfig"]
+    au = {"_class_name": "AutoencoderKLLTX2Audio", "base_channels": dd["ch"],
+          "output_channels": dd["out_ch"], "ch_mult": dd["ch_mult"],
+          "num_res_blocks": dd["num_res_blocks"], "latent_channels": dd["z_channels"],
+          "mel_bins": dd["mel_bins"], "sample_rate": a["model"]["params"]["sampling_rate"]}
+    vo = {"_class_name": "LTX2VocoderWithBWE"}
+    for pre, g in (("", voc["vocoder"]), ("bwe_", voc["bwe"])):
+        vo.update({pre + "hidden_channels": g["upsample_initial_channel"],
+                   pre + "upsample_factors": g["upsample_rates"],
+                   pre + "upsample_kernel_sizes": g["upsample_kernel_sizes"],
+                   pre + "resnet_kernel_sizes": g["resblock_kernel_sizes"],
+                   pre + "resnet_dilations": g["resblock_dilation_sizes"],
+                   pre + "final_bias": g["use_bias_at_final"]})
+    b = voc["bwe"]
+    vo.update({"input_sampling_rate": b["input_sampling_rate"],
+               "output_sampling_rate": b["output_sampling_rate"], "hop_length": b["hop_length"],
+               "filter_length": b["n_fft"], "num_mel_channels": b["num_mels"]})
+    parts = [tr, co, va, au, vo]
+    put("diffusers_config", "ltx23_tiny.txt", "\0".join(json.dumps(x) for x in parts))
+    put("diffusers_config", "transformer_only.txt", json.dumps(tr))
+
+
 def seeds_tokenizer():
     for fam in ("gemma3", "gemma4"):
         with open(os.path.join(FIX, f"text_tokenizer_{fam}.json")) as f:
@@ -278,6 +358,7 @@ def seeds_server_request():
 if __name__ == "__main__":
     seeds_safetensors()
     seeds_model_config()
+    seeds_diffusers_config()
     seeds_tokenizer()
     seeds_chat_template()
     seeds_lora()

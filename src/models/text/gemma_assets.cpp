@@ -99,6 +99,29 @@ GemmaAssets GemmaAssets::load(const std::string& path) {
 }
 
 GemmaAssets GemmaAssets::from_root(const std::string& dir) {
+  std::error_code ec;
+  const fs::path diffusers_te = fs::path(dir) / "text_encoder";
+  const bool diffusers = fs::is_regular_file(fs::path(dir) / "model_index.json", ec);
+  LTX_CHECK(!diffusers || fs::is_directory(diffusers_te, ec), "Diffusers folder ", dir,
+            " has no text_encoder/ folder (the Gemma text encoder): download it with the "
+            "pipeline, or pass --gemma-root / --text-encoder-path");
+  if (diffusers) {
+    // A Diffusers pipeline: the Gemma weights and config in text_encoder/, the tokenizer files in
+    // tokenizer/ (and processor/ when the pipeline has one) beside it.
+    GemmaAssets a = from_root(diffusers_te.string());
+    for (const char* side : {"tokenizer", "processor"}) {
+      const fs::path sub = fs::path(dir) / side;
+      if (!fs::is_directory(sub, ec)) continue;
+      const GemmaAssets extra = from_root(sub.string());
+      if (a.tokenizer_json.empty()) a.tokenizer_json = extra.tokenizer_json;
+      for (const auto& [name, bytes] : extra.sidecars) a.sidecars.emplace(name, bytes);
+    }
+    LTX_CHECK(!a.tokenizer_json.empty(), "Diffusers folder ", dir,
+              " has no tokenizer.json in text_encoder/ or tokenizer/; download the tokenizer "
+              "folder of the pipeline too");
+    a.source = dir;
+    return a;
+  }
   GemmaAssets a;
   a.source = dir;
   const std::vector<fs::path> files = files_breadth_first(dir);
@@ -108,9 +131,10 @@ GemmaAssets GemmaAssets::from_root(const std::string& dir) {
     return nullptr;
   };
   const fs::path* tok = first_named("tokenizer.json");
-  LTX_CHECK(tok, "Gemma root ", dir,
+  const bool diffusers_part = fs::is_regular_file(fs::path(dir).parent_path() / "model_index.json", ec);
+  LTX_CHECK(tok || diffusers_part, "Gemma root ", dir,
             " has no tokenizer.json (searched the folder and its subfolders)");
-  a.tokenizer_json = read_file_bytes(*tok);
+  if (tok) a.tokenizer_json = read_file_bytes(*tok);
   if (const fs::path* cfg = first_named("config.json")) {
     try {
       a.config = nlohmann::json::parse(read_file_bytes(*cfg));
@@ -139,6 +163,14 @@ GemmaAssets GemmaAssets::from_root(const std::string& dir) {
       a.weight_paths = std::move(weights);
       break;
     }
+  }
+  if (a.weight_paths.empty()) {
+    // A weights file under another name (a ComfyUI text encoder put beside Gemma's config and
+    // tokenizer): the .safetensors files of the folder itself.
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.path().extension() == ".safetensors")
+        a.weight_paths.push_back(e.path().string());
+    std::sort(a.weight_paths.begin(), a.weight_paths.end());
   }
   return a;
 }

@@ -8,6 +8,7 @@
 #include "io/safetensors.h"
 #include "io/weights.h"
 #include "models/text/gemma/layer_parameters.h"
+#include "quantization/fp8_cast.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -42,9 +43,27 @@ struct KeyLayout {
 KeyLayout key_layout_for(const GemmaTextConfig& c,
                          const std::vector<std::shared_ptr<const io::SafetensorsFile>>& files) {
   switch (c.family) {
-    case GemmaFamily::Gemma3:
+    case GemmaFamily::Gemma3: {
+      // google/gemma-3 as published (language_model.model.*), as newer transformers save it
+      // (model.language_model.*: Diffusers' text_encoder/) or ComfyUI's flat text-encoder file
+      // (model.{layers,embed_tokens,norm}.*). The first file that has one of them decides.
+      for (const auto& f : files) {
+        for (const std::string& n : f->names()) {
+          if (n.starts_with("language_model.model.")) break;
+          if (n.starts_with("model.language_model."))
+            return {io::KeyMap::strip_prefix("model.language_model."),
+                    "Gemma 3, transformers >= 4.52 (model.language_model.*)"};
+          if (n.starts_with("model.layers.") || n.starts_with("model.embed_tokens.")) {
+            io::KeyMap k("Gemma 3, ComfyUI flat");
+            k.keep("model.layers.").keep("model.embed_tokens.").keep("model.norm.");
+            k.replace_prefix("model.", "");
+            return {k, "Gemma 3, ComfyUI flat (model.{layers,embed_tokens,norm}.*)"};
+          }
+        }
+      }
       return {io::KeyMap::strip_prefix("language_model.model."),
               "google/gemma-3 (language_model.model.*)"};
+    }
     case GemmaFamily::Gemma4:
       return {io::KeyMap::strip_prefix("model.language_model."),
               "Gemma 4 (model.language_model.*)"};
@@ -102,6 +121,13 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
   LTX_CHECK(w.size() > 0, "Gemma text model: no language-model tensors of the ", layout.description,
             " layout in ", where, " (model_type ", config.model_type,
             "); is this the right text-encoder file?");
+  // Pre-quantised FP8 weights (a ComfyUI FP8 text encoder, read under the official scale names by
+  // io/layouts.h) are dequantised once here, bf16(f32(w) * scale), as the reference folds them;
+  // unscaled FP8 weights are upcast exactly by take().
+  const std::vector<std::string> names = w.names();
+  if (std::any_of(names.begin(), names.end(),
+                  [](const std::string& n) { return n.ends_with(".weight_scale"); }))
+    quantization::fold_prequant_scales(w, where);
   return load(config, w, opt, layout.description, where, streaming);
 }
 
