@@ -222,13 +222,28 @@ std::string ltx_key_prefix_to_add(const GgufFile& file) {
 struct GgufFile::Mapping {
   void* addr = nullptr;
   size_t size = 0;
+  std::vector<uint8_t> owned;  // from_bytes: the bytes themselves instead of a file mapping
   Mapping(void* a, size_t s) : addr(a), size(s) {}
+  explicit Mapping(std::vector<uint8_t> bytes) : size(bytes.size()), owned(std::move(bytes)) {
+    addr = owned.data();
+  }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
   ~Mapping() {
-    if (addr != nullptr) munmap(addr, size);
+    if (addr != nullptr && owned.empty()) munmap(addr, size);
   }
 };
+
+std::shared_ptr<const GgufFile> GgufFile::from_bytes(std::string name, std::vector<uint8_t> bytes) {
+  std::shared_ptr<GgufFile> f(new GgufFile());
+  g_open_count.fetch_add(1, std::memory_order_relaxed);
+  f->path_ = std::move(name);
+  f->file_size_ = bytes.size();
+  if (f->file_size_ == 0) bad_file(f->path_, "the file is empty");
+  f->map_ = std::make_shared<Mapping>(std::move(bytes));
+  f->parse(static_cast<const uint8_t*>(f->map_->addr));
+  return f;
+}
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
   g_open_count.fetch_add(1, std::memory_order_relaxed);

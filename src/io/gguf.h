@@ -115,6 +115,9 @@ class GgufFile {
   static std::shared_ptr<const GgufFile> open(const std::string& path) {
     return std::make_shared<const GgufFile>(path);
   }
+  // Validates `bytes` as a GGUF file called `name` in errors, keeping them: data that is not a
+  // file (the fuzz target).
+  static std::shared_ptr<const GgufFile> from_bytes(std::string name, std::vector<uint8_t> bytes);
 
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return file_size_; }
@@ -155,6 +158,7 @@ class GgufFile {
   GgmlTensor ggml_tensor(const std::string& name) const;
 
  private:
+  GgufFile() = default;
   struct Mapping;
   std::string path_;
   std::shared_ptr<Mapping> map_;

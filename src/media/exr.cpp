@@ -12,7 +12,6 @@
 #include "core/error.h"
 #include "core/input_limits.h"
 #include "core/parallel.h"
-#include "ops/shape.h"
 #include "media/support.h"
 
 #if LTX_WITH_OPENEXR
@@ -337,12 +336,25 @@ Tensor read_exr_frames(const std::string& path, int64_t start, int64_t max_frame
       fail(who, " '", path, "': ", e.what());
     }
     if (!frames.empty())
-      LTX_CHECK(f.size(0) == frames[0].size(1) && f.size(1) == frames[0].size(2), who, " '", path, "': frame '",
+      LTX_CHECK(f.size(0) == frames[0].size(0) && f.size(1) == frames[0].size(1), who, " '", path, "': frame '",
                 fs::path(*it).filename().string(), "' is ", f.size(1), "x", f.size(0), " but the first is ",
-                frames[0].size(2), "x", frames[0].size(1), " (width x height); every frame must have one size");
-    frames.push_back(f.unsqueeze(0));
+                frames[0].size(1), "x", frames[0].size(0), " (width x height); every frame must have one size");
+    // The folder's frames are held decoded at once: bounded like a decoded video.
+    const int64_t frame_bytes = f.numel() * static_cast<int64_t>(sizeof(float));
+    LTX_CHECK(frame_bytes * static_cast<int64_t>(frames.size() + 1) <= limits::kMaxDecodedVideoBytes, who, " '",
+              path, "': ", frames.size() + 1, " frames of ", f.size(1), "x", f.size(0), " decode to more than ",
+              limits::kMaxDecodedVideoBytes >> 30, " GiB; pass fewer frames (a shorter folder or a frame limit)");
+    frames.push_back(f.contiguous());
   }
-  return ops::concat(frames, 0);
+  // Stacked with a copy per frame (the media layer does not depend on ops).
+  Shape shape{static_cast<int64_t>(frames.size())};
+  for (int d = 0; d < frames[0].dim(); ++d) shape.push_back(frames[0].size(d));
+  Tensor out = Tensor::empty(shape, DType::F32, Device::cpu());
+  const size_t frame_bytes = static_cast<size_t>(frames[0].numel()) * sizeof(float);
+  auto* dst = static_cast<uint8_t*>(out.raw_data());
+  for (size_t i = 0; i < frames.size(); ++i)
+    std::memcpy(dst + i * frame_bytes, frames[i].raw_data(), frame_bytes);
+  return out;
 }
 
 ExrFrameWriter::ExrFrameWriter(std::string dir, ExrWriteOptions options)

@@ -327,6 +327,14 @@ def seeds_media():
     put("media", "png_frames.mkv", ffmpeg(v + ["-c:v", "png"], ".mkv"))
 
 
+def seeds_gguf():
+    # gguf-py's files (tools/parity/gen_gguf_fixtures.py): every metadata value type, and a
+    # tensor of every GGML type the reader dequantises. Both are small enough to use whole.
+    for name in ("metadata.gguf", "blocks.gguf"):
+        with open(os.path.join(FIX, "gguf", name), "rb") as f:
+            put("gguf", name, f.read())
+
+
 def seeds_server_request():
     put("server_request", "json_minimal.txt", json.dumps({"prompt": "a fox", "model": "ltx-demo"}))
     put("server_request", "json_full.txt", json.dumps({
@@ -366,6 +374,7 @@ if __name__ == "__main__":
     seeds_exr()
     seeds_media()
     seeds_server_request()
+    seeds_gguf()
     for t in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, t))
         size = sum(os.path.getsize(os.path.join(OUT, t, f)) for f in files)

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "io/gguf_builder.h"
@@ -145,6 +147,30 @@ TEST(Gguf, DenseTensorsAreZeroCopyViewsThatKeepTheMappingAlive) {
   EXPECT_EQ(t.dtype(), DType::F32);
   EXPECT_EQ(t.shape(), (Shape{2, 3}));
   EXPECT_TRUE(std::isfinite(t.data<float>()[5]));  // still mapped after the file object is gone
+}
+
+TEST(Gguf, BytesInMemoryReadAsTheFileAndKeepThemselvesAlive) {
+  const std::string path = test::fixture("gguf/metadata.gguf");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const GgufFile file(path);
+  Tensor t;
+  {
+    const auto mem = GgufFile::from_bytes("in-memory.gguf", bytes);
+    EXPECT_EQ(mem->metadata_json(), file.metadata_json());
+    EXPECT_EQ(mem->names(), file.names());
+    t = mem->tensor("dense.f32");
+  }
+  const Tensor expected = file.tensor("dense.f32");
+  EXPECT_EQ(std::memcmp(t.raw_data(), expected.raw_data(), 6 * sizeof(float)), 0);
+  bytes.resize(bytes.size() / 2);
+  try {
+    (void)GgufFile::from_bytes("in-memory.gguf", bytes);
+    ADD_FAILURE() << "a truncated buffer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("in-memory.gguf"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)GgufFile::from_bytes("empty.gguf", {}), Error);
 }
 
 TEST(Gguf, QuantizedTensorsComeAsBlocksNotAsDenseTensors) {
