@@ -130,7 +130,11 @@ nlohmann::json read_scalar(Cursor& c, GgufValueType t, const std::string& path,
       return b == 1;
     }
     case GgufValueType::String: {
-      return c.read_string(what, kMaxGgufStringBytes);
+      // GGUF strings are UTF-8 (the spec; gguf-py decodes them so); anything else would also
+      // break every JSON report of the metadata.
+      std::string v = c.read_string(what, kMaxGgufStringBytes);
+      if (!is_valid_utf8(v)) bad_file(path, what, " is a string that is not valid UTF-8");
+      return v;
     }
     case GgufValueType::Array: break;
   }

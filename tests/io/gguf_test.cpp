@@ -348,6 +348,8 @@ TEST(GgufCorrupt, MetadataViolations) {
                      .bytes(),
                  {"metadata 'flags' element 1 is a bool stored as 5"});
   expect_invalid(B().kv_u32(std::string("bad\xff", 4), 1).bytes(), {"the key is not valid UTF-8"});
+  expect_invalid(B().kv_string("general.name", std::string("ltx\xe7", 4)).bytes(),
+                 {"metadata 'general.name' is a string that is not valid UTF-8"});
   expect_invalid(B().kv_raw("general.alignment", B::le<uint32_t>(10) + B::le<uint64_t>(32))
                      .bytes(),
                  {"'general.alignment' must be a u32, found a u64"});
