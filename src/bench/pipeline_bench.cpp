@@ -49,13 +49,13 @@ namespace vae = models::video_vae;
 namespace avae = models::audio_vae;
 namespace mt = models::text;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
-double seconds_since(Clock::time_point t0) {
+double wall_seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double median_of(std::vector<double> v) {
+double median_or_zero(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -210,7 +210,7 @@ class SyntheticModelProvider final : public generate::ModelProvider {
           const Clock::time_point t0 = Clock::now();
           Tensor t = rw->make(name, shape, dtype, device);
           backend::synchronize(device);
-          meter->seconds += seconds_since(t0);
+          meter->seconds += wall_seconds_since(t0);
           meter->elements += t.numel();
           meter->bytes += static_cast<int64_t>(t.nbytes());
           return t;
@@ -245,7 +245,7 @@ class TimedSink final : public generate::MediaSink {
   void timed(const F& f) {
     const Clock::time_point t0 = Clock::now();
     f();
-    seconds_ += seconds_since(t0);
+    seconds_ += wall_seconds_since(t0);
   }
 };
 
@@ -437,7 +437,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
         current.seconds = std::chrono::duration<double>(now - stage_start).count();
         current.synthesis_seconds = meter.seconds - synthesis_at_start;
         current.steps = static_cast<int64_t>(step_ms.size());
-        current.step_median_ms = median_of(step_ms);
+        current.step_median_ms = median_or_zero(step_ms);
         current.peak_bytes = peak_bytes(dev);
         r.stages.push_back(current);
         break;
@@ -461,7 +461,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   const Clock::time_point t0 = Clock::now();
   const generate::GenerateResult out = generate::generate_with(g, models, provider, progress, sink);
   backend::synchronize(dev);
-  r.total_seconds = seconds_since(t0);
+  r.total_seconds = wall_seconds_since(t0);
   if (r.mp4 && o.mp4_path.empty()) std::filesystem::remove(mp4_path);
 
   r.synthesis_seconds = meter.seconds;
@@ -506,7 +506,7 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
                   fixed(t.seconds - t.synthesis_seconds, 3).c_str(),
                   t.steps ? std::to_string(t.steps).c_str() : "",
                   t.steps ? fixed(t.step_median_ms, 1).c_str() : "",
-                  fixed(static_cast<double>(t.peak_bytes) / kGiB, 2).c_str());
+                  fixed(static_cast<double>(t.peak_bytes) / kBytesPerGiB, 2).c_str());
     s += line;
   }
   s += r.mp4 ? str("mp4 encode: ", fixed(r.mp4_seconds, 3), " s (inside the video decode stage",
@@ -519,8 +519,8 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
   s += "lora switch: not run (no LoRA in a run with random weights)\n";
   s += str("end to end: ", fixed(r.end_to_end_seconds, 3), " s (", fixed(r.total_seconds, 3),
            " s wall minus ", fixed(r.synthesis_seconds, 3), " s of weight synthesis, ",
-           fixed(static_cast<double>(r.weight_bytes) / kGiB, 2), " GiB); peak ",
-           fixed(static_cast<double>(r.peak_bytes) / kGiB, 2), " GiB\n");
+           fixed(static_cast<double>(r.weight_bytes) / kBytesPerGiB, 2), " GiB); peak ",
+           fixed(static_cast<double>(r.peak_bytes) / kBytesPerGiB, 2), " GiB\n");
   return s;
 }
 
@@ -537,7 +537,7 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["quantization"] = r.quantization;
   j["offload"] = r.offload;
   j["max_gpu_memory_gib"] = r.max_gpu_memory_bytes > 0
-                                ? nlohmann::ordered_json(static_cast<double>(r.max_gpu_memory_bytes) / kGiB)
+                                ? nlohmann::ordered_json(static_cast<double>(r.max_gpu_memory_bytes) / kBytesPerGiB)
                                 : nlohmann::ordered_json(nullptr);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const PipelineStageTiming& t : r.stages) {
@@ -549,7 +549,7 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
     st["steps"] = t.steps;
     st["step_median_ms"] = t.step_median_ms;
     st["peak_bytes"] = t.peak_bytes;
-    st["peak_gib"] = static_cast<double>(t.peak_bytes) / kGiB;
+    st["peak_gib"] = static_cast<double>(t.peak_bytes) / kBytesPerGiB;
     stages.push_back(std::move(st));
   }
   j["stages"] = std::move(stages);
@@ -569,9 +569,9 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["end_to_end_excludes"] = "weight synthesis (random weights made on the device, synchronised "
                              "per tensor), which stands in for loading the model files";
   j["peak_bytes"] = r.peak_bytes;
-  j["peak_gib"] = static_cast<double>(r.peak_bytes) / kGiB;
+  j["peak_gib"] = static_cast<double>(r.peak_bytes) / kBytesPerGiB;
   j["synthesized_parameters"] = r.parameters;
-  j["synthesized_gib"] = static_cast<double>(r.weight_bytes) / kGiB;
+  j["synthesized_gib"] = static_cast<double>(r.weight_bytes) / kBytesPerGiB;
   j["decoded_frames"] = r.decoded_frames;
   j["audio_samples"] = r.audio_samples;
   return j;

@@ -7,7 +7,7 @@ namespace ltx::generate {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
+double wall_seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 }  // namespace
@@ -42,7 +42,7 @@ void SinkThread::loop() {
     }
     call = nullptr;  // drop the chunk it held before the caller may make the next one
     lock.lock();
-    busy_seconds_ += seconds_since(t0);
+    busy_seconds_ += wall_seconds_since(t0);
     running_ = false;
     if (failed && !error_) {
       error_ = failed;
@@ -55,7 +55,7 @@ void SinkThread::loop() {
 void SinkThread::wait_idle(std::unique_lock<std::mutex>& lock) {
   const Clock::time_point t0 = Clock::now();
   idle_cv_.wait(lock, [&] { return error_ || (queue_.empty() && !running_); });
-  wait_seconds_ += seconds_since(t0);
+  wait_seconds_ += wall_seconds_since(t0);
   if (error_) std::rethrow_exception(error_);
 }
 

@@ -17,7 +17,7 @@ namespace ltx::io {
 
 namespace {
 
-std::atomic<int64_t> g_open_count{0};
+std::atomic<int64_t> g_gguf_open_count{0};
 
 constexpr char kMagic[4] = {'G', 'G', 'U', 'F'};
 // The smallest encodings, to bound counts by what the rest of the file can hold.
@@ -26,7 +26,7 @@ constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims 0
 constexpr const char* kOrigShapePrefix = "comfy.gguf.orig_shape.";
 
 template <typename... Args>
-[[noreturn]] void bad_file(const std::string& path, Args&&... args) {
+[[noreturn]] void bad_gguf_file(const std::string& path, Args&&... args) {
   fail("invalid GGUF file '", path, "': ", std::forward<Args>(args)...);
 }
 
@@ -53,7 +53,7 @@ class Cursor {
 
   void need(uint64_t n, const std::string& what) const {
     if (n > remaining())
-      bad_file(path_, "the file is truncated: it ends inside ", what, " (", n,
+      bad_gguf_file(path_, "the file is truncated: it ends inside ", what, " (", n,
                " bytes needed at offset ", pos_, ", the file has ", size_, " bytes)");
   }
   const uint8_t* take(uint64_t n, const std::string& what) {
@@ -72,10 +72,10 @@ class Cursor {
   std::string read_string(const std::string& what, uint64_t max_bytes) {
     const auto n = read<uint64_t>(what + " (its length)");
     if (n > max_bytes)
-      bad_file(path_, what, " is ", n, " bytes long, over the ", max_bytes,
+      bad_gguf_file(path_, what, " is ", n, " bytes long, over the ", max_bytes,
                "-byte limit (corrupt length field)");
     if (n > remaining())
-      bad_file(path_, "the file is truncated: ", what, " is ", n, " bytes long but only ",
+      bad_gguf_file(path_, "the file is truncated: ", what, " is ", n, " bytes long but only ",
                remaining(), " bytes follow at offset ", pos_);
     const uint8_t* p = take(n, what);
     return std::string(reinterpret_cast<const char*>(p), n);
@@ -125,7 +125,7 @@ nlohmann::json read_scalar(Cursor& c, GgufValueType t, const std::string& path,
     case GgufValueType::Bool: {
       const auto b = c.read<uint8_t>(what);
       if (b > 1)
-        bad_file(path, what, " is a bool stored as ", static_cast<int>(b),
+        bad_gguf_file(path, what, " is a bool stored as ", static_cast<int>(b),
                  " (the format allows only 0 and 1)");
       return b == 1;
     }
@@ -133,12 +133,12 @@ nlohmann::json read_scalar(Cursor& c, GgufValueType t, const std::string& path,
       // GGUF strings are UTF-8 (the spec; gguf-py decodes them so); anything else would also
       // break every JSON report of the metadata.
       std::string v = c.read_string(what, kMaxGgufStringBytes);
-      if (!is_valid_utf8(v)) bad_file(path, what, " is a string that is not valid UTF-8");
+      if (!is_valid_utf8(v)) bad_gguf_file(path, what, " is a string that is not valid UTF-8");
       return v;
     }
     case GgufValueType::Array: break;
   }
-  bad_file(path, what, ": internal error, no scalar type");
+  bad_gguf_file(path, what, ": internal error, no scalar type");
 }
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
@@ -200,7 +200,7 @@ const char* gguf_value_type_name(GgufValueType type) {
   return "?";
 }
 
-int64_t gguf_open_count() { return g_open_count.load(std::memory_order_relaxed); }
+int64_t gguf_open_count() { return g_gguf_open_count.load(std::memory_order_relaxed); }
 
 bool is_gguf_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -240,17 +240,17 @@ struct GgufFile::Mapping {
 
 std::shared_ptr<const GgufFile> GgufFile::from_bytes(std::string name, std::vector<uint8_t> bytes) {
   std::shared_ptr<GgufFile> f(new GgufFile());
-  g_open_count.fetch_add(1, std::memory_order_relaxed);
+  g_gguf_open_count.fetch_add(1, std::memory_order_relaxed);
   f->path_ = std::move(name);
   f->file_size_ = bytes.size();
-  if (f->file_size_ == 0) bad_file(f->path_, "the file is empty");
+  if (f->file_size_ == 0) bad_gguf_file(f->path_, "the file is empty");
   f->map_ = std::make_shared<Mapping>(std::move(bytes));
   f->parse(static_cast<const uint8_t*>(f->map_->addr));
   return f;
 }
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
-  g_open_count.fetch_add(1, std::memory_order_relaxed);
+  g_gguf_open_count.fetch_add(1, std::memory_order_relaxed);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("cannot open GGUF file '", path, "': ", std::strerror(errno));
   struct stat st {};
@@ -266,7 +266,7 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
   file_size_ = static_cast<uint64_t>(st.st_size);
   if (file_size_ == 0) {
     ::close(fd);
-    bad_file(path, "the file is empty");
+    bad_gguf_file(path, "the file is empty");
   }
   void* addr = mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_err = errno;
@@ -285,28 +285,28 @@ void GgufFile::parse(const uint8_t* bytes) {
       const auto ch = magic[i];
       m += (ch >= 0x20 && ch < 0x7F) ? static_cast<char>(ch) : '?';
     }
-    bad_file(path_, "bad magic '", m, "' (a GGUF file starts with 'GGUF'): not a GGUF file");
+    bad_gguf_file(path_, "bad magic '", m, "' (a GGUF file starts with 'GGUF'): not a GGUF file");
   }
   version_ = c.read<uint32_t>("the version");
   if (version_ == 1)
-    bad_file(path_, "GGUF version 1 is obsolete and not supported (ltx reads versions 2 and 3); "
+    bad_gguf_file(path_, "GGUF version 1 is obsolete and not supported (ltx reads versions 2 and 3); "
                     "convert the file with a current llama.cpp");
   if (version_ == 0x02000000u || version_ == 0x03000000u)
-    bad_file(path_, "the file is big-endian GGUF (version field ", version_,
+    bad_gguf_file(path_, "the file is big-endian GGUF (version field ", version_,
              "); ltx reads little-endian files only");
   if (version_ != 2 && version_ != 3)
-    bad_file(path_, "unsupported GGUF version ", version_, " (ltx reads versions 2 and 3)");
+    bad_gguf_file(path_, "unsupported GGUF version ", version_, " (ltx reads versions 2 and 3)");
 
   const auto n_tensors = c.read<uint64_t>("the tensor count");
   const auto n_kv = c.read<uint64_t>("the metadata count");
   if (n_tensors > kMaxGgufTensors)
-    bad_file(path_, "tensor count ", n_tensors, " exceeds the limit of ", kMaxGgufTensors,
+    bad_gguf_file(path_, "tensor count ", n_tensors, " exceeds the limit of ", kMaxGgufTensors,
              " (corrupt header)");
   if (n_kv > kMaxGgufMetadata)
-    bad_file(path_, "metadata count ", n_kv, " exceeds the limit of ", kMaxGgufMetadata,
+    bad_gguf_file(path_, "metadata count ", n_kv, " exceeds the limit of ", kMaxGgufMetadata,
              " (corrupt header)");
   if (n_kv * kMinMetadataBytes + n_tensors * kMinTensorInfoBytes > c.remaining())
-    bad_file(path_, "the header announces ", n_kv, " metadata entries and ", n_tensors,
+    bad_gguf_file(path_, "the header announces ", n_kv, " metadata entries and ", n_tensors,
              " tensors, more than the remaining ", c.remaining(),
              " bytes can hold (corrupt counts or truncated file)");
 
@@ -316,28 +316,28 @@ void GgufFile::parse(const uint8_t* bytes) {
     GgufMetadata kv;
     kv.key = c.read_string(str("metadata key ", i), kMaxGgufNameBytes);
     const std::string what = "metadata '" + shown(kv.key) + "'";
-    if (kv.key.empty()) bad_file(path_, "metadata key ", i, " is empty");
-    if (!is_valid_utf8(kv.key)) bad_file(path_, what, ": the key is not valid UTF-8");
-    if (metadata_index_.count(kv.key) != 0) bad_file(path_, what, " appears twice");
+    if (kv.key.empty()) bad_gguf_file(path_, "metadata key ", i, " is empty");
+    if (!is_valid_utf8(kv.key)) bad_gguf_file(path_, what, ": the key is not valid UTF-8");
+    if (metadata_index_.count(kv.key) != 0) bad_gguf_file(path_, what, " appears twice");
     const auto type = c.read<uint32_t>(what + " (its type)");
     if (!known_value_type(type))
-      bad_file(path_, what, " has unknown value type ", type, " (GGUF types are 0..12)");
+      bad_gguf_file(path_, what, " has unknown value type ", type, " (GGUF types are 0..12)");
     kv.type = static_cast<GgufValueType>(type);
     if (kv.type == GgufValueType::Array) {
       const auto et = c.read<uint32_t>(what + " (its element type)");
       if (!known_value_type(et))
-        bad_file(path_, what, " is an array of unknown value type ", et,
+        bad_gguf_file(path_, what, " is an array of unknown value type ", et,
                  " (GGUF types are 0..12)");
       kv.element_type = static_cast<GgufValueType>(et);
       if (kv.element_type == GgufValueType::Array)
-        bad_file(path_, what, " is an array of arrays, which GGUF readers (ggml, ltx) reject");
+        bad_gguf_file(path_, what, " is an array of arrays, which GGUF readers (ggml, ltx) reject");
       const auto n = c.read<uint64_t>(what + " (its element count)");
       if (n > kMaxGgufArrayElements)
-        bad_file(path_, what, " announces ", n, " elements, over the limit of ",
+        bad_gguf_file(path_, what, " announces ", n, " elements, over the limit of ",
                  kMaxGgufArrayElements, " (corrupt count)");
       const uint64_t min_bytes = scalar_size(kv.element_type);
       if (n > c.remaining() / min_bytes)
-        bad_file(path_, what, " announces ", n, " ", gguf_value_type_name(kv.element_type),
+        bad_gguf_file(path_, what, " announces ", n, " ", gguf_value_type_name(kv.element_type),
                  " elements, more than the remaining ", c.remaining(),
                  " bytes can hold (corrupt count or truncated file)");
       kv.value = nlohmann::json::array();
@@ -353,11 +353,11 @@ void GgufFile::parse(const uint8_t* bytes) {
 
   if (const GgufMetadata* a = find("general.alignment")) {
     if (a->type != GgufValueType::U32)
-      bad_file(path_, "metadata 'general.alignment' must be a u32, found a ",
+      bad_gguf_file(path_, "metadata 'general.alignment' must be a u32, found a ",
                gguf_value_type_name(a->type));
     const auto v = a->value.get<uint32_t>();
     if (v == 0 || (v & (v - 1)) != 0)
-      bad_file(path_, "metadata 'general.alignment' is ", v, ", not a power of two");
+      bad_gguf_file(path_, "metadata 'general.alignment' is ", v, ", not a power of two");
     alignment_ = v;
   }
 
@@ -366,38 +366,38 @@ void GgufFile::parse(const uint8_t* bytes) {
   for (uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensorInfo ti;
     ti.name = c.read_string(str("the name of tensor ", i), kMaxGgufNameBytes);
-    if (ti.name.empty()) bad_file(path_, "tensor ", i, " has an empty name");
+    if (ti.name.empty()) bad_gguf_file(path_, "tensor ", i, " has an empty name");
     const std::string what = "tensor '" + shown(ti.name) + "'";
-    if (!is_valid_utf8(ti.name)) bad_file(path_, what, ": the name is not valid UTF-8");
-    if (index_.count(ti.name) != 0) bad_file(path_, what, " appears twice");
+    if (!is_valid_utf8(ti.name)) bad_gguf_file(path_, what, ": the name is not valid UTF-8");
+    if (index_.count(ti.name) != 0) bad_gguf_file(path_, what, " appears twice");
     const auto n_dims = c.read<uint32_t>(what + " (its dimension count)");
     if (n_dims > static_cast<uint32_t>(kMaxGgufDims))
-      bad_file(path_, what, " has ", n_dims, " dimensions; GGUF allows at most ", kMaxGgufDims);
+      bad_gguf_file(path_, what, " has ", n_dims, " dimensions; GGUF allows at most ", kMaxGgufDims);
     uint64_t numel = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       const auto ne = c.read<uint64_t>(str(what, " (dimension ", d, ")"));
       if (ne == 0 || ne > static_cast<uint64_t>(INT64_MAX))
-        bad_file(path_, what, ": dimension ", d, " has size ", static_cast<int64_t>(ne),
+        bad_gguf_file(path_, what, ": dimension ", d, " has size ", static_cast<int64_t>(ne),
                  " (sizes must be at least 1)");
       if (__builtin_mul_overflow(numel, ne, &numel) || numel > static_cast<uint64_t>(INT64_MAX))
-        bad_file(path_, what, ": its element count overflows 64 bits");
+        bad_gguf_file(path_, what, ": its element count overflows 64 bits");
       ti.ne.push_back(static_cast<int64_t>(ne));
     }
     const auto type_id = c.read<int32_t>(what + " (its type)");
     const GgmlTypeTraits* traits = ggml_type_traits(type_id);
     if (traits == nullptr)
-      bad_file(path_, what, " has unknown GGML type id ", type_id,
+      bad_gguf_file(path_, what, " has unknown GGML type id ", type_id,
                " (a newer or corrupt file; ltx knows ids 0-3, 6-30, 34, 35, 39)");
     ti.type = traits->type;
     if (ti.row_elems() % traits->block_elems != 0)
-      bad_file(path_, what, " of type ", traits->name, " has rows of ", ti.row_elems(),
+      bad_gguf_file(path_, what, " of type ", traits->name, " has rows of ", ti.row_elems(),
                " values, not a multiple of its block of ", traits->block_elems);
     const std::optional<uint64_t> nbytes = ggml_nbytes(ti.type, numel);
-    if (!nbytes) bad_file(path_, what, ": its byte size overflows 64 bits");
+    if (!nbytes) bad_gguf_file(path_, what, ": its byte size overflows 64 bits");
     ti.nbytes = *nbytes;
     ti.offset = c.read<uint64_t>(what + " (its data offset)");
     if (ti.offset % alignment_ != 0)
-      bad_file(path_, what, " has data offset ", ti.offset, ", not a multiple of the alignment ",
+      bad_gguf_file(path_, what, " has data offset ", ti.offset, ", not a multiple of the alignment ",
                alignment_);
     for (auto it = ti.ne.rbegin(); it != ti.ne.rend(); ++it) ti.shape.push_back(*it);
     index_.emplace(ti.name, infos_.size());
@@ -411,7 +411,7 @@ void GgufFile::parse(const uint8_t* bytes) {
   by_offset.reserve(infos_.size());
   for (const GgufTensorInfo& ti : infos_) {
     if (ti.offset > data_size || ti.nbytes > data_size - ti.offset)
-      bad_file(path_, "tensor '", shown(ti.name), "' occupies bytes [", ti.offset, ", ",
+      bad_gguf_file(path_, "tensor '", shown(ti.name), "' occupies bytes [", ti.offset, ", ",
                ti.offset + ti.nbytes, ") of the data section, which holds ", data_size,
                " bytes (from offset ", data_offset_,
                "): the file is truncated or the tensor info is wrong");
@@ -424,7 +424,7 @@ void GgufFile::parse(const uint8_t* bytes) {
     const GgufTensorInfo& p = *by_offset[i - 1];
     const GgufTensorInfo& q = *by_offset[i];
     if (q.offset < p.offset + p.nbytes)
-      bad_file(path_, "tensors '", shown(p.name), "' [", p.offset, ", ", p.offset + p.nbytes,
+      bad_gguf_file(path_, "tensors '", shown(p.name), "' [", p.offset, ", ", p.offset + p.nbytes,
                ") and '", shown(q.name), "' [", q.offset, ", ", q.offset + q.nbytes,
                ") overlap in the data section");
   }
@@ -437,19 +437,19 @@ void GgufFile::parse(const uint8_t* bytes) {
     if (it == index_.end()) continue;  // a record for a tensor this file does not hold
     GgufTensorInfo& ti = infos_[it->second];
     if (kv.type != GgufValueType::Array || kv.element_type != GgufValueType::I32)
-      bad_file(path_, "metadata '", shown(kv.key), "' must be an array of i32, found a ",
+      bad_gguf_file(path_, "metadata '", shown(kv.key), "' must be an array of i32, found a ",
                gguf_value_type_name(kv.type));
     if (kv.value.empty() || kv.value.size() > static_cast<size_t>(kMaxDims))
-      bad_file(path_, "metadata '", shown(kv.key), "' lists ", kv.value.size(),
+      bad_gguf_file(path_, "metadata '", shown(kv.key), "' lists ", kv.value.size(),
                " dimensions (1 to ", kMaxDims, " expected)");
     Shape shape;
     for (const auto& d : kv.value) {
       const auto v = d.get<int64_t>();
-      if (v < 1) bad_file(path_, "metadata '", shown(kv.key), "' has a dimension of size ", v);
+      if (v < 1) bad_gguf_file(path_, "metadata '", shown(kv.key), "' has a dimension of size ", v);
       shape.push_back(v);
     }
     if (shape.numel() != ti.numel())
-      bad_file(path_, "metadata '", shown(kv.key), "' gives shape ", shape.str(), " (",
+      bad_gguf_file(path_, "metadata '", shown(kv.key), "' gives shape ", shape.str(), " (",
                shape.numel(), " values) for tensor '", shown(name), "' of ", ti.numel(),
                " values");
     ti.shape = shape;

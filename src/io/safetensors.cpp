@@ -19,13 +19,14 @@
 
 #include "core/error.h"
 #include "io/atomic_file.h"
+#include "io/json_unique_keys.h"
 #include "io/layouts.h"
 
 namespace ltx::io {
 
 namespace {
 
-std::atomic<int64_t> g_open_count{0};
+std::atomic<int64_t> g_safetensors_open_count{0};
 
 struct DTypeName {
   const char* name;
@@ -62,37 +63,6 @@ template <typename... Args>
   fail("invalid safetensors file '", path, "': ", std::forward<Args>(args)...);
 }
 
-// Keys of every JSON object seen while parsing, to reject duplicates (nlohmann keeps the last).
-struct DuplicateFinder {
-  struct Frame {
-    std::set<std::string> keys;
-    std::string last_key;
-  };
-  std::vector<Frame> stack;
-  bool found = false;
-  std::string key;     // the duplicated key
-  std::string parent;  // key of the object that holds it ("" at the top level)
-
-  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::object_start) {
-      stack.emplace_back();
-    } else if (event == E::object_end) {
-      if (!stack.empty()) stack.pop_back();
-    } else if (event == E::key && !stack.empty()) {
-      const std::string k = parsed.get<std::string>();
-      Frame& top = stack.back();
-      if (!found && !top.keys.insert(k).second) {
-        found = true;
-        key = k;
-        parent = stack.size() >= 2 ? stack[stack.size() - 2].last_key : "";
-      }
-      top.last_key = k;
-    }
-    return true;
-  }
-};
-
 uint64_t read_u64_le(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -124,10 +94,10 @@ struct SafetensorsFile::Mapping {
   }
 };
 
-int64_t safetensors_open_count() { return g_open_count.load(std::memory_order_relaxed); }
+int64_t safetensors_open_count() { return g_safetensors_open_count.load(std::memory_order_relaxed); }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  g_open_count.fetch_add(1, std::memory_order_relaxed);
+  g_safetensors_open_count.fetch_add(1, std::memory_order_relaxed);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("cannot open safetensors file '", path, "': ", std::strerror(errno));
   struct stat st {};
@@ -157,7 +127,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
 
 SafetensorsFile::SafetensorsFile(std::string name, std::vector<uint8_t> bytes)
     : path_(std::move(name)) {
-  g_open_count.fetch_add(1, std::memory_order_relaxed);
+  g_safetensors_open_count.fetch_add(1, std::memory_order_relaxed);
   file_size_ = bytes.size();
   if (file_size_ < 8)
     bad_file(path_, "the file is ", file_size_,
@@ -197,10 +167,10 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
              std::isprint(static_cast<unsigned char>(header[0])) ? std::string(1, header[0])
                                                                  : std::string("\\x?"),
              "')");
-  DuplicateFinder dups;
+  RepeatedJsonKey dups;
   json root;
   try {
-    root = json::parse(header, header + n, std::ref(dups), /*allow_exceptions=*/true);
+    root = parse_json_unique_keys(std::string_view(header, n), dups);
   } catch (const json::exception& e) {
     bad_file(path_, "the header is not valid JSON (", e.what(), ")");
   }

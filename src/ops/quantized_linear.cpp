@@ -33,7 +33,7 @@ void check_activation_dtype(const char* op, const Tensor& x) {
 }
 
 // The GEMM sizes for the op profiler: rows x in -> out.
-[[maybe_unused]] std::string gemm_detail(const Tensor& x, const Tensor& weight) {
+[[maybe_unused]] std::string fp8_gemm_detail(const Tensor& x, const Tensor& weight) {
   return std::to_string(x.numel() / x.size(-1)) + "x" + std::to_string(weight.size(1)) + "->" +
          std::to_string(weight.size(0)) + " fp8";
 }
@@ -105,7 +105,7 @@ Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& we
     case DeviceType::CUDA:
       LTX_CUDA_DISPATCH_DETAIL(
           return cuda::linear_fp8_scaled(x, weight, weight_scale, input_scale, bias), op,
-          gemm_detail(x, weight));
+          fp8_gemm_detail(x, weight));
   }
   unreachable_device(op);
 }
@@ -133,7 +133,7 @@ Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor&
       return cpu::linear_fp8_per_token(x, weight, weight_scale, bias);
     case DeviceType::CUDA:
       LTX_CUDA_DISPATCH_DETAIL(return cuda::linear_fp8_per_token(x, weight, weight_scale, bias),
-                               op, gemm_detail(x, weight));
+                               op, fp8_gemm_detail(x, weight));
   }
   unreachable_device(op);
 }
@@ -308,7 +308,7 @@ Tensor linear_fp8_blockwise(const Tensor& x, const Tensor& weight, const Tensor&
       return cpu::linear_fp8_blockwise(x, weight.contiguous(), weight_scale.contiguous(), bias);
     case DeviceType::CUDA:
       LTX_CUDA_DISPATCH_DETAIL(return linear_fp8_blockwise_cuda(x, weight, weight_scale, bias),
-                               op, gemm_detail(x, weight) + " blockwise");
+                               op, fp8_gemm_detail(x, weight) + " blockwise");
   }
   unreachable_device(op);
 }

@@ -19,7 +19,7 @@ namespace ltx::parity {
 
 namespace {
 
-using namespace models;
+namespace tiling = models::tiling;
 using namespace models::video_vae;
 
 std::optional<tiling::TilingConfig> tiling_from_notes(const Run& run, const char* section) {
@@ -32,7 +32,7 @@ std::optional<tiling::TilingConfig> tiling_from_notes(const Run& run, const char
 
 // Emits out.<name>, and out.f64.<name> from the same f32 values when the io file has that twin
 // (the CPU backend computes in f32 only).
-void emit_out(Run& run, const std::string& name, const Tensor& value) {
+void emit_out_with_f64(Run& run, const std::string& name, const Tensor& value) {
   run.emit("out." + name, value);
   if (run.has("out.f64." + name)) run.emit("out.f64." + name, value.to(DType::F64));
 }
@@ -68,11 +68,11 @@ void encode(Run& run, const std::string& weights) {
   // pixels_u8.float() / 127.5 - 1.0, in f32 as the pipelines do.
   Tensor pixels = ops::sub(ops::div(run.tensor("in.encode.pixels_u8").to(dev), 127.5), 1.0);
   Tensor latent = encoder(pixels, probe_into(run, "encode"));
-  emit_out(run, "encode.latent", latent);
+  emit_out_with_f64(run, "encode.latent", latent);
   if (run.has("out.tiled_encode.latent")) {
     const auto cfg = tiling_from_notes(run, "tiled_encode");
     if (cfg)
-      emit_out(run, "tiled_encode.latent", encoder.tiled_encode(pixels, cfg));
+      emit_out_with_f64(run, "tiled_encode.latent", encoder.tiled_encode(pixels, cfg));
     else
       log_warn("parity video-vae: the io file has no notes.tiled_encode.tiling_config; "
                "out.tiled_encode.latent not computed");
@@ -107,13 +107,13 @@ void decode(Run& run, const std::string& weights) {
         return recorded;
       };
     }
-    emit_out(run, "decode.pixels", decoder(latent, timestep, noise, probe_into(run, "decode")));
+    emit_out_with_f64(run, "decode.pixels", decoder(latent, timestep, noise, probe_into(run, "decode")));
     if (run.has("out.decode_default_t.pixels"))
-      emit_out(run, "decode_default_t.pixels", decoder(latent, std::nullopt, noise));
+      emit_out_with_f64(run, "decode_default_t.pixels", decoder(latent, std::nullopt, noise));
     if (run.has("out.decode_causal.pixels")) {
       DecoderConfig causal = config;
       causal.causal = true;
-      emit_out(run, "decode_causal.pixels", build(causal)(latent, timestep, noise));
+      emit_out_with_f64(run, "decode_causal.pixels", build(causal)(latent, timestep, noise));
     }
   }
   if (tiled) {
@@ -135,7 +135,7 @@ void decode(Run& run, const std::string& weights) {
       noise = [flat](const Shape& shape) { return (*flat)(shape); };
     }
     std::vector<int64_t> frames;
-    emit_out(run, "tiled_decode.pixels",
+    emit_out_with_f64(run, "tiled_decode.pixels",
              decoder.tiled_decode_all(latent, cfg, timestep, noise, &frames));
     if (noise)
       LTX_CHECK(flat->pos == flat->values.size(), "parity video-vae: the tiled decode used ",

@@ -10,7 +10,7 @@ namespace ltx::quantization {
 
 namespace {
 
-constexpr std::string_view kBlocksPrefix = "transformer_blocks.";
+constexpr std::string_view kFp8BlocksPrefix = "transformer_blocks.";
 // One list for the matcher and for the parameters, as the reference keeps them.
 constexpr std::array<std::string_view, 6> kLinearSuffixes = {
     ".to_q", ".to_k", ".to_v", ".to_out.0", "ff.net.0.proj", "ff.net.2"};
@@ -24,7 +24,7 @@ bool strip_suffix(std::string_view& s, std::string_view suffix) {
 }  // namespace
 
 bool is_fp8_cast_linear(const std::string& module_name) {
-  if (module_name.find(kBlocksPrefix) == std::string::npos) return false;
+  if (module_name.find(kFp8BlocksPrefix) == std::string::npos) return false;
   for (std::string_view suffix : kLinearSuffixes)
     if (std::string_view(module_name).ends_with(suffix)) return true;
   return false;

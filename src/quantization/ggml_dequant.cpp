@@ -18,7 +18,7 @@ constexpr GgmlType kDequantizable[] = {
 };
 
 // Values per parallel task: big enough that a task outweighs its scheduling.
-constexpr int64_t kValuesPerTask = int64_t{1} << 16;
+constexpr int64_t kDequantValuesPerTask = int64_t{1} << 16;
 
 }  // namespace
 
@@ -62,7 +62,7 @@ void dequantize_rows(GgmlType type, const void* blocks, int64_t rows, int64_t co
   // Blocks never straddle rows, so the work splits into runs of whole blocks of the flat data.
   const int64_t blocks_per_row = cols / t.block_elems;
   const int64_t total_blocks = rows * blocks_per_row;
-  const int64_t grain = std::max<int64_t>(1, kValuesPerTask / t.block_elems);
+  const int64_t grain = std::max<int64_t>(1, kDequantValuesPerTask / t.block_elems);
   parallel_for(0, total_blocks, grain, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       const bool ok = ops::ggml::dequantize_block(type, src + b * t.block_bytes,

@@ -20,7 +20,7 @@ constexpr GgmlType kQuantizable[] = {
 };
 
 // Values per parallel task (the K-quant searches cost ~100 operations a value).
-constexpr int64_t kValuesPerTask = int64_t{1} << 14;
+constexpr int64_t kQuantValuesPerTask = int64_t{1} << 14;
 
 // A group whose largest magnitude is below this is all zeros (the reference's GROUP_MAX_EPS).
 constexpr float kGroupZero = 1e-15f;
@@ -385,7 +385,7 @@ void quantize_rows(GgmlType type, const float* x, int64_t rows, int64_t cols, vo
   auto* dst = static_cast<uint8_t*>(out);
   // Blocks never straddle rows: the flat data is a run of whole blocks.
   const int64_t total_blocks = rows * (cols / t.block_elems);
-  const int64_t grain = std::max<int64_t>(1, kValuesPerTask / t.block_elems);
+  const int64_t grain = std::max<int64_t>(1, kQuantValuesPerTask / t.block_elems);
   parallel_for(0, total_blocks, grain, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) quantize_block(type, x + b * t.block_elems, dst + b * t.block_bytes);
   });

@@ -11,7 +11,7 @@ namespace ltx::quantization {
 
 namespace {
 
-constexpr std::string_view kBlocksPrefix = "transformer_blocks.";
+constexpr std::string_view kNvfp4BlocksPrefix = "transformer_blocks.";
 // The reference's FV allowlist: its FP4 GEMM does not take the audio branch's or the gate's
 // shapes, so those stay dense.
 constexpr std::array<std::string_view, 12> kCastSuffixes = {
@@ -27,8 +27,8 @@ std::string layer_name(const io::WeightMap& w, const std::string& name) { return
 
 bool is_nvfp4_cast_linear(const std::string& module_name) {
   std::string_view s = module_name;
-  if (!s.starts_with(kBlocksPrefix)) return false;
-  s.remove_prefix(kBlocksPrefix.size());
+  if (!s.starts_with(kNvfp4BlocksPrefix)) return false;
+  s.remove_prefix(kNvfp4BlocksPrefix.size());
   size_t digits = 0;
   while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
   if (digits == 0 || digits == s.size() || s[digits] != '.') return false;
@@ -60,8 +60,11 @@ std::optional<Nvfp4Parameters> take_prequant_nvfp4(io::WeightMap& w, const std::
   LTX_CHECK(w.contains(name + ".weight"), "--quantization nvfp4-prequant: layer ", layer,
             " has NVFP4 scales but no .weight; the file is incomplete (re-export it)");
   const Shape scales_shape = ops::nvfp4_block_scales_shape(out_features, in_features);
-  LTX_CHECK(w.dtype(name + ".weight") == DType::U8 &&
-                w.shape(name + ".weight") == Shape({out_features, in_features / 2}),
+  // Compared dim by dim: g++ 12 at -O3 reports a comparison with a Shape temporary here as
+  // possibly uninitialised (a false positive that depends on what is inlined around it).
+  const Shape stored = w.shape(name + ".weight");
+  LTX_CHECK(w.dtype(name + ".weight") == DType::U8 && stored.size() == 2 &&
+                stored[0] == out_features && stored[1] == in_features / 2,
             "--quantization nvfp4-prequant: ", layer, ".weight is ", describe(name + ".weight"),
             "; an NVFP4 weight of this layer is u8 [", out_features, ", ", in_features / 2,
             "] (two E2M1 values a byte)");

@@ -740,3 +740,6 @@ void JobStore::recover() {
 }
 
 }  // namespace ltx::server
+
+// Local to this file (unity builds compile it together with others).
+#undef LTX_JOB_COLUMNS

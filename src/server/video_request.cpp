@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "io/json_unique_keys.h"
 #include "pipelines/pipeline.h"
 #include "server/api_error.h"
 #include "server/upload_image.h"
@@ -220,24 +221,15 @@ Fields fields_from_json(const std::string& text) {
   Fields f;
   // A key given twice in one object is refused, as a duplicated form part is (the parser would
   // keep the last one silently).
-  std::vector<std::set<std::string>> keys;
-  const json::parser_callback_t check_keys = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      keys.pop_back();
-    } else if (event == json::parse_event_t::key &&
-               !keys.back().insert(parsed.get<std::string>()).second) {
-      const std::string key = parsed.get<std::string>();
-      malformed(key, "duplicate_field", str("'", key, "' is given more than once; send it once"));
-    }
-    return true;
-  };
+  io::RepeatedJsonKey repeated;
   try {
-    f.obj = json::parse(text, check_keys);
+    f.obj = io::parse_json_unique_keys(text, repeated);
   } catch (const json::parse_error& e) {
     malformed("", "invalid_json", str("the request body is not valid JSON: ", e.what()));
   }
+  if (repeated.found)
+    malformed(repeated.key, "duplicate_field",
+              str("'", repeated.key, "' is given more than once; send it once"));
   if (!f.obj.is_object()) malformed("", "invalid_json", "the request body must be a JSON object");
   return f;
 }

@@ -9,7 +9,7 @@
 
 #include "bench/python_tool_test.h"
 
-namespace ltx {
+namespace ltx::ncu_source_summary_test {
 namespace {
 
 using test::ToolRun;
@@ -96,4 +96,4 @@ TEST_F(NcuSourceSummary, FilesWithoutTheSectionsOrColumnsAreErrors) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::ncu_source_summary_test

@@ -8,7 +8,7 @@
 
 #include "bench/python_tool_test.h"
 
-namespace ltx {
+namespace ltx::ncu_summary_test {
 namespace {
 
 using test::ToolRun;
@@ -53,4 +53,4 @@ TEST_F(NcuKernelSummary, FilesWithoutTheColumnsAreErrors) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::ncu_summary_test

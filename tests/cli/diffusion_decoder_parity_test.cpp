@@ -13,7 +13,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::diffusion_decoder_parity_test {
 namespace {
 
 using test::TempDir;
@@ -114,4 +114,4 @@ TEST(DiffusionDecoderParityCli, FailsCleanlyOnTheWrongWeights) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::diffusion_decoder_parity_test

@@ -15,7 +15,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::dubit_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -118,4 +118,4 @@ TEST(DubItCli, BadMediaAndFlagsFailWithOneLineAndNoOutput) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::dubit_cli_test

@@ -8,7 +8,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::duration_head_parity_test {
 namespace {
 
 using test::parity_names;
@@ -57,4 +57,4 @@ TEST(DurationHeadParityCli, FailsCleanlyWithoutADurationHead) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::duration_head_parity_test

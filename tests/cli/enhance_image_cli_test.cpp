@@ -18,7 +18,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::enhance_image_cli_test {
 namespace {
 
 using test::TempDir;
@@ -93,4 +93,4 @@ TEST(EnhanceImageCli, ParityComponentRecomputesTheRecording) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::enhance_image_cli_test

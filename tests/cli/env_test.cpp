@@ -11,7 +11,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::env_test {
 namespace {
 
 using test::TempDir;
@@ -108,4 +108,4 @@ TEST(EnvCli, AnUnknownLtxVariableIsNamedInAWarning) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::env_test

@@ -17,7 +17,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::generate_audio_test {
 namespace {
 
 using test::TempDir;
@@ -149,4 +149,4 @@ TEST(GenerateAudioCli, BadAudioFlagsAndInputsFailWithNoOutput) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::generate_audio_test

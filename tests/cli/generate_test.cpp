@@ -18,7 +18,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::generate_test {
 namespace {
 
 using test::TempDir;
@@ -298,4 +298,4 @@ TEST(GenerateCli, MissingComponentsNameTheFlag) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::generate_test

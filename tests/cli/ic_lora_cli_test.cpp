@@ -19,7 +19,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::ic_lora_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -164,4 +164,4 @@ TEST(IcLoraCli, BadMediaAndFlagsFailWithOneLineAndNoOutput) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::ic_lora_cli_test

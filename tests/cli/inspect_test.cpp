@@ -12,7 +12,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::inspect_test {
 namespace {
 
 using test::TempDir;
@@ -212,4 +212,4 @@ TEST(InspectCli, DescribesACommunityGgufFile) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::inspect_test

@@ -14,7 +14,7 @@
 #include "support/e2e_compare.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::pipeline_parity_test {
 namespace {
 
 using e2e_fixture::e2e;
@@ -95,4 +95,4 @@ TEST(PipelineParityCli, FailsWithOneLineAndNoOutput) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::pipeline_parity_test

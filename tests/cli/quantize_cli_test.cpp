@@ -12,7 +12,7 @@
 #include "support/cli_runner.h"
 #include "support/tiny_transformer_checkpoint.h"
 
-namespace ltx {
+namespace ltx::quantize_cli_test {
 namespace {
 
 using test::TempDir;
@@ -99,4 +99,4 @@ TEST(ConvertCli, GgufBackToSafetensorsNeedsAnExactDtypeOrAllowLossy) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::quantize_cli_test

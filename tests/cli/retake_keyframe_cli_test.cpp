@@ -15,7 +15,7 @@
 #include "support/cli_runner.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::retake_keyframe_cli_test {
 namespace {
 
 using test::TempDir;
@@ -132,4 +132,4 @@ TEST(RetakeCli, BadFlagsAndClipsAreOneErrorNamingTheFlag) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::retake_keyframe_cli_test

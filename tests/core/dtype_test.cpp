@@ -8,7 +8,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 
-namespace ltx {
+namespace ltx::dtype_test {
 namespace {
 
 using namespace dtype_bits;
@@ -151,4 +151,4 @@ TEST(DType, TensorToRoundTripsEveryFloatType) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::dtype_test

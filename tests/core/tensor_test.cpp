@@ -135,6 +135,9 @@ TEST(Tensor, AllocationCountsCountStorageNotViews) {
 }
 
 TEST(Parallel, CoversRangeExactlyOnceAndPropagatesErrors) {
+  // Four workers whatever the machine or LTX_NUM_THREADS says (one thread runs the range inline).
+  const int threads_before = num_threads();
+  set_num_threads(4);
   std::vector<std::atomic<int>> hits(1000);
   parallel_for(0, 1000, 7, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) hits[i]++;
@@ -151,6 +154,7 @@ TEST(Parallel, CoversRangeExactlyOnceAndPropagatesErrors) {
       parallel_for(0, 10, 1, [&](int64_t b2, int64_t e2) { total += static_cast<int>(e2 - b2); });
   });
   EXPECT_EQ(total.load(), 80);
+  set_num_threads(threads_before);
 }
 
 }  // namespace

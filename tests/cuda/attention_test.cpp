@@ -20,7 +20,7 @@
 #include "ops/elementwise.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::attention_test {
 namespace {
 
 using test::kGpu;
@@ -786,4 +786,4 @@ TEST(CudaGatedAttention, TransformerAttentionModule) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::attention_test

@@ -24,7 +24,7 @@
 #include "models/transformer/model.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::block_streaming_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -384,4 +384,4 @@ TEST(CudaBlockStreaming, StreamingOnTheCpuIsAnErrorNamingTheFlag) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::block_streaming_test

@@ -191,3 +191,6 @@ TEST(CudaFp8Blockwise, TinyTransformerMatchesTheCpuRun) {
 
 }  // namespace
 }  // namespace ltx
+
+// Local to this file (unity builds compile it together with others).
+#undef LTX_REQUIRE_HOPPER

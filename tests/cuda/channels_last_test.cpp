@@ -20,7 +20,7 @@
 #include "ops/shape.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::channels_last_test {
 namespace {
 
 using test::kGpu;
@@ -266,4 +266,4 @@ TEST(CudaChannelsLast, ConvVideoDecoderMatchesItsContiguousPathAndTheCpu) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::channels_last_test

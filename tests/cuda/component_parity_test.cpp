@@ -21,7 +21,7 @@
 #include "parity/parity.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::component_parity_test {
 namespace {
 
 struct Case {
@@ -234,4 +234,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::component_parity_test

@@ -18,7 +18,7 @@
 #include "ops/conv.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::conv_cudnn_test {
 namespace {
 
 using test::kGpu;
@@ -253,4 +253,4 @@ TEST(CudaCudnnConv, TakesOnlyBf16) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::conv_cudnn_test

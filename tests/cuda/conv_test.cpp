@@ -10,7 +10,7 @@
 #include "ops/conv.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::conv_test {
 namespace {
 
 using test::kGpu;
@@ -169,4 +169,4 @@ TEST(CudaConv, BadArgumentsThrow) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::conv_test

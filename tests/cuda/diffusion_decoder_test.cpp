@@ -12,7 +12,7 @@
 #include "sampling/noise.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::diffusion_decoder_test {
 namespace {
 
 using namespace models::video_vae;
@@ -109,4 +109,4 @@ TEST(CudaDiffusionDecoder, CodeDefaultConfigMatchesTheReferenceInF32AndBf16) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::diffusion_decoder_test

@@ -21,7 +21,7 @@
 #include "pipelines/pipeline.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::dubit_device_test {
 namespace {
 
 using pipelines::PipelineKind;
@@ -73,4 +73,4 @@ TEST(DubItOnCuda, ReferenceClipAndBothStagesMatchTheCpuInF32) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::dubit_device_test

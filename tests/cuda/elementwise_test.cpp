@@ -15,7 +15,7 @@
 #include "ops/elementwise.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::elementwise_test {
 namespace {
 
 using ops::BinaryOp;
@@ -335,4 +335,4 @@ TEST(CudaElementwise, RejectsBadDtypesAndMixedDevices) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::elementwise_test

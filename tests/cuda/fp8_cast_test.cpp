@@ -18,7 +18,7 @@
 #include "parity/parity.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::fp8_cast_test {
 namespace {
 
 using quantization::Mode;
@@ -100,4 +100,4 @@ TEST(CudaFp8Cast, TinyTransformerMatchesTheCpuFp8CastRun) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::fp8_cast_test

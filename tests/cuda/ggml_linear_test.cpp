@@ -28,7 +28,7 @@
 #include "support/ggml_weights.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::ggml_linear_test {
 namespace {
 
 using test::kGpu;
@@ -216,4 +216,4 @@ TEST(CudaGgmlLinear, StreamedGgufBlocksAndTheirLoraTermGiveTheResidentOutputsBit
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::ggml_linear_test

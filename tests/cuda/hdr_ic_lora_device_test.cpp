@@ -18,7 +18,7 @@
 #include "pipelines/pipeline.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::hdr_ic_lora_device_test {
 namespace {
 
 namespace hdr = pipelines::hdr_ic_lora;
@@ -56,4 +56,4 @@ TEST(HdrIcLoraOnCuda, BothStagesAndTheTilesMatchTheCpuInF32) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::hdr_ic_lora_device_test

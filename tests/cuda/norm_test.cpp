@@ -14,7 +14,7 @@
 #include "ops/summed.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::norm_test {
 namespace {
 
 using test::kGpu;
@@ -569,4 +569,4 @@ TEST(CudaNorm, RejectsBadArguments) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::norm_test

@@ -19,7 +19,7 @@
 #include "parity/parity.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::nvfp4_test {
 namespace {
 
 using quantization::Mode;
@@ -122,4 +122,4 @@ TEST(CudaNvfp4, TinyTransformerMatchesTheCpuNvfp4CastRun) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::nvfp4_test

@@ -10,7 +10,7 @@
 #include "ops/reduce.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::reduce_test {
 namespace {
 
 using ops::ReduceOp;
@@ -139,4 +139,4 @@ TEST(CudaReduce, Bf16InputsGiveBf16Results) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::reduce_test

@@ -9,7 +9,7 @@
 #include "ops/rope.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::rope_test {
 namespace {
 
 using ops::RopeLayout;
@@ -92,4 +92,4 @@ TEST(CudaRope, Bf16InputsRoundTheF32Result) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::rope_test

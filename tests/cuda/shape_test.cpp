@@ -9,7 +9,7 @@
 #include "ops/shape.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::shape_test {
 namespace {
 
 using ops::PadMode;
@@ -81,4 +81,4 @@ TEST(CudaShape, ConcatAndStackStayOnTheDevice) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::shape_test

@@ -14,7 +14,7 @@
 #include "pipelines/denoisers.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::timestep_form_test {
 namespace {
 
 namespace mt = models::transformer;
@@ -113,4 +113,4 @@ TEST(CudaTimestepForm, GuidedStepPerRunEqualsPerTokenInBf16) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::timestep_form_test

@@ -16,7 +16,7 @@
 #include "media/image.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::engine_batch_test {
 namespace {
 
 generate::GenerateOptions tiny_job(const std::string& pipeline, int64_t seed) {
@@ -276,4 +276,4 @@ TEST(EngineBatch, JobsThatCannotShareARunAreRefused) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::engine_batch_test

@@ -11,7 +11,7 @@
 #include "pipelines/pipeline.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::engine_test {
 namespace {
 
 // A one-stage job at the smallest size: 64x64, 9 frames, one step.
@@ -366,4 +366,4 @@ TEST(ModelCache, LeasedEntriesStayAndTheLeastRecentlyUsedGoFirst) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::engine_test

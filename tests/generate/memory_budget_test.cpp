@@ -18,7 +18,7 @@
 #include "quantization/nvfp4.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::memory_budget_test {
 namespace {
 
 constexpr int64_t kGiB = int64_t{1} << 30;
@@ -256,4 +256,4 @@ TEST(ModelCacheOutOfMemory, EvictUnleasedCountsAndKeepsLeases) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::memory_budget_test

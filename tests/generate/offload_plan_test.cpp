@@ -15,7 +15,7 @@
 #include "quantization/nvfp4.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::offload_plan_test {
 namespace {
 
 using generate::ModelOffload;
@@ -325,4 +325,4 @@ TEST(OffloadPlan, TheDemoRunUnderABudgetBetweenGemmasNeedsStreamsItsLastLayers) 
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::offload_plan_test

@@ -20,7 +20,7 @@
 #include "support/test_support.h"
 #include "support/tiny_transformer_checkpoint.h"
 
-namespace ltx {
+namespace ltx::checkpoint_export_test {
 namespace {
 
 using quantization::community_gguf_type;
@@ -329,4 +329,4 @@ TEST(QuantizeCheckpoint, BadRequestsFailBeforeWritingAnything) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::checkpoint_export_test

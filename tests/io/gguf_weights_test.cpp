@@ -16,7 +16,7 @@
 #include "quantization/ggml_dequant.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::gguf_weights_test {
 namespace {
 
 using test::expect_error_containing;
@@ -165,4 +165,4 @@ TEST(GgufInspect, ForeignArchitecturesAreNamedNotGuessed) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::gguf_weights_test

@@ -11,7 +11,7 @@
 #include "io/io_test_util.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::safetensors_test {
 namespace {
 
 using io::SafetensorsFile;
@@ -523,4 +523,4 @@ TEST_F(SafetensorsCorrupt, RejectsMissingOrExtraFields) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::safetensors_test

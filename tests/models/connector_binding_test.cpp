@@ -14,7 +14,7 @@
 #include "models/text/embeddings_processor.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::connector_binding_test {
 namespace {
 
 namespace txt = models::text;
@@ -124,4 +124,4 @@ TEST(ConnectorBinding, LaterFileWinsANameBothHave) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::connector_binding_test

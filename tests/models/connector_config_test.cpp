@@ -10,7 +10,7 @@
 #include "models/text/embeddings_processor.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::connector_config_test {
 namespace {
 
 namespace txt = models::text;
@@ -178,4 +178,4 @@ TEST(ConnectorConfig, StrictChecks) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::connector_config_test

@@ -15,7 +15,7 @@
 #include "ops/norm.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::diffusion_attention_test {
 namespace {
 
 using namespace models::video_vae;
@@ -176,4 +176,4 @@ TEST(DiffusionNABlock, WChunkedAttentionMatchesTheSlabComposition) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::diffusion_attention_test

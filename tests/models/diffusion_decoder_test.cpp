@@ -13,7 +13,7 @@
 #include "ops/shape.h"
 #include "sampling/noise.h"
 
-namespace ltx {
+namespace ltx::diffusion_decoder_test {
 namespace {
 
 using namespace models;
@@ -313,4 +313,4 @@ TEST(DiffusionDecoder, RejectsBadLatents) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::diffusion_decoder_test

@@ -10,7 +10,7 @@
 #include "models/video_vae/diffusion_tiling.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::diffusion_tiling_test {
 namespace {
 
 using namespace models;
@@ -160,4 +160,7 @@ TEST(DiffusionTiling, RealSizeRecommendationsMatchTheReference) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::diffusion_tiling_test
+
+// Local to this file (unity builds compile it together with others).
+#undef EXPECT_LAYOUT

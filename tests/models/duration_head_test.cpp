@@ -7,7 +7,7 @@
 #include "models/duration_head/duration_predictor.h"
 #include "models/vae_test_util.h"
 
-namespace ltx {
+namespace ltx::duration_head_test {
 namespace {
 
 using namespace models::duration_head;
@@ -202,4 +202,4 @@ TEST(DurationHead, RejectsBadInputs) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::duration_head_test

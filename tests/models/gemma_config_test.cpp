@@ -9,7 +9,7 @@
 #include "models/text/gemma/compat.h"
 #include "models/text/gemma/config.h"
 
-namespace ltx {
+namespace ltx::gemma_config_test {
 namespace {
 
 using nlohmann::json;
@@ -220,4 +220,4 @@ TEST(GemmaVersionCheck, FollowsTheReferenceRulesForEachMetadataCase) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::gemma_config_test

@@ -25,8 +25,9 @@ inline const io::SafetensorsFile& text_io(const std::string& name) {
   return name == "ltx23" ? *io23 : *io25;
 }
 
-// ||a - b|| / ||b|| in double.
-inline double rel_l2(const Tensor& a, const Tensor& b) {
+// ||a - b|| / ||b|| in double, expecting as many elements in both (||a - b|| when b is zero).
+// Not cuda_test_util.h's rel_l2, which differs for a zero b; both reach test_models.
+inline double rel_l2_same_size(const Tensor& a, const Tensor& b) {
   const auto x = a.to_double_vector(), y = b.to_double_vector();
   EXPECT_EQ(x.size(), y.size());
   double d = 0, n = 0;

@@ -211,13 +211,13 @@ TEST(GemmaVision, PrefillInsertsFeaturesAndAttendsWithinTheImageBlock) {
   };
   std::vector<Tensor> hs;
   const Tensor a = run(feats, &hs);
-  EXPECT_LT(test::rel_l2(hs[0].select(0, 0).narrow(0, 6, 4), feats), 1e-7);
+  EXPECT_LT(test::rel_l2_same_size(hs[0].select(0, 0).narrow(0, 6, 4), feats), 1e-7);
   Tensor feats2 = feats.clone();
   feats2.data<float>()[3 * 24 + 5] += 1.0f;  // the last image token only
   const Tensor b = run(feats2, nullptr);
   // Tokens before the block do not see it; the first image token does.
-  EXPECT_LT(test::rel_l2(a.select(1, 5), b.select(1, 5)), 1e-7);
-  EXPECT_GT(test::rel_l2(a.select(1, 6), b.select(1, 6)), 1e-4);
+  EXPECT_LT(test::rel_l2_same_size(a.select(1, 5), b.select(1, 5)), 1e-7);
+  EXPECT_GT(test::rel_l2_same_size(a.select(1, 6), b.select(1, 6)), 1e-4);
 }
 
 // The whole i2v path on the tiny model: the expanded image sequence tokenizes to boi, 4 soft
@@ -274,19 +274,19 @@ TEST(GemmaVisionParity, ImagePreprocessingMatchesTheReference) {
                        << " values differ, by at most " << worst;
   // The processor from the reference's own resized image.
   const Tensor px = text::gemma3_pixel_values(want, text::image_processor_config_of(tiny().assets));
-  EXPECT_LT(test::rel_l2(px, f.tensor("pixel_values")), 1e-7);
+  EXPECT_LT(test::rel_l2_same_size(px, f.tensor("pixel_values")), 1e-7);
   // And from the decoded PNG (media::read_image is tested against PIL elsewhere).
   const Tensor px2 = text::gemma3_pixel_values(resized, text::image_processor_config_of(tiny().assets));
-  EXPECT_LT(test::rel_l2(px2, f.tensor("pixel_values")), 1e-7);
+  EXPECT_LT(test::rel_l2_same_size(px2, f.tensor("pixel_values")), 1e-7);
 }
 
 TEST(GemmaVisionParity, TowerProjectorEmbeddingsAndLogitsMatchTheReference) {
   const io::SafetensorsFile& f = *vision_io();
   const Tensor px = f.tensor("pixel_values").to(DType::F32);
   const Tensor vo = tiny().vision.vision(px);
-  EXPECT_LT(test::rel_l2(vo, f.tensor("vision_out")), 1e-5);
+  EXPECT_LT(test::rel_l2_same_size(vo, f.tensor("vision_out")), 1e-5);
   const Tensor po = tiny().vision.project(f.tensor("vision_out").to(DType::F32));
-  EXPECT_LT(test::rel_l2(po, f.tensor("projector_out")), 1e-5);
+  EXPECT_LT(test::rel_l2_same_size(po, f.tensor("projector_out")), 1e-5);
 
   // The model input as the enhancer builds it.
   const text::PromptEnhancer enhancer(tiny().assets, tiny().model);
@@ -316,11 +316,11 @@ TEST(GemmaVisionParity, TowerProjectorEmbeddingsAndLogitsMatchTheReference) {
                                         Tensor::from_vector(pos, {1, T}),
                                         Tensor::from_vector(r.attention_mask, {1, T}), cache, &hs,
                                         nullptr, &images);
-  EXPECT_LT(test::rel_l2(hs[0], f.tensor("inputs_embeds")), 1e-5);
+  EXPECT_LT(test::rel_l2_same_size(hs[0], f.tensor("inputs_embeds")), 1e-5);
   // Left pads: HF's logits there come from fully masked rows; compare the real tokens.
   const int64_t first = T - valid;
   const Tensor logits = tiny().model.logits(h);
-  EXPECT_LT(test::rel_l2(logits.narrow(1, first, T - first),
+  EXPECT_LT(test::rel_l2_same_size(logits.narrow(1, first, T - first),
                          f.tensor("prefill_logits").to(DType::F32).narrow(1, first, T - first)),
             1e-5);
 }
@@ -334,8 +334,8 @@ TEST(GemmaVisionParity, GreedyEnhancementMatchesTheReferenceTokens) {
   o.max_new_tokens = std::stoll(f.metadata().at("max_new_tokens"));
   const text::EnhanceResult r =
       enhancer.enhance_i2v(f.metadata().at("prompt"), f.tensor("in.image_u8"), tiny().vision, o);
-  EXPECT_LT(test::rel_l2(r.pixel_values, f.tensor("pixel_values")), 1e-7);
-  EXPECT_LT(test::rel_l2(r.image_features.unsqueeze(0), f.tensor("projector_out")), 1e-5);
+  EXPECT_LT(test::rel_l2_same_size(r.pixel_values, f.tensor("pixel_values")), 1e-7);
+  EXPECT_LT(test::rel_l2_same_size(r.image_features.unsqueeze(0), f.tensor("projector_out")), 1e-5);
   EXPECT_EQ(r.generated_ids, f.tensor("generated_ids").to_int_vector());
   EXPECT_EQ(r.decoded, f.metadata().at("decoded"));
   // The one-call API (loads the root's model and vision tower) gives the cleaned text.

@@ -19,7 +19,7 @@
 #include "support/test_support.h"
 #include "models/tiny_ltx23.h"
 
-namespace ltx {
+namespace ltx::lora_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -564,4 +564,4 @@ TEST(LoraReference, FusedWeightsAndForwardMatchTheOfficialLoader) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::lora_test

@@ -7,7 +7,7 @@
 #include "models/tiling.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::tiling_test {
 namespace {
 
 using namespace models::tiling;
@@ -239,4 +239,4 @@ TEST(Tiling, ConfigsParseFromJson) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::tiling_test

@@ -12,7 +12,7 @@
 #include "ops/shape.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::transformer_batch_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -89,4 +89,4 @@ TEST(TransformerBatch, EachSampleOfABatchOfFourEqualsItsSoloRunBitwise) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::transformer_batch_test

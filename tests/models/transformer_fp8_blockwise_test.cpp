@@ -22,7 +22,7 @@
 #include "support/test_support.h"
 #include "models/tiny_ltx23.h"
 
-namespace ltx {
+namespace ltx::transformer_fp8_blockwise_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -155,4 +155,4 @@ TEST(TransformerFp8Blockwise, LoraFusesAsTheReferencesRuleAndResetsBitForBit) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::transformer_fp8_blockwise_test

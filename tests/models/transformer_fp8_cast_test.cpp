@@ -18,7 +18,7 @@
 #include "support/test_support.h"
 #include "models/tiny_ltx23.h"
 
-namespace ltx {
+namespace ltx::transformer_fp8_cast_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -113,4 +113,4 @@ TEST(TransformerFp8Cast, LoraFusesOntoTheE4m3WeightsAndRestoresThemBitForBit) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::transformer_fp8_cast_test

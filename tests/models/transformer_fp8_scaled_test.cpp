@@ -22,7 +22,7 @@
 #include "support/test_support.h"
 #include "models/tiny_ltx23.h"
 
-namespace ltx {
+namespace ltx::transformer_fp8_scaled_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -211,4 +211,4 @@ TEST(TransformerFp8, LoraRequantisesPerTensorAndRestoresTheBaseBitForBit) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::transformer_fp8_scaled_test

@@ -16,7 +16,7 @@
 #include "ops/shape.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::transformer_model_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -557,4 +557,4 @@ TEST(TransformerModel, TextKvCacheKeepsSigmaIndependentKeysAndValuesAcrossCalls)
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::transformer_model_test

@@ -18,7 +18,7 @@
 #include "support/test_support.h"
 #include "models/tiny_ltx23.h"
 
-namespace ltx {
+namespace ltx::transformer_nvfp4_test {
 namespace {
 
 namespace tf = models::transformer;
@@ -83,4 +83,4 @@ TEST(TransformerNvfp4Cast, RefusesToFuseALoraIntoNvfp4Weights) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::transformer_nvfp4_test

@@ -6,7 +6,7 @@
 #include "models/upsampler/model.h"
 #include "models/vae_test_util.h"
 
-namespace ltx {
+namespace ltx::upsampler_test {
 namespace {
 
 using namespace models;
@@ -97,4 +97,4 @@ TEST(Upsampler, RejectsLatentsOfTheWrongWidth) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::upsampler_test

@@ -13,7 +13,7 @@
 #include "ops/elementwise.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::video_vae_blocks_test {
 namespace {
 
 using namespace models;
@@ -275,4 +275,4 @@ TEST(UpsamplerBlocks, SpatioTemporalAndPerFrameVariantsHaveTheReferenceShapes) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::video_vae_blocks_test

@@ -10,7 +10,7 @@
 #include "models/vae_test_util.h"
 #include "ops/elementwise.h"
 
-namespace ltx {
+namespace ltx::video_vae_golden_test {
 namespace {
 
 using namespace models;
@@ -219,4 +219,4 @@ TEST(VideoVaeGolden, TileLayoutsAreTheReferences) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::video_vae_golden_test

@@ -11,7 +11,7 @@
 #include "models/video_vae/memory_estimate.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::video_vae_memory_test {
 namespace {
 
 using namespace models;
@@ -163,4 +163,4 @@ TEST(VideoVaeMemory, BudgetedTilingKeepsTheDefaultWhileItFitsAndShrinksBelow) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::video_vae_memory_test

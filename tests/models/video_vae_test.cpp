@@ -11,7 +11,7 @@
 #include "models/vae_test_util.h"
 #include "ops/elementwise.h"
 
-namespace ltx {
+namespace ltx::video_vae_test {
 namespace {
 
 using namespace models;
@@ -322,4 +322,4 @@ TEST(VideoVaeTiling, TiledEncodeMatchesUntiledForAPointwiseModel) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::video_vae_test

@@ -20,7 +20,7 @@
 #include "quantization/mode.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::linear_test {
 namespace {
 
 using quantization::Mode;
@@ -471,4 +471,4 @@ TEST(Fp8BlockwiseLinear, AZeroTileIsAnErrorNamingTheLayer) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::linear_test

@@ -17,7 +17,7 @@
 #include "quantization/nvfp4.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::nvfp4_linear_test {
 namespace {
 
 using quantization::Mode;
@@ -221,4 +221,4 @@ TEST(Nvfp4PrequantLinear, Bf16FileUnderPrequantNamesTheFileAndTheModesThatFit) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::nvfp4_linear_test

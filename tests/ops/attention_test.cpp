@@ -7,7 +7,7 @@
 #include "ops/elementwise.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::attention_test {
 namespace {
 
 using test::non_contiguous_copy;
@@ -267,4 +267,4 @@ TEST(Attention, RejectsBadArguments) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::attention_test

@@ -9,7 +9,7 @@
 #include "ops/quantized_linear.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::blockwise_fp8_test {
 namespace {
 
 using test::error_of;
@@ -229,4 +229,4 @@ TEST(FuseDeltaFp8Blockwise, AddsTheDeltaToTheBf16DequantisationAndQuantisesAgain
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::blockwise_fp8_test

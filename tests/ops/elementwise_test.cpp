@@ -13,7 +13,7 @@
 
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::elementwise_test {
 namespace {
 
 using ops::BinaryOp;
@@ -600,4 +600,4 @@ TEST(GatedAdd, RejectsBadArguments) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::elementwise_test

@@ -11,7 +11,7 @@
 #include "ops/elementwise.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::norm_test {
 namespace {
 
 using Values = std::vector<double>;
@@ -432,4 +432,4 @@ TEST(Norms, EmptyInputsGiveEmptyOutputs) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::norm_test

@@ -12,7 +12,7 @@
 #include "ops/reduce.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::quantized_linear_test {
 namespace {
 
 using test::error_of;
@@ -372,4 +372,4 @@ TEST(Fp8ScaledReference, LinearMatchesTorchScaledMmWithinTheAccumulationBound) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::quantized_linear_test

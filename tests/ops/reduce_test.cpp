@@ -12,7 +12,7 @@
 #include "core/parallel.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::reduce_test {
 namespace {
 
 using Values = std::vector<double>;
@@ -345,4 +345,4 @@ TEST(Softmax, EdgeCasesAndErrors) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::reduce_test

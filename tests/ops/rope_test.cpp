@@ -8,7 +8,7 @@
 #include "support/rope3d_test_util.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::rope_test {
 namespace {
 
 using ops::RopeLayout;
@@ -379,4 +379,4 @@ TEST(QkRmsNormRope, RejectsBadArguments) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::rope_test

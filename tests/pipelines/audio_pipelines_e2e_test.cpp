@@ -15,7 +15,7 @@
 #include "pipelines/pipeline.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::audio_pipelines_e2e_test {
 namespace {
 
 using namespace e2e_fixture;  // NOLINT(google-build-using-namespace): the shared fixture's names
@@ -240,4 +240,4 @@ TEST(AudioPipelinesE2E, A2VidChecksItsInputAudio) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::audio_pipelines_e2e_test

@@ -21,7 +21,7 @@
 #include "support/e2e_compare.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::batch_test {
 namespace {
 
 namespace mt = models::transformer;
@@ -299,4 +299,4 @@ TEST(PipelineBatch, RefusesRequestsOfDifferentKeysAndPipelinesThatDoNotBatch) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::batch_test

@@ -19,7 +19,7 @@
 #include "sampling/latent.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::dubit_test {
 namespace {
 
 using namespace e2e_fixture;  // NOLINT(google-build-using-namespace): the shared fixture's names
@@ -238,4 +238,4 @@ TEST(DubIt, RunsAtTheClipsLengthAndReturnsTheStage1Audio) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::dubit_test

@@ -18,7 +18,7 @@
 #include "models/video_vae/video_vae.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::hdr_ic_lora_test {
 namespace {
 
 namespace hdr = pipelines::hdr_ic_lora;
@@ -267,4 +267,4 @@ TEST(HdrIcLoraPipeline, LinearFramesCropSubsampleAndDecompress) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::hdr_ic_lora_test

@@ -15,7 +15,7 @@
 #include "pipelines/pipeline.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::ic_lora_test {
 namespace {
 
 namespace mt = models::transformer;
@@ -242,4 +242,4 @@ TEST(IcLoraPipeline, BadRequestsAreRefusedBeforeAnyWork) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::ic_lora_test

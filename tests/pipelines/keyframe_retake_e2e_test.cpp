@@ -26,7 +26,7 @@
 #include "support/e2e_compare.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::keyframe_retake_e2e_test {
 namespace {
 
 namespace mt = models::transformer;
@@ -343,4 +343,4 @@ TEST(RetakeE2E, BadRequestsNameTheFlag) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::keyframe_retake_e2e_test

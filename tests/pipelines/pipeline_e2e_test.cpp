@@ -26,7 +26,7 @@
 #include "io/io_test_util.h"
 #include "support/test_support.h"
 
-namespace ltx {
+namespace ltx::pipeline_e2e_test {
 namespace {
 
 namespace mt = models::transformer;
@@ -308,4 +308,4 @@ TEST(PipelineE2E, MissingComponentsAreReportedBeforeAnyWork) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::pipeline_e2e_test

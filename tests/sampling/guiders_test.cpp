@@ -7,7 +7,7 @@
 #include "sampling/params.h"
 #include "sampling/sampling_fixtures.h"
 
-namespace ltx {
+namespace ltx::guiders_test {
 namespace {
 
 using sampling::GuiderParams;
@@ -180,4 +180,4 @@ TEST(GuidancePlan, PassesFollowTheGuidersFlagsInBatchOrder) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::guiders_test

@@ -8,7 +8,7 @@
 #include "sampling/latent.h"
 #include "sampling/sampling_fixtures.h"
 
-namespace ltx {
+namespace ltx::latent_test {
 namespace {
 
 using sampling::AudioLatentShape;
@@ -208,4 +208,4 @@ TEST(LatentHelpers, PostProcessPinsConditionedTokensInTheDenoisedDtype) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::latent_test

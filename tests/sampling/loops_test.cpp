@@ -8,7 +8,7 @@
 #include "sampling/loops.h"
 #include "sampling/sampling_fixtures.h"
 
-namespace ltx {
+namespace ltx::loops_test {
 namespace {
 
 using sampling::AVState;
@@ -199,4 +199,4 @@ TEST(EulerCfgPpLoop, NeedsUncondAndUsesIt) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::loops_test

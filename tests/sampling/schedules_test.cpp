@@ -8,7 +8,7 @@
 #include "sampling/schedulers.h"
 #include "sampling/sampling_fixtures.h"
 
-namespace ltx {
+namespace ltx::schedules_test {
 namespace {
 
 using sampling::Sigmas;
@@ -202,4 +202,4 @@ TEST(PipelineParams, AncestralSamplerRuleMatchesFixtureMetadata) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::schedules_test

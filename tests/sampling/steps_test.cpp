@@ -8,7 +8,7 @@
 #include "sampling/steps.h"
 #include "sampling/sampling_fixtures.h"
 
-namespace ltx {
+namespace ltx::steps_test {
 namespace {
 
 constexpr const char* kFile = "sampling_steps";
@@ -147,4 +147,4 @@ TEST(Velocity, ToVelocityAndBackMatchFixture) {
 }
 
 }  // namespace
-}  // namespace ltx
+}  // namespace ltx::steps_test

@@ -8,7 +8,7 @@
 
 #include "server/video_request.h"
 
-namespace ltx::server {
+namespace ltx::server::api_json_test {
 namespace {
 
 using json = nlohmann::json;
@@ -211,4 +211,4 @@ TEST(ApiJson, ModelList) {
 }
 
 }  // namespace
-}  // namespace ltx::server
+}  // namespace ltx::server::api_json_test

@@ -20,10 +20,10 @@ namespace fs = std::filesystem;
 namespace ltx::server {
 namespace {
 
-using test::expect_error_containing;
-using test::read_bytes;
-using test::TempDir;
-using test::write_bytes;
+using ltx::test::expect_error_containing;
+using ltx::test::read_bytes;
+using ltx::test::TempDir;
+using ltx::test::write_bytes;
 
 TEST(DataDir, CreatesItsLayoutAndRecordsThePid) {
   TempDir tmp;

@@ -25,10 +25,10 @@ namespace {
 using nlohmann::json;
 
 struct Fixture {
-  test::TempDir tmp;
+  ltx::test::TempDir tmp;
   generate::Engine engine{[] {
     generate::EngineOptions eo;
-    eo.demo_dir = test::shared_demo_bundle().dir;
+    eo.demo_dir = ltx::test::shared_demo_bundle().dir;
     return eo;
   }()};
   DataDir dir{tmp.file("data")};

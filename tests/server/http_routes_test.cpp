@@ -18,7 +18,7 @@
 #include "server/in_memory_video_service.h"
 #include "server/routes.h"
 
-namespace ltx::server {
+namespace ltx::server::http_routes_test {
 namespace {
 
 using nlohmann::json;
@@ -892,4 +892,4 @@ TEST(HttpOptionsCheck, ImpossibleOptionsNameTheirFlag) {
 }
 
 }  // namespace
-}  // namespace ltx::server
+}  // namespace ltx::server::http_routes_test

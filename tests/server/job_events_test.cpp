@@ -9,7 +9,7 @@
 #include "server/scheduler.h"
 #include "server/scheduler_test_util.h"
 
-namespace ltx::server {
+namespace ltx::server::job_events_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -214,4 +214,4 @@ TEST(JobEvents, AReaderFollowsAJobThroughTheScheduler) {
 }
 
 }  // namespace
-}  // namespace ltx::server
+}  // namespace ltx::server::job_events_test

@@ -24,10 +24,10 @@ namespace fs = std::filesystem;
 namespace ltx::server {
 namespace {
 
-using test::expect_error_containing;
-using test::read_bytes;
-using test::TempDir;
-using test::write_bytes;
+using ltx::test::expect_error_containing;
+using ltx::test::read_bytes;
+using ltx::test::TempDir;
+using ltx::test::write_bytes;
 
 Job new_job(const std::string& prompt) {
   Job j;

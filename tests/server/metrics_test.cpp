@@ -13,7 +13,7 @@ namespace {
 // The parser's view of `text`: "# name type" lines and "name{labels} value" samples. Fails the
 // test when the parser rejects the text.
 std::string parsed(const std::string& text) {
-  test::TempDir dir;
+  ltx::test::TempDir dir;
   const std::string in = dir.file("metrics.txt");
   {
     std::FILE* f = std::fopen(in.c_str(), "w");

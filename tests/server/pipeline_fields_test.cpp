@@ -16,7 +16,7 @@
 #include "server/upload_test_util.h"
 #include "server/video_request.h"
 
-namespace ltx::server {
+namespace ltx::server::pipeline_fields_test {
 namespace {
 
 using json = nlohmann::json;
@@ -380,4 +380,4 @@ TEST(PipelineFieldTable, EveryEntryNamesServedPipelinesAndApplies) {
 }
 
 }  // namespace
-}  // namespace ltx::server
+}  // namespace ltx::server::pipeline_fields_test

@@ -11,7 +11,7 @@
 #include "server/fake_runner.h"
 #include "server/scheduler_test_util.h"
 
-namespace ltx::server {
+namespace ltx::server::scheduler_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -428,4 +428,4 @@ TEST(Scheduler, BadOptionsAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace ltx::server
+}  // namespace ltx::server::scheduler_test

@@ -12,7 +12,7 @@
 #include "server/serve_process.h"
 #include "server/upload_test_util.h"
 
-namespace ltx::test {
+namespace ltx::test::serve_pipelines_test {
 namespace {
 
 using nlohmann::json;
@@ -238,4 +238,4 @@ TEST(ServePipelines, A2VidIcLoraDubItAndKeyframesRunFromUploads) {
 }
 
 }  // namespace
-}  // namespace ltx::test
+}  // namespace ltx::test::serve_pipelines_test

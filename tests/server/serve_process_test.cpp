@@ -14,7 +14,7 @@
 #include "server/serve_process.h"
 #include "support/cli_runner.h"
 
-namespace ltx::test {
+namespace ltx::test::serve_process_test {
 namespace {
 
 using nlohmann::json;
@@ -27,7 +27,7 @@ json tiny_job(const std::string& prompt, int steps = 2) {
 }
 
 json wait_done(const ServeProcess& s, const std::string& id, std::chrono::seconds timeout = 120s) {
-  return test::wait_done(s, id, timeout);
+  return ltx::test::wait_done(s, id, timeout);
 }
 
 std::string content(const ServeProcess& s, const std::string& id) {
@@ -333,4 +333,4 @@ TEST(ServeProcess, FiftySequentialJobsKeepMemoryBounded) {
 }
 
 }  // namespace
-}  // namespace ltx::test
+}  // namespace ltx::test::serve_process_test

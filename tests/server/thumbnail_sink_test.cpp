@@ -15,7 +15,7 @@
 namespace ltx::server {
 namespace {
 
-using test::TempDir;
+using ltx::test::TempDir;
 
 TEST(ThumbnailSink, PicksTheMiddleFrame) {
   EXPECT_EQ(thumbnail_frame_index(121), 60);

@@ -15,7 +15,7 @@
 #include "server/api_error.h"
 #include "server/upload_test_util.h"
 
-namespace ltx::server {
+namespace ltx::server::video_request_test {
 namespace {
 
 using json = nlohmann::json;
@@ -691,4 +691,4 @@ TEST(VideoRequest, FormatSeconds) {
 }
 
 }  // namespace
-}  // namespace ltx::server
+}  // namespace ltx::server::video_request_test

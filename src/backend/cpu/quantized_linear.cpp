@@ -24,13 +24,13 @@ inline float clamp_e4m3(float v) {
   return v < -ops::kE4m3Max ? -ops::kE4m3Max : (v > ops::kE4m3Max ? ops::kE4m3Max : v);
 }
 
-inline float load_f32(const void* src, DType dt, int64_t i) {
+inline float load_as_f32(const void* src, DType dt, int64_t i) {
   return dt == DType::BF16 ? dtype_bits::bf16_to_f32(static_cast<const uint16_t*>(src)[i])
                            : static_cast<const float*>(src)[i];
 }
 
 // The number of rows of x: all dims but the last, flattened.
-int64_t rows_of(const Tensor& x) {
+int64_t flat_rows(const Tensor& x) {
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   return rows;
@@ -72,7 +72,7 @@ Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& we
   const Tensor q = quantize_e4m3(x, input_scale, ops::Fp8ScaleUse::Divide).to(DType::F32);
   Shape out_shape = x.shape();
   out_shape[out_shape.size() - 1] = n;
-  const int64_t rows = rows_of(x);
+  const int64_t rows = flat_rows(x);
   const Tensor acc = k > 0 ? linear(q.reshape({rows, k}), weight.to(DType::F32), Tensor())
                            : Tensor::zeros({rows, n});
   const float s = static_cast<float>(input_scale.item()) * static_cast<float>(weight_scale.item());
@@ -97,7 +97,7 @@ Tensor linear_fp8_scaled(const Tensor& x, const Tensor& weight, const Tensor& we
 ops::Fp8PerToken quantize_e4m3_per_row(const Tensor& x_in) {
   const DType dt = x_in.dtype();
   const Tensor x = x_in.contiguous();
-  const int64_t k = x.size(-1), rows = rows_of(x);
+  const int64_t k = x.size(-1), rows = flat_rows(x);
   ops::Fp8PerToken out{Tensor::empty(x.shape(), DType::F8E4M3FN),
                        Tensor::empty(leading_shape(x), DType::F32)};
   auto* q = static_cast<uint8_t*>(out.q.raw_data());
@@ -107,13 +107,13 @@ ops::Fp8PerToken quantize_e4m3_per_row(const Tensor& x_in) {
     for (int64_t r = b; r < e; ++r) {
       float amax = 0.0f;
       for (int64_t j = 0; j < k; ++j) {
-        const float v = std::fabs(load_f32(src, dt, r * k + j));
+        const float v = std::fabs(load_as_f32(src, dt, r * k + j));
         if (std::isfinite(v)) amax = std::fmax(amax, v);
       }
       const float m = amax > 0.0f ? ops::kE4m3Max / amax : 1.0f;
       scale[r] = amax > 0.0f ? amax / ops::kE4m3Max : 1.0f;
       for (int64_t j = 0; j < k; ++j)
-        q[r * k + j] = dtype_bits::f32_to_f8e4m3fn(clamp_e4m3(load_f32(src, dt, r * k + j) * m));
+        q[r * k + j] = dtype_bits::f32_to_f8e4m3fn(clamp_e4m3(load_as_f32(src, dt, r * k + j) * m));
     }
   });
   return out;
@@ -122,7 +122,7 @@ ops::Fp8PerToken quantize_e4m3_per_row(const Tensor& x_in) {
 Tensor linear_fp8_per_token(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
                             const Tensor& bias) {
   const DType dt = x.dtype();
-  const int64_t n = weight.size(0), k = weight.size(1), rows = rows_of(x);
+  const int64_t n = weight.size(0), k = weight.size(1), rows = flat_rows(x);
   const ops::Fp8PerToken qx = quantize_e4m3_per_row(x);
   const Tensor acc = k > 0 ? linear(qx.q.to(DType::F32).reshape({rows, k}), weight.to(DType::F32), Tensor())
                            : Tensor::zeros({rows, n});

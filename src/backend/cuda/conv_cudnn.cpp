@@ -1086,7 +1086,8 @@ Tensor empty_channels_last(const Shape& shape, Device device) {
 Tensor summed_slices(const Tensor& w, int64_t t0, int64_t t1) {
   if (t1 - t0 == 1) return channels_last_operand(w.narrow(2, t0, 1));
   Tensor acc = w.narrow(2, t0, 1).to(DType::F32);
-  for (int64_t t = t0 + 1; t < t1; ++t) acc = binary(ops::BinaryOp::Add, acc, w.narrow(2, t, 1));
+  for (int64_t t = t0 + 1; t < t1; ++t)
+    acc = cuda::binary(ops::BinaryOp::Add, acc, w.narrow(2, t, 1));
   return channels_last_operand(acc.to(DType::BF16));
 }
 
@@ -1185,3 +1186,6 @@ Tensor cudnn_conv3d_replicate_time(const Tensor& x_in, const Tensor& w_in, const
 }
 
 }  // namespace ltx::cuda
+
+// Local to this file (unity builds compile it together with others).
+#undef LTX_CUDNN_CHECK

@@ -11,7 +11,7 @@ namespace ltx::models::audio_vae {
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+constexpr double kVocoderPi = 3.14159265358979323846;
 
 // x [B, C, L] -> [B, C, ratio * L]: replicate pad `pad`, ratio * grouped conv_transpose with
 // `filter` [1, 1, K] at stride `ratio`, crop [crop_left, end - crop_right) (UpSample1d.forward).
@@ -212,7 +212,7 @@ Tensor bwe_resampler_filter(int64_t ratio) {
   constexpr int64_t kLowpassWidth = 6;
   const int64_t width = static_cast<int64_t>(std::ceil(6.0 / 0.99));
   const int64_t k = 2 * width * ratio + 1;
-  const float fpi = static_cast<float>(kPi);
+  const float fpi = static_cast<float>(kVocoderPi);
   std::vector<float> h(static_cast<size_t>(k));
   for (int64_t i = 0; i < k; ++i) {
     // Float steps of the reference: (arange(k) / ratio - width) * rolloff, ...

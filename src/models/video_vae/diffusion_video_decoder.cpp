@@ -12,7 +12,7 @@ namespace ltx::models::video_vae {
 
 namespace {
 
-constexpr double kEps = 1e-6;
+constexpr double kNormOutEps = 1e-6;
 
 // Linear leaf -> the sibling gate folded into it (reference: _GATE_FOLD_TARGETS).
 constexpr std::pair<const char*, const char*> kGateFolds[] = {
@@ -225,7 +225,7 @@ Tensor DiffusionVideoDecoder::forward_diff_step(Tensor x_t, const Tensor& contex
   }
   for (const DiffusionNABlock& b : diff_blocks_)
     x = b(std::move(x), context, mod, options.layout, options.w_chunks, rope);
-  x = conv_out_(ops::rms_norm(x, norm_out_, kEps));
+  x = conv_out_(ops::rms_norm(x, norm_out_, kNormOutEps));
   return patch_tokens_to_pixels(x, p);
 }
 

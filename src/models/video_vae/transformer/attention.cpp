@@ -9,7 +9,7 @@
 namespace ltx::models::video_vae {
 
 namespace {
-constexpr double kEps = 1e-6;
+constexpr double kQkNormEps = 1e-6;
 }
 
 NeighborhoodAttention3D NeighborhoodAttention3D::load(io::WeightMap& w, int64_t dim,
@@ -61,7 +61,7 @@ NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project(const Tensor& y,
                                                               const AbsRope3d& rope) const {
   // In place on the fused projection: its q / k parts are dead once normalised and rotated.
   const auto h = qkv_heads(*this, y);
-  ops::qk_norm_rope_3d_(h[0], h[1], q_norm, k_norm, kEps, q_scale(*this), rope);
+  ops::qk_norm_rope_3d_(h[0], h[1], q_norm, k_norm, kQkNormEps, q_scale(*this), rope);
   return {h[0], h[1], h[2]};
 }
 
@@ -69,7 +69,7 @@ NeighborhoodAttention3D::Qkv NeighborhoodAttention3D::project_unfused(const Tens
                                                                       const AbsRope3d& rope) const {
   const auto h = qkv_heads(*this, y);
   const ops::QkRope qk =
-      ops::qk_norm_rope_3d_unfused(h[0], h[1], q_norm, k_norm, kEps, q_scale(*this), rope);
+      ops::qk_norm_rope_3d_unfused(h[0], h[1], q_norm, k_norm, kQkNormEps, q_scale(*this), rope);
   return {qk.q, qk.k, h[2]};
 }
 

@@ -13,7 +13,7 @@ namespace ltx::models::video_vae {
 
 namespace {
 
-constexpr double kEps = 1e-6;
+constexpr double kBlockNormEps = 1e-6;
 
 // Chunk i of modulation [B, 7, C] plus row i of the block's table, as [B, 1, 1, 1, C].
 Tensor chunk(const Tensor& modulation, const Tensor& table, int i) {
@@ -60,10 +60,10 @@ NABlock NABlock::load(io::WeightMap& w, int64_t dim, const Kernel3& kernel, int6
 }
 
 Tensor NABlock::operator()(const Tensor& x, const Probe& probe, const AbsRope3d* rope) const {
-  const Tensor y = ops::rms_norm(x, norm1, kEps);
+  const Tensor y = ops::rms_norm(x, norm1, kBlockNormEps);
   if (probe) probe("x", y);
   const Tensor h = ops::add(x, attn(y, probe, rope));
-  return ops::add(h, mlp(ops::rms_norm(h, norm2, kEps)));
+  return ops::add(h, mlp(ops::rms_norm(h, norm2, kBlockNormEps)));
 }
 
 DiffusionNABlock DiffusionNABlock::load(io::WeightMap& w, int64_t dim, int64_t context_channels,
@@ -137,7 +137,7 @@ void DiffusionNABlock::add_w_chunked_attention(const Tensor& x, const Tensor& sc
     Tensor y = Tensor::empty(slab_shape, y_dtype, x.device());
     // Normalises source columns [col, col + n) of `from` into slab columns [j0, j0 + n).
     const auto norm_cols = [&](const Tensor& from, int64_t col, int64_t j0, int64_t n) {
-      ops::rms_norm_modulate_into(y.narrow(3, j0, n), from.narrow(3, col, n), scale, shift, kEps,
+      ops::rms_norm_modulate_into(y.narrow(3, j0, n), from.narrow(3, col, n), scale, shift, kBlockNormEps,
                                   norm1);
     };
     // Slab columns [j0, j0 + n) all hold x's column `col`: normalised once, then repeated.
@@ -192,7 +192,7 @@ Tensor DiffusionNABlock::operator()(Tensor x_in, const Tensor& context, const Te
                             chunk(modulation, scale_shift_table, kShiftMsa), w_chunks, rope);
   } else {
     const Tensor y = ops::rms_norm_modulate(x, chunk(modulation, scale_shift_table, kScaleMsa),
-                                            chunk(modulation, scale_shift_table, kShiftMsa), kEps,
+                                            chunk(modulation, scale_shift_table, kShiftMsa), kBlockNormEps,
                                             norm1);
     LTX_CHECK(rope == nullptr || rope->size() == 1, "diffusion decoder: ", rope->size(),
               " RoPE tables for one full-volume attention call");
@@ -209,7 +209,7 @@ Tensor DiffusionNABlock::operator()(Tensor x_in, const Tensor& context, const Te
         const int64_t b = first / per_sample;  // chunks stay within one sample
         const int64_t c = x.size(4);
         return ops::rms_norm_modulate(rows, scale.select(0, b).reshape({1, c}),
-                                      shift.select(0, b).reshape({1, c}), kEps, norm2);
+                                      shift.select(0, b).reshape({1, c}), kBlockNormEps, norm2);
       },
       per_sample);
   return x;
