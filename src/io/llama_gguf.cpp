@@ -11,15 +11,15 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kArchKey = "general.architecture";
+constexpr const char* kLlamaGgufArchKey = "general.architecture";
 
-std::string arch_of(const GgufFile& f) {
-  const GgufMetadata* a = f.find(kArchKey);
+std::string llama_gguf_arch(const GgufFile& f) {
+  const GgufMetadata* a = f.find(kLlamaGgufArchKey);
   if (a == nullptr || a->type != GgufValueType::String) return {};
   return a->value.get<std::string>();
 }
 
-bool is_integer_type(GgufValueType t) {
+bool is_gguf_integer_type(GgufValueType t) {
   switch (t) {
     case GgufValueType::U8:
     case GgufValueType::I8:
@@ -36,7 +36,7 @@ bool is_integer_type(GgufValueType t) {
 }
 
 // Typed readers of the file's metadata; a mistyped value is an error naming the file and key.
-struct Meta {
+struct LlamaGgufMeta {
   const GgufFile& f;
 
   [[noreturn]] void bad(const std::string& key, const std::string& problem) const {
@@ -47,7 +47,7 @@ struct Meta {
   std::optional<int64_t> opt_int(const std::string& key) const {
     const GgufMetadata* m = get(key);
     if (m == nullptr) return std::nullopt;
-    if (!is_integer_type(m->type))
+    if (!is_gguf_integer_type(m->type))
       bad(key, str("is a ", gguf_value_type_name(m->type), ", expected an integer"));
     return m->value.get<int64_t>();
   }
@@ -60,7 +60,8 @@ struct Meta {
   std::optional<double> opt_number(const std::string& key) const {
     const GgufMetadata* m = get(key);
     if (m == nullptr) return std::nullopt;
-    if (m->type != GgufValueType::F32 && m->type != GgufValueType::F64 && !is_integer_type(m->type))
+    if (m->type != GgufValueType::F32 && m->type != GgufValueType::F64 &&
+        !is_gguf_integer_type(m->type))
       bad(key, str("is a ", gguf_value_type_name(m->type), ", expected a number"));
     return m->value.get<double>();
   }
@@ -92,29 +93,33 @@ struct Meta {
   }
 };
 
-std::string k(const char* suffix) { return std::string(kLlamaCppGemma3Arch) + "." + suffix; }
+std::string gemma3_key(const char* suffix) {
+  return std::string(kLlamaCppGemma3Arch) + "." + suffix;
+}
 
-std::string shape_str(const Shape& s) { return s.str(); }
+std::string llama_shape_str(const Shape& s) { return s.str(); }
 
 }  // namespace
 
-bool is_llama_cpp_gemma3(const GgufFile& file) { return arch_of(file) == kLlamaCppGemma3Arch; }
+bool is_llama_cpp_gemma3(const GgufFile& file) {
+  return llama_gguf_arch(file) == kLlamaCppGemma3Arch;
+}
 
 void require_llama_cpp_gemma3(const GgufFile& file) {
-  const GgufMetadata* a = file.find(kArchKey);
+  const GgufMetadata* a = file.find(kLlamaGgufArchKey);
   const std::string got = a == nullptr ? std::string("absent")
                           : a->type == GgufValueType::String
                               ? "'" + a->value.get<std::string>() + "'"
                               : str("a ", gguf_value_type_name(a->type));
   LTX_CHECK(is_llama_cpp_gemma3(file), "GGUF text encoder ", file.path(), ": metadata '",
-            kArchKey, "' is ", got,
+            kLlamaGgufArchKey, "' is ", got,
             ", not 'gemma3'; ltx reads llama.cpp's Gemma 3 GGUF files as the text encoder (e.g. "
             "gemma-3-12b-it-Q4_K_M.gguf). A transformer GGUF goes to --transformer-path");
 }
 
 const std::vector<KeyRename>& llama_cpp_gemma3_renames() {
-  // Prefixes first, then the per-block names (the longer names before their prefixes: attn_q_norm
-  // before attn_q is not needed, as each match includes the dot after the name).
+  // Prefixes first, then the per-block names; each pattern carries the dots around the name, so
+  // ".attn_q." never matches inside ".attn_q_norm.".
   static const std::vector<KeyRename> renames = {
       {"token_embd.", "embed_tokens.", true},
       {"output_norm.", "norm.", true},
@@ -165,24 +170,25 @@ bool llama_cpp_norm_stored_plus_one(const std::string& model_name) {
 
 json llama_cpp_gemma3_config(const GgufFile& file) {
   require_llama_cpp_gemma3(file);
-  const Meta m{file};
-  const int64_t layers = m.positive(k("block_count"));
-  const int64_t hidden = m.positive(k("embedding_length"));
-  const int64_t ff = m.positive(k("feed_forward_length"));
-  const int64_t heads = m.positive(k("attention.head_count"));
-  const int64_t kv_heads = m.opt_int(k("attention.head_count_kv")).value_or(heads);
+  const LlamaGgufMeta m{file};
+  const int64_t layers = m.positive(gemma3_key("block_count"));
+  const int64_t hidden = m.positive(gemma3_key("embedding_length"));
+  const int64_t ff = m.positive(gemma3_key("feed_forward_length"));
+  const int64_t heads = m.positive(gemma3_key("attention.head_count"));
+  const int64_t kv_heads = m.opt_int(gemma3_key("attention.head_count_kv")).value_or(heads);
   if (kv_heads <= 0 || heads % kv_heads != 0)
-    m.bad(k("attention.head_count_kv"),
-          str("is ", kv_heads, ", which does not divide ", k("attention.head_count"), " ", heads));
-  const int64_t key_len = m.opt_int(k("attention.key_length")).value_or(hidden / heads);
-  const int64_t value_len = m.opt_int(k("attention.value_length")).value_or(key_len);
+    m.bad(gemma3_key("attention.head_count_kv"),
+          str("is ", kv_heads, ", which does not divide ", gemma3_key("attention.head_count"), " ",
+              heads));
+  const int64_t key_len = m.opt_int(gemma3_key("attention.key_length")).value_or(hidden / heads);
+  const int64_t value_len = m.opt_int(gemma3_key("attention.value_length")).value_or(key_len);
   if (key_len <= 0 || value_len != key_len)
-    m.bad(k("attention.value_length"),
-          str("is ", value_len, " but ", k("attention.key_length"), " is ", key_len,
+    m.bad(gemma3_key("attention.value_length"),
+          str("is ", value_len, " but ", gemma3_key("attention.key_length"), " is ", key_len,
               "; Gemma 3 has one head size"));
-  const auto eps = m.opt_number(k("attention.layer_norm_rms_epsilon"));
-  if (!eps) m.bad(k("attention.layer_norm_rms_epsilon"), "is missing");
-  const int64_t window = m.positive(k("attention.sliding_window"));
+  const auto eps = m.opt_number(gemma3_key("attention.layer_norm_rms_epsilon"));
+  if (!eps) m.bad(gemma3_key("attention.layer_norm_rms_epsilon"), "is missing");
+  const int64_t window = m.positive(gemma3_key("attention.sliding_window"));
 
   // Every tensor of the language model, with the metadata its shape comes from.
   struct Expect {
@@ -191,18 +197,20 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
     std::string from;
   };
   std::vector<Expect> expect;
-  const std::string e = k("embedding_length");
+  const std::string e = gemma3_key("embedding_length");
   LTX_CHECK(file.contains("token_embd.weight"), "llama.cpp Gemma 3 GGUF ", file.path(),
             ": tensor 'token_embd.weight' (the token embedding) is missing");
   const Shape embd = file.info("token_embd.weight").shape;
   LTX_CHECK(embd.size() == 2 && embd[1] == hidden, "llama.cpp Gemma 3 GGUF ", file.path(),
-            ": tensor 'token_embd.weight' is ", shape_str(embd), " but metadata '", e, "' is ",
-            hidden, " (expected [vocabulary, ", hidden, "])");
+            ": tensor 'token_embd.weight' is ", llama_shape_str(embd), " but metadata '", e,
+            "' is ", hidden, " (expected [vocabulary, ", hidden, "])");
   const int64_t vocab = embd[0];
   expect.push_back({"output_norm.weight", {hidden}, e});
-  const std::string q = str(k("attention.head_count"), " x ", k("attention.key_length"));
-  const std::string kv = str(k("attention.head_count_kv"), " x ", k("attention.key_length"));
-  const std::string f = k("feed_forward_length");
+  const std::string q =
+      str(gemma3_key("attention.head_count"), " x ", gemma3_key("attention.key_length"));
+  const std::string kv =
+      str(gemma3_key("attention.head_count_kv"), " x ", gemma3_key("attention.key_length"));
+  const std::string f = gemma3_key("feed_forward_length");
   for (int64_t i = 0; i < layers; ++i) {
     const std::string b = str("blk.", i, ".");
     for (const char* n : {"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"})
@@ -211,8 +219,8 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
     expect.push_back({b + "attn_k.weight", {kv_heads * key_len, hidden}, kv + ", " + e});
     expect.push_back({b + "attn_v.weight", {kv_heads * key_len, hidden}, kv + ", " + e});
     expect.push_back({b + "attn_output.weight", {hidden, heads * key_len}, e + ", " + q});
-    expect.push_back({b + "attn_q_norm.weight", {key_len}, k("attention.key_length")});
-    expect.push_back({b + "attn_k_norm.weight", {key_len}, k("attention.key_length")});
+    expect.push_back({b + "attn_q_norm.weight", {key_len}, gemma3_key("attention.key_length")});
+    expect.push_back({b + "attn_k_norm.weight", {key_len}, gemma3_key("attention.key_length")});
     expect.push_back({b + "ffn_gate.weight", {ff, hidden}, f + ", " + e});
     expect.push_back({b + "ffn_up.weight", {ff, hidden}, f + ", " + e});
     expect.push_back({b + "ffn_down.weight", {hidden, ff}, e + ", " + f});
@@ -226,8 +234,8 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
     }
     const Shape& s = file.info(x.name).shape;
     if (s != x.shape && ++misshaped <= 5)
-      problems.push_back(str("tensor '", x.name, "' is ", shape_str(s), ", expected ",
-                             shape_str(x.shape), " from ", x.from));
+      problems.push_back(str("tensor '", x.name, "' is ", llama_shape_str(s), ", expected ",
+                             llama_shape_str(x.shape), " from ", x.from));
   }
   if (!problems.empty()) {
     std::string msg;
@@ -235,7 +243,7 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
     if (missing > 5) msg += str("\n  ... ", missing - 5, " more missing");
     if (misshaped > 5) msg += str("\n  ... ", misshaped - 5, " more misshaped");
     fail("llama.cpp Gemma 3 GGUF ", file.path(), " does not match its metadata (",
-         k("block_count"), " ", layers, "):", msg);
+         gemma3_key("block_count"), " ", layers, "):", msg);
   }
 
   json tc = json::object();
@@ -250,21 +258,22 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
   tc["rms_norm_eps"] = *eps;
   tc["sliding_window"] = window;
   tc["hidden_activation"] = "gelu_pytorch_tanh";
-  if (auto ctx = m.opt_int(k("context_length"))) tc["max_position_embeddings"] = *ctx;
-  if (auto cap = m.opt_number(k("final_logit_softcapping"))) tc["final_logit_softcapping"] = *cap;
+  if (auto ctx = m.opt_int(gemma3_key("context_length"))) tc["max_position_embeddings"] = *ctx;
+  if (auto cap = m.opt_number(gemma3_key("final_logit_softcapping")))
+    tc["final_logit_softcapping"] = *cap;
 
   // Attention scale: the file's, else llama.cpp's rule for Gemma 3 (the 27B's 62 layers use
   // hidden / heads, every other size the head dim), which is each model's query_pre_attn_scalar.
-  if (auto scale = m.opt_number(k("attention.scale"))) {
-    if (!(*scale > 0)) m.bad(k("attention.scale"), str("must be positive, got ", *scale));
+  if (auto scale = m.opt_number(gemma3_key("attention.scale"))) {
+    if (!(*scale > 0)) m.bad(gemma3_key("attention.scale"), str("must be positive, got ", *scale));
     tc["query_pre_attn_scalar"] = 1.0 / (*scale * *scale);
   } else {
     tc["query_pre_attn_scalar"] = layers == 62 ? hidden / heads : key_len;
   }
 
   // Sliding / global layers: llama.cpp's pattern (6) unless the file gives one.
-  if (const GgufMetadata* p = file.find(k("attention.sliding_window_pattern"))) {
-    if (is_integer_type(p->type)) {
+  if (const GgufMetadata* p = file.find(gemma3_key("attention.sliding_window_pattern"))) {
+    if (is_gguf_integer_type(p->type)) {
       if (p->value.get<int64_t>() <= 0)
         m.bad(p->key, str("must be positive, got ", p->value.get<int64_t>()));
       tc["sliding_window_pattern"] = p->value.get<int64_t>();
@@ -282,19 +291,21 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
     tc["sliding_window_pattern"] = 6;
   }
 
-  tc["rope_theta"] = m.opt_number(k("rope.freq_base")).value_or(1'000'000.0);
-  tc["rope_local_base_freq"] = m.opt_number(k("rope.freq_base_swa")).value_or(10'000.0);
-  const std::string scaling = m.opt_string(k("rope.scaling.type")).value_or("none");
+  tc["rope_theta"] = m.opt_number(gemma3_key("rope.freq_base")).value_or(1'000'000.0);
+  tc["rope_local_base_freq"] = m.opt_number(gemma3_key("rope.freq_base_swa")).value_or(10'000.0);
+  const std::string scaling = m.opt_string(gemma3_key("rope.scaling.type")).value_or("none");
   if (scaling == "linear") {
-    const auto factor = m.opt_number(k("rope.scaling.factor"));
+    const auto factor = m.opt_number(gemma3_key("rope.scaling.factor"));
     if (!factor || !(*factor > 0))
-      m.bad(k("rope.scaling.factor"), "must be a positive number with linear RoPE scaling");
+      m.bad(gemma3_key("rope.scaling.factor"),
+            "must be a positive number with linear RoPE scaling");
     tc["rope_scaling"] = {{"rope_type", "linear"}, {"factor", *factor}};
   } else if (scaling != "none") {
-    m.bad(k("rope.scaling.type"),
+    m.bad(gemma3_key("rope.scaling.type"),
           str("is '", scaling, "'; Gemma 3 uses none or linear (the global layers' scaling)"));
-  } else if (auto factor = m.opt_number(k("rope.scaling.factor")); factor && *factor != 1.0) {
-    m.bad(k("rope.scaling.factor"),
+  } else if (auto factor = m.opt_number(gemma3_key("rope.scaling.factor"));
+             factor && *factor != 1.0) {
+    m.bad(gemma3_key("rope.scaling.factor"),
           str("is ", *factor, " without a rope.scaling.type; expected 'linear'"));
   }
 
@@ -318,7 +329,7 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
 }
 
 json llama_cpp_tokenizer_config(const GgufFile& file) {
-  const Meta m{file};
+  const LlamaGgufMeta m{file};
   const GgufMetadata* toks = file.find("tokenizer.ggml.tokens");
   json cfg = json::object();
   auto named = [&](const char* key, const char* name) {
@@ -342,7 +353,7 @@ json llama_cpp_tokenizer_config(const GgufFile& file) {
 }
 
 LlamaSpmVocab llama_cpp_spm_vocab(const GgufFile& file) {
-  const Meta m{file};
+  const LlamaGgufMeta m{file};
   const auto model = m.opt_string("tokenizer.ggml.model");
   if (!model) m.bad("tokenizer.ggml.model", "is missing; the GGUF carries no tokenizer");
   if (*model != "llama")
@@ -355,7 +366,7 @@ LlamaSpmVocab llama_cpp_spm_vocab(const GgufFile& file) {
   const json& scores = m.array("tokenizer.ggml.scores", "numbers", [](GgufValueType t) {
     return t == GgufValueType::F32 || t == GgufValueType::F64;
   });
-  const json& types = m.array("tokenizer.ggml.token_type", "integers", is_integer_type);
+  const json& types = m.array("tokenizer.ggml.token_type", "integers", is_gguf_integer_type);
   if (scores.size() != tokens.size() || types.size() != tokens.size())
     m.bad("tokenizer.ggml.scores",
           str("and tokenizer.ggml.token_type have ", scores.size(), " and ", types.size(),

@@ -4,12 +4,12 @@
 // Hugging Face model it was converted from. Data, not code paths in the model:
 //
 //   * names: `token_embd` = embed_tokens, `output_norm` = norm, `blk.N.` = layers.N. with
-//     attn_norm = input_layernorm, attn_q / attn_k / attn_v / attn_output = self_attn.{q,k,v,o}_proj,
-//     attn_q_norm / attn_k_norm = self_attn.{q,k}_norm, post_attention_norm =
-//     post_attention_layernorm, ffn_norm = pre_feedforward_layernorm, post_ffw_norm =
-//     post_feedforward_layernorm, ffn_gate / ffn_up / ffn_down = mlp.{gate,up,down}_proj. Q and K
-//     are not permuted (Gemma's RoPE is rotate-half, llama.cpp's NEOX mode). An `output.weight`
-//     (an untied lm_head; Gemma 3 ties it) is not read.
+//     attn_norm = input_layernorm, attn_q / attn_k / attn_v / attn_output =
+//     self_attn.{q,k,v,o}_proj, attn_q_norm / attn_k_norm = self_attn.{q,k}_norm,
+//     post_attention_norm = post_attention_layernorm, ffn_norm = pre_feedforward_layernorm,
+//     post_ffw_norm = post_feedforward_layernorm, ffn_gate / ffn_up / ffn_down =
+//     mlp.{gate,up,down}_proj. Q and K are not permuted (Gemma's RoPE is rotate-half, llama.cpp's
+//     NEOX mode). An `output.weight` (an untied lm_head; Gemma 3 ties it) is not read.
 //   * every RMSNorm weight (the names ending in "norm.weight" in HF's naming, the q/k norms and the
 //     final norm included) is stored as 1 + w: Gemma3RMSNorm's multiplier itself.
 //   * token_embd has the tokenizer's rows only (the converter drops HF's padding rows past the

@@ -3,6 +3,8 @@
 // root's hidden states (F32), its dequantised twin's (Q8_0; a 256-wide model for K-quants and a
 // block-quantized embedding), the golden tokenizer's ids from the vocabulary in its metadata,
 // greedy prompt enhancement as the reference; bad files give one clear error each.
+#include "support/gemma_gguf.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +18,6 @@
 #include "models/text/gemma_tokenizer.h"
 #include "models/text/gguf_tokenizer.h"
 #include "quantization/ggml_dequant.h"
-#include "support/gemma_gguf.h"
 
 namespace ltx {
 namespace {
@@ -104,46 +105,14 @@ TEST(GemmaGguf, Q8_0FileMatchesItsDequantisedTwinAndStaysCloseToTheRoot) {
 // vocabulary: K-quant projections and a block-quantized embedding table, looked up row by row
 // and used as lm_head by its blocks.
 TEST(GemmaGguf, KQuantsAndABlockQuantizedEmbeddingMatchTheDequantisedTwin) {
-  const json tokenizer = json::parse(test::read_bytes(test::fixture("text_tokenizer_gemma3.json")));
-  const int64_t V = 1088, D = 256, F = 256, H = 2, Hkv = 1, Dh = 128, L = 2;
-  json config = {{"model_type", "gemma3"},
-                 {"text_config",
-                  {{"hidden_size", D}, {"intermediate_size", F}, {"num_hidden_layers", L},
-                   {"num_attention_heads", H}, {"num_key_value_heads", Hkv}, {"head_dim", Dh},
-                   {"query_pre_attn_scalar", Dh}, {"sliding_window", 4}, {"vocab_size", V}}}};
-  std::vector<std::pair<std::string, Tensor>> lm;
-  uint64_t seed = 1;
-  auto add = [&](const std::string& n, const Shape& s, float scale) {
-    lm.emplace_back(n, test::random_tensor(s, seed++, -scale, scale));
-  };
-  add("embed_tokens.weight", {V, D}, 0.05f);
-  add("norm.weight", {D}, 0.1f);
-  for (int64_t i = 0; i < L; ++i) {
-    const std::string p = "layers." + std::to_string(i) + ".";
-    for (const char* n : {"input_layernorm", "post_attention_layernorm",
-                          "pre_feedforward_layernorm", "post_feedforward_layernorm"})
-      add(p + n + ".weight", {D}, 0.1f);
-    add(p + "self_attn.q_proj.weight", {H * Dh, D}, 0.06f);
-    add(p + "self_attn.k_proj.weight", {Hkv * Dh, D}, 0.06f);
-    add(p + "self_attn.v_proj.weight", {Hkv * Dh, D}, 0.06f);
-    add(p + "self_attn.o_proj.weight", {D, H * Dh}, 0.06f);
-    add(p + "self_attn.q_norm.weight", {Dh}, 0.1f);
-    add(p + "self_attn.k_norm.weight", {Dh}, 0.1f);
-    add(p + "mlp.gate_proj.weight", {F, D}, 0.06f);
-    add(p + "mlp.up_proj.weight", {F, D}, 0.06f);
-    add(p + "mlp.down_proj.weight", {D, F}, 0.06f);
-  }
   TempDir dir;
-  for (const auto& [linear, embedding] : {std::pair{GgmlType::Q4_K, GgmlType::Q6_K},
-                                          std::pair{GgmlType::Q8_0, GgmlType::Q8_0}}) {
+  for (const auto& [linear, embedding] :
+       {std::pair{GgmlType::Q4_K, GgmlType::Q6_K}, std::pair{GgmlType::Q8_0, GgmlType::Q8_0}}) {
     const std::string gguf = dir.file(std::string("k-") + ggml_type_name(linear) + ".gguf");
-    test::write_llama_gemma3_gguf(config, tokenizer, "", lm, gguf, {linear, embedding, {}, {}});
+    test::write_wide_gemma3_gguf(gguf, linear, embedding);
     const GemmaTextModel g = GemmaTextModel::load(GemmaAssets::load(gguf));
     const GemmaTextModel twin = dequantised_twin(gguf, g.config());
-    const Tensor ids = Tensor::from_vector(std::vector<int64_t>{2, 316, 414, 443, 410, 998, 475,
-                                                                406, 483, 533, 440, 295, 1087},
-                                           {1, 13});
-    const Tensor mask = Tensor::full({1, 13}, 1.0, DType::I64);
+    const auto [ids, mask] = test::wide_gemma3_inputs();
     const std::vector<Tensor> hs = g.encode(ids, mask);
     expect_hidden_close(hs, twin.encode(ids, mask), 1e-5, ggml_type_name(linear));
     // lm_head tied to the table: the blocks against the dense table.
@@ -175,7 +144,8 @@ TEST(GemmaGguf, TheVocabularyInTheMetadataGivesTheGoldenTokenizersIds) {
     EXPECT_EQ(tok.decode(e["hf_ids"].get<std::vector<int32_t>>(), true),
               e["hf_decode_skip_special"].get<std::string>())
         << c["name"];
-    EXPECT_EQ(tok.decode(e["ids"].get<std::vector<int32_t>>(), false), e["decode"].get<std::string>())
+    EXPECT_EQ(tok.decode(e["ids"].get<std::vector<int32_t>>(), false),
+              e["decode"].get<std::string>())
         << c["name"];
     EXPECT_EQ(w32.tokenize(t).input_ids, e["ltx_32"]["ids"].get<std::vector<int64_t>>())
         << c["name"];
@@ -211,7 +181,8 @@ TEST(GemmaGguf, ConfigAndAssetsComeFromTheMetadata) {
   const json tc = a.sidecar_json("tokenizer_config.json");
   EXPECT_EQ(tc["bos_token"], "<bos>");
   EXPECT_EQ(tc["add_bos_token"], true);
-  EXPECT_EQ(text::chat_template_of(a), GemmaAssets::load(gemma3_root()).sidecar("chat_template.jinja"));
+  EXPECT_EQ(text::chat_template_of(a),
+            GemmaAssets::load(gemma3_root()).sidecar("chat_template.jinja"));
 }
 
 TEST(GemmaGguf, GreedyEnhancementMatchesTheReference) {
@@ -274,7 +245,8 @@ TEST(GemmaGguf, BadFilesGiveOneClearErrorEach) {
     };
   };
   test::LlamaGemmaGgufOptions o;
-  o.edit_metadata = set_meta("general.architecture", io::gguf_string("general.architecture", "llama"));
+  o.edit_metadata =
+      set_meta("general.architecture", io::gguf_string("general.architecture", "llama"));
   const std::string llama = with("llama", o);
   test::expect_error_containing([&] { (void)GemmaAssets::load(llama); },
                                 {llama, "general.architecture", "'llama'", "gemma3"});
@@ -299,7 +271,8 @@ TEST(GemmaGguf, BadFilesGiveOneClearErrorEach) {
                                 {no_vocab, "tokenizer.ggml.tokens", "is missing"});
 
   o = {};
-  o.edit_metadata = set_meta("tokenizer.ggml.model", io::gguf_string("tokenizer.ggml.model", "gpt2"));
+  o.edit_metadata =
+      set_meta("tokenizer.ggml.model", io::gguf_string("tokenizer.ggml.model", "gpt2"));
   const std::string gpt2 = with("gpt2", o);
   test::expect_error_containing([&] { (void)GemmaAssets::load(gpt2); },
                                 {gpt2, "tokenizer.ggml.model", "'gpt2'", "SentencePiece"});

@@ -20,11 +20,13 @@
 
 #include "core/ggml_type.h"
 #include "io/gguf_writer.h"
+#include "io/io_test_util.h"
 #include "io/llama_gguf.h"
 #include "io/safetensors.h"
 #include "models/text/gemma_assets.h"
 #include "op_types/ggml_blocks.h"
 #include "quantization/ggml_quant.h"
+#include "support/test_support.h"
 
 namespace ltx::test {
 
@@ -76,12 +78,12 @@ inline SpmVocabOf spm_vocab_of(const nlohmann::json& tok) {
   std::map<std::string, int64_t> rank;
   int64_t r = 0;
   for (const auto& m : tok["model"]["merges"]) {
-    const std::string merged = m.is_array() ? m[0].get<std::string>() + m[1].get<std::string>()
-                                            : [&] {
-                                                std::string s = m.get<std::string>();
-                                                s.erase(s.find(' '), 1);
-                                                return s;
-                                              }();
+    const std::string merged =
+        m.is_array() ? m[0].get<std::string>() + m[1].get<std::string>() : [&] {
+          std::string s = m.get<std::string>();
+          s.erase(s.find(' '), 1);
+          return s;
+        }();
     rank.emplace(merged, r++);
   }
   const int64_t merges = r;
@@ -142,8 +144,8 @@ inline void write_llama_gemma3_gguf(const nlohmann::json& config, const nlohmann
   };
   if (tc.contains("rope_scaling")) {
     meta.push_back(io::gguf_string("gemma3.rope.scaling.type", "linear"));
-    meta.push_back(gguf_value("gemma3.rope.scaling.factor", GgufValueType::F32,
-                              tc["rope_scaling"]["factor"]));
+    meta.push_back(
+        gguf_value("gemma3.rope.scaling.factor", GgufValueType::F32, tc["rope_scaling"]["factor"]));
   }
   // query_pre_attn_scalar other than the head dim (the tiny model's): the attention scale key.
   const double qpas = tc.value("query_pre_attn_scalar", 256.0);
@@ -204,9 +206,63 @@ inline void write_llama_gemma3_gguf(const std::string& gemma_path, const std::st
     for (const std::string& n : f.names())
       if (n.starts_with(prefix)) lm.emplace_back(n.substr(prefix.size()), f.tensor(n).clone());
   }
-  const std::string chat = a.has_sidecar("chat_template.jinja") ? a.sidecar("chat_template.jinja")
-                                                                : std::string();
+  const std::string chat =
+      a.has_sidecar("chat_template.jinja") ? a.sidecar("chat_template.jinja") : std::string();
   write_llama_gemma3_gguf(a.config, nlohmann::json::parse(a.tokenizer_json), chat, lm, out, opt);
+}
+
+// A 256-wide Gemma 3 (rows of whole K-quant blocks: 2 layers, 2 heads of 128, 1 KV head) with
+// seeded random weights and the golden tiny vocabulary, written with `linear` projections and an
+// `embedding` table.
+inline void write_wide_gemma3_gguf(const std::string& out, GgmlType linear, GgmlType embedding) {
+  const nlohmann::json tokenizer =
+      nlohmann::json::parse(read_bytes(fixture("text_tokenizer_gemma3.json")));
+  const int64_t V = 1088, D = 256, F = 256, H = 2, Hkv = 1, Dh = 128, L = 2;
+  const nlohmann::json config = {{"model_type", "gemma3"},
+                                 {"text_config",
+                                  {{"hidden_size", D},
+                                   {"intermediate_size", F},
+                                   {"num_hidden_layers", L},
+                                   {"num_attention_heads", H},
+                                   {"num_key_value_heads", Hkv},
+                                   {"head_dim", Dh},
+                                   {"query_pre_attn_scalar", Dh},
+                                   {"sliding_window", 4},
+                                   {"vocab_size", V}}}};
+  std::vector<std::pair<std::string, Tensor>> lm;
+  uint64_t seed = 1;
+  auto add = [&](const std::string& n, const Shape& s, float scale) {
+    lm.emplace_back(n, random_tensor(s, seed++, -scale, scale));
+  };
+  add("embed_tokens.weight", {V, D}, 0.05f);
+  add("norm.weight", {D}, 0.1f);
+  for (int64_t i = 0; i < L; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    for (const char* n : {"input_layernorm", "post_attention_layernorm",
+                          "pre_feedforward_layernorm", "post_feedforward_layernorm"})
+      add(p + n + ".weight", {D}, 0.1f);
+    add(p + "self_attn.q_proj.weight", {H * Dh, D}, 0.06f);
+    add(p + "self_attn.k_proj.weight", {Hkv * Dh, D}, 0.06f);
+    add(p + "self_attn.v_proj.weight", {Hkv * Dh, D}, 0.06f);
+    add(p + "self_attn.o_proj.weight", {D, H * Dh}, 0.06f);
+    add(p + "self_attn.q_norm.weight", {Dh}, 0.1f);
+    add(p + "self_attn.k_norm.weight", {Dh}, 0.1f);
+    add(p + "mlp.gate_proj.weight", {F, D}, 0.06f);
+    add(p + "mlp.up_proj.weight", {F, D}, 0.06f);
+    add(p + "mlp.down_proj.weight", {D, F}, 0.06f);
+  }
+  LlamaGemmaGgufOptions o;
+  o.linear = linear;
+  o.embedding = embedding;
+  write_llama_gemma3_gguf(config, tokenizer, "", lm, out, o);
+}
+
+// Ids [1, 13] (a golden prompt's start and an image soft token) and an all-ones mask.
+inline std::pair<Tensor, Tensor> wide_gemma3_inputs() {
+  return {Tensor::from_vector(
+              std::vector<int64_t>{2, 316, 414, 443, 410, 998, 475, 406, 483, 533, 440, 295, 1087},
+              {1, 13}),
+          Tensor::full({1, 13}, 1.0, DType::I64)};
 }
 
 }  // namespace ltx::test

@@ -14,9 +14,9 @@ namespace {
 using json = nlohmann::json;
 using io::LlamaTokenType;
 
-constexpr const char* kSpmSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+constexpr const char* kSpmSpaceUtf8 = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+std::string spm_replace_all(std::string s, const std::string& from, const std::string& to) {
   std::string out;
   size_t pos = 0;
   for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
@@ -26,7 +26,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 // Byte offsets of the code-point boundaries strictly inside `s` (assumes valid UTF-8).
-std::vector<size_t> inner_boundaries(const std::string& s) {
+std::vector<size_t> utf8_inner_boundaries(const std::string& s) {
   std::vector<size_t> out;
   for (size_t i = 1; i < s.size(); ++i)
     if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) out.push_back(i);
@@ -43,8 +43,9 @@ Tokenizer tokenizer_from_gguf(const io::GgufFile& file) {
   // The tokens as tokenizer.json spells them.
   std::vector<std::string> content(n);
   for (size_t i = 0; i < n; ++i) {
-    content[i] = v.types[i] == LlamaTokenType::UserDefined ? replace_all(v.tokens[i], " ", kSpmSpace)
-                                                          : v.tokens[i];
+    content[i] = v.types[i] == LlamaTokenType::UserDefined
+                     ? spm_replace_all(v.tokens[i], " ", kSpmSpaceUtf8)
+                     : v.tokens[i];
     check_utf8(content[i], str(file.path(), " tokenizer.ggml.tokens[", i, "]"));
   }
   std::unordered_map<std::string, int32_t> id_of;
@@ -68,7 +69,7 @@ Tokenizer tokenizer_from_gguf(const io::GgufFile& file) {
   for (const int32_t id : order) {
     const std::string& s = content[static_cast<size_t>(id)];
     splits.clear();
-    for (const size_t cut : inner_boundaries(s)) {
+    for (const size_t cut : utf8_inner_boundaries(s)) {
       auto l = id_of.find(s.substr(0, cut));
       if (l == id_of.end()) continue;
       auto r = id_of.find(s.substr(cut));
@@ -80,8 +81,11 @@ Tokenizer tokenizer_from_gguf(const io::GgufFile& file) {
       merges.emplace_back(content[static_cast<size_t>(l)], content[static_cast<size_t>(r)]);
   }
 
-  json model = {{"type", "BPE"},       {"dropout", nullptr},         {"fuse_unk", true},
-                {"byte_fallback", true}, {"ignore_merges", false}};
+  json model = {{"type", "BPE"},
+                {"dropout", nullptr},
+                {"fuse_unk", true},
+                {"byte_fallback", true},
+                {"ignore_merges", false}};
   json added = json::array();
   for (size_t i = 0; i < n; ++i) {
     const LlamaTokenType t = v.types[i];
@@ -98,14 +102,16 @@ Tokenizer tokenizer_from_gguf(const io::GgufFile& file) {
                      {"normalized", false},
                      {"special", t != LlamaTokenType::UserDefined}});
   }
-  json normalizer = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpmSpace}};
-  json decoder = json::array({{{"type", "Replace"}, {"pattern", {{"String", kSpmSpace}}}, {"content", " "}},
-                              {{"type", "ByteFallback"}},
-                              {{"type", "Fuse"}}});
+  json normalizer = {
+      {"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpmSpaceUtf8}};
+  json decoder = json::array(
+      {{{"type", "Replace"}, {"pattern", {{"String", kSpmSpaceUtf8}}}, {"content", " "}},
+       {{"type", "ByteFallback"}},
+       {{"type", "Fuse"}}});
   if (v.add_space_prefix) {
     normalizer = {{"type", "Sequence"},
-                  {"normalizers", json::array({{{"type", "Prepend"}, {"prepend", kSpmSpace}},
-                                               normalizer})}};
+                  {"normalizers",
+                   json::array({{{"type", "Prepend"}, {"prepend", kSpmSpaceUtf8}}, normalizer})}};
     decoder.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
   }
   const json config = {{"version", "1.0"},
