@@ -23,6 +23,7 @@
 #include "generate/offload_plan.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
 #include "media/exr.h"
@@ -760,6 +761,17 @@ ResolvedModels resolve_models(const GenerateOptions& options, const ComponentNee
     quantization::check_mode_fits(r.paths.transformer.path, r.paths.quantization);
   r.report = check_components(r.paths, needs);
   for (const std::string& w : r.report.warnings) log_warn(w);
+  // Image-aware enhancement with the text encoder itself needs its vision tower, which a
+  // llama.cpp GGUF does not hold (llama.cpp keeps it in a separate mmproj file).
+  LTX_CHECK(!(options.enhance_prompt && !options.images.empty() &&
+              options.prompt_enhancer_gemma_root.empty() && r.paths.text_encoder.given() &&
+              io::is_gguf_file(r.paths.text_encoder.path)),
+            "--enhance-prompt with an image: ", r.paths.text_encoder.flag, " '",
+            r.paths.text_encoder.path,
+            "' is a llama.cpp Gemma 3 GGUF, which holds no vision tower (llama.cpp keeps it in a "
+            "separate mmproj file, which ltx does not read); pass a Gemma 3 root folder or "
+            "single-file text encoder as --prompt-enhancer-gemma-root for image-aware "
+            "enhancement, or drop --enhance-prompt");
   log_info("model: ",
            r.demo ? std::string("built-in demo (tiny, LTX-2.3 layout, random weights)")
                   : r.report.version_name,

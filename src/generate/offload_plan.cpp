@@ -204,6 +204,17 @@ BlockModelSizes transformer_sizes(const std::string& path, DType dtype,
 
 BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype) {
   SizeAccumulator acc;
+  if (io::is_gguf_file(path)) {
+    // llama.cpp's Gemma 3 GGUF: layers under "blk.<i>.", GGML blocks as stored.
+    constexpr std::string_view kBlocks = "blk.";
+    for (const io::StoredTensorInfo& t : io::stored_tensor_infos(path)) {
+      const int64_t block = t.name.starts_with(kBlocks) ? index_at(t.name, kBlocks.size()) : -1;
+      acc.add(block, t.ggml_blocks || !dtype_is_floating(t.dtype)
+                         ? t.nbytes
+                         : t.shape.numel() * static_cast<int64_t>(dtype_size(dtype)));
+    }
+    return acc.sizes();
+  }
   for (const std::string& f : safetensors_files(path)) {
     const auto file = io::SafetensorsFile::open(f);
     for (const io::TensorInfo& info : file->infos()) {
@@ -224,6 +235,7 @@ BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype) {
 
 int64_t vision_tower_bytes(const std::string& path, DType dtype) {
   int64_t bytes = 0;
+  if (io::is_gguf_file(path)) return 0;  // a llama.cpp GGUF holds no vision tower
   for (const std::string& f : safetensors_files(path)) {
     const auto file = io::SafetensorsFile::open(f);
     for (const io::TensorInfo& info : file->infos())

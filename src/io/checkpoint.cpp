@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/llama_gguf.h"
 
 namespace ltx::io {
 
@@ -995,15 +996,27 @@ CheckpointSummary inspect_checkpoint(const GgufFile& file) {
   }
 
   s.key_prefix_added = ltx_key_prefix_to_add(file);
+  // llama.cpp's Gemma 3 (a text encoder): its names read as the google/gemma-3 checkpoint's and
+  // its config rebuilt from the gemma3.* metadata, so it is described as that text encoder.
+  const bool llama_gemma = is_llama_cpp_gemma3(file);
 
   Header h;
   h.meta = file.string_metadata();
+  if (llama_gemma) {
+    s.gguf_layout = "llama.cpp Gemma 3";
+    try {
+      h.meta["gemma_config"] = llama_cpp_gemma3_config(file).dump();
+    } catch (const Error& e) {
+      s.warnings.push_back(e.what());
+    }
+  }
   std::map<std::string, StorageTypeSummary> types;
   uint64_t all_bytes = 0;
   int64_t all_params = 0;
   for (const GgufTensorInfo& ti : file.infos()) {
     const std::string type = ggml_type_name(ti.type);
-    const std::string name = s.key_prefix_added + ti.name;
+    const std::string name = llama_gemma ? llama_cpp_gemma3_hf_name(ti.name).value_or(ti.name)
+                                          : s.key_prefix_added + ti.name;
     h.items.push_back({name, type, ti.shape, ti.nbytes});
     h.names.insert(name);
     StorageTypeSummary& t = types[type];
@@ -1023,6 +1036,12 @@ CheckpointSummary inspect_checkpoint(const GgufFile& file) {
   s.bits_per_weight = all_params > 0 ? 8.0 * static_cast<double>(all_bytes) / all_params : 0;
 
   summarize(h, s);
+  if (llama_gemma)
+    for (ComponentSummary& c : s.components)
+      if (c.id == "gemma")
+        c.notes.push_back(
+            "llama.cpp GGUF: the language model only (no vision tower: text prompts and text "
+            "prompt enhancement); the tokenizer comes from the tokenizer.ggml.* metadata");
   if (!s.architecture.empty() && s.architecture != "ltxv" && s.family.empty())
     s.warnings.push_back(str("general.architecture '", s.architecture,
                              "' is not an LTX model; its key layout is not one ltx maps"));
@@ -1054,6 +1073,7 @@ nlohmann::ordered_json to_json(const CheckpointSummary& s) {
                  {"alignment", s.gguf_alignment},
                  {"architecture", s.architecture.empty() ? ojson(nullptr) : ojson(s.architecture)},
                  {"key_prefix_added", s.key_prefix_added},
+                 {"layout", s.gguf_layout.empty() ? ojson(nullptr) : ojson(s.gguf_layout)},
                  {"types", std::move(types)},
                  {"bits_per_weight", s.bits_per_weight}};
   }
@@ -1122,6 +1142,9 @@ std::string to_text(const CheckpointSummary& s) {
     if (!s.key_prefix_added.empty())
       os << "  keys        bare transformer names (ComfyUI-GGUF layout), read under '"
          << s.key_prefix_added << "'\n";
+    if (s.gguf_layout == "llama.cpp Gemma 3")
+      os << "  keys        llama.cpp Gemma 3 names (token_embd, blk.N.*; norms stored as 1 + w), "
+            "read as google/gemma-3's 'language_model.model.*'\n";
     // One line per GGML type, largest share first.
     for (size_t i = 0; i < s.storage_types.size(); ++i) {
       const StorageTypeSummary& t = s.storage_types[i];

@@ -56,6 +56,9 @@ struct CheckpointSummary {
   uint32_t gguf_alignment = 0;
   std::string architecture;
   std::string key_prefix_added;
+  // How the GGUF's names are read when they are not LTX's: "llama.cpp Gemma 3" (io/llama_gguf.h),
+  // "" otherwise.
+  std::string gguf_layout;
   // safetensors: how the file(s) are laid out ("official safetensors", "Diffusers folder",
   // "ComfyUI FP8 (scaled)": io/layouts.h); storage_types and bits_per_weight by dtype.
   std::string source_layout;

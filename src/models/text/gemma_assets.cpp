@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 #include "core/input_limits.h"
+#include "io/gguf.h"
+#include "io/llama_gguf.h"
 #include "io/safetensors.h"
 
 namespace ltx::text {
@@ -95,7 +97,21 @@ GemmaAssets GemmaAssets::load(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return from_root(path);
   if (is_safetensors_file(path)) return from_single_file(path);
-  fail("Gemma path ", path, " is neither a directory nor a .safetensors file");
+  if (io::is_gguf_file(path)) return from_gguf(path);
+  fail("Gemma path ", path,
+       " is neither a directory, a .safetensors file nor a GGUF file (llama.cpp's Gemma 3)");
+}
+
+GemmaAssets GemmaAssets::from_gguf(const std::string& path) {
+  const io::GgufFile f(path);
+  GemmaAssets a;
+  a.source = path;
+  a.llama_gguf = true;
+  a.config = io::llama_cpp_gemma3_config(f);
+  (void)io::llama_cpp_spm_vocab(f);  // the tokenizer keys, checked before any weight is read
+  a.sidecars["tokenizer_config.json"] = io::llama_cpp_tokenizer_config(f).dump();
+  a.weight_paths = {fs::absolute(path).string()};
+  return a;
 }
 
 GemmaAssets GemmaAssets::from_root(const std::string& dir) {
@@ -223,7 +239,8 @@ nlohmann::json GemmaAssets::sidecar_json(const std::string& name) const {
 void GemmaAssets::require_encoder_assets() const {
   std::vector<std::string> missing;
   for (const char* name : {"tokenizer_config.json", "processor_config.json"})
-    if (!sidecars.count(name)) missing.emplace_back(name);
+    if (!sidecars.count(name) && !(llama_gguf && std::string(name) == "processor_config.json"))
+      missing.emplace_back(name);
   if (!missing.empty()) {
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;

@@ -11,7 +11,12 @@
 //   * a Gemma root folder: config.json and tokenizer.json (first match, searching the folder
 //     before its subfolders), every *.json / *.jinja file below it except those two as sidecars
 //     (first file of a name wins, by sorted path), and the *.safetensors weight files next to the
-//     first model*.safetensors.
+//     first model*.safetensors;
+//   * a llama.cpp Gemma 3 GGUF file (io/llama_gguf.h): the config rebuilt from its gemma3.*
+//     metadata, the tokenizer from its vocabulary (models/text/gguf_tokenizer.h; tokenizer_json
+//     stays empty), a tokenizer_config.json sidecar from its tokenizer.ggml.* ids and
+//     tokenizer.chat_template; no vision tower and no processor config (llama.cpp keeps those in
+//     a separate mmproj file).
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,9 +30,12 @@ struct GemmaAssets {
   std::string tokenizer_json;
   std::map<std::string, std::string> sidecars;  // file name -> bytes
   std::vector<std::string> weight_paths;        // the TE file itself, or the root's shards
+  bool llama_gguf = false;  // a llama.cpp Gemma 3 GGUF (weight_paths = {the file})
 
-  // A directory -> from_root, a .safetensors file -> from_single_file; anything else throws.
+  // A directory -> from_root, a .safetensors file -> from_single_file, a GGUF file -> from_gguf;
+  // anything else throws.
   static GemmaAssets load(const std::string& path);
+  static GemmaAssets from_gguf(const std::string& path);
   static GemmaAssets from_root(const std::string& dir);
   static GemmaAssets from_single_file(const std::string& path);
 
@@ -36,7 +44,8 @@ struct GemmaAssets {
   const std::string& sidecar(const std::string& name) const;
   nlohmann::json sidecar_json(const std::string& name) const;
   // What the reference requires before building a text encoder: tokenizer_config.json and
-  // processor_config.json, a config with model_type, and at least one weight file.
+  // processor_config.json (not for a GGUF, which has no image processor), a config with
+  // model_type, and at least one weight file.
   void require_encoder_assets() const;
 };
 

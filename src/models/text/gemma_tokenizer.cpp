@@ -3,11 +3,16 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "io/gguf.h"
+#include "models/text/gguf_tokenizer.h"
 
 namespace ltx::text {
 
 Tokenizer build_gemma_hf_tokenizer(const GemmaAssets& assets) {
-  Tokenizer tok = Tokenizer::from_json(assets.tokenizer_json, assets.source + " (tokenizer.json)");
+  Tokenizer tok = assets.llama_gguf
+                      ? tokenizer_from_gguf(io::GgufFile(assets.weight_paths.front()))
+                      : Tokenizer::from_json(assets.tokenizer_json,
+                                             assets.source + " (tokenizer.json)");
   if (assets.has_sidecar("tokenizer_config.json"))
     tok.apply_hf_config(assets.sidecar_json("tokenizer_config.json"));
   return tok;
@@ -15,7 +20,8 @@ Tokenizer build_gemma_hf_tokenizer(const GemmaAssets& assets) {
 
 Tokenizer load_tokenizer(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec) || is_safetensors_file(path))
+  if (std::filesystem::is_directory(path, ec) || is_safetensors_file(path) ||
+      io::is_gguf_file(path))
     return build_gemma_hf_tokenizer(GemmaAssets::load(path));
   LTX_CHECK(std::filesystem::is_regular_file(path, ec), "tokenizer: ", path,
             " is not a file or folder (expected a tokenizer.json, a text-encoder .safetensors ",

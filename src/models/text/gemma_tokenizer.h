@@ -11,9 +11,9 @@
 //      names no pad token); the attention mask is 1 on real tokens.
 //
 // Loading follows the places the reference reads a tokenizer from: a tokenizer.json file, a
-// single-file text encoder (.safetensors with the embedded tokenizer_json + sidecars), or a Gemma
-// root folder; with tokenizer_config.json present it is applied as transformers does
-// (Tokenizer::apply_hf_config).
+// single-file text encoder (.safetensors with the embedded tokenizer_json + sidecars), a Gemma
+// root folder, or a llama.cpp Gemma 3 GGUF (the vocabulary in its metadata); with
+// tokenizer_config.json present it is applied as transformers does (Tokenizer::apply_hf_config).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,7 +33,8 @@ enum class PaddingSide { Left, Right };
 // The tokenizer the reference builds from assets (build_gemma_hf_tokenizer): tokenizer.json with
 // tokenizer_config.json applied when the assets have it.
 Tokenizer build_gemma_hf_tokenizer(const GemmaAssets& assets);
-// `path`: a directory (Gemma root), a .safetensors text encoder, or a tokenizer.json file.
+// `path`: a directory (Gemma root), a .safetensors text encoder, a llama.cpp Gemma 3 GGUF (its
+// vocabulary: gguf_tokenizer.h), or a tokenizer.json file.
 Tokenizer load_tokenizer(const std::string& path);
 
 struct TokenizedPrompt {

@@ -1565,6 +1565,25 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
   return Tokenizer(std::move(impl));
 }
 
+Tokenizer Tokenizer::from_parts(const nlohmann::json& config,
+                                std::vector<std::pair<std::string, int32_t>> vocab,
+                                std::vector<std::pair<std::string, std::string>> merges,
+                                const std::string& source) {
+  auto impl = std::make_unique<Impl>();
+  impl->source = source;
+  ModelTables tables;
+  tables.vocab_seen = true;
+  tables.merges_seen = true;
+  tables.vocab = std::move(vocab);
+  tables.merges = std::move(merges);
+  try {
+    impl->parse(config, tables);
+  } catch (const json::exception& e) {
+    fail("tokenizer ", source, ": malformed tokenizer description (", e.what(), ")");
+  }
+  return Tokenizer(std::move(impl));
+}
+
 Tokenizer Tokenizer::from_file(const std::string& path) {
   return from_json(limits::read_file_within(path, limits::kMaxTokenizerJsonBytes, "tokenizer.json"), path);
 }

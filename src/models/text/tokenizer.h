@@ -65,6 +65,14 @@ class Tokenizer {
   static Tokenizer from_json(std::string_view json_text,
                              const std::string& source = "tokenizer.json");
   static Tokenizer from_file(const std::string& path);
+  // A tokenizer.json given as its parts: `config` is the document without model.vocab and
+  // model.merges (the model's other fields included), which come as tables (token, id) and
+  // (left, right) in rank order, checked as from_json checks them. For vocabularies built in
+  // memory (a GGUF file's, models/text/gguf_tokenizer.h) without a JSON round trip.
+  static Tokenizer from_parts(const nlohmann::json& config,
+                              std::vector<std::pair<std::string, int32_t>> vocab,
+                              std::vector<std::pair<std::string, std::string>> merges,
+                              const std::string& source);
 
   Tokenizer(const Tokenizer& other);
   Tokenizer& operator=(const Tokenizer& other);

@@ -73,6 +73,9 @@ struct GemmaTextConfig {
   std::string hidden_activation = "gelu_pytorch_tanh";
   double attention_scale = 1.0;
   bool norm_adds_one = false;  // Gemma 3: RMSNorm scale (1 + w)
+  // The weight files store that multiplier itself (llama.cpp's GGUF: 1 + w); set by the loader
+  // of such files, never by from_json.
+  bool norm_stored_plus_one = false;
   bool v_norm = false;         // Gemma 4: weightless RMSNorm on V
   bool layer_scalar = false;   // Gemma 4: every layer output times `layer_scalar`
   std::optional<double> final_logit_softcapping;

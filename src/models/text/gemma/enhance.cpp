@@ -240,6 +240,11 @@ EnhanceResult PromptEnhancer::enhance_i2v(const std::string& prompt, const Tenso
 }
 
 GemmaVisionConfig image_enhancement_vision_config(const GemmaAssets& assets) {
+  LTX_CHECK(!assets.llama_gguf, "--enhance-prompt with an image (image-aware prompt enhancement): ",
+            assets.source, " is a llama.cpp Gemma 3 GGUF, which holds the language model only "
+            "(llama.cpp keeps the vision tower in a separate mmproj file, which ltx does not "
+            "read); pass a Gemma 3 root folder or single-file text encoder as "
+            "--prompt-enhancer-gemma-root, or drop --enhance-prompt");
   return GemmaVisionConfig::from_json(assets.config, assets.source);
 }
 

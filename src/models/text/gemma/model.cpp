@@ -5,12 +5,15 @@
 #include <memory>
 
 #include "core/error.h"
+#include "io/gguf.h"
+#include "io/llama_gguf.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
 #include "models/text/gemma/layer_parameters.h"
 #include "quantization/fp8_cast.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
+#include "ops/ggml_linear.h"
 #include "ops/linalg.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
@@ -112,6 +115,20 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
                                     const nn::LoadOptions& opt,
                                     const models::BlockStreaming& streaming) {
   LTX_CHECK(!weight_paths.empty(), "Gemma text model (", config.source, "): no weight files");
+  if (io::is_gguf_file(weight_paths.front())) {
+    // llama.cpp's Gemma 3 GGUF: one file, its names mapped back, its norms stored as 1 + w.
+    LTX_CHECK(weight_paths.size() == 1, "Gemma text model: ", weight_paths.front(),
+              " is a GGUF file; a GGUF text encoder is one file, not one of ", weight_paths.size());
+    const auto file = io::GgufFile::open(weight_paths.front());
+    io::require_llama_cpp_gemma3(*file);
+    LTX_CHECK(config.family == GemmaFamily::Gemma3, "Gemma text model: ", file->path(),
+              " is a Gemma 3 GGUF but the config (", config.source, ") is ", config.model_type);
+    io::WeightMap w({file}, io::llama_cpp_gemma3_key_map());
+    GemmaTextConfig c = config;
+    c.norm_stored_plus_one = true;
+    return load(c, w, opt, "llama.cpp Gemma 3 GGUF (blk.*, norms stored as 1 + w)", file->path(),
+                streaming);
+  }
   std::vector<std::shared_ptr<const io::SafetensorsFile>> files;
   for (const auto& p : weight_paths) files.push_back(io::SafetensorsFile::open(p));
   const KeyLayout layout = key_layout_for(config, files);
@@ -156,17 +173,29 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap
     n.eps = c.rms_norm_eps;
     n.scale = s.take(name, {dim}, f, o.device);
     // On the compute device, as for a resident model, also for a streamed layer's host copy.
-    if (n.scale.defined() && c.norm_adds_one)
+    if (n.scale.defined() && c.norm_adds_one && !c.norm_stored_plus_one)
       n.scale = ops::add(n.scale.to(opt.device), 1.0).to(o.device);
     return n;
   };
   auto linear = [&](io::WeightMap& s, const std::string& name, int64_t in, int64_t out, bool bias,
                     const nn::LoadOptions& o) { return nn::Linear::load(s, name, in, out, bias, o); };
 
-  const DType embed_dtype = w.contains("embed_tokens.weight") ? w.dtype("embed_tokens.weight") : f;
-  m.embed_tokens = w.take("embed_tokens.weight", {c.vocab_size, D}, f, opt.device);
-  m.embed_scale =
-      round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(D))), embed_dtype);
+  if (w.contains("embed_tokens.weight") && w.is_quantized("embed_tokens.weight")) {
+    // GGML blocks: kept as stored (a lookup dequantises its rows); rows that are not whole
+    // blocks come back dense from Linear::load.
+    nn::Linear table = nn::Linear::load(w, "embed_tokens", D, c.vocab_size, false, opt);
+    if (table.format == nn::LinearFormat::GgmlBlocks)
+      m.embed_blocks_ = std::move(table);
+    else
+      m.embed_tokens = table.weight;
+    m.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(D)));
+  } else {
+    const DType embed_dtype =
+        w.contains("embed_tokens.weight") ? w.dtype("embed_tokens.weight") : f;
+    m.embed_tokens = w.take("embed_tokens.weight", {c.vocab_size, D}, f, opt.device);
+    m.embed_scale =
+        round_to_dtype(static_cast<float>(std::sqrt(static_cast<double>(D))), embed_dtype);
+  }
   m.norm_ = norm(w, "norm.weight", D, opt);
 
   const int64_t P = c.hidden_size_per_layer_input;
@@ -232,6 +261,19 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap
   return m;
 }
 
+Device GemmaTextModel::device() const {
+  return embed_blocks_.weight.defined() ? embed_blocks_.weight.device() : embed_tokens.device();
+}
+
+Tensor GemmaTextModel::embed(const Tensor& ids) const {
+  if (!embed_blocks_.weight.defined()) return ops::embedding(embed_tokens, ids);
+  // Only the looked-up rows of blocks are dequantised.
+  const Tensor rows = ops::embedding(embed_blocks_.weight, ids.reshape({-1}));
+  const ops::GgmlWeight picked{rows, embed_blocks_.ggml_type, config_.hidden_size};
+  return ops::dequantize_ggml(picked, embed_blocks_.compute)
+      .view({ids.size(0), ids.size(1), config_.hidden_size});
+}
+
 const GemmaLayerSpec& GemmaTextModel::spec(int64_t i) const {
   const int64_t resident = static_cast<int64_t>(layers_.size());
   return (i >= resident ? streamed_->host_block(i - resident) : layers_[static_cast<size_t>(i)])
@@ -267,7 +309,7 @@ GemmaKvCache GemmaTextModel::make_cache(int64_t batch, int64_t capacity) const {
   cache.batch = batch;
   cache.capacity = capacity;
   cache.key_valid.assign(static_cast<size_t>(batch * capacity), 0);
-  const Device dev = embed_tokens.device();
+  const Device dev = device();
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     const GemmaLayerSpec& spec_i = spec(i);
     if (spec_i.kv_source >= 0) {
@@ -312,7 +354,8 @@ Tensor GemmaTextModel::forward(const Tensor& input_ids, const Tensor& position_i
 }
 
 Tensor GemmaTextModel::logits(const Tensor& hidden) const {
-  Tensor l = ops::linear(hidden, embed_tokens);
+  Tensor l = embed_blocks_.weight.defined() ? embed_blocks_(hidden)
+                                            : ops::linear(hidden, embed_tokens);
   if (config_.final_logit_softcapping) {
     const double cap = *config_.final_logit_softcapping;
     l = ops::mul(ops::tanh(ops::div(l, cap)), cap);
@@ -337,9 +380,9 @@ Tensor GemmaTextModel::run(const Tensor& input_ids, const Tensor& position_ids,
               c.vocab_size, " entries)");
   }
   // Tables built on the host go to the weights' device (CUDA: every op runs there).
-  const Device dev = embed_tokens.device();
+  const Device dev = device();
   const Tensor ids_t = Tensor::from_vector(ids, {B, T}).to(dev);
-  Tensor h = ops::mul(ops::embedding(embed_tokens, ids_t), static_cast<double>(embed_scale));
+  Tensor h = ops::mul(embed(ids_t), static_cast<double>(embed_scale));
 
   // Image blocks: contiguous runs of image soft tokens (group id per new token, -1 elsewhere).
   std::vector<int64_t> image_group;

@@ -17,7 +17,13 @@
 //
 // Weights come from a single-file text encoder (google/gemma-3 keys `language_model.model.*`, or
 // Gemma 4 `model.language_model.*` / Comfy-flat `model.{layers,embed_tokens,norm}.*`) or the
-// safetensors shards of a root folder (GemmaAssets::weight_paths), as get_gemma_ops maps them.
+// safetensors shards of a root folder (GemmaAssets::weight_paths), as get_gemma_ops maps them,
+// or a llama.cpp Gemma 3 GGUF (io/llama_gguf.h: its blk.* names mapped back, its norms stored as
+// 1 + w used as they are). A GGUF's block-quantized Linears run on their blocks
+// (nn::LinearFormat::GgmlBlocks); a block-quantized token embedding stays in blocks too: a
+// lookup dequantises the looked-up rows only, and lm_head multiplies by the blocks. Its scale
+// sqrt(hidden) is then kept in f32, as llama.cpp runs it (HF rounds it to the weight dtype: 62
+// instead of 61.97 for a bf16 12B, a 5e-4 difference below the quantisation's).
 // lm_head is tied to embed_tokens (the files never store it).
 #include <memory>
 #include <optional>
@@ -137,7 +143,8 @@ class GemmaTextModel {
  private:
   GemmaTextConfig config_;
   std::string key_layout_;
-  Tensor embed_tokens;  // [vocab, D]
+  Tensor embed_tokens;  // [vocab, D]; undefined when the table is in GGML blocks
+  nn::Linear embed_blocks_;  // a GGUF's block-quantized table [vocab, D] (GgmlBlocks); else unset
   float embed_scale = 1.0f;
   std::vector<GemmaDecoderLayer> layers_;  // the resident layers: the first ones (all unstreamed)
   std::shared_ptr<models::StreamedBlocks<GemmaDecoderLayer>> streamed_;
@@ -148,6 +155,10 @@ class GemmaTextModel {
   nn::Linear per_layer_model_projection;  // [L * P, D]
   GemmaRmsNorm per_layer_projection_norm;
 
+  // The device the model computes on (the embedding table's).
+  Device device() const;
+  // embed_tokens rows of ids [B, T] (on device()) -> [B, T, D], before the scale.
+  Tensor embed(const Tensor& ids) const;
   // Layer i's shapes and kinds (its weights may be on the host when streamed).
   const GemmaLayerSpec& spec(int64_t i) const;
   // key_valid [B, key_len]: 1 on non-pad keys (cached ones first, then the new tokens).
