@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 #include <regex>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -255,12 +256,21 @@ void HttpServer::bind() {
 
 void HttpServer::serve() {
   LTX_CHECK(port_ > 0, "HttpServer::serve() before bind()");
-  server_->listen_after_bind();
+  serve_entered_ = true;
+  if (!stopping_) server_->listen_after_bind();
+  serve_returned_ = true;
 }
 
 void HttpServer::stop() {
   stopping_ = true;
-  if (server_) server_->stop();
+  if (!server_) return;
+  // cpp-httplib's stop() does nothing until the listen loop is running, and the loop then never
+  // ends. serve() checks stopping_ after announcing itself, and this checks serve_entered_ after
+  // setting stopping_ (both sequentially consistent), so either serve() returns without listening
+  // or this waits, briefly, for its loop to start before stopping it.
+  if (serve_entered_)
+    while (!server_->is_running() && !serve_returned_) std::this_thread::yield();
+  server_->stop();
 }
 
 void add_health_route(httplib::Server& server) {

@@ -86,6 +86,10 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::function<std::string(const std::string&)> token_lookup_;
   std::atomic<bool> stopping_{false};
+  // serve() has begun / has returned: the library ignores a stop() that comes before its listen
+  // loop runs, so stop() waits for one or the other (see stop()).
+  std::atomic<bool> serve_entered_{false};
+  std::atomic<bool> serve_returned_{false};
   mutable std::mutex counts_mutex_;
   std::map<std::string, uint64_t> response_counts_;  // the label set -> count
   int listen_socket_ = -1;

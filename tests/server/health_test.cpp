@@ -25,6 +25,24 @@ TEST(ServerSmoke, HealthOverLoopback) {
   EXPECT_EQ(r->body, R"({"status":"ok"})");
 }
 
+// A stop that comes before the listen loop runs (a signal right after start-up) still ends serve():
+// cpp-httplib alone would ignore it and listen forever. Each ordering, many times.
+TEST(ServerSmoke, AStopRacingTheStartOfServeEndsIt) {
+  {
+    HttpServer http({"127.0.0.1", 0});
+    http.bind();
+    http.stop();
+    http.serve();  // returns at once
+  }
+  for (int i = 0; i < 200; ++i) {
+    HttpServer http({"127.0.0.1", 0});
+    http.bind();
+    std::thread t([&] { http.serve(); });
+    http.stop();
+    t.join();
+  }
+}
+
 TEST(ServerSmoke, APortInUseIsAClearError) {
   HttpServer first({"127.0.0.1", 0});
   first.bind();
