@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/input_limits.h"
+#include "core/string_replace.h"
 
 namespace ltx::io {
 
@@ -24,15 +25,6 @@ KeyRename substring(std::string from, std::string to) {
   return {std::move(from), std::move(to), false};
 }
 
-// Python's str.replace: every non-overlapping occurrence, left to right.
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
-  std::string out;
-  size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
-    out.append(s, pos, hit - pos).append(to);
-  out.append(s, pos, std::string::npos);
-  return out;
-}
 
 }  // namespace
 

@@ -97,8 +97,6 @@ std::string gemma3_key(const char* suffix) {
   return std::string(kLlamaCppGemma3Arch) + "." + suffix;
 }
 
-std::string llama_shape_str(const Shape& s) { return s.str(); }
-
 }  // namespace
 
 bool is_llama_cpp_gemma3(const GgufFile& file) {
@@ -202,7 +200,7 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
             ": tensor 'token_embd.weight' (the token embedding) is missing");
   const Shape embd = file.info("token_embd.weight").shape;
   LTX_CHECK(embd.size() == 2 && embd[1] == hidden, "llama.cpp Gemma 3 GGUF ", file.path(),
-            ": tensor 'token_embd.weight' is ", llama_shape_str(embd), " but metadata '", e,
+            ": tensor 'token_embd.weight' is ", embd.str(), " but metadata '", e,
             "' is ", hidden, " (expected [vocabulary, ", hidden, "])");
   const int64_t vocab = embd[0];
   expect.push_back({"output_norm.weight", {hidden}, e});
@@ -234,8 +232,8 @@ json llama_cpp_gemma3_config(const GgufFile& file) {
     }
     const Shape& s = file.info(x.name).shape;
     if (s != x.shape && ++misshaped <= 5)
-      problems.push_back(str("tensor '", x.name, "' is ", llama_shape_str(s), ", expected ",
-                             llama_shape_str(x.shape), " from ", x.from));
+      problems.push_back(str("tensor '", x.name, "' is ", s.str(), ", expected ",
+                             x.shape.str(), " from ", x.from));
   }
   if (!problems.empty()) {
     std::string msg;

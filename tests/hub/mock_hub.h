@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "io/io_test_util.h"
+#include "support/loopback_http.h"
 #include "support/test_support.h"
 
 namespace ltx::test {
@@ -93,16 +94,8 @@ class MockHub {
     cdn_port_ = cdn_.bind_to_any_port("127.0.0.1");
     hub_thread_ = std::thread([this] { hub_.listen_after_bind(); });
     cdn_thread_ = std::thread([this] { cdn_.listen_after_bind(); });
-    // cpp-httplib ignores stop() until the listen loop runs: a test that ends before the threads
-    // got that far would hang in the destructor's join.
-    wait_running(hub_);
-    wait_running(cdn_);
-  }
-  static void wait_running(const httplib::Server& s) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!s.is_running() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
-    EXPECT_TRUE(s.is_running()) << "the mock hub's listen loop did not start";
+    wait_until_listening(hub_);
+    wait_until_listening(cdn_);
   }
   ~MockHub() {
     release();

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "support/loopback_http.h"
+
 namespace {
 
 // A server on a free loopback port, serving on its own thread until the test ends.
@@ -21,11 +23,7 @@ class LoopbackServer {
     port_ = server_.bind_to_any_port("127.0.0.1");
     EXPECT_GT(port_, 0);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // The library ignores stop() until its listen loop runs (HttpServer::stop() says more).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!server_.is_running() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
-    EXPECT_TRUE(server_.is_running());
+    ltx::test::wait_until_listening(server_);
     return port_;
   }
   void stop() {

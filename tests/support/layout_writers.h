@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/string_replace.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 
@@ -21,16 +22,6 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using io::SafetensorsFile;
 using io::write_safetensors;
-
-// Python's str.replace.
-inline std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  std::string out;
-  size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
-    out.append(s, pos, hit - pos).append(to);
-  out.append(s, pos, std::string::npos);
-  return out;
-}
 
 inline std::string apply_dict(std::string k,
                               const std::vector<std::pair<std::string, std::string>>& d) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/string_replace.h"
 #include "io/llama_gguf.h"
 
 namespace ltx::text {
@@ -15,15 +16,6 @@ using json = nlohmann::json;
 using io::LlamaTokenType;
 
 constexpr const char* kSpmSpaceUtf8 = "\xE2\x96\x81";  // U+2581, SentencePiece's space
-
-std::string spm_replace_all(std::string s, const std::string& from, const std::string& to) {
-  std::string out;
-  size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
-    out.append(s, pos, hit - pos).append(to);
-  out.append(s, pos, std::string::npos);
-  return out;
-}
 
 // Byte offsets of the code-point boundaries strictly inside `s` (assumes valid UTF-8).
 std::vector<size_t> utf8_inner_boundaries(const std::string& s) {
@@ -44,7 +36,7 @@ Tokenizer tokenizer_from_gguf(const io::GgufFile& file) {
   std::vector<std::string> content(n);
   for (size_t i = 0; i < n; ++i) {
     content[i] = v.types[i] == LlamaTokenType::UserDefined
-                     ? spm_replace_all(v.tokens[i], " ", kSpmSpaceUtf8)
+                     ? replace_all(v.tokens[i], " ", kSpmSpaceUtf8)
                      : v.tokens[i];
     check_utf8(content[i], str(file.path(), " tokenizer.ggml.tokens[", i, "]"));
   }
