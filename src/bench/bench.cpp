@@ -542,7 +542,7 @@ std::vector<std::string> quantized_weight_formats() {
   return out;
 }
 
-std::string lower_case(std::string s) {
+std::string weights_format_lower_case(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
 }
@@ -557,10 +557,10 @@ std::optional<std::string> BenchOptions::ggml_weights() const {
 
 void BenchOptions::validate() const {
   (void)bench::preset(preset);  // throws for an unknown name
-  const std::string format = lower_case(weights_format);
+  const std::string format = weights_format_lower_case(weights_format);
   if (format != "dense" && format != "bf16" && !ggml_weights()) {
     std::string accepted = "dense, bf16";
-    for (const std::string& name : quantized_weight_formats()) accepted += ", " + lower_case(name);
+    for (const std::string& name : quantized_weight_formats()) accepted += ", " + weights_format_lower_case(name);
     fail("--weights-format: unknown format '", weights_format, "'; use one of ", accepted);
   }
   LTX_CHECK(format != "bf16" || model_dtype() == DType::BF16, "--weights-format bf16: the dense "
