@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "backend/device_query.h"
@@ -18,6 +19,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/weights.h"
+#include "quantization/gguf_policy.h"
 #include "models/transformer/model.h"
 #include "models/video_vae/conv_video_decoder.h"
 #include "models/video_vae/diffusion_tiling.h"
@@ -102,11 +104,12 @@ Timing time_calls(Device device, int64_t warmup, int64_t iters, const std::funct
 }
 
 // Builds one model from random weights made on the device (`load` binds it from the synthetic
-// map), then times every case of `kind` with the call that `prepare` returns for it (inputs are
-// made there, untimed). `what` names the model in messages.
+// map; the weights `ggml` types as GGML blocks, when given), then times every case of `kind` with
+// the call that `prepare` returns for it (inputs are made there, untimed). `what` names the model
+// in messages.
 template <typename Model>
 void time_model_cases(BenchReport& r, const char* kind, const std::string& what, InitRule init,
-                      const std::function<Model(io::WeightMap&)>& load,
+                      const GgmlRule& ggml, const std::function<Model(io::WeightMap&)>& load,
                       const std::function<std::function<void()>(const Model&, const BenchCase&)>& prepare) {
   const BenchOptions& o = r.options;
   std::vector<BenchCase*> cases;
@@ -116,13 +119,15 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
   backend::release_cached_memory(o.device);
   const Clock::time_point t0 = Clock::now();
   std::optional<Model> model;
-  int64_t weights_bytes = 0;
+  int64_t weights_bytes = 0, ggml_weights = 0;
   try {
     RandomWeights rw(std::move(init), o.seed);
-    io::WeightMap w = io::WeightMap::synthetic(rw.synthesizer());
+    io::WeightMap w = io::WeightMap::synthetic(
+        rw.synthesizer(), ggml ? rw.ggml_synthesizer(ggml) : io::GgmlSynthesizer{});
     model.emplace(load(w));
     w.finish(what);
     weights_bytes = rw.bytes_made();
+    ggml_weights = rw.ggml_tensors_made();
     backend::synchronize(o.device);
   } catch (const Error& e) {
     fail("ltx bench: making the ", what, " with random weights on ", o.device.str(), " failed: ", e.what());
@@ -133,6 +138,7 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
   log_info("bench: ", what, ": ", num(static_cast<double>(weights_bytes) / kGiB), " GiB of random ",
            dtype_name(o.model_dtype()), " weights",
            quantized ? str(" (--quantization ", quantization::mode_name(o.quantization), ")") : "",
+           ggml ? str(", ", ggml_weights, " of them as ", *o.ggml_weights(), " GGML blocks") : "",
            " on ", o.device.str(), " in ", num(setup_s), " s");
   for (BenchCase* c : cases) {
     try {
@@ -140,6 +146,7 @@ void time_model_cases(BenchReport& r, const char* kind, const std::string& what,
       log_info("bench: ", c->label, ": ", o.warmup, " warm-up + ", o.iters, " timed calls");
       Timing t = time_calls(o.device, o.warmup, o.iters, step);
       t.weights_bytes = weights_bytes;
+      t.ggml_weights = ggml_weights;
       t.setup_s = setup_s;
       c->ours = t;
       log_info("bench: ", c->label, ": median ", num(t.median_ms), " ms, peak ",
@@ -303,19 +310,39 @@ double rel_l2(const Tensor& a, const Tensor& b) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// The quality of --quantization at full size: every transformer case's velocity under the mode
-// against one step of the unquantized model, both from the same random weights (the synthesizer
-// draws by name and seed) on the same inputs; one model on the device at a time.
+// The quality of --quantization (or a quantized --weights-format) at full size: every transformer
+// case's velocity under the mode against one step of the unquantized model, both from the same
+// random weights (the synthesizer draws by name and seed) on the same inputs; one model on the
+// device at a time. GGML weights are compared with the bf16 values their blocks were quantised
+// from (RandomWeights::make_ggml_source), in the weights that the GGML run made as blocks.
 void measure_quantization_error(BenchReport& r, const Preset& p, const tf::LTXModelConfig& cfg) {
   const BenchOptions& o = r.options;
   std::vector<BenchCase*> cases;
   for (BenchCase& c : r.cases)
     if (c.kind == "transformer" && c.ours) cases.push_back(&c);
-  if (cases.empty() || o.quantization == quantization::Mode::None || o.guided) return;
-  const auto outputs = [&](quantization::Mode mode) {
+  const std::optional<std::string> ggml = o.ggml_weights();
+  if (cases.empty() || (o.quantization == quantization::Mode::None && !ggml) || o.guided) return;
+  const GgmlRule rule = ggml ? transformer_gguf_rule(*ggml) : GgmlRule();
+  auto made_as_blocks = std::make_shared<std::set<std::string>>();
+  const GgmlRule twin_rule = [rule, made_as_blocks](const std::string& name, const Shape& shape) {
+    return made_as_blocks->count(name) != 0 ? rule(name, shape) : std::nullopt;
+  };
+  // quantized: the mode, or the GGML blocks; otherwise the reference.
+  const auto outputs = [&](bool quantized) {
+    const quantization::Mode mode = quantized ? o.quantization : quantization::Mode::None;
     backend::release_cached_memory(o.device);
     RandomWeights rw(transformer_init, o.seed);
-    io::WeightMap w = io::WeightMap::synthetic(rw.synthesizer());
+    io::GgmlSynthesizer blocks;
+    if (ggml && quantized) {
+      blocks = rw.ggml_synthesizer(rule);
+      blocks.make = [&rw, made_as_blocks](const std::string& name, const Shape& shape, GgmlType type,
+                                          Device device) {
+        made_as_blocks->insert(name);
+        return rw.make_ggml(name, shape, type, device);
+      };
+    }
+    io::WeightMap w = io::WeightMap::synthetic(
+        ggml && !quantized ? rw.ggml_source_synthesizer(twin_rule) : rw.synthesizer(), blocks);
     const tf::LTXModel model =
         tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, mode},
                            models::BlockStreaming{o.offload_slots, o.offload_from_file});
@@ -331,12 +358,13 @@ void measure_quantization_error(BenchReport& r, const Preset& p, const tf::LTXMo
     }
     return out;
   };
-  log_info("bench: rel L2 of --quantization ", quantization::mode_name(o.quantization),
-           " vs one unquantized ", dtype_name(o.model_dtype()),
+  const std::string what = ggml ? str("--weights-format ", *ggml)
+                                : str("--quantization ", quantization::mode_name(o.quantization));
+  log_info("bench: rel L2 of ", what, " vs one unquantized ", dtype_name(o.model_dtype()),
            " step (same random weights and inputs)");
   try {
-    const std::vector<tf::ModelOutputs> q = outputs(o.quantization);
-    const std::vector<tf::ModelOutputs> d = outputs(quantization::Mode::None);
+    const std::vector<tf::ModelOutputs> q = outputs(true);
+    const std::vector<tf::ModelOutputs> d = outputs(false);
     for (size_t i = 0; i < cases.size(); ++i) {
       BenchCase& c = *cases[i];
       c.quant_rel_l2_video = rel_l2(q[i].video, d[i].video);
@@ -346,8 +374,7 @@ void measure_quantization_error(BenchReport& r, const Preset& p, const tf::LTXMo
                c.quant_rel_l2_audio ? str(", audio ", fmt("%.3e", *c.quant_rel_l2_audio)) : "");
     }
   } catch (const Error& e) {
-    fail("ltx bench: the rel L2 of --quantization ", quantization::mode_name(o.quantization),
-         " against the unquantized step failed: ", e.what());
+    fail("ltx bench: the rel L2 of ", what, " against the unquantized step failed: ", e.what());
   }
 }
 
@@ -356,6 +383,7 @@ void run_transformer_cases(BenchReport& r, const Preset& p) {
   const BenchOptions& o = r.options;
   time_model_cases<tf::LTXModel>(
       r, "transformer", p.name + " transformer", transformer_init,
+      o.ggml_weights() ? transformer_gguf_rule(*o.ggml_weights()) : GgmlRule(),
       [&](io::WeightMap& w) {
         return tf::LTXModel::load(w, cfg, {o.model_dtype(), o.device, o.quantization},
                                   models::BlockStreaming{o.offload_slots, o.offload_from_file});
@@ -406,7 +434,7 @@ void run_vae_cases(BenchReport& r, const Preset& p) {
   const vae::DecoderConfig cfg = p.decoder_config();
   const BenchOptions& o = r.options;
   time_model_cases<vae::ConvVideoDecoder>(
-      r, "vae_decode", p.name + " video VAE decoder", vae_init,
+      r, "vae_decode", p.name + " video VAE decoder", vae_init, GgmlRule(),
       [&](io::WeightMap& w) { return vae::ConvVideoDecoder::load(w, cfg, {o.model_dtype(), o.device}); },
       [&](const vae::ConvVideoDecoder& decoder, const BenchCase& c) -> std::function<void()> {
         auto gen = std::make_shared<sampling::TorchCpuGenerator>(static_cast<int64_t>(o.seed) + 1);
@@ -431,7 +459,7 @@ void run_diffusion_cases(BenchReport& r, const Preset& p) {
   const vae::DiffusionDecoderConfig cfg = p.diffusion_decoder_config();
   const BenchOptions& o = r.options;
   time_model_cases<vae::DiffusionVideoDecoder>(
-      r, "diffusion_decode", p.name + " diffusion video decoder", diffusion_vae_init,
+      r, "diffusion_decode", p.name + " diffusion video decoder", diffusion_vae_init, GgmlRule(),
       [&](io::WeightMap& w) { return vae::DiffusionVideoDecoder::load(w, cfg, {o.model_dtype(), o.device}); },
       [&](const vae::DiffusionVideoDecoder& decoder, const BenchCase& c) -> std::function<void()> {
         sampling::TorchCpuGenerator gen(static_cast<int64_t>(o.seed) + 2);
@@ -500,8 +528,48 @@ DType BenchOptions::model_dtype() const {
   return dtype.value_or(device.is_cuda() ? DType::BF16 : DType::F32);
 }
 
+namespace {
+
+// The quantized types of `ltx quantize --type` (the GGUF policy's list without BF16 / F16).
+std::vector<std::string> quantized_weight_formats() {
+  std::vector<std::string> out;
+  std::stringstream names(quantization::gguf_quant_type_names());
+  for (std::string name; std::getline(names, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    const auto t = quantization::parse_gguf_quant_type(name);
+    if (t && ggml_is_quantized(t->base)) out.push_back(name);
+  }
+  return out;
+}
+
+std::string weights_format_lower_case(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::string> BenchOptions::ggml_weights() const {
+  const std::optional<quantization::GgufQuantType> t = quantization::parse_gguf_quant_type(weights_format);
+  if (!t || !ggml_is_quantized(t->base)) return std::nullopt;
+  return t->name;
+}
+
 void BenchOptions::validate() const {
   (void)bench::preset(preset);  // throws for an unknown name
+  const std::string format = weights_format_lower_case(weights_format);
+  if (format != "dense" && format != "bf16" && !ggml_weights()) {
+    std::string accepted = "dense, bf16";
+    for (const std::string& name : quantized_weight_formats()) accepted += ", " + weights_format_lower_case(name);
+    fail("--weights-format: unknown format '", weights_format, "'; use one of ", accepted);
+  }
+  LTX_CHECK(format != "bf16" || model_dtype() == DType::BF16, "--weights-format bf16: the dense "
+            "weights under --dtype bf16 (the CUDA default), but this run's dtype is ",
+            dtype_name(model_dtype()), "; use --weights-format dense");
+  LTX_CHECK(!ggml_weights() || quantization == quantization::Mode::None, "--weights-format ",
+            weights_format, " makes the transformer's linear weights GGML blocks, which run as "
+            "stored (as a GGUF file's); --quantization ", quantization::mode_name(quantization),
+            " quantises dense weights at load: use one of the two");
   LTX_CHECK(warmup >= 0, "--warmup: must be >= 0, got ", warmup);
   LTX_CHECK(iters >= 1, "--iters: must be >= 1, got ", iters);
   if (frames)
@@ -855,6 +923,7 @@ std::string format_table(const BenchReport& r) {
                ? std::string()
                : std::string(" (transformer --quantization ") +
                      quantization::mode_name(o.quantization) + ")")
+       << (o.ggml_weights() ? " (transformer --weights-format " + *o.ggml_weights() + ")" : std::string())
        << ", " << o.warmup << " warm-up + "
        << o.iters << " timed iterations\n";
   else
@@ -898,9 +967,18 @@ std::string format_table(const BenchReport& r) {
   for (const BenchCase& c : r.cases)
     if (c.ours && c.ours->gpu) os << "GPU during " << c.label << ": " << profiling::describe(*c.ours->gpu) << "\n";
   for (const BenchCase& c : r.cases)
+    if (c.ours && c.kind == "transformer" && o.ggml_weights())
+      os << c.label << ": weights " << num(static_cast<double>(c.ours->weights_bytes) / kGiB)
+         << " GiB, " << c.ours->ggml_weights << " linear weights as " << *o.ggml_weights()
+         << " GGML blocks, the rest " << dtype_name(o.model_dtype()) << "\n";
+  for (const BenchCase& c : r.cases)
     if (c.quant_rel_l2_video)
-      os << c.label << ": --quantization " << quantization::mode_name(o.quantization)
-         << " vs one unquantized step (same random weights and inputs): rel L2 video "
+      os << c.label << ": "
+         << (o.ggml_weights() ? "--weights-format " + *o.ggml_weights() +
+                                    " vs one step on the bf16 values the blocks were quantised from"
+                              : "--quantization " + std::string(quantization::mode_name(o.quantization)) +
+                                    " vs one unquantized step")
+         << " (same random weights and inputs): rel L2 video "
          << fmt("%.3e", *c.quant_rel_l2_video)
          << (c.quant_rel_l2_audio ? ", audio " + fmt("%.3e", *c.quant_rel_l2_audio) : std::string())
          << "\n";
@@ -917,6 +995,8 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
   j["device_description"] = r.device_description;
   j["dtype"] = dtype_name(o.model_dtype());
   j["quantization"] = quantization::mode_name(o.quantization);
+  // The transformer's linear weights: "dense" (in "dtype") or the GGML block type.
+  j["weights_format"] = o.ggml_weights().value_or("dense");
   j["warmup"] = o.warmup;
   j["cuda_graph"] = o.cuda_graph;
   j["offload_slots"] = o.offload_slots;
@@ -974,6 +1054,8 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
                    {"peak_gib", static_cast<double>(t.peak_bytes) / kGiB},
                    {"peak_reserved_gib", static_cast<double>(t.peak_reserved_bytes) / kGiB},
                    {"weights_gib", static_cast<double>(t.weights_bytes) / kGiB},
+                   {"weights_bytes", t.weights_bytes},
+                   {"ggml_weights", t.ggml_weights},
                    {"setup_s", t.setup_s},
                    {"achieved_tflops", static_cast<double>(c.flops.total()) / (t.median_ms * 1e9)}};
       if (t.gpu) {
@@ -996,7 +1078,9 @@ nlohmann::ordered_json to_json(const BenchReport& r) {
           {"video", *c.quant_rel_l2_video},
           {"audio", c.quant_rel_l2_audio ? nlohmann::ordered_json(*c.quant_rel_l2_audio)
                                          : nlohmann::ordered_json()},
-          {"against", "one unquantized step, same random weights and inputs"}};
+          {"against", o.ggml_weights() ? "one step on the bf16 values the GGML blocks were quantised "
+                                         "from, same random weights and inputs"
+                                       : "one unquantized step, same random weights and inputs"}};
     nlohmann::ordered_json off = nlohmann::ordered_json::array();
     for (const OfficialValue& v : c.official) {
       nlohmann::ordered_json x = {{"section", v.section}, {"median_ms", v.median_ms}, {"min_ms", v.min_ms}};

@@ -34,6 +34,11 @@ struct BenchOptions {
   // --quantization: the transformer's Linears stored as the mode says (its random weights made in
   // the stored dtype, e4m3 under fp8-cast).
   quantization::Mode quantization = quantization::Mode::None;
+  // --weights-format: "dense" (every weight in the model dtype; "bf16" says the same under
+  // --dtype bf16), or a quantized type of `ltx quantize --type` (Q8_0, Q6_K, Q5_K, Q5_K_M, Q4_K,
+  // Q4_K_M, Q5_0, Q4_0; any case): the transformer's linear weights that `ltx quantize` quantises
+  // made as GGML blocks of it (bench/random_weights.h), run as a GGUF file's are; the rest dense.
+  std::string weights_format = "dense";
   int64_t warmup = 2;
   int64_t iters = 5;
   uint64_t seed = 0;
@@ -75,6 +80,8 @@ struct BenchOptions {
   Ceilings ceilings;
 
   DType model_dtype() const;
+  // The quantized type --weights-format names ("Q4_K_M"); nullopt for dense weights.
+  std::optional<std::string> ggml_weights() const;
   // Throws ltx::Error naming the flag for values that cannot run (counts, frames, dtype).
   void validate() const;
 };
@@ -85,7 +92,8 @@ struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int64_t peak_bytes = 0;           // peak allocated during warm-up + timed iterations (weights included)
   int64_t peak_reserved_bytes = 0;  // CUDA: peak held from the driver
-  int64_t weights_bytes = 0;        // parameters made for the model
+  int64_t weights_bytes = 0;        // parameters made for the model (GGML weights: their block bytes)
+  int64_t ggml_weights = 0;         // --weights-format: the weights made as GGML blocks
   double setup_s = 0;               // making the weights (shared by the cases of one model)
   // The GPU's clock and power during the timed calls (profiling/gpu_monitor.h); absent on the CPU
   // or without the NVIDIA driver's NVML.
@@ -121,7 +129,8 @@ struct BenchCase {
   std::optional<Timing> ours;
   // transformer under --quantization: rel L2 (||q - d|| / ||d||) of the video / audio velocity
   // output against one unquantized step with the same random weights and inputs (audio: when
-  // the case has audio).
+  // the case has audio). Under a quantized --weights-format: against one step with the dense
+  // bf16 values the blocks were quantised from in their place (the same windows of the pool).
   std::optional<double> quant_rel_l2_video, quant_rel_l2_audio;
   std::vector<OfficialValue> official;  // every matching section
   std::optional<size_t> official_choice;  // index into `official` shown in the table

@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "quantization/ggml_quant.h"
+#include "quantization/gguf_policy.h"
 #include "sampling/noise.h"
 
 namespace ltx::bench {
@@ -22,6 +24,19 @@ Init vae_init(const std::string& name, const Shape& shape) {
     return Init::normal(1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 1))));
   }
   return Init::constant(name.ends_with("weight") || name.ends_with("gamma") ? 1 : 0);
+}
+
+GgmlRule transformer_gguf_rule(const std::string& type) {
+  const std::optional<quantization::GgufQuantType> t = quantization::parse_gguf_quant_type(type);
+  LTX_CHECK(t && ggml_is_quantized(t->base), "transformer_gguf_rule: '", type,
+            "' is not a quantized type of ltx quantize (", quantization::gguf_quant_type_names(), ")");
+  return [t = *t](const std::string& name, const Shape& shape) -> std::optional<GgmlType> {
+    const std::string prefix = quantization::kTransformerPrefix;
+    const std::string bare = name.starts_with(prefix) ? name.substr(prefix.size()) : name;
+    const GgmlType g = quantization::community_gguf_type(bare, shape, GgmlType::BF16, t);
+    if (!ggml_is_quantized(g)) return std::nullopt;
+    return g;
+  };
 }
 
 Init diffusion_vae_init(const std::string& name, const Shape& shape) {
@@ -92,6 +107,119 @@ Tensor RandomWeights::make(const std::string& name, const Shape& shape, DType dt
     flat.narrow(0, pos, len).copy_from(src.narrow(0, start, len));
   }
   return t;
+}
+
+double RandomWeights::ggml_std(const std::string& name, const Shape& shape, GgmlType type) const {
+  const Init init = rule_(name, shape);
+  LTX_CHECK(init.kind == Init::Kind::Normal && init.value > 0, "RandomWeights: parameter '", name,
+            "' is not drawn from a normal distribution, so it cannot be made as ",
+            ggml_type_name(type), " blocks");
+  return init.value;
+}
+
+const RandomWeights::GgmlPool& RandomWeights::ggml_pool(double std, GgmlType type) {
+  LTX_CHECK(ggml_is_quantized(type) && quantization::ggml_can_quantize(type), "RandomWeights: ",
+            ggml_type_name(type), " is not a block type ltx quantises (",
+            quantization::ggml_quantizable_types(), ")");
+  const auto key = std::make_tuple(std, type);
+  if (auto it = ggml_pools_.find(key); it != ggml_pools_.end()) return it->second;
+  // Whole super-blocks (256 values: every type's block divides it); the same values for every
+  // type, so that the types are compared on one set of weights.
+  const int64_t n = std::max<int64_t>(256, pool_size_ / 256 * 256);
+  uint64_t s = seed_ ^ fnv1a("ggml " + std::to_string(std));
+  sampling::TorchCpuGenerator gen(static_cast<int64_t>(splitmix64(s) >> 1));
+  Tensor host = gen.randn({n});
+  float* p = host.data<float>();
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(p[i] * std);
+  GgmlPool pool;
+  pool.values = host.to(Device::cpu(), DType::BF16).to(Device::cpu(), DType::F32);
+  pool.blocks = Tensor::empty({static_cast<int64_t>(*ggml_nbytes(type, static_cast<uint64_t>(n)))},
+                              DType::U8, Device::cpu());
+  quantization::quantize_rows(type, pool.values.data<float>(), 1, n, pool.blocks.raw_data());
+  return ggml_pools_.emplace(key, std::move(pool)).first->second;
+}
+
+void RandomWeights::for_each_ggml_window(const std::string& name, const Shape& shape, GgmlType type,
+                                         const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+  const int64_t elems = ggml_traits(type).block_elems;
+  LTX_CHECK(shape.size() == 2 && shape[1] > 0 && shape[1] % elems == 0, "RandomWeights: parameter '",
+            name, "' ", shape.str(), " is not rows of whole ", ggml_type_name(type), " blocks (",
+            elems, " values)");
+  const GgmlPool& p = ggml_pool(ggml_std(name, shape, type), type);
+  const int64_t pool_blocks = p.values.numel() / elems, blocks = shape.numel() / elems;
+  const int64_t window = std::max<int64_t>(1, std::min(blocks, pool_blocks / 2));
+  uint64_t state = seed_ ^ fnv1a(name);
+  for (int64_t pos = 0; pos < blocks; pos += window) {
+    const int64_t len = std::min(window, blocks - pos);
+    fn(pos, static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(pool_blocks - len + 1)), len);
+  }
+}
+
+std::vector<int64_t> RandomWeights::ggml_window_starts(const std::string& name, const Shape& shape,
+                                                       GgmlType type) {
+  std::vector<int64_t> starts;
+  for_each_ggml_window(name, shape, type, [&](int64_t, int64_t start, int64_t) { starts.push_back(start); });
+  return starts;
+}
+
+io::GgmlTensor RandomWeights::make_ggml(const std::string& name, const Shape& shape, GgmlType type,
+                                        Device device) {
+  const double std = ggml_std(name, shape, type);
+  const int64_t bytes = ggml_traits(type).block_bytes;
+  io::GgmlTensor g;
+  g.name = name;
+  g.type = type;
+  g.shape = shape;
+  g.row_elems = shape.size() == 2 ? shape[1] : 0;
+  Tensor out;
+  for_each_ggml_window(name, shape, type, [&](int64_t pos, int64_t start, int64_t len) {
+    Tensor& src = ggml_blocks_on_[std::make_tuple(std, type, device.type, device.index)];
+    if (!src.defined()) src = ggml_pool(std, type).blocks.to(device);
+    if (!out.defined())
+      out = Tensor::empty({shape.numel() / ggml_traits(type).block_elems * bytes}, DType::U8, device);
+    out.narrow(0, pos * bytes, len * bytes).copy_from(src.narrow(0, start * bytes, len * bytes));
+  });
+  g.bytes = out;
+  ++tensors_;
+  ++ggml_tensors_;
+  bytes_ += static_cast<int64_t>(out.nbytes());
+  return g;
+}
+
+Tensor RandomWeights::make_ggml_source(const std::string& name, const Shape& shape, GgmlType type,
+                                       DType dtype, Device device) {
+  const double std = ggml_std(name, shape, type);
+  const int64_t elems = ggml_traits(type).block_elems;
+  const Tensor out = Tensor::empty(shape, dtype, device);
+  const Tensor flat = out.view({out.numel()});
+  for_each_ggml_window(name, shape, type, [&](int64_t pos, int64_t start, int64_t len) {
+    Tensor& src = ggml_values_on_[std::make_tuple(std, type, dtype, device.type, device.index)];
+    if (!src.defined()) src = ggml_pool(std, type).values.to(device, dtype);
+    flat.narrow(0, pos * elems, len * elems).copy_from(src.narrow(0, start * elems, len * elems));
+  });
+  ++tensors_;
+  bytes_ += static_cast<int64_t>(out.nbytes());
+  return out;
+}
+
+io::GgmlSynthesizer RandomWeights::ggml_synthesizer(GgmlRule rule) {
+  LTX_CHECK(static_cast<bool>(rule), "RandomWeights: no GGML rule");
+  io::GgmlSynthesizer s;
+  s.type = std::move(rule);
+  s.make = [this](const std::string& name, const Shape& shape, GgmlType type, Device device) {
+    return make_ggml(name, shape, type, device);
+  };
+  return s;
+}
+
+io::WeightSynthesizer RandomWeights::ggml_source_synthesizer(GgmlRule rule) {
+  LTX_CHECK(static_cast<bool>(rule), "RandomWeights: no GGML rule");
+  return [this, rule = std::move(rule)](const std::string& name, const Shape& shape, DType dtype,
+                                        Device device) {
+    if (const std::optional<GgmlType> type = rule(name, shape))
+      return make_ggml_source(name, shape, *type, dtype, device);
+    return make(name, shape, dtype, device);
+  };
 }
 
 io::WeightSynthesizer RandomWeights::synthesizer() {

@@ -33,6 +33,7 @@ struct BenchCliOptions {
   std::string dtype;
   std::string max_gpu_memory;  // GiB; empty: none
   std::string quantization = "none";
+  std::string weights_format = "dense";
   std::vector<std::string> sizes;
   std::string vae_size;
   int64_t frames = 0, text_tokens = 0;
@@ -57,7 +58,7 @@ struct BenchCliOptions {
 
 // The options of the model benchmarks, which `ltx bench kernels` does not take.
 const char* const kModelBenchOptions[] = {
-    "--preset", "--dtype", "--quantization", "--size", "--vae-size", "--frames", "--text-tokens", "--no-audio",
+    "--preset", "--dtype", "--quantization", "--weights-format", "--size", "--vae-size", "--frames", "--text-tokens", "--no-audio",
     "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share", "--per-token-timesteps",
     "--image-conditioned", "--decode-free-gib", "--warmup", "--iters", "--seed", "--official",
     "--official-section", "--gemm-tflops", "--attention-tflops"};
@@ -85,6 +86,7 @@ bench::BenchOptions to_options(const BenchCliOptions& c) {
   o.preset = c.preset;
   o.device = parse_device(c.device.empty() ? "cpu" : c.device, "--device");
   o.quantization = random_weights_mode(c.quantization);
+  o.weights_format = c.weights_format;
   if (!c.dtype.empty()) {
     DType dt;
     LTX_CHECK(dtype_from_name(c.dtype, &dt), "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
@@ -195,7 +197,7 @@ const char* const kNotPipelineOptions[] = {
     "--vae-size", "--text-tokens", "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share",
     "--per-token-timesteps", "--image-conditioned", "--decode-free-gib", "--warmup", "--iters",
     "--official", "--official-section", "--gemm-tflops", "--attention-tflops", "--jobs", "--batch",
-    "--filter"};
+    "--filter", "--weights-format"};
 
 int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kNotPipelineOptions)
@@ -302,6 +304,12 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--max-gpu-memory", o->max_gpu_memory, kMaxGpuMemoryHelp);
   sub->add_option("--dtype", o->dtype, "Weight/activation dtype: bf16 (CUDA default) or f32 (CPU)");
   add_quantization_flag(sub, o->quantization);
+  // Checked by bench::BenchOptions::validate (one error naming the accepted values).
+  sub->add_option("--weights-format", o->weights_format,
+                  "The transformer's linear weights: dense (default, in --dtype; bf16 says the same "
+                  "under --dtype bf16) or GGML blocks of an `ltx quantize` type (q8_0, q6_k, q5_k, "
+                  "q5_k_m, q4_k, q4_k_m, q5_0, q4_0) for the weights it quantises, made from one "
+                  "quantised pool of random values; not with --quantization");
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
   sub->add_option("--vae-size", o->vae_size,
                   "Video size WxH of both decoders (default: the preset's, 1536x1024)");

@@ -92,7 +92,8 @@ struct GgmlTensor {
   GgmlType type = GgmlType::F32;
   Shape shape;             // logical (PyTorch) shape
   int64_t row_elems = 0;   // values per stored row; rows follow one another in `bytes`
-  Tensor bytes;            // u8 [nbytes], CPU, read-only (a view of the mapping)
+  Tensor bytes;            // u8 [nbytes], read-only: a view of the mapping (CPU), or made on a
+                           // device by a synthetic WeightMap (io::GgmlSynthesizer)
 };
 
 // The key prefix the safetensors checkpoint had where a GGUF file dropped it: "model.diffusion_model."

@@ -85,14 +85,17 @@ struct Entry {
   std::string file_key;
   Tensor tensor;
   bool used = false;
+  std::optional<GgmlTensor> made_ggml;  // GGML blocks made by a GgmlSynthesizer
 
   Shape shape() const {
     if (file) return file->info(file_key).shape;
     if (gguf) return gguf->info(file_key).shape;
+    if (made_ggml) return made_ggml->shape;
     return tensor.shape();
   }
   std::optional<GgmlType> ggml_type() const {
     if (gguf) return gguf->info(file_key).type;
+    if (made_ggml) return made_ggml->type;
     return std::nullopt;
   }
   bool quantized() const {
@@ -103,11 +106,13 @@ struct Entry {
   DType dtype() const {
     if (file) return file->info(file_key).dtype;
     if (gguf) return ggml_dense_dtype(gguf->info(file_key).type).value_or(DType::U8);
+    if (made_ggml) return DType::U8;
     return tensor.dtype();
   }
   Tensor read() const {
     if (file) return file->tensor(file_key);
     if (gguf) return gguf->tensor(file_key);
+    if (made_ggml) return made_ggml->bytes;
     return tensor;
   }
 };
@@ -141,15 +146,19 @@ struct WeightMap::State {
   std::map<std::string, std::string> misshaped;    // name -> "expected [..], file has [..]"
   std::map<std::string, std::string> wrong_dtype;  // name -> "file has u8, model wants f32"
   WeightSynthesizer synthesize;                    // makes absent required tensors, when set
+  GgmlSynthesizer synthesize_ggml;                 // ... those it types as GGML blocks
 };
 
 WeightMap::WeightMap() : state_(std::make_shared<State>()) {}
 
-WeightMap WeightMap::synthetic(WeightSynthesizer fn) {
+WeightMap WeightMap::synthetic(WeightSynthesizer fn, GgmlSynthesizer ggml) {
   LTX_CHECK(static_cast<bool>(fn), "WeightMap::synthetic: no synthesizer function");
+  LTX_CHECK(static_cast<bool>(ggml.type) == static_cast<bool>(ggml.make),
+            "WeightMap::synthetic: a GGML synthesizer needs both its type and its make function");
   WeightMap w;
   w.state_->key_map = "synthesized in memory";
   w.state_->synthesize = std::move(fn);
+  w.state_->synthesize_ggml = std::move(ggml);
   return w;
 }
 
@@ -353,11 +362,32 @@ Tensor WeightMap::take_any_shape(const std::string& name, DType target, Device d
   return t ? *t : Tensor();
 }
 
-GgmlTensor WeightMap::take_ggml(const std::string& name, const Shape& expected) {
+std::optional<GgmlType> WeightMap::synthesized_ggml_type(const std::string& name,
+                                                         const Shape& shape) const {
+  const std::string full = prefix_ + name;
+  if (!state_->synthesize_ggml.type || state_->entries.count(full) != 0) return std::nullopt;
+  return state_->synthesize_ggml.type(full, shape);
+}
+
+GgmlTensor WeightMap::take_ggml(const std::string& name, const Shape& expected, Device device) {
   const std::string full = prefix_ + name;
   GgmlTensor out;
   out.name = full;
   auto it = state_->entries.find(full);
+  if (it == state_->entries.end()) {
+    if (const std::optional<GgmlType> type = synthesized_ggml_type(name, expected)) {
+      const MemoryScope scope(str("weight '", full, "'"));  // named by an out-of-memory error
+      GgmlTensor made = state_->synthesize_ggml.make(full, expected, *type, device);
+      const std::optional<uint64_t> nbytes = ggml_nbytes(*type, static_cast<uint64_t>(expected.numel()));
+      LTX_CHECK(made.type == *type && made.shape == expected && made.bytes.defined() && nbytes &&
+                    made.bytes.dtype() == DType::U8 && made.bytes.nbytes() == *nbytes,
+                "weights: the GGML synthesizer returned ", ggml_type_name(made.type), " ",
+                made.shape.str(), " (", made.bytes.defined() ? made.bytes.describe() : "no bytes",
+                ") for '", full, "', expected ", ggml_type_name(*type), " ", expected.str());
+      made.name = full;
+      it = state_->entries.emplace(full, Entry{nullptr, nullptr, "", Tensor(), false, std::move(made)}).first;
+    }
+  }
   if (it == state_->entries.end()) {
     state_->missing.insert(full);
     return out;
@@ -374,6 +404,7 @@ GgmlTensor WeightMap::take_ggml(const std::string& name, const Shape& expected) 
     out.name = full;
     return out;
   }
+  if (e.made_ggml) return *e.made_ggml;
   const Tensor t = e.read();
   const DType dt = t.dtype();
   if (dt != DType::F32 && dt != DType::F16 && dt != DType::BF16) {

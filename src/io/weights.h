@@ -74,14 +74,24 @@ class KeyMap {
 using WeightSynthesizer =
     std::function<Tensor(const std::string& name, const Shape& shape, DType dtype, Device device)>;
 
+// GGML-block weights for a synthetic WeightMap (e.g. quantized random weights for benchmarks):
+// `type` says which names (full, with the shape the model binds) are made as blocks of which type
+// (nullopt: dense, by the WeightSynthesizer); `make` makes one, its bytes on `device`.
+struct GgmlSynthesizer {
+  std::function<std::optional<GgmlType>(const std::string& name, const Shape& shape)> type;
+  std::function<GgmlTensor(const std::string& name, const Shape& shape, GgmlType type, Device device)>
+      make;
+};
+
 class WeightMap {
  public:
   // An empty map (tensors can be add()ed).
   WeightMap();
   // An empty map whose take() makes every required tensor with `fn` (once; later takes of the same
   // name return it). Optional names (take_optional) stay absent, and a name whose shape the model
-  // does not fix (take_any_shape, -1 in the shape) is reported missing by finish().
-  static WeightMap synthetic(WeightSynthesizer fn);
+  // does not fix (take_any_shape, -1 in the shape) is reported missing by finish(). With `ggml`,
+  // the names it types are made as GGML blocks instead, for take_ggml (see synthesized_ggml_type).
+  static WeightMap synthetic(WeightSynthesizer fn, GgmlSynthesizer ggml = {});
   // The tensors of `files` that `keys` keeps, under their new names. When two files yield the same
   // name the later file wins, as when the reference merges state dicts. The files stay alive as
   // long as the map or any tensor taken from it.
@@ -119,6 +129,9 @@ class WeightMap {
   std::optional<GgmlType> ggml_type(const std::string& name) const;
   // True when the tensor is stored in blocks of a quantized GGML type (take() refuses it).
   bool is_quantized(const std::string& name) const;
+  // The GGML type a synthetic map's GgmlSynthesizer gives `name` of `shape`, which the map does
+  // not hold yet (bind it with take_ggml); nullopt for held names and names it makes dense.
+  std::optional<GgmlType> synthesized_ggml_type(const std::string& name, const Shape& shape) const;
 
   // Adds (or replaces) a tensor, e.g. one derived at load time from a fused file tensor.
   void add(const std::string& name, Tensor tensor);
@@ -139,8 +152,9 @@ class WeightMap {
   // The tensor as GGML storage, without converting or copying: a GGUF tensor of any type as
   // stored, or a dense f32 / f16 / bf16 tensor of another source as F32 / F16 / BF16 rows (its last
   // dimension). What a quantized weight binds to. Missing and misshaped names are recorded as for
-  // take() and give a GgmlTensor whose `bytes` is undefined.
-  GgmlTensor take_ggml(const std::string& name, const Shape& expected);
+  // take() and give a GgmlTensor whose `bytes` is undefined. A name the map's GgmlSynthesizer
+  // makes is made here with its bytes on `device`; every other tensor's bytes stay on the CPU.
+  GgmlTensor take_ggml(const std::string& name, const Shape& expected, Device device = Device::cpu());
   // Marks names as deliberately unused so finish() does not report them: the exact name, or every
   // name under it when it ends with '.'. Absent names are fine.
   void ignore(const std::string& name_or_prefix);

@@ -63,17 +63,18 @@ Tensor take_scale(io::WeightMap& w, const std::string& name, Device device) {
 
 // A layer whose file weight is GGML blocks (a GGUF file's quantized tensor): bound as stored, the
 // bias and any low-rank LoRA term in the compute dtype.
+// `type`: the weight's GGML type (stored, or what a synthetic map makes it in).
 Linear load_ggml(io::WeightMap& w, const std::string& name, int64_t in_features,
-                 int64_t out_features, bool has_bias, const LoadOptions& opt) {
+                 int64_t out_features, bool has_bias, GgmlType type, const LoadOptions& opt) {
   const std::string layer = w.prefix() + name;
   LTX_CHECK(opt.quantization == quantization::Mode::None, "layer '", layer, "' is stored as GGML ",
-            ggml_type_name(*w.ggml_type(name + ".weight")), " blocks (a quantized GGUF file) and "
+            ggml_type_name(type), " blocks (a quantized GGUF file) and "
             "is used as stored; --quantization ", quantization::mode_name(opt.quantization),
             " applies to dense checkpoints only: use --quantization none");
   Linear l;
   l.format = LinearFormat::GgmlBlocks;
   l.compute = opt.dtype;
-  const io::GgmlTensor g = w.take_ggml(name + ".weight", {out_features, in_features});
+  const io::GgmlTensor g = w.take_ggml(name + ".weight", {out_features, in_features}, opt.device);
   l.ggml_type = g.type;
   if (g.bytes.defined()) {
     const int64_t elems = ops::ggml::block_elems(g.type), bytes = ops::ggml::block_bytes(g.type);
@@ -113,8 +114,11 @@ Tensor add_low_rank(const Linear& l, const Tensor& x, Tensor y) {
 
 Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_features,
                     int64_t out_features, bool has_bias, const LoadOptions& opt) {
-  if (w.contains(name + ".weight") && w.is_quantized(name + ".weight"))
-    return load_ggml(w, name, in_features, out_features, has_bias, opt);
+  const std::string weight = name + ".weight";
+  if (w.contains(weight) && w.is_quantized(weight))
+    return load_ggml(w, name, in_features, out_features, has_bias, *w.ggml_type(weight), opt);
+  if (const auto made = w.synthesized_ggml_type(weight, {out_features, in_features}))
+    return load_ggml(w, name, in_features, out_features, has_bias, *made, opt);
   Linear l;
   if (opt.quantization == quantization::Mode::Nvfp4Prequant) {
     if (auto p = quantization::take_prequant_nvfp4(w, name, in_features, out_features, opt.device)) {

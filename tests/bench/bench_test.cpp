@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 
@@ -15,6 +16,9 @@
 #include "io/io_test_util.h"
 #include "io/weights.h"
 #include "models/audio_vae/audio_vae.h"
+#include "nn/linear.h"
+#include "quantization/ggml_dequant.h"
+#include "quantization/ggml_quant.h"
 #include "models/audio_vae/config.h"
 #include "models/audio_vae/vocoder.h"
 #include "models/text/embeddings_processor.h"
@@ -153,6 +157,14 @@ TEST(BenchOptions, RejectValuesThatCannotRun) {
   expect_error_containing(with([](auto& o) { o.decode_free_bytes = 0; }), {"--decode-free-gib"});
   expect_error_containing(with([](auto& o) { o.cuda_graph = true; }), {"--cuda-graph", "--device cuda"});
   expect_error_containing(with([](auto& o) { o.share_text_kv = false; }), {"--no-text-kv-share", "--guided"});
+  expect_error_containing(with([](auto& o) { o.weights_format = "q3_k"; }),
+                          {"--weights-format", "'q3_k'", "dense, bf16, q8_0, q6_k, q5_k, q5_k_m, q4_k, q4_k_m, q5_0, q4_0"});
+  expect_error_containing(with([](auto& o) { o.weights_format = "bf16"; }), {"--weights-format bf16", "f32", "dense"});
+  expect_error_containing(with([](auto& o) {
+                            o.weights_format = "Q4_K";
+                            o.quantization = quantization::Mode::Fp8;
+                          }),
+                          {"--weights-format Q4_K", "--quantization fp8", "one of the two"});
   expect_error_containing(with([](auto& o) {
                             o.device = Device::cuda();
                             o.dtype = DType::BF16;
@@ -385,6 +397,87 @@ TEST(RandomWeights, BuildTheTinyTransformerThroughASyntheticWeightMap) {
   const auto model = models::transformer::LTXModel::load(w, cfg);  // finish() inside: nothing missing
   EXPECT_EQ(model.num_blocks(), 2);
   EXPECT_GT(rw.tensors_made(), 100);
+}
+
+// GGML weights: whole-block windows of one pool quantised once, so every made tensor is valid
+// blocks (finite when dequantised) equal to the pool's dequantised values at its window starts,
+// and exactly the quantisation of its dense twin (make_ggml_source).
+TEST(RandomWeights, GgmlWeightsAreWindowsOfOneQuantisedPool) {
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q4_K, GgmlType::Q4_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    bench::RandomWeights rw(bench::transformer_init, 5, 1 << 12);
+    const Shape shape{6, 512};
+    const io::GgmlTensor g = rw.make_ggml("ff.net.0.proj.weight", shape, type, Device::cpu());
+    EXPECT_EQ(g.type, type);
+    EXPECT_EQ(g.shape, shape);
+    EXPECT_EQ(g.row_elems, 512);
+    ASSERT_EQ(static_cast<int64_t>(g.bytes.nbytes()), 6 * quantization::ggml_row_bytes(type, 512));
+    std::vector<float> values(6 * 512);
+    quantization::dequantize_rows(type, g.bytes.raw_data(), 6, 512, values.data());
+    for (float v : values) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_NEAR(sample_std(values), 0.02, 0.004);
+    // The pool's values dequantised, window by window.
+    const auto& pool = rw.ggml_pool(0.02, type);
+    const int64_t elems = ggml_traits(type).block_elems, pool_n = pool.values.numel();
+    std::vector<float> pool_values(static_cast<size_t>(pool_n));
+    quantization::dequantize_rows(type, pool.blocks.raw_data(), 1, pool_n, pool_values.data());
+    const std::vector<int64_t> starts = rw.ggml_window_starts("ff.net.0.proj.weight", shape, type);
+    const int64_t blocks = 6 * 512 / elems, window = std::min(blocks, pool_n / elems / 2);
+    ASSERT_EQ(static_cast<int64_t>(starts.size()), (blocks + window - 1) / window);
+    for (size_t w = 0; w < starts.size(); ++w) {
+      const int64_t pos = static_cast<int64_t>(w) * window * elems;
+      const int64_t len = std::min(window * elems, 6 * 512 - pos);
+      for (int64_t i = 0; i < len; ++i)
+        ASSERT_EQ(values[pos + i], pool_values[starts[w] * elems + i]) << "window " << w << " value " << i;
+    }
+    // The dense twin: quantising it gives the same bytes; it is the bf16 values the blocks came from.
+    const Tensor twin = rw.make_ggml_source("ff.net.0.proj.weight", shape, type, DType::F32, Device::cpu());
+    std::vector<uint8_t> again(g.bytes.nbytes());
+    quantization::quantize_rows(type, twin.data<float>(), 6, 512, again.data());
+    EXPECT_EQ(std::memcmp(again.data(), g.bytes.raw_data(), again.size()), 0);
+    EXPECT_EQ(twin.to(Device::cpu(), DType::BF16).to_float_vector(), twin.to_float_vector());
+    EXPECT_EQ(rw.ggml_tensors_made(), 1);
+    EXPECT_EQ(rw.bytes_made(), static_cast<int64_t>(g.bytes.nbytes()) + 6 * 512 * 4);
+  }
+  bench::RandomWeights rw(bench::transformer_init, 5, 1 << 12);
+  expect_error_containing([&] { (void)rw.make_ggml("w", {4, 100}, GgmlType::Q4_K, Device::cpu()); },
+                          {"'w'", "Q4_K", "256"});
+}
+
+// A synthetic map with a GGML rule: Linear::load binds the names it types with take_ggml (blocks
+// of the rule's type), the rest dense; the tiny transformer loads with `ltx quantize`'s policy.
+TEST(RandomWeights, SyntheticMapHandsOutGgmlBlocksThroughTakeGgml) {
+  bench::RandomWeights rw(bench::transformer_init, 0, 1 << 12);
+  const bench::GgmlRule rule = [](const std::string& name, const Shape&) -> std::optional<GgmlType> {
+    if (name == "a.weight") return GgmlType::Q8_0;
+    return std::nullopt;
+  };
+  io::WeightMap w = io::WeightMap::synthetic(rw.synthesizer(), rw.ggml_synthesizer(rule));
+  EXPECT_EQ(w.synthesized_ggml_type("a.weight", {8, 64}), GgmlType::Q8_0);
+  const nn::Linear a = nn::Linear::load(w, "a", 64, 8, true, {DType::F32, Device::cpu()});
+  const nn::Linear b = nn::Linear::load(w, "b", 64, 8, false, {DType::F32, Device::cpu()});
+  w.finish("layers");
+  EXPECT_EQ(a.format, nn::LinearFormat::GgmlBlocks);
+  EXPECT_EQ(a.ggml_type, GgmlType::Q8_0);
+  EXPECT_EQ(a.weight.shape(), Shape({8, 2 * 34}));
+  EXPECT_EQ(a.bias.dtype(), DType::F32);
+  EXPECT_EQ(b.format, nn::LinearFormat::Dense);
+  EXPECT_FALSE(w.synthesized_ggml_type("a.weight", {8, 64}).has_value());  // held now
+  EXPECT_EQ(rw.ggml_tensors_made(), 1);
+
+  const auto cfg = bench::preset("tiny").transformer_config();
+  bench::RandomWeights tw(bench::transformer_init);
+  io::WeightMap t = io::WeightMap::synthetic(tw.synthesizer(), tw.ggml_synthesizer(bench::transformer_gguf_rule("q8_0")));
+  const auto model = models::transformer::LTXModel::load(t, cfg);
+  EXPECT_GT(tw.ggml_tensors_made(), 0);
+  // The policy: 2-D weights of whole blocks, except the projections and AdaLN tables it keeps.
+  const bench::GgmlRule policy = bench::transformer_gguf_rule("Q4_K_M");
+  EXPECT_EQ(policy("model.diffusion_model.transformer_blocks.0.attn1.to_q.weight", {4096, 4096}), GgmlType::Q4_K);
+  EXPECT_EQ(policy("transformer_blocks.0.attn1.to_v.weight", {4096, 4096}), GgmlType::Q6_K);
+  EXPECT_FALSE(policy("proj_out.weight", {128, 4096}).has_value());
+  EXPECT_FALSE(policy("transformer_blocks.0.ff.net.0.proj.bias", {4096}).has_value());
+  EXPECT_FALSE(policy("transformer_blocks.0.attn1.to_q.weight", {64, 100}).has_value());
+  expect_error_containing([] { (void)bench::transformer_gguf_rule("BF16"); }, {"'BF16'", "Q8_0"});
 }
 
 TEST(RandomWeights, CountParametersWithoutMakingThem) {

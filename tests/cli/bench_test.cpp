@@ -122,6 +122,36 @@ TEST(BenchCli, Fp8BlockwiseTransformerStepReportsItsRelL2AgainstTheUnquantizedSt
   EXPECT_LT(q["video"].get<double>(), 0.1);
 }
 
+// --weights-format q8_0: the transformer's linears that `ltx quantize --type Q8_0` quantises run
+// as GGML blocks (the tiny preset's 32-wide blocks fit its feed-forward weights), the report names
+// the format and the weight bytes, and the rel L2 is against the bf16 values the blocks came from.
+TEST(BenchCli, GgmlWeightsFormatRunsTheStepOnBlocksAndReportsIt) {
+  TempDir dir;
+  const auto r = test::run_ltx(
+      dir, with(kTiny, {"transformer", "--size", "64x64", "--weights-format", "q8_0", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["weights_format"], "Q8_0");
+  EXPECT_EQ(j["quantization"], "none");
+  ASSERT_EQ(j["cases"].size(), 1u);
+  const nlohmann::json& ours = j["cases"][0]["ours"];
+  EXPECT_GT(ours["ggml_weights"].get<int64_t>(), 0);
+  EXPECT_GT(ours["weights_bytes"].get<int64_t>(), 0);
+  const nlohmann::json& q = j["cases"][0]["quantization_rel_l2"];
+  ASSERT_TRUE(q.is_object()) << r.out;
+  // 8-bit blocks: well under a percent; zero would mean no weight went through the blocks.
+  EXPECT_GT(q["video"].get<double>(), 0.0);
+  EXPECT_LT(q["video"].get<double>(), 0.02);
+  EXPECT_NE(q["against"].get<std::string>().find("bf16 values"), std::string::npos);
+  EXPECT_NE(r.err.find("as Q8_0 GGML blocks"), std::string::npos) << r.err;
+
+  const auto t = test::run_ltx(dir, with(kTiny, {"transformer", "--size", "64x64", "--weights-format", "Q8_0"}));
+  ASSERT_EQ(t.code, 0) << t.err;
+  for (const char* needle : {"(transformer --weights-format Q8_0)", "GiB, ", "linear weights as Q8_0 GGML blocks",
+                             "--weights-format Q8_0 vs one step on the bf16 values"})
+    EXPECT_NE(t.out.find(needle), std::string::npos) << needle << "\n" << t.out;
+}
+
 TEST(BenchCli, FlopsModeShowsTheIssueNumbersWithoutRunning) {
   TempDir dir;
   const auto r = test::run_ltx(dir, {"bench", "flops"});
@@ -224,6 +254,9 @@ TEST(BenchCli, BadFlagsFailWithAMessageAndNoReport) {
       {{"--max-gpu-memory", "4"}, "it does not apply to --device cpu"},
       {{"--quantization", "fp8-scaled-mm"}, "which random weights are not"},
       {{"--quantization", "nvfp4-prequant"}, "--quantization nvfp4-prequant reads the NVFP4 layers"},
+      {{"--weights-format", "q3_k"}, "--weights-format: unknown format 'q3_k'; use one of dense, bf16, q8_0"},
+      {{"--weights-format", "bf16"}, "--weights-format bf16"},
+      {{"--weights-format", "q4_k", "--quantization", "fp8"}, "--quantization fp8"},
   };
   for (const Case& c : cases) {
     // Flags kTiny sets (--device, --iters) must not repeat: CLI11 would reject the repetition.
@@ -441,6 +474,7 @@ TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
       {{"--quantization", "int3"}, "--quantization"},
       {{"--quantization", "fp8-scaled-mm"}, "which random weights are not"},
       {{"--quantization", "nvfp4-prequant"}, "use --quantization nvfp4-cast"},
+      {{"--weights-format", "q4_k"}, "--weights-format does not apply to `ltx bench pipeline`"},
   };
   for (const auto& [flags, message] : cases) {
     const std::vector<std::string> preset =
