@@ -9,10 +9,14 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench/cold_start.h"
+#include "bench/model_files.h"
+#include "bench/presets.h"
 #include "bench/engine_throughput.h"
 #include "bench/pipeline_bench.h"
 #include "bench/kernel_timings.h"
@@ -54,6 +58,10 @@ struct BenchCliOptions {
   int64_t jobs = 8, steps = 0;
   std::vector<int64_t> batches;
   std::string mp4;  // `pipeline` only
+  // `write-models` and `cold-start`
+  std::string dir;
+  int runs = 2;
+  bool whole_clip = false;
 };
 
 // The options of the model benchmarks, which `ltx bench kernels` does not take.
@@ -251,6 +259,71 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   return 0;
 }
 
+// The flags `write-models` and `cold-start` take (besides --preset and --json / --out).
+const char* const kModelFileOptions[] = {"--dir", "--runs", "--whole-clip"};
+
+int run_write_models(const BenchCliOptions& c, const CLI::App& sub) {
+  for (const CLI::Option* opt : sub.get_options())
+    for (const std::string& name : opt->get_lnames())
+      LTX_CHECK(sub.count("--" + name) == 0 || name == "preset" || name == "dir" || name == "seed" ||
+                    name == "help",
+                "--", name, " does not apply to `ltx bench write-models` (it takes --preset, --dir "
+                "and --seed)");
+  LTX_CHECK(!c.dir.empty(), "ltx bench write-models needs --dir DIR: the folder the files go to");
+  const bench::Preset p = bench::preset(c.preset);
+  const bench::ModelFileSet files =
+      bench::write_model_files(p, c.dir, c.seed, [](const std::string& path, double s) {
+        std::fprintf(stderr, "wrote %s in %.1f s\n", path.c_str(), s);
+      });
+  std::cout << "--checkpoint-path " << files.checkpoint << " --text-encoder-path "
+            << files.text_encoder << " --spatial-upsampler-path " << files.spatial_upsampler
+            << "\n";
+  return 0;
+}
+
+int run_cold_start(const BenchCliOptions& c, const CLI::App& sub) {
+  const std::set<std::string> takes = {"preset", "dir", "runs", "whole-clip", "device", "pipeline",
+                                       "size", "frames", "quantization", "offload",
+                                       "max-gpu-memory", "json", "out", "help"};
+  for (const CLI::Option* opt : sub.get_options())
+    for (const std::string& name : opt->get_lnames())
+      LTX_CHECK(sub.count("--" + name) == 0 || takes.count(name) != 0, "--", name,
+                " does not apply to `ltx bench cold-start` (it takes --preset, --dir, --runs, "
+                "--whole-clip, --device, --pipeline, --size, --frames, --quantization, --offload, "
+                "--max-gpu-memory, --json and --out)");
+  LTX_CHECK(c.sizes.size() <= 1, "`ltx bench cold-start` takes one --size");
+  bench::ColdStartOptions o;
+  o.preset = c.preset;
+  o.dir = c.dir;
+  o.device = c.device.empty() ? "cpu" : c.device;
+  o.pipeline = c.pipeline;
+  o.runs = c.runs;
+  o.whole_clip = c.whole_clip;
+  const bench::Preset p = bench::preset(c.preset);
+  if (p.name == "tiny") {  // its own shapes, so that it runs in seconds on the CPU
+    o.width = o.height = 128;
+    o.frames = p.frames;
+  }
+  if (!c.sizes.empty()) {
+    const auto size = bench::parse_video_size(c.sizes[0], "--size");
+    o.width = size.width;
+    o.height = size.height;
+  }
+  if (sub.count("--frames") != 0) o.frames = c.frames;
+  if (sub.count("--quantization") != 0) o.extra_args.insert(o.extra_args.end(), {"--quantization", c.quantization});
+  if (sub.count("--offload") != 0) o.extra_args.insert(o.extra_args.end(), {"--offload", c.offload});
+  if (!c.max_gpu_memory.empty())
+    o.extra_args.insert(o.extra_args.end(), {"--max-gpu-memory", c.max_gpu_memory});
+  const bench::ColdStartResult r = bench::run_cold_start(o);
+  const std::string json = bench::cold_start_json(r).dump(2) + "\n";
+  if (!c.out.empty()) write_text_atomically(c.out, json);
+  if (c.json)
+    std::cout << json << std::flush;
+  else
+    std::cout << bench::format_cold_start(r) << std::flush;
+  return 0;
+}
+
 int run_bench(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kEngineOptions)
     LTX_CHECK(sub.count(name) == 0, name, " applies to `ltx bench engine` ",
@@ -293,9 +366,12 @@ Command add_bench(CLI::App& app) {
                   "kernels on the full-size shapes), or engine (jobs per minute through the resident "
                   "engine on the demo bundle, one at a time vs batched), or pipeline (one whole clip "
                   "through a pipeline of `ltx generate` at the preset's full size, every model with "
-                  "random weights made on the device: per-stage times, peak memory, end to end)")
-      ->check(CLI::IsMember(
-          {"all", "transformer", "vae", "diffdec", "flops", "kernels", "engine", "pipeline"}));
+                  "random weights made on the device: per-stage times, peak memory, end to end), "
+                  "write-models (the preset's checkpoint, Gemma and upsampler as files with random "
+                  "values in --dir), or cold-start (from starting `ltx generate` on those files to "
+                  "its first denoising step)")
+      ->check(CLI::IsMember({"all", "transformer", "vae", "diffdec", "flops", "kernels", "engine",
+                             "pipeline", "write-models", "cold-start"}));
   std::string presets;
   for (const std::string& p : bench::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   sub->add_option("--preset", o->preset, "Model preset: " + presets + " (default ltx23-22b)")
@@ -370,12 +446,27 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--mp4", o->mp4,
                   "pipeline: keep the MP4 at this path (default: a temporary file, removed; needs "
                   "FFmpeg in the build)");
+  sub->add_option("--dir", o->dir,
+                  "write-models, cold-start: the folder of the model files (written when missing)");
+  sub->add_option("--runs", o->runs,
+                  "cold-start: `ltx generate` processes started one after another (default 2; the "
+                  "later ones find the files in the page cache for sure)")
+      ->check(CLI::Range(1, 100));
+  sub->add_flag("--whole-clip", o->whole_clip,
+                "cold-start: let each run finish the clip (default: interrupt it after its first "
+                "denoising step)");
   sub->add_flag("--json", o->json, "Print the full JSON report instead of the table");
   sub->add_option("--out", o->out, "Also write the JSON report to this file");
   return {sub, [o, sub]() -> int {
+            if (o->what != "write-models" && o->what != "cold-start")
+              for (const char* name : kModelFileOptions)
+                LTX_CHECK(sub->count(name) == 0, name,
+                          " applies to `ltx bench write-models` and `ltx bench cold-start` only");
             if (o->what == "kernels") return run_kernels(*o, *sub);
             if (o->what == "engine") return run_engine(*o, *sub);
             if (o->what == "pipeline") return run_pipeline(*o, *sub);
+            if (o->what == "write-models") return run_write_models(*o, *sub);
+            if (o->what == "cold-start") return run_cold_start(*o, *sub);
             return run_bench(*o, *sub);
           }};
 }

@@ -6,13 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <set>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,18 +18,8 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "generate/demo_assets.h"
+#include "generate/model_set_writer.h"
 #include "io/safetensors.h"
-#include "io/weights.h"
-#include "models/audio_vae/audio_vae.h"
-#include "models/audio_vae/config.h"
-#include "models/audio_vae/vocoder.h"
-#include "models/text/embeddings_processor.h"
-#include "models/text/gemma/config.h"
-#include "models/text/gemma/model.h"
-#include "models/transformer/model.h"
-#include "models/upsampler/model.h"
-#include "models/video_vae/conv_video_decoder.h"
-#include "models/video_vae/video_vae.h"
 
 namespace ltx::generate {
 
@@ -180,157 +167,23 @@ Tensor demo_values(const std::string& key, const Shape& shape, DType dtype) {
   return Tensor::from_vector(v, shape).to(dtype);
 }
 
-using Tensors = std::vector<std::pair<std::string, Tensor>>;
-using KeyOf = std::function<std::string(const std::string& model_name)>;
-
-// Runs `load` (a component's loader) under a WeightSynthesis on an empty WeightMap and appends
-// what it created under the file keys `key_of` gives (a key already present is kept: components
-// that share tensors, e.g. the VAE statistics, read the same ones).
-void synthesize(Tensors& out, DType dtype, const KeyOf& key_of,
-                const std::function<void(io::WeightMap&)>& load) {
-  io::WeightSynthesis synth([&](const std::string& name, const Shape& shape) {
-    return demo_values(key_of(name), shape, dtype);
-  });
-  io::WeightMap w;
-  load(w);
-  w.finish("demo bundle");
-  std::set<std::string> have;
-  for (const auto& [k, t] : out) have.insert(k);
-  for (const auto& [name, t] : synth.created())
-    if (have.insert(key_of(name)).second) out.emplace_back(key_of(name), t);
-}
-
-KeyOf with_prefix(const std::string& prefix) {
-  return [prefix](const std::string& n) { return prefix + n; };
-}
-
-// The VAE key maps move the latent statistics out of the encoder / decoder prefix.
-KeyOf vae_keys(const std::string& prefix, const std::string& stats_prefix) {
-  return [=](const std::string& n) {
-    const std::string stats = "per_channel_statistics.";
-    if (n.rfind(stats, 0) == 0) return stats_prefix + n.substr(stats.size());
-    return prefix + n;
-  };
-}
-
-std::vector<uint8_t> bytes_of(std::string_view s) { return {s.begin(), s.end()}; }
-
-Tensor u8_tensor(std::string_view s) {
-  return Tensor::from_vector(bytes_of(s), {static_cast<int64_t>(s.size())});
-}
-
-void write_checkpoint(const std::string& path, Tensors* transformer_weights) {
-  json config = json::object();
-  config["transformer"] = json::parse(kTransformerConfig);
-  config["vae"] = json::parse(kVaeConfig);
-  config["audio_vae"] = json::parse(kAudioVaeConfig);
-  config["vocoder"] = json::parse(kVocoderConfig);
-  const json meta = {{"config", config}, {"model_version", kModelVersion}};
-  const nn::LoadOptions opt;
-  const DType dt = DType::BF16;  // as the published checkpoints
-  namespace tf = models::transformer;
-  namespace vv = models::video_vae;
-  namespace av = models::audio_vae;
-
-  Tensors t;
-  const auto dit = tf::LTXModelConfig::from_metadata(meta, tf::LTXModelType::AudioVideo, path);
-  synthesize(t, dt, with_prefix("model.diffusion_model."),
-             [&](io::WeightMap& w) { tf::LTXModel::load(w, dit, opt); });
-  // Optional to the loader (take_optional), so not created by it.
-  const std::string keyframes = "model.diffusion_model.keyframes_abs_pos_embedding";
-  t.emplace_back(keyframes, demo_values(keyframes, {1, dit.inner_dim()}, dt));
-  *transformer_weights = t;
-
-  const json gemma_config = json::parse(demo_gemma_config());
-  const auto gemma = text::GemmaTextConfig::from_json(gemma_config, "demo text encoder");
-  const auto emb = models::text::EmbeddingsProcessorConfig::from_metadata(
-      meta, {gemma.hidden_size, gemma.num_layers}, path);
-  synthesize(
-      t, dt,
-      [](const std::string& n) {
-        for (const char* s : {"video", "audio"}) {
-          const std::string from = str(s, "_connector.");
-          if (n.rfind(from, 0) == 0)
-            return str("model.diffusion_model.", s, "_embeddings_connector.",
-                       n.substr(from.size()));
-        }
-        const std::string fe = "feature_extractor.";
-        LTX_CHECK(n.rfind(fe, 0) == 0, "demo bundle: unexpected text tensor ", n);
-        return "text_embedding_projection." + n.substr(fe.size());
-      },
-      [&](io::WeightMap& w) { models::text::EmbeddingsProcessor::load(w, emb, opt); });
-
-  const auto enc = vv::encoder_config_from_metadata(meta, path);
-  const auto dec = vv::decoder_config_from_metadata(meta, path);
-  synthesize(t, dt, vae_keys("vae.encoder.", "vae.per_channel_statistics."),
-             [&](io::WeightMap& w) { vv::VideoEncoder::load(w, enc, opt); });
-  synthesize(t, dt, vae_keys("vae.decoder.", "vae.per_channel_statistics."),
-             [&](io::WeightMap& w) { vv::ConvVideoDecoder::load(w, dec, opt); });
-
-  const auto acfg = av::AudioVaeConfig::from_config(config, path);
-  const auto vcfg = av::VocoderConfig::from_config(config, path);
-  synthesize(t, dt, vae_keys("audio_vae.decoder.", "audio_vae.per_channel_statistics."),
-             [&](io::WeightMap& w) { av::AudioDecoder::load(w, acfg, opt); });
-  // The audio encoder: retake encodes its source clip's audio track, a2vid its input audio (the
-  // statistics are the decoder's, shared).
-  synthesize(t, dt, vae_keys("audio_vae.encoder.", "audio_vae.per_channel_statistics."),
-             [&](io::WeightMap& w) { av::AudioEncoder::load(w, acfg, opt); });
-  synthesize(t, dt, with_prefix("vocoder."),
-             [&](io::WeightMap& w) { av::VocoderModel::load(w, vcfg, opt); });
-
-  io::write_safetensors(path, t, {{"config", config.dump()}, {"model_version", kModelVersion}});
-}
-
-void write_text_encoder(const std::string& path, const std::string& seed_path) {
-  const std::string_view config_text = demo_gemma_config();
-  const auto config = text::GemmaTextConfig::from_json(json::parse(config_text), path);
-  const std::string prefix = "language_model.model.";
-  // The Gemma loader opens files itself and wants at least one tensor of its layout: seed it with
-  // the embedding table, then let it create the rest.
-  const std::string embed_key = prefix + "embed_tokens.weight";
-  const Tensor embed = demo_values(embed_key, {config.vocab_size, config.hidden_size}, DType::F32);
-  io::write_safetensors(seed_path, {{embed_key, embed}});
-  Tensors t = {{embed_key, embed}};
-  {
-    io::WeightSynthesis synth([&](const std::string& name, const Shape& shape) {
-      return demo_values(prefix + name, shape, DType::F32);
-    });
-    text::GemmaTextModel::load(config, {seed_path});
-    for (const auto& [name, tensor] : synth.created()) t.emplace_back(prefix + name, tensor);
-  }
-  fs::remove(seed_path);
-  for (const DemoAsset& a : demo_gemma_assets())
-    t.emplace_back(a.name == "tokenizer.json" ? std::string("tokenizer_json")
-                                              : "hf_asset__" + std::string(a.name),
-                   u8_tensor(a.data));
-  io::write_safetensors(path, t, {{"format", "pt"}, {"gemma_config", std::string(config_text)}});
-}
-
-void write_upsampler(const std::string& path, const char* config_text) {
-  const json config = json::parse(config_text);
-  const auto cfg = models::upsampler::upsampler_config_from_json(config, path);
-  Tensors t;
-  synthesize(t, DType::BF16, with_prefix(""),
-             [&](io::WeightMap& w) { models::upsampler::LatentUpsampler::load(w, cfg); });
-  io::write_safetensors(path, t, {{"config", config.dump()}});
-}
-
 // Rank-2 factors for the self-attention projections of every block (the layers the published
 // distilled LoRA adapts, among others), in the trainer's ComfyUI layout. `seed_prefix` makes the
 // values of different LoRAs differ; `metadata` goes into the file's header.
-void write_lora(const std::string& path, const Tensors& transformer, const std::string& seed_prefix = "",
+void write_lora(const std::string& path, const FileTensorShapes& transformer,
+                const std::string& seed_prefix = "",
                 const std::map<std::string, std::string>& metadata = {}) {
   const std::regex target(
       R"(model\.diffusion_model\.(transformer_blocks\.\d+\.attn1\.(to_q|to_k|to_v|to_out\.0))\.weight)");
-  Tensors t;
-  for (const auto& [key, w] : transformer) {
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (const auto& [key, shape] : transformer) {
     std::smatch m;
-    if (!std::regex_match(key, m, target) || w.dim() != 2) continue;
+    if (!std::regex_match(key, m, target) || shape.size() != 2) continue;
     const std::string base = "diffusion_model." + m[1].str();
     t.emplace_back(base + ".lora_A.weight",
-                   demo_values(seed_prefix + base + ".lora_A", {kLoraRank, w.size(1)}, DType::BF16));
+                   demo_values(seed_prefix + base + ".lora_A", {kLoraRank, shape[1]}, DType::BF16));
     t.emplace_back(base + ".lora_B.weight",
-                   demo_values(seed_prefix + base + ".lora_B", {w.size(0), kLoraRank}, DType::BF16));
+                   demo_values(seed_prefix + base + ".lora_B", {shape[0], kLoraRank}, DType::BF16));
   }
   LTX_CHECK(!t.empty(), "demo bundle: no LoRA targets in the transformer");
   io::write_safetensors(path, t, metadata);
@@ -369,11 +222,17 @@ std::string default_demo_dir() {
 
 void write_demo_bundle_files(const std::string& dir) {
   const DemoBundle b = bundle_in(dir);
-  Tensors transformer;
-  write_checkpoint(b.checkpoint, &transformer);
-  write_text_encoder(b.text_encoder, (fs::path(dir) / "gemma-seed.safetensors").string());
-  write_upsampler(b.spatial_upsampler, kUpsamplerConfig);
-  write_upsampler(b.temporal_upsampler, kTemporalUpsamplerConfig);
+  json config = json::object();
+  config["transformer"] = json::parse(kTransformerConfig);
+  config["vae"] = json::parse(kVaeConfig);
+  config["audio_vae"] = json::parse(kAudioVaeConfig);
+  config["vocoder"] = json::parse(kVocoderConfig);
+  const std::string gemma_config(demo_gemma_config());
+  const FileTensorShapes transformer =
+      write_checkpoint_file(b.checkpoint, config, kModelVersion, gemma_config, demo_values);
+  write_text_encoder_file(b.text_encoder, gemma_config, DType::F32, demo_values);
+  write_upsampler_file(b.spatial_upsampler, json::parse(kUpsamplerConfig), demo_values);
+  write_upsampler_file(b.temporal_upsampler, json::parse(kTemporalUpsamplerConfig), demo_values);
   write_lora(b.distilled_lora, transformer);
   // An IC-LoRA with the metadata ic-lora reads (a reference at the stage size: the demo's half
   // size, 96x160, is the smallest the x32 VAE takes).

@@ -5,11 +5,9 @@
 // real generation.
 //
 // The files are made deterministically (fixed configs; every tensor's values come from a hash of
-// its name) and written once into a cache folder; later runs reuse them. Which tensors each file
-// holds is not listed here: every component's own loader runs under an io::WeightSynthesis and
-// thereby creates exactly the tensors it binds, which are then written under the key names the
-// loaders read back. The folder is built under a temporary name and renamed, so a partial bundle
-// is never used.
+// its name) and written once into a cache folder; later runs reuse them. The model files are
+// written by generate/model_set_writer.h (each component's own loader lists its tensors); the
+// folder is built under a temporary name and renamed, so a partial bundle is never used.
 //
 //   ltx-2.3-demo.safetensors          single-file checkpoint: transformer (2 blocks, width 32 /
 //                                     audio 16), text connectors + projection (V2), video VAE

@@ -490,5 +490,61 @@ TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
   EXPECT_NE(r.err.find("--mp4 applies to `ltx bench pipeline` only"), std::string::npos) << r.err;
 }
 
+// The tiny preset's files, then `ltx generate` started on them as a child: the first run's
+// stamped lines reach the first denoising step, and a second call finds the files written.
+TEST(BenchColdStartCli, TinyPresetWritesTheFilesAndTimesTheFirstDenoisingStep) {
+  TempDir dir;
+  const std::string models = dir.file("models");
+  const auto r = test::run_ltx(dir, {"bench", "cold-start", "--preset", "tiny", "--dir", models,
+                                     "--runs", "1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["written"].size(), 3u) << r.out;
+  for (const auto& f : j["files"]) EXPECT_TRUE(std::filesystem::is_regular_file(f.get<std::string>())) << f;
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const auto& run = j["runs"][0];
+  const double start = run["denoising_start_s"].get<double>(), step = run["first_step_s"].get<double>();
+  EXPECT_GT(start, 0);
+  EXPECT_GE(step, start);
+  EXPECT_GE(run["exit_s"].get<double>(), step);
+  const int code = run["exit_code"].get<int>();
+  EXPECT_TRUE(code == 0 || (code == 130 && run["interrupted"].get<bool>())) << code;
+  bool saw_text_stage = false;
+  for (const auto& l : run["lines"])
+    saw_text_stage |= l["text"].get<std::string>() == "ltx: text encoding ...";
+  EXPECT_TRUE(saw_text_stage) << run["lines"].dump(1);
+
+  // The files are complete, so write-models writes nothing and prints the generate flags.
+  const auto again = test::run_ltx(dir, {"bench", "write-models", "--preset", "tiny", "--dir", models});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.err.find("wrote"), std::string::npos) << again.err;
+  EXPECT_NE(again.out.find("--checkpoint-path " + models + "/tiny-checkpoint.safetensors"),
+            std::string::npos) << again.out;
+}
+
+TEST(BenchColdStartCli, BadFlagsFailWithAMessage) {
+  TempDir dir;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"cold-start"}, "ltx bench cold-start needs --dir DIR"},
+      {{"write-models"}, "ltx bench write-models needs --dir DIR"},
+      {{"cold-start", "--dir", "d", "--iters", "3"}, "--iters does not apply to `ltx bench cold-start`"},
+      {{"write-models", "--dir", "d", "--device", "cpu"}, "--device does not apply to `ltx bench write-models`"},
+      {{"transformer", "--dir", "d"}, "--dir applies to `ltx bench write-models` and `ltx bench cold-start` only"},
+      {{"cold-start", "--dir", "d", "--runs", "0"}, "--runs"},
+      {{"write-models", "--preset", "ltx25-22b", "--dir", "d"}, "--preset ltx25-22b: this preset has no pipeline models"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const bool has_preset = std::find(flags.begin(), flags.end(), "--preset") != flags.end();
+    const auto r = test::run_ltx(
+        dir, with(has_preset ? std::vector<std::string>{"--quiet", "bench"}
+                             : std::vector<std::string>{"--quiet", "bench", "--preset", "tiny"},
+                  flags));
+    EXPECT_NE(r.code, 0) << flags[0];
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags[0] << ": " << r.err;
+    EXPECT_EQ(r.out, "") << flags[0];
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("d/tiny-checkpoint.safetensors")));
+}
+
 }  // namespace
 }  // namespace ltx

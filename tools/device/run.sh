@@ -24,6 +24,14 @@
 #            (default: --max-gpu-memory 24 and 16 with --offload cpu, and 24 with --offload cpu
 #            --quantization fp8-cast; an empty set is the unconstrained run): peak memory and time
 #            (estimated 1-2 minutes each, cut at 200 s).
+#   ggml     the full-size step with the transformer's linears as GGML blocks (FORMATS, default
+#            q8_0 q6_k q4_k) next to the bf16 step, at SIZES (default 768x512 1536x1024)
+#   coldstart `ltx bench cold-start` on the ltx23-22b files (`ltx bench write-models`: ~64 GB, written
+#            into a tmpfs: page-cached by construction), 2 runs each of the distilled pipeline at
+#            768x512x121 up to its first denoising step, then the official loader on the same
+#            checkpoint (tools/bench/official_cold_start.py; needs .ref carried)
+#   sanitize compute-sanitizer memcheck (then racecheck on the attention kernels) over test_cuda
+#            (SANITIZE_FILTER: a --gtest_filter for memcheck; each tool cut at SANITIZE_LIMIT s)
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -124,6 +132,42 @@ for step in "$@"; do
         done
       done
       ;;
+    ggml)
+      N=./build-dev/ltx
+      for s in ${SIZES:-768x512 1536x1024}; do
+        bench ${s}_bf16 $N transformer --size $s
+        for f in ${FORMATS:-q8_0 q6_k q4_k}; do bench ${s}_$f $N transformer --size $s --weights-format $f; done
+      done
+      ;;
+    coldstart)
+      df -h / /dev/shm 2>/dev/null | sed 's/^/  /'
+      M=${MODELS_DIR:-/mnt/ltx-models}
+      mkdir -p "$M"
+      if ! mountpoint -q "$M"; then
+        mount -t tmpfs -o size=80G tmpfs "$M" 2>/dev/null || { M=/dev/shm/ltx-models; mkdir -p $M; }
+      fi
+      echo "model files in $M"; df -h "$M" | tail -1
+      t0=$(date +%s)
+      ./build-dev/ltx bench write-models --preset ltx23-22b --dir "$M" > "$LOG/write_models.txt" 2>&1
+      echo "write-models rc=$? in $(( $(date +%s) - t0 )) s"; tail -4 "$LOG/write_models.txt"
+      ./build-dev/ltx bench cold-start --preset ltx23-22b --dir "$M" --device cuda --runs ${RUNS:-2} \
+        ${COLD_ARGS:-} --out "$LOG/coldstart.json" > "$LOG/coldstart.txt" 2>&1
+      echo "cold-start rc=$?"; grep -E "^run |\] ltx: |\] timings|\] (model|text|transformer)" "$LOG/coldstart.txt" | head -40
+      if [ -d .ref ]; then
+        LTX_REF=.ref timeout 300 python3 tools/bench/official_cold_start.py "$M/ltx23-22b-checkpoint.safetensors" \
+          --runs ${RUNS:-2} --out "$LOG/official_cold_start.json" > "$LOG/official_cold_start.txt" 2>&1
+        echo "official rc=$?"; tail -5 "$LOG/official_cold_start.txt"
+      fi
+      ;;
+    sanitize)
+      CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      timeout ${SANITIZE_LIMIT:-240} $CS --tool memcheck --leak-check full --error-exitcode 3 \
+        ./build-dev/tests/test_cuda ${SANITIZE_FILTER:+--gtest_filter=$SANITIZE_FILTER} > "$LOG/memcheck.log" 2>&1
+      echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY|tests ran|^\[  FAILED" "$LOG/memcheck.log" | tail -20
+      timeout ${SANITIZE_LIMIT:-240} $CS --tool racecheck --racecheck-report analysis --error-exitcode 3 \
+        ./build-dev/tests/test_cuda --gtest_filter='Cuda*Attention*:CudaReduce.*:CudaNorm.*' > "$LOG/racecheck.log" 2>&1
+      echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|tests ran|^\[  FAILED" "$LOG/racecheck.log" | tail -20
+      ;;
     pipeline-budget)
       IFS=';' read -ra cases <<< "${CASES:-"--max-gpu-memory 24 --offload cpu;--max-gpu-memory 16 --offload cpu;--max-gpu-memory 24 --offload cpu --quantization fp8-cast"}"
       for case in "${cases[@]}"; do
@@ -135,6 +179,6 @@ for step in "$@"; do
         grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_budget_$name.txt" || tail -5 "$LOG/pipeline_budget_$name.txt"
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget)"; exit 2 ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, ggml, coldstart, sanitize)"; exit 2 ;;
   esac
 done
