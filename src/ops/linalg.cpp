@@ -39,6 +39,22 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   unreachable_device("matmul");
 }
 
+Tensor matmul_in_order(const Tensor& a, const Tensor& b) {
+  check_defined("matmul_in_order", {&a, &b});
+  check_dim("matmul_in_order", "a", a, 2);
+  check_dim("matmul_in_order", "b", b, 2);
+  LTX_CHECK(a.size(1) == b.size(0), "matmul_in_order: inner sizes differ, ", a.describe(), " @ ",
+            b.describe());
+  check_dtype("matmul_in_order", "a", a, DType::F32);
+  check_dtype("matmul_in_order", "b", b, DType::F32);
+  switch (common_device("matmul_in_order", {&a, &b}).type) {
+    case DeviceType::CPU: return cpu::matmul_in_order(a, b);
+    case DeviceType::CUDA:
+      LTX_CUDA_DISPATCH(return cuda::matmul_in_order(a, b), "matmul_in_order");
+  }
+  unreachable_device("matmul_in_order");
+}
+
 namespace {
 
 // linear's shape checks; returns the common device.

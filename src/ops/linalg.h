@@ -10,6 +10,13 @@ namespace ltx::ops {
 // BLAS as they are, other layouts are copied first.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
+// a [M, K] @ b [K, N] -> [M, N], f32 on every backend, each output summed in one fixed order:
+// out[m, n] = (((0 + a[m, 0] b[0, n]) + a[m, 1] b[1, n]) + ...) + a[m, K-1] b[K-1, n], every
+// product rounded to f32 before its addition (no fused multiply-add), so the CPU and a GPU give
+// the same bits. For LoRA fusion, where a GPU-fused weight must equal the CPU-fused one bit for
+// bit; a tiled loop, not BLAS: meant for small K (a LoRA's rank). Any strides.
+Tensor matmul_in_order(const Tensor& a, const Tensor& b);
+
 // y = x @ weight^T + bias (torch.nn.functional.linear): x [..., in], weight [out, in] (torch
 // layout), bias [out] or an undefined Tensor for none -> y [..., out]. CPU: f32 only, one GEMM
 // over all leading rows.

@@ -1,6 +1,7 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/linalg.h"
@@ -72,6 +73,47 @@ TEST(GemmOperand, DescribesRowMajorTransposedAndRejectsOtherLayouts) {
   EXPECT_FALSE(cpu::as_gemm_operand(3, 5, 4, 1, &op));   // rows overlap
   EXPECT_FALSE(cpu::as_gemm_operand(3, 5, 10, 2, &op));  // no unit stride
   EXPECT_FALSE(cpu::as_gemm_operand(3, 5, 0, 1, &op));   // broadcast rows
+}
+
+// Each output summed over k from 0 up, every product rounded to f32 before its addition.
+std::vector<float> in_order_reference(const Tensor& a, const Tensor& b) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const std::vector<double> va = a.to_double_vector(), vb = b.to_double_vector();
+  std::vector<float> out(static_cast<size_t>(m * n), 0.0f);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      volatile float acc = 0.0f;  // no contraction into a fused multiply-add
+      for (int64_t j = 0; j < k; ++j) {
+        volatile float prod = static_cast<float>(va[r * k + j]) * static_cast<float>(vb[j * n + c]);
+        acc = acc + prod;
+      }
+      out[static_cast<size_t>(r * n + c)] = acc;
+    }
+  return out;
+}
+
+TEST(MatmulInOrder, SumsEachOutputInIncreasingKBitForBit) {
+  for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {7, 5, 9}, {33, 1, 65}, {3, 130, 17}, {1, 384, 4}}) {
+    const Tensor a = random_tensor({m, k}, 1 + m), b = random_tensor({k, n}, 2 + n);
+    const Tensor got = ops::matmul_in_order(non_contiguous_copy(a), b);
+    ASSERT_EQ(got.shape(), (Shape{m, n}));
+    const std::vector<float> want = in_order_reference(a, b);
+    EXPECT_EQ(got.to_double_vector(), std::vector<double>(want.begin(), want.end()))
+        << m << "x" << k << "x" << n;
+    // And it is the matrix product (to f32 rounding).
+    EXPECT_LT(test::max_abs_diff(got, ops::matmul(a, b)), 1e-4) << m << "x" << k << "x" << n;
+  }
+  EXPECT_EQ(test::max_abs_diff(ops::matmul_in_order(Tensor::zeros({2, 0}), Tensor::zeros({0, 3})),
+                               Tensor::zeros({2, 3})),
+            0.0);
+}
+
+TEST(MatmulInOrder, RejectsWhatItDoesNotTake) {
+  EXPECT_THROW(ops::matmul_in_order(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})), Error);
+  EXPECT_THROW(ops::matmul_in_order(Tensor::zeros({2, 3, 1}), Tensor::zeros({1, 5})), Error);
+  EXPECT_THROW(ops::matmul_in_order(Tensor::zeros({2, 3}).to(DType::BF16), Tensor::zeros({3, 5})),
+               Error);
 }
 
 TEST(Matmul, MatchesDoubleReferenceOnOddSizes) {

@@ -232,4 +232,35 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return y;
 }
 
+Tensor matmul_in_order(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = a_in.contiguous(), b = b_in.contiguous();
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  Tensor out = Tensor::zeros({m, n});
+  if (m == 0 || n == 0) return out;
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  // Rows in parallel; within a row, k outermost so that every element sees its terms in order
+  // while the n loop vectorises. ISO C++ mode (-std=c++20) keeps GCC from contracting the
+  // product and the sum into a fused multiply-add; clang is told so here.
+  parallel_for(0, m, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(n * k, 1)),
+               [&](int64_t lo, int64_t hi) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+                 for (int64_t r = lo; r < hi; ++r) {
+                   float* row = po + r * n;
+                   for (int64_t j = 0; j < k; ++j) {
+                     const float x = pa[r * k + j];
+                     const float* brow = pb + j * n;
+                     for (int64_t c = 0; c < n; ++c) {
+                       const float prod = x * brow[c];
+                       row[c] = row[c] + prod;
+                     }
+                   }
+                 }
+               });
+  return out;
+}
+
 }  // namespace ltx::cpu

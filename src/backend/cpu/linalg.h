@@ -10,6 +10,9 @@ namespace ltx::cpu {
 
 // torch.matmul for f32 CPU tensors with >= 1 dims (shapes already validated by ops::matmul).
 Tensor matmul(const Tensor& a, const Tensor& b);
+// ops::matmul_in_order: a [M, K] @ b [K, N], f32, each output summed over k in increasing order
+// with the products rounded before each addition.
+Tensor matmul_in_order(const Tensor& a, const Tensor& b);
 // y = x @ weight^T + bias; weight [out, in]; bias [out] or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 

@@ -438,4 +438,64 @@ Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bia
   return linear_impl(x, weight, bias, true);
 }
 
+namespace {
+
+// matmul_in_order: 64 x 64 outputs per block of 256 threads (4 x 4 each), K in steps of 16
+// through shared memory; each thread walks k from 0 up for every output it owns.
+constexpr int kOrderTile = 64, kOrderStep = 16;
+
+__global__ void matmul_in_order_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                                       float* __restrict__ out, int64_t m, int64_t n, int64_t k) {
+  __shared__ float as[kOrderStep][kOrderTile];
+  __shared__ float bs[kOrderStep][kOrderTile];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kOrderTile;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kOrderTile;
+  float acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < k; k0 += kOrderStep) {
+    for (int i = threadIdx.x; i < kOrderStep * kOrderTile; i += blockDim.x) {
+      const int kk = i / kOrderTile, rr = i % kOrderTile;
+      const int64_t ga = row0 + rr, gk = k0 + kk;
+      as[kk][rr] = ga < m && gk < k ? a[ga * k + gk] : 0.0f;
+      const int64_t gb = col0 + rr;
+      bs[kk][rr] = gk < k && gb < n ? b[gk * n + gb] : 0.0f;
+    }
+    __syncthreads();
+    const int steps = static_cast<int>(k - k0 < kOrderStep ? k - k0 : kOrderStep);
+    for (int kk = 0; kk < steps; ++kk)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] = __fadd_rn(acc[i][j], __fmul_rn(as[kk][ty * 4 + i], bs[kk][tx * 4 + j]));
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      const int64_t r = row0 + ty * 4 + i, c = col0 + tx * 4 + j;
+      if (r < m && c < n) out[r * n + c] = acc[i][j];
+    }
+}
+
+}  // namespace
+
+Tensor matmul_in_order(const Tensor& a_in, const Tensor& b_in) {
+  const int dev = a_in.device().index;
+  DeviceGuard guard(dev);
+  const Tensor a = a_in.contiguous(), b = b_in.contiguous();
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  Tensor out = Tensor::empty({m, n}, DType::F32, a.device());
+  if (m == 0 || n == 0) return out;
+  if (k == 0) {
+    out.fill(0.0);
+    return out;
+  }
+  LTX_CHECK((m + kOrderTile - 1) / kOrderTile <= 65535, "matmul_in_order (CUDA): ", m,
+            " rows exceed the grid's limit of ", int64_t{65535} * kOrderTile);
+  const dim3 grid(static_cast<unsigned>((n + kOrderTile - 1) / kOrderTile),
+                  static_cast<unsigned>((m + kOrderTile - 1) / kOrderTile));
+  matmul_in_order_kernel<<<grid, 256, 0, current_stream(dev).handle()>>>(
+      a.data<float>(), b.data<float>(), out.data<float>(), m, n, k);
+  LTX_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
 }  // namespace ltx::cuda

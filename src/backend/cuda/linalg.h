@@ -21,6 +21,10 @@ namespace ltx::cuda {
 // All tensors must be on one CUDA device; dtype, shape and device mismatches throw ltx::Error.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// ops::matmul_in_order: a [M, K] @ b [K, N], f32 (any strides), each output summed over k in
+// increasing order with __fmul_rn / __fadd_rn (never contracted), as the CPU loop does.
+Tensor matmul_in_order(const Tensor& a, const Tensor& b);
+
 // gelu_tanh(linear(x, weight, bias)) with cuBLASLt's GELU epilogue: the activation (its tanh
 // approximation) is applied to the f32 accumulator plus bias and rounded to bf16 once, where the
 // two ops round the linear output to bf16 first; so it matches them to bf16 accuracy, not bit for

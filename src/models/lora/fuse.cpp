@@ -131,12 +131,12 @@ Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products) 
       // matmul(B * s, A): the scaled factor is rounded to bf16 before the product.
       float* pb = b.data<float>();
       for_each_element(b.numel(), [&](int64_t i) { pb[i] = round_bf16(pb[i] * s); });
-      agg = ops::matmul(b, a).contiguous();
+      agg = ops::matmul_in_order(b, a);
       float* pg = agg.data<float>();
       for_each_element(n, [&](int64_t i) { pg[i] = round_bf16(pg[i]); });
     } else {
       // addmm_(B, A, alpha = s): one rounding of D + s * (B @ A).
-      const Tensor q = ops::matmul(b, a).contiguous();
+      const Tensor q = ops::matmul_in_order(b, a);
       const float* pq = q.data<float>();
       float* pg = agg.data<float>();
       for_each_element(n, [&](int64_t i) { pg[i] = round_bf16(pg[i] + s * pq[i]); });
@@ -162,9 +162,9 @@ Tensor aggregated_delta(const std::vector<Product>& products, Device device) {
     const Tensor a = p.pair->a.to(device, DType::BF16).to(DType::F32);
     const Tensor b = p.pair->b.to(device, DType::BF16).to(DType::F32);
     if (!agg.defined())
-      agg = bf16_round(ops::matmul(bf16_round(ops::mul(b, s)), a));
+      agg = bf16_round(ops::matmul_in_order(bf16_round(ops::mul(b, s)), a));
     else
-      agg = bf16_round(ops::add(agg, ops::mul(ops::matmul(b, a), s)));
+      agg = bf16_round(ops::add(agg, ops::mul(ops::matmul_in_order(b, a), s)));
   }
   return agg;
 }
@@ -198,7 +198,8 @@ Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& product
   if (device.is_cpu() || products.empty()) return fused_weight(weight, products).to(device);
   check_products(weight, products);
   // The same roundings as fused_weight, each step an op on the device: f32 values rounded to bf16
-  // by a bf16 round trip (round to nearest even, as round_bf16).
+  // by a bf16 round trip (round to nearest even, as round_bf16), the factor products summed in
+  // the CPU's order (ops::matmul_in_order): the same bits.
   const auto bf16_round = [](const Tensor& t) { return t.to(DType::BF16).to(DType::F32); };
   const Tensor agg = aggregated_delta(products, device);
   return bf16_round(ops::add(agg, weight.to(device, DType::F32))).to(weight.dtype());
@@ -359,6 +360,11 @@ void Fuser::apply(const LoraSet& set) {
   if (reader_) backend::synchronize(*reader_);
   const bool identity = is_identity(set);
   size_t fused = 0;
+  // Weights bound in host memory for a GPU that streams them are fused on that GPU (the same
+  // bits as on the host, in a fraction of the time) and copied back.
+  const auto fusion_device = [this](const Tensor& bound) {
+    return bound.device().is_cpu() && reader_ && reader_->is_cuda() ? *reader_ : bound.device();
+  };
   for (auto& [name, s] : slots_) {
     const std::vector<Product> products =
         identity ? std::vector<Product>{} : products_for(set, name);
@@ -389,21 +395,21 @@ void Fuser::apply(const LoraSet& set) {
     }
     if (s.bound_scale.defined() && s.bound_scale.dim() == 2) {
       // Blockwise (fuse_rule_fp8): tile scales, the delta added in bf16.
-      const Device d = s.bound.device();
+      const Device d = fusion_device(s.bound);
       check_products(s.base, products);
       const ops::Fp8Blockwise q = ops::fuse_delta_fp8_blockwise(
           s.base.to(d), s.base_scale.to(d), aggregated_delta(products, d));
       s.bound.copy_from(q.weight);
       s.bound_scale.copy_from(q.weight_scale);
     } else if (s.bound_scale.defined()) {
-      const Device d = s.bound.device();
+      const Device d = fusion_device(s.bound);
       check_products(s.base, products);
       const ops::Fp8PerTensor q = ops::fuse_delta_fp8_per_tensor(
           s.base.to(d), s.base_scale.to(d), aggregated_delta(products, d));
       s.bound.copy_from(q.weight);
       s.bound_scale.copy_from(q.weight_scale.reshape(s.bound_scale.shape()));
     } else {
-      s.bound.copy_from(fused_weight_on(s.base, products, s.bound.device()));
+      s.bound.copy_from(fused_weight_on(s.base, products, fusion_device(s.bound)));
     }
     s.fused = true;
     ++fused;

@@ -10,8 +10,9 @@
 // products accumulate in f32, scalars are f32 (torch's opmath). For f8 weights this is the
 // reference's fp8-cast rule on its deterministic path (bf16 add, then a round-to-nearest cast);
 // on CUDA with Triton the reference rounds stochastically instead (seed 0), which is not
-// reproduced. All fusion math runs on the CPU (OpenBLAS); results are copied to the weights'
-// device.
+// reproduced. The factor products sum in one fixed order (ops::matmul_in_order) on every backend,
+// so fusion on a GPU gives the CPU's bits; a model's weights are fused on the device they live on,
+// and weights kept in host memory for a GPU that streams them are fused on that GPU.
 //
 // Two ways in:
 //  * fuse_into(w, set): a state-dict transform before binding, for a model built once per set
@@ -56,8 +57,8 @@ struct Product {
 Tensor fused_weight(const Tensor& weight, const std::vector<Product>& products);
 
 // fused_weight computed on `device` (the Fuser's, for a model on a GPU): the same roundings, each
-// step an op there; the result lives there, in weight's dtype. On the CPU it is fused_weight. On a
-// GPU the factor GEMMs sum in another order, so a value can land one bf16 step away from the CPU's.
+// step an op there, the same bits; the result lives there, in weight's dtype. On the CPU it is
+// fused_weight.
 Tensor fused_weight_on(const Tensor& weight, const std::vector<Product>& products, Device device);
 
 // The products of `set` for `target`, in set order (zero strengths included: they take part in
