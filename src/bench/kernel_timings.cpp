@@ -15,6 +15,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/neighborhood_attention.h"
+#include "models/lora/fuse.h"
 #include "models/video_vae/transformer/rope.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
@@ -64,7 +65,8 @@ std::string KernelTiming::line() const {
 const std::vector<std::string>& kernel_harness_names() {
   static const std::vector<std::string> names = {"step-kernels", "fused-glue", "neighborhood-attention",
                                                  "qk-norm-rope", "swiglu-mlp", "vae-conv",
-                                                 "vae-glue",     "fp8-linear",   "ggml-linear"};
+                                                 "vae-glue",     "fp8-linear",   "ggml-linear",
+                                                 "lora-fuse"};
   return names;
 }
 
@@ -486,6 +488,27 @@ void ggml_linear(Rows& r) {
   }
 }
 
+// LoRA fusion of one feed-forward weight of the 22B transformer ([16384, 4096] bf16) with a
+// rank-384 LoRA (the published distilled LoRA's rank), as a stage switch fuses every targeted
+// weight: the in-order factor product alone, then the whole rule (factor rounding, product,
+// bf16 roundings, the add to the weight). Elements/s of the weight: a switch fuses ~2e10 of them.
+void lora_fuse(Rows& r) {
+  const int64_t out = 16384, in = 4096, rank = 384;
+  const Tensor w = r.uniform({out, in}, 70, DType::BF16, -0.05f, 0.05f);
+  const lora::LoraFile::Pair p{r.uniform({rank, in}, 71, DType::BF16, -0.02f, 0.02f),
+                               r.uniform({out, rank}, 72, DType::BF16, -0.02f, 0.02f)};
+  const Tensor a32 = p.a.to(DType::F32), b32 = p.b.to(DType::F32);
+  const double flops = 2.0 * static_cast<double>(out * in * rank);
+  const std::string shape = format("%lldx%lld rank %lld", static_cast<long long>(out),
+                                   static_cast<long long>(in), static_cast<long long>(rank));
+  const double tm = r.seconds_per_call([&] { (void)ops::matmul_in_order(b32, a32); }, 3);
+  r.add(DType::F32, "matmul_in_order " + shape, tm, flops / tm / 1e12, "TFLOP/s");
+  const std::vector<lora::Product> products = {{&p, 1.0}};
+  const double tf = r.seconds_per_call([&] { (void)lora::fused_weight_on(w, products, r.device()); }, 3);
+  r.add(DType::BF16, "fused_weight_on " + shape, tf, static_cast<double>(out * in) / tf / 1e9,
+        "Gelem/s");
+}
+
 // The diffusion decoder's stage-5 SwiGLU MLP on one chunk of 262144 rows (C 256, hidden 1024):
 // residual += w_down(silu(gate) * up), unfused (GEMM to [n, 2048] bf16, silu_mul, GEMM, add_) and
 // fused (one kernel, no hidden activations in memory) where it applies. FLOPs: 6 n C H.
@@ -594,7 +617,8 @@ std::vector<KernelTiming> run_kernel_timings(const std::vector<std::string>& har
   const std::vector<std::pair<std::string, Harness>> all = {
       {"step-kernels", step_kernels}, {"fused-glue", fused_glue}, {"neighborhood-attention", neighborhood_attention},
       {"qk-norm-rope", qk_norm_rope}, {"swiglu-mlp", swiglu_mlp}, {"vae-conv", vae_conv},
-      {"vae-glue", vae_glue}, {"fp8-linear", fp8_linear}, {"ggml-linear", ggml_linear}};
+      {"vae-glue", vae_glue}, {"fp8-linear", fp8_linear}, {"ggml-linear", ggml_linear},
+      {"lora-fuse", lora_fuse}};
   for (const std::string& name : harnesses) {
     const auto it = std::find_if(all.begin(), all.end(), [&](const auto& h) { return h.first == name; });
     LTX_CHECK(it != all.end(), "ltx bench kernels: no harness named '", name, "'");
