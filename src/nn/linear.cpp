@@ -120,7 +120,10 @@ Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_featur
   if (const auto made = w.synthesized_ggml_type(weight, {out_features, in_features}))
     return load_ggml(w, name, in_features, out_features, has_bias, *made, opt);
   Linear l;
-  if (opt.quantization == quantization::Mode::Nvfp4Prequant) {
+  // nvfp4-prequant: the file's NVFP4 layers. nvfp4-cast: a LoRA fuser (models/lora/fuse.h) puts
+  // the layers it owns into the map already quantised, under the same names.
+  if (opt.quantization == quantization::Mode::Nvfp4Prequant ||
+      (opt.quantization == quantization::Mode::Nvfp4Cast && w.contains(name + ".weight_scale_2"))) {
     if (auto p = quantization::take_prequant_nvfp4(w, name, in_features, out_features, opt.device)) {
       l.format = LinearFormat::Nvfp4;
       l.weight = p->weight.packed;

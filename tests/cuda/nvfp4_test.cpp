@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "models/lora/fuse.h"
+#include "models/lora/lora.h"
+#include "models/transformer/model.h"
 #include "nn/linear.h"
 #include "ops/linalg.h"
 #include "ops/nvfp4.h"
@@ -119,6 +123,43 @@ TEST(CudaNvfp4, TinyTransformerMatchesTheCpuNvfp4CastRun) {
   test::TempDir dir;
   test::expect_tiny_transformer_matches_cpu(dir, test::fixture("ltx23.weights.bf16.safetensors"),
                                             Mode::Nvfp4Cast, {1e-4, 2e-2});
+}
+
+// The nvfp4 LoRA rule on the GPU (dequantise, the delta in bf16, quantise again) gives the CPU's
+// bits: every step is an op whose CUDA and CPU versions agree bit for bit.
+TEST(CudaNvfp4, LoraFusesOnTheGpuAsTheCpuAndResetsBitForBit) {
+  LTX_REQUIRE_CUDA();
+  test::TempDir dir;
+  const std::string q = "transformer_blocks.0.attn1.to_q";
+  const std::string lora_path = dir.file("lora.safetensors");
+  io::write_safetensors(
+      lora_path,
+      {{"diffusion_model." + q + ".lora_A.weight", test::random_tensor({9, 64}, 1).to(DType::BF16)},
+       {"diffusion_model." + q + ".lora_B.weight", test::random_tensor({64, 9}, 2).to(DType::BF16)}});
+  const lora::LoraSet set = {{lora::LoraFile::open(lora_path), 0.7}};
+  namespace tf = models::transformer;
+  const auto fused = [&](Device device, DType dtype) {
+    io::WeightMap w({io::SafetensorsFile::open(test::fixture("ltx23.weights.bf16.safetensors"))},
+                    tf::transformer_key_map(tf::LTXModelType::AudioVideo));
+    auto fuser = std::make_unique<lora::Fuser>(w, std::vector<lora::LoraSet>{set},
+                                               nn::LoadOptions{dtype, device, Mode::Nvfp4Cast});
+    std::vector<Tensor> base, out;
+    for (const char* suffix : {".weight", ".weight_scale", ".weight_scale_2"})
+      base.push_back(fuser->bound(q + suffix).to(Device::cpu()).clone());
+    fuser->apply(set);
+    for (const char* suffix : {".weight", ".weight_scale", ".weight_scale_2"})
+      out.push_back(fuser->bound(q + suffix).to(Device::cpu()).clone());
+    EXPECT_FALSE(test::same_bytes(out[0], base[0])) << "the LoRA changed nothing";
+    fuser->reset();
+    for (int i = 0; i < 3; ++i) {
+      const char* suffix = i == 0 ? ".weight" : i == 1 ? ".weight_scale" : ".weight_scale_2";
+      EXPECT_TRUE(test::same_bytes(fuser->bound(q + suffix).to(Device::cpu()), base[i])) << suffix;
+    }
+    return out;
+  };
+  const std::vector<Tensor> cpu = fused(Device::cpu(), DType::F32);
+  const std::vector<Tensor> gpu = fused(test::kGpu, DType::BF16);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(test::same_bytes(gpu[i], cpu[i])) << i;
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #            into a tmpfs: page-cached by construction), 2 runs each of the distilled pipeline at
 #            768x512x121 up to its first denoising step, then the official loader on the same
 #            checkpoint (tools/bench/official_cold_start.py; needs .ref carried)
+#   kernel   ltx bench kernels --filter KERNEL (default lora-fuse)
 #   sanitize compute-sanitizer memcheck (then racecheck on the attention kernels) over test_cuda
 #            (SANITIZE_FILTER: a --gtest_filter for memcheck; each tool cut at SANITIZE_LIMIT s)
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
@@ -159,6 +160,10 @@ for step in "$@"; do
         echo "official rc=$?"; tail -5 "$LOG/official_cold_start.txt"
       fi
       ;;
+    kernel)  # KERNEL: one harness of ltx bench kernels
+      ./build-dev/ltx bench kernels --device cuda --filter ${KERNEL:-lora-fuse} > "$LOG/kernel_${KERNEL:-lora-fuse}.txt" 2>&1
+      echo "kernel rc=$?"; cat "$LOG/kernel_${KERNEL:-lora-fuse}.txt" | tail -20
+      ;;
     sanitize)
       CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       timeout ${SANITIZE_LIMIT:-240} $CS --tool memcheck --leak-check full --error-exitcode 3 \
@@ -179,6 +184,6 @@ for step in "$@"; do
         grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_budget_$name.txt" || tail -5 "$LOG/pipeline_budget_$name.txt"
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, ggml, coldstart, sanitize)"; exit 2 ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, ggml, coldstart, kernel, sanitize)"; exit 2 ;;
   esac
 done

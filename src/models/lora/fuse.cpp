@@ -13,10 +13,12 @@
 #include "nn/linear.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/nvfp4.h"
 #include "ops/quantized_linear.h"
 #include "ops/shape.h"
 #include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
+#include "quantization/nvfp4.h"
 
 namespace ltx::lora {
 
@@ -253,6 +255,40 @@ void fuse_into(io::WeightMap& w, const LoraSet& set) {
   }
 }
 
+namespace {
+
+// The NVFP4 value of target `name` under an nvfp4 mode, on the host: an nvfp4-prequant file's
+// tensors as stored, or nvfp4-cast's quantisation of the bf16 weight (made on opt.device, as
+// Linear::load makes it there: the same bits on either backend); nullopt for a layer the mode
+// keeps dense.
+std::optional<ops::Nvfp4Weight> nvfp4_base(io::WeightMap& w, const std::string& name,
+                                           const nn::LoadOptions& opt) {
+  if (!quantization::is_nvfp4(opt.quantization)) return std::nullopt;
+  const std::string layer = layer_of(name);
+  if (layer.empty()) return std::nullopt;
+  const std::string scale = layer + ".weight_scale", scale_2 = layer + ".weight_scale_2";
+  if (opt.quantization == quantization::Mode::Nvfp4Prequant) {
+    if (!w.contains(scale) || !w.contains(scale_2) || w.dtype(name) != DType::U8)
+      return std::nullopt;
+    const Shape stored = w.shape(name);
+    ops::Nvfp4Weight q{w.take_any_shape(name, DType::U8), w.take_any_shape(scale, DType::F8E4M3FN),
+                       w.take_any_shape(scale_2, DType::F32).reshape({})};
+    ops::check_nvfp4_weight(q, stored[0], stored[1] * 2, layer);
+    return q;
+  }
+  if (!quantization::is_nvfp4_cast_linear(layer)) return std::nullopt;
+  const Tensor dense = w.take_any_shape(name, DType::BF16);
+  LTX_CHECK(dense.dim() == 2 && dense.size(1) % ops::kNvfp4BlockSize == 0,
+            "--quantization nvfp4-cast: layer ", layer, " is ", dense.describe(),
+            "; NVFP4 needs a 2-D weight whose input features are a multiple of ",
+            ops::kNvfp4BlockSize);
+  const ops::Nvfp4Weight q = ops::quantize_nvfp4(dense.to(opt.device));
+  return ops::Nvfp4Weight{q.packed.to(Device::cpu()), q.block_scales.to(Device::cpu()),
+                          q.tensor_scale.to(Device::cpu())};
+}
+
+}  // namespace
+
 // ------------------------------------------------------------------------------------ Fuser
 
 Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadOptions& opt,
@@ -260,12 +296,6 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
   std::set<std::string> names;
   for (const LoraSet& set : sets)
     for (const std::string& n : checked_targets(w, set, &absent_)) names.insert(n);
-  // The reference's NVFP4 fusion (dequantise, add, quantise again into the packed tensors) is
-  // not implemented: refuse rather than fuse into a copy the model never reads.
-  LTX_CHECK(names.empty() || !quantization::is_nvfp4(opt.quantization),
-            "LoRA: fusing into NVFP4 weights is not supported (--quantization ",
-            quantization::mode_name(opt.quantization), "); with LoRAs use --quantization none, "
-            "fp8-cast, fp8-scaled-mm, fp8 or fp8-blockwise");
   for (const std::string& name : names) {
     Slot& s = slots_[name];
     const Device device = on_host && on_host(name) ? Device::cpu() : opt.device;
@@ -288,8 +318,26 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
       s.bound = Tensor::empty({rank, shape[1]}, opt.dtype, device);
       s.bound.copy_from(ops::concat(downs, 0));
       s.bound_up = Tensor::zeros({shape[0], rank}, opt.dtype, device);
+      s.kind = Slot::Kind::LowRank;
       w.add(layer + nn::kLoraDownSuffix, s.bound);
       w.add(layer + nn::kLoraUpSuffix, s.bound_up);
+      continue;
+    }
+    if (std::optional<ops::Nvfp4Weight> q = nvfp4_base(w, name, opt)) {
+      const std::string layer = layer_of(name);
+      s.kind = Slot::Kind::Nvfp4;
+      s.base = q->packed;
+      s.base_scale = q->block_scales;
+      s.base_scale_2 = q->tensor_scale;
+      s.bound = Tensor::empty(s.base.shape(), DType::U8, device);
+      s.bound.copy_from(s.base);
+      s.bound_scale = Tensor::empty(s.base_scale.shape(), DType::F8E4M3FN, device);
+      s.bound_scale.copy_from(s.base_scale);
+      s.bound_scale_2 = Tensor::empty(s.base_scale_2.shape(), DType::F32, device);
+      s.bound_scale_2.copy_from(s.base_scale_2);
+      w.add(name, s.bound);
+      w.add(layer + ".weight_scale", s.bound_scale);
+      w.add(layer + ".weight_scale_2", s.bound_scale_2);
       continue;
     }
     if (is_fp8_scaled_target(w, name, opt.quantization)) {
@@ -312,6 +360,7 @@ Fuser::Fuser(io::WeightMap& w, const std::vector<LoraSet>& sets, const nn::LoadO
       s.bound.copy_from(s.base);
       s.bound_scale = Tensor::empty(s.base_scale.shape(), DType::F32, device);
       s.bound_scale.copy_from(s.base_scale);
+      s.kind = s.base_scale.dim() == 2 ? Slot::Kind::Fp8Blockwise : Slot::Kind::Fp8PerTensor;
       w.add(name, s.bound);
       w.add(scale, s.bound_scale);
       continue;
@@ -368,7 +417,7 @@ void Fuser::apply(const LoraSet& set) {
   for (auto& [name, s] : slots_) {
     const std::vector<Product> products =
         identity ? std::vector<Product>{} : products_for(set, name);
-    if (s.bound_up.defined()) {
+    if (s.kind == Slot::Kind::LowRank) {
       // The low-rank term: each applied file's columns of the up factor are its B * strength.
       if (products.empty() && !s.fused) continue;
       Tensor up = Tensor::zeros(s.bound_up.shape());
@@ -389,11 +438,24 @@ void Fuser::apply(const LoraSet& set) {
       if (s.fused) {
         s.bound.copy_from(s.base);
         if (s.bound_scale.defined()) s.bound_scale.copy_from(s.base_scale);
+        if (s.bound_scale_2.defined()) s.bound_scale_2.copy_from(s.base_scale_2);
       }
       s.fused = false;
       continue;
     }
-    if (s.bound_scale.defined() && s.bound_scale.dim() == 2) {
+    if (s.kind == Slot::Kind::Nvfp4) {
+      // The reference's nvfp4 rule: the weight dequantised to bf16, plus the delta in bf16,
+      // quantised again with fresh block and tensor scales.
+      const Device d = fusion_device(s.bound);
+      const Tensor dense = ops::dequantize_nvfp4(
+          {s.base.to(d), s.base_scale.to(d), s.base_scale_2.to(d)}, DType::BF16);
+      check_products(dense, products);
+      const Tensor merged = ops::add(dense.to(DType::F32), aggregated_delta(products, d));
+      const ops::Nvfp4Weight q = ops::quantize_nvfp4(merged.to(DType::BF16));
+      s.bound.copy_from(q.packed);
+      s.bound_scale.copy_from(q.block_scales);
+      s.bound_scale_2.copy_from(q.tensor_scale.reshape(s.bound_scale_2.shape()));
+    } else if (s.kind == Slot::Kind::Fp8Blockwise) {
       // Blockwise (fuse_rule_fp8): tile scales, the delta added in bf16.
       const Device d = fusion_device(s.bound);
       check_products(s.base, products);
@@ -401,7 +463,7 @@ void Fuser::apply(const LoraSet& set) {
           s.base.to(d), s.base_scale.to(d), aggregated_delta(products, d));
       s.bound.copy_from(q.weight);
       s.bound_scale.copy_from(q.weight_scale);
-    } else if (s.bound_scale.defined()) {
+    } else if (s.kind == Slot::Kind::Fp8PerTensor) {
       const Device d = fusion_device(s.bound);
       check_products(s.base, products);
       const ops::Fp8PerTensor q = ops::fuse_delta_fp8_per_tensor(
@@ -428,6 +490,10 @@ void Fuser::rebind(const std::function<Tensor(const Tensor& bound)>& home, Devic
       Tensor moved_scale = home(s.bound_scale);
       if (moved_scale.defined()) s.bound_scale = moved_scale;
     }
+    if (s.bound_scale_2.defined()) {
+      Tensor moved_scale_2 = home(s.bound_scale_2);
+      if (moved_scale_2.defined()) s.bound_scale_2 = moved_scale_2;
+    }
     if (s.bound_up.defined()) {
       Tensor moved_up = home(s.bound_up);
       if (moved_up.defined()) s.bound_up = moved_up;
@@ -451,7 +517,12 @@ std::vector<std::string> Fuser::targets() const {
 const Tensor& Fuser::bound(const std::string& target) const {
   auto it = slots_.find(target);
   if (it != slots_.end()) return it->second.bound;
-  // "<layer>.weight_scale" of an FP8 per-tensor slot.
+  const std::string scale_2_suffix = "_scale_2";
+  if (target.ends_with(scale_2_suffix)) {
+    it = slots_.find(target.substr(0, target.size() - scale_2_suffix.size()));
+    if (it != slots_.end() && it->second.bound_scale_2.defined()) return it->second.bound_scale_2;
+  }
+  // "<layer>.weight_scale" of an FP8 or NVFP4 slot.
   const std::string scale_suffix = "_scale";
   if (target.ends_with(scale_suffix)) {
     it = slots_.find(target.substr(0, target.size() - scale_suffix.size()));

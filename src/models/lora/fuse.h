@@ -73,6 +73,11 @@ void fuse_into(io::WeightMap& w, const LoraSet& set);
 
 class Fuser {
  public:
+  // NVFP4 layers (nvfp4-cast's Linears, quantised here once as Linear::load would, or an
+  // nvfp4-prequant file's) get their packed weight, block scales and tensor scale as buffers
+  // under the pre-quantised names ("<layer>.weight", ".weight_scale", ".weight_scale_2"), which
+  // Linear::load binds; fusion is the reference's nvfp4 rule: dequantise to bf16, add the
+  // delta in bf16, quantise again (fresh scales).
   // Weights stored as GGML blocks (GGUF files) are not fused: their layer gets a low-rank term
   // "<layer>.lora_A.weight" / ".lora_B.weight" (nn::kLoraDownSuffix / kLoraUpSuffix) holding every
   // set's factors side by side, with the applied set's strengths folded into the up factor and
@@ -107,18 +112,25 @@ class Fuser {
   const LoraSet& current() const { return current_; }
   // Names of the weights this fuser owns, sorted.
   std::vector<std::string> targets() const;
-  // The buffer bound for `target`, or for "<target>_scale" of an FP8 per-tensor target (tests,
-  // diagnostics); throws for an unknown name.
+  // The buffer bound for `target`, or for "<target>_scale" of an FP8 target or an NVFP4 target's
+  // block scales, or "<target>_scale_2" of an NVFP4 target's tensor scale (tests, diagnostics);
+  // throws for an unknown name.
   const Tensor& bound(const std::string& target) const;
 
  private:
   struct Slot {
-    Tensor base;         // the value before any LoRA, as stored
+    // How the layer stores its weight, which picks the fusion rule.
+    enum class Kind { Dense, Fp8PerTensor, Fp8Blockwise, Nvfp4, LowRank };
+    Kind kind = Kind::Dense;
+    Tensor base;         // the value before any LoRA, as stored (NVFP4: the packed weight)
     Tensor bound;        // what the model uses (opt.dtype, opt.device)
     // FP8 layers: the weight's scale, base and bound as above (0-d per tensor under
-    // fp8-scaled-mm and fp8; [out/128, in/128] per tile under fp8-blockwise).
+    // fp8-scaled-mm and fp8; [out/128, in/128] per tile under fp8-blockwise). NVFP4 layers: the
+    // block scales here, the tensor scale in *_scale_2.
     Tensor base_scale;
     Tensor bound_scale;
+    Tensor base_scale_2;
+    Tensor bound_scale_2;
     // GGML layers (a GGUF file's blocks, never rewritten): `bound` is the low-rank term's down
     // factor [rank, in] (every file's lora_A stacked), bound_up its up factor [out, rank], each
     // file's columns starting at low_rank_columns[file].
