@@ -647,6 +647,16 @@ class Reader {
     }
     read_images(r);
     read_loras(r);
+    if (kind == PipelineKind::HdrIcLora) {
+      // Refused here rather than when the job runs: the pipeline conditions on its clip alone, with
+      // its HDR IC-LoRA alone.
+      if (!r.images.empty())
+        impossible(get("images") ? "images" : "input_reference", "invalid_value",
+                   "the hdr-ic-lora pipeline conditions on video_conditioning only; send no images");
+      if (!r.loras.empty())
+        impossible("loras", "invalid_value",
+                   "the hdr-ic-lora pipeline runs with its HDR IC-LoRA alone; send no loras");
+    }
     read_pipeline_fields(r);
     // The frame count at the clip's rate, which the pipeline keeps (its options name no rate).
     double clip_fps = 0.0;

@@ -338,6 +338,8 @@ TEST_F(PipelineFields, HdrIcLoraBadInputNamesTheField) {
   expect_error(hdr({text("output_format", "mp4")}), 422, "invalid_value", "output_format", "writes exr");
   expect_error(hdr({text("num_inference_steps", "4")}), 422, "invalid_value", "", "num_inference_steps");
   expect_error(hdr({text("skip_stage_2", "true")}), 422, "invalid_value", "skip_stage_2", "ic-lora pipeline");
+  expect_error(hdr({test::image_part("input_reference", test::png())}), 422, "invalid_value", "input_reference",
+               "conditions on video_conditioning only");
   expect_error(form({text("prompt", "a cat"), text("pipeline", "two-stage"), text("high_quality", "true")}),
                422, "invalid_value", "high_quality", "field of the hdr-ic-lora pipeline");
   expect_error(form({text("prompt", "a cat"), text("pipeline", "two-stage"), clip_part("video_conditioning", clip)}),
