@@ -57,6 +57,7 @@ struct ServeCli {
   int max_sync_waits = 4;
   std::string model_memory_budget;
   std::vector<std::string> lora_library;
+  std::string hdr_lora;
   int64_t max_width = 2048, max_height = 2048, max_frames = 257;
 };
 
@@ -183,6 +184,7 @@ int run_serve(const ServeCli& c) {
               ": give NAME=PATH (the name requests use in `loras`)");
     eo.lora_library[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
+  eo.hdr_lora = c.hdr_lora;
   generate::Engine engine(eo);
   const generate::EngineInfo& info = engine.info();
   if (info.demo)
@@ -343,6 +345,10 @@ Command add_serve(CLI::App& app) {
                   "the largest model; on the CPU: no limit");
   sub->add_option("--lora-library", c->lora_library,
                   "NAME=PATH: a LoRA requests may ask for by name in `loras` (repeatable)");
+  sub->add_option("--hdr-lora", c->hdr_lora,
+                  "The HDR IC-LoRA .safetensors the hdr-ic-lora pipeline runs with (its metadata names "
+                  "the HDR transfer); without it, model files serve no hdr-ic-lora (the demo bundle "
+                  "has its own)");
   sub->add_option("--max-width", c->max_width, "Widest video a request may ask for (default 2048)");
   sub->add_option("--max-height", c->max_height,
                   "Tallest video a request may ask for (default 2048)");

@@ -18,6 +18,7 @@
 #include "generate/placement.h"
 #include "io/safetensors.h"
 #include "models/audio_vae/audio_vae.h"
+#include "pipelines/hdr_ic_lora.h"
 #include "pipelines/pipeline.h"
 
 namespace ltx::generate {
@@ -46,7 +47,7 @@ ModelFlags flags_for_pipeline(ModelFlags flags, PipelineKind kind) {
     flags.temporal_upsampler_path.clear();
     flags.detailing_lora.reset();
   }
-  if (kind == PipelineKind::Distilled) {
+  if (kind == PipelineKind::Distilled || kind == PipelineKind::HdrIcLora) {
     if (!flags.distilled_checkpoint_path.empty()) flags.checkpoint_path.clear();
     flags.distilled_lora.reset();
   } else {
@@ -236,16 +237,20 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 
   for (const std::string& name : pipelines::pipeline_names()) {
     const PipelineKind kind = pipelines::parse_pipeline_kind(name);
-    if (kind == PipelineKind::HdrIcLora) {
-      // Its outputs (an EXR frame folder and a preview) are not part of the server's API yet.
-      info_.unavailable[name] = str("the ", name, " pipeline is not served yet (its EXR frame folder is "
-                                    "not an API output); run it with `ltx generate --pipeline ", name, "`");
+    if (kind == PipelineKind::HdrIcLora && !demo && options_.hdr_lora.empty()) {
+      info_.unavailable[name] = str("the ", name, " pipeline needs its HDR IC-LoRA: start the engine with "
+                                    "--hdr-lora PATH");
       continue;
     }
     GenerateOptions probe;
     probe.pipeline = name;
     probe.models = demo ? demo_model_flags(*bundle, name, kind == PipelineKind::Dfr)
                         : flags_for_pipeline(options_.models, kind);
+    if (kind == PipelineKind::HdrIcLora) {
+      // resolve_models adds the HDR IC-LoRA (the given one, else the demo's) to both stages.
+      probe.models.loras.clear();
+      probe.hdr_lora = demo && options_.hdr_lora.empty() ? bundle->hdr_lora : options_.hdr_lora;
+    }
     probe.models.quantization = options_.models.quantization;
     ComponentNeeds needs = component_needs(probe);
     needs.temporal_upsampler = !probe.models.temporal_upsampler_path.empty();
@@ -260,6 +265,9 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         r.images = false;
       }
       r.models.demo = demo;
+      // The HDR IC-LoRA's metadata (its working space) before any job needs it.
+      if (kind == PipelineKind::HdrIcLora)
+        pipelines::hdr_ic_lora::read_hdr_lora_config(r.models.hdr_lora, "--hdr-lora");
       resolved_.emplace(name, std::move(r));
     } catch (const Error& e) {
       info_.unavailable[name] = e.what();
@@ -311,7 +319,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     p.frame_rate = req.frame_rate;
     // The distilled schedules are fixed: distilled, and the pipelines that run it.
     p.steps_configurable = kind != PipelineKind::Distilled && kind != PipelineKind::Retake &&
-                           kind != PipelineKind::IcLora && kind != PipelineKind::DubIt;
+                           kind != PipelineKind::IcLora && kind != PipelineKind::DubIt &&
+                           kind != PipelineKind::HdrIcLora;
     p.num_inference_steps = p.steps_configurable ? req.num_inference_steps : 8;
     p.guidance = pipelines::uses_guidance(kind);
     p.size_multiple = pipelines::is_two_stage(kind) ? 64 : 32;
@@ -413,6 +422,12 @@ Engine::Prepared Engine::prepare(const GenerateOptions& options) const {
             "engine: a job cannot choose --quantization ",
             quantization::mode_name(options.models.quantization), "; the engine serves its models "
             "with --quantization ", quantization::mode_name(options_.models.quantization));
+  LTX_CHECK(options.hdr_lora.empty(), "engine: a job cannot name --hdr-lora; the engine serves the HDR "
+            "IC-LoRA it was started with");
+  LTX_CHECK(options.library_loras.empty() ||
+                pipelines::parse_pipeline_kind(options.pipeline) != PipelineKind::HdrIcLora,
+            "LoRA '", options.library_loras.empty() ? "" : options.library_loras.front().name,
+            "': the hdr-ic-lora pipeline runs with its HDR IC-LoRA alone");
   Prepared p{options, resolved_for(options.pipeline)};
   GenerateOptions& job = p.options;
   job.device = options_.device;

@@ -54,6 +54,9 @@ struct EngineOptions {
   int64_t max_gpu_memory_bytes = 0;
   std::string budget_option = "--model-memory-budget";  // how the budget is set, for messages
   std::map<std::string, std::string> lora_library;      // name -> LoRA file
+  // hdr-ic-lora's HDR IC-LoRA (`ltx serve --hdr-lora`); empty: the demo bundle's with the demo,
+  // and no hdr-ic-lora with model files.
+  std::string hdr_lora;
 };
 
 // What a pipeline does by default and what it accepts, with the engine's files.

@@ -265,14 +265,19 @@ std::string DataDir::outputs_dir() const { return root_ + "/" + kOutputs; }
 std::string DataDir::inputs_dir() const { return root_ + "/" + kInputs; }
 
 namespace {
-constexpr const char* kOutputExts[] = {"mp4", "wav", "png"};
+constexpr const char* kOutputExts[] = {"mp4", "wav", "png", "tar"};
 }
 
 std::string DataDir::output_path(const std::string& id, const std::string& ext) const {
   check_id(id);
   LTX_CHECK(std::find(std::begin(kOutputExts), std::end(kOutputExts), ext) != std::end(kOutputExts),
-            "data dir: '", ext, "' is not an output format (mp4, wav or png)");
+            "data dir: '", ext, "' is not an output format (mp4, wav, png or tar)");
   return outputs_dir() + "/" + id + "." + ext;
+}
+
+std::string DataDir::parts_path(const std::string& id) const {
+  check_id(id);
+  return outputs_dir() + "/" + id + ".parts" + std::string(kTmp);
 }
 
 std::string DataDir::output_file_path(const std::string& id, const std::string& file) const {
@@ -329,10 +334,12 @@ std::vector<std::string> DataDir::store_inputs(const std::string& id,
 }
 
 void DataDir::remove_job_outputs(const std::string& id) const {
-  for (const std::string& p : {output_path(id), output_path(id, "wav"), thumbnail_path(id)}) {
+  for (const std::string& p :
+       {output_path(id), output_path(id, "wav"), output_path(id, "tar"), thumbnail_path(id)}) {
     remove_quietly(p);
     remove_quietly(p + std::string(kTmp));
   }
+  remove_quietly(parts_path(id));
 }
 
 void DataDir::remove_job_inputs(const std::string& id) const {
@@ -365,7 +372,7 @@ DirListing DataDir::listing() const {
     }
     const fs::path p(name);
     const std::string stem = p.stem().string(), ext = p.extension().string();
-    if ((ext == ".mp4" || ext == ".wav" || ext == ".png") && is_job_id(stem) &&
+    if ((ext == ".mp4" || ext == ".wav" || ext == ".png" || ext == ".tar") && is_job_id(stem) &&
         std::find(out.output_ids.begin(), out.output_ids.end(), stem) == out.output_ids.end())
       out.output_ids.push_back(stem);
   }

@@ -3,7 +3,9 @@
 //   DATA/ltx-serve.db          the job store (server/job_store.h), with SQLite's -wal and -shm
 //   DATA/lock                  flock'd by the one server using the dir; holds its pid
 //   DATA/outputs/<id>.mp4      a completed job's video (written as <id>.mp4.tmp, then renamed),
-//                              or <id>.wav (audio only) / <id>.png (one frame)
+//                              or <id>.wav (audio only) / <id>.png (one frame) / <id>.tar
+//                              (hdr-ic-lora: its EXR frames and preview, built in
+//                              <id>.parts.tmp/ and archived)
 //   DATA/outputs/<id>.png      a video's thumbnail (server/thumbnail_sink.h), when one was made
 //   DATA/inputs/<id>/<n>.<ext> a job's uploads: conditioning images, then video / audio files
 //                              (written in <id>.tmp/, then renamed)
@@ -51,7 +53,7 @@ struct DiskUsage {
 
 // What is on disk under outputs/ and inputs/, by job id, for recovery.
 struct DirListing {
-  std::vector<std::string> output_ids;   // ids with <id>.mp4, <id>.wav or <id>.png
+  std::vector<std::string> output_ids;   // ids with <id>.mp4, <id>.wav, <id>.png or <id>.tar
   std::vector<std::string> input_ids;    // ids with an inputs/<id>/ folder
   std::vector<std::string> temporaries;  // *.tmp files and folders (full paths)
 };
@@ -73,9 +75,12 @@ class DataDir {
 
   // Paths of a job's files; throw ltx::Error unless `id` is a job id (and `file` one of the names
   // store_inputs gives).
-  // outputs/<id>.<ext>: ext "mp4" (a video), "wav" (audio only) or "png" (one frame: the same
-  // file as its thumbnail, an image being its own).
+  // outputs/<id>.<ext>: ext "mp4" (a video), "wav" (audio only), "png" (one frame: the same
+  // file as its thumbnail, an image being its own) or "tar" (several files: hdr-ic-lora's).
   std::string output_path(const std::string& id, const std::string& ext = "mp4") const;
+  // outputs/<id>.parts.tmp: a folder where a job builds the files its tar output archives (a
+  // temporary: removed with the job's outputs, and by recovery).
+  std::string parts_path(const std::string& id) const;
   // outputs/<file> when `file` is one of the names output_path gives `id`.
   std::string output_file_path(const std::string& id, const std::string& file) const;
   std::string thumbnail_path(const std::string& id) const;  // outputs/<id>.png

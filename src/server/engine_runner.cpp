@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,10 @@
 #include "core/out_of_memory.h"
 #include "generate/decode.h"
 #include "media/support.h"
+#include "generate/hdr_output.h"
+#include "pipelines/hdr_ic_lora.h"
 #include "pipelines/pipeline.h"
+#include "server/tar_archive.h"
 #include "server/thumbnail_sink.h"
 #include "server/video_request.h"
 
@@ -85,6 +89,34 @@ ServedModel served_model(const generate::EngineInfo& info, RequestLimits limits)
   return m;
 }
 
+namespace {
+
+// hdr-ic-lora: stage 1 (the distilled 8 steps at half the clip's 64-aligned size), the upsample,
+// then stage 2 as one refinement of 2 steps per latent tile, named as the pipeline reports them.
+ProgressPlan hdr_progress_plan(const VideoRequest& request, const generate::GenerateOptions& o,
+                               int64_t frames, double load_share) {
+  namespace hdr = pipelines::hdr_ic_lora;
+  int64_t w = 64, h = 64;
+  for (const RequestMedia& m : request.media)
+    if (m.field == "video_conditioning") w = m.header.width, h = m.header.height;
+  const hdr::HdrResolution size = hdr::align_resolution(std::max<int64_t>(h, 1), std::max<int64_t>(w, 1));
+  const int64_t latent_frames = (hdr::generated_frames(frames, o.high_quality) - 1) / 8 + 1;
+  const int64_t tokens = (size.gen_width / 32) * (size.gen_height / 32) * latent_frames;
+  const auto tiles = hdr::stage2_tiles(latent_frames, size.gen_height / 32, size.gen_width / 32,
+                                       hdr::default_stage2_tiling());
+  StandardPlan plan;
+  plan.load_share = load_share;
+  plan.audio = false;
+  plan.upsample = true;
+  plan.denoising.push_back({"stage 1", 8, std::max<int64_t>(1, tokens / 4)});
+  const auto n = static_cast<int64_t>(tiles.size());
+  for (int64_t t = 0; t < n; ++t)
+    plan.denoising.push_back({str("stage 2 tile ", t + 1, "/", n), 2, std::max<int64_t>(1, tokens / n)});
+  return standard_progress_plan(plan);
+}
+
+}  // namespace
+
 ProgressPlan EngineRunner::progress_plan(const Job& job) {
   const generate::GenerateOptions o = options_of(job, dir_);
   const generate::PipelineInfo* p = pipeline_info(engine_.info(), o.pipeline);
@@ -98,6 +130,9 @@ ProgressPlan EngineRunner::progress_plan(const Job& job) {
   // Once any model is resident, what is left per job is the light part (LoRA switches, small
   // components); before the first job everything is read from disk.
   plan.load_share = engine_.cache_stats().entries > 0 ? 0.2 : 1.0;
+  if (pipelines::parse_pipeline_kind(o.pipeline) == pipelines::PipelineKind::HdrIcLora)
+    return hdr_progress_plan(video_request_from_json(json::parse(job.request_json)), o, f,
+                             plan.load_share);
   plan.audio = o.audio;
   // A two-stage pipeline's first stage runs at half width and height; its second stage is the
   // distilled refinement's three steps.
@@ -279,6 +314,29 @@ RunOutcome EngineRunner::completed(const Job& job, const generate::GenerateResul
   return outcome;
 }
 
+generate::GenerateResult EngineRunner::run_hdr(const Job& job, const generate::GenerateOptions& o,
+                                               const generate::JobControl& control,
+                                               const std::string& output) {
+  // The files as `ltx generate --pipeline hdr-ic-lora` writes them for a clip named after the job
+  // (<id>_exr/frame_00000.exr ..., <id>.mp4), then archived whole.
+  const std::string parts = dir_.parts_path(job.id);
+  std::error_code ec;
+  std::filesystem::remove_all(parts, ec);  // a leftover of an interrupted run
+  generate::GenerateResult result;
+  {
+    generate::ExrOutputSink files(generate::hdr_output_paths(parts, job.id + ".mp4"), o.skip_mp4);
+    if (media::image_io_available()) {
+      ThumbnailSink with_thumbnail(files, dir_.thumbnail_path(job.id), /*scene_linear=*/true);
+      result = engine_.run(o, control, with_thumbnail);
+    } else {
+      result = engine_.run(o, control, files);
+    }
+  }
+  write_tar(parts, output);
+  std::filesystem::remove_all(parts, ec);
+  return result;
+}
+
 RunOutcome EngineRunner::run_one(const RunItem& item) {
   using Clock = std::chrono::steady_clock;
   const Job& job = *item.job;
@@ -291,13 +349,15 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
   try {
     const generate::GenerateOptions o = options_of(job, dir_);
     const std::string format = output_format_of(job);
-    output = dir_.output_path(job.id, format);
+    output = dir_.output_path(job.id, format == "exr" ? "tar" : format);
     media::Mp4Options mp4;
     mp4.faststart = true;  // a browser plays it while it downloads
     generate::Mp4Sink sink(output, mp4);  // opens nothing until a video begins
     if (format == "wav") {
       generate::WavSink wav(output);
       result = engine_.run(o, control, wav);
+    } else if (format == "exr") {
+      result = run_hdr(job, o, control, output);
     } else if (format == "png") {
       // One frame (the request checked it): the file itself, which is its own thumbnail.
       generate::PngSink png(output, output + ".frames");

@@ -2,7 +2,8 @@
 // The JobRunner of `ltx serve`: runs a job's stored request on a resident generate::Engine (one per
 // device) and writes its output into the data dir (under a temporary name, renamed when whole): an
 // MP4 with its thumbnail (server/thumbnail_sink.h) when the build has image I/O, a WAV for the
-// audio-only pipelines, a PNG for one frame (VideoRequest::output_format). Batches write MP4s.
+// audio-only pipelines, a PNG for one frame, a tar of hdr-ic-lora's EXR frames and preview
+// (server/tar_archive.h) with the preview's thumbnail (VideoRequest::output_format). Batches write MP4s.
 // Each job's time to first step (from the run's start to the first denoising step) and the model
 // loads it needed are logged:
 //   job video_… ttfs 0.41 s (queue 3.2 s, text 0.30 s, loads 0)
@@ -45,6 +46,10 @@ class EngineRunner final : public JobRunner {
   std::vector<RunOutcome> run_batch(const std::vector<RunItem>& items,
                                     const std::vector<generate::GenerateOptions>& options);
   RunOutcome run_one(const RunItem& item);
+  // hdr-ic-lora: its EXR frame folder and sRGB preview (unless skip_mp4) in the job's parts
+  // folder, a thumbnail of the preview's middle frame, then one tar of the folder at `output`.
+  generate::GenerateResult run_hdr(const Job& job, const generate::GenerateOptions& o,
+                                   const generate::JobControl& control, const std::string& output);
   RunOutcome completed(const Job& job, const generate::GenerateResult& result,
                        const std::string& output, double seconds, double peak_mb,
                        int64_t batch_size);

@@ -20,10 +20,12 @@ int64_t thumbnail_frame_index(int64_t frames);
 // writes the PNG to `path` (as <path>.tmp, fsync'd, renamed; server/data_dir.h). A thumbnail that
 // cannot be written is logged and left out: the video is the job's result, the thumbnail a view of
 // it. Needs image I/O (media::image_io_available()); the runner makes none without it.
+// `scene_linear`: the frames are scene-linear HDR (hdr-ic-lora's); the thumbnail then shows the
+// frame as its sRGB preview does (generate::srgb_preview_frames).
 class ThumbnailSink final : public generate::MediaSink {
  public:
-  ThumbnailSink(generate::MediaSink& video, std::string path)
-      : video_(video), path_(std::move(path)) {}
+  ThumbnailSink(generate::MediaSink& video, std::string path, bool scene_linear = false)
+      : video_(video), path_(std::move(path)), scene_linear_(scene_linear) {}
   void begin(const generate::MediaFormat& format) override;
   void write_frames(const Tensor& frames) override;
   void write_audio(const Tensor& waveform) override;
@@ -32,6 +34,7 @@ class ThumbnailSink final : public generate::MediaSink {
  private:
   generate::MediaSink& video_;
   std::string path_;
+  bool scene_linear_ = false;
   int64_t wanted_ = 0;  // the index of the frame to keep
   int64_t seen_ = 0;    // frames that went by
   Tensor frame_;        // u8 [H, W, 3] once the wanted frame went by

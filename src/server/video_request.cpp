@@ -44,6 +44,20 @@ const PipelineField* clip_field(const std::string& pipeline, bool size) {
       return &f;
   return nullptr;
 }
+// The field of `pipeline` whose clip gives its frame rate alone (sets_rate), or null.
+const PipelineField* rate_field(const std::string& pipeline) {
+  for (const PipelineField& f : pipeline_fields())
+    if (f.sets_rate && std::find(f.pipelines.begin(), f.pipelines.end(), pipeline) != f.pipelines.end())
+      return &f;
+  return nullptr;
+}
+// Whether some entry named `name` belongs to `pipeline` (a name may have an entry per pipeline).
+bool field_of(const std::string& name, const std::string& pipeline) {
+  for (const PipelineField& f : pipeline_fields())
+    if (f.name == name && std::find(f.pipelines.begin(), f.pipelines.end(), pipeline) != f.pipelines.end())
+      return true;
+  return false;
+}
 // ---------------------------------------------------------------- the fields of a body
 
 // The create fields, by kind. A form (multipart) sends every scalar as text, so readers parse
@@ -615,18 +629,45 @@ class Reader {
     } else {
       read_size(r, kind, def);
     }
+    const PipelineField* rate_clip = rate_field(o.pipeline);
     if (const PipelineField* clip = clip_field(o.pipeline, false)) {
       for (const char* f : {"seconds", "num_frames", "fps", "auto_duration"})
         if (get(f))
           impossible(f, "invalid_value",
                      str(f, ": the ", o.pipeline, " pipeline takes the frame count and frame "
                             "rate of ", clip->name, "; leave it out"));
+    } else if (rate_clip) {
+      for (const char* f : {"fps", "auto_duration"})
+        if (get(f))
+          impossible(f, "invalid_value",
+                     str(f, ": the ", o.pipeline, " pipeline takes the frame rate of ", rate_clip->name,
+                         "; leave it out (give num_frames or seconds)"));
     } else {
       read_duration(r, def);
     }
     read_images(r);
     read_loras(r);
+    if (kind == PipelineKind::HdrIcLora) {
+      // Refused here rather than when the job runs: the pipeline conditions on its clip alone, with
+      // its HDR IC-LoRA alone.
+      if (!r.images.empty())
+        impossible(get("images") ? "images" : "input_reference", "invalid_value",
+                   "the hdr-ic-lora pipeline conditions on video_conditioning only; send no images");
+      if (!r.loras.empty())
+        impossible("loras", "invalid_value",
+                   "the hdr-ic-lora pipeline runs with its HDR IC-LoRA alone; send no loras");
+    }
     read_pipeline_fields(r);
+    // The frame count at the clip's rate, which the pipeline keeps (its options name no rate).
+    double clip_fps = 0.0;
+    if (rate_clip) {
+      for (const RequestMedia& m : r.media)
+        if (m.field == rate_clip->name) clip_fps = m.header.fps;
+      PipelineDefaults at_clip_rate = def;
+      at_clip_rate.fps = clip_fps;
+      read_duration(r, at_clip_rate);
+      o.frame_rate.reset();
+    }
     read_output_format(r, kind);
 
     // the rules `ltx generate` checks, on the resolved options (images are checked above: the
@@ -644,17 +685,15 @@ class Reader {
       impossible(get("size") ? "size" : "height", "invalid_value",
                  str("height ", *o.height, " is above this server's limit of ", lim.max_height,
                      " (--max-height)"));
+    const double fps = o.frame_rate.value_or(clip_fps);
     if (o.num_frames && *o.num_frames > lim.max_frames)
       impossible(get("seconds") ? "seconds" : "num_frames", "invalid_value",
                  str(*o.num_frames, " frames is above this server's limit of ", lim.max_frames,
-                     " (--max-frames: ",
-                     format_seconds(static_cast<double>(lim.max_frames) / *o.frame_rate), " s at ",
-                     number_text(*o.frame_rate), " fps)"));
+                     " (--max-frames: ", format_seconds(static_cast<double>(lim.max_frames) / fps),
+                     " s at ", number_text(fps), " fps)"));
     check_media_ranges(r);
     r.size = o.width && o.height ? str(*o.width, "x", *o.height) : std::string();
-    r.seconds = o.num_frames
-                    ? format_seconds(static_cast<double>(*o.num_frames) / *o.frame_rate)
-                    : "auto";
+    r.seconds = o.num_frames ? format_seconds(static_cast<double>(*o.num_frames) / fps) : "auto";
     for (const RequestMedia& m : r.media) {  // the clip's size and length where it sets them
       const PipelineField* size = clip_field(o.pipeline, true);
       const PipelineField* duration = clip_field(o.pipeline, false);
@@ -956,11 +995,15 @@ class Reader {
       const json* v = get(f.name);
       const bool mine =
           std::find(f.pipelines.begin(), f.pipelines.end(), o.pipeline) != f.pipelines.end();
+      if (!mine && field_of(f.name, o.pipeline)) continue;  // the pipeline's own entry reads it
       if (v && !mine) {
         std::string names;
-        for (const auto& n : f.pipelines) names += (names.empty() ? "" : ", ") + n;
+        for (const PipelineField& g : pipeline_fields())
+          if (g.name == f.name)
+            for (const auto& n : g.pipelines) names += (names.empty() ? "" : ", ") + n;
         impossible(f.name, "invalid_value",
-                   str(f.name, " is a field of the ", names, " pipeline", f.pipelines.size() > 1 ? "s" : "",
+                   str(f.name, " is a field of the ", names, " pipeline",
+                       names.find(',') != std::string::npos ? "s" : "",
                        "; this request runs ", o.pipeline, " (drop it, or set pipeline)"));
       }
       if (!mine) continue;
@@ -1016,11 +1059,19 @@ class Reader {
     r.output_format = default_output_format(o.pipeline, frames);
     const json* v = get("output_format");
     if (!v) return;
-    if (!v->is_string()) wrong_type("output_format", *v, "a string (mp4, wav or png)");
+    if (!v->is_string()) wrong_type("output_format", *v, "a string (mp4, wav, png or exr)");
     const std::string asked = v->get<std::string>();
-    if (asked != "mp4" && asked != "wav" && asked != "png")
+    if (asked != "mp4" && asked != "wav" && asked != "png" && asked != "exr")
       impossible("output_format", "invalid_value",
-                 str("output_format '", asked, "' must be mp4, wav or png"));
+                 str("output_format '", asked, "' must be mp4, wav, png or exr"));
+    const bool hdr = kind == PipelineKind::HdrIcLora;
+    if (hdr != (asked == "exr"))
+      impossible("output_format", "invalid_value",
+                 hdr ? str("output_format ", asked, ": the hdr-ic-lora pipeline writes exr (a tar of its "
+                           "EXR frames and sRGB preview)")
+                     : str("output_format exr is the output of the hdr-ic-lora pipeline; the ", o.pipeline,
+                           " pipeline writes ", pipelines::makes_video(kind) ? "mp4 (or png for one frame)"
+                                                                            : "wav"));
     if (!pipelines::makes_video(kind) && asked != "wav")
       impossible("output_format", "invalid_value",
                  str("output_format ", asked, ": the ", o.pipeline,
@@ -1191,12 +1242,34 @@ const std::vector<PipelineField>& pipeline_fields() {
       {"reference_strength", {"dubit"}, FieldType::Number, false,
        "the video reference's conditioning strength in [0, 1] (default 1)",
        [](O& o, const V& v) { o.reference_strength = v.number; }},
+      {"video_conditioning", {"hdr-ic-lora"}, FieldType::VideoStrength, true,
+       "the SDR clip to make HDR (strength 1 unless given); the job keeps its size and frame rate",
+       [](O& o, const V& v) { o.video_conditionings = {{v.files.at(0).first, v.files.at(0).second}}; },
+       true, false, true},
+      {"high_quality", {"hdr-ic-lora"}, FieldType::Flag, false,
+       "generate twice the frames and keep every other one (smoother, about 2x slower)",
+       [](O& o, const V& v) { o.high_quality = v.number != 0.0; }},
+      {"spatial_tile", {"hdr-ic-lora"}, FieldType::Number, false,
+       "the VAE decode's spatial tile in pixels, a multiple of 32 above 256 (default 1280; lower "
+       "needs less memory)",
+       [](O& o, const V& v) {
+         if (v.number != std::floor(v.number) || std::abs(v.number) > 1e9)
+           throw ApiError(422, "invalid_value",
+                          str("spatial_tile ", number_text(v.number), " must be a whole number of pixels"),
+                          "spatial_tile");
+         o.spatial_tile = static_cast<int64_t>(v.number);
+       }},
+      {"skip_mp4", {"hdr-ic-lora"}, FieldType::Flag, false,
+       "write the EXR frames only, no sRGB H.264 preview",
+       [](O& o, const V& v) { o.skip_mp4 = v.number != 0.0; }},
   };
   return fields;
 }
 
 std::string default_output_format(const std::string& pipeline, int64_t num_frames) {
-  if (!pipelines::makes_video(pipelines::parse_pipeline_kind(pipeline))) return "wav";
+  const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
+  if (!pipelines::makes_video(kind)) return "wav";
+  if (kind == PipelineKind::HdrIcLora) return "exr";
   return num_frames == 1 ? "png" : "mp4";
 }
 
@@ -1209,6 +1282,7 @@ bool takes_duration(const std::string& pipeline) { return clip_field(pipeline, f
 std::string content_type_of(const std::string& file_name) {
   if (file_name.ends_with(".wav")) return "audio/wav";
   if (file_name.ends_with(".png")) return "image/png";
+  if (file_name.ends_with(".tar")) return "application/x-tar";
   return "video/mp4";
 }
 
@@ -1389,6 +1463,7 @@ generate::GenerateOptions to_generate_options(const VideoRequest& request,
   o.video_conditionings.clear();
   o.conditioning_attention_mask.reset();
   for (const PipelineField& f : pipeline_fields()) {
+    if (std::find(f.pipelines.begin(), f.pipelines.end(), o.pipeline) == f.pipelines.end()) continue;
     FieldValue value;
     bool given = false;
     if (const auto it = request.field_values.find(f.name); it != request.field_values.end()) {

@@ -116,7 +116,8 @@ struct VideoRequest {
   std::vector<RequestImage> images;  // in the order they were sent; input_reference first
   std::vector<RequestMedia> media;   // in the order of the pipeline's fields
   std::map<std::string, double> field_values;  // the pipeline's Number / Flag fields given
-  // What the job writes: "mp4" (video + audio), "wav" (t2a: audio only) or "png" (one frame).
+  // What the job writes: "mp4" (video + audio), "wav" (t2a: audio only), "png" (one frame) or
+  // "exr" (hdr-ic-lora: a tar of its EXR frame folder and sRGB preview, docs/SERVER.md).
   std::string output_format = "mp4";
   std::vector<RequestLora> loras;
   bool generate_audio = true;
@@ -175,17 +176,21 @@ struct PipelineField {
   // A media field whose clip gives the job its size / its frame count and rate: the request then
   // takes no size / width / height, or no seconds / num_frames / fps / auto_duration.
   bool sets_size = false, sets_duration = false;
+  // A media field whose clip gives the job its frame rate alone (hdr-ic-lora): the request takes
+  // num_frames or seconds (counted at the clip's rate), no fps / auto_duration.
+  bool sets_rate = false;
 };
 const std::vector<PipelineField>& pipeline_fields();
 
 // The output format a pipeline writes by default for `num_frames` frames: "wav" for the pipelines
-// without video, "png" for one frame, else "mp4".
+// without video, "exr" for hdr-ic-lora (its only one), "png" for one frame, else "mp4".
 std::string default_output_format(const std::string& pipeline, int64_t num_frames);
 // Whether a pipeline's requests take size / width / height (not where a field's clip sets it, not
 // the audio-only pipelines) and seconds / num_frames / fps (not where a field's clip sets them).
 bool takes_size(const std::string& pipeline);
 bool takes_duration(const std::string& pipeline);
-// The content type of an output file name's extension: video/mp4, audio/wav, image/png.
+// The content type of an output file name's extension: video/mp4, audio/wav, image/png,
+// application/x-tar.
 std::string content_type_of(const std::string& file_name);
 
 // An engine message in the API's words: `ltx generate`'s flags become the request's field names

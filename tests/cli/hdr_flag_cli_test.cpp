@@ -3,7 +3,8 @@
 // colour space: an EXR still (distilled), an EXR-frame folder retaken (with --frame-rate) and an
 // EXR folder as an IC-LoRA reference give the HLG BT.2020 master at the output path (probed with
 // libav) and the half-float EXR frames beside it (their colorSpace tag read back with OpenEXR);
-// the media path rules and --hdr's own errors are one line naming the flag, exit 1, no output.
+// the media path rules, --hdr's own errors and an EXR still without R G B channels are one line
+// naming the flag (and file), exit 1, no output.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,8 +22,11 @@
 #include "support/test_support.h"
 
 #if LTX_TEST_OPENEXR
+#include <ImfChannelList.h>
+#include <ImfFrameBuffer.h>
 #include <ImfHeader.h>
 #include <ImfInputFile.h>
+#include <ImfOutputFile.h>
 #include <ImfStringAttribute.h>
 #endif
 
@@ -182,6 +186,41 @@ TEST(HdrFlagCli, MediaPathRulesAreOneErrorNamingTheFlag) {
     EXPECT_FALSE(fs::exists(out)) << k.error;
     EXPECT_FALSE(fs::exists(dir.file("out_exr"))) << k.error;
   }
+}
+
+TEST(HdrFlagCli, AnExrStillWithoutRgbChannelsIsOneErrorNamingTheFlagAndFile) {
+  if (const std::string why = hdr_unavailable(); !why.empty()) GTEST_SKIP() << why;
+#if LTX_TEST_OPENEXR
+  TempDir dir;
+  // R and G only (a two-channel plate): not an image the VAE can take.
+  const std::string plate = dir.file("rg.exr"), out = dir.file("out.mp4");
+  {
+    Imf::Header header(8, 8);
+    header.channels().insert("R", Imf::Channel(Imf::FLOAT));
+    header.channels().insert("G", Imf::Channel(Imf::FLOAT));
+    std::vector<float> zeros(64, 0.0f);
+    Imf::FrameBuffer fb;
+    for (const char* c : {"R", "G"})
+      fb.insert(c, Imf::Slice(Imf::FLOAT, reinterpret_cast<char*>(zeros.data()), sizeof(float), 8 * sizeof(float)));
+    Imf::OutputFile file(plate.c_str(), header);
+    file.setFrameBuffer(fb);
+    file.writePixels(8);
+  }
+  const test::CliResult r = generate(dir, {"--pipeline", "distilled", "--image", plate, "0", "1", "--hdr", "SRGB_LINEAR",
+                                           "--prompt", "a ball", "--output-path", out});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("--image '" + plate + "'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs the channels R, G and B"), std::string::npos) << r.err;
+  // One error line, the last (the demo bundle's notes come before it).
+  const size_t error_at = r.err.find("ltx: error: ");
+  ASSERT_NE(error_at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n', error_at), r.err.size() - 1) << r.err;
+  EXPECT_EQ(r.err.find("error: ", error_at + 12), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(dir.file("out_exr")));
+#else
+  GTEST_SKIP() << "the test writes its EXR with OpenEXR's API (LTX_OPENEXR)";
+#endif
 }
 
 }  // namespace

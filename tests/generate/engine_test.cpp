@@ -87,14 +87,10 @@ TEST(Engine, InfoDescribesTheDemoAndItsPipelines) {
   EXPECT_NE(std::find(names.begin(), names.end(), "one-stage"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "two-stage"), names.end());
   // The demo bundle runs every pipeline, the ones with media inputs and audio output included,
-  // but hdr-ic-lora, whose EXR frame folder the API does not serve yet (said why).
-  for (const std::string& p : pipelines::pipeline_names()) {
-    if (p == "hdr-ic-lora") continue;
+  // and hdr-ic-lora with the bundle's HDR IC-LoRA.
+  for (const std::string& p : pipelines::pipeline_names())
     EXPECT_NE(std::find(names.begin(), names.end(), p), names.end()) << p;
-  }
-  ASSERT_EQ(info.unavailable.size(), 1u);
-  EXPECT_NE(info.unavailable.at("hdr-ic-lora").find("ltx generate --pipeline hdr-ic-lora"), std::string::npos);
-  EXPECT_EQ(std::find(names.begin(), names.end(), "hdr-ic-lora"), names.end());
+  EXPECT_TRUE(info.unavailable.empty());
   EXPECT_EQ(engine.cache_stats().loads, 0) << "the constructor loads no model";
 }
 
@@ -113,6 +109,7 @@ TEST(Engine, ModelFlagsServeThePipelinesTheirFilesAllow) {
   for (const char* p : {"one-stage", "two-stage", "two-stage-hq", "distilled"})
     EXPECT_NE(std::find(names.begin(), names.end(), p), names.end()) << p;
   for (const auto& [name, why] : info.unavailable) EXPECT_FALSE(why.empty()) << name;
+  EXPECT_NE(info.unavailable.at("hdr-ic-lora").find("start the engine with --hdr-lora PATH"), std::string::npos);
 
   generate::GenerateOptions job = tiny_job();
   generate::GenerateOptions cli = job;
@@ -299,6 +296,31 @@ TEST(Engine, AJobCannotNameModelFilesOrAnUnusablePipeline) {
   job.demo_dir = test::shared_demo_bundle().dir;
   job.library_loras = {{"x", 1.0}};
   EXPECT_ERROR_HAS(test::generate_in_memory(job), "need an Engine with a LoRA library");
+}
+
+TEST(Engine, HdrIcLoraIsServedWithTheHdrLoraGivenAndItsMetadataCheckedAtStart) {
+  const auto& b = test::shared_demo_bundle();
+  generate::EngineOptions eo;
+  eo.models = generate::demo_model_flags(b, "two-stage", false);
+  eo.hdr_lora = b.hdr_lora;
+  {
+    generate::Engine engine(eo);
+    EXPECT_EQ(engine.info().unavailable.count("hdr-ic-lora"), 0u);
+    generate::GenerateOptions job;
+    job.pipeline = "hdr-ic-lora";
+    job.prompt = "x";
+    job.hdr_lora = b.hdr_lora;
+    generate::MemorySink sink;
+    EXPECT_ERROR_HAS(engine.run(job, {}, sink), "a job cannot name --hdr-lora");
+    job.hdr_lora.clear();
+    job.library_loras = {{"x", 1.0}};
+    EXPECT_ERROR_HAS(engine.run(job, {}, sink), "the hdr-ic-lora pipeline runs with its HDR IC-LoRA alone");
+  }
+  eo.hdr_lora = b.ic_lora;  // an IC-LoRA without HDR metadata
+  generate::Engine engine(eo);
+  const auto why = engine.info().unavailable.find("hdr-ic-lora");
+  ASSERT_NE(why, engine.info().unavailable.end());
+  EXPECT_NE(why->second.find("--hdr-lora"), std::string::npos) << why->second;
 }
 
 TEST(Engine, AnUnreadableLibraryLoraIsNamedAtStart) {

@@ -28,13 +28,14 @@ ServedModel served() {
   ServedModel m;
   m.id = "ltx-demo";
   m.pipelines = {"two-stage", "retake", "a2vid", "t2a", "ic-lora", "keyframe-interpolation",
-                 "distilled", "dubit"};
+                 "distilled", "dubit", "hdr-ic-lora"};
   m.default_pipeline = "two-stage";
   for (const auto& p : m.pipelines) m.defaults[p] = {128, 128, 9, 24.0, 4};
   m.defaults["retake"].steps.reset();
   m.defaults["ic-lora"].steps.reset();
   m.defaults["distilled"].steps.reset();
   m.defaults["dubit"].steps.reset();
+  m.defaults["hdr-ic-lora"].steps.reset();
   return m;
 }
 
@@ -275,6 +276,76 @@ TEST_F(PipelineFields, IcLoraBadInputNamesTheField) {
                422, "invalid_value", "", "num_inference_steps");
 }
 
+// ---------------------------------------------------------------- hdr-ic-lora
+
+TEST_F(PipelineFields, HdrIcLoraTakesOneClipItsRateAndItsFlagsAndWritesExr) {
+  // 17 frames of 96x64 at 25 fps: the job keeps the size and the rate, counts seconds at it.
+  const std::string clip = test::mp4_clip(17, 96, 64, 25.0);
+  const VideoRequest r = parse_create(
+      form({text("prompt", "a sunset"), text("pipeline", "hdr-ic-lora"),
+            clip_part("video_conditioning[video]", clip), text("video_conditioning[strength]", "0.8"),
+            text("seconds", "0.3"), text("high_quality", "true"), text("spatial_tile", "768"),
+            text("skip_mp4", "1")}),
+      served());
+  EXPECT_EQ(r.output_format, "exr");
+  EXPECT_EQ(r.size, "96x64");
+  EXPECT_EQ(r.options.num_frames, 9);  // ceil(0.3 * 25) = 8 -> 8k + 1
+  EXPECT_EQ(r.seconds, "0.36");
+  EXPECT_FALSE(r.options.frame_rate);  // the clip's, as `ltx generate` takes it
+  EXPECT_FALSE(r.options.width);
+  EXPECT_FALSE(r.options.num_inference_steps);
+  EXPECT_EQ(r.batch_key, "");
+  ASSERT_EQ(r.media.size(), 1u);
+  EXPECT_EQ(r.media[0].strength, 0.8);
+  const generate::GenerateOptions o =
+      to_generate_options(video_request_from_json(to_json(r)), {"/in/0.mp4"});
+  ASSERT_EQ(o.video_conditionings.size(), 1u);
+  EXPECT_EQ(o.video_conditionings[0].path, "/in/0.mp4");
+  EXPECT_EQ(o.video_conditionings[0].strength, 0.8);
+  EXPECT_TRUE(o.high_quality);
+  EXPECT_EQ(o.spatial_tile, 768);
+  EXPECT_TRUE(o.skip_mp4);
+
+  // A bare file part is the clip at strength 1; without a length, the pipeline's default count.
+  const VideoRequest bare = parse_create(
+      form({text("prompt", "a sunset"), text("pipeline", "hdr-ic-lora"), clip_part("video_conditioning", clip)}),
+      served());
+  EXPECT_EQ(bare.options.num_frames, 9);
+  EXPECT_EQ(bare.media.at(0).strength, 1.0);
+  EXPECT_FALSE(bare.options.high_quality || bare.options.skip_mp4 || bare.options.spatial_tile);
+  // The ic-lora entry of the same name still reads its own list.
+  const VideoRequest ic = parse_create(form({text("prompt", "a dancer"), text("pipeline", "ic-lora"),
+                                             clip_part("video_conditioning[][video]", clip),
+                                             clip_part("video_conditioning[][video]", clip)}),
+                                       served());
+  EXPECT_EQ(to_generate_options(ic, {"/a.mp4", "/b.mp4"}).video_conditionings.size(), 2u);
+}
+
+TEST_F(PipelineFields, HdrIcLoraBadInputNamesTheField) {
+  const std::string clip = test::mp4_clip(9, 64, 64, 24.0);
+  const auto hdr = [&](std::vector<FormPart> extra) {
+    std::vector<FormPart> parts = {text("prompt", "a sunset"), text("pipeline", "hdr-ic-lora"),
+                                   clip_part("video_conditioning", clip)};
+    parts.insert(parts.end(), extra.begin(), extra.end());
+    return form(parts);
+  };
+  expect_error(form({text("prompt", "a sunset"), text("pipeline", "hdr-ic-lora")}), 400,
+               "missing_required_parameter", "video_conditioning", "needs video_conditioning");
+  expect_error(hdr({text("fps", "30")}), 422, "invalid_value", "fps", "frame rate of video_conditioning");
+  expect_error(hdr({text("size", "128x128")}), 422, "invalid_value", "size", "takes the size of");
+  expect_error(hdr({text("spatial_tile", "300")}), 422, "invalid_value", "spatial_tile", "multiple of 32");
+  expect_error(hdr({text("spatial_tile", "768.5")}), 422, "invalid_value", "spatial_tile", "whole number");
+  expect_error(hdr({text("output_format", "mp4")}), 422, "invalid_value", "output_format", "writes exr");
+  expect_error(hdr({text("num_inference_steps", "4")}), 422, "invalid_value", "", "num_inference_steps");
+  expect_error(hdr({text("skip_stage_2", "true")}), 422, "invalid_value", "skip_stage_2", "ic-lora pipeline");
+  expect_error(hdr({test::image_part("input_reference", test::png())}), 422, "invalid_value", "input_reference",
+               "conditions on video_conditioning only");
+  expect_error(form({text("prompt", "a cat"), text("pipeline", "two-stage"), text("high_quality", "true")}),
+               422, "invalid_value", "high_quality", "field of the hdr-ic-lora pipeline");
+  expect_error(form({text("prompt", "a cat"), text("pipeline", "two-stage"), clip_part("video_conditioning", clip)}),
+               422, "invalid_value", "video_conditioning", "ic-lora, hdr-ic-lora pipelines");
+}
+
 // ---------------------------------------------------------------- dubit
 
 TEST_F(PipelineFields, DubItTakesTheReferenceClipsLengthAndTheRequestsSize) {
@@ -333,7 +404,9 @@ TEST_F(PipelineFields, OneFrameIsAPng) {
   expect_error(form({text("prompt", "a cat"), text("output_format", "png")}), 422, "invalid_value",
                "output_format", "one frame");
   expect_error(form({text("prompt", "a cat"), text("output_format", "exr")}), 422, "invalid_value",
-               "output_format", "mp4, wav or png");
+               "output_format", "exr is the output of the hdr-ic-lora pipeline");
+  expect_error(form({text("prompt", "a cat"), text("output_format", "tiff")}), 422, "invalid_value",
+               "output_format", "mp4, wav, png or exr");
   expect_error(form({text("prompt", "a cat"), text("output_format", "wav")}), 422, "invalid_value",
                "output_format", "audio only");
 }
@@ -372,6 +445,10 @@ TEST(PipelineFieldTable, EveryEntryNamesServedPipelinesAndApplies) {
   EXPECT_EQ(content_type_of("video_x.wav"), "audio/wav");
   EXPECT_EQ(content_type_of("video_x.png"), "image/png");
   EXPECT_EQ(content_type_of("video_x.mp4"), "video/mp4");
+  EXPECT_EQ(content_type_of("video_x.tar"), "application/x-tar");
+  EXPECT_FALSE(takes_size("hdr-ic-lora"));
+  EXPECT_TRUE(takes_duration("hdr-ic-lora"));
+  EXPECT_EQ(default_output_format("hdr-ic-lora", 1), "exr");
   std::string first;
   EXPECT_EQ(flags_as_fields("--audio-path 'x.wav': 1 channel; --frame-rate 0 and --image", &first),
             "audio_path 'x.wav': 1 channel; fps 0 and images");

@@ -52,7 +52,7 @@ TEST(ServePipelines, RetakeOfAnUploadT2AWavAndOneFramePngCheckedByFfprobe) {
     const auto models = s.client().Get("/v1/models");
     ASSERT_TRUE(models);
     const json m = json::parse(models->body)["data"][0];
-    for (const char* p : {"retake", "t2a", "a2vid", "ic-lora", "keyframe-interpolation"})
+    for (const char* p : {"retake", "t2a", "a2vid", "ic-lora", "keyframe-interpolation", "hdr-ic-lora"})
       EXPECT_NE(std::find(m["pipelines"].begin(), m["pipelines"].end(), p), m["pipelines"].end())
           << p << ": " << models->body;
     const json& retake_fields = m["defaults"]["retake"]["fields"];
@@ -67,6 +67,8 @@ TEST(ServePipelines, RetakeOfAnUploadT2AWavAndOneFramePngCheckedByFfprobe) {
     EXPECT_EQ(m["defaults"]["t2a"]["takes_duration"], true);
     EXPECT_EQ(m["defaults"]["ic-lora"]["fields"][0]["name"], "video_conditioning");
     EXPECT_EQ(m["defaults"]["two-stage"]["fields"], json::array());
+    EXPECT_EQ(m["defaults"]["hdr-ic-lora"]["output_format"], "exr") << models->body;
+    EXPECT_EQ(m["defaults"]["hdr-ic-lora"]["fields"][0]["type"], "{video: video file, strength: number}");
 
     // A clip from the server itself: 9 frames of 128x64 at 24 fps with sound.
     const json made = create_job(s, {{"prompt", "a red ball"}, {"pipeline", "distilled"},

@@ -1,6 +1,6 @@
 // The page of `ltx serve`: a form that creates a video (multipart, as the OpenAI SDKs send it),
 // live progress from the job's event stream, the result in a <video>, <audio> (t2a's WAV) or <img>
-// (one frame's PNG) element, and the job list. The form's pipeline fields (uploads for retake,
+// (one frame's PNG; hdr-ic-lora's thumbnail beside a link to its tar) element, and the job list. The form's pipeline fields (uploads for retake,
 // a2vid, ic-lora, ...) come from GET /v1/models.
 // Vanilla JS, no dependencies; the page's policy (default-src 'self') allows nothing else.
 // Server text only ever goes into the page through textContent.
@@ -115,7 +115,6 @@ function fieldInputs(name, field) {
     inputs.push(file(`${name}[][video]`, 'video/*'), number(`${name}[][strength]`, 'strength 1'));
   } else {  // {video, strength}
     const video = file(`${name}[video]`, 'video/*');
-    video.required = false;
     inputs.push(video, number(`${name}[strength]`, 'strength 1'));
   }
   return inputs;
@@ -191,9 +190,19 @@ function render(video) {
   const player = $('player');
   const audio = $('audio-player');
   const image = $('image-player');
+  const link = $('download-link');
   const done = video.status === 'completed' && video.download_url;
-  // What the download holds: an MP4 (<video>), t2a's WAV (<audio>) or one frame's PNG (<img>).
+  // What the download holds: an MP4 (<video>), t2a's WAV (<audio>), one frame's PNG (<img>), or
+  // hdr-ic-lora's tar of EXR frames and preview (its thumbnail in the <img>, and a link).
   const format = done ? video.output_format || 'mp4' : '';
+  if (format === 'exr') {
+    link.href = video.download_url;
+    link.download = `${video.id}.tar`;
+    link.hidden = false;
+  } else {
+    link.hidden = true;
+    link.removeAttribute('href');
+  }
   if (format === 'mp4') {
     if (player.dataset.id !== video.id) {
       player.dataset.id = video.id;
@@ -208,11 +217,16 @@ function render(video) {
     player.removeAttribute('poster');
     delete player.dataset.id;
   }
-  for (const [element, kind] of [[audio, 'wav'], [image, 'png']]) {
-    if (format === kind) {
+  const thumbnail = `${video.download_url}&variant=thumbnail`;
+  const sources = [
+    [audio, format === 'wav' ? video.download_url : ''],
+    [image, format === 'png' ? video.download_url : format === 'exr' ? thumbnail : ''],
+  ];
+  for (const [element, src] of sources) {
+    if (src) {
       if (element.dataset.id !== video.id) {
         element.dataset.id = video.id;
-        element.src = video.download_url;
+        element.src = src;
       }
       element.hidden = false;
     } else {

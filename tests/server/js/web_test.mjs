@@ -192,6 +192,37 @@ await check('t2a from the form: the WAV plays in an <audio>', async () => {
   await page.select('#pipeline', firstPipeline);
 });
 
+await check('hdr-ic-lora from the form: its thumbnail shows beside a link to the tar', async () => {
+  if (!(await offers('hdr-ic-lora'))) return;
+  const res = await fetch(`${url}/v1/videos/${id}/content`, {
+    headers: key ? { Authorization: `Bearer ${key}` } : {},
+  });
+  assert.equal(res.status, 200);
+  const dir = mkdtempSync(join(tmpdir(), 'ltx-web-'));
+  try {
+    const clip = join(dir, 'clip.mp4');
+    writeFileSync(clip, Buffer.from(await res.arrayBuffer()));
+    await page.select('#pipeline', 'hdr-ic-lora');
+    assert.equal(await page.$eval('#size-label', (e) => e.hidden), true, 'hdr-ic-lora takes the clip\'s size');
+    const upload = await page.waitForSelector('#pipeline-fields input[name="video_conditioning[video]"]',
+      { timeout: 5000 });
+    await upload.uploadFile(clip);
+    await page.click('#pipeline-fields input[name="skip_mp4"]');
+    await submitAndWaitCompleted();
+    await page.waitForFunction(() => {
+      const img = document.getElementById('image-player');
+      return !img.hidden && img.complete && img.naturalWidth > 0 && !document.getElementById('download-link').hidden;
+    }, { timeout: 30000 });
+    assert.equal(await page.$eval('#player', (v) => v.hidden), true);
+    const tar = await fetch(await page.$eval('#download-link', (a) => a.href));
+    assert.equal(tar.status, 200);
+    assert.equal(tar.headers.get('content-type'), 'application/x-tar');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  await page.select('#pipeline', firstPipeline);
+});
+
 await check('the page broke no policy and threw nothing', async () => {
   assert.deepEqual(problems, []);
 });

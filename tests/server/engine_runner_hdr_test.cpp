@@ -1,0 +1,167 @@
+// hdr-ic-lora through `ltx serve`'s runner, in process on the demo engine: the job's output is one
+// ustar archive (server/tar_archive.h) holding the EXR frame folder and the sRGB preview as
+// `ltx generate --pipeline hdr-ic-lora` writes them for a clip named after the job; its thumbnail
+// is the preview's middle frame; the progress plan follows the pipeline's stages. The archive
+// writer on its own: entries in byte order with valid headers, long names split, no archive for a
+// folder it cannot hold.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "generate/engine.h"
+#include "generate/generate_test_util.h"
+#include "generate/hdr_output.h"
+#include "io/io_test_util.h"
+#include "media/exr.h"
+#include "media/image.h"
+#include "media/support.h"
+#include "media/video_reader.h"
+#include "media/yuv.h"
+#include "server/data_dir.h"
+#include "server/engine_runner.h"
+#include "server/media_test_util.h"
+#include "server/progress_plan.h"
+#include "server/tar_archive.h"
+#include "server/upload_test_util.h"
+#include "server/video_request.h"
+#include "support/test_support.h"
+
+namespace ltx::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TarEntry {
+  std::string name;
+  char type = 0;
+  std::string content;
+};
+
+// A ustar archive read back: each header's checksum checked, the name joined from prefix and
+// name, the content cut to the size; the end is two zero blocks.
+std::vector<TarEntry> read_tar(const std::string& bytes) {
+  std::vector<TarEntry> out;
+  EXPECT_EQ(bytes.size() % 512, 0u);
+  size_t at = 0;
+  while (at + 512 <= bytes.size()) {
+    const std::string h = bytes.substr(at, 512);
+    if (h == std::string(512, '\0')) {
+      EXPECT_EQ(bytes.substr(at), std::string(1024, '\0')) << "the end is two zero blocks";
+      return out;
+    }
+    unsigned sum = 0;
+    for (size_t i = 0; i < 512; ++i) sum += i >= 148 && i < 156 ? ' ' : static_cast<unsigned char>(h[i]);
+    EXPECT_EQ(std::stoul(h.substr(148, 7), nullptr, 8), sum) << "checksum at " << at;
+    EXPECT_EQ(h.substr(257, 6), std::string("ustar\0", 6));
+    const auto field = [&](size_t off, size_t n) { return std::string(h.c_str() + off, strnlen(h.c_str() + off, n)); };
+    const std::string prefix = field(345, 155), name = field(0, 100);
+    TarEntry e{prefix.empty() ? name : prefix + "/" + name, h[156], ""};
+    const size_t size = std::stoul(h.substr(124, 11), nullptr, 8);
+    e.content = bytes.substr(at + 512, size);
+    out.push_back(e);
+    at += 512 + (size + 511) / 512 * 512;
+  }
+  ADD_FAILURE() << "no end blocks";
+  return out;
+}
+
+TEST(TarArchive, AFolderBecomesUstarEntriesInByteOrder) {
+  ltx::test::TempDir tmp;
+  const fs::path root = tmp.file("parts");
+  const std::string deep(60, 'd');  // a path past ustar's 100-byte name: split at a '/'
+  fs::create_directories(root / "a" / deep / deep);
+  ltx::test::write_bytes((root / "b.txt").string(), "hello");
+  ltx::test::write_bytes((root / "a" / "x.bin").string(), std::string(600, 'x'));
+  ltx::test::write_bytes((root / "a" / deep / deep / "f.exr").string(), "frame");
+  const std::string tar = tmp.file("out.tar");
+  write_tar(root.string(), tar);
+  EXPECT_FALSE(fs::exists(tar + ".tmp"));
+  const std::vector<TarEntry> e = read_tar(test::read_bytes(tar));
+  std::vector<std::string> names;
+  for (const TarEntry& x : e) names.push_back(x.name);
+  const std::string long_name = "a/" + deep + "/" + deep + "/f.exr";
+  EXPECT_EQ(names, (std::vector<std::string>{"a/", "a/" + deep + "/", "a/" + deep + "/" + deep + "/", long_name,
+                                             "a/x.bin", "b.txt"}));
+  EXPECT_EQ(e[0].type, '5');
+  EXPECT_EQ(e[3].type, '0');
+  EXPECT_EQ(e[3].content, "frame");
+  EXPECT_EQ(e[4].content, std::string(600, 'x'));
+  EXPECT_EQ(e[5].content, "hello");
+
+  // A link is not archived: one error naming it, no archive.
+  fs::create_symlink(root / "b.txt", root / "link");
+  const std::string bad = tmp.file("bad.tar");
+  EXPECT_ERROR_HAS(write_tar(root.string(), bad), "link' is not a plain file or folder");
+  EXPECT_FALSE(fs::exists(bad));
+  EXPECT_FALSE(fs::exists(bad + ".tmp"));
+}
+
+TEST(EngineRunnerHdr, AJobWritesATarOfTheExrFramesAndPreviewWithThePreviewsThumbnail) {
+  if (!media::openexr_available() || !media::ffmpeg_available())
+    GTEST_SKIP() << "hdr-ic-lora needs OpenEXR and FFmpeg in the build";
+  ltx::test::TempDir tmp;
+  generate::EngineOptions eo;
+  eo.demo_dir = ltx::test::shared_demo_bundle().dir;
+  generate::Engine engine(eo);
+  ASSERT_EQ(engine.info().unavailable.count("hdr-ic-lora"), 0u) << engine.info().unavailable.at("hdr-ic-lora");
+  DataDir dir(tmp.file("data"));
+  EngineRunner runner(engine, Device::cpu(), dir);
+
+  // 9 frames of 64x64 at 24 fps: the output keeps them.
+  const std::string clip = test::mp4_clip(9, 64, 64, 24.0);
+  const VideoRequest r = parse_create(
+      test::form({test::text("prompt", "a sunset"), test::text("pipeline", "hdr-ic-lora"),
+                  test::clip_part("video_conditioning", clip), test::text("num_frames", "9"),
+                  test::text("spatial_tile", "768")}),
+      served_model(engine.info(), {}));
+  Job job;
+  job.id = "video_0123456789abcdef0123456789abcdef";
+  job.request_json = to_json(r).dump();
+  const std::vector<std::string> names = dir.store_inputs(job.id, {InputImage{clip, "mp4"}});
+  job.inputs = {JobInput{0, names.at(0), 0, 1.0, std::nullopt}};
+
+  ProgressTracker tracker(runner.progress_plan(job));
+  RunItem item;
+  item.job = &job;
+  item.progress = [&](const ProgressEvent& e) { tracker.update(e.stage, e.done, e.total); };
+  const std::vector<RunOutcome> out = runner.run({item});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].status, RunStatus::Completed) << out[0].error.message;
+  EXPECT_EQ(out[0].output_file, dir.output_path(job.id, "tar"));
+  EXPECT_GE(tracker.percent(), 90) << "the plan names the stages the pipeline reports";
+  EXPECT_FALSE(fs::exists(dir.parts_path(job.id)));
+
+  const std::vector<TarEntry> entries = read_tar(test::read_bytes(out[0].output_file));
+  std::map<std::string, std::string> files;
+  for (const TarEntry& e : entries) files[e.name] = e.content;
+  ASSERT_EQ(entries.size(), 1u + 1u + 9u) << "the preview, the frame folder and its 9 frames";
+  EXPECT_EQ(entries[0].name, job.id + ".mp4");
+  EXPECT_EQ(entries[1].name, job.id + "_exr/");
+  EXPECT_EQ(entries.back().name, job.id + "_exr/frame_00008.exr");
+
+  // The files are what they say: the EXR frames scene-linear at the clip's size, the preview an
+  // MP4 of 9 frames at that size.
+  const std::string frame = tmp.file("frame.exr"), preview = tmp.file("preview.mp4");
+  ltx::test::write_bytes(frame, files.at(job.id + "_exr/frame_00004.exr"));
+  ltx::test::write_bytes(preview, files.at(job.id + ".mp4"));
+  const Tensor middle = media::read_exr(frame);
+  EXPECT_EQ(middle.shape(), (Shape{64, 64, 3}));
+  const media::MediaInfo info = media::probe_media(preview);
+  ASSERT_FALSE(info.streams.empty());
+  EXPECT_EQ(info.streams[0].width, 64);
+  EXPECT_EQ(info.streams[0].height, 64);
+
+  // The thumbnail: the middle frame as the preview shows it.
+  if (!media::image_io_available()) return;
+  const Tensor thumbnail = media::read_image(dir.thumbnail_path(job.id));
+  const Tensor expected = media::rgb_to_uint8(generate::srgb_preview_frames(middle.unsqueeze(0)).select(0, 0));
+  EXPECT_TRUE(ltx::test::same_bits(thumbnail, expected));
+}
+
+}  // namespace
+}  // namespace ltx::server
