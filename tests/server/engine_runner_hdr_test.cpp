@@ -2,14 +2,16 @@
 // ustar archive (server/tar_archive.h) holding the EXR frame folder and the sRGB preview as
 // `ltx generate --pipeline hdr-ic-lora` writes them for a clip named after the job; its thumbnail
 // is the preview's middle frame; the progress plan follows the pipeline's stages. The archive
-// writer on its own: entries in byte order with valid headers, long names split, no archive for a
-// folder it cannot hold.
+// writer on its own: entries in byte order as GNU tar lists and extracts them, long names split,
+// no archive for a folder it cannot hold.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,36 +40,28 @@ namespace fs = std::filesystem;
 
 struct TarEntry {
   std::string name;
-  char type = 0;
+  char type = 0;  // '5' a folder, '0' a file
   std::string content;
 };
 
-// A ustar archive read back: each header's checksum checked, the name joined from prefix and
-// name, the content cut to the size; the end is two zero blocks.
-std::vector<TarEntry> read_tar(const std::string& bytes) {
-  std::vector<TarEntry> out;
-  EXPECT_EQ(bytes.size() % 512, 0u);
-  size_t at = 0;
-  while (at + 512 <= bytes.size()) {
-    const std::string h = bytes.substr(at, 512);
-    if (h == std::string(512, '\0')) {
-      EXPECT_EQ(bytes.substr(at), std::string(1024, '\0')) << "the end is two zero blocks";
-      return out;
-    }
-    unsigned sum = 0;
-    for (size_t i = 0; i < 512; ++i) sum += i >= 148 && i < 156 ? ' ' : static_cast<unsigned char>(h[i]);
-    EXPECT_EQ(std::stoul(h.substr(148, 7), nullptr, 8), sum) << "checksum at " << at;
-    EXPECT_EQ(h.substr(257, 6), std::string("ustar\0", 6));
-    const auto field = [&](size_t off, size_t n) { return std::string(h.c_str() + off, strnlen(h.c_str() + off, n)); };
-    const std::string prefix = field(345, 155), name = field(0, 100);
-    TarEntry e{prefix.empty() ? name : prefix + "/" + name, h[156], ""};
-    const size_t size = std::stoul(h.substr(124, 11), nullptr, 8);
-    e.content = bytes.substr(at + 512, size);
-    out.push_back(e);
-    at += 512 + (size + 511) / 512 * 512;
+// An archive as GNU tar reads it (the system's tar, not our code): `tar --list` for the entries
+// in archive order and their format, `tar --extract` into a scratch folder for the contents.
+std::vector<TarEntry> read_tar(const std::string& path) {
+  const std::string listing = path + ".list", out = path + ".x";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const std::string list_cmd = "tar --list --file '" + path + "' > '" + listing + "'";
+  EXPECT_EQ(std::system(list_cmd.c_str()), 0) << list_cmd;
+  const std::string x_cmd = "tar --extract --file '" + path + "' --directory '" + out + "'";
+  EXPECT_EQ(std::system(x_cmd.c_str()), 0) << x_cmd;
+  std::vector<TarEntry> entries;
+  std::istringstream lines(test::read_bytes(listing));
+  for (std::string name; std::getline(lines, name);) {
+    const bool folder = name.ends_with("/");
+    entries.push_back({name, folder ? '5' : '0',
+                       folder ? std::string() : test::read_bytes((fs::path(out) / name).string())});
   }
-  ADD_FAILURE() << "no end blocks";
-  return out;
+  return entries;
 }
 
 TEST(TarArchive, AFolderBecomesUstarEntriesInByteOrder) {
@@ -81,7 +75,8 @@ TEST(TarArchive, AFolderBecomesUstarEntriesInByteOrder) {
   const std::string tar = tmp.file("out.tar");
   write_tar(root.string(), tar);
   EXPECT_FALSE(fs::exists(tar + ".tmp"));
-  const std::vector<TarEntry> e = read_tar(test::read_bytes(tar));
+  const std::vector<TarEntry> e = read_tar(tar);
+  EXPECT_EQ(test::read_bytes(tar).substr(257, 6), std::string("ustar\0", 6)) << "POSIX ustar";
   std::vector<std::string> names;
   for (const TarEntry& x : e) names.push_back(x.name);
   const std::string long_name = "a/" + deep + "/" + deep + "/f.exr";
@@ -136,7 +131,7 @@ TEST(EngineRunnerHdr, AJobWritesATarOfTheExrFramesAndPreviewWithThePreviewsThumb
   EXPECT_GE(tracker.percent(), 90) << "the plan names the stages the pipeline reports";
   EXPECT_FALSE(fs::exists(dir.parts_path(job.id)));
 
-  const std::vector<TarEntry> entries = read_tar(test::read_bytes(out[0].output_file));
+  const std::vector<TarEntry> entries = read_tar(out[0].output_file);
   std::map<std::string, std::string> files;
   for (const TarEntry& e : entries) files[e.name] = e.content;
   ASSERT_EQ(entries.size(), 1u + 1u + 9u) << "the preview, the frame folder and its 9 frames";
