@@ -50,6 +50,20 @@ TEST(StepCacheE2E, OffAndThresholdZeroGiveTheUncachedLatentsBitForBit) {
   EXPECT_EQ(zero.step_cache[0].reused, 0);
 }
 
+TEST(StepCacheE2E, TwoStageCachesStageOneOnlyAndThresholdZeroKeepsItsBits) {
+  const Models& m = models_();
+  pipelines::GenerationRequest r = e2e_request(PipelineKind::TwoStage);
+  const pipelines::Components c = m.components(/*lora_in_stage_2=*/true);
+  const pipelines::GenerationResult off = pipelines::run_pipeline(PipelineKind::TwoStage, r, c, m.contexts);
+  r.step_cache = fbcache(0.0, 0);
+  const pipelines::GenerationResult zero = pipelines::run_pipeline(PipelineKind::TwoStage, r, c, m.contexts);
+  EXPECT_TRUE(same_bits(zero.video_latent, off.video_latent));
+  EXPECT_TRUE(same_bits(zero.audio_latent, off.audio_latent));
+  ASSERT_EQ(zero.step_cache.size(), 1u);  // the distilled stage 2 runs without it
+  EXPECT_EQ(zero.step_cache[0].stage, "stage 1");
+  EXPECT_EQ(zero.step_cache[0].computed, r.num_inference_steps);
+}
+
 TEST(StepCacheE2E, AHugeThresholdReusesEveryStepBetweenTheWarmUpAndTheLast) {
   pipelines::GenerationRequest r = e2e_request(PipelineKind::OneStage);
   r.num_inference_steps = 6;
@@ -64,6 +78,19 @@ TEST(StepCacheE2E, AHugeThresholdReusesEveryStepBetweenTheWarmUpAndTheLast) {
   r.step_cache = {};
   const pipelines::GenerationResult off = one_stage(r);
   EXPECT_FALSE(same_bits(out.video_latent, off.video_latent));
+}
+
+TEST(StepCacheE2E, Res2sMidpointCallsBelongToTheirStep) {
+  const Models& m = models_();
+  pipelines::GenerationRequest r = e2e_request(PipelineKind::TwoStageHQ);
+  r.step_cache = fbcache(1e9, 1);
+  const pipelines::GenerationResult out =
+      pipelines::run_pipeline(PipelineKind::TwoStageHQ, r, m.components(), m.contexts);
+  ASSERT_EQ(out.step_cache.size(), 1u);
+  // 4 steps of two calls each, then the x0 call at 0.0011: step 0's two calls (warm-up) and that
+  // last call computed, the six calls of steps 1-3 reused.
+  EXPECT_EQ(out.step_cache[0].computed, 3);
+  EXPECT_EQ(out.step_cache[0].reused, 6);
 }
 
 TEST(StepCacheE2E, PipelinesWithoutAGuidedStageAndSplitPassesRefuseIt) {
