@@ -499,7 +499,7 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
                       r.quantization != "none" ? ", --quantization " + r.quantization : std::string(),
                       r.offload != "none" ? ", --offload " + r.offload : std::string(),
                       r.step_cache != "none" ? ", --cache " + r.step_cache : std::string(), "\n");
-  for (const pipelines::StepCacheReport& c : r.step_cache_stages)
+  for (const models::transformer::StepCacheReport& c : r.step_cache_stages)
     s += str("step cache: ", c.stage, " computed ", c.computed, " of ", c.computed + c.reused,
              " model calls, reused ", c.reused, "\n");
   char line[256];
@@ -581,7 +581,7 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["decoded_frames"] = r.decoded_frames;
   j["audio_samples"] = r.audio_samples;
   nlohmann::ordered_json cache_stages = nlohmann::ordered_json::array();
-  for (const pipelines::StepCacheReport& c : r.step_cache_stages)
+  for (const models::transformer::StepCacheReport& c : r.step_cache_stages)
     cache_stages.push_back(nlohmann::ordered_json{{"stage", c.stage}, {"computed", c.computed}, {"reused", c.reused}});
   j["step_cache"] = {{"mode", r.step_cache}, {"stages", std::move(cache_stages)}};
   return j;

@@ -33,7 +33,6 @@
 #include "generate/decode.h"
 #include "generate/placement.h"
 #include "models/transformer/step_cache.h"
-#include "pipelines/pipeline.h"
 #include "quantization/mode.h"
 
 namespace ltx::bench {
@@ -113,7 +112,7 @@ struct PipelineBenchResult {
   bool lora_switch = false;      // a LoRA was switched between stages (never, see the header)
   int64_t decoded_frames = 0, audio_samples = 0;
   std::string step_cache = "none";  // StepCacheParams::str()
-  std::vector<pipelines::StepCacheReport> step_cache_stages;  // model calls computed / reused
+  std::vector<models::transformer::StepCacheReport> step_cache_stages;  // model calls computed / reused
 };
 
 // Checks the options (each error names its flag) and runs the clip. Throws ltx::Error.

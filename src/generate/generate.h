@@ -24,7 +24,6 @@
 #include "media/audio.h"
 #include "media/hdr.h"
 #include "models/transformer/step_cache.h"
-#include "pipelines/pipeline.h"
 
 namespace ltx::generate {
 
@@ -193,7 +192,7 @@ struct GenerateResult {
   int64_t models_loaded = 0;
   std::vector<std::pair<std::string, double>> stage_seconds;
   // The stages that ran with step caching: model calls computed in full and reused.
-  std::vector<pipelines::StepCacheReport> step_cache;
+  std::vector<models::transformer::StepCacheReport> step_cache;
 };
 
 // Checks the flags on their own (before any file is read): the pipeline name, the prompt and

@@ -496,18 +496,6 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& r, con
   return std::move(run_standard_batch(kind, {r}, c, {ctx}, progress).front());
 }
 
-std::string format_step_cache(const models::transformer::StepCacheParams& params,
-                              const std::vector<StepCacheReport>& reports) {
-  if (reports.empty()) return {};
-  std::string s = "step cache " + params.str() + ":";
-  for (size_t i = 0; i < reports.size(); ++i) {
-    const StepCacheReport& r = reports[i];
-    s += std::string(i ? "; " : " ") + r.stage + " computed " + std::to_string(r.computed) + " of " +
-         std::to_string(r.computed + r.reused) + " model calls, reused " + std::to_string(r.reused);
-  }
-  return s;
-}
-
 bool supports_batching(PipelineKind kind) {
   // HQ's res_2s draws its step noise from one fixed seed for the whole batch, not per sample; DFR
   // plans its canvas per request.

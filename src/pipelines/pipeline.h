@@ -253,16 +253,9 @@ struct TextContexts {
 // (called with 0 when a stage starts and after every step).
 using ProgressCallback = std::function<void(const std::string& stage, int64_t step, int64_t total)>;
 
-// What step caching did in one denoising stage: its model calls computed in full and reused.
-struct StepCacheReport {
-  std::string stage;  // "stage 1"
-  int64_t computed = 0, reused = 0;
-};
-
-// "step cache fbcache (threshold 0.08, ...): stage 1 computed 12 of 20 model calls, reused 8";
-// "" when `reports` is empty.
-std::string format_step_cache(const models::transformer::StepCacheParams& params,
-                              const std::vector<StepCacheReport>& reports);
+// Step caching's per-stage counts and their log line (models/transformer/step_cache.h).
+using models::transformer::StepCacheReport;
+using models::transformer::format_step_cache;
 
 // Latents in the request's dtype (bf16 by default), on the CPU.
 struct GenerationResult {

@@ -42,6 +42,17 @@ std::string StepCacheParams::str() const {
   return s.str();
 }
 
+std::string format_step_cache(const StepCacheParams& params, const std::vector<StepCacheReport>& reports) {
+  if (reports.empty()) return {};
+  std::string s = "step cache " + params.str() + ":";
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const StepCacheReport& r = reports[i];
+    s += std::string(i ? "; " : " ") + r.stage + " computed " + std::to_string(r.computed) + " of " +
+         std::to_string(r.computed + r.reused) + " model calls, reused " + std::to_string(r.reused);
+  }
+  return s;
+}
+
 StepCache::StepCache(const StepCacheParams& params) : params_(params) { params_.validate(); }
 
 void StepCache::begin_call(bool reuse_allowed, const std::string& layout) {

@@ -89,6 +89,15 @@ class StepCache {
   double last_distance_ = -1.0;
 };
 
+// What step caching did in one denoising stage: its model calls computed in full and reused.
+struct StepCacheReport {
+  std::string stage;  // "stage 1"
+  int64_t computed = 0, reused = 0;
+};
+// "step cache fbcache (threshold 0.08, ...): stage 1 computed 12 of 20 model calls, reused 8";
+// "" when `reports` is empty.
+std::string format_step_cache(const StepCacheParams& params, const std::vector<StepCacheReport>& reports);
+
 // Per sample of [B, ...] tensors: sum|a - b| / sum|b| in f32, [B] on their device.
 Tensor relative_l1_per_sample(const Tensor& a, const Tensor& b);
 
