@@ -358,6 +358,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
             "--offload disk streams blocks from the model files, and `ltx bench pipeline` has none "
             "(its weights are made in memory); use --offload cpu");
   g.offload = o.offload;
+  g.step_cache = o.step_cache;
   generate::validate_options(g, /*to_file=*/false);
   const int64_t previous_limit = backend::memory_limit_bytes(o.device);
   if (o.max_gpu_memory_bytes > 0) {
@@ -473,6 +474,8 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   r.tail = out.decoded.tail;
   r.decoded_frames = out.decoded.frames;
   r.audio_samples = out.decoded.audio_samples;
+  r.step_cache = o.step_cache.str();
+  r.step_cache_stages = out.step_cache;
   LTX_CHECK(sink.frames() == o.frames, "bench pipeline: the decode gave ", sink.frames(),
             " frames, expected ", o.frames);
   return r;
@@ -495,7 +498,10 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
                           : std::string(),
                       r.quantization != "none" ? ", --quantization " + r.quantization : std::string(),
                       r.offload != "none" ? ", --offload " + r.offload : std::string(),
-                      "\n");
+                      r.step_cache != "none" ? ", --cache " + r.step_cache : std::string(), "\n");
+  for (const models::transformer::StepCacheReport& c : r.step_cache_stages)
+    s += str("step cache: ", c.stage, " computed ", c.computed, " of ", c.computed + c.reused,
+             " model calls, reused ", c.reused, "\n");
   char line[256];
   std::snprintf(line, sizeof line, "%-18s %10s %10s %10s %6s %12s %9s\n", "stage", "time s",
                 "synth s", "excl. s", "steps", "step med ms", "peak GiB");
@@ -574,6 +580,10 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["synthesized_gib"] = static_cast<double>(r.weight_bytes) / kBytesPerGiB;
   j["decoded_frames"] = r.decoded_frames;
   j["audio_samples"] = r.audio_samples;
+  nlohmann::ordered_json cache_stages = nlohmann::ordered_json::array();
+  for (const models::transformer::StepCacheReport& c : r.step_cache_stages)
+    cache_stages.push_back(nlohmann::ordered_json{{"stage", c.stage}, {"computed", c.computed}, {"reused", c.reused}});
+  j["step_cache"] = {{"mode", r.step_cache}, {"stages", std::move(cache_stages)}};
   return j;
 }
 

@@ -32,6 +32,7 @@
 #include "core/dtype.h"
 #include "generate/decode.h"
 #include "generate/placement.h"
+#include "models/transformer/step_cache.h"
 #include "quantization/mode.h"
 
 namespace ltx::bench {
@@ -79,6 +80,8 @@ struct PipelineBenchOptions {
   generate::Offload offload = generate::Offload::None;
   // Where the MP4 goes when FFmpeg is built in; empty: a temporary file, removed afterwards.
   std::string mp4_path;
+  // --cache and its flags, as `ltx generate` takes them (two-stage, two-stage-hq: stage 1).
+  models::transformer::StepCacheParams step_cache;
 };
 
 struct PipelineStageTiming {
@@ -108,6 +111,8 @@ struct PipelineBenchResult {
   generate::TailTiming tail;     // the decode's tail: its wall time and each part's busy time
   bool lora_switch = false;      // a LoRA was switched between stages (never, see the header)
   int64_t decoded_frames = 0, audio_samples = 0;
+  std::string step_cache = "none";  // StepCacheParams::str()
+  std::vector<models::transformer::StepCacheReport> step_cache_stages;  // model calls computed / reused
 };
 
 // Checks the options (each error names its flag) and runs the clip. Throws ltx::Error.

@@ -62,7 +62,16 @@ struct BenchCliOptions {
   std::string dir;
   int runs = 2;
   bool whole_clip = false;
+  std::string cache = "none";  // `pipeline` only, with the three below
+  double cache_threshold = 0.08;
+  int64_t cache_warmup_steps = 8, cache_first_blocks = 1;
 };
+
+// The flags of `ltx bench pipeline` alone.
+void reject_pipeline_only_options(const CLI::App& sub) {
+  for (const char* name : {"--mp4", "--cache", "--cache-threshold", "--cache-warmup-steps", "--cache-first-blocks"})
+    LTX_CHECK(sub.count(name) == 0, name, " applies to `ltx bench pipeline` only");
+}
 
 // The options of the model benchmarks, which `ltx bench kernels` does not take.
 const char* const kModelBenchOptions[] = {
@@ -146,7 +155,7 @@ int64_t gpu_budget(const BenchCliOptions& c, Device device) {
 }
 
 int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
-  LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
+  reject_pipeline_only_options(sub);
   LTX_CHECK(c.max_gpu_memory.empty(), "--max-gpu-memory does not apply to `ltx bench kernels`");
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(sub.count(name) == 0, name,
@@ -166,7 +175,7 @@ int run_kernels(const BenchCliOptions& c, const CLI::App& sub) {
 }
 
 int run_engine(const BenchCliOptions& c, const CLI::App& sub) {
-  LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
+  reject_pipeline_only_options(sub);
   for (const char* name : kModelBenchOptions)
     LTX_CHECK(std::string(name) == "--frames" || std::string(name) == "--size" || sub.count(name) == 0,
               name, " does not apply to `ltx bench engine` (it takes --pipeline, --size, --frames, "
@@ -212,7 +221,7 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench pipeline` (it takes --preset, --pipeline, --size, "
               "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, "
-              "--quantization, --offload, --mp4, --json and --out)");
+              "--quantization, --offload, --mp4, --cache, --json and --out)");
   LTX_CHECK(c.sizes.size() <= 1, "`ltx bench pipeline` takes one --size");
   bench::PipelineBenchOptions o;
   o.preset = c.preset;
@@ -243,6 +252,13 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   o.seed = static_cast<int64_t>(c.seed);
   o.audio = !c.no_audio;
   o.mp4_path = c.mp4;
+  o.step_cache.mode = models::transformer::parse_step_cache_mode(c.cache);
+  o.step_cache.threshold = c.cache_threshold;
+  o.step_cache.warmup_steps = c.cache_warmup_steps;
+  o.step_cache.first_blocks = c.cache_first_blocks;
+  if (!o.step_cache.enabled())
+    for (const char* flag : {"--cache-threshold", "--cache-warmup-steps", "--cache-first-blocks"})
+      LTX_CHECK(sub.count(flag) == 0, flag, " applies to a step cache; add --cache fbcache");
   o.max_gpu_memory_bytes = gpu_budget(c, o.device);
   o.quantization = random_weights_mode(c.quantization);
   // As ltx generate: unset, the planner decides under a GPU budget, else everything is resident.
@@ -331,7 +347,7 @@ int run_bench(const BenchCliOptions& c, const CLI::App& sub) {
                   ? "and `ltx bench pipeline` only"
                   : "only");
   LTX_CHECK(c.filters.empty(), "--filter applies to `ltx bench kernels` only");
-  LTX_CHECK(sub.count("--mp4") == 0, "--mp4 applies to `ltx bench pipeline` only");
+  reject_pipeline_only_options(sub);
   const bench::BenchOptions o = to_options(c);
   if (const int64_t budget = gpu_budget(c, o.device); budget > 0 && c.what != "flops")
     generate::apply_gpu_budget(o.device, budget);
@@ -455,6 +471,12 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--whole-clip", o->whole_clip,
                 "cold-start: let each run finish the clip (default: interrupt it after its first "
                 "denoising step)");
+  sub->add_option("--cache", o->cache,
+                  "pipeline: {none,fbcache} step caching in the guided stage 1, as ltx generate "
+                  "--cache (default none); the report gives the model calls computed and reused");
+  sub->add_option("--cache-threshold", o->cache_threshold, "pipeline: as ltx generate (default 0.08)");
+  sub->add_option("--cache-warmup-steps", o->cache_warmup_steps, "pipeline: as ltx generate (default 8)");
+  sub->add_option("--cache-first-blocks", o->cache_first_blocks, "pipeline: as ltx generate (default 1)");
   sub->add_flag("--json", o->json, "Print the full JSON report instead of the table");
   sub->add_option("--out", o->out, "Also write the JSON report to this file");
   return {sub, [o, sub]() -> int {

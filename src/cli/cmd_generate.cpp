@@ -40,6 +40,7 @@ struct GenerateCli {
   std::vector<std::string> conditioning_attention_mask;
   std::string input;  // hdr-ic-lora: the reference script's name for its clip
   std::optional<std::string> hdr;
+  std::string cache = "none";
 };
 
 // SIGINT / SIGTERM during a generation: the token stops it at the next stage or step boundary,
@@ -98,6 +99,10 @@ int run_generate(GenerateCli& c) {
   o.models = resolved_models(c.model);
   o.max_gpu_memory_bytes = resolved_gpu_budget(c.model);
   if (c.hdr) o.hdr = media::parse_hdr_color_space(*c.hdr, "--hdr");
+  o.step_cache.mode = models::transformer::parse_step_cache_mode(c.cache);
+  if (!o.step_cache.enabled())
+    for (const char* flag : {"--cache-threshold", "--cache-warmup-steps", "--cache-first-blocks"})
+      LTX_CHECK(c.model.sub->count(flag) == 0, flag, " applies to a step cache; add --cache fbcache");
   for (const auto& v : c.images) {
     LTX_CHECK(v.size() == 3 || v.size() == 4, "--image takes PATH FRAME_IDX STRENGTH [CRF], got ",
               v.size(), " values");
@@ -249,6 +254,18 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--max-batch-size", o.max_batch_size,
                   "Guided stages: at most N guidance passes per transformer call "
                   "(default: all in one call)");
+  sub->add_option("--cache", c->cache,
+                  "{none,fbcache}: step caching in the guided stages (not the distilled pipelines or "
+                  "stage 2): fbcache runs the first blocks every step and reuses the rest's residual "
+                  "from the last computed step while the first blocks' residual changed by less "
+                  "than --cache-threshold (default none)");
+  sub->add_option("--cache-threshold", c->o.step_cache.threshold,
+                  "fbcache: relative L1 change below which a step reuses (default 0.08; 0: never; "
+                  "higher is faster and less exact)");
+  sub->add_option("--cache-warmup-steps", c->o.step_cache.warmup_steps,
+                  "fbcache: the first N steps always computed in full, as is the last (default 8)");
+  sub->add_option("--cache-first-blocks", c->o.step_cache.first_blocks,
+                  "fbcache: transformer blocks that always run and give the signal (default 1)");
 
   sub->add_option("--distilled-lora-strength-stage-1", o.distilled_lora_strength_stage_1,
                   "two-stage-hq: distilled LoRA strength in stage 1 (default 0.25)");

@@ -614,6 +614,19 @@ void validate_options(const GenerateOptions& o, bool to_file) {
   if (o.max_batch_size)
     LTX_CHECK(*o.max_batch_size >= 1, "--max-batch-size ", *o.max_batch_size,
               " must be at least 1");
+  o.step_cache.validate();
+  if (o.step_cache.enabled()) {
+    const char* mode = models::transformer::step_cache_mode_name(o.step_cache.mode);
+    LTX_CHECK(pipelines::uses_guidance(kind), "--cache ", mode, ": the ", name,
+              " pipeline runs only distilled stages (8 steps or fewer), where step caching has "
+              "nothing to skip; it applies to the guided pipelines (one-stage, two-stage, "
+              "two-stage-hq, keyframe-interpolation, a2vid, t2a): use --cache none");
+    LTX_CHECK(!o.max_batch_size, "--cache ", mode, " decides once per step for all guidance "
+              "passes, which needs them in one transformer call; drop --max-batch-size or use "
+              "--cache none");
+    LTX_CHECK(o.offload == Offload::None, "--cache ", mode, " needs the transformer's blocks "
+              "resident (a streamed pass runs every block); use --offload none or --cache none");
+  }
   if (o.frame_rate)
     LTX_CHECK(*o.frame_rate > 0 && std::isfinite(*o.frame_rate), "--frame-rate ", *o.frame_rate,
               " must be a positive number");
@@ -880,6 +893,7 @@ pipelines::GenerationRequest make_request(const GenerateOptions& options,
   if (options.frame_rate) req.frame_rate = *options.frame_rate;
   if (options.num_inference_steps) req.num_inference_steps = *options.num_inference_steps;
   if (options.max_batch_size) req.max_batch_size = *options.max_batch_size;
+  req.step_cache = options.step_cache;
   apply_guidance(options.video_guidance, req.video_guider);
   apply_guidance(options.audio_guidance, req.audio_guider);
   // The strength after --distilled-lora PATH: two-stage's stage 2, every dfr stage (two-stage-hq
@@ -1309,6 +1323,8 @@ GenerateResult generate_with(const GenerateOptions& options, const ResolvedModel
         progress.step(step, total);
       });
   progress.end_stage();
+  result.step_cache = out.step_cache;
+  if (!out.step_cache.empty()) log_info(pipelines::format_step_cache(req.step_cache, out.step_cache));
 
   // ---- decode (the diffusion models are no longer needed)
   dm = {};
@@ -1449,6 +1465,7 @@ std::vector<BatchMemberResult> generate_batch_with(std::span<const GenerateOptio
       results[i].result.decoded = decode_output(options[i], models, reqs[i], outs[k], provider,
                                                 *sinks[i], *progress[i]);
       results[i].result.frame_rate = outs[k].frame_rate;
+      results[i].result.step_cache = outs[k].step_cache;
     });
   }
   return results;

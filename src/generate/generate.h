@@ -23,6 +23,7 @@
 #include "generate/placement.h"
 #include "media/audio.h"
 #include "media/hdr.h"
+#include "models/transformer/step_cache.h"
 
 namespace ltx::generate {
 
@@ -67,6 +68,10 @@ struct GenerateOptions {
   std::optional<int64_t> seed, height, width, num_frames, num_inference_steps;
   std::optional<double> frame_rate;
   std::optional<int64_t> max_batch_size;  // guided passes per transformer call (0 = all)
+  // --cache, --cache-threshold, --cache-warmup-steps, --cache-first-blocks: step caching in the
+  // guided stages (models/transformer/step_cache.h); off by default, refused by the pipelines
+  // without a guided stage.
+  models::transformer::StepCacheParams step_cache;
   // --device: where every model runs (generate/placement.h): the text encoder, the duration head,
   // the transformer with the denoising loops, the video encoder, the latent upsamplers, the video
   // decoder (convolutional or diffusion) and the audio decoder + vocoder. The CPU computes in f32;
@@ -186,6 +191,8 @@ struct GenerateResult {
   double time_to_first_step_s = 0.0;
   int64_t models_loaded = 0;
   std::vector<std::pair<std::string, double>> stage_seconds;
+  // The stages that ran with step caching: model calls computed in full and reused.
+  std::vector<models::transformer::StepCacheReport> step_cache;
 };
 
 // Checks the flags on their own (before any file is read): the pipeline name, the prompt and

@@ -79,6 +79,7 @@ GenerationResult run_a2vid(const GenerationRequest& r, const Components& c, cons
   GuidedDenoiser d1(model1, {ctx.video_positive, ctx.video_negative}, {ctx.audio_positive, Tensor()},
                     r.video_guider, sampling::GuiderParams{});
   d1.set_max_batch_size(r.max_batch_size);
+  d1.set_step_cache(r.step_cache);
   const StageOutput out1 =
       run_diffusion_stage(s1, std::move(video1), frozen_modality(audio_latent), d1.callback(), noise, progress);
 
@@ -101,6 +102,8 @@ GenerationResult run_a2vid(const GenerationRequest& r, const Components& c, cons
   GenerationResult res;
   res.video_latent = out2.video_latent;
   res.audio_latent = audio_latent;
+  if (const models::transformer::StepCache* cache = d1.step_cache())
+    res.step_cache.push_back({"stage 1", cache->computed(), cache->reused()});
   res.height = r.height;
   res.width = r.width;
   res.num_frames = r.num_frames;

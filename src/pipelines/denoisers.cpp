@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -178,12 +179,16 @@ mt::Modality narrow_modality(const mt::Modality& m, int64_t start, int64_t len) 
 // One X0 call over the whole batch, or consecutive calls of at most `max_batch` samples.
 mt::ModelOutputs run_batched(const mt::LTXModel& model, const std::optional<mt::Modality>& v,
                              const std::optional<mt::Modality>& a,
-                             const std::vector<mt::PerturbationConfig>& per_sample, int64_t max_batch) {
+                             const std::vector<mt::PerturbationConfig>& per_sample, int64_t max_batch,
+                             mt::StepCache* step_cache) {
   const int64_t total = static_cast<int64_t>(per_sample.size());
   if (max_batch <= 0 || max_batch >= total) {
     const mt::BatchedPerturbationConfig p(per_sample, model.num_blocks());
-    return mt::X0Model{model}(v ? &*v : nullptr, a ? &*a : nullptr, &p);
+    return mt::X0Model{model, step_cache}(v ? &*v : nullptr, a ? &*a : nullptr, &p);
   }
+  LTX_CHECK(step_cache == nullptr, "--cache decides once per step for all guidance passes, which needs them in one "
+            "transformer call, but --max-batch-size ", max_batch, " splits the ", total,
+            " samples; drop --max-batch-size or use --cache none");
   std::vector<Tensor> vs, as;
   for (int64_t s = 0; s < total; s += max_batch) {
     const int64_t len = std::min(max_batch, total - s);
@@ -202,6 +207,23 @@ mt::ModelOutputs run_batched(const mt::LTXModel& model, const std::optional<mt::
   return out;
 }
 
+// The passes of a step's batch in order, their perturbations and the modalities they run: the
+// step cache keeps residuals per row of the batch, so only a call of the same layout may reuse.
+std::string pass_layout(const sampling::GuidancePlan& plan, int64_t batch) {
+  std::string k = "batch " + std::to_string(batch) + (plan.skip_video ? " no-video" : "") +
+                  (plan.skip_audio ? " no-audio" : "");
+  const auto blocks = [](const std::optional<std::vector<int>>& b) {
+    std::string s;
+    if (b)
+      for (int i : *b) s += std::to_string(i) + ".";
+    return b ? "[" + s + "]" : std::string("-");
+  };
+  for (const GuidancePass& p : plan.passes)
+    k += "; " + std::to_string(static_cast<int>(p.kind)) + (p.negative_context ? "n" : "p") +
+         blocks(p.skip_video_self_attn) + blocks(p.skip_audio_self_attn) + (p.skip_cross_modal_attn ? "x" : "");
+  return k;
+}
+
 bool same_passes(const sampling::GuidancePlan& a, const sampling::GuidancePlan& b) {
   if (a.skip_video != b.skip_video || a.skip_audio != b.skip_audio || a.skip_all != b.skip_all ||
       a.passes.size() != b.passes.size())
@@ -216,6 +238,14 @@ bool same_passes(const sampling::GuidancePlan& a, const sampling::GuidancePlan& 
 }
 
 }  // namespace
+
+void GuidedDenoiser::set_step_cache(const mt::StepCacheParams& params) {
+  if (params.enabled()) {
+    step_cache_.emplace(params);
+  } else {
+    step_cache_.reset();
+  }
+}
 
 void GuidedDenoiser::set_sample_guiders(std::vector<sampling::GuiderParams> video,
                                         std::vector<sampling::GuiderParams> audio) {
@@ -304,7 +334,16 @@ DenoiseOutput GuidedDenoiser::operator()(const LatentState* video, const LatentS
     if (bv) bv->text_kv_cache = &text_kv_cache_;
     if (ba) ba->text_kv_cache = &text_kv_cache_;
   }
-  const mt::ModelOutputs all = run_batched(model_, bv, ba, per_sample, max_batch_size_);
+  if (step_cache_) {
+    // The step this call belongs to: a res_2s midpoint call (a one-sigma list) is its step's.
+    const bool scheduled = sigmas.size() >= 2;
+    if (scheduled) last_step_ = step_index;
+    const bool last = scheduled && step_index + 2 == static_cast<int64_t>(sigmas.size());
+    step_cache_->begin_call(last_step_ >= step_cache_->params().warmup_steps && !last,
+                            pass_layout(plan, batch));
+  }
+  const mt::ModelOutputs all =
+      run_batched(model_, bv, ba, per_sample, max_batch_size_, step_cache_ ? &*step_cache_ : nullptr);
   ++calls_;
 
   auto combine = [&](const Tensor& joint, const MultiModalGuider& guider, const std::vector<MultiModalGuider>& per_sample,

@@ -105,6 +105,14 @@ class GuidedDenoiser {
   // in chunks counts once).
   int64_t transformer_calls() const { return calls_; }
 
+  // Step caching (models/transformer/step_cache.h; mode none: off, the default). The first
+  // params.warmup_steps steps and the last step compute every block; the res_2s midpoint calls
+  // count as the step they belong to. Needs every pass in one transformer call (no
+  // set_max_batch_size below the batch): the decision is one per step for all passes.
+  void set_step_cache(const models::transformer::StepCacheParams& params);
+  // The loop's cache, or null when off (its computed() / reused() calls).
+  const models::transformer::StepCache* step_cache() const { return step_cache_ ? &*step_cache_ : nullptr; }
+
  private:
   const models::transformer::LTXModel& model_;
   ModalityContext video_context_, audio_context_;
@@ -118,6 +126,8 @@ class GuidedDenoiser {
   bool share_text_kv_ = true;
   TimestepForm timestep_form_ = TimestepForm::PerSampleWhenUniform;
   models::transformer::TextKvCache text_kv_cache_;
+  std::optional<models::transformer::StepCache> step_cache_;
+  int64_t last_step_ = 0;  // the step index of the last call with a schedule (res_2s midpoints)
 };
 
 }  // namespace ltx::pipelines

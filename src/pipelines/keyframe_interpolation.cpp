@@ -49,12 +49,16 @@ GenerationResult run_keyframe_interpolation(const GenerationRequest& r, const Co
   std::optional<ModalityInput> audio1;
   if (r.audio) audio1 = ModalityInput{};
   StageOutput out1;
+  std::vector<StepCacheReport> stage1_cache;
   {
     GuidedDenoiser d(model1, {ctx.video_positive, ctx.video_negative},
                      {r.audio ? ctx.audio_positive : Tensor(), r.audio ? ctx.audio_negative : Tensor()},
                      r.video_guider, r.audio_guider);
     d.set_max_batch_size(r.max_batch_size);
+    d.set_step_cache(r.step_cache);
     out1 = run_diffusion_stage(s1, video1, audio1, d.callback(), noise, progress);
+    if (const models::transformer::StepCache* cache = d.step_cache())
+      stage1_cache.push_back({"stage 1", cache->computed(), cache->reused()});
   }
 
   if (progress) progress("upsample", 0, 1);
@@ -75,6 +79,7 @@ GenerationResult run_keyframe_interpolation(const GenerationRequest& r, const Co
   res.frame_rate = r.frame_rate;
   res.video_latent = out2.video_latent;
   res.audio_latent = out2.audio_latent;  // stage 2's: this pipeline keeps the refined audio
+  res.step_cache = std::move(stage1_cache);
   return res;
 }
 

@@ -156,6 +156,15 @@ int64_t audio_samples_to_keep(const GenerationResult& result, int64_t total_samp
 void validate_request(PipelineKind kind, const GenerationRequest& request, const Components& c,
                       const TextContexts* contexts) {
   const char* name = pipeline_name(kind);
+  if (request.step_cache.enabled()) {
+    request.step_cache.validate();
+    LTX_CHECK(uses_guidance(kind), "--cache ", models::transformer::step_cache_mode_name(request.step_cache.mode),
+              ": the ", name, " pipeline runs only distilled stages (8 steps or fewer), where step caching has "
+              "nothing to skip; it applies to the guided pipelines (one-stage, two-stage, two-stage-hq, "
+              "keyframe-interpolation, a2vid, t2a): use --cache none");
+    LTX_CHECK(request.max_batch_size == 0, "--cache decides once per step for all guidance passes, which needs them in "
+              "one transformer call; drop --max-batch-size ", request.max_batch_size, " or use --cache none");
+  }
   // Retake runs at its source clip's size: the checks below see that size.
   if (kind == PipelineKind::Retake) validate_retake_source(request, &c);
   LTX_CHECK(kind == PipelineKind::Retake || !request.retake, "pipeline ", name,
@@ -369,6 +378,7 @@ std::vector<GenerationResult> run_standard_batch(PipelineKind kind, const std::v
   }
 
   std::vector<StageOutput> out1;
+  std::vector<StepCacheReport> stage1_cache;
   if (kind == PipelineKind::Distilled) {
     s1.sigmas = sigmas_or(r.stage_1_sigmas, sampling::distilled_sigmas());
     if (sampling::use_ancestral_sampler(c.model_version)) {
@@ -391,6 +401,7 @@ std::vector<GenerationResult> run_standard_batch(PipelineKind kind, const std::v
     if (kind == PipelineKind::TwoStageHQ) s1.sampler = Sampler::Res2s;
     GuidedDenoiser d(model1, {video_pos, video_neg}, {audio_pos, audio_neg}, r.video_guider, r.audio_guider);
     d.set_max_batch_size(r.max_batch_size);
+    d.set_step_cache(r.step_cache);
     if (n > 1) {
       std::vector<sampling::GuiderParams> vg, ag;
       for (const GenerationRequest& q : reqs) {
@@ -400,6 +411,8 @@ std::vector<GenerationResult> run_standard_batch(PipelineKind kind, const std::v
       d.set_sample_guiders(std::move(vg), std::move(ag));
     }
     out1 = run_diffusion_stage_batch(s1, samples1, d.callback(), progress);
+    if (const models::transformer::StepCache* cache = d.step_cache())
+      stage1_cache.push_back({"stage 1", cache->computed(), cache->reused()});
   }
 
   std::vector<GenerationResult> res(n);
@@ -410,6 +423,7 @@ std::vector<GenerationResult> run_standard_batch(PipelineKind kind, const std::v
     res[i].frame_rate = r.frame_rate;
     res[i].generated_keyframes = out1[i].generated_keyframes;
     res[i].generated_keyframe_positions = out1[i].generated_keyframe_positions;
+    res[i].step_cache = stage1_cache;
     if (!two_stage) {
       res[i].video_latent = out1[i].video_latent;
       res[i].audio_latent = out1[i].audio_latent;
@@ -517,6 +531,8 @@ std::string batch_key(PipelineKind kind, const GenerationRequest& r, const std::
   key_double(k, r.distilled_lora_strengths[0]);
   k += ",";
   key_double(k, r.distilled_lora_strengths[1]);
+  k += ";cache=" + r.step_cache.str();
+  if (r.step_cache.enabled()) key_double(k, r.step_cache.threshold);
   k += ";models=" + models;
   return k;
 }

@@ -24,6 +24,7 @@
 
 #include "core/tensor.h"
 #include "media/hdr.h"
+#include "models/transformer/step_cache.h"
 #include "sampling/guiders.h"
 #include "sampling/noise.h"
 
@@ -152,6 +153,10 @@ struct GenerationRequest {
   // Guided stages: at most this many samples per transformer call (the reference's
   // --max-batch-size; its default 1 runs the passes one by one); 0 = all passes in one call.
   int64_t max_batch_size = 0;
+  // --cache: step caching in the guided stages (stage 1 of the guided pipelines; never in the
+  // distilled ones or a distilled stage 2, whose few steps leave nothing to skip:
+  // validate_request refuses it there). Off by default.
+  models::transformer::StepCacheParams step_cache;
   // Latent dtype between steps (the reference runs in bf16; F32 for full-precision runs).
   DType dtype = DType::BF16;
   // Generated keyframes (LTX-2.5; the transformer config must set use_keyframes_abs_pos_embedding):
@@ -248,6 +253,10 @@ struct TextContexts {
 // (called with 0 when a stage starts and after every step).
 using ProgressCallback = std::function<void(const std::string& stage, int64_t step, int64_t total)>;
 
+// Step caching's per-stage counts and their log line (models/transformer/step_cache.h).
+using models::transformer::StepCacheReport;
+using models::transformer::format_step_cache;
+
 // Latents in the request's dtype (bf16 by default), on the CPU.
 struct GenerationResult {
   // [1, C, F', H/32, W/32] normalised latent, the video decoder's input; undefined for T2A.
@@ -266,6 +275,8 @@ struct GenerationResult {
   // when the canvas was padded).
   Tensor generated_keyframes;
   std::vector<int64_t> generated_keyframe_positions;
+  // The stages that ran with step caching (request.step_cache on), in order.
+  std::vector<StepCacheReport> step_cache;
 };
 
 // Samples of a decoded waveform to keep: min(total, round(audio_max_seconds * sample_rate)) when
@@ -277,7 +288,8 @@ int64_t audio_samples_to_keep(const GenerationResult& result, int64_t total_samp
 // component the pipeline needs (transformer, spatial upsampler, video encoder for images, latent
 // statistics), missing contexts (when given), audio requested from a video-only model, generated
 // keyframes on a transformer without the keyframe embedding; DFR: rounds outside 0-2, rounds
-// without a temporal upsampler, generated-keyframe requests (DFR places its own).
+// without a temporal upsampler, generated-keyframe requests (DFR places its own); step caching on
+// a pipeline without guided stages (uses_guidance false) or with max_batch_size set.
 void validate_request(PipelineKind kind, const GenerationRequest& request, const Components& components,
                       const TextContexts* contexts = nullptr);
 
@@ -292,11 +304,11 @@ GenerationResult run_pipeline(PipelineKind kind, const GenerationRequest& reques
 bool supports_batching(PipelineKind kind);
 
 // What must match for requests to share a denoising run: the pipeline, size, frames, fps, steps,
-// sigma overrides, latent dtype, audio on / off, the guidance passes each modality runs (CFG /
-// STG / isolated-modality on or off, stg_blocks, skip_step; the scales themselves stay per
-// request), the images' frame indices and strengths (their token layout and denoise mask), the
-// generated keyframes and the distilled-LoRA strengths. `models` is the caller's description of
-// the model files and the user LoRA set (Components' identity), appended as is. Equal keys: the
+// sigma overrides, latent dtype, audio on / off, the guidance passes each modality runs (CFG / STG
+// / isolated-modality on or off, stg_blocks, skip_step; the scales themselves stay per request),
+// the images' frame indices and strengths (their token layout and denoise mask), the generated
+// keyframes, the distilled-LoRA strengths and the step cache. `models` is the caller's description
+// of the model files and the user LoRA set (Components' identity), appended as is. Equal keys: the
 // requests may be given to run_pipeline_batch together.
 std::string batch_key(PipelineKind kind, const GenerationRequest& request, const std::string& models = "");
 

@@ -62,6 +62,7 @@ GenerationResult run_t2a(const GenerationRequest& r, const Components& c, const 
   GuidedDenoiser d(model, ModalityContext{}, ModalityContext{ctx.audio_positive, ctx.audio_negative}, std::nullopt,
                    sampling::MultiModalGuiderFactory::constant(r.audio_guider));
   d.set_max_batch_size(r.max_batch_size);
+  d.set_step_cache(r.step_cache);
 
   sampling::TorchCpuGenerator seeded(r.seed);
   sampling::NoiseSource& noise = r.noise ? *r.noise : seeded;
@@ -69,6 +70,8 @@ GenerationResult run_t2a(const GenerationRequest& r, const Components& c, const 
 
   GenerationResult res;
   res.audio_latent = out.audio_latent;
+  if (const models::transformer::StepCache* cache = d.step_cache())
+    res.step_cache.push_back({"stage 1", cache->computed(), cache->reused()});
   res.num_frames = r.num_frames;
   res.frame_rate = r.frame_rate;
   return res;

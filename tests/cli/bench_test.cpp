@@ -430,9 +430,12 @@ TEST(BenchPipelineCli, DistilledReportsEveryStageInJsonAndInTheFile) {
 
 TEST(BenchPipelineCli, TwoStageTableAndASilentFp8Run) {
   TempDir dir;
-  auto r = test::run_ltx(dir, with(kTinyPipeline, {"--pipeline", "two-stage", "--steps", "2"}));
+  auto r = test::run_ltx(dir, with(kTinyPipeline, {"--pipeline", "two-stage", "--steps", "2", "--cache", "fbcache",
+                                                   "--cache-warmup-steps", "0"}));
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* needle : {"ltx bench pipeline: two-stage, preset tiny, 128x128x9 frames",
+                             "--cache fbcache (threshold 0.08, warm-up 0 steps, first 1 block)",
+                             "step cache: stage 1 computed 2 of 2 model calls, reused 0",
                              "stage 1", "upsample", "stage 2", "video decode", "step med ms",
                              "peak GiB", "lora switch: not run", "end to end: ",
                              "of weight synthesis",
@@ -475,6 +478,9 @@ TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
       {{"--quantization", "fp8-scaled-mm"}, "which random weights are not"},
       {{"--quantization", "nvfp4-prequant"}, "use --quantization nvfp4-cast"},
       {{"--weights-format", "q4_k"}, "--weights-format does not apply to `ltx bench pipeline`"},
+      {{"--pipeline", "distilled", "--cache", "fbcache"}, "--cache fbcache: the distilled pipeline"},
+      {{"--cache", "fast"}, "--cache fast: unknown mode"},
+      {{"--cache-threshold", "0.2"}, "--cache-threshold applies to a step cache; add --cache fbcache"},
   };
   for (const auto& [flags, message] : cases) {
     const std::vector<std::string> preset =
@@ -488,6 +494,9 @@ TEST(BenchPipelineCli, BadFlagsFailWithAMessage) {
   const auto r = test::run_ltx(dir, {"bench", "transformer", "--preset", "tiny", "--mp4", "x.mp4"});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("--mp4 applies to `ltx bench pipeline` only"), std::string::npos) << r.err;
+  const auto cached = test::run_ltx(dir, {"bench", "transformer", "--preset", "tiny", "--cache", "fbcache"});
+  EXPECT_NE(cached.code, 0);
+  EXPECT_NE(cached.err.find("--cache applies to `ltx bench pipeline` only"), std::string::npos) << cached.err;
 }
 
 // The tiny preset's files, then `ltx generate` started on them as a child: the first run's

@@ -196,6 +196,12 @@ TEST(GenerateCli, BadFlagsFailWithOneErrorLineAndNoOutput) {
                              "--device cpu use --offload none"},
       {{"--offload", "ram"}, "--offload: 'ram' is not a mode"},
       {{"--offload", "disk"}, "--offload disk streams the transformer's blocks to a GPU"},
+      {{"--cache", "teacache9"}, "--cache teacache9: unknown mode; use none (default) or fbcache"},
+      {{"--cache", "fbcache", "--cache-threshold", "-1"}, "--cache-threshold -1 must be a number >= 0"},
+      {{"--cache-threshold", "0.1"}, "--cache-threshold applies to a step cache; add --cache fbcache"},
+      {{"--pipeline", "distilled", "--cache", "fbcache"},
+       "--cache fbcache: the distilled pipeline runs only distilled stages"},
+      {{"--cache", "fbcache", "--max-batch-size", "1"}, "drop --max-batch-size"},
       // No CUDA in this build, or no such GPU index: either way an error before any work.
       {{"--device", "cuda:99"}, "cuda:99"},
   };

@@ -211,7 +211,7 @@ Tensor process_output(const Tensor& table, const nn::Linear& proj_out, const Ten
 
 ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
                                const BatchedPerturbationConfig* perturbations,
-                               const Observer& observer) const {
+                               const Observer& observer, StepCache* step_cache) const {
   LTX_CHECK(video != nullptr || audio != nullptr, "transformer: neither video nor audio given");
   LTX_CHECK(video == nullptr || is_video_enabled(model_type()),
             "transformer: video given to an ", model_type_name(model_type()), " model");
@@ -239,25 +239,56 @@ ModelOutputs LTXModel::forward(const Modality* video, const Modality* audio,
   if (v && a) lines.emplace(v->x.device());
   // Streamed blocks: each block's copy is waited for before its compute, which releases its slot.
   StreamedPass<BasicAVTransformerBlock> pass(streamed_.get());
-  for (int64_t i = 0; i < num_blocks(); ++i) {
-    if (v) v->block_index = i;
-    if (a) a->block_index = i;
-    if (v)
-      apply_block_perturbations(*v, *perturbations, i, PerturbationType::SkipVideoSelfAttn,
-                                PerturbationType::SkipA2VCrossAttn);
-    if (a)
-      apply_block_perturbations(*a, *perturbations, i, PerturbationType::SkipAudioSelfAttn,
-                                PerturbationType::SkipV2ACrossAttn);
-    // The resident blocks come first; streamed block i is the ring's block i - resident.
-    const int64_t resident = static_cast<int64_t>(transformer_blocks_.size());
-    const bool streamed = i >= resident;
-    const BasicAVTransformerBlock& block = streamed ? streamed_->acquire(i - resident)
-                                                    : transformer_blocks_[static_cast<size_t>(i)];
-    block.forward(v ? &*v : nullptr, a ? &*a : nullptr, lines ? &*lines : nullptr);
-    if (streamed) streamed_->release(i - resident);
-    if (observer) {
-      if (v) observer(str("block", i, ".video_x"), v->x);
-      if (a) observer(str("block", i, ".audio_x"), a->x);
+  const auto run_blocks = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (v) v->block_index = i;
+      if (a) a->block_index = i;
+      if (v)
+        apply_block_perturbations(*v, *perturbations, i, PerturbationType::SkipVideoSelfAttn,
+                                  PerturbationType::SkipA2VCrossAttn);
+      if (a)
+        apply_block_perturbations(*a, *perturbations, i, PerturbationType::SkipAudioSelfAttn,
+                                  PerturbationType::SkipV2ACrossAttn);
+      // The resident blocks come first; streamed block i is the ring's block i - resident.
+      const int64_t resident = static_cast<int64_t>(transformer_blocks_.size());
+      const bool streamed = i >= resident;
+      const BasicAVTransformerBlock& block = streamed ? streamed_->acquire(i - resident)
+                                                      : transformer_blocks_[static_cast<size_t>(i)];
+      block.forward(v ? &*v : nullptr, a ? &*a : nullptr, lines ? &*lines : nullptr);
+      if (streamed) streamed_->release(i - resident);
+      if (observer) {
+        if (v) observer(str("block", i, ".video_x"), v->x);
+        if (a) observer(str("block", i, ".audio_x"), a->x);
+      }
+    }
+  };
+  if (step_cache == nullptr) {
+    run_blocks(0, num_blocks());
+  } else {
+    // The block ring prefetches every block of a pass in order; a pass that stops early is not
+    // part of its schedule.
+    LTX_CHECK(!streams_blocks(), "--cache: the transformer's blocks are streamed (--offload); step "
+              "caching needs them resident: use --offload none or --cache none");
+    // A stream that runs no block in this call (disabled, or no tokens) gives no signal.
+    const bool v_runs = v && v->enabled && v->x.numel() > 0;
+    const bool a_runs = a && a->enabled && a->x.numel() > 0;
+    const Tensor v_in = v_runs ? v->x : Tensor(), a_in = a_runs ? a->x : Tensor();
+    const int64_t first = step_cache->first_blocks(num_blocks());
+    run_blocks(0, first);
+    const Tensor v_mid = v_runs ? v->x : Tensor(), a_mid = a_runs ? a->x : Tensor();
+    const Tensor v_first = v_runs ? ops::sub(v_mid, v_in) : Tensor();
+    const Tensor a_first = a_runs ? ops::sub(a_mid, a_in) : Tensor();
+    if (step_cache->decide(v_first, a_first)) {
+      if (v_runs) v->x = ops::add(v_mid, step_cache->rest_residual(0));
+      if (a_runs) a->x = ops::add(a_mid, step_cache->rest_residual(1));
+      if (observer) {
+        if (v_runs) observer("step_cache.video_x", v->x);
+        if (a_runs) observer("step_cache.audio_x", a->x);
+      }
+    } else {
+      run_blocks(first, num_blocks());
+      step_cache->store_rest(v_runs ? ops::sub(v->x, v_mid) : Tensor(),
+                             a_runs ? ops::sub(a->x, a_mid) : Tensor());
     }
   }
 
@@ -280,7 +311,7 @@ Tensor to_denoised(const Tensor& sample, const Tensor& velocity, const Tensor& t
 ModelOutputs X0Model::operator()(const Modality* video, const Modality* audio,
                                  const BatchedPerturbationConfig* perturbations,
                                  const Observer& observer) const {
-  ModelOutputs v = velocity_model.forward(video, audio, perturbations, observer);
+  ModelOutputs v = velocity_model.forward(video, audio, perturbations, observer, step_cache);
   ModelOutputs out;
   if (v.video.defined()) out.video = to_denoised(video->latent, v.video, video->timesteps);
   if (v.audio.defined()) out.audio = to_denoised(audio->latent, v.audio, audio->timesteps);

@@ -16,6 +16,7 @@
 #include "models/transformer/config.h"
 #include "models/transformer/modality.h"
 #include "models/transformer/perturbations.h"
+#include "models/transformer/step_cache.h"
 #include "models/transformer/text_projection.h"
 #include "models/transformer/transformer.h"
 #include "models/transformer/transformer_args.h"
@@ -80,10 +81,13 @@ class LTXModel {
   // otherwise it must cover this model's blocks and the batch. `observer` receives intermediates:
   // "<video|audio>.{x_in, context, adaln_timestep, embedded_timestep, prompt_timestep, pe_cos,
   // pe_sin, cross_pe_cos, cross_pe_sin, cross_scale_shift_timestep, cross_gate_timestep,
-  // context_mask_additive, self_attention_bias}" and "block<i>.<video|audio>_x".
+  // context_mask_additive, self_attention_bias}" and "block<i>.<video|audio>_x" (the blocks that
+  // run). `step_cache` (null: none) may replace the blocks after its first ones by the residual
+  // they added in an earlier call (step_cache.h); the state it then gives the output layers is
+  // "step_cache.<video|audio>_x".
   ModelOutputs forward(const Modality* video, const Modality* audio,
                        const BatchedPerturbationConfig* perturbations,
-                       const Observer& observer = {}) const;
+                       const Observer& observer = {}, StepCache* step_cache = nullptr) const;
 
  private:
   LTXModelConfig config_;
@@ -120,6 +124,7 @@ Tensor to_denoised(const Tensor& sample, const Tensor& velocity, const Tensor& t
 // per-token timesteps.
 struct X0Model {
   const LTXModel& velocity_model;
+  StepCache* step_cache = nullptr;  // LTXModel::forward's
   ModelOutputs operator()(const Modality* video, const Modality* audio,
                           const BatchedPerturbationConfig* perturbations,
                           const Observer& observer = {}) const;
