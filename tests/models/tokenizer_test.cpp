@@ -28,7 +28,7 @@ using text::GemmaAssets;
 using text::GemmaPromptTokenizer;
 using text::Tokenizer;
 
-const json& cases() {
+const json& tokenizer_cases() {
   static const json c = json::parse(test::read_bytes(test::fixture("text_tokenizer_cases.json")));
   return c;
 }
@@ -49,7 +49,7 @@ void write_root(const TempDir& dir, const std::string& flavor) {
   test::write_bytes(dir.file("root/tokenizer.json"),
                     test::read_bytes(test::fixture("text_tokenizer_" + flavor + ".json")));
   test::write_bytes(dir.file("root/tokenizer_config.json"),
-                    cases()["flavors"][flavor]["tokenizer_config.json"].dump(2));
+                    tokenizer_cases()["flavors"][flavor]["tokenizer_config.json"].dump(2));
 }
 
 class GoldenCases : public ::testing::TestWithParam<std::string> {};
@@ -57,8 +57,8 @@ class GoldenCases : public ::testing::TestWithParam<std::string> {};
 TEST_P(GoldenCases, IdsTokensAndOffsetsMatchTheLibraryWithoutSpecialTokens) {
   const std::string flavor = GetParam();
   const Tokenizer& tok = golden_tokenizer(flavor);
-  ASSERT_EQ(cases()["cases"].size(), 27u);
-  for (const json& c : cases()["cases"]) {
+  ASSERT_EQ(tokenizer_cases()["cases"].size(), 27u);
+  for (const json& c : tokenizer_cases()["cases"]) {
     const json& e = c[flavor];
     const text::Encoding enc = tok.encode(c["text"].get<std::string>(), false);
     EXPECT_EQ(enc.ids, ids_of(e["ids_no_special"])) << c["name"];
@@ -73,7 +73,7 @@ TEST_P(GoldenCases, IdsTokensAndOffsetsMatchTheLibraryWithoutSpecialTokens) {
 TEST_P(GoldenCases, IdsWithSpecialTokensMatchTheLibrary) {
   const std::string flavor = GetParam();
   const Tokenizer& tok = golden_tokenizer(flavor);
-  for (const json& c : cases()["cases"])
+  for (const json& c : tokenizer_cases()["cases"])
     EXPECT_EQ(tok.encode_ids(c["text"].get<std::string>(), true), ids_of(c[flavor]["ids"]))
         << c["name"];
 }
@@ -81,7 +81,7 @@ TEST_P(GoldenCases, IdsWithSpecialTokensMatchTheLibrary) {
 TEST_P(GoldenCases, DecodesMatchTheLibrary) {
   const std::string flavor = GetParam();
   const Tokenizer& tok = golden_tokenizer(flavor);
-  for (const json& c : cases()["cases"]) {
+  for (const json& c : tokenizer_cases()["cases"]) {
     const json& e = c[flavor];
     EXPECT_EQ(tok.decode(ids_of(e["ids"]), false), e["decode"].get<std::string>()) << c["name"];
     EXPECT_EQ(tok.decode(ids_of(e["ids"]), true), e["decode_skip_special"].get<std::string>())
@@ -94,13 +94,13 @@ TEST_P(GoldenCases, HfWrapperFromARootFolderMatchesTheReference) {
   TempDir dir;
   write_root(dir, flavor);
   const Tokenizer tok = text::load_tokenizer(dir.file("root"));
-  const json& fl = cases()["flavors"][flavor];
+  const json& fl = tokenizer_cases()["flavors"][flavor];
   EXPECT_EQ(tok.vocab_size(), fl["vocab_size_with_added"].get<int64_t>());
   EXPECT_EQ(tok.bos_id(), fl["bos_id"].get<int32_t>());
   EXPECT_EQ(tok.eos_id(), fl["eos_id"].get<int32_t>());
   EXPECT_EQ(tok.pad_id(), fl["pad_id"].get<int32_t>());
   EXPECT_EQ(tok.unk_id(), fl["unk_id"].get<int32_t>());
-  for (const json& c : cases()["cases"]) {
+  for (const json& c : tokenizer_cases()["cases"]) {
     const json& e = c[flavor];
     const std::string t = c["text"].get<std::string>();
     EXPECT_EQ(tok.encode_ids(t, true), ids_of(e["hf_ids"])) << c["name"];
@@ -118,7 +118,7 @@ TEST_P(GoldenCases, PromptWrapperPadsLeftWithBosAndMaskAt1024And32) {
   const GemmaPromptTokenizer w1024(tok);  // the reference's defaults: 1024, left
   const GemmaPromptTokenizer w32(tok, 32, text::PaddingSide::Left);
   EXPECT_EQ(w1024.max_length(), 1024);
-  for (const json& c : cases()["cases"]) {
+  for (const json& c : tokenizer_cases()["cases"]) {
     const std::string t = c["text"].get<std::string>();
     for (const auto* w : {&w1024, &w32}) {
       const json& e = c[flavor][w == &w1024 ? "ltx_1024" : "ltx_32"];
@@ -144,7 +144,7 @@ TEST_P(GoldenCases, EmbeddedTokenizerOfTheTextEncoderFileGivesTheSameIds) {
 
   const Tokenizer tok = text::load_tokenizer(path);
   const GemmaPromptTokenizer w(tok, 32);
-  for (const json& c : cases()["cases"]) {
+  for (const json& c : tokenizer_cases()["cases"]) {
     const std::string t = c["text"].get<std::string>();
     EXPECT_EQ(tok.encode_ids(t, true), ids_of(c[flavor]["hf_ids"])) << c["name"];
     EXPECT_EQ(w.tokenize(t).input_ids, ids64_of(c[flavor]["ltx_32"]["ids"])) << c["name"];
@@ -217,7 +217,7 @@ TEST(GemmaPromptTokenizer, MaxLengthOneKeepsOnlyBosAndEosIsNeverAdded) {
 TEST(GemmaPromptTokenizer, PadsWithEosWhenThereIsNoPadToken) {
   TempDir dir;
   write_root(dir, "gemma4");
-  json cfg = cases()["flavors"]["gemma4"]["tokenizer_config.json"];
+  json cfg = tokenizer_cases()["flavors"]["gemma4"]["tokenizer_config.json"];
   cfg.erase("pad_token");
   test::write_bytes(dir.file("root/tokenizer_config.json"), cfg.dump());
   const GemmaPromptTokenizer w(text::load_tokenizer(dir.file("root")), 6);
@@ -229,7 +229,7 @@ TEST(GemmaPromptTokenizer, PadsWithEosWhenThereIsNoPadToken) {
 TEST(GemmaPromptTokenizer, RefusesATokenizerWithoutBos) {
   TempDir dir;
   write_root(dir, "gemma4");
-  json cfg = cases()["flavors"]["gemma4"]["tokenizer_config.json"];
+  json cfg = tokenizer_cases()["flavors"]["gemma4"]["tokenizer_config.json"];
   cfg.erase("bos_token");
   test::write_bytes(dir.file("root/tokenizer_config.json"), cfg.dump());
   test::expect_error_containing(
@@ -244,7 +244,7 @@ TEST(GemmaPromptTokenizer, HfConfigAddBosTokenInstallsABosTemplate) {
   // file (no post-processor) then adds <bos> itself; add_bos_token false removes Gemma 3's.
   TempDir dir;
   write_root(dir, "gemma4");
-  json cfg = cases()["flavors"]["gemma4"]["tokenizer_config.json"];
+  json cfg = tokenizer_cases()["flavors"]["gemma4"]["tokenizer_config.json"];
   cfg["add_bos_token"] = true;
   test::write_bytes(dir.file("root/tokenizer_config.json"), cfg.dump());
   const Tokenizer g4 = text::load_tokenizer(dir.file("root"));
@@ -252,7 +252,7 @@ TEST(GemmaPromptTokenizer, HfConfigAddBosTokenInstallsABosTemplate) {
   EXPECT_EQ(g4.encode_ids("x", true), (std::vector<int32_t>{2, 327}));
 
   write_root(dir, "gemma3");
-  cfg = cases()["flavors"]["gemma3"]["tokenizer_config.json"];
+  cfg = tokenizer_cases()["flavors"]["gemma3"]["tokenizer_config.json"];
   cfg["add_bos_token"] = false;
   test::write_bytes(dir.file("root/tokenizer_config.json"), cfg.dump());
   const Tokenizer g3 = text::load_tokenizer(dir.file("root"));
@@ -265,7 +265,7 @@ TEST(GemmaPromptTokenizer, HfConfigAddBosTokenInstallsABosTemplate) {
 TEST(GemmaPromptTokenizer, TruncationSideLeftKeepsTheEnd) {
   TempDir dir;
   write_root(dir, "gemma4");
-  json cfg = cases()["flavors"]["gemma4"]["tokenizer_config.json"];
+  json cfg = tokenizer_cases()["flavors"]["gemma4"]["tokenizer_config.json"];
   cfg["truncation_side"] = "left";
   test::write_bytes(dir.file("root/tokenizer_config.json"), cfg.dump());
   const Tokenizer tok = text::load_tokenizer(dir.file("root"));
@@ -315,7 +315,7 @@ TEST(GemmaAssets, RootFolderCollectsConfigSidecarsAndWeights) {
 // and tokenizer_config.json either as a tensor or as a metadata string (older packs).
 std::string write_te(const TempDir& dir, DType dtype, bool config_in_metadata) {
   const std::string tj = test::read_bytes(test::fixture("text_tokenizer_gemma4.json"));
-  const std::string cfg = cases()["flavors"]["gemma4"]["tokenizer_config.json"].dump();
+  const std::string cfg = tokenizer_cases()["flavors"]["gemma4"]["tokenizer_config.json"].dump();
   auto bytes_tensor = [](const std::string& s, DType dt) {
     Tensor t = Tensor::empty(Shape{static_cast<int64_t>(s.size())}, dt);
     for (size_t i = 0; i < s.size(); ++i) {
@@ -346,7 +346,7 @@ TEST(GemmaAssets, Int8TokenizerStorageAndMetadataSidecarsAreRead) {
   EXPECT_EQ(a.tokenizer_json, test::read_bytes(test::fixture("text_tokenizer_gemma4.json")));
   EXPECT_EQ(a.sidecar_json("tokenizer_config.json")["pad_token"], "<pad>");
   const Tokenizer tok = text::load_tokenizer(path);
-  for (const json& c : cases()["cases"])
+  for (const json& c : tokenizer_cases()["cases"])
     EXPECT_EQ(tok.encode_ids(c["text"].get<std::string>(), true), ids_of(c["gemma4"]["hf_ids"]))
         << c["name"];
 }
@@ -602,7 +602,7 @@ TEST(Tokenizer, MergesApplyByRankThenLeftmost) {
 TEST(Tokenizer, SplitSpecialTokensEncodesThemAsText) {
   TempDir dir;
   write_root(dir, "gemma3");
-  json cfg = cases()["flavors"]["gemma3"]["tokenizer_config.json"];
+  json cfg = tokenizer_cases()["flavors"]["gemma3"]["tokenizer_config.json"];
   cfg["split_special_tokens"] = true;
   test::write_bytes(dir.file("root/tokenizer_config.json"), cfg.dump());
   const Tokenizer tok = text::load_tokenizer(dir.file("root"));
