@@ -216,13 +216,35 @@ const char* const kNotPipelineOptions[] = {
     "--official", "--official-section", "--gemm-tflops", "--attention-tflops", "--jobs", "--batch",
     "--filter", "--weights-format"};
 
+// The clip of `pipeline` and `cold-start`: 768x512x121 unless set, the tiny preset's own shapes
+// for `tiny` (seconds on the CPU), then --size and --frames.
+struct ClipSize {
+  int64_t width = 768, height = 512, frames = 121;
+};
+ClipSize clip_size(const BenchCliOptions& c, const CLI::App& sub, const char* what) {
+  LTX_CHECK(c.sizes.size() <= 1, "`ltx bench ", what, "` takes one --size");
+  ClipSize clip;
+  const bench::Preset p = bench::preset(c.preset);
+  if (p.name == "tiny") {
+    clip.width = clip.height = 128;
+    clip.frames = p.frames;
+  }
+  if (!c.sizes.empty()) {
+    const auto size = bench::parse_video_size(c.sizes[0], "--size");
+    clip.width = size.width;
+    clip.height = size.height;
+  }
+  if (sub.count("--frames") != 0) clip.frames = c.frames;
+  return clip;
+}
+
 int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   for (const char* name : kNotPipelineOptions)
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench pipeline` (it takes --preset, --pipeline, --size, "
               "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, "
               "--quantization, --offload, --mp4, --cache, --json and --out)");
-  LTX_CHECK(c.sizes.size() <= 1, "`ltx bench pipeline` takes one --size");
+  const ClipSize clip = clip_size(c, sub, "pipeline");
   bench::PipelineBenchOptions o;
   o.preset = c.preset;
   o.pipeline = c.pipeline;
@@ -233,18 +255,9 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
               "--dtype: unknown dtype '", c.dtype, "'; use f32 or bf16");
     o.dtype = dt;
   }
-  // The tiny preset's own shapes by default, so that it runs in seconds on the CPU.
-  const bench::Preset p = bench::preset(c.preset);
-  if (p.name == "tiny") {
-    o.width = o.height = 128;
-    o.frames = p.frames;
-  }
-  if (!c.sizes.empty()) {
-    const auto size = bench::parse_video_size(c.sizes[0], "--size");
-    o.width = size.width;
-    o.height = size.height;
-  }
-  if (sub.count("--frames") != 0) o.frames = c.frames;
+  o.width = clip.width;
+  o.height = clip.height;
+  o.frames = clip.frames;
   if (sub.count("--steps") != 0) {
     LTX_CHECK(c.steps >= 1, "--steps ", c.steps, ": must be at least 1");
     o.steps = c.steps;
@@ -307,7 +320,7 @@ int run_cold_start(const BenchCliOptions& c, const CLI::App& sub) {
                 " does not apply to `ltx bench cold-start` (it takes --preset, --dir, --runs, "
                 "--whole-clip, --device, --pipeline, --size, --frames, --quantization, --offload, "
                 "--max-gpu-memory, --json and --out)");
-  LTX_CHECK(c.sizes.size() <= 1, "`ltx bench cold-start` takes one --size");
+  const ClipSize clip = clip_size(c, sub, "cold-start");
   bench::ColdStartOptions o;
   o.preset = c.preset;
   o.dir = c.dir;
@@ -315,17 +328,9 @@ int run_cold_start(const BenchCliOptions& c, const CLI::App& sub) {
   o.pipeline = c.pipeline;
   o.runs = c.runs;
   o.whole_clip = c.whole_clip;
-  const bench::Preset p = bench::preset(c.preset);
-  if (p.name == "tiny") {  // its own shapes, so that it runs in seconds on the CPU
-    o.width = o.height = 128;
-    o.frames = p.frames;
-  }
-  if (!c.sizes.empty()) {
-    const auto size = bench::parse_video_size(c.sizes[0], "--size");
-    o.width = size.width;
-    o.height = size.height;
-  }
-  if (sub.count("--frames") != 0) o.frames = c.frames;
+  o.width = clip.width;
+  o.height = clip.height;
+  o.frames = clip.frames;
   if (sub.count("--quantization") != 0) o.extra_args.insert(o.extra_args.end(), {"--quantization", c.quantization});
   if (sub.count("--offload") != 0) o.extra_args.insert(o.extra_args.end(), {"--offload", c.offload});
   if (!c.max_gpu_memory.empty())

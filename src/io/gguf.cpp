@@ -443,15 +443,18 @@ void GgufFile::parse(const uint8_t* bytes) {
       bad_gguf_file(path_, "metadata '", shown(kv.key), "' lists ", kv.value.size(),
                " dimensions (1 to ", kMaxDims, " expected)");
     Shape shape;
+    int64_t values = 1;
+    bool overflow = false;  // i32 dimensions can multiply past int64
     for (const auto& d : kv.value) {
       const auto v = d.get<int64_t>();
       if (v < 1) bad_gguf_file(path_, "metadata '", shown(kv.key), "' has a dimension of size ", v);
       shape.push_back(v);
+      overflow = overflow || __builtin_mul_overflow(values, v, &values);
     }
-    if (shape.numel() != ti.numel())
+    if (overflow || values != ti.numel())
       bad_gguf_file(path_, "metadata '", shown(kv.key), "' gives shape ", shape.str(), " (",
-               shape.numel(), " values) for tensor '", shown(name), "' of ", ti.numel(),
-               " values");
+               overflow ? std::string("more than 2^63") : std::to_string(values),
+               " values) for tensor '", shown(name), "' of ", ti.numel(), " values");
     ti.shape = shape;
   }
 

@@ -219,6 +219,31 @@ void copy_keys(const json& from, json& to, std::initializer_list<const char*> ke
        "single-file checkpoint instead)");
 }
 
+// The setting `key` of `d`, or `fallback` when it is absent. A value of another JSON type than
+// the fallback's (an integer for an integer, any number for a float, a boolean, a string, an
+// array) is an error naming it: nlohmann's value() would convert a float to an int even out of
+// range (undefined behaviour) or throw its own type error.
+json setting(const json& d, const std::string& key, const json& fallback, const fs::path& where) {
+  if (!d.contains(key)) return fallback;
+  const json& v = d[key];
+  const char* want = fallback.is_number_integer() ? "an integer"
+                     : fallback.is_number()       ? "a number"
+                     : fallback.is_boolean()      ? "true or false"
+                     : fallback.is_string()       ? "a string"
+                     : fallback.is_array()        ? "an array"
+                                                  : nullptr;
+  const bool ok = fallback.is_number_integer() ? v.is_number_integer()
+                  : fallback.is_number()       ? v.is_number()
+                  : fallback.is_boolean()      ? v.is_boolean()
+                  : fallback.is_string()       ? v.is_string()
+                  : fallback.is_array()        ? v.is_array()
+                                               : true;
+  if (!ok)
+    fail("Diffusers folder: '", where.string(), "': ", key, " is ", v.dump(), ", the wrong type (",
+         want, " expected); the config is damaged: download the component again");
+  return v;
+}
+
 json translate_transformer(const json& d, const fs::path& where) {
   json t = json::object();
   t["_class_name"] = "AVTransformer3DModel";
@@ -251,16 +276,16 @@ json translate_transformer(const json& d, const fs::path& where) {
     t["qk_norm"] = "rms_norm";
   }
   if (d.contains("rope_theta")) t["positional_embedding_theta"] = d["rope_theta"];
-  t["positional_embedding_max_pos"] = {d.value("pos_embed_max_pos", 20),
-                                       d.value("base_height", 2048), d.value("base_width", 2048)};
-  t["audio_positional_embedding_max_pos"] = {d.value("audio_pos_embed_max_pos", 20)};
-  t["frequencies_precision"] = d.value("rope_double_precision", true) ? "float64" : "float32";
-  const bool gated = d.value("gated_attn", false);
-  if (d.value("audio_gated_attn", gated) != gated)
+  t["positional_embedding_max_pos"] = {setting(d, "pos_embed_max_pos", 20, where),
+                                       setting(d, "base_height", 2048, where), setting(d, "base_width", 2048, where)};
+  t["audio_positional_embedding_max_pos"] = {setting(d, "audio_pos_embed_max_pos", 20, where)};
+  t["frequencies_precision"] = setting(d, "rope_double_precision", true, where) ? "float64" : "float32";
+  const bool gated = setting(d, "gated_attn", false, where);
+  if (setting(d, "audio_gated_attn", gated, where) != gated)
     cannot_translate(where, "audio_gated_attn", "differs from gated_attn");
   t["apply_gated_attention"] = gated;
-  const bool ca_mod = d.value("cross_attn_mod", false);
-  if (d.value("audio_cross_attn_mod", ca_mod) != ca_mod)
+  const bool ca_mod = setting(d, "cross_attn_mod", false, where);
+  if (setting(d, "audio_cross_attn_mod", ca_mod, where) != ca_mod)
     cannot_translate(where, "audio_cross_attn_mod", "differs from cross_attn_mod");
   t["cross_attention_adaln"] = ca_mod;
   if (d.contains("cross_attn_timestep_scale_multiplier"))
@@ -309,16 +334,16 @@ void translate_connectors(const json& d, json& t, const fs::path& where) {
     if (d.contains(k)) t[k] = d[k];
   const json regs = d.value("video_connector_num_learnable_registers", json(128));
   t["connector_num_learnable_registers"] = regs.is_null() ? json(0) : regs;
-  t["connector_apply_gated_attention"] = d.value("video_gated_attn", false);
-  t["connector_positional_embedding_max_pos"] = {d.value("connector_rope_base_seq_len", 4096)};
+  t["connector_apply_gated_attention"] = setting(d, "video_gated_attn", false, where);
+  t["connector_positional_embedding_max_pos"] = {setting(d, "connector_rope_base_seq_len", 4096, where)};
   // The official connectors share the transformer's rotary settings.
   if (d.contains("rope_type") && t.contains("rope_type") && d["rope_type"] != t["rope_type"])
     cannot_translate(where, "rope_type", "differs from the transformer's");
   if (d.contains("rope_double_precision") &&
-      (d["rope_double_precision"].get<bool>() ? "float64" : "float32") !=
+      (setting(d, "rope_double_precision", true, where).get<bool>() ? "float64" : "float32") !=
           t.value("frequencies_precision", std::string("float64")))
     cannot_translate(where, "rope_double_precision", "differs from the transformer's");
-  if (d.value("per_modality_projections", false)) {
+  if (setting(d, "per_modality_projections", false, where)) {
     // The V2 feature extractor: per-modality projections before the connectors.
     t["caption_proj_before_connector"] = true;
     t["caption_projection_first_linear"] = false;
@@ -378,7 +403,7 @@ const char* compress_name(const std::string& type, bool encoder, const fs::path&
 // latent_channels and each down block is its res blocks then a residual downsampler to the
 // block's width; the decoder lists are given pixel side first, as the official decoder_blocks.
 json translate_vae(const json& d, const fs::path& where) {
-  const int64_t latent = d.value("latent_channels", 128);
+  const int64_t latent = setting(d, "latent_channels", 128, where);
   const std::vector<int64_t> enc_out = ints(d, "block_out_channels", where);
   const std::vector<int64_t> enc_layers = ints(d, "layers_per_block", where);
   const std::vector<std::string> down = strings(d, "downsample_type", where);
@@ -438,17 +463,17 @@ json translate_vae(const json& d, const fs::path& where) {
   json v = json::object();
   v["_class_name"] = "CausalVideoAutoencoder";
   v["dims"] = 3;
-  v["in_channels"] = d.value("in_channels", 3);
-  v["out_channels"] = d.value("out_channels", 3);
+  v["in_channels"] = setting(d, "in_channels", 3, where);
+  v["out_channels"] = setting(d, "out_channels", 3, where);
   v["latent_channels"] = latent;
   v["decoder_blocks"] = dec_blocks;
   v["decoder_base_channels"] = base;
-  v["patch_size"] = d.value("patch_size", 4);
+  v["patch_size"] = setting(d, "patch_size", 4, where);
   v["norm_layer"] = "pixel_norm";
   v["latent_log_var"] = "uniform";
-  v["causal_decoder"] = d.value("decoder_causal", false);
-  v["timestep_conditioning"] = d.value("timestep_conditioning", false);
-  v["spatial_padding_mode"] = d.value("decoder_spatial_padding_mode", std::string("reflect"));
+  v["causal_decoder"] = setting(d, "decoder_causal", false, where);
+  v["timestep_conditioning"] = setting(d, "timestep_conditioning", false, where);
+  v["spatial_padding_mode"] = setting(d, "decoder_spatial_padding_mode", std::string("reflect"), where);
   // The encoder's own section, so that its padding may differ from the decoder's.
   v["encoder"] = {
       {"blocks", enc_blocks},
@@ -457,33 +482,33 @@ json translate_vae(const json& d, const fs::path& where) {
       {"patch_size", v["patch_size"]},
       {"norm_layer", "pixel_norm"},
       {"latent_log_var", "uniform"},
-      {"spatial_padding_mode", d.value("encoder_spatial_padding_mode", std::string("zeros"))}};
+      {"spatial_padding_mode", setting(d, "encoder_spatial_padding_mode", std::string("zeros"), where)}};
   return v;
 }
 
 // AutoencoderKLLTX2Audio -> config.audio_vae.
-json translate_audio_vae(const json& d) {
+json translate_audio_vae(const json& d, const fs::path& where) {
   json dd = json::object();
-  dd["ch"] = d.value("base_channels", 128);
-  dd["out_ch"] = d.value("output_channels", 2);
-  dd["ch_mult"] = d.value("ch_mult", json::array({1, 2, 4}));
-  dd["num_res_blocks"] = d.value("num_res_blocks", 2);
-  const json attn = d.value("attn_resolutions", json());
+  dd["ch"] = setting(d, "base_channels", 128, where);
+  dd["out_ch"] = setting(d, "output_channels", 2, where);
+  dd["ch_mult"] = setting(d, "ch_mult", json::array({1, 2, 4}), where);
+  dd["num_res_blocks"] = setting(d, "num_res_blocks", 2, where);
+  const json attn = setting(d, "attn_resolutions", json(), where);
   dd["attn_resolutions"] = attn.is_null() ? json::array() : attn;
-  dd["in_channels"] = d.value("in_channels", 2);
-  dd["resolution"] = d.value("resolution", 256);
-  dd["z_channels"] = d.value("latent_channels", 8);
-  dd["double_z"] = d.value("double_z", true);
-  dd["norm_type"] = d.value("norm_type", std::string("pixel"));
+  dd["in_channels"] = setting(d, "in_channels", 2, where);
+  dd["resolution"] = setting(d, "resolution", 256, where);
+  dd["z_channels"] = setting(d, "latent_channels", 8, where);
+  dd["double_z"] = setting(d, "double_z", true, where);
+  dd["norm_type"] = setting(d, "norm_type", std::string("pixel"), where);
   dd["causality_axis"] = d.value("causality_axis", json("height"));
-  dd["dropout"] = d.value("dropout", 0.0);
-  dd["mid_block_add_attention"] = d.value("mid_block_add_attention", false);
+  dd["dropout"] = setting(d, "dropout", 0.0, where);
+  dd["mid_block_add_attention"] = setting(d, "mid_block_add_attention", false, where);
   if (d.contains("mel_bins")) dd["mel_bins"] = d["mel_bins"];
   json a = json::object();
-  a["model"] = {{"params", {{"ddconfig", dd}, {"sampling_rate", d.value("sample_rate", 16000)}}}};
+  a["model"] = {{"params", {{"ddconfig", dd}, {"sampling_rate", setting(d, "sample_rate", 16000, where)}}}};
   a["preprocessing"] = {
       {"stft",
-       {{"hop_length", d.value("mel_hop_length", 160)}, {"causal", d.value("is_causal", true)}}}};
+       {{"hop_length", setting(d, "mel_hop_length", 160, where)}, {"causal", setting(d, "is_causal", true, where)}}}};
   return a;
 }
 
@@ -492,9 +517,9 @@ json translate_generator(const json& d, const std::string& p, bool amp, const fs
   const auto key = [&](const char* k) { return p + k; };
   json g = json::object();
   g["resblock"] = amp ? "AMP1" : "1";
-  g["stereo"] = d.value(key("out_channels"), 2) == 2;
+  g["stereo"] = setting(d, key("out_channels"), 2, where) == 2;
   if (amp) g["activation"] = "snakebeta";
-  const std::string act = d.value(key("act_fn"), std::string(amp ? "snakebeta" : "leaky_relu"));
+  const std::string act = setting(d, key("act_fn"), std::string(amp ? "snakebeta" : "leaky_relu"), where);
   if (act != (amp ? "snakebeta" : "leaky_relu"))
     cannot_translate(where, key("act_fn").c_str(), str("is \"", act, "\""));
   if (d.contains(key("hidden_channels"))) g["upsample_initial_channel"] = d[key("hidden_channels")];
@@ -505,7 +530,7 @@ json translate_generator(const json& d, const std::string& p, bool amp, const fs
     g["resblock_kernel_sizes"] = d[key("resnet_kernel_sizes")];
   if (d.contains(key("resnet_dilations")))
     g["resblock_dilation_sizes"] = d[key("resnet_dilations")];
-  const json fin = d.value(key("final_act_fn"), json());
+  const json fin = setting(d, key("final_act_fn"), json(), where);
   g["use_tanh_at_final"] = fin.is_string() && fin.get<std::string>() == "tanh";
   if (d.contains(key("final_bias"))) g["use_bias_at_final"] = d[key("final_bias")];
   return g;
@@ -514,19 +539,19 @@ json translate_generator(const json& d, const std::string& p, bool amp, const fs
 // LTX2Vocoder / LTX2VocoderWithBWE -> config.vocoder.
 json translate_vocoder(const json& d, const fs::path& where) {
   const bool bwe = d.contains("bwe_hidden_channels") || d.contains("bwe_upsample_factors") ||
-                   d.value("_class_name", std::string()) == "LTX2VocoderWithBWE";
+                   setting(d, "_class_name", std::string(), where) == "LTX2VocoderWithBWE";
   if (!bwe) {
     json g = translate_generator(d, "", false, where);
     if (d.contains("output_sampling_rate")) g["output_sampling_rate"] = d["output_sampling_rate"];
     return g;
   }
   json b = translate_generator(d, "bwe_", true, where);
-  b["input_sampling_rate"] = d.value("input_sampling_rate", 16000);
-  b["output_sampling_rate"] = d.value("output_sampling_rate", 48000);
-  b["hop_length"] = d.value("hop_length", 80);
-  b["n_fft"] = d.value("filter_length", 512);
-  b["win_size"] = d.value("window_length", 512);
-  b["num_mels"] = d.value("num_mel_channels", 64);
+  b["input_sampling_rate"] = setting(d, "input_sampling_rate", 16000, where);
+  b["output_sampling_rate"] = setting(d, "output_sampling_rate", 48000, where);
+  b["hop_length"] = setting(d, "hop_length", 80, where);
+  b["n_fft"] = setting(d, "filter_length", 512, where);
+  b["win_size"] = setting(d, "window_length", 512, where);
+  b["num_mels"] = setting(d, "num_mel_channels", 64, where);
   return {{"vocoder", translate_generator(d, "", true, where)}, {"bwe", b}};
 }
 
@@ -544,7 +569,7 @@ void translate_config(const std::string& folder, const json& cfg, const fs::path
   } else if (folder == "vae") {
     config["vae"] = translate_vae(cfg, config_path);
   } else if (folder == "audio_vae") {
-    config["audio_vae"] = translate_audio_vae(cfg);
+    config["audio_vae"] = translate_audio_vae(cfg, config_path);
   } else if (folder == "vocoder") {
     config["vocoder"] = translate_vocoder(cfg, config_path);
   }

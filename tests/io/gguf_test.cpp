@@ -411,6 +411,11 @@ TEST(GgufCorrupt, ComfyOrigShapeRecordsMustFitTheirTensor) {
   GgufBuilder t = small_file();
   t.kv_string("comfy.gguf.orig_shape.a", "[3, 2]");
   expect_invalid(t.bytes(), {"'comfy.gguf.orig_shape.a' must be an array of i32, found a string"});
+  // Four i32 dimensions multiply past int64 (found by fuzz_gguf): an error, not an overflow.
+  GgufBuilder big = small_file();
+  big.kv_i32_array("comfy.gguf.orig_shape.a", {2147483647, 2147483647, 2147483647, 6});
+  expect_invalid(big.bytes(), {"gives shape [2147483647, 2147483647, 2147483647, 6] (more than 2^63 "
+                               "values) for tensor 'a' of 6 values"});
   GgufBuilder z = small_file();
   z.kv_i32_array("comfy.gguf.orig_shape.a", {6, 0});
   expect_invalid(z.bytes(), {"has a dimension of size 0"});

@@ -268,6 +268,15 @@ TEST(DiffusersFolder, AConfigValueOfTheWrongTypeIsOneErrorNamingTheConfig) {
   const std::string e = error_of([&] { SafetensorsFile::open(dir); });
   EXPECT_NE(e.find(cfg_path.string()), std::string::npos) << e;
   EXPECT_NE(e.find("wrong type"), std::string::npos) << e;
+  EXPECT_NE(e.find("latent_channels is \"sixteen\""), std::string::npos) << e;
+
+  // A float where an integer belongs, out of int's range (found by fuzz_diffusers_config):
+  // refused by name, never converted.
+  json t = json::parse(test::read_bytes((fs::path(dir) / "transformer" / "config.json").string()));
+  t["pos_embed_max_pos"] = 2.0889e+120;
+  const std::string e2 = error_of([&] { (void)io::diffusers_metadata({{"transformer", t}}, dir); });
+  EXPECT_NE(e2.find("pos_embed_max_pos is 2.0889e+120, the wrong type (an integer expected)"),
+            std::string::npos) << e2;
 }
 
 TEST(DiffusersFolder, LatentUpsamplerFolderReadsAsTheOfficialUpsamplerFile) {
