@@ -31,6 +31,9 @@
 #            768x512x121 up to its first denoising step, then the official loader on the same
 #            checkpoint (tools/bench/official_cold_start.py; needs .ref carried)
 #   kernel   ltx bench kernels --filter KERNEL (default lora-fuse)
+#   stepcache the two-stage 1536x1024x121 clip without step caching, with `--cache fbcache` at its
+#            default threshold, and at --cache-threshold 1000 (every step after the warm-up
+#            reused: the ceiling of the speed-up), one after another (each cut at 200 s)
 #   sanitize compute-sanitizer memcheck (then racecheck on the attention kernels) over test_cuda
 #            (SANITIZE_FILTER: a --gtest_filter for memcheck; each tool cut at SANITIZE_LIMIT s)
 # Logs go to /tmp/devlogs, returned as one archive under $OUT (the tool returns at most 8 files).
@@ -160,6 +163,15 @@ for step in "$@"; do
         echo "official rc=$?"; tail -5 "$LOG/official_cold_start.txt"
       fi
       ;;
+    stepcache)
+      for c in "" "--cache fbcache" "--cache fbcache --cache-threshold 1000"; do
+        name=$(echo "$c" | tr -d ' -'); name=${name:-nocache}
+        timeout 200 ./build-dev/ltx bench pipeline --device cuda --pipeline two-stage --size ${SIZE:-1536x1024} \
+          --frames 121 $c --out "$LOG/stepcache_$name.json" > "$LOG/stepcache_$name.txt" 2>&1
+        echo "stepcache '$c' rc=$?"
+        grep -A16 "^ltx bench pipeline:" "$LOG/stepcache_$name.txt" || tail -5 "$LOG/stepcache_$name.txt"
+      done
+      ;;
     kernel)  # KERNEL: one harness of ltx bench kernels
       ./build-dev/ltx bench kernels --device cuda --filter ${KERNEL:-lora-fuse} > "$LOG/kernel_${KERNEL:-lora-fuse}.txt" 2>&1
       echo "kernel rc=$?"; cat "$LOG/kernel_${KERNEL:-lora-fuse}.txt" | tail -20
@@ -184,6 +196,6 @@ for step in "$@"; do
         grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_budget_$name.txt" || tail -5 "$LOG/pipeline_budget_$name.txt"
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, ggml, coldstart, kernel, sanitize)"; exit 2 ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, ggml, coldstart, kernel, stepcache, sanitize)"; exit 2 ;;
   esac
 done
