@@ -98,6 +98,10 @@ const std::set<std::string>& known_fields() {
                                           "distilled_lora_strength_stage_2",
                                           "num_generated_keyframes",
                                           "temporal_upsample_rounds",
+                                          "cache",
+                                          "cache_threshold",
+                                          "cache_warmup_steps",
+                                          "cache_first_blocks",
                                           "output_format"};
   static const std::set<std::string> with_pipeline_fields = [] {
     std::set<std::string> all = k;
@@ -538,6 +542,7 @@ std::string make_batch_key(const VideoRequest& r) {
   opt("dl2", o.distilled_lora_strength_stage_2);
   opt("keyframes", o.num_generated_keyframes);
   opt("temporal", o.temporal_upsample_rounds);
+  k << "|cache=" << o.step_cache.str();
   return k.str();
 }
 
@@ -604,6 +609,7 @@ class Reader {
     o.distilled_lora_strength_stage_2 = number_field("distilled_lora_strength_stage_2");
     o.num_generated_keyframes = int_field("num_generated_keyframes");
     o.temporal_upsample_rounds = int_field("temporal_upsample_rounds");
+    read_step_cache(o);
     if (const json* v = get("enhance_prompt"))
       o.enhance_prompt = read_bool(*v, "enhance_prompt", f_.form);
     if (const json* v = get("generate_audio"))
@@ -723,6 +729,32 @@ class Reader {
     if (const json* v = get(key)) return read_int(*v, key, f_.form);
     return std::nullopt;
   }
+  // `ltx generate --cache ...` as fields: cache ("none" or "fbcache") and its three settings,
+  // which need it (generate::validate_options checks their ranges and the pipeline).
+  void read_step_cache(generate::GenerateOptions& o) const {
+    namespace mt = models::transformer;
+    if (const json* v = get("cache")) {
+      if (!v->is_string()) wrong_type("cache", *v, "\"none\" or \"fbcache\"");
+      try {
+        o.step_cache.mode = mt::parse_step_cache_mode(v->get<std::string>());
+      } catch (const Error& e) {
+        throw from_validation(e);
+      }
+    }
+    const std::optional<double> threshold = number_field("cache_threshold");
+    const std::optional<int64_t> warmup = int_field("cache_warmup_steps");
+    const std::optional<int64_t> first = int_field("cache_first_blocks");
+    for (const auto& [given, name] : {std::pair{threshold.has_value(), "cache_threshold"},
+                                      std::pair{warmup.has_value(), "cache_warmup_steps"},
+                                      std::pair{first.has_value(), "cache_first_blocks"}})
+      if (given && !o.step_cache.enabled())
+        impossible(name, "invalid_value", str(name, " sets step caching, which is off: add "
+                                                    "cache \"fbcache\""));
+    if (threshold) o.step_cache.threshold = *threshold;
+    if (warmup) o.step_cache.warmup_steps = *warmup;
+    if (first) o.step_cache.first_blocks = *first;
+  }
+
   std::optional<double> number_field(const std::string& key) const {
     if (const json* v = get(key)) return read_number(*v, key, f_.form);
     return std::nullopt;
@@ -1346,6 +1378,11 @@ nlohmann::json to_json(const VideoRequest& r) {
       {"num_frames", opt_json(o.num_frames)},
       {"fps", opt_json(o.frame_rate)},
       {"num_inference_steps", opt_json(o.num_inference_steps)},
+      {"step_cache",
+       {{"mode", models::transformer::step_cache_mode_name(o.step_cache.mode)},
+        {"threshold", o.step_cache.threshold},
+        {"warmup_steps", o.step_cache.warmup_steps},
+        {"first_blocks", o.step_cache.first_blocks}}},
       {"video_guidance", guidance_json(o.video_guidance)},
       {"audio_guidance", guidance_json(o.audio_guidance)},
       {"distilled_lora_strength_stage_1", opt_json(o.distilled_lora_strength_stage_1)},
@@ -1384,6 +1421,12 @@ VideoRequest video_request_from_json(const nlohmann::json& j) {
     o.num_frames = opt_from<int64_t>(j, "num_frames");
     o.frame_rate = opt_from<double>(j, "fps");
     o.num_inference_steps = opt_from<int64_t>(j, "num_inference_steps");
+    if (const auto it = j.find("step_cache"); it != j.end()) {  // jobs stored before it: off
+      o.step_cache.mode = models::transformer::parse_step_cache_mode(it->at("mode").get<std::string>());
+      o.step_cache.threshold = it->at("threshold").get<double>();
+      o.step_cache.warmup_steps = it->at("warmup_steps").get<int64_t>();
+      o.step_cache.first_blocks = it->at("first_blocks").get<int64_t>();
+    }
     o.video_guidance = guidance_from(j.at("video_guidance"));
     o.audio_guidance = guidance_from(j.at("audio_guidance"));
     o.distilled_lora_strength_stage_1 = opt_from<double>(j, "distilled_lora_strength_stage_1");

@@ -217,6 +217,18 @@ std::vector<ErrorCase> error_cases() {
        "num_inference_steps", "at least 1"},
       {"TemporalRoundsOffDfr", json_body({{"prompt", "x"}, {"temporal_upsample_rounds", 1}}), 422,
        "invalid_value", "temporal_upsample_rounds", "pipeline dfr"},
+      {"CacheUnknownMode", json_body({{"prompt", "x"}, {"cache", "teacache"}}), 422,
+       "invalid_value", "cache", "fbcache"},
+      {"CacheNotAString", json_body({{"prompt", "x"}, {"cache", 1}}), 400, "invalid_type", "cache",
+       "\"fbcache\""},
+      {"CacheOnDistilled",
+       json_body({{"prompt", "x"}, {"pipeline", "distilled"}, {"cache", "fbcache"}}), 422,
+       "invalid_value", "cache", "distilled"},
+      {"CacheThresholdWithoutCache", json_body({{"prompt", "x"}, {"cache_threshold", 0.1}}), 422,
+       "invalid_value", "cache_threshold", "add cache \"fbcache\""},
+      {"CacheThresholdNegative",
+       json_body({{"prompt", "x"}, {"cache", "fbcache"}, {"cache_threshold", -1}}), 422,
+       "invalid_value", "cache_threshold", "cache_threshold"},
       {"UnknownPipeline", json_body({{"prompt", "x"}, {"pipeline", "dfr"}}), 422, "invalid_value",
        "pipeline", "use one of: distilled, one-stage, two-stage, two-stage-hq"},
       {"BadPipelineName", json_body({{"prompt", "x"}, {"pipeline", "fast"}}), 422, "invalid_value",
@@ -654,6 +666,26 @@ TEST(VideoRequest, StoredJsonRoundTripWithoutImageBytes) {
   EXPECT_EQ(back.batch_key, r.batch_key);
   EXPECT_EQ(back.size, "704x1280");
   EXPECT_EQ(back.seconds, "4.04");
+}
+
+TEST(VideoRequest, StepCacheFieldsAsTheCliFlagsAndInTheBatchKey) {
+  const VideoRequest off = parse(json_body({{"prompt", "x"}}));
+  EXPECT_FALSE(off.options.step_cache.enabled());
+  const VideoRequest r = parse(form({text("prompt", "x"), text("cache", "fbcache"),
+                                     text("cache_threshold", "0.12"), text("cache_warmup_steps", "4"),
+                                     text("cache_first_blocks", "2")}));
+  EXPECT_EQ(r.options.step_cache.mode, models::transformer::StepCacheMode::FirstBlock);
+  EXPECT_EQ(r.options.step_cache.threshold, 0.12);
+  EXPECT_EQ(r.options.step_cache.warmup_steps, 4);
+  EXPECT_EQ(r.options.step_cache.first_blocks, 2);
+  EXPECT_NE(r.batch_key, off.batch_key);  // cached and uncached jobs never share a run
+  const VideoRequest back = video_request_from_json(json::parse(to_json(r).dump()));
+  EXPECT_EQ(back.options.step_cache.str(), r.options.step_cache.str());
+  EXPECT_EQ(back.batch_key, r.batch_key);
+  // A job stored before the fields existed reads back with caching off.
+  json old = to_json(off);
+  old.erase("step_cache");
+  EXPECT_FALSE(video_request_from_json(old).options.step_cache.enabled());
 }
 
 TEST(VideoRequest, StoredJsonThatIsNotARequestIsAnError) {
