@@ -150,18 +150,24 @@ async function offers(pipeline) {
   return false;
 }
 
-let firstPipeline = '';
-await check('retake from the form: the clip uploaded in its video_path field plays', async () => {
-  firstPipeline = await page.$eval('#pipeline', (s) => s.value);
-  if (!(await offers('retake'))) return;
+// The first job's MP4 in `dir`, for the forms that upload a clip.
+async function firstJobClip(dir) {
   const res = await fetch(`${url}/v1/videos/${id}/content`, {
     headers: key ? { Authorization: `Bearer ${key}` } : {},
   });
   assert.equal(res.status, 200);
+  const clip = join(dir, 'clip.mp4');
+  writeFileSync(clip, Buffer.from(await res.arrayBuffer()));
+  return clip;
+}
+
+let firstPipeline = '';
+await check('retake from the form: the clip uploaded in its video_path field plays', async () => {
+  firstPipeline = await page.$eval('#pipeline', (s) => s.value);
+  if (!(await offers('retake'))) return;
   const dir = mkdtempSync(join(tmpdir(), 'ltx-web-'));
   try {
-    const clip = join(dir, 'clip.mp4');
-    writeFileSync(clip, Buffer.from(await res.arrayBuffer()));
+    const clip = await firstJobClip(dir);
     await page.select('#pipeline', 'retake');
     assert.equal(await page.$eval('#size-label', (e) => e.hidden), true, 'retake takes the clip\'s size');
     const upload = await page.waitForSelector('#pipeline-fields input[name="video_path"]', { timeout: 5000 });
@@ -194,14 +200,9 @@ await check('t2a from the form: the WAV plays in an <audio>', async () => {
 
 await check('hdr-ic-lora from the form: its thumbnail shows beside a link to the tar', async () => {
   if (!(await offers('hdr-ic-lora'))) return;
-  const res = await fetch(`${url}/v1/videos/${id}/content`, {
-    headers: key ? { Authorization: `Bearer ${key}` } : {},
-  });
-  assert.equal(res.status, 200);
   const dir = mkdtempSync(join(tmpdir(), 'ltx-web-'));
   try {
-    const clip = join(dir, 'clip.mp4');
-    writeFileSync(clip, Buffer.from(await res.arrayBuffer()));
+    const clip = await firstJobClip(dir);
     await page.select('#pipeline', 'hdr-ic-lora');
     assert.equal(await page.$eval('#size-label', (e) => e.hidden), true, 'hdr-ic-lora takes the clip\'s size');
     const upload = await page.waitForSelector('#pipeline-fields input[name="video_conditioning[video]"]',
