@@ -150,6 +150,10 @@ for step in "$@"; do
       if ! mountpoint -q "$M"; then
         mount -t tmpfs -o size=80G tmpfs "$M" 2>/dev/null || { M=/dev/shm/ltx-models; mkdir -p $M; }
       fi
+      # The files need ~70 GB: the first of the tmpfs, /dev/shm and the disk that has it.
+      for cand in "$M" /dev/shm/ltx-models /tmp/ltx-models; do
+        mkdir -p "$cand" && [ "$(df --output=avail -B1G "$cand" | tail -1)" -ge 72 ] && { M=$cand; break; }
+      done
       echo "model files in $M"; df -h "$M" | tail -1
       t0=$(date +%s)
       ./build-dev/ltx bench write-models --preset ltx23-22b --dir "$M" > "$LOG/write_models.txt" 2>&1
