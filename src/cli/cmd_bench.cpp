@@ -145,6 +145,14 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   out.commit();
 }
 
+// The report: its JSON to --out (when given), and to stdout with --json, else `table`.
+int emit_report(const BenchCliOptions& c, const nlohmann::json& report, const std::string& table) {
+  const std::string json = report.dump(2) + "\n";
+  if (!c.out.empty()) write_text_atomically(c.out, json);
+  std::cout << (c.json ? json : table) << std::flush;
+  return 0;
+}
+
 // --max-gpu-memory in bytes (0: not given), checked against `device`.
 int64_t gpu_budget(const BenchCliOptions& c, Device device) {
   if (c.max_gpu_memory.empty()) return 0;
@@ -200,13 +208,8 @@ int run_engine(const BenchCliOptions& c, const CLI::App& sub) {
       std::fprintf(stderr, "batch %lld: %.2f s for %lld jobs\n", static_cast<long long>(r.batch),
                    r.seconds, static_cast<long long>(r.jobs));
   });
-  const std::string json = bench::engine_throughput_json(o, rows).dump(2) + "\n";
-  if (!c.out.empty()) write_text_atomically(c.out, json);
-  if (c.json)
-    std::cout << json << std::flush;
-  else
-    std::cout << bench::format_engine_throughput(o, rows) << std::flush;
-  return 0;
+  return emit_report(c, bench::engine_throughput_json(o, rows),
+                     bench::format_engine_throughput(o, rows));
 }
 
 // The options of the component benchmarks that `ltx bench pipeline` does not take.
@@ -279,25 +282,24 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
               : o.max_gpu_memory_bytes > 0 && o.device.is_cuda() ? generate::Offload::Auto
                                                                   : generate::Offload::None;
   const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
-  const std::string json = bench::pipeline_bench_json(r).dump(2) + "\n";
-  if (!c.out.empty()) write_text_atomically(c.out, json);
-  if (c.json)
-    std::cout << json << std::flush;
-  else
-    std::cout << bench::format_pipeline_bench(r) << std::flush;
-  return 0;
+  return emit_report(c, bench::pipeline_bench_json(r), bench::format_pipeline_bench(r));
 }
 
 // The flags `write-models` and `cold-start` take (besides --preset and --json / --out).
 const char* const kModelFileOptions[] = {"--dir", "--runs", "--whole-clip"};
 
-int run_write_models(const BenchCliOptions& c, const CLI::App& sub) {
+// Refuses every flag given to `ltx bench <what>` but those of `takes` (long names without "--");
+// `list` names them in the message.
+void only_options(const CLI::App& sub, const char* what, const std::set<std::string>& takes,
+                  const char* list) {
   for (const CLI::Option* opt : sub.get_options())
     for (const std::string& name : opt->get_lnames())
-      LTX_CHECK(sub.count("--" + name) == 0 || name == "preset" || name == "dir" || name == "seed" ||
-                    name == "help",
-                "--", name, " does not apply to `ltx bench write-models` (it takes --preset, --dir "
-                "and --seed)");
+      LTX_CHECK(sub.count("--" + name) == 0 || name == "help" || takes.count(name) != 0, "--", name,
+                " does not apply to `ltx bench ", what, "` (it takes ", list, ")");
+}
+
+int run_write_models(const BenchCliOptions& c, const CLI::App& sub) {
+  only_options(sub, "write-models", {"preset", "dir", "seed"}, "--preset, --dir and --seed");
   LTX_CHECK(!c.dir.empty(), "ltx bench write-models needs --dir DIR: the folder the files go to");
   const bench::Preset p = bench::preset(c.preset);
   const bench::ModelFileSet files =
@@ -311,15 +313,11 @@ int run_write_models(const BenchCliOptions& c, const CLI::App& sub) {
 }
 
 int run_cold_start(const BenchCliOptions& c, const CLI::App& sub) {
-  const std::set<std::string> takes = {"preset", "dir", "runs", "whole-clip", "device", "pipeline",
-                                       "size", "frames", "quantization", "offload",
-                                       "max-gpu-memory", "json", "out", "help"};
-  for (const CLI::Option* opt : sub.get_options())
-    for (const std::string& name : opt->get_lnames())
-      LTX_CHECK(sub.count("--" + name) == 0 || takes.count(name) != 0, "--", name,
-                " does not apply to `ltx bench cold-start` (it takes --preset, --dir, --runs, "
-                "--whole-clip, --device, --pipeline, --size, --frames, --quantization, --offload, "
-                "--max-gpu-memory, --json and --out)");
+  only_options(sub, "cold-start",
+               {"preset", "dir", "runs", "whole-clip", "device", "pipeline", "size", "frames",
+                "quantization", "offload", "max-gpu-memory", "json", "out"},
+               "--preset, --dir, --runs, --whole-clip, --device, --pipeline, --size, --frames, "
+               "--quantization, --offload, --max-gpu-memory, --json and --out");
   const ClipSize clip = clip_size(c, sub, "cold-start");
   bench::ColdStartOptions o;
   o.preset = c.preset;
@@ -336,13 +334,7 @@ int run_cold_start(const BenchCliOptions& c, const CLI::App& sub) {
   if (!c.max_gpu_memory.empty())
     o.extra_args.insert(o.extra_args.end(), {"--max-gpu-memory", c.max_gpu_memory});
   const bench::ColdStartResult r = bench::run_cold_start(o);
-  const std::string json = bench::cold_start_json(r).dump(2) + "\n";
-  if (!c.out.empty()) write_text_atomically(c.out, json);
-  if (c.json)
-    std::cout << json << std::flush;
-  else
-    std::cout << bench::format_cold_start(r) << std::flush;
-  return 0;
+  return emit_report(c, bench::cold_start_json(r), bench::format_cold_start(r));
 }
 
 int run_bench(const BenchCliOptions& c, const CLI::App& sub) {
@@ -365,13 +357,7 @@ int run_bench(const BenchCliOptions& c, const CLI::App& sub) {
   // Read the official file before the (long) run, so that a bad path fails at once.
   for (const std::string& file : c.official) bench::attach_official(report, file, choice);
   if (c.what != "flops") bench::run(report);
-  const std::string json = bench::to_json(report).dump(2) + "\n";
-  if (!c.out.empty()) write_text_atomically(c.out, json);
-  if (c.json)
-    std::cout << json << std::flush;
-  else
-    std::cout << bench::format_table(report) << std::flush;
-  return 0;
+  return emit_report(c, bench::to_json(report), bench::format_table(report));
 }
 
 }  // namespace
