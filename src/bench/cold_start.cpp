@@ -137,6 +137,14 @@ ColdStartResult run_cold_start(const ColdStartOptions& o) {
   const std::filesystem::path out_dir =
       std::filesystem::temp_directory_path() / ("ltx-cold-start-" + std::to_string(::getpid()));
   std::filesystem::create_directories(out_dir);
+  // Removed however the runs end (the children write their MP4 there with --whole-clip).
+  struct RemoveOnExit {
+    std::filesystem::path dir;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_out_dir{out_dir};
   std::vector<std::string> argv = {
       o.ltx_binary.empty() ? own_executable() : o.ltx_binary,
       "generate",
@@ -160,8 +168,6 @@ ColdStartResult run_cold_start(const ColdStartOptions& o) {
                     (run.exit_code == 0 || (run.interrupted && run.exit_code == 130));
     r.runs.push_back(std::move(run));
     if (!ok) {
-      std::error_code ec;
-      std::filesystem::remove_all(out_dir, ec);
       std::string tail;
       const auto& lines = r.runs.back().lines;
       for (size_t k = lines.size() > 12 ? lines.size() - 12 : 0; k < lines.size(); ++k)
@@ -170,8 +176,6 @@ ColdStartResult run_cold_start(const ColdStartOptions& o) {
            r.runs.back().exit_code, "); its last lines:", tail);
     }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(out_dir, ec);
   return r;
 }
 
