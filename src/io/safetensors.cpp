@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <list>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -27,6 +28,47 @@ namespace ltx::io {
 namespace {
 
 std::atomic<int64_t> g_safetensors_open_count{0};
+std::atomic<int64_t> g_safetensors_parse_count{0};
+
+// Parsed headers by content. One run opens the same checkpoint many times (each component's
+// loader, the inspection, memory planning), and a large model's header is megabytes of JSON. A
+// parse depends only on the header bytes and the file size, so those are the key; entries are
+// compared byte for byte, never by name or date. A few recent headers are kept.
+template <class Table>
+class ParsedHeaderCache {
+ public:
+  std::shared_ptr<const Table> find(uint64_t file_size, std::string_view header) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->file_size != file_size || it->header != header) continue;
+      entries_.splice(entries_.begin(), entries_, it);  // most recent first
+      return entries_.front().table;
+    }
+    return nullptr;
+  }
+  void insert(uint64_t file_size, std::string_view header, std::shared_ptr<const Table> table) {
+    if (header.size() > kMaxBytes / 4) return;  // a huge header is parsed each time
+    const std::lock_guard<std::mutex> lock(mutex_);
+    entries_.push_front({file_size, std::string(header), std::move(table)});
+    bytes_ += header.size();
+    while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
+      bytes_ -= entries_.back().header.size();
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 16;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  struct Entry {
+    uint64_t file_size;
+    std::string header;
+    std::shared_ptr<const Table> table;
+  };
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+  size_t bytes_ = 0;
+};
 
 struct DTypeName {
   const char* name;
@@ -95,6 +137,9 @@ struct SafetensorsFile::Mapping {
 };
 
 int64_t safetensors_open_count() { return g_safetensors_open_count.load(std::memory_order_relaxed); }
+int64_t safetensors_header_parse_count() {
+  return g_safetensors_parse_count.load(std::memory_order_relaxed);
+}
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   g_safetensors_open_count.fetch_add(1, std::memory_order_relaxed);
@@ -157,11 +202,21 @@ void SafetensorsFile::validate() {
     bad_file(path_, "header length ", n, " runs past the end of the file (", file_size_,
              " bytes): the file is truncated or not a safetensors file");
   header_size_ = n;
-  parse_header(reinterpret_cast<const char*>(bytes + 8), n);
+  static ParsedHeaderCache<Table> cache;
+  const std::string_view header(reinterpret_cast<const char*>(bytes + 8), n);
+  table_ = cache.find(file_size_, header);
+  if (table_ == nullptr) {
+    table_ = parse_header(header.data(), n);
+    cache.insert(file_size_, header, table_);
+  }
 }
 
-void SafetensorsFile::parse_header(const char* header, uint64_t n) {
+std::shared_ptr<const SafetensorsFile::Table> SafetensorsFile::parse_header(const char* header,
+                                                                            uint64_t n) const {
   using nlohmann::json;
+  g_safetensors_parse_count.fetch_add(1, std::memory_order_relaxed);
+  auto table = std::make_shared<Table>();
+  std::vector<TensorInfo>& infos = table->infos;
   if (header[0] != '{')
     bad_file(path_, "the header is not a JSON object (it must start with '{', found '",
              std::isprint(static_cast<unsigned char>(header[0])) ? std::string(1, header[0])
@@ -193,7 +248,7 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
         if (!m.value().is_string())
           bad_file(path_, "__metadata__ must be a map of strings to strings, but key '", m.key(),
                    "' holds a ", m.value().type_name());
-        metadata_[m.key()] = m.value().get<std::string>();
+        table->metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
@@ -271,10 +326,10 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
       bad_file(path_, "tensor '", name, "': data_offsets [", ti.begin, ", ", ti.end,
                "] lie outside the data section (", data_size,
                " bytes): the file is truncated or the header is wrong");
-    infos_.push_back(std::move(ti));
+    infos.push_back(std::move(ti));
   }
 
-  std::sort(infos_.begin(), infos_.end(), [](const TensorInfo& a, const TensorInfo& b) {
+  std::sort(infos.begin(), infos.end(), [](const TensorInfo& a, const TensorInfo& b) {
     if (a.begin != b.begin) return a.begin < b.begin;
     if (a.end != b.end) return a.end < b.end;
     return a.name < b.name;
@@ -282,7 +337,7 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
   // The ranges must tile the data section: each tensor starts where the previous one ended.
   uint64_t expected = 0;
   const TensorInfo* prev = nullptr;
-  for (const TensorInfo& ti : infos_) {
+  for (const TensorInfo& ti : infos) {
     if (ti.begin < expected)
       bad_file(path_, "tensors '", prev->name, "' [", prev->begin, ", ", prev->end, ") and '",
                ti.name, "' [", ti.begin, ", ", ti.end, ") overlap in the data section");
@@ -299,24 +354,25 @@ void SafetensorsFile::parse_header(const char* header, uint64_t n) {
              expected, " (", data_size - expected, " unclaimed bytes at the end",
              prev ? " after tensor '" + prev->name + "'" : std::string(), ")");
 
-  names_.reserve(infos_.size());
-  for (size_t i = 0; i < infos_.size(); ++i) {
-    names_.push_back(infos_[i].name);
-    index_.emplace(infos_[i].name, i);
+  table->names.reserve(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    table->names.push_back(infos[i].name);
+    table->index.emplace(infos[i].name, i);
   }
+  return table;
 }
 
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {
-  auto it = index_.find(name);
-  if (it == index_.end())
-    fail("safetensors file '", path_, "' has no tensor '", name, "' (", infos_.size(),
+  auto it = table_->index.find(name);
+  if (it == table_->index.end())
+    fail("safetensors file '", path_, "' has no tensor '", name, "' (", table_->infos.size(),
          " tensors in the file)");
-  return infos_[it->second];
+  return table_->infos[it->second];
 }
 
 // What a view reads its tensors with, and the tensors tensor_bytes() handed out (kept alive).
 struct SafetensorsFile::ViewState {
-  std::vector<std::function<Tensor()>> readers;  // by index_
+  std::vector<std::function<Tensor()>> readers;  // by table_->index
   std::mutex mutex;
   std::map<std::string, Tensor> read_for_bytes;
 };
@@ -333,14 +389,15 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::view(
   std::shared_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = std::move(path);
   f->layout_ = std::move(layout);
-  f->metadata_ = std::move(metadata);
+  auto table = std::make_shared<Table>();
+  table->metadata = std::move(metadata);
   f->view_ = std::make_shared<ViewState>();
   std::sort(tensors.begin(), tensors.end(),
             [](const ViewTensor& a, const ViewTensor& b) { return a.name < b.name; });
   uint64_t offset = 0;
   for (ViewTensor& t : tensors) {
     LTX_CHECK(t.read != nullptr, "file view '", f->path_, "': tensor '", t.name, "' has no reader");
-    LTX_CHECK(f->index_.emplace(t.name, f->infos_.size()).second, "file view '", f->path_,
+    LTX_CHECK(table->index.emplace(t.name, table->infos.size()).second, "file view '", f->path_,
               "': two tensors are named '", t.name, "'");
     TensorInfo ti;
     ti.name = t.name;
@@ -349,11 +406,12 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::view(
     ti.begin = offset;
     offset += static_cast<uint64_t>(t.shape.numel()) * dtype_size(t.dtype);
     ti.end = offset;
-    f->infos_.push_back(std::move(ti));
-    f->names_.push_back(t.name);
+    table->infos.push_back(std::move(ti));
+    table->names.push_back(t.name);
     f->view_->readers.push_back(std::move(t.read));
   }
   f->file_size_ = offset;
+  f->table_ = std::move(table);
   return f;
 }
 
@@ -372,7 +430,7 @@ const uint8_t* SafetensorsFile::tensor_bytes(const std::string& name) const {
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   const TensorInfo& ti = info(name);
   if (view_) {
-    Tensor t = view_->readers[index_.at(name)]();
+    Tensor t = view_->readers[table_->index.at(name)]();
     LTX_CHECK(t.defined() && t.dtype() == ti.dtype && t.shape() == ti.shape, "file view '", path_,
               "': tensor '", name, "' read as ", t.defined() ? t.describe() : "nothing",
               ", its header says ", dtype_name(ti.dtype), " ", ti.shape.str());
@@ -390,16 +448,19 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
 }
 
 nlohmann::json SafetensorsFile::metadata_json(const std::string& key) const {
-  auto it = metadata_.find(key);
-  if (it == metadata_.end()) return nullptr;
+  auto it = table_->metadata.find(key);
+  if (it == table_->metadata.end()) return nullptr;
+  const std::lock_guard<std::mutex> lock(table_->decoded_mutex);
+  auto done = table_->decoded.find(key);
+  if (done != table_->decoded.end()) return done->second;
   nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return it->second;
-  return j;
+  if (j.is_discarded()) j = it->second;
+  return table_->decoded.emplace(key, std::move(j)).first->second;
 }
 
 nlohmann::json SafetensorsFile::metadata_json() const {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [k, v] : metadata_) out[k] = metadata_json(k);
+  for (const auto& [k, v] : table_->metadata) out[k] = metadata_json(k);
   return out;
 }
 

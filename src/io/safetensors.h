@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
@@ -55,6 +56,9 @@ const char* safetensors_dtype_name(DType dtype);
 // SafetensorsFile objects made by this process so far (every open, also of a file opened before):
 // how a test proves a step read no weight file.
 int64_t safetensors_open_count();
+// Headers parsed so far: opening a file whose header this process parsed before (the same bytes,
+// in a file of the same size) reuses that parse.
+int64_t safetensors_header_parse_count();
 
 class SafetensorsFile {
  public:
@@ -86,12 +90,12 @@ class SafetensorsFile {
   uint64_t header_size() const { return header_size_; }
   uint64_t data_offset() const { return 8 + header_size_; }
 
-  size_t size() const { return infos_.size(); }
+  size_t size() const { return table_->infos.size(); }
   // Tensor names in file order: sorted by data offset (ties, i.e. empty tensors, by name).
-  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<std::string>& names() const { return table_->names; }
   // All tensor infos, in the same order as names().
-  const std::vector<TensorInfo>& infos() const { return infos_; }
-  bool contains(const std::string& name) const { return index_.count(name) != 0; }
+  const std::vector<TensorInfo>& infos() const { return table_->infos; }
+  bool contains(const std::string& name) const { return table_->index.count(name) != 0; }
   // Throws naming the file when `name` is absent.
   const TensorInfo& info(const std::string& name) const;
   // A CPU tensor viewing the mapped bytes (no copy). The tensor keeps the mapping alive, so it may
@@ -103,8 +107,8 @@ class SafetensorsFile {
   const uint8_t* tensor_bytes(const std::string& name) const;
 
   // "__metadata__" as stored (empty when absent).
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  bool has_metadata(const std::string& key) const { return metadata_.count(key) != 0; }
+  const std::map<std::string, std::string>& metadata() const { return table_->metadata; }
+  bool has_metadata(const std::string& key) const { return table_->metadata.count(key) != 0; }
   // A metadata value decoded like the reference's SafetensorsModelStateDictLoader.metadata(): a
   // value that parses as JSON is returned decoded (objects, numbers, ...), any other value as a
   // JSON string ("2.3.0" stays the string "2.3.0", "2.5" becomes the number 2.5). Null when the
@@ -122,16 +126,25 @@ class SafetensorsFile {
   std::shared_ptr<Mapping> map_;
   uint64_t file_size_ = 0;
   uint64_t header_size_ = 0;
-  std::vector<TensorInfo> infos_;
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, size_t> index_;
-  std::map<std::string, std::string> metadata_;
+  // What the header says. Immutable once built, so files with the same header share one.
+  struct Table {
+    std::vector<TensorInfo> infos;  // in file order
+    std::vector<std::string> names;
+    std::unordered_map<std::string, size_t> index;
+    std::map<std::string, std::string> metadata;
+    // metadata_json(key) results, decoded on first use.
+    mutable std::mutex decoded_mutex;
+    mutable std::map<std::string, nlohmann::json> decoded;
+  };
+  std::shared_ptr<const Table> table_;
 
   SafetensorsFile(std::string name, std::vector<uint8_t> bytes);
   SafetensorsFile() = default;
   // Checks the length field and the header of the bytes map_ holds.
   void validate();
-  void parse_header(const char* header, uint64_t n);
+  // The header's table, validated against the file size; the parse is skipped where this
+  // process already parsed the same header bytes for a file of the same size.
+  std::shared_ptr<const Table> parse_header(const char* header, uint64_t n) const;
 };
 
 // Writes `tensors` (any device, dtype and strides; copied to contiguous CPU memory one at a time)

@@ -337,6 +337,60 @@ TEST(Safetensors, InfoOfAnAbsentTensorNamesFileAndTensor) {
   expect_error_containing([&] { f.tensor("b"); }, {"x.safetensors", "'b'"});
 }
 
+// A run opens one checkpoint many times (each component's loader, inspection, memory planning):
+// the header is parsed once and shared by content, never by name.
+TEST(Safetensors, ReopeningAFileReusesItsHeaderParse) {
+  TempDir dir;
+  const std::string path = dir.file("re.safetensors");
+  const Tensor src = test::random_tensor({4, 3}, 11);
+  write_safetensors(path, {{"w", src}}, {{"config", R"({"k": 1})"}});
+  const int64_t parses = io::safetensors_header_parse_count();
+  SafetensorsFile a(path);
+  EXPECT_EQ(io::safetensors_header_parse_count(), parses + 1);
+  const auto b = SafetensorsFile::open(path);
+  SafetensorsFile c(path);
+  EXPECT_EQ(io::safetensors_header_parse_count(), parses + 1);
+  EXPECT_TRUE(same_bytes(c.tensor("w"), src));
+  EXPECT_EQ(b->metadata_json("config")["k"], 1);
+  EXPECT_EQ(c.metadata_json("config")["k"], 1);
+}
+
+TEST(Safetensors, FilesWithTheSameHeaderReadTheirOwnData) {
+  TempDir dir;
+  const Tensor x = test::random_tensor({5, 2}, 1), y = test::random_tensor({5, 2}, 2);
+  write_safetensors(dir.file("x.safetensors"), {{"w", x}});
+  write_safetensors(dir.file("y.safetensors"), {{"w", y}});
+  SafetensorsFile fx(dir.file("x.safetensors"));
+  const int64_t parses = io::safetensors_header_parse_count();
+  SafetensorsFile fy(dir.file("y.safetensors"));
+  EXPECT_EQ(io::safetensors_header_parse_count(), parses);  // the same header bytes
+  EXPECT_EQ(fy.path(), dir.file("y.safetensors"));
+  EXPECT_TRUE(same_bytes(fx.tensor("w"), x));
+  EXPECT_TRUE(same_bytes(fy.tensor("w"), y));
+  expect_error_containing([&] { fy.info("v"); }, {"y.safetensors", "'v'"});
+}
+
+TEST(Safetensors, AFileRewrittenInPlaceIsReadAsItIsNow) {
+  TempDir dir;
+  const std::string path = dir.file("w.safetensors");
+  write_safetensors(path, {{"a", Tensor::zeros({2})}});
+  {
+    SafetensorsFile f(path);
+    EXPECT_TRUE(f.contains("a"));
+  }
+  // The same length, another header: a new parse.
+  write_safetensors(path, {{"b", Tensor::full({2}, 1.0)}});
+  SafetensorsFile f(path);
+  EXPECT_FALSE(f.contains("a"));
+  EXPECT_EQ(f.tensor("b").to_float_vector(), (std::vector<float>{1.f, 1.f}));
+  // The same header, the data cut short: still refused, naming the file.
+  std::string bytes = test::read_bytes(path);
+  bytes.resize(bytes.size() - 4);
+  write_bytes(path, bytes);
+  expect_error_containing([&] { SafetensorsFile g(path); },
+                          {"w.safetensors", "tensor 'b'", "outside the data section"});
+}
+
 // ------------------------------------------------------------------- corrupt files
 
 class SafetensorsCorrupt : public ::testing::Test {

@@ -162,7 +162,7 @@ for step in "$@"; do
         ${COLD_ARGS:-} --out "$LOG/coldstart.json" > "$LOG/coldstart.txt" 2>&1
       echo "cold-start rc=$?"; grep -E "^run |\] ltx: |\] timings|\] (model|text|transformer)" "$LOG/coldstart.txt" | head -40
       if [ -d .ref ]; then
-        LTX_REF=.ref timeout 300 python3 tools/bench/official_cold_start.py "$M/ltx23-22b-checkpoint.safetensors" \
+        LTX_REF=.ref timeout ${OFFICIAL_LIMIT:-300} python3 tools/bench/official_cold_start.py "$M/ltx23-22b-checkpoint.safetensors" \
           --runs ${RUNS:-2} --out "$LOG/official_cold_start.json" > "$LOG/official_cold_start.txt" 2>&1
         echo "official rc=$?"; tail -5 "$LOG/official_cold_start.txt"
       fi
