@@ -528,48 +528,14 @@ DType BenchOptions::model_dtype() const {
   return dtype.value_or(device.is_cuda() ? DType::BF16 : DType::F32);
 }
 
-namespace {
-
-// The quantized types of `ltx quantize --type` (the GGUF policy's list without BF16 / F16).
-std::vector<std::string> quantized_weight_formats() {
-  std::vector<std::string> out;
-  std::stringstream names(quantization::gguf_quant_type_names());
-  for (std::string name; std::getline(names, name, ',');) {
-    name.erase(0, name.find_first_not_of(' '));
-    const auto t = quantization::parse_gguf_quant_type(name);
-    if (t && ggml_is_quantized(t->base)) out.push_back(name);
-  }
-  return out;
-}
-
-std::string weights_format_lower_case(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-}  // namespace
 
 std::optional<std::string> BenchOptions::ggml_weights() const {
-  const std::optional<quantization::GgufQuantType> t = quantization::parse_gguf_quant_type(weights_format);
-  if (!t || !ggml_is_quantized(t->base)) return std::nullopt;
-  return t->name;
+  return weights_format_ggml_type(weights_format);
 }
 
 void BenchOptions::validate() const {
   (void)bench::preset(preset);  // throws for an unknown name
-  const std::string format = weights_format_lower_case(weights_format);
-  if (format != "dense" && format != "bf16" && !ggml_weights()) {
-    std::string accepted = "dense, bf16";
-    for (const std::string& name : quantized_weight_formats()) accepted += ", " + weights_format_lower_case(name);
-    fail("--weights-format: unknown format '", weights_format, "'; use one of ", accepted);
-  }
-  LTX_CHECK(format != "bf16" || model_dtype() == DType::BF16, "--weights-format bf16: the dense "
-            "weights under --dtype bf16 (the CUDA default), but this run's dtype is ",
-            dtype_name(model_dtype()), "; use --weights-format dense");
-  LTX_CHECK(!ggml_weights() || quantization == quantization::Mode::None, "--weights-format ",
-            weights_format, " makes the transformer's linear weights GGML blocks, which run as "
-            "stored (as a GGUF file's); --quantization ", quantization::mode_name(quantization),
-            " quantises dense weights at load: use one of the two");
+  check_weights_format(weights_format, model_dtype(), quantization);
   LTX_CHECK(warmup >= 0, "--warmup: must be >= 0, got ", warmup);
   LTX_CHECK(iters >= 1, "--iters: must be >= 1, got ", iters);
   if (frames)

@@ -19,9 +19,11 @@
 #include "generate/demo_assets.h"
 #include "generate/generate.h"
 #include "generate/memory_budget.h"
+#include "generate/offload_plan.h"
 #include "generate/model_provider.h"
 #include "generate/placement.h"
 #include "generate/progress.h"
+#include "io/gguf_writer.h"
 #include "media/support.h"
 #include "models/audio_vae/audio_vae.h"
 #include "models/audio_vae/config.h"
@@ -96,8 +98,10 @@ text::GemmaAssets tokenizer_assets(const Preset& p) {
 // so each model is freed when its step ends, as with OneShotProvider.
 class SyntheticModelProvider final : public generate::ModelProvider {
  public:
-  SyntheticModelProvider(Preset preset, uint64_t seed, SynthesisMeter& meter)
-      : preset_(std::move(preset)), seed_(seed), meter_(meter) {}
+  SyntheticModelProvider(Preset preset, uint64_t seed, SynthesisMeter& meter,
+                         GgmlRule transformer_ggml)
+      : preset_(std::move(preset)), seed_(seed), meter_(meter),
+        transformer_ggml_(std::move(transformer_ggml)) {}
 
   std::shared_ptr<text::PromptEncoder> prompt_encoder(
       const generate::ModelPaths&, const nn::LoadOptions& where,
@@ -135,8 +139,9 @@ class SyntheticModelProvider final : public generate::ModelProvider {
       LTX_CHECK(lora::is_identity(set), "bench pipeline: a stage asks for ", lora::describe(set),
                 ", but the run has no LoRA");
     auto st = std::make_shared<generate::StageTransformer>();
-    io::WeightMap w = synthetic(transformer_init);
-    // Its Linears stored as --quantization says, as OneShotProvider loads it.
+    // Its Linears stored as --quantization says, as OneShotProvider loads it, or as GGML blocks
+    // (--weights-format), which Linear::load binds as a GGUF file's.
+    io::WeightMap w = synthetic(transformer_init, transformer_ggml_);
     st->model = std::make_unique<models::transformer::LTXModel>(models::transformer::LTXModel::load(
         w, preset_.transformer_config(), generate::transformer_placement(where, paths.quantization),
         streaming));
@@ -194,6 +199,7 @@ class SyntheticModelProvider final : public generate::ModelProvider {
   Preset preset_;
   uint64_t seed_;
   SynthesisMeter& meter_;
+  GgmlRule transformer_ggml_;  // empty: dense
   // The generators of the maps handed out (a map's synthesizer refers to its generator).
   std::vector<std::unique_ptr<RandomWeights>> generators_;
 
@@ -201,20 +207,36 @@ class SyntheticModelProvider final : public generate::ModelProvider {
 
   // A map that makes every weight a model's loader takes, timing each (the device is synchronised
   // so the time is the tensor's).
-  io::WeightMap synthetic(InitRule rule) {
+  io::WeightMap synthetic(InitRule rule, const GgmlRule& ggml = {}) {
     generators_.push_back(std::make_unique<RandomWeights>(std::move(rule), seed_ + generators_.size()));
     RandomWeights* rw = generators_.back().get();
     SynthesisMeter* meter = &meter_;
+    auto timed = [meter](auto make, Device device) {
+      const Clock::time_point t0 = Clock::now();
+      auto made = make();
+      backend::synchronize(device);
+      meter->seconds += wall_seconds_since(t0);
+      return made;
+    };
+    io::GgmlSynthesizer blocks;
+    if (ggml) {
+      blocks = rw->ggml_synthesizer(ggml);
+      blocks.make = [rw, meter, timed](const std::string& name, const Shape& shape, GgmlType type,
+                                       Device device) {
+        io::GgmlTensor g = timed([&] { return rw->make_ggml(name, shape, type, device); }, device);
+        meter->elements += shape.numel();
+        meter->bytes += static_cast<int64_t>(g.bytes.nbytes());
+        return g;
+      };
+    }
     return io::WeightMap::synthetic(
-        [rw, meter](const std::string& name, const Shape& shape, DType dtype, Device device) {
-          const Clock::time_point t0 = Clock::now();
-          Tensor t = rw->make(name, shape, dtype, device);
-          backend::synchronize(device);
-          meter->seconds += wall_seconds_since(t0);
+        [rw, meter, timed](const std::string& name, const Shape& shape, DType dtype, Device device) {
+          Tensor t = timed([&] { return rw->make(name, shape, dtype, device); }, device);
           meter->elements += t.numel();
           meter->bytes += static_cast<int64_t>(t.nbytes());
           return t;
-        });
+        },
+        blocks);
   }
 };
 
@@ -281,28 +303,46 @@ void write_header_only_file(const std::string& path, const std::vector<io::Tenso
   std::filesystem::resize_file(path, 8 + text.size() + offset);
 }
 
-// The two largest models of the pipeline at their size on the device, counted without making
-// them (what check_budget_fits compares with the budget).
-std::vector<generate::ComponentSize> component_sizes(const Preset& p, DType dtype) {
-  const auto bytes = static_cast<int64_t>(dtype_size(dtype));
-  const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(p.gemma, "bench preset");
-  const int64_t text = count_parameters([&](io::WeightMap& w) {
-    (void)text::GemmaTextModel::load(gemma, w, {}, "in memory", "bench preset");
-  });
-  const int64_t transformer = count_parameters([&](io::WeightMap& w) {
-    (void)models::transformer::LTXModel::load(w, p.transformer_config(), {});
-  });
-  return {{"text encoder", text * bytes}, {"transformer", transformer * bytes}};
+// A GGUF file of `infos` over a sparse data section: the tensors `ggml` types as those GGML
+// blocks, the other floating ones bf16 (as the community GGUF transformers keep them).
+void write_header_only_gguf(const std::string& path, const std::vector<io::TensorInfo>& infos,
+                            const GgmlRule& ggml) {
+  std::vector<io::GgufTensorSpec> specs;
+  std::set<std::string> seen;
+  for (const io::TensorInfo& i : infos) {
+    if (!seen.insert(i.name).second) continue;
+    LTX_CHECK(dtype_is_floating(i.dtype), "bench pipeline: the stand-in GGUF has no type for '",
+              i.name, "' (", dtype_name(i.dtype), ")");
+    specs.push_back({i.name, ggml(i.name, i.shape).value_or(GgmlType::BF16), i.shape});
+  }
+  io::write_gguf_header_only(path, {io::gguf_string("general.architecture", "ltxv")}, specs);
+}
+
+// The two largest models of the pipeline at their size on the device, as the planner reads them
+// from the stand-in files (GGML blocks as stored), without making them (what check_budget_fits
+// compares with the budget).
+std::vector<generate::ComponentSize> whole_model_sizes(const StandInModelFiles& files, DType dtype) {
+  const auto total = [](const generate::BlockModelSizes& s) {
+    return s.fixed_bytes + s.blocks * s.block_bytes;
+  };
+  return {{"text encoder", total(generate::text_encoder_sizes(files.text_encoder(), dtype))},
+          {"transformer", total(generate::transformer_sizes(files.transformer(), dtype,
+                                                            quantization::Mode::None))}};
 }
 
 }  // namespace
 
-StandInModelFiles::StandInModelFiles(const Preset& p)
-    : dir_(std::filesystem::temp_directory_path() / str("ltx-bench-models-", ::getpid(), "-", p.name)) {
+StandInModelFiles::StandInModelFiles(const Preset& p, const GgmlRule& transformer_ggml)
+    : dir_(std::filesystem::temp_directory_path() / str("ltx-bench-models-", ::getpid(), "-", p.name)),
+      transformer_gguf_(static_cast<bool>(transformer_ggml)) {
   std::filesystem::create_directories(dir_);
-  write_header_only_file(transformer(), parameter_infos([&](io::WeightMap& w) {
+  const std::vector<io::TensorInfo> transformer_infos = parameter_infos([&](io::WeightMap& w) {
     (void)models::transformer::LTXModel::load(w, p.transformer_config(), {});
-  }));
+  });
+  if (transformer_gguf_)
+    write_header_only_gguf(transformer(), transformer_infos, transformer_ggml);
+  else
+    write_header_only_file(transformer(), transformer_infos);
   const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(p.gemma, "bench preset");
   write_header_only_file(text_encoder(), parameter_infos([&](io::WeightMap& w) {
     (void)text::GemmaTextModel::load(gemma, w, {}, "in memory", "bench preset");
@@ -319,7 +359,7 @@ StandInModelFiles::~StandInModelFiles() {
 }
 
 std::string StandInModelFiles::transformer() const {
-  return (dir_ / "transformer.safetensors").string();
+  return (dir_ / (transformer_gguf_ ? "transformer.gguf" : "transformer.safetensors")).string();
 }
 std::string StandInModelFiles::text_encoder() const {
   return (dir_ / "text_encoder.safetensors").string();
@@ -360,14 +400,18 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   g.offload = o.offload;
   g.step_cache = o.step_cache;
   generate::validate_options(g, /*to_file=*/false);
+  const DType dtype = generate::model_placement(o.device, o.dtype).dtype;
+  check_weights_format(o.weights_format, dtype, o.quantization);
+  const std::optional<std::string> ggml = weights_format_ggml_type(o.weights_format);
+  const GgmlRule transformer_ggml = ggml ? transformer_gguf_rule(*ggml) : GgmlRule();
+  const StandInModelFiles files(preset, transformer_ggml);
   const int64_t previous_limit = backend::memory_limit_bytes(o.device);
   if (o.max_gpu_memory_bytes > 0) {
-    // Whole models as ltx generate counts them; with streamed blocks or quantized Linears their
-    // resident size is smaller than that count, so then the allocator's limit alone holds them.
+    // Whole models as the stand-in files give them (GGML blocks as stored); with streamed blocks
+    // or --quantization's Linears their resident size is smaller than that count, so then the
+    // allocator's limit alone holds them.
     if (o.offload == generate::Offload::None && o.quantization == quantization::Mode::None)
-      generate::check_budget_fits(
-          component_sizes(preset, generate::model_placement(o.device, o.dtype).dtype),
-          o.max_gpu_memory_bytes);
+      generate::check_budget_fits(whole_model_sizes(files, dtype), o.max_gpu_memory_bytes);
     generate::apply_gpu_budget(o.device, o.max_gpu_memory_bytes);
   }
   // The budget holds for this run only: a later run in the same process (the tests, `ltx bench`
@@ -384,7 +428,6 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
     }
   } restore_limit{o.device, o.max_gpu_memory_bytes > 0 ? previous_limit : -1};
 
-  const StandInModelFiles files(preset);
   generate::ResolvedModels models;
   models.paths.layout = generate::ModelPaths::Layout::Split;
   const std::string what = "bench preset '" + preset.name + "'";
@@ -396,7 +439,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   models.report.version_name = preset.description;
 
   SynthesisMeter meter{o.device};
-  SyntheticModelProvider provider(preset, static_cast<uint64_t>(o.seed), meter);
+  SyntheticModelProvider provider(preset, static_cast<uint64_t>(o.seed), meter, transformer_ggml);
 
   PipelineBenchResult r;
   r.preset = preset.name;
@@ -408,6 +451,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   r.max_gpu_memory_bytes = o.max_gpu_memory_bytes;
   r.quantization = quantization::mode_name(o.quantization);
   r.offload = generate::offload_name(o.offload);
+  r.weights_format = ggml.value_or("dense");
 
   // Per-stage clocks: synchronised at every event so each number is the stage's device work.
   generate::Progress progress;
@@ -498,6 +542,7 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
                           : std::string(),
                       r.quantization != "none" ? ", --quantization " + r.quantization : std::string(),
                       r.offload != "none" ? ", --offload " + r.offload : std::string(),
+                      r.weights_format != "dense" ? ", --weights-format " + r.weights_format : std::string(),
                       r.step_cache != "none" ? ", --cache " + r.step_cache : std::string(), "\n");
   for (const models::transformer::StepCacheReport& c : r.step_cache_stages)
     s += str("step cache: ", c.stage, " computed ", c.computed, " of ", c.computed + c.reused,
@@ -542,6 +587,7 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["frames"] = r.frames;
   j["quantization"] = r.quantization;
   j["offload"] = r.offload;
+  j["weights_format"] = r.weights_format;
   j["max_gpu_memory_gib"] = r.max_gpu_memory_bytes > 0
                                 ? nlohmann::ordered_json(static_cast<double>(r.max_gpu_memory_bytes) / kBytesPerGiB)
                                 : nlohmann::ordered_json(nullptr);

@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/random_weights.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "generate/decode.h"
@@ -45,10 +46,12 @@ struct Preset;
 // that reads as zeros and takes no disk space. The pipeline bench hands them to the run as its
 // model paths, so that the memory planner, the budget checks and the quantization checks read
 // the run's sizes from files as they do for real checkpoints; the weights themselves come from
-// the synthetic provider.
+// the synthetic provider. With `transformer_ggml` (--weights-format), the transformer is a GGUF
+// file instead, the tensors that rule types stored as those GGML blocks, the rest bf16, as a
+// community GGUF transformer.
 class StandInModelFiles {
  public:
-  explicit StandInModelFiles(const Preset& preset);
+  explicit StandInModelFiles(const Preset& preset, const GgmlRule& transformer_ggml = {});
   ~StandInModelFiles();
   StandInModelFiles(const StandInModelFiles&) = delete;
   StandInModelFiles& operator=(const StandInModelFiles&) = delete;
@@ -59,6 +62,7 @@ class StandInModelFiles {
 
  private:
   std::filesystem::path dir_;
+  bool transformer_gguf_ = false;
 };
 
 struct PipelineBenchOptions {
@@ -78,6 +82,10 @@ struct PipelineBenchOptions {
   // no files to stream from here.
   quantization::Mode quantization = quantization::Mode::None;
   generate::Offload offload = generate::Offload::None;
+  // --weights-format, as `ltx bench transformer` takes it (bench/random_weights.h,
+  // check_weights_format): dense, or the transformer's linear weights made as GGML blocks of a
+  // quantized `ltx quantize` type, loaded and planned as a GGUF transformer's.
+  std::string weights_format = "dense";
   // Where the MP4 goes when FFmpeg is built in; empty: a temporary file, removed afterwards.
   std::string mp4_path;
   // --cache and its flags, as `ltx generate` takes them (two-stage, two-stage-hq: stage 1).
@@ -98,6 +106,7 @@ struct PipelineBenchResult {
   int64_t width = 0, height = 0, frames = 0;
   int64_t max_gpu_memory_bytes = 0;  // the budget it ran under (0: none)
   std::string quantization, offload;  // the modes it ran with
+  std::string weights_format = "dense";  // the transformer's GGML type ("Q4_K"), or dense
   std::vector<PipelineStageTiming> stages;
   double total_seconds = 0;      // generate_with's wall time
   double synthesis_seconds = 0;  // all weight synthesis

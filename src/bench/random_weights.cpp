@@ -1,7 +1,9 @@
 #include "bench/random_weights.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -37,6 +39,51 @@ GgmlRule transformer_gguf_rule(const std::string& type) {
     if (!ggml_is_quantized(g)) return std::nullopt;
     return g;
   };
+}
+
+namespace {
+
+// The quantized types of `ltx quantize --type` (the GGUF policy's list without BF16 / F16).
+std::vector<std::string> quantized_weight_formats() {
+  std::vector<std::string> out;
+  std::stringstream names(quantization::gguf_quant_type_names());
+  for (std::string name; std::getline(names, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    const auto t = quantization::parse_gguf_quant_type(name);
+    if (t && ggml_is_quantized(t->base)) out.push_back(name);
+  }
+  return out;
+}
+
+std::string weights_format_lower_case(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::string> weights_format_ggml_type(const std::string& format) {
+  const std::optional<quantization::GgufQuantType> t = quantization::parse_gguf_quant_type(format);
+  if (!t || !ggml_is_quantized(t->base)) return std::nullopt;
+  return t->name;
+}
+
+void check_weights_format(const std::string& format, DType model_dtype,
+                          quantization::Mode quantization) {
+  const std::string lower = weights_format_lower_case(format);
+  const std::optional<std::string> ggml = weights_format_ggml_type(format);
+  if (lower != "dense" && lower != "bf16" && !ggml) {
+    std::string accepted = "dense, bf16";
+    for (const std::string& name : quantized_weight_formats()) accepted += ", " + weights_format_lower_case(name);
+    fail("--weights-format: unknown format '", format, "'; use one of ", accepted);
+  }
+  LTX_CHECK(lower != "bf16" || model_dtype == DType::BF16, "--weights-format bf16: the dense "
+            "weights under --dtype bf16 (the CUDA default), but this run's dtype is ",
+            dtype_name(model_dtype), "; use --weights-format dense");
+  LTX_CHECK(!ggml || quantization == quantization::Mode::None, "--weights-format ", format,
+            " makes the transformer's linear weights GGML blocks, which run as stored (as a GGUF "
+            "file's); --quantization ", quantization::mode_name(quantization),
+            " quantises dense weights at load: use one of the two");
 }
 
 Init diffusion_vae_init(const std::string& name, const Shape& shape) {

@@ -33,6 +33,7 @@
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "quantization/mode.h"
 
 namespace ltx::bench {
 
@@ -52,6 +53,18 @@ using GgmlRule = std::function<std::optional<GgmlType>(const std::string& name, 
 // weights whose dense source is bf16: the tensors the policy quantises get its type, the rest
 // nullopt. Throws for a name that is not a quantized `ltx quantize` type.
 GgmlRule transformer_gguf_rule(const std::string& type);
+
+// `--weights-format` of `ltx bench transformer` and `ltx bench pipeline`: "dense" (every weight in
+// the model dtype; "bf16" says the same under a bf16 model dtype), or a quantized type of `ltx
+// quantize --type` (any case) whose policy (transformer_gguf_rule) makes the transformer's linear
+// weights GGML blocks. The quantized type's name ("Q4_K_M"); nullopt for dense and for names
+// that are neither (check_weights_format refuses those).
+std::optional<std::string> weights_format_ggml_type(const std::string& format);
+// Throws ltx::Error naming --weights-format for an unknown format (listing the accepted ones),
+// "bf16" under another model dtype, and a quantized format with a --quantization mode (GGML
+// blocks run as stored; a mode quantises dense weights at load).
+void check_weights_format(const std::string& format, DType model_dtype,
+                          quantization::Mode quantization);
 
 // The official benchmark's transformer init: q_norm / k_norm weights 1, tensors of >= 2 dims
 // N(0, 0.02^2), the rest N(0, 0.01^2).

@@ -217,7 +217,7 @@ const char* const kNotPipelineOptions[] = {
     "--vae-size", "--text-tokens", "--no-tiling", "--cuda-graph", "--guided", "--no-text-kv-share",
     "--per-token-timesteps", "--image-conditioned", "--decode-free-gib", "--warmup", "--iters",
     "--official", "--official-section", "--gemm-tflops", "--attention-tflops", "--jobs", "--batch",
-    "--filter", "--weights-format"};
+    "--filter"};
 
 // The clip of `pipeline` and `cold-start`: 768x512x121 unless set, the tiny preset's own shapes
 // for `tiny` (seconds on the CPU), then --size and --frames.
@@ -246,7 +246,7 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench pipeline` (it takes --preset, --pipeline, --size, "
               "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, "
-              "--quantization, --offload, --mp4, --cache, --json and --out)");
+              "--quantization, --weights-format, --offload, --mp4, --cache, --json and --out)");
   const ClipSize clip = clip_size(c, sub, "pipeline");
   bench::PipelineBenchOptions o;
   o.preset = c.preset;
@@ -277,6 +277,7 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
       LTX_CHECK(sub.count(flag) == 0, flag, " applies to a step cache; add --cache fbcache");
   o.max_gpu_memory_bytes = gpu_budget(c, o.device);
   o.quantization = random_weights_mode(c.quantization);
+  o.weights_format = c.weights_format;
   // As ltx generate: unset, the planner decides under a GPU budget, else everything is resident.
   o.offload = !c.offload.empty() ? generate::parse_offload(c.offload)
               : o.max_gpu_memory_bytes > 0 && o.device.is_cuda() ? generate::Offload::Auto
@@ -392,7 +393,8 @@ Command add_bench(CLI::App& app) {
                   "The transformer's linear weights: dense (default, in --dtype; bf16 says the same "
                   "under --dtype bf16) or GGML blocks of an `ltx quantize` type (q8_0, q6_k, q5_k, "
                   "q5_k_m, q4_k, q4_k_m, q5_0, q4_0) for the weights it quantises, made from one "
-                  "quantised pool of random values; not with --quantization");
+                  "quantised pool of random values; not with --quantization. pipeline: the "
+                  "transformer loaded and planned as a GGUF file of those blocks");
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
   sub->add_option("--vae-size", o->vae_size,
                   "Video size WxH of both decoders (default: the preset's, 1536x1024)");

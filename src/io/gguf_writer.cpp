@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -215,6 +216,20 @@ void write_gguf(const std::string& path, const std::vector<GgufMetadata>& metada
     out.write(buffer.data(), buffer.size());
     out.write_zeros(pad_to(nbytes, alignment) - nbytes);
   }
+  out.commit();
+}
+
+void write_gguf_header_only(const std::string& path, const std::vector<GgufMetadata>& metadata,
+                            const std::vector<GgufTensorSpec>& tensors, uint32_t alignment) {
+  const std::string header = encode_header(path, metadata, tensors, alignment);
+  const uint64_t size = gguf_file_size(metadata, tensors, alignment);
+  AtomicFile out(path, "write_gguf_header_only");
+  out.write(header.data(), header.size());
+  // Extended before the rename, so that a failure leaves nothing at `path`.
+  std::error_code ec;
+  std::filesystem::resize_file(out.temp_path(), size, ec);
+  LTX_CHECK(!ec, "write_gguf_header_only '", path, "': cannot extend the file to ", size,
+            " bytes: ", ec.message());
   out.commit();
 }
 

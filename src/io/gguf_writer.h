@@ -52,4 +52,11 @@ void write_gguf(const std::string& path, const std::vector<GgufMetadata>& metada
                 const std::function<void(size_t, std::span<uint8_t>)>& fill,
                 uint32_t alignment = kDefaultGgufAlignment);
 
+// A file of `tensors` whose data section is a hole: the header is real, the tensors read as zeros
+// and take no disk space. A stand-in whose header gives size planners a model's layout and bytes
+// (the pipeline benchmark's random-weight models) without writing the model.
+void write_gguf_header_only(const std::string& path, const std::vector<GgufMetadata>& metadata,
+                            const std::vector<GgufTensorSpec>& tensors,
+                            uint32_t alignment = kDefaultGgufAlignment);
+
 }  // namespace ltx::io

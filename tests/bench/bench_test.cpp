@@ -800,5 +800,38 @@ TEST(PipelineBenchStandIns, GiveThePlannerTheFullSizeModels) {
   EXPECT_FALSE(std::filesystem::exists(dir));  // removed with the object
 }
 
+// --weights-format q4_k in the pipeline bench: the stand-in transformer is a GGUF file whose
+// linear weights are Q4_K blocks, so the planner (and the budget check) see the GGML model's
+// bytes, as for a community GGUF file: about a quarter of the bf16 blocks, the same 48 of them.
+TEST(PipelineBenchStandIns, AQuantizedWeightsFormatGivesThePlannerAGgufTransformerOfItsBlocks) {
+  const bench::Preset p = bench::preset("ltx23-22b");
+  const bench::StandInModelFiles dense(p);
+  const bench::StandInModelFiles q4(p, bench::transformer_gguf_rule("Q4_K"));
+  EXPECT_TRUE(q4.transformer().ends_with(".gguf")) << q4.transformer();
+  const auto d = generate::transformer_sizes(dense.transformer(), DType::BF16, quantization::Mode::None);
+  const auto q = generate::transformer_sizes(q4.transformer(), DType::BF16, quantization::Mode::None);
+  EXPECT_EQ(q.blocks, d.blocks);
+  EXPECT_LT(q.block_bytes, d.block_bytes * 0.35);  // 4.5 bits a weight, the norms and biases bf16
+  EXPECT_GT(q.block_bytes, d.block_bytes * 0.25);
+  EXPECT_LT(std::filesystem::file_size(q4.transformer()), std::filesystem::file_size(dense.transformer()));
+}
+
+// The pipeline bench takes --weights-format as `ltx bench transformer` does: one check, so an
+// unknown format and a quantized one with --quantization are refused (naming the flag) before
+// anything is made.
+TEST(PipelineBenchOptions, AWeightsFormatIsCheckedAsTheTransformerBenchChecksIt) {
+  bench::PipelineBenchOptions o;
+  o.preset = "tiny";
+  o.width = o.height = 128;
+  o.frames = 9;
+  o.weights_format = "q3_x";
+  expect_error_containing([&] { (void)bench::run_pipeline_bench(o); },
+                          {"--weights-format", "q3_x", "q4_k"});
+  o.weights_format = "q4_k";
+  o.quantization = quantization::Mode::Fp8Cast;
+  expect_error_containing([&] { (void)bench::run_pipeline_bench(o); },
+                          {"--weights-format", "--quantization fp8-cast"});
+}
+
 }  // namespace
 }  // namespace ltx

@@ -92,5 +92,23 @@ TEST(PipelineBenchOnCuda, UnderABudgetTheRunIsPlannedFromItsModelsAndStaysUnderI
       << "the run's budget is lifted when it ends (later tests in the process run unlimited)";
 }
 
+TEST(PipelineBenchOnCuda, AQ4KTransformerRunsStreamedUnderABudgetAndIsReported) {
+  LTX_REQUIRE_CUDA();
+  // --weights-format q4_k: the transformer's linear weights made as Q4_K blocks, planned from the
+  // stand-in GGUF file and streamed as GGML blocks through the device slots.
+  bench::PipelineBenchOptions o = tiny("distilled", test::kGpu);
+  o.weights_format = "q4_k";
+  o.max_gpu_memory_bytes = int64_t{2} << 30;
+  o.offload = generate::Offload::Cpu;
+  const bench::PipelineBenchResult r = bench::run_pipeline_bench(o);
+  EXPECT_EQ(r.decoded_frames, 9);
+  EXPECT_EQ(r.weights_format, "Q4_K");
+  EXPECT_EQ(bench::pipeline_bench_json(r)["weights_format"], "Q4_K");
+  EXPECT_LE(r.peak_bytes, o.max_gpu_memory_bytes);
+  // Fewer bytes made than the dense run's (the blocks are about a quarter of bf16).
+  const bench::PipelineBenchResult dense = bench::run_pipeline_bench(tiny("distilled", test::kGpu));
+  EXPECT_LT(r.weight_bytes, dense.weight_bytes);
+}
+
 }  // namespace
 }  // namespace ltx

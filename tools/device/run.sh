@@ -24,6 +24,10 @@
 #            (default: --max-gpu-memory 24 and 16 with --offload cpu, and 24 with --offload cpu
 #            --quantization fp8-cast; an empty set is the unconstrained run): peak memory and time
 #            (estimated 1-2 minutes each, cut at 200 s).
+#   pipeline-q4  the distilled 1536x1024x121 clip with the transformer's linears as Q4_K blocks
+#            (--weights-format q4_k) and the text encoder as TE_FLAGS make it (default: bf16 Gemma;
+#            FP8 Gemma once `ltx bench pipeline` can make it), under --max-gpu-memory 16 --offload cpu,
+#            then the same unconstrained: peak memory and time of each (cut at 200 s each)
 #   ggml     the full-size step with the transformer's linears as GGML blocks (FORMATS, default
 #            q8_0 q6_k q4_k) next to the bf16 step, at SIZES (default 768x512 1536x1024)
 #   coldstart `ltx bench cold-start` on the ltx23-22b files (`ltx bench write-models`: ~64 GB, written
@@ -200,6 +204,16 @@ for step in "$@"; do
         grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_budget_$name.txt" || tail -5 "$LOG/pipeline_budget_$name.txt"
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, ggml, coldstart, kernel, stepcache, sanitize)"; exit 2 ;;
+    pipeline-q4)
+      for case in "--max-gpu-memory 16 --offload cpu" ""; do
+        name=$(echo "$case" | tr -d ' -'); name=${name:-unconstrained}
+        timeout 200 ./build-dev/ltx bench pipeline --device cuda --pipeline distilled --size 1536x1024 \
+          --frames 121 --weights-format q4_k ${TE_FLAGS:-} $case --out "$LOG/pipeline_q4_$name.json" \
+          > "$LOG/pipeline_q4_$name.txt" 2>&1
+        echo "pipeline q4_k $case rc=$?"
+        grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_q4_$name.txt" || tail -5 "$LOG/pipeline_q4_$name.txt"
+      done
+      ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, pipeline-q4, ggml, coldstart, kernel, stepcache, sanitize)"; exit 2 ;;
   esac
 done
