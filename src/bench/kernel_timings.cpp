@@ -12,8 +12,19 @@
 #include "core/error.h"
 
 #if LTX_WITH_CUDA
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
 #include "backend/cuda/attention.h"
+#include "backend/cuda/block_ring.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/host_upload.h"
 #include "backend/cuda/neighborhood_attention.h"
 #include "models/lora/fuse.h"
 #include "models/video_vae/transformer/rope.h"
@@ -66,7 +77,7 @@ const std::vector<std::string>& kernel_harness_names() {
   static const std::vector<std::string> names = {"step-kernels", "fused-glue", "neighborhood-attention",
                                                  "qk-norm-rope", "swiglu-mlp", "vae-conv",
                                                  "vae-glue",     "fp8-linear",   "ggml-linear",
-                                                 "lora-fuse"};
+                                                 "lora-fuse",    "upload"};
   return names;
 }
 
@@ -509,6 +520,90 @@ void lora_fuse(Rows& r) {
         "Gelem/s");
 }
 
+// A file of `bytes` written from `data` into the temp folder, removed with this object.
+class UploadBenchFile {
+ public:
+  UploadBenchFile(const void* data, size_t bytes)
+      : path_(std::filesystem::temp_directory_path() /
+              ("ltx-bench-upload-" + std::to_string(getpid()) + ".bin")),
+        bytes_(bytes) {
+    std::ofstream out(path_, std::ios::binary);
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    out.close();
+    LTX_CHECK(out.good(), "ltx bench kernels upload: cannot write ", bytes, " bytes to ", path_.string(),
+              "; free space in the temp folder (TMPDIR)");
+  }
+  ~UploadBenchFile() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  UploadBenchFile(const UploadBenchFile&) = delete;
+  UploadBenchFile& operator=(const UploadBenchFile&) = delete;
+
+  // Maps the file afresh (its pages are in the page cache after the write, but this process
+  // faults them in again, as a loader that maps a checkpoint does) and hands the mapping to `fn`.
+  void with_mapping(const std::function<void(const void*)>& fn) const {
+    const int fd = open(path_.c_str(), O_RDONLY);
+    LTX_CHECK(fd >= 0, "ltx bench kernels upload: cannot open ", path_.string());
+    void* p = mmap(nullptr, bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    LTX_CHECK(p != MAP_FAILED, "ltx bench kernels upload: cannot map ", path_.string());
+    const std::unique_ptr<void, std::function<void(void*)>> unmap(p, [n = bytes_](void* q) { munmap(q, n); });
+    fn(p);
+  }
+
+ private:
+  std::filesystem::path path_;
+  size_t bytes_;
+};
+
+// Host -> device uploads of 1 GiB, the way weights reach the GPU (docs/CUDA.md): pageable memory
+// straight through cudaMemcpyAsync (the driver's own staging) and through the backend's upload
+// (page-locked staging buffers filled by the thread pool); a page-cached file mapped afresh at each
+// call (what loading a checkpoint does) both ways; and a page-locked source through
+// cudaMemcpyAsync (the link's ceiling). The times include the device finishing the copy.
+void host_upload_rates(Rows& r) {
+  const size_t bytes = size_t{1} << 30;
+  const int dev = r.device().index;
+  const cuda::Stream s = cuda::current_stream(dev);
+  const Tensor dst = Tensor::empty({static_cast<int64_t>(bytes)}, DType::U8, r.device());
+  const auto host_tensor = [&](const void* p) {
+    return Tensor::from_blob(const_cast<void*>(p), {static_cast<int64_t>(bytes)}, DType::U8, Device::cpu(),
+                             nullptr);
+  };
+  const auto report = [&](const char* name, double sec) {
+    r.add(DType::U8, format("upload 1 GiB %-42s", name), sec, static_cast<double>(bytes) / sec / 1e9, "GB/s");
+  };
+  const std::unique_ptr<unsigned char[]> pageable(new unsigned char[bytes]);
+  for (size_t i = 0; i < bytes; i += 4096) std::memset(pageable.get() + i, static_cast<int>(i >> 12), 4096);
+  report("pageable, cudaMemcpyAsync", r.seconds_per_call([&] {
+           LTX_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), pageable.get(), bytes, cudaMemcpyHostToDevice,
+                                          s.handle()));
+         }, 3));
+  const Tensor from_pageable = host_tensor(pageable.get());
+  report(cuda::upload_path(dev, pageable.get(), bytes) == cuda::UploadPath::Staged
+             ? "pageable, staged"
+             : "pageable, staged (unavailable: direct)",
+         r.seconds_per_call([&] { dst.copy_from(from_pageable); }, 3));
+  {
+    const UploadBenchFile file(pageable.get(), bytes);
+    report("mapped file (page cache), cudaMemcpyAsync", r.seconds_per_call([&] {
+             file.with_mapping([&](const void* p) {
+               LTX_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), p, bytes, cudaMemcpyHostToDevice, s.handle()));
+             });
+           }, 3));
+    report("mapped file (page cache), staged", r.seconds_per_call([&] {
+             file.with_mapping([&](const void* p) { dst.copy_from(host_tensor(p)); });
+           }, 3));
+  }
+  const std::shared_ptr<void> pinned = cuda::pinned_host_allocate(bytes);
+  std::memcpy(pinned.get(), pageable.get(), bytes);
+  report("page-locked, cudaMemcpyAsync", r.seconds_per_call([&] {
+           LTX_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), pinned.get(), bytes, cudaMemcpyHostToDevice,
+                                          s.handle()));
+         }, 3));
+}
+
 // The diffusion decoder's stage-5 SwiGLU MLP on one chunk of 262144 rows (C 256, hidden 1024):
 // residual += w_down(silu(gate) * up), unfused (GEMM to [n, 2048] bf16, silu_mul, GEMM, add_) and
 // fused (one kernel, no hidden activations in memory) where it applies. FLOPs: 6 n C H.
@@ -618,7 +713,7 @@ std::vector<KernelTiming> run_kernel_timings(const std::vector<std::string>& har
       {"step-kernels", step_kernels}, {"fused-glue", fused_glue}, {"neighborhood-attention", neighborhood_attention},
       {"qk-norm-rope", qk_norm_rope}, {"swiglu-mlp", swiglu_mlp}, {"vae-conv", vae_conv},
       {"vae-glue", vae_glue}, {"fp8-linear", fp8_linear}, {"ggml-linear", ggml_linear},
-      {"lora-fuse", lora_fuse}};
+      {"lora-fuse", lora_fuse}, {"upload", host_upload_rates}};
   for (const std::string& name : harnesses) {
     const auto it = std::find_if(all.begin(), all.end(), [&](const auto& h) { return h.first == name; });
     LTX_CHECK(it != all.end(), "ltx bench kernels: no harness named '", name, "'");

@@ -133,6 +133,10 @@ Pool& pool() {
 
 int num_threads() { return pool().size(); }
 
+// A range that parallel_for runs inline on its caller (one thread, one chunk) is no pool job: the
+// caller holds nothing of the pool's then, so it is not counted.
+bool inside_parallel_for() { return t_inside_pool; }
+
 void set_num_threads(int n) { pool().resize(std::max(1, n)); }
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain,

@@ -157,5 +157,23 @@ TEST(Parallel, CoversRangeExactlyOnceAndPropagatesErrors) {
   set_num_threads(threads_before);
 }
 
+TEST(Parallel, InsideParallelForIsTrueOnlyWhileRunningATask) {
+  const int threads_before = num_threads();
+  set_num_threads(4);
+  EXPECT_FALSE(inside_parallel_for());
+  std::atomic<int> outside{0};
+  parallel_for(0, 16, 1, [&](int64_t, int64_t) {
+    if (!inside_parallel_for()) ++outside;
+  });
+  EXPECT_EQ(outside.load(), 0);
+  EXPECT_FALSE(inside_parallel_for());  // the calling thread's flag is restored
+  set_num_threads(1);  // the range runs inline on the caller: no pool job is involved
+  parallel_for(0, 16, 1, [&](int64_t, int64_t) {
+    if (!inside_parallel_for()) ++outside;
+  });
+  EXPECT_EQ(outside.load(), 1);
+  set_num_threads(threads_before);
+}
+
 }  // namespace
 }  // namespace ltx

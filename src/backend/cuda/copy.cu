@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/host_upload.h"
 #include "backend/cuda/launch.h"
 #include "core/dtype_element.h"
 #include "core/error.h"
@@ -226,15 +227,15 @@ void host_to_device(const Tensor& dst, const Tensor& src) {
   LTX_CHECK(capture == cudaStreamCaptureStatusNone, "copy from host memory into ", dst.describe(),
             " while a CUDA graph is recorded: a replay would read the host buffer after it is "
             "gone; make the value a device constant (core/constant_cache.h) or a graph input");
-  // Pageable host memory: cudaMemcpyAsync returns once the bytes are staged, so a temporary
-  // contiguous host copy may be released right after the call.
+  // upload_to_device returns once the host bytes are read (large pageable sources through the
+  // page-locked staging buffers), so a temporary contiguous host copy may be released right after.
   const Tensor hsrc = src.contiguous();
   if (dst.is_contiguous() && dst.dtype() == src.dtype()) {
-    memcpy_async(dst.raw_data(), hsrc.raw_data(), dst.nbytes(), cudaMemcpyHostToDevice, s);
+    upload_to_device(dst.raw_data(), hsrc.raw_data(), dst.nbytes(), s);
     return;
   }
   const Tensor staged = Tensor::empty(src.shape(), src.dtype(), dst.device());
-  memcpy_async(staged.raw_data(), hsrc.raw_data(), staged.nbytes(), cudaMemcpyHostToDevice, s);
+  upload_to_device(staged.raw_data(), hsrc.raw_data(), staged.nbytes(), s);
   convert_on_device(dst, staged, s);
 }
 

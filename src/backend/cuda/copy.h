@@ -4,7 +4,8 @@
 // CPU's Tensor::copy_from for every pair of dtypes.
 //
 // Strategy (see docs/CUDA.md):
-//   host -> device: make the host side contiguous in its own dtype (CPU copy), one H2D transfer,
+//   host -> device: make the host side contiguous in its own dtype (CPU copy), one H2D transfer
+//                   (large pageable sources through page-locked staging buffers, host_upload.h),
 //                   then a device kernel converts/scatters into dst when dtype or layout differ;
 //   device -> host: a device kernel gathers/converts into a contiguous buffer of dst's dtype when
 //                   needed, one D2H transfer, the host waits for it, then a CPU scatter when dst is
