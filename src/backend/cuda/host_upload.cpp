@@ -77,7 +77,8 @@ StagingSet* staging_set(int device) {
   StagingSet* set = nullptr;
   {
     std::lock_guard<std::mutex> lock(registry_mu);
-    if (registry->empty()) registry->assign(static_cast<size_t>(std::max(device_count(), 1)), nullptr);
+    if (registry->empty())
+      registry->assign(static_cast<size_t>(std::max(device_count(), 1)), nullptr);
     if (device < 0 || static_cast<size_t>(device) >= registry->size()) return nullptr;
     StagingSet*& slot = (*registry)[static_cast<size_t>(device)];
     if (slot == nullptr) slot = new StagingSet();
