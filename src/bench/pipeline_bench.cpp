@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -93,15 +94,33 @@ text::GemmaAssets tokenizer_assets(const Preset& p) {
   return a;
 }
 
+// --text-encoder-format fp8: Gemma's Linear weights as ComfyUI's FP8 Gemma stores them, e4m3 with
+// an f32 per-tensor weight_scale beside each (what the loader and the planner read); nullopt: as
+// the loader asks. The values are the dense ones (rounded to e4m3 where kept) with scales of 1, so
+// a run that widens them at load computes with the same distribution.
+std::optional<DType> fp8_gemma_dtype(const std::string& name, const Shape&) {
+  if (text::is_gemma_linear_weight(name)) return DType::F8E4M3FN;
+  constexpr std::string_view kScale = "_scale";
+  if (name.ends_with(".weight_scale") &&
+      text::is_gemma_linear_weight(name.substr(0, name.size() - kScale.size())))
+    return DType::F32;
+  return std::nullopt;
+}
+
+Init fp8_gemma_init(const std::string& name, const Shape& shape) {
+  if (fp8_gemma_dtype(name, shape) == DType::F32) return Init::constant(1.0);
+  return transformer_init(name, shape);
+}
+
 // Every model of the pipeline built by its own loader from random weights made on the device,
 // in the order and at the points generate_with asks for them; nothing is kept between requests,
 // so each model is freed when its step ends, as with OneShotProvider.
 class SyntheticModelProvider final : public generate::ModelProvider {
  public:
   SyntheticModelProvider(Preset preset, uint64_t seed, SynthesisMeter& meter,
-                         GgmlRule transformer_ggml)
+                         GgmlRule transformer_ggml, bool fp8_text_encoder)
       : preset_(std::move(preset)), seed_(seed), meter_(meter),
-        transformer_ggml_(std::move(transformer_ggml)) {}
+        transformer_ggml_(std::move(transformer_ggml)), fp8_text_encoder_(fp8_text_encoder) {}
 
   std::shared_ptr<text::PromptEncoder> prompt_encoder(
       const generate::ModelPaths&, const nn::LoadOptions& where,
@@ -116,7 +135,10 @@ class SyntheticModelProvider final : public generate::ModelProvider {
     options.streaming = streaming;
     // Gemma and the connectors each made when encode() loads them, and freed after.
     text::PromptEncoderWeights weights;
-    weights.text_encoder = [this] { return synthetic(transformer_init); };
+    weights.text_encoder = [this] {
+      return fp8_text_encoder_ ? synthetic(fp8_gemma_init, {}, fp8_gemma_dtype)
+                               : synthetic(transformer_init);
+    };
     weights.embeddings_processor = [this] { return synthetic(transformer_init); };
     return std::make_shared<text::PromptEncoder>(std::move(assets), processor, std::move(weights),
                                                  options);
@@ -200,6 +222,7 @@ class SyntheticModelProvider final : public generate::ModelProvider {
   uint64_t seed_;
   SynthesisMeter& meter_;
   GgmlRule transformer_ggml_;  // empty: dense
+  bool fp8_text_encoder_ = false;
   // The generators of the maps handed out (a map's synthesizer refers to its generator).
   std::vector<std::unique_ptr<RandomWeights>> generators_;
 
@@ -207,7 +230,8 @@ class SyntheticModelProvider final : public generate::ModelProvider {
 
   // A map that makes every weight a model's loader takes, timing each (the device is synchronised
   // so the time is the tensor's).
-  io::WeightMap synthetic(InitRule rule, const GgmlRule& ggml = {}) {
+  io::WeightMap synthetic(InitRule rule, const GgmlRule& ggml = {},
+                          io::StoredDtypeRule stored = {}) {
     generators_.push_back(std::make_unique<RandomWeights>(std::move(rule), seed_ + generators_.size()));
     RandomWeights* rw = generators_.back().get();
     SynthesisMeter* meter = &meter_;
@@ -236,7 +260,7 @@ class SyntheticModelProvider final : public generate::ModelProvider {
           meter->bytes += static_cast<int64_t>(t.nbytes());
           return t;
         },
-        blocks);
+        blocks, std::move(stored));
   }
 };
 
@@ -274,15 +298,17 @@ class TimedSink final : public generate::MediaSink {
 // The device's peak allocation since the last reset (0 where the backend keeps none).
 int64_t peak_bytes(Device d) { return backend::memory_stats(d).peak_bytes; }
 
-// A safetensors file holding `infos` (floating tensors as bf16, as published) over a sparse data
-// section: the header is real, the data reads as zeros and takes no disk space.
+// A safetensors file holding `infos` (floating tensors as bf16, as published, but e4m3 ones as
+// they are) over a sparse data section: the header is real, the data reads as zeros and takes no
+// disk space.
 void write_header_only_file(const std::string& path, const std::vector<io::TensorInfo>& infos) {
   json header = json::object();
   std::set<std::string> seen;
   uint64_t offset = 0;
   for (const io::TensorInfo& i : infos) {
     if (!seen.insert(i.name).second) continue;
-    const DType dt = dtype_is_floating(i.dtype) ? DType::BF16 : i.dtype;
+    const DType dt =
+        dtype_is_floating(i.dtype) && i.dtype != DType::F8E4M3FN ? DType::BF16 : i.dtype;
     const uint64_t n = static_cast<uint64_t>(i.numel()) * dtype_size(dt);
     header[i.name] = {{"dtype", io::safetensors_dtype_name(dt)},
                       {"shape", i.shape.vec()},
@@ -330,10 +356,18 @@ std::vector<generate::ComponentSize> whole_model_sizes(const StandInModelFiles& 
                                                             quantization::Mode::None))}};
 }
 
+// Each set of stand-ins its own folder, also beside another one in the same process.
+int64_t next_stand_in_id() {
+  static std::atomic<int64_t> next{0};
+  return next++;
+}
+
 }  // namespace
 
-StandInModelFiles::StandInModelFiles(const Preset& p, const GgmlRule& transformer_ggml)
-    : dir_(std::filesystem::temp_directory_path() / str("ltx-bench-models-", ::getpid(), "-", p.name)),
+StandInModelFiles::StandInModelFiles(const Preset& p, const GgmlRule& transformer_ggml,
+                                     bool fp8_text_encoder)
+    : dir_(std::filesystem::temp_directory_path() /
+           str("ltx-bench-models-", ::getpid(), "-", next_stand_in_id(), "-", p.name)),
       transformer_gguf_(static_cast<bool>(transformer_ggml)) {
   std::filesystem::create_directories(dir_);
   const std::vector<io::TensorInfo> transformer_infos = parameter_infos([&](io::WeightMap& w) {
@@ -344,9 +378,22 @@ StandInModelFiles::StandInModelFiles(const Preset& p, const GgmlRule& transforme
   else
     write_header_only_file(transformer(), transformer_infos);
   const text::GemmaTextConfig gemma = text::GemmaTextConfig::from_json(p.gemma, "bench preset");
-  write_header_only_file(text_encoder(), parameter_infos([&](io::WeightMap& w) {
+  std::vector<io::TensorInfo> gemma_infos = parameter_infos([&](io::WeightMap& w) {
     (void)text::GemmaTextModel::load(gemma, w, {}, "in memory", "bench preset");
-  }));
+  });
+  if (fp8_text_encoder) {
+    std::vector<io::TensorInfo> stored;
+    for (const io::TensorInfo& i : gemma_infos) {
+      if (fp8_gemma_dtype(i.name, i.shape) != DType::F8E4M3FN) {
+        stored.push_back(i);
+        continue;
+      }
+      stored.push_back({i.name, DType::F8E4M3FN, i.shape});
+      stored.push_back({i.name + "_scale", DType::F32, Shape{}});
+    }
+    gemma_infos = std::move(stored);
+  }
+  write_header_only_file(text_encoder(), gemma_infos);
   write_header_only_file(upsampler(), parameter_infos([&](io::WeightMap& w) {
     (void)models::upsampler::LatentUpsampler::load(
         w, models::upsampler::upsampler_config_from_json(p.upsampler, "bench preset"), {});
@@ -404,7 +451,10 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   check_weights_format(o.weights_format, dtype, o.quantization);
   const std::optional<std::string> ggml = weights_format_ggml_type(o.weights_format);
   const GgmlRule transformer_ggml = ggml ? transformer_gguf_rule(*ggml) : GgmlRule();
-  const StandInModelFiles files(preset, transformer_ggml);
+  LTX_CHECK(o.text_encoder_format == "dense" || o.text_encoder_format == "fp8",
+            "--text-encoder-format: unknown format '", o.text_encoder_format, "'; use dense or fp8");
+  const bool fp8_text_encoder = o.text_encoder_format == "fp8";
+  const StandInModelFiles files(preset, transformer_ggml, fp8_text_encoder);
   const int64_t previous_limit = backend::memory_limit_bytes(o.device);
   if (o.max_gpu_memory_bytes > 0) {
     // Whole models as the stand-in files give them (GGML blocks as stored); with streamed blocks
@@ -439,7 +489,8 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   models.report.version_name = preset.description;
 
   SynthesisMeter meter{o.device};
-  SyntheticModelProvider provider(preset, static_cast<uint64_t>(o.seed), meter, transformer_ggml);
+  SyntheticModelProvider provider(preset, static_cast<uint64_t>(o.seed), meter, transformer_ggml,
+                                  fp8_text_encoder);
 
   PipelineBenchResult r;
   r.preset = preset.name;
@@ -452,6 +503,7 @@ PipelineBenchResult run_pipeline_bench(const PipelineBenchOptions& o) {
   r.quantization = quantization::mode_name(o.quantization);
   r.offload = generate::offload_name(o.offload);
   r.weights_format = ggml.value_or("dense");
+  r.text_encoder_format = o.text_encoder_format;
 
   // Per-stage clocks: synchronised at every event so each number is the stage's device work.
   generate::Progress progress;
@@ -543,6 +595,9 @@ std::string format_pipeline_bench(const PipelineBenchResult& r) {
                       r.quantization != "none" ? ", --quantization " + r.quantization : std::string(),
                       r.offload != "none" ? ", --offload " + r.offload : std::string(),
                       r.weights_format != "dense" ? ", --weights-format " + r.weights_format : std::string(),
+                      r.text_encoder_format != "dense"
+                          ? ", --text-encoder-format " + r.text_encoder_format
+                          : std::string(),
                       r.step_cache != "none" ? ", --cache " + r.step_cache : std::string(), "\n");
   for (const models::transformer::StepCacheReport& c : r.step_cache_stages)
     s += str("step cache: ", c.stage, " computed ", c.computed, " of ", c.computed + c.reused,
@@ -588,6 +643,7 @@ nlohmann::ordered_json pipeline_bench_json(const PipelineBenchResult& r) {
   j["quantization"] = r.quantization;
   j["offload"] = r.offload;
   j["weights_format"] = r.weights_format;
+  j["text_encoder_format"] = r.text_encoder_format;
   j["max_gpu_memory_gib"] = r.max_gpu_memory_bytes > 0
                                 ? nlohmann::ordered_json(static_cast<double>(r.max_gpu_memory_bytes) / kBytesPerGiB)
                                 : nlohmann::ordered_json(nullptr);

@@ -48,10 +48,12 @@ struct Preset;
 // the run's sizes from files as they do for real checkpoints; the weights themselves come from
 // the synthetic provider. With `transformer_ggml` (--weights-format), the transformer is a GGUF
 // file instead, the tensors that rule types stored as those GGML blocks, the rest bf16, as a
-// community GGUF transformer.
+// community GGUF transformer. With `fp8_text_encoder` (--text-encoder-format fp8), Gemma's Linear
+// weights are e4m3 with a scalar f32 weight_scale each, as ComfyUI's FP8 Gemma.
 class StandInModelFiles {
  public:
-  explicit StandInModelFiles(const Preset& preset, const GgmlRule& transformer_ggml = {});
+  explicit StandInModelFiles(const Preset& preset, const GgmlRule& transformer_ggml = {},
+                             bool fp8_text_encoder = false);
   ~StandInModelFiles();
   StandInModelFiles(const StandInModelFiles&) = delete;
   StandInModelFiles& operator=(const StandInModelFiles&) = delete;
@@ -86,6 +88,9 @@ struct PipelineBenchOptions {
   // check_weights_format): dense, or the transformer's linear weights made as GGML blocks of a
   // quantized `ltx quantize` type, loaded and planned as a GGUF transformer's.
   std::string weights_format = "dense";
+  // --text-encoder-format: dense (Gemma in the run's dtype), or fp8 (its Linear weights stored
+  // e4m3 with per-tensor scales, as ComfyUI's FP8 Gemma; held at a byte in a bf16 run).
+  std::string text_encoder_format = "dense";
   // Where the MP4 goes when FFmpeg is built in; empty: a temporary file, removed afterwards.
   std::string mp4_path;
   // --cache and its flags, as `ltx generate` takes them (two-stage, two-stage-hq: stage 1).
@@ -107,6 +112,7 @@ struct PipelineBenchResult {
   int64_t max_gpu_memory_bytes = 0;  // the budget it ran under (0: none)
   std::string quantization, offload;  // the modes it ran with
   std::string weights_format = "dense";  // the transformer's GGML type ("Q4_K"), or dense
+  std::string text_encoder_format = "dense";  // dense or fp8
   std::vector<PipelineStageTiming> stages;
   double total_seconds = 0;      // generate_with's wall time
   double synthesis_seconds = 0;  // all weight synthesis

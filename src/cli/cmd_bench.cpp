@@ -58,6 +58,7 @@ struct BenchCliOptions {
   int64_t jobs = 8, steps = 0;
   std::vector<int64_t> batches;
   std::string mp4;  // `pipeline` only
+  std::string text_encoder_format = "dense";  // `pipeline` only
   // `write-models` and `cold-start`
   std::string dir;
   int runs = 2;
@@ -69,7 +70,8 @@ struct BenchCliOptions {
 
 // The flags of `ltx bench pipeline` alone.
 void reject_pipeline_only_options(const CLI::App& sub) {
-  for (const char* name : {"--mp4", "--cache", "--cache-threshold", "--cache-warmup-steps", "--cache-first-blocks"})
+  for (const char* name : {"--mp4", "--text-encoder-format", "--cache", "--cache-threshold",
+                           "--cache-warmup-steps", "--cache-first-blocks"})
     LTX_CHECK(sub.count(name) == 0, name, " applies to `ltx bench pipeline` only");
 }
 
@@ -246,7 +248,8 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
     LTX_CHECK(sub.count(name) == 0, name,
               " does not apply to `ltx bench pipeline` (it takes --preset, --pipeline, --size, "
               "--frames, --steps, --seed, --no-audio, --device, --dtype, --max-gpu-memory, "
-              "--quantization, --weights-format, --offload, --mp4, --cache, --json and --out)");
+              "--quantization, --weights-format, --text-encoder-format, --offload, --mp4, --cache, "
+              "--json and --out)");
   const ClipSize clip = clip_size(c, sub, "pipeline");
   bench::PipelineBenchOptions o;
   o.preset = c.preset;
@@ -278,6 +281,7 @@ int run_pipeline(const BenchCliOptions& c, const CLI::App& sub) {
   o.max_gpu_memory_bytes = gpu_budget(c, o.device);
   o.quantization = random_weights_mode(c.quantization);
   o.weights_format = c.weights_format;
+  o.text_encoder_format = c.text_encoder_format;
   // As ltx generate: unset, the planner decides under a GPU budget, else everything is resident.
   o.offload = !c.offload.empty() ? generate::parse_offload(c.offload)
               : o.max_gpu_memory_bytes > 0 && o.device.is_cuda() ? generate::Offload::Auto
@@ -395,6 +399,11 @@ Command add_bench(CLI::App& app) {
                   "q5_k_m, q4_k, q4_k_m, q5_0, q4_0) for the weights it quantises, made from one "
                   "quantised pool of random values; not with --quantization. pipeline: the "
                   "transformer loaded and planned as a GGUF file of those blocks");
+  sub->add_option("--text-encoder-format", o->text_encoder_format,
+                  "pipeline: Gemma's Linear weights dense (default, in --dtype) or fp8 (stored "
+                  "float8_e4m3fn with per-tensor scales, as ComfyUI's FP8 Gemma; kept at a byte "
+                  "when the run computes in bf16)")
+      ->check(CLI::IsMember({"dense", "fp8"}));
   sub->add_option("--size", o->sizes, "Transformer video size WxH (repeatable; default: the preset's)");
   sub->add_option("--vae-size", o->vae_size,
                   "Video size WxH of both decoders (default: the preset's, 1536x1024)");

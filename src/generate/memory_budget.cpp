@@ -10,6 +10,7 @@
 #include "backend/device_query.h"
 #include "core/error.h"
 #include "core/out_of_memory.h"
+#include "generate/offload_plan.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
@@ -141,7 +142,11 @@ std::vector<ComponentSize> component_sizes(const ModelPaths& p, DType dtype) {
     add("transformer", p.transformer, {"model.diffusion_model."}, dtype, p.quantization);
   else
     add("transformer", p.transformer, {}, dtype, p.quantization);
-  add("text encoder", p.text_encoder, {}, dtype);
+  if (p.text_encoder.given()) {
+    // As the text model loads (no vision tower; in bf16 FP8 Linear weights kept at a byte).
+    const BlockModelSizes g = text_encoder_sizes(p.text_encoder.path, dtype);
+    out.push_back({"text encoder", g.fixed_bytes + g.blocks * g.block_bytes});
+  }
   add("video encoder", p.video_vae, {"vae.encoder.", "encoder."}, dtype);
   add("video decoder", p.video_vae, {"vae.decoder.", "decoder."}, dtype);
   add("audio decoder", p.audio_vae, {"audio_vae.decoder.", "vocoder."}, DType::F32);

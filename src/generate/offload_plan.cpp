@@ -15,6 +15,7 @@
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "models/text/gemma/model.h"
 #include "quantization/fp8_blockwise.h"
 #include "quantization/fp8_cast.h"
 #include "quantization/nvfp4.h"
@@ -227,7 +228,10 @@ BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype) {
       for (size_t pos = n.find("layers."); pos != std::string::npos && block < 0;
            pos = n.find("layers.", pos + 1))
         if (pos == 0 || n[pos - 1] == '.') block = index_at(n, pos + 7);
-      acc.add(block, loaded_bytes(info, dtype, false));
+      // A bf16 load keeps the Linears' FP8 weights as stored (text::GemmaTextModel).
+      const bool kept_fp8 = dtype == DType::BF16 && info.dtype == DType::F8E4M3FN &&
+                            text::is_gemma_linear_weight(n);
+      acc.add(block, loaded_bytes(info, dtype, kept_fp8));
     }
   }
   return acc.sizes();

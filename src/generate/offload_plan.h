@@ -97,7 +97,8 @@ struct BlockModelSizes {
 BlockModelSizes transformer_sizes(const std::string& path, DType dtype,
                                   quantization::Mode quantization);
 // The Gemma text model of `path` (a file or a folder of .safetensors; the vision tower and the
-// multimodal projector, which the text model does not load, left out).
+// multimodal projector, which the text model does not load, left out; in bf16 its FP8 Linear
+// weights at a byte, as the load keeps them).
 BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype);
 
 // Gemma 3's vision tower and multi-modal projector of `path` at `dtype` (what image-aware

@@ -147,11 +147,13 @@ struct WeightMap::State {
   std::map<std::string, std::string> wrong_dtype;  // name -> "file has u8, model wants f32"
   WeightSynthesizer synthesize;                    // makes absent required tensors, when set
   GgmlSynthesizer synthesize_ggml;                 // ... those it types as GGML blocks
+  StoredDtypeRule synthesized_dtype;               // ... the dtypes it stands for
 };
 
 WeightMap::WeightMap() : state_(std::make_shared<State>()) {}
 
-WeightMap WeightMap::synthetic(WeightSynthesizer fn, GgmlSynthesizer ggml) {
+WeightMap WeightMap::synthetic(WeightSynthesizer fn, GgmlSynthesizer ggml,
+                               StoredDtypeRule stored) {
   LTX_CHECK(static_cast<bool>(fn), "WeightMap::synthetic: no synthesizer function");
   LTX_CHECK(static_cast<bool>(ggml.type) == static_cast<bool>(ggml.make),
             "WeightMap::synthetic: a GGML synthesizer needs both its type and its make function");
@@ -159,6 +161,7 @@ WeightMap WeightMap::synthetic(WeightSynthesizer fn, GgmlSynthesizer ggml) {
   w.state_->key_map = "synthesized in memory";
   w.state_->synthesize = std::move(fn);
   w.state_->synthesize_ggml = std::move(ggml);
+  w.state_->synthesized_dtype = std::move(stored);
   return w;
 }
 
@@ -367,6 +370,18 @@ std::optional<GgmlType> WeightMap::synthesized_ggml_type(const std::string& name
   const std::string full = prefix_ + name;
   if (!state_->synthesize_ggml.type || state_->entries.count(full) != 0) return std::nullopt;
   return state_->synthesize_ggml.type(full, shape);
+}
+
+std::optional<DType> WeightMap::synthesized_dtype(const std::string& name,
+                                                 const Shape& shape) const {
+  const std::string full = prefix_ + name;
+  if (!state_->synthesized_dtype || state_->entries.count(full) != 0) return std::nullopt;
+  return state_->synthesized_dtype(full, shape);
+}
+
+std::optional<DType> WeightMap::stored_dtype(const std::string& name, const Shape& shape) const {
+  if (contains(name)) return dtype(name);
+  return synthesized_dtype(name, shape);
 }
 
 GgmlTensor WeightMap::take_ggml(const std::string& name, const Shape& expected, Device device) {

@@ -83,6 +83,13 @@ struct GgmlSynthesizer {
       make;
 };
 
+// The dtype a synthetic WeightMap's tensor `name` (full, with the shape the model binds) stands
+// for, as a file would store it (e.g. float8_e4m3fn for an FP8 checkpoint's Linear weights and
+// f32 for their scales); nullopt: whatever dtype the loader asks for. A loader that binds a
+// tensor as stored asks synthesized_dtype() where it would ask a file's dtype().
+using StoredDtypeRule =
+    std::function<std::optional<DType>(const std::string& name, const Shape& shape)>;
+
 class WeightMap {
  public:
   // An empty map (tensors can be add()ed).
@@ -91,7 +98,9 @@ class WeightMap {
   // name return it). Optional names (take_optional) stay absent, and a name whose shape the model
   // does not fix (take_any_shape, -1 in the shape) is reported missing by finish(). With `ggml`,
   // the names it types are made as GGML blocks instead, for take_ggml (see synthesized_ggml_type).
-  static WeightMap synthetic(WeightSynthesizer fn, GgmlSynthesizer ggml = {});
+  // With `stored`, the map answers synthesized_dtype() as a file of those dtypes would.
+  static WeightMap synthetic(WeightSynthesizer fn, GgmlSynthesizer ggml = {},
+                             StoredDtypeRule stored = {});
   // The tensors of `files` that `keys` keeps, under their new names. When two files yield the same
   // name the later file wins, as when the reference merges state dicts. The files stay alive as
   // long as the map or any tensor taken from it.
@@ -132,6 +141,12 @@ class WeightMap {
   // The GGML type a synthetic map's GgmlSynthesizer gives `name` of `shape`, which the map does
   // not hold yet (bind it with take_ggml); nullopt for held names and names it makes dense.
   std::optional<GgmlType> synthesized_ggml_type(const std::string& name, const Shape& shape) const;
+  // The stored dtype a synthetic map's StoredDtypeRule gives `name` of `shape`, which the map does
+  // not hold yet (take() makes it); nullopt for held names and names the rule leaves open.
+  std::optional<DType> synthesized_dtype(const std::string& name, const Shape& shape) const;
+  // The dtype `name` is stored in: a held tensor's dtype(), else synthesized_dtype(); nullopt
+  // when the map neither holds nor stands in for it.
+  std::optional<DType> stored_dtype(const std::string& name, const Shape& shape) const;
 
   // Adds (or replaces) a tensor, e.g. one derived at load time from a fused file tensor.
   void add(const std::string& name, Tensor tensor);

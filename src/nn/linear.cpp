@@ -104,6 +104,23 @@ Linear load_ggml(io::WeightMap& w, const std::string& name, int64_t in_features,
   return l;
 }
 
+// A layer whose file weight is float8_e4m3fn, bound as stored (LoadOptions::keep_fp8_linears):
+// the weight in e4m3, its scalar weight_scale when the file has one, the bias in the compute dtype.
+Linear load_kept_fp8(io::WeightMap& w, const std::string& name, int64_t in_features,
+                     int64_t out_features, bool has_bias, const LoadOptions& opt) {
+  Linear l;
+  l.format = LinearFormat::Fp8Cast;
+  l.weight = w.take(name + ".weight", {out_features, in_features}, DType::F8E4M3FN, opt.device);
+  const std::string scale = name + ".weight_scale";
+  if (w.stored_dtype(scale, Shape{})) {
+    // Per-tensor scales only: a scale of another shape is reported by finish() with the rest.
+    l.weight_scale = w.take(scale, Shape{}, DType::F32, opt.device);
+    if (l.weight_scale.defined()) ops::check_fp8_scale(l.weight_scale, w.prefix() + scale);
+  }
+  if (has_bias) l.bias = w.take(name + ".bias", {out_features}, opt.dtype, opt.device);
+  return l;
+}
+
 // y plus the layer's low-rank term, when it has one.
 Tensor add_low_rank(const Linear& l, const Tensor& x, Tensor y) {
   if (!l.lora_a.defined()) return y;
@@ -119,6 +136,9 @@ Linear Linear::load(io::WeightMap& w, const std::string& name, int64_t in_featur
     return load_ggml(w, name, in_features, out_features, has_bias, *w.ggml_type(weight), opt);
   if (const auto made = w.synthesized_ggml_type(weight, {out_features, in_features}))
     return load_ggml(w, name, in_features, out_features, has_bias, *made, opt);
+  if (opt.keep_fp8_linears &&
+      w.stored_dtype(weight, {out_features, in_features}) == DType::F8E4M3FN)
+    return load_kept_fp8(w, name, in_features, out_features, has_bias, opt);
   Linear l;
   // nvfp4-prequant: the file's NVFP4 layers. nvfp4-cast: a LoRA fuser (models/lora/fuse.h) puts
   // the layers it owns into the map already quantised, under the same names.
@@ -221,6 +241,14 @@ Tensor Linear::dense_weight(DType dtype) const {
   if (format == LinearFormat::Fp8Blockwise)
     return ops::dequantize_fp8_blockwise(weight, weight_scale, dtype);
   if (!weight_scale.defined()) return weight.to(dtype);
+  if (format == LinearFormat::Fp8Cast && (dtype == DType::BF16 || dtype == DType::F32)) {
+    // A kept file weight, upcast at each forward: its per-tensor scale as a grid of equal tiles
+    // makes it the blockwise dequantisation, one pass at a byte read a weight (the composition
+    // below gives the same bits through two f32 intermediates).
+    const Tensor grid = weight_scale.reshape({1, 1}).expand(
+        {ops::fp8_blocks(weight.size(0)), ops::fp8_blocks(weight.size(1))});
+    return ops::dequantize_fp8_blockwise(weight, grid, dtype);
+  }
   return ops::mul(weight.to(DType::F32), weight_scale).to(dtype);
 }
 

@@ -16,8 +16,10 @@ namespace ltx::nn {
 
 enum class LinearFormat {
   Dense,    // weight and bias in the compute dtype
-  Fp8Cast,  // weight and bias float8_e4m3fn, upcast to the input's dtype at each forward
-            // (the reference's Fp8CastLinear; quantization/fp8_cast.h)
+  Fp8Cast,  // weight float8_e4m3fn, upcast to the input's dtype at each forward: under
+            // --quantization fp8-cast the bias too (the reference's Fp8CastLinear;
+            // quantization/fp8_cast.h); a file's FP8 weight kept as stored
+            // (LoadOptions::keep_fp8_linears) times its weight_scale, bias dense
   Fp8Scaled,    // weight float8_e4m3fn, f32 scalar weight_scale and input_scale, bias in the
                 // compute dtype: ops::linear_fp8_scaled (the reference's FP8Linear)
   Fp8PerToken,  // weight float8_e4m3fn with a per-tensor weight_scale, bias in the compute dtype,
@@ -40,7 +42,8 @@ inline constexpr const char* kLoraUpSuffix = ".lora_B.weight";    // [out, rank]
 struct Linear {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], or undefined when the layer has none
-  // f32 scalar (Fp8Scaled, Fp8PerToken), f32 [out/128, in/128] (Fp8Blockwise), else undefined
+  // f32 scalar (Fp8Scaled, Fp8PerToken, a kept file weight's Fp8Cast), f32 [out/128, in/128]
+  // (Fp8Blockwise), else undefined
   Tensor weight_scale;
   // f32 scalar: the activation scale (Fp8Scaled), or an Nvfp4 file's input_scale (kept for the
   // record; Hopper's GEMM does not use it); else undefined

@@ -14,6 +14,12 @@ struct LoadOptions {
   // Which Linears Linear::load stores quantized (the transformer's loads set it; the policy
   // itself picks the layers by name, so other models are unaffected even when it is set).
   quantization::Mode quantization = quantization::Mode::None;
+  // Linears whose weight the map stores as float8_e4m3fn are bound as stored
+  // (LinearFormat::Fp8Cast, with the file's per-tensor weight_scale when it has one) and upcast
+  // at each forward, bf16(f32(w) * scale), instead of widened once at load: the same bits at a
+  // byte a weight. Set by loaders that compute in bf16 (the Gemma text encoder on the GPU); it
+  // comes before `quantization`'s choice for those layers.
+  bool keep_fp8_linears = false;
 };
 
 }  // namespace ltx::nn

@@ -36,7 +36,7 @@ bool is_fp8_cast_parameter(const std::string& param_name) {
   return is_fp8_cast_linear(std::string(module));
 }
 
-void fold_prequant_scales(io::WeightMap& w, const std::string& file) {
+void fold_prequant_scales(io::WeightMap& w, const std::string& file, const KeepScale& keep) {
   for (const std::string& name : w.names()) {
     std::string_view param = name;
     if (strip_suffix(param, ".input_scale")) {
@@ -46,6 +46,7 @@ void fold_prequant_scales(io::WeightMap& w, const std::string& file) {
     if (!name.ends_with(".weight_scale") && !name.ends_with(".bias_scale")) continue;
     strip_suffix(param, "_scale");
     const std::string target(param);
+    if (keep && name.ends_with(".weight_scale") && w.contains(target) && keep(target)) continue;
     LTX_CHECK(w.contains(target), file, ": scale '", name, "' has no parameter '", target,
               "' beside it; the file is not a pre-quantised FP8 checkpoint that fp8-cast can read");
     const Tensor scale = w.take_any_shape(name, DType::F32);

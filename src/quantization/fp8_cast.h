@@ -12,6 +12,7 @@
 //    is selected, else kept (converted to the compute dtype like any dense weight);
 //  * LoRA: delta added to the dequantised e4m3 weight in bf16, then cast back to e4m3
 //    (lora/fuse.h, the reference's deterministic path).
+#include <functional>
 #include <string>
 
 #include "io/weights.h"
@@ -25,11 +26,16 @@ bool is_fp8_cast_linear(const std::string& module_name);
 // True when the parameter `param_name` ("<module>.weight" / "<module>.bias") is stored in e4m3.
 bool is_fp8_cast_parameter(const std::string& param_name);
 
+// Which parameters ("<module>.weight") keep their scale unfolded, for their Linear to bind as
+// stored (nn::LoadOptions::keep_fp8_linears); empty: none.
+using KeepScale = std::function<bool(const std::string& param)>;
+
 // Folds every scalar "<name>.weight_scale" / "<name>.bias_scale" of `w` into "<name>.weight" /
 // "<name>.bias" as bf16(f32(param) * scale) (a CPU tensor that replaces the file's) and marks the
-// scales used; ".input_scale" entries, which only the scaled GEMM consumes, are marked used too.
-// Call on the transformer's map before anything binds it (the LoRA fuser included). Throws naming
-// `file` for a scale that is not a scalar (blockwise FP8, NVFP4) or has no parameter beside it.
-void fold_prequant_scales(io::WeightMap& w, const std::string& file);
+// scales used, except the weight scales of the parameters `keep` names; ".input_scale" entries,
+// which only the scaled GEMM consumes, are marked used. Call on the map before anything binds it
+// (the transformer's LoRA fuser included). Throws naming `file` for a scale that is not a scalar
+// (blockwise FP8, NVFP4) or has no parameter beside it.
+void fold_prequant_scales(io::WeightMap& w, const std::string& file, const KeepScale& keep = {});
 
 }  // namespace ltx::quantization

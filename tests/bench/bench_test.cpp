@@ -816,6 +816,30 @@ TEST(PipelineBenchStandIns, AQuantizedWeightsFormatGivesThePlannerAGgufTransform
   EXPECT_LT(std::filesystem::file_size(q4.transformer()), std::filesystem::file_size(dense.transformer()));
 }
 
+// --text-encoder-format fp8: the stand-in Gemma stores its Linear weights in e4m3 with a scale
+// each, so a bf16 run plans them at a byte (about half the dense Gemma); an f32 run widens them.
+TEST(PipelineBenchStandIns, AnFp8TextEncoderIsPlannedAtAByteAWeightInBf16) {
+  const bench::Preset p = bench::preset("ltx23-22b");
+  const bench::StandInModelFiles dense(p);
+  const bench::StandInModelFiles fp8(p, {}, /*fp8_text_encoder=*/true);
+  const auto total = [](const generate::BlockModelSizes& s) {
+    return static_cast<double>(s.fixed_bytes + s.blocks * s.block_bytes);
+  };
+  const auto d = generate::text_encoder_sizes(dense.text_encoder(), DType::BF16);
+  const auto f = generate::text_encoder_sizes(fp8.text_encoder(), DType::BF16);
+  EXPECT_EQ(f.blocks, d.blocks);
+  EXPECT_LT(f.block_bytes, d.block_bytes * 0.51);  // the norms stay bf16
+  EXPECT_GT(f.block_bytes, d.block_bytes * 0.49);
+  EXPECT_EQ(f.fixed_bytes, d.fixed_bytes);  // the embedding table is not a Linear
+  EXPECT_LT(total(f), total(d) * 0.75);
+  EXPECT_NEAR(total(generate::text_encoder_sizes(fp8.text_encoder(), DType::F32)),
+              total(generate::text_encoder_sizes(dense.text_encoder(), DType::F32)),
+              total(d) * 0.001);  // only the scales differ
+  const auto file = io::SafetensorsFile::open(fp8.text_encoder());
+  EXPECT_EQ(file->info("layers.0.mlp.up_proj.weight").dtype, DType::F8E4M3FN);
+  EXPECT_TRUE(file->contains("layers.0.mlp.up_proj.weight_scale"));
+}
+
 // The pipeline bench takes --weights-format as `ltx bench transformer` does: one check, so an
 // unknown format and a quantized one with --quantization are refused (naming the flag) before
 // anything is made.

@@ -447,13 +447,15 @@ TEST(BenchPipelineCli, TwoStageTableAndASilentFp8Run) {
 
   r = test::run_ltx(dir, with(kTinyPipeline, {"--pipeline", "two-stage", "--steps", "2",
                                               "--no-audio", "--size", "192x128",
-                                              "--quantization", "fp8-cast", "--json"}));
+                                              "--quantization", "fp8-cast",
+                                              "--text-encoder-format", "fp8", "--json"}));
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["stages"][2]["steps"], 2);
   EXPECT_EQ(j["width"], 192);
   EXPECT_EQ(j["audio_samples"], 0);
   EXPECT_EQ(j["quantization"], "fp8-cast");
+  EXPECT_EQ(j["text_encoder_format"], "fp8");
   EXPECT_EQ(j["offload"], "none");
   const auto names = stage_names(j);
   EXPECT_EQ(std::count(names.begin(), names.end(), "audio decode"), 0) << r.out;

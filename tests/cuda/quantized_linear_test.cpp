@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
+#include "nn/linear.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
 #include "ops/quantized_linear.h"
@@ -106,6 +107,34 @@ void expect_close(const Tensor& got, const Tensor& want, const Tensor& abs_sum,
   }
   EXPECT_EQ(bad, 0) << what;
   EXPECT_LT(test::rel_l2(got, want), 2e-2) << what;
+}
+
+// A file's FP8 weight kept as stored (nn::LoadOptions::keep_fp8_linears): its per-tensor
+// dequantisation on the GPU is the CPU's bit for bit, which is the bf16 fold's, and the layer's
+// output follows.
+TEST(CudaKeptFp8Linear, DequantisesAsTheCpuAndTheFoldAndMultipliesAsItsDenseTwin) {
+  LTX_REQUIRE_CUDA();
+  for (const Shape& shape : {Shape{300, 200}, Shape{256, 3840}}) {
+    nn::Linear cpu;
+    cpu.format = nn::LinearFormat::Fp8Cast;
+    cpu.weight = test::random_tensor(shape, 31, -3.f, 3.f).to(DType::F8E4M3FN);
+    cpu.weight_scale = scalar_f32(0.0123f);
+    cpu.bias = test::random_tensor({shape[0]}, 32, -1.f, 1.f).to(DType::BF16);
+    nn::Linear gpu = cpu;
+    gpu.weight = cpu.weight.to(kGpu);
+    gpu.weight_scale = cpu.weight_scale.to(kGpu);
+    gpu.bias = cpu.bias.to(kGpu);
+    const Tensor fold =
+        ops::mul(cpu.weight.to(DType::F32), cpu.weight_scale).to(DType::BF16);  // the reference's
+    EXPECT_TRUE(same_bytes(cpu.dense_weight(DType::BF16), fold)) << shape.str();
+    EXPECT_TRUE(same_bytes(gpu.dense_weight(DType::BF16), fold)) << shape.str();
+    EXPECT_TRUE(same_bytes(gpu.dense_weight(DType::F32),
+                           ops::mul(cpu.weight.to(DType::F32), cpu.weight_scale)))
+        << shape.str();
+    const Tensor x = test::random_tensor({5, shape[1]}, 33, -1.f, 1.f).to(DType::BF16);
+    const Tensor dense = ops::linear(x.to(kGpu), fold.to(kGpu), gpu.bias);
+    EXPECT_TRUE(same_bytes(gpu(x.to(kGpu)), dense)) << shape.str();
+  }
 }
 
 TEST(CudaLinearFp8Scaled, MatchesCpuOnTransformerShapes) {

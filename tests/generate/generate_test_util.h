@@ -19,6 +19,7 @@
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "media/support.h"
+#include "support/test_support.h"
 
 namespace ltx::test {
 
@@ -102,13 +103,6 @@ inline InMemoryGeneration generate_in_memory(const generate::GenerateOptions& op
   return g;
 }
 
-// Same shape, dtype and bytes (a bitwise comparison; undefined tensors equal each other).
-inline bool same_bits(const Tensor& a, const Tensor& b) {
-  if (!a.defined() || !b.defined()) return a.defined() == b.defined();
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
-}
 
 // Why MP4 files cannot be checked here ("" when they can): no FFmpeg in this build, or no
 // ffprobe on the PATH.

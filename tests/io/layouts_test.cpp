@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "generate/offload_plan.h"
 #include "io/checkpoint.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
@@ -43,11 +44,7 @@ using test::to_diffusers;
 using test::write_diffusers_folder;
 using test::write_json;
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor ca = a.contiguous(), cb = b.contiguous();
-  return std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
-}
+using test::same_bits;
 
 std::string error_of(const std::function<void()>& fn) {
   try {
@@ -434,42 +431,9 @@ TEST(ComfySplitPack, OfficialNamesAreReadAsStored) {
 
 // --- ComfyUI FP8 Gemma -------------------------------------------------------------------------
 
-// The tiny Gemma 3's language model as ComfyUI's flat FP8 file: model.{layers,embed_tokens,norm}.*,
-// the Linear weights in e4m3 (scaled: w / s with a `.scale_weight`, and the `scaled_fp8` marker),
-// everything else as stored. Returns the file and fills `twin` with the dequantised weights under
-// the official HF names (bf16(f32(w8) * s), as the reference folds pre-quantised scales).
-void write_comfy_gemma(const std::string& path, const std::string& twin_path, bool scaled) {
-  const auto te = SafetensorsFile::open(test::fixture("text_gemma3.te.safetensors"));
-  std::vector<std::pair<std::string, Tensor>> comfy, twin;
-  const std::string hf = "language_model.model.";
-  for (const std::string& key : te->names()) {
-    if (!key.starts_with(hf)) continue;
-    const std::string flat = "model." + key.substr(hf.size());
-    const Tensor w = te->tensor(key);
-    const bool linear = w.dim() == 2 && key.find("embed_tokens") == std::string::npos;
-    if (!linear) {
-      comfy.emplace_back(flat, w);
-      twin.emplace_back(key, w);
-      continue;
-    }
-    const float s = scaled ? 0.03125f : 1.0f;
-    const Tensor w8 =
-        ops::mul(w.to(DType::F32), Tensor::full({}, 1.0f / s, DType::F32)).to(DType::F8E4M3FN);
-    comfy.emplace_back(flat, w8);
-    if (scaled)
-      comfy.emplace_back(flat.substr(0, flat.size() - 7) + ".scale_weight",
-                         Tensor::full({1}, s, DType::F32));
-    twin.emplace_back(key, ops::mul(w8.to(DType::F32), Tensor::full({}, s, DType::F32))
-                               .to(scaled ? DType::BF16 : DType::F32));
-  }
-  if (scaled) comfy.emplace_back("scaled_fp8", Tensor::full({2}, 0.0, DType::F32));
-  write_safetensors(path, comfy);
-  write_safetensors(twin_path, twin);
-}
-
 void expect_same_hidden_states(bool scaled) {
   TempDir tmp;
-  write_comfy_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), scaled);
+  test::write_comfy_fp8_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), scaled);
   const auto te = SafetensorsFile::open(test::fixture("text_gemma3.te.safetensors"));
   const auto config = text::GemmaTextConfig::from_json(
       json::parse(te->metadata().at("gemma_config")), "text_gemma3.te.safetensors");
@@ -481,6 +445,50 @@ void expect_same_hidden_states(bool scaled) {
   const std::vector<Tensor> a = fp8.encode(ids, mask), b = ref.encode(ids, mask);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(same_bits(a[i], b[i])) << "hidden state " << i;
+}
+
+// In bf16 (the GPU's dtype) the Linears stay in e4m3 with their scales (the bits are checked on
+// the GPU, tests/cuda/gemma_fp8_test.cpp): the planner counts them at a byte, and in f32
+// (widened at load) at four, as the twin.
+void expect_planned_at_a_byte_in_bf16(bool scaled) {
+  TempDir tmp;
+  const std::string file = tmp.file("gemma_fp8.safetensors"), twin = tmp.file("twin.safetensors");
+  test::write_comfy_fp8_gemma(file, twin, scaled);
+  const auto sizes = [](const std::string& path, DType dtype) {
+    const generate::BlockModelSizes s = generate::text_encoder_sizes(path, dtype);
+    return s.fixed_bytes + s.blocks * s.block_bytes;
+  };
+  int64_t linear_weights = 0, scales = 0;  // the twin has no scales: they count as floats
+  const auto opened = SafetensorsFile::open(file);
+  for (const TensorInfo& i : opened->infos()) {
+    if (i.dtype == DType::F8E4M3FN) linear_weights += i.numel();
+    scales += i.name.ends_with("_scale");
+  }
+  ASSERT_GT(linear_weights, 0);
+  EXPECT_EQ(scales > 0, scaled);
+  EXPECT_EQ(sizes(file, DType::BF16), sizes(twin, DType::BF16) - linear_weights + 2 * scales);
+  EXPECT_EQ(sizes(file, DType::F32), sizes(twin, DType::F32) + 4 * scales);
+}
+
+TEST(ComfyFp8Gemma, ThePlannerCountsScaledLinearsAtAByteInBf16) {
+  expect_planned_at_a_byte_in_bf16(true);
+}
+
+TEST(ComfyFp8Gemma, ThePlannerCountsUnscaledLinearsAtAByteInBf16) {
+  expect_planned_at_a_byte_in_bf16(false);
+}
+
+TEST(ComfyFp8Gemma, TheLinearWeightNamesAreThoseOfEveryKeyLayout) {
+  for (const char* name : {"language_model.model.layers.3.self_attn.q_proj.weight",
+                           "model.language_model.layers.0.mlp.down_proj.weight",
+                           "model.layers.1.mlp.gate_proj.weight", "layers.2.self_attn.o_proj.weight",
+                           "per_layer_model_projection.weight",
+                           "layers.0.per_layer_input_gate.weight"})
+    EXPECT_TRUE(text::is_gemma_linear_weight(name)) << name;
+  for (const char* name : {"model.layers.1.mlp.gate_proj.weight_scale", "model.embed_tokens.weight",
+                           "model.layers.0.input_layernorm.weight", "model.norm.weight",
+                           "layers.0.self_attn.q_proj.bias", "q_proj"})
+    EXPECT_FALSE(text::is_gemma_linear_weight(name)) << name;
 }
 
 TEST(ComfyFp8Gemma, UnscaledE4m3WeightsComputeAsTheirExactUpcast) {
@@ -495,7 +503,7 @@ TEST(ComfyFp8Gemma, AFolderWithGemmasConfigAndTokenizerReadsTheFileAsItsWeights)
   TempDir tmp;
   const fs::path root = tmp.file("gemma");
   fs::create_directories(root);
-  write_comfy_gemma((root / "gemma_3_12B_it_fp8_e4m3fn.safetensors").string(),
+  test::write_comfy_fp8_gemma((root / "gemma_3_12B_it_fp8_e4m3fn.safetensors").string(),
                     tmp.file("twin.safetensors"), true);
   const text::GemmaAssets ref =
       text::GemmaAssets::from_single_file(test::fixture("text_gemma3.te.safetensors"));
@@ -515,7 +523,7 @@ TEST(ComfyFp8Gemma, AFolderWithGemmasConfigAndTokenizerReadsTheFileAsItsWeights)
 
 TEST(ComfyFp8Gemma, InspectNamesTheLayoutAndTheFp8Storage) {
   TempDir tmp;
-  write_comfy_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), true);
+  test::write_comfy_fp8_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), true);
   const CheckpointSummary s = inspect_checkpoint(tmp.file("gemma_fp8.safetensors"));
   EXPECT_EQ(s.source_layout, "ComfyUI FP8 (scaled)");
   const ComponentSummary* g = s.component("gemma");
@@ -530,7 +538,7 @@ TEST(ComfyFp8Gemma, InspectNamesTheLayoutAndTheFp8Storage) {
 
 TEST(ComfyFp8Gemma, ScaleNamesAreReadAsTheOfficialPreQuantisedOnes) {
   TempDir tmp;
-  write_comfy_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), true);
+  test::write_comfy_fp8_gemma(tmp.file("gemma_fp8.safetensors"), tmp.file("twin.safetensors"), true);
   const auto f = SafetensorsFile::open(tmp.file("gemma_fp8.safetensors"));
   EXPECT_EQ(f->layout(), "ComfyUI FP8 (scaled)");
   EXPECT_FALSE(f->contains("scaled_fp8"));

@@ -19,13 +19,7 @@ namespace {
 
 namespace tf = models::transformer;
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const std::vector<float> x = a.to_float_vector(), y = b.to_float_vector();
-  for (size_t i = 0; i < x.size(); ++i)
-    if (std::memcmp(&x[i], &y[i], sizeof(float)) != 0) return false;
-  return true;
-}
+using test::same_bits;
 
 tf::Modality fixture_modality(const io::SafetensorsFile& io, const std::string& stream) {
   const std::string p = "in." + stream + ".";

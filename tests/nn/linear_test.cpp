@@ -192,6 +192,122 @@ TEST(Fp8CastScales, RejectsBlockwiseScalesAndOrphans) {
   }
 }
 
+// --- a file's FP8 weights kept as stored (LoadOptions::keep_fp8_linears) -----------------------
+
+nn::LoadOptions keep_fp8_bf16() {
+  nn::LoadOptions o{DType::BF16, Device::cpu()};
+  o.keep_fp8_linears = true;
+  return o;
+}
+
+// A Linear "proj" of the file: an e4m3 weight [8, 16] (with a scalar weight_scale when `scale` > 0)
+// and a bf16 bias.
+io::WeightMap fp8_file_linear(float scale) {
+  io::WeightMap w;
+  w.add("proj.weight", test::random_tensor({8, 16}, 11, -3.f, 3.f).to(DType::F8E4M3FN));
+  if (scale > 0) w.add("proj.weight_scale", Tensor::full({}, scale, DType::F32));
+  w.add("proj.bias", weights_bf16({8}, 12));
+  return w;
+}
+
+TEST(KeptFp8Linear, HoldsTheFilesE4m3WeightAndScaleAndGivesTheFoldedTwinsBits) {
+  for (const float scale : {0.0123f, 0.f}) {
+    io::WeightMap w = fp8_file_linear(scale);
+    const nn::Linear kept = nn::Linear::load(w, "proj", 16, 8, true, keep_fp8_bf16());
+    EXPECT_NO_THROW(w.finish("kept"));  // the scale is bound, not left over
+    EXPECT_EQ(kept.format, nn::LinearFormat::Fp8Cast);
+    EXPECT_EQ(kept.weight.dtype(), DType::F8E4M3FN);
+    EXPECT_EQ(kept.weight_scale.defined(), scale > 0);
+    EXPECT_EQ(kept.bias.dtype(), DType::BF16);
+
+    // The reference's way: the scale folded at load, bf16(f32(w) * s), the layer dense in bf16.
+    io::WeightMap f = fp8_file_linear(scale);
+    if (scale > 0) quantization::fold_prequant_scales(f, "file.safetensors");
+    const nn::Linear folded =
+        nn::Linear::load(f, "proj", 16, 8, true, {DType::BF16, Device::cpu()});
+    ASSERT_EQ(folded.format, nn::LinearFormat::Dense);
+    // The CPU computes in f32 (the bf16 product is checked on the GPU, tests/cuda): the weight
+    // the forward multiplies by is the folded one, bit for bit.
+    EXPECT_TRUE(test::same_bits(kept.dense_weight(DType::BF16), folded.weight)) << scale;
+    EXPECT_TRUE(test::same_bits(kept.dense_bias(DType::BF16), folded.bias)) << scale;
+    int roles = 0;
+    static_cast<const nn::Linear&>(kept).for_each_parameter([&](const char*, const Tensor&) { ++roles; });
+    EXPECT_EQ(roles, scale > 0 ? 3 : 2);  // weight, bias (, weight_scale): streamed together
+  }
+}
+
+TEST(KeptFp8Linear, DenseWeightsAndOtherModesAreUnaffectedAndABadScaleIsNamed) {
+  {
+    io::WeightMap w = one_linear("proj", 16, 8);  // a bf16 file weight: dense as ever
+    EXPECT_EQ(nn::Linear::load(w, "proj", 16, 8, true, keep_fp8_bf16()).format,
+              nn::LinearFormat::Dense);
+  }
+  {
+    // Kept as stored before --quantization picks a format (the scaled GEMM would want an
+    // input_scale the file does not have).
+    io::WeightMap w = fp8_file_linear(0.5f);
+    nn::LoadOptions o = keep_fp8_bf16();
+    o.quantization = Mode::Fp8ScaledMm;
+    EXPECT_EQ(nn::Linear::load(w, "proj", 16, 8, true, o).format, nn::LinearFormat::Fp8Cast);
+  }
+  {
+    io::WeightMap w = fp8_file_linear(0.5f);
+    w.add("proj.weight_scale", Tensor::full({}, 0.0, DType::F32));
+    EXPECT_ERROR_HAS(nn::Linear::load(w, "proj", 16, 8, true, keep_fp8_bf16()),
+                     "proj.weight_scale is 0");
+  }
+  {
+    io::WeightMap w = fp8_file_linear(0.5f);
+    w.add("proj.weight_scale", Tensor::full({2}, 0.5, DType::F32));  // not per-tensor
+    (void)nn::Linear::load(w, "proj", 16, 8, true, keep_fp8_bf16());
+    EXPECT_ERROR_HAS(w.finish("layer"), "proj.weight_scale");
+  }
+}
+
+TEST(KeptFp8Linear, ASyntheticMapStandsInForAnFp8FileThroughItsStoredDtypes) {
+  int made_f8 = 0, made_scales = 0;
+  io::WeightMap w = io::WeightMap::synthetic(
+      [&](const std::string& name, const Shape& shape, DType dtype, Device) {
+        made_f8 += dtype == DType::F8E4M3FN;
+        made_scales += name.ends_with("_scale");
+        return name.ends_with("_scale") ? Tensor::full(shape, 0.25, dtype)
+                                        : Tensor::full(shape, 1.0, dtype);
+      },
+      {},
+      [](const std::string& name, const Shape&) -> std::optional<DType> {
+        if (name == "proj.weight") return DType::F8E4M3FN;
+        if (name == "proj.weight_scale") return DType::F32;
+        return std::nullopt;
+      });
+  EXPECT_EQ(w.stored_dtype("proj.weight", {8, 16}), DType::F8E4M3FN);
+  EXPECT_EQ(w.stored_dtype("other.weight", {8, 16}), std::nullopt);
+  const nn::Linear l = nn::Linear::load(w, "proj", 16, 8, true, keep_fp8_bf16());
+  EXPECT_EQ(l.format, nn::LinearFormat::Fp8Cast);
+  EXPECT_EQ(made_f8, 1);
+  EXPECT_EQ(made_scales, 1);
+  EXPECT_FLOAT_EQ(static_cast<float>(l.weight_scale.item()), 0.25f);
+  EXPECT_EQ(l.dense_weight(DType::F32).to_float_vector()[0], 0.25f);
+  // Without the flag the same map is dense: nothing is kept.
+  io::WeightMap d = io::WeightMap::synthetic(
+      [](const std::string&, const Shape& shape, DType dtype, Device) {
+        return Tensor::full(shape, 1.0, dtype);
+      },
+      {}, [](const std::string&, const Shape&) -> std::optional<DType> { return DType::F8E4M3FN; });
+  EXPECT_EQ(nn::Linear::load(d, "proj", 16, 8, true, {DType::BF16, Device::cpu()}).format,
+            nn::LinearFormat::Dense);
+}
+
+TEST(Fp8CastScales, KeepLeavesTheNamedWeightsScalesForTheirLinearAndFoldsTheRest) {
+  io::WeightMap w = fp8_file_linear(0.5f);
+  w.add("embed.weight", test::random_tensor({4, 4}, 14, -1.f, 1.f).to(DType::F8E4M3FN));
+  w.add("embed.weight_scale", Tensor::full({}, 2.0, DType::F32));
+  quantization::fold_prequant_scales(
+      w, "file.safetensors", [](const std::string& param) { return param == "proj.weight"; });
+  EXPECT_EQ(w.dtype("proj.weight"), DType::F8E4M3FN);
+  EXPECT_TRUE(w.contains("proj.weight_scale"));
+  EXPECT_EQ(w.dtype("embed.weight"), DType::BF16);  // folded
+}
+
 TEST(QuantizationMode, ParsesEveryModeAndListsAllSevenOnAnUnknownName) {
   EXPECT_EQ(quantization::parse_mode("none"), Mode::None);
   EXPECT_EQ(quantization::parse_mode("fp8-cast"), Mode::Fp8Cast);

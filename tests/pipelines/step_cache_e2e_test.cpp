@@ -17,11 +17,7 @@ namespace mt = models::transformer;
 using pipelines::PipelineKind;
 using namespace e2e_fixture;  // NOLINT(google-build-using-namespace): the shared fixture's names
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const std::vector<float> x = a.to_float_vector(), y = b.to_float_vector();
-  return std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
+using test::same_bits;
 
 mt::StepCacheParams fbcache(double threshold, int64_t warmup) {
   mt::StepCacheParams p;

@@ -1,6 +1,7 @@
 #pragma once
-// Writers of the layouts users have, for tests (tests/io/layouts_test.cpp, tests/cli): the tiny
-// official checkpoint as a Diffusers folder, following diffusers'
+// Writers of the layouts users have, for tests (tests/io/layouts_test.cpp, tests/cli,
+// tests/cuda): ComfyUI's FP8 Gemma from the tiny Gemma 3, and the tiny official checkpoint as a
+// Diffusers folder, following diffusers'
 // scripts/convert_ltx2_to_diffusers.py forward (LTX-2.3 rename dicts and special remaps) and
 // written independently of the inverse tables in src/io/layouts.cpp.
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include "core/string_replace.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "ops/elementwise.h"
+#include "support/test_support.h"
 
 namespace ltx::test {
 
@@ -331,5 +334,39 @@ using layouts_detail::official_transformer_config;
 using layouts_detail::to_diffusers;
 using layouts_detail::write_diffusers_folder;
 using layouts_detail::write_json;
+
+// The tiny Gemma 3's language model as ComfyUI's flat FP8 file: model.{layers,embed_tokens,norm}.*,
+// the Linear weights in e4m3 (scaled: w / s with a `.scale_weight`, and the `scaled_fp8` marker),
+// everything else as stored. Returns the file and fills `twin` with the dequantised weights under
+// the official HF names (bf16(f32(w8) * s), as the reference folds pre-quantised scales).
+inline void write_comfy_fp8_gemma(const std::string& path, const std::string& twin_path,
+                                  bool scaled) {
+  const auto te = io::SafetensorsFile::open(fixture("text_gemma3.te.safetensors"));
+  std::vector<std::pair<std::string, Tensor>> comfy, twin;
+  const std::string hf = "language_model.model.";
+  for (const std::string& key : te->names()) {
+    if (!key.starts_with(hf)) continue;
+    const std::string flat = "model." + key.substr(hf.size());
+    const Tensor w = te->tensor(key);
+    const bool linear = w.dim() == 2 && key.find("embed_tokens") == std::string::npos;
+    if (!linear) {
+      comfy.emplace_back(flat, w);
+      twin.emplace_back(key, w);
+      continue;
+    }
+    const float s = scaled ? 0.03125f : 1.0f;
+    const Tensor w8 =
+        ops::mul(w.to(DType::F32), Tensor::full({}, 1.0f / s, DType::F32)).to(DType::F8E4M3FN);
+    comfy.emplace_back(flat, w8);
+    if (scaled)
+      comfy.emplace_back(flat.substr(0, flat.size() - 7) + ".scale_weight",
+                         Tensor::full({1}, s, DType::F32));
+    twin.emplace_back(key, ops::mul(w8.to(DType::F32), Tensor::full({}, s, DType::F32))
+                               .to(scaled ? DType::BF16 : DType::F32));
+  }
+  if (scaled) comfy.emplace_back("scaled_fp8", Tensor::full({2}, 0.0, DType::F32));
+  io::write_safetensors(path, comfy);
+  io::write_safetensors(twin_path, twin);
+}
 
 }  // namespace ltx::test

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "core/device_hooks.h"
@@ -38,6 +39,13 @@ Tensor non_contiguous_copy(const Tensor& t) {
   Tensor view = inner.permute(rev);  // logical shape == t.shape()
   view.copy_from(t);
   return view;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) return a.defined() == b.defined();
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const Tensor x = a.to(Device::cpu()).contiguous(), y = b.to(Device::cpu()).contiguous();
+  return std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {

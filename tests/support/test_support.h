@@ -22,6 +22,8 @@ Tensor non_contiguous_copy(const Tensor& t);
 double max_abs_diff(const Tensor& a, const Tensor& b);
 // max|a-b| / max|b| (the golden README's relative error measure); 0 when both are all zero.
 double max_rel_err(const Tensor& a, const Tensor& b);
+// Same shape, dtype and bytes (any devices; undefined tensors equal each other).
+bool same_bits(const Tensor& a, const Tensor& b);
 // Path inside tests/fixtures.
 std::string fixture(const std::string& name);
 // Path of the built `ltx` executable.

@@ -25,8 +25,9 @@
 #            --quantization fp8-cast; an empty set is the unconstrained run): peak memory and time
 #            (estimated 1-2 minutes each, cut at 200 s).
 #   pipeline-q4  the distilled 1536x1024x121 clip with the transformer's linears as Q4_K blocks
-#            (--weights-format q4_k) and the text encoder as TE_FLAGS make it (default: bf16 Gemma;
-#            FP8 Gemma once `ltx bench pipeline` can make it), under --max-gpu-memory 16 --offload cpu,
+#            (--weights-format q4_k) and the text encoder as TE_FLAGS make it (default
+#            --text-encoder-format fp8: ComfyUI's FP8 Gemma, held at a byte a weight; TE_FLAGS= for a
+#            bf16 Gemma), under --max-gpu-memory 16 --offload cpu,
 #            then the same unconstrained: peak memory and time of each (cut at 200 s each)
 #   ggml     the full-size step with the transformer's linears as GGML blocks (FORMATS, default
 #            q8_0 q6_k q4_k) next to the bf16 step, at SIZES (default 768x512 1536x1024)
@@ -208,7 +209,7 @@ for step in "$@"; do
       for case in "--max-gpu-memory 16 --offload cpu" ""; do
         name=$(echo "$case" | tr -d ' -'); name=${name:-unconstrained}
         timeout 200 ./build-dev/ltx bench pipeline --device cuda --pipeline distilled --size 1536x1024 \
-          --frames 121 --weights-format q4_k ${TE_FLAGS:-} $case --out "$LOG/pipeline_q4_$name.json" \
+          --frames 121 --weights-format q4_k ${TE_FLAGS---text-encoder-format fp8} $case --out "$LOG/pipeline_q4_$name.json" \
           > "$LOG/pipeline_q4_$name.txt" 2>&1
         echo "pipeline q4_k $case rc=$?"
         grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_q4_$name.txt" || tail -5 "$LOG/pipeline_q4_$name.txt"

@@ -96,7 +96,24 @@ KeyLayout key_layout_for(const GemmaTextConfig& c,
   fail("unreachable");
 }
 
+// A bf16 model keeps the file's FP8 Linear weights: upcasting them at each forward gives the bits
+// that folding them at load gives. An f32 model widens them (f32(w) * scale unrounded would not be
+// the reference's bf16 fold).
+bool keeps_fp8_linears(const nn::LoadOptions& opt) { return opt.dtype == DType::BF16; }
+
 }  // namespace
+
+bool is_gemma_linear_weight(std::string_view name) {
+  if (!name.ends_with(".weight")) return false;
+  name.remove_suffix(7);
+  const size_t dot = name.rfind('.');
+  const std::string_view module = dot == std::string_view::npos ? name : name.substr(dot + 1);
+  for (std::string_view linear : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                  "down_proj", "per_layer_input_gate", "per_layer_projection",
+                                  "per_layer_model_projection"})
+    if (module == linear) return true;
+  return false;
+}
 
 Tensor GemmaRmsNorm::operator()(const Tensor& x) const { return ops::rms_norm(x, scale, eps); }
 
@@ -139,19 +156,28 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
             " layout in ", where, " (model_type ", config.model_type,
             "); is this the right text-encoder file?");
   // Pre-quantised FP8 weights (a ComfyUI FP8 text encoder, read under the official scale names by
-  // io/layouts.h) are dequantised once here, bf16(f32(w) * scale), as the reference folds them;
-  // unscaled FP8 weights are upcast exactly by take().
+  // io/layouts.h): the Linears' stay in e4m3 with their scales where the model computes in bf16
+  // (the inner load); every other scale is folded once here, bf16(f32(w) * scale), as the
+  // reference folds them. Unscaled FP8 weights are upcast exactly by take().
   const std::vector<std::string> names = w.names();
   if (std::any_of(names.begin(), names.end(),
-                  [](const std::string& n) { return n.ends_with(".weight_scale"); }))
-    quantization::fold_prequant_scales(w, where);
+                  [](const std::string& n) { return n.ends_with(".weight_scale"); })) {
+    quantization::KeepScale keep;
+    if (keeps_fp8_linears(opt))
+      keep = [&w](const std::string& param) {
+        return is_gemma_linear_weight(param) && w.dtype(param) == DType::F8E4M3FN;
+      };
+    quantization::fold_prequant_scales(w, where, keep);
+  }
   return load(config, w, opt, layout.description, where, streaming);
 }
 
 GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap& w,
-                                    const nn::LoadOptions& opt, const std::string& key_layout,
+                                    const nn::LoadOptions& options, const std::string& key_layout,
                                     const std::string& where,
                                     const models::BlockStreaming& streaming) {
+  nn::LoadOptions opt = options;
+  opt.keep_fp8_linears = keeps_fp8_linears(options);
   LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
             "--offload: the Gemma text encoder's layers stream to a GPU, but it is loaded on ",
             opt.device.str(), "; use --offload none on the CPU");
@@ -166,7 +192,8 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap
   // compute dtype, then packed for streaming).
   LTX_CHECK(streaming.resident >= 0, "Gemma text model: the resident layer count must be >= 0, "
             "got ", streaming.resident);
-  const nn::LoadOptions host_opt{opt.dtype, Device::cpu(), opt.quantization};
+  nn::LoadOptions host_opt = opt;
+  host_opt.device = Device::cpu();
   auto norm = [&](io::WeightMap& s, const std::string& name, int64_t dim,
                   const nn::LoadOptions& o) {
     GemmaRmsNorm n;

@@ -25,9 +25,13 @@
 // sqrt(hidden) is then kept in f32, as llama.cpp runs it (HF rounds it to the weight dtype: 62
 // instead of 61.97 for a bf16 12B, a 5e-4 difference below the quantisation's).
 // lm_head is tied to embed_tokens (the files never store it).
+// A file's FP8 Linear weights (ComfyUI's FP8 Gemma, with or without per-tensor scales) stay in
+// e4m3 when the model computes in bf16 (nn::LoadOptions::keep_fp8_linears: 1 byte a weight, the
+// same bits as folding them at load); in f32 they are widened at load.
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor.h"
@@ -90,6 +94,11 @@ struct GemmaTrace {
   Tensor layer0_attn_out;  // layers[0].self_attn output (after o_proj), [B, T, D]
   Tensor last_layer_raw;   // the last decoder layer's output before the final norm, [B, T, D]
 };
+
+// True when `name` (under any of the key layouts' prefixes) is the weight of one of the language
+// model's Linears (q/k/v/o_proj, gate/up/down_proj, the per-layer-input projections): those a bf16
+// load keeps as the file's FP8 (see above), sized at a byte by the memory planner.
+bool is_gemma_linear_weight(std::string_view name);
 
 class GemmaTextModel {
  public:
