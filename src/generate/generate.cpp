@@ -260,23 +260,6 @@ std::vector<std::string> hdr_clips(const std::string& path) {
   return clips;
 }
 
-// The pipelines whose reference scripts take --hdr (their parsers add add_hdr_args and their
-// main() applies it). DFR's parser has the flag too but its script never applies it.
-bool takes_hdr(PipelineKind kind) {
-  switch (kind) {
-    case PipelineKind::Distilled:
-    case PipelineKind::OneStage:
-    case PipelineKind::TwoStage:
-    case PipelineKind::TwoStageHQ:
-    case PipelineKind::KeyframeInterpolation:
-    case PipelineKind::A2Vid:
-    case PipelineKind::IcLora:
-    case PipelineKind::Retake:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool is_exr_file(const std::string& path) {
   std::error_code ec;
@@ -467,6 +450,22 @@ Tensor read_exr_still(const std::string& path) {
 }
 
 }  // namespace
+
+bool takes_hdr(PipelineKind kind) {
+  switch (kind) {
+    case PipelineKind::Distilled:
+    case PipelineKind::OneStage:
+    case PipelineKind::TwoStage:
+    case PipelineKind::TwoStageHQ:
+    case PipelineKind::KeyframeInterpolation:
+    case PipelineKind::A2Vid:
+    case PipelineKind::IcLora:
+    case PipelineKind::Retake:
+      return true;
+    default:
+      return false;
+  }
+}
 
 const char* output_format_name(OutputFormat format) {
   for (const OutputFormatInfo& f : output_formats())

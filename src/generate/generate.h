@@ -24,6 +24,7 @@
 #include "media/audio.h"
 #include "media/hdr.h"
 #include "models/transformer/step_cache.h"
+#include "pipelines/pipeline.h"
 
 namespace ltx::generate {
 
@@ -155,6 +156,10 @@ struct GenerateOptions {
   // SDR.
   std::optional<media::HdrColorSpace> hdr;
 };
+
+// The pipelines whose reference scripts take --hdr (their parsers add add_hdr_args and their
+// main() applies it). DFR's parser has the flag too but its script never applies it.
+bool takes_hdr(pipelines::PipelineKind kind);
 
 // What the output path receives (--output-format, else the output path's extension):
 //   Mp4  the video with its audio track (H.264 + AAC): the video pipelines; with --hdr the HLG

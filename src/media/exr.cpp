@@ -235,10 +235,14 @@ Tensor read_exr(const std::string& path) {
   return decode_exr(bytes.data(), bytes.size(), path);
 }
 
-Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name) {
-  const std::string who = str("EXR '", name, "'");
-  if (!openexr_available()) fail_no_openexr(str("decode_exr '", name, "'"));
 #if LTX_WITH_OPENEXR
+namespace {
+
+// Opens an EXR held in memory after the checks that keep OpenEXR from allocating what the bytes
+// cannot hold, and hands the file to `fn`. Throws naming `who`.
+template <typename Fn>
+auto with_exr_in_memory(const uint8_t* data, size_t size, const std::string& name,
+                        const std::string& who, Fn&& fn) {
   // OpenEXR refuses a header whose data window passes this while reading it, before allocating
   // its line offset table and buffers (process-wide; nothing else in ltx reads EXR files).
   static const bool limited = [] {
@@ -255,17 +259,46 @@ Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name) {
     check_attribute_sizes(data, size, who);
     MemoryIStream stream(data, size, name);
     Imf::InputFile in(stream);
-    return read_exr_pixels(in, who);
+    return fn(in);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
     fail(who, ": ", e.what());
   }
+}
+
+}  // namespace
+#endif
+
+Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name) {
+  const std::string who = str("EXR '", name, "'");
+  if (!openexr_available()) fail_no_openexr(str("decode_exr '", name, "'"));
+#if LTX_WITH_OPENEXR
+  return with_exr_in_memory(data, size, name, who,
+                            [&](Imf::InputFile& in) { return read_exr_pixels(in, who); });
 #else
   (void)data;
   (void)size;
-#endif
   fail(who, ": unreachable");
+#endif
+}
+
+ExrImageSize exr_image_size(const uint8_t* data, size_t size, const std::string& name) {
+  const std::string who = str("EXR '", name, "'");
+  if (!openexr_available()) fail_no_openexr(str("exr_image_size '", name, "'"));
+#if LTX_WITH_OPENEXR
+  return with_exr_in_memory(data, size, name, who, [&](Imf::InputFile& in) {
+    const Imath::Box2i dw = in.header().dataWindow();
+    const ExrImageSize s{static_cast<int64_t>(dw.max.x) - dw.min.x + 1,
+                         static_cast<int64_t>(dw.max.y) - dw.min.y + 1};
+    LTX_CHECK(s.width > 0 && s.height > 0, who, ": empty data window");
+    return s;
+  });
+#else
+  (void)data;
+  (void)size;
+  fail(who, ": unreachable");
+#endif
 }
 
 bool is_exr_folder(const std::string& path) {

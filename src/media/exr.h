@@ -47,6 +47,12 @@ void write_exr(const std::string& path, const Tensor& frame, const ExrWriteOptio
 Tensor read_exr(const std::string& path);
 // The same from bytes in memory; `name` is used in error messages.
 Tensor decode_exr(const uint8_t* data, size_t size, const std::string& name);
+// The size of the data window of an EXR in memory, from its header alone (the file checked as
+// decode_exr checks it before reading pixels). Throws ltx::Error naming `name`.
+struct ExrImageSize {
+  int64_t width = 0, height = 0;
+};
+ExrImageSize exr_image_size(const uint8_t* data, size_t size, const std::string& name);
 
 // The frames of a conditioning path: a single .exr file, or a folder's *.exr files sorted by name
 // (the reference's rule). Throws ltx::Error when the path is neither or the folder has none.

@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "generate/generate.h"
+#include "pipelines/pipeline.h"
 
 namespace ltx::server {
 
@@ -152,6 +154,7 @@ nlohmann::json models_json(const ServedModel& m, int64_t created) {
                       {"output_format", default_output_format(name, d.num_frames)},
                       {"takes_size", takes_size(name)},
                       {"takes_duration", takes_duration(name)},
+                      {"takes_hdr", generate::takes_hdr(pipelines::parse_pipeline_kind(name))},
                       {"fields", pipeline_fields_json(name)}};
   const RequestLimits& l = m.limits;
   json limits = {{"max_width", l.max_width},

@@ -106,7 +106,7 @@ void check_id(const std::string& id) {
 }
 
 bool is_input_ext(const std::string& ext) {
-  if (ext.empty() || ext.size() > 5) return false;
+  if (ext.empty() || ext.size() > 12) return false;  // "safetensors" the longest in use
   return std::all_of(ext.begin(), ext.end(),
                      [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); });
 }
@@ -310,7 +310,7 @@ std::vector<std::string> DataDir::store_inputs(const std::string& id,
             " input images for one job (at most 999)");
   for (const auto& im : images)
     LTX_CHECK(is_input_ext(im.ext), "data dir: '", im.ext,
-              "' is not an image file extension (1-5 lowercase letters or digits)");
+              "' is not an input file extension (1-12 lowercase letters or digits)");
   const std::string tmp = final_dir + std::string(kTmp);
   std::error_code ec;
   fs::remove_all(tmp, ec);

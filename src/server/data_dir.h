@@ -35,8 +35,9 @@ void fsync_folder(const std::string& path);
 // Writes `bytes` to "<path>.tmp", fsyncs it, renames it onto `path` and fsyncs the folder.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
-// A conditioning image to keep with a new job: its bytes and the file extension of its format
-// ("png", "jpg", ...: 1-5 lowercase letters or digits, chosen by the caller from the decoded
+// An upload to keep with a new job (a conditioning image, a video / audio file, a safetensors
+// file): its bytes and the file extension of its format ("png", "jpg", "exr", "mp4",
+// "safetensors", ...: 1-12 lowercase letters or digits, chosen by the caller from the checked
 // format, never from a client's file name).
 struct InputImage {
   std::string bytes;

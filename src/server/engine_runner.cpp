@@ -326,13 +326,45 @@ generate::GenerateResult EngineRunner::run_hdr(const Job& job, const generate::G
   {
     generate::ExrOutputSink files(generate::hdr_output_paths(parts, job.id + ".mp4"), o.skip_mp4);
     if (media::image_io_available()) {
-      ThumbnailSink with_thumbnail(files, dir_.thumbnail_path(job.id), /*scene_linear=*/true);
+      ThumbnailSink with_thumbnail(files, dir_.thumbnail_path(job.id), ThumbnailFrames::SceneLinear);
       result = engine_.run(o, control, with_thumbnail);
     } else {
       result = engine_.run(o, control, files);
     }
   }
   write_tar(parts, output);
+  std::filesystem::remove_all(parts, ec);
+  return result;
+}
+
+generate::GenerateResult EngineRunner::run_hdr_master(const Job& job,
+                                                      const generate::GenerateOptions& o,
+                                                      const generate::JobControl& control,
+                                                      const std::string& output, bool archive) {
+  // The files as `ltx generate --hdr` writes them for a clip named after the job (<id>.mp4, the
+  // HLG master, and <id>_exr/frame_00000.exr ...), then archived whole; or the master alone at
+  // the output (its EXR frames, which the sink writes in the same pass, dropped).
+  const std::string parts = dir_.parts_path(job.id);
+  std::error_code ec;
+  std::filesystem::remove_all(parts, ec);  // a leftover of an interrupted run
+  std::filesystem::create_directories(parts);
+  generate::HdrMasterPaths paths =
+      generate::hdr_master_paths((std::filesystem::path(parts) / (job.id + ".mp4")).string());
+  if (!archive) paths.mp4 = output;
+  generate::GenerateResult result;
+  try {
+    generate::HdrMasterSink files(paths, *o.hdr);
+    if (media::image_io_available()) {
+      ThumbnailSink with_thumbnail(files, dir_.thumbnail_path(job.id), ThumbnailFrames::AcesCct);
+      result = engine_.run(o, control, with_thumbnail);
+    } else {
+      result = engine_.run(o, control, files);
+    }
+    if (archive) write_tar(parts, output);
+  } catch (...) {
+    std::filesystem::remove_all(parts, ec);
+    throw;
+  }
   std::filesystem::remove_all(parts, ec);
   return result;
 }
@@ -356,6 +388,8 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
     if (format == "wav") {
       generate::WavSink wav(output);
       result = engine_.run(o, control, wav);
+    } else if (o.hdr) {
+      result = run_hdr_master(job, o, control, output, /*archive=*/format == "exr");
     } else if (format == "exr") {
       result = run_hdr(job, o, control, output);
     } else if (format == "png") {

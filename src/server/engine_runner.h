@@ -50,6 +50,11 @@ class EngineRunner final : public JobRunner {
   // folder, a thumbnail of the preview's middle frame, then one tar of the folder at `output`.
   generate::GenerateResult run_hdr(const Job& job, const generate::GenerateOptions& o,
                                    const generate::JobControl& control, const std::string& output);
+  // An `hdr` request: its HLG master and EXR frames in a tar at `output` (`archive`), or the master
+  // alone there.
+  generate::GenerateResult run_hdr_master(const Job& job, const generate::GenerateOptions& o,
+                                          const generate::JobControl& control,
+                                          const std::string& output, bool archive);
   RunOutcome completed(const Job& job, const generate::GenerateResult& result,
                        const std::string& output, double seconds, double peak_mb,
                        int64_t batch_size);

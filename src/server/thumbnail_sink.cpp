@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "generate/hdr_output.h"
+#include "media/hdr.h"
 #include "media/image.h"
 #include "media/yuv.h"
 #include "server/data_dir.h"
@@ -23,10 +24,12 @@ void ThumbnailSink::begin(const generate::MediaFormat& format) {
 void ThumbnailSink::write_frames(const Tensor& frames) {
   const int64_t n = frames.size(0);
   if (!frame_.defined() && wanted_ >= seen_ && wanted_ < seen_ + n) {
-    const Tensor frame = frames.select(0, wanted_ - seen_);
-    // A copy either way: chunks go away.
-    frame_ = media::rgb_to_uint8(scene_linear_ ? generate::srgb_preview_frames(frame.unsqueeze(0)).select(0, 0)
-                                               : frame);
+    Tensor frame = frames.select(0, wanted_ - seen_);
+    if (frames_ == ThumbnailFrames::AcesCct)
+      frame = media::hdr_to_linear(frame, media::HdrTransfer::ACEScct, media::Primaries::Rec709);
+    if (frames_ != ThumbnailFrames::Display)
+      frame = generate::srgb_preview_frames(frame.unsqueeze(0)).select(0, 0);
+    frame_ = media::rgb_to_uint8(frame);  // a copy either way: chunks go away
   }
   seen_ += n;
   video_.write_frames(frames);

@@ -20,12 +20,20 @@ int64_t thumbnail_frame_index(int64_t frames);
 // writes the PNG to `path` (as <path>.tmp, fsync'd, renamed; server/data_dir.h). A thumbnail that
 // cannot be written is logged and left out: the video is the job's result, the thumbnail a view of
 // it. Needs image I/O (media::image_io_available()); the runner makes none without it.
-// `scene_linear`: the frames are scene-linear HDR (hdr-ic-lora's); the thumbnail then shows the
-// frame as its sRGB preview does (generate::srgb_preview_frames).
+// What the frames are, and so how the thumbnail shows them.
+enum class ThumbnailFrames {
+  Display,      // display-referred values in [0, 1] (the SDR pipelines)
+  SceneLinear,  // scene-linear Rec.709 HDR (hdr-ic-lora's): shown as its sRGB preview
+                // (generate::srgb_preview_frames)
+  AcesCct,      // ACEScct codes in [0, 1] (an `hdr` request's decode): made scene-linear Rec.709,
+                // then shown as above
+};
+
 class ThumbnailSink final : public generate::MediaSink {
  public:
-  ThumbnailSink(generate::MediaSink& video, std::string path, bool scene_linear = false)
-      : video_(video), path_(std::move(path)), scene_linear_(scene_linear) {}
+  ThumbnailSink(generate::MediaSink& video, std::string path,
+                ThumbnailFrames frames = ThumbnailFrames::Display)
+      : video_(video), path_(std::move(path)), frames_(frames) {}
   void begin(const generate::MediaFormat& format) override;
   void write_frames(const Tensor& frames) override;
   void write_audio(const Tensor& waveform) override;
@@ -34,7 +42,7 @@ class ThumbnailSink final : public generate::MediaSink {
  private:
   generate::MediaSink& video_;
   std::string path_;
-  bool scene_linear_ = false;
+  ThumbnailFrames frames_ = ThumbnailFrames::Display;
   int64_t wanted_ = 0;  // the index of the frame to keep
   int64_t seen_ = 0;    // frames that went by
   Tensor frame_;        // u8 [H, W, 3] once the wanted frame went by

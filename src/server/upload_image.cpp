@@ -2,8 +2,10 @@
 
 #include <array>
 #include <cctype>
+#include <cstring>
 
 #include "core/error.h"
+#include "media/exr.h"
 #include "media/image.h"
 #include "media/support.h"
 #include "server/api_error.h"
@@ -135,6 +137,43 @@ std::string image_from_data_url(const std::string& s, const std::string& param, 
   return base64_decode(s.substr(comma + 1), param);
 }
 
+bool is_exr_bytes(const std::string& bytes) {
+  static constexpr unsigned char kMagic[4] = {0x76, 0x2f, 0x31, 0x01};
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0;
+}
+
+namespace {
+
+// An EXR still: its size from the header, the pixel limit, then a full decode (its channels).
+ImageHeader check_upload_exr(const std::string& bytes, const std::string& param,
+                             int64_t max_pixels) {
+  if (!media::openexr_available())
+    invalid(param, "images_unsupported",
+            str(param, " is an OpenEXR image, and this server was built without OpenEXR (CMake "
+                       "LTX_OPENEXR); send a PNG or JPEG"));
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  ImageHeader header{"exr", 0, 0};
+  try {
+    const media::ExrImageSize size = media::exr_image_size(data, bytes.size(), param);
+    header.width = size.width;
+    header.height = size.height;
+  } catch (const Error& e) {
+    invalid(param, "invalid_image", str(param, " cannot be decoded: ", e.what()));
+  }
+  if (header.width > max_pixels / header.height)
+    invalid(param, "image_too_many_pixels",
+            str(param, " is ", header.width, "x", header.height,
+                " pixels; this server's limit is ", max_pixels, " pixels (--max-image-pixels)"));
+  try {
+    media::decode_exr(data, bytes.size(), param);
+  } catch (const Error& e) {
+    invalid(param, "invalid_image", str(param, " cannot be decoded: ", e.what()));
+  }
+  return header;
+}
+
+}  // namespace
+
 ImageHeader check_upload_image(const std::string& bytes, const std::string& param,
                                int64_t max_bytes, int64_t max_pixels) {
   if (static_cast<int64_t>(bytes.size()) > max_bytes)
@@ -142,8 +181,10 @@ ImageHeader check_upload_image(const std::string& bytes, const std::string& para
                    str(param, " has ", bytes.size(), " bytes; this server's limit is ", max_bytes,
                        " (--max-image-bytes)"),
                    param);
+  if (is_exr_bytes(bytes)) return check_upload_exr(bytes, param, max_pixels);
   const auto header = probe_image_header(bytes);
-  if (!header) invalid(param, "invalid_image", str(param, " is not a PNG or JPEG image"));
+  if (!header)
+    invalid(param, "invalid_image", str(param, " is not a PNG, JPEG or OpenEXR image"));
   // w > max / h is w * h > max without the product (a header may declare 2^32 x 2^32)
   if (header->width > max_pixels / header->height)
     invalid(param, "image_too_many_pixels",

@@ -15,6 +15,8 @@
 
 #include "core/error.h"
 #include "io/json_unique_keys.h"
+#include "io/safetensors.h"
+#include "media/hdr.h"
 #include "pipelines/pipeline.h"
 #include "server/api_error.h"
 #include "server/upload_image.h"
@@ -102,7 +104,8 @@ const std::set<std::string>& known_fields() {
                                           "cache_threshold",
                                           "cache_warmup_steps",
                                           "cache_first_blocks",
-                                          "output_format"};
+                                          "output_format",
+                                          "hdr"};
   static const std::set<std::string> with_pipeline_fields = [] {
     std::set<std::string> all = k;
     for (const PipelineField& f : pipeline_fields()) all.insert(f.name);
@@ -504,6 +507,7 @@ std::string make_batch_key(const VideoRequest& r) {
   const generate::GenerateOptions& o = r.options;
   if (o.auto_duration) return {};  // its frame count is known only when it runs
   if (o.enhance_prompt) return {};  // its prompt is known only when it runs
+  if (o.hdr) return {};  // its HDR master is written by a sink of its own (engine_runner.h)
   if (!pipelines::supports_batching(pipelines::parse_pipeline_kind(o.pipeline))) return {};
   std::ostringstream k;
   k << std::setprecision(17) << r.model << "|" << o.pipeline << "|" << r.size << "|"
@@ -555,13 +559,21 @@ class Reader {
     generate::GenerateOptions& o = r.options;
     const RequestLimits& lim = model_.limits;
 
-    // the prompt first: a request without one is malformed whatever else it asks
+    // the prompt first: a request without one is malformed whatever else it asks (hdr-ic-lora's
+    // precomputed text_embeddings stand for it: then it has none)
     const json* prompt = get("prompt");
-    if (!prompt) malformed("prompt", "missing_required_parameter", "prompt is required");
-    o.prompt = read_text(*prompt, "prompt", lim.max_prompt_chars);
-    if (std::all_of(o.prompt.begin(), o.prompt.end(),
-                    [](unsigned char c) { return std::isspace(c) != 0; }))
-      malformed("prompt", "empty_prompt", "prompt is empty: describe the video to generate");
+    const bool embeddings = get("text_embeddings") != nullptr;
+    if (!prompt && !embeddings)
+      malformed("prompt", "missing_required_parameter", "prompt is required");
+    if (prompt && embeddings)
+      malformed("prompt", "invalid_value",
+                "prompt and text_embeddings both give the text; send one of them");
+    if (prompt) {
+      o.prompt = read_text(*prompt, "prompt", lim.max_prompt_chars);
+      if (std::all_of(o.prompt.begin(), o.prompt.end(),
+                      [](unsigned char c) { return std::isspace(c) != 0; }))
+        malformed("prompt", "empty_prompt", "prompt is empty: describe the video to generate");
+    }
     if (const json* v = get("negative_prompt"))
       o.negative_prompt = read_text(*v, "negative_prompt", lim.max_prompt_chars);
 
@@ -614,6 +626,15 @@ class Reader {
       o.enhance_prompt = read_bool(*v, "enhance_prompt", f_.form);
     if (const json* v = get("generate_audio"))
       r.generate_audio = read_bool(*v, "generate_audio", f_.form);
+    if (const json* v = get("hdr")) {
+      if (!v->is_string())
+        wrong_type("hdr", *v, "a string (SRGB_LINEAR, ACESCG or ACESCCT)");
+      try {
+        o.hdr = media::parse_hdr_color_space(v->get<std::string>(), "hdr");
+      } catch (const Error& e) {
+        impossible("hdr", "invalid_value", e.what());
+      }
+    }
     if (!pipelines::makes_video(kind) && !r.generate_audio)
       impossible("generate_audio", "invalid_value",
                  str("the ", o.pipeline, " pipeline generates audio: it cannot run with "
@@ -664,6 +685,7 @@ class Reader {
                    "the hdr-ic-lora pipeline runs with its HDR IC-LoRA alone; send no loras");
     }
     read_pipeline_fields(r);
+    check_hdr_inputs(r);
     // The frame count at the clip's rate, which the pipeline keeps (its options name no rate).
     double clip_fps = 0.0;
     if (rate_clip) {
@@ -994,6 +1016,46 @@ class Reader {
     return m;
   }
 
+  // hdr-ic-lora's text_embeddings: a safetensors file part holding video_context [1, tokens, dim]
+  // (the reference script's precomputed contexts), checked here; the engine checks its width
+  // against the transformer's when the job runs.
+  RequestMedia embeddings_at(const json& v, const std::string& param) const {
+    if (!v.is_binary()) {
+      if (v.is_string() || v.is_object())
+        malformed(param, "invalid_type",
+                  str(param, " must be a file part of a multipart/form-data request (the server "
+                             "reads no paths and fetches no URLs)"));
+      wrong_type(param, v, "a file part");
+    }
+    const auto& b = v.get_binary();
+    RequestMedia m;
+    m.field = param;
+    m.bytes.assign(b.begin(), b.end());
+    const int64_t max_bytes = model_.limits.max_media_bytes;
+    if (static_cast<int64_t>(m.bytes.size()) > max_bytes)
+      throw ApiError(413, "file_too_large",
+                     str(param, " has ", m.bytes.size(), " bytes; this server's limit is ",
+                         max_bytes, " (max_media_bytes in GET /v1/models)"),
+                     param);
+    auto scratch = std::make_shared<const ScratchFile>(m.bytes);
+    try {
+      const auto file = io::SafetensorsFile::open(scratch->path());
+      LTX_CHECK(file->contains("video_context"),
+                "it has no video_context tensor (the reference's script writes video_context "
+                "and audio_context)");
+      const io::TensorInfo& ctx = file->info("video_context");
+      const bool shaped = (ctx.shape.size() == 3 && ctx.shape[0] == 1) || ctx.shape.size() == 2;
+      LTX_CHECK(shaped && ctx.numel() > 0 && dtype_is_floating(ctx.dtype),
+                "video_context must be a floating-point [1, tokens, dim]; it is ",
+                dtype_name(ctx.dtype), " ", ctx.shape.str());
+    } catch (const Error& e) {
+      malformed(param, "invalid_media", str(param, " is not usable text embeddings: ", e.what()));
+    }
+    m.header.ext = "safetensors";
+    m.scratch = std::move(scratch);
+    return m;
+  }
+
   double strength_of(const json& obj, const std::string& param) const {
     const auto it = obj.find("strength");
     if (it == obj.end() || it->is_null()) return 1.0;
@@ -1066,6 +1128,9 @@ class Reader {
         case FieldType::VideoStrength:
           r.media.push_back(video_with_strength(*v, f.name, f.name));
           break;
+        case FieldType::Embeddings:
+          r.media.push_back(embeddings_at(*v, f.name));
+          break;
         case FieldType::VideoList: {
           if (!v->is_array()) {
             r.media.push_back(video_with_strength(*v, f.name, f.name));
@@ -1088,7 +1153,7 @@ class Reader {
   void read_output_format(VideoRequest& r, PipelineKind kind) {
     const generate::GenerateOptions& o = r.options;
     const int64_t frames = o.num_frames.value_or(0);
-    r.output_format = default_output_format(o.pipeline, frames);
+    r.output_format = default_output_format(o.pipeline, frames, o.hdr.has_value());
     const json* v = get("output_format");
     if (!v) return;
     if (!v->is_string()) wrong_type("output_format", *v, "a string (mp4, wav, png or exr)");
@@ -1096,12 +1161,22 @@ class Reader {
     if (asked != "mp4" && asked != "wav" && asked != "png" && asked != "exr")
       impossible("output_format", "invalid_value",
                  str("output_format '", asked, "' must be mp4, wav, png or exr"));
+    if (o.hdr && pipelines::makes_video(kind)) {
+      // An HDR master: its EXR frames and HLG MP4 in a tar, or the MP4 alone.
+      if (asked != "exr" && asked != "mp4")
+        impossible("output_format", "invalid_value",
+                   str("output_format ", asked, ": an hdr request writes exr (a tar of its EXR "
+                       "frames and HLG MP4 master) or mp4 (the HLG master alone)"));
+      r.output_format = asked;
+      return;
+    }
     const bool hdr = kind == PipelineKind::HdrIcLora;
     if (hdr != (asked == "exr"))
       impossible("output_format", "invalid_value",
                  hdr ? str("output_format ", asked, ": the hdr-ic-lora pipeline writes exr (a tar of its "
                            "EXR frames and sRGB preview)")
-                     : str("output_format exr is the output of the hdr-ic-lora pipeline; the ", o.pipeline,
+                     : str("output_format exr is the output of the hdr-ic-lora pipeline and of "
+                           "hdr requests; the ", o.pipeline,
                            " pipeline writes ", pipelines::makes_video(kind) ? "mp4 (or png for one frame)"
                                                                             : "wav"));
     if (!pipelines::makes_video(kind) && asked != "wav")
@@ -1119,6 +1194,30 @@ class Reader {
                      "makes ", frames == 0 ? std::string("a clip") : str(frames, " frames"),
                      ": ask for mp4, or num_frames 1"));
     r.output_format = asked;
+  }
+
+  // EXR stills are HDR inputs, as `ltx generate` takes them: they need `hdr` (their colour
+  // space), and a request's conditioning is all EXR or all SDR (uploaded clips are SDR; an
+  // attention mask is a mask, neither).
+  void check_hdr_inputs(const VideoRequest& r) const {
+    std::string exr, sdr;
+    for (const RequestImage& im : r.images)
+      if (im.format == "exr")
+        exr = get("images") ? "images" : "input_reference";
+      else if (sdr.empty())
+        sdr = get("images") ? "images" : "input_reference";
+    for (const RequestMedia& m : r.media)
+      if (sdr.empty() && (m.field == "video_path" || m.field == "video_conditioning"))
+        sdr = m.field;
+    if (exr.empty()) return;
+    if (!r.options.hdr)
+      impossible(exr, "invalid_value",
+                 str(exr, ": an OpenEXR image is an HDR input; set hdr to its colour space (",
+                     media::hdr_color_space_choices(), ")"));
+    if (!sdr.empty())
+      impossible(exr, "invalid_value",
+                 str(exr, ": the conditioning is all EXR or all SDR; ", sdr,
+                     " holds SDR (PNG, JPEG or video) inputs beside an OpenEXR image"));
   }
 
   // The time ranges against the uploaded media, and the clip against the limits.
@@ -1230,6 +1329,7 @@ const char* field_type_name(FieldType type) {
     case FieldType::Audio: return "audio file";
     case FieldType::VideoList: return "[{video: video file, strength: number}]";
     case FieldType::VideoStrength: return "{video: video file, strength: number}";
+    case FieldType::Embeddings: return "safetensors file";
   }
   return "";
 }
@@ -1294,14 +1394,18 @@ const std::vector<PipelineField>& pipeline_fields() {
       {"skip_mp4", {"hdr-ic-lora"}, FieldType::Flag, false,
        "write the EXR frames only, no sRGB H.264 preview",
        [](O& o, const V& v) { o.skip_mp4 = v.number != 0.0; }},
+      {"text_embeddings", {"hdr-ic-lora"}, FieldType::Embeddings, false,
+       "precomputed text contexts instead of a prompt (a safetensors file with video_context "
+       "[1, tokens, dim], as the reference's script writes them for this model); send no prompt",
+       [](O& o, const V& v) { o.text_embeddings = v.files.at(0).first; }},
   };
   return fields;
 }
 
-std::string default_output_format(const std::string& pipeline, int64_t num_frames) {
+std::string default_output_format(const std::string& pipeline, int64_t num_frames, bool hdr) {
   const PipelineKind kind = pipelines::parse_pipeline_kind(pipeline);
   if (!pipelines::makes_video(kind)) return "wav";
-  if (kind == PipelineKind::HdrIcLora) return "exr";
+  if (kind == PipelineKind::HdrIcLora || hdr) return "exr";
   return num_frames == 1 ? "png" : "mp4";
 }
 
@@ -1400,6 +1504,7 @@ nlohmann::json to_json(const VideoRequest& r) {
       {"seconds", r.seconds},
       {"batch_key", r.batch_key},
       {"output_format", r.output_format},
+      {"hdr", o.hdr ? json(media::hdr_color_space_name(*o.hdr)) : json()},
       {"media", media},
       {"field_values", r.field_values},
   };
@@ -1460,6 +1565,8 @@ VideoRequest video_request_from_json(const nlohmann::json& j) {
     r.batch_key = j.at("batch_key").get<std::string>();
     // Requests stored before the pipeline fields existed have none of these.
     r.output_format = j.value("output_format", std::string("mp4"));
+    if (const auto hdr = opt_from<std::string>(j, "hdr"))
+      o.hdr = media::parse_hdr_color_space(*hdr, "stored request: hdr");
     if (j.contains("media"))
       for (const json& m : j.at("media")) {
         RequestMedia x;

@@ -158,6 +158,7 @@ enum class FieldType {
   Audio,          // one audio file part
   VideoList,      // [{video, strength}] (form: field[][video], field[][strength]) or bare file parts
   VideoStrength,  // {video, strength} (form: field[video], field[strength])
+  Embeddings,     // one safetensors file part (hdr-ic-lora's precomputed text contexts)
 };
 const char* field_type_name(FieldType type);  // "number", "boolean", "video file", ...
 // A field's value as apply() gets it: the number (flags: 0 or 1) or the files (path, strength).
@@ -183,8 +184,10 @@ struct PipelineField {
 const std::vector<PipelineField>& pipeline_fields();
 
 // The output format a pipeline writes by default for `num_frames` frames: "wav" for the pipelines
-// without video, "exr" for hdr-ic-lora (its only one), "png" for one frame, else "mp4".
-std::string default_output_format(const std::string& pipeline, int64_t num_frames);
+// without video, "exr" for hdr-ic-lora (its only one) and for an `hdr` request (its master: EXR
+// frames and HLG MP4), "png" for one frame, else "mp4".
+std::string default_output_format(const std::string& pipeline, int64_t num_frames,
+                                  bool hdr = false);
 // Whether a pipeline's requests take size / width / height (not where a field's clip sets it, not
 // the audio-only pipelines) and seconds / num_frames / fps (not where a field's clip sets them).
 bool takes_size(const std::string& pipeline);

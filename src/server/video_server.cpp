@@ -117,7 +117,7 @@ Job VideoServer::create(const CreateBody& body) {
   j.seconds = r.seconds;
   std::vector<NewInput> inputs;
   for (const RequestImage& im : r.images)
-    inputs.push_back({InputImage{im.bytes, im.format == "png" ? "png" : "jpg"}, im.frame_index,
+    inputs.push_back({InputImage{im.bytes, im.format == "jpeg" ? "jpg" : im.format}, im.frame_index,
                       im.strength, im.crf});
   for (const RequestMedia& m : r.media)
     inputs.push_back({InputImage{m.bytes, m.header.ext}, 0, m.strength, std::nullopt});

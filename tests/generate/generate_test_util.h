@@ -103,7 +103,6 @@ inline InMemoryGeneration generate_in_memory(const generate::GenerateOptions& op
   return g;
 }
 
-
 // Why MP4 files cannot be checked here ("" when they can): no FFmpeg in this build, or no
 // ffprobe on the PATH.
 inline std::string mp4_check_unavailable() {

@@ -3,7 +3,7 @@
 // `ltx generate --pipeline hdr-ic-lora` writes them for a clip named after the job; its thumbnail
 // is the preview's middle frame; the progress plan follows the pipeline's stages. The archive
 // writer on its own: entries in byte order as GNU tar lists and extracts them, long names split,
-// no archive for a folder it cannot hold.
+// no archive for a folder it cannot hold. An `hdr` request's job: its HLG master and EXR frames.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,6 +20,7 @@
 #include "generate/hdr_output.h"
 #include "io/io_test_util.h"
 #include "media/exr.h"
+#include "media/hdr.h"
 #include "media/image.h"
 #include "media/support.h"
 #include "media/video_reader.h"
@@ -156,6 +157,83 @@ TEST(EngineRunnerHdr, AJobWritesATarOfTheExrFramesAndPreviewWithThePreviewsThumb
   const Tensor thumbnail = media::read_image(dir.thumbnail_path(job.id));
   const Tensor expected = media::rgb_to_uint8(generate::srgb_preview_frames(middle.unsqueeze(0)).select(0, 0));
   EXPECT_TRUE(ltx::test::same_bits(thumbnail, expected));
+}
+
+// An `hdr` request (`ltx generate --hdr`): an EXR still conditions a distilled clip; the job's
+// output is a tar of the HLG master and its EXR frames (output_format exr), or the master alone
+// (mp4); the thumbnail shows the middle frame's ACEScct codes made scene-linear, as a preview.
+TEST(EngineRunnerHdr, AnHdrJobWritesItsMasterAndExrFramesOrTheMasterAlone) {
+  if (!media::openexr_available() || !media::ffmpeg_available())
+    GTEST_SKIP() << "an HDR master needs OpenEXR and FFmpeg in the build";
+  ltx::test::TempDir tmp;
+  generate::EngineOptions eo;
+  eo.demo_dir = ltx::test::shared_demo_bundle().dir;
+  generate::Engine engine(eo);
+  DataDir dir(tmp.file("data"));
+  EngineRunner runner(engine, Device::cpu(), dir);
+  const std::string still = test::exr_still(128, 64);
+
+  for (const std::string format : {"exr", "mp4"}) {
+    const VideoRequest r = parse_create(
+        test::form({test::text("prompt", "a plate"), test::text("pipeline", "distilled"),
+                    test::text("hdr", "ACESCCT"), test::text("size", "128x64"),
+                    test::text("num_frames", "9"), test::text("output_format", format),
+                    test::image_part("input_reference", still, "plate.exr", "image/x-exr")}),
+        served_model(engine.info(), {}));
+    Job job;
+    job.id = "video_" + std::string(format == "exr" ? "a" : "b") + "123456789abcdef0123456789abcdef";
+    job.request_json = to_json(r).dump();
+    const std::vector<std::string> names = dir.store_inputs(job.id, {InputImage{still, "exr"}});
+    job.inputs = {JobInput{0, names.at(0), 0, 1.0, std::nullopt}};
+    EXPECT_TRUE(names.at(0).ends_with(".exr")) << names.at(0);
+    RunItem item;
+    item.job = &job;
+    const std::vector<RunOutcome> out = runner.run({item});
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].status, RunStatus::Completed) << out[0].error.message;
+    EXPECT_FALSE(fs::exists(dir.parts_path(job.id))) << format;
+
+    std::string master = out[0].output_file, frame = tmp.file(format + "_frame.exr");
+    if (format == "exr") {
+      EXPECT_EQ(out[0].output_file, dir.output_path(job.id, "tar"));
+      const std::vector<TarEntry> entries = read_tar(out[0].output_file);
+      ASSERT_EQ(entries.size(), 1u + 1u + 9u) << "the master, the frame folder and its 9 frames";
+      EXPECT_EQ(entries[0].name, job.id + ".mp4");
+      EXPECT_EQ(entries[1].name, job.id + "_exr/");
+      EXPECT_EQ(entries.back().name, job.id + "_exr/frame_00008.exr");
+      master = tmp.file("master.mp4");
+      ltx::test::write_bytes(master, entries[0].content);
+      ltx::test::write_bytes(frame, entries[1 + 1 + 4].content);  // frame_00004
+    } else {
+      EXPECT_EQ(out[0].output_file, dir.output_path(job.id, "mp4"));
+    }
+    const media::MediaInfo info = media::probe_media(master);
+    const media::StreamInfo* v = nullptr;
+    for (const media::StreamInfo& st : info.streams)
+      if (st.type == "video") v = &st;
+    ASSERT_NE(v, nullptr) << format;
+    EXPECT_EQ(v->codec, "hevc");
+    EXPECT_EQ(v->color_transfer, "arib-std-b67");
+    EXPECT_EQ(v->width, 128);
+    EXPECT_EQ(v->height, 64);
+    if (format != "exr" || !media::image_io_available()) continue;
+    // The thumbnail: the middle frame's codes (here as the EXR keeps them, in half float) made
+    // scene-linear and shown as a preview.
+    const Tensor codes = media::read_exr(frame);
+    const Tensor expected = media::rgb_to_uint8(
+        generate::srgb_preview_frames(
+            media::hdr_to_linear(codes, media::HdrTransfer::ACEScct).unsqueeze(0))
+            .select(0, 0));
+    const Tensor thumbnail = media::read_image(dir.thumbnail_path(job.id));
+    EXPECT_EQ(thumbnail.shape(), expected.shape());
+    // Within 2 levels but where the codes' half-float rounding is amplified (a Rec.709 channel
+    // made from larger ACEScg ones: a few pixels in a thousand).
+    const std::vector<float> a = thumbnail.to_float_vector(), b = expected.to_float_vector();
+    size_t off = 0;
+    for (size_t i = 0; i < a.size(); ++i) off += std::abs(a[i] - b[i]) > 2.0f;
+    EXPECT_LE(off, a.size() / 200) << off << " of " << a.size() << " values differ by more than 2";
+    EXPECT_LE(ltx::test::max_abs_diff(thumbnail, expected), 24.0);
+  }
 }
 
 }  // namespace

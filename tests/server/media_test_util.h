@@ -1,17 +1,22 @@
 #pragma once
 // Small real media files for the server's upload tests: an H.264 MP4 clip (with or without an
-// AAC track) and a 16-bit WAV, written by media/ and read back as bytes.
+// AAC track), a 16-bit WAV, an OpenEXR still and a text-embeddings safetensors file, written by
+// media/ and io/ and read back as bytes.
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/tensor.h"
+#include "io/safetensors.h"
 #include "media/audio.h"
+#include "media/exr.h"
 #include "media/video_writer.h"
 
 namespace ltx::server::test {
@@ -63,6 +68,31 @@ inline std::string mp4_clip(int64_t frames, int64_t w, int64_t h, double fps, bo
 inline std::string wav_clip(double seconds, int rate = 16000, int64_t channels = 1) {
   const std::string path = scratch_path("ltx-tone") + ".wav";
   media::write_wav(path, tone(seconds, rate, channels), rate);
+  std::string bytes = read_bytes(path);
+  std::filesystem::remove(path);
+  return bytes;
+}
+
+// An OpenEXR still of w x h (half float R G B, scene-linear values up to 4): needs OpenEXR.
+inline std::string exr_still(int64_t w, int64_t h) {
+  Tensor img = Tensor::zeros({h, w, 3}, DType::F32);
+  float* p = img.data<float>();
+  for (int64_t i = 0; i < h * w * 3; ++i) p[i] = static_cast<float>(i % 97) / 24.0f;
+  const std::string path = scratch_path("ltx-still") + ".exr";
+  media::write_exr(path, img);
+  std::string bytes = read_bytes(path);
+  std::filesystem::remove(path);
+  return bytes;
+}
+
+// hdr-ic-lora's precomputed text contexts as the reference's script writes them: video_context
+// and audio_context, [1, tokens, dim] each; `video` false leaves video_context out.
+inline std::string text_embeddings_file(int64_t tokens, int64_t dim, bool video = true) {
+  const std::string path = scratch_path("ltx-embeddings") + ".safetensors";
+  std::vector<std::pair<std::string, Tensor>> tensors = {
+      {"audio_context", Tensor::zeros({1, tokens, dim})}};
+  if (video) tensors.push_back({"video_context", Tensor::full({1, tokens, dim}, 0.25)});
+  io::write_safetensors(path, tensors);
   std::string bytes = read_bytes(path);
   std::filesystem::remove(path);
   return bytes;

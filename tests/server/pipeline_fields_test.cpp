@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "media/hdr.h"
 #include "media/support.h"
 #include "pipelines/pipeline.h"
 #include "server/api_error.h"
@@ -344,6 +345,114 @@ TEST_F(PipelineFields, HdrIcLoraBadInputNamesTheField) {
                422, "invalid_value", "high_quality", "field of the hdr-ic-lora pipeline");
   expect_error(form({text("prompt", "a cat"), text("pipeline", "two-stage"), clip_part("video_conditioning", clip)}),
                422, "invalid_value", "video_conditioning", "ic-lora, hdr-ic-lora pipelines");
+}
+
+// hdr-ic-lora's text_embeddings: the reference script's precomputed contexts stand for the prompt.
+TEST_F(PipelineFields, HdrIcLoraTakesTextEmbeddingsInsteadOfAPrompt) {
+  const std::string clip = test::mp4_clip(9, 64, 64, 24.0);
+  const std::string embeddings = test::text_embeddings_file(7, 32);
+  const auto file = [](const std::string& name, const std::string& bytes) {
+    return clip_part(name, bytes, "contexts.safetensors", "application/octet-stream");
+  };
+  const VideoRequest r = parse_create(
+      form({text("pipeline", "hdr-ic-lora"), clip_part("video_conditioning", clip),
+            file("text_embeddings", embeddings)}),
+      served());
+  EXPECT_EQ(r.options.prompt, "");
+  ASSERT_EQ(r.media.size(), 2u);
+  EXPECT_EQ(r.media[1].field, "text_embeddings");
+  EXPECT_EQ(r.media[1].header.ext, "safetensors");
+  EXPECT_EQ(r.media[1].bytes, embeddings);
+  const generate::GenerateOptions o =
+      to_generate_options(video_request_from_json(to_json(r)), {"/in/0.mp4", "/in/1.safetensors"});
+  EXPECT_EQ(o.text_embeddings, "/in/1.safetensors");
+  EXPECT_EQ(o.video_conditionings.at(0).path, "/in/0.mp4");
+
+  const auto with = [&](std::vector<FormPart> parts) {
+    parts.insert(parts.begin(), {text("pipeline", "hdr-ic-lora"), clip_part("video_conditioning", clip)});
+    return form(parts);
+  };
+  expect_error(with({text("prompt", "a sunset"), file("text_embeddings", embeddings)}), 400,
+               "invalid_value", "prompt", "both give the text");
+  expect_error(with({}), 400, "missing_required_parameter", "prompt", "prompt is required");
+  expect_error(with({file("text_embeddings", test::text_embeddings_file(7, 32, false))}), 400,
+               "invalid_media", "text_embeddings", "no video_context");
+  expect_error(with({file("text_embeddings", "not a safetensors file")}), 400, "invalid_media",
+               "text_embeddings", "not usable text embeddings");
+  expect_error(with({text("text_embeddings", "/etc/contexts.safetensors")}), 400, "invalid_type",
+               "text_embeddings", "file part");
+  expect_error(form({text("pipeline", "two-stage"), file("text_embeddings", embeddings)}), 422,
+               "invalid_value", "text_embeddings", "field of the hdr-ic-lora pipeline");
+}
+
+// `hdr`: the colour space of an HDR master (`ltx generate --hdr`), written as a tar of its EXR
+// frames and HLG MP4, or the MP4 alone; EXR stills are its inputs.
+TEST_F(PipelineFields, HdrRequestsTakeAColourSpaceAndWriteTheMaster) {
+  const VideoRequest r = parse_create(
+      form({text("prompt", "a sunset"), text("pipeline", "two-stage"), text("hdr", "ACESCCT")}),
+      served());
+  ASSERT_TRUE(r.options.hdr);
+  EXPECT_EQ(*r.options.hdr, media::HdrColorSpace::ACEScct);
+  EXPECT_EQ(r.output_format, "exr");
+  EXPECT_EQ(r.batch_key, "") << "an HDR master is written by a sink of its own";
+  const VideoRequest back = video_request_from_json(to_json(r));
+  ASSERT_TRUE(back.options.hdr);
+  EXPECT_EQ(*back.options.hdr, media::HdrColorSpace::ACEScct);
+  EXPECT_EQ(to_generate_options(back, {}).hdr, r.options.hdr);
+  EXPECT_FALSE(video_request_from_json(to_json(parse_create(
+                   form({text("prompt", "a cat"), text("pipeline", "two-stage")}), served())))
+                   .options.hdr);
+  const VideoRequest mp4 = parse_create(
+      form({text("prompt", "a sunset"), text("pipeline", "distilled"), text("hdr", "SRGB_LINEAR"),
+            text("output_format", "mp4")}),
+      served());
+  EXPECT_EQ(mp4.output_format, "mp4");
+  EXPECT_EQ(*mp4.options.hdr, media::HdrColorSpace::SrgbLinear);
+
+  const auto hdr = [](std::vector<FormPart> extra) {
+    std::vector<FormPart> parts = {text("prompt", "a sunset"), text("pipeline", "two-stage")};
+    parts.insert(parts.end(), extra.begin(), extra.end());
+    return form(parts);
+  };
+  expect_error(hdr({text("hdr", "PQ")}), 422, "invalid_value", "hdr", "SRGB_LINEAR");
+  expect_error(hdr({text("hdr", "ACESCG"), text("output_format", "png"), text("num_frames", "1")}),
+               422, "invalid_value", "output_format", "an hdr request writes exr");
+  expect_error(form({text("prompt", "rain"), text("pipeline", "t2a"), text("hdr", "ACESCG")}), 422,
+               "invalid_value", "hdr", "");
+  expect_error(hdr({text("output_format", "exr")}), 422, "invalid_value", "output_format",
+               "hdr requests");
+}
+
+TEST_F(PipelineFields, ExrStillsAreHdrInputsAndNeverMixWithSdrOnes) {
+  if (!media::openexr_available()) GTEST_SKIP() << "a build without OpenEXR reads no EXR";
+  const std::string exr = test::exr_still(48, 32);
+  const auto still = [&](const std::string& name) {
+    return test::image_part(name, exr, "still.exr", "image/x-exr");
+  };
+  const VideoRequest r = parse_create(
+      form({text("prompt", "a sunset"), text("pipeline", "two-stage"), text("hdr", "SRGB_LINEAR"),
+            still("input_reference")}),
+      served());
+  ASSERT_EQ(r.images.size(), 1u);
+  EXPECT_EQ(r.images[0].format, "exr");
+  EXPECT_EQ(r.images[0].width, 48);
+  EXPECT_EQ(r.images[0].height, 32);
+  EXPECT_EQ(video_request_from_json(to_json(r)).images.at(0).format, "exr");
+
+  expect_error(form({text("prompt", "a sunset"), text("pipeline", "two-stage"), still("input_reference")}),
+               422, "invalid_value", "input_reference", "set hdr to its colour space");
+  expect_error(form({text("prompt", "a sunset"), text("pipeline", "keyframe-interpolation"),
+                     text("hdr", "ACESCG"), still("images[0][image]"), text("images[0][frame_index]", "0"),
+                     test::image_part("images[1][image]", test::png()),
+                     text("images[1][frame_index]", "8")}),
+               422, "invalid_value", "images", "all EXR or all SDR");
+  expect_error(form({text("prompt", "a dancer"), text("pipeline", "ic-lora"), text("hdr", "ACESCG"),
+                     still("input_reference"), clip_part("video_conditioning", clip())}),
+               422, "invalid_value", "input_reference", "video_conditioning holds SDR");
+  std::string broken = exr.substr(0, 40);
+  expect_error(form({text("prompt", "a sunset"), text("pipeline", "two-stage"), text("hdr", "ACESCG"),
+                     test::image_part("input_reference", broken, "still.exr", "image/x-exr")}),
+               422, "invalid_image", "input_reference", "cannot be decoded");
 }
 
 // ---------------------------------------------------------------- dubit

@@ -1,13 +1,17 @@
 // `ltx serve` on the demo bundle running the pipelines with uploads and other outputs over
 // loopback HTTP: a clip the server made is uploaded for retake, t2a answers a WAV, one frame a
-// PNG; the downloads are checked with ffprobe (FFmpeg's decoders, not ours); a queued retake
-// survives kill -9 with its uploaded clip.
+// PNG; an HDR master and hdr-ic-lora come from EXR and text-embeddings uploads; the downloads are
+// checked with ffprobe (FFmpeg's decoders, not ours) and tar; a queued retake survives kill -9
+// with its uploaded clip.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "generate/generate_test_util.h"
+#include "media/support.h"
 #include "server/media_test_util.h"
 #include "server/serve_process.h"
 #include "server/upload_test_util.h"
@@ -155,6 +159,90 @@ TEST(ServePipelines, RetakeOfAnUploadT2AWavAndOneFramePngCheckedByFfprobe) {
   write_bytes(dir.file("retake2.mp4"), download(s, queued_retake).first);
   expect_mp4(dir.file("retake2.mp4"), 128, 64, 9, "24/1", 48000);
   EXPECT_EQ(s.terminate(), 0) << s.log();
+}
+
+// HDR through the server: an HDR master (`hdr`) of a distilled clip conditioned on an uploaded
+// OpenEXR still, downloaded as a tar whose MP4 ffprobe reads as HLG BT.2020 HEVC beside its EXR
+// frames; hdr-ic-lora from uploaded precomputed text contexts, with no prompt.
+TEST(ServePipelines, AnHdrMasterFromAnExrStillAndHdrIcLoraFromTextEmbeddings) {
+  if (const std::string why = mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (!media::openexr_available()) GTEST_SKIP() << "this build has no OpenEXR (LTX_OPENEXR=OFF)";
+  TempDir dir;
+  ServeProcess s(dir.file("data"), dir.file("cache"), dir.file("serve.log"));
+  s.start();
+  const auto models = s.client().Get("/v1/models");
+  ASSERT_TRUE(models);
+  const json m = json::parse(models->body)["data"][0];
+  EXPECT_EQ(m["defaults"]["distilled"]["takes_hdr"], true) << models->body;
+  EXPECT_EQ(m["defaults"]["t2a"]["takes_hdr"], false);
+  EXPECT_EQ(m["defaults"]["hdr-ic-lora"]["takes_hdr"], false);
+  bool embeddings_field = false;
+  for (const json& f : m["defaults"]["hdr-ic-lora"]["fields"])
+    embeddings_field = embeddings_field ||
+                       (f["name"] == "text_embeddings" && f["type"] == "safetensors file");
+  EXPECT_TRUE(embeddings_field) << models->body;
+
+  auto r = s.client().Post(
+      "/v1/videos",
+      httplib::MultipartFormDataItems{
+          {"prompt", "a plate at dusk", "", ""},
+          {"pipeline", "distilled", "", ""},
+          {"hdr", "ACESCG", "", ""},
+          {"size", "128x64", "", ""},
+          {"num_frames", "9", "", ""},
+          {"input_reference", server::test::exr_still(128, 64), "plate.exr", "image/x-exr"}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string id = json::parse(r->body)["id"];
+  const json done = wait_done(s, id);
+  ASSERT_EQ(done["status"], "completed") << done.dump() << s.log();
+  EXPECT_EQ(done["output_format"], "exr");
+  const auto [tar, type] = download(s, id);
+  EXPECT_EQ(type, "application/x-tar");
+  write_bytes(dir.file("master.tar"), tar);
+  const std::string out = dir.file("master");
+  std::filesystem::create_directories(out);
+  const std::string untar = "tar --extract --file '" + dir.file("master.tar") + "' --directory '" + out + "'";
+  ASSERT_EQ(std::system(untar.c_str()), 0) << untar;
+  const json probe = ffprobe(out + "/" + id + ".mp4");
+  const json* v = stream_of(probe, "video");
+  ASSERT_NE(v, nullptr) << probe.dump();
+  EXPECT_EQ((*v)["codec_name"], "hevc");
+  EXPECT_EQ((*v)["color_transfer"], "arib-std-b67");
+  EXPECT_EQ((*v)["color_primaries"], "bt2020");
+  EXPECT_EQ((*v)["width"], 128);
+  EXPECT_NE(stream_of(probe, "audio"), nullptr) << probe.dump();
+  int64_t frames = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out + "/" + id + "_exr"))
+    frames += e.path().extension() == ".exr";
+  EXPECT_EQ(frames, 9);
+
+  // An EXR still without hdr: 422 naming the field, nothing queued.
+  auto bad = s.client().Post(
+      "/v1/videos",
+      httplib::MultipartFormDataItems{
+          {"prompt", "a plate", "", ""},
+          {"pipeline", "distilled", "", ""},
+          {"input_reference", server::test::exr_still(128, 64), "plate.exr", "image/x-exr"}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 422) << bad->body;
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "input_reference") << bad->body;
+
+  // hdr-ic-lora from the reference script's contexts (32 wide: the demo transformer's), no prompt.
+  auto hdr = s.client().Post(
+      "/v1/videos",
+      httplib::MultipartFormDataItems{
+          {"pipeline", "hdr-ic-lora", "", ""},
+          {"num_frames", "9", "", ""},
+          {"video_conditioning", server::test::mp4_clip(9, 64, 64, 24.0), "shot.mp4", "video/mp4"},
+          {"text_embeddings", server::test::text_embeddings_file(7, 32), "contexts.safetensors",
+           "application/octet-stream"}});
+  ASSERT_TRUE(hdr);
+  ASSERT_EQ(hdr->status, 200) << hdr->body << s.log();
+  const json hdr_done = wait_done(s, json::parse(hdr->body)["id"]);
+  ASSERT_EQ(hdr_done["status"], "completed") << hdr_done.dump() << s.log();
+  EXPECT_EQ(hdr_done["prompt"], "");
+  EXPECT_EQ(download(s, hdr_done["id"]).second, "application/x-tar");
 }
 
 // a2vid to an uploaded stereo soundtrack (the audio VAE's encoder takes two channels), ic-lora

@@ -1,5 +1,5 @@
-// Uploaded images: the header probe (PNG IHDR, JPEG SOFn) that sizes an image without decoding
-// it, data URLs, and the order of the checks (bytes, header, decode).
+// Uploaded images: the header probe (PNG IHDR, JPEG SOFn, an EXR's data window) that sizes an
+// image without decoding it, data URLs, and the order of the checks (bytes, header, decode).
 #include "server/upload_image.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include "media/support.h"
 #include "server/api_error.h"
+#include "server/media_test_util.h"
 #include "server/upload_test_util.h"
 
 namespace ltx::server {
@@ -91,6 +92,28 @@ TEST(UploadImage, ChecksBytesThenHeaderThenDecode) {
   const ApiError cut = error_of([&] { check_upload_image(png.substr(0, 40), "f", kMiB, 1000); });
   EXPECT_EQ(cut.code(), "invalid_image");
   EXPECT_NE(std::string(cut.what()).find("cannot be decoded"), std::string::npos) << cut.what();
+}
+
+// An OpenEXR still (an hdr request's input): sized from its header, the pixel limit checked
+// before OpenEXR decodes it, then decoded; a file that only starts like one is refused.
+TEST(UploadImage, AnExrStillIsSizedFromItsHeaderThenDecoded) {
+  if (!media::openexr_available()) GTEST_SKIP() << "built without OpenEXR";
+  const std::string exr = test::exr_still(48, 32);
+  EXPECT_TRUE(is_exr_bytes(exr));
+  EXPECT_FALSE(is_exr_bytes(test::png()));
+  const ImageHeader h = check_upload_image(exr, "f", kMiB, 48 * 32);
+  EXPECT_EQ(h.format, "exr");
+  EXPECT_EQ(h.width, 48);
+  EXPECT_EQ(h.height, 32);
+  const ApiError many = error_of([&] { check_upload_image(exr, "f", kMiB, 48 * 32 - 1); });
+  EXPECT_EQ(many.code(), "image_too_many_pixels");
+  EXPECT_NE(std::string(many.what()).find("48x32"), std::string::npos) << many.what();
+  EXPECT_EQ(error_of([&] { check_upload_image(exr, "f", 100, 48 * 32); }).status(), 413);
+  for (const size_t cut : {size_t{4}, size_t{60}, exr.size() / 2}) {
+    const ApiError e = error_of([&] { check_upload_image(exr.substr(0, cut), "f", kMiB, 1 << 20); });
+    EXPECT_EQ(e.code(), "invalid_image") << cut;
+    EXPECT_NE(std::string(e.what()).find("cannot be decoded"), std::string::npos) << e.what();
+  }
 }
 
 TEST(UploadImage, DataUrls) {

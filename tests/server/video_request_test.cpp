@@ -250,7 +250,7 @@ std::vector<ErrorCase> error_cases() {
        422, "unsupported_value", "input_reference[file_id]", "keeps no files"},
       {"TextAsInputReference",
        form({text("prompt", "x"), image_part("input_reference", "hello, world", "a.txt", "text/plain")}),
-       422, "invalid_image", "input_reference", "not a PNG or JPEG"},
+       422, "invalid_image", "input_reference", "not a PNG, JPEG or OpenEXR image"},
       {"TruncatedPng", form({text("prompt", "x"), image_part("input_reference", png().substr(0, 40))}),
        422, "invalid_image", "input_reference", "cannot be decoded"},
       {"HugePngHeader",

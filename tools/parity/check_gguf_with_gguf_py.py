@@ -87,6 +87,7 @@ def main():
 
     expected = read_f32_safetensors(args.expected) if args.expected else {}
     counts = {}
+    seen = set()
     for t in reader.tensors:
         counts[t.tensor_type.name] = counts.get(t.tensor_type.name, 0) + 1
         try:
@@ -98,9 +99,21 @@ def main():
         if args.expected and want is None:
             problems.append(f"{t.name}: not in {args.expected}")
         elif want is not None:
+            seen.add(PREFIX + t.name if PREFIX + t.name in expected else t.name)
+            orig = reader.get_field("comfy.gguf.orig_shape." + t.name)  # ComfyUI-GGUF's logical shape, when present
+            shape = tuple(int(d) for d in (orig.contents() if orig is not None else reversed(t.shape.tolist())))
             got = np.asarray(values, dtype=np.float32).reshape(-1)
-            if got.shape != want.reshape(-1).shape or not np.array_equal(got.view(np.uint32), want.reshape(-1).view(np.uint32)):
-                problems.append(f"{t.name}: gguf-py's dequantisation differs from ltx's")
+            if shape != tuple(want.shape):
+                problems.append(f"{t.name}: GGUF shape {shape} (orig_shape, else ne reversed) != expected {tuple(want.shape)}")
+            elif not np.array_equal(got.view(np.uint32), want.reshape(-1).view(np.uint32)):
+                w = want.reshape(-1)
+                bad = got.view(np.uint32) != w.view(np.uint32)
+                with np.errstate(invalid="ignore"):
+                    diff = np.abs(got.astype(np.float64) - w.astype(np.float64))
+                problems.append(f"{t.name}: gguf-py's dequantisation differs from ltx's in {int(bad.sum())} of {bad.size} "
+                                f"values, max |diff| {np.nanmax(diff[bad]):.6g} at flat index {int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf), -1)))}")
+    for name in sorted(set(expected) - seen) if args.expected else []:
+        problems.append(f"{name}: in {args.expected} but not in the GGUF")
     print(f"{args.file}: {len(reader.tensors)} tensors, " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for p in problems:
         print("PROBLEM:", p)

@@ -104,6 +104,7 @@ function fieldInputs(name, field) {
   };
   if (field.type === 'video file') inputs.push(file(name, 'video/*'));
   else if (field.type === 'audio file') inputs.push(file(name, 'audio/*,video/*'));
+  else if (field.type === 'safetensors file') inputs.push(file(name, '.safetensors'));
   else if (field.type === 'number') inputs.push(number(name, field.required ? 'required' : 'default'));
   else if (field.type === 'boolean') {
     const input = document.createElement('input');
