@@ -8,8 +8,11 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "backend/device_query.h"
@@ -24,6 +27,7 @@
 #include "pipelines/pipeline.h"
 #include "server/tar_archive.h"
 #include "server/thumbnail_sink.h"
+#include "server/upload_media.h"
 #include "server/video_request.h"
 
 namespace ltx::server {
@@ -50,6 +54,28 @@ generate::GenerateOptions options_of(const Job& job, const DataDir& dir) {
   o.audio = request.generate_audio;
   for (const RequestLora& l : request.loras) o.library_loras.push_back({l.name, l.strength});
   return o;
+}
+
+// An hdr job's EXR frame folders are stored as the tars they were uploaded as: each is unpacked
+// into a scratch folder (held by the returned list for the run), whose path replaces the tar's.
+std::vector<std::shared_ptr<const ScratchFolder>> unpack_frame_archives(
+    generate::GenerateOptions& o) {
+  std::vector<std::shared_ptr<const ScratchFolder>> held;
+  const auto unpack = [&](std::string& path) {
+    if (!path.ends_with(".tar")) return;
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << f.rdbuf();
+    LTX_CHECK(f.good() || f.eof(), "job input '", path, "' cannot be read");
+    auto folder = std::make_shared<const ScratchFolder>();
+    unpack_exr_tar(bytes.str(), folder->path(), std::numeric_limits<int64_t>::max(),
+                   std::numeric_limits<int64_t>::max());
+    path = folder->path();
+    held.push_back(std::move(folder));
+  };
+  unpack(o.video_path);
+  for (generate::VideoConditioningFlag& v : o.video_conditionings) unpack(v.path);
+  return held;
 }
 
 const generate::PipelineInfo* pipeline_info(const generate::EngineInfo& info,
@@ -379,7 +405,8 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
   std::string output;
   generate::GenerateResult result;
   try {
-    const generate::GenerateOptions o = options_of(job, dir_);
+    generate::GenerateOptions o = options_of(job, dir_);
+    const auto frame_folders = unpack_frame_archives(o);
     const std::string format = output_format_of(job);
     output = dir_.output_path(job.id, format == "exr" ? "tar" : format);
     media::Mp4Options mp4;

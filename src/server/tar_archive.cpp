@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -24,6 +26,9 @@ namespace fs = std::filesystem;
 
 struct ArchiveFree {
   void operator()(archive* a) const { archive_write_free(a); }
+};
+struct ArchiveReadFree {
+  void operator()(archive* a) const { archive_read_free(a); }
 };
 struct EntryFree {
   void operator()(archive_entry* e) const { archive_entry_free(e); }
@@ -128,6 +133,67 @@ void write_tar(const std::string& folder, const std::string& tar_path) {
   }
   const fs::path parent = fs::path(tar_path).parent_path();
   fsync_folder(parent.empty() ? "." : parent.string());
+}
+
+
+bool is_tar(const std::string& bytes) {
+  return bytes.size() >= 512 && bytes.compare(257, 5, "ustar") == 0;
+}
+
+std::vector<std::string> unpack_exr_tar(const std::string& bytes, const std::string& folder,
+                                        int64_t max_frames, int64_t max_bytes) {
+  std::unique_ptr<archive, ArchiveReadFree> a(archive_read_new());
+  LTX_CHECK(a != nullptr, "tar: out of memory");
+  if (archive_read_support_format_tar(a.get()) != ARCHIVE_OK ||
+      archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)
+    fail("not a tar archive: ", archive_message(a.get()));
+  std::vector<std::string> frames;
+  int64_t total = 0;
+  archive_entry* e = nullptr;
+  for (;;) {
+    const int r = archive_read_next_header(a.get(), &e);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK) fail("a damaged tar archive: ", archive_message(a.get()));
+    const char* raw = archive_entry_pathname(e);
+    const std::string name = raw != nullptr ? raw : "";
+    const mode_t type = archive_entry_filetype(e);
+    if (type == AE_IFDIR) continue;
+    LTX_CHECK(type == AE_IFREG, "entry '", name, "' is a link or special file; the archive must "
+              "hold the EXR frames as plain files");
+    const std::string base = fs::path(name).filename().string();
+    if (base.empty() || base.front() == '.') continue;
+    std::string lower = base;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    LTX_CHECK(lower.ends_with(".exr"), "entry '", name, "' is not an EXR frame (*.exr); the "
+              "archive holds the frames only");
+    LTX_CHECK(std::all_of(base.begin(), base.end(),
+                          [](unsigned char c) {
+                            return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-';
+                          }),
+              "entry '", name, "': frame names are letters, digits, '.', '_' and '-'");
+    LTX_CHECK(std::find(frames.begin(), frames.end(), base) == frames.end(), "entry '", name,
+              "': a frame named '", base, "' is in the archive twice");
+    LTX_CHECK(static_cast<int64_t>(frames.size()) < max_frames, "the archive holds more than ",
+              max_frames, " EXR frames");
+    const int64_t size = archive_entry_size(e);
+    LTX_CHECK(size >= 0 && total + size <= max_bytes, "the archive's frames take more than ",
+              max_bytes, " bytes unpacked");
+    total += size;
+    std::string data(static_cast<size_t>(size), '\0');
+    const la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
+    LTX_CHECK(got == static_cast<la_ssize_t>(size), "entry '", name, "' is cut short: ",
+              got < 0 ? archive_message(a.get()) : std::to_string(got) + " of " +
+                                                       std::to_string(size) + " bytes");
+    const fs::path out = fs::path(folder) / base;
+    std::ofstream f(out, std::ios::binary | std::ios::trunc);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    LTX_CHECK(f.good(), "cannot write the frame '", out.string(), "'");
+    frames.push_back(base);
+  }
+  LTX_CHECK(!frames.empty(), "the archive holds no EXR frame (*.exr)");
+  std::sort(frames.begin(), frames.end());
+  return frames;
 }
 
 }  // namespace ltx::server

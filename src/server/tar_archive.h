@@ -2,8 +2,11 @@
 // A folder as one POSIX ustar archive (the output of a job that makes several files, e.g.
 // hdr-ic-lora's EXR frames and preview: docs/SERVER.md): what `tar -xf` and every archive tool
 // unpack. No compression: EXR frames and MP4s are compressed already, and an uncompressed archive
-// keeps Range requests cheap.
+// keeps Range requests cheap. And the other way: an uploaded archive of EXR frames (an HDR
+// request's frame folder) unpacked under names of its own.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ltx::server {
 
@@ -14,5 +17,20 @@ namespace ltx::server {
 // name longer than ustar holds (100 bytes, or 155 + 100 split at a '/'), a link or special file,
 // an unreadable file, a failed write.
 void write_tar(const std::string& folder, const std::string& tar_path);
+
+// Whether `bytes` look like a tar archive (the ustar magic at offset 257: POSIX, pax and GNU tar
+// all write it).
+bool is_tar(const std::string& bytes);
+
+// Unpacks the EXR frames of an uploaded tar (plain, uncompressed) into `folder` (existing, empty):
+// every regular file whose name ends in ".exr" (any case), at any depth, is written as
+// `folder`/<its base name>, so the frames keep the order of their names (the reference sorts a
+// folder's frames by name). Folders and hidden files (a base name starting with '.', e.g. macOS's
+// "._frame.exr") are skipped. Returns the frame names, sorted. Throws ltx::Error naming the entry:
+// a link or special file, another file, a base name that is not [A-Za-z0-9._-] or is given twice,
+// more than `max_frames` frames, more than `max_bytes` unpacked, no frame at all, a damaged
+// archive.
+std::vector<std::string> unpack_exr_tar(const std::string& bytes, const std::string& folder,
+                                        int64_t max_frames, int64_t max_bytes);
 
 }  // namespace ltx::server

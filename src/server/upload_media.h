@@ -1,6 +1,6 @@
 #pragma once
-// A video or audio file a request uploads (a file part of a multipart body), checked before
-// the server keeps it: its byte count, then FFmpeg's probe of the container and a decode of its
+// A video or audio file a request uploads (a file part of a multipart body; or, for an HDR
+// request, a tar of EXR frames standing for a video), checked before the server keeps it: its byte count, then FFmpeg's probe of the container and a decode of its
 // first frame / its audio (media/video_reader.h), so a file the pipeline could not read is refused
 // when it is sent, not when the job runs. FFmpeg reads files, so the bytes are written to a scratch
 // file under the system's temporary folder for the check; the request holds it (the pipeline's
@@ -40,9 +40,25 @@ struct MediaHeader {
   int64_t sample_rate = 0, channels = 0;
 };
 
+// A folder (mkdtemp) in the system's temporary folder, removed with all it holds when the last
+// holder lets it go.
+class ScratchFolder {
+ public:
+  ScratchFolder();
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 struct CheckedMedia {
   MediaHeader header;
   std::shared_ptr<const ScratchFile> scratch;  // the bytes as a file, for the request's checks
+  // An EXR frame archive's frames, unpacked (check_upload_exr_frames); null for other media.
+  std::shared_ptr<const ScratchFolder> frames;
 };
 
 // What an upload may be before anything of it is decoded: bytes, a video frame's pixels, the
@@ -55,5 +71,15 @@ struct MediaLimits {
 
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
                                 MediaKind kind, const MediaLimits& limits);
+
+// An HDR request's frame folder, uploaded as a tar of EXR frames (server/tar_archive.h,
+// unpack_exr_tar): the bytes limit (413 `file_too_large`), then the archive unpacked into a
+// scratch folder (at most `max_frames` frames), each frame's data window from its header (the
+// pixel limit; every frame the first one's size) and a full decode through OpenEXR; 400
+// `invalid_media` naming `param` otherwise, `media_unsupported` in a build without OpenEXR. The
+// header's ext is "tar" (the archive is what the job stores), its size and frame count the
+// frames'; it has no duration or frame rate.
+CheckedMedia check_upload_exr_frames(const std::string& bytes, const std::string& param,
+                                     const MediaLimits& limits, int64_t max_frames);
 
 }  // namespace ltx::server

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <tuple>
 
 #include "core/error.h"
@@ -20,6 +22,7 @@
 #include "pipelines/pipeline.h"
 #include "server/api_error.h"
 #include "server/upload_image.h"
+#include "server/tar_archive.h"
 #include "server/upload_media.h"
 
 namespace ltx::server {
@@ -658,11 +661,28 @@ class Reader {
     }
     const PipelineField* rate_clip = rate_field(o.pipeline);
     if (const PipelineField* clip = clip_field(o.pipeline, false)) {
+      // A tar of EXR frames has no rate: then the request gives it (`ltx generate` needs
+      // --frame-rate with an EXR frame folder).
+      const json* clip_value = get(clip->name);
+      const bool exr_frames = clip->takes_exr_frames && clip_value && clip_value->is_binary() &&
+                              is_tar(std::string(clip_value->get_binary().begin(),
+                                                 clip_value->get_binary().end()));
       for (const char* f : {"seconds", "num_frames", "fps", "auto_duration"})
-        if (get(f))
+        if (get(f) && !(exr_frames && std::string_view(f) == "fps"))
           impossible(f, "invalid_value",
-                     str(f, ": the ", o.pipeline, " pipeline takes the frame count and frame "
-                            "rate of ", clip->name, "; leave it out"));
+                     str(f, ": the ", o.pipeline, " pipeline takes the frame count",
+                         exr_frames ? "" : " and frame rate", " of ", clip->name,
+                         "; leave it out"));
+      if (exr_frames) {
+        if (!get("fps"))
+          malformed("fps", "missing_required_parameter",
+                    str(clip->name, " is a tar of EXR frames, which have no frame rate: give "
+                                    "fps"));
+        o.frame_rate = number_field("fps");
+        if (!(*o.frame_rate > 0.0))
+          impossible("fps", "invalid_value",
+                     str("fps ", number_text(*o.frame_rate), " must be positive"));
+      }
     } else if (rate_clip) {
       for (const char* f : {"fps", "auto_duration"})
         if (get(f))
@@ -686,6 +706,12 @@ class Reader {
     }
     read_pipeline_fields(r);
     check_hdr_inputs(r);
+    // EXR frames last their count at the request's rate (the retake window is checked on it).
+    for (RequestMedia& m : r.media)
+      if (m.frames && o.frame_rate && *o.frame_rate > 0) {
+        m.header.fps = *o.frame_rate;
+        m.header.duration = static_cast<double>(m.header.frames) / *o.frame_rate;
+      }
     // The frame count at the clip's rate, which the pipeline keeps (its options name no rate).
     double clip_fps = 0.0;
     if (rate_clip) {
@@ -996,7 +1022,7 @@ class Reader {
 
   // A file part of a media field, checked (upload_media.h).
   RequestMedia media_at(const json& v, const std::string& param, const std::string& field,
-                        MediaKind kind) const {
+                        MediaKind kind, bool exr_frames = false) const {
     if (!v.is_binary()) {
       if (v.is_string() || v.is_object())
         malformed(param, "invalid_type",
@@ -1009,8 +1035,20 @@ class Reader {
     m.field = field;
     m.bytes.assign(b.begin(), b.end());
     const RequestLimits& lim = model_.limits;
-    CheckedMedia c = check_upload_media(
-        m.bytes, param, kind, {lim.max_media_bytes, lim.max_image_pixels, lim.max_media_seconds});
+    const MediaLimits limits{lim.max_media_bytes, lim.max_image_pixels, lim.max_media_seconds};
+    if (kind == MediaKind::Video && is_tar(m.bytes)) {
+      if (!exr_frames)
+        malformed(param, "invalid_media",
+                  str(param, " is a tar archive; it takes a video file (a tar of EXR frames is "
+                             "an hdr request's frame folder, for ",
+                      exr_frame_fields(), ")"));
+      CheckedMedia c = check_upload_exr_frames(m.bytes, param, limits, lim.max_frames);
+      m.header = c.header;
+      m.scratch = std::move(c.scratch);
+      m.frames = std::move(c.frames);
+      return m;
+    }
+    CheckedMedia c = check_upload_media(m.bytes, param, kind, limits);
     m.header = c.header;
     m.scratch = std::move(c.scratch);
     return m;
@@ -1066,16 +1104,27 @@ class Reader {
     return s;
   }
 
+  // "video_path (retake), video_conditioning (ic-lora)": the fields that take EXR frames.
+  static std::string exr_frame_fields() {
+    std::string out;
+    for (const PipelineField& f : pipeline_fields())
+      if (f.takes_exr_frames)
+        for (const auto& p : f.pipelines)
+          out += (out.empty() ? "" : ", ") + str(f.name, " (", p, ")");
+    return out;
+  }
+
   // {video, strength}
   RequestMedia video_with_strength(const json& obj, const std::string& param,
-                                   const std::string& field) const {
-    if (obj.is_binary()) return media_at(obj, param, field, MediaKind::Video);  // strength 1
+                                   const std::string& field, bool exr_frames = false) const {
+    if (obj.is_binary())
+      return media_at(obj, param, field, MediaKind::Video, exr_frames);  // strength 1
     if (!obj.is_object()) wrong_type(param, obj, "an object {video, strength}");
     const auto it = obj.find("video");
     if (it == obj.end() || it->is_null())
       malformed(param + "[video]", "missing_required_parameter",
                 str(param, "[video] (a video file part) is required"));
-    RequestMedia m = media_at(*it, param + "[video]", field, MediaKind::Video);
+    RequestMedia m = media_at(*it, param + "[video]", field, MediaKind::Video, exr_frames);
     m.strength = strength_of(obj, param);
     return m;
   }
@@ -1123,29 +1172,33 @@ class Reader {
         case FieldType::Audio:
           r.media.push_back(media_at(*v, f.name, f.name,
                                      f.type == FieldType::Video ? MediaKind::Video
-                                                                : MediaKind::Audio));
+                                                                : MediaKind::Audio,
+                                     f.takes_exr_frames));
           break;
         case FieldType::VideoStrength:
-          r.media.push_back(video_with_strength(*v, f.name, f.name));
+          r.media.push_back(video_with_strength(*v, f.name, f.name, f.takes_exr_frames));
           break;
         case FieldType::Embeddings:
           r.media.push_back(embeddings_at(*v, f.name));
           break;
         case FieldType::VideoList: {
           if (!v->is_array()) {
-            r.media.push_back(video_with_strength(*v, f.name, f.name));
+            r.media.push_back(video_with_strength(*v, f.name, f.name, f.takes_exr_frames));
             break;
           }
           if (v->empty())
             malformed(f.name, "missing_required_parameter",
                       str(f.name, " is empty: give at least one video"));
           for (size_t i = 0; i < v->size(); ++i)
-            r.media.push_back(video_with_strength((*v)[i], str(f.name, "[", i, "]"), f.name));
+            r.media.push_back(video_with_strength((*v)[i], str(f.name, "[", i, "]"), f.name,
+                                                  f.takes_exr_frames));
           break;
         }
       }
       for (size_t i = first_media; i < r.media.size(); ++i)
-        value.files.emplace_back(r.media[i].scratch->path(), r.media[i].strength);
+        value.files.emplace_back(
+            r.media[i].frames ? r.media[i].frames->path() : r.media[i].scratch->path(),
+            r.media[i].strength);
       f.apply(o, value);
     }
   }
@@ -1207,17 +1260,19 @@ class Reader {
       else if (sdr.empty())
         sdr = get("images") ? "images" : "input_reference";
     for (const RequestMedia& m : r.media)
-      if (sdr.empty() && (m.field == "video_path" || m.field == "video_conditioning"))
+      if (m.frames)
+        exr = m.field;
+      else if (sdr.empty() && (m.field == "video_path" || m.field == "video_conditioning"))
         sdr = m.field;
     if (exr.empty()) return;
     if (!r.options.hdr)
       impossible(exr, "invalid_value",
-                 str(exr, ": an OpenEXR image is an HDR input; set hdr to its colour space (",
+                 str(exr, ": OpenEXR frames are HDR inputs; set hdr to their colour space (",
                      media::hdr_color_space_choices(), ")"));
     if (!sdr.empty())
       impossible(exr, "invalid_value",
                  str(exr, ": the conditioning is all EXR or all SDR; ", sdr,
-                     " holds SDR (PNG, JPEG or video) inputs beside an OpenEXR image"));
+                     " holds SDR (PNG, JPEG or video) inputs beside OpenEXR ones"));
   }
 
   // The time ranges against the uploaded media, and the clip against the limits.
@@ -1339,8 +1394,9 @@ const std::vector<PipelineField>& pipeline_fields() {
   using V = FieldValue;
   static const std::vector<PipelineField> fields = {
       {"video_path", {"retake"}, FieldType::Video, true,
-       "the clip to retake; the job takes its size, frame count and frame rate",
-       [](O& o, const V& v) { o.video_path = v.files.at(0).first; }, true, true},
+       "the clip to retake; the job takes its size, frame count and frame rate (with hdr also a "
+       "tar of EXR frames, whose rate is fps)",
+       [](O& o, const V& v) { o.video_path = v.files.at(0).first; }, true, true, false, true},
       {"start_time", {"retake"}, FieldType::Number, true,
        "the start of the window to regenerate, in seconds",
        [](O& o, const V& v) { o.start_time = v.number; }},
@@ -1357,11 +1413,12 @@ const std::vector<PipelineField>& pipeline_fields() {
        "the most seconds of audio_path used (default: the video's duration)",
        [](O& o, const V& v) { o.audio_max_duration = v.number; }},
       {"video_conditioning", {"ic-lora"}, FieldType::VideoList, true,
-       "the reference videos with their strengths in [0, 1]",
+       "the reference videos with their strengths in [0, 1] (with hdr also tars of EXR frames)",
        [](O& o, const V& v) {
          for (const auto& [path, strength] : v.files)
            o.video_conditionings.push_back({path, strength});
-       }},
+       },
+       false, false, false, true},
       {"conditioning_attention_mask", {"ic-lora"}, FieldType::VideoStrength, false,
        "a grayscale mask clip weighting the reference's attention, times strength",
        [](O& o, const V& v) { o.conditioning_attention_mask = v.files.at(0); }},

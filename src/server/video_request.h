@@ -99,6 +99,9 @@ struct RequestMedia {
   // The bytes as a file while the request is checked (the pipeline's own checks read files);
   // null in a request read back from JSON.
   std::shared_ptr<const ScratchFile> scratch;
+  // A tar of EXR frames (header.ext "tar"): the frames unpacked, which the checks read as the
+  // EXR frame folder `ltx generate` takes; null otherwise.
+  std::shared_ptr<const ScratchFolder> frames;
 };
 
 // A LoRA of the server's library, by name.
@@ -180,6 +183,10 @@ struct PipelineField {
   // A media field whose clip gives the job its frame rate alone (hdr-ic-lora): the request takes
   // num_frames or seconds (counted at the clip's rate), no fps / auto_duration.
   bool sets_rate = false;
+  // A video field that also takes, in an `hdr` request, a tar of EXR frames (the EXR frame folder
+  // of `ltx generate --hdr`); such a clip has no frame rate: a field that sets the duration then
+  // takes `fps`.
+  bool takes_exr_frames = false;
 };
 const std::vector<PipelineField>& pipeline_fields();
 

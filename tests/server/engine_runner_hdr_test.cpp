@@ -97,6 +97,94 @@ TEST(TarArchive, AFolderBecomesUstarEntriesInByteOrder) {
   EXPECT_FALSE(fs::exists(bad + ".tmp"));
 }
 
+// An uploaded archive of frames (made by GNU tar, in pax and GNU formats): the *.exr files at any
+// depth under their base names, sorted; folders and hidden files (macOS's "._" companions)
+// skipped; anything else one error naming the entry.
+TEST(TarArchive, AnUploadedArchiveUnpacksItsExrFramesUnderTheirBaseNames) {
+  ltx::test::TempDir tmp;
+  const fs::path root = tmp.file("upload");
+  fs::create_directories(root / "shot" / "more");
+  ltx::test::write_bytes((root / "shot" / "frame_00001.exr").string(), "one");
+  ltx::test::write_bytes((root / "shot" / "frame_00000.EXR").string(), "zero");
+  ltx::test::write_bytes((root / "shot" / "more" / "frame_00002.exr").string(), "two");
+  ltx::test::write_bytes((root / "shot" / "._frame_00000.exr").string(), "apple double");
+  const auto pack = [&](const std::string& format, const std::string& what) {
+    const std::string tar = tmp.file(format + ".tar");
+    fs::remove(tar);
+    const std::string cmd = "tar --create --format=" + format + " --file '" + tar +
+                            "' --directory '" + root.string() + "' " + what;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return test::read_bytes(tar);
+  };
+  const auto unpack = [&](const std::string& bytes, int64_t max_frames = 100,
+                          int64_t max_bytes = 1 << 20) {
+    const fs::path out = tmp.file("out");
+    fs::remove_all(out);
+    fs::create_directories(out);
+    return unpack_exr_tar(bytes, out.string(), max_frames, max_bytes);
+  };
+  for (const std::string format : {"pax", "gnu", "ustar"}) {
+    const std::string bytes = pack(format, "shot");
+    EXPECT_TRUE(is_tar(bytes)) << format;
+    EXPECT_EQ(unpack(bytes), (std::vector<std::string>{"frame_00000.EXR", "frame_00001.exr",
+                                                       "frame_00002.exr"}))
+        << format;
+    EXPECT_EQ(test::read_bytes(tmp.file("out/frame_00002.exr")), "two");
+  }
+  const std::string good = pack("pax", "shot");
+  EXPECT_ERROR_HAS(unpack(good, 2), "more than 2 EXR frames");
+  EXPECT_ERROR_HAS(unpack(good, 100, 6), "more than 6 bytes unpacked");
+  EXPECT_ERROR_HAS(unpack(good.substr(0, 700)), "");
+  EXPECT_FALSE(is_tar("an MP4 is not a tar"));
+  EXPECT_ERROR_HAS(unpack(std::string(1024, '\0')), "no EXR frame");
+
+  ltx::test::write_bytes((root / "shot" / "notes.txt").string(), "a note");
+  EXPECT_ERROR_HAS(unpack(pack("pax", "shot")), "'shot/notes.txt' is not an EXR frame");
+  fs::remove(root / "shot" / "notes.txt");
+  ltx::test::write_bytes((root / "shot" / "more" / "frame_00001.exr").string(), "again");
+  EXPECT_ERROR_HAS(unpack(pack("pax", "shot")), "'frame_00001.exr' is in the archive twice");
+  fs::remove(root / "shot" / "more" / "frame_00001.exr");
+  fs::create_symlink(root / "shot" / "frame_00001.exr", root / "shot" / "link.exr");
+  EXPECT_ERROR_HAS(unpack(pack("pax", "shot")), "'shot/link.exr' is a link or special file");
+  fs::remove(root / "shot" / "link.exr");
+  ltx::test::write_bytes((root / "shot" / "frame 3.exr").string(), "spaced");
+  EXPECT_ERROR_HAS(unpack(pack("pax", "shot")), "frame names are letters");
+}
+
+// An ic-lora hdr job whose reference is an uploaded tar of EXR frames: stored as the tar, unpacked
+// when the job runs; the master and its EXR frames come back as the job's tar.
+TEST(EngineRunnerHdr, AnIcLoraHdrJobReadsItsUploadedExrFrames) {
+  if (!media::openexr_available() || !media::ffmpeg_available())
+    GTEST_SKIP() << "an HDR master needs OpenEXR and FFmpeg in the build";
+  ltx::test::TempDir tmp;
+  generate::EngineOptions eo;
+  eo.demo_dir = ltx::test::shared_demo_bundle().dir;
+  generate::Engine engine(eo);
+  DataDir dir(tmp.file("data"));
+  EngineRunner runner(engine, Device::cpu(), dir);
+  const std::string seq = test::exr_frames_tar(9, 128, 128);
+  const VideoRequest r = parse_create(
+      test::form({test::text("prompt", "a dancer"), test::text("pipeline", "ic-lora"),
+                  test::text("hdr", "SRGB_LINEAR"), test::text("size", "128x128"),
+                  test::text("num_frames", "9"),
+                  test::clip_part("video_conditioning", seq, "shot.tar", "application/x-tar")}),
+      served_model(engine.info(), {}));
+  Job job;
+  job.id = "video_c123456789abcdef0123456789abcdef";
+  job.request_json = to_json(r).dump();
+  const std::vector<std::string> names = dir.store_inputs(job.id, {InputImage{seq, "tar"}});
+  job.inputs = {JobInput{0, names.at(0), 0, 1.0, std::nullopt}};
+  RunItem item;
+  item.job = &job;
+  const std::vector<RunOutcome> out = runner.run({item});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].status, RunStatus::Completed) << out[0].error.message;
+  const std::vector<TarEntry> entries = read_tar(out[0].output_file);
+  ASSERT_EQ(entries.size(), 1u + 1u + 9u);
+  EXPECT_EQ(entries[0].name, job.id + ".mp4");
+  EXPECT_TRUE(fs::exists(dir.input_path(job.id, names.at(0)))) << "the upload is kept as sent";
+}
+
 TEST(EngineRunnerHdr, AJobWritesATarOfTheExrFramesAndPreviewWithThePreviewsThumbnail) {
   if (!media::openexr_available() || !media::ffmpeg_available())
     GTEST_SKIP() << "hdr-ic-lora needs OpenEXR and FFmpeg in the build";

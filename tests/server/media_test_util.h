@@ -3,6 +3,8 @@
 // AAC track), a 16-bit WAV, an OpenEXR still and a text-embeddings safetensors file, written by
 // media/ and io/ and read back as bytes.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +97,30 @@ inline std::string text_embeddings_file(int64_t tokens, int64_t dim, bool video 
   io::write_safetensors(path, tensors);
   std::string bytes = read_bytes(path);
   std::filesystem::remove(path);
+  return bytes;
+}
+
+// `frames` EXR frames of w x h (frame_00000.exr, ...; the last one `last_width` wide when given)
+// as a tar written by GNU tar (the system's `tar`, not our code), inside a folder `shot/` as a
+// user would pack them.
+inline std::string exr_frames_tar(int64_t frames, int64_t w, int64_t h, int64_t last_width = 0) {
+  const std::string dir = scratch_path("ltx-exr-seq");
+  std::filesystem::create_directories(dir + "/shot");
+  for (int64_t f = 0; f < frames; ++f) {
+    const int64_t fw = f == frames - 1 && last_width > 0 ? last_width : w;
+    Tensor img = Tensor::zeros({h, fw, 3}, DType::F32);
+    float* p = img.data<float>();
+    for (int64_t i = 0; i < h * fw * 3; ++i) p[i] = static_cast<float>((i + 7 * f) % 97) / 24.0f;
+    char name[64];
+    std::snprintf(name, sizeof name, "/shot/frame_%05lld.exr", static_cast<long long>(f));
+    media::write_exr(dir + name, img);
+  }
+  const std::string tar = dir + ".tar";
+  const std::string cmd = "tar --create --file '" + tar + "' --directory '" + dir + "' shot";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string bytes = read_bytes(tar);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(tar);
   return bytes;
 }
 

@@ -440,7 +440,7 @@ TEST_F(PipelineFields, ExrStillsAreHdrInputsAndNeverMixWithSdrOnes) {
   EXPECT_EQ(video_request_from_json(to_json(r)).images.at(0).format, "exr");
 
   expect_error(form({text("prompt", "a sunset"), text("pipeline", "two-stage"), still("input_reference")}),
-               422, "invalid_value", "input_reference", "set hdr to its colour space");
+               422, "invalid_value", "input_reference", "set hdr to their colour space");
   expect_error(form({text("prompt", "a sunset"), text("pipeline", "keyframe-interpolation"),
                      text("hdr", "ACESCG"), still("images[0][image]"), text("images[0][frame_index]", "0"),
                      test::image_part("images[1][image]", test::png()),
@@ -453,6 +453,72 @@ TEST_F(PipelineFields, ExrStillsAreHdrInputsAndNeverMixWithSdrOnes) {
   expect_error(form({text("prompt", "a sunset"), text("pipeline", "two-stage"), text("hdr", "ACESCG"),
                      test::image_part("input_reference", broken, "still.exr", "image/x-exr")}),
                422, "invalid_image", "input_reference", "cannot be decoded");
+}
+
+// An hdr request's EXR frame folder, uploaded as a tar: retake's clip (its rate given as fps) and
+// ic-lora's references; checked frame by frame when sent.
+TEST_F(PipelineFields, ExrFrameArchivesAreTheHdrClipsOfRetakeAndIcLora) {
+  if (!media::openexr_available()) GTEST_SKIP() << "a build without OpenEXR reads no EXR";
+  const std::string seq = test::exr_frames_tar(9, 64, 64);
+  const auto tar = [&](const std::string& name, const std::string& bytes) {
+    return clip_part(name, bytes, "shot.tar", "application/x-tar");
+  };
+  const VideoRequest r = parse_create(
+      form({text("prompt", "a blue ball"), text("pipeline", "retake"), text("hdr", "ACESCG"),
+            tar("video_path", seq), text("fps", "24"), text("start_time", "0.1"),
+            text("end_time", "0.3")}),
+      served());
+  ASSERT_EQ(r.media.size(), 1u);
+  EXPECT_EQ(r.media[0].header.ext, "tar");
+  EXPECT_EQ(r.media[0].header.frames, 9);
+  EXPECT_EQ(r.size, "64x64");
+  EXPECT_EQ(r.options.frame_rate, 24.0);
+  EXPECT_EQ(r.output_format, "exr");
+  const generate::GenerateOptions o = to_generate_options(video_request_from_json(to_json(r)), {"/in/0.tar"});
+  EXPECT_EQ(o.video_path, "/in/0.tar");
+  EXPECT_EQ(o.frame_rate, 24.0);
+
+  const VideoRequest ic = parse_create(
+      form({text("prompt", "a dancer"), text("pipeline", "ic-lora"), text("hdr", "ACESCCT"),
+            tar("video_conditioning[][video]", seq), text("video_conditioning[][strength]", "0.5")}),
+      served());
+  ASSERT_EQ(ic.media.size(), 1u);
+  EXPECT_EQ(ic.media[0].header.ext, "tar");
+  EXPECT_EQ(ic.media[0].strength, 0.5);
+
+  const auto retake = [&](std::vector<FormPart> extra) {
+    std::vector<FormPart> parts = {text("prompt", "a blue ball"), text("pipeline", "retake"),
+                                   text("start_time", "0.1"), text("end_time", "0.3")};
+    parts.insert(parts.end(), extra.begin(), extra.end());
+    return form(parts);
+  };
+  expect_error(retake({text("hdr", "ACESCG"), tar("video_path", seq)}), 400,
+               "missing_required_parameter", "fps", "no frame rate");
+  expect_error(retake({tar("video_path", seq), text("fps", "24")}), 422, "invalid_value",
+               "video_path", "set hdr to their colour space");
+  expect_error(retake({text("hdr", "ACESCG"), tar("video_path", seq), text("fps", "24"),
+                       text("num_frames", "9")}),
+               422, "invalid_value", "num_frames", "takes the frame count of video_path");
+  expect_error(form({text("prompt", "a blue ball"), text("pipeline", "retake"), text("hdr", "ACESCG"),
+                     tar("video_path", seq), text("fps", "24"), text("start_time", "0.1"),
+                     text("end_time", "0.5")}),
+               400, "time_range_outside_clip", "end_time", "s long");
+  expect_error(retake({text("fps", "24"), clip_part("video_path", clip())}), 422, "invalid_value",
+               "fps", "frame count and frame rate of video_path");
+  // Another field, a damaged archive, frames of two sizes, a file that is not a frame.
+  expect_error(form({text("prompt", "a sunset"), text("pipeline", "hdr-ic-lora"), text("hdr", "ACESCG"),
+                     tar("video_conditioning", seq)}),
+               400, "invalid_media", "video_conditioning", "is a tar archive");
+  expect_error(retake({text("hdr", "ACESCG"), tar("video_path", seq.substr(0, seq.size() / 2)),
+                       text("fps", "24")}),
+               400, "invalid_media", "video_path", "");
+  expect_error(retake({text("hdr", "ACESCG"), tar("video_path", test::exr_frames_tar(3, 64, 64, 32)),
+                       text("fps", "24")}),
+               400, "invalid_media", "video_path", "every frame of a sequence has one size");
+  expect_error(form({text("prompt", "a dancer"), text("pipeline", "ic-lora"), text("hdr", "ACESCG"),
+                     tar("video_conditioning[][video]", seq),
+                     clip_part("video_conditioning[][video]", clip())}),
+               422, "invalid_value", "video_conditioning", "all EXR or all SDR");
 }
 
 // ---------------------------------------------------------------- dubit

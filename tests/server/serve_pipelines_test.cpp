@@ -163,7 +163,8 @@ TEST(ServePipelines, RetakeOfAnUploadT2AWavAndOneFramePngCheckedByFfprobe) {
 
 // HDR through the server: an HDR master (`hdr`) of a distilled clip conditioned on an uploaded
 // OpenEXR still, downloaded as a tar whose MP4 ffprobe reads as HLG BT.2020 HEVC beside its EXR
-// frames; hdr-ic-lora from uploaded precomputed text contexts, with no prompt.
+// frames; a retake of EXR frames uploaded as a tar; hdr-ic-lora from uploaded precomputed text
+// contexts, with no prompt.
 TEST(ServePipelines, AnHdrMasterFromAnExrStillAndHdrIcLoraFromTextEmbeddings) {
   if (const std::string why = mp4_check_unavailable(); !why.empty()) GTEST_SKIP() << why;
   if (!media::openexr_available()) GTEST_SKIP() << "this build has no OpenEXR (LTX_OPENEXR=OFF)";
@@ -227,6 +228,23 @@ TEST(ServePipelines, AnHdrMasterFromAnExrStillAndHdrIcLoraFromTextEmbeddings) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 422) << bad->body;
   EXPECT_EQ(json::parse(bad->body)["error"]["param"], "input_reference") << bad->body;
+
+  // A retake of an EXR frame folder sent as a tar (GNU tar's), at the rate the request gives.
+  auto retake = s.client().Post(
+      "/v1/videos",
+      httplib::MultipartFormDataItems{
+          {"prompt", "a blue ball", "", ""},
+          {"pipeline", "retake", "", ""},
+          {"hdr", "SRGB_LINEAR", "", ""},
+          {"fps", "24", "", ""},
+          {"start_time", "0.1", "", ""},
+          {"end_time", "0.3", "", ""},
+          {"video_path", server::test::exr_frames_tar(9, 128, 64), "shot.tar", "application/x-tar"}});
+  ASSERT_TRUE(retake);
+  ASSERT_EQ(retake->status, 200) << retake->body;
+  const json retake_done = wait_done(s, json::parse(retake->body)["id"]);
+  ASSERT_EQ(retake_done["status"], "completed") << retake_done.dump() << s.log();
+  EXPECT_EQ(retake_done["size"], "128x64");
 
   // hdr-ic-lora from the reference script's contexts (32 wide: the demo transformer's), no prompt.
   auto hdr = s.client().Post(
