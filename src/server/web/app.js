@@ -130,6 +130,7 @@ function showPipelineFields() {
   $('size-label').hidden = d.takes_size === false;
   $('seconds-label').hidden = d.takes_duration === false;
   $('image-label').hidden = d.takes_size === false;
+  $('hdr-label').hidden = d.takes_hdr !== true;
   const box = $('pipeline-fields');
   box.replaceChildren();
   for (const field of d.fields || []) {
@@ -194,7 +195,8 @@ function render(video) {
   const link = $('download-link');
   const done = video.status === 'completed' && video.download_url;
   // What the download holds: an MP4 (<video>), t2a's WAV (<audio>), one frame's PNG (<img>), or
-  // hdr-ic-lora's tar of EXR frames and preview (its thumbnail in the <img>, and a link).
+  // a tar (hdr-ic-lora's EXR frames and preview, an hdr job's HLG master and EXR frames: its
+  // thumbnail in the <img>, and a link).
   const format = done ? video.output_format || 'mp4' : '';
   if (format === 'exr') {
     link.href = video.download_url;
@@ -281,6 +283,7 @@ async function submit(event) {
   if ($('size').value && d.takes_size !== false) form.append('size', $('size').value);
   if ($('seconds').value && d.takes_duration !== false) form.append('seconds', $('seconds').value);
   if ($('seed').value) form.append('seed', $('seed').value);
+  if ($('hdr').value && d.takes_hdr === true) form.append('hdr', $('hdr').value);
   const image = $('image').files[0];
   if (image && d.takes_size !== false) form.append('input_reference', image, image.name);
   for (const input of $('pipeline-fields').querySelectorAll('input')) {

@@ -224,6 +224,27 @@ await check('hdr-ic-lora from the form: its thumbnail shows beside a link to the
   await page.select('#pipeline', firstPipeline);
 });
 
+await check('an HDR master from the form: its thumbnail shows beside a link to the tar', async () => {
+  if (!(await offers('distilled'))) return;
+  await page.select('#pipeline', 'distilled');
+  assert.equal(await page.$eval('#hdr-label', (e) => e.hidden), false, 'distilled takes hdr');
+  await page.select('#hdr', 'ACESCG');
+  await submitAndWaitCompleted();
+  await page.waitForFunction(() => {
+    const img = document.getElementById('image-player');
+    return !img.hidden && img.complete && img.naturalWidth > 0 && !document.getElementById('download-link').hidden;
+  }, { timeout: 30000 });
+  const tar = await fetch(await page.$eval('#download-link', (a) => a.href));
+  assert.equal(tar.status, 200);
+  assert.equal(tar.headers.get('content-type'), 'application/x-tar');
+  await page.select('#hdr', '');
+  if (await offers('t2a')) {
+    await page.select('#pipeline', 't2a');
+    assert.equal(await page.$eval('#hdr-label', (e) => e.hidden), true, 't2a takes no hdr');
+  }
+  await page.select('#pipeline', firstPipeline);
+});
+
 await check('the page broke no policy and threw nothing', async () => {
   assert.deepEqual(problems, []);
 });
