@@ -452,6 +452,48 @@ TEST(DiffusersFolder, Ltx25MissingDiffusionDecoderIsOneErrorNamingIt) {
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
 }
 
+// diffusers' defaults are the published LTX-2.5 decoder's (1 step, x0, scale 1000, stage-5
+// kernel 11, t_emb_dim 384); what the official config cannot express is refused by name.
+TEST(DiffusersFolder, Ltx25DiffusionDecoderConfigDefaultsAreThePublishedOnes) {
+  namespace vv = models::video_vae;
+  const auto decoder_of = [](const json& cfg) {
+    const auto meta = io::diffusers_metadata({{"diffusion_decoder", cfg}}, "dir");
+    json m = json::object();
+    m["config"] = json::parse(meta.at("config"));
+    return vv::diffusion_decoder_config_from_metadata(m, "dir");
+  };
+  const vv::DiffusionDecoderConfig c = decoder_of(json::object());
+  EXPECT_TRUE(c.defaulted.empty());
+  EXPECT_EQ(c.in_channels, 128);
+  EXPECT_EQ(c.stage_channels, (std::vector<int64_t>{2048, 1024, 512, 512, 256}));
+  EXPECT_EQ(c.stage_depths, (std::vector<int64_t>{4, 6, 4, 2, 8}));
+  ASSERT_EQ(c.stage_kernels.size(), 5u);
+  EXPECT_EQ(c.stage_kernels[4], (vv::Axis3{11, 11, 11}));
+  EXPECT_EQ(c.stage5_kernel, (vv::Axis3{11, 11, 11}));
+  ASSERT_EQ(c.upsamples.size(), 4u);
+  EXPECT_EQ(c.upsamples[1].stride, (vv::Axis3{2, 1, 1}));
+  EXPECT_EQ(c.upsamples[2].reduction, 1);
+  EXPECT_EQ(c.t_emb_dim, 384);
+  EXPECT_EQ(c.default_num_inference_steps, 1);
+  EXPECT_EQ(c.timestep_scale_multiplier, 1000.0);
+  EXPECT_EQ(c.model_output_type, vv::ModelOutputType::X0);
+  EXPECT_EQ(decoder_of({{"decoder_model_output_type", "v"}}).model_output_type,
+            vv::ModelOutputType::Velocity);
+
+  const auto refused = [](const json& cfg) {
+    return error_of([&] { (void)io::diffusers_metadata({{"diffusion_decoder", cfg}}, "dir"); });
+  };
+  std::string e = refused({{"decoder_upsample_channel_reductions", {2, 2, 1}}});
+  EXPECT_NE(e.find("decoder_upsample_channel_reductions"), std::string::npos) << e;
+  EXPECT_NE(e.find("diffusion_decoder/config.json"), std::string::npos) << e;
+  e = refused({{"decoder_stage_kernels", {{3, 7, 7}, {3, 7}, {3, 5, 5}, {3, 5, 5}}}});
+  EXPECT_NE(e.find("decoder_stage_kernels holds [3,7]"), std::string::npos) << e;
+  e = refused({{"scaling_factor", 0.5}});
+  EXPECT_NE(e.find("scaling_factor"), std::string::npos) << e;
+  e = refused({{"decoder_t_emb_dim", "wide"}});
+  EXPECT_NE(e.find("decoder_t_emb_dim is \"wide\", the wrong type"), std::string::npos) << e;
+}
+
 TEST(DiffusersFolder, Ltx25InspectNamesTheLayoutAndTheDiffusionDecoder) {
   TempDir tmp;
   const Ltx25Folder f = write_ltx25_folder(tmp, /*gated=*/false);
