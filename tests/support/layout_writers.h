@@ -2,8 +2,9 @@
 // Writers of the layouts users have, for tests (tests/io/layouts_test.cpp, tests/cli,
 // tests/cuda): ComfyUI's FP8 Gemma from the tiny Gemma 3, and the tiny official checkpoint as a
 // Diffusers folder, following diffusers'
-// scripts/convert_ltx2_to_diffusers.py forward (LTX-2.3 rename dicts and special remaps) and
-// written independently of the inverse tables in src/io/layouts.cpp.
+// scripts/convert_ltx2_to_diffusers.py forward (LTX-2.3 rename dicts and special remaps; for a
+// tiny LTX-2.5 checkpoint, its diffusion decoder as convert_ltx2_diffusion_video_vae writes it)
+// and written independently of the inverse tables in src/io/layouts.cpp.
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
