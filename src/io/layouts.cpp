@@ -1,6 +1,7 @@
 #include "io/layouts.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -86,6 +87,23 @@ const std::vector<DiffusersComponent>& diffusers_components() {
     c.push_back({"vae",
                  "the video VAE (AutoencoderKLLTX2Video)",
                  {vae_blocks, {substring("resnets", "res_blocks")}, {prefix("", "vae.")}}});
+    // LTX_2_5_DIFFUSION_DECODER_RENAME_DICT inverted; the statistics as the conv VAE's. The fused
+    // qkv comes back through diffusers_concats().
+    DiffusersComponent dd{
+        "diffusion_decoder",
+        "LTX-2.5's diffusion video decoder (LTX2VideoDiffusionDecoderModel)",
+        {{prefix("decoder.t_embedder.timestep_embedder.linear_1.", "decoder.t_embedder.mlp.0."),
+          prefix("decoder.t_embedder.timestep_embedder.linear_2.", "decoder.t_embedder.mlp.2."),
+          prefix("latents_mean", "per_channel_statistics.mean-of-means"),
+          prefix("latents_std", "per_channel_statistics.std-of-means")},
+         {substring(".attn.to_out.0.", ".attn.proj.")},
+         {substring(".attn.norm_q.", ".attn.q_norm.")},
+         {substring(".attn.norm_k.", ".attn.k_norm.")},
+         {prefix("", "vae.")}}};
+    dd.read_unlisted = true;
+    dd.replaces_folder = "vae";
+    dd.replaces_prefixes = {"decoder.", "latents_"};
+    c.push_back(dd);
     c.push_back({"audio_vae",
                  "the audio VAE (AutoencoderKLLTX2Audio)",
                  {{prefix("latents_mean", "per_channel_statistics.mean-of-means"),
@@ -117,7 +135,15 @@ const std::vector<DiffusersConcat>& diffusers_concats() {
        "duration_head.attention_pooler.cross_attn.in_proj_weight"},
       {"duration_head",
        {"attention_pooler.to_q.bias", "attention_pooler.to_k.bias", "attention_pooler.to_v.bias"},
-       "duration_head.attention_pooler.cross_attn.in_proj_bias"}};
+       "duration_head.attention_pooler.cross_attn.in_proj_bias"},
+      {"diffusion_decoder",
+       {".attn.to_q.weight", ".attn.to_k.weight", ".attn.to_v.weight"},
+       ".attn.qkv.weight",
+       true},
+      {"diffusion_decoder",
+       {".attn.to_q.bias", ".attn.to_k.bias", ".attn.to_v.bias"},
+       ".attn.qkv.bias",
+       true}};
   return kConcats;
 }
 
@@ -555,6 +581,94 @@ json translate_vocoder(const json& d, const fs::path& where) {
   return {{"vocoder", translate_generator(d, "", true, where)}, {"bwe", b}};
 }
 
+// `key` of `d` as a list of positive integers, or `fallback` when it is absent.
+json diffusers_int_list(const json& d, const char* key, const json& fallback,
+                        const fs::path& where) {
+  const json v = setting(d, key, fallback, where);
+  for (const json& e : v)
+    if (!e.is_number_integer() || e.get<int64_t>() < 1)
+      cannot_translate(where, key, str("holds ", e.dump(), ", not a positive integer"));
+  return v;
+}
+
+// `key` of `d` as a list of [t, h, w] triples, or `fallback` when it is absent.
+json diffusers_triples(const json& d, const char* key, const json& fallback,
+                       const fs::path& where) {
+  const json v = setting(d, key, fallback, where);
+  for (const json& e : v) {
+    bool ok = e.is_array() && e.size() == 3;
+    for (size_t i = 0; ok && i < 3; ++i) ok = e[i].is_number_integer() && e[i].get<int64_t>() >= 1;
+    if (!ok) cannot_translate(where, key, str("holds ", e.dump(), ", not [t, h, w]"));
+  }
+  return v;
+}
+
+json diffusers_triple_list(std::initializer_list<std::array<int, 3>> triples) {
+  json out = json::array();
+  for (const auto& t : triples) out.push_back(json::array({t[0], t[1], t[2]}));
+  return out;
+}
+
+// LTX2VideoDiffusionDecoderModel -> config.vae of the official diffusion VAE (CausalDiffusionVAE
+// with its NADiffusionDecoder section). Absent keys take diffusers' defaults, which are the
+// published LTX-2.5 values; the four stage kernels and the stage-5 kernel make the official five,
+// the strides and channel reductions its `upsamples` pairs.
+json translate_diffusion_decoder(const json& d, const fs::path& where) {
+  json dec = json::object();
+  dec["_class_name"] = "NADiffusionDecoder";
+  dec["in_channels"] = setting(d, "latent_channels", 128, where);
+  dec["out_channels"] = setting(d, "out_channels", 3, where);
+  dec["patch_size"] = setting(d, "patch_size", 4, where);
+  dec["head_dim"] = setting(d, "decoder_head_dim", 64, where);
+  dec["stage_channels"] = diffusers_int_list(d, "decoder_stage_channels",
+                                             json::array({2048, 1024, 512, 512, 256}), where);
+  dec["stage_depths"] =
+      diffusers_int_list(d, "decoder_stage_depths", json::array({4, 6, 4, 2, 8}), where);
+  json kernels = diffusers_triples(
+      d, "decoder_stage_kernels", diffusers_triple_list({{3, 7, 7}, {3, 7, 7}, {3, 5, 5}, {3, 5, 5}}),
+      where);
+  const json strides = diffusers_triples(
+      d, "decoder_upsample_strides",
+      diffusers_triple_list({{1, 2, 2}, {2, 1, 1}, {2, 2, 2}, {2, 2, 2}}), where);
+  const json reductions = diffusers_int_list(d, "decoder_upsample_channel_reductions",
+                                             json::array({2, 2, 1, 2}), where);
+  const json stage5 = setting(d, "decoder_stage5_kernel", json::array({11, 11, 11}), where);
+  bool stage5_ok = stage5.size() == 3;
+  for (size_t i = 0; stage5_ok && i < 3; ++i)
+    stage5_ok = stage5[i].is_number_integer() && stage5[i].get<int64_t>() >= 1;
+  if (!stage5_ok) cannot_translate(where, "decoder_stage5_kernel", "is not [t, h, w]");
+  if (reductions.size() != strides.size())
+    cannot_translate(where, "decoder_upsample_channel_reductions",
+                     "does not hold one entry per upsample stride");
+  if (kernels.size() != strides.size())
+    cannot_translate(where, "decoder_stage_kernels",
+                     "does not hold one entry per deterministic stage (one per upsample stride)");
+  json upsamples = json::array();
+  for (size_t i = 0; i < strides.size(); ++i)
+    upsamples.push_back(json::array({strides[i], reductions[i]}));
+  kernels.push_back(stage5);
+  dec["stage_kernels"] = kernels;
+  dec["upsamples"] = upsamples;
+  dec["stage5_kernel"] = stage5;
+  dec["t_emb_dim"] = setting(d, "decoder_t_emb_dim", 384, where);
+  dec["timestep_scale_multiplier"] =
+      setting(d, "decoder_timestep_scale_multiplier", 1000.0, where);
+  dec["default_num_inference_steps"] = setting(d, "decoder_num_inference_steps", 1, where);
+  // Fixed in diffusers' module: Linear pixel-shuffle upsamplers, no convolution padding.
+  dec["resampler_kind"] = "linear";
+  dec["spatial_padding_mode"] = "zeros";
+  if (setting(d, "scaling_factor", 1.0, where).get<double>() != 1.0)
+    cannot_translate(where, "scaling_factor", "is not 1 (the official latents are scaled by the "
+                     "per-channel statistics only)");
+  json v = json::object();
+  v["_class_name"] = "CausalDiffusionVAE";
+  v["dims"] = 3;
+  v["model_output_type"] = setting(d, "decoder_model_output_type", std::string("x0"), where);
+  v["spatial_padding_mode"] = "zeros";
+  v["decoder"] = dec;
+  return v;
+}
+
 // Adds what `folder`'s config.json says to the official `config`.
 void translate_config(const std::string& folder, const json& cfg, const fs::path& config_path,
                       json& config) {
@@ -567,7 +681,23 @@ void translate_config(const std::string& folder, const json& cfg, const fs::path
     translate_connectors(cfg, t, config_path);
     config["transformer"] = t;
   } else if (folder == "vae") {
-    config["vae"] = translate_vae(cfg, config_path);
+    json v = translate_vae(cfg, config_path);
+    if (config.contains("vae") && config["vae"].value("_class_name", "") == "CausalDiffusionVAE")
+      config["vae"]["encoder"] = v["encoder"];  // the diffusion decoder's file has this encoder
+    else
+      config["vae"] = v;
+  } else if (folder == "diffusion_decoder") {
+    json v = translate_diffusion_decoder(cfg, config_path);
+    if (config.contains("vae") && config["vae"].contains("encoder")) {
+      const json& enc = config["vae"]["encoder"];
+      if (enc.contains("out_channels") && enc["out_channels"] != v["decoder"]["in_channels"])
+        cannot_translate(config_path, "latent_channels",
+                         str("(", v["decoder"]["in_channels"].dump(),
+                             ") differs from the vae's latent_channels (", enc["out_channels"].dump(),
+                             ")"));
+      v["encoder"] = enc;
+    }
+    config["vae"] = v;
   } else if (folder == "audio_vae") {
     config["audio_vae"] = translate_audio_vae(cfg, config_path);
   } else if (folder == "vocoder") {
@@ -604,6 +734,52 @@ std::shared_ptr<const SafetensorsFile> open_upsampler_folder(const fs::path& fol
 
 }  // namespace
 
+namespace {
+
+// The view tensor of `official`: the Diffusers `parts` of one component concatenated along dim 0
+// (checked to stack); the parts go into `consumed`.
+ViewTensor concat_parts(const ComponentFiles& files, const fs::path& folder,
+                        const std::vector<std::string>& parts, const std::string& official,
+                        std::set<std::string>& consumed) {
+  size_t present = 0;
+  for (const std::string& part : parts) present += files.by_key.count(part);
+  LTX_CHECK(present == parts.size(), "Diffusers folder: '", folder.string(), "' has only ", present,
+            " of ", parts.front(), " and its ", parts.size() - 1, " siblings (", official,
+            " is made of all of them); download the component again");
+  std::vector<std::shared_ptr<const SafetensorsFile>> srcs;
+  Shape shape;
+  DType dtype = DType::F32;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& f = files.by_key.at(parts[i]);
+    const TensorInfo& ti = f->info(parts[i]);
+    if (i == 0) {
+      shape = ti.shape;
+      dtype = ti.dtype;
+    } else {
+      bool same = ti.dtype == dtype && ti.shape.size() == shape.size() && shape.size() >= 1;
+      for (int d = 1; same && d < shape.size(); ++d) same = ti.shape[d] == shape[d];
+      LTX_CHECK(same, "Diffusers folder: '", parts[i], "' (", dtype_name(ti.dtype), " ",
+                ti.shape.str(), ") does not stack with '", parts[0], "' (", dtype_name(dtype), " ",
+                shape.str(), ") into ", official);
+      shape[0] += ti.shape[0];
+    }
+    srcs.push_back(f);
+    consumed.insert(parts[i]);
+  }
+  return {official, dtype, shape, [srcs, parts, shape, dtype] {
+            Tensor out = Tensor::empty(shape, dtype);
+            auto* dst = static_cast<uint8_t*>(out.raw_data());
+            for (size_t i = 0; i < parts.size(); ++i) {
+              const Tensor t = srcs[i]->tensor(parts[i]).contiguous();
+              std::memcpy(dst, t.raw_data(), t.nbytes());
+              dst += t.nbytes();
+            }
+            return out;
+          }};
+}
+
+}  // namespace
+
 std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir) {
   const fs::path root(dir);
   std::error_code ec;
@@ -619,15 +795,26 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
             "checkpoint file, or the Diffusers folder that holds model_index.json");
   const json model_index = read_json_file(index, "the Diffusers pipeline index");
 
+  // The components read: those model_index.json lists, and those read unlisted whose folder is
+  // there; then the keys a component read replaces in another.
+  std::vector<const DiffusersComponent*> read;
+  std::map<std::string, std::vector<std::string>> left_out;  // folder -> Diffusers key prefixes
+  for (const DiffusersComponent& comp : diffusers_components()) {
+    const bool listed = model_index.contains(comp.folder) && model_index[comp.folder].is_array() &&
+                        !model_index[comp.folder].empty() && !model_index[comp.folder][0].is_null();
+    const bool beside = comp.read_unlisted && fs::is_directory(root / comp.folder, ec);
+    if (!listed && !beside) continue;
+    read.push_back(&comp);
+    for (const std::string& p : comp.replaces_prefixes) left_out[comp.replaces_folder].push_back(p);
+  }
+
   std::vector<ViewTensor> tensors;
   std::set<std::string> seen;
   std::vector<std::pair<std::string, json>> configs;
   std::vector<std::string> found;
-  for (const DiffusersComponent& comp : diffusers_components()) {
+  for (const DiffusersComponent* comp_ptr : read) {
+    const DiffusersComponent& comp = *comp_ptr;
     const fs::path folder = root / comp.folder;
-    const bool listed = model_index.contains(comp.folder) && model_index[comp.folder].is_array() &&
-                        !model_index[comp.folder].empty() && !model_index[comp.folder][0].is_null();
-    if (!listed) continue;
     LTX_CHECK(fs::is_directory(folder, ec), "Diffusers folder: '", index.string(), "' lists the ",
               comp.folder, " (", comp.description, ") but the folder '", folder.string(),
               "' is missing; download the whole pipeline again (every component folder)");
@@ -636,51 +823,37 @@ std::shared_ptr<const SafetensorsFile> open_layout_folder(const std::string& dir
               "' is missing (the config of ", comp.description, "); download the component again");
     const json cfg = read_json_file(config_path, "a component config");
     const ComponentFiles files = open_component_weights(folder);
+    const std::vector<std::string>& dropped = left_out[comp.folder];
+    const auto is_dropped = [&dropped](const std::string& key) {
+      return std::any_of(dropped.begin(), dropped.end(),
+                         [&key](const std::string& p) { return key.starts_with(p); });
+    };
     std::set<std::string> consumed;
     for (const DiffusersConcat& cat : diffusers_concats()) {
       if (cat.folder != comp.folder) continue;
-      size_t present = 0;
-      for (const std::string& part : cat.parts) present += files.by_key.count(part);
-      if (present == 0) continue;
-      LTX_CHECK(present == cat.parts.size(), "Diffusers folder: '", folder.string(), "' has only ",
-                present, " of ", cat.parts.front(), " and its ", cat.parts.size() - 1,
-                " siblings (", cat.official,
-                " is made of all of them); download the component again");
-      std::vector<std::shared_ptr<const SafetensorsFile>> srcs;
-      Shape shape;
-      DType dtype = DType::F32;
-      for (size_t i = 0; i < cat.parts.size(); ++i) {
-        const auto& f = files.by_key.at(cat.parts[i]);
-        const TensorInfo& ti = f->info(cat.parts[i]);
-        if (i == 0) {
-          shape = ti.shape;
-          dtype = ti.dtype;
-        } else {
-          bool same = ti.dtype == dtype && ti.shape.size() == shape.size() && shape.size() >= 1;
-          for (int d = 1; same && d < shape.size(); ++d) same = ti.shape[d] == shape[d];
-          LTX_CHECK(same, "Diffusers folder: '", cat.parts[i], "' (", dtype_name(ti.dtype), " ",
-                    ti.shape.str(), ") does not stack with '", cat.parts[0], "' (",
-                    dtype_name(dtype), " ", shape.str(), ") into ", cat.official);
-          shape[0] += ti.shape[0];
+      std::vector<std::pair<std::vector<std::string>, std::string>> groups;  // parts, official
+      if (!cat.by_suffix) {
+        if (std::any_of(cat.parts.begin(), cat.parts.end(),
+                        [&files](const std::string& p) { return files.by_key.count(p) > 0; }))
+          groups.emplace_back(cat.parts, cat.official);
+      } else {
+        for (const auto& [key, file] : files.by_key) {
+          if (!key.ends_with(cat.parts[0])) continue;
+          const std::string base = key.substr(0, key.size() - cat.parts[0].size());
+          std::vector<std::string> parts;
+          for (const std::string& p : cat.parts) parts.push_back(base + p);
+          groups.emplace_back(parts, diffusers_to_official(comp, base + cat.official));
         }
-        srcs.push_back(f);
-        consumed.insert(cat.parts[i]);
       }
-      const std::vector<std::string> parts = cat.parts;
-      tensors.push_back({cat.official, dtype, shape, [srcs, parts, shape, dtype] {
-                           Tensor out = Tensor::empty(shape, dtype);
-                           auto* dst = static_cast<uint8_t*>(out.raw_data());
-                           for (size_t i = 0; i < parts.size(); ++i) {
-                             const Tensor t = srcs[i]->tensor(parts[i]).contiguous();
-                             std::memcpy(dst, t.raw_data(), t.nbytes());
-                             dst += t.nbytes();
-                           }
-                           return out;
-                         }});
-      seen.insert(cat.official);
+      for (const auto& [parts, official] : groups) {
+        tensors.push_back(concat_parts(files, folder, parts, official, consumed));
+        LTX_CHECK(seen.insert(official).second, "Diffusers folder '", dir,
+                  "': two tensors map to '", official, "' (the second made of '", parts[0],
+                  "' and its siblings)");
+      }
     }
     for (const auto& [key, file] : files.by_key) {
-      if (consumed.count(key)) continue;
+      if (consumed.count(key) || is_dropped(key)) continue;
       const std::string name = diffusers_to_official(comp, key);
       LTX_CHECK(seen.insert(name).second, "Diffusers folder '", dir, "': two tensors map to '",
                 name, "' (the second from '", file->path(), "', key '", key, "')");

@@ -12,7 +12,10 @@
 //     and vocoder renamed back to the official names (the inverse of diffusers'
 //     scripts/convert_ltx2_to_diffusers.py) and their config.json files translated into the
 //     official `config` sections; the duration head's split pooler projection is concatenated
-//     back. A Diffusers latent upsampler folder (config.json of LTX2LatentUpsamplerModel) reads
+//     back. LTX-2.5's `diffusion_decoder/` (LTX2VideoDiffusionDecoderModel), when present, is the
+//     video decoder: the view is then the official diffusion VAE (`vae.encoder.*` from `vae/`,
+//     `vae.decoder.*` and the statistics from `diffusion_decoder/`, its split q/k/v concatenated
+//     back into `qkv`, config.vae a CausalDiffusionVAE); `vae/`'s conv decoder is left out. A Diffusers latent upsampler folder (config.json of LTX2LatentUpsamplerModel) reads
 //     as the official upsampler file. The text encoder stays a Gemma folder (`text_encoder/`, with
 //     `tokenizer/` beside it): --gemma-root DIR reads it.
 //   * ComfyUI files: FP8 weights with the ComfyUI scale names (`scaled_fp8` marker +
@@ -66,15 +69,25 @@ struct DiffusersComponent {
   std::string folder;       // "transformer"
   std::string description;  // "the DiT (LTX2VideoTransformer3DModel)"
   std::vector<std::vector<KeyRename>> stages;
+  // Read when its folder is there even if model_index.json does not list it (diffusers saves
+  // LTX-2.5's diffusion decoder beside the pipeline, loaded by subfolder).
+  bool read_unlisted = false;
+  // When this component is read, the Diffusers keys of `replaces_folder` that start with one of
+  // `replaces_prefixes` are left out (the official file holds one video decoder).
+  std::string replaces_folder;
+  std::vector<std::string> replaces_prefixes;
 };
 const std::vector<DiffusersComponent>& diffusers_components();
 
 // A tensor diffusers split that the official file stores whole: the parts (Diffusers keys of one
-// component) concatenated along the first dimension give `official`.
+// component) concatenated along the first dimension give `official`. With `by_suffix`, parts and
+// `official` are key endings: every key ending in parts[0] starts a group, its siblings share the
+// key's beginning, and `official` (a Diffusers name ending) is renamed by the component's table.
 struct DiffusersConcat {
   std::string folder;
   std::vector<std::string> parts;
   std::string official;
+  bool by_suffix = false;
 };
 const std::vector<DiffusersConcat>& diffusers_concats();
 // The official name of Diffusers key `key` of `component` (applies its renames).

@@ -3,8 +3,9 @@
 // configurators as the models read it (transformer, video VAE encoder / decoder, audio VAE,
 // vocoder).
 //
-// Input: the transformer's, connectors', vae's, audio_vae's and vocoder's config.json, separated
-// by NUL. A part that is not JSON leaves that component out, as a folder without it.
+// Input: the transformer's, connectors', vae's, audio_vae's, vocoder's and (LTX-2.5)
+// diffusion_decoder's config.json, separated by NUL. A part that is not JSON leaves that component
+// out, as a folder without it.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -42,8 +43,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace m = ltx::models;
-  const char* const folders[] = {"transformer", "connectors", "vae", "audio_vae", "vocoder"};
-  const std::vector<std::string> parts = ltx::fuzz::split_parts(data, size, 5);
+  const char* const folders[] = {"transformer", "connectors", "vae",
+                                 "audio_vae",   "vocoder",    "diffusion_decoder"};
+  const std::vector<std::string> parts = ltx::fuzz::split_parts(data, size, 6);
   std::vector<std::pair<std::string, json>> configs;
   for (size_t i = 0; i < parts.size(); ++i) {
     json j = json::parse(parts[i], nullptr, /*allow_exceptions=*/false);
@@ -65,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     attempt([&] { (void)m::transformer::LTXModelConfig::from_metadata(meta, type, "fuzz"); });
   attempt([&] { (void)m::video_vae::encoder_config_from_metadata(meta, "fuzz"); });
   attempt([&] { (void)m::video_vae::decoder_config_from_metadata(meta, "fuzz"); });
+  attempt([&] { (void)m::video_vae::diffusion_decoder_config_from_metadata(meta, "fuzz"); });
   attempt([&] { (void)m::audio_vae::AudioVaeConfig::from_config(config, "fuzz"); });
   attempt([&] { (void)m::audio_vae::VocoderConfig::from_config(config, "fuzz"); });
   return 0;

@@ -180,6 +180,21 @@ def seeds_diffusers_config():
     parts = [tr, co, va, au, vo]
     put("diffusers_config", "ltx23_tiny.txt", "\0".join(json.dumps(x) for x in parts))
     put("diffusers_config", "transformer_only.txt", json.dumps(tr))
+    # LTX-2.5: the diffusion decoder fixture's config.vae as LTX2VideoDiffusionDecoderModel's.
+    dv = json.loads(read_header(os.path.join(FIX, "diffdec_ltx25.weights.safetensors"))["__metadata__"]["config"])["vae"]
+    dec = dv["decoder"]
+    ddc = {"_class_name": "LTX2VideoDiffusionDecoderModel", "out_channels": dec["out_channels"],
+           "latent_channels": dec["in_channels"], "patch_size": dec["patch_size"],
+           "decoder_head_dim": dec["head_dim"], "decoder_stage_channels": dec["stage_channels"],
+           "decoder_stage_depths": dec["stage_depths"],
+           "decoder_stage_kernels": dec["stage_kernels"][:-1],
+           "decoder_upsample_strides": [u[0] for u in dec["upsamples"]],
+           "decoder_upsample_channel_reductions": [u[1] for u in dec["upsamples"]],
+           "decoder_stage5_kernel": dec["stage5_kernel"], "decoder_t_emb_dim": dec["t_emb_dim"],
+           "decoder_timestep_scale_multiplier": dec["timestep_scale_multiplier"],
+           "decoder_model_output_type": dv["model_output_type"],
+           "decoder_num_inference_steps": dec["default_num_inference_steps"]}
+    put("diffusers_config", "ltx25_tiny.txt", "\0".join(json.dumps(x) for x in parts + [ddc]))
 
 
 def seeds_tokenizer():

@@ -9,9 +9,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/error.h"
@@ -28,6 +30,9 @@
 #include "models/transformer/config.h"
 #include "models/transformer/model.h"
 #include "models/video_vae/conv_video_decoder.h"
+#include "models/video_vae/diffusion_video_decoder.h"
+#include "models/video_vae/model_configurator.h"
+#include "models/video_vae/video_decoder.h"
 #include "models/video_vae/video_vae.h"
 #include "ops/elementwise.h"
 #include "support/layout_writers.h"
@@ -316,6 +321,186 @@ TEST(DiffusersFolder, InspectNamesTheLayout) {
   const auto official = SafetensorsFile::open(test::fixture("e2e/ltx23_tiny.safetensors"));
   const CheckpointSummary s = inspect_checkpoint(write_diffusers_folder(tmp, *official));
   EXPECT_EQ(s.source_layout, "Diffusers folder");
+  EXPECT_NE(s.component("transformer"), nullptr);
+}
+
+// --- LTX-2.5: the diffusion decoder component ------------------------------------------------
+
+// The tiny LTX-2.5 checkpoint (diffusion VAE) as a Diffusers folder: its diffusion decoder in
+// diffusion_decoder/, vae/ from the tiny LTX-2.3 conv VAE (the same encoder).
+struct Ltx25Folder {
+  std::string official_path;
+  std::shared_ptr<const SafetensorsFile> official;
+  std::string dir;
+};
+Ltx25Folder write_ltx25_folder(const TempDir& tmp, bool gated, bool listed = true) {
+  Ltx25Folder f;
+  f.official_path = test::write_official_ltx25(tmp, gated);
+  f.official = SafetensorsFile::open(f.official_path);
+  const auto conv = SafetensorsFile::open(test::fixture("e2e/ltx23_tiny.safetensors"));
+  f.dir = write_diffusers_folder(tmp, *f.official, conv.get(), listed);
+  return f;
+}
+
+std::vector<std::string> names_with_prefix(const SafetensorsFile& f, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const std::string& n : f.names())
+    if (n.starts_with(prefix)) out.push_back(n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(DiffusersFolder, Ltx25DiffusionDecoderComesBackUnderTheOfficialNamesBitForBit) {
+  for (const bool listed : {true, false}) {  // diffusers may save it beside the pipeline only
+    TempDir tmp;
+    const Ltx25Folder f = write_ltx25_folder(tmp, /*gated=*/false, listed);
+    const auto view = SafetensorsFile::open(f.dir);
+    // Exactly the official file's names (the conv decoder of vae/ left out), bit for bit.
+    std::vector<std::string> want = f.official->names(), got = view->names();
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << listed;
+    for (const std::string& key : f.official->names()) {
+      if (!view->contains(key)) continue;
+      EXPECT_TRUE(same_bits(view->tensor(key), f.official->tensor(key))) << key;
+    }
+    EXPECT_GT(names_with_prefix(*view, "vae.decoder.").size(), 40u);
+    EXPECT_TRUE(view->contains("vae.decoder.diff_blocks.0.attn.qkv.weight"));
+    // config.vae: the official diffusion VAE's, the encoder nested.
+    const json want_vae = json::parse(f.official->metadata().at("config"))["vae"];
+    const json got_vae = json::parse(view->metadata().at("config"))["vae"];
+    EXPECT_EQ(got_vae["_class_name"], "CausalDiffusionVAE");
+    EXPECT_EQ(got_vae["decoder"], want_vae["decoder"]) << got_vae["decoder"].dump();
+    EXPECT_EQ(got_vae["model_output_type"], want_vae["model_output_type"]);
+    namespace vv = models::video_vae;
+    const json meta_a = f.official->metadata_json(), meta_b = view->metadata_json();
+    EXPECT_TRUE(vv::is_diffusion_video_vae(meta_b));
+    const auto enc_a = vv::encoder_config_from_metadata(meta_a, "a");
+    const auto enc_b = vv::encoder_config_from_metadata(meta_b, "b");
+    EXPECT_EQ(enc_a.latent_channels, enc_b.latent_channels);
+    EXPECT_EQ(enc_a.blocks.size(), enc_b.blocks.size());
+    EXPECT_EQ(enc_a.scale_factors(), enc_b.scale_factors());
+    EXPECT_TRUE(vv::diffusion_decoder_config_from_metadata(meta_b, "b").defaulted.empty());
+  }
+}
+
+TEST(DiffusersFolder, Ltx25DecoderAndEncoderLoadFromTheFolderAndComputeAsTheSingleFile) {
+  TempDir tmp;
+  const Ltx25Folder f = write_ltx25_folder(tmp, /*gated=*/false);
+  namespace vv = models::video_vae;
+  const auto dec_a = vv::DiffusionVideoDecoder::from_file(f.official_path);
+  const auto dec_b = vv::DiffusionVideoDecoder::from_file(f.dir);
+  const vv::NoiseFn noise = [](const Shape& s) { return random_tensor(s, 11); };
+  const Tensor latent = random_tensor({1, 16, 2, 2, 2}, 12);
+  EXPECT_TRUE(same_bits(dec_a(latent, noise), dec_b(latent, noise)));
+  EXPECT_TRUE(std::holds_alternative<vv::DiffusionVideoDecoder>(vv::load_video_decoder(f.dir)));
+  const auto enc_a = vv::VideoEncoder::from_file(f.official_path);
+  const auto enc_b = vv::VideoEncoder::from_file(f.dir);
+  const Tensor video = random_tensor({1, 3, 9, 32, 32}, 13);
+  EXPECT_TRUE(same_bits(enc_a(video), enc_b(video)));
+}
+
+// diffusers folds a gated file's static gates into the Linears (and drops the coarse head); the
+// folder's weights are then what the single file's loader folds to.
+TEST(DiffusersFolder, Ltx25GatedDecoderBindsToTheSingleFilesFoldedWeights) {
+  TempDir tmp;
+  const Ltx25Folder f = write_ltx25_folder(tmp, /*gated=*/true);
+  const auto view = SafetensorsFile::open(f.dir);
+  for (const std::string& n : view->names())
+    EXPECT_TRUE(n.find(".gate_") == std::string::npos && n.find("coarse_") == std::string::npos)
+        << n;
+  namespace vv = models::video_vae;
+  WeightMap wa({f.official}, vv::diffusion_decoder_key_map());
+  WeightMap wb({view}, vv::diffusion_decoder_key_map());
+  vv::DiffusionVideoDecoder::fold_legacy_gates(wa);
+  vv::DiffusionVideoDecoder::fold_legacy_gates(wb);
+  std::vector<std::string> used;
+  for (const std::string& n : wa.names())
+    if (n.find(".gate_") == std::string::npos && !n.starts_with("coarse_")) used.push_back(n);
+  ASSERT_EQ(used, wb.names());
+  for (const std::string& n : used)
+    EXPECT_TRUE(same_bits(wa.take_any_shape(n, wa.dtype(n)), wb.take_any_shape(n, wb.dtype(n))))
+        << n;
+  EXPECT_NO_THROW(vv::DiffusionVideoDecoder::from_file(f.dir));
+}
+
+TEST(DiffusersFolder, Ltx25MissingDiffusionDecoderIsOneErrorNamingIt) {
+  TempDir tmp;
+  const Ltx25Folder f = write_ltx25_folder(tmp, /*gated=*/false);
+  const fs::path folder = fs::path(f.dir) / "diffusion_decoder";
+  const fs::path weights = folder / "diffusion_pytorch_model.safetensors";
+  // A q / k / v part missing: the fused tensor is named.
+  const auto parts = SafetensorsFile::open(weights.string());
+  std::vector<std::pair<std::string, Tensor>> partial;
+  for (const std::string& k : parts->names())
+    if (k != "decoder.diff_blocks.1.attn.to_v.bias") partial.emplace_back(k, parts->tensor(k));
+  const std::string moved = tmp.file("dd_weights.safetensors");
+  fs::rename(weights, moved);
+  write_safetensors(weights.string(), partial);
+  std::string e = error_of([&] { SafetensorsFile::open(f.dir); });
+  EXPECT_NE(e.find("vae.decoder.diff_blocks.1.attn.qkv.bias"), std::string::npos) << e;
+  // No weights at all.
+  fs::remove(weights);
+  e = error_of([&] { SafetensorsFile::open(f.dir); });
+  EXPECT_NE(e.find(folder.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("download the component again"), std::string::npos) << e;
+  // Listed in model_index.json but no folder.
+  fs::remove_all(folder);
+  e = error_of([&] { SafetensorsFile::open(f.dir); });
+  EXPECT_NE(e.find("diffusion_decoder (LTX-2.5's diffusion video decoder"), std::string::npos) << e;
+  EXPECT_NE(e.find(folder.string()), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+// diffusers' defaults are the published LTX-2.5 decoder's (1 step, x0, scale 1000, stage-5
+// kernel 11, t_emb_dim 384); what the official config cannot express is refused by name.
+TEST(DiffusersFolder, Ltx25DiffusionDecoderConfigDefaultsAreThePublishedOnes) {
+  namespace vv = models::video_vae;
+  const auto decoder_of = [](const json& cfg) {
+    const auto meta = io::diffusers_metadata({{"diffusion_decoder", cfg}}, "dir");
+    json m = json::object();
+    m["config"] = json::parse(meta.at("config"));
+    return vv::diffusion_decoder_config_from_metadata(m, "dir");
+  };
+  const vv::DiffusionDecoderConfig c = decoder_of(json::object());
+  EXPECT_TRUE(c.defaulted.empty());
+  EXPECT_EQ(c.in_channels, 128);
+  EXPECT_EQ(c.stage_channels, (std::vector<int64_t>{2048, 1024, 512, 512, 256}));
+  EXPECT_EQ(c.stage_depths, (std::vector<int64_t>{4, 6, 4, 2, 8}));
+  ASSERT_EQ(c.stage_kernels.size(), 5u);
+  EXPECT_EQ(c.stage_kernels[4], (vv::Axis3{11, 11, 11}));
+  EXPECT_EQ(c.stage5_kernel, (vv::Axis3{11, 11, 11}));
+  ASSERT_EQ(c.upsamples.size(), 4u);
+  EXPECT_EQ(c.upsamples[1].stride, (vv::Axis3{2, 1, 1}));
+  EXPECT_EQ(c.upsamples[2].reduction, 1);
+  EXPECT_EQ(c.t_emb_dim, 384);
+  EXPECT_EQ(c.default_num_inference_steps, 1);
+  EXPECT_EQ(c.timestep_scale_multiplier, 1000.0);
+  EXPECT_EQ(c.model_output_type, vv::ModelOutputType::X0);
+  EXPECT_EQ(decoder_of({{"decoder_model_output_type", "v"}}).model_output_type,
+            vv::ModelOutputType::Velocity);
+
+  const auto refused = [](const json& cfg) {
+    return error_of([&] { (void)io::diffusers_metadata({{"diffusion_decoder", cfg}}, "dir"); });
+  };
+  std::string e = refused({{"decoder_upsample_channel_reductions", {2, 2, 1}}});
+  EXPECT_NE(e.find("decoder_upsample_channel_reductions"), std::string::npos) << e;
+  EXPECT_NE(e.find("diffusion_decoder/config.json"), std::string::npos) << e;
+  e = refused({{"decoder_stage_kernels", {{3, 7, 7}, {3, 7}, {3, 5, 5}, {3, 5, 5}}}});
+  EXPECT_NE(e.find("decoder_stage_kernels holds [3,7]"), std::string::npos) << e;
+  e = refused({{"scaling_factor", 0.5}});
+  EXPECT_NE(e.find("scaling_factor"), std::string::npos) << e;
+  e = refused({{"decoder_t_emb_dim", "wide"}});
+  EXPECT_NE(e.find("decoder_t_emb_dim is \"wide\", the wrong type"), std::string::npos) << e;
+}
+
+TEST(DiffusersFolder, Ltx25InspectNamesTheLayoutAndTheDiffusionDecoder) {
+  TempDir tmp;
+  const Ltx25Folder f = write_ltx25_folder(tmp, /*gated=*/false);
+  const CheckpointSummary s = inspect_checkpoint(f.dir);
+  EXPECT_EQ(s.source_layout, "Diffusers folder");
+  EXPECT_NE(s.component("diffusion_decoder"), nullptr);
+  EXPECT_EQ(s.component("video_vae_decoder"), nullptr);
   EXPECT_NE(s.component("transformer"), nullptr);
 }
 

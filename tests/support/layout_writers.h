@@ -2,8 +2,9 @@
 // Writers of the layouts users have, for tests (tests/io/layouts_test.cpp, tests/cli,
 // tests/cuda): ComfyUI's FP8 Gemma from the tiny Gemma 3, and the tiny official checkpoint as a
 // Diffusers folder, following diffusers'
-// scripts/convert_ltx2_to_diffusers.py forward (LTX-2.3 rename dicts and special remaps) and
-// written independently of the inverse tables in src/io/layouts.cpp.
+// scripts/convert_ltx2_to_diffusers.py forward (LTX-2.3 rename dicts and special remaps; for a
+// tiny LTX-2.5 checkpoint, its diffusion decoder as convert_ltx2_diffusion_video_vae writes it)
+// and written independently of the inverse tables in src/io/layouts.cpp.
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -286,19 +287,168 @@ inline json diffusers_vocoder_config(const json& v) {
 
 inline void write_json(const fs::path& p, const json& j) { write_bytes(p.string(), j.dump(2)); }
 
+// LTX-2.5's diffusion decoder forward, from convert_ltx2_diffusion_video_vae (written
+// independently of the inverse table): the official VAE's `vae.decoder.*` without the prefix,
+// `coarse_*` heads and static gates dropped, LTX_2_5_DIFFUSION_DECODER_RENAME_DICT applied, each
+// gate folded into the Linear it gates (f32 product, back to the stored dtype), the fused qkv
+// split into thirds (to_q / to_k / to_v), `decoder.` put back; the statistics renamed by the
+// conv VAE dict (mean-of-stds and channel dropped).
+inline std::vector<std::pair<std::string, Tensor>> diffusion_decoder_to_diffusers(
+    const SafetensorsFile& official) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::map<std::string, Tensor> decoder, gates;
+  for (const std::string& key : official.names()) {
+    if (key.starts_with("vae.per_channel_statistics.")) {
+      const std::string k = key.substr(4);
+      if (k.ends_with(".channel") || k.ends_with("mean-of-stds")) continue;
+      out.emplace_back(apply_dict(k, {{"per_channel_statistics.mean-of-means", "latents_mean"},
+                                      {"per_channel_statistics.std-of-means", "latents_std"}}),
+                       official.tensor(key));
+    } else if (key.starts_with("vae.decoder.")) {
+      const std::string k = key.substr(12);
+      (k.ends_with(".gate_msa") || k.ends_with(".gate_mlp") || k.ends_with(".gate_ctx")
+           ? gates
+           : decoder)[k] = official.tensor(key);
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> fold_targets = {
+      {".attn.to_out.0.weight", ".gate_msa"}, {".attn.to_out.0.bias", ".gate_msa"},
+      {".mlp.w_down.weight", ".gate_mlp"},    {".context_proj.weight", ".gate_ctx"},
+      {".context_proj.bias", ".gate_ctx"}};
+  for (const auto& [key, stored] : decoder) {
+    if (key.starts_with("coarse_") || key.find(".coarse_") != std::string::npos) continue;
+    const std::string k = apply_dict(key, {{"t_embedder.mlp.0.", "t_embedder.timestep_embedder.linear_1."},
+                                           {"t_embedder.mlp.2.", "t_embedder.timestep_embedder.linear_2."},
+                                           {".attn.proj.", ".attn.to_out.0."},
+                                           {".attn.q_norm.", ".attn.norm_q."},
+                                           {".attn.k_norm.", ".attn.norm_k."}});
+    Tensor value = stored;
+    for (const auto& [leaf, gate_suffix] : fold_targets) {
+      if (!k.ends_with(leaf)) continue;
+      const auto g = gates.find(k.substr(0, k.size() - leaf.size()) + gate_suffix);
+      if (g == gates.end()) break;
+      const Tensor gf = g->second.to(DType::F32);
+      value = ops::mul(value.dim() == 2 ? gf.unsqueeze(1) : gf, value.to(DType::F32))
+                  .to(stored.dtype());
+      break;
+    }
+    for (const std::string leaf : {"weight", "bias"}) {
+      if (!k.ends_with(".qkv." + leaf)) continue;
+      const std::string base = k.substr(0, k.size() - leaf.size() - 4);
+      const int64_t third = value.size(0) / 3;
+      const char* names[] = {"to_q.", "to_k.", "to_v."};
+      for (int i = 0; i < 3; ++i)
+        out.emplace_back("decoder." + base + names[i] + leaf,
+                         value.slice(0, i * third, (i + 1) * third).contiguous());
+    }
+    if (!k.ends_with(".qkv.weight") && !k.ends_with(".qkv.bias"))
+      out.emplace_back("decoder." + k, value);
+  }
+  return out;
+}
+
+// config.vae of an official diffusion VAE (CausalDiffusionVAE / NADiffusionDecoder) as
+// LTX2VideoDiffusionDecoderModel's config: four deterministic stage kernels plus the stage-5
+// kernel, the `upsamples` pairs as strides and channel reductions.
+inline json diffusers_diffusion_decoder_config(const json& v) {
+  const json& dec = v["decoder"];
+  json d;
+  d["_class_name"] = "LTX2VideoDiffusionDecoderModel";
+  d["out_channels"] = dec["out_channels"];
+  d["latent_channels"] = dec["in_channels"];
+  d["patch_size"] = dec["patch_size"];
+  d["scaling_factor"] = 1.0;
+  d["decoder_head_dim"] = dec["head_dim"];
+  d["decoder_stage_channels"] = dec["stage_channels"];
+  d["decoder_stage_depths"] = dec["stage_depths"];
+  json kernels = dec["stage_kernels"];
+  kernels.erase(kernels.size() - 1);
+  d["decoder_stage_kernels"] = kernels;
+  json strides = json::array(), reductions = json::array();
+  for (const json& u : dec["upsamples"]) {
+    strides.push_back(u[0]);
+    reductions.push_back(u[1]);
+  }
+  d["decoder_upsample_strides"] = strides;
+  d["decoder_upsample_channel_reductions"] = reductions;
+  d["decoder_stage5_kernel"] = dec["stage5_kernel"];
+  d["decoder_t_emb_dim"] = dec["t_emb_dim"];
+  d["decoder_timestep_scale_multiplier"] = dec["timestep_scale_multiplier"];
+  d["decoder_model_output_type"] = v["model_output_type"];
+  d["decoder_num_inference_steps"] = dec["default_num_inference_steps"];
+  d["spatial_compression_ratio"] = 32;
+  d["temporal_compression_ratio"] = 8;
+  return d;
+}
+
+// A tiny official LTX-2.5-style checkpoint: the tiny LTX-2.3 checkpoint with its video VAE
+// replaced by a diffusion VAE (its conv encoder, the diffusion decoder fixture diffdec_ltx25 and
+// that file's statistics; config.vae a CausalDiffusionVAE with the encoder nested). With `gated`
+// the decoder also carries legacy static gates and a coarse head, as gated distilled files do.
+inline std::string write_official_ltx25(const TempDir& tmp, bool gated) {
+  const auto base = SafetensorsFile::open(fixture("e2e/ltx23_tiny.safetensors"));
+  const auto dd = SafetensorsFile::open(fixture("diffdec_ltx25.weights.safetensors"));
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& key : base->names())
+    if (!key.starts_with("vae.decoder.") && !key.starts_with("vae.per_channel_statistics."))
+      tensors.emplace_back(key, base->tensor(key));
+  for (const std::string& key : dd->names()) tensors.emplace_back("vae." + key, dd->tensor(key));
+  if (gated) {
+    const int64_t c5 = dd->info("decoder.norm_out.weight").shape[0];
+    uint64_t seed = 7;
+    for (const char* block : {"diff_blocks.0.", "diff_blocks.1."})
+      for (const char* gate : {"gate_msa", "gate_mlp", "gate_ctx"})
+        tensors.emplace_back(str("vae.decoder.", block, gate),
+                             random_tensor({c5}, ++seed, 0.5f, 1.5f).to(DType::BF16));
+    tensors.emplace_back("vae.decoder.coarse_head.weight",
+                         random_tensor({4, c5}, 99).to(DType::BF16));
+  }
+  json config = json::parse(base->metadata().at("config"));
+  const json conv = config["vae"];
+  json vae = json::parse(dd->metadata().at("config"))["vae"];
+  vae["encoder"] = {{"blocks", conv["encoder_blocks"]},
+                    {"in_channels", conv.value("in_channels", 3)},
+                    {"out_channels", conv["latent_channels"]},
+                    {"patch_size", conv.value("patch_size", 4)},
+                    {"norm_layer", conv.value("norm_layer", "pixel_norm")},
+                    {"latent_log_var", conv.value("latent_log_var", "uniform")},
+                    {"spatial_padding_mode", conv.value("spatial_padding_mode", "zeros")}};
+  config["vae"] = vae;
+  std::map<std::string, std::string> metadata = base->metadata();
+  metadata["config"] = config.dump();
+  const std::string path = tmp.file(gated ? "ltx25_tiny_gated.safetensors" : "ltx25_tiny.safetensors");
+  write_safetensors(path, tensors, metadata);
+  return path;
+}
+
 // Writes the tiny official checkpoint as a Diffusers folder (the transformer in two shards + an
-// index) and returns it.
-inline std::string write_diffusers_folder(const TempDir& tmp, const SafetensorsFile& official) {
+// index) and returns it. An LTX-2.5 checkpoint (config.vae a CausalDiffusionVAE) gets its video
+// VAE as the converter's --diffusion_vae writes it, in `diffusion_decoder/` (listed in
+// model_index.json or not, `list_diffusion_decoder`), and `vae/` from the conv VAE file
+// `conv_vae` (its `vae.*` and config.vae), as the converter's --vae_filename does.
+inline std::string write_diffusers_folder(const TempDir& tmp, const SafetensorsFile& official,
+                                          const SafetensorsFile* conv_vae = nullptr,
+                                          bool list_diffusion_decoder = true) {
   const fs::path root = tmp.file("pipeline");
   std::map<std::string, std::vector<std::pair<std::string, Tensor>>> parts;
+  const json official_config = json::parse(official.metadata().at("config"));
+  const bool diffusion = official_config["vae"].value("_class_name", "") == "CausalDiffusionVAE";
   for (const std::string& key : official.names())
-    if (auto to = to_diffusers(key))
+    if (auto to = to_diffusers(key); to && !(diffusion && key.starts_with("vae.")))
       parts[to->first].emplace_back(to->second, official.tensor(key));
+  if (diffusion) {
+    parts["diffusion_decoder"] = diffusion_decoder_to_diffusers(official);
+    if (conv_vae != nullptr)
+      for (const std::string& key : conv_vae->names())
+        if (auto to = to_diffusers(key); to && key.starts_with("vae."))
+          parts["vae"].emplace_back(to->second, conv_vae->tensor(key));
+  }
   json index = {{"_class_name", "LTX2Pipeline"}, {"_diffusers_version", "0.37.0"}};
   const json t = official_transformer_config(official);
   for (auto& [folder, tensors] : parts) {
     fs::create_directories(root / folder);
-    index[folder] = {"diffusers", folder};
+    if (folder != "diffusion_decoder" || list_diffusion_decoder)
+      index[folder] = {"diffusers", folder};
     if (folder == "transformer") {
       const size_t half = tensors.size() / 2;
       const std::vector<std::pair<std::string, Tensor>> a(tensors.begin(), tensors.begin() + half),
@@ -315,10 +465,15 @@ inline std::string write_diffusers_folder(const TempDir& tmp, const SafetensorsF
       write_json(root / folder / "config.json", diffusers_transformer_config(t));
     } else {
       write_safetensors((root / folder / "diffusion_pytorch_model.safetensors").string(), tensors);
-      const json cfg = json::parse(official.metadata().at("config"));
+      const json& cfg = official_config;
+      const json vae_cfg =
+          diffusion && conv_vae != nullptr
+              ? json::parse(conv_vae->metadata().at("config"))["vae"]
+              : cfg["vae"];
       write_json(root / folder / "config.json",
-                 folder == "connectors"  ? diffusers_connectors_config(t)
-                 : folder == "vae"       ? diffusers_vae_config(cfg["vae"])
+                 folder == "connectors"          ? diffusers_connectors_config(t)
+                 : folder == "diffusion_decoder" ? diffusers_diffusion_decoder_config(cfg["vae"])
+                 : folder == "vae"               ? diffusers_vae_config(vae_cfg)
                  : folder == "audio_vae" ? diffusers_audio_vae_config(cfg["audio_vae"])
                                          : diffusers_vocoder_config(cfg["vocoder"]));
     }
@@ -330,6 +485,8 @@ inline std::string write_diffusers_folder(const TempDir& tmp, const SafetensorsF
 }  // namespace layouts_detail
 
 using layouts_detail::diffusers_transformer_config;
+using layouts_detail::diffusion_decoder_to_diffusers;
+using layouts_detail::write_official_ltx25;
 using layouts_detail::official_transformer_config;
 using layouts_detail::to_diffusers;
 using layouts_detail::write_diffusers_folder;
