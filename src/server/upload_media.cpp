@@ -87,13 +87,17 @@ ScratchFolder::~ScratchFolder() {
   std::filesystem::remove_all(path_, ec);
 }
 
+void check_upload_bytes(const std::string& bytes, const std::string& param, int64_t max_bytes) {
+  if (static_cast<int64_t>(bytes.size()) > max_bytes)
+    throw ApiError(413, "file_too_large",
+                   str(param, " has ", bytes.size(), " bytes; this server's limit is ", max_bytes,
+                       " (max_media_bytes in GET /v1/models)"),
+                   param);
+}
+
 CheckedMedia check_upload_exr_frames(const std::string& bytes, const std::string& param,
                                      const MediaLimits& limits, int64_t max_frames) {
-  if (static_cast<int64_t>(bytes.size()) > limits.max_bytes)
-    throw ApiError(413, "file_too_large",
-                   str(param, " has ", bytes.size(), " bytes; this server's limit is ",
-                       limits.max_bytes, " (max_media_bytes in GET /v1/models)"),
-                   param);
+  check_upload_bytes(bytes, param, limits.max_bytes);
   if (!media::openexr_available())
     throw ApiError(400, "media_unsupported",
                    str("this server was built without OpenEXR (CMake LTX_OPENEXR): it cannot "
@@ -139,13 +143,8 @@ CheckedMedia check_upload_exr_frames(const std::string& bytes, const std::string
 
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
                                 MediaKind kind, const MediaLimits& limits) {
-  const int64_t max_bytes = limits.max_bytes;
   const char* what = kind == MediaKind::Video ? "video" : "audio";
-  if (static_cast<int64_t>(bytes.size()) > max_bytes)
-    throw ApiError(413, "file_too_large",
-                   str(param, " has ", bytes.size(), " bytes; this server's limit is ", max_bytes,
-                       " (max_media_bytes in GET /v1/models)"),
-                   param);
+  check_upload_bytes(bytes, param, limits.max_bytes);
   if (bytes.empty()) invalid(param, str(param, " is empty; send a ", what, " file"));
   if (!media::ffmpeg_available())
     throw ApiError(400, "media_unsupported",

@@ -69,6 +69,9 @@ struct MediaLimits {
   double max_seconds = 600.0;
 };
 
+// 413 `file_too_large` naming `param` when an upload has more than `max_bytes` bytes.
+void check_upload_bytes(const std::string& bytes, const std::string& param, int64_t max_bytes);
+
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
                                 MediaKind kind, const MediaLimits& limits);
 

@@ -1020,9 +1020,8 @@ class Reader {
     }
   }
 
-  // A file part of a media field, checked (upload_media.h).
-  RequestMedia media_at(const json& v, const std::string& param, const std::string& field,
-                        MediaKind kind, bool exr_frames = false) const {
+  // The bytes of a file part (the server reads no paths and fetches no URLs) for `field`.
+  static RequestMedia file_part(const json& v, const std::string& param, const std::string& field) {
     if (!v.is_binary()) {
       if (v.is_string() || v.is_object())
         malformed(param, "invalid_type",
@@ -1034,6 +1033,13 @@ class Reader {
     RequestMedia m;
     m.field = field;
     m.bytes.assign(b.begin(), b.end());
+    return m;
+  }
+
+  // A file part of a media field, checked (upload_media.h).
+  RequestMedia media_at(const json& v, const std::string& param, const std::string& field,
+                        MediaKind kind, bool exr_frames = false) const {
+    RequestMedia m = file_part(v, param, field);
     const RequestLimits& lim = model_.limits;
     const MediaLimits limits{lim.max_media_bytes, lim.max_image_pixels, lim.max_media_seconds};
     if (kind == MediaKind::Video && is_tar(m.bytes)) {
@@ -1058,23 +1064,8 @@ class Reader {
   // (the reference script's precomputed contexts), checked here; the engine checks its width
   // against the transformer's when the job runs.
   RequestMedia embeddings_at(const json& v, const std::string& param) const {
-    if (!v.is_binary()) {
-      if (v.is_string() || v.is_object())
-        malformed(param, "invalid_type",
-                  str(param, " must be a file part of a multipart/form-data request (the server "
-                             "reads no paths and fetches no URLs)"));
-      wrong_type(param, v, "a file part");
-    }
-    const auto& b = v.get_binary();
-    RequestMedia m;
-    m.field = param;
-    m.bytes.assign(b.begin(), b.end());
-    const int64_t max_bytes = model_.limits.max_media_bytes;
-    if (static_cast<int64_t>(m.bytes.size()) > max_bytes)
-      throw ApiError(413, "file_too_large",
-                     str(param, " has ", m.bytes.size(), " bytes; this server's limit is ",
-                         max_bytes, " (max_media_bytes in GET /v1/models)"),
-                     param);
+    RequestMedia m = file_part(v, param, param);
+    check_upload_bytes(m.bytes, param, model_.limits.max_media_bytes);
     auto scratch = std::make_shared<const ScratchFile>(m.bytes);
     try {
       const auto file = io::SafetensorsFile::open(scratch->path());

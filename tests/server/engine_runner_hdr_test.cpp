@@ -65,6 +65,19 @@ std::vector<TarEntry> read_tar(const std::string& path) {
   return entries;
 }
 
+// The demo engine (the built-in bundle) and a runner over a data dir in a scratch folder.
+struct DemoRunner {
+  static generate::EngineOptions demo_options() {
+    generate::EngineOptions eo;
+    eo.demo_dir = ltx::test::shared_demo_bundle().dir;
+    return eo;
+  }
+  ltx::test::TempDir tmp;
+  generate::Engine engine{demo_options()};
+  DataDir dir{tmp.file("data")};
+  EngineRunner runner{engine, Device::cpu(), dir};
+};
+
 TEST(TarArchive, AFolderBecomesUstarEntriesInByteOrder) {
   ltx::test::TempDir tmp;
   const fs::path root = tmp.file("parts");
@@ -156,12 +169,10 @@ TEST(TarArchive, AnUploadedArchiveUnpacksItsExrFramesUnderTheirBaseNames) {
 TEST(EngineRunnerHdr, AnIcLoraHdrJobReadsItsUploadedExrFrames) {
   if (!media::openexr_available() || !media::ffmpeg_available())
     GTEST_SKIP() << "an HDR master needs OpenEXR and FFmpeg in the build";
-  ltx::test::TempDir tmp;
-  generate::EngineOptions eo;
-  eo.demo_dir = ltx::test::shared_demo_bundle().dir;
-  generate::Engine engine(eo);
-  DataDir dir(tmp.file("data"));
-  EngineRunner runner(engine, Device::cpu(), dir);
+  DemoRunner demo;
+  generate::Engine& engine = demo.engine;
+  DataDir& dir = demo.dir;
+  EngineRunner& runner = demo.runner;
   const std::string seq = test::exr_frames_tar(9, 128, 128);
   const VideoRequest r = parse_create(
       test::form({test::text("prompt", "a dancer"), test::text("pipeline", "ic-lora"),
@@ -188,13 +199,12 @@ TEST(EngineRunnerHdr, AnIcLoraHdrJobReadsItsUploadedExrFrames) {
 TEST(EngineRunnerHdr, AJobWritesATarOfTheExrFramesAndPreviewWithThePreviewsThumbnail) {
   if (!media::openexr_available() || !media::ffmpeg_available())
     GTEST_SKIP() << "hdr-ic-lora needs OpenEXR and FFmpeg in the build";
-  ltx::test::TempDir tmp;
-  generate::EngineOptions eo;
-  eo.demo_dir = ltx::test::shared_demo_bundle().dir;
-  generate::Engine engine(eo);
+  DemoRunner demo;
+  ltx::test::TempDir& tmp = demo.tmp;
+  generate::Engine& engine = demo.engine;
+  DataDir& dir = demo.dir;
+  EngineRunner& runner = demo.runner;
   ASSERT_EQ(engine.info().unavailable.count("hdr-ic-lora"), 0u) << engine.info().unavailable.at("hdr-ic-lora");
-  DataDir dir(tmp.file("data"));
-  EngineRunner runner(engine, Device::cpu(), dir);
 
   // 9 frames of 64x64 at 24 fps: the output keeps them.
   const std::string clip = test::mp4_clip(9, 64, 64, 24.0);
@@ -253,12 +263,11 @@ TEST(EngineRunnerHdr, AJobWritesATarOfTheExrFramesAndPreviewWithThePreviewsThumb
 TEST(EngineRunnerHdr, AnHdrJobWritesItsMasterAndExrFramesOrTheMasterAlone) {
   if (!media::openexr_available() || !media::ffmpeg_available())
     GTEST_SKIP() << "an HDR master needs OpenEXR and FFmpeg in the build";
-  ltx::test::TempDir tmp;
-  generate::EngineOptions eo;
-  eo.demo_dir = ltx::test::shared_demo_bundle().dir;
-  generate::Engine engine(eo);
-  DataDir dir(tmp.file("data"));
-  EngineRunner runner(engine, Device::cpu(), dir);
+  DemoRunner demo;
+  ltx::test::TempDir& tmp = demo.tmp;
+  generate::Engine& engine = demo.engine;
+  DataDir& dir = demo.dir;
+  EngineRunner& runner = demo.runner;
   const std::string still = test::exr_still(128, 64);
 
   for (const std::string format : {"exr", "mp4"}) {
