@@ -6,17 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
-#include "media/exr.h"
 #include "media/support.h"
 #include "media/video_reader.h"
 #include "server/api_error.h"
-#include "server/tar_archive.h"
 
 namespace ltx::server {
 
@@ -38,14 +34,6 @@ std::string extension_of(const std::string& demuxers) {
   return it == known.end() ? "bin" : it->second;
 }
 
-// A scratch file's bytes.
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  LTX_CHECK(f.good() || f.eof(), "cannot read '", path, "'");
-  return ss.str();
-}
 
 }  // namespace
 
@@ -95,51 +83,6 @@ void check_upload_bytes(const std::string& bytes, const std::string& param, int6
                    param);
 }
 
-CheckedMedia check_upload_exr_frames(const std::string& bytes, const std::string& param,
-                                     const MediaLimits& limits, int64_t max_frames) {
-  check_upload_bytes(bytes, param, limits.max_bytes);
-  if (!media::openexr_available())
-    throw ApiError(400, "media_unsupported",
-                   str("this server was built without OpenEXR (CMake LTX_OPENEXR): it cannot "
-                       "read the EXR frames of ", param),
-                   param);
-  CheckedMedia out;
-  out.scratch = std::make_shared<const ScratchFile>(bytes);
-  auto folder = std::make_shared<const ScratchFolder>();
-  std::vector<std::string> names;
-  try {
-    names = unpack_exr_tar(bytes, folder->path(), max_frames, limits.max_bytes);
-  } catch (const Error& e) {
-    invalid(param, str(param, " is not a usable archive of EXR frames: ", e.what()));
-  }
-  MediaHeader& h = out.header;
-  h.ext = "tar";
-  for (const std::string& name : names) {
-    const std::string path = (std::filesystem::path(folder->path()) / name).string();
-    const std::string frame = read_file(path);
-    const auto* data = reinterpret_cast<const uint8_t*>(frame.data());
-    try {
-      const media::ExrImageSize size = media::exr_image_size(data, frame.size(), name);
-      if (size.width > limits.max_pixels / size.height)
-        invalid(param, str(param, ": frame '", name, "' is ", size.width, "x", size.height,
-                           " pixels; this server's limit is ", limits.max_pixels, " pixels"));
-      if (h.frames == 0) {
-        h.width = size.width;
-        h.height = size.height;
-      } else if (size.width != h.width || size.height != h.height) {
-        invalid(param, str(param, ": frame '", name, "' is ", size.width, "x", size.height,
-                           " but the first frame is ", h.width, "x", h.height,
-                           "; every frame of a sequence has one size"));
-      }
-      media::decode_exr(data, frame.size(), name);
-    } catch (const Error& e) {
-      invalid(param, str(param, ": frame '", name, "' cannot be decoded (", e.what(), ")"));
-    }
-    ++h.frames;
-  }
-  out.frames = std::move(folder);
-  return out;
-}
 
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
                                 MediaKind kind, const MediaLimits& limits) {

@@ -75,14 +75,6 @@ void check_upload_bytes(const std::string& bytes, const std::string& param, int6
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
                                 MediaKind kind, const MediaLimits& limits);
 
-// An HDR request's frame folder, uploaded as a tar of EXR frames (server/tar_archive.h,
-// unpack_exr_tar): the bytes limit (413 `file_too_large`), then the archive unpacked into a
-// scratch folder (at most `max_frames` frames), each frame's data window from its header (the
-// pixel limit; every frame the first one's size) and a full decode through OpenEXR; 400
-// `invalid_media` naming `param` otherwise, `media_unsupported` in a build without OpenEXR. The
-// header's ext is "tar" (the archive is what the job stores), its size and frame count the
-// frames'; it has no duration or frame rate.
-CheckedMedia check_upload_exr_frames(const std::string& bytes, const std::string& param,
-                                     const MediaLimits& limits, int64_t max_frames);
+// check_upload_exr_frames (server/upload_exr_frames.h): a tar of EXR frames for an HDR request.
 
 }  // namespace ltx::server

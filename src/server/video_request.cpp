@@ -23,6 +23,7 @@
 #include "server/api_error.h"
 #include "server/upload_image.h"
 #include "server/tar_archive.h"
+#include "server/upload_exr_frames.h"
 #include "server/upload_media.h"
 
 namespace ltx::server {
