@@ -260,7 +260,6 @@ std::vector<std::string> hdr_clips(const std::string& path) {
   return clips;
 }
 
-
 bool is_exr_file(const std::string& path) {
   std::error_code ec;
   return fs::is_regular_file(path, ec) && lower_extension(path) == ".exr";

@@ -8,16 +8,16 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "backend/device_query.h"
 #include "core/cancel.h"
 #include "core/error.h"
+#include "core/input_limits.h"
 #include "core/log.h"
 #include "core/out_of_memory.h"
 #include "generate/decode.h"
@@ -63,12 +63,10 @@ std::vector<std::shared_ptr<const ScratchFolder>> unpack_frame_archives(
   std::vector<std::shared_ptr<const ScratchFolder>> held;
   const auto unpack = [&](std::string& path) {
     if (!path.ends_with(".tar")) return;
-    std::ifstream f(path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << f.rdbuf();
-    LTX_CHECK(f.good() || f.eof(), "job input '", path, "' cannot be read");
+    const std::string bytes =
+        limits::read_file_within(path, std::numeric_limits<int64_t>::max(), "job input");
     auto folder = std::make_shared<const ScratchFolder>();
-    unpack_exr_tar(bytes.str(), folder->path(), std::numeric_limits<int64_t>::max(),
+    unpack_exr_tar(bytes, folder->path(), std::numeric_limits<int64_t>::max(),
                    std::numeric_limits<int64_t>::max());
     path = folder->path();
     held.push_back(std::move(folder));
@@ -340,51 +338,31 @@ RunOutcome EngineRunner::completed(const Job& job, const generate::GenerateResul
   return outcome;
 }
 
-generate::GenerateResult EngineRunner::run_hdr(const Job& job, const generate::GenerateOptions& o,
-                                               const generate::JobControl& control,
-                                               const std::string& output) {
-  // The files as `ltx generate --pipeline hdr-ic-lora` writes them for a clip named after the job
-  // (<id>_exr/frame_00000.exr ..., <id>.mp4), then archived whole.
-  const std::string parts = dir_.parts_path(job.id);
-  std::error_code ec;
-  std::filesystem::remove_all(parts, ec);  // a leftover of an interrupted run
-  generate::GenerateResult result;
-  {
-    generate::ExrOutputSink files(generate::hdr_output_paths(parts, job.id + ".mp4"), o.skip_mp4);
-    if (media::image_io_available()) {
-      ThumbnailSink with_thumbnail(files, dir_.thumbnail_path(job.id), ThumbnailFrames::SceneLinear);
-      result = engine_.run(o, control, with_thumbnail);
-    } else {
-      result = engine_.run(o, control, files);
-    }
-  }
-  write_tar(parts, output);
-  std::filesystem::remove_all(parts, ec);
-  return result;
+generate::GenerateResult EngineRunner::run_with_thumbnail(const Job& job,
+                                                          const generate::GenerateOptions& o,
+                                                          const generate::JobControl& control,
+                                                          generate::MediaSink& sink,
+                                                          ThumbnailFrames frames) {
+  if (!media::image_io_available()) return engine_.run(o, control, sink);
+  ThumbnailSink with_thumbnail(sink, dir_.thumbnail_path(job.id), frames);
+  return engine_.run(o, control, with_thumbnail);
 }
 
-generate::GenerateResult EngineRunner::run_hdr_master(const Job& job,
+generate::GenerateResult EngineRunner::run_into_parts(const Job& job,
                                                       const generate::GenerateOptions& o,
                                                       const generate::JobControl& control,
-                                                      const std::string& output, bool archive) {
-  // The files as `ltx generate --hdr` writes them for a clip named after the job (<id>.mp4, the
-  // HLG master, and <id>_exr/frame_00000.exr ...), then archived whole; or the master alone at
-  // the output (its EXR frames, which the sink writes in the same pass, dropped).
+                                                      const std::string& output, bool archive,
+                                                      ThumbnailFrames frames,
+                                                      const PartsSinkMaker& make_sink) {
   const std::string parts = dir_.parts_path(job.id);
   std::error_code ec;
   std::filesystem::remove_all(parts, ec);  // a leftover of an interrupted run
   std::filesystem::create_directories(parts);
-  generate::HdrMasterPaths paths =
-      generate::hdr_master_paths((std::filesystem::path(parts) / (job.id + ".mp4")).string());
-  if (!archive) paths.mp4 = output;
   generate::GenerateResult result;
   try {
-    generate::HdrMasterSink files(paths, *o.hdr);
-    if (media::image_io_available()) {
-      ThumbnailSink with_thumbnail(files, dir_.thumbnail_path(job.id), ThumbnailFrames::AcesCct);
-      result = engine_.run(o, control, with_thumbnail);
-    } else {
-      result = engine_.run(o, control, files);
+    {
+      const std::unique_ptr<generate::MediaSink> files = make_sink(parts);
+      result = run_with_thumbnail(job, o, control, *files, frames);
     }
     if (archive) write_tar(parts, output);
   } catch (...) {
@@ -393,6 +371,34 @@ generate::GenerateResult EngineRunner::run_hdr_master(const Job& job,
   }
   std::filesystem::remove_all(parts, ec);
   return result;
+}
+
+generate::GenerateResult EngineRunner::run_hdr(const Job& job, const generate::GenerateOptions& o,
+                                               const generate::JobControl& control,
+                                               const std::string& output) {
+  // The files as `ltx generate --pipeline hdr-ic-lora` writes them for a clip named after the job
+  // (<id>_exr/frame_00000.exr ..., <id>.mp4), archived whole.
+  return run_into_parts(job, o, control, output, /*archive=*/true, ThumbnailFrames::SceneLinear,
+                        [&](const std::string& parts) -> std::unique_ptr<generate::MediaSink> {
+                          return std::make_unique<generate::ExrOutputSink>(
+                              generate::hdr_output_paths(parts, job.id + ".mp4"), o.skip_mp4);
+                        });
+}
+
+generate::GenerateResult EngineRunner::run_hdr_master(const Job& job,
+                                                      const generate::GenerateOptions& o,
+                                                      const generate::JobControl& control,
+                                                      const std::string& output, bool archive) {
+  // The files as `ltx generate --hdr` writes them for a clip named after the job (<id>.mp4, the
+  // HLG master, and <id>_exr/frame_00000.exr ...), archived whole; or the master alone at the
+  // output (its EXR frames, which the sink writes in the same pass, dropped).
+  return run_into_parts(job, o, control, output, archive, ThumbnailFrames::AcesCct,
+                        [&](const std::string& parts) -> std::unique_ptr<generate::MediaSink> {
+                          generate::HdrMasterPaths paths = generate::hdr_master_paths(
+                              (std::filesystem::path(parts) / (job.id + ".mp4")).string());
+                          if (!archive) paths.mp4 = output;
+                          return std::make_unique<generate::HdrMasterSink>(paths, *o.hdr);
+                        });
 }
 
 RunOutcome EngineRunner::run_one(const RunItem& item) {
@@ -423,11 +429,8 @@ RunOutcome EngineRunner::run_one(const RunItem& item) {
       // One frame (the request checked it): the file itself, which is its own thumbnail.
       generate::PngSink png(output, output + ".frames");
       result = engine_.run(o, control, png);
-    } else if (media::image_io_available()) {
-      ThumbnailSink with_thumbnail(sink, dir_.thumbnail_path(job.id));
-      result = engine_.run(o, control, with_thumbnail);
     } else {
-      result = engine_.run(o, control, sink);
+      result = run_with_thumbnail(job, o, control, sink, ThumbnailFrames::Display);
     }
   } catch (const Error&) {
     dir_.remove_job_outputs(job.id);

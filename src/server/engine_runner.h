@@ -8,6 +8,8 @@
 // loads it needed are logged:
 //   job video_… ttfs 0.41 s (queue 3.2 s, text 0.30 s, loads 0)
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "server/data_dir.h"
 #include "server/job_runner.h"
 #include "server/metrics.h"
+#include "server/thumbnail_sink.h"
 #include "server/video_request.h"
 
 namespace ltx::server {
@@ -48,6 +51,20 @@ class EngineRunner final : public JobRunner {
   RunOutcome run_one(const RunItem& item);
   // hdr-ic-lora: its EXR frame folder and sRGB preview (unless skip_mp4) in the job's parts
   // folder, a thumbnail of the preview's middle frame, then one tar of the folder at `output`.
+  // The job's run with its thumbnail taken on the way to `sink` (none without image I/O).
+  generate::GenerateResult run_with_thumbnail(const Job& job, const generate::GenerateOptions& o,
+                                              const generate::JobControl& control,
+                                              generate::MediaSink& sink, ThumbnailFrames frames);
+  // A job whose output is several files: the sink `make_sink` makes writes them into the job's
+  // parts folder (emptied first), which is archived into `output` when `archive`, then removed
+  // (also on an error).
+  using PartsSinkMaker =
+      std::function<std::unique_ptr<generate::MediaSink>(const std::string& parts)>;
+  generate::GenerateResult run_into_parts(const Job& job, const generate::GenerateOptions& o,
+                                          const generate::JobControl& control,
+                                          const std::string& output, bool archive,
+                                          ThumbnailFrames frames, const PartsSinkMaker& make_sink);
+  // hdr-ic-lora: its EXR frames and sRGB preview in a tar at `output`.
   generate::GenerateResult run_hdr(const Job& job, const generate::GenerateOptions& o,
                                    const generate::JobControl& control, const std::string& output);
   // An `hdr` request: its HLG master and EXR frames in a tar at `output` (`archive`), or the master

@@ -136,12 +136,13 @@ void write_tar(const std::string& folder, const std::string& tar_path) {
 }
 
 
-bool is_tar(const std::string& bytes) {
-  return bytes.size() >= 512 && bytes.compare(257, 5, "ustar") == 0;
+bool is_tar(std::string_view bytes) {
+  return bytes.size() >= 512 && bytes.substr(257, 5) == "ustar";
 }
 
 std::vector<std::string> unpack_exr_tar(const std::string& bytes, const std::string& folder,
-                                        int64_t max_frames, int64_t max_bytes) {
+                                        int64_t max_frames, int64_t max_bytes,
+                                        const ExrFrameCheck& check_frame) {
   std::unique_ptr<archive, ArchiveReadFree> a(archive_read_new());
   LTX_CHECK(a != nullptr, "tar: out of memory");
   if (archive_read_support_format_tar(a.get()) != ARCHIVE_OK ||
@@ -185,6 +186,7 @@ std::vector<std::string> unpack_exr_tar(const std::string& bytes, const std::str
     LTX_CHECK(got == static_cast<la_ssize_t>(size), "entry '", name, "' is cut short: ",
               got < 0 ? archive_message(a.get()) : std::to_string(got) + " of " +
                                                        std::to_string(size) + " bytes");
+    if (check_frame) check_frame(base, data);
     const fs::path out = fs::path(folder) / base;
     std::ofstream f(out, std::ios::binary | std::ios::trunc);
     f.write(data.data(), static_cast<std::streamsize>(data.size()));

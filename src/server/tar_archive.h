@@ -5,7 +5,9 @@
 // keeps Range requests cheap. And the other way: an uploaded archive of EXR frames (an HDR
 // request's frame folder) unpacked under names of its own.
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ltx::server {
@@ -20,7 +22,7 @@ void write_tar(const std::string& folder, const std::string& tar_path);
 
 // Whether `bytes` look like a tar archive (the ustar magic at offset 257: POSIX, pax and GNU tar
 // all write it).
-bool is_tar(const std::string& bytes);
+bool is_tar(std::string_view bytes);
 
 // Unpacks the EXR frames of an uploaded tar (plain, uncompressed) into `folder` (existing, empty):
 // every regular file whose name ends in ".exr" (any case), at any depth, is written as
@@ -29,8 +31,11 @@ bool is_tar(const std::string& bytes);
 // "._frame.exr") are skipped. Returns the frame names, sorted. Throws ltx::Error naming the entry:
 // a link or special file, another file, a base name that is not [A-Za-z0-9._-] or is given twice,
 // more than `max_frames` frames, more than `max_bytes` unpacked, no frame at all, a damaged
-// archive.
+// archive. `check_frame`, when given, sees each frame's base name and bytes (in archive order)
+// before it is written, and may throw to refuse it.
+using ExrFrameCheck = std::function<void(const std::string& name, const std::string& bytes)>;
 std::vector<std::string> unpack_exr_tar(const std::string& bytes, const std::string& folder,
-                                        int64_t max_frames, int64_t max_bytes);
+                                        int64_t max_frames, int64_t max_bytes,
+                                        const ExrFrameCheck& check_frame = {});
 
 }  // namespace ltx::server

@@ -1,15 +1,10 @@
 #include "server/upload_exr_frames.h"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <vector>
-
 #include "core/error.h"
-#include "media/exr.h"
 #include "media/support.h"
 #include "server/api_error.h"
 #include "server/tar_archive.h"
+#include "server/upload_image.h"
 
 namespace ltx::server {
 
@@ -17,15 +12,6 @@ namespace {
 
 [[noreturn]] void invalid_frames(const std::string& param, const std::string& message) {
   throw ApiError(400, "invalid_media", message, param);
-}
-
-// A scratch file's bytes.
-std::string read_frame_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  LTX_CHECK(f.good() || f.eof(), "cannot read '", path, "'");
-  return ss.str();
 }
 
 }  // namespace
@@ -41,36 +27,31 @@ CheckedMedia check_upload_exr_frames(const std::string& bytes, const std::string
   CheckedMedia out;
   out.scratch = std::make_shared<const ScratchFile>(bytes);
   auto folder = std::make_shared<const ScratchFolder>();
-  std::vector<std::string> names;
-  try {
-    names = unpack_exr_tar(bytes, folder->path(), max_frames, limits.max_bytes);
-  } catch (const Error& e) {
-    invalid_frames(param, str(param, " is not a usable archive of EXR frames: ", e.what()));
-  }
   MediaHeader& h = out.header;
   h.ext = "tar";
-  for (const std::string& name : names) {
-    const std::string path = (std::filesystem::path(folder->path()) / name).string();
-    const std::string frame = read_frame_file(path);
-    const auto* data = reinterpret_cast<const uint8_t*>(frame.data());
+  // Each frame as an uploaded EXR still is checked (size from its header, the pixel limit, a
+  // decode), in memory before it is written; every frame has the first one's size.
+  const auto check_frame = [&](const std::string& name, const std::string& frame) {
+    ImageHeader size;
     try {
-      const media::ExrImageSize size = media::exr_image_size(data, frame.size(), name);
-      if (size.width > limits.max_pixels / size.height)
-        invalid_frames(param, str(param, ": frame '", name, "' is ", size.width, "x", size.height,
-                           " pixels; this server's limit is ", limits.max_pixels, " pixels"));
-      if (h.frames == 0) {
-        h.width = size.width;
-        h.height = size.height;
-      } else if (size.width != h.width || size.height != h.height) {
-        invalid_frames(param, str(param, ": frame '", name, "' is ", size.width, "x", size.height,
-                           " but the first frame is ", h.width, "x", h.height,
-                           "; every frame of a sequence has one size"));
-      }
-      media::decode_exr(data, frame.size(), name);
-    } catch (const Error& e) {
-      invalid_frames(param, str(param, ": frame '", name, "' cannot be decoded (", e.what(), ")"));
+      size = check_upload_exr(frame, str(param, ": frame '", name, "'"), limits.max_pixels);
+    } catch (const ApiError& e) {
+      invalid_frames(param, e.what());
+    }
+    if (h.frames == 0) {
+      h.width = size.width;
+      h.height = size.height;
+    } else if (size.width != h.width || size.height != h.height) {
+      invalid_frames(param, str(param, ": frame '", name, "' is ", size.width, "x", size.height,
+                                " but the archive's first frame is ", h.width, "x", h.height,
+                                "; every frame of a sequence has one size"));
     }
     ++h.frames;
+  };
+  try {
+    unpack_exr_tar(bytes, folder->path(), max_frames, limits.max_bytes, check_frame);
+  } catch (const Error& e) {
+    invalid_frames(param, str(param, " is not a usable archive of EXR frames: ", e.what()));
   }
   out.frames = std::move(folder);
   return out;

@@ -10,9 +10,9 @@
 namespace ltx::server {
 
 // The bytes limit (413 `file_too_large`), then the archive unpacked into a scratch folder
-// (server/tar_archive.h, unpack_exr_tar; at most `max_frames` frames), each frame's data window
-// from its header (the pixel limit; every frame the first one's size) and a full decode through
-// OpenEXR; 400 `invalid_media` naming `param` otherwise, `media_unsupported` in a build without
+// (server/tar_archive.h, unpack_exr_tar; at most `max_frames` frames), each frame checked as an
+// uploaded EXR still is (server/upload_image.h: its data window, the pixel limit, a decode) and
+// every frame of the first one's size; 400 `invalid_media` naming `param` otherwise, `media_unsupported` in a build without
 // OpenEXR. The header's ext is "tar" (the archive is what the job stores), its size and frame
 // count the frames'; it has no duration or frame rate.
 CheckedMedia check_upload_exr_frames(const std::string& bytes, const std::string& param,

@@ -142,9 +142,6 @@ bool is_exr_bytes(const std::string& bytes) {
   return bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0;
 }
 
-namespace {
-
-// An EXR still: its size from the header, the pixel limit, then a full decode (its channels).
 ImageHeader check_upload_exr(const std::string& bytes, const std::string& param,
                              int64_t max_pixels) {
   if (!media::openexr_available())
@@ -171,8 +168,6 @@ ImageHeader check_upload_exr(const std::string& bytes, const std::string& param,
   }
   return header;
 }
-
-}  // namespace
 
 ImageHeader check_upload_image(const std::string& bytes, const std::string& param,
                                int64_t max_bytes, int64_t max_pixels) {

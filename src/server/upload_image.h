@@ -29,6 +29,11 @@ std::string image_from_data_url(const std::string& url, const std::string& param
 // Whether the bytes start with OpenEXR's magic number.
 bool is_exr_bytes(const std::string& bytes);
 
+// An OpenEXR image's part of check_upload_image (after the byte limit): its data window from the
+// header, the pixel limit, then a full decode (its channels); the same errors.
+ImageHeader check_upload_exr(const std::string& bytes, const std::string& param,
+                             int64_t max_pixels);
+
 // Checks an upload in the order above; returns its header. An OpenEXR still (an HDR request's
 // conditioning image) is checked the same way: its data window from the header, the pixel limit,
 // then a full decode through OpenEXR (`images_unsupported` in a build without it).

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <vector>
 
 #include "core/error.h"
 #include "media/support.h"
@@ -33,7 +32,6 @@ std::string extension_of(const std::string& demuxers) {
   const auto it = known.find(first);
   return it == known.end() ? "bin" : it->second;
 }
-
 
 }  // namespace
 
@@ -82,7 +80,6 @@ void check_upload_bytes(const std::string& bytes, const std::string& param, int6
                        " (max_media_bytes in GET /v1/models)"),
                    param);
 }
-
 
 CheckedMedia check_upload_media(const std::string& bytes, const std::string& param,
                                 MediaKind kind, const MediaLimits& limits) {

@@ -21,9 +21,9 @@
 #include "media/hdr.h"
 #include "pipelines/pipeline.h"
 #include "server/api_error.h"
-#include "server/upload_image.h"
 #include "server/tar_archive.h"
 #include "server/upload_exr_frames.h"
+#include "server/upload_image.h"
 #include "server/upload_media.h"
 
 namespace ltx::server {
@@ -665,9 +665,10 @@ class Reader {
       // A tar of EXR frames has no rate: then the request gives it (`ltx generate` needs
       // --frame-rate with an EXR frame folder).
       const json* clip_value = get(clip->name);
-      const bool exr_frames = clip->takes_exr_frames && clip_value && clip_value->is_binary() &&
-                              is_tar(std::string(clip_value->get_binary().begin(),
-                                                 clip_value->get_binary().end()));
+      const bool exr_frames =
+          clip->takes_exr_frames && clip_value && clip_value->is_binary() &&
+          is_tar(std::string_view(reinterpret_cast<const char*>(clip_value->get_binary().data()),
+                                  clip_value->get_binary().size()));
       for (const char* f : {"seconds", "num_frames", "fps", "auto_duration"})
         if (get(f) && !(exr_frames && std::string_view(f) == "fps"))
           impossible(f, "invalid_value",
@@ -1245,12 +1246,13 @@ class Reader {
   // space), and a request's conditioning is all EXR or all SDR (uploaded clips are SDR; an
   // attention mask is a mask, neither).
   void check_hdr_inputs(const VideoRequest& r) const {
+    const char* images = get("images") ? "images" : "input_reference";
     std::string exr, sdr;
     for (const RequestImage& im : r.images)
       if (im.format == "exr")
-        exr = get("images") ? "images" : "input_reference";
+        exr = images;
       else if (sdr.empty())
-        sdr = get("images") ? "images" : "input_reference";
+        sdr = images;
     for (const RequestMedia& m : r.media)
       if (m.frames)
         exr = m.field;
