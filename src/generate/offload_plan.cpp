@@ -229,9 +229,8 @@ BlockModelSizes text_encoder_sizes(const std::string& path, DType dtype) {
            pos = n.find("layers.", pos + 1))
         if (pos == 0 || n[pos - 1] == '.') block = index_at(n, pos + 7);
       // A bf16 load keeps the Linears' FP8 weights as stored (text::GemmaTextModel).
-      const bool kept_fp8 = dtype == DType::BF16 && info.dtype == DType::F8E4M3FN &&
-                            text::is_gemma_linear_weight(n);
-      acc.add(block, loaded_bytes(info, dtype, kept_fp8));
+      acc.add(block,
+              loaded_bytes(info, dtype, text::gemma_keeps_stored_weight(n, info.dtype, dtype)));
     }
   }
   return acc.sizes();

@@ -96,12 +96,14 @@ KeyLayout key_layout_for(const GemmaTextConfig& c,
   fail("unreachable");
 }
 
-// A bf16 model keeps the file's FP8 Linear weights: upcasting them at each forward gives the bits
-// that folding them at load gives. An f32 model widens them (f32(w) * scale unrounded would not be
-// the reference's bf16 fold).
-bool keeps_fp8_linears(const nn::LoadOptions& opt) { return opt.dtype == DType::BF16; }
-
 }  // namespace
+
+bool gemma_keeps_fp8_linears(DType compute) { return compute == DType::BF16; }
+
+bool gemma_keeps_stored_weight(std::string_view name, DType stored, DType compute) {
+  return gemma_keeps_fp8_linears(compute) && stored == DType::F8E4M3FN &&
+         is_gemma_linear_weight(name);
+}
 
 bool is_gemma_linear_weight(std::string_view name) {
   if (!name.ends_with(".weight")) return false;
@@ -162,12 +164,9 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config,
   const std::vector<std::string> names = w.names();
   if (std::any_of(names.begin(), names.end(),
                   [](const std::string& n) { return n.ends_with(".weight_scale"); })) {
-    quantization::KeepScale keep;
-    if (keeps_fp8_linears(opt))
-      keep = [&w](const std::string& param) {
-        return is_gemma_linear_weight(param) && w.dtype(param) == DType::F8E4M3FN;
-      };
-    quantization::fold_prequant_scales(w, where, keep);
+    quantization::fold_prequant_scales(w, where, [&](const std::string& param) {
+      return gemma_keeps_stored_weight(param, w.dtype(param), opt.dtype);
+    });
   }
   return load(config, w, opt, layout.description, where, streaming);
 }
@@ -177,7 +176,7 @@ GemmaTextModel GemmaTextModel::load(const GemmaTextConfig& config, io::WeightMap
                                     const std::string& where,
                                     const models::BlockStreaming& streaming) {
   nn::LoadOptions opt = options;
-  opt.keep_fp8_linears = keeps_fp8_linears(options);
+  opt.keep_fp8_linears = gemma_keeps_fp8_linears(options.dtype);
   LTX_CHECK(!streaming.enabled() || opt.device.is_cuda(),
             "--offload: the Gemma text encoder's layers stream to a GPU, but it is loaded on ",
             opt.device.str(), "; use --offload none on the CPU");

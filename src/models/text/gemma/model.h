@@ -96,9 +96,15 @@ struct GemmaTrace {
 };
 
 // True when `name` (under any of the key layouts' prefixes) is the weight of one of the language
-// model's Linears (q/k/v/o_proj, gate/up/down_proj, the per-layer-input projections): those a bf16
-// load keeps as the file's FP8 (see above), sized at a byte by the memory planner.
+// model's Linears (q/k/v/o_proj, gate/up/down_proj, the per-layer-input projections).
 bool is_gemma_linear_weight(std::string_view name);
+// Whether a load computing in `compute` keeps its Linears' FP8 file weights as stored (see above):
+// in bf16, where upcasting at each forward gives the bits folding at load gives; not in f32, where
+// f32(w) * scale unrounded would not be the reference's bf16 fold.
+bool gemma_keeps_fp8_linears(DType compute);
+// Whether the tensor `name`, stored as `stored`, is one such kept weight (the loader leaves its
+// scale unfolded; the memory planner counts it at a byte).
+bool gemma_keeps_stored_weight(std::string_view name, DType stored, DType compute);
 
 class GemmaTextModel {
  public:
