@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <exception>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <variant>
 
@@ -118,7 +120,7 @@ TailPlan plan_tail(TailMode mode, Device device, bool memory_limited) {
       return p;
     case TailMode::Overlapped:
       p.sink_thread = true;
-      p.audio_beside_video = device.is_cuda();
+      p.audio_beside_video = true;
       return p;
     case TailMode::Auto:
       p.sink_thread = true;
@@ -267,16 +269,20 @@ class TailSink {
   }
 };
 
-// An audio decode issued on the device and read back later: beside the video decode, its work
-// runs on the side stream (backend/stream_fork.h) and the main stream waits for it only at the
-// read-back. Until then it keeps its models and its input alive; unwinding before the read-back
-// waits for its device work first, so nothing it reads is freed under it.
+// An audio decode issued on the device and read back later. Beside the video decode it is issued
+// by a host thread of its own onto the side stream (backend/stream_fork.h): the vocoder's many
+// small kernels make issuing it take about as long as running it, so issued from the thread that
+// also issues the video decode it would run before the video, not beside it. The main stream waits
+// for it only at the read-back. Until then it keeps its models and its input alive; unwinding
+// before the read-back joins the thread and waits for its device work first, so nothing it reads
+// is freed under it.
 class AudioDecode {
  public:
   AudioDecode(Device device, bool beside) : device_(device), timer_(device) {
     if (beside) fork_.emplace(device);
   }
   ~AudioDecode() {
+    if (thread_.joinable()) thread_.join();
     if (!pending_) return;
     try {
       fork_->join();
@@ -288,7 +294,8 @@ class AudioDecode {
   AudioDecode(const AudioDecode&) = delete;
   AudioDecode& operator=(const AudioDecode&) = delete;
 
-  // Issues the decode of `latent` (on the host or the device) with `models` at `where`.
+  // Issues the decode of `latent` (on the host or the device) with `models` at `where`; beside the
+  // video decode it returns once the issuing thread has started.
   void issue(const Tensor& latent, std::shared_ptr<const AudioDecodeModels> decoders,
              const nn::LoadOptions& where) {
     models_ = std::move(decoders);
@@ -296,32 +303,33 @@ class AudioDecode {
               latent.size(1), " channels but the audio VAE decoder of '", models_->path, "' takes ",
               models_->decoder->config().z_channels, "; were the latents made with another model?");
     latent_ = latent.to(where.device);
-    const auto run = [&] {
-      timer_.start();
-      models::audio_vae::Audio audio =
-          models::audio_vae::decode_audio(latent_, *models_->decoder, *models_->vocoder);
-      timer_.stop();
-      waveform_ = audio.waveform;
-      sample_rate_ = audio.sampling_rate;
-    };
-    if (fork_) {
-      fork_->fork();  // after the latent's copy and the models' load on the main stream
-      fork_->read_on_side(latent_);
-      pending_ = fork_->active();
-      fork_->on_side(run);
-    } else {
+    sample_rate_ = models_->vocoder->output_sampling_rate();
+    if (!fork_) {
       run();
+      return;
     }
-    LTX_CHECK(waveform_.dim() == 2, "decode: the vocoder returned ", waveform_.describe(),
-              ", expected [channels, samples]");
+    fork_->fork();  // after the latent's copy and the models' load on the main stream
+    fork_->read_on_side(latent_);
+    pending_ = fork_->active();
+    thread_ = std::thread([this] {
+      try {
+        fork_->on_side([this] { run(); });
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    });
   }
-  // Shapes and rate, known once issued.
-  int64_t channels() const { return waveform_.size(0); }
-  int64_t samples() const { return waveform_.size(1); }
+  // Known once issued (the waveform's length only at collect()).
+  int64_t channels() const { return models::audio_vae::kVocoderChannels; }
   int64_t sample_rate() const { return sample_rate_; }
 
   // The waveform on the host in f32 (the one trip back); frees the models and the device tensors.
   Tensor collect() {
+    if (thread_.joinable()) thread_.join();
+    if (error_) {
+      // The work it issued before failing is waited for by the destructor.
+      std::rethrow_exception(std::exchange(error_, nullptr));
+    }
     if (fork_) {
       fork_->join();
       fork_->read_on_main(waveform_);
@@ -338,6 +346,17 @@ class AudioDecode {
   double seconds() const { return seconds_; }
 
  private:
+  void run() {
+    timer_.start();
+    models::audio_vae::Audio audio =
+        models::audio_vae::decode_audio(latent_, *models_->decoder, *models_->vocoder);
+    timer_.stop();
+    LTX_CHECK(audio.waveform.dim() == 2 && audio.waveform.size(0) == channels(),
+              "decode: the vocoder returned ", audio.waveform.describe(), ", expected [",
+              channels(), ", samples]");
+    waveform_ = audio.waveform;
+  }
+
   Device device_;
   std::optional<backend::StreamFork> fork_;
   backend::StreamTimer timer_;
@@ -346,6 +365,8 @@ class AudioDecode {
   int64_t sample_rate_ = 0;
   bool pending_ = false;  // side work not yet waited for
   double seconds_ = 0;
+  std::thread thread_;           // issues the decode beside the video's
+  std::exception_ptr error_;     // what it threw, rethrown by collect()
 };
 
 DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_latent_in,
@@ -380,20 +401,23 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   Tensor waveform;  // on the host, cut
   int64_t audio_rate = 0, audio_channels = 0;
   bool audio_in_flight = false;
+  // The decoded waveform, cut by the pipelines' rule.
+  const auto collect_audio = [&] {
+    const Tensor decoded = audio_decode.collect();
+    pipelines::GenerationResult cut;
+    cut.audio_max_seconds = options.audio_max_seconds;
+    r.audio_samples = pipelines::audio_samples_to_keep(cut, decoded.size(1),
+                                                       static_cast<double>(audio_rate));
+    r.tail.audio_seconds = audio_decode.seconds();
+    return decoded.narrow(1, 0, r.audio_samples);
+  };
   if (audio_latent.defined()) {
     if (progress) progress->stage("audio decode");
     audio_decode.issue(audio_latent, src.audio(video_where), video_where);
-    pipelines::GenerationResult cut;  // the pipelines' rule for the cut
-    cut.audio_max_seconds = options.audio_max_seconds;
-    r.audio_samples = pipelines::audio_samples_to_keep(
-        cut, audio_decode.samples(), static_cast<double>(audio_decode.sample_rate()));
     r.audio_sample_rate = audio_rate = audio_decode.sample_rate();
     audio_channels = audio_decode.channels();
     audio_in_flight = plan.audio_beside_video && video_latent.defined();
-    if (!audio_in_flight) {
-      waveform = audio_decode.collect().narrow(1, 0, r.audio_samples);
-      r.tail.audio_seconds = audio_decode.seconds();
-    }
+    if (!audio_in_flight) waveform = collect_audio();
     if (progress) progress->end_stage();
   } else if (options.audio_track) {
     const auto [channels, samples] = media::audio_layout(options.audio_track->waveform, "decode: the audio track");
@@ -477,10 +501,7 @@ DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_late
   LTX_CHECK(frames_written == r.frames, "decode: the video decoder produced ", frames_written,
             " frames, expected ", r.frames);
   r.tail.video_seconds = seconds_since(video_start) - sink.wait_seconds();
-  if (audio_in_flight) {
-    waveform = audio_decode.collect().narrow(1, 0, r.audio_samples);
-    r.tail.audio_seconds = audio_decode.seconds();
-  }
+  if (audio_in_flight) waveform = collect_audio();
   if (waveform.defined()) sink.write_audio(waveform);
   sink.finish();
   r.tail.sink_seconds = sink.busy_seconds();

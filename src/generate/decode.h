@@ -38,16 +38,17 @@ enum class TailMode {
   // tiling was planned with.
   Auto,
   // The sink's calls on a thread of their own (SinkThread: the MP4's conversion and encoding of a
-  // chunk while the next one decodes) and, on a GPU, the audio decode issued on its own stream
-  // before the video decode and read back after it. On the CPU, whose ops run as they are called,
-  // the audio decode runs before the video decode.
+  // chunk while the next one decodes) and the audio decode issued by a host thread of its own
+  // while the video decode runs, read back after it; on a GPU onto its own stream. (On the CPU
+  // the two decodes' parallel loops take turns on the one thread pool: Auto runs the audio decode
+  // first there.)
   Overlapped,
   // The audio decode, then the video decode with the sink called in line.
   Sequential,
 };
 struct TailPlan {
   bool sink_thread = false;         // the sink's calls on their own thread
-  bool audio_beside_video = false;  // the audio decode on its own stream, beside the video's
+  bool audio_beside_video = false;  // the audio decode on its own thread and stream, beside the video's
 };
 // What `mode` means on `device` (memory_limited: the device's allocator has a cap).
 TailPlan plan_tail(TailMode mode, Device device, bool memory_limited);

@@ -47,16 +47,20 @@ namespace {
                   " (", __FILE__, ":", __LINE__, ")");                                        \
   } while (0)
 
-// One handle per device, created on first use and intentionally leaked (like the cuBLASLt ones).
+// One handle per stream, bound to it when created and intentionally leaked (like the cuBLASLt
+// ones). cuDNN runs a call on its handle's stream, so a handle shared by two host threads that
+// issue on different streams (the audio decode beside the video decode) would race on
+// cudnnSetStream; a handle per stream is only ever used by the thread issuing on that stream.
 cudnnHandle_t handle_for(int device) {
+  const Stream stream = current_stream(device);
   static std::mutex mu;
-  static auto* handles = new std::vector<cudnnHandle_t>();
+  static auto* handles = new std::map<std::pair<int, cudaStream_t>, cudnnHandle_t>();
   std::lock_guard<std::mutex> lock(mu);
-  if (handles->empty()) handles->assign(static_cast<size_t>(device_count()), nullptr);
-  cudnnHandle_t& h = (*handles)[static_cast<size_t>(device)];
+  cudnnHandle_t& h = (*handles)[{device, stream.handle()}];
   if (h == nullptr) {
     DeviceGuard guard(device);
     LTX_CUDNN_CHECK(cudnnCreate(&h));
+    LTX_CUDNN_CHECK(cudnnSetStream(h, stream.handle()));
   }
   return h;
 }
@@ -1013,7 +1017,6 @@ void run_forward(int device, const Geometry& g, const Tensor& x, const Tensor& w
                  float beta) {
   const Stream stream = current_stream(device);
   cudnnHandle_t h = handle_for(device);
-  LTX_CUDNN_CHECK(cudnnSetStream(h, stream.handle()));
   const Descriptors d(g);
   const Operands ops{x.raw_data(), w.raw_data(), y.raw_data()};
   const ConvCall call{device, h, stream, g, d, choose_algorithm(device, g, d), beta, ops};

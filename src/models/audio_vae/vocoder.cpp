@@ -139,7 +139,8 @@ Vocoder Vocoder::load(io::WeightMap& w, const GeneratorConfig& cfg, const nn::Lo
   const int64_t final_ch = cfg.final_channels();
   // The reference builds act_post with SnakeBeta whatever `activation` says.
   if (amp) v.act_post_ = Activation1d::load(w, "act_post", final_ch, true, opt);
-  v.conv_post_ = Conv1d::load(w, "conv_post", final_ch, 2, 7, cfg.use_bias_at_final, opt);
+  v.conv_post_ =
+      Conv1d::load(w, "conv_post", final_ch, kVocoderChannels, 7, cfg.use_bias_at_final, opt);
   v.conv_post_.padding = 3;
   return v;
 }

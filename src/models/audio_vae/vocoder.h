@@ -60,6 +60,9 @@ struct AMPBlock1 {
   Tensor operator()(const Tensor& x) const;
 };
 
+// Every vocoder's waveform is stereo: the reference hard-codes conv_post's two outputs.
+inline constexpr int64_t kVocoderChannels = 2;
+
 // The reference's Vocoder (one generator): stereo log-mel [B, 2, T, 64] -> [B, 2, T * prod(rates)].
 class Vocoder {
  public:
