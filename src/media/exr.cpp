@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "core/error.h"
 #include "core/input_limits.h"
@@ -139,17 +140,38 @@ class MemoryIStream final : public Imf::IStream {
   uint64_t pos_ = 0;
 };
 
+// The bytes OpenEXR 3.1 reads for the value of an attribute of a registered type whose reader
+// ignores the declared size (Header::readFrom never seeks past a value: what the type's reader
+// reads is what it skips); 0 for the types whose readers take the declared size (string,
+// stringvector, floatvector, preview, idmanifest, and every unknown type, read as opaque bytes),
+// and for chlist, which reads channels up to an empty name.
+size_t fixed_attribute_bytes(const std::string& type) {
+  static const std::map<std::string, size_t, std::less<>> kFixed = {
+      {"box2i", 16},  {"box2f", 16},  {"chromaticities", 32}, {"compression", 1},
+      {"deepImageState", 1}, {"double", 8}, {"envmap", 1},   {"float", 4},
+      {"int", 4},     {"keycode", 28}, {"lineOrder", 1},      {"m33d", 72},
+      {"m33f", 36},   {"m44d", 128},  {"m44f", 64},           {"rational", 8},
+      {"tiledesc", 9}, {"timecode", 8}, {"v2d", 16},          {"v2f", 8},
+      {"v2i", 8},     {"v3d", 24},    {"v3f", 12},            {"v3i", 12}};
+  const auto it = kFixed.find(type);
+  return it == kFixed.end() ? 0 : it->second;
+}
+
 // OpenEXR 3.1 allocates (and clears) an attribute's declared size before reading its value: a few
 // bytes can make it allocate 2 GB. The headers' attributes (name NUL, type NUL, int32 size,
 // value; an empty name ends a header, an empty header ends a multi-part file's list) are walked
-// first and a size past the end of the bytes is refused. What this walk cannot follow (no NUL, a
-// cut size field) is left to OpenEXR, which reports it.
+// first, reading each value as OpenEXR's reader of its type does, so that the walk stays where
+// OpenEXR will be, and a declared size past the end of the bytes is refused. What this walk
+// cannot follow (a string without its NUL, bytes cut short) is left to OpenEXR, which reports it
+// before allocating anything large.
 void check_attribute_sizes(const uint8_t* data, size_t size, const std::string& who) {
   if (size < 8) return;
   const bool multipart = (data[5] & 0x10) != 0;  // version flag bit 12
   size_t pos = 8;
-  auto read_string = [&](std::string* out) {
-    const auto* end = static_cast<const uint8_t*>(std::memchr(data + pos, 0, size - pos));
+  // A name as OpenEXR reads it (at most 255 bytes and a NUL); false where the walk must stop.
+  auto read_name = [&](std::string* out) {
+    const size_t window = std::min<size_t>(size - pos, 256);
+    const auto* end = static_cast<const uint8_t*>(std::memchr(data + pos, 0, window));
     if (end == nullptr) return false;
     out->assign(reinterpret_cast<const char*>(data + pos), static_cast<size_t>(end - (data + pos)));
     pos = static_cast<size_t>(end - data) + 1;
@@ -157,17 +179,32 @@ void check_attribute_sizes(const uint8_t* data, size_t size, const std::string& 
   };
   while (pos < size) {
     std::string name, type;
-    if (!read_string(&name)) return;
+    if (!read_name(&name)) return;
     if (name.empty()) {  // the end of a header
       if (!multipart || pos >= size || data[pos] == 0) return;
       continue;
     }
-    if (!read_string(&type) || size - pos < 4) return;
+    if (!read_name(&type) || size - pos < 4) return;
     const int32_t n = static_cast<int32_t>(static_cast<uint32_t>(data[pos]) |
                                            static_cast<uint32_t>(data[pos + 1]) << 8 |
                                            static_cast<uint32_t>(data[pos + 2]) << 16 |
                                            static_cast<uint32_t>(data[pos + 3]) << 24);
     pos += 4;
+    if (type == "chlist") {  // channels (name NUL, 16 bytes) up to an empty name
+      std::string channel;
+      for (;;) {
+        if (pos >= size || !read_name(&channel)) return;
+        if (channel.empty()) break;
+        if (size - pos < 16) return;
+        pos += 16;
+      }
+      continue;
+    }
+    if (const size_t fixed = fixed_attribute_bytes(type); fixed > 0) {
+      if (size - pos < fixed) return;
+      pos += fixed;
+      continue;
+    }
     if (n < 0 || static_cast<uint64_t>(n) > size - pos)
       fail(who, ": attribute '", name, "' (", type, ") declares ", n, " bytes but ", size - pos,
            " follow: a corrupt or truncated file");

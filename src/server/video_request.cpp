@@ -249,7 +249,7 @@ Fields fields_from_json(const std::string& text) {
   io::RepeatedJsonKey repeated;
   try {
     f.obj = io::parse_json_unique_keys(text, repeated);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // also a number out of range ("1e999")
     malformed("", "invalid_json", str("the request body is not valid JSON: ", e.what()));
   }
   if (repeated.found)
@@ -267,7 +267,7 @@ void merge_extra_body(Fields& f) {
   if (f.form && extra.is_string()) {
     try {
       extra = json::parse(extra.get<std::string>());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       malformed("extra_body", "invalid_json", str("extra_body is not valid JSON: ", e.what()));
     }
   }

@@ -10,7 +10,9 @@ leaves the inputs `scripts/fuzz --merge` added (named by their SHA-1) alone.
 import json
 import os
 import struct
+import io
 import subprocess
+import tarfile
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -328,6 +330,40 @@ def seeds_exr():
                                              "-compression", "rle"], ".exr"))
 
 
+def seeds_exr_frames():
+    # Archives of two 16x8 frames as GNU tar, POSIX ustar and pax write them; one also with a
+    # folder, a hidden macOS "._" file and a frame of another size (refused).
+    frame = ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=16x8:rate=1", "-frames:v", "1",
+                    "-pix_fmt", "gbrpf32le", "-c:v", "exr", "-compression", "zip1",
+                    "-format", "half"], ".exr")
+    other = ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=8x8:rate=1", "-frames:v", "1",
+                    "-pix_fmt", "gbrpf32le", "-c:v", "exr", "-compression", "rle"], ".exr")
+
+    def archive(fmt, members):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=fmt) as t:
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                info.mtime = 0
+                if data is None:
+                    info.type = tarfile.DIRTYPE
+                    t.addfile(info)
+                else:
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+        # Without the block padding past the two end-of-archive blocks: smaller seeds.
+        data = buf.getvalue().rstrip(b"\0")
+        return data + b"\0" * (-len(data) % 512 + 1024)
+
+    two = [("frame_0001.exr", frame), ("frame_0002.exr", frame)]
+    put("exr_frames", "gnu.tar", archive(tarfile.GNU_FORMAT, two))
+    put("exr_frames", "ustar.tar", archive(tarfile.USTAR_FORMAT, two))
+    put("exr_frames", "pax.tar", archive(tarfile.PAX_FORMAT, two))
+    put("exr_frames", "nested.tar", archive(tarfile.GNU_FORMAT, [
+        ("clip/", None), ("clip/._frame_0001.exr", b"\0\5\26\7"), ("clip/frame_0001.exr", frame),
+        ("clip/frame_0002.exr", other)]))
+
+
 def seeds_media():
     v = ["-f", "lavfi", "-i", "testsrc2=size=32x32:rate=8", "-t", "0.5"]
     a = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000", "-t", "0.5"]
@@ -387,6 +423,7 @@ if __name__ == "__main__":
     seeds_lora()
     seeds_image()
     seeds_exr()
+    seeds_exr_frames()
     seeds_media()
     seeds_server_request()
     seeds_gguf()

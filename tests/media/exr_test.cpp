@@ -239,6 +239,20 @@ TEST(Exr, RefusesAttributesLargerThanTheFileBeforeOpenExrAllocatesThem) {
                                 {"w.exr", "attribute 'writer'", "1979711492 bytes"});
 }
 
+// Found by fuzz_exr_frames: a channel list whose declared size is not the bytes its channels take.
+// OpenEXR reads a chlist up to its empty channel name whatever the size says, so a walk that
+// skipped the declared size lost step with OpenEXR and missed the 1.7 GB string that follows.
+TEST(Exr, TheAttributeWalkReadsEachValueAsOpenExrDoes) {
+  LTX_REQUIRE_OPENEXR();
+  std::ifstream in(
+      std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/chlist_walk_out_of_step.exr",
+      std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  test::expect_error_containing([&] { media::decode_exr(bytes.data(), bytes.size(), "c.exr"); },
+                                {"c.exr", "attribute 'writer'", "1761607684 bytes"});
+}
+
 TEST(Exr, FilesWeCannotUseGiveClearErrors) {
   LTX_REQUIRE_OPENEXR();
   test::TempDir dir;

@@ -88,6 +88,10 @@ std::vector<ErrorCase> error_cases() {
       // 400: malformed
       {"BadJson", raw_json("{\"prompt\": "), 400, "invalid_json", "", "not valid JSON"},
       {"JsonNotAnObject", raw_json("[1, 2]"), 400, "invalid_json", "", "JSON object"},
+      // Found by fuzz_server_request: nlohmann reports a number too large for a double as
+      // out_of_range, not as a parse error (tests/fuzz/regressions/server_request/).
+      {"JsonNumberOutOfRange", raw_json("{\"prompt\": \"x\", \"seed\": 1e999}"), 400,
+       "invalid_json", "", "not valid JSON"},
       {"PromptMissing", json_body({{"size", "768x512"}}), 400, "missing_required_parameter",
        "prompt", "prompt is required"},
       {"PromptCheckedFirst", json_body({{"pipeline", "fast"}, {"model", "sora-2"}}), 400,
@@ -148,6 +152,9 @@ std::vector<ErrorCase> error_cases() {
       {"ExtraBodyNotAnObject", json_body({{"prompt", "x"}, {"extra_body", 3}}), 400, "invalid_type",
        "extra_body", "JSON object"},
       {"FormExtraBodyBadJson", form({text("prompt", "x"), text("extra_body", "{seed")}), 400,
+       "invalid_json", "extra_body", "not valid JSON"},
+      {"FormExtraBodyNumberOutOfRange",
+       form({text("prompt", "x"), text("extra_body", "{\"seed\": -1e999}")}), 400,
        "invalid_json", "extra_body", "not valid JSON"},
       {"ImagesNotAnArray", json_body({{"prompt", "x"}, {"images", "a"}}), 400, "invalid_type",
        "images", "an array"},
