@@ -977,6 +977,9 @@ def main() -> int:  # noqa: PLR0915
     log("\n================ SUMMARY (seconds; builds excluded) ================")
     for kind, res in report["pipelines"].items():
         if "stages" in res:
+            log(table(res, gpu))
+    for kind, res in report["pipelines"].items():
+        if "stages" in res:
             log(f"official {kind:10s} end to end {res['end_to_end_s']:8.2f} s"
                 f"{'' if res.get('complete') else ' (incomplete: ' + ', '.join(res.get('end_to_end_without', [])) + ')'}"
                 f", peak {max((s['peak_GiB'] for s in res['stages']), default=0.0):.1f} GiB, context {res['context']}")

@@ -35,6 +35,13 @@
 #            into a tmpfs: page-cached by construction), 2 runs each of the distilled pipeline at
 #            768x512x121 up to its first denoising step, then the official loader on the same
 #            checkpoint (tools/bench/official_cold_start.py; needs .ref carried)
+#   official-pipeline  tools/bench/official_pipeline.py (needs .ref carried): the official distilled
+#            and two-stage pipelines (ltx-pipelines' own objects, random bf16 weights made inside
+#            their builders, the ltx23-22b preset's configs) at SIZE (default 1536x1024) x121,
+#            stage by stage, builds timed apart; run it in the same call as `pipeline` for the
+#            comparison. PIPELINES (default both), OFFICIAL_ARGS (e.g. --skip decode). Estimated
+#            4-6 minutes on one H100, cut at OFFICIAL_LIMIT (default 480 s); the JSON, rewritten
+#            after every stage, and the log go to the logs archive
 #   kernel   ltx bench kernels --filter KERNEL (default lora-fuse)
 #   stepcache the two-stage 1536x1024x121 clip without step caching, with `--cache fbcache` at its
 #            default threshold, and at --cache-threshold 1000 (every step after the warm-up
@@ -172,6 +179,17 @@ for step in "$@"; do
         echo "official rc=$?"; tail -5 "$LOG/official_cold_start.txt"
       fi
       ;;
+    official-pipeline)
+      LTX_REF=.ref OUT="$RES" timeout ${OFFICIAL_LIMIT:-480} python3 tools/bench/official_pipeline.py \
+        --pipeline ${PIPELINES:-both} --size ${SIZE:-1536x1024} --frames 121 ${OFFICIAL_ARGS:-} \
+        --out "$LOG/official_pipeline.json" > "$LOG/official_pipeline.txt" 2>&1
+      echo "official-pipeline rc=$?"
+      if grep -q "SUMMARY" "$LOG/official_pipeline.txt"; then
+        sed -n '/SUMMARY/,$p' "$LOG/official_pipeline.txt" | head -60
+      else
+        tail -30 "$LOG/official_pipeline.txt"
+      fi
+      ;;
     stepcache)
       for c in "" "--cache fbcache" "--cache fbcache --cache-threshold 1000"; do
         name=$(echo "$c" | tr -d ' -'); name=${name:-nocache}
@@ -215,6 +233,6 @@ for step in "$@"; do
         grep -A14 "^ltx bench pipeline:" "$LOG/pipeline_q4_$name.txt" || tail -5 "$LOG/pipeline_q4_$name.txt"
       done
       ;;
-    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, pipeline, pipeline-budget, pipeline-q4, ggml, coldstart, kernel, stepcache, sanitize)"; exit 2 ;;
+    *) echo "run.sh: unknown step $step (setup, build, test, ab, kernels, engine, memory, fp8ref, official, official-pipeline, pipeline, pipeline-budget, pipeline-q4, ggml, coldstart, kernel, stepcache, sanitize)"; exit 2 ;;
   esac
 done
