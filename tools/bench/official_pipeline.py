@@ -372,7 +372,7 @@ def random_tensor(key: str, like, device, gen):  # noqa: ANN001, ANN201
     leaf = key.rsplit(".", 1)[-1]
     if len(shape) >= 2:
         out.normal_(0.0, 1.0 / math.sqrt(max(1, out.numel() // shape[0])), generator=gen)
-    elif leaf == "bias" or "mean" in leaf:
+    elif leaf == "bias" or leaf.startswith("mean"):  # biases, the statistics' mean-of-means
         out.zero_()
     else:
         out.fill_(1.0)
