@@ -491,7 +491,7 @@ def make_builder_class(R: SimpleNamespace):  # noqa: ANN201
                                            f"the build, e.g. {left[:3]}")
                     # Tied weights (Gemma's lm_head and embed_tokens) share one storage: count it once.
                     params = {(p.data_ptr(), p.numel()): p for p in model.parameters()}
-                    unique = dict(params, **{(b.data_ptr(), b.numel()): b for b in model.buffers()})
+                    unique = {**params, **{(b.data_ptr(), b.numel()): b for b in model.buffers()}}
                     entry["parameters"] = sum(p.numel() for p in params.values())
                     entry["bytes"] = sum(p.numel() * p.element_size() for p in unique.values())
                 return model
