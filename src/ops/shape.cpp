@@ -98,27 +98,26 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
         break;
     }
   }
-  Maps maps = identity_maps(x);
-  for (size_t j = 0; j < pads.size() / 2; ++j) {
-    const int d = x.dim() - 1 - static_cast<int>(j);
-    const int64_t n = x.size(d), before = pads[2 * j], after = pads[2 * j + 1];
-    std::vector<int64_t>& m = maps[d];
-    m.assign(static_cast<size_t>(n + before + after), 0);
-    for (int64_t o = 0; o < static_cast<int64_t>(m.size()); ++o) {
-      int64_t i = o - before;
-      switch (mode) {
-        case PadMode::Constant:
-          if (i < 0 || i >= n) i = -1;
-          break;
-        case PadMode::Reflect:
-          if (i < 0) i = -i;
-          if (i >= n) i = 2 * (n - 1) - i;
-          break;
-        case PadMode::Replicate: i = std::clamp<int64_t>(i, 0, n - 1); break;
-        case PadMode::Circular: i = ((i % n) + n) % n; break;
-      }
-      m[o] = i;
+  std::vector<PadRule> rules;  // from the last dim back
+  for (size_t j = 0; j < pads.size() / 2; ++j)
+    rules.push_back({mode, pads[2 * j], x.size(x.dim() - 1 - static_cast<int>(j))});
+  if (x.device().is_cuda()) {
+    // The rules travel in the kernel's arguments: no index map to upload.
+    std::vector<std::pair<int, PadRule>> by_dim;
+    Shape out_shape = x.shape();
+    for (size_t j = 0; j < rules.size(); ++j) {
+      const int d = x.dim() - 1 - static_cast<int>(j);
+      by_dim.emplace_back(d, rules[j]);
+      out_shape[d] += pads[2 * j] + pads[2 * j + 1];
     }
+    LTX_CUDA_DISPATCH(return cuda::gather_by_pad_rules(x, out_shape, by_dim, value), "pad");
+  }
+  Maps maps = identity_maps(x);
+  for (size_t j = 0; j < rules.size(); ++j) {
+    const int d = x.dim() - 1 - static_cast<int>(j);
+    std::vector<int64_t>& m = maps[d];
+    m.assign(static_cast<size_t>(x.size(d) + pads[2 * j] + pads[2 * j + 1]), 0);
+    for (int64_t o = 0; o < static_cast<int64_t>(m.size()); ++o) m[o] = pad_source_index(rules[j], o);
   }
   return gather_by_maps("pad", x, maps, value);
 }

@@ -6,10 +6,9 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "op_types/pad_rule.h"
 
 namespace ltx::ops {
-
-enum class PadMode { Constant, Reflect, Replicate, Circular };
 
 // torch.nn.functional.pad: `pads` holds (before, after) pairs starting from the LAST dim, e.g.
 // {1, 2} pads the last dim by 1 in front and 2 behind, {0, 0, 3, 0} pads dim -2 by 3 in front.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/storage.h"
 #include "cuda/cuda_test_util.h"
 #include "ops/shape.h"
 #include "support/test_support.h"
@@ -36,6 +37,20 @@ TEST(CudaShape, PadEveryModeMatchesCpu) {
       }
     }
   }
+}
+
+// A pad on the GPU computes its source indices in the kernel: a waveform's long time axis
+// (the vocoder pads it twice per activation) uploads no index map, and so never waits for the
+// stream as a pageable upload does.
+TEST(CudaShape, PadMakesNoHostTensor) {
+  LTX_REQUIRE_CUDA();
+  const Tensor x = gpu(test::random_tensor({1, 4, 100000}, 3));
+  const AllocationCounts before = allocation_counts();
+  const Tensor y = ops::pad(x, {5, 6}, PadMode::Replicate);
+  const AllocationCounts after = allocation_counts();
+  EXPECT_EQ(after.host, before.host);
+  EXPECT_EQ(after.cuda, before.cuda + 1);
+  EXPECT_EQ(y.shape(), (Shape{1, 4, 100011}));
 }
 
 TEST(CudaShape, RepeatInterleaveFlipMatchCpu) {

@@ -17,7 +17,9 @@ struct MapArgs {
   int nd = 0;
   int64_t size[kMaxDims] = {};    // output sizes
   int64_t stride[kMaxDims] = {};  // x's strides (elements)
-  const int64_t* map[kMaxDims] = {};  // null: identity
+  const int64_t* map[kMaxDims] = {};  // null: identity, or the dim's pad rule
+  bool padded[kMaxDims] = {};         // the dim's source index is pad_source_index(rule)
+  ops::PadRule rule[kMaxDims] = {};
   const char* x = nullptr;
   char* out = nullptr;
   uint64_t fill = 0;  // the fill value's bytes
@@ -35,7 +37,9 @@ __global__ void gather_by_maps_kernel(MapArgs a, int64_t n) {
     for (int d = a.nd - 1; d >= 0; --d) {
       const int64_t o = rem % a.size[d];
       rem /= a.size[d];
-      const int64_t m = a.map[d] != nullptr ? a.map[d][o] : o;
+      const int64_t m = a.map[d] != nullptr ? a.map[d][o]
+                        : a.padded[d]     ? ops::pad_source_index(a.rule[d], o)
+                                          : o;
       if (m < 0) filled = true;
       off += m * a.stride[d];
     }
@@ -91,6 +95,46 @@ struct Gather {
 
 }  // namespace
 
+namespace {
+
+// The fill value's bytes in x's dtype, as the kernel reads them.
+uint64_t fill_bits(double fill, DType dtype) {
+  alignas(8) unsigned char bytes[8] = {};
+  convert_dense(&fill, DType::F64, bytes, dtype, 1);
+  uint64_t bits = 0;
+  std::memcpy(&bits, bytes, sizeof bits);  // little-endian: low bytes hold the element
+  return bits;
+}
+
+}  // namespace
+
+Tensor gather_by_pad_rules(const Tensor& x, const Shape& out_shape,
+                           const std::vector<std::pair<int, ops::PadRule>>& rules, double fill) {
+  LTX_CHECK(static_cast<int>(out_shape.size()) == x.dim(), "pad (cuda): output shape ",
+            out_shape.str(), " for ", x.describe());
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  MapArgs a;
+  a.nd = x.dim();
+  a.fill = fill_bits(fill, x.dtype());
+  for (int d = 0; d < x.dim(); ++d) {
+    a.size[d] = out_shape[static_cast<size_t>(d)];
+    a.stride[d] = x.stride(d);
+  }
+  for (const auto& [d, rule] : rules) {
+    LTX_CHECK(d >= 0 && d < x.dim(), "pad (cuda): dim ", d, " of ", x.describe());
+    a.padded[d] = true;
+    a.rule[d] = rule;
+  }
+  a.x = static_cast<const char*>(x.raw_data());
+  a.out = static_cast<char*>(out.raw_data());
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  launch_by_size<GatherByMaps>(x.element_size(), n, dev, a, n);
+  return out;
+}
+
 Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& maps, double fill) {
   LTX_CHECK(static_cast<int>(maps.size()) == x.dim(), "gather_by_maps: ", maps.size(),
             " maps for ", x.describe());
@@ -102,9 +146,7 @@ Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& 
 
   MapArgs a;
   a.nd = x.dim();
-  alignas(8) unsigned char fill_bytes[8] = {};
-  convert_dense(&fill, DType::F64, fill_bytes, x.dtype(), 1);
-  std::memcpy(&a.fill, fill_bytes, sizeof a.fill);  // little-endian: low bytes hold the element
+  a.fill = fill_bits(fill, x.dtype());
   // Non-identity maps go to the device in one buffer.
   std::vector<int64_t> packed;
   std::vector<int64_t> start(maps.size(), -1);
