@@ -4,11 +4,8 @@
 // scratch folder). Archives are the wrapper around user bytes that libarchive parses and our code
 // walks: names, types, sizes, duplicates, the frame and byte limits. The scratch folders go to
 // /dev/shm: nothing touches the disk.
-#include <sys/stat.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -19,8 +16,7 @@
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ltx::fuzz::quiet();
-  struct stat st {};
-  if (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) ::setenv("TMPDIR", "/dev/shm", 1);
+  ltx::fuzz::scratch_in_memory();
   return 0;
 }
 

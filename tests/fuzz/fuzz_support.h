@@ -4,7 +4,10 @@
 // (ltx::Error; the server's ApiError); every other exception escaping it (a JSON library type
 // error, std::out_of_range, std::bad_alloc from a size nobody checked) is a bug, so the targets
 // catch only those two and let anything else reach libFuzzer, which reports it as a crash.
+#include <sys/stat.h>
+
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,5 +41,12 @@ inline std::vector<std::string> split_parts(const uint8_t* data, size_t size, si
 
 // Logs would only slow the runs down.
 inline void quiet() { set_log_level(LogLevel::Off); }
+
+// Scratch files (the server's upload checks write each upload to one) in /dev/shm where it
+// exists: nothing touches the disk.
+inline void scratch_in_memory() {
+  struct stat st {};
+  if (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) ::setenv("TMPDIR", "/dev/shm", 1);
+}
 
 }  // namespace ltx::fuzz

@@ -6,11 +6,8 @@
 // File-based on purpose: the media readers take paths (FFmpeg demuxes files, the pipelines and the
 // server hand them files), and the server's check writes each upload to a scratch file, so this
 // is the path real inputs take. The scratch files go to /dev/shm: nothing touches the disk.
-#include <sys/stat.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -21,8 +18,7 @@
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ltx::fuzz::quiet();
-  struct stat st {};
-  if (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) ::setenv("TMPDIR", "/dev/shm", 1);
+  ltx::fuzz::scratch_in_memory();
   return 0;
 }
 

@@ -62,7 +62,6 @@ import time
 T_START = time.time()
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
@@ -78,6 +77,8 @@ from types import SimpleNamespace  # noqa: E402
 from unittest import mock  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_official_module import import_bench_official as import_bench_official_module  # noqa: E402
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 PRESETS_CPP = os.path.join(REPO_ROOT, "src", "bench", "presets.cpp")
 GEMMA_SIDECARS = os.path.join(REPO_ROOT, "tests", "fixtures", "text_gemma3_root")
@@ -233,23 +234,8 @@ def import_bench_official(ref: str):  # noqa: ANN201
     """Imports bench_official.py without letting it touch $OUT: at import it opens
     $OUT/bench_official.txt for writing."""
     os.environ["LTX_REF"] = ref
-    scratch = tempfile.mkdtemp(prefix="official_pipeline_import_")
-    saved = os.environ.get("OUT")
-    os.environ["OUT"] = scratch
-    try:
-        spec = importlib.util.spec_from_file_location("bench_official", os.path.join(HERE, "bench_official.py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["bench_official"] = mod
-        spec.loader.exec_module(mod)
-    finally:
-        if saved is None:
-            os.environ.pop("OUT", None)
-        else:
-            os.environ["OUT"] = saved
-    for name in ("STUBBED", "REF", "free_cuda"):
-        if not hasattr(mod, name):
-            raise AttributeError(f"tools/bench/bench_official.py has no {name}")
-    return mod, scratch
+    return import_bench_official_module(os.path.join(HERE, "bench_official.py"), ("STUBBED", "REF", "free_cuda"),
+                                        "official_pipeline_import_")
 
 
 def import_reference() -> SimpleNamespace:

@@ -38,7 +38,6 @@ T_START = time.time()
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
@@ -47,6 +46,9 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import traceback  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_official_module import import_bench_official  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT_DIR = os.environ.get("OUT") or os.path.join(REPO_ROOT, "out")
@@ -110,23 +112,11 @@ def import_official_bench(path: str, ref: str | None):  # noqa: ANN201
         if not os.path.isdir(os.path.join(ref, "packages", "ltx-core", "src")):
             raise FileNotFoundError(f"--ref {ref}: not an unpacked LTX-2 tree (no packages/ltx-core/src)")
         os.environ["LTX_REF"] = ref
-    scratch = tempfile.mkdtemp(prefix="bench_official_import_")
-    saved_out = os.environ.get("OUT")
-    os.environ["OUT"] = scratch
-    try:
-        spec = importlib.util.spec_from_file_location("bench_official", path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["bench_official"] = mod
-        spec.loader.exec_module(mod)
-    finally:
-        if saved_out is None:
-            os.environ.pop("OUT", None)
-        else:
-            os.environ["OUT"] = saved_out
-    for name in ("import_reference", "build_transformer", "build_inputs", "make_step", "run_transformer_sizes",
-                 "describe_model", "free_cuda", "fmt_gib", "SIZES", "LTX23_TRANSFORMER", "DEV", "DTYPE", "REF"):
-        if not hasattr(mod, name):
-            raise AttributeError(f"--official-bench {path}: has no {name}; expected shared/tools/bench_official.py")
+    mod, _ = import_bench_official(
+        path,
+        ("import_reference", "build_transformer", "build_inputs", "make_step", "run_transformer_sizes",
+         "describe_model", "free_cuda", "fmt_gib", "SIZES", "LTX23_TRANSFORMER", "DEV", "DTYPE", "REF"),
+        "bench_official_import_")
     # Its log() lines (per-size timings, profiles) go to our text file.
     mod._txt = _txt
     return mod

@@ -93,10 +93,6 @@ struct Gather {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // The fill value's bytes in x's dtype, as the kernel reads them.
 uint64_t fill_bits(double fill, DType dtype) {
   alignas(8) unsigned char bytes[8] = {};
@@ -104,6 +100,16 @@ uint64_t fill_bits(double fill, DType dtype) {
   uint64_t bits = 0;
   std::memcpy(&bits, bytes, sizeof bits);  // little-endian: low bytes hold the element
   return bits;
+}
+
+// Runs the gather `a` describes from x into out (n elements).
+Tensor launch_gather(const Tensor& x, const Tensor& out, MapArgs& a, int64_t n) {
+  a.x = static_cast<const char*>(x.raw_data());
+  a.out = static_cast<char*>(out.raw_data());
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  launch_by_size<GatherByMaps>(x.element_size(), n, dev, a, n);
+  return out;
 }
 
 }  // namespace
@@ -127,12 +133,7 @@ Tensor gather_by_pad_rules(const Tensor& x, const Shape& out_shape,
     a.padded[d] = true;
     a.rule[d] = rule;
   }
-  a.x = static_cast<const char*>(x.raw_data());
-  a.out = static_cast<char*>(out.raw_data());
-  const int dev = x.device().index;
-  DeviceGuard guard(dev);
-  launch_by_size<GatherByMaps>(x.element_size(), n, dev, a, n);
-  return out;
+  return launch_gather(x, out, a, n);
 }
 
 Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& maps, double fill) {
@@ -167,12 +168,8 @@ Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& 
     for (size_t d = 0; d < maps.size(); ++d)
       if (start[d] >= 0) a.map[d] = base + start[d];
   }
-  a.x = static_cast<const char*>(x.raw_data());
-  a.out = static_cast<char*>(out.raw_data());
-  const int dev = x.device().index;
-  DeviceGuard guard(dev);
-  launch_by_size<GatherByMaps>(x.element_size(), n, dev, a, n);
-  return out;  // dev_maps is freed after the kernel in stream order (caching allocator)
+  // dev_maps is freed after the kernel in stream order (caching allocator).
+  return launch_gather(x, out, a, n);
 }
 
 Tensor gather(const Tensor& x, int dim, const Shape& index_shape, const std::vector<int64_t>& idx) {
