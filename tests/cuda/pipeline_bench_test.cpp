@@ -105,9 +105,9 @@ TEST(PipelineBenchOnCuda, AQ4KTransformerRunsStreamedUnderABudgetAndIsReported) 
   EXPECT_EQ(r.weights_format, "Q4_K");
   EXPECT_EQ(bench::pipeline_bench_json(r)["weights_format"], "Q4_K");
   EXPECT_LE(r.peak_bytes, o.max_gpu_memory_bytes);
-  // Fewer bytes made than the dense run's (the blocks are about a quarter of bf16).
-  const bench::PipelineBenchResult dense = bench::run_pipeline_bench(tiny("distilled", test::kGpu));
-  EXPECT_LT(r.weight_bytes, dense.weight_bytes);
+  // The tiny preset's linears are narrower than a K block (256 values), so they stay dense here;
+  // the full-size blocks' bytes are checked on the stand-in files
+  // (PipelineBenchStandIns.AQuantizedWeightsFormatGivesThePlannerAGgufTransformerOfItsBlocks).
 }
 
 }  // namespace
