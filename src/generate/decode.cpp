@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -365,8 +365,8 @@ class AudioDecode {
   int64_t sample_rate_ = 0;
   bool pending_ = false;  // side work not yet waited for
   double seconds_ = 0;
-  std::thread thread_;           // issues the decode beside the video's
-  std::exception_ptr error_;     // what it threw, rethrown by collect()
+  std::thread thread_;        // issues the decode beside the video's
+  std::exception_ptr error_;  // what it threw, rethrown by collect()
 };
 
 DecodeResult decode_impl(const Tensor& video_latent_in, const Tensor& audio_latent_in,
