@@ -232,16 +232,18 @@ Tensor read_exr_pixels(Imf::InputFile& in, const std::string& who) {
          list.empty() ? std::string("none") : list);
   }
   Tensor out = Tensor::empty({h, w, 3}, DType::F32);
-  // Slice pointers are addressed by absolute pixel coordinates: offset by the window origin.
-  const ptrdiff_t xs = 3 * sizeof(float), ys = xs * static_cast<ptrdiff_t>(w);
-  char* base = static_cast<char*>(out.raw_data()) - dw.min.x * xs - dw.min.y * ys;
+  // Slices are addressed by absolute pixel coordinates. Slice::Make offsets the buffer by the
+  // window's origin itself: the same offset taken as pointer arithmetic here overflows for a
+  // window far from 0 (undefined behaviour; found by fuzz_exr).
+  const size_t xs = 3 * sizeof(float), ys = xs * static_cast<size_t>(w);
+  char* base = static_cast<char*>(out.raw_data());
   Imf::FrameBuffer fb;
   if (rgb) {
     static const char* kNames[3] = {"R", "G", "B"};
     for (int ch = 0; ch < 3; ++ch)
-      fb.insert(kNames[ch], Imf::Slice(Imf::FLOAT, base + ch * sizeof(float), xs, ys));
+      fb.insert(kNames[ch], Imf::Slice::Make(Imf::FLOAT, base + ch * sizeof(float), dw, xs, ys));
   } else {
-    fb.insert(names[0], Imf::Slice(Imf::FLOAT, base, xs, ys));
+    fb.insert(names[0], Imf::Slice::Make(Imf::FLOAT, base, dw, xs, ys));
   }
   in.setFrameBuffer(fb);
   in.readPixels(dw.min.y, dw.max.y);

@@ -253,6 +253,20 @@ TEST(Exr, TheAttributeWalkReadsEachValueAsOpenExrDoes) {
                                 {"c.exr", "attribute 'writer'", "1761607684 bytes"});
 }
 
+// Found by fuzz_exr: a data window far from the origin. Its pixels are addressed through
+// OpenEXR's Slice::Make, not through a pointer offset of ours that overflowed (undefined
+// behaviour, which the sanitizer builds stop on). The file is damaged: an error, never a crash.
+TEST(Exr, ADataWindowFarFromTheOriginIsReadWithoutPointerOverflow) {
+  LTX_REQUIRE_OPENEXR();
+  std::ifstream in(
+      std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/data_window_far_from_origin.exr",
+      std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  test::expect_error_containing([&] { media::decode_exr(bytes.data(), bytes.size(), "o.exr"); },
+                                {"o.exr"});
+}
+
 TEST(Exr, FilesWeCannotUseGiveClearErrors) {
   LTX_REQUIRE_OPENEXR();
   test::TempDir dir;
