@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "backend/cpu/shape.h"
 #include "ops/dispatch.h"
@@ -98,26 +99,21 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
         break;
     }
   }
-  std::vector<PadRule> rules;  // from the last dim back
-  for (size_t j = 0; j < pads.size() / 2; ++j)
-    rules.push_back({mode, pads[2 * j], x.size(x.dim() - 1 - static_cast<int>(j))});
-  if (x.device().is_cuda()) {
-    // The rules travel in the kernel's arguments: no index map to upload.
-    std::vector<std::pair<int, PadRule>> by_dim;
-    Shape out_shape = x.shape();
-    for (size_t j = 0; j < rules.size(); ++j) {
-      const int d = x.dim() - 1 - static_cast<int>(j);
-      by_dim.emplace_back(d, rules[j]);
-      out_shape[d] += pads[2 * j] + pads[2 * j + 1];
-    }
-    LTX_CUDA_DISPATCH(return cuda::gather_by_pad_rules(x, out_shape, by_dim, value), "pad");
-  }
-  Maps maps = identity_maps(x);
-  for (size_t j = 0; j < rules.size(); ++j) {
+  std::vector<std::pair<int, PadRule>> rules;  // (dim, its rule), from the last dim back
+  Shape out_shape = x.shape();
+  for (size_t j = 0; j < pads.size() / 2; ++j) {
     const int d = x.dim() - 1 - static_cast<int>(j);
+    rules.emplace_back(d, PadRule{mode, pads[2 * j], x.size(d)});
+    out_shape[d] += pads[2 * j] + pads[2 * j + 1];
+  }
+  // On the GPU the rules travel in the kernel's arguments: no index map to upload.
+  if (x.device().is_cuda())
+    LTX_CUDA_DISPATCH(return cuda::gather_by_pad_rules(x, out_shape, rules, value), "pad");
+  Maps maps = identity_maps(x);
+  for (const auto& [d, rule] : rules) {
     std::vector<int64_t>& m = maps[d];
-    m.assign(static_cast<size_t>(x.size(d) + pads[2 * j] + pads[2 * j + 1]), 0);
-    for (int64_t o = 0; o < static_cast<int64_t>(m.size()); ++o) m[o] = pad_source_index(rules[j], o);
+    m.resize(static_cast<size_t>(out_shape[d]));
+    for (int64_t o = 0; o < out_shape[d]; ++o) m[static_cast<size_t>(o)] = pad_source_index(rule, o);
   }
   return gather_by_maps("pad", x, maps, value);
 }

@@ -102,8 +102,24 @@ uint64_t fill_bits(double fill, DType dtype) {
   return bits;
 }
 
-// Runs the gather `a` describes from x into out (n elements).
-Tensor launch_gather(const Tensor& x, const Tensor& out, MapArgs& a, int64_t n) {
+// The arguments of a gather from x into a new tensor of `out_shape`: every dim read as identity
+// until the caller gives it a map or a pad rule.
+MapArgs gather_args(const Tensor& x, const Shape& out_shape, double fill) {
+  MapArgs a;
+  a.nd = x.dim();
+  a.fill = fill_bits(fill, x.dtype());
+  for (int d = 0; d < x.dim(); ++d) {
+    a.size[d] = out_shape[d];
+    a.stride[d] = x.stride(d);
+  }
+  return a;
+}
+
+// Runs the gather `a` describes from x into a new tensor of `out_shape`.
+Tensor launch_gather(const Tensor& x, const Shape& out_shape, MapArgs& a) {
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  const int64_t n = out.numel();
+  if (n == 0) return out;
   a.x = static_cast<const char*>(x.raw_data());
   a.out = static_cast<char*>(out.raw_data());
   const int dev = x.device().index;
@@ -118,22 +134,13 @@ Tensor gather_by_pad_rules(const Tensor& x, const Shape& out_shape,
                            const std::vector<std::pair<int, ops::PadRule>>& rules, double fill) {
   LTX_CHECK(static_cast<int>(out_shape.size()) == x.dim(), "pad (cuda): output shape ",
             out_shape.str(), " for ", x.describe());
-  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  const int64_t n = out.numel();
-  if (n == 0) return out;
-  MapArgs a;
-  a.nd = x.dim();
-  a.fill = fill_bits(fill, x.dtype());
-  for (int d = 0; d < x.dim(); ++d) {
-    a.size[d] = out_shape[static_cast<size_t>(d)];
-    a.stride[d] = x.stride(d);
-  }
+  MapArgs a = gather_args(x, out_shape, fill);
   for (const auto& [d, rule] : rules) {
     LTX_CHECK(d >= 0 && d < x.dim(), "pad (cuda): dim ", d, " of ", x.describe());
     a.padded[d] = true;
     a.rule[d] = rule;
   }
-  return launch_gather(x, out, a, n);
+  return launch_gather(x, out_shape, a);
 }
 
 Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& maps, double fill) {
@@ -141,13 +148,8 @@ Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& 
             " maps for ", x.describe());
   Shape out_shape;
   for (const auto& m : maps) out_shape.push_back(static_cast<int64_t>(m.size()));
-  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  const int64_t n = out.numel();
-  if (n == 0) return out;
-
-  MapArgs a;
-  a.nd = x.dim();
-  a.fill = fill_bits(fill, x.dtype());
+  if (out_shape.numel() == 0) return Tensor::empty(out_shape, x.dtype(), x.device());
+  MapArgs a = gather_args(x, out_shape, fill);
   // Non-identity maps go to the device in one buffer.
   std::vector<int64_t> packed;
   std::vector<int64_t> start(maps.size(), -1);
@@ -155,8 +157,6 @@ Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& 
     const auto& m = maps[d];
     bool identity = static_cast<int64_t>(m.size()) == x.size(static_cast<int64_t>(d));
     for (size_t i = 0; identity && i < m.size(); ++i) identity = m[i] == static_cast<int64_t>(i);
-    a.size[d] = static_cast<int64_t>(m.size());
-    a.stride[d] = x.stride(static_cast<int64_t>(d));
     if (identity) continue;
     start[d] = static_cast<int64_t>(packed.size());
     packed.insert(packed.end(), m.begin(), m.end());
@@ -169,7 +169,7 @@ Tensor gather_by_maps(const Tensor& x, const std::vector<std::vector<int64_t>>& 
       if (start[d] >= 0) a.map[d] = base + start[d];
   }
   // dev_maps is freed after the kernel in stream order (caching allocator).
-  return launch_gather(x, out, a, n);
+  return launch_gather(x, out_shape, a);
 }
 
 Tensor gather(const Tensor& x, int dim, const Shape& index_shape, const std::vector<int64_t>& idx) {
