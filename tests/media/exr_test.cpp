@@ -223,14 +223,18 @@ TEST(Exr, DecodesFilesHeldInMemory) {
       {"junk", "not an OpenEXR file"});
 }
 
+// An input that once crashed fuzz_exr or fuzz_exr_frames (tests/fuzz/regressions/exr/).
+std::vector<uint8_t> exr_regression(const std::string& name) {
+  std::ifstream in(std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/" + name, std::ios::binary);
+  if (!in) ADD_FAILURE() << "cannot open the regression input " << name;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // Found by fuzz_exr (tests/fuzz/regressions/exr/): a 1 KB file whose `writer` attribute declares
 // 1979711492 bytes made OpenEXR allocate and clear them before finding the file too short.
 TEST(Exr, RefusesAttributesLargerThanTheFileBeforeOpenExrAllocatesThem) {
   LTX_REQUIRE_OPENEXR();
-  std::ifstream in(std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/string_attribute_2gb.exr",
-                   std::ios::binary);
-  ASSERT_TRUE(in);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes = exr_regression("string_attribute_2gb.exr");
   test::expect_error_containing([&] { media::decode_exr(bytes.data(), bytes.size(), "w.exr"); },
                                 {"w.exr", "attribute 'writer'", "1979711492 bytes"});
   test::TempDir dir;
@@ -244,11 +248,7 @@ TEST(Exr, RefusesAttributesLargerThanTheFileBeforeOpenExrAllocatesThem) {
 // skipped the declared size lost step with OpenEXR and missed the 1.7 GB string that follows.
 TEST(Exr, TheAttributeWalkReadsEachValueAsOpenExrDoes) {
   LTX_REQUIRE_OPENEXR();
-  std::ifstream in(
-      std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/chlist_walk_out_of_step.exr",
-      std::ios::binary);
-  ASSERT_TRUE(in);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes = exr_regression("chlist_walk_out_of_step.exr");
   test::expect_error_containing([&] { media::decode_exr(bytes.data(), bytes.size(), "c.exr"); },
                                 {"c.exr", "attribute 'writer'", "1761607684 bytes"});
 }
@@ -258,11 +258,7 @@ TEST(Exr, TheAttributeWalkReadsEachValueAsOpenExrDoes) {
 // behaviour, which the sanitizer builds stop on). The file is damaged: an error, never a crash.
 TEST(Exr, ADataWindowFarFromTheOriginIsReadWithoutPointerOverflow) {
   LTX_REQUIRE_OPENEXR();
-  std::ifstream in(
-      std::string(LTX_TESTS_DIR) + "/fuzz/regressions/exr/data_window_far_from_origin.exr",
-      std::ios::binary);
-  ASSERT_TRUE(in);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> bytes = exr_regression("data_window_far_from_origin.exr");
   test::expect_error_containing([&] { media::decode_exr(bytes.data(), bytes.size(), "o.exr"); },
                                 {"o.exr"});
 }
