@@ -7,10 +7,10 @@ fuzzer mutates them thousands of times a second): safetensors files keep their h
 tensor shrunk, media files are a few frames at 32x32. Re-running rewrites the seeds it makes and
 leaves the inputs `scripts/fuzz --merge` added (named by their SHA-1) alone.
 """
+import io
 import json
 import os
 import struct
-import io
 import subprocess
 import tarfile
 import tempfile
@@ -358,7 +358,9 @@ def seeds_exr_frames():
     two = [("frame_0001.exr", frame), ("frame_0002.exr", frame)]
     put("exr_frames", "gnu.tar", archive(tarfile.GNU_FORMAT, two))
     put("exr_frames", "ustar.tar", archive(tarfile.USTAR_FORMAT, two))
-    put("exr_frames", "pax.tar", archive(tarfile.PAX_FORMAT, two))
+    # Python writes a pax record only where ustar cannot hold a field: a path past 100 bytes.
+    deep = "shot_" + "x" * 100 + "/"
+    put("exr_frames", "pax.tar", archive(tarfile.PAX_FORMAT, [(deep + n, d) for n, d in two]))
     put("exr_frames", "nested.tar", archive(tarfile.GNU_FORMAT, [
         ("clip/", None), ("clip/._frame_0001.exr", b"\0\5\26\7"), ("clip/frame_0001.exr", frame),
         ("clip/frame_0002.exr", other)]))
